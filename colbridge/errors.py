@@ -1,0 +1,80 @@
+"""Errors: one base class, each subclass also the builtin it refines."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ColbridgeError",
+    "ColumnNotFoundError",
+    "ComputeError",
+    "CopyNotAllowedError",
+    "DeviceError",
+    "DuplicateColumnError",
+    "ExpressionSyntaxError",
+    "InvalidOperationError",
+    "KernelCompileError",
+    "NullValuesError",
+    "SchemaError",
+    "ShapeError",
+    "UnsupportedOperationError",
+    "UnsupportedTypeError",
+]
+
+
+class ColbridgeError(Exception):
+    """Base class of every error colbridge raises; catch it to catch them all."""
+
+
+class ColumnNotFoundError(ColbridgeError, KeyError):
+    """A column named in an expression or a call does not exist."""
+
+    def __str__(self) -> str:
+        # KeyError quotes its message; show it as written instead.
+        return str(self.args[0]) if self.args else ""
+
+
+class DuplicateColumnError(ColbridgeError, ValueError):
+    """Two outputs of one step would get the same name."""
+
+
+class UnsupportedTypeError(ColbridgeError, TypeError):
+    """A column's type cannot become a tensor or take part in an expression."""
+
+
+class SchemaError(ColbridgeError, TypeError):
+    """An expression combines types that do not go together."""
+
+
+class CopyNotAllowedError(ColbridgeError, ValueError):
+    """A copy would be needed but the caller did not allow one."""
+
+
+class NullValuesError(ColbridgeError, ValueError):
+    """A column holds nulls and the caller asked for an error in that case."""
+
+
+class ShapeError(ColbridgeError, ValueError):
+    """Lengths or shapes do not match."""
+
+
+class ExpressionSyntaxError(ColbridgeError, ValueError):
+    """A string expression could not be parsed or uses something not allowed."""
+
+
+class InvalidOperationError(ColbridgeError, ValueError):
+    """An operation failed on the data (for example a strict cast that overflows)."""
+
+
+class UnsupportedOperationError(ColbridgeError, NotImplementedError):
+    """The operation exists in polars but colbridge does not run it (yet)."""
+
+
+class DeviceError(ColbridgeError, RuntimeError):
+    """No usable device, or the device failed."""
+
+
+class KernelCompileError(ColbridgeError, RuntimeError):
+    """Generated kernel source failed to compile."""
+
+
+class ComputeError(ColbridgeError, RuntimeError):
+    """A kernel failed while running."""

@@ -1,0 +1,141 @@
+"""The element types colbridge computes with, and their NumPy and Arrow spellings."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from colbridge.errors import UnsupportedTypeError
+
+__all__ = ["DType", "dtype_from_arrow", "parse_dtype"]
+
+
+class DType(str, enum.Enum):
+    """A primitive element type, named as NumPy names it."""
+
+    BOOL = "bool"
+    INT8 = "int8"
+    INT16 = "int16"
+    INT32 = "int32"
+    INT64 = "int64"
+    UINT8 = "uint8"
+    UINT16 = "uint16"
+    UINT32 = "uint32"
+    UINT64 = "uint64"
+    FLOAT16 = "float16"
+    FLOAT32 = "float32"
+    FLOAT64 = "float64"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def numpy(self) -> np.dtype[Any]:
+        """The NumPy dtype (bool is one byte per value in NumPy, a bit in Arrow)."""
+        return np.dtype(self.value)
+
+    @property
+    def arrow(self) -> pa.DataType:
+        """The Arrow type."""
+        return pa.from_numpy_dtype(np.dtype(self.value))
+
+    @property
+    def bits(self) -> int:
+        """Width in bits (1 for bool, as Arrow stores it)."""
+        return 1 if self is DType.BOOL else self.numpy.itemsize * 8
+
+    @property
+    def is_bool(self) -> bool:
+        """True for bool."""
+        return self is DType.BOOL
+
+    @property
+    def is_integer(self) -> bool:
+        """True for signed and unsigned integers."""
+        return self.value.startswith(("int", "uint"))
+
+    @property
+    def is_signed(self) -> bool:
+        """True for signed integers."""
+        return self.value.startswith("int")
+
+    @property
+    def is_unsigned(self) -> bool:
+        """True for unsigned integers."""
+        return self.value.startswith("uint")
+
+    @property
+    def is_float(self) -> bool:
+        """True for floating point."""
+        return self.value.startswith("float")
+
+    @property
+    def is_numeric(self) -> bool:
+        """True for integers and floats (not bool)."""
+        return self.is_integer or self.is_float
+
+
+_ARROW_TO_DTYPE: dict[pa.DataType, DType] = {d.arrow: d for d in DType}
+
+
+def dtype_from_arrow(arrow_type: pa.DataType) -> DType | None:
+    """The primitive `DType` of an Arrow type, or None when it is not primitive."""
+    return _ARROW_TO_DTYPE.get(arrow_type)
+
+
+def parse_dtype(spec: Any) -> DType:
+    """Read a dtype given as a `DType`, a string, a NumPy, Arrow or polars type.
+
+    Examples
+    --------
+    >>> parse_dtype("float32")
+    <DType.FLOAT32: 'float32'>
+    >>> import numpy as np
+    >>> parse_dtype(np.int8)
+    <DType.INT8: 'int8'>
+    """
+    if isinstance(spec, DType):
+        return spec
+    if isinstance(spec, pa.DataType):
+        found = dtype_from_arrow(spec)
+        if found is not None:
+            return found
+    else:
+        polars_name = _polars_dtype_name(spec)
+        if polars_name is not None:
+            spec = polars_name
+        try:
+            return DType(np.dtype(spec).name)
+        except (TypeError, ValueError):
+            pass
+    valid = ", ".join(d.value for d in DType)
+    msg = f"unknown or unsupported dtype {spec!r}; use one of: {valid}"
+    raise UnsupportedTypeError(msg)
+
+
+_POLARS_NAMES = {
+    "Boolean": "bool",
+    "Int8": "int8",
+    "Int16": "int16",
+    "Int32": "int32",
+    "Int64": "int64",
+    "UInt8": "uint8",
+    "UInt16": "uint16",
+    "UInt32": "uint32",
+    "UInt64": "uint64",
+    "Float16": "float16",
+    "Float32": "float32",
+    "Float64": "float64",
+}
+
+
+def _polars_dtype_name(spec: Any) -> str | None:
+    # Recognise polars dtypes without importing polars.
+    module = getattr(spec, "__module__", "") or getattr(type(spec), "__module__", "")
+    if not module.startswith("polars"):
+        return None
+    name = spec.__name__ if isinstance(spec, type) else type(spec).__name__
+    return _POLARS_NAMES.get(name)
