@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from colbridge.backends.kernel_cache import CacheInfo, kernel_cache
 from colbridge.errors import (
     ColbridgeError,
     ColumnNotFoundError,
     ComputeError,
     CopyNotAllowedError,
     DeviceError,
+    DeviceFallbackWarning,
     DuplicateColumnError,
     ExpressionSyntaxError,
     InvalidOperationError,
@@ -18,11 +22,57 @@ from colbridge.errors import (
     UnsupportedOperationError,
     UnsupportedTypeError,
 )
+from colbridge.expr.api import Expr, coalesce, col, lit, when
+from colbridge.expr.parser import parse_assignments, parse_expr
+from colbridge.lazy import LazyFrame
 from colbridge.types import DType
 
 __version__ = "0.1.0"
 
+
+def lazy(frame: Any, *, numpy_output: bool = False) -> LazyFrame:
+    """A lazy handle over any supported frame (pandas, polars, pyarrow Table)."""
+    return LazyFrame(frame, numpy_output=numpy_output)
+
+
+def cache_info() -> CacheInfo:
+    """Counters of the compiled-kernel cache: hits, misses, compiles, size."""
+    return kernel_cache.info()
+
+
+def clear_cache() -> None:
+    """Forget compiled kernels in this process (their files on disk stay for reuse)."""
+    kernel_cache.clear()
+
+
+def __getattr__(name: str) -> Any:
+    # The bridge functions live in the columns layer.
+    if name in ("as_tensor", "to_tensor", "TensorView"):
+        from colbridge import columns
+
+        return getattr(columns, name)
+    msg = f"module 'colbridge' has no attribute {name!r}"
+    raise AttributeError(msg)
+
+
+from colbridge.accessors import register as _register_accessors  # noqa: E402
+
+_register_accessors()
+
 __all__ = [
+    "CacheInfo",
+    "DeviceFallbackWarning",
+    "Expr",
+    "LazyFrame",
+    "cache_info",
+    "clear_cache",
+    "coalesce",
+    "col",
+    "lazy",
+    "lit",
+    "parse_assignments",
+    "parse_expr",
+    "when",
     "ColbridgeError",
     "ColumnNotFoundError",
     "ComputeError",

@@ -78,3 +78,10 @@ class KernelCompileError(ColbridgeError, RuntimeError):
 
 class ComputeError(ColbridgeError, RuntimeError):
     """A kernel failed while running."""
+
+
+class DeviceFallbackWarning(UserWarning):
+    """A GPU was asked for but the work ran on the CPU (``fallback="cpu"``)."""
+
+
+__all__ += ["DeviceFallbackWarning"]

@@ -57,16 +57,23 @@ class FrameAdapter:
         self,
         order: Sequence[str],
         new: Mapping[str, pa.Array | pa.ChunkedArray],
-        keep: pa.Array | None = None,
         *,
-        broadcast_rows: int | None = None,
+        one_row: bool = False,
     ) -> Any:
-        """Make the result frame.
+        """Make the result frame, of this adapter's kind.
 
         ``order`` lists the output columns; each is taken from ``new`` when there,
-        else from the input frame. ``keep`` is a boolean row mask applied to the
-        input columns (``new`` columns are already filtered).
+        else from the input frame (shared, not copied). ``one_row`` marks a result
+        of reductions only (its row count is 1, not the input's).
         """
+        raise NotImplementedError
+
+    def filter(self, frame: Any, keep: pa.BooleanArray) -> Any:
+        """Rows of a result frame (as `build` made it) where ``keep`` is true."""
+        raise NotImplementedError
+
+    def from_arrow(self, table: pa.Table) -> Any:
+        """A frame of this adapter's kind from an Arrow table."""
         raise NotImplementedError
 
     def _check(self, name: str) -> None:
@@ -96,12 +103,15 @@ class ArrowTableAdapter(FrameAdapter):
         self._check(name)
         return self.frame.column(name)
 
-    def build(self, order, new, keep=None, *, broadcast_rows=None):  # type: ignore[no-untyped-def]
-        table = self.frame
-        if keep is not None:
-            table = table.filter(keep)
-        columns = [new[n] if n in new else table.column(n) for n in order]
+    def build(self, order, new, *, one_row=False):  # type: ignore[no-untyped-def]
+        columns = [new[n] if n in new else self.frame.column(n) for n in order]
         return pa.Table.from_arrays(columns, names=list(order))
+
+    def filter(self, frame: Any, keep: pa.BooleanArray) -> Any:
+        return frame.filter(keep)
+
+    def from_arrow(self, table: pa.Table) -> Any:
+        return table
 
 
 class PolarsFrameAdapter(FrameAdapter):
@@ -121,17 +131,25 @@ class PolarsFrameAdapter(FrameAdapter):
         self._check(name)
         return column_to_arrow(self.frame.get_column(name), name)
 
-    def build(self, order, new, keep=None, *, broadcast_rows=None):  # type: ignore[no-untyped-def]
+    def build(self, order, new, *, one_row=False):  # type: ignore[no-untyped-def]
         import polars as pl
 
-        frame = self.frame
-        if keep is not None:
-            frame = frame.filter(pl.Series(keep))
-        new_series = {n: pl.Series(n, a) for n, a in new.items()}
         # Untouched columns are shared with the input frame (polars columns are
-        # reference counted); only new columns are added.
-        columns = [new_series[n] if n in new_series else frame.get_column(n) for n in order]
+        # reference counted); new Arrow columns are taken over without a copy.
+        columns = [
+            pl.Series(n, new[n]) if n in new else self.frame.get_column(n) for n in order
+        ]
         return pl.DataFrame(columns)
+
+    def filter(self, frame: Any, keep: pa.BooleanArray) -> Any:
+        import polars as pl
+
+        return frame.filter(pl.Series(keep))
+
+    def from_arrow(self, table: pa.Table) -> Any:
+        import polars as pl
+
+        return pl.from_arrow(table)
 
 
 class PolarsSeriesAdapter(PolarsFrameAdapter):
@@ -142,9 +160,16 @@ class PolarsSeriesAdapter(PolarsFrameAdapter):
     def __init__(self, frame: Any) -> None:
         super().__init__(frame.to_frame())
 
-    def build(self, order, new, keep=None, *, broadcast_rows=None):  # type: ignore[no-untyped-def]
-        out = super().build(order, new, keep, broadcast_rows=broadcast_rows)
-        return out.to_series() if out.width == 1 else out
+    def build(self, order, new, *, one_row=False):  # type: ignore[no-untyped-def]
+        return _polars_series_if_one(super().build(order, new, one_row=one_row))
+
+    def filter(self, frame: Any, keep: pa.BooleanArray) -> Any:
+        import polars as pl
+
+        return frame.filter(pl.Series(keep))
+
+    def from_arrow(self, table: pa.Table) -> Any:
+        return _polars_series_if_one(super().from_arrow(table))
 
 
 class PandasFrameAdapter(FrameAdapter):
@@ -189,22 +214,31 @@ class PandasFrameAdapter(FrameAdapter):
             return np.asarray(array)
         return pd.arrays.ArrowExtensionArray(array)
 
-    def build(self, order, new, keep=None, *, broadcast_rows=None):  # type: ignore[no-untyped-def]
+    def build(self, order, new, *, one_row=False):  # type: ignore[no-untyped-def]
         import pandas as pd
 
-        frame = self.frame
-        if keep is not None:
-            frame = frame[np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)]
+        index = pd.RangeIndex(1) if one_row else self.frame.index
         data = {}
         for n in order:
             if n in new:
-                data[n] = pd.Series(self._to_pandas_values(new[n]), index=frame.index, name=n)
+                data[n] = pd.Series(self._to_pandas_values(new[n]), index=index, name=n)
             else:
-                data[n] = frame[self._label(n)]
+                data[n] = self.frame[self._label(n)]
         if not data:
-            return pd.DataFrame(index=frame.index)
-        # Under copy-on-write (pandas >= 3) the kept columns are not copied.
-        return pd.concat(data, axis=1, copy=False) if _pandas_major() < 3 else pd.concat(data, axis=1)
+            return pd.DataFrame(index=index)
+        # Kept columns are shared with the input under copy-on-write (pandas >= 3).
+        return pd.concat(data, axis=1)
+
+    def filter(self, frame: Any, keep: pa.BooleanArray) -> Any:
+        mask = np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)
+        return frame[mask]
+
+    def from_arrow(self, table: pa.Table) -> Any:
+        import pandas as pd
+
+        if self.numpy_output:
+            return table.to_pandas()
+        return table.to_pandas(types_mapper=pd.ArrowDtype)
 
 
 class PandasSeriesAdapter(PandasFrameAdapter):
@@ -216,15 +250,23 @@ class PandasSeriesAdapter(PandasFrameAdapter):
         name = frame.name if frame.name is not None else ""
         super().__init__(frame.to_frame(name=name), numpy_output=numpy_output)
 
-    def build(self, order, new, keep=None, *, broadcast_rows=None):  # type: ignore[no-untyped-def]
-        out = super().build(order, new, keep, broadcast_rows=broadcast_rows)
-        return out.iloc[:, 0] if out.shape[1] == 1 else out
+    def build(self, order, new, *, one_row=False):  # type: ignore[no-untyped-def]
+        return _pandas_series_if_one(super().build(order, new, one_row=one_row))
+
+    def filter(self, frame: Any, keep: pa.BooleanArray) -> Any:
+        mask = np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)
+        return frame[mask]
+
+    def from_arrow(self, table: pa.Table) -> Any:
+        return _pandas_series_if_one(super().from_arrow(table))
 
 
-def _pandas_major() -> int:
-    import pandas as pd
+def _pandas_series_if_one(frame: Any) -> Any:
+    return frame.iloc[:, 0] if frame.shape[1] == 1 else frame
 
-    return int(pd.__version__.split(".")[0])
+
+def _polars_series_if_one(frame: Any) -> Any:
+    return frame.to_series() if frame.width == 1 else frame
 
 
 def adapt_frame(frame: Any, *, numpy_output: bool = False) -> FrameAdapter:

@@ -1,0 +1,79 @@
+"""Device selection: decide once per process whether a usable GPU exists, without crashing.
+
+CuPy is imported lazily and only asked ``cupy.cuda.is_available()``; numba's
+CUDA detection is never used for this decision.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import warnings
+from dataclasses import dataclass
+
+from colbridge.errors import DeviceError, DeviceFallbackWarning
+
+__all__ = ["DeviceChoice", "gpu_status", "resolve_device"]
+
+FALLBACKS = ("cpu", "raise")
+
+
+@dataclass(frozen=True)
+class DeviceChoice:
+    """Where a compute runs, and why (reported by `explain()`)."""
+
+    target: str  # "cpu" (the only backend that runs kernels in this release)
+    requested: str
+    note: str
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_status() -> tuple[bool, str]:
+    """(usable, reason), computed once per process."""
+    if importlib.util.find_spec("cupy") is None:
+        return False, "CuPy is not installed (install the `gpu` extra: `pip install colbridge[gpu]`)"
+    try:
+        import cupy
+
+        if not cupy.cuda.is_available():
+            return False, "CuPy found no CUDA device (no driver or no GPU)"
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # any driver or import failure means: no usable GPU
+        return False, f"CuPy could not reach a CUDA device: {type(exc).__name__}: {exc}"
+    return True, f"{count} CUDA device(s)"
+
+
+def _parse(device: str) -> tuple[str, int | None]:
+    if device in ("auto", "cpu", "cuda"):
+        return device, None
+    if device.startswith("cuda:") and device[5:].isdigit():
+        return "cuda", int(device[5:])
+    msg = f"unknown device {device!r}; use 'auto', 'cpu', 'cuda' or 'cuda:N'"
+    raise DeviceError(msg)
+
+
+def resolve_device(device: str = "auto", fallback: str = "cpu") -> DeviceChoice:
+    """Pick the backend for ``device`` under the ``fallback`` policy.
+
+    ``"auto"`` takes a usable GPU when the CUDA backend can run, else the CPU.
+    ``"cuda"``/``"cuda:N"`` without a usable GPU either falls back to the CPU
+    with a `DeviceFallbackWarning` (``fallback="cpu"``) or raises `DeviceError`
+    (``fallback="raise"``).
+    """
+    if fallback not in FALLBACKS:
+        msg = f"unknown fallback policy {fallback!r}; use 'cpu' or 'raise'"
+        raise DeviceError(msg)
+    kind, _index = _parse(device)
+    if kind == "cpu":
+        return DeviceChoice("cpu", device, "cpu requested")
+    usable, reason = gpu_status()
+    if usable:
+        reason = "the CUDA backend is not part of this release; kernels run on the CPU"
+    if kind == "auto":
+        return DeviceChoice("cpu", device, f"auto: no usable GPU ({reason}), running on cpu")
+    if fallback == "raise":
+        msg = f"no usable GPU for device={device!r}: {reason}; use device='cpu' or fallback='cpu'"
+        raise DeviceError(msg)
+    note = f"fell back to cpu: no usable GPU for device={device!r} ({reason})"
+    warnings.warn(note, DeviceFallbackWarning, stacklevel=4)
+    return DeviceChoice("cpu", device, note)

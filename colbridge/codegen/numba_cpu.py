@@ -1,0 +1,817 @@
+"""Code generation for the CPU: one fused plan segment → numba kernel source text.
+
+Calling convention of the generated kernels (the same for every plan, so the
+runtime can bind arguments without knowing the expressions):
+
+``elementwise(n, <inputs>, <scalars>, <outputs>, err)`` and
+``reduce(n, <inputs>, <scalars>, pf, pi, pu)``, where
+
+* an input column ``k`` is ``x{k}`` (values; bool columns: the bit-packed bytes)
+  then, for bool columns, ``xo{k}`` (bit offset), then where the column has
+  nulls ``v{k}`` (validity bytes) and ``vo{k}`` (its bit offset);
+* a reduction result ``j`` from an earlier pass is ``s{j}`` and, where it may
+  be null, ``sv{j}``;
+* an output ``m`` is ``o{m}`` (values; bool outputs bit-packed) and, where it
+  may be null, ``ov{m}``; the filter mask is a bool output;
+* ``err`` counts failures (strict casts, negative integer exponents) per block;
+* ``pf``, ``pi``, ``pu`` are per-block partial results of reductions
+  (float64, int64, uint64; one row per block).
+
+Rows are processed in blocks of `BLOCK` rows (a multiple of 8, so a block owns
+whole bytes of every bit-packed output and threads never share a byte); with
+``parallel=True`` the blocks are spread over threads with ``prange``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import singledispatchmethod
+
+from colbridge.errors import UnsupportedOperationError
+from colbridge.expr.nodes import (
+    Agg,
+    Binary,
+    Cast,
+    Clip,
+    Coalesce,
+    Column,
+    FillNan,
+    Literal,
+    Node,
+    Unary,
+    When,
+)
+from colbridge.plan.nullability import Nullability
+from colbridge.plan.typecheck import cast_can_fail
+from colbridge.types import DType
+from colbridge.types.promotion import int_range
+
+__all__ = ["BLOCK", "AggSlot", "KernelSource", "generate_elementwise", "generate_reduce"]
+
+BLOCK = 16384
+
+# Failure kinds a kernel can count; the runtime turns counts into errors.
+ERR_STRICT_CAST = 0
+ERR_NEGATIVE_EXPONENT = 1
+N_ERR_KINDS = 2
+
+_FLOAT_FUNCS = {
+    "sqrt": "np.sqrt",
+    "cbrt": "np.cbrt",
+    "exp": "np.exp",
+    "log": "np.log",
+    "log10": "np.log10",
+    "log1p": "np.log1p",
+    "sin": "np.sin",
+    "cos": "np.cos",
+    "tan": "np.tan",
+    "arcsin": "np.arcsin",
+    "arccos": "np.arccos",
+    "arctan": "np.arctan",
+    "sinh": "np.sinh",
+    "cosh": "np.cosh",
+    "tanh": "np.tanh",
+    "floor": "np.floor",
+    "ceil": "np.ceil",
+    "round": "np.rint",  # half to even, as polars rounds
+}
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """How one input column is passed: its dtype and whether it carries validity."""
+
+    name: str
+    dtype: DType
+    nullable: bool
+
+
+@dataclass(frozen=True)
+class ScalarSpec:
+    """A reduction result passed to a later pass."""
+
+    agg: Agg
+    dtype: DType
+    nullable: bool
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """One output column of an elementwise kernel."""
+
+    name: str
+    dtype: DType
+    nullable: bool
+
+
+@dataclass(frozen=True)
+class AggSlot:
+    """Where a reduction's per-block partials live in ``pf``/``pi``/``pu``."""
+
+    agg: Agg
+    arg_dtype: DType
+    result_dtype: DType
+    # column index in each partial array, by role ("count", "sum", "mean", "m2", ...)
+    f: dict[str, int] = field(default_factory=dict)
+    i: dict[str, int] = field(default_factory=dict)
+    u: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class KernelSource:
+    """Generated source of one kernel plus what the runtime needs to call it."""
+
+    kind: str  # "elementwise" | "reduce"
+    source: str
+    inputs: list[InputSpec]
+    scalars: list[ScalarSpec]
+    outputs: list[OutputSpec] = field(default_factory=list)
+    slots: list[AggSlot] = field(default_factory=list)
+    n_f: int = 0
+    n_i: int = 0
+    n_u: int = 0
+    uses_err: bool = False
+    err_messages: dict[int, str] = field(default_factory=dict)
+
+
+def _np(dtype: DType) -> str:
+    return f"np.{dtype.value}" if not dtype.is_bool else "np.bool_"
+
+
+def _const(value: bool | int | float | None, dtype: DType) -> str:
+    if dtype.is_bool:
+        return "True" if value else "False"
+    if value is None:
+        return f"{_np(dtype)}(0)"
+    if dtype.is_float:
+        v = float(value)
+        if v != v:
+            return f"{_np(dtype)}(np.nan)"
+        if v in (float("inf"), float("-inf")):
+            return f"{_np(dtype)}({'-' if v < 0 else ''}np.inf)"
+        return f"{_np(dtype)}({v!r})"
+    return f"{_np(dtype)}({int(value)})"
+
+
+class _Emitter:
+    """Emits per-row statements for typed nodes, one temporary per distinct node (CSE)."""
+
+    def __init__(
+        self,
+        types: dict[Node, DType],
+        nulls: Nullability,
+        inputs: dict[str, int],
+        input_specs: list[InputSpec],
+        scalars: dict[Agg, int],
+        scalar_specs: list[ScalarSpec],
+        indent: str,
+    ) -> None:
+        self.types = types
+        self.nulls = nulls
+        self.inputs = inputs
+        self.input_specs = input_specs
+        self.scalars = scalars
+        self.scalar_specs = scalar_specs
+        self.indent = indent
+        self.lines: list[str] = []
+        self.memo: dict[Node, tuple[str, str | None]] = {}
+        self.counter = 0
+        self.err_messages: dict[int, str] = {}
+
+    def fresh(self) -> str:
+        self.counter += 1
+        return f"t{self.counter}"
+
+    def line(self, text: str) -> None:
+        self.lines.append(self.indent + text)
+
+    def value(self, node: Node) -> tuple[str, str | None]:
+        """(value expression, validity expression or None when never null)."""
+        hit = self.memo.get(node)
+        if hit is None:
+            hit = self.emit(node)
+            self.memo[node] = hit
+        return hit
+
+    def valid_and(self, *parts: str | None) -> str | None:
+        present = [p for p in parts if p is not None]
+        if not present:
+            return None
+        if len(present) == 1:
+            return present[0]
+        name = self.fresh() + "v"
+        self.line(f"{name} = " + " and ".join(f"({p})" for p in present))
+        return name
+
+    @singledispatchmethod
+    def emit(self, node: Node) -> tuple[str, str | None]:
+        msg = f"the CPU code generator does not support {type(node).__name__} nodes ({node!r})"
+        raise UnsupportedOperationError(msg)
+
+    @emit.register
+    def _(self, node: Column) -> tuple[str, str | None]:
+        k = self.inputs[node.name]
+        spec = self.input_specs[k]
+        t = self.fresh()
+        if spec.dtype.is_bool:
+            self.line(f"{t} = ((x{k}[(i + xo{k}) >> 3] >> ((i + xo{k}) & 7)) & 1) != 0")
+        else:
+            self.line(f"{t} = x{k}[i]")
+        valid = None
+        if spec.nullable:
+            valid = t + "v"
+            self.line(f"{valid} = ((v{k}[(i + vo{k}) >> 3] >> ((i + vo{k}) & 7)) & 1) != 0")
+        return t, valid
+
+    @emit.register
+    def _(self, node: Literal) -> tuple[str, str | None]:
+        dtype = self.types[node]
+        if node.value is None:
+            return _const(None, dtype), "False"
+        return _const(node.value, dtype), None
+
+    @emit.register
+    def _(self, node: Agg) -> tuple[str, str | None]:
+        j = self.scalars[node]
+        return f"s{j}", (f"sv{j}" if self.scalar_specs[j].nullable else None)
+
+    @emit.register
+    def _(self, node: Binary) -> tuple[str, str | None]:
+        a, av = self.value(node.left)
+        b, bv = self.value(node.right)
+        op = node.op
+        operand = self.types[node.left]
+        result = self.types[node]
+        t = self.fresh()
+        if op in ("and", "or") and result.is_bool:
+            return self._kleene(op, a, av, b, bv)
+        valid = self.valid_and(av, bv)
+        if op in ("eq", "ne", "lt", "le", "gt", "ge"):
+            self.line(f"{t} = {_compare(op, a, b, operand.is_float)}")
+            return t, valid
+        if op == "xor":
+            self.line(f"{t} = {a} != {b}" if result.is_bool else f"{t} = {_np(result)}({a} ^ {b})")
+            return t, valid
+        if op in ("and", "or"):
+            sym = "&" if op == "and" else "|"
+            self.line(f"{t} = {_np(result)}({a} {sym} {b})")
+            return t, valid
+        if op in ("add", "sub", "mul"):
+            sym = {"add": "+", "sub": "-", "mul": "*"}[op]
+            self.line(f"{t} = {_np(result)}({a} {sym} {b})")
+            return t, valid
+        if op == "truediv":
+            self.line(f"{t} = {_np(result)}({a} / {b})")
+            return t, valid
+        if op in ("floordiv", "mod"):
+            if result.is_float:
+                expr = f"np.floor({a} / {b})" if op == "floordiv" else f"{a} % {b}"
+                self.line(f"{t} = {_np(result)}({expr})")
+                return t, valid
+            return self._int_divmod(op, result, a, b, valid)
+        if op == "pow":
+            if result.is_float:
+                self.line(f"{t} = {_np(result)}({a} ** {b})")
+                return t, valid
+            return self._int_pow(result, self.types[node.right], a, b, valid)
+        msg = f"operator `{op}` has no CPU lowering"
+        raise UnsupportedOperationError(msg)
+
+    def _kleene(
+        self, op: str, a: str, av: str | None, b: str, bv: str | None
+    ) -> tuple[str, str | None]:
+        t = self.fresh()
+        if av is None and bv is None:
+            self.line(f"{t} = {a} {op} {b}")
+            return t, None
+        av_ = av or "True"
+        bv_ = bv or "True"
+        if op == "and":
+            # false wins over null; null otherwise wins over true
+            self.line(f"{t}f = (({av_}) and not {a}) or (({bv_}) and not {b})")
+            self.line(f"{t} = not {t}f")
+            self.line(f"{t}v = {t}f or (({av_}) and ({bv_}))")
+        else:
+            self.line(f"{t} = (({av_}) and {a}) or (({bv_}) and {b})")
+            self.line(f"{t}v = {t} or (({av_}) and ({bv_}))")
+        return t, f"{t}v"
+
+    def _int_divmod(
+        self, op: str, result: DType, a: str, b: str, valid: str | None
+    ) -> tuple[str, str | None]:
+        t = self.fresh()
+        zero = _const(0, result)
+        self.line(f"if {b} == {zero}:")
+        self.line(f"    {t} = {zero}")
+        if result.is_signed:
+            # MIN // -1 overflows the hardware divide: take the wrapped result directly.
+            minus_one = _const(-1, result)
+            self.line(f"elif {b} == {minus_one}:")
+            self.line(f"    {t} = {_np(result)}({zero} - {a})" if op == "floordiv" else f"    {t} = {zero}")
+        sym = "//" if op == "floordiv" else "%"
+        self.line("else:")
+        self.line(f"    {t} = {_np(result)}({a} {sym} {b})")
+        return t, self.valid_and(valid, f"{b} != {zero}")
+
+    def _int_pow(
+        self, result: DType, exp_dtype: DType, a: str, b: str, valid: str | None
+    ) -> tuple[str, str | None]:
+        t = self.fresh()
+        checks = []
+        if exp_dtype.is_signed:
+            checks.append(f"{b} >= {_const(0, exp_dtype)}")
+        if exp_dtype.bits == 64:
+            checks.append(f"{b} <= {_const(2**32 - 1, exp_dtype)}")
+        ok = " and ".join(checks) if checks else "True"
+        self.line(f"{t}ok = {ok}")
+        self.line(f"if {t}ok:")
+        self.line(f"    {t} = {_np(result)}(_ipow(np.uint64(np.int64({a})), np.uint64({b})))")
+        self.line("else:")
+        self.line(f"    {t} = {_const(0, result)}")
+        self._count_error(ERR_NEGATIVE_EXPONENT, f"not {t}ok", valid,
+                          "integer raised to a negative integer power (or one above 2**32-1); "
+                          "cast the base to float first, e.g. `x.cast('float64') ** y`")  # fmt: skip
+        return t, valid
+
+    def _count_error(self, kind: int, failed: str, valid: str | None, message: str) -> None:
+        cond = f"({failed}) and ({valid})" if valid is not None else failed
+        self.line(f"if {cond}:")
+        self.line(f"    nerr[{kind}] += 1")
+        self.err_messages[kind] = message
+
+    @emit.register
+    def _(self, node: Unary) -> tuple[str, str | None]:
+        op = node.op
+        a, av = self.value(node.arg)
+        src = self.types[node.arg]
+        result = self.types[node]
+        t = self.fresh()
+        if op == "is_null":
+            self.line(f"{t} = not ({av})" if av is not None else f"{t} = False")
+            return t, None
+        if op == "is_not_null":
+            self.line(f"{t} = ({av})" if av is not None else f"{t} = True")
+            return t, None
+        if op in ("is_nan", "is_not_nan", "is_finite", "is_infinite"):
+            if src.is_float:
+                expr = {
+                    "is_nan": f"{a} != {a}",
+                    "is_not_nan": f"{a} == {a}",
+                    "is_finite": f"np.isfinite({a})",
+                    "is_infinite": f"np.isinf({a})",
+                }[op]
+            else:
+                expr = "False" if op in ("is_nan", "is_infinite") else "True"
+            self.line(f"{t} = {expr}")
+            return t, av
+        if op == "not":
+            self.line(f"{t} = not {a}" if result.is_bool else f"{t} = {_np(result)}(~{a})")
+            return t, av
+        if op == "neg":
+            self.line(f"{t} = -{a}" if result.is_float else f"{t} = {_np(result)}(0 - {a})")
+            return t, av
+        if op == "abs":
+            self.line(f"{t} = {_np(result)}(abs({a}))")
+            return t, av
+        if op == "sign":
+            one, minus, zero = _const(1, result), _const(-1, result), _const(0, result)
+            if result.is_float:
+                self.line(f"{t} = {one} if {a} > {zero} else ({minus} if {a} < {zero} else {a})")
+            elif result.is_signed:
+                self.line(f"{t} = {one} if {a} > {zero} else ({minus} if {a} < {zero} else {zero})")
+            else:
+                self.line(f"{t} = {one} if {a} > {zero} else {zero}")
+            return t, av
+        func = _FLOAT_FUNCS.get(op)
+        if func is not None:
+            self.line(f"{t} = {_np(result)}({func}({a}))")
+            return t, av
+        msg = f"function `{op}` has no CPU lowering"
+        raise UnsupportedOperationError(msg)
+
+    @emit.register
+    def _(self, node: Cast) -> tuple[str, str | None]:
+        a, av = self.value(node.arg)
+        src, dst = self.types[node.arg], node.dtype
+        t = self.fresh()
+        if dst.is_bool:
+            self.line(f"{t} = {a} != {_const(0, src)}" if not src.is_bool else f"{t} = {a}")
+            return t, av
+        if src.is_bool:
+            self.line(f"{t} = {_const(1, dst)} if {a} else {_const(0, dst)}")
+            return t, av
+        if not cast_can_fail(src, dst):
+            self.line(f"{t} = {_np(dst)}({a})")
+            return t, av
+        ok = _fits(a, src, dst)
+        self.line(f"{t}ok = {ok}")
+        self.line(f"{t} = {_np(dst)}({a}) if {t}ok else {_const(0, dst)}")
+        if node.strict:
+            self._count_error(ERR_STRICT_CAST, f"not {t}ok", av,
+                              f"strict cast to {dst} failed: some values do not fit; "
+                              "use `.cast(..., strict=False)` to turn them into nulls")  # fmt: skip
+            return t, av
+        return t, self.valid_and(av, f"{t}ok")
+
+    @emit.register
+    def _(self, node: When) -> tuple[str, str | None]:
+        c, cv = self.value(node.condition)
+        a, av = self.value(node.then)
+        b, bv = self.value(node.otherwise)
+        t = self.fresh()
+        cond = f"({cv}) and {c}" if cv is not None else c
+        self.line(f"{t}c = {cond}")
+        self.line(f"{t} = {a} if {t}c else {b}")
+        if av is None and bv is None:
+            return t, None
+        self.line(f"{t}v = ({av or 'True'}) if {t}c else ({bv or 'True'})")
+        return t, f"{t}v"
+
+    @emit.register
+    def _(self, node: Coalesce) -> tuple[str, str | None]:
+        parts = [self.value(a) for a in node.args]
+        t = self.fresh()
+        expr, valid = parts[-1][0], parts[-1][1]
+        for value, v in reversed(parts[:-1]):
+            if v is None:
+                expr, valid = value, None
+                continue
+            expr = f"({value} if {v} else {expr})"
+            valid = None if valid is None else f"({v} or {valid})"
+        self.line(f"{t} = {expr}")
+        if valid is None:
+            return t, None
+        self.line(f"{t}v = {valid}")
+        return t, f"{t}v"
+
+    @emit.register
+    def _(self, node: FillNan) -> tuple[str, str | None]:
+        a, av = self.value(node.arg)
+        b, bv = self.value(node.value)
+        t = self.fresh()
+        self.line(f"{t}n = {a} != {a}")
+        self.line(f"{t} = {b} if {t}n else {a}")
+        if bv is None:
+            return t, av
+        valid = f"({bv}) if {t}n else True"
+        return t, self.valid_and(av, valid)
+
+    @emit.register
+    def _(self, node: Clip) -> tuple[str, str | None]:
+        a, av = self.value(node.arg)
+        dtype = self.types[node]
+        t = self.fresh()
+        self.line(f"{t} = {a}")
+        if node.lower is not None:
+            lo = _const(node.lower, dtype)
+            self.line(f"{t} = {lo} if {t} < {lo} else {t}")
+        if node.upper is not None:
+            hi = _const(node.upper, dtype)
+            self.line(f"{t} = {hi} if {t} > {hi} else {t}")
+        return t, av
+
+
+def _compare(op: str, a: str, b: str, is_float: bool) -> str:
+    sym = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[op]
+    if not is_float:
+        return f"{a} {sym} {b}"
+    # polars orders floats totally: NaN equals NaN and is larger than every number.
+    return {
+        "eq": f"({a} == {b}) or ({a} != {a} and {b} != {b})",
+        "ne": f"not (({a} == {b}) or ({a} != {a} and {b} != {b}))",
+        "lt": f"({a} < {b}) or ({b} != {b} and {a} == {a})",
+        "le": f"({a} <= {b}) or ({b} != {b})",
+        "gt": f"({a} > {b}) or ({a} != {a} and {b} == {b})",
+        "ge": f"({a} >= {b}) or ({a} != {a})",
+    }[op]
+
+
+def _fits(a: str, src: DType, dst: DType) -> str:
+    """A condition that is true where value ``a`` of ``src`` converts to ``dst`` exactly enough."""
+    lo, hi = int_range(dst)
+    if src.is_float:
+        if dst.bits == 64:
+            low = f"{a} >= {float(lo)!r}" if lo < 0 else f"{a} > -1.0"
+            return f"({a} == {a}) and {low} and {a} < {float(hi + 1)!r}"
+        return f"({a} == {a}) and {a} > {float(lo - 1)!r} and {a} < {float(hi + 1)!r}"
+    slo, shi = int_range(src)
+    checks = []
+    if lo > slo:
+        checks.append(f"{a} >= {_const(lo, src)}")
+    if hi < shi:
+        checks.append(f"{a} <= {_const(hi, src)}")
+    return " and ".join(checks) if checks else "True"
+
+
+_HEADER = '''"""Generated by colbridge from the plan below; do not edit.
+
+{plan}
+"""
+import numpy as np
+import numba
+from numba import prange
+
+BLOCK = {block}
+
+
+@numba.njit(cache=True, nogil=True)
+def _ipow(base, exp):
+    # integer power modulo 2**64; the caller truncates to the result type
+    result = np.uint64(1)
+    while exp:
+        if exp & np.uint64(1):
+            result = result * base
+        base = base * base
+        exp = exp >> np.uint64(1)
+    return result
+
+'''
+
+
+def _signature_args(inputs: list[InputSpec], scalars: list[ScalarSpec]) -> list[str]:
+    args = ["n"]
+    for k, spec in enumerate(inputs):
+        args.append(f"x{k}")
+        if spec.dtype.is_bool:
+            args.append(f"xo{k}")
+        if spec.nullable:
+            args += [f"v{k}", f"vo{k}"]
+    for j, s in enumerate(scalars):
+        args.append(f"s{j}")
+        if s.nullable:
+            args.append(f"sv{j}")
+    return args
+
+
+def _collect_inputs(
+    roots: list[Node], types: dict[Node, DType], nulls: Nullability
+) -> tuple[list[InputSpec], dict[str, int]]:
+    from colbridge.expr.nodes import walk
+
+    specs: list[InputSpec] = []
+    index: dict[str, int] = {}
+    for root in roots:
+        for n in walk(root):
+            if isinstance(n, Column) and n.name not in index:
+                index[n.name] = len(specs)
+                specs.append(InputSpec(n.name, types[n], nulls.may_be_null(n)))
+    return specs, index
+
+
+def _collect_scalars(
+    roots: list[Node], types: dict[Node, DType], nulls: Nullability, *, skip_inside_agg: bool
+) -> tuple[list[ScalarSpec], dict[Agg, int]]:
+    """Reduction results the kernel reads (the outermost ones, not those inside them)."""
+    specs: list[ScalarSpec] = []
+    index: dict[Agg, int] = {}
+
+    def visit(node: Node) -> None:
+        from colbridge.expr.nodes import children
+
+        if isinstance(node, Agg):
+            if node not in index:
+                index[node] = len(specs)
+                specs.append(ScalarSpec(node, types[node], nulls.may_be_null(node)))
+            return
+        for c in children(node):
+            visit(c)
+
+    for root in roots:
+        visit(root)
+    _ = skip_inside_agg
+    return specs, index
+
+
+def generate_elementwise(
+    outputs: list[tuple[str, Node]],
+    mask: Node | None,
+    types: dict[Node, DType],
+    nulls: Nullability,
+    *,
+    parallel: bool,
+    plan_text: str,
+) -> KernelSource:
+    """Source of the fused elementwise kernel computing every output and the filter mask."""
+    roots = [n for _, n in outputs] + ([mask] if mask is not None else [])
+    inputs, input_index = _collect_inputs(roots, types, nulls)
+    scalars, scalar_index = _collect_scalars(roots, types, nulls, skip_inside_agg=True)
+    em = _Emitter(types, nulls, input_index, inputs, scalar_index, scalars, " " * 12)
+    out_specs: list[OutputSpec] = []
+    store: list[str] = []
+    bit_outputs: list[tuple[str, str]] = []  # (accumulator, destination array)
+    for m, (name, node) in enumerate(outputs):
+        value, valid = em.value(node)
+        dtype = types[node]
+        out_specs.append(OutputSpec(name, dtype, valid is not None))
+        if dtype.is_bool:
+            store.append(f"acc{m} |= np.int64({value}) << (i & 7)")
+            bit_outputs.append((f"acc{m}", f"o{m}"))
+        else:
+            store.append(f"o{m}[i] = {value}")
+        if valid is not None:
+            store.append(f"accv{m} |= np.int64({valid}) << (i & 7)")
+            bit_outputs.append((f"accv{m}", f"ov{m}"))
+    if mask is not None:
+        value, valid = em.value(mask)
+        keep = f"({valid}) and {value}" if valid is not None else value
+        m = len(out_specs)
+        out_specs.append(OutputSpec("__mask__", DType.BOOL, False))
+        store.append(f"acc{m} |= np.int64({keep}) << (i & 7)")
+        bit_outputs.append((f"acc{m}", f"o{m}"))
+    args = _signature_args(inputs, scalars)
+    for m, spec in enumerate(out_specs):
+        args.append(f"o{m}")
+        if spec.nullable:
+            args.append(f"ov{m}")
+    uses_err = bool(em.err_messages)
+    args.append("err")
+    deco = "@numba.njit(parallel=True, cache=True, nogil=True, error_model='numpy')" if parallel \
+        else "@numba.njit(cache=True, nogil=True, error_model='numpy')"  # fmt: skip
+    loop = "prange" if parallel else "range"
+    body = [
+        deco,
+        f"def elementwise({', '.join(args)}):",
+        "    nblocks = (n + BLOCK - 1) // BLOCK",
+        f"    for blk in {loop}(nblocks):",
+        "        start = blk * BLOCK",
+        "        stop = min(start + BLOCK, n)",
+    ]
+    if uses_err:
+        body.append(f"        nerr = np.zeros({N_ERR_KINDS}, dtype=np.int64)")
+    for acc, _ in bit_outputs:
+        body.append(f"        {acc} = np.int64(0)")
+    body.append("        for i in range(start, stop):")
+    body.extend(em.lines)
+    for s in store:
+        body.append(" " * 12 + s)
+    if bit_outputs:
+        body.append(" " * 12 + "if (i & 7) == 7 or i == stop - 1:")
+        for acc, dest in bit_outputs:
+            body.append(" " * 16 + f"{dest}[i >> 3] = np.uint8({acc})")
+            body.append(" " * 16 + f"{acc} = np.int64(0)")
+    if uses_err:
+        body.append(f"        for e in range({N_ERR_KINDS}):")
+        body.append("            err[e, blk] = nerr[e]")
+    source = _HEADER.format(plan=plan_text, block=BLOCK) + "\n".join(body) + "\n"
+    return KernelSource(
+        kind="elementwise",
+        source=source,
+        inputs=inputs,
+        scalars=scalars,
+        outputs=out_specs,
+        uses_err=uses_err,
+        err_messages=em.err_messages,
+    )
+
+
+def generate_reduce(
+    aggs: list[Agg],
+    types: dict[Node, DType],
+    nulls: Nullability,
+    *,
+    parallel: bool,
+    plan_text: str,
+) -> KernelSource:
+    """Source of one reduction pass computing per-block partials of every reduction in ``aggs``."""
+    roots: list[Node] = [a.arg for a in aggs]
+    inputs, input_index = _collect_inputs(roots, types, nulls)
+    scalars, scalar_index = _collect_scalars(roots, types, nulls, skip_inside_agg=True)
+    em = _Emitter(types, nulls, input_index, inputs, scalar_index, scalars, " " * 12)
+    init: list[str] = []
+    update: list[str] = []
+    finish: list[str] = []
+    slots: list[AggSlot] = []
+    nf = ni = nu = 0
+    for q, agg in enumerate(aggs):
+        value, valid = em.value(agg.arg)
+        arg_dtype = types[agg.arg]
+        slot = AggSlot(agg, arg_dtype, types[agg])
+        cnt = f"c{q}"
+        init.append(f"{cnt} = np.int64(0)")
+        slot.i["count"] = ni
+        finish.append(f"pi[blk, {ni}] = {cnt}")
+        ni += 1
+        upd = [f"{cnt} += 1"]
+        func = agg.func
+        if func in ("sum", "mean"):
+            if arg_dtype.is_float or func == "mean":
+                acc = f"sf{q}"
+                init.append(f"{acc} = 0.0")
+                upd.append(f"{acc} += np.float64({value})")
+                slot.f["sum"] = nf
+                finish.append(f"pf[blk, {nf}] = {acc}")
+                nf += 1
+            elif arg_dtype.is_unsigned:
+                acc = f"su{q}"
+                init.append(f"{acc} = np.uint64(0)")
+                upd.append(f"{acc} += np.uint64({value})")
+                slot.u["sum"] = nu
+                finish.append(f"pu[blk, {nu}] = {acc}")
+                nu += 1
+            else:
+                acc = f"si{q}"
+                init.append(f"{acc} = np.int64(0)")
+                upd.append(f"{acc} += np.int64({value})")
+                slot.i["sum"] = ni
+                finish.append(f"pi[blk, {ni}] = {acc}")
+                ni += 1
+        elif func in ("min", "max"):
+            better = "<" if func == "min" else ">"
+            if arg_dtype.is_float:
+                acc = f"mf{q}"
+                start = "np.inf" if func == "min" else "-np.inf"
+                init += [f"{acc} = {start}", f"nn{q} = np.int64(0)", f"nan{q} = np.int64(0)"]
+                upd += [
+                    f"if {value} != {value}:",
+                    f"    nan{q} = np.int64(1)",
+                    "else:",
+                    f"    nn{q} += 1",
+                    f"    if {value} {better} {acc} or nn{q} == 1:",
+                    f"        {acc} = np.float64({value})",
+                ]
+                slot.f["best"] = nf
+                slot.i["non_nan"] = ni
+                slot.i["any_nan"] = ni + 1
+                finish += [
+                    f"pf[blk, {nf}] = {acc}",
+                    f"pi[blk, {ni}] = nn{q}",
+                    f"pi[blk, {ni + 1}] = nan{q}",
+                ]
+                nf += 1
+                ni += 2
+            else:
+                store_u = arg_dtype.is_unsigned
+                arr, conv = ("pu", "np.uint64") if store_u else ("pi", "np.int64")
+                acc = f"mi{q}"
+                init.append(f"{acc} = {conv}(0)")
+                upd += [f"if {cnt} == 1 or {conv}({value}) {better} {acc}:",
+                        f"    {acc} = {conv}({value})"]  # fmt: skip
+                if store_u:
+                    slot.u["best"] = nu
+                    finish.append(f"pu[blk, {nu}] = {acc}")
+                    nu += 1
+                else:
+                    slot.i["best"] = ni
+                    finish.append(f"pi[blk, {ni}] = {acc}")
+                    ni += 1
+                _ = arr
+        elif func in ("std", "var"):
+            mean, m2 = f"wm{q}", f"wq{q}"
+            init += [f"{mean} = 0.0", f"{m2} = 0.0"]
+            upd += [
+                f"d{q} = np.float64({value}) - {mean}",
+                f"{mean} += d{q} / {cnt}",
+                f"{m2} += d{q} * (np.float64({value}) - {mean})",
+            ]
+            slot.f["mean"] = nf
+            slot.f["m2"] = nf + 1
+            finish += [f"pf[blk, {nf}] = {mean}", f"pf[blk, {nf + 1}] = {m2}"]
+            nf += 2
+        elif func in ("count", "null_count"):
+            pass
+        else:
+            msg = f"reduction `{func}` has no CPU lowering"
+            raise UnsupportedOperationError(msg)
+        # `count` is first in `upd`; a null row updates nothing.
+        if valid is not None:
+            update.append(f"if {valid}:")
+            update.extend("    " + u for u in upd)
+        else:
+            update.extend(upd)
+        slots.append(slot)
+    args = _signature_args(inputs, scalars) + ["pf", "pi", "pu", "err"]
+    deco = "@numba.njit(parallel=True, cache=True, nogil=True, error_model='numpy')" if parallel \
+        else "@numba.njit(cache=True, nogil=True, error_model='numpy')"  # fmt: skip
+    loop = "prange" if parallel else "range"
+    body = [
+        deco,
+        f"def reduce({', '.join(args)}):",
+        "    nblocks = (n + BLOCK - 1) // BLOCK",
+        f"    for blk in {loop}(nblocks):",
+        "        start = blk * BLOCK",
+        "        stop = min(start + BLOCK, n)",
+    ]
+    uses_err = bool(em.err_messages)
+    if uses_err:
+        body.append(f"        nerr = np.zeros({N_ERR_KINDS}, dtype=np.int64)")
+    body += [" " * 8 + s for s in init]
+    body.append("        for i in range(start, stop):")
+    body.extend(em.lines)
+    body += [" " * 12 + s for s in update]
+    body += [" " * 8 + s for s in finish]
+    if uses_err:
+        body.append(f"        for e in range({N_ERR_KINDS}):")
+        body.append("            err[e, blk] = nerr[e]")
+    source = _HEADER.format(plan=plan_text, block=BLOCK) + "\n".join(body) + "\n"
+    return KernelSource(
+        kind="reduce",
+        source=source,
+        inputs=inputs,
+        scalars=scalars,
+        slots=slots,
+        n_f=nf,
+        n_i=ni,
+        n_u=nu,
+        err_messages=em.err_messages,
+        uses_err=uses_err,
+    )

@@ -1,0 +1,544 @@
+"""The user-facing expression API: `col`, `lit`, `when`, `coalesce` and `Expr` operators.
+
+An `Expr` only wraps an IR node; building one evaluates nothing and imports
+no backend.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NoReturn
+
+from colbridge.errors import SchemaError, UnsupportedOperationError
+from colbridge.expr.nodes import (
+    Agg,
+    Alias,
+    Binary,
+    Cast,
+    Clip,
+    Coalesce,
+    Column,
+    FillNan,
+    Literal,
+    Node,
+    Unary,
+    When,
+)
+from colbridge.types import DType, parse_dtype
+
+__all__ = ["Expr", "coalesce", "col", "lit", "to_node", "when"]
+
+Scalar = bool | int | float | None
+
+
+def _literal_node(value: Any, dtype: Any = None) -> Literal:
+    if value is not None and not isinstance(value, (bool, int, float)):
+        # NumPy scalars are fine; anything else is not a number we can embed in a kernel.
+        item = getattr(value, "item", None)
+        if item is None:
+            msg = (
+                f"cannot use {type(value).__name__} value {value!r} as a literal; "
+                "literals are bool, int, float or None"
+            )
+            raise SchemaError(msg)
+        value = item()
+        if not isinstance(value, (bool, int, float)):
+            msg = f"cannot use {value!r} as a literal; literals are bool, int, float or None"
+            raise SchemaError(msg)
+    return Literal(value, parse_dtype(dtype) if dtype is not None else None)
+
+
+def to_node(value: Any) -> Node:
+    """An IR node from an `Expr`, a node, or a Python scalar (a literal)."""
+    if isinstance(value, Expr):
+        return value.node
+    if isinstance(value, Node):
+        return value
+    return _literal_node(value)
+
+
+class Expr:
+    """A lazy column expression with polars' names and semantics.
+
+    Examples
+    --------
+    >>> import colbridge as cb
+    >>> e = (cb.col("a") * cb.col("b") + 1).sqrt()
+    >>> e
+    <Expr ((col("a") * col("b")) + lit(1)).sqrt()>
+    """
+
+    __slots__ = ("node",)
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+    def __repr__(self) -> str:
+        return f"<Expr {self.node!r}>"
+
+    def __hash__(self) -> int:
+        return hash(self.node)
+
+    def __bool__(self) -> NoReturn:
+        msg = (
+            "the truth value of an expression is ambiguous; "
+            "use `&` for AND, `|` for OR and `~` for NOT (with parentheses: "
+            "`(cb.col('a') > 1) & (cb.col('b') < 2)`), not `and`, `or`, `not` or chained "
+            "comparisons like `0 < x < 1`"
+        )
+        raise TypeError(msg)
+
+    # -- operators ------------------------------------------------------------
+    def _bin(self, op: str, other: Any, *, reflected: bool = False) -> Expr:
+        other_node = to_node(other)
+        if reflected:
+            return Expr(Binary(op, other_node, self.node))
+        return Expr(Binary(op, self.node, other_node))
+
+    def __add__(self, other: Any) -> Expr:
+        return self._bin("add", other)
+
+    def __radd__(self, other: Any) -> Expr:
+        return self._bin("add", other, reflected=True)
+
+    def __sub__(self, other: Any) -> Expr:
+        return self._bin("sub", other)
+
+    def __rsub__(self, other: Any) -> Expr:
+        return self._bin("sub", other, reflected=True)
+
+    def __mul__(self, other: Any) -> Expr:
+        return self._bin("mul", other)
+
+    def __rmul__(self, other: Any) -> Expr:
+        return self._bin("mul", other, reflected=True)
+
+    def __truediv__(self, other: Any) -> Expr:
+        return self._bin("truediv", other)
+
+    def __rtruediv__(self, other: Any) -> Expr:
+        return self._bin("truediv", other, reflected=True)
+
+    def __floordiv__(self, other: Any) -> Expr:
+        return self._bin("floordiv", other)
+
+    def __rfloordiv__(self, other: Any) -> Expr:
+        return self._bin("floordiv", other, reflected=True)
+
+    def __mod__(self, other: Any) -> Expr:
+        return self._bin("mod", other)
+
+    def __rmod__(self, other: Any) -> Expr:
+        return self._bin("mod", other, reflected=True)
+
+    def __pow__(self, other: Any) -> Expr:
+        return self._bin("pow", other)
+
+    def __rpow__(self, other: Any) -> Expr:
+        return self._bin("pow", other, reflected=True)
+
+    def __eq__(self, other: Any) -> Expr:  # type: ignore[override]
+        return self._bin("eq", other)
+
+    def __ne__(self, other: Any) -> Expr:  # type: ignore[override]
+        return self._bin("ne", other)
+
+    def __lt__(self, other: Any) -> Expr:
+        return self._bin("lt", other)
+
+    def __le__(self, other: Any) -> Expr:
+        return self._bin("le", other)
+
+    def __gt__(self, other: Any) -> Expr:
+        return self._bin("gt", other)
+
+    def __ge__(self, other: Any) -> Expr:
+        return self._bin("ge", other)
+
+    def __and__(self, other: Any) -> Expr:
+        return self._bin("and", other)
+
+    def __rand__(self, other: Any) -> Expr:
+        return self._bin("and", other, reflected=True)
+
+    def __or__(self, other: Any) -> Expr:
+        return self._bin("or", other)
+
+    def __ror__(self, other: Any) -> Expr:
+        return self._bin("or", other, reflected=True)
+
+    def __xor__(self, other: Any) -> Expr:
+        return self._bin("xor", other)
+
+    def __rxor__(self, other: Any) -> Expr:
+        return self._bin("xor", other, reflected=True)
+
+    def __neg__(self) -> Expr:
+        return Expr(Unary("neg", self.node))
+
+    def __pos__(self) -> Expr:
+        return self
+
+    def __invert__(self) -> Expr:
+        return Expr(Unary("not", self.node))
+
+    def __abs__(self) -> Expr:
+        return self.abs()
+
+    # -- named methods (polars names) ----------------------------------------
+    def add(self, other: Any) -> Expr:
+        """``self + other``."""
+        return self + other
+
+    def sub(self, other: Any) -> Expr:
+        """``self - other``."""
+        return self - other
+
+    def mul(self, other: Any) -> Expr:
+        """``self * other``."""
+        return self * other
+
+    def truediv(self, other: Any) -> Expr:
+        """``self / other`` (always a float result)."""
+        return self / other
+
+    def floordiv(self, other: Any) -> Expr:
+        """``self // other`` (floor division; integer division by zero gives null)."""
+        return self // other
+
+    def mod(self, other: Any) -> Expr:
+        """``self % other`` (sign of the divisor, as in Python)."""
+        return self % other
+
+    def pow(self, exponent: Any) -> Expr:
+        """``self ** exponent``."""
+        return self**exponent
+
+    def eq(self, other: Any) -> Expr:
+        """``self == other``."""
+        return self == other
+
+    def ne(self, other: Any) -> Expr:
+        """``self != other``."""
+        return self != other
+
+    def lt(self, other: Any) -> Expr:
+        """``self < other``."""
+        return self < other
+
+    def le(self, other: Any) -> Expr:
+        """``self <= other``."""
+        return self <= other
+
+    def gt(self, other: Any) -> Expr:
+        """``self > other``."""
+        return self > other
+
+    def ge(self, other: Any) -> Expr:
+        """``self >= other``."""
+        return self >= other
+
+    def and_(self, other: Any) -> Expr:
+        """Kleene AND for booleans, bitwise AND for integers."""
+        return self & other
+
+    def or_(self, other: Any) -> Expr:
+        """Kleene OR for booleans, bitwise OR for integers."""
+        return self | other
+
+    def xor(self, other: Any) -> Expr:
+        """Exclusive or."""
+        return self ^ other
+
+    def not_(self) -> Expr:
+        """Logical NOT for booleans, bitwise NOT for integers."""
+        return ~self
+
+    def neg(self) -> Expr:
+        """``-self``."""
+        return -self
+
+    def _unary(self, op: str) -> Expr:
+        return Expr(Unary(op, self.node))
+
+    def abs(self) -> Expr:
+        """Absolute value."""
+        return self._unary("abs")
+
+    def sqrt(self) -> Expr:
+        """Square root (NaN for negative input)."""
+        return self._unary("sqrt")
+
+    def cbrt(self) -> Expr:
+        """Cube root."""
+        return self._unary("cbrt")
+
+    def exp(self) -> Expr:
+        """``e ** self``."""
+        return self._unary("exp")
+
+    def log(self, base: float = math.e) -> Expr:
+        """Logarithm (natural by default)."""
+        if base == math.e:
+            return self._unary("log")
+        if base == 10:
+            return self._unary("log10")
+        return self._unary("log") / math.log(base)
+
+    def log10(self) -> Expr:
+        """Base-10 logarithm."""
+        return self._unary("log10")
+
+    def log1p(self) -> Expr:
+        """``log(1 + self)``, accurate near zero."""
+        return self._unary("log1p")
+
+    def sin(self) -> Expr:
+        """Sine."""
+        return self._unary("sin")
+
+    def cos(self) -> Expr:
+        """Cosine."""
+        return self._unary("cos")
+
+    def tan(self) -> Expr:
+        """Tangent."""
+        return self._unary("tan")
+
+    def arcsin(self) -> Expr:
+        """Inverse sine."""
+        return self._unary("arcsin")
+
+    def arccos(self) -> Expr:
+        """Inverse cosine."""
+        return self._unary("arccos")
+
+    def arctan(self) -> Expr:
+        """Inverse tangent."""
+        return self._unary("arctan")
+
+    def sinh(self) -> Expr:
+        """Hyperbolic sine."""
+        return self._unary("sinh")
+
+    def cosh(self) -> Expr:
+        """Hyperbolic cosine."""
+        return self._unary("cosh")
+
+    def tanh(self) -> Expr:
+        """Hyperbolic tangent."""
+        return self._unary("tanh")
+
+    def floor(self) -> Expr:
+        """Round down (integers unchanged)."""
+        return self._unary("floor")
+
+    def ceil(self) -> Expr:
+        """Round up (integers unchanged)."""
+        return self._unary("ceil")
+
+    def round(self, decimals: int = 0) -> Expr:
+        """Round half to even, as polars does (integers unchanged).
+
+        Only ``decimals=0`` is supported; scale first for other precisions.
+        """
+        if decimals != 0:
+            msg = (
+                f"`round(decimals={decimals})` is not supported; only `round()` (0 decimals) is. "
+                f"Scale instead: `(x * 10**{decimals}).round() / 10**{decimals}`"
+            )
+            raise UnsupportedOperationError(msg)
+        return self._unary("round")
+
+    def sign(self) -> Expr:
+        """-1, 0 or 1 (floats keep -0.0 and NaN)."""
+        return self._unary("sign")
+
+    def is_null(self) -> Expr:
+        """True where the value is null (never null itself)."""
+        return self._unary("is_null")
+
+    def is_not_null(self) -> Expr:
+        """True where the value is not null (never null itself)."""
+        return self._unary("is_not_null")
+
+    def is_nan(self) -> Expr:
+        """True where the value is NaN (null stays null; integers are never NaN)."""
+        return self._unary("is_nan")
+
+    def is_not_nan(self) -> Expr:
+        """True where the value is not NaN (null stays null)."""
+        return self._unary("is_not_nan")
+
+    def is_finite(self) -> Expr:
+        """True where the value is neither infinite nor NaN."""
+        return self._unary("is_finite")
+
+    def is_infinite(self) -> Expr:
+        """True where the value is +inf or -inf."""
+        return self._unary("is_infinite")
+
+    def cast(self, dtype: Any, *, strict: bool = True) -> Expr:
+        """Convert to ``dtype``. ``strict=True`` raises on values that do not fit; else null."""
+        return Expr(Cast(self.node, parse_dtype(dtype), strict))
+
+    def fill_null(self, value: Any) -> Expr:
+        """Replace nulls by ``value`` (an expression or a scalar)."""
+        return Expr(Coalesce((self.node, to_node(value))))
+
+    def fill_nan(self, value: Any) -> Expr:
+        """Replace NaN by ``value``; ``None`` turns NaN into null."""
+        return Expr(FillNan(self.node, to_node(value)))
+
+    def clip(self, lower_bound: Scalar = None, upper_bound: Scalar = None) -> Expr:
+        """Clamp to ``[lower_bound, upper_bound]``; the output keeps the input's type."""
+        for bound in (lower_bound, upper_bound):
+            if isinstance(bound, Expr):
+                msg = "`clip` bounds must be scalars; for column bounds use `cb.when(...)`"
+                raise UnsupportedOperationError(msg)
+        return Expr(Clip(self.node, lower_bound, upper_bound))
+
+    def _agg(self, func: str, ddof: int = 1) -> Expr:
+        return Expr(Agg(func, self.node, ddof))
+
+    def sum(self) -> Expr:
+        """Sum of the non-null values (0 when there are none)."""
+        return self._agg("sum")
+
+    def mean(self) -> Expr:
+        """Mean of the non-null values (null when there are none)."""
+        return self._agg("mean")
+
+    def min(self) -> Expr:
+        """Smallest non-null value."""
+        return self._agg("min")
+
+    def max(self) -> Expr:
+        """Largest non-null value."""
+        return self._agg("max")
+
+    def std(self, ddof: int = 1) -> Expr:
+        """Standard deviation with ``ddof`` delta degrees of freedom."""
+        return self._agg("std", ddof)
+
+    def var(self, ddof: int = 1) -> Expr:
+        """Variance with ``ddof`` delta degrees of freedom."""
+        return self._agg("var", ddof)
+
+    def count(self) -> Expr:
+        """Number of non-null values."""
+        return self._agg("count")
+
+    def null_count(self) -> Expr:
+        """Number of null values."""
+        return self._agg("null_count")
+
+    def alias(self, name: str) -> Expr:
+        """Name the output."""
+        return Expr(Alias(self.node.arg if isinstance(self.node, Alias) else self.node, name))
+
+
+def col(name: str) -> Expr:
+    """Refer to a column by name.
+
+    Examples
+    --------
+    >>> import colbridge as cb
+    >>> cb.col("price") * 2
+    <Expr (col("price") * lit(2))>
+    """
+    if not isinstance(name, str):
+        msg = f"column names are strings, got {type(name).__name__} {name!r}"
+        raise SchemaError(msg)
+    return Expr(Column(name))
+
+
+def lit(value: Scalar, dtype: Any = None) -> Expr:
+    """A constant; Python numbers adapt their type to the other operand, as in polars."""
+    return Expr(_literal_node(value, dtype))
+
+
+class _WhenThen:
+    __slots__ = ("_branches",)
+
+    def __init__(self, branches: tuple[tuple[Node, Node], ...]) -> None:
+        self._branches = branches
+
+    def when(self, condition: Any) -> _When:
+        return _When(self._branches, to_node(condition))
+
+    def otherwise(self, value: Any) -> Expr:
+        node = to_node(value)
+        for condition, then in reversed(self._branches):
+            node = When(condition, then, node)
+        return Expr(node)
+
+    def _finish(self) -> Expr:
+        return self.otherwise(None)
+
+    # A when/then chain without `otherwise` behaves as an expression with null there.
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._finish(), name)
+
+    def __repr__(self) -> str:
+        return repr(self._finish())
+
+
+for _dunder in (
+    "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+    "__rtruediv__", "__floordiv__", "__mod__", "__pow__", "__eq__", "__ne__", "__lt__",
+    "__le__", "__gt__", "__ge__", "__and__", "__or__", "__xor__", "__neg__", "__invert__",
+):  # fmt: skip
+    setattr(
+        _WhenThen,
+        _dunder,
+        (lambda name: lambda self, *a: getattr(self._finish(), name)(*a))(_dunder),
+    )
+
+
+class _When:
+    __slots__ = ("_branches", "_condition")
+
+    def __init__(self, branches: tuple[tuple[Node, Node], ...], condition: Node) -> None:
+        self._branches = branches
+        self._condition = condition
+
+    def then(self, value: Any) -> _WhenThen:
+        return _WhenThen((*self._branches, (self._condition, to_node(value))))
+
+
+def when(condition: Any) -> _When:
+    """Start a ``when(...).then(...).otherwise(...)`` chain; without otherwise, null.
+
+    Examples
+    --------
+    >>> import colbridge as cb
+    >>> cb.when(cb.col("a") > 0).then(cb.col("a")).otherwise(0)
+    <Expr when((col("a") > lit(0))).then(col("a")).otherwise(lit(0))>
+    """
+    return _When((), to_node(condition))
+
+
+def coalesce(*exprs: Any) -> Expr:
+    """The first non-null value of the arguments, row by row."""
+    flat: list[Any] = []
+    for e in exprs:
+        flat.extend(e if isinstance(e, (list, tuple)) else [e])
+    if not flat:
+        msg = "`coalesce` needs at least one expression"
+        raise SchemaError(msg)
+    return Expr(Coalesce(tuple(to_node(e) for e in flat)))
+
+
+def as_expr(value: Any) -> Expr:
+    """An `Expr` from an `Expr`, a `_WhenThen` chain, a column name string or a scalar."""
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, _WhenThen):
+        return value._finish()
+    if isinstance(value, str):
+        return col(value)
+    return Expr(to_node(value))
+
+
+_ = DType  # re-exported type used in signatures

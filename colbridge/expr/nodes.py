@@ -1,0 +1,302 @@
+"""Expression IR: immutable, hashable nodes; structural equality is the CSE and cache key."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from colbridge.types import DType
+
+__all__ = [
+    "AGG_FUNCS",
+    "BINARY_OPS",
+    "UNARY_FUNCS",
+    "Agg",
+    "Alias",
+    "Binary",
+    "Cast",
+    "Clip",
+    "Coalesce",
+    "Column",
+    "FillNan",
+    "Literal",
+    "Node",
+    "Unary",
+    "When",
+    "children",
+    "output_name",
+    "reconstruct",
+    "walk",
+]
+
+# Arithmetic, comparison and logical operators, by the names the IR uses.
+BINARY_OPS = {
+    "add": "+",
+    "sub": "-",
+    "mul": "*",
+    "truediv": "/",
+    "floordiv": "//",
+    "mod": "%",
+    "pow": "**",
+    "eq": "==",
+    "ne": "!=",
+    "lt": "<",
+    "le": "<=",
+    "gt": ">",
+    "ge": ">=",
+    "and": "&",
+    "or": "|",
+    "xor": "^",
+}
+COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
+LOGICAL = frozenset({"and", "or", "xor"})
+
+# Elementwise functions of one argument.
+UNARY_FUNCS = frozenset(
+    {
+        "neg",
+        "not",
+        "abs",
+        "sqrt",
+        "cbrt",
+        "exp",
+        "log",
+        "log10",
+        "log1p",
+        "sin",
+        "cos",
+        "tan",
+        "arcsin",
+        "arccos",
+        "arctan",
+        "sinh",
+        "cosh",
+        "tanh",
+        "floor",
+        "ceil",
+        "round",
+        "sign",
+        "is_null",
+        "is_not_null",
+        "is_nan",
+        "is_not_nan",
+        "is_finite",
+        "is_infinite",
+    }
+)
+FLOAT_FUNCS = frozenset(
+    {
+        "sqrt",
+        "cbrt",
+        "exp",
+        "log",
+        "log10",
+        "log1p",
+        "sin",
+        "cos",
+        "tan",
+        "arcsin",
+        "arccos",
+        "arctan",
+        "sinh",
+        "cosh",
+        "tanh",
+    }
+)
+
+# Reductions: a column in, one value out (broadcast when used elementwise).
+AGG_FUNCS = frozenset({"sum", "mean", "min", "max", "std", "var", "count", "null_count"})
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """Base of every IR node. Subclasses are frozen dataclasses: hashable and comparable."""
+
+    def __repr__(self) -> str:
+        return _format(self)
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Column(Node):
+    """A column of the input frame (or one defined by an earlier step)."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Literal(Node):
+    """A constant. ``dtype=None`` marks a Python number whose type adapts, as in polars."""
+
+    value: bool | int | float | None
+    dtype: DType | None = None
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Binary(Node):
+    """``left <op> right`` for an op in `BINARY_OPS`."""
+
+    op: str
+    left: Node
+    right: Node
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Unary(Node):
+    """An elementwise function of one argument, from `UNARY_FUNCS`."""
+
+    op: str
+    arg: Node
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Cast(Node):
+    """Convert to ``dtype``; ``strict`` raises on values that do not fit, else they become null."""
+
+    arg: Node
+    dtype: DType
+    strict: bool = True
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class When(Node):
+    """``when(condition).then(then).otherwise(otherwise)``; a null condition counts as false."""
+
+    condition: Node
+    then: Node
+    otherwise: Node
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Coalesce(Node):
+    """The first non-null of ``args`` (``fill_null`` is a two-argument coalesce)."""
+
+    args: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class FillNan(Node):
+    """Replace NaN by ``value`` (a null ``value`` turns NaN into null)."""
+
+    arg: Node
+    value: Node
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Clip(Node):
+    """Clamp to ``[lower, upper]`` (either may be None); the bounds are cast to the input type."""
+
+    arg: Node
+    lower: bool | int | float | None
+    upper: bool | int | float | None
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Agg(Node):
+    """A reduction over the whole column: one value, broadcast in elementwise use."""
+
+    func: str
+    arg: Node
+    ddof: int = 1
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Alias(Node):
+    """Names an output; only meaningful at the top of an expression."""
+
+    arg: Node
+    name: str
+
+
+def children(node: Node) -> tuple[Node, ...]:
+    """The child nodes, in field order."""
+    out: list[Node] = []
+    for f in fields(node):
+        value = getattr(node, f.name)
+        if isinstance(value, Node):
+            out.append(value)
+        elif isinstance(value, tuple):
+            out.extend(v for v in value if isinstance(v, Node))
+    return tuple(out)
+
+
+def reconstruct(node: Node, new_children: tuple[Node, ...]) -> Node:
+    """The same node with its children replaced, in `children` order."""
+    it = iter(new_children)
+    changes: dict[str, Any] = {}
+    for f in fields(node):
+        value = getattr(node, f.name)
+        if isinstance(value, Node):
+            changes[f.name] = next(it)
+        elif isinstance(value, tuple) and any(isinstance(v, Node) for v in value):
+            changes[f.name] = tuple(next(it) if isinstance(v, Node) else v for v in value)
+    return replace(node, **changes) if changes else node
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """Every node of the tree, parents before children."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(children(current)))
+
+
+def transform(node: Node, fn: Callable[[Node], Node], memo: dict[Node, Node] | None = None) -> Node:
+    """Rebuild bottom-up, applying ``fn`` to each node after its children."""
+    if memo is None:
+        memo = {}
+    hit = memo.get(node)
+    if hit is not None:
+        return hit
+    kids = children(node)
+    rebuilt = reconstruct(node, tuple(transform(k, fn, memo) for k in kids)) if kids else node
+    result = fn(rebuilt)
+    memo[node] = result
+    return result
+
+
+def output_name(node: Node) -> str:
+    """The name polars would give the expression's output: the alias, else the first column."""
+    if isinstance(node, Alias):
+        return node.name
+    if isinstance(node, Column):
+        return node.name
+    if isinstance(node, Literal):
+        return "literal"
+    for child in children(node):
+        return output_name(child)
+    return "literal"
+
+
+def _format(node: Node) -> str:
+    if isinstance(node, Column):
+        return f'col("{node.name}")'
+    if isinstance(node, Literal):
+        suffix = f", dtype={node.dtype}" if node.dtype is not None else ""
+        return f"lit({node.value!r}{suffix})"
+    if isinstance(node, Binary):
+        return f"({node.left!r} {BINARY_OPS[node.op]} {node.right!r})"
+    if isinstance(node, Unary):
+        if node.op == "neg":
+            return f"-{node.arg!r}"
+        if node.op == "not":
+            return f"~{node.arg!r}"
+        return f"{node.arg!r}.{node.op}()"
+    if isinstance(node, Cast):
+        strict = "" if node.strict else ", strict=False"
+        return f"{node.arg!r}.cast({node.dtype}{strict})"
+    if isinstance(node, When):
+        return f"when({node.condition!r}).then({node.then!r}).otherwise({node.otherwise!r})"
+    if isinstance(node, Coalesce):
+        return "coalesce(" + ", ".join(repr(a) for a in node.args) + ")"
+    if isinstance(node, FillNan):
+        return f"{node.arg!r}.fill_nan({node.value!r})"
+    if isinstance(node, Clip):
+        return f"{node.arg!r}.clip({node.lower!r}, {node.upper!r})"
+    if isinstance(node, Agg):
+        extra = f"ddof={node.ddof}" if node.func in ("std", "var") and node.ddof != 1 else ""
+        return f"{node.arg!r}.{node.func}({extra})"
+    if isinstance(node, Alias):
+        return f'{node.arg!r}.alias("{node.name}")'
+    return type(node).__name__

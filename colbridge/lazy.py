@@ -1,0 +1,357 @@
+"""The lazy handle: what ``df.gpu.with_columns(...)`` returns.
+
+It holds the frame and the queued steps; nothing runs until `LazyFrame.compute`.
+Handles are immutable: every method returns a new handle, so a handle can be
+kept, branched and computed many times.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from colbridge.backends.cpu import PARALLEL_MIN_ROWS, RunStats, run_segment
+from colbridge.backends.device import DeviceChoice, resolve_device
+from colbridge.columns.frames import ArrowTableAdapter, FrameAdapter, adapt_frame
+from colbridge.errors import SchemaError
+from colbridge.expr.api import Expr, as_expr
+from colbridge.expr.nodes import Alias, Column, Node, output_name, walk
+from colbridge.plan.logical import Step
+from colbridge.plan.planner import Segment, SegmentSpec, plan_segments, type_segment
+from colbridge.plan.typecheck import ColumnType
+from colbridge.types import dtype_from_arrow
+
+__all__ = ["LazyFrame"]
+
+
+@dataclass
+class _Plan:
+    segments: list[Segment]
+
+
+@dataclass
+class ComputeReport:
+    """What the last `compute` did: device, kernels, cache use and copies."""
+
+    device: DeviceChoice | None = None
+    stats: RunStats = field(default_factory=RunStats)
+    copies: list[str] = field(default_factory=list)
+
+
+_PLAN_CACHE: OrderedDict[Any, _Plan] = OrderedDict()
+_PLAN_CACHE_MAX = 512
+_PLAN_LOCK = threading.Lock()
+_EXECUTOR: ThreadPoolExecutor | None = None
+_EXECUTOR_LOCK = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _EXECUTOR
+    with _EXECUTOR_LOCK:
+        if _EXECUTOR is None:
+            _EXECUTOR = ThreadPoolExecutor(
+                max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="colbridge"
+            )
+        return _EXECUTOR
+
+
+def _named(exprs: Iterable[Any], named: Mapping[str, Any]) -> tuple[tuple[str, Node], ...]:
+    items: list[tuple[str, Node]] = []
+    for e in exprs:
+        if isinstance(e, (list, tuple)):
+            items.extend(_named(e, {}))
+            continue
+        node = as_expr(e).node
+        items.append((output_name(node), node.arg if isinstance(node, Alias) else node))
+    for name, e in named.items():
+        node = as_expr(e).node
+        items.append((name, node.arg if isinstance(node, Alias) else node))
+    return tuple(items)
+
+
+class _Columns:
+    """Arrow columns of one frame, fetched once per compute, single-chunk."""
+
+    def __init__(self, adapter: FrameAdapter, copies: list[str]) -> None:
+        self.adapter = adapter
+        self.copies = copies
+        self._arrays: dict[str, pa.Array] = {}
+
+    def get(self, name: str) -> pa.Array:
+        array = self._arrays.get(name)
+        if array is None:
+            chunked = self.adapter.column(name)
+            if chunked.num_chunks == 1:
+                array = chunked.chunk(0)
+            elif chunked.num_chunks == 0:
+                array = pa.array([], type=chunked.type)
+            else:
+                self.copies.append(
+                    f"column `{name}`: {chunked.num_chunks} chunks combined into one (a copy)"
+                )
+                array = chunked.combine_chunks()
+            self._arrays[name] = array
+        return array
+
+    def schema(self, names: Iterable[str]) -> dict[str, ColumnType]:
+        out = {}
+        for name in names:
+            arrow_type = self.get(name).type
+            out[name] = ColumnType(name, dtype_from_arrow(arrow_type), arrow_type)
+        return out
+
+
+def _referenced(spec: SegmentSpec) -> list[str]:
+    roots = list(spec.env.values()) + ([spec.mask] if spec.mask is not None else [])
+    names: list[str] = []
+    for root in roots:
+        if isinstance(root, Column):
+            continue  # a passthrough column is not read by a kernel
+        for n in walk(root):
+            if isinstance(n, Column) and n.name not in names:
+                names.append(n.name)
+    return names
+
+
+class _LazySchema(dict[str, ColumnType]):
+    """Schema of a frame whose column types are fetched only when asked for."""
+
+    def __init__(self, names: list[str], columns: _Columns) -> None:
+        super().__init__()
+        self._names = names
+        self._columns = columns
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._names
+
+    def __iter__(self) -> Any:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        if key not in self._names:
+            return default
+        return self[key]
+
+    def __getitem__(self, key: str) -> ColumnType:
+        if not dict.__contains__(self, key):
+            dict.__setitem__(self, key, self._columns.schema([key])[key])
+        return dict.__getitem__(self, key)
+
+    def keys(self) -> Any:
+        return list(self._names)
+
+
+class LazyFrame:
+    """Queued work on one frame. Build with ``df.gpu`` or `colbridge.lazy`; run with `compute`.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import colbridge as cb
+    >>> df = pl.DataFrame({"a": [1.0, 4.0, 9.0], "b": [1.0, 1.0, None]})
+    >>> q = df.gpu.with_columns(c=cb.col("a").sqrt() + cb.col("b"))
+    >>> q.compute()["c"].to_list()
+    [2.0, 3.0, None]
+    """
+
+    def __init__(
+        self, frame: Any, steps: tuple[Step, ...] = (), *, numpy_output: bool = False
+    ) -> None:
+        self._frame = frame
+        self._steps = steps
+        self._numpy_output = numpy_output
+        self.last_report: ComputeReport | None = None
+
+    # -- queueing -------------------------------------------------------------
+    def _then(self, step: Step) -> LazyFrame:
+        return LazyFrame(self._frame, (*self._steps, step), numpy_output=self._numpy_output)
+
+    def with_columns(self, *exprs: Any, **named: Any) -> LazyFrame:
+        """Add or replace columns (polars' ``with_columns``)."""
+        return self._then(Step("with_columns", _named(exprs, named)))
+
+    def select(self, *exprs: Any, **named: Any) -> LazyFrame:
+        """Keep only these outputs (column names or expressions)."""
+        return self._then(Step("select", _named(exprs, named)))
+
+    def filter(self, *predicates: Any) -> LazyFrame:
+        """Keep rows where every predicate is true (null counts as false)."""
+        if not predicates:
+            msg = "`filter` needs at least one predicate"
+            raise SchemaError(msg)
+        node = as_expr(predicates[0])
+        for p in predicates[1:]:
+            node = node & as_expr(p)
+        return self._then(Step("filter", (("", node.node),)))
+
+    def eval(self, text: str) -> LazyFrame:
+        """Queue ``name = expression`` assignments (``;`` or newline separated) from a string.
+
+        The string is parsed with a whitelist (see `colbridge.parse_assignments`); nothing
+        in it is executed as Python.
+        """
+        from colbridge.expr.parser import parse_assignments
+
+        return self.with_columns(**{name: Expr(node) for name, node in parse_assignments(text)})
+
+    # -- planning -------------------------------------------------------------
+    def _plan(self, adapter: FrameAdapter, columns: _Columns) -> _Plan:
+        names = adapter.names
+        specs = plan_segments(self._steps, names)
+        first = _referenced(specs[0])
+        schema_key = tuple((n, columns.get(n).type) for n in first if n in names)
+        key = (self._steps, tuple(names), schema_key)
+        with _PLAN_LOCK:
+            cached = _PLAN_CACHE.get(key)
+            if cached is not None:
+                _PLAN_CACHE.move_to_end(key)
+                return cached
+        schema: Mapping[str, ColumnType] = _LazySchema(names, columns)
+        segments = []
+        for spec in specs:
+            segment = type_segment(spec, schema)
+            segments.append(segment)
+            schema = {
+                n: ColumnType(n, segment.output_types.get(n), segment.output_types.get(n))
+                for n in segment.order
+            }
+        plan = _Plan(segments)
+        with _PLAN_LOCK:
+            _PLAN_CACHE[key] = plan
+            while len(_PLAN_CACHE) > _PLAN_CACHE_MAX:
+                _PLAN_CACHE.popitem(last=False)
+        return plan
+
+    # -- running --------------------------------------------------------------
+    def compute(
+        self,
+        device: str = "auto",
+        *,
+        fallback: str = "cpu",
+        numpy_output: bool | None = None,
+    ) -> Any:
+        """Run the queued steps and return a frame of the input's kind.
+
+        Input columns are never modified; new columns are fresh Arrow arrays.
+        ``numpy_output=True`` gives NumPy-backed pandas columns where there are no nulls.
+        """
+        report = ComputeReport()
+        report.device = resolve_device(device, fallback)
+        np_out = self._numpy_output if numpy_output is None else numpy_output
+        adapter = adapt_frame(self._frame, numpy_output=np_out)
+        result = self._run(adapter, report)
+        self.last_report = report
+        return result
+
+    def compute_async(
+        self, device: str = "auto", *, fallback: str = "cpu", numpy_output: bool | None = None
+    ) -> Future[Any]:
+        """`compute` on a worker thread; a `concurrent.futures.Future` of the result.
+
+        ``await asyncio.wrap_future(q.compute_async())`` inside a coroutine.
+        """
+        return _executor().submit(
+            self.compute, device, fallback=fallback, numpy_output=numpy_output
+        )
+
+    def _run(self, adapter: FrameAdapter, report: ComputeReport) -> Any:
+        original = adapter
+        columns = _Columns(adapter, report.copies)
+        plan = self._plan(adapter, columns)
+        last = len(plan.segments) - 1
+        for index, segment in enumerate(plan.segments):
+            arrays = {name: columns.get(name) for name in segment.inputs}
+            results, mask = run_segment(segment, arrays, adapter.num_rows, report.stats)
+            new: dict[str, pa.Array | pa.ChunkedArray] = dict(results)
+            for name, source in segment.passthrough.items():
+                if name != source or adapter is not original:
+                    new[name] = columns.get(source)
+            if index == last and adapter is original:
+                out = adapter.build(segment.order, new, one_row=segment.one_row)
+                return adapter.filter(out, mask) if mask is not None else out
+            table = ArrowTableAdapter(pa.table({n: new[n] for n in segment.order}))
+            if mask is not None:
+                table = ArrowTableAdapter(table.frame.filter(mask))
+            if index == last:
+                return original.from_arrow(table.frame)
+            adapter = table
+            columns = _Columns(adapter, report.copies)
+        msg = "empty plan"  # pragma: no cover - plan_segments always yields a segment
+        raise AssertionError(msg)
+
+    # -- reporting ------------------------------------------------------------
+    def explain(self, *, source: bool = False, device: str = "auto") -> str:
+        """The plan as text: steps, passes and fused kernels, columns read, copies, device.
+
+        ``source=True`` adds the generated kernel source.
+        """
+        from colbridge.codegen.numba_cpu import generate_elementwise, generate_reduce
+        from colbridge.plan.nullability import Nullability
+
+        adapter = adapt_frame(self._frame)
+        copies: list[str] = []
+        columns = _Columns(adapter, copies)
+        plan = self._plan(adapter, columns)
+        choice = resolve_device(device, "cpu")
+        lines = [f"colbridge plan over a {adapter.kind} frame of {adapter.num_rows} rows"]
+        lines.append(f"device: {choice.target} ({choice.note})")
+        lines.append("steps:")
+        lines += [f"  {i + 1}. {s.describe()}" for i, s in enumerate(self._steps)] or ["  (none)"]
+        parallel = adapter.num_rows >= PARALLEL_MIN_ROWS
+        for k, seg in enumerate(plan.segments):
+            npasses = len(seg.agg_levels) + (1 if seg.outputs or seg.mask is not None else 0)
+            lines.append(
+                f"segment {k + 1}: {npasses} pass(es) over the rows, "
+                f"{npasses} fused kernel(s); reads {seg.inputs or 'no columns'}"
+            )
+            for level, aggs in enumerate(seg.agg_levels):
+                lines.append(f"  reduction pass {level + 1}: " + ", ".join(repr(a) for a in aggs))
+            if seg.outputs or seg.mask is not None:
+                outs = [name for name, _ in seg.outputs]
+                extra = " + filter mask" if seg.mask is not None else ""
+                lines.append(f"  elementwise pass: computes {outs}{extra}")
+                for name, node in seg.outputs:
+                    lines.append(f"    {name}: {seg.output_types[name]} = {node!r}")
+                if seg.mask is not None:
+                    lines.append(f"    filter: {seg.mask!r}")
+            kept = [n for n, s in seg.passthrough.items() if n == s]
+            if kept:
+                lines.append(f"  passed through without a copy: {kept}")
+            renamed = {n: s for n, s in seg.passthrough.items() if n != s}
+            if renamed:
+                lines.append(f"  renamed without a copy: {renamed}")
+            if source:
+                arrays = {name: columns.get(name) for name in seg.inputs}
+                nullable = frozenset(n for n in seg.inputs if arrays[n].null_count > 0)
+                nulls = Nullability(seg.types, nullable)
+                for aggs in seg.agg_levels:
+                    src = generate_reduce(aggs, seg.types, nulls, parallel=parallel, plan_text="")
+                    lines += ["  --- reduction kernel source ---", src.source]
+                if seg.outputs or seg.mask is not None:
+                    src = generate_elementwise(
+                        seg.outputs, seg.mask, seg.types, nulls, parallel=parallel, plan_text=""
+                    )
+                    lines += ["  --- elementwise kernel source ---", src.source]
+        lines.append("copies: " + ("; ".join(copies) if copies else "none (every input read in place)"))
+        if self.last_report is not None:
+            st = self.last_report.stats
+            lines.append(
+                f"last compute: {len(st.kernels)} kernel launch(es), {st.cache_hits} cache hit(s), "
+                f"{st.compiled} compiled; device {self.last_report.device.target if self.last_report.device else '?'}"
+                f" ({self.last_report.device.note if self.last_report.device else ''})"
+            )
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        steps = ", ".join(s.describe() for s in self._steps) or "no steps"
+        return f"<colbridge.LazyFrame over {type(self._frame).__name__}: {steps}>"

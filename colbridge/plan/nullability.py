@@ -1,0 +1,79 @@
+"""Nullability: which typed nodes can produce a null, given which inputs hold nulls.
+
+Kernels come in variants with and without validity handling; this decides,
+per node, whether a validity bit has to be computed at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from colbridge.expr.nodes import (
+    Agg,
+    Binary,
+    Cast,
+    Clip,
+    Coalesce,
+    Column,
+    FillNan,
+    Literal,
+    Node,
+    Unary,
+    When,
+    children,
+)
+from colbridge.plan.typecheck import cast_can_fail
+from colbridge.types import DType
+
+__all__ = ["Nullability"]
+
+# Reductions that are null on empty or all-null input (or one value, for std/var).
+NULLABLE_AGGS = frozenset({"mean", "min", "max", "std", "var"})
+
+
+class Nullability:
+    """Answers `may_be_null(node)` for typed nodes, memoised."""
+
+    def __init__(self, types: Mapping[Node, DType], nullable_columns: frozenset[str]) -> None:
+        self.types = types
+        self.nullable_columns = nullable_columns
+        self._memo: dict[Node, bool] = {}
+
+    def may_be_null(self, node: Node) -> bool:
+        """True when some row of ``node`` may be null."""
+        hit = self._memo.get(node)
+        if hit is None:
+            hit = self._compute(node)
+            self._memo[node] = hit
+        return hit
+
+    def _compute(self, node: Node) -> bool:
+        if isinstance(node, Column):
+            return node.name in self.nullable_columns
+        if isinstance(node, Literal):
+            return node.value is None
+        if isinstance(node, Agg):
+            return node.func in NULLABLE_AGGS
+        if isinstance(node, Unary) and node.op in ("is_null", "is_not_null"):
+            return False
+        if isinstance(node, Binary):
+            either = self.may_be_null(node.left) or self.may_be_null(node.right)
+            if node.op in ("floordiv", "mod") and self.types[node].is_integer:
+                # Integer division by zero gives null, as in polars.
+                divisor = node.right
+                return either or not (isinstance(divisor, Literal) and divisor.value not in (0,))
+            return either
+        if isinstance(node, Cast):
+            src = self.types[node.arg]
+            return self.may_be_null(node.arg) or (
+                not node.strict and cast_can_fail(src, node.dtype)
+            )
+        if isinstance(node, When):
+            return self.may_be_null(node.then) or self.may_be_null(node.otherwise)
+        if isinstance(node, Coalesce):
+            return all(self.may_be_null(a) for a in node.args)
+        if isinstance(node, FillNan):
+            return self.may_be_null(node.arg) or self.may_be_null(node.value)
+        if isinstance(node, Clip):
+            return self.may_be_null(node.arg)
+        return any(self.may_be_null(c) for c in children(node))

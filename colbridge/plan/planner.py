@@ -1,0 +1,216 @@
+"""Planning: queued steps → segments of typed, fused work. Pure: nothing is executed here.
+
+A *segment* is what one sweep over the rows can do: reduction passes (level by
+level, for reductions nested in reductions), then one elementwise pass that
+computes every new column and the filter mask together. A new segment starts
+only where a reduction must see rows that an earlier filter removed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from colbridge.errors import DuplicateColumnError, SchemaError
+from colbridge.expr.nodes import Agg, Binary, Column, Literal, Node, transform, walk
+from colbridge.plan.logical import Step
+from colbridge.plan.typecheck import ColumnType, TypeChecker
+from colbridge.types import DType
+
+__all__ = ["Segment", "SegmentSpec", "plan_segments", "type_segment"]
+
+
+@dataclass
+class SegmentSpec:
+    """A segment before typing: untyped expressions over the segment's input columns."""
+
+    env: dict[str, Node]
+    order: list[str]
+    mask: Node | None
+    one_row: bool = False
+
+
+@dataclass
+class Segment:
+    """A typed segment, ready for code generation."""
+
+    inputs: list[str]
+    order: list[str]
+    passthrough: dict[str, str]
+    outputs: list[tuple[str, Node]]
+    mask: Node | None
+    agg_levels: list[list[Agg]]
+    types: dict[Node, DType]
+    one_row: bool
+    output_types: dict[str, DType] = field(default_factory=dict)
+
+
+def _substitute(node: Node, env: Mapping[str, Node]) -> Node:
+    def fn(n: Node) -> Node:
+        if isinstance(n, Column) and n.name in env:
+            return env[n.name]
+        return n
+
+    return transform(node, fn)
+
+
+def _has_agg(node: Node) -> bool:
+    return any(isinstance(n, Agg) for n in walk(node))
+
+
+def is_scalar(node: Node) -> bool:
+    """True when the expression has one value for the whole frame (no column outside a reduction)."""
+    if isinstance(node, Agg):
+        return True
+    if isinstance(node, Column):
+        return False
+    from colbridge.expr.nodes import children
+
+    return all(is_scalar(c) for c in children(node))
+
+
+def _referenced(node: Node) -> set[str]:
+    return {n.name for n in walk(node) if isinstance(n, Column)}
+
+
+def plan_segments(steps: Sequence[Step], input_names: Sequence[str]) -> list[SegmentSpec]:
+    """Split the steps into segments and inline every step into its segment's expressions."""
+    specs: list[SegmentSpec] = []
+    env: dict[str, Node] = {n: Column(n) for n in input_names}
+    order = list(input_names)
+    mask: Node | None = None
+    one_row = False
+
+    def close() -> None:
+        nonlocal env, order, mask, one_row
+        specs.append(SegmentSpec(env, order, mask, one_row))
+        env = {n: Column(n) for n in order}
+        mask = None
+        one_row = False
+
+    for step in steps:
+        exprs = [e for _, e in step.items]
+        if mask is not None and any(_has_agg(e) for e in exprs):
+            # Reductions after a filter must see only the rows it keeps.
+            close()
+        if one_row:
+            close()
+        if step.kind == "filter":
+            pred = _substitute(step.items[0][1], env)
+            mask = pred if mask is None else Binary("and", mask, pred)
+            continue
+        names = [name for name, _ in step.items]
+        seen: set[str] = set()
+        for name in names:
+            if name in seen:
+                msg = (
+                    f"output name `{name}` appears more than once in `{step.kind}`; "
+                    "give each output its own name with `.alias(...)` or `name=expr`"
+                )
+                raise DuplicateColumnError(msg)
+            seen.add(name)
+        substituted = [(name, _substitute(e, env)) for name, e in step.items]
+        if step.kind == "with_columns":
+            for name, e in substituted:
+                if name not in env:
+                    order.append(name)
+                env[name] = e
+        else:  # select
+            env = dict(substituted)
+            order = names
+            one_row = bool(substituted) and all(is_scalar(e) for _, e in substituted)
+    specs.append(SegmentSpec(env, order, mask, one_row))
+    _prune(specs)
+    return specs
+
+
+def _prune(specs: list[SegmentSpec]) -> None:
+    """Drop columns a later segment never reads."""
+    for i in range(len(specs) - 2, -1, -1):
+        later = specs[i + 1]
+        needed: set[str] = set()
+        for name in later.order:
+            needed |= _referenced(later.env[name])
+        if later.mask is not None:
+            needed |= _referenced(later.mask)
+        spec = specs[i]
+        spec.order = [n for n in spec.order if n in needed]
+        spec.env = {n: spec.env[n] for n in spec.order}
+
+
+def type_segment(spec: SegmentSpec, schema: Mapping[str, ColumnType]) -> Segment:
+    """Type a segment's expressions and sort its work into passthrough, outputs and reductions."""
+    checker = TypeChecker(schema, list(schema))
+    passthrough: dict[str, str] = {}
+    outputs: list[tuple[str, Node]] = []
+    output_types: dict[str, DType] = {}
+    for name in spec.order:
+        node = spec.env[name]
+        if isinstance(node, Column) and node.name in schema:
+            passthrough[name] = node.name
+            dtype = schema[node.name].dtype
+            if dtype is not None:
+                output_types[name] = dtype
+            continue
+        typed = checker.check(node)
+        if isinstance(typed, Column):
+            passthrough[name] = typed.name
+            output_types[name] = checker.dtype(typed)
+            continue
+        outputs.append((name, typed))
+        output_types[name] = checker.dtype(typed)
+    mask = None
+    if spec.mask is not None:
+        mask = checker.check(spec.mask)
+        if checker.dtype(mask) is not DType.BOOL:
+            msg = (
+                f"filter predicate `{spec.mask!r}` is {checker.dtype(mask)}, not boolean; "
+                "compare it, e.g. `cb.col('a') > 0`"
+            )
+            raise SchemaError(msg)
+        if isinstance(mask, Literal) and mask.value is True:
+            mask = None
+    roots = [n for _, n in outputs] + ([mask] if mask is not None else [])
+    inputs: list[str] = []
+    for root in roots:
+        for n in walk(root):
+            if isinstance(n, Column) and n.name not in inputs:
+                inputs.append(n.name)
+    return Segment(
+        inputs=inputs,
+        order=list(spec.order),
+        passthrough=passthrough,
+        outputs=outputs,
+        mask=mask,
+        agg_levels=_agg_levels(roots),
+        types=checker.types,
+        one_row=spec.one_row,
+        output_types=output_types,
+    )
+
+
+def _agg_levels(roots: Sequence[Node]) -> list[list[Agg]]:
+    level_of: dict[Agg, int] = {}
+
+    def level(node: Node) -> int:
+        deepest = -1
+        for n in walk(node):
+            if isinstance(n, Agg) and n is not node:
+                deepest = max(deepest, agg_level(n))
+        return deepest
+
+    def agg_level(agg: Agg) -> int:
+        if agg not in level_of:
+            level_of[agg] = level(agg.arg) + 1
+        return level_of[agg]
+
+    for root in roots:
+        for n in walk(root):
+            if isinstance(n, Agg):
+                agg_level(n)
+    if not level_of:
+        return []
+    levels: list[list[Agg]] = [[] for _ in range(max(level_of.values()) + 1)]
+    for agg, lvl in level_of.items():
+        levels[lvl].append(agg)
+    return levels

@@ -1,0 +1,405 @@
+"""Type inference: untyped IR in, typed IR out (literals typed, implicit casts made explicit).
+
+After this pass every `Literal` has a dtype and both operands of every binary
+operation have the type the operation computes in, so code generation never
+has to know a promotion rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from colbridge.errors import SchemaError, UnsupportedOperationError, UnsupportedTypeError
+from colbridge.expr.nodes import (
+    COMPARISONS,
+    FLOAT_FUNCS,
+    LOGICAL,
+    Agg,
+    Alias,
+    Binary,
+    Cast,
+    Clip,
+    Coalesce,
+    Column,
+    FillNan,
+    Literal,
+    Node,
+    Unary,
+    When,
+)
+from colbridge.types import DType
+from colbridge.types.promotion import (
+    agg_result,
+    float_result,
+    int_range,
+    literal_type,
+    materialized_literal_type,
+    pow_result,
+    supertype,
+    truediv_result,
+)
+
+__all__ = ["ColumnType", "TypeChecker", "cast_can_fail"]
+
+
+class ColumnType:
+    """What the planner knows of an input column: its dtype, or why it has none."""
+
+    __slots__ = ("arrow_type", "dtype", "name")
+
+    def __init__(self, name: str, dtype: DType | None, arrow_type: object) -> None:
+        self.name = name
+        self.dtype = dtype
+        self.arrow_type = arrow_type
+
+
+def cast_can_fail(src: DType, dst: DType) -> bool:
+    """True when some value of ``src`` has no value in ``dst`` (it becomes null or an error)."""
+    if src == dst or dst.is_bool or dst.is_float:
+        return False
+    if src.is_bool:
+        return False
+    if src.is_float:
+        return True
+    lo, hi = int_range(src)
+    dlo, dhi = int_range(dst)
+    return lo < dlo or hi > dhi
+
+
+def _is_dynamic(node: Node) -> bool:
+    return isinstance(node, Literal) and node.dtype is None
+
+
+class TypeChecker:
+    """Types expressions against one input schema; ``types`` maps typed nodes to dtypes."""
+
+    def __init__(self, schema: Mapping[str, ColumnType], available: list[str]) -> None:
+        self.schema = schema
+        self.available = available
+        self.types: dict[Node, DType] = {}
+
+    # -- entry point ----------------------------------------------------------
+    def check(self, node: Node) -> Node:
+        """The typed form of ``node`` (dynamic literals materialised)."""
+        typed = self._check(node)
+        if _is_dynamic(typed):
+            typed = self._materialize(typed)
+        return typed
+
+    def dtype(self, node: Node) -> DType:
+        """The dtype of a typed node."""
+        return self.types[node]
+
+    # -- helpers --------------------------------------------------------------
+    def _record(self, node: Node, dtype: DType) -> Node:
+        self.types[node] = dtype
+        return node
+
+    def _materialize(self, lit: Node) -> Node:
+        assert isinstance(lit, Literal)
+        if lit.value is None:
+            msg = (
+                "a bare `lit(None)` has no type; give it one, e.g. `cb.lit(None, dtype='float64')`"
+            )
+            raise SchemaError(msg)
+        dtype = materialized_literal_type(lit.value)
+        if dtype is None:
+            msg = f"literal {lit.value!r} does not fit in int64; colbridge has no wider integers"
+            raise SchemaError(msg)
+        return self._typed_literal(lit.value, dtype)
+
+    def _typed_literal(self, value: bool | int | float | None, dtype: DType) -> Node:
+        if value is not None:
+            value = _convert_scalar(value, dtype)
+        return self._record(Literal(value, dtype), dtype)
+
+    def _cast(self, node: Node, dtype: DType) -> Node:
+        src = self.types[node]
+        if src == dtype:
+            return node
+        if isinstance(node, Literal):
+            # Fold: a literal converts once, here, not on every row.
+            if node.value is None or not cast_can_fail(src, dtype):
+                return self._typed_literal(node.value, dtype)
+        return self._record(Cast(node, dtype, strict=False), dtype)
+
+    def _resolve_pair(self, a: Node, b: Node, where: Node) -> tuple[Node, Node]:
+        """Type dynamic literals against the other operand (polars' literal rules)."""
+        if _is_dynamic(a) and _is_dynamic(b):
+            return self._materialize(a), self._materialize(b)
+        if _is_dynamic(a):
+            return self._type_literal_against(a, self.types[b], where), b
+        if _is_dynamic(b):
+            return a, self._type_literal_against(b, self.types[a], where)
+        return a, b
+
+    def _type_literal_against(self, lit: Node, other: DType, where: Node) -> Node:
+        assert isinstance(lit, Literal)
+        if lit.value is None:
+            return self._typed_literal(None, other)
+        dtype = literal_type(lit.value, other)
+        if dtype is None:
+            msg = (
+                f"literal {lit.value!r} in `{where!r}` needs a 128-bit integer next to {other}; "
+                "cast the column first, e.g. `.cast('float64')`"
+            )
+            raise SchemaError(msg)
+        return self._typed_literal(lit.value, dtype)
+
+    def _super(self, a: DType, b: DType, where: Node) -> DType:
+        st = supertype(a, b)
+        if st is None:
+            msg = (
+                f"`{where!r}`: {a} and {b} have no common type short of int128, which colbridge "
+                "does not support; cast one side first, e.g. `.cast('int64')` or `.cast('float64')`"
+            )
+            raise SchemaError(msg)
+        return st
+
+    # -- nodes ----------------------------------------------------------------
+    def _check(self, node: Node) -> Node:
+        if isinstance(node, Alias):
+            return self._check(node.arg)
+        if isinstance(node, Column):
+            return self._column(node)
+        if isinstance(node, Literal):
+            if node.dtype is None:
+                return node
+            if node.dtype is DType.FLOAT16:
+                raise _float16_error(repr(node))
+            return self._typed_literal(node.value, node.dtype)
+        if isinstance(node, Binary):
+            return self._binary(node)
+        if isinstance(node, Unary):
+            return self._unary(node)
+        if isinstance(node, Cast):
+            return self._cast_node(node)
+        if isinstance(node, When):
+            return self._when(node)
+        if isinstance(node, Coalesce):
+            return self._coalesce(node)
+        if isinstance(node, FillNan):
+            return self._fill_nan(node)
+        if isinstance(node, Clip):
+            return self._clip(node)
+        if isinstance(node, Agg):
+            return self._agg(node)
+        msg = f"unsupported expression node {type(node).__name__}: {node!r}"
+        raise UnsupportedOperationError(msg)
+
+    def _column(self, node: Column) -> Node:
+        info = self.schema.get(node.name)
+        if info is None:
+            from colbridge.columns.frames import missing_column_error
+
+            raise missing_column_error(node.name, self.available)
+        if info.dtype is None or info.dtype is DType.FLOAT16:
+            if info.dtype is DType.FLOAT16:
+                raise _float16_error(f"column `{node.name}`")
+            msg = (
+                f"column `{node.name}` has type {info.arrow_type}, which expressions cannot "
+                "compute on; colbridge expressions take numeric and boolean columns "
+                "(cast it in the source frame, or leave it out of the expression)"
+            )
+            raise UnsupportedTypeError(msg)
+        return self._record(node, info.dtype)
+
+    def _binary(self, node: Binary) -> Node:
+        left, right = self._resolve_pair(self._check(node.left), self._check(node.right), node)
+        lt, rt = self.types[left], self.types[right]
+        op = node.op
+        if op in LOGICAL:
+            if lt.is_float or rt.is_float:
+                msg = (
+                    f"`{node!r}`: `{op}` needs booleans (logic) or integers (bitwise), "
+                    f"got {lt} and {rt}; compare first, e.g. `(x > 0) & (y > 0)`"
+                )
+                raise SchemaError(msg)
+            st = DType.BOOL if lt.is_bool and rt.is_bool else self._super(lt, rt, node)
+            if st.is_bool:
+                return self._record(Binary(op, left, right), DType.BOOL)
+            left, right = self._cast(left, st), self._cast(right, st)
+            return self._record(Binary(op, left, right), st)
+        if op in COMPARISONS:
+            st = self._super(lt, rt, node)
+            left, right = self._cast(left, st), self._cast(right, st)
+            return self._record(Binary(op, left, right), DType.BOOL)
+        if op == "truediv":
+            res = truediv_result(lt, rt)
+            if res is None:
+                res = self._super(lt, rt, node)
+            left, right = self._cast(left, res), self._cast(right, res)
+            return self._record(Binary(op, left, right), res)
+        if op == "pow":
+            res = pow_result(lt, rt)
+            if res is None:
+                msg = f"`{node!r}`: `**` is not defined for {lt} ** {rt}; cast booleans first"
+                raise SchemaError(msg)
+            left = self._cast(left, res)
+            if res.is_float:
+                right = self._cast(right, res)
+            return self._record(Binary(op, left, right), res)
+        # + - * // %
+        if lt.is_bool and rt.is_bool:
+            st = DType.UINT32
+        else:
+            st = self._super(lt, rt, node)
+        left, right = self._cast(left, st), self._cast(right, st)
+        return self._record(Binary(op, left, right), st)
+
+    def _unary(self, node: Unary) -> Node:
+        arg = self._check(node.arg)
+        if _is_dynamic(arg):
+            arg = self._materialize(arg)
+        t = self.types[arg]
+        op = node.op
+        if op in ("is_null", "is_not_null"):
+            return self._record(Unary(op, arg), DType.BOOL)
+        if op in ("is_nan", "is_not_nan", "is_finite", "is_infinite"):
+            if t.is_bool:
+                raise _bad_type(node, t, "a numeric column")
+            return self._record(Unary(op, arg), DType.BOOL)
+        if op == "not":
+            if t.is_float:
+                raise _bad_type(node, t, "a boolean or integer column")
+            return self._record(Unary(op, arg), t)
+        if t.is_bool and op not in FLOAT_FUNCS:
+            raise _bad_type(node, t, "a numeric column (cast booleans first)")
+        if op == "neg" and t.is_unsigned:
+            msg = f"`{node!r}`: cannot negate unsigned {t}; cast to a signed type first"
+            raise SchemaError(msg)
+        if op in FLOAT_FUNCS:
+            res = float_result(t)
+            return self._record(Unary(op, self._cast(arg, res)), res)
+        if op in ("floor", "ceil", "round") and t.is_integer:
+            return arg  # integers are already whole
+        return self._record(Unary(op, arg), t)
+
+    def _cast_node(self, node: Cast) -> Node:
+        if node.dtype is DType.FLOAT16:
+            raise _float16_error(repr(node))
+        arg = self._check(node.arg)
+        if _is_dynamic(arg):
+            lit = arg
+            assert isinstance(lit, Literal)
+            if lit.value is None:
+                return self._typed_literal(None, node.dtype)
+            arg = self._materialize(arg)
+        if self.types[arg] == node.dtype:
+            return arg
+        return self._record(Cast(arg, node.dtype, node.strict), node.dtype)
+
+    def _when(self, node: When) -> Node:
+        cond = self._check(node.condition)
+        if _is_dynamic(cond):
+            cond = self._materialize(cond)
+        if not self.types[cond].is_bool:
+            msg = (
+                f"`when` condition must be boolean, got {self.types[cond]} in `{node.condition!r}`;"
+                " compare it, e.g. `cb.when(cb.col('a') > 0)`"
+            )
+            raise SchemaError(msg)
+        then, other = self._check(node.then), self._check(node.otherwise)
+        if _is_dynamic(other) and isinstance(other, Literal) and other.value is None:
+            if _is_dynamic(then):
+                then = self._materialize(then)
+            other = self._typed_literal(None, self.types[then])
+        elif _is_dynamic(then) and isinstance(then, Literal) and then.value is None:
+            if _is_dynamic(other):
+                other = self._materialize(other)
+            then = self._typed_literal(None, self.types[other])
+        else:
+            then, other = self._resolve_pair(then, other, node)
+        st = self._super(self.types[then], self.types[other], node)
+        then, other = self._cast(then, st), self._cast(other, st)
+        return self._record(When(cond, then, other), st)
+
+    def _coalesce(self, node: Coalesce) -> Node:
+        args = [self._check(a) for a in node.args]
+        typed = [self.types[a] for a in args if not _is_dynamic(a)]
+        if not typed:
+            first = next((a for a in args if isinstance(a, Literal) and a.value is not None), None)
+            if first is None:
+                msg = f"`{node!r}` has only null literals; give one a dtype"
+                raise SchemaError(msg)
+            typed = [self.types[self._materialize(first)]]
+        st = typed[0]
+        for t in typed[1:]:
+            st = self._super(st, t, node)
+        resolved = []
+        for a in args:
+            if _is_dynamic(a):
+                a = self._type_literal_against(a, st, node)
+                st = self._super(st, self.types[a], node)
+            resolved.append(a)
+        out = tuple(self._cast(a, st) for a in resolved)
+        if len(out) == 1:
+            return out[0]
+        return self._record(Coalesce(out), st)
+
+    def _fill_nan(self, node: FillNan) -> Node:
+        arg = self._check(node.arg)
+        if _is_dynamic(arg):
+            arg = self._materialize(arg)
+        t = self.types[arg]
+        if not t.is_float:
+            return arg  # integers and booleans hold no NaN
+        value = self._check(node.value)
+        if _is_dynamic(value):
+            value = self._type_literal_against(value, t, node)
+        st = self._super(t, self.types[value], node)
+        return self._record(FillNan(self._cast(arg, st), self._cast(value, st)), st)
+
+    def _clip(self, node: Clip) -> Node:
+        arg = self._check(node.arg)
+        if _is_dynamic(arg):
+            arg = self._materialize(arg)
+        t = self.types[arg]
+        if not t.is_numeric:
+            raise _bad_type(node, t, "a numeric column")
+
+        def bound(value: bool | int | float | None) -> bool | int | float | None:
+            if value is None:
+                return None
+            if t.is_float:
+                return float(value)
+            lo, hi = int_range(t)
+            if isinstance(value, float) and value != value:
+                msg = f"`{node!r}`: a NaN bound cannot clip an integer column"
+                raise SchemaError(msg)
+            return min(max(int(value), lo), hi)
+
+        return self._record(Clip(arg, bound(node.lower), bound(node.upper)), t)
+
+    def _agg(self, node: Agg) -> Node:
+        arg = self._check(node.arg)
+        if _is_dynamic(arg):
+            arg = self._materialize(arg)
+        t = self.types[arg]
+        return self._record(Agg(node.func, arg, node.ddof), agg_result(node.func, t))
+
+
+def _convert_scalar(value: bool | int | float, dtype: DType) -> bool | int | float:
+    if dtype.is_bool:
+        return bool(value)
+    if dtype.is_float:
+        return float(value)
+    if isinstance(value, float):
+        return int(value)
+    lo, hi = int_range(dtype)
+    value = int(value)
+    if not lo <= value <= hi:
+        msg = f"literal {value!r} does not fit in {dtype}"
+        raise SchemaError(msg)
+    return value
+
+
+def _bad_type(node: Node, dtype: DType, wanted: str) -> SchemaError:
+    return SchemaError(f"`{node!r}` is not defined for {dtype}; it needs {wanted}")
+
+
+def _float16_error(where: str) -> UnsupportedTypeError:
+    return UnsupportedTypeError(
+        f"{where}: float16 is not computed by colbridge kernels; "
+        "cast to float32 in the source frame first"
+    )
