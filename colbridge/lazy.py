@@ -17,7 +17,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from colbridge.backends.cpu import PARALLEL_MIN_ROWS, RunStats, run_segment
+from colbridge.backends import get_backend
+from colbridge.backends.cpu import PARALLEL_MIN_ROWS, RunStats
 from colbridge.backends.device import DeviceChoice, resolve_device
 from colbridge.columns.frames import ArrowTableAdapter, FrameAdapter, adapt_frame
 from colbridge.errors import SchemaError
@@ -249,7 +250,7 @@ class LazyFrame:
         report.device = resolve_device(device, fallback)
         np_out = self._numpy_output if numpy_output is None else numpy_output
         adapter = adapt_frame(self._frame, numpy_output=np_out)
-        result = self._run(adapter, report)
+        result = self._run(adapter, report, report.device.target)
         self.last_report = report
         return result
 
@@ -264,14 +265,15 @@ class LazyFrame:
             self.compute, device, fallback=fallback, numpy_output=numpy_output
         )
 
-    def _run(self, adapter: FrameAdapter, report: ComputeReport) -> Any:
+    def _run(self, adapter: FrameAdapter, report: ComputeReport, target: str) -> Any:
+        backend = get_backend(target)
         original = adapter
         columns = _Columns(adapter, report.copies)
         plan = self._plan(adapter, columns)
         last = len(plan.segments) - 1
         for index, segment in enumerate(plan.segments):
             arrays = {name: columns.get(name) for name in segment.inputs}
-            results, mask = run_segment(segment, arrays, adapter.num_rows, report.stats)
+            results, mask = backend.run_segment(segment, arrays, adapter.num_rows, report.stats)
             new: dict[str, pa.Array | pa.ChunkedArray] = dict(results)
             for name, source in segment.passthrough.items():
                 if name != source or adapter is not original:
