@@ -279,6 +279,14 @@ def _finalize(
     slot: AggSlot, pf: np.ndarray, pi: np.ndarray, pu: np.ndarray, num_rows: int
 ) -> tuple[Any, bool]:
     """Combine per-block partials into one value (and whether it is valid)."""
+    # inf - inf and the like are values here (NaN), not warnings.
+    with np.errstate(all="ignore"):
+        return _combine(slot, pf, pi, pu, num_rows)
+
+
+def _combine(
+    slot: AggSlot, pf: np.ndarray, pi: np.ndarray, pu: np.ndarray, num_rows: int
+) -> tuple[Any, bool]:
     func = slot.agg.func
     res: DType = slot.result_dtype
     counts = pi[:, slot.i["count"]]

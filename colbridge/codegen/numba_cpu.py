@@ -265,8 +265,12 @@ class _Emitter:
             return t, valid
         if op in ("floordiv", "mod"):
             if result.is_float:
-                expr = f"np.floor({a} / {b})" if op == "floordiv" else f"{a} % {b}"
-                self.line(f"{t} = {_np(result)}({expr})")
+                # polars: a // b = floor(a / b) and a % b = a - b * floor(a / b), each step
+                # rounded to the result type (so x % inf is NaN, not x as in Python).
+                T = _np(result)  # noqa: N806
+                self.line(f"{t}q = {T}(np.floor({T}({a} / {b})))")
+                expr = f"{t}q" if op == "floordiv" else f"{a} - {T}({b} * {t}q)"
+                self.line(f"{t} = {T}({expr})")
                 return t, valid
             return self._int_divmod(op, result, a, b, valid)
         if op == "pow":

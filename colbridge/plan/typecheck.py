@@ -7,6 +7,7 @@ has to know a promotion rule.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from colbridge.errors import SchemaError, UnsupportedOperationError, UnsupportedTypeError
@@ -238,6 +239,9 @@ class TypeChecker:
             left = self._cast(left, res)
             if res.is_float:
                 right = self._cast(right, res)
+                if isinstance(right, Literal) and right.value == 0.5:
+                    # polars rewrites x ** 0.5 as sqrt(x) (so (-inf) ** 0.5 is NaN)
+                    return self._record(Unary("sqrt", left), res)
             return self._record(Binary(op, left, right), res)
         # + - * // %
         if lt.is_bool and rt.is_bool:
@@ -364,10 +368,17 @@ class TypeChecker:
             if t.is_float:
                 return float(value)
             lo, hi = int_range(t)
-            if isinstance(value, float) and value != value:
-                msg = f"`{node!r}`: a NaN bound cannot clip an integer column"
+            if isinstance(value, float) and (value != value or value in (math.inf, -math.inf)):
+                msg = f"`{node!r}`: bound {value!r} cannot clip an integer column"
                 raise SchemaError(msg)
-            return min(max(int(value), lo), hi)
+            whole = int(value)  # polars truncates float bounds toward zero
+            if not lo <= whole <= hi:
+                msg = (
+                    f"`{node!r}`: bound {value!r} does not fit in the column's type {t}; "
+                    "use a bound inside its range"
+                )
+                raise SchemaError(msg)
+            return whole
 
         return self._record(Clip(arg, bound(node.lower), bound(node.upper)), t)
 

@@ -1,0 +1,252 @@
+"""Differential tests: every operation × dtype × nulls × offsets × chunks, against polars."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from colbridge.testing.asserts import assert_same_as_polars
+from tests.engine_data import tables
+
+I8, I16, I32, I64 = pa.int8(), pa.int16(), pa.int32(), pa.int64()
+U8, U16, U32, U64 = pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()
+F32, F64, BOOL = pa.float32(), pa.float64(), pa.bool_()
+
+SETTINGS = settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+def _arith(m):  # type: ignore[no-untyped-def]
+    a, b = m.col("a"), m.col("b")
+    return {
+        "add": a + b, "sub": a - b, "mul": a * b, "truediv": a / b, "floordiv": a // b,
+        "mod": a % b, "eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b,
+        "ge": a >= b,
+    }  # fmt: skip
+
+
+def _logic(m):  # type: ignore[no-untyped-def]
+    a, b = m.col("a"), m.col("b")
+    return {"and": a & b, "or": a | b, "xor": a ^ b, "not": ~a}
+
+
+ARITH_PAIRS = [
+    (I8, I8), (I16, I64), (I64, I64), (U8, U8), (U64, U64), (I32, U16), (I8, U8), (U32, I64),
+    (F32, F32), (F64, F64), (F32, I64), (I16, F32), (F64, U8), (U64, F32), (BOOL, I32),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("types", ARITH_PAIRS, ids=lambda t: f"{t[0]}-{t[1]}")
+@SETTINGS
+@given(data=st.data())
+def test_arithmetic_and_comparisons(types, data) -> None:  # type: ignore[no-untyped-def]
+    table = data.draw(tables(types, names=("a", "b")))
+    assert_same_as_polars(table, lambda m, q: q.with_columns(**_arith(m)))
+
+
+@pytest.mark.parametrize(
+    "types", [(BOOL, BOOL), (I64, I64), (U8, I16), (I32, I32)], ids=lambda t: f"{t[0]}-{t[1]}"
+)
+@SETTINGS
+@given(data=st.data())
+def test_logic_kleene_and_bitwise(types, data) -> None:  # type: ignore[no-untyped-def]
+    table = data.draw(tables(types, names=("a", "b")))
+    assert_same_as_polars(table, lambda m, q: q.with_columns(**_logic(m)))
+
+
+EXACT_UNARY = ["abs", "sqrt", "floor", "ceil", "round", "sign", "is_null", "is_not_null"]
+FLOAT_ONLY = ["is_nan", "is_not_nan", "is_finite", "is_infinite"]
+TRANSCENDENTAL = ["exp", "log", "log1p", "sin", "cos", "tan", "tanh", "log10", "cbrt", "arctan"]
+
+
+@pytest.mark.parametrize("dtype", [I8, I32, I64, U8, U64, F32, F64], ids=str)
+@SETTINGS
+@given(data=st.data())
+def test_unary_functions(dtype, data) -> None:  # type: ignore[no-untyped-def]
+    table = data.draw(tables([dtype], names=("a",)))
+
+    def exact(m, q):  # type: ignore[no-untyped-def]
+        a = m.col("a")
+        out = {f: getattr(a, f)() for f in EXACT_UNARY}
+        if pa.types.is_floating(dtype):
+            out.update({f: getattr(a, f)() for f in FLOAT_ONLY})
+        if not pa.types.is_unsigned_integer(dtype):
+            out["neg"] = -a
+        return q.with_columns(**out)
+
+    def transcendental(m, q):  # type: ignore[no-untyped-def]
+        a = m.col("a")
+        return q.with_columns(**{f: getattr(a, f)() for f in TRANSCENDENTAL})
+
+    assert_same_as_polars(table, exact)
+    assert_same_as_polars(table, transcendental, rtol=1e-6 if dtype == F32 else 1e-13)
+
+
+CAST_TARGETS = ["int8", "int16", "int32", "int64", "uint8", "uint32", "uint64", "float32",
+                "float64", "bool"]  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", [I8, I64, U16, U64, F32, F64, BOOL], ids=str)
+@SETTINGS
+@given(data=st.data())
+def test_casts_non_strict(dtype, data) -> None:  # type: ignore[no-untyped-def]
+    table = data.draw(tables([dtype], names=("a",)))
+    assert_same_as_polars(
+        table,
+        lambda m, q: q.with_columns(
+            **{f"to_{t}": m.col("a").cast(getattr(m, _polars_name(t)) if m.__name__ == "polars"
+                                         else t, strict=False) for t in CAST_TARGETS}  # fmt: skip
+        ),
+    )
+
+
+def _polars_name(t: str) -> str:
+    return {"bool": "Boolean"}.get(t, t.capitalize().replace("Uint", "UInt"))
+
+
+@pytest.mark.parametrize("dtype", [I64, F64], ids=str)
+@SETTINGS
+@given(data=st.data())
+def test_strict_cast_raises_like_polars(dtype, data) -> None:  # type: ignore[no-untyped-def]
+    table = data.draw(tables([dtype], names=("a",)))
+    assert_same_as_polars(
+        table,
+        lambda m, q: q.with_columns(
+            z=m.col("a").cast(m.Int8 if m.__name__ == "polars" else "int8")
+        ),
+    )
+
+
+@pytest.mark.parametrize("types", [(I64, F64, I8), (F32, I32, BOOL), (U8, I8, F32)],
+                         ids=lambda t: "-".join(map(str, t)))  # fmt: skip
+@SETTINGS
+@given(data=st.data())
+def test_conditionals_and_null_handling(types, data) -> None:  # type: ignore[no-untyped-def]
+    table = data.draw(tables(types))
+
+    def steps(m, q):  # type: ignore[no-untyped-def]
+        a, b, c = m.col("a"), m.col("b"), m.col("c")
+        numeric_c = c.cast(m.Int32 if m.__name__ == "polars" else "int32") if types[2] == BOOL \
+            else c  # fmt: skip
+        return q.with_columns(
+            w=m.when(a > b).then(a).otherwise(b),
+            w2=m.when(a.is_null()).then(1).when(b > 0).then(b).otherwise(numeric_c),
+            w3=m.when(b < 0).then(2.5),
+            co=m.coalesce(a, b, 0),
+            fn=a.fill_null(b),
+            fn1=a.fill_null(1),
+            fnan=b.fill_nan(0) if types[1].id in (F32.id, F64.id) else b,
+            fnan_null=a.fill_nan(None) if types[0].id in (F32.id, F64.id) else a,
+            cl=a.clip(-3, 5),
+            cl_lo=b.clip(lower_bound=0),
+            isn=a.is_null() | b.is_not_null(),
+        )
+
+    assert_same_as_polars(table, steps)
+
+
+REDUCTIONS = ["sum", "mean", "min", "max", "std", "var", "count", "null_count"]
+
+
+@pytest.mark.parametrize("dtype", [I8, I32, I64, U32, U64, F32, F64, BOOL], ids=str)
+@SETTINGS
+@given(data=st.data())
+def test_reductions(dtype, data) -> None:  # type: ignore[no-untyped-def]
+    table = data.draw(tables([dtype], names=("a",)))
+    funcs = REDUCTIONS if dtype != BOOL else ["sum", "mean", "min", "max", "count", "null_count"]
+    assert_same_as_polars(
+        table,
+        lambda m, q: q.select(**{f: getattr(m.col("a"), f)() for f in funcs},
+                              v0=m.col("a").var(ddof=0)),  # fmt: skip
+        rtol=1e-5 if dtype == F32 else 1e-9,
+    )
+
+
+@SETTINGS
+@given(data=st.data())
+def test_reductions_inside_elementwise(data) -> None:  # type: ignore[no-untyped-def]
+    table = data.draw(tables([F64, I32], names=("a", "b")))
+
+    def steps(m, q):  # type: ignore[no-untyped-def]
+        a, b = m.col("a"), m.col("b")
+        return q.with_columns(
+            z=(a - a.mean()) / a.std(),
+            share=b / b.sum(),
+            rng=(b - b.min()) / (b.max() - b.min()),
+            spread=(a - a.mean()).abs().max(),
+            n=a.count() + b.null_count(),
+        )
+
+    assert_same_as_polars(table, steps, rtol=1e-9)
+
+
+@SETTINGS
+@given(data=st.data())
+def test_filters_and_chained_steps(data) -> None:  # type: ignore[no-untyped-def]
+    table = data.draw(tables([F64, I64, BOOL]))
+
+    def steps(m, q):  # type: ignore[no-untyped-def]
+        a, b, c = m.col("a"), m.col("b"), m.col("c")
+        q = q.with_columns(z=a * 2 + b)
+        q = q.filter(m.col("z") > 0)
+        q = q.with_columns(w=m.col("z") - a, c=~c)
+        q = q.filter(c | (b > 3))
+        return q.select("w", "a", m.col("z").alias("zz"), b.alias("b2"))
+
+    assert_same_as_polars(table, steps)
+
+
+@SETTINGS
+@given(data=st.data())
+def test_reduction_after_filter_sees_kept_rows(data) -> None:  # type: ignore[no-untyped-def]
+    table = data.draw(tables([F64, I32], names=("a", "b")))
+
+    def steps(m, q):  # type: ignore[no-untyped-def]
+        a = m.col("a")
+        q = q.with_columns(m0=a.mean()).filter(m.col("b") > 0)
+        return q.with_columns(m1=a.mean(), d=a - a.mean(), s=m.col("b").sum())
+
+    assert_same_as_polars(table, steps, rtol=1e-9)
+
+
+LITERAL_CASES = {
+    "i8_plus_300": (I8, lambda m: m.col("a") + 300),
+    "u8_plus_minus_one": (U8, lambda m: m.col("a") + (-1)),
+    "u8_times_1000": (U8, lambda m: m.col("a") * 1000),
+    "i32_plus_big": (I32, lambda m: m.col("a") + 2**40),
+    "f32_plus_float": (F32, lambda m: m.col("a") + 1.1),
+    "i16_plus_float": (I16, lambda m: m.col("a") * 0.5),
+    "bool_times_two": (BOOL, lambda m: m.col("a") * 2),
+    "bool_plus_bool": (BOOL, lambda m: m.col("a") + m.col("a")),
+    "lit_only": (I64, lambda m: m.lit(7) + 1),
+    "lit_div": (I64, lambda m: m.lit(7) / 2 + m.col("a")),
+    "rpow_float": (F64, lambda m: 2.0 ** m.col("a")),
+    "pow_int": (I8, lambda m: m.col("a") ** 2),
+    "pow_float": (F32, lambda m: m.col("a") ** 0.5),
+    "neg_pow_error": (I32, lambda m: m.col("a") ** (m.col("a") - 100)),
+    "int_floordiv_zero": (I64, lambda m: m.col("a") // 0),
+    "lit_none_fill": (F64, lambda m: m.col("a").fill_null(m.lit(None)).fill_null(3)),
+}
+
+
+@pytest.mark.parametrize("case", list(LITERAL_CASES))
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_literal_typing(case, data) -> None:  # type: ignore[no-untyped-def]
+    dtype, build = LITERAL_CASES[case]
+    table = data.draw(tables([dtype], names=("a",)))
+    rtol = 1e-6 if case == "pow_float" else (1e-13 if case == "rpow_float" else None)
+    assert_same_as_polars(table, lambda m, q: q.with_columns(z=build(m)), rtol=rtol)
+
+
+def test_empty_frame_every_kind() -> None:
+    table = pa.table({"a": pa.array([], pa.float64()), "b": pa.array([], pa.int32())})
+    assert_same_as_polars(
+        table,
+        lambda m, q: q.with_columns(z=m.col("a") * m.col("b"), s=m.col("b").sum())
+        .filter(m.col("a") > 0),
+    )
+    assert_same_as_polars(table, lambda m, q: q.select(m.col("a").mean(), m.col("b").max()))
