@@ -275,10 +275,12 @@ class LazyFrame:
             arrays = {name: columns.get(name) for name in segment.inputs}
             results, mask = backend.run_segment(segment, arrays, adapter.num_rows, report.stats)
             new: dict[str, pa.Array | pa.ChunkedArray] = dict(results)
+            final = index == last and adapter is original
             for name, source in segment.passthrough.items():
-                if name != source or adapter is not original:
+                # The frame's own untouched columns are kept by the adapter as they are.
+                if name != source or not final:
                     new[name] = columns.get(source)
-            if index == last and adapter is original:
+            if final:
                 out = adapter.build(segment.order, new, one_row=segment.one_row)
                 return adapter.filter(out, mask) if mask is not None else out
             table = ArrowTableAdapter(pa.table({n: new[n] for n in segment.order}))
