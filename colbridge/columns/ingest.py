@@ -94,17 +94,15 @@ def _pandas_to_arrow(series: Any, label: str) -> pa.ChunkedArray:
     if series.dtype == object:
         msg = (
             f"{label} has pandas dtype `object` (Python objects, no typed buffer); "
-            "convert it first, e.g. `s.astype('float64')` or `s.astype(pd.ArrowDtype(pa.float64()))`"
+            "convert it first, e.g. `s.astype('float64')` or "
+            "`s.astype(pd.ArrowDtype(pa.float64()))`"
         )
         raise UnsupportedTypeError(msg)
     values = series.array
     arrow_array = getattr(values, "__arrow_array__", None)
-    if arrow_array is not None:
-        # ArrowDtype and masked extension arrays know their own Arrow form.
-        result = arrow_array()
-    else:
-        # NumPy-backed: NaN stays a value (from_pandas=False), as Arrow and polars keep it.
-        result = pa.array(series.to_numpy(copy=False))
+    # ArrowDtype and masked extension arrays know their own Arrow form; for
+    # NumPy-backed data NaN stays a value (from_pandas=False), as Arrow and polars keep it.
+    result = arrow_array() if arrow_array is not None else pa.array(series.to_numpy(copy=False))
     if isinstance(result, pa.Array):
         return pa.chunked_array([result], type=result.type)
     return result

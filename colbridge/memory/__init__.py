@@ -1,0 +1,14 @@
+"""Memory: buffers, placements and lifetimes (host memory now; GPU placements later)."""
+
+from __future__ import annotations
+
+from colbridge.memory.host import (
+    PLACEMENTS,
+    HostBuffer,
+    Placement,
+    allocate_host,
+    host_view,
+    writable_view,
+)
+
+__all__ = ["PLACEMENTS", "HostBuffer", "Placement", "allocate_host", "host_view", "writable_view"]

@@ -1,0 +1,433 @@
+"""Columns and views: many columns fused into one 2-D feature matrix in a single pass.
+
+:func:`to_tensor` reads every requested column of a frame straight from its
+Arrow buffers and writes one ``(rows, columns)`` matrix, casting on the fly,
+in one pass over the rows: a numba kernel fills a block of rows for all
+columns at once, so each output cache line is written once. Large inputs are
+split into row blocks filled by a thread pool (the kernel releases the GIL);
+small ones run on the calling thread. The output lives in memory from the
+Arrow memory pool (which recycles pages) and is viewed by NumPy.
+
+Why threads and not ``numba.prange``: the kernel takes a tuple of column
+arrays of different dtypes, which numba's parallel loops cannot capture; a
+plain ``nogil`` kernel per row block also leaves no OpenMP threads spinning
+after the call.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
+from numba import literal_unroll, njit
+
+from colbridge.columns.frames import adapt_frame, missing_column_error
+from colbridge.columns.ingest import column_to_arrow
+from colbridge.columns.tensor import _values, as_tensor
+from colbridge.columns.views import ArrayProtocols
+from colbridge.errors import NullValuesError, ShapeError, UnsupportedTypeError
+from colbridge.memory import allocate_host, writable_view
+from colbridge.types.dtypes import parse_dtype
+from colbridge.types.table import tensor_spec
+
+__all__ = ["FeatureMatrix", "default_matrix_dtype", "to_tensor"]
+
+#: Rows per cache block inside the kernel: all columns of these rows are
+#: written before moving on, so the output block stays in cache.
+_ROW_BLOCK = 2048
+#: Below this many output elements the kernel runs on the calling thread.
+_PARALLEL_MIN_ELEMENTS = 1 << 18
+
+
+class FeatureMatrix(ArrayProtocols):
+    """A 2-D (or, for one tensor column, N-D) tensor made of frame columns.
+
+    Attributes
+    ----------
+    columns : list of str
+        Column names, in matrix column order.
+    validity : numpy.ndarray or None
+        Boolean matrix shaped like the data, True where the value is valid;
+        None when no value is null (or nulls were filled).
+    copied : bool
+        False only when the matrix views a FixedSizeList / fixed-shape tensor
+        column without copying; ``copy_reason`` says why it copied.
+    """
+
+    def __init__(
+        self,
+        array: np.ndarray[Any, Any],
+        columns: list[str],
+        validity: np.ndarray[Any, Any] | None,
+        *,
+        copied: bool,
+        copy_reason: str,
+    ) -> None:
+        super().__init__(array, copied=copied, copy_reason=copy_reason, readonly=not copied)
+        self.columns = columns
+        self.validity = validity
+
+    def __repr__(self) -> str:
+        copy = f"copied ({self.copy_reason})" if self.copied else "zero-copy"
+        nulls = "no nulls" if self.validity is None else "with validity"
+        return (
+            f"FeatureMatrix(shape={self.shape}, dtype={self.dtype}, columns={self.columns!r}, "
+            f"{nulls}, {copy}, placement={self.placement!r})"
+        )
+
+
+def default_matrix_dtype(dtypes: Sequence[np.dtype[Any]]) -> np.dtype[Any]:
+    """Return the common float type of column dtypes: NumPy's result type with float32.
+
+    So at least float32, and float64 as soon as a column is float64 or an
+    integer wider than 16 bits (where float32 would lose values).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> default_matrix_dtype([np.dtype("int16"), np.dtype("float16")])
+    dtype('float32')
+    >>> default_matrix_dtype([np.dtype("int32"), np.dtype("float32")])
+    dtype('float64')
+    """
+    return np.dtype(np.result_type(np.float32, *dtypes))
+
+
+@njit(nogil=True, cache=True)
+def _fill_group(g, cols, masks, mask_offs, has_mask, out, valid, fill, row_major, b0, b1):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    write_valid = valid.shape[0] > 0
+    for m in range(len(g)):
+        col = g[m]
+        j = cols[m]
+        if has_mask[j]:
+            mask = masks[j]
+            off = mask_offs[j]
+            for i in range(b0, b1):
+                bit = off + i
+                ok = ((mask[bit >> 3] >> (bit & 7)) & 1) == 1
+                out[i, j] = col[i] if ok else fill
+                if write_valid:
+                    valid[i, j] = ok
+        elif not row_major:
+            for i in range(b0, b1):
+                out[i, j] = col[i]
+    if row_major:
+        # Row-major output: walk rows outside, so each output row is written
+        # in one go (members with a mask were done above).
+        for i in range(b0, b1):
+            for m in range(len(g)):
+                j = cols[m]
+                if not has_mask[j]:
+                    out[i, j] = g[m][i]
+
+
+@njit(nogil=True, cache=True)
+def _fill_rows(groups, group_cols, masks, mask_offs, has_mask, out, valid, fill, row_major, lo, hi):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    # Cache key (numba's own): the tuple of group types (dtype and layout of
+    # each group's arrays, group sizes), out's dtype/layout, fill's type.
+    for b0 in range(lo, hi, 2048):
+        b1 = min(hi, b0 + 2048)
+        gi = 0
+        for g in literal_unroll(groups):
+            _fill_group(
+                g, group_cols[gi], masks, mask_offs, has_mask, out, valid, fill, row_major, b0, b1
+            )
+            gi += 1  # noqa: SIM113 - numba cannot enumerate a literal_unroll
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(
+                max_workers=os.cpu_count() or 1, thread_name_prefix="colbridge-matrix"
+            )
+        return _POOL
+
+
+def _run(args: tuple[Any, ...], n: int, ncols: int) -> None:
+    kernel: Any = _fill_rows
+    workers = os.cpu_count() or 1
+    if n * ncols < _PARALLEL_MIN_ELEMENTS or workers == 1:
+        kernel(*args, 0, n)
+        return
+    step = -(-n // workers)
+    step = -(-step // _ROW_BLOCK) * _ROW_BLOCK
+    pool = _pool()
+    futures = [pool.submit(kernel, *(*args, lo, min(n, lo + step))) for lo in range(0, n, step)]
+    for f in futures:
+        f.result()
+
+
+def _frame_columns(
+    frame: Any, columns: Sequence[str] | None
+) -> tuple[list[str], list[pa.ChunkedArray]]:
+    if isinstance(frame, dict):
+        names = list(frame) if columns is None else list(columns)
+        out = []
+        for name in names:
+            if name not in frame:
+                raise missing_column_error(name, [str(k) for k in frame])
+            out.append(column_to_arrow(frame[name], name))
+        return [str(n) for n in names], out
+    adapter = adapt_frame(frame)
+    names = adapter.names if columns is None else [str(c) for c in columns]
+    return names, [adapter.column(n) for n in names]
+
+
+def to_tensor(
+    frame: Any,
+    columns: Sequence[str] | None = None,
+    *,
+    dtype: Any = None,
+    order: str = "C",
+    nulls: Any = "keep",
+) -> FeatureMatrix:
+    """Fuse columns of a frame into one 2-D matrix, in a single pass.
+
+    Parameters
+    ----------
+    frame : object
+        pandas or polars DataFrame, pyarrow Table/RecordBatch, or a dict of
+        columns (anything :func:`as_tensor` accepts).
+    columns : sequence of str, optional
+        Columns in matrix order; all columns by default.
+    dtype : dtype-like, optional
+        Element type of the matrix. Default: :func:`default_matrix_dtype` of
+        the columns (at least float32). Values are cast as NumPy's unsafe
+        ``astype`` casts (float to int truncates). Temporal columns contribute
+        their integers, dictionary columns their indices, bool columns 0/1.
+    order : {"C", "F"}, default "C"
+        Row-major or column-major output.
+    nulls : {"keep", "raise"} or scalar, default "keep"
+        ``"keep"``: null slots hold 0 and ``.validity`` is a boolean matrix
+        (True = valid), or None when nothing is null; ``"raise"``:
+        :class:`~colbridge.errors.NullValuesError` on any null; a scalar:
+        null slots hold it and ``.validity`` is None. NaN is a value, not a null.
+
+    Returns
+    -------
+    FeatureMatrix
+        A fresh, writable matrix (it aliases no input), except for a frame of
+        exactly one FixedSizeList / fixed-shape tensor column of the target
+        dtype, without nulls or with ``nulls="keep"``: then a zero-copy,
+        read-only view of its values (``copied`` False).
+
+    Raises
+    ------
+    ColumnNotFoundError
+        A requested column does not exist.
+    UnsupportedTypeError
+        A column's type is not tensor-able, or a FixedSizeList column is
+        mixed with other columns.
+    NullValuesError
+        ``nulls="raise"`` and a column holds nulls.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> t = pa.table({"a": [1, 2, None], "b": [0.5, 1.5, 2.5]})
+    >>> m = to_tensor(t)
+    >>> m.numpy().tolist(), m.dtype
+    ([[1.0, 0.5], [2.0, 1.5], [0.0, 2.5]], dtype('float64'))
+    >>> m.validity[:, 0].tolist()
+    [True, True, False]
+    """
+    if order not in ("C", "F"):
+        msg = f"`order` must be 'C' or 'F', got {order!r}"
+        raise ValueError(msg)
+    keep = isinstance(nulls, str) and nulls == "keep"
+    strict = isinstance(nulls, str) and nulls == "raise"
+    if isinstance(nulls, str) and not (keep or strict):
+        msg = f"`nulls` must be 'keep', 'raise' or a fill value, got {nulls!r}"
+        raise ValueError(msg)
+    names, chunked = _frame_columns(frame, columns)
+    specs = [tensor_spec(c.type, n) for n, c in zip(names, chunked, strict=True)]
+    target = None if dtype is None else parse_dtype(dtype).numpy
+    nested = [s.entry.kind in ("fixed_size_list", "fixed_shape_tensor") for s in specs]
+    if any(nested):
+        if len(names) != 1:
+            bad = names[nested.index(True)]
+            msg = (
+                f"column `{bad}` of type `{specs[nested.index(True)].arrow_type}` is a "
+                "FixedSizeList/tensor column and cannot be mixed with other columns; "
+                f"convert it alone with `to_tensor(frame, [{bad!r}])` or `as_tensor`"
+            )
+            raise UnsupportedTypeError(msg)
+        return _single_nested(chunked[0], names[0], specs[0].dtype, target, nulls, keep, strict)
+    for name, col, spec in zip(names, chunked, specs, strict=True):
+        if strict and col.null_count:
+            msg = (
+                f"column `{name}` of type `{spec.arrow_type}` has {col.null_count} null "
+                "value(s); fill them first, or pass `nulls='keep'` or a fill value"
+            )
+            raise NullValuesError(msg)
+    out_dtype = target if target is not None else default_matrix_dtype([s.dtype for s in specs])
+    n = len(chunked[0]) if chunked else 0
+    for name, col in zip(names, chunked, strict=True):
+        if len(col) != n:
+            msg = f"column `{name}` has {len(col)} rows, but column `{names[0]}` has {n}"
+            raise ShapeError(msg)
+    ncols = len(names)
+    np_order: Literal["C", "F"] = "F" if order == "F" else "C"
+    buffer = allocate_host(n * ncols * out_dtype.itemsize)
+    out = writable_view(buffer, out_dtype, (n, ncols), order=order)
+    any_nulls = any(c.null_count for c in chunked)
+    valid = np.ones((n, ncols), dtype=bool, order=np_order) if (keep and any_nulls) else None
+    fill = 0 if keep or strict else nulls
+    fill_value = np.asarray(fill).astype(out_dtype)[()]
+    reasons = [f"wrote {ncols} column(s) into a new {order}-order {out_dtype} matrix"]
+    if any(s.entry.kind == "bool" for s in specs):
+        reasons.append("unpacked bool bits")
+    if any(s.dtype == np.float16 for s in specs):
+        reasons.append("widened float16 columns to float32 first (numba has no float16)")
+    if n and ncols:
+        if out_dtype == np.float16:
+            wide = np.empty((n, ncols), dtype=np.float32, order=np_order)
+            _fill(chunked, specs, wide, valid, np.float32(fill_value))
+            out[...] = wide
+        else:
+            _fill(chunked, specs, out, valid, fill_value)
+    return FeatureMatrix(out, names, valid, copied=True, copy_reason="; ".join(reasons))
+
+
+def _segments(chunked: list[pa.ChunkedArray], n: int) -> list[int]:
+    bounds = {0, n}
+    for col in chunked:
+        pos = 0
+        for chunk in col.chunks:
+            pos += len(chunk)
+            bounds.add(pos)
+    return sorted(bounds)
+
+
+_DUMMY_MASK = np.zeros(1, dtype=np.uint8)
+_DUMMY_MASK.flags.writeable = False
+
+
+def _readonly(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    # One numba type per dtype/layout: make every input read-only alike.
+    if array.flags.writeable:
+        array = array.view()
+        array.flags.writeable = False
+    return array
+
+
+def _fill(
+    chunked: list[pa.ChunkedArray],
+    specs: list[Any],
+    out: np.ndarray[Any, Any],
+    valid: np.ndarray[Any, Any] | None,
+    fill: Any,
+) -> None:
+    n, ncols = out.shape
+    bounds = _segments(chunked, n)
+    # Per column: (chunk start rows, chunks) to find the chunk holding a segment.
+    starts = []
+    for col in chunked:
+        s, pos = [], 0
+        for chunk in col.chunks:
+            s.append(pos)
+            pos += len(chunk)
+        starts.append(s)
+    valid_arg = valid if valid is not None else np.zeros((0, 0), dtype=bool)
+    for lo, hi in itertools.pairwise(bounds):
+        if hi <= lo:
+            continue
+        arrays: list[np.ndarray[Any, Any]] = []
+        masks: list[np.ndarray[Any, Any]] = []
+        offs = np.zeros(ncols, dtype=np.int64)
+        has = np.zeros(ncols, dtype=np.bool_)
+        for j, (col, spec) in enumerate(zip(chunked, specs, strict=True)):
+            k = int(np.searchsorted(starts[j], lo, side="right")) - 1
+            while len(col.chunk(k)) == 0 or starts[j][k] + len(col.chunk(k)) <= lo:
+                k += 1
+            chunk = col.chunk(k)
+            local = lo - starts[j][k]
+            piece = chunk.slice(local, hi - lo)
+            values = _values(piece, spec)
+            if values.dtype == np.bool_:
+                values = values.view(np.uint8)
+            elif values.dtype == np.float16:
+                # numba has no float16: widen (exactly) to float32 first.
+                values = values.astype(np.float32)
+            arrays.append(_readonly(values))
+            if piece.null_count:
+                bitmap = piece.buffers()[0]
+                first = piece.offset // 8
+                nbytes = (piece.offset + len(piece) + 7) // 8 - first
+                mask = np.frombuffer(bitmap, dtype=np.uint8, count=nbytes, offset=first)
+                masks.append(_readonly(mask))
+                offs[j] = piece.offset % 8
+                has[j] = True
+            else:
+                masks.append(_DUMMY_MASK)
+        groups, group_cols = _group(arrays)
+        args = (
+            groups,
+            group_cols,
+            tuple(masks),
+            offs,
+            has,
+            out[lo:hi],
+            valid_arg[lo:hi] if valid is not None else valid_arg,
+            fill,
+            out.flags.c_contiguous,
+        )
+        _run(args, hi - lo, ncols)
+
+
+def _group(
+    arrays: list[np.ndarray[Any, Any]],
+) -> tuple[tuple[tuple[np.ndarray[Any, Any], ...], ...], tuple[np.ndarray[Any, Any], ...]]:
+    """Group column arrays by dtype (and layout), so each group is a homogeneous tuple."""
+    keys: dict[tuple[str, bool], list[int]] = {}
+    for j, a in enumerate(arrays):
+        keys.setdefault((a.dtype.str, bool(a.flags.c_contiguous)), []).append(j)
+    # Sorted by dtype, so the kernel's type (its cache key) depends on the
+    # dtypes and their counts, not on the column order.
+    ordered = [keys[k] for k in sorted(keys)]
+    groups = tuple(tuple(arrays[j] for j in idx) for idx in ordered)
+    cols = tuple(np.asarray(idx, dtype=np.int64) for idx in ordered)
+    return groups, cols
+
+
+def _single_nested(
+    col: pa.ChunkedArray,
+    name: str,
+    value_dtype: np.dtype[Any],
+    target: np.dtype[Any] | None,
+    nulls: Any,
+    keep: bool,
+    strict: bool,
+) -> FeatureMatrix:
+    """One FixedSizeList / tensor column: zero-copy when it already has the target dtype."""
+    view = as_tensor(col, name=name, allow_copy=True, nulls=nulls)
+    array = view.numpy()
+    validity = None
+    if view.validity is not None:
+        row_valid = view.validity.to_numpy()
+        validity = np.broadcast_to(row_valid.reshape((-1,) + (1,) * (array.ndim - 1)), array.shape)
+    reasons = [view.copy_reason] if view.copied else []
+    if target is not None and target != array.dtype:
+        array = array.astype(target)
+        reasons.append(f"cast {value_dtype} to {target}")
+    if reasons:
+        return FeatureMatrix(
+            np.array(array, copy=True) if not array.flags.writeable else array,
+            [name],
+            validity,
+            copied=True,
+            copy_reason="; ".join(reasons),
+        )
+    return FeatureMatrix(array, [name], validity, copied=False, copy_reason="")

@@ -1,0 +1,532 @@
+"""Columns and views: one column as a read-only tensor viewing its Arrow buffer.
+
+:func:`as_tensor` turns a column (pyarrow, polars, pandas, NumPy, or anything
+with ``__arrow_c_array__`` / ``__arrow_c_stream__``) into a :class:`TensorView`.
+For a single-chunk column of a tensor-able type (see ``docs/types.md``) the
+view is zero-copy: its data pointer is the Arrow values buffer's address plus
+``offset * itemsize``, whatever the row count.
+
+Nulls
+-----
+``nulls`` decides what happens to null slots:
+
+* ``"keep"`` (default): the values are exposed as they are (the bytes under a
+  null slot are unspecified) and ``.validity`` describes which rows are valid,
+  zero-copy over the Arrow validity bitmap. ``.validity`` is None when there
+  are no nulls.
+* ``"raise"``: :class:`~colbridge.errors.NullValuesError` when the column
+  holds any null.
+* any other value: a fill value. Nulls are replaced by it in a copy, which is
+  made only with ``allow_copy=True`` (else
+  :class:`~colbridge.errors.CopyNotAllowedError`). A column without nulls is
+  not copied.
+
+FixedSizeList and ``arrow.fixed_shape_tensor`` columns become ``(rows, *shape)``
+tensors. A null row keeps its (unspecified) child values and is reported in
+``.validity``, one bit per row. Nulls *inside* rows (in the child values)
+cannot be described by a per-row validity, so with ``nulls="keep"`` or
+``"raise"`` they raise :class:`~colbridge.errors.NullValuesError`; a fill value
+(with ``allow_copy=True``) fills both null rows and null elements.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from colbridge.columns.ingest import column_to_arrow
+from colbridge.columns.views import ArrayProtocols
+from colbridge.errors import CopyNotAllowedError, InvalidOperationError, NullValuesError
+from colbridge.memory import HostBuffer, host_view
+from colbridge.types.table import TensorSpec, tensor_spec
+
+__all__ = ["TensorView", "Validity", "as_tensor"]
+
+
+class Validity:
+    """An Arrow validity bitmap, zero-copy: bit ``offset + i`` is row ``i`` (1 = valid).
+
+    Attributes
+    ----------
+    buffer : pa.Buffer
+        The Arrow validity buffer (least significant bit first).
+    offset : int
+        Bit offset of row 0 in ``buffer``.
+    length : int
+        Number of rows.
+    null_count : int
+        Number of zero bits in the range.
+    """
+
+    def __init__(self, buffer: pa.Buffer, offset: int, length: int, null_count: int) -> None:
+        self.buffer = buffer
+        self.offset = offset
+        self.length = length
+        self.null_count = null_count
+
+    @property
+    def address(self) -> int:
+        """Address of the bitmap's first byte (bit ``offset`` lives in byte ``offset // 8``)."""
+        return int(self.buffer.address)
+
+    @property
+    def bitmap(self) -> np.ndarray[Any, Any]:
+        """Read-only uint8 view of the bytes holding the range (zero-copy).
+
+        Bit ``offset % 8`` of byte 0 is row 0.
+        """
+        first = self.offset // 8
+        last = (self.offset + self.length + 7) // 8
+        return host_view(
+            HostBuffer.from_arrow(self.buffer),
+            np.dtype(np.uint8),
+            (last - first,),
+            byte_offset=first,
+        )
+
+    def to_numpy(self) -> np.ndarray[Any, Any]:
+        """Unpacked booleans, True where the row is valid (a copy, one byte per row)."""
+        bits = np.unpackbits(self.bitmap, bitorder="little")
+        start = self.offset % 8
+        return bits[start : start + self.length].astype(bool)
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __repr__(self) -> str:
+        return (
+            f"Validity(length={self.length}, null_count={self.null_count}, "
+            f"bit_offset={self.offset}, address={self.address:#x})"
+        )
+
+
+class TensorView(ArrayProtocols):
+    """A column as a read-only tensor, keeping its Arrow owner alive.
+
+    Made by :func:`as_tensor`. Speaks ``__array_interface__``, ``__array__``,
+    ``__dlpack__`` / ``__dlpack_device__`` and ``__arrow_c_array__``.
+
+    Attributes
+    ----------
+    name : str or None
+        Column name.
+    arrow_type : pa.DataType
+        The column's Arrow type.
+    unit : str or None
+        Time unit for date/time/timestamp/duration columns (``"D"``, ``"s"``, ...).
+    tz : str or None
+        Time zone of a timestamp column.
+    validity : Validity or None
+        Which rows are valid; None when there are no nulls.
+    null_count : int
+        Number of null rows.
+    dictionary : pa.Array or None
+        The dictionary values of a dictionary column (the tensor holds the indices).
+    copied : bool
+        Whether building the view copied data; ``copy_reason`` says why.
+    placement : str
+        ``"host"``.
+    """
+
+    def __init__(
+        self,
+        array: np.ndarray[Any, Any],
+        arrow: pa.Array | None,
+        spec: TensorSpec,
+        *,
+        name: str | None,
+        validity: Validity | None,
+        null_count: int,
+        dictionary: pa.Array | None,
+        copied: bool,
+        copy_reason: str,
+    ) -> None:
+        super().__init__(array, copied=copied, copy_reason=copy_reason)
+        self._arrow = arrow
+        self._spec = spec
+        self.name = name
+        self.validity = validity
+        self.null_count = null_count
+        self.dictionary = dictionary
+
+    @property
+    def arrow_type(self) -> pa.DataType:
+        """The column's Arrow type."""
+        return self._spec.arrow_type
+
+    @property
+    def unit(self) -> str | None:
+        """Time unit of a temporal column, else None."""
+        return self._spec.unit
+
+    @property
+    def tz(self) -> str | None:
+        """Time zone of a timestamp column, else None."""
+        return self._spec.tz
+
+    def arrow(self) -> pa.Array:
+        """Return the Arrow array whose values this tensor holds.
+
+        No copy, except for a view made directly over a NumPy bool array, whose
+        bytes are packed into Arrow bits here (once).
+        """
+        if self._arrow is None:
+            self._arrow = pa.array(self._array, type=pa.bool_())
+        return self._arrow
+
+    def __arrow_c_array__(self, requested_schema: Any = None) -> tuple[Any, Any]:
+        """Export back to Arrow through pyarrow's own C data interface export."""
+        result: tuple[Any, Any] = self.arrow().__arrow_c_array__(requested_schema)
+        return result
+
+    def __repr__(self) -> str:
+        label = f"{self.name!r}" if self.name is not None else "unnamed"
+        unit = f", unit={self.unit!r}" if self.unit else ""
+        copy = f"copied ({self.copy_reason})" if self.copied else "zero-copy"
+        return (
+            f"TensorView({label}, shape={self.shape}, dtype={self.dtype}, "
+            f"arrow_type={self.arrow_type}{unit}, null_count={self.null_count}, "
+            f"{copy}, placement={self.placement!r})"
+        )
+
+
+def _label(name: str | None) -> str:
+    return f"column `{name}`" if name is not None else "the column"
+
+
+def _guess_name(column: Any) -> str | None:
+    name = getattr(column, "name", None)
+    if name is None or callable(name):
+        return None
+    return str(name)
+
+
+def _numpy_direct(column: Any) -> np.ndarray[Any, Any] | None:
+    """Return a NumPy bool array (or NumPy-backed pandas bool Series) viewed as it is."""
+    if isinstance(column, np.ndarray):
+        array = column
+    else:
+        pd = sys.modules.get("pandas")
+        if pd is None or not isinstance(column, pd.Series) or column.dtype != np.bool_:
+            return None
+        array = column.to_numpy(copy=False)
+    if array.dtype != np.bool_ or array.ndim != 1:
+        return None
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
+def as_tensor(
+    column: Any,
+    *,
+    allow_copy: bool = False,
+    nulls: Any = "keep",
+    name: str | None = None,
+) -> TensorView:
+    """Expose one column as a read-only tensor, zero-copy where Arrow allows.
+
+    Parameters
+    ----------
+    column : object
+        A pyarrow Array/ChunkedArray, polars Series, pandas Series (NumPy-backed,
+        nullable-masked or ``ArrowDtype``), 1-D NumPy array, or an object with
+        ``__arrow_c_array__`` / ``__arrow_c_stream__``.
+    allow_copy : bool, default False
+        Allow a copy where one is unavoidable: several chunks (combined once),
+        bool (unpacked from bits to bytes), a fill value for nulls.
+    nulls : {"keep", "raise"} or scalar, default "keep"
+        ``"keep"``: values plus ``.validity``; ``"raise"``: error on any null;
+        a scalar: fill nulls with it (a copy; needs ``allow_copy=True``).
+    name : str, optional
+        Column name for the view and for error messages; defaults to the
+        column's own ``.name``.
+
+    Returns
+    -------
+    TensorView
+        Zero-copy (``.copied`` is False) for a single-chunk column of a
+        numeric, temporal, dictionary, FixedSizeList or fixed-shape-tensor
+        type: its data pointer is the Arrow values buffer's address plus
+        ``offset * itemsize``.
+
+    Raises
+    ------
+    UnsupportedTypeError
+        The type cannot be a tensor (strings, lists, structs, decimals, ...).
+    CopyNotAllowedError
+        A copy is needed (several chunks, bool, a fill value) and
+        ``allow_copy`` is False.
+    NullValuesError
+        ``nulls="raise"`` and the column holds nulls, or nulls inside the rows
+        of a FixedSizeList column.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> arr = pa.array([1.5, None, 3.0, 4.0]).slice(1)
+    >>> t = as_tensor(arr)
+    >>> t.shape, t.null_count, t.copied
+    ((3,), 1, False)
+    >>> t.data_address == arr.buffers()[1].address + arr.offset * 8
+    True
+    >>> as_tensor(arr, nulls=0.0, allow_copy=True).numpy().tolist()
+    [0.0, 3.0, 4.0]
+    """
+    if isinstance(column, TensorView):
+        return column
+    if name is None:
+        name = _guess_name(column)
+    direct = _numpy_direct(column)
+    if direct is not None:
+        spec = tensor_spec(pa.bool_(), name)
+        return TensorView(
+            direct,
+            None,
+            spec,
+            name=name,
+            validity=None,
+            null_count=0,
+            dictionary=None,
+            copied=False,
+            copy_reason="",
+        )
+    chunked = column_to_arrow(column, name)
+    spec = tensor_spec(chunked.type, name)
+    array, reasons = _one_chunk(chunked, spec, name, allow_copy)
+    return _view_of(array, spec, name=name, nulls=nulls, allow_copy=allow_copy, reasons=reasons)
+
+
+def _one_chunk(
+    chunked: pa.ChunkedArray, spec: TensorSpec, name: str | None, allow_copy: bool
+) -> tuple[pa.Array, list[str]]:
+    chunks = [c for c in chunked.chunks if len(c)]
+    if len(chunks) == 1:
+        return chunks[0], []
+    if not chunks:
+        if chunked.num_chunks:
+            return chunked.chunk(0), []
+        return pa.array([], type=chunked.type), []
+    if not allow_copy:
+        msg = (
+            f"copy not allowed: {_label(name)} has {len(chunks)} chunks, and a tensor needs "
+            "one contiguous buffer; pass `allow_copy=True` to combine them (one copy), "
+            "or rechunk at the source (polars: `s.rechunk()`, pyarrow: `arr.combine_chunks()`)"
+        )
+        raise CopyNotAllowedError(msg)
+    if spec.entry.kind == "dictionary":
+        chunked = chunked.unify_dictionaries()
+    return chunked.combine_chunks(), [f"combined {len(chunks)} chunks into one buffer"]
+
+
+def _leaf(array: pa.Array, spec: TensorSpec) -> tuple[pa.Array, int, int]:
+    """Return the values-buffer array, the physical start element and the element count."""
+    kind = spec.entry.kind
+    if kind == "dictionary":
+        indices = array.indices
+        return indices, indices.offset, len(indices)
+    if kind in ("fixed_size_list", "fixed_shape_tensor"):
+        node = array.storage if kind == "fixed_shape_tensor" else array
+        start = node.offset
+        rows = len(node)
+        while pa.types.is_fixed_size_list(node.type):
+            size = node.type.list_size
+            child = node.values
+            start = child.offset + start * size
+            rows *= size
+            node = child
+        return node, start, rows
+    return array, array.offset, len(array)
+
+
+def _inner_nulls(array: pa.Array, spec: TensorSpec) -> int:
+    """Nulls inside the rows of a FixedSizeList column (child levels), within its range."""
+    node = array.storage if spec.entry.kind == "fixed_shape_tensor" else array
+    start, rows, count = node.offset, len(node), 0
+    while pa.types.is_fixed_size_list(node.type):
+        size = node.type.list_size
+        child = node.values
+        start, rows = start * size, rows * size
+        count += child.slice(start, rows).null_count
+        node = child
+    return count
+
+
+def _view_of(
+    array: pa.Array,
+    spec: TensorSpec,
+    *,
+    name: str | None,
+    nulls: Any,
+    allow_copy: bool,
+    reasons: list[str],
+) -> TensorView:
+    kind = spec.entry.kind
+    n = len(array)
+    null_count = array.null_count
+    nested = kind in ("fixed_size_list", "fixed_shape_tensor")
+    inner = _inner_nulls(array, spec) if nested else 0
+    keep = isinstance(nulls, str) and nulls == "keep"
+    strict = isinstance(nulls, str) and nulls == "raise"
+    if isinstance(nulls, str) and not (keep or strict):
+        msg = f"`nulls` must be 'keep', 'raise' or a fill value, got {nulls!r}"
+        raise ValueError(msg)
+    fill = not (keep or strict)
+    if strict and null_count:
+        msg = (
+            f"{_label(name)} of type `{spec.arrow_type}` has {null_count} null value(s) in "
+            f"{n} rows; fill them first (`fill_null`), or pass `nulls='keep'` to get a "
+            "validity bitmap, or a fill value with `allow_copy=True`"
+        )
+        raise NullValuesError(msg)
+    if inner and not fill:
+        msg = (
+            f"{_label(name)} of type `{spec.arrow_type}` has {inner} null element(s) inside "
+            "its rows, which a per-row validity cannot describe; fill them first "
+            "(`pc.fill_null` on the values), or pass a fill value with `allow_copy=True`"
+        )
+        raise NullValuesError(msg)
+    to_fill = (null_count + inner) if fill else 0
+    if to_fill and not allow_copy:
+        msg = (
+            f"copy not allowed: filling {to_fill} null(s) of {_label(name)} with {nulls!r} "
+            "needs a copy; pass `allow_copy=True`, or `nulls='keep'` for a zero-copy view "
+            "with a validity bitmap"
+        )
+        raise CopyNotAllowedError(msg)
+    if kind == "bool" and not allow_copy:
+        msg = (
+            f"copy not allowed: {_label(name)} is `bool`, which Arrow packs 8 values to a "
+            "byte; pass `allow_copy=True` to unpack it into one byte per value (a copy), "
+            "or cast it to `uint8` first"
+        )
+        raise CopyNotAllowedError(msg)
+
+    values = _values(array, spec)
+    dictionary = array.dictionary if kind == "dictionary" else None
+    copied = bool(reasons)
+    if kind == "bool":
+        copied = True
+        reasons = [*reasons, "unpacked bool bits into bytes"]
+    validity: Validity | None = None
+    arrow = array
+    if to_fill:
+        values = _filled(values, array, spec, nulls, name)
+        copied = True
+        reasons = [*reasons, f"filled {to_fill} null(s) with {nulls!r}"]
+        null_count = 0
+        arrow = _arrow_from_values(values, spec, dictionary)
+    elif null_count:
+        bitmap = array.buffers()[0]
+        validity = Validity(bitmap, array.offset, n, null_count)
+    else:
+        null_count = 0
+    return TensorView(
+        values,
+        arrow,
+        spec,
+        name=name,
+        validity=validity,
+        null_count=null_count,
+        dictionary=dictionary,
+        copied=copied,
+        copy_reason="; ".join(reasons),
+    )
+
+
+def _values(array: pa.Array, spec: TensorSpec) -> np.ndarray[Any, Any]:
+    """Return the values as an ndarray: a zero-copy view, except for bool (unpacked copy)."""
+    n = len(array)
+    leaf, start, count = _leaf(array, spec)
+    buffer = leaf.buffers()[1]
+    if spec.entry.kind == "bool":
+        if buffer is None or count == 0:
+            return np.zeros(n, dtype=bool)
+        first = start // 8
+        nbytes = (start + count + 7) // 8 - first
+        raw = host_view(
+            HostBuffer.from_arrow(buffer), np.dtype(np.uint8), (nbytes,), byte_offset=first
+        )
+        bits = np.unpackbits(raw, bitorder="little")
+        return bits[start % 8 : start % 8 + count].view(bool)
+    itemsize = spec.dtype.itemsize
+    shape = (n, *spec.inner_shape)
+    if buffer is None:
+        return np.zeros(shape, dtype=spec.dtype)
+    flat = host_view(
+        HostBuffer.from_arrow(buffer), spec.dtype, (count,), byte_offset=start * itemsize
+    )
+    out = flat.reshape(shape)
+    if spec.permutation is not None and list(spec.permutation) != sorted(spec.permutation):
+        out = out.transpose((0, *(1 + p for p in spec.permutation)))
+    return out
+
+
+def _filled(
+    values: np.ndarray[Any, Any], array: pa.Array, spec: TensorSpec, fill: Any, name: str | None
+) -> np.ndarray[Any, Any]:
+    try:
+        scalar = np.asarray(fill).astype(spec.dtype)
+        exact = bool(scalar == fill) or bool(np.isnan(scalar) and np.isnan(fill))
+    except (TypeError, ValueError, OverflowError):
+        exact = False
+    if not exact:
+        msg = (
+            f"fill value {fill!r} cannot be stored exactly as {spec.dtype} in "
+            f"{_label(name)} of type `{spec.arrow_type}`; pass a value of that type"
+        )
+        raise InvalidOperationError(msg)
+    out = np.array(values, copy=True, order="C")
+    if array.null_count:
+        row_valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        out[~row_valid] = scalar
+    if spec.entry.kind in ("fixed_size_list", "fixed_shape_tensor"):
+        leaf, start, count = _leaf(array, spec)
+        if leaf.null_count:
+            leaf_valid = leaf.slice(start - leaf.offset, count).is_valid()
+            mask = ~np.asarray(leaf_valid.to_numpy(zero_copy_only=False), dtype=bool)
+            perm = spec.permutation
+            if perm is None:
+                out.reshape(-1)[mask] = scalar
+            else:
+                axes = (0, *(1 + p for p in perm))
+                physical = np.array(out.transpose(np.argsort(axes)))
+                physical.reshape(-1)[mask] = scalar
+                out = physical.transpose(axes)
+    return out
+
+
+def _arrow_from_values(
+    values: np.ndarray[Any, Any], spec: TensorSpec, dictionary: pa.Array | None
+) -> pa.Array:
+    """Return an Arrow array over filled values (numeric values are not copied again)."""
+    kind = spec.entry.kind
+    if kind == "bool":
+        return pa.array(values, type=pa.bool_())
+    if kind == "dictionary":
+        return pa.DictionaryArray.from_arrays(pa.array(values), dictionary)
+    if kind in ("fixed_size_list", "fixed_shape_tensor"):
+        physical = values
+        perm = spec.permutation
+        if perm is not None:
+            physical = values.transpose(np.argsort((0, *(1 + p for p in perm))))
+        flat = pa.array(np.ascontiguousarray(physical).reshape(-1))
+        storage_type = spec.arrow_type.storage_type if kind == "fixed_shape_tensor" else None
+        node: pa.Array = flat
+        target = storage_type if storage_type is not None else spec.arrow_type
+        sizes: list[int] = []
+        t = target
+        while pa.types.is_fixed_size_list(t):
+            sizes.append(t.list_size)
+            t = t.value_type
+        for size in reversed(sizes):
+            node = pa.FixedSizeListArray.from_arrays(node, size)
+        node = node.cast(target) if node.type != target else node
+        if kind == "fixed_shape_tensor":
+            return pa.ExtensionArray.from_storage(spec.arrow_type, node)
+        return node
+    data = pa.py_buffer(np.ascontiguousarray(values))
+    return pa.Array.from_buffers(spec.arrow_type, len(values), [None, data])

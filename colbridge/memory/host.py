@@ -1,0 +1,142 @@
+"""Memory: host buffers, read-only NumPy views over them, and who keeps whom alive.
+
+A view never owns memory. :class:`HostBuffer` names a span of host memory
+(address and size) together with the object that owns it (a ``pa.Buffer``,
+an ndarray, a frame); NumPy arrays made by :func:`host_view` keep that
+``HostBuffer`` as their ``base``, so the owner lives as long as any view,
+DLPack export or NumPy slice of it does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = ["PLACEMENTS", "HostBuffer", "Placement", "allocate_host", "host_view", "writable_view"]
+
+#: Where a buffer lives. Only ``"host"`` exists now; GPU placements
+#: (``"managed"``, ``"device"``, ``"host-mapped"``) will join this list.
+Placement = Literal["host"]
+PLACEMENTS: tuple[str, ...] = ("host",)
+
+
+@dataclass(eq=False)
+class HostBuffer:
+    """A span of host memory and the object that keeps it alive.
+
+    Attributes
+    ----------
+    address : int
+        Address of the first byte.
+    nbytes : int
+        Size in bytes.
+    owner : object
+        The object owning the memory (a ``pa.Buffer``, an ndarray, ...). Held
+        for as long as this object lives.
+    placement : str
+        Always ``"host"`` for now.
+    """
+
+    address: int
+    nbytes: int
+    owner: Any = field(repr=False)
+    placement: Placement = "host"
+
+    @classmethod
+    def from_arrow(cls, buffer: pa.Buffer) -> HostBuffer:
+        """Wrap a ``pa.Buffer`` (host memory only)."""
+        if not buffer.is_cpu:
+            msg = (
+                f"buffer at {buffer.address:#x} is not in host memory; "
+                "GPU placements are not supported yet, copy it to the host first"
+            )
+            raise ValueError(msg)
+        return cls(int(buffer.address), int(buffer.size), buffer)
+
+
+def host_view(
+    buffer: HostBuffer,
+    dtype: np.dtype[Any] | str,
+    shape: tuple[int, ...],
+    *,
+    byte_offset: int = 0,
+    strides: tuple[int, ...] | None = None,
+) -> np.ndarray[Any, Any]:
+    """Return a read-only ndarray over ``buffer``, starting ``byte_offset`` bytes in.
+
+    Zero-copy: the array's data pointer is ``buffer.address + byte_offset``
+    (NumPy allocates a placeholder only for arrays with no elements and a
+    null address). The array's ``base`` is an object holding ``buffer``, so
+    the owner stays alive while the array (or any view of it) does.
+
+    Examples
+    --------
+    >>> import pyarrow as pa, numpy as np
+    >>> buf = pa.py_buffer(np.arange(4, dtype="int32").tobytes())
+    >>> v = host_view(HostBuffer.from_arrow(buf), "int32", (2,), byte_offset=8)
+    >>> v.tolist(), v.flags.writeable
+    ([2, 3], False)
+    """
+    dt = np.dtype(dtype)
+    count = 1
+    for s in shape:
+        count *= s
+    if count and strides is None and byte_offset + count * dt.itemsize > buffer.nbytes:
+        msg = (
+            f"view of {count} x {dt} at byte offset {byte_offset} runs past the end "
+            f"of a {buffer.nbytes}-byte buffer"
+        )
+        raise ValueError(msg)
+    holder = _Holder(buffer, dt, shape, buffer.address + byte_offset, strides)
+    array: np.ndarray[Any, Any] = np.asarray(holder)
+    array.flags.writeable = False
+    return array
+
+
+class _Holder:
+    """Carries an ``__array_interface__`` and keeps the buffer alive as the ndarray's base."""
+
+    __slots__ = ("__array_interface__", "buffer")
+
+    def __init__(
+        self,
+        buffer: HostBuffer,
+        dtype: np.dtype[Any],
+        shape: tuple[int, ...],
+        address: int,
+        strides: tuple[int, ...] | None,
+    ) -> None:
+        self.buffer = buffer
+        self.__array_interface__ = {
+            "version": 3,
+            "shape": shape,
+            "typestr": dtype.str,
+            "data": (address, True),
+            "strides": strides,
+        }
+
+
+def allocate_host(nbytes: int) -> HostBuffer:
+    """Fresh, writable host memory from the Arrow memory pool.
+
+    The pool recycles pages, which makes large outputs far cheaper to fill
+    than fresh ``np.empty`` pages that must be faulted in one by one.
+    """
+    buf = pa.allocate_buffer(max(nbytes, 1), resizable=False)
+    return HostBuffer(int(buf.address), int(buf.size), buf)
+
+
+def writable_view(
+    buffer: HostBuffer, dtype: np.dtype[Any] | str, shape: tuple[int, ...], order: str = "C"
+) -> np.ndarray[Any, Any]:
+    """Return a writable ndarray over freshly allocated ``buffer`` (for filling outputs)."""
+    dt = np.dtype(dtype)
+    strides: tuple[int, ...] | None = None
+    if order == "F" and len(shape) == 2:
+        strides = (dt.itemsize, dt.itemsize * shape[0])
+    holder = _Holder(buffer, dt, shape, buffer.address, strides)
+    holder.__array_interface__["data"] = (buffer.address, False)
+    return np.asarray(holder)

@@ -1,0 +1,393 @@
+from __future__ import annotations
+
+import gc
+from decimal import Decimal
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from colbridge.columns import TensorView, as_tensor, column_to_arrow
+from colbridge.errors import (
+    CopyNotAllowedError,
+    InvalidOperationError,
+    NullValuesError,
+    UnsupportedTypeError,
+)
+from colbridge.testing import (
+    NUMERIC_TYPES,
+    TEMPORAL_TYPES,
+    arrays,
+    chunked_arrays,
+    to_pandas_arrow,
+    to_pandas_masked,
+    to_polars,
+)
+
+ZERO_COPY_TYPES = (*NUMERIC_TYPES, *TEMPORAL_TYPES)
+
+
+def make(arrow_type: pa.DataType, n: int, offset: int, nulls: bool) -> pa.Array:
+    rng = np.random.default_rng(n + offset)
+    total = n + offset + 2
+    if pa.types.is_floating(arrow_type):
+        values = rng.normal(size=total).astype(arrow_type.to_pandas_dtype())
+    else:
+        storage = pa.int32() if pa.types.is_date32(arrow_type) else arrow_type
+        if pa.types.is_temporal(storage):
+            storage = pa.int64()
+        values = rng.integers(0, 100, size=total).astype(storage.to_pandas_dtype())
+    mask = (np.arange(total) % 3 == 1) if nulls else None
+    arr = pa.array(values, mask=mask)
+    if arr.type != arrow_type:
+        arr = arr.cast(arrow_type)
+    return arr.slice(offset, n)
+
+
+def address_of(arr: pa.Array, itemsize: int) -> int:
+    return arr.buffers()[1].address + arr.offset * itemsize
+
+
+def expected_values(arr: pa.Array) -> np.ndarray:
+    """The oracle: pyarrow's own NumPy conversion, nulls as zero, temporal as integers."""
+    storage = arr
+    if pa.types.is_temporal(arr.type):
+        int_type = (
+            pa.int32()
+            if pa.types.is_date32(arr.type) or pa.types.is_time32(arr.type)
+            else pa.int64()
+        )
+        storage = pa.Array.from_buffers(int_type, len(arr), arr.buffers(), offset=arr.offset)
+    zero = pa.scalar(False) if pa.types.is_boolean(arr.type) else pa.scalar(0, storage.type)
+    filled = storage.fill_null(zero) if storage.null_count else storage
+    return filled.to_numpy(zero_copy_only=False)
+
+
+SOURCES = {
+    "pyarrow": lambda a: a,
+    "pyarrow-chunked": lambda a: pa.chunked_array([a], type=a.type),
+    "polars": lambda a: to_polars(a),
+    "pandas-arrow": lambda a: to_pandas_arrow(a),
+    "capsule": lambda a: Capsule(a),
+}
+
+
+class Capsule:
+    def __init__(self, arr):
+        self.arr = arr
+
+    def __arrow_c_array__(self, requested_schema=None):
+        return self.arr.__arrow_c_array__(requested_schema)
+
+
+def polars_ok(arrow_type: pa.DataType) -> bool:
+    # polars has no date64: it converts it to Datetime (a copy) on import.
+    return not pa.types.is_date64(arrow_type)
+
+
+SOURCE_TYPE = [
+    pytest.param(source, t, id=f"{source}-{t}")
+    for source in SOURCES
+    for t in ZERO_COPY_TYPES
+    if source != "polars" or polars_ok(t)
+]
+
+
+@pytest.mark.parametrize(("source", "arrow_type"), SOURCE_TYPE)
+@pytest.mark.parametrize(("n", "offset"), [(0, 0), (0, 3), (1, 0), (13, 0), (13, 5), (100, 11)])
+def test_data_pointer_is_arrow_buffer_plus_offset(source, arrow_type, n, offset):
+    arr = make(arrow_type, n, offset, nulls=n > 2)
+    col = SOURCES[source](arr)
+    # The Arrow data the source itself holds (polars: its own buffers, re-exported).
+    held = column_to_arrow(col).chunk(0) if source == "polars" else arr
+    view = as_tensor(col)
+    itemsize = view.dtype.itemsize
+    assert view.__array_interface__["data"] == (address_of(held, itemsize), True)
+    assert view.shape == (n,)
+    assert not view.copied
+    assert view.copy_reason == ""
+    assert view.placement == "host"
+    np.testing.assert_array_equal(
+        np.where(np.asarray(arr.is_valid()), view.numpy(), 0), expected_values(arr)
+    )
+    assert view.null_count == arr.null_count
+    if arr.null_count:
+        np.testing.assert_array_equal(view.validity.to_numpy(), np.asarray(arr.is_valid()))
+        if source != "polars":  # polars re-exports its bitmap on each export
+            assert view.validity.offset == held.offset
+            assert view.validity.address == held.buffers()[0].address
+    else:
+        assert view.validity is None
+
+
+@pytest.mark.parametrize("arrow_type", [t for t in NUMERIC_TYPES if t != pa.float16()], ids=str)
+@pytest.mark.parametrize("offset", [0, 5])
+def test_pandas_masked_and_numpy_backed_are_zero_copy(arrow_type, offset):
+    arr = make(arrow_type, 21, offset, nulls=True)
+    masked = to_pandas_masked(arr)
+    view = as_tensor(masked)
+    assert view.data_address == masked.array._data.ctypes.data
+    assert view.null_count == arr.null_count
+    dense = pd.Series(make(arrow_type, 21, offset, nulls=False).to_numpy())
+    view = as_tensor(dense)
+    assert view.data_address == dense.to_numpy(copy=False).ctypes.data
+    values = np.arange(40, dtype=arrow_type.to_pandas_dtype())[offset:]
+    assert as_tensor(values).data_address == values.ctypes.data
+
+
+def test_numpy_bool_is_viewed_directly():
+    x = np.array([True, False, True])
+    view = as_tensor(x)
+    assert view.data_address == x.ctypes.data
+    assert not view.copied
+    assert view.arrow().to_pylist() == [True, False, True]
+    s = pd.Series([False, True])
+    assert as_tensor(s).numpy().tolist() == [False, True]
+
+
+def test_read_only():
+    view = as_tensor(pa.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match="read-only"):
+        view.numpy()[0] = 5.0
+    with pytest.raises(ValueError, match="read-only"):
+        np.asarray(view)[0] = 5.0
+    assert view.__array_interface__["data"][1] is True
+
+
+def test_lifetime_owner_kept_alive():
+    df = pl.DataFrame({"a": np.arange(100_000, dtype=np.float64)})
+    view = as_tensor(df.get_column("a"))
+    arr = view.numpy()
+    sliced = arr[10:20]
+    del df, view
+    gc.collect()
+    junk = [np.full(100_000, -1.0) for _ in range(10)]
+    assert arr[99_999] == 99_999.0
+    assert sliced.tolist() == list(map(float, range(10, 20)))
+    del junk
+
+
+def test_lifetime_pyarrow_table():
+    table = pa.table({"x": pa.array(np.arange(50_000, dtype=np.int64)).slice(7)})
+    view = as_tensor(table.column("x"))
+    del table
+    gc.collect()
+    assert view.numpy()[0] == 7
+    assert int(view.numpy().sum()) == sum(range(7, 50_000))
+
+
+def test_temporal_metadata():
+    ts = pa.array([1, 2, None], pa.timestamp("ns", tz="UTC"))
+    view = as_tensor(ts, name="t")
+    assert (view.unit, view.tz, view.dtype) == ("ns", "UTC", np.dtype("int64"))
+    assert "unit='ns'" in repr(view)
+    assert as_tensor(pa.array([0, 1], pa.date32())).unit == "D"
+    assert as_tensor(pa.array([0, 1], pa.date64())).unit == "ms"
+    assert as_tensor(pa.array([5], pa.duration("s"))).numpy().tolist() == [5]
+
+
+def test_dictionary_indices_zero_copy():
+    arr = pa.array(["b", "a", None, "b", "c", "a"]).dictionary_encode().slice(1)
+    view = as_tensor(arr)
+    assert view.data_address == address_of(arr.indices, 4)
+    assert view.dictionary.to_pylist() == ["b", "a", "c"]
+    assert view.numpy()[[0, 2, 3, 4]].tolist() == [1, 0, 2, 1]
+    assert view.validity.to_numpy().tolist() == [True, False, True, True, True]
+
+
+def test_dictionary_chunks_unified_with_copy():
+    chunked = pa.chunked_array(
+        [pa.array(["x", "y"]).dictionary_encode(), pa.array(["y", "z"]).dictionary_encode()]
+    )
+    view = as_tensor(chunked, allow_copy=True)
+    decoded = [view.dictionary[i].as_py() for i in view.numpy()]
+    assert decoded == ["x", "y", "y", "z"]
+    assert view.copied
+
+
+@pytest.mark.parametrize("offset", [0, 3])
+def test_fixed_size_list_2d_zero_copy(offset):
+    values = pa.array(np.arange(60, dtype=np.float32))
+    arr = pa.FixedSizeListArray.from_arrays(values, 4).slice(offset, 9)
+    view = as_tensor(arr)
+    assert view.shape == (9, 4)
+    assert view.data_address == values.buffers()[1].address + offset * 4 * 4
+    np.testing.assert_array_equal(
+        view.numpy(), np.arange(60, dtype=np.float32).reshape(15, 4)[offset : offset + 9]
+    )
+
+
+def test_nested_fixed_size_list_and_sliced_child():
+    child = pa.array(np.arange(100, dtype=np.int16)).slice(4, 48)
+    inner = pa.FixedSizeListArray.from_arrays(child, 2)
+    outer = pa.FixedSizeListArray.from_arrays(inner, 3).slice(1, 5)
+    view = as_tensor(outer)
+    assert view.shape == (5, 3, 2)
+    assert view.data_address == child.buffers()[1].address + (4 + 6) * 2
+    assert view.numpy()[0, 0, 0] == 10
+
+
+def test_fixed_size_list_nulls():
+    values = pa.array(np.arange(6, dtype=np.float64))
+    arr = pa.FixedSizeListArray.from_arrays(values, 2, mask=pa.array([False, True, False]))
+    view = as_tensor(arr)
+    assert view.validity.to_numpy().tolist() == [True, False, True]
+    with pytest.raises(NullValuesError, match=r"has 1 null value"):
+        as_tensor(arr, nulls="raise")
+    filled = as_tensor(arr, nulls=-1.0, allow_copy=True)
+    assert filled.numpy().tolist() == [[0.0, 1.0], [-1.0, -1.0], [4.0, 5.0]]
+    inner = pa.FixedSizeListArray.from_arrays(pa.array([1.0, None, 3.0, 4.0]), 2)
+    with pytest.raises(NullValuesError, match=r"1 null element\(s\) inside its rows"):
+        as_tensor(inner, name="v")
+    assert as_tensor(inner, nulls=0.0, allow_copy=True).numpy().tolist() == [[1.0, 0.0], [3.0, 4.0]]
+
+
+def test_fixed_shape_tensor_views():
+    data = np.arange(24, dtype=np.float32).reshape(4, 2, 3)
+    arr = pa.FixedShapeTensorArray.from_numpy_ndarray(data)
+    view = as_tensor(arr.slice(1))
+    np.testing.assert_array_equal(view.numpy(), data[1:])
+    assert view.data_address == arr.storage.values.buffers()[1].address + 6 * 4
+    perm_type = pa.fixed_shape_tensor(pa.float32(), [2, 3], permutation=[1, 0])
+    perm = pa.ExtensionArray.from_storage(perm_type, arr.storage)
+    np.testing.assert_array_equal(as_tensor(perm).numpy(), perm.to_numpy_ndarray())
+
+
+def test_bool_needs_copy():
+    arr = pa.array([True, None, False, True] * 5).slice(3)
+    with pytest.raises(CopyNotAllowedError, match=r"column `flag` is `bool`.*allow_copy=True"):
+        as_tensor(arr, name="flag")
+    view = as_tensor(arr, allow_copy=True)
+    assert view.copied
+    assert "unpacked bool" in view.copy_reason
+    valid = np.asarray(arr.is_valid())
+    assert view.numpy()[valid].tolist() == [v for v in arr.to_pylist() if v is not None]
+
+
+def test_multi_chunk():
+    chunked = pa.chunked_array([[1, 2], [3], [4, 5]])
+    with pytest.raises(CopyNotAllowedError, match=r"column `m` has 3 chunks.*allow_copy=True"):
+        as_tensor(chunked, name="m")
+    view = as_tensor(chunked, allow_copy=True)
+    assert view.copied
+    assert "combined 3 chunks" in view.copy_reason
+    assert view.numpy().tolist() == [1, 2, 3, 4, 5]
+    # Empty chunks around a single real chunk cost nothing.
+    one = pa.array([7, 8])
+    assert as_tensor(pa.chunked_array([pa.array([], pa.int64()), one])).data_address == address_of(
+        one, 8
+    )
+    assert as_tensor(pa.chunked_array([], pa.int64())).shape == (0,)
+
+
+def test_null_modes():
+    arr = pa.array([1.0, None, 3.0])
+    with pytest.raises(NullValuesError, match=r"column `z` of type `double` has 1 null value"):
+        as_tensor(arr, nulls="raise", name="z")
+    with pytest.raises(CopyNotAllowedError, match=r"filling 1 null\(s\) of column `z`"):
+        as_tensor(arr, nulls=0.0, name="z")
+    filled = as_tensor(arr, nulls=-2.0, allow_copy=True)
+    assert filled.numpy().tolist() == [1.0, -2.0, 3.0]
+    assert filled.validity is None
+    assert filled.null_count == 0
+    assert filled.arrow().to_pylist() == [1.0, -2.0, 3.0]
+    clean = pa.array([1.0, 2.0])
+    assert not as_tensor(clean, nulls=0.0).copied
+    assert not as_tensor(clean, nulls="raise").copied
+    with pytest.raises(ValueError, match=r"`nulls` must be 'keep', 'raise' or a fill value"):
+        as_tensor(clean, nulls="drop")
+    with pytest.raises(
+        InvalidOperationError, match=r"fill value 1.5 cannot be stored exactly as int64"
+    ):
+        as_tensor(pa.array([1, None]), nulls=1.5, allow_copy=True)
+    with pytest.raises(InvalidOperationError, match=r"fill value 300 cannot be stored exactly"):
+        as_tensor(pa.array([1, None], pa.int8()), nulls=300, allow_copy=True)
+
+
+def test_unsupported_types_and_objects():
+    with pytest.raises(
+        UnsupportedTypeError, match=r"column `s` has type `string_view`.*dictionary_encode"
+    ):
+        as_tensor(pl.Series("s", ["a", "b"]))
+    with pytest.raises(UnsupportedTypeError, match=r"column `s` has type `large_string`|`string`"):
+        as_tensor(pd.Series(["a", "b"], name="s"))
+    with pytest.raises(UnsupportedTypeError, match=r"column `o` has pandas dtype `object`"):
+        as_tensor(pd.Series([{}, []], name="o", dtype=object))
+    with pytest.raises(UnsupportedTypeError, match=r"`struct<x: int64>`.*arr.field"):
+        as_tensor(pa.array([{"x": 1}]), name="st")
+    with pytest.raises(UnsupportedTypeError, match=r"`decimal128\(5, 2\)`.*float64"):
+        as_tensor(pa.array([Decimal("1.25")], pa.decimal128(5, 2)), name="d")
+    with pytest.raises(UnsupportedTypeError, match=r"`null`.*cast"):
+        as_tensor(pa.nulls(3), name="n")
+
+
+def test_arrow_round_trip_and_repr():
+    arr = pa.array([1, None, 3], pa.int32()).slice(1)
+    view = as_tensor(arr, name="k")
+    back = pa.array(view)
+    assert back.equals(arr)
+    assert pa.Array._import_from_c_capsule(*view.__arrow_c_array__()).equals(arr)
+    text = repr(view)
+    assert "TensorView('k', shape=(2,), dtype=int32" in text
+    assert "zero-copy" in text
+    assert len(view) == 2
+    assert as_tensor(view) is view
+    assert isinstance(view, TensorView)
+
+
+def test_array_protocol_copy_semantics():
+    view = as_tensor(pa.array([1, 2, 3], pa.int16()))
+    same = np.asarray(view)
+    assert same.ctypes.data == view.data_address
+    fresh = np.array(view, copy=True)
+    assert fresh.flags.writeable
+    assert fresh.ctypes.data != view.data_address
+    assert view.__array__(np.float64).dtype == np.float64
+    with pytest.raises(ValueError, match="copy not allowed"):
+        view.__array__(np.float64, copy=False)
+    assert np.asarray(view, copy=False).ctypes.data == view.data_address
+
+
+@settings(max_examples=200, deadline=None)
+@given(arrays())
+def test_property_values_and_validity_match_arrow(arr):
+    view = as_tensor(arr, allow_copy=True)
+    valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    expected = expected_values(arr)
+    if pa.types.is_floating(arr.type):
+        np.testing.assert_array_equal(view.numpy()[valid], expected[valid])
+    else:
+        assert view.numpy()[valid].tolist() == expected[valid].tolist()
+    assert view.null_count == arr.null_count
+    if arr.null_count:
+        assert view.validity.to_numpy().tolist() == valid.tolist()
+    if not pa.types.is_boolean(arr.type):
+        assert view.data_address == address_of(arr, view.dtype.itemsize)
+
+
+@settings(max_examples=100, deadline=None)
+@given(chunked_arrays(), st.sampled_from(["pyarrow", "polars", "pandas-arrow"]))
+def test_property_chunked_sources(chunked, source):
+    if source == "polars" and not polars_ok(chunked.type):
+        chunked = chunked.cast(pa.int64()) if pa.types.is_date64(chunked.type) else chunked
+    col = {
+        "pyarrow": chunked,
+        "polars": to_polars(chunked),
+        "pandas-arrow": to_pandas_arrow(chunked),
+    }[source]
+    held = column_to_arrow(col)
+    view = as_tensor(col, allow_copy=True, nulls="keep")
+    combined = held.combine_chunks() if held.num_chunks else pa.array([], held.type)
+    valid = np.asarray(combined.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    expected = expected_values(combined)
+    np.testing.assert_array_equal(view.numpy()[valid], expected[valid])
+    assert view.null_count == combined.null_count
+    nonempty = [c for c in held.chunks if len(c)]
+    assert view.copied == (len(nonempty) > 1 or pa.types.is_boolean(held.type))
+    filled = as_tensor(col, allow_copy=True, nulls=0)
+    assert filled.validity is None
+    np.testing.assert_array_equal(filled.numpy()[~valid], np.zeros((~valid).sum(), filled.dtype))

@@ -1,0 +1,164 @@
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+
+from colbridge.columns import default_matrix_dtype, to_tensor
+from colbridge.errors import (
+    ColumnNotFoundError,
+    NullValuesError,
+    ShapeError,
+    UnsupportedTypeError,
+)
+from colbridge.testing import NUMERIC_TYPES, frames
+
+
+def oracle(table: pa.Table, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """np.column_stack of polars' own NumPy conversion, nulls as 0, plus validity."""
+    df = pl.from_arrow(table)
+    cols, valid = [], []
+    for name in table.column_names:
+        s = df.get_column(name)
+        valid.append(s.is_not_null().to_numpy())
+        cols.append(
+            s.cast(pl.Float64).fill_null(0).to_numpy()
+            if s.dtype == pl.Boolean
+            else s.fill_null(0).to_numpy()
+        )
+    n = table.num_rows
+    if not cols:
+        return np.empty((n, 0), dtype), np.empty((n, 0), bool)
+    return np.column_stack(cols).astype(dtype), np.column_stack(valid)
+
+
+# A few dtypes keep the number of distinct compiled kernels (one per dtype
+# mix) small; the per-dtype sweep below covers every numeric type.
+@settings(max_examples=150, deadline=None)
+@given(frames(max_rows=40, dtypes=[pa.float64(), pa.int32(), pa.bool_()]))
+def test_property_matches_column_stack_oracle(table):
+    m = to_tensor(table)
+    dtype = default_matrix_dtype([np.dtype(t.to_pandas_dtype()) for t in table.schema.types])
+    expected, valid = oracle(table, dtype)
+    assert m.shape == (table.num_rows, 3)
+    assert m.dtype == dtype
+    np.testing.assert_array_equal(m.numpy(), expected)
+    if any(c.null_count for c in table.columns):
+        np.testing.assert_array_equal(m.validity, valid)
+    else:
+        assert m.validity is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(frames(max_rows=30, dtypes=[pa.float64(), pa.int32()]))
+def test_property_fill_and_order(table):
+    m = to_tensor(table, dtype="float64", order="F", nulls=-7.0)
+    expected, valid = oracle(table, np.float64)
+    expected[~valid] = -7.0
+    assert m.numpy().flags.f_contiguous
+    np.testing.assert_array_equal(m.numpy(), expected)
+    assert m.validity is None
+
+
+@pytest.mark.parametrize(
+    "arrow_type", [*NUMERIC_TYPES, pa.bool_(), pa.date32(), pa.timestamp("ms")], ids=str
+)
+def test_every_dtype_with_nulls_and_offsets(arrow_type):
+    storage = (
+        pa.int32()
+        if arrow_type == pa.date32()
+        else pa.int64()
+        if arrow_type == pa.timestamp("ms")
+        else arrow_type
+    )
+    values = np.arange(40) % 7
+    values = (
+        values.astype(bool) if storage == pa.bool_() else values.astype(storage.to_pandas_dtype())
+    )
+    arr = pa.array(values, mask=np.arange(40) % 5 == 0).cast(arrow_type).slice(3, 29)
+    table = pa.table({"x": arr})
+    m = to_tensor(table, dtype="float64")
+    expected, valid = oracle(
+        pa.table({"x": arr.cast(storage) if arrow_type != storage else arr}), np.float64
+    )
+    np.testing.assert_array_equal(m.numpy(), expected)
+    np.testing.assert_array_equal(m.validity, valid)
+
+
+@pytest.mark.parametrize("kind", ["pyarrow", "polars", "pandas", "dict"])
+def test_sources_with_offsets_and_chunks(kind):
+    a = pa.chunked_array([pa.array(np.arange(20.0)).slice(3, 9), pa.array([None, 1.5, 2.5])])
+    b = pa.chunked_array([pa.array(np.arange(30, dtype=np.int16)).slice(5, 12)])
+    table = pa.table({"a": a, "b": b})
+    frame = {
+        "pyarrow": table,
+        "polars": pl.from_arrow(table, rechunk=False),
+        "pandas": table.to_pandas(types_mapper=pd.ArrowDtype),
+        "dict": {"a": a, "b": b},
+    }[kind]
+    m = to_tensor(frame, ["b", "a"], dtype="float32")
+    expected, valid = oracle(table.select(["b", "a"]), np.float32)
+    np.testing.assert_array_equal(m.numpy(), expected)
+    np.testing.assert_array_equal(m.validity, valid)
+    assert m.columns == ["b", "a"]
+    assert m.copied
+
+
+def test_large_input_uses_row_blocks_and_matches():
+    n = 300_000
+    rng = np.random.default_rng(0)
+    cols = {f"c{i}": rng.normal(size=n) for i in range(3)}
+    cols["d"] = pa.array(rng.integers(0, 9, n), mask=rng.random(n) < 0.1)
+    m = to_tensor(pa.table(cols))
+    df = pl.DataFrame(pa.table(cols))
+    np.testing.assert_array_equal(m.numpy(), df.fill_null(0).to_numpy(order="c"))
+    assert m.numpy().flags.writeable
+
+
+def test_empty_frames():
+    m = to_tensor(pa.table({"a": pa.array([], pa.float32()), "b": pa.array([], pa.int8())}))
+    assert m.shape == (0, 2)
+    assert m.dtype == np.float32
+    assert to_tensor(pl.DataFrame({"a": [1.0]}), []).shape == (0, 0)
+
+
+def test_default_dtype():
+    assert to_tensor({"a": pa.array([1], pa.int8())}).dtype == np.float32
+    assert to_tensor({"a": pa.array([1], pa.int64())}).dtype == np.float64
+    assert to_tensor({"a": pa.array([True])}, dtype="uint8").numpy().tolist() == [[1]]
+
+
+def test_single_fixed_size_list_is_zero_copy():
+    values = pa.array(np.arange(12, dtype=np.float32))
+    arr = pa.FixedSizeListArray.from_arrays(values, 3)
+    m = to_tensor(pa.table({"emb": arr}))
+    assert not m.copied
+    assert m.data_address == values.buffers()[1].address
+    assert m.shape == (4, 3)
+    cast = to_tensor(pa.table({"emb": arr}), dtype="float64")
+    assert cast.copied
+    np.testing.assert_array_equal(cast.numpy(), np.arange(12.0).reshape(4, 3))
+    tensor = pa.FixedShapeTensorArray.from_numpy_ndarray(np.ones((2, 2, 2), np.float64))
+    assert not to_tensor({"t": tensor}).copied
+
+
+def test_errors():
+    t = pa.table({"a": [1.0, None], "s": ["x", "y"]})
+    with pytest.raises(ColumnNotFoundError, match=r"(?s)column `aa` not found.*did you mean"):
+        to_tensor(t, ["aa"])
+    with pytest.raises(UnsupportedTypeError, match=r"column `s` has type `string`"):
+        to_tensor(t)
+    with pytest.raises(NullValuesError, match=r"column `a` of type `double` has 1 null"):
+        to_tensor(t, ["a"], nulls="raise")
+    with pytest.raises(ValueError, match=r"`order` must be 'C' or 'F'"):
+        to_tensor(t, ["a"], order="K")
+    with pytest.raises(ValueError, match=r"`nulls` must be"):
+        to_tensor(t, ["a"], nulls="zero")
+    fsl = pa.FixedSizeListArray.from_arrays(pa.array([1.0, 2.0]), 1)
+    with pytest.raises(UnsupportedTypeError, match=r"column `f`.*cannot be mixed"):
+        to_tensor({"a": pa.array([1.0, 2.0]), "f": fsl})
+    with pytest.raises(ShapeError, match=r"column `b` has 1 rows, but column `a` has 2"):
+        to_tensor({"a": pa.array([1.0, 2.0]), "b": pa.array([1.0])})
