@@ -250,3 +250,17 @@ def test_empty_frame_every_kind() -> None:
         .filter(m.col("a") > 0),
     )
     assert_same_as_polars(table, lambda m, q: q.select(m.col("a").mean(), m.col("b").max()))
+
+
+@SETTINGS
+@given(data=st.data())
+def test_int_uint64_comparisons_are_exact(data) -> None:  # type: ignore[no-untyped-def]
+    table = data.draw(tables([I64, U64, I8]))
+
+    def steps(m, q):  # type: ignore[no-untyped-def]
+        a, b, c = m.col("a"), m.col("b"), m.col("c")
+        return q.with_columns(
+            lt=a < b, le=a <= b, gt=a > b, ge=a >= b, eq=a == b, ne=a != b, rev=b < c, req=b == c
+        )
+
+    assert_same_as_polars(table, steps)

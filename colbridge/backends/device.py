@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 import warnings
 from dataclasses import dataclass
 
@@ -22,25 +23,40 @@ FALLBACKS = ("cpu", "raise")
 class DeviceChoice:
     """Where a compute runs, and why (reported by `explain()`)."""
 
-    target: str  # "cpu" (the only backend that runs kernels in this release)
+    target: str  # "cpu" or "cuda"
     requested: str
     note: str
+    index: int = 0  # the CUDA device (as CUDA_VISIBLE_DEVICES numbers them) when target is cuda
 
 
 @functools.lru_cache(maxsize=1)
 def gpu_status() -> tuple[bool, str]:
     """(usable, reason), computed once per process."""
-    if importlib.util.find_spec("cupy") is None:
-        return False, "CuPy is not installed (install the `gpu` extra: `pip install colbridge[gpu]`)"
-    try:
-        import cupy
+    ok, reason, _count = _probe()
+    return ok, reason
 
+
+@functools.lru_cache(maxsize=1)
+def _probe() -> tuple[bool, str, int]:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    hidden = f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else ""
+    try:
+        if importlib.util.find_spec("cupy") is None:
+            raise ImportError("cupy")
+        import cupy
+    except (ImportError, ValueError):  # absent, or present but failing to import
+        return (
+            False,
+            "CuPy is not installed (install the `gpu` extra: `pip install colbridge[gpu]`)",
+            0,
+        )
+    try:
         if not cupy.cuda.is_available():
-            return False, "CuPy found no CUDA device (no driver or no GPU)"
-        count = cupy.cuda.runtime.getDeviceCount()
+            return False, f"CuPy found no CUDA device (no driver or no GPU){hidden}", 0
+        count = int(cupy.cuda.runtime.getDeviceCount())
     except Exception as exc:  # any driver or import failure means: no usable GPU
-        return False, f"CuPy could not reach a CUDA device: {type(exc).__name__}: {exc}"
-    return True, f"{count} CUDA device(s)"
+        return False, f"CuPy could not reach a CUDA device: {type(exc).__name__}: {exc}", 0
+    return True, f"{count} CUDA device(s){hidden}", count
 
 
 def _parse(device: str) -> tuple[str, int | None]:
@@ -63,12 +79,16 @@ def resolve_device(device: str = "auto", fallback: str = "cpu") -> DeviceChoice:
     if fallback not in FALLBACKS:
         msg = f"unknown fallback policy {fallback!r}; use 'cpu' or 'raise'"
         raise DeviceError(msg)
-    kind, _index = _parse(device)
+    kind, index = _parse(device)
     if kind == "cpu":
         return DeviceChoice("cpu", device, "cpu requested")
     usable, reason = gpu_status()
     if usable:
-        reason = "the CUDA backend is not part of this release; kernels run on the CPU"
+        count = _probe()[2]
+        wanted = index or 0
+        if wanted < count:
+            return DeviceChoice("cuda", device, f"cuda:{wanted} ({reason})", wanted)
+        reason = f"device index {wanted} is out of range: {reason}"
     if kind == "auto":
         return DeviceChoice("cpu", device, f"auto: no usable GPU ({reason}), running on cpu")
     if fallback == "raise":

@@ -247,7 +247,11 @@ class _Emitter:
             return self._kleene(op, a, av, b, bv)
         valid = self.valid_and(av, bv)
         if op in ("eq", "ne", "lt", "le", "gt", "ge"):
-            self.line(f"{t} = {_compare(op, a, b, operand.is_float)}")
+            right_type = self.types[node.right]
+            if operand != right_type:  # int64 against uint64, compared exactly
+                self.line(f"{t} = {_compare_mixed(op, a, b, operand.is_signed)}")
+            else:
+                self.line(f"{t} = {_compare(op, a, b, operand.is_float)}")
             return t, valid
         if op == "xor":
             self.line(f"{t} = {a} != {b}" if result.is_bool else f"{t} = {_np(result)}({a} ^ {b})")
@@ -487,6 +491,22 @@ def _compare(op: str, a: str, b: str, is_float: bool) -> str:
         "le": f"({a} <= {b}) or ({b} != {b})",
         "gt": f"({a} > {b}) or ({a} != {a} and {b} == {b})",
         "ge": f"({a} >= {b}) or ({a} != {a})",
+    }[op]
+
+
+def _compare_mixed(op: str, a: str, b: str, left_signed: bool) -> str:
+    """Compare int64 with uint64 exactly: a negative int64 is below every uint64."""
+    if not left_signed:  # put the signed operand on the left
+        a, b = b, a
+        op = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}.get(op, op)
+    ua = f"np.uint64({a})"
+    return {
+        "eq": f"({a} >= 0) and ({ua} == {b})",
+        "ne": f"not (({a} >= 0) and ({ua} == {b}))",
+        "lt": f"({a} < 0) or ({ua} < {b})",
+        "le": f"({a} < 0) or ({ua} <= {b})",
+        "gt": f"({a} >= 0) and ({ua} > {b})",
+        "ge": f"({a} >= 0) and ({ua} >= {b})",
     }[op]
 
 

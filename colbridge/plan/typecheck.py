@@ -210,7 +210,7 @@ class TypeChecker:
         lt, rt = self.types[left], self.types[right]
         op = node.op
         if op in LOGICAL:
-            if lt.is_float or rt.is_float:
+            if lt.is_float or rt.is_float or lt.is_bool != rt.is_bool:
                 msg = (
                     f"`{node!r}`: `{op}` needs booleans (logic) or integers (bitwise), "
                     f"got {lt} and {rt}; compare first, e.g. `(x > 0) & (y > 0)`"
@@ -222,6 +222,14 @@ class TypeChecker:
             left, right = self._cast(left, st), self._cast(right, st)
             return self._record(Binary(op, left, right), st)
         if op in COMPARISONS:
+            if supertype(lt, rt) is None:
+                # int vs uint64: compared exactly without a common type (as polars does);
+                # the signed side is widened to int64 and the kernel handles the sign.
+                if lt.is_signed:
+                    left = self._cast(left, DType.INT64)
+                else:
+                    right = self._cast(right, DType.INT64)
+                return self._record(Binary(op, left, right), DType.BOOL)
             st = self._super(lt, rt, node)
             left, right = self._cast(left, st), self._cast(right, st)
             return self._record(Binary(op, left, right), DType.BOOL)
@@ -245,7 +253,14 @@ class TypeChecker:
             return self._record(Binary(op, left, right), res)
         # + - * // %
         if lt.is_bool and rt.is_bool:
+            if op != "add":
+                msg = f"`{node!r}`: `{op}` is not defined for two booleans; cast one first"
+                raise SchemaError(msg)
             st = DType.UINT32
+        elif supertype(lt, rt) is None and isinstance(node.right, Literal):
+            st = rt  # uint64 with a negative Python literal: polars computes in int64
+        elif supertype(lt, rt) is None and isinstance(node.left, Literal):
+            st = lt
         else:
             st = self._super(lt, rt, node)
         left, right = self._cast(left, st), self._cast(right, st)

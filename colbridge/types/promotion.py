@@ -167,6 +167,9 @@ def literal_type(value: bool | int | float, other: DType) -> DType | None:
         fit = smallest_int_type(value, unsigned=other.is_unsigned)
         if fit is None:
             return None
-        return supertype(other, fit)
+        widest = supertype(other, fit)
+        if widest is None and other is DType.UINT64 and value < 0:
+            return DType.INT64  # polars stops at int64 for a negative literal next to uint64
+        return widest
     # float
     return other if other.is_float else DType.FLOAT64

@@ -1,0 +1,340 @@
+"""Jobs layer: the ``colbridge`` command line (``colbridge run``, ``colbridge fuse``).
+
+Exit codes: 0 success; 2 usage, spec or expression error (the message names
+the problem; nothing is read or written); 1 failure while running (no partial
+output is left); 130 interrupted with Ctrl-C (no partial output either).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+__all__ = ["main"]
+
+_RUN_KEYS = {
+    "input", "output", "with", "filter", "select", "steps", "device", "batch_rows",
+    "memory_limit", "input_format", "output_format", "compression",
+}  # fmt: skip
+_FUSE_KEYS = {
+    "input", "output", "columns", "dtype", "validity", "keep", "stats", "save_stats",
+    "device", "batch_rows", "memory_limit", "ddof",
+}  # fmt: skip
+_COLUMN_KEYS = {"fill_null", "scale", "clip", "one_hot", "categories"}
+
+
+class _UsageError(Exception):
+    """A command-line or spec problem: exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"colbridge: error: {message}\n")
+
+
+class _Ordered(argparse.Action):
+    """Keeps ``--with``, ``--filter`` and ``--select`` in the order given."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        ops = list(getattr(namespace, "ops", None) or [])
+        ops.append((self.dest, values))
+        namespace.ops = ops
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="colbridge", description="Run colbridge jobs on Parquet/Arrow IPC data.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = sub.add_parser(
+        "run",
+        help="stream a dataset through derived columns, a filter and a select",
+        description=(
+            "Stream Parquet/IPC data through fused kernels. --with, --filter and --select "
+            "apply in the order given. Example: colbridge run in.parquet -o out.parquet "
+            "--with 'z = (a - mean(a)) / std(a)' --filter 'z > 0'"
+        ),
+    )
+    run.add_argument("input", nargs="?", help="Parquet/IPC file, folder or glob")
+    run.add_argument("-o", "--output", help="output .parquet or .arrow/.ipc/.feather file")
+    run.add_argument("--with", dest="with", action=_Ordered, metavar="'NAME = EXPR'",
+                     help="add or replace a column (repeatable)")  # fmt: skip
+    run.add_argument("--filter", dest="filter", action=_Ordered, metavar="EXPR",
+                     help="keep rows where EXPR is true (repeatable)")  # fmt: skip
+    run.add_argument("--select", dest="select", action=_Ordered, metavar="A,B,...",
+                     help="keep these columns")  # fmt: skip
+    run.add_argument("--spec", help="pipeline.toml holding the same settings")
+    run.add_argument("--input-format", choices=["parquet", "ipc"])
+    run.add_argument("--output-format", choices=["parquet", "ipc"])
+    _common(run)
+
+    fuse = sub.add_parser(
+        "fuse",
+        help="turn columns into one feature-matrix column (a fixed-shape tensor)",
+        description=(
+            "Fuse columns into one float32 (or --dtype) feature matrix per batch, with "
+            "per-column transforms in the same pass. Example: colbridge fuse in.parquet "
+            "-o feats.parquet --columns a,b,c --zscore a,b --one-hot c --save-stats stats.json"
+        ),
+    )
+    fuse.add_argument("input", nargs="?", help="Parquet/IPC file, folder or glob")
+    fuse.add_argument("-o", "--output", help="output .parquet or .arrow file")
+    fuse.add_argument("--columns", help="feature columns in matrix order, comma separated")
+    fuse.add_argument("--zscore", default="", help="columns to standardise")
+    fuse.add_argument("--minmax", default="", help="columns to scale to [0, 1]")
+    fuse.add_argument("--one-hot", default="", help="dictionary/string columns to one-hot")
+    fuse.add_argument("--fill-null", action="append", default=[], metavar="COL=VALUE")
+    fuse.add_argument("--clip", action="append", default=[], metavar="COL=LO:HI")
+    fuse.add_argument("--dtype", default=None, help="matrix element type (default float32)")
+    fuse.add_argument("--validity", action="store_true", help="also write a validity matrix")
+    fuse.add_argument("--keep", default="", help="columns to carry along (e.g. a label)")
+    fuse.add_argument("--stats", help="load statistics from this JSON file (no stats pass)")
+    fuse.add_argument("--save-stats", help="save the statistics used to this JSON file")
+    fuse.add_argument("--spec", help="fuse.toml holding the same settings")
+    _common(fuse)
+    return parser
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None)
+    p.add_argument("--batch-rows", type=int, default=None, help="rows per batch")
+    p.add_argument("--memory-limit", default=None, help="bound the working set, e.g. 512MB")
+    p.add_argument("--explain", action="store_true", help="print the plan and exit")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
+
+def _load_spec(path: str, allowed: set[str]) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        with open(path, "rb") as fh:
+            spec = tomllib.load(fh)
+    except FileNotFoundError:
+        msg = f"spec file {path!r} does not exist"
+        raise _UsageError(msg) from None
+    except tomllib.TOMLDecodeError as exc:
+        msg = f"spec file {path!r} is not valid TOML: {exc}"
+        raise _UsageError(msg) from None
+    unknown = sorted(set(spec) - allowed)
+    if unknown:
+        msg = (
+            f"unknown key {unknown[0]!r} in spec file {path!r}; "
+            f"allowed keys: {', '.join(sorted(allowed))}"
+        )
+        raise _UsageError(msg)
+    return spec
+
+
+def _spec_ops(spec: dict[str, Any], path: str) -> list[tuple[str, Any]]:
+    ops: list[tuple[str, Any]] = []
+    if "steps" in spec:
+        if any(k in spec for k in ("with", "filter", "select")):
+            msg = f"spec file {path!r} has both `steps` and top-level with/filter/select; use one"
+            raise _UsageError(msg)
+        for i, step in enumerate(spec["steps"]):
+            if not isinstance(step, dict) or len(step) != 1:
+                msg = f"spec `steps[{i}]` must be a table with one key: with, filter or select"
+                raise _UsageError(msg)
+            ((kind, value),) = step.items()
+            if kind not in ("with", "filter", "select"):
+                msg = f"unknown key {kind!r} in spec `steps[{i}]`; use with, filter or select"
+                raise _UsageError(msg)
+            ops.append((kind, value))
+        return ops
+    for kind in ("with", "filter", "select"):
+        if kind in spec:
+            ops.append((kind, spec[kind]))
+    return ops
+
+
+def _split(text: str) -> list[str]:
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from colbridge.io.pipeline import explain_pipeline, pipeline
+
+    spec = _load_spec(args.spec, _RUN_KEYS) if args.spec else {}
+    ops = (_spec_ops(spec, args.spec) if args.spec else []) + list(getattr(args, "ops", []) or [])
+    from colbridge.io.steps import build_steps
+
+    steps = build_steps(ops=ops)
+    source = args.input or spec.get("input")
+    output = args.output or spec.get("output")
+    if source is None:
+        msg = "no input given; pass a file, folder or glob (or `input` in the spec)"
+        raise _UsageError(msg)
+    options = {
+        "device": args.device or spec.get("device", "auto"),
+        "batch_rows": args.batch_rows or spec.get("batch_rows"),
+        "memory_limit": args.memory_limit or spec.get("memory_limit"),
+        "input_format": args.input_format or spec.get("input_format"),
+    }
+    if args.explain:
+        print(explain_pipeline(source, steps=steps, **options))
+        return 0
+    if output is None:
+        msg = "no output given; pass `-o out.parquet` (or `output` in the spec)"
+        raise _UsageError(msg)
+    result = pipeline(
+        source, output, steps=steps, progress=not args.quiet,
+        output_format=args.output_format or spec.get("output_format"),
+        compression=spec.get("compression", "zstd"), **options,
+    )  # fmt: skip
+    if not args.quiet:
+        print(
+            f"wrote {result.rows_out} of {result.rows_in} rows to {result.output} in "
+            f"{result.seconds:.2f} s ({result.passes} pass(es), {result.batches} batch(es))",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _kv(items: list[str], what: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            msg = f"cannot read {what} {item!r}; write COLUMN={'LO:HI' if what == '--clip' else 'VALUE'}"
+            raise _UsageError(msg)
+        out[name.strip()] = value.strip()
+    return out
+
+
+def _number(text: str, what: str) -> float | None:
+    if text == "":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        msg = f"{what}: {text!r} is not a number"
+        raise _UsageError(msg) from None
+
+
+def _fuse_columns(args: argparse.Namespace, spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    table = spec.get("columns", {})
+    if isinstance(table, list):
+        table = {name: {} for name in table}
+    if not isinstance(table, dict):
+        msg = "spec `columns` must be a list of names or a table of per-column settings"
+        raise _UsageError(msg)
+    columns: dict[str, dict[str, Any]] = {}
+    for name, cfg in table.items():
+        unknown = sorted(set(cfg) - _COLUMN_KEYS)
+        if unknown:
+            msg = f"unknown key {unknown[0]!r} in spec `columns.{name}`; allowed: {sorted(_COLUMN_KEYS)}"
+            raise _UsageError(msg)
+        columns[name] = dict(cfg)
+    for name in _split(args.columns or ""):
+        columns.setdefault(name, {})
+    for name in _split(args.zscore):
+        columns.setdefault(name, {})["scale"] = "zscore"
+    for name in _split(args.minmax):
+        columns.setdefault(name, {})["scale"] = "minmax"
+    for name in _split(args.one_hot):
+        columns.setdefault(name, {})["one_hot"] = True
+    for name, value in _kv(args.fill_null, "--fill-null").items():
+        columns.setdefault(name, {})["fill_null"] = _number(value, f"--fill-null {name}")
+    for name, value in _kv(args.clip, "--clip").items():
+        lo, sep, hi = value.partition(":")
+        if not sep:
+            msg = f"cannot read --clip {name}={value!r}; write COLUMN=LO:HI (either side may be empty)"
+            raise _UsageError(msg)
+        columns.setdefault(name, {})["clip"] = [
+            _number(lo, f"--clip {name}"),
+            _number(hi, f"--clip {name}"),
+        ]
+    if not columns:
+        msg = "no feature columns given; pass `--columns a,b,...` (or `columns` in the spec)"
+        raise _UsageError(msg)
+    return columns
+
+
+def _cmd_fuse(args: argparse.Namespace) -> int:
+    from colbridge.io.fuse import FeatureSpec, explain_fuse, fuse
+
+    spec = _load_spec(args.spec, _FUSE_KEYS) if args.spec else {}
+    columns = _fuse_columns(args, spec)
+    feature_spec = FeatureSpec.from_dict(
+        {
+            "columns": columns,
+            "dtype": args.dtype or spec.get("dtype", "float32"),
+            "validity": args.validity or spec.get("validity", False),
+            "keep": _split(args.keep) or list(spec.get("keep", [])),
+            "ddof": spec.get("ddof", 0),
+        }
+    )
+    source = args.input or spec.get("input")
+    output = args.output or spec.get("output")
+    if source is None:
+        msg = "no input given; pass a file, folder or glob (or `input` in the spec)"
+        raise _UsageError(msg)
+    options = {
+        "device": args.device or spec.get("device", "auto"),
+        "batch_rows": args.batch_rows or spec.get("batch_rows"),
+        "memory_limit": args.memory_limit or spec.get("memory_limit"),
+        "stats": args.stats or spec.get("stats"),
+    }
+    if args.explain:
+        print(explain_fuse(source, feature_spec, **options))
+        return 0
+    if output is None:
+        msg = "no output given; pass `-o features.parquet` (or `output` in the spec)"
+        raise _UsageError(msg)
+    result = fuse(
+        source, output, feature_spec, save_stats=args.save_stats or spec.get("save_stats"),
+        progress=not args.quiet, **options,
+    )  # fmt: skip
+    if not args.quiet:
+        print(
+            f"wrote {result.rows} rows x {result.width} features to {result.output} "
+            f"in {result.seconds:.2f} s",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``colbridge`` command; returns the exit status."""
+    import pyarrow as pa
+
+    from colbridge.errors import (
+        ColbridgeError,
+        ColumnNotFoundError,
+        DuplicateColumnError,
+        ExpressionSyntaxError,
+        SchemaError,
+        UnsupportedTypeError,
+    )
+    from colbridge.io.steps import JobSpecError
+
+    usage = (
+        _UsageError, JobSpecError, ExpressionSyntaxError, ColumnNotFoundError, SchemaError,
+        DuplicateColumnError, UnsupportedTypeError,
+    )  # fmt: skip
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            return _cmd_run(args)
+        return _cmd_fuse(args)
+    except usage as exc:
+        print(f"colbridge: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("colbridge: interrupted; no output was written", file=sys.stderr)
+        return 130
+    except (ColbridgeError, OSError, pa.ArrowException, MemoryError) as exc:
+        print(f"colbridge: failed: {exc}; no output was written", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

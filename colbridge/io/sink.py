@@ -1,0 +1,133 @@
+"""Jobs layer: writing a job's output atomically.
+
+Batches go to a temporary file in the output's own folder (so the final
+`os.replace` is a rename on one filesystem); only a run that finishes renames
+it into place. A failure, a bad batch or Ctrl-C removes the temporary file and
+leaves any existing output untouched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from types import TracebackType
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from colbridge.io.source import detect_format
+from colbridge.io.steps import JobSpecError
+
+__all__ = ["AtomicWriter"]
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+class AtomicWriter:
+    """Write record batches to Parquet or Arrow IPC; the file appears only on success.
+
+    Use as a context manager; `write` takes tables or batches of one schema
+    (the first one written). Leaving the block with an exception discards
+    everything written.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        format: str | None = None,  # noqa: A002
+        compression: str | None = "zstd",
+        metadata: dict[bytes, bytes] | None = None,
+    ) -> None:
+        self.path = os.path.abspath(os.fspath(path))
+        self.format = format or detect_format(self.path)
+        if self.format not in ("parquet", "ipc"):
+            msg = f"unknown output format {self.format!r}; use 'parquet' or 'ipc'"
+            raise JobSpecError(msg)
+        self.compression = compression
+        self.metadata = metadata
+        self.rows = 0
+        self._tmp: str | None = None
+        self._writer: Any = None
+        self._sink: Any = None
+        self._schema: pa.Schema | None = None
+
+    def __enter__(self) -> AtomicWriter:
+        folder = os.path.dirname(self.path) or "."
+        fd, self._tmp = tempfile.mkstemp(
+            dir=folder, prefix=f".{os.path.basename(self.path)}.", suffix=".partial"
+        )
+        os.close(fd)
+        return self
+
+    def _open(self, schema: pa.Schema) -> None:
+        assert self._tmp is not None
+        if self.metadata:
+            schema = schema.with_metadata({**(schema.metadata or {}), **self.metadata})
+        self._schema = schema
+        if self.format == "parquet":
+            self._writer = pq.ParquetWriter(self._tmp, schema, compression=self.compression)
+        else:
+            self._sink = pa.OSFile(self._tmp, "wb")
+            self._writer = pa.ipc.new_file(self._sink, schema)
+
+    def write(self, data: pa.Table | pa.RecordBatch) -> None:
+        """Append rows; later data is cast to the first schema when types differ only in detail."""
+        if self._tmp is None:
+            msg = "use AtomicWriter as a context manager (`with AtomicWriter(path) as w:`)"
+            raise RuntimeError(msg)
+        table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
+        if self._writer is None:
+            self._open(table.schema)
+        assert self._schema is not None
+        if not table.schema.equals(self._schema, check_metadata=False):
+            table = table.cast(self._schema)
+        if self.format == "parquet":
+            self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        else:
+            self._writer.write_table(table)
+        self.rows += table.num_rows
+
+    def ensure_schema(self, schema: pa.Schema) -> None:
+        """Open the file with ``schema`` if nothing was written (an empty result still has columns)."""
+        if self._writer is None:
+            self._open(schema)
+
+    def _close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        if self._sink is not None:
+            self._sink.close()
+            self._sink = None
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        tmp, self._tmp = self._tmp, None
+        assert tmp is not None
+        if exc_type is None:
+            try:
+                self._close()
+                with open(tmp, "rb+") as fh:
+                    os.fsync(fh.fileno())
+                os.chmod(tmp, 0o666 & ~_umask())
+                os.replace(tmp, self.path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+            return
+        with contextlib.suppress(Exception):
+            self._close()
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)

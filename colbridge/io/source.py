@@ -1,0 +1,191 @@
+"""Jobs layer: reading a job's input as a stream of record batches.
+
+The input is a Parquet file, a folder of Parquet or Arrow IPC files, a glob, or
+an Arrow IPC (Feather v2) file. It is opened as a `pyarrow.dataset.Dataset` and
+scanned in batches of at most ``batch_rows`` rows with little read-ahead, so
+memory stays bounded by the batch size, not the dataset size.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from colbridge.io.steps import JobSpecError
+
+__all__ = [
+    "DEFAULT_BATCH_ROWS",
+    "Source",
+    "detect_format",
+    "open_source",
+    "parse_memory",
+    "rows_for_memory",
+]
+
+#: Rows per batch when neither ``batch_rows`` nor a memory limit says otherwise.
+DEFAULT_BATCH_ROWS = 1 << 19
+#: Working copies of a batch alive at once: the decoded input, the computed
+#: columns, the writer's encoded pages and the scanner's next batch.
+_COPIES_PER_BATCH = 6
+
+_PARQUET_EXT = (".parquet", ".pq", ".parq")
+_IPC_EXT = (".arrow", ".ipc", ".feather", ".arrows")
+_UNITS = {
+    "": 1, "b": 1,
+    "k": 10**3, "kb": 10**3, "kib": 2**10,
+    "m": 10**6, "mb": 10**6, "mib": 2**20,
+    "g": 10**9, "gb": 10**9, "gib": 2**30,
+    "t": 10**12, "tb": 10**12, "tib": 2**40,
+}  # fmt: skip
+
+
+def parse_memory(value: str | int) -> int:
+    """Bytes from ``"512MB"``, ``"1GiB"``, ``"300m"`` or an int."""
+    if isinstance(value, int):
+        if value <= 0:
+            msg = f"memory limit must be positive, got {value}"
+            raise JobSpecError(msg)
+        return value
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*", str(value))
+    if m is None or m.group(2).lower() not in _UNITS:
+        msg = f"cannot read memory limit {value!r}; write e.g. '512MB', '2GiB' or a byte count"
+        raise JobSpecError(msg)
+    size = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    if size <= 0:
+        msg = f"memory limit must be positive, got {value!r}"
+        raise JobSpecError(msg)
+    return size
+
+
+def detect_format(path: str | os.PathLike[str]) -> str:
+    """``"parquet"`` or ``"ipc"``, from the extension, else the file's magic bytes."""
+    p = str(path).lower()
+    if p.endswith(_PARQUET_EXT):
+        return "parquet"
+    if p.endswith(_IPC_EXT):
+        return "ipc"
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(6)
+    except OSError:
+        return "parquet"
+    if head.startswith(b"ARROW1"):
+        return "ipc"
+    return "parquet"
+
+
+def _files(spec: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> list[str]:
+    if isinstance(spec, (list, tuple)):
+        out: list[str] = []
+        for s in spec:
+            out.extend(_files(s))
+        return out
+    text = os.fspath(spec)  # type: ignore[arg-type]
+    if any(ch in text for ch in "*?["):
+        matches = sorted(p for p in glob.glob(text, recursive=True) if os.path.isfile(p))
+        if not matches:
+            msg = f"input glob {text!r} matches no file; check the pattern and the folder"
+            raise JobSpecError(msg)
+        return matches
+    path = Path(text)
+    if path.is_dir():
+        found = sorted(
+            str(p)
+            for p in path.rglob("*")
+            if p.is_file() and not p.name.startswith((".", "_"))
+        )
+        if not found:
+            msg = f"input folder {text!r} holds no data files"
+            raise JobSpecError(msg)
+        return found
+    if not path.exists():
+        msg = f"input file {text!r} does not exist; check the path"
+        raise JobSpecError(msg)
+    return [text]
+
+
+@dataclass
+class Source:
+    """An opened input: its files, format, schema and a batch scanner."""
+
+    files: list[str]
+    format: str
+    dataset: ds.Dataset
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The dataset's Arrow schema."""
+        return self.dataset.schema
+
+    def count_rows(self) -> int:
+        """Rows in the whole input (from metadata where the format has it)."""
+        return int(self.dataset.count_rows())
+
+    def nbytes(self) -> int:
+        """Total size of the input files on disk."""
+        return sum(os.path.getsize(f) for f in self.files)
+
+    def row_bytes(self) -> float:
+        """Estimated bytes per decoded row (fixed-width types exact, others from the files)."""
+        fixed = 0
+        variable = False
+        for field in self.schema:
+            width = getattr(field.type, "bit_width", None)
+            if isinstance(width, int) and width > 0:
+                fixed += max(1, width // 8) + 1
+            else:
+                variable = True
+        if not variable:
+            return float(max(fixed, 1))
+        rows = max(self.count_rows(), 1)
+        return max(float(fixed), 4.0 * self.nbytes() / rows)
+
+    def batches(
+        self, batch_rows: int, columns: Sequence[str] | None = None
+    ) -> Iterator[pa.RecordBatch]:
+        """Record batches of at most ``batch_rows`` rows, in file order, with one batch read ahead."""
+        scanner = self.dataset.scanner(
+            columns=list(columns) if columns is not None else None,
+            batch_size=batch_rows,
+            batch_readahead=1,
+            fragment_readahead=1,
+            use_threads=True,
+        )
+        for batch in scanner.to_batches():
+            if batch.num_rows > batch_rows:  # a format that ignores batch_size
+                for start in range(0, batch.num_rows, batch_rows):
+                    yield batch.slice(start, batch_rows)
+            elif batch.num_rows or batch.num_columns == 0:
+                yield batch
+
+
+def rows_for_memory(source: Source, memory_limit: int, requested: int | None) -> int:
+    """Rows per batch that keep the working set under ``memory_limit`` bytes."""
+    fitting = int(memory_limit // (source.row_bytes() * _COPIES_PER_BATCH))
+    if fitting < 1024:
+        msg = (
+            f"memory limit of {memory_limit} bytes is too small for rows of about "
+            f"{source.row_bytes():.0f} bytes; raise `--memory-limit` or read fewer columns"
+        )
+        raise JobSpecError(msg)
+    return min(fitting, requested) if requested else fitting
+
+
+def open_source(
+    spec: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], format: str | None = None  # noqa: A002
+) -> Source:
+    """Open a job's input: a Parquet/IPC file, a folder, a glob, or a list of files."""
+    files = _files(spec)
+    fmt = format or detect_format(files[0])
+    if fmt not in ("parquet", "ipc"):
+        msg = f"unknown input format {fmt!r}; use 'parquet' or 'ipc'"
+        raise JobSpecError(msg)
+    dataset = ds.dataset(files, format="parquet" if fmt == "parquet" else "ipc")
+    return Source(files, fmt, dataset)

@@ -1,0 +1,133 @@
+"""Jobs layer: turning user input (strings, expressions, a LazyFrame) into engine steps.
+
+A job's plan is built once, as a tuple of `colbridge.plan.logical.Step`, and then
+applied to every batch or partition with ``LazyFrame(piece, steps)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from colbridge.errors import ColbridgeError, ExpressionSyntaxError
+from colbridge.expr.api import Expr, as_expr
+from colbridge.expr.nodes import Agg, Alias, Column, Node, walk
+from colbridge.expr.parser import parse_assignments, parse_expr
+from colbridge.lazy import LazyFrame
+from colbridge.plan.logical import Step
+from colbridge.plan.planner import is_scalar
+
+__all__ = ["JobSpecError", "build_steps", "is_aggregating", "steps_of"]
+
+
+class JobSpecError(ColbridgeError, ValueError):
+    """A job's input, output, options or spec file are invalid (a usage error)."""
+
+
+def _with_items(value: Any) -> list[tuple[str, Node]]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return parse_assignments(value)
+    if isinstance(value, Mapping):
+        out: list[tuple[str, Node]] = []
+        for name, e in value.items():
+            node = parse_expr(e) if isinstance(e, str) else as_expr(e).node
+            out.append((str(name), node.arg if isinstance(node, Alias) else node))
+        return out
+    if isinstance(value, Iterable):
+        items: list[tuple[str, Node]] = []
+        for v in value:
+            items.extend(_with_items(v))
+        return items
+    msg = (
+        f"`with_` must be a string of `name = expression` assignments, a mapping of names "
+        f"to expressions, or a list of those; got {type(value).__name__}"
+    )
+    raise JobSpecError(msg)
+
+
+def _filter_node(value: Any) -> Node:
+    if isinstance(value, str):
+        return parse_expr(value)
+    return as_expr(value).node
+
+
+def _select_items(value: Any) -> list[tuple[str, Node]]:
+    names: list[Any] = [value] if isinstance(value, (str, Expr)) else list(value)
+    out: list[tuple[str, Node]] = []
+    for v in names:
+        if isinstance(v, str):
+            for part in v.split(","):
+                name = part.strip()
+                if not name:
+                    msg = f"empty column name in select {v!r}; separate names with commas"
+                    raise ExpressionSyntaxError(msg)
+                out.append((name, Column(name)))
+        else:
+            node = as_expr(v).node
+            from colbridge.expr.nodes import output_name
+
+            out.append((output_name(node), node.arg if isinstance(node, Alias) else node))
+    return out
+
+
+def build_steps(
+    *,
+    with_: Any = None,
+    filter: Any = None,  # noqa: A002 - mirrors the LazyFrame method name
+    select: Any = None,
+    ops: Sequence[tuple[str, Any]] = (),
+) -> tuple[Step, ...]:
+    """Steps from ``with_`` / ``filter`` / ``select`` (applied in that order), then ``ops``.
+
+    ``ops`` is an ordered list of ``("with", ...)``, ``("filter", ...)`` and
+    ``("select", ...)`` pairs, for callers (like the CLI) that keep the order the
+    user gave. Strings are parsed with the safe expression parser.
+    """
+    ordered: list[tuple[str, Any]] = []
+    if with_ is not None:
+        ordered.append(("with", with_))
+    if filter is not None:
+        ordered.append(("filter", filter))
+    if select is not None:
+        ordered.append(("select", select))
+    ordered.extend(ops)
+    steps: list[Step] = []
+    for kind, value in ordered:
+        if kind == "with":
+            items = _with_items(value)
+            if items:
+                steps.append(Step("with_columns", tuple(items)))
+        elif kind == "filter":
+            values = value if isinstance(value, (list, tuple)) else [value]
+            for v in values:
+                steps.append(Step("filter", (("", _filter_node(v)),)))
+        elif kind == "select":
+            steps.append(Step("select", tuple(_select_items(value))))
+        else:
+            msg = f"unknown step kind {kind!r}; use 'with', 'filter' or 'select'"
+            raise JobSpecError(msg)
+    return tuple(steps)
+
+
+def steps_of(obj: Any) -> tuple[Step, ...]:
+    """The steps of a `LazyFrame`, or a sequence of steps as they are."""
+    if isinstance(obj, LazyFrame):
+        return tuple(obj._steps)
+    if isinstance(obj, Sequence) and all(isinstance(s, Step) for s in obj):
+        return tuple(obj)
+    msg = (
+        f"expected a colbridge LazyFrame or a sequence of steps, got {type(obj).__name__}; "
+        "build one with `cb.lazy(frame).with_columns(...)`"
+    )
+    raise JobSpecError(msg)
+
+
+def is_aggregating(steps: Sequence[Step]) -> bool:
+    """True when a ``select`` keeps only reductions: the job's result is one row."""
+    return any(
+        s.kind == "select" and s.items and all(is_scalar(e) for _, e in s.items)
+        and any(isinstance(n, Agg) for _, e in s.items for n in walk(e))
+        for s in steps
+    )
