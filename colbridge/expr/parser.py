@@ -105,6 +105,13 @@ class _Translator:
         if isinstance(node, ast.UnaryOp):
             operand = self.expr(node.operand, d)
             if isinstance(node.op, ast.USub):
+                from colbridge.expr.nodes import Literal
+
+                value = operand.node
+                if isinstance(value, Literal) and isinstance(value.value, (int, float)) and not \
+                        isinstance(value.value, bool) and value.dtype is None:  # fmt: skip
+                    # "-1" is the literal -1 (as in Python), not a negated int32
+                    return api.lit(-value.value)
                 return -operand
             if isinstance(node.op, ast.UAdd):
                 return operand

@@ -1,0 +1,141 @@
+"""The lazy handle and accessors: laziness, reuse, result kinds, no aliasing, caches, async."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import colbridge as cb
+
+
+def test_import_is_light() -> None:
+    code = (
+        "import sys, colbridge\n"
+        "print(sorted(m for m in ('polars', 'pandas', 'cupy', 'numba') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['numba']" or out.stdout.strip() == "[]"
+
+
+def test_accessor_registers_when_polars_is_imported_later() -> None:
+    code = (
+        "import colbridge as cb\n"
+        "import polars as pl\n"
+        "df = pl.DataFrame({'a': [1.0, 4.0]})\n"
+        "print(df.gpu.with_columns(b=cb.col('a').sqrt()).compute()['b'].to_list())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[1.0, 2.0]"
+
+
+def test_nothing_runs_before_compute() -> None:
+    df = pl.DataFrame({"a": [1, 2, 3]})
+    before = cb.cache_info()
+    q = df.gpu.with_columns(b=(cb.col("a") * 100).cast("int8")).filter(cb.col("b") > 0)
+    # a strict-cast failure would raise if anything ran; building the plan runs nothing
+    assert cb.cache_info() == before
+    with pytest.raises(cb.InvalidOperationError):
+        q.compute()
+
+
+def test_handles_are_immutable_and_reusable() -> None:
+    df = pl.DataFrame({"a": [1.0, 2.0, 3.0]})
+    base = df.gpu.with_columns(b=cb.col("a") * 2)
+    left = base.filter(cb.col("b") > 2)
+    right = base.select("b")
+    assert base.compute().columns == ["a", "b"]
+    assert left.compute()["b"].to_list() == [4.0, 6.0]
+    assert right.compute().columns == ["b"]
+    assert base.compute()["b"].to_list() == [2.0, 4.0, 6.0]
+
+
+def test_result_kinds_and_pandas_index() -> None:
+    pdf = pd.DataFrame({"a": [1.0, 2.0, 3.0]}, index=[10, 20, 30])
+    out = pdf.gpu.with_columns(b=cb.col("a") + 1).filter(cb.col("a") > 1).compute()
+    assert isinstance(out, pd.DataFrame)
+    assert list(out.index) == [20, 30]
+    assert out["a"].dtype == np.float64  # untouched column keeps its dtype
+    assert isinstance(out["b"].dtype, pd.ArrowDtype)
+    as_numpy = pdf.gpu.with_columns(b=cb.col("a") + 1).compute(numpy_output=True)
+    assert as_numpy["b"].dtype == np.float64
+    table = pa.table({"a": [1, 2]})
+    assert isinstance(cb.lazy(table).with_columns(b=cb.col("a")).compute(), pa.Table)
+    series = pl.Series("x", [1.0, 9.0])
+    assert series.gpu.select(cb.col("x").sqrt()).compute().to_list() == [1.0, 3.0]
+    ps = pd.Series([4.0, 16.0], name="x")
+    assert ps.gpu.select(cb.col("x").sqrt()).compute().tolist() == [2.0, 4.0]
+
+
+def test_untouched_columns_are_shared_and_results_are_fresh() -> None:
+    df = pl.DataFrame({"a": np.arange(1000, dtype=np.float64), "b": np.ones(1000)})
+    out = df.gpu.with_columns(c=cb.col("a") + cb.col("b")).compute()
+    a_in = df["a"].to_arrow().buffers()[1].address
+    assert out["a"].to_arrow().buffers()[1].address == a_in
+    c_buf = out["c"].to_arrow().buffers()[1]
+    inputs = [df[n].to_arrow().buffers()[1] for n in ("a", "b")]
+    for buf in inputs:
+        assert not (buf.address <= c_buf.address < buf.address + buf.size)
+    # a result replacing an input column is a new buffer too
+    replaced = df.gpu.with_columns(a=cb.col("a") * 1).compute()
+    assert replaced["a"].to_arrow().buffers()[1].address != a_in
+    assert df["a"][5] == 5.0
+
+
+def test_kernel_cache_counts_compiles() -> None:
+    cb.clear_cache()
+    df1 = pl.DataFrame({"a": [1.0, 2.0], "b": [3.0, 4.0]})
+    df2 = pl.DataFrame({"a": [5.0, 6.0, 7.0], "b": [1.0, 1.0, 1.0]})
+    expr = (cb.col("a") * cb.col("b") + 0.25).sqrt()
+    df1.gpu.with_columns(z=expr).compute()
+    assert cb.cache_info().compiles == 1
+    df1.gpu.with_columns(z=expr).compute()  # the same plan again
+    df2.gpu.with_columns(z=expr).compute()  # different data, same types
+    info = cb.cache_info()
+    assert (info.compiles, info.hits) == (1, 2)
+    df1.with_columns(pl.col("a").cast(pl.Float32)).gpu.with_columns(z=expr).compute()
+    assert cb.cache_info().compiles == 2  # other input types: another kernel
+    with_nulls = pl.DataFrame({"a": [1.0, None], "b": [3.0, 4.0]})
+    with_nulls.gpu.with_columns(z=expr).compute()
+    assert cb.cache_info().compiles == 3  # the variant that reads validity
+
+
+def test_explain_lists_passes_copies_and_source() -> None:
+    chunked = pl.concat([pl.DataFrame({"a": [1.0]}), pl.DataFrame({"a": [2.0]})], rechunk=False)
+    q = chunked.gpu.with_columns(z=(cb.col("a") - cb.col("a").mean()) / cb.col("a").std())
+    text = q.explain()
+    assert "2 pass(es) over the rows" in text
+    assert "reduction pass 1: col(\"a\").mean(), col(\"a\").std()" in text
+    assert "column `a`: 2 chunks combined into one (a copy)" in text
+    source = q.explain(source=True)
+    assert "def reduce(" in source and "def elementwise(" in source
+
+
+def test_compute_async_and_threads() -> None:
+    df = pl.DataFrame({"a": np.arange(100, dtype=np.float64)})
+    q = df.gpu.with_columns(b=cb.col("a") * 3)
+    expected = q.compute()
+
+    async def main() -> list[pl.DataFrame]:
+        futures = [asyncio.wrap_future(q.compute_async()) for _ in range(8)]
+        return await asyncio.gather(*futures)
+
+    for result in asyncio.run(main()):
+        assert result.equals(expected)
+
+
+def test_device_fallback_policy() -> None:
+    df = pl.DataFrame({"a": [1.0]})
+    q = df.gpu.with_columns(b=cb.col("a") + 1)
+    with pytest.raises(cb.DeviceError, match="no usable GPU"):
+        q.compute(device="cuda", fallback="raise")
+    with pytest.warns(cb.DeviceFallbackWarning, match="fell back to cpu"):
+        out = q.compute(device="cuda:0", fallback="cpu")
+    assert out["b"].to_list() == [2.0]
+    assert "fell back to cpu" in q.explain()
