@@ -10,6 +10,7 @@ from types import ModuleType
 from typing import Any
 
 from colbridge.accessors._hooks import when_imported
+
 from colbridge.lazy import LazyFrame
 
 __all__ = ["GpuAccessor", "register"]
@@ -48,7 +49,7 @@ class GpuAccessor:
         return to_tensor(self._obj, *args, **kwargs)
 
     def as_tensor(self, **kwargs: Any) -> Any:
-        """This Series as a zero-copy tensor view; see `colbridge.as_tensor`."""
+        """The Series as a zero-copy tensor view; see `colbridge.as_tensor`."""
         from colbridge.columns import as_tensor
 
         return as_tensor(self._obj, **kwargs)

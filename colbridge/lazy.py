@@ -172,6 +172,8 @@ class LazyFrame:
         self._steps = steps
         self._numpy_output = numpy_output
         self.last_report: ComputeReport | None = None
+        # plans for the frames this handle has seen, by column names (and input types)
+        self._memo: dict[Any, Any] = {}
 
     # -- queueing -------------------------------------------------------------
     def _then(self, step: Step) -> LazyFrame:
@@ -207,17 +209,27 @@ class LazyFrame:
 
     # -- planning -------------------------------------------------------------
     def _plan(self, adapter: FrameAdapter, columns: _Columns) -> _Plan:
-        names = adapter.names
-        specs = plan_segments(self._steps, names)
-        first = _referenced(specs[0])
-        schema_key = tuple((n, columns.get(n).type) for n in first if n in names)
-        key = (self._steps, tuple(names), schema_key)
+        names = tuple(adapter.names)
+        # The untyped plan depends only on the steps and the column names: keep it on
+        # the handle (handles are immutable), so a recomputed handle plans nothing.
+        memo = self._memo.get(names)
+        if memo is None:
+            specs = plan_segments(self._steps, names)
+            memo = (specs, [n for n in _referenced(specs[0]) if n in names])
+            self._memo[names] = memo
+        specs, first = memo
+        schema_key = tuple(columns.get(n).type for n in first)
+        local = self._memo.get((names, schema_key))
+        if local is not None:
+            return local  # type: ignore[no-any-return]
+        key = (self._steps, names, tuple(first), schema_key)
         with _PLAN_LOCK:
             cached = _PLAN_CACHE.get(key)
             if cached is not None:
                 _PLAN_CACHE.move_to_end(key)
+                self._memo[(names, schema_key)] = cached
                 return cached
-        schema: Mapping[str, ColumnType] = _LazySchema(names, columns)
+        schema: Mapping[str, ColumnType] = _LazySchema(list(names), columns)
         segments = []
         for spec in specs:
             segment = type_segment(spec, schema)
@@ -231,6 +243,7 @@ class LazyFrame:
             _PLAN_CACHE[key] = plan
             while len(_PLAN_CACHE) > _PLAN_CACHE_MAX:
                 _PLAN_CACHE.popitem(last=False)
+        self._memo[(names, schema_key)] = plan
         return plan
 
     # -- running --------------------------------------------------------------
@@ -346,14 +359,16 @@ class LazyFrame:
                         seg.outputs, seg.mask, seg.types, nulls, parallel=parallel, plan_text=""
                     )
                     lines += ["  --- elementwise kernel source ---", src.source]
-        lines.append("copies: " + ("; ".join(copies) if copies else "none (every input read in place)"))
-        if self.last_report is not None:
-            st = self.last_report.stats
+        lines.append("copies: " + ("; ".join(copies) or "none (every input read in place)"))
+        report = self.last_report
+        if report is not None and report.device is not None:
+            st = report.stats
             lines.append(
                 f"last compute: {len(st.kernels)} kernel launch(es), {st.cache_hits} cache hit(s), "
-                f"{st.compiled} compiled; device {self.last_report.device.target if self.last_report.device else '?'}"
-                f" ({self.last_report.device.note if self.last_report.device else ''})"
+                f"{st.compiled} compiled; device {report.device.target} ({report.device.note})"
             )
+            if report.copies:
+                lines.append("last compute copied: " + "; ".join(report.copies))
         return "\n".join(lines)
 
     def __repr__(self) -> str:

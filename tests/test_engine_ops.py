@@ -97,14 +97,16 @@ def test_casts_non_strict(dtype, data) -> None:  # type: ignore[no-untyped-def]
     assert_same_as_polars(
         table,
         lambda m, q: q.with_columns(
-            **{f"to_{t}": m.col("a").cast(getattr(m, _polars_name(t)) if m.__name__ == "polars"
-                                         else t, strict=False) for t in CAST_TARGETS}  # fmt: skip
+            **{f"to_{t}": m.col("a").cast(_dtype(m, t), strict=False) for t in CAST_TARGETS}
         ),
     )
 
 
-def _polars_name(t: str) -> str:
-    return {"bool": "Boolean"}.get(t, t.capitalize().replace("Uint", "UInt"))
+def _dtype(m, name: str):  # type: ignore[no-untyped-def]
+    """The dtype spelled for module ``m``: polars wants its own classes."""
+    if m.__name__ != "polars":
+        return name
+    return getattr(m, {"bool": "Boolean"}.get(name, name.capitalize().replace("Uint", "UInt")))
 
 
 @pytest.mark.parametrize("dtype", [I64, F64], ids=str)
@@ -159,8 +161,9 @@ def test_reductions(dtype, data) -> None:  # type: ignore[no-untyped-def]
     funcs = REDUCTIONS if dtype != BOOL else ["sum", "mean", "min", "max", "count", "null_count"]
     assert_same_as_polars(
         table,
-        lambda m, q: q.select(**{f: getattr(m.col("a"), f)() for f in funcs},
-                              v0=m.col("a").var(ddof=0)),  # fmt: skip
+        lambda m, q: q.select(
+            **{f: getattr(m.col("a"), f)() for f in funcs}, v0=m.col("a").var(ddof=0)
+        ),
         rtol=1e-5 if dtype == F32 else 1e-9,
     )
 

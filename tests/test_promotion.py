@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 import colbridge as cb
-from colbridge.expr.nodes import Binary, Column, Literal, Unary, Agg
+from colbridge.expr.nodes import Agg, Binary, Column, Literal, Unary
 from colbridge.plan.typecheck import ColumnType, TypeChecker
 from colbridge.types import DType
 

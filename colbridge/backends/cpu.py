@@ -171,23 +171,15 @@ def run_segment(
     n = 1 if segment.one_row else num_rows
     parallel = num_rows >= PARALLEL_MIN_ROWS
     scalar_values: dict[Agg, tuple[Any, bool]] = {}
-    plan_text = "\n".join(f"{name} = {node!r}" for name, node in segment.outputs)
-    if segment.mask is not None:
-        plan_text += f"\nfilter: {segment.mask!r}"
 
-    for level in segment.agg_levels:
-        key = (
-            "reduce",
-            "cpu",
-            parallel,
-            tuple(level),
-            tuple(sorted(nullable)),
-            tuple((c, columns[c].type) for c in segment.inputs),
-        )
+    input_types = tuple((c, columns[c].type) for c in segment.inputs)
+    key: tuple[Any, ...]
+    for index, level in enumerate(segment.agg_levels):
+        key = ("reduce", "cpu", parallel, segment.signature, index, nullable, input_types)
         compiled = _kernel(
             key,
             lambda level=level: generate_reduce(
-                level, segment.types, nulls, parallel=parallel, plan_text=plan_text
+                level, segment.types, nulls, parallel=parallel, plan_text=segment.text
             ),
             stats,
         )
@@ -212,22 +204,13 @@ def run_segment(
     if not segment.outputs and segment.mask is None:
         return {}, None
 
-    key = (
-        "elementwise",
-        "cpu",
-        parallel,
-        tuple(segment.outputs),
-        segment.mask,
-        tuple(sorted(nullable)),
-        tuple((c, columns[c].type) for c in segment.inputs),
-        segment.one_row,
-    )
+    key = ("elementwise", "cpu", parallel, segment.signature, nullable, input_types)
     compiled = _kernel(
         key,
         lambda: generate_elementwise(
-            segment.outputs, segment.mask, segment.types, nulls,
-            parallel=parallel, plan_text=plan_text,
-        ),  # fmt: skip
+            segment.outputs, segment.mask, segment.types, nulls, parallel=parallel,
+            plan_text=segment.text,
+        ),
         stats,
     )
     src = compiled.source
@@ -239,15 +222,15 @@ def run_segment(
         args += _bind_scalar(s, *scalar_values[s.agg])
     out_buffers: list[tuple[pa.Buffer, pa.Buffer | None]] = []
     nbits = (n + 7) // 8
-    for spec in src.outputs:
-        if spec.dtype.is_bool:
+    for out in src.outputs:
+        if out.dtype.is_bool:
             data_buf, data = _alloc(nbits)
         else:
-            data_buf, raw = _alloc(n * spec.dtype.numpy.itemsize)
-            data = raw.view(spec.dtype.numpy)
+            data_buf, raw = _alloc(n * out.dtype.numpy.itemsize)
+            data = raw.view(out.dtype.numpy)
         args.append(data)
         valid_buf = None
-        if spec.nullable:
+        if out.nullable:
             valid_buf, valid = _alloc(nbits)
             args.append(valid)
         out_buffers.append((data_buf, valid_buf))
@@ -266,12 +249,12 @@ def run_segment(
     )
     results: dict[str, pa.Array] = {}
     mask = None
-    for spec, (data_buf, valid_buf) in zip(src.outputs, out_buffers, strict=True):
-        array = pa.Array.from_buffers(spec.dtype.arrow, n, [valid_buf, data_buf], null_count=-1)
-        if spec.name == "__mask__":
+    for out, (data_buf, valid_buf) in zip(src.outputs, out_buffers, strict=True):
+        array = pa.Array.from_buffers(out.dtype.arrow, n, [valid_buf, data_buf], null_count=-1)
+        if out.name == "__mask__":
             mask = array
         else:
-            results[spec.name] = array
+            results[out.name] = array
     return results, mask
 
 

@@ -1,5 +1,6 @@
-"""Kernel cache: generated source on disk (so numba's own cache works across processes),
-compiled kernels in a bounded in-process LRU.
+"""Kernel cache: generated source on disk and compiled kernels in a bounded in-process LRU.
+
+Source files on disk let numba's own cache work across processes.
 
 In-process key layout: ``(kind, target, parallel, typed output nodes, mask node,
 ((input name, dtype, has validity), ...), (scalar nullability, ...))``. Typed
@@ -12,6 +13,7 @@ corrupted) is rewritten before use.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
@@ -39,10 +41,8 @@ def cache_dir() -> Path:
         base = Path(xdg) if xdg else Path.home() / ".cache"
         base = base / "colbridge" / "kernels"
     base.mkdir(parents=True, exist_ok=True, mode=0o700)
-    try:
+    with contextlib.suppress(OSError):  # a shared folder we do not own: leave its mode
         os.chmod(base, 0o700)
-    except OSError:  # a shared folder we do not own: leave its mode alone
-        pass
     return base
 
 

@@ -1,0 +1,1 @@
+"""Code generation: one lowering per target from the same fused plan."""

@@ -271,7 +271,7 @@ class _Emitter:
             if result.is_float:
                 # polars: a // b = floor(a / b) and a % b = a - b * floor(a / b), each step
                 # rounded to the result type (so x % inf is NaN, not x as in Python).
-                T = _np(result)  # noqa: N806
+                T = _np(result)
                 self.line(f"{t}q = {T}(np.floor({T}({a} / {b})))")
                 expr = f"{t}q" if op == "floordiv" else f"{a} - {T}({b} * {t}q)"
                 self.line(f"{t} = {T}({expr})")
@@ -315,7 +315,8 @@ class _Emitter:
             # MIN // -1 overflows the hardware divide: take the wrapped result directly.
             minus_one = _const(-1, result)
             self.line(f"elif {b} == {minus_one}:")
-            self.line(f"    {t} = {_np(result)}({zero} - {a})" if op == "floordiv" else f"    {t} = {zero}")
+            wrapped = f"{_np(result)}({zero} - {a})" if op == "floordiv" else zero
+            self.line(f"    {t} = {wrapped}")
         sym = "//" if op == "floordiv" else "%"
         self.line("else:")
         self.line(f"    {t} = {_np(result)}({a} {sym} {b})")
@@ -336,9 +337,11 @@ class _Emitter:
         self.line(f"    {t} = {_np(result)}(_ipow(np.uint64(np.int64({a})), np.uint64({b})))")
         self.line("else:")
         self.line(f"    {t} = {_const(0, result)}")
-        self._count_error(ERR_NEGATIVE_EXPONENT, f"not {t}ok", valid,
-                          "integer raised to a negative integer power (or one above 2**32-1); "
-                          "cast the base to float first, e.g. `x.cast('float64') ** y`")  # fmt: skip
+        message = (
+            "integer raised to a negative integer power (or one above 2**32-1); "
+            "cast the base to float first, e.g. `x.cast('float64') ** y`"
+        )
+        self._count_error(ERR_NEGATIVE_EXPONENT, f"not {t}ok", valid, message)
         return t, valid
 
     def _count_error(self, kind: int, failed: str, valid: str | None, message: str) -> None:
@@ -803,7 +806,7 @@ def generate_reduce(
         else:
             update.extend(upd)
         slots.append(slot)
-    args = _signature_args(inputs, scalars) + ["pf", "pi", "pu", "err"]
+    args = [*_signature_args(inputs, scalars), "pf", "pi", "pu", "err"]
     deco = "@numba.njit(parallel=True, cache=True, nogil=True, error_model='numpy')" if parallel \
         else "@numba.njit(cache=True, nogil=True, error_model='numpy')"  # fmt: skip
     loop = "prange" if parallel else "range"

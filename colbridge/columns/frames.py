@@ -103,7 +103,13 @@ class ArrowTableAdapter(FrameAdapter):
         self._check(name)
         return self.frame.column(name)
 
-    def build(self, order, new, *, one_row=False):  # type: ignore[no-untyped-def]
+    def build(
+        self,
+        order: Sequence[str],
+        new: Mapping[str, pa.Array | pa.ChunkedArray],
+        *,
+        one_row: bool = False,
+    ) -> Any:
         columns = [new[n] if n in new else self.frame.column(n) for n in order]
         return pa.Table.from_arrays(columns, names=list(order))
 
@@ -131,7 +137,13 @@ class PolarsFrameAdapter(FrameAdapter):
         self._check(name)
         return column_to_arrow(self.frame.get_column(name), name)
 
-    def build(self, order, new, *, one_row=False):  # type: ignore[no-untyped-def]
+    def build(
+        self,
+        order: Sequence[str],
+        new: Mapping[str, pa.Array | pa.ChunkedArray],
+        *,
+        one_row: bool = False,
+    ) -> Any:
         import polars as pl
 
         # Untouched columns are shared with the input frame (polars columns are
@@ -160,7 +172,13 @@ class PolarsSeriesAdapter(PolarsFrameAdapter):
     def __init__(self, frame: Any) -> None:
         super().__init__(frame.to_frame())
 
-    def build(self, order, new, *, one_row=False):  # type: ignore[no-untyped-def]
+    def build(
+        self,
+        order: Sequence[str],
+        new: Mapping[str, pa.Array | pa.ChunkedArray],
+        *,
+        one_row: bool = False,
+    ) -> Any:
         return _polars_series_if_one(super().build(order, new, one_row=one_row))
 
     def filter(self, frame: Any, keep: pa.BooleanArray) -> Any:
@@ -214,7 +232,13 @@ class PandasFrameAdapter(FrameAdapter):
             return np.asarray(array)
         return pd.arrays.ArrowExtensionArray(array)
 
-    def build(self, order, new, *, one_row=False):  # type: ignore[no-untyped-def]
+    def build(
+        self,
+        order: Sequence[str],
+        new: Mapping[str, pa.Array | pa.ChunkedArray],
+        *,
+        one_row: bool = False,
+    ) -> Any:
         import pandas as pd
 
         index = pd.RangeIndex(1) if one_row else self.frame.index
@@ -250,7 +274,13 @@ class PandasSeriesAdapter(PandasFrameAdapter):
         name = frame.name if frame.name is not None else ""
         super().__init__(frame.to_frame(name=name), numpy_output=numpy_output)
 
-    def build(self, order, new, *, one_row=False):  # type: ignore[no-untyped-def]
+    def build(
+        self,
+        order: Sequence[str],
+        new: Mapping[str, pa.Array | pa.ChunkedArray],
+        *,
+        one_row: bool = False,
+    ) -> Any:
         return _pandas_series_if_one(super().build(order, new, one_row=one_row))
 
     def filter(self, frame: Any, keep: pa.BooleanArray) -> Any:

@@ -188,67 +188,67 @@ class Expr:
     # -- named methods (polars names) ----------------------------------------
     def add(self, other: Any) -> Expr:
         """``self + other``."""
-        return self + other
+        return self._bin("add", other)
 
     def sub(self, other: Any) -> Expr:
         """``self - other``."""
-        return self - other
+        return self._bin("sub", other)
 
     def mul(self, other: Any) -> Expr:
         """``self * other``."""
-        return self * other
+        return self._bin("mul", other)
 
     def truediv(self, other: Any) -> Expr:
         """``self / other`` (always a float result)."""
-        return self / other
+        return self._bin("truediv", other)
 
     def floordiv(self, other: Any) -> Expr:
         """``self // other`` (floor division; integer division by zero gives null)."""
-        return self // other
+        return self._bin("floordiv", other)
 
     def mod(self, other: Any) -> Expr:
         """``self % other`` (sign of the divisor, as in Python)."""
-        return self % other
+        return self._bin("mod", other)
 
     def pow(self, exponent: Any) -> Expr:
         """``self ** exponent``."""
-        return self**exponent
+        return self._bin("pow", exponent)
 
     def eq(self, other: Any) -> Expr:
         """``self == other``."""
-        return self == other
+        return self._bin("eq", other)
 
     def ne(self, other: Any) -> Expr:
         """``self != other``."""
-        return self != other
+        return self._bin("ne", other)
 
     def lt(self, other: Any) -> Expr:
         """``self < other``."""
-        return self < other
+        return self._bin("lt", other)
 
     def le(self, other: Any) -> Expr:
         """``self <= other``."""
-        return self <= other
+        return self._bin("le", other)
 
     def gt(self, other: Any) -> Expr:
         """``self > other``."""
-        return self > other
+        return self._bin("gt", other)
 
     def ge(self, other: Any) -> Expr:
         """``self >= other``."""
-        return self >= other
+        return self._bin("ge", other)
 
     def and_(self, other: Any) -> Expr:
         """Kleene AND for booleans, bitwise AND for integers."""
-        return self & other
+        return self._bin("and", other)
 
     def or_(self, other: Any) -> Expr:
         """Kleene OR for booleans, bitwise OR for integers."""
-        return self | other
+        return self._bin("or", other)
 
     def xor(self, other: Any) -> Expr:
         """Exclusive or."""
-        return self ^ other
+        return self._bin("xor", other)
 
     def not_(self) -> Expr:
         """Logical NOT for booleans, bitwise NOT for integers."""

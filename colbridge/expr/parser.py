@@ -107,11 +107,15 @@ class _Translator:
             if isinstance(node.op, ast.USub):
                 from colbridge.expr.nodes import Literal
 
-                value = operand.node
-                if isinstance(value, Literal) and isinstance(value.value, (int, float)) and not \
-                        isinstance(value.value, bool) and value.dtype is None:  # fmt: skip
+                inner = operand.node
+                if (
+                    isinstance(inner, Literal)
+                    and isinstance(inner.value, (int, float))
+                    and not isinstance(inner.value, bool)
+                    and inner.dtype is None
+                ):
                     # "-1" is the literal -1 (as in Python), not a negated int32
-                    return api.lit(-value.value)
+                    return api.lit(-inner.value)
                 return -operand
             if isinstance(node.op, ast.UAdd):
                 return operand
@@ -125,10 +129,10 @@ class _Translator:
         if isinstance(node, ast.Compare):
             parts = [node.left, *node.comparators]
             result: Expr | None = None
-            for op, left, right in zip(node.ops, parts, parts[1:], strict=False):
-                fn = _CMPOPS.get(type(op))
+            for cmp, left, right in zip(node.ops, parts, parts[1:], strict=False):
+                fn = _CMPOPS.get(type(cmp))
                 if fn is None:
-                    raise self.fail(node, f"comparison `{type(op).__name__}` is not allowed")
+                    raise self.fail(node, f"comparison `{type(cmp).__name__}` is not allowed")
                 term = fn(self.expr(left, d), self.expr(right, d))
                 result = term if result is None else result & term
             assert result is not None

@@ -8,6 +8,7 @@ only where a reduction must see rows that an earlier filter removed.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -44,6 +45,20 @@ class Segment:
     one_row: bool
     output_types: dict[str, DType] = field(default_factory=dict)
 
+    @property
+    def text(self) -> str:
+        """The segment's work as text (the header of its generated kernels)."""
+        lines = [f"{name} = {node!r}" for name, node in self.outputs]
+        if self.mask is not None:
+            lines.append(f"filter: {self.mask!r}")
+        return "\n".join(lines)
+
+    @functools.cached_property
+    def signature(self) -> str:
+        """A string naming this segment's typed work; kernel cache keys use it (hashed once)."""
+        levels = [[repr(a) for a in level] for level in self.agg_levels]
+        return repr((self.outputs, self.mask, levels, self.one_row))
+
 
 def _substitute(node: Node, env: Mapping[str, Node]) -> Node:
     def fn(n: Node) -> Node:
@@ -59,7 +74,7 @@ def _has_agg(node: Node) -> bool:
 
 
 def is_scalar(node: Node) -> bool:
-    """True when the expression has one value for the whole frame (no column outside a reduction)."""
+    """True when the expression has one value per frame (no column outside a reduction)."""
     if isinstance(node, Agg):
         return True
     if isinstance(node, Column):

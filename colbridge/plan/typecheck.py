@@ -118,10 +118,9 @@ class TypeChecker:
         src = self.types[node]
         if src == dtype:
             return node
-        if isinstance(node, Literal):
+        if isinstance(node, Literal) and (node.value is None or not cast_can_fail(src, dtype)):
             # Fold: a literal converts once, here, not on every row.
-            if node.value is None or not cast_can_fail(src, dtype):
-                return self._typed_literal(node.value, dtype)
+            return self._typed_literal(node.value, dtype)
         return self._record(Cast(node, dtype, strict=False), dtype)
 
     def _resolve_pair(self, a: Node, b: Node, where: Node) -> tuple[Node, Node]:
@@ -196,7 +195,8 @@ class TypeChecker:
             raise missing_column_error(node.name, self.available)
         if info.dtype is None or info.dtype is DType.FLOAT16:
             if info.dtype is DType.FLOAT16:
-                raise _float16_error(f"column `{node.name}`")
+                where = f"column `{node.name}`"
+                raise _float16_error(where)
             msg = (
                 f"column `{node.name}` has type {info.arrow_type}, which expressions cannot "
                 "compute on; colbridge expressions take numeric and boolean columns "

@@ -66,7 +66,8 @@ def assert_same_as_polars(
     import colbridge as cb
 
     try:
-        expected = steps(pl, pl.from_arrow(table, rechunk=False).lazy()).collect()
+        source = pl.DataFrame(pl.from_arrow(table, rechunk=False))
+        expected = steps(pl, source.lazy()).collect()
         polars_error: Exception | None = None
     except pl.exceptions.PolarsError as exc:
         expected, polars_error = None, exc
@@ -88,5 +89,8 @@ def assert_same_as_polars(
             else:
                 assert_frame_equal(got, expected, check_exact=False, rel_tol=rtol, abs_tol=rtol)
         except AssertionError as exc:
-            msg = f"{kind} input: colbridge differs from polars\n{exc}\ncolbridge:\n{got}\npolars:\n{expected}"
+            msg = (
+                f"{kind} input: colbridge differs from polars\n{exc}\n"
+                f"colbridge:\n{got}\npolars:\n{expected}"
+            )
             raise AssertionError(msg) from None

@@ -35,12 +35,12 @@ class DType(str, enum.Enum):
     @property
     def numpy(self) -> np.dtype[Any]:
         """The NumPy dtype (bool is one byte per value in NumPy, a bit in Arrow)."""
-        return np.dtype(self.value)
+        return _NUMPY[self]
 
     @property
     def arrow(self) -> pa.DataType:
         """The Arrow type."""
-        return pa.from_numpy_dtype(np.dtype(self.value))
+        return _ARROW[self]
 
     @property
     def bits(self) -> int:
@@ -78,7 +78,9 @@ class DType(str, enum.Enum):
         return self.is_integer or self.is_float
 
 
-_ARROW_TO_DTYPE: dict[pa.DataType, DType] = {d.arrow: d for d in DType}
+_NUMPY: dict[DType, np.dtype[Any]] = {d: np.dtype(d.value) for d in DType}
+_ARROW: dict[DType, pa.DataType] = {d: pa.from_numpy_dtype(_NUMPY[d]) for d in DType}
+_ARROW_TO_DTYPE: dict[pa.DataType, DType] = {t: d for d, t in _ARROW.items()}
 
 
 def dtype_from_arrow(arrow_type: pa.DataType) -> DType | None:

@@ -41,10 +41,10 @@ __all__ = [
     "agg_result",
     "float_result",
     "literal_type",
+    "pow_result",
     "smallest_int_type",
     "supertype",
     "truediv_result",
-    "pow_result",
 ]
 
 _SIGNED = [DType.INT8, DType.INT16, DType.INT32, DType.INT64]
