@@ -203,7 +203,8 @@ def _kv(items: list[str], what: str) -> dict[str, str]:
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            msg = f"cannot read {what} {item!r}; write COLUMN={'LO:HI' if what == '--clip' else 'VALUE'}"
+            form = "LO:HI" if what == "--clip" else "VALUE"
+            msg = f"cannot read {what} {item!r}; write COLUMN={form}"
             raise _UsageError(msg)
         out[name.strip()] = value.strip()
     return out
@@ -230,7 +231,8 @@ def _fuse_columns(args: argparse.Namespace, spec: dict[str, Any]) -> dict[str, d
     for name, cfg in table.items():
         unknown = sorted(set(cfg) - _COLUMN_KEYS)
         if unknown:
-            msg = f"unknown key {unknown[0]!r} in spec `columns.{name}`; allowed: {sorted(_COLUMN_KEYS)}"
+            allowed = ", ".join(sorted(_COLUMN_KEYS))
+            msg = f"unknown key {unknown[0]!r} in spec `columns.{name}`; allowed keys: {allowed}"
             raise _UsageError(msg)
         columns[name] = dict(cfg)
     for name in _split(args.columns or ""):
@@ -246,7 +248,7 @@ def _fuse_columns(args: argparse.Namespace, spec: dict[str, Any]) -> dict[str, d
     for name, value in _kv(args.clip, "--clip").items():
         lo, sep, hi = value.partition(":")
         if not sep:
-            msg = f"cannot read --clip {name}={value!r}; write COLUMN=LO:HI (either side may be empty)"
+            msg = f"cannot read --clip {name}={value!r}; write COLUMN=LO:HI (a side may be empty)"
             raise _UsageError(msg)
         columns.setdefault(name, {})["clip"] = [
             _number(lo, f"--clip {name}"),

@@ -49,14 +49,18 @@ def _combine(frame: pd.DataFrame) -> pd.DataFrame:
     exact: dict[str, Any] = {}
     count = 0
     for parts, ex, n in states:
-        merged = parts if merged is None else [merge_partials(a, b) for a, b in zip(merged, parts, strict=True)]
+        merged = (
+            parts
+            if merged is None
+            else [merge_partials(a, b) for a, b in zip(merged, parts, strict=True)]
+        )
         exact = ex
         count += n
     return pd.DataFrame({"state": pd.Series([(merged or [], exact, count)], dtype=object)})
 
 
 def resolve(lazyframe_or_steps: Any, ddf: Any, *, device: str = "cpu") -> tuple[Step, ...]:
-    """The plan's steps with every reduction replaced by its value over all of ``ddf``.
+    """Return the plan's steps with every reduction replaced by its value over all of ``ddf``.
 
     Each reduction level is one Dask tree reduction over the partitions.
     """

@@ -34,7 +34,13 @@ from colbridge.expr.nodes import Agg, Literal
 from colbridge.io.progress import JobProgress
 from colbridge.io.reductions import compute_aggregates
 from colbridge.io.sink import AtomicWriter
-from colbridge.io.source import DEFAULT_BATCH_ROWS, Source, open_source, parse_memory, rows_for_memory
+from colbridge.io.source import (
+    DEFAULT_BATCH_ROWS,
+    Source,
+    open_source,
+    parse_memory,
+    rows_for_memory,
+)
 from colbridge.io.steps import JobSpecError
 from colbridge.lazy import LazyFrame
 from colbridge.plan.logical import Step
@@ -137,7 +143,7 @@ class FeatureStats:
     ddof: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
+        """Return a JSON-ready dict."""
         return {"format": _STATS_FORMAT, "version": 1, "ddof": self.ddof, "columns": self.columns}
 
     def save(self, path: PathLike) -> None:
@@ -180,7 +186,11 @@ class FeatureBatch:
     columns: dict[str, pa.Array | pa.ChunkedArray] = field(default_factory=dict)
 
     def to_arrow(self) -> pa.Table:
-        """A table with a fixed-shape-tensor ``features`` column (+ ``validity``, kept columns)."""
+        """Return a table: fixed-shape-tensor ``features`` (+ ``validity``, kept columns).
+
+        ``validity`` is stored as a uint8 (0/1) tensor: Arrow cannot turn a bool
+        fixed-shape tensor back into a NumPy array.
+        """
         data: dict[str, Any] = {
             "features": pa.FixedShapeTensorArray.from_numpy_ndarray(
                 np.ascontiguousarray(self.features)
@@ -188,7 +198,7 @@ class FeatureBatch:
         }
         if self.validity is not None:
             data["validity"] = pa.FixedShapeTensorArray.from_numpy_ndarray(
-                np.ascontiguousarray(self.validity)
+                np.ascontiguousarray(self.validity).view(np.uint8)
             )
         data.update(self.columns)
         return pa.table(data)
@@ -205,18 +215,24 @@ def _finite(value: Any) -> bool:
     return value is not None and not (isinstance(value, float) and not math.isfinite(value))
 
 
+def _stat(s: Mapping[str, Any], key: str) -> float | None:
+    value = s.get(key)
+    if value is None or not _finite(value):
+        return None
+    return float(value)
+
+
 def _feature_expr(t: ColumnTransform, stats: FeatureStats, dtype: DType) -> Expr:
     e = _base(t)
     s = stats.columns.get(t.name, {})
     if t.scale == "zscore":
-        mean = s.get("mean") if _finite(s.get("mean")) else 0.0
-        std = s.get("std")
-        e = (e - float(mean)) / (float(std) if _finite(std) and std > 0 else 1.0)
+        mean, std = _stat(s, "mean"), _stat(s, "std")
+        e = (e - (mean or 0.0)) / (std if std is not None and std > 0 else 1.0)
     elif t.scale == "minmax":
-        lo, hi = s.get("min"), s.get("max")
-        lo = float(lo) if _finite(lo) else 0.0
-        span = float(hi) - lo if _finite(hi) and float(hi) > lo else 1.0
-        e = (e - lo) / span
+        lo, hi = _stat(s, "min"), _stat(s, "max")
+        base = lo if lo is not None else 0.0
+        span = hi - base if hi is not None and hi > base else 1.0
+        e = (e - base) / span
     if t.clip is not None:
         e = e.clip(t.clip[0], t.clip[1])
     return e.cast(dtype.value)
@@ -382,7 +398,7 @@ def _fit(source: Source, spec: FeatureSpec, batch_rows: int, device: str) -> Fea
 
 
 def _open(
-    input: PathLike | Sequence[PathLike],  # noqa: A002
+    input: PathLike | Sequence[PathLike],
     spec: FeatureSpec,
     batch_rows: int | None,
     memory_limit: str | int | None,
@@ -394,10 +410,15 @@ def _open(
             raise ColumnNotFoundError(msg)
         typ = source.schema.field(t.name).type
         if t.one_hot and not (
-            pa.types.is_dictionary(typ) or pa.types.is_string(typ) or pa.types.is_large_string(typ)
+            pa.types.is_dictionary(typ)
+            or pa.types.is_string(typ)
+            or pa.types.is_large_string(typ)
             or pa.types.is_integer(typ)
         ):
-            msg = f"column `{t.name}` of type `{typ}` cannot be one-hot encoded; use a dictionary, string or integer column"
+            msg = (
+                f"column `{t.name}` of type `{typ}` cannot be one-hot encoded; "
+                "use a dictionary, string or integer column"
+            )
             raise UnsupportedTypeError(msg)
     rows = batch_rows
     if memory_limit is not None:
@@ -416,7 +437,7 @@ def _stats_for(
 
 
 def fit_stats(
-    input: PathLike | Sequence[PathLike],  # noqa: A002
+    input: PathLike | Sequence[PathLike],
     spec: FeatureSpec,
     *,
     batch_rows: int | None = None,
@@ -430,7 +451,9 @@ def fit_stats(
 class FeatureBatches:
     """A re-iterable stream of `FeatureBatch` over a dataset, with fixed statistics."""
 
-    def __init__(self, source: Source, spec: FeatureSpec, stats: FeatureStats, batch_rows: int, device: str) -> None:
+    def __init__(
+        self, source: Source, spec: FeatureSpec, stats: FeatureStats, batch_rows: int, device: str
+    ) -> None:
         self.source = source
         self.spec = spec
         self.stats = stats
@@ -444,7 +467,7 @@ class FeatureBatches:
             yield transform_batch(batch, self.spec, self.stats, self.device)
 
     def to_torch(self) -> Any:
-        """A ``torch.utils.data.IterableDataset`` of dicts of tensors (shared memory via DLPack).
+        """Wrap as a ``torch.utils.data.IterableDataset`` of dicts of tensors (DLPack, no copy).
 
         Use with ``DataLoader(ds, batch_size=None)``: each item is already a batch.
         """
@@ -455,17 +478,18 @@ class FeatureBatches:
 
         class _Dataset(IterableDataset):  # type: ignore[type-arg,misc]
             def __iter__(self) -> Iterator[dict[str, Any]]:
+                from_dlpack: Any = getattr(torch, "from_dlpack")  # noqa: B009
                 for fb in outer:
-                    item = {"features": torch.from_dlpack(fb.features)}
+                    item = {"features": from_dlpack(fb.features)}
                     if fb.validity is not None:
-                        item["validity"] = torch.from_dlpack(fb.validity)
+                        item["validity"] = from_dlpack(fb.validity)
                     yield item
 
         return _Dataset()
 
 
 def iter_features(
-    input: PathLike | Sequence[PathLike],  # noqa: A002
+    input: PathLike | Sequence[PathLike],
     spec: FeatureSpec,
     *,
     stats: FeatureStats | PathLike | None = None,
@@ -492,7 +516,7 @@ class FuseResult:
 
 
 def fuse(
-    input: PathLike | Sequence[PathLike],  # noqa: A002
+    input: PathLike | Sequence[PathLike],
     output: PathLike,
     spec: FeatureSpec,
     *,
@@ -507,7 +531,7 @@ def fuse(
     """Write the feature matrix of ``input`` to ``output`` (Parquet/IPC, atomically).
 
     The file has a ``features`` column of type ``fixed_shape_tensor(dtype, [width])``,
-    a ``validity`` column of the same shape (bool) when ``spec.validity``, and the
+    a ``validity`` column of the same shape (uint8, 1 = valid) when ``spec.validity``, and the
     ``spec.keep`` columns; the feature names are in the schema metadata under
     ``colbridge.features``. ``save_stats`` writes the statistics used, for serving.
     """
@@ -539,11 +563,13 @@ def fuse(
             )
             w.write(empty.to_arrow())
         rows = w.rows
-    return FuseResult(out, rows, len(batches.names), batches.names, batches.stats, time.perf_counter() - start)
+    return FuseResult(
+        out, rows, len(batches.names), batches.names, batches.stats, time.perf_counter() - start
+    )
 
 
 def explain_fuse(
-    input: PathLike | Sequence[PathLike],  # noqa: A002
+    input: PathLike | Sequence[PathLike],
     spec: FeatureSpec,
     *,
     stats: FeatureStats | PathLike | None = None,
@@ -551,14 +577,15 @@ def explain_fuse(
     memory_limit: str | int | None = None,
     device: str = "auto",
 ) -> str:
-    """The fused per-batch plan as text; with ``stats`` given nothing but metadata is read."""
+    """Describe the fused per-batch plan; with ``stats`` given only metadata is read."""
     source, rows = _open(input, spec, batch_rows, memory_limit)
     fitted = _stats_for(source, spec, stats, rows, device)
     dtype = parse_dtype(spec.dtype)
     numeric = [t for t in spec.columns if not t.one_hot]
     names = _feature_names(spec, fitted)
     lines = [
-        f"colbridge fuse over {len(source.files)} {source.format} file(s), {source.count_rows()} rows",
+        f"colbridge fuse over {len(source.files)} {source.format} file(s), "
+        f"{source.count_rows()} rows",
         f"matrix: {len(names)} {dtype} features per row, batches of up to {rows} rows",
         "features: " + ", ".join(names),
     ]

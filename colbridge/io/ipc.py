@@ -36,10 +36,9 @@ class MappedTable:
     mapping: pa.MemoryMappedFile
 
     def contains(self, buffer: pa.Buffer) -> bool:
-        """True when ``buffer``'s bytes lie inside the mapping (it was not copied)."""
-        return self.base_address <= buffer.address and (
-            buffer.address + buffer.size <= self.base_address + self.size
-        )
+        """Tell whether ``buffer``'s bytes lie inside the mapping (it was not copied)."""
+        start = int(buffer.address)
+        return self.base_address <= start and start + buffer.size <= self.base_address + self.size
 
 
 def map_ipc(path: str | os.PathLike[str]) -> MappedTable:

@@ -74,10 +74,10 @@ def _needed_columns(steps: Sequence[Step], schema: pa.Schema) -> list[str] | Non
 
 
 def _prepare(
-    input: PathLike | Sequence[PathLike],  # noqa: A002
+    input: PathLike | Sequence[PathLike],
     *,
     with_: Any,
-    filter: Any,  # noqa: A002
+    filter: Any,
     select: Any,
     steps: Any,
     device: str,
@@ -122,11 +122,11 @@ def _check_output(job: _Job, output: PathLike) -> str:
 
 
 def pipeline(
-    input: PathLike | Sequence[PathLike],  # noqa: A002
+    input: PathLike | Sequence[PathLike],
     output: PathLike,
     *,
     with_: Any = None,
-    filter: Any = None,  # noqa: A002
+    filter: Any = None,
     select: Any = None,
     steps: Any = None,
     device: str = "auto",
@@ -157,12 +157,18 @@ def pipeline(
         A plan built with the lazy API (``cb.lazy(sample).with_columns(...)``); its
         steps run after ``with_`` / ``filter`` / ``select``.
     device : {"auto", "cpu", "cuda"}
-        Where the kernels run; ``fallback`` as in `LazyFrame.compute`.
+        Where the kernels run.
+    fallback : {"cpu", "raise"}
+        What happens when the GPU fails, as in `LazyFrame.compute`.
     batch_rows : int, optional
         Rows per batch (default 524288, or what ``memory_limit`` allows).
     memory_limit : str or int, optional
         Bound on the working set, e.g. ``"512MB"``; sets the batch size from the
         row width. Input row groups larger than a batch are still decoded whole.
+    input_format, output_format : {"parquet", "ipc"}, optional
+        Override the format guessed from the file names.
+    compression : str or None
+        Parquet compression codec (default zstd).
     progress : bool
         Show a progress bar on stderr when it is a terminal.
 
@@ -247,10 +253,10 @@ def pipeline(
 
 
 def explain_pipeline(
-    input: PathLike | Sequence[PathLike],  # noqa: A002
+    input: PathLike | Sequence[PathLike],
     *,
     with_: Any = None,
-    filter: Any = None,  # noqa: A002
+    filter: Any = None,
     select: Any = None,
     steps: Any = None,
     device: str = "auto",
@@ -258,7 +264,7 @@ def explain_pipeline(
     memory_limit: str | int | None = None,
     input_format: str | None = None,
 ) -> str:
-    """The plan `pipeline` would run on ``input``, as text; reads only the input's metadata."""
+    """Describe the plan `pipeline` would run on ``input``; reads only the input's metadata."""
     job = _prepare(
         input, with_=with_, filter=filter, select=select, steps=steps, device=device,
         fallback="cpu", batch_rows=batch_rows, memory_limit=memory_limit,

@@ -154,7 +154,7 @@ def _py(value: Any) -> Any:
 
 
 def partials_from_row(row: Mapping[str, Any], i: int) -> Partial:
-    """The `Partial` of argument ``i`` from one row of `partial_items` results."""
+    """Read the `Partial` of argument ``i`` from one row of `partial_items` results."""
     n = int(row[f"p{i}_n"])
     mean = _py(row.get(f"p{i}_m"))
     var = _py(row.get(f"p{i}_v"))
@@ -205,8 +205,12 @@ def _typed(value: Any, arrow_type: pa.DataType) -> Literal:
     return Literal(value, dtype)
 
 
+def _lookup(values: Mapping[Node, Node]) -> Callable[[Node], Node]:
+    return lambda n: values.get(n, n)
+
+
 def has_aggregates(steps: Iterable[Step]) -> bool:
-    """True when any step's expressions hold a reduction."""
+    """Tell whether any step's expressions hold a reduction."""
     return any(isinstance(n, Agg) for s in steps for _, e in s.items for n in walk(e))
 
 
@@ -214,8 +218,10 @@ def _innermost(step: Step) -> list[Agg]:
     found: list[Agg] = []
     for _, expr in step.items:
         for n in walk(expr):
-            if isinstance(n, Agg) and n not in found and not any(
-                isinstance(m, Agg) for m in walk(n.arg)
+            if (
+                isinstance(n, Agg)
+                and n not in found
+                and not any(isinstance(m, Agg) for m in walk(n.arg))
             ):
                 found.append(n)
     return found
@@ -266,12 +272,11 @@ def resolve_aggregates(steps: Sequence[Step], run: RunPartials) -> tuple[tuple[S
         if k is None:
             return tuple(resolved), passes
         step = resolved[k]
-        values: dict[Node, Node] = dict(compute_aggregates(tuple(resolved[:k]), _innermost(step), run))
+        found = compute_aggregates(tuple(resolved[:k]), _innermost(step), run)
+        values: dict[Node, Node] = dict(found.items())
         passes += 1
         memo: dict[Node, Node] = {}
-        items = tuple(
-            (name, transform(expr, lambda n: values.get(n, n), memo)) for name, expr in step.items
-        )
+        items = tuple((name, transform(expr, _lookup(values), memo)) for name, expr in step.items)
         resolved[k] = Step(step.kind, items)
 
 
@@ -287,7 +292,5 @@ def reduction_passes(steps: Sequence[Step]) -> int:
         passes += 1
         memo: dict[Node, Node] = {}
         step = resolved[k]
-        items = tuple(
-            (name, transform(expr, lambda n: values.get(n, n), memo)) for name, expr in step.items
-        )
+        items = tuple((name, transform(expr, _lookup(values), memo)) for name, expr in step.items)
         resolved[k] = Step(step.kind, items)

@@ -41,7 +41,7 @@ class AtomicWriter:
         self,
         path: str | os.PathLike[str],
         *,
-        format: str | None = None,  # noqa: A002
+        format: str | None = None,
         compression: str | None = "zstd",
         metadata: dict[bytes, bytes] | None = None,
     ) -> None:
@@ -95,7 +95,7 @@ class AtomicWriter:
         self.rows += table.num_rows
 
     def ensure_schema(self, schema: pa.Schema) -> None:
-        """Open the file with ``schema`` if nothing was written (an empty result still has columns)."""
+        """Open the file with ``schema`` if nothing was written (an empty result keeps columns)."""
         if self._writer is None:
             self._open(schema)
 

@@ -97,9 +97,7 @@ def _files(spec: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> l
     path = Path(text)
     if path.is_dir():
         found = sorted(
-            str(p)
-            for p in path.rglob("*")
-            if p.is_file() and not p.name.startswith((".", "_"))
+            str(p) for p in path.rglob("*") if p.is_file() and not p.name.startswith((".", "_"))
         )
         if not found:
             msg = f"input folder {text!r} holds no data files"
@@ -137,8 +135,11 @@ class Source:
         fixed = 0
         variable = False
         for field in self.schema:
-            width = getattr(field.type, "bit_width", None)
-            if isinstance(width, int) and width > 0:
+            try:
+                width = field.type.bit_width
+            except ValueError:  # variable width (strings, lists, ...)
+                width = 0
+            if width > 0:
                 fixed += max(1, width // 8) + 1
             else:
                 variable = True
@@ -150,7 +151,7 @@ class Source:
     def batches(
         self, batch_rows: int, columns: Sequence[str] | None = None
     ) -> Iterator[pa.RecordBatch]:
-        """Record batches of at most ``batch_rows`` rows, in file order, with one batch read ahead."""
+        """Yield batches of at most ``batch_rows`` rows, in file order, one batch read ahead."""
         scanner = self.dataset.scanner(
             columns=list(columns) if columns is not None else None,
             batch_size=batch_rows,
@@ -179,7 +180,7 @@ def rows_for_memory(source: Source, memory_limit: int, requested: int | None) ->
 
 
 def open_source(
-    spec: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], format: str | None = None  # noqa: A002
+    spec: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], format: str | None = None
 ) -> Source:
     """Open a job's input: a Parquet/IPC file, a folder, a glob, or a list of files."""
     files = _files(spec)

@@ -75,11 +75,11 @@ def _select_items(value: Any) -> list[tuple[str, Node]]:
 def build_steps(
     *,
     with_: Any = None,
-    filter: Any = None,  # noqa: A002 - mirrors the LazyFrame method name
+    filter: Any = None,
     select: Any = None,
     ops: Sequence[tuple[str, Any]] = (),
 ) -> tuple[Step, ...]:
-    """Steps from ``with_`` / ``filter`` / ``select`` (applied in that order), then ``ops``.
+    """Build steps from ``with_`` / ``filter`` / ``select`` (applied in that order), then ``ops``.
 
     ``ops`` is an ordered list of ``("with", ...)``, ``("filter", ...)`` and
     ``("select", ...)`` pairs, for callers (like the CLI) that keep the order the
@@ -112,7 +112,7 @@ def build_steps(
 
 
 def steps_of(obj: Any) -> tuple[Step, ...]:
-    """The steps of a `LazyFrame`, or a sequence of steps as they are."""
+    """Return the steps of a `LazyFrame`, or a sequence of steps as they are."""
     if isinstance(obj, LazyFrame):
         return tuple(obj._steps)
     if isinstance(obj, Sequence) and all(isinstance(s, Step) for s in obj):
@@ -125,9 +125,11 @@ def steps_of(obj: Any) -> tuple[Step, ...]:
 
 
 def is_aggregating(steps: Sequence[Step]) -> bool:
-    """True when a ``select`` keeps only reductions: the job's result is one row."""
+    """Tell whether a ``select`` keeps only reductions: the job's result is one row."""
     return any(
-        s.kind == "select" and s.items and all(is_scalar(e) for _, e in s.items)
+        s.kind == "select"
+        and s.items
+        and all(is_scalar(e) for _, e in s.items)
         and any(isinstance(n, Agg) for _, e in s.items for n in walk(e))
         for s in steps
     )

@@ -1,0 +1,242 @@
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from colbridge.cli import main
+
+N = 40_000
+Z = "z = (a - mean(a)) / std(a)"
+W = "w = b * 2 + a"
+FILTER = "b > 10"
+
+
+def make_table(n: int, seed: int = 0) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    return pa.table(
+        {
+            "a": pa.array(rng.normal(5.0, 2.0, n), mask=rng.random(n) < 0.1),
+            "b": rng.integers(0, 100, n).astype(np.int32),
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("cli") / "in.parquet"
+    pq.write_table(make_table(N), path, row_group_size=8_000)
+    return str(path)
+
+
+def expected(path: str) -> pl.DataFrame:
+    df = pl.read_parquet(path)
+    a = pl.col("a")
+    return df.with_columns(z=(a - a.mean()) / a.std(), w=pl.col("b") * 2 + a).filter(
+        pl.col("b") > 10
+    )
+
+
+def check(out, path: str) -> None:
+    got = pl.read_parquet(out) if str(out).endswith(".parquet") else pl.read_ipc(out)
+    exp = expected(path)
+    assert got.columns == exp.columns
+    assert got["b"].to_list() == exp["b"].to_list()
+    for name in ("z", "w"):
+        np.testing.assert_allclose(got[name].to_numpy(), exp[name].to_numpy(), rtol=1e-12,
+                                   atol=1e-13, equal_nan=True)  # fmt: skip
+
+
+def test_run_with_filter_matches_polars(data: str, tmp_path, capsys) -> None:
+    out = tmp_path / "out.parquet"
+    rc = main(["run", data, "-o", str(out), "--with", Z, "--with", W, "--filter", FILTER,
+               "--batch-rows", "6000"])  # fmt: skip
+    assert rc == 0
+    check(out, data)
+    err = capsys.readouterr().err
+    assert "wrote" in err
+    assert "\x1b[" not in err  # no progress bar when stderr is not a terminal
+
+
+def test_spec_file_and_ipc_output(data: str, tmp_path) -> None:
+    spec = tmp_path / "pipeline.toml"
+    out = tmp_path / "out.arrow"
+    spec.write_text(
+        f'input = "{data}"\noutput = "{out}"\ndevice = "cpu"\nbatch_rows = 7000\n'
+        f'with = ["{Z}", "{W}"]\nfilter = "{FILTER}"\n'
+    )
+    assert main(["run", "--spec", str(spec), "--quiet"]) == 0
+    check(out, data)
+
+
+def test_unknown_spec_key_is_a_usage_error(data: str, tmp_path, capsys) -> None:
+    spec = tmp_path / "bad.toml"
+    spec.write_text(f'input = "{data}"\nouptut = "x.parquet"\n')
+    assert main(["run", "--spec", str(spec)]) == 2
+    assert "'ouptut'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--with", "z = a +"], "cannot parse"),
+        (["--with", "z = __import__('os')"], "unknown function"),
+        (["--with", "z = nope * 2"], "nope"),
+        (["--filter", "a + 1"], "not boolean"),
+    ],
+)
+def test_bad_expressions_exit_2_and_write_nothing(data, tmp_path, capsys, args, needle) -> None:
+    out = tmp_path / "out.parquet"
+    assert main(["run", data, "-o", str(out), *args]) == 2
+    assert needle in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_input_and_output_problems(data: str, tmp_path, capsys) -> None:
+    out = tmp_path / "out.parquet"
+    assert main(["run", str(tmp_path / "missing.parquet"), "-o", str(out), "--with", W]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    corrupt = tmp_path / "corrupt.parquet"
+    corrupt.write_bytes(b"PAR1 this is not parquet")
+    assert main(["run", str(corrupt), "-o", str(out), "--with", W]) == 1
+    assert "failed" in capsys.readouterr().err
+    assert main(["run", data, "-o", str(tmp_path / "no" / "dir.parquet"), "--with", W]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    # /proc accepts no new files, even for root: a runtime failure.
+    assert main(["run", data, "-o", "/proc/colbridge-out.parquet", "--with", W, "-q"]) == 1
+    assert not out.exists()
+    assert sorted(os.listdir(tmp_path)) == ["corrupt.parquet"]
+
+
+def test_failing_batch_exits_1_without_partial_file(tmp_path, capsys) -> None:
+    src = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"x": np.r_[np.zeros(20_000), np.full(5_000, 1e4)]}), src,
+                   row_group_size=5_000)  # fmt: skip
+    out = tmp_path / "out.parquet"
+    assert main(["run", str(src), "-o", str(out), "--with", 'y = cast(x, "int8")',
+                 "--batch-rows", "5000"]) == 1  # fmt: skip
+    assert "no output was written" in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == ["in.parquet"]
+
+
+def test_explain_prints_plan_and_writes_nothing(data: str, tmp_path, capsys) -> None:
+    out = tmp_path / "out.parquet"
+    assert main(["run", data, "-o", str(out), "--with", Z, "--filter", "z > 0", "--explain"]) == 0
+    text = capsys.readouterr().out
+    assert "1 statistics pass(es)" in text
+    assert 'col("a").mean()' in text
+    assert not out.exists()
+
+
+def test_usage_errors_from_argparse(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "x.parquet", "--device", "tpu"])
+    assert exc.value.code == 2
+    assert main(["run", "--quiet"]) == 2
+    assert "no input" in capsys.readouterr().err
+
+
+def test_fuse_command_with_saved_stats(data: str, tmp_path) -> None:
+    stats = tmp_path / "stats.json"
+    first, second = tmp_path / "f1.parquet", tmp_path / "f2.parquet"
+    base = ["fuse", data, "--columns", "a,b", "--zscore", "a", "--fill-null", "a=0",
+            "--clip", "a=-3:3", "--minmax", "b", "-q"]  # fmt: skip
+    assert main([*base, "-o", str(first), "--save-stats", str(stats)]) == 0
+    assert json.loads(stats.read_text())["columns"]["a"]["std"] > 0
+    assert main([*base, "-o", str(second), "--stats", str(stats)]) == 0
+    assert pq.read_table(first).equals(pq.read_table(second))
+    assert main([*base, "-o", str(second), "--clip", "a=x"]) == 2
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.getcwd() + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def test_subprocess_run_and_exit_codes(data: str, tmp_path) -> None:
+    out = tmp_path / "out.parquet"
+    ok = subprocess.run(
+        [sys.executable, "-m", "colbridge.cli", "run", data, "-o", str(out), "--with", Z,
+         "--with", W, "--filter", FILTER],
+        capture_output=True, text=True, env=_env(), timeout=120,
+    )  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    check(out, data)
+    bad = subprocess.run(
+        [sys.executable, "-m", "colbridge.cli", "run", data, "-o", str(out), "--with", "z = ("],
+        capture_output=True, text=True, env=_env(), timeout=120,
+    )  # fmt: skip
+    assert bad.returncode == 2
+    assert "cannot parse" in bad.stderr
+
+
+def test_sigint_leaves_no_partial_output(tmp_path) -> None:
+    src = tmp_path / "big.parquet"
+    pq.write_table(make_table(1_500_000, seed=3), src, row_group_size=10_000)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    out = out_dir / "out.parquet"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "colbridge.cli", "run", str(src), "-o", str(out), "--with", W,
+         "--batch-rows", "2000", "-q"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not os.listdir(out_dir) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert proc.poll() is None, "the run finished before it could be interrupted"
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    assert os.listdir(out_dir) == []
+
+
+MEMORY_SCRIPT = textwrap.dedent(
+    """
+    import json, resource, sys
+    import pyarrow as pa, pyarrow.parquet as pq
+    from colbridge.io import pipeline
+    src, small, out, limit = sys.argv[1:5]
+    pipeline(small, out, with_="w = b * 2 + a", batch_rows=1000)  # load kernels, warm pools
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    res = pipeline(src, out, with_="w = b * 2 + a", memory_limit=limit)
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"growth": (after - before) * 1024, "batch_rows": res.batch_rows,
+                      "rows": res.rows_out}))
+    """
+)
+
+
+def test_memory_limit_bounds_peak_rss(tmp_path) -> None:
+    n = 2_000_000
+    rng = np.random.default_rng(5)
+    big = pa.table({"a": rng.random(n), "b": rng.random(n), "c": rng.random(n), "d": rng.random(n)})
+    decoded = big.nbytes  # 64 MB
+    src, small = tmp_path / "big.parquet", tmp_path / "small.parquet"
+    pq.write_table(big, src, row_group_size=20_000, compression="none")
+    pq.write_table(big.slice(0, 5_000), small)
+    del big
+    proc = subprocess.run(
+        [sys.executable, "-c", MEMORY_SCRIPT, str(src), str(small), str(tmp_path / "o.parquet"),
+         "8MB"],
+        capture_output=True, text=True, env=_env(), timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["rows"] == n
+    assert report["batch_rows"] < 50_000
+    # The whole dataset decoded is 64 MB; the run must stay far below that.
+    assert report["growth"] < decoded / 3, report

@@ -1,0 +1,202 @@
+from __future__ import annotations
+
+import itertools
+import math
+import os
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import colbridge as cb
+from colbridge.errors import ColumnNotFoundError, ExpressionSyntaxError, InvalidOperationError
+from colbridge.io import JobSpecError, pipeline
+from colbridge.io.reductions import Partial, merge_partials, resolve_aggregates
+from colbridge.plan.logical import Step
+
+N = 60_000
+WITH = "z = (a - mean(a)) / std(a); w = b * 2 + a"
+FILTER = "b > 10"
+
+
+def make_table(n: int = N, seed: int = 0) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    a = rng.normal(5.0, 2.0, n)
+    return pa.table(
+        {
+            "a": pa.array(a, mask=rng.random(n) < 0.1),
+            "b": rng.integers(0, 100, n).astype(np.int32),
+            "s": pa.array(rng.choice(["x", "y"], n)),
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("pipe") / "in.parquet"
+    pq.write_table(make_table(), path, row_group_size=10_000)
+    return str(path)
+
+
+def polars_expected(df: pl.DataFrame) -> pl.DataFrame:
+    a = pl.col("a")
+    return df.with_columns(z=(a - a.mean()) / a.std(), w=pl.col("b") * 2 + a).filter(
+        pl.col("b") > 10
+    )
+
+
+def assert_frames_close(got: pl.DataFrame, exp: pl.DataFrame) -> None:
+    assert got.columns == exp.columns
+    assert got.height == exp.height
+    for name in got.columns:
+        g, e = got[name], exp[name]
+        assert g.null_count() == e.null_count(), name
+        if g.dtype.is_float():
+            np.testing.assert_allclose(
+                g.to_numpy(), e.to_numpy(), rtol=1e-12, atol=1e-12, equal_nan=True
+            )
+        else:
+            assert g.to_list() == e.to_list(), name
+
+
+def test_zscore_and_filter_match_polars_on_whole_data(data: str, tmp_path) -> None:
+    out = tmp_path / "out.parquet"
+    result = pipeline(data, out, with_=WITH, filter=FILTER, batch_rows=7_000)
+    assert result.batches >= 9
+    assert result.passes == 2  # one statistics pass + the streaming pass
+    got = pl.read_parquet(out)
+    assert_frames_close(got, polars_expected(pl.read_parquet(data)))
+
+
+def test_streaming_equals_single_process_run(data: str, tmp_path) -> None:
+    out = tmp_path / "out.arrow"
+    pipeline(data, out, with_=WITH, filter=FILTER, batch_rows=7_000)
+    whole = cb.lazy(pq.read_table(data)).eval(WITH).filter(cb.col("b") > 10).compute()
+    with pa.memory_map(str(out)) as src:
+        got = pa.ipc.open_file(src).read_all()
+    assert got.schema == whole.schema
+    np.testing.assert_allclose(got["z"].to_numpy(), whole["z"].to_numpy(), rtol=1e-12, atol=1e-13)
+    assert got["w"].equals(whole["w"])
+
+
+def test_nested_reductions_resolve_level_by_level(data: str, tmp_path) -> None:
+    out = tmp_path / "nested.parquet"
+    result = pipeline(
+        data, out, with_={"d": cb.col("b") - (cb.col("b") - cb.col("b").mean()).abs().max()},
+        batch_rows=9_000,
+    )  # fmt: skip
+    assert result.passes == 3
+    df = pl.read_parquet(data)
+    b = pl.col("b")
+    exp = df.with_columns(d=b - (b - b.mean()).abs().max())
+    np.testing.assert_allclose(pl.read_parquet(out)["d"].to_numpy(), exp["d"].to_numpy())
+
+
+def test_folder_glob_and_lazyframe_steps(tmp_path) -> None:
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    tables = [make_table(5_000, seed) for seed in range(3)]
+    for i, t in enumerate(tables):
+        pq.write_table(t, folder / f"part-{i}.parquet")
+    plan = cb.lazy(tables[0]).eval(WITH).filter(cb.col("b") > 10)
+    whole = pl.from_arrow(pa.concat_tables(tables))
+    for source in (folder, str(folder / "*.parquet")):
+        out = tmp_path / "out.parquet"
+        pipeline(source, out, steps=plan, batch_rows=4_000)
+        assert_frames_close(pl.read_parquet(out), polars_expected(whole))
+
+
+def test_one_row_result_of_reductions(data: str, tmp_path) -> None:
+    out = tmp_path / "agg.parquet"
+    pipeline(data, out, select=[cb.col("a").mean().alias("m"), cb.col("b").sum().alias("s")],
+             batch_rows=8_000)  # fmt: skip
+    got = pl.read_parquet(out)
+    df = pl.read_parquet(data)
+    assert got.height == 1
+    assert got["s"][0] == df["b"].sum()
+    assert math.isclose(got["m"][0], df["a"].mean(), rel_tol=1e-13)
+
+
+def test_filter_removing_everything_writes_an_empty_file_with_columns(data: str, tmp_path) -> None:
+    out = tmp_path / "empty.parquet"
+    result = pipeline(data, out, with_=WITH, filter="b > 1000", batch_rows=20_000)
+    assert result.rows_out == 0
+    got = pq.read_table(out)
+    assert got.num_rows == 0
+    assert got.column_names == ["a", "b", "s", "z", "w"]
+
+
+def test_bad_batch_leaves_no_output_and_keeps_old_file(tmp_path) -> None:
+    t = pa.table({"x": np.concatenate([np.zeros(30_000), np.full(10_000, 1000.0)])})
+    src = tmp_path / "in.parquet"
+    pq.write_table(t, src, row_group_size=10_000)
+    out = tmp_path / "out.parquet"
+    out.write_bytes(b"previous output")
+    with pytest.raises(InvalidOperationError):
+        pipeline(src, out, with_='y = cast(x, "int8")', batch_rows=10_000)
+    assert out.read_bytes() == b"previous output"
+    assert sorted(os.listdir(tmp_path)) == ["in.parquet", "out.parquet"]
+
+
+def test_errors_before_reading_data(data: str, tmp_path) -> None:
+    out = tmp_path / "o.parquet"
+    with pytest.raises(ColumnNotFoundError, match="nope"):
+        pipeline(data, out, with_="z = nope + 1")
+    with pytest.raises(ExpressionSyntaxError):
+        pipeline(data, out, with_="z = a +")
+    with pytest.raises(JobSpecError, match="does not exist"):
+        pipeline(tmp_path / "missing.parquet", out, with_=WITH)
+    with pytest.raises(JobSpecError, match="also an input"):
+        pipeline(data, data, with_=WITH)
+    assert not out.exists()
+
+
+def test_memory_limit_sets_batch_rows(data: str, tmp_path) -> None:
+    result = pipeline(data, tmp_path / "o.parquet", with_=WITH, memory_limit="1MB")
+    assert 1024 <= result.batch_rows < 50_000
+    assert result.batches == math.ceil(N / result.batch_rows) or result.batches > 1
+    with pytest.raises(JobSpecError, match="memory limit"):
+        pipeline(data, tmp_path / "o.parquet", with_=WITH, memory_limit="lots")
+
+
+@pytest.mark.parametrize("splits", [[1], [3, 5], [0, 2, 2, 9]])
+def test_merged_partials_equal_whole_column_statistics(splits: list[int]) -> None:
+    rng = np.random.default_rng(len(splits))
+    x = rng.normal(3.0, 4.0, 200)
+    cuts = np.cumsum([0, *splits, 200 - sum(splits)])
+    merged = Partial()
+    for lo, hi in itertools.pairwise(cuts):
+        part = x[lo:hi]
+        p = Partial(
+            count=len(part), sum=float(part.sum()) if len(part) else None,
+            min=float(part.min()) if len(part) else None,
+            max=float(part.max()) if len(part) else None,
+            mean=float(part.mean()) if len(part) else None,
+            m2=float(((part - part.mean()) ** 2).sum()) if len(part) else None,
+        )  # fmt: skip
+        merged = merge_partials(merged, p)
+    assert merged.count == 200
+    assert math.isclose(merged.mean or 0, x.mean(), rel_tol=1e-13)
+    assert math.isclose((merged.m2 or 0) / 199, x.var(ddof=1), rel_tol=1e-12)
+    assert (merged.min, merged.max) == (x.min(), x.max())
+
+
+def test_resolve_aggregates_substitutes_typed_literals() -> None:
+    t = pa.table({"f": pa.array([1.0, 2.0, 3.0, 6.0], pa.float32())})
+    steps = (Step("with_columns", (("g", (cb.col("f") - cb.col("f").mean()).node),)),)
+
+    def run(prefix):
+        rows = []
+        for piece in (t.slice(0, 1), t.slice(1, 3)):
+            res = cb.LazyFrame(piece, prefix).compute("cpu")
+            rows.append(res.to_pylist()[0])
+        return rows, res.schema
+
+    resolved, passes = resolve_aggregates(steps, run)
+    assert passes == 1
+    assert "lit(3.0, dtype=float32)" in repr(resolved[0].items[0][1])
+    got = cb.LazyFrame(t, resolved).compute("cpu")
+    assert got["g"].type == pa.float32()
+    assert got["g"].to_pylist() == [-2.0, -1.0, 0.0, 3.0]
