@@ -330,29 +330,31 @@ class CupyRuntime(Runtime):
         except DeviceError:
             raise
         except Exception as exc:
-            raise _device_error("could not open the CUDA device", exc) from exc
+            raise _device_error(exc, "could not open the CUDA device") from exc
         self._registered: list[int] = []
         self._keep: list[Any] = []
 
     # compilation and launch
     def load(self, kernel: CudaKernelSource) -> Any:
+        """See `Runtime.load`."""
         path = _cached_binary(kernel.source, self.arch)
         try:
             module = self.cp.RawModule(path=str(path))
             return module.get_function(kernel.name)
         except Exception as exc:
-            raise _device_error(f"could not load the compiled kernel {path}", exc) from exc
+            raise _device_error(exc, f"could not load the compiled kernel {path}") from exc
 
     def launch(
         self, handle: Any, kernel: CudaKernelSource, grid: int, block: int, args: list[Any]
     ) -> None:
+        """See `Runtime.launch`."""
         bound = []
         for (ct, _), arg in zip(kernel.params, args, strict=True):
             bound.append(arg if ct.endswith("*") else _ctypes_scalar(ct)(arg))
         try:
             handle((grid,), (block,), tuple(bound))
         except Exception as exc:
-            raise _device_error("kernel launch failed", exc) from exc
+            raise _device_error(exc, "kernel launch failed") from exc
 
     # memory
     def _wrap_pointer(self, ptr: int, nbytes: int, owner: Any) -> Any:
@@ -366,6 +368,7 @@ class CupyRuntime(Runtime):
         return cp.ndarray((nbytes,), dtype=cp.uint8, memptr=mem)
 
     def input(self, host: np.ndarray[Any, Any]) -> Any:
+        """See `Runtime.input`."""
         cp = self.cp
         raw = host.view(np.uint8).reshape(-1) if host.size else np.zeros(0, np.uint8)
         try:
@@ -382,7 +385,7 @@ class CupyRuntime(Runtime):
         except DeviceError:
             raise
         except Exception as exc:
-            raise _device_error("could not place an input on the device", exc) from exc
+            raise _device_error(exc, "could not place an input on the device") from exc
 
     def _device_pointer(self, host: np.ndarray[Any, Any]) -> int:
         ptr = int(host.ctypes.data)
@@ -403,6 +406,7 @@ class CupyRuntime(Runtime):
         return int(rt.pointerGetAttributes(ptr).devicePointer)
 
     def zeros(self, count: int, dtype: Any) -> Any:
+        """See `Runtime.zeros`."""
         try:
             if self.opts.placement == "managed":
                 nbytes = count * np.dtype(dtype).itemsize
@@ -411,9 +415,10 @@ class CupyRuntime(Runtime):
                 return out
             return self.cp.zeros(count, dtype=dtype)
         except Exception as exc:
-            raise _device_error("could not allocate device memory", exc) from exc
+            raise _device_error(exc, "could not allocate device memory") from exc
 
     def output(self, nbytes: int) -> Any:
+        """See `Runtime.output`."""
         try:
             if self.opts.placement == "managed":
                 return self._managed(nbytes)
@@ -424,18 +429,20 @@ class CupyRuntime(Runtime):
         except DeviceError:
             raise
         except Exception as exc:
-            raise _device_error("could not allocate device memory", exc) from exc
+            raise _device_error(exc, "could not allocate device memory") from exc
 
     def to_numpy(self, array: Any) -> np.ndarray[Any, Any]:
+        """See `Runtime.to_numpy`."""
         try:
             if isinstance(array, tuple):
                 self.cp.cuda.Device(self.opts.device).synchronize()
                 return array[0]  # type: ignore[no-any-return]
             return self.cp.asnumpy(array)  # type: ignore[no-any-return]
         except Exception as exc:
-            raise _device_error("could not copy results back from the device", exc) from exc
+            raise _device_error(exc, "could not copy results back from the device") from exc
 
     def into_arrow(self, array: Any, whole: bool) -> pa.Buffer | None:
+        """See `Runtime.into_arrow`."""
         if isinstance(array, tuple):  # host-mapped: the kernel wrote into host memory
             self.cp.cuda.Device(self.opts.device).synchronize()
             return pa.py_buffer(array[0])
@@ -446,15 +453,17 @@ class CupyRuntime(Runtime):
         return None
 
     def budget_bytes(self) -> int | None:
+        """See `Runtime.budget_bytes`."""
         if self.opts.placement == "host-mapped":
             return None
         try:
             free, _total = self.cp.cuda.runtime.memGetInfo()
         except Exception as exc:
-            raise _device_error("could not query free device memory", exc) from exc
+            raise _device_error(exc, "could not query free device memory") from exc
         return int(free * self.opts.memory_fraction)
 
     def close(self) -> None:
+        """See `Runtime.close`."""
         rt = self.cp.cuda.runtime
         for start in self._registered:
             with contextlib.suppress(Exception):
@@ -463,9 +472,9 @@ class CupyRuntime(Runtime):
         self._keep.clear()
 
 
-def _device_error(what: str, exc: BaseException) -> DeviceError:
+def _device_error(exc: BaseException, what: str) -> DeviceError:
     kind = type(exc).__name__
-    if "OutOfMemory" in kind or "memory" in str(exc).lower() and "out of" in str(exc).lower():
+    if "OutOfMemory" in kind or ("memory" in str(exc).lower() and "out of" in str(exc).lower()):
         return DeviceError(f"{what}: the GPU is out of memory ({kind}: {exc})")
     return DeviceError(f"{what} ({kind}: {exc})")
 
@@ -499,6 +508,9 @@ def _kernel(
 
 def _host_input(spec: InputSpec, array: pa.Array, start: int, stop: int) -> list[Any]:
     """Host arrays and offsets of rows ``start:stop`` of one input, in argument order."""
+    # a one-row pass over reductions still lists the columns inside them: clamp to the array
+    stop = min(stop, len(array))
+    start = min(start, stop)
     buffers = array.buffers()
     offset = array.offset
     bound: list[Any] = []
@@ -558,7 +570,7 @@ def _chunks(runtime: Runtime, n: int, per_row: float, fixed: int) -> list[tuple[
     rows = n
     if budget is not None:
         room = budget - fixed
-        if room <= 0 or per_row > 0 and room / per_row < 8:
+        if room <= 0 or (per_row > 0 and room / per_row < 8):
             msg = (
                 f"not enough free GPU memory for even 8 rows ({budget} bytes allowed by "
                 f"memory_fraction={current_options().memory_fraction}); free memory or use "
@@ -618,12 +630,12 @@ def _run(
     input_types = tuple((c, columns[c].type) for c in segment.inputs)
 
     for level in segment.agg_levels:
-        key = ("reduce", tuple(level), tuple(sorted(nullable)), input_types)
-        compiled = _kernel(
-            runtime, key,
-            lambda level=level: generate_reduce(level, segment.types, nulls, plan_text=plan_text),
-            stats,
-        )  # fmt: skip
+        key: tuple[Any, ...] = ("reduce", tuple(level), tuple(sorted(nullable)), input_types)
+
+        def make_reduce(level: list[Agg] = level) -> CudaKernelSource:
+            return generate_reduce(level, segment.types, nulls, plan_text=plan_text)
+
+        compiled = _kernel(runtime, key, make_reduce, stats)
         src = compiled.source
         widths = (max(src.n_f, 1), max(src.n_i, 1), max(src.n_u, 1))
         parts: list[list[np.ndarray[Any, Any]]] = [[], [], []]
@@ -641,9 +653,9 @@ def _run(
             ]
             err = runtime.zeros(N_ERR_KINDS, np.uint64)
             args: list[Any] = [stop - start]
-            for spec in src.inputs:
+            for in_spec in src.inputs:
                 args += [_place(runtime, a) for a in
-                         _host_input(spec, columns[spec.name], start, stop)]  # fmt: skip
+                         _host_input(in_spec, columns[in_spec.name], start, stop)]  # fmt: skip
             for s in src.scalars:
                 args += _scalar_args(s, *scalar_values[s.agg])
             args += [*partials, err]
@@ -686,16 +698,16 @@ def _run(
             data = pa.allocate_buffer(nbytes)
             valid = pa.allocate_buffer(nbits) if spec.nullable else None
             host_out.append((data, valid))
-            host_views.append((np.frombuffer(data, dtype=np.uint8),
-                               np.frombuffer(valid, dtype=np.uint8) if valid else None))  # fmt: skip
+            valid_view = np.frombuffer(valid, dtype=np.uint8) if valid else None
+            host_views.append((np.frombuffer(data, dtype=np.uint8), valid_view))
     err_total = np.zeros((N_ERR_KINDS, 1), dtype=np.int64)
     for start, stop in chunks:
         rows = stop - start
         cbits = (rows + 7) // 8
         args = [rows]
-        for spec in src.inputs:
+        for in_spec in src.inputs:
             args += [_place(runtime, a) for a in
-                     _host_input(spec, columns[spec.name], start, stop)]  # fmt: skip
+                     _host_input(in_spec, columns[in_spec.name], start, stop)]  # fmt: skip
         for s in src.scalars:
             args += _scalar_args(s, *scalar_values[s.agg])
         dev_out: list[tuple[Any, Any | None]] = []
@@ -757,4 +769,3 @@ def _to_buffer(runtime: Runtime, array: Any) -> pa.Buffer:
     buf = pa.allocate_buffer(host.nbytes)
     np.frombuffer(buf, dtype=np.uint8)[:] = host.view(np.uint8).reshape(-1)
     return buf
-

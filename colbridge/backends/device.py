@@ -42,7 +42,8 @@ def _probe() -> tuple[bool, str, int]:
     hidden = f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else ""
     try:
         if importlib.util.find_spec("cupy") is None:
-            raise ImportError("cupy")
+            msg = "cupy"
+            raise ImportError(msg)
         import cupy
     except (ImportError, ValueError):  # absent, or present but failing to import
         return (

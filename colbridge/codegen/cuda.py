@@ -121,7 +121,7 @@ _FLOAT_FUNCS = {
 #: Every math function a generated kernel may call (CUDA math API and glibc alike).
 MATH_FUNCTIONS: frozenset[str] = frozenset(
     {f for name in _FLOAT_FUNCS.values() for f in (name, name + "f")}
-    | {"fabs", "fabsf", "fmod", "fmodf", "pow", "powf", "nan", "nanf"}
+    | {"fabs", "fabsf", "pow", "powf", "nan", "nanf"}
 )
 
 
@@ -192,29 +192,6 @@ template <typename T> __device__ __forceinline__ T cb_mod(T a, T b) {{
     T r = (T)(a % b);
     if (r != 0 && ((r < 0) != (b < 0))) r = (T)(r + b);
     return r;
-}}
-
-__device__ __forceinline__ double cb_fmod_py(double x, double y) {{
-    // Python's float %: the sign of the divisor; x % 0 is NaN
-    double m = fmod(x, y);
-    if (y == 0.0) return m;
-    if (m != 0.0) {{
-        if ((y < 0.0) != (m < 0.0)) m = m + y;
-    }} else {{
-        m = (y < 0.0) ? -0.0 : 0.0;
-    }}
-    return m;
-}}
-
-__device__ __forceinline__ float cb_fmod_pyf(float x, float y) {{
-    float m = fmodf(x, y);
-    if (y == 0.0f) return m;
-    if (m != 0.0f) {{
-        if ((y < 0.0f) != (m < 0.0f)) m = m + y;
-    }} else {{
-        m = (y < 0.0f) ? -0.0f : 0.0f;
-    }}
-    return m;
 }}
 
 __device__ __forceinline__ unsigned long long cb_ipow(unsigned long long base,
@@ -335,7 +312,10 @@ class _Emitter:
             return self._kleene(op, a, av, b, bv)
         valid = self.valid_and(av, bv)
         if op in ("eq", "ne", "lt", "le", "gt", "ge"):
-            self.line(f"const bool {t} = {_compare(op, a, b, operand.is_float)};")
+            if operand != self.types[node.right]:  # int64 against uint64, compared exactly
+                self.line(f"const bool {t} = {_compare_mixed(op, a, b, operand.is_signed)};")
+            else:
+                self.line(f"const bool {t} = {_compare(op, a, b, operand.is_float)};")
             return t, valid
         if op == "xor":
             expr = f"{a} != {b}" if result.is_bool else f"({ct})({a} ^ {b})"
@@ -360,10 +340,10 @@ class _Emitter:
             return t, valid
         if op in ("floordiv", "mod"):
             if result.is_float:
-                if op == "floordiv":
-                    expr = f"{_math('floor', result)}({a} / {b})"
-                else:
-                    expr = f"{'cb_fmod_pyf' if result is DType.FLOAT32 else 'cb_fmod_py'}({a}, {b})"
+                # polars: a // b = floor(a / b) and a % b = a - b * floor(a / b), each step
+                # rounded to the result type (so x % inf is NaN, not x as in Python).
+                self.line(f"const {ct} {t}q = {_math('floor', result)}({a} / {b});")
+                expr = f"{t}q" if op == "floordiv" else f"{a} - ({b} * {t}q)"
                 self.line(f"const {ct} {t} = {expr};")
                 return t, valid
             return self._int_divmod(op, result, a, b, valid)
@@ -434,8 +414,9 @@ class _Emitter:
         self.line(f"const {ct} {t} = {t}ok ? ({ct})cb_ipow({base}, "
                   f"(unsigned long long){b}) : {_c_const(0, result)};")  # fmt: skip
         self._count_error(ERR_NEGATIVE_EXPONENT, f"!{t}ok", valid,
-                          "integer raised to a negative integer power (or one above 2**32-1); "
-                          "cast the base to float first, e.g. `x.cast('float64') ** y`")  # fmt: skip
+                          "integer raised to a negative integer power (or one above "
+                          "2**32-1); cast the base to float first, e.g. "
+                          "`x.cast('float64') ** y`")  # fmt: skip
         return t, valid
 
     def _count_error(self, kind: int, failed: str, valid: str | None, message: str) -> None:
@@ -604,6 +585,22 @@ def _compare(op: str, a: str, b: str, is_float: bool) -> str:
     }[op]
 
 
+def _compare_mixed(op: str, a: str, b: str, left_signed: bool) -> str:
+    """Compare int64 with uint64 exactly: a negative int64 is below every uint64."""
+    if not left_signed:  # put the signed operand on the left
+        a, b = b, a
+        op = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}.get(op, op)
+    ua = f"(unsigned long long){a}"
+    return {
+        "eq": f"({a} >= 0) && ({ua} == {b})",
+        "ne": f"!(({a} >= 0) && ({ua} == {b}))",
+        "lt": f"({a} < 0) || ({ua} < {b})",
+        "le": f"({a} < 0) || ({ua} <= {b})",
+        "gt": f"({a} >= 0) && ({ua} > {b})",
+        "ge": f"({a} >= 0) && ({ua} >= {b})",
+    }[op]
+
+
 def _fits(a: str, src: DType, dst: DType) -> str:
     """A C condition that is true where value ``a`` of ``src`` converts to ``dst``."""
     lo, hi = int_range(dst)
@@ -623,9 +620,7 @@ def _fits(a: str, src: DType, dst: DType) -> str:
     return " && ".join(f"({c})" for c in checks) if checks else "true"
 
 
-def _params(
-    inputs: list[InputSpec], scalars: list[ScalarSpec]
-) -> list[tuple[str, str]]:
+def _params(inputs: list[InputSpec], scalars: list[ScalarSpec]) -> list[tuple[str, str]]:
     params: list[tuple[str, str]] = [("long long", "n")]
     for k, spec in enumerate(inputs):
         if spec.dtype.is_bool:
@@ -806,7 +801,8 @@ def generate_reduce(
                     f"    nan{q} = 1;",
                     "} else {",
                     f"    nn{q} += 1;",
-                    f"    if ((double){value} {better} {acc} || nn{q} == 1) {acc} = (double){value};",
+                    f"    if ((double){value} {better} {acc} || nn{q} == 1)",
+                    f"        {acc} = (double){value};",
                     "}",
                 ]
                 slot.f["best"] = nf
@@ -854,7 +850,8 @@ def generate_reduce(
         else:
             update.extend(upd)
         slots.append(slot)
-    params = _params(inputs, scalars) + [
+    params = [
+        *_params(inputs, scalars),
         ("double*", "pf"),
         ("long long*", "pi"),
         ("unsigned long long*", "pu"),

@@ -64,11 +64,7 @@ _CTYPES: dict[str, Any] = {
 def compile_host(kernel: CudaKernelSource) -> ctypes.CDLL:
     """The kernel compiled with g++ as a shared library exporting ``cb_host_<name>``."""
     header = HEADER.read_text()
-    wrapper = (
-        f'#include "{HEADER.name}"\n'
-        f'#include "kernel.cu"\n'
-        f"CB_HOST_ENTRY({kernel.name})\n"
-    )
+    wrapper = f'#include "{HEADER.name}"\n#include "kernel.cu"\nCB_HOST_ENTRY({kernel.name})\n'
     key = hashlib.sha256("\0".join((header, kernel.source, wrapper, *GXX_FLAGS)).encode())
     digest = key.hexdigest()[:40]
     with _LOCK:
@@ -103,7 +99,10 @@ def _build(source: str, header: str, wrapper: str, target: Path) -> None:
             check=False,
         )
         if proc.returncode != 0:
-            msg = f"generated CUDA kernel failed to compile with g++:\n{proc.stderr}\n{numbered(source)}"
+            msg = (
+                "generated CUDA kernel failed to compile with g++:\n"
+                f"{proc.stderr}\n{numbered(source)}"
+            )
             raise KernelCompileError(msg)
         tmp_target = target.with_suffix(f".{os.getpid()}.tmp")
         shutil.copyfile(out, tmp_target)
@@ -135,11 +134,13 @@ class HostRuntime(Runtime):
         self.launches = 0
 
     def load(self, kernel: CudaKernelSource) -> Any:
+        """See `Runtime.load`."""
         return getattr(compile_host(kernel), f"cb_host_{kernel.name}")
 
     def launch(
         self, handle: Any, kernel: CudaKernelSource, grid: int, block: int, args: list[Any]
     ) -> None:
+        """See `Runtime.launch`."""
         keep: list[Any] = []
         for (ct, _), arg in zip(kernel.params, args, strict=True):
             if ct.endswith("*"):
@@ -152,22 +153,28 @@ class HostRuntime(Runtime):
         self.launches += 1
 
     def input(self, host: np.ndarray[Any, Any]) -> Any:
+        """See `Runtime.input`."""
         # an exact-size private copy, as a device copy would be
         return np.array(host, copy=True)
 
     def zeros(self, count: int, dtype: Any) -> Any:
+        """See `Runtime.zeros`."""
         return np.zeros(count, dtype=dtype)
 
     def output(self, nbytes: int) -> Any:
+        """See `Runtime.output`."""
         return np.full(nbytes, POISON, dtype=np.uint8)
 
     def to_numpy(self, array: Any) -> np.ndarray[Any, Any]:
+        """See `Runtime.to_numpy`."""
         return array  # type: ignore[no-any-return]
 
     def into_arrow(self, array: Any, whole: bool) -> pa.Buffer | None:
+        """See `Runtime.into_arrow`."""
         return pa.py_buffer(array) if whole else None
 
     def budget_bytes(self) -> int | None:
+        """See `Runtime.budget_bytes`."""
         return self.budget
 
 

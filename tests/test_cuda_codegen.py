@@ -1,0 +1,168 @@
+"""Generated CUDA kernels compile with NVRTC for sm_90 (no GPU or driver needed), and look right.
+
+The corpus is every kernel the CUDA test corpus produces: each expression
+group of `cuda_corpus` under each null pattern, plus reductions, nested
+reductions and a filter (about 50 distinct kernels).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from cuda_corpus import CB, GROUPS, NULL_PATTERNS, make_column
+
+import colbridge as cb
+from colbridge.backends.cuda import _cached_binary, compile_nvrtc
+from colbridge.codegen.cuda import MATH_FUNCTIONS, CudaKernelSource
+from colbridge.codegen.numba_cpu import _signature_args
+from colbridge.errors import KernelCompileError
+from colbridge.testing.cuda_host import HostRuntime, compute_on_host
+
+ARCH = "sm_90"
+
+
+def _table(types: tuple[pa.DataType, ...], pattern: tuple[bool, ...]) -> pa.Table:
+    rng = np.random.default_rng(11)
+    cols = {
+        name: make_column(rng, t, 23, nulls)
+        for name, t, nulls in zip("abc", types, pattern, strict=True)
+    }
+    return pa.table(cols).slice(3, 20)
+
+
+def _extra(m: Any, q: Any) -> list[Any]:
+    a, b = m.col("a"), m.col("b")
+    return [
+        q.select(
+            s=a.sum(),
+            mean=a.mean(),
+            mn=a.min(),
+            mx=a.max(),
+            sd=a.std(),
+            n=a.count(),
+            bs=b.sum(),
+            bmin=b.min(),
+            bmax=b.max(),
+            nc=b.null_count(),
+        ),
+        q.with_columns(z=(a - a.mean()) / a.std()).filter(m.col("z") > 0),
+        q.filter((a > 0) & (b < 5)),
+    ]
+
+
+class _Recorder(HostRuntime):
+    """A host runtime that keeps every kernel it is asked to load (its own cache keys)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kernels: dict[str, CudaKernelSource] = {}
+
+    def load(self, kernel: CudaKernelSource) -> Any:
+        self.kernels.setdefault(kernel.digest, kernel)
+        return super().load(kernel)
+
+
+def _corpus() -> list[CudaKernelSource]:
+    runtime = _Recorder()
+    for group in GROUPS:
+        for pattern in NULL_PATTERNS:
+            table = _table(group.types, pattern)
+            compute_on_host(cb.lazy(table).with_columns(**group.exprs(CB)), runtime)
+    for pattern in NULL_PATTERNS:
+        table = _table((pa.float64(), pa.int64(), pa.int64()), pattern)
+        for lf in _extra(CB, cb.lazy(table)):
+            compute_on_host(lf, runtime)
+    return list(runtime.kernels.values())
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[CudaKernelSource]:
+    kernels = _corpus()
+    assert 30 <= len(kernels) <= 80, len(kernels)
+    return kernels
+
+
+def test_every_corpus_kernel_compiles_with_nvrtc_for_sm90(corpus: list[CudaKernelSource]) -> None:
+    start = time.perf_counter()
+    sizes = [len(compile_nvrtc(k.source, ARCH)) for k in corpus]
+    elapsed = time.perf_counter() - start
+    assert all(size > 1000 for size in sizes)  # real cubins, not empty output
+    print(f"\nNVRTC compiled {len(corpus)} kernels for {ARCH} in {elapsed:.1f} s")
+
+
+def test_ptx_for_compute_90_too(corpus: list[CudaKernelSource]) -> None:
+    ptx = compile_nvrtc(corpus[0].source, "compute_90").decode()
+    assert ".target sm_90" in ptx
+    assert "fma.rn" not in ptx  # --fmad=false: no contraction into fused multiply-add
+
+
+_IDENT_CALL = re.compile(r"\b([A-Za-z_][A-Za-z_0-9]*)\s*\(")
+_ALLOWED_CALLS = MATH_FUNCTIONS | {
+    "cb_floordiv", "cb_mod", "cb_ipow", "cb_isfinite", "cb_isinf", "elementwise", "reduce",
+    "__longlong_as_double", "__int_as_float", "atomicAdd", "if", "while", "for", "return",
+    "bool", "float", "double", "char", "short", "int", "long", "unsigned", "signed",
+}  # fmt: skip
+
+
+def test_kernels_use_only_whitelisted_calls(corpus: list[CudaKernelSource]) -> None:
+    for kernel in corpus:
+        code = "\n".join(line for line in kernel.source.splitlines()
+                         if not line.lstrip().startswith("//"))  # fmt: skip
+        called = set(_IDENT_CALL.findall(code))
+        assert called <= _ALLOWED_CALLS, called - _ALLOWED_CALLS
+        assert "NAN" not in code
+        assert "INFINITY" not in code
+        assert "__expf" not in code
+        assert "__fdividef" not in code
+        assert 'extern "C" __global__ void' in code
+
+
+def test_grid_stride_loop_one_thread_per_validity_byte(corpus: list[CudaKernelSource]) -> None:
+    for kernel in corpus:
+        assert "byte += stride" in kernel.source
+        assert "const long long start = byte << 3;" in kernel.source
+        # bit-packed outputs are written a whole byte at a time, by the thread owning it
+        for line in kernel.source.splitlines():
+            if "|=" in line:
+                assert "<< (i & 7)" in line
+
+
+def test_argument_order_matches_the_cpu_kernels(corpus: list[CudaKernelSource]) -> None:
+    for kernel in corpus:
+        names = [name for _, name in kernel.params]
+        cpu = _signature_args(kernel.inputs, kernel.scalars)
+        assert names[: len(cpu)] == cpu
+        if kernel.kind == "reduce":
+            assert names[len(cpu) :] == ["pf", "pi", "pu", "err"]
+        else:
+            assert names[-1] == "err"
+
+
+def test_compile_error_shows_numbered_source_and_the_log() -> None:
+    bad = 'extern "C" __global__ void k(double* x) {\n    x[0] = undefined_name;\n}\n'
+    with pytest.raises(KernelCompileError) as info:
+        compile_nvrtc(bad, ARCH)
+    text = str(info.value)
+    assert "undefined_name" in text
+    assert "   2      x[0] = undefined_name;" in text
+    assert "--fmad=false" in text
+
+
+def test_disk_cache_compiles_once(tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+                                  corpus: list[CudaKernelSource]) -> None:  # fmt: skip
+    monkeypatch.setenv("COLBRIDGE_CACHE_DIR", str(tmp_path))
+    first = _cached_binary(corpus[1].source, ARCH)
+    stamp = first.stat().st_mtime_ns
+    again = _cached_binary(corpus[1].source, ARCH)
+    assert again == first
+    assert again.stat().st_mtime_ns == stamp
+    assert first.parent == tmp_path / "cuda"
+    assert first.name.endswith("_sm_90.cubin")
+    other = _cached_binary(corpus[1].source, "compute_90")
+    assert other != first
+    assert other.suffix == ".ptx"
