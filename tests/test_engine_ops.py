@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -267,3 +268,58 @@ def test_int_uint64_comparisons_are_exact(data) -> None:  # type: ignore[no-unty
         )
 
     assert_same_as_polars(table, steps)
+
+
+@pytest.fixture
+def parallel_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Force the multi-threaded kernel variant (used above 200k rows) on small data."""
+    import colbridge.backends.cpu as cpu
+
+    monkeypatch.setattr(cpu, "PARALLEL_MIN_ROWS", 0)
+
+
+@pytest.mark.usefixtures("parallel_kernels")
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_parallel_variant_matches_polars(data) -> None:  # type: ignore[no-untyped-def]
+    table = data.draw(tables([F64, I32, BOOL], max_rows=40))
+
+    def steps(m, q):  # type: ignore[no-untyped-def]
+        a, b, c = m.col("a"), m.col("b"), m.col("c")
+        q = q.with_columns(
+            z=(a * b + 1).sqrt(), gt=a > b, k=c & (b > 0), d=b // 3, s=(a - a.mean()) / a.std(),
+            n=b.sum(), mx=a.max(),
+        )  # fmt: skip
+        return q.filter(m.col("gt") | c)
+
+    assert_same_as_polars(table, steps, rtol=1e-9)
+
+
+@pytest.mark.usefixtures("parallel_kernels")
+def test_parallel_variant_on_many_blocks() -> None:
+    from tests.engine_data import make_column
+
+    rng = np.random.default_rng(7)
+    n = 3 * 16384 + 1001  # several blocks, the last one partial
+    table = pa.table(
+        {"a": make_column(rng, F64, n + 5, 0.3), "b": make_column(rng, I64, n + 5, 0.1)}
+    ).slice(5)
+
+    def steps(m, q):  # type: ignore[no-untyped-def]
+        a, b = m.col("a"), m.col("b")
+        return q.with_columns(
+            z=a * 2, lt=a < b, nb=b.is_null(), cnt=a.count(), v=a.var(), s=b.sum(), mn=b.min()
+        ).filter(m.col("lt"))
+
+    assert_same_as_polars(table, steps, kinds=("polars",), rtol=1e-9)
+
+
+def test_reductions_of_scalars_see_one_value() -> None:
+    table = pa.table({"a": [1.0, None, 3.0]})
+    assert_same_as_polars(
+        table,
+        lambda m, q: q.with_columns(
+            s=m.lit(2).sum(), c=m.lit(2).count(), mm=m.col("a").mean().max(),
+            sd=m.lit(1.5).std(), v0=m.lit(1.5).var(ddof=0), n=m.col("a").sum().null_count(),
+        ),  # fmt: skip
+    )

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from colbridge.errors import DuplicateColumnError, SchemaError
 from colbridge.expr.nodes import Agg, Binary, Column, Literal, Node, transform, walk
 from colbridge.plan.logical import Step
-from colbridge.plan.typecheck import ColumnType, TypeChecker
+from colbridge.plan.typecheck import ColumnType, TypeChecker, is_scalar
 from colbridge.types import DType
 
 __all__ = ["Segment", "SegmentSpec", "plan_segments", "type_segment"]
@@ -71,17 +71,6 @@ def _substitute(node: Node, env: Mapping[str, Node]) -> Node:
 
 def _has_agg(node: Node) -> bool:
     return any(isinstance(n, Agg) for n in walk(node))
-
-
-def is_scalar(node: Node) -> bool:
-    """True when the expression has one value per frame (no column outside a reduction)."""
-    if isinstance(node, Agg):
-        return True
-    if isinstance(node, Column):
-        return False
-    from colbridge.expr.nodes import children
-
-    return all(is_scalar(c) for c in children(node))
 
 
 def _referenced(node: Node) -> set[str]:

@@ -27,6 +27,7 @@ from colbridge.expr.nodes import (
     Node,
     Unary,
     When,
+    children,
 )
 from colbridge.types import DType
 from colbridge.types.promotion import (
@@ -40,7 +41,7 @@ from colbridge.types.promotion import (
     truediv_result,
 )
 
-__all__ = ["ColumnType", "TypeChecker", "cast_can_fail"]
+__all__ = ["ColumnType", "TypeChecker", "cast_can_fail", "is_scalar"]
 
 
 class ColumnType:
@@ -402,7 +403,38 @@ class TypeChecker:
         if _is_dynamic(arg):
             arg = self._materialize(arg)
         t = self.types[arg]
-        return self._record(Agg(node.func, arg, node.ddof), agg_result(node.func, t))
+        result = agg_result(node.func, t)
+        if is_scalar(arg):
+            # A reduction of a scalar (a literal, or another reduction) sees one value,
+            # as in polars: lit(1).sum() is 1 whatever the frame's length.
+            return self._scalar_agg(node.func, node.ddof, arg, result)
+        return self._record(Agg(node.func, arg, node.ddof), result)
+
+    def _scalar_agg(self, func: str, ddof: int, arg: Node, result: DType) -> Node:
+        if func in ("count", "null_count"):
+            test = self._record(Unary("is_not_null" if func == "count" else "is_null", arg),
+                                DType.BOOL)  # fmt: skip
+            return self._cast(test, result)
+        if func in ("std", "var"):
+            if ddof >= 1:
+                return self._typed_literal(None, result)
+            present = self._record(Unary("is_not_null", arg), DType.BOOL)
+            zero = self._typed_literal(0.0, result)
+            missing = self._typed_literal(None, result)
+            return self._record(When(present, zero, missing), result)
+        value = self._cast(arg, result)
+        if func == "sum":  # the sum of nothing is 0
+            return self._record(Coalesce((value, self._typed_literal(0, result))), result)
+        return value
+
+
+def is_scalar(node: Node) -> bool:
+    """True when ``node`` has one value per frame: no column outside a reduction."""
+    if isinstance(node, Agg):
+        return True
+    if isinstance(node, Column):
+        return False
+    return all(is_scalar(c) for c in children(node))
 
 
 def _convert_scalar(value: bool | int | float, dtype: DType) -> bool | int | float:
