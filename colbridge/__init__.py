@@ -51,6 +51,10 @@ def __getattr__(name: str) -> Any:
         from colbridge import columns
 
         return getattr(columns, name)
+    if name in ("io", "dask"):  # the jobs layer loads on first use
+        import importlib
+
+        return importlib.import_module(f"colbridge.{name}")
     msg = f"module 'colbridge' has no attribute {name!r}"
     raise AttributeError(msg)
 

@@ -41,7 +41,7 @@ def main(rows: int = 2_000_000) -> None:
     print("\n== 2. df.gpu: queue lazy expressions, nothing runs until compute()")
     net = cb.col("price") * cb.col("qty") * (1 - cb.col("discount").fill_null(0))
     q = (
-        df.gpu.with_columns(net=net)
+        df.gpu.with_columns(net=net)  # type: ignore[attr-defined]  # registered by colbridge
         .with_columns(z=(cb.col("net") - cb.col("net").mean()) / cb.col("net").std())
         .filter(cb.col("z") > -1)
     )
@@ -77,7 +77,7 @@ def main(rows: int = 2_000_000) -> None:
     X = cb.to_tensor(out, ["price", "qty", "z"], dtype="float32", nulls=0.0)
     print(f"   shape {X.shape}, dtype {X.dtype}; DLPack device {X.__dlpack_device__()}")
     print(f"\nkernel cache: {cb.cache_info()}")
-    _ = pd  # pandas is imported above for its accessor
+    _ = pd  # the pandas frame above comes from polars' to_pandas
 
 
 if __name__ == "__main__":

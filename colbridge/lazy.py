@@ -7,8 +7,10 @@ kept, branched and computed many times.
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -19,9 +21,14 @@ import pyarrow as pa
 
 from colbridge.backends import get_backend
 from colbridge.backends.cpu import PARALLEL_MIN_ROWS, RunStats
-from colbridge.backends.device import DeviceChoice, resolve_device
+from colbridge.backends.device import DeviceChoice, device_context, resolve_device
 from colbridge.columns.frames import ArrowTableAdapter, FrameAdapter, adapt_frame
-from colbridge.errors import SchemaError
+from colbridge.errors import (
+    DeviceError,
+    DeviceFallbackWarning,
+    KernelCompileError,
+    SchemaError,
+)
 from colbridge.expr.api import Expr, as_expr
 from colbridge.expr.nodes import Alias, Column, Node, output_name, walk
 from colbridge.plan.logical import Step
@@ -175,6 +182,16 @@ class LazyFrame:
         # plans for the frames this handle has seen, by column names (and input types)
         self._memo: dict[Any, Any] = {}
 
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        """The queued steps, oldest first (immutable)."""
+        return self._steps
+
+    @property
+    def frame(self) -> Any:
+        """The frame the steps apply to."""
+        return self._frame
+
     # -- queueing -------------------------------------------------------------
     def _then(self, step: Step) -> LazyFrame:
         return LazyFrame(self._frame, (*self._steps, step), numpy_output=self._numpy_output)
@@ -260,10 +277,22 @@ class LazyFrame:
         ``numpy_output=True`` gives NumPy-backed pandas columns where there are no nulls.
         """
         report = ComputeReport()
-        report.device = resolve_device(device, fallback)
+        choice = resolve_device(device, fallback)
+        report.device = choice
         np_out = self._numpy_output if numpy_output is None else numpy_output
         adapter = adapt_frame(self._frame, numpy_output=np_out)
-        result = self._run(adapter, report, report.device.target)
+        try:
+            with device_context(choice):
+                result = self._run(adapter, report, choice.target)
+        except (DeviceError, KernelCompileError) as exc:
+            if choice.target == "cpu" or fallback != "cpu":
+                raise
+            # The GPU failed while running (out of memory, driver, compile): rerun on
+            # the CPU from the untouched inputs, and say so.
+            note = f"fell back to cpu: {choice.target} failed while running ({exc})"
+            warnings.warn(note, DeviceFallbackWarning, stacklevel=2)
+            report = ComputeReport(device=DeviceChoice("cpu", choice.requested, note))
+            result = self._run(adapter, report, "cpu")
         self.last_report = report
         return result
 
@@ -307,13 +336,17 @@ class LazyFrame:
         raise AssertionError(msg)
 
     # -- reporting ------------------------------------------------------------
-    def explain(self, *, source: bool = False, device: str = "auto") -> str:
+    def explain(self, *, source: bool = False, device: str = "auto", target: str = "cpu") -> str:
         """The plan as text: steps, passes and fused kernels, columns read, copies, device.
 
-        ``source=True`` adds the generated kernel source.
+        ``source=True`` adds the generated kernel source for ``target`` (``"cpu"``: numba
+        source; ``"cuda"``: CUDA C, which can be shown without a GPU).
         """
-        from colbridge.codegen.numba_cpu import generate_elementwise, generate_reduce
         from colbridge.plan.nullability import Nullability
+
+        codegen = importlib.import_module(
+            "colbridge.codegen.cuda" if target == "cuda" else "colbridge.codegen.numba_cpu"
+        )
 
         adapter = adapt_frame(self._frame)
         copies: list[str] = []
@@ -351,14 +384,17 @@ class LazyFrame:
                 arrays = {name: columns.get(name) for name in seg.inputs}
                 nullable = frozenset(n for n in seg.inputs if arrays[n].null_count > 0)
                 nulls = Nullability(seg.types, nullable)
+                options: dict[str, Any] = {"plan_text": seg.text}
+                if target != "cuda":
+                    options["parallel"] = parallel
                 for aggs in seg.agg_levels:
-                    src = generate_reduce(aggs, seg.types, nulls, parallel=parallel, plan_text="")
-                    lines += ["  --- reduction kernel source ---", src.source]
+                    src = codegen.generate_reduce(aggs, seg.types, nulls, **options)
+                    lines += [f"  --- reduction kernel source ({target}) ---", src.source]
                 if seg.outputs or seg.mask is not None:
-                    src = generate_elementwise(
-                        seg.outputs, seg.mask, seg.types, nulls, parallel=parallel, plan_text=""
+                    src = codegen.generate_elementwise(
+                        seg.outputs, seg.mask, seg.types, nulls, **options
                     )
-                    lines += ["  --- elementwise kernel source ---", src.source]
+                    lines += [f"  --- elementwise kernel source ({target}) ---", src.source]
         lines.append("copies: " + ("; ".join(copies) or "none (every input read in place)"))
         report = self.last_report
         if report is not None and report.device is not None:

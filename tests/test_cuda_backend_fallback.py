@@ -66,7 +66,7 @@ def test_backend_itself_raises_device_error_without_a_device() -> None:
     from colbridge.plan.typecheck import ColumnType
     from colbridge.types import DType
 
-    spec = plan_segments(lf._steps, ["a"])[0]
+    spec = plan_segments(lf.steps, ["a"])[0]
     segment = type_segment(spec, {"a": ColumnType("a", DType.FLOAT64, pa.float64())})
     with pytest.raises(cb.DeviceError, match="CuPy found no CUDA device"):
         cuda.run_segment(segment, {"a": table.column("a").chunk(0)}, 2, RunStats())

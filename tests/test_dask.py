@@ -48,7 +48,7 @@ def test_plan_with_reductions_equals_single_process_run(client, frames) -> None:
         .with_columns(d=b - (b - b.mean()).abs().max())
     )
     got = apply(plan, ddf).compute()
-    want = cb.LazyFrame(pdf, plan._steps).compute()
+    want = cb.LazyFrame(pdf, plan.steps).compute()
     assert list(got.columns) == list(want.columns)
     assert len(got) == len(want)
     for name in ("z", "w", "d"):

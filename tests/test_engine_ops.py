@@ -319,7 +319,11 @@ def test_reductions_of_scalars_see_one_value() -> None:
     assert_same_as_polars(
         table,
         lambda m, q: q.with_columns(
-            s=m.lit(2).sum(), c=m.lit(2).count(), mm=m.col("a").mean().max(),
-            sd=m.lit(1.5).std(), v0=m.lit(1.5).var(ddof=0), n=m.col("a").sum().null_count(),
-        ),  # fmt: skip
+            s=m.lit(2).sum(),
+            c=m.lit(2).count(),
+            mm=m.col("a").mean().max(),
+            sd=m.lit(1.5).std(),
+            v0=m.lit(1.5).var(ddof=0),
+            n=m.col("a").sum().null_count(),
+        ),
     )

@@ -6,15 +6,17 @@ CUDA detection is never used for this decision.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import os
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from colbridge.errors import DeviceError, DeviceFallbackWarning
 
-__all__ = ["DeviceChoice", "gpu_status", "resolve_device"]
+__all__ = ["DeviceChoice", "device_context", "gpu_status", "resolve_device"]
 
 FALLBACKS = ("cpu", "raise")
 
@@ -98,3 +100,15 @@ def resolve_device(device: str = "auto", fallback: str = "cpu") -> DeviceChoice:
     note = f"fell back to cpu: no usable GPU for device={device!r} ({reason})"
     warnings.warn(note, DeviceFallbackWarning, stacklevel=4)
     return DeviceChoice("cpu", device, note)
+
+
+@contextlib.contextmanager
+def device_context(choice: DeviceChoice) -> Iterator[None]:
+    """Bind the chosen device for the duration of a compute (a no-op on the CPU)."""
+    if choice.target != "cuda":
+        yield
+        return
+    from colbridge.backends import cuda
+
+    with cuda.options(device=choice.index):
+        yield

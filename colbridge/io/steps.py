@@ -15,7 +15,7 @@ from colbridge.expr.nodes import Agg, Alias, Column, Node, walk
 from colbridge.expr.parser import parse_assignments, parse_expr
 from colbridge.lazy import LazyFrame
 from colbridge.plan.logical import Step
-from colbridge.plan.planner import is_scalar
+from colbridge.plan.typecheck import is_scalar
 
 __all__ = ["JobSpecError", "build_steps", "is_aggregating", "steps_of"]
 
@@ -114,7 +114,7 @@ def build_steps(
 def steps_of(obj: Any) -> tuple[Step, ...]:
     """Return the steps of a `LazyFrame`, or a sequence of steps as they are."""
     if isinstance(obj, LazyFrame):
-        return tuple(obj._steps)
+        return tuple(obj.steps)
     if isinstance(obj, Sequence) and all(isinstance(s, Step) for s in obj):
         return tuple(obj)
     msg = (

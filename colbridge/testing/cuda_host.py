@@ -188,7 +188,7 @@ def compute_on_host(lazy_frame: Any, runtime: HostRuntime | None = None) -> Any:
 
     runtime = runtime if runtime is not None else HostRuntime()
     report = ComputeReport()
-    adapter = adapt_frame(lazy_frame._frame)
+    adapter = adapt_frame(lazy_frame.frame)
     with use_runtime(runtime):
         result = lazy_frame._run(adapter, report, "cuda")
     lazy_frame.last_report = report
