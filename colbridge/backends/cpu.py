@@ -278,6 +278,18 @@ def _combine(
         return np.uint32(count), True
     if func == "null_count":
         return np.uint32(num_rows - count), True
+    if func == "mean" and ("sum_hi" in slot.i or "sum_hi" in slot.u):
+        if count == 0:
+            return None, False
+        roles, parts = (slot.i, pi) if "sum_hi" in slot.i else (slot.u, pu)
+        hi = sum(int(v) for v in parts[:, roles["sum_hi"]])
+        lo = sum(int(v) for v in parts[:, roles["sum_lo"]])
+        return res.numpy.type((hi * 2**32 + lo) / count), True
+    if func == "mean" and "sum" not in slot.f:
+        if count == 0:
+            return None, False
+        parts, role = (pu, slot.u["sum"]) if "sum" in slot.u else (pi, slot.i["sum"])
+        return res.numpy.type(sum(int(v) for v in parts[:, role]) / count), True
     if func in ("sum", "mean"):
         if "sum" in slot.f:
             total: Any = float(pf[:, slot.f["sum"]].sum())

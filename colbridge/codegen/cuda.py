@@ -766,8 +766,26 @@ def generate_reduce(
         ni += 1
         upd = [f"{cnt} += 1;"]
         func = agg.func
-        if func in ("sum", "mean"):
-            if arg_dtype.is_float or func == "mean":
+        if func == "mean" and not arg_dtype.is_float and arg_dtype.bits == 64:
+            # Exact integer mean, as on the CPU: high and low 32-bit halves summed apart.
+            unsigned = arg_dtype.is_unsigned
+            ctype_ = "unsigned long long" if unsigned else "long long"
+            arr = "pu" if unsigned else "pi"
+            roles = slot.u if unsigned else slot.i
+            base = nu if unsigned else ni
+            init += [f"{ctype_} hi{q} = 0;", f"{ctype_} lo{q} = 0;"]
+            upd += [
+                f"hi{q} += (({ctype_}){value}) >> 32;",
+                f"lo{q} += (({ctype_}){value}) & 0xFFFFFFFFLL;",
+            ]
+            roles["sum_hi"], roles["sum_lo"] = base, base + 1
+            finish += [(arr, base, f"hi{q}"), (arr, base + 1, f"lo{q}")]
+            if unsigned:
+                nu += 2
+            else:
+                ni += 2
+        elif func in ("sum", "mean"):
+            if arg_dtype.is_float:
                 acc = f"sf{q}"
                 init.append(f"double {acc} = 0.0;")
                 upd.append(f"{acc} += (double){value};")

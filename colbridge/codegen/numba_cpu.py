@@ -766,8 +766,27 @@ def generate_reduce(
         ni += 1
         upd = [f"{cnt} += 1"]
         func = agg.func
-        if func in ("sum", "mean"):
-            if arg_dtype.is_float or func == "mean":
+        if func == "mean" and not arg_dtype.is_float and arg_dtype.bits == 64:
+            # An exact integer mean: 64-bit values are summed as high and low 32-bit
+            # halves (neither overflows an int64 within a block); the host adds them
+            # as Python integers, so cancelling extremes lose nothing.
+            arr, conv, one = ("pu", "np.uint64", "np.uint64") if arg_dtype.is_unsigned \
+                else ("pi", "np.int64", "np.int64")  # fmt: skip
+            roles = slot.u if arg_dtype.is_unsigned else slot.i
+            base = nu if arg_dtype.is_unsigned else ni
+            init += [f"hi{q} = {conv}(0)", f"lo{q} = {conv}(0)"]
+            upd += [
+                f"hi{q} += {conv}({value}) >> {one}(32)",
+                f"lo{q} += {conv}({value}) & {one}(0xFFFFFFFF)",
+            ]
+            roles["sum_hi"], roles["sum_lo"] = base, base + 1
+            finish += [f"{arr}[blk, {base}] = hi{q}", f"{arr}[blk, {base + 1}] = lo{q}"]
+            if arg_dtype.is_unsigned:
+                nu += 2
+            else:
+                ni += 2
+        elif func in ("sum", "mean"):
+            if arg_dtype.is_float:
                 acc = f"sf{q}"
                 init.append(f"{acc} = 0.0")
                 upd.append(f"{acc} += np.float64({value})")
