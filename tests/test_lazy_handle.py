@@ -140,3 +140,20 @@ def test_device_fallback_policy() -> None:
         out = q.compute(device="cuda:0", fallback="cpu")
     assert out["b"].to_list() == [2.0]
     assert "fell back to cpu" in q.explain()
+
+
+def test_pandas_numpy_floats_read_nan_as_missing_like_polars_from_pandas() -> None:
+    pdf = pd.DataFrame({"a": [1.0, np.nan, 3.0, 4.0], "b": [1, 2, 3, 4]})
+    data_address = pdf["a"].to_numpy().ctypes.data
+    q = pdf.gpu.with_columns(
+        m=cb.col("a").mean(), f=cb.col("a").fill_null(0.0), n=cb.col("a").is_null()
+    )
+    got = pl.from_pandas(q.compute())
+    src = pl.from_pandas(pdf)  # nan_to_null=True, polars' reading of pandas frames
+    want = src.with_columns(
+        m=pl.col("a").mean(), f=pl.col("a").fill_null(0.0), n=pl.col("a").is_null()
+    )
+    assert got.equals(want)
+    assert pdf["a"].to_numpy().ctypes.data == data_address  # the input is untouched
+    view = cb.lazy(pdf).compute()  # no steps: the frame itself comes back
+    assert np.isnan(view["a"].iloc[1])

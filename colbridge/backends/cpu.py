@@ -40,6 +40,8 @@ __all__ = ["PARALLEL_MIN_ROWS", "RunStats", "run_segment"]
 PARALLEL_MIN_ROWS = 200_000
 
 _COMPILE_LOCK = threading.Lock()
+# Passed as `err` to kernels that cannot fail: they never write to it.
+_NO_ERRORS = np.zeros((N_ERR_KINDS, 1), dtype=np.int64)
 
 
 @dataclass
@@ -188,7 +190,8 @@ def run_segment(
         pf = np.zeros((nblocks, max(src.n_f, 1)), dtype=np.float64)
         pi = np.zeros((nblocks, max(src.n_i, 1)), dtype=np.int64)
         pu = np.zeros((nblocks, max(src.n_u, 1)), dtype=np.uint64)
-        err = np.zeros((N_ERR_KINDS, max(nblocks, 1)), dtype=np.int64)
+        err = np.zeros((N_ERR_KINDS, max(nblocks, 1)), dtype=np.int64) if src.uses_err \
+            else _NO_ERRORS  # fmt: skip
         args: list[Any] = [num_rows]
         for spec in src.inputs:
             args += _bind_input(spec, columns[spec.name])
@@ -234,7 +237,7 @@ def run_segment(
             valid_buf, valid = _alloc(nbits)
             args.append(valid)
         out_buffers.append((data_buf, valid_buf))
-    err = np.zeros((N_ERR_KINDS, max(nblocks, 1)), dtype=np.int64)
+    err = np.zeros((N_ERR_KINDS, max(nblocks, 1)), dtype=np.int64) if src.uses_err else _NO_ERRORS
     args.append(err)
     try:
         _call(compiled, args)

@@ -7,6 +7,7 @@ needs to know which library the user's frame came from.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -91,7 +92,7 @@ class ArrowTableAdapter(FrameAdapter):
             frame = pa.Table.from_batches([frame])
         super().__init__(frame)
 
-    @property
+    @functools.cached_property
     def names(self) -> list[str]:
         return list(self.frame.column_names)
 
@@ -125,7 +126,7 @@ class PolarsFrameAdapter(FrameAdapter):
 
     kind = "polars"
 
-    @property
+    @functools.cached_property
     def names(self) -> list[str]:
         return list(self.frame.columns)
 
@@ -148,6 +149,11 @@ class PolarsFrameAdapter(FrameAdapter):
 
         # Untouched columns are shared with the input frame (polars columns are
         # reference counted); new Arrow columns are taken over without a copy.
+        names = self.names
+        added = [n for n in order if n not in names]
+        if list(order) == names + added and not any(n in new for n in names):
+            # Only appended columns: hstack shares the frame's columns as they are.
+            return self.frame.hstack([pl.Series(n, new[n]) for n in added])
         columns = [
             pl.Series(n, new[n]) if n in new else self.frame.get_column(n) for n in order
         ]
@@ -203,7 +209,7 @@ class PandasFrameAdapter(FrameAdapter):
             msg = f"pandas frame has duplicate column names {dupes!r}; rename them first"
             raise UnsupportedTypeError(msg)
 
-    @property
+    @functools.cached_property
     def names(self) -> list[str]:
         return [str(c) for c in self.frame.columns]
 
@@ -213,7 +219,15 @@ class PandasFrameAdapter(FrameAdapter):
 
     def column(self, name: str) -> pa.ChunkedArray:
         self._check(name)
-        return column_to_arrow(self.frame[self._label(name)], name)
+        series = self.frame[self._label(name)]
+        dtype = series.dtype
+        if isinstance(dtype, np.dtype) and dtype.kind == "f":
+            # pandas marks a missing float with NaN, and so does polars' from_pandas:
+            # read NaN as null. The values stay in place; only a validity bitmap is built.
+            values = series.to_numpy(copy=False)
+            if values.ndim == 1 and values.strides[0] == values.itemsize:
+                return pa.chunked_array([pa.array(values, from_pandas=True)])
+        return column_to_arrow(series, name)
 
     def _label(self, name: str) -> Any:
         for label in self.frame.columns:
