@@ -108,6 +108,17 @@ class _Columns:
             self._arrays[name] = array
         return array
 
+    def nan_null(self, names: Iterable[str]) -> frozenset[str]:
+        """Those of ``names`` whose NaN means null (pandas NumPy-backed floats)."""
+        return frozenset(n for n in names if self.adapter.nan_is_null(n))
+
+    def get_as_arrow_nulls(self, name: str) -> pa.Array:
+        """The column with NaN turned into nulls where NaN means null (a new bitmap)."""
+        array = self.get(name)
+        if self.adapter.nan_is_null(name) and pa.types.is_floating(array.type):
+            return pa.array(array.to_numpy(zero_copy_only=False), from_pandas=True)
+        return array
+
     def schema(self, names: Iterable[str]) -> dict[str, ColumnType]:
         out = {}
         for name in names:
@@ -315,13 +326,16 @@ class LazyFrame:
         last = len(plan.segments) - 1
         for index, segment in enumerate(plan.segments):
             arrays = {name: columns.get(name) for name in segment.inputs}
-            results, mask = backend.run_segment(segment, arrays, adapter.num_rows, report.stats)
+            nan_null = columns.nan_null(segment.inputs)
+            results, mask = backend.run_segment(
+                segment, arrays, adapter.num_rows, report.stats, nan_null
+            )
             new: dict[str, pa.Array | pa.ChunkedArray] = dict(results)
             final = index == last and adapter is original
             for name, source in segment.passthrough.items():
                 # The frame's own untouched columns are kept by the adapter as they are.
                 if name != source or not final:
-                    new[name] = columns.get(source)
+                    new[name] = columns.get_as_arrow_nulls(source)
             if final:
                 out = adapter.build(segment.order, new, one_row=segment.one_row)
                 return adapter.filter(out, mask) if mask is not None else out
@@ -383,7 +397,7 @@ class LazyFrame:
             if source:
                 arrays = {name: columns.get(name) for name in seg.inputs}
                 nullable = frozenset(n for n in seg.inputs if arrays[n].null_count > 0)
-                nulls = Nullability(seg.types, nullable)
+                nulls = Nullability(seg.types, nullable, columns.nan_null(seg.inputs))
                 options: dict[str, Any] = {"plan_text": seg.text}
                 if target != "cuda":
                     options["parallel"] = parallel
@@ -410,3 +424,75 @@ class LazyFrame:
     def __repr__(self) -> str:
         steps = ", ".join(s.describe() for s in self._steps) or "no steps"
         return f"<colbridge.LazyFrame over {type(self._frame).__name__}: {steps}>"
+
+    # -- rich display (notebooks) ---------------------------------------------
+    def _repr_html_(self) -> str:
+        """HTML for notebooks: the information of `explain`, as a table (HTML-escaped)."""
+        from html import escape
+
+        title, sections = _explain_sections(self)
+        rows = []
+        for label, value, details in sections:
+            items = "".join(
+                f'<li style="margin-left:{depth}em"><code>{escape(text)}</code></li>'
+                for depth, text in details
+            )
+            listing = f'<ul style="margin:0;padding-left:1em">{items}</ul>' if items else ""
+            rows.append(
+                f'<tr><th style="text-align:left;vertical-align:top">{escape(label)}</th>'
+                f'<td style="text-align:left">{escape(value)}{listing}</td></tr>'
+            )
+        return (
+            f'<div class="colbridge-lazyframe"><p><strong>colbridge.LazyFrame</strong>: '
+            f"{escape(title)}</p><table>{''.join(rows)}</table></div>"
+        )
+
+    def _repr_markdown_(self) -> str:
+        """Markdown for notebooks: the information of `explain`, as a nested list."""
+        import re
+
+        def text(value: str) -> str:
+            return re.sub(r"([\\`*_\[\]<>#|~])", r"\\\1", value)
+
+        def code(value: str) -> str:
+            fence = "``" if "`" in value else "`"
+            return f"{fence} {value} {fence}" if fence == "``" else f"`{value}`"
+
+        title, sections = _explain_sections(self)
+        lines = [f"**colbridge.LazyFrame**: {text(title)}", ""]
+        for label, value, details in sections:
+            lines.append(f"- **{text(label)}**" + (f": {text(value)}" if value else ""))
+            lines += [f"{'  ' * (depth + 1)}- {code(item)}" for depth, item in details]
+        return "\n".join(lines)
+
+
+def _explain_sections(
+    lazy: LazyFrame,
+) -> tuple[str, list[tuple[str, str, list[tuple[int, str]]]]]:
+    """Split `LazyFrame.explain` into (title, [(label, value, [(depth, detail line)])]).
+
+    Each unindented line of the text opens a section (``label: value``); the
+    indented lines under it are its details, with their indentation depth. A
+    plan that cannot be built is shown as an ``error`` section instead of raising.
+    """
+    try:
+        lines = lazy.explain().splitlines()
+    except Exception as exc:  # a display must not raise; show why the plan fails
+        steps = [(0, s.describe()) for s in lazy.steps]
+        return (
+            f"over a {type(lazy.frame).__name__}",
+            [
+                ("steps", "" if steps else "(none)", steps),
+                ("error", f"{type(exc).__name__}: {exc}", []),
+            ],
+        )
+    title = lines[0].removeprefix("colbridge plan ")
+    sections: list[tuple[str, str, list[tuple[int, str]]]] = []
+    for line in lines[1:]:
+        stripped = line.lstrip(" ")
+        if stripped == line or not sections:
+            label, _, value = line.partition(":")
+            sections.append((label.strip(), value.strip(), []))
+        else:
+            sections[-1][2].append(((len(line) - len(stripped)) // 2 - 1, stripped))
+    return title, sections

@@ -11,6 +11,8 @@ import pandas as pd
 import polars as pl
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import colbridge as cb
 
@@ -157,3 +159,34 @@ def test_pandas_numpy_floats_read_nan_as_missing_like_polars_from_pandas() -> No
     assert pdf["a"].to_numpy().ctypes.data == data_address  # the input is untouched
     view = cb.lazy(pdf).compute()  # no steps: the frame itself comes back
     assert np.isnan(view["a"].iloc[1])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    values=st.lists(
+        st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=64), st.none()),
+        max_size=40,
+    ),
+    offset=st.integers(0, 3),
+)
+def test_pandas_numpy_floats_match_polars_from_pandas(
+    values: list[float | None], offset: int
+) -> None:
+    pdf = pd.DataFrame({"a": np.array([np.nan if v is None else v for v in values], np.float64)})
+    pdf = pdf.iloc[offset:]  # a sliced frame: the column starts inside its buffer
+    q = pdf.gpu.with_columns(
+        f=cb.col("a").fill_null(-1.0), s=cb.col("a").sum(), c=cb.col("a").count(),
+        z=(cb.col("a") - cb.col("a").mean()).abs(), nn=cb.col("a").is_null(),
+    ).filter(cb.col("a").is_not_null() | (cb.col("c") > 100))  # fmt: skip
+    want = (
+        pl.from_pandas(pdf)
+        .with_columns(
+            f=pl.col("a").fill_null(-1.0), s=pl.col("a").sum(), c=pl.col("a").count(),
+            z=(pl.col("a") - pl.col("a").mean()).abs(), nn=pl.col("a").is_null(),
+        )
+        .filter(pl.col("a").is_not_null() | (pl.col("c") > 100))
+    )  # fmt: skip
+    got = pl.from_pandas(q.compute().reset_index(drop=True))
+    from polars.testing import assert_frame_equal
+
+    assert_frame_equal(got, want, check_exact=False, rel_tol=1e-12, abs_tol=1e-12)

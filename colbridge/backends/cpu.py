@@ -166,10 +166,15 @@ def run_segment(
     columns: Mapping[str, pa.Array],
     num_rows: int,
     stats: RunStats,
+    nan_null: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
-    """Run one segment: its reduction passes, then its fused elementwise pass."""
+    """Run one segment: its reduction passes, then its fused elementwise pass.
+
+    ``nan_null`` names float columns in which NaN means null (pandas NumPy floats).
+    """
     nullable = frozenset(name for name in segment.inputs if columns[name].null_count > 0)
-    nulls = Nullability(segment.types, nullable)
+    nan_null = nan_null & frozenset(segment.inputs)
+    nulls = Nullability(segment.types, nullable, nan_null)
     n = 1 if segment.one_row else num_rows
     parallel = num_rows >= PARALLEL_MIN_ROWS
     scalar_values: dict[Agg, tuple[Any, bool]] = {}
@@ -177,7 +182,7 @@ def run_segment(
     input_types = tuple((c, columns[c].type) for c in segment.inputs)
     key: tuple[Any, ...]
     for index, level in enumerate(segment.agg_levels):
-        key = ("reduce", "cpu", parallel, segment.signature, index, nullable, input_types)
+        key = ("reduce", "cpu", parallel, segment.signature, index, nullable, nan_null, input_types)
         compiled = _kernel(
             key,
             lambda level=level: generate_reduce(
@@ -207,11 +212,17 @@ def run_segment(
     if not segment.outputs and segment.mask is None:
         return {}, None
 
-    key = ("elementwise", "cpu", parallel, segment.signature, nullable, input_types)
+    # Inputs of a block or more get the vectorising form of bit-packed outputs.
+    vector_bits = n >= BLOCK
+    key = (
+        "elementwise", "cpu", parallel, vector_bits, segment.signature, nullable, nan_null,
+        input_types,
+    )  # fmt: skip
     compiled = _kernel(
         key,
         lambda: generate_elementwise(
             segment.outputs, segment.mask, segment.types, nulls, parallel=parallel,
+            vector_bits=vector_bits,
             plan_text=segment.text,
         ),
         stats,

@@ -592,8 +592,11 @@ def run_segment(
     columns: Mapping[str, pa.Array],
     num_rows: int,
     stats: RunStats,
+    nan_null: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
     """Run one segment on the GPU: reduction passes, then the fused elementwise pass.
+
+    ``nan_null`` names float columns in which NaN means null (pandas NumPy floats).
 
     Raises `DeviceError` when CuPy, the driver or the device fails (so the
     caller's fallback policy applies) and `KernelCompileError` when NVRTC
@@ -607,8 +610,8 @@ def run_segment(
     try:
         if owned:
             with runtime.device:  # type: ignore[attr-defined]
-                return _run(runtime, segment, columns, num_rows, stats)
-        return _run(runtime, segment, columns, num_rows, stats)
+                return _run(runtime, segment, columns, num_rows, stats, nan_null)
+        return _run(runtime, segment, columns, num_rows, stats, nan_null)
     finally:
         runtime.close()
 
@@ -619,9 +622,11 @@ def _run(
     columns: Mapping[str, pa.Array],
     num_rows: int,
     stats: RunStats,
+    nan_null: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
     nullable = frozenset(name for name in segment.inputs if columns[name].null_count > 0)
-    nulls = Nullability(segment.types, nullable)
+    nan_null = nan_null & frozenset(segment.inputs)
+    nulls = Nullability(segment.types, nullable, nan_null)
     n = 1 if segment.one_row else num_rows
     scalar_values: dict[Agg, tuple[Any, bool]] = {}
     plan_text = "\n".join(f"{name} = {node!r}" for name, node in segment.outputs)
@@ -630,7 +635,9 @@ def _run(
     input_types = tuple((c, columns[c].type) for c in segment.inputs)
 
     for level in segment.agg_levels:
-        key: tuple[Any, ...] = ("reduce", tuple(level), tuple(sorted(nullable)), input_types)
+        key: tuple[Any, ...] = (
+            "reduce", tuple(level), tuple(sorted(nullable)), nan_null, input_types
+        )
 
         def make_reduce(level: list[Agg] = level) -> CudaKernelSource:
             return generate_reduce(level, segment.types, nulls, plan_text=plan_text)
@@ -673,7 +680,7 @@ def _run(
         return {}, None
 
     key = ("elementwise", tuple(segment.outputs), segment.mask, tuple(sorted(nullable)),
-           input_types, segment.one_row)  # fmt: skip
+           nan_null, input_types, segment.one_row)  # fmt: skip
     compiled = _kernel(
         runtime, key,
         lambda: generate_elementwise(segment.outputs, segment.mask, segment.types, nulls,

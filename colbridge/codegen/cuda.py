@@ -285,6 +285,10 @@ class _Emitter:
             self.line(
                 f"const bool {valid} = ((v{k}[(i + vo{k}) >> 3] >> ((i + vo{k}) & 7)) & 1) != 0;"
             )
+        if spec.nan_null:  # NaN means null in this column (pandas NumPy-backed floats)
+            bitmap = f"{valid} && " if valid is not None else ""
+            valid = t + "vn"
+            self.line(f"const bool {valid} = {bitmap}({t} == {t});")
         return t, valid
 
     @emit.register

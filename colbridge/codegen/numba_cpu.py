@@ -79,11 +79,13 @@ _FLOAT_FUNCS = {
 
 @dataclass(frozen=True)
 class InputSpec:
-    """How one input column is passed: its dtype and whether it carries validity."""
+    """How one input column is passed: its dtype, whether it carries a validity bitmap,
+    and whether NaN in it means null (read in place, no bitmap)."""
 
     name: str
     dtype: DType
     nullable: bool
+    nan_null: bool = False
 
 
 @dataclass(frozen=True)
@@ -221,6 +223,10 @@ class _Emitter:
         if spec.nullable:
             valid = t + "v"
             self.line(f"{valid} = ((v{k}[(i + vo{k}) >> 3] >> ((i + vo{k}) & 7)) & 1) != 0")
+        if spec.nan_null:
+            valid = t + "v"
+            prior = f"{valid} & " if spec.nullable else ""
+            self.line(f"{valid} = {prior}({t} == {t})")
         return t, valid
 
     @emit.register
@@ -581,7 +587,9 @@ def _collect_inputs(
         for n in walk(root):
             if isinstance(n, Column) and n.name not in index:
                 index[n.name] = len(specs)
-                specs.append(InputSpec(n.name, types[n], nulls.may_be_null(n)))
+                has_bitmap = n.name in nulls.nullable_columns
+                nan_null = n.name in nulls.nan_null_columns and types[n].is_float
+                specs.append(InputSpec(n.name, types[n], has_bitmap, nan_null))
     return specs, index
 
 
@@ -616,9 +624,15 @@ def generate_elementwise(
     nulls: Nullability,
     *,
     parallel: bool,
+    vector_bits: bool | None = None,
     plan_text: str,
 ) -> KernelSource:
-    """Source of the fused elementwise kernel computing every output and the filter mask."""
+    """Source of the fused elementwise kernel computing every output and the filter mask.
+
+    ``vector_bits`` picks how bit-packed outputs are written: through a byte-per-row
+    scratch array (vectorises; for inputs of a block or more) or through register
+    accumulators (compiles faster; for small inputs). Default: as ``parallel``.
+    """
     roots = [n for _, n in outputs] + ([mask] if mask is not None else [])
     inputs, input_index = _collect_inputs(roots, types, nulls)
     scalars, scalar_index = _collect_scalars(roots, types, nulls, skip_inside_agg=True)
@@ -668,7 +682,7 @@ def generate_elementwise(
     ]
     if uses_err:
         body.append(f"        nerr = np.zeros({N_ERR_KINDS}, dtype=np.int64)")
-    if parallel:
+    if parallel if vector_bits is None else vector_bits:
         _bits_via_scratch(body, em.lines, store, bit_outputs)
     else:
         _bits_via_accumulators(body, em.lines, store, bit_outputs)

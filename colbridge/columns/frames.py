@@ -77,6 +77,10 @@ class FrameAdapter:
         """A frame of this adapter's kind from an Arrow table."""
         raise NotImplementedError
 
+    def nan_is_null(self, name: str) -> bool:
+        """True when NaN in this column means "missing" (pandas NumPy-backed floats)."""
+        return False
+
     def _check(self, name: str) -> None:
         if name not in self.names:
             raise missing_column_error(name, self.names)
@@ -219,15 +223,13 @@ class PandasFrameAdapter(FrameAdapter):
 
     def column(self, name: str) -> pa.ChunkedArray:
         self._check(name)
-        series = self.frame[self._label(name)]
-        dtype = series.dtype
-        if isinstance(dtype, np.dtype) and dtype.kind == "f":
-            # pandas marks a missing float with NaN, and so does polars' from_pandas:
-            # read NaN as null. The values stay in place; only a validity bitmap is built.
-            values = series.to_numpy(copy=False)
-            if values.ndim == 1 and values.strides[0] == values.itemsize:
-                return pa.chunked_array([pa.array(values, from_pandas=True)])
-        return column_to_arrow(series, name)
+        return column_to_arrow(self.frame[self._label(name)], name)
+
+    def nan_is_null(self, name: str) -> bool:
+        # pandas marks a missing value in a NumPy float column with NaN (and polars'
+        # from_pandas reads it as null): kernels treat NaN there as null, in place.
+        dtype = self.frame[self._label(name)].dtype
+        return isinstance(dtype, np.dtype) and dtype.kind == "f"
 
     def _label(self, name: str) -> Any:
         for label in self.frame.columns:

@@ -34,9 +34,17 @@ NULLABLE_AGGS = frozenset({"mean", "min", "max", "std", "var"})
 class Nullability:
     """Answers `may_be_null(node)` for typed nodes, memoised."""
 
-    def __init__(self, types: Mapping[Node, DType], nullable_columns: frozenset[str]) -> None:
+    def __init__(
+        self,
+        types: Mapping[Node, DType],
+        nullable_columns: frozenset[str],
+        nan_null_columns: frozenset[str] = frozenset(),
+    ) -> None:
         self.types = types
+        # columns with a validity bitmap holding nulls
         self.nullable_columns = nullable_columns
+        # float columns where NaN means null (pandas NumPy-backed floats)
+        self.nan_null_columns = nan_null_columns
         self._memo: dict[Node, bool] = {}
 
     def may_be_null(self, node: Node) -> bool:
@@ -49,7 +57,7 @@ class Nullability:
 
     def _compute(self, node: Node) -> bool:
         if isinstance(node, Column):
-            return node.name in self.nullable_columns
+            return node.name in self.nullable_columns or node.name in self.nan_null_columns
         if isinstance(node, Literal):
             return node.value is None
         if isinstance(node, Agg):
