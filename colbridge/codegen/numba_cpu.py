@@ -79,8 +79,11 @@ _FLOAT_FUNCS = {
 
 @dataclass(frozen=True)
 class InputSpec:
-    """How one input column is passed: its dtype, whether it carries a validity bitmap,
-    and whether NaN in it means null (read in place, no bitmap)."""
+    """How one input column is passed to a kernel.
+
+    Its dtype, whether it carries a validity bitmap, and whether NaN in it means
+    null (read in place, no bitmap).
+    """
 
     name: str
     dtype: DType
