@@ -23,6 +23,7 @@ from colbridge.codegen.numba_cpu import (
     AggSlot,
     InputSpec,
     KernelSource,
+    OutputSpec,
     ScalarSpec,
     generate_elementwise,
     generate_reduce,
@@ -33,7 +34,14 @@ from colbridge.plan.nullability import Nullability
 from colbridge.plan.planner import Segment
 from colbridge.types import DType
 
-__all__ = ["PARALLEL_MIN_ROWS", "RunStats", "run_segment"]
+__all__ = [
+    "PARALLEL_MIN_ROWS",
+    "RunStats",
+    "finalize_reduction",
+    "raise_kernel_errors",
+    "run_segment",
+    "wrap_outputs",
+]
 
 # Below this many rows a serial kernel is used: it compiles ~4x faster and
 # threads would not pay for themselves.
@@ -146,7 +154,7 @@ def _alloc(nbytes: int) -> tuple[pa.Buffer, np.ndarray]:
     return buf, np.frombuffer(buf, dtype=np.uint8)
 
 
-def _raise_errors(src: KernelSource, err: np.ndarray) -> None:
+def raise_kernel_errors(src: KernelSource, err: np.ndarray) -> None:
     if not src.uses_err:
         return
     counts = err.sum(axis=1)
@@ -204,10 +212,10 @@ def run_segment(
             args += _bind_scalar(s, *scalar_values[s.agg])
         args += [pf, pi, pu, err]
         _call(compiled, args)
-        _raise_errors(src, err)
+        raise_kernel_errors(src, err)
         stats.kernels.append(f"reduce[{', '.join(repr(a) for a in level)}]")
         for slot in src.slots:
-            scalar_values[slot.agg] = _finalize(slot, pf, pi, pu, num_rows)
+            scalar_values[slot.agg] = finalize_reduction(slot, pf, pi, pu, num_rows)
 
     if not segment.outputs and segment.mask is None:
         return {}, None
@@ -257,13 +265,20 @@ def run_segment(
     except Exception as exc:  # pragma: no cover - a kernel crash is a bug worth a clear report
         msg = f"CPU kernel failed: {exc}"
         raise ComputeError(msg) from exc
-    _raise_errors(src, err)
+    raise_kernel_errors(src, err)
     stats.kernels.append(
         f"elementwise[{', '.join(s.name for s in src.outputs)}] over {len(src.inputs)} input(s)"
     )
+    return wrap_outputs(src.outputs, out_buffers, n)
+
+
+def wrap_outputs(
+    outputs: list[OutputSpec], buffers: list[tuple[pa.Buffer, pa.Buffer | None]], n: int
+) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
+    """Wrap filled output buffers as Arrow arrays (no copy); split off the filter mask."""
     results: dict[str, pa.Array] = {}
     mask = None
-    for out, (data_buf, valid_buf) in zip(src.outputs, out_buffers, strict=True):
+    for out, (data_buf, valid_buf) in zip(outputs, buffers, strict=True):
         array = pa.Array.from_buffers(out.dtype.arrow, n, [valid_buf, data_buf], null_count=-1)
         if out.name == "__mask__":
             mask = array
@@ -272,7 +287,7 @@ def run_segment(
     return results, mask
 
 
-def _finalize(
+def finalize_reduction(
     slot: AggSlot, pf: np.ndarray, pi: np.ndarray, pu: np.ndarray, num_rows: int
 ) -> tuple[Any, bool]:
     """Combine per-block partials into one value (and whether it is valid)."""

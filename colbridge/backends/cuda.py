@@ -5,7 +5,7 @@ binds Arrow columns to kernel arguments, moves bytes according to the
 placement, launches, and wraps the results as Arrow arrays.
 
 The work is split between a generic segment runner (argument binding, chunking,
-combining reduction partials with the CPU backend's ``_finalize``, building
+combining reduction partials with the CPU backend's ``finalize_reduction``, building
 Arrow arrays) and a `Runtime` that owns memory, compilation and launches. The
 real runtime is `CupyRuntime`; the test-only `colbridge.testing.cuda_host`
 runtime compiles the very same kernel text with g++ and emulates the launch
@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from colbridge.backends.cpu import RunStats, _finalize, _raise_errors
+from colbridge.backends.cpu import RunStats, finalize_reduction, raise_kernel_errors, wrap_outputs
 from colbridge.backends.kernel_cache import cache_dir, kernel_cache
 from colbridge.codegen.cuda import (
     COMPILE_OPTIONS,
@@ -670,11 +670,11 @@ def _run(
             for k in range(3):
                 parts[k].append(runtime.to_numpy(partials[k]).reshape(rows, widths[k]))
             err_total[:, 0] += runtime.to_numpy(err).astype(np.int64)
-        _raise_errors(src, err_total)
+        raise_kernel_errors(src, err_total)
         stats.kernels.append(f"cuda reduce[{', '.join(repr(a) for a in level)}]")
         pf, pi, pu = (np.concatenate(p) for p in parts)
         for slot in src.slots:
-            scalar_values[slot.agg] = _finalize(slot, pf, pi, pu, num_rows)
+            scalar_values[slot.agg] = finalize_reduction(slot, pf, pi, pu, num_rows)
 
     if not segment.outputs and segment.mask is None:
         return {}, None
@@ -748,20 +748,12 @@ def _run(
             if valid_dev is not None and valid_view is not None:
                 vchunk = runtime.to_numpy(valid_dev)
                 valid_view[start // 8 : start // 8 + vchunk.size] = vchunk
-    _raise_errors(src, err_total)
+    raise_kernel_errors(src, err_total)
     stats.kernels.append(
         f"cuda elementwise[{', '.join(s.name for s in src.outputs)}] over "
         f"{len(src.inputs)} input(s) in {len(chunks)} chunk(s)"
     )
-    results: dict[str, pa.Array] = {}
-    mask = None
-    for spec, (data_buf, valid_buf) in zip(src.outputs, host_out, strict=True):
-        array = pa.Array.from_buffers(spec.dtype.arrow, n, [valid_buf, data_buf], null_count=-1)
-        if spec.name == "__mask__":
-            mask = array
-        else:
-            results[spec.name] = array
-    return results, mask
+    return wrap_outputs(src.outputs, host_out, n)
 
 
 def _place(runtime: Runtime, arg: Any) -> Any:

@@ -23,7 +23,7 @@ counts failures locally and adds them with one ``atomicAdd`` per kind.
 Reductions write one partial row *per thread* (``pf[t*NF + k]``, ``pi[t*NI +
 k]``, ``pu[t*NU + k]`` with ``t = blockIdx.x*blockDim.x + threadIdx.x``), in
 the CPU's `AggSlot` layout, so the host combines them with the CPU backend's
-own ``_finalize``.
+own ``finalize_reduction``.
 
 Only plain C arithmetic and a whitelist of CUDA math functions (which glibc
 also provides under the same names) appear in the text, with NaN spelled
