@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -228,14 +229,24 @@ def pipeline(
                 writer.write(LazyFrame(empty, resolved).compute(job.device, fallback=job.fallback))
             else:
                 bar.start("writing" if passes else "running", total)
-                for batch in source.batches(job.batch_rows, needed):
-                    result = LazyFrame(batch, resolved).compute(job.device, fallback=job.fallback)
-                    writer.write(result)
-                    counters["rows"] += batch.num_rows
-                    counters["bytes"] += batch.nbytes
-                    counters["batches"] += 1
-                    bar.advance(batch.num_rows, batch.nbytes)
-                    del result, batch
+                # Batch i is encoded and written on a second thread while batch i+1 is
+                # read and computed (pyarrow releases the GIL while it encodes); at most
+                # one write is in flight, so memory stays bounded by the batch size.
+                with ThreadPoolExecutor(max_workers=1, thread_name_prefix="colbridge-write") as io:
+                    pending: Future[None] | None = None
+                    for batch in source.batches(job.batch_rows, needed):
+                        lazy = LazyFrame(batch, resolved)
+                        result = lazy.compute(job.device, fallback=job.fallback)
+                        if pending is not None:
+                            pending.result()  # re-raises a failed write here
+                        pending = io.submit(writer.write, result)
+                        counters["rows"] += batch.num_rows
+                        counters["bytes"] += batch.nbytes
+                        counters["batches"] += 1
+                        bar.advance(batch.num_rows, batch.nbytes)
+                        del result, batch
+                    if pending is not None:
+                        pending.result()
                 if counters["batches"] == 0:
                     empty = source.schema.empty_table()
                     writer.write(LazyFrame(empty, resolved).compute("cpu"))
