@@ -452,7 +452,7 @@ class LazyFrame:
         import re
 
         def text(value: str) -> str:
-            return re.sub(r"([\\`*_\[\]<>#|~])", r"\\\1", value)
+            return re.sub(r"([\\`*_\[\]<>&#|~])", r"\\\1", value)
 
         def code(value: str) -> str:
             fence = "``" if "`" in value else "`"
