@@ -31,17 +31,41 @@ __version__ = "0.1.0"
 
 
 def lazy(frame: Any, *, numpy_output: bool = False) -> LazyFrame:
-    """A lazy handle over any supported frame (pandas, polars, pyarrow Table)."""
+    """A lazy handle over any supported frame (pandas, polars, pyarrow Table).
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> import colbridge as cb
+    >>> cb.lazy(pa.table({"a": [1, 2]})).with_columns(b=cb.col("a") + 1).compute().num_columns
+    2
+    """
     return LazyFrame(frame, numpy_output=numpy_output)
 
 
 def cache_info() -> CacheInfo:
-    """Counters of the compiled-kernel cache: hits, misses, compiles, size."""
+    """Counters of the compiled-kernel cache: hits, misses, compiles, size.
+
+    Examples
+    --------
+    >>> import colbridge as cb
+    >>> info = cb.cache_info()
+    >>> info.maxsize
+    256
+    """
     return kernel_cache.info()
 
 
 def clear_cache() -> None:
-    """Forget compiled kernels in this process (their files on disk stay for reuse)."""
+    """Forget compiled kernels in this process (their files on disk stay for reuse).
+
+    Examples
+    --------
+    >>> import colbridge as cb
+    >>> cb.clear_cache()
+    >>> cb.cache_info().size
+    0
+    """
     kernel_cache.clear()
 
 

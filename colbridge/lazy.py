@@ -208,15 +208,46 @@ class LazyFrame:
         return LazyFrame(self._frame, (*self._steps, step), numpy_output=self._numpy_output)
 
     def with_columns(self, *exprs: Any, **named: Any) -> LazyFrame:
-        """Add or replace columns (polars' ``with_columns``)."""
+        """Add or replace columns (polars' ``with_columns``).
+
+        Expressions in one call all see the frame as it was before the call.
+
+        Examples
+        --------
+        >>> import pyarrow as pa
+        >>> import colbridge as cb
+        >>> t = pa.table({"a": [1, 2, 3]})
+        >>> cb.lazy(t).with_columns(b=cb.col("a") * 10).compute().column("b").to_pylist()
+        [10, 20, 30]
+        """
         return self._then(Step("with_columns", _named(exprs, named)))
 
     def select(self, *exprs: Any, **named: Any) -> LazyFrame:
-        """Keep only these outputs (column names or expressions)."""
+        """Keep only these outputs (column names or expressions).
+
+        Outputs that are all reductions give a one-row result.
+
+        Examples
+        --------
+        >>> import pyarrow as pa
+        >>> import colbridge as cb
+        >>> t = pa.table({"a": [1.0, 2.0, 6.0]})
+        >>> cb.lazy(t).select(m=cb.col("a").mean(), n=cb.col("a").count()).compute().to_pylist()
+        [{'m': 3.0, 'n': 3}]
+        """
         return self._then(Step("select", _named(exprs, named)))
 
     def filter(self, *predicates: Any) -> LazyFrame:
-        """Keep rows where every predicate is true (null counts as false)."""
+        """Keep rows where every predicate is true (null counts as false).
+
+        Examples
+        --------
+        >>> import pyarrow as pa
+        >>> import colbridge as cb
+        >>> t = pa.table({"a": [1, None, 3]})
+        >>> cb.lazy(t).filter(cb.col("a") > 1).compute().column("a").to_pylist()
+        [3]
+        """
         if not predicates:
             msg = "`filter` needs at least one predicate"
             raise SchemaError(msg)
@@ -226,14 +257,27 @@ class LazyFrame:
         return self._then(Step("filter", (("", node.node),)))
 
     def eval(self, text: str) -> LazyFrame:
-        """Queue ``name = expression`` assignments (``;`` or newline separated) from a string.
+        """Queue ``name = expression`` statements (``;`` or newline separated), in order.
 
         The string is parsed with a whitelist (see `colbridge.parse_assignments`); nothing
         in it is executed as Python.
+
+        Examples
+        --------
+        >>> import pyarrow as pa
+        >>> import colbridge as cb
+        >>> t = pa.table({"a": [1.0, 4.0]})
+        >>> cb.lazy(t).eval("r = sqrt(a); s = r + 1").compute().column("s").to_pylist()
+        [2.0, 3.0]
         """
         from colbridge.expr.parser import parse_assignments
 
-        return self.with_columns(**{name: Expr(node) for name, node in parse_assignments(text)})
+        # One step per statement, so a later statement sees the columns of earlier
+        # ones; they still fuse into one kernel.
+        out = self
+        for name, node in parse_assignments(text):
+            out = out.with_columns(**{name: Expr(node)})
+        return out
 
     # -- planning -------------------------------------------------------------
     def _plan(self, adapter: FrameAdapter, columns: _Columns) -> _Plan:
@@ -286,6 +330,19 @@ class LazyFrame:
 
         Input columns are never modified; new columns are fresh Arrow arrays.
         ``numpy_output=True`` gives NumPy-backed pandas columns where there are no nulls.
+
+        ``device`` is ``"auto"`` (a usable GPU, else the CPU), ``"cpu"``, ``"cuda"`` or
+        ``"cuda:N"``; ``fallback="cpu"`` reruns on the CPU with a `DeviceFallbackWarning`
+        when the GPU is missing or fails, ``fallback="raise"`` raises `DeviceError`.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import colbridge as cb
+        >>> pdf = pd.DataFrame({"a": [1.0, 2.0]}, index=[10, 20])
+        >>> out = pdf.gpu.with_columns(b=cb.col("a") + 1).compute(device="cpu")
+        >>> out["b"].tolist(), list(out.index)
+        ([2.0, 3.0], [10, 20])
         """
         report = ComputeReport()
         choice = resolve_device(device, fallback)
@@ -313,6 +370,14 @@ class LazyFrame:
         """`compute` on a worker thread; a `concurrent.futures.Future` of the result.
 
         ``await asyncio.wrap_future(q.compute_async())`` inside a coroutine.
+
+        Examples
+        --------
+        >>> import pyarrow as pa
+        >>> import colbridge as cb
+        >>> future = cb.lazy(pa.table({"a": [1, 2]})).with_columns(b=cb.col("a") * 2).compute_async()
+        >>> future.result().column("b").to_pylist()
+        [2, 4]
         """
         return _executor().submit(
             self.compute, device, fallback=fallback, numpy_output=numpy_output
@@ -355,6 +420,14 @@ class LazyFrame:
 
         ``source=True`` adds the generated kernel source for ``target`` (``"cpu"``: numba
         source; ``"cuda"``: CUDA C, which can be shown without a GPU).
+
+        Examples
+        --------
+        >>> import pyarrow as pa
+        >>> import colbridge as cb
+        >>> q = cb.lazy(pa.table({"a": [1.0, 2.0]})).with_columns(z=cb.col("a") - cb.col("a").mean())
+        >>> print(q.explain(device="cpu").splitlines()[4])
+        segment 1: 2 pass(es) over the rows, 2 fused kernel(s); reads ['a']
         """
         from colbridge.plan.nullability import Nullability
 

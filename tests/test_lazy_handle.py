@@ -190,3 +190,10 @@ def test_pandas_numpy_floats_match_polars_from_pandas(
     from polars.testing import assert_frame_equal
 
     assert_frame_equal(got, want, check_exact=False, rel_tol=1e-12, abs_tol=1e-12)
+
+
+def test_string_statements_run_in_order() -> None:
+    table = pa.table({"a": [1.0, 4.0]})
+    out = cb.lazy(table).eval("r = sqrt(a)\ns = r * 10; a = a + s").compute()
+    assert out.column_names == ["a", "r", "s"]
+    assert out.column("a").to_pylist() == [11.0, 24.0]

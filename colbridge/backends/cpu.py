@@ -155,6 +155,7 @@ def _alloc(nbytes: int) -> tuple[pa.Buffer, np.ndarray]:
 
 
 def raise_kernel_errors(src: KernelSource, err: np.ndarray) -> None:
+    """Turn a kernel's per-block failure counts into the error its source describes."""
     if not src.uses_err:
         return
     counts = err.sum(axis=1)

@@ -454,7 +454,16 @@ def col(name: str) -> Expr:
 
 
 def lit(value: Scalar, dtype: Any = None) -> Expr:
-    """A constant; Python numbers adapt their type to the other operand, as in polars."""
+    """A constant; Python numbers adapt their type to the other operand, as in polars.
+
+    Examples
+    --------
+    >>> import colbridge as cb
+    >>> cb.col("a") + cb.lit(1.5)
+    <Expr (col("a") + lit(1.5))>
+    >>> cb.lit(None, dtype="int8")
+    <Expr lit(None, dtype=int8)>
+    """
     return Expr(_literal_node(value, dtype))
 
 
@@ -520,7 +529,14 @@ def when(condition: Any) -> _When:
 
 
 def coalesce(*exprs: Any) -> Expr:
-    """The first non-null value of the arguments, row by row."""
+    """The first non-null value of the arguments, row by row.
+
+    Examples
+    --------
+    >>> import colbridge as cb
+    >>> cb.coalesce(cb.col("a"), cb.col("b"), 0)
+    <Expr coalesce(col("a"), col("b"), lit(0))>
+    """
     flat: list[Any] = []
     for e in exprs:
         flat.extend(e if isinstance(e, (list, tuple)) else [e])

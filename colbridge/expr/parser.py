@@ -221,7 +221,7 @@ def parse_expr(text: str) -> Node:
     Examples
     --------
     >>> parse_expr("sqrt(a * b) > 1")
-    (col("a") * col("b")).sqrt() > lit(1)
+    ((col("a") * col("b")).sqrt() > lit(1))
     """
     tree = _parse(text, "eval")
     assert isinstance(tree, ast.Expression)
@@ -233,7 +233,13 @@ def parse_expr(text: str) -> Node:
 
 
 def parse_assignments(text: str) -> list[tuple[str, Node]]:
-    """Parse ``"name = expression"`` statements separated by ``;`` or newlines."""
+    """Parse ``"name = expression"`` statements separated by ``;`` or newlines.
+
+    Examples
+    --------
+    >>> parse_assignments("z = a * 2; w = z + 1")
+    [('z', (col("a") * lit(2))), ('w', (col("z") + lit(1)))]
+    """
     tree = _parse(text, "exec")
     assert isinstance(tree, ast.Module)
     translator = _Translator(text.strip())

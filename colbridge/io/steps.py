@@ -97,7 +97,10 @@ def build_steps(
     for kind, value in ordered:
         if kind == "with":
             items = _with_items(value)
-            if items:
+            if isinstance(value, str):
+                # statements in a string run in order: later ones see earlier columns
+                steps.extend(Step("with_columns", (item,)) for item in items)
+            elif items:
                 steps.append(Step("with_columns", tuple(items)))
         elif kind == "filter":
             values = value if isinstance(value, (list, tuple)) else [value]
