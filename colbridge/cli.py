@@ -174,7 +174,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise _UsageError(msg)
     options = {
         "device": args.device or spec.get("device", "auto"),
-        "batch_rows": args.batch_rows or spec.get("batch_rows"),
+        "batch_rows": args.batch_rows if args.batch_rows is not None else spec.get("batch_rows"),
         "memory_limit": args.memory_limit or spec.get("memory_limit"),
         "input_format": args.input_format or spec.get("input_format"),
     }
@@ -281,7 +281,7 @@ def _cmd_fuse(args: argparse.Namespace) -> int:
         raise _UsageError(msg)
     options = {
         "device": args.device or spec.get("device", "auto"),
-        "batch_rows": args.batch_rows or spec.get("batch_rows"),
+        "batch_rows": args.batch_rows if args.batch_rows is not None else spec.get("batch_rows"),
         "memory_limit": args.memory_limit or spec.get("memory_limit"),
         "stats": args.stats or spec.get("stats"),
     }

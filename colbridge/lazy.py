@@ -375,7 +375,8 @@ class LazyFrame:
         --------
         >>> import pyarrow as pa
         >>> import colbridge as cb
-        >>> future = cb.lazy(pa.table({"a": [1, 2]})).with_columns(b=cb.col("a") * 2).compute_async()
+        >>> q = cb.lazy(pa.table({"a": [1, 2]})).with_columns(b=cb.col("a") * 2)
+        >>> future = q.compute_async()
         >>> future.result().column("b").to_pylist()
         [2, 4]
         """
@@ -425,7 +426,8 @@ class LazyFrame:
         --------
         >>> import pyarrow as pa
         >>> import colbridge as cb
-        >>> q = cb.lazy(pa.table({"a": [1.0, 2.0]})).with_columns(z=cb.col("a") - cb.col("a").mean())
+        >>> a = cb.col("a")
+        >>> q = cb.lazy(pa.table({"a": [1.0, 2.0]})).with_columns(z=a - a.mean())
         >>> print(q.explain(device="cpu").splitlines()[4])
         segment 1: 2 pass(es) over the rows, 2 fused kernel(s); reads ['a']
         """

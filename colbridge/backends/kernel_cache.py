@@ -20,6 +20,7 @@ import os
 import sys
 import tempfile
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -40,10 +41,33 @@ def cache_dir() -> Path:
         xdg = os.environ.get("XDG_CACHE_HOME")
         base = Path(xdg) if xdg else Path.home() / ".cache"
         base = base / "colbridge" / "kernels"
-    base.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with contextlib.suppress(OSError):  # a shared folder we do not own: leave its mode
-        os.chmod(base, 0o700)
+    try:
+        base.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with contextlib.suppress(OSError):  # a shared folder we do not own: leave its mode
+            os.chmod(base, 0o700)
+        if not os.access(base, os.W_OK | os.X_OK):
+            raise PermissionError(13, "not writable", str(base))
+    except OSError as exc:
+        return _fallback_dir(base, exc)
     return base
+
+
+_FALLBACK: Path | None = None
+
+
+def _fallback_dir(wanted: Path, exc: OSError) -> Path:
+    """A private temporary folder for this process, when the cache folder is unusable."""
+    global _FALLBACK
+    if _FALLBACK is None:
+        _FALLBACK = Path(tempfile.mkdtemp(prefix="colbridge-kernels-"))
+        warnings.warn(
+            f"kernel cache folder {str(wanted)!r} cannot be used ({exc.strerror or exc}); "
+            f"kernels are cached in {str(_FALLBACK)!r} for this process only. "
+            "Set COLBRIDGE_CACHE_DIR to a writable folder to keep them across processes.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return _FALLBACK
 
 
 @dataclass(frozen=True)

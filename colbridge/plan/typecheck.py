@@ -10,7 +10,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from colbridge.errors import SchemaError, UnsupportedOperationError, UnsupportedTypeError
+from colbridge.errors import (
+    InvalidOperationError,
+    SchemaError,
+    UnsupportedOperationError,
+    UnsupportedTypeError,
+)
 from colbridge.expr.nodes import (
     COMPARISONS,
     FLOAT_FUNCS,
@@ -305,8 +310,21 @@ class TypeChecker:
             if lit.value is None:
                 return self._typed_literal(None, node.dtype)
             arg = self._materialize(arg)
-        if self.types[arg] == node.dtype:
+        src = self.types[arg]
+        if src == node.dtype:
             return arg
+        if isinstance(arg, Literal) and arg.value is not None and cast_can_fail(src, node.dtype):
+            # A literal is converted here, once, with the same rules as the kernels.
+            converted = _convert_checked(arg.value, node.dtype)
+            if converted is None:
+                if node.strict:
+                    msg = (
+                        f"strict cast to {node.dtype} failed: literal {arg.value!r} does not fit; "
+                        "use `.cast(..., strict=False)` to get null instead"
+                    )
+                    raise InvalidOperationError(msg)
+                return self._typed_literal(None, node.dtype)
+            return self._typed_literal(converted, node.dtype)
         return self._record(Cast(arg, node.dtype, node.strict), node.dtype)
 
     def _when(self, node: When) -> Node:
@@ -362,12 +380,13 @@ class TypeChecker:
         if _is_dynamic(arg):
             arg = self._materialize(arg)
         t = self.types[arg]
-        if not t.is_float:
-            return arg  # integers and booleans hold no NaN
         value = self._check(node.value)
         if _is_dynamic(value):
             value = self._type_literal_against(value, t, node)
         st = self._super(t, self.types[value], node)
+        if not t.is_float:
+            # integers and booleans hold no NaN; the result still takes the common type
+            return self._cast(arg, st)
         return self._record(FillNan(self._cast(arg, st), self._cast(value, st)), st)
 
     def _clip(self, node: Clip) -> Node:
@@ -435,6 +454,16 @@ def is_scalar(node: Node) -> bool:
     if isinstance(node, Column):
         return False
     return all(is_scalar(c) for c in children(node))
+
+
+def _convert_checked(value: bool | int | float, dtype: DType) -> int | None:
+    """``value`` as an integer of ``dtype`` (floats truncated), or None if it does not fit."""
+    if isinstance(value, float):
+        if value != value or value in (math.inf, -math.inf):
+            return None
+        value = int(value)  # toward zero, as the kernels truncate
+    lo, hi = int_range(dtype)
+    return int(value) if lo <= value <= hi else None
 
 
 def _convert_scalar(value: bool | int | float, dtype: DType) -> bool | int | float:
