@@ -1,0 +1,484 @@
+"""Testing: the bad-input catalogue, one list used by the tests and by ``docs/errors.md``.
+
+Each `BadInput` builds an input (a frame, a column, a string, files for the
+CLI), runs colbridge on it, and states what must happen: a colbridge error of
+a given class (or, for the command line, an exit status) whose message names
+the problem (``problem``, a regular expression) and the remedy (``remedy``,
+another one). `run_case` runs one case and reports the outcome, including
+whether the input's bytes were the same before and after (`fingerprint`
+hashes every buffer of a frame, a column or a file).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import os
+import re
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import colbridge as cb
+from colbridge import errors
+
+__all__ = ["CASES", "BadInput", "Outcome", "catalogue_markdown", "fingerprint", "run_case"]
+
+
+@dataclass(frozen=True)
+class BadInput:
+    """One bad input and the error it must give."""
+
+    id: str
+    category: str
+    what: str
+    make: Callable[[Path], Any]
+    action: Callable[[Any], Any]
+    error: type[BaseException] | int
+    problem: str
+    remedy: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What running a case did."""
+
+    raised: str | None
+    exit_code: int | None
+    message: str
+    unchanged: bool
+
+
+# -- fingerprints ------------------------------------------------------------------------
+def _hash_arrow(digest: Any, array: pa.Array | pa.ChunkedArray) -> None:
+    chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
+    for chunk in chunks:
+        digest.update(f"{chunk.type}:{chunk.offset}:{len(chunk)}".encode())
+        for buf in chunk.buffers():
+            if buf is not None:
+                digest.update(buf.to_pybytes())
+
+
+def fingerprint(obj: Any) -> str:
+    """SHA-256 over every byte behind ``obj`` (frames, columns, arrays, files, folders)."""
+    digest = hashlib.sha256()
+    if isinstance(obj, dict) and "paths" in obj:
+        for path in sorted(obj["paths"]):
+            digest.update(Path(path).read_bytes() if Path(path).is_file() else b"-")
+        # nothing new may appear in the folder (no partial output)
+        digest.update("\n".join(sorted(os.listdir(obj["dir"]))).encode())
+    elif isinstance(obj, pl.DataFrame):
+        for series in obj.get_columns():
+            _hash_arrow(digest, series.to_arrow())
+    elif isinstance(obj, pl.Series):
+        _hash_arrow(digest, obj.to_arrow())
+    elif isinstance(obj, pd.DataFrame):
+        digest.update(repr(list(obj.columns)).encode())
+        for i in range(obj.shape[1]):
+            _hash_pandas(digest, obj.iloc[:, i])
+    elif isinstance(obj, pd.Series):
+        _hash_pandas(digest, obj)
+    elif isinstance(obj, pa.Table):
+        for column in obj.columns:
+            _hash_arrow(digest, column)
+    elif isinstance(obj, (pa.Array, pa.ChunkedArray)):
+        _hash_arrow(digest, obj)
+    elif isinstance(obj, np.ndarray):
+        digest.update(np.ascontiguousarray(obj).tobytes())
+    elif isinstance(obj, (tuple, list)):
+        for item in obj:
+            digest.update(fingerprint(item).encode())
+    else:
+        digest.update(repr(obj).encode())
+    return digest.hexdigest()
+
+
+def _hash_pandas(digest: Any, series: pd.Series) -> None:
+    if isinstance(series.dtype, pd.ArrowDtype):
+        _hash_arrow(digest, series.array._pa_array)
+    elif series.dtype == object:
+        digest.update(repr(series.tolist()).encode())
+    else:
+        values = series.to_numpy(copy=False)
+        digest.update(np.ascontiguousarray(values).tobytes())
+
+
+# -- inputs ------------------------------------------------------------------------------
+def _frame(_: Path) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "price": [1.0, 2.0, None],
+            "qty": [1, 2, 3],
+            "name": ["x", "y", "z"],
+            "ok": [True, False, None],
+        }
+    )
+
+
+def _compute(build: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda frame: build(cb.lazy(frame)).compute(device="cpu")
+
+
+def _files(tmp: Path) -> dict[str, Any]:
+    data = tmp / "in.parquet"
+    pq.write_table(pa.table({"a": [1.0, 2.0, 3.0], "b": [1, 2, 3]}), data)
+    return {"dir": str(tmp), "paths": [str(data)], "input": str(data)}
+
+
+def _cli(*argv: str, spec: str | None = None) -> tuple[Callable[[Path], Any], Callable[[Any], Any]]:
+    def make(tmp: Path) -> dict[str, Any]:
+        files = _files(tmp)
+        if spec is not None:
+            path = tmp / "job.toml"
+            path.write_text(spec.format(input=files["input"], dir=str(tmp)))
+            files["paths"].append(str(path))
+        return files
+
+    def action(files: dict[str, Any]) -> int:
+        args = [a.format(input=files["input"], dir=files["dir"]) for a in argv]
+        return cb_cli_main(args)
+
+    return make, action
+
+
+def cb_cli_main(argv: list[str]) -> int:
+    """``colbridge.cli.main`` with argparse's ``SystemExit`` turned into its status."""
+    from colbridge.cli import main
+
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+def _empty_wide(_: Path) -> pl.DataFrame:
+    return pl.DataFrame({f"c{i}": pl.Series([], dtype=pl.Float64) for i in range(2000)})
+
+
+F = _frame
+E = errors
+_m = _compute
+
+_cli_unknown_key = _cli(
+    "run",
+    "--spec",
+    "{dir}/job.toml",
+    "-q",
+    spec='input = "{input}"\noutput = "{dir}/o.parquet"\nwiht = "z = a"\n',
+)
+_cli_bad_toml = _cli("run", "--spec", "{dir}/job.toml", "-q", spec="input = [unclosed\n")
+_cli_both = _cli(
+    "run",
+    "--spec",
+    "{dir}/job.toml",
+    "-q",
+    spec='input = "{input}"\noutput = "{dir}/o.parquet"\nwith = "z = a"\n'
+    '[[steps]]\nwith = "y = b"\n',
+)
+_cli_step_key = _cli(
+    "run",
+    "--spec",
+    "{dir}/job.toml",
+    "-q",
+    spec='input = "{input}"\noutput = "{dir}/o.parquet"\n[[steps]]\nmap = "z"\n',
+)
+_cli_fuse_key = _cli(
+    "fuse",
+    "--spec",
+    "{dir}/job.toml",
+    "-q",
+    spec='input = "{input}"\noutput = "{dir}/o.parquet"\ncolumns = ["a"]\ndtpye = "float32"\n',
+)
+_cli_missing = _cli("run", "{dir}/nope.parquet", "-o", "{dir}/o.parquet", "-q", "--with", "z = a")
+_cli_same = _cli("run", "{input}", "-o", "{input}", "-q", "--with", "z = a")
+_cli_folder = _cli("run", "{input}", "-o", "{dir}", "-q", "--with", "z = a")
+_cli_expr = _cli("run", "{input}", "-o", "{dir}/o.parquet", "-q", "--with", "z = a +* 2")
+_cli_column = _cli("run", "{input}", "-o", "{dir}/o.parquet", "-q", "--filter", "zz > 1")
+_cli_rows = _cli(
+    "run", "{input}", "-o", "{dir}/o.parquet", "-q", "--batch-rows", "-5", "--with", "z = a"
+)
+_cli_no_out = _cli("run", "{input}", "-q", "--with", "z = a")
+_cli_no_dir = _cli("run", "{input}", "-o", "{dir}/missing/o.parquet", "-q", "--with", "z = a")
+_cli_dunder = _cli("run", "{input}", "-o", "{dir}/o.parquet", "-q", "--with", "z = a.__class__")
+
+CASES: list[BadInput] = [
+    # -- names -------------------------------------------------------------------------
+    BadInput("unknown-column", "names", "a misspelt column name", F,
+             _m(lambda q: q.with_columns(z=cb.col("prcie") * 2)), E.ColumnNotFoundError,
+             r"column `prcie` not found", r"did you mean.*'price'"),
+    BadInput("duplicate-outputs", "names", "two outputs with one name", F,
+             _m(lambda q: q.select(cb.col("price"), cb.col("qty").alias("price"))),
+             E.DuplicateColumnError, r"`price` appears more than once", r"alias|rename"),
+    BadInput("pandas-duplicate-columns", "names", "a pandas frame with two columns named `a`",
+             lambda _: pd.DataFrame(np.ones((2, 2)), columns=["a", "a"]),
+             _m(lambda q: q.with_columns(b=cb.col("a") * 2)), E.UnsupportedTypeError,
+             r"duplicate column names \['a'\]", r"rename"),
+    BadInput("non-string-column-name", "names", "`col(1)`: a column name that is not a string",
+             F, lambda f: cb.col(1), E.ColbridgeError, r"column name", r"str"),  # type: ignore[arg-type]
+    BadInput("empty-frame-unknown-column", "shapes",
+             "a 2,000-column frame with no rows and a misspelt column", _empty_wide,
+             _m(lambda q: q.with_columns(z=cb.col("c1999x") + 1)), E.ColumnNotFoundError,
+             r"column `c1999x` not found", r"did you mean"),
+    # -- types -------------------------------------------------------------------------
+    BadInput("string-arithmetic", "types", "arithmetic on a string column", F,
+             _m(lambda q: q.with_columns(z=cb.col("name") + 1)), E.UnsupportedTypeError,
+             r"column `name` has type (large_)?string", r"cast|encode|instead"),
+    BadInput("float-in-logic", "types", "`&` between a float and a bool column", F,
+             _m(lambda q: q.with_columns(z=cb.col("price") & cb.col("ok"))), E.SchemaError,
+             r"needs booleans", r"compar|cast"),
+    BadInput("non-bool-filter", "types", "a filter predicate that is an integer", F,
+             _m(lambda q: q.filter(cb.col("qty") + 1)), E.SchemaError,
+             r"filter predicate .* is int64, not boolean", r"compar"),
+    BadInput("non-bool-when", "types", "a `when` condition that is an integer", F,
+             _m(lambda q: q.with_columns(z=cb.when(cb.col("qty")).then(1).otherwise(2))),
+             E.SchemaError, r"`when` condition must be boolean", r"compar"),
+    BadInput("negate-unsigned", "types", "negating an unsigned column", F,
+             _m(lambda q: q.with_columns(z=-cb.col("qty").cast("uint8"))), E.SchemaError,
+             r"cannot negate unsigned uint8", r"cast"),
+    BadInput("int64-plus-uint64", "types", "int64 + uint64 (polars needs int128)", F,
+             _m(lambda q: q.with_columns(z=cb.col("qty") + cb.col("qty").cast("uint64"))),
+             E.SchemaError, r"int64 and uint64 have no common type", r"cast"),
+    BadInput("float16-compute", "types", "computing in float16", F,
+             _m(lambda q: q.with_columns(z=cb.col("price").cast("float16"))),
+             E.UnsupportedTypeError, r"float16 is not computed", r"float32"),
+    BadInput("unknown-cast-type", "types", "a cast to an unknown type name", F,
+             lambda f: cb.col("price").cast("float128"), E.ColbridgeError,
+             r"float128", r"float64|use|one of"),
+    BadInput("decimal-column", "types", "a decimal column in arithmetic",
+             lambda _: pa.table({"d": pa.array([1, 2], pa.decimal128(10, 2))}),
+             _m(lambda q: q.with_columns(z=cb.col("d") * 2)), E.UnsupportedTypeError,
+             r"column `d` has type decimal", r"cast"),
+    BadInput("string-literal", "types", "a string literal in arithmetic", F,
+             lambda f: cb.col("price") + "x", E.SchemaError,
+             r"cannot use str value 'x' as a literal", r"literals are bool, int, float or None"),
+    BadInput("null-literal-alone", "types", "a column that is only `lit(None)`", F,
+             _m(lambda q: q.select(z=cb.lit(None))), E.SchemaError, r"has no type",
+             r"dtype|cast"),
+    BadInput("tensor-of-strings", "types", "`as_tensor` of a string column",
+             lambda _: pa.array(["a", "b"]), lambda a: cb.as_tensor(a),
+             E.UnsupportedTypeError, r"string", r"dictionary_encode|encode"),
+    BadInput("tensor-of-lists", "types", "`as_tensor` of a ragged list column",
+             lambda _: pa.array([[1], [2, 3]]), lambda a: cb.as_tensor(a),
+             E.UnsupportedTypeError, r"list", r"to_array|flatten"),
+    BadInput("tensor-of-structs", "types", "`as_tensor` of a struct column",
+             lambda _: pa.array([{"x": 1}, {"x": 2}]), lambda a: cb.as_tensor(a),
+             E.UnsupportedTypeError, r"struct", r"field"),
+    BadInput("tensor-of-nulls", "types", "`as_tensor` of a null-typed column",
+             lambda _: pa.nulls(3), lambda a: cb.as_tensor(a), E.UnsupportedTypeError,
+             r"null", r"cast"),
+    BadInput("object-column", "types", "a pandas `object` column in an expression",
+             lambda _: pd.DataFrame({"a": [1, "x", None]}, dtype=object),
+             _m(lambda q: q.with_columns(b=cb.col("a") * 2)), E.UnsupportedTypeError,
+             r"column `a` has pandas dtype `object`", r"astype|convert"),
+    BadInput("object-series-tensor", "types", "`as_tensor` of a pandas object Series",
+             lambda _: pd.Series([1.5, "x"], dtype=object, name="s"),
+             lambda s: cb.as_tensor(s), E.UnsupportedTypeError, r"object", r"astype|convert"),
+    BadInput("dict-frame", "types", "a plain dict given as a frame",
+             lambda _: {"a": [1]}, lambda d: cb.lazy(d).with_columns(b=cb.col("a")).compute(),
+             E.UnsupportedTypeError, r"cannot compute on a builtins.dict",
+             r"pandas|polars|pyarrow"),
+    BadInput("polars-lazyframe", "types", "a polars LazyFrame (no data yet)",
+             lambda _: pl.LazyFrame({"a": [1]}),
+             lambda d: cb.lazy(d).with_columns(b=cb.col("a")).compute(),
+             E.UnsupportedTypeError, r"LazyFrame has no data yet", r"collect"),
+    # -- copies and nulls --------------------------------------------------------------
+    BadInput("bool-tensor-no-copy", "copies", "`as_tensor` of a bool column (bit-packed)",
+             lambda _: pa.array([True, False]), lambda a: cb.as_tensor(a),
+             E.CopyNotAllowedError, r"bool|bit", r"allow_copy=True"),
+    BadInput("chunked-tensor-no-copy", "copies", "`as_tensor` of a column in two chunks",
+             lambda _: pa.chunked_array([[1.0], [2.0]]), lambda a: cb.as_tensor(a),
+             E.CopyNotAllowedError, r"chunk", r"allow_copy=True"),
+    BadInput("nulls-raise", "nulls", "`as_tensor(nulls='raise')` on a column with nulls",
+             lambda _: pa.array([1.0, None]), lambda a: cb.as_tensor(a, nulls="raise"),
+             E.NullValuesError, r"null", r"fill|nulls="),
+    BadInput("fill-without-copy", "copies", "a null fill value without `allow_copy`",
+             lambda _: pa.array([1.0, None]), lambda a: cb.as_tensor(a, nulls=0.0),
+             E.CopyNotAllowedError, r"fill|null", r"allow_copy=True"),
+    BadInput("to-tensor-unknown-column", "names", "`to_tensor` with a misspelt column", F,
+             lambda f: cb.to_tensor(f, ["price", "qtty"]), E.ColumnNotFoundError,
+             r"qtty", r"did you mean|available|columns"),
+    # -- shapes ------------------------------------------------------------------------
+    BadInput("tensor-2d-numpy", "shapes", "`as_tensor` of a 2-D NumPy array",
+             lambda _: np.ones((3, 2)), lambda a: cb.as_tensor(a), E.ColbridgeError,
+             r"2-D|2 dimensions|one-dimensional|1-D", r"to_tensor|column|ravel|slice"),
+    BadInput("filter-without-predicate", "shapes", "`filter()` with no predicate", F,
+             lambda f: f.gpu.lazy().filter(), E.SchemaError, r"at least one predicate",
+             r"predicate"),
+    # -- strings -----------------------------------------------------------------------
+    BadInput("syntax-error", "strings", "a string expression that does not parse", F,
+             lambda f: f.gpu.lazy().eval("z = price +* 2"), E.ExpressionSyntaxError,
+             r"cannot parse", r"\^"),
+    BadInput("attribute-access", "strings", "attribute access in a string expression", F,
+             lambda f: f.gpu.lazy().eval("z = price.__class__"), E.ExpressionSyntaxError,
+             r"attribute access is not allowed", r"call functions by name"),
+    BadInput("unknown-function", "strings", "an unknown function in a string expression", F,
+             lambda f: f.gpu.lazy().eval("z = open(price)"), E.ExpressionSyntaxError,
+             r"unknown function `open`", r"allowed: "),
+    BadInput("string-literal-in-text", "strings", "a string literal in a string expression", F,
+             lambda f: f.gpu.lazy().eval("z = price + 'x'"), E.ExpressionSyntaxError,
+             r"str literals are not allowed", r"col\(\\?\"name\\?\"\)|col\("),
+    BadInput("too-long", "strings", "a 20,000-character expression", F,
+             lambda f: f.gpu.lazy().eval("z = " + "+".join(["price"] * 3400)),
+             E.ExpressionSyntaxError, r"characters long", r"limit is 10000"),
+    BadInput("too-deep", "strings", "an expression nested 200 levels deep", F,
+             lambda f: f.gpu.lazy().eval("z = " + "(" * 200 + "price" + ")" * 200 + "+" +
+                                         "abs(" * 100 + "qty" + ")" * 100),
+             E.ExpressionSyntaxError, r"nested", r"deeper than|levels|too deeply"),
+    BadInput("not-an-assignment", "strings", "`eval` text without `name = ...`", F,
+             lambda f: f.gpu.lazy().eval("price * 2"), E.ExpressionSyntaxError,
+             r"expected `name = expression`", r"name = expression"),
+    BadInput("expression-not-text", "strings", "`parse_expr` given bytes", F,
+             lambda f: cb.parse_expr(b"price * 2"),  # type: ignore[arg-type]
+             E.ExpressionSyntaxError, r"must be a string, got bytes", r"string"),
+    BadInput("wrong-arity", "strings", "`sqrt` with two arguments", F,
+             lambda f: cb.parse_expr("sqrt(price, qty)"), E.ExpressionSyntaxError,
+             r"`sqrt` takes 1 argument", r"got 2"),
+    BadInput("keyword-args", "strings", "keyword arguments in a string call", F,
+             lambda f: cb.parse_expr("clip(price, lo=1, hi=2)"), E.ExpressionSyntaxError,
+             r"positional arguments only", r"positional"),
+    # -- encodings ---------------------------------------------------------------------
+    BadInput("lone-surrogate", "encodings", "a lone UTF-16 surrogate in the text", F,
+             lambda f: cb.parse_expr("price + \udcff"), E.ExpressionSyntaxError,
+             r"cannot parse|not allowed|invalid", r"\^|character"),
+    BadInput("nul-byte", "encodings", "a NUL byte in the text", F,
+             lambda f: cb.parse_expr("price\x00 + 1"), E.ExpressionSyntaxError,
+             r"cannot parse", r"null|NUL|byte|\^"),
+    BadInput("fullwidth-operator", "encodings", "a full-width plus sign (U+FF0B)", F,
+             lambda f: cb.parse_expr("price \uff0b 1"), E.ExpressionSyntaxError,
+             r"cannot parse", r"\^|character"),
+    # -- huge literals and overflow ----------------------------------------------------
+    BadInput("huge-literal", "literals", "a literal of 2**70", F,
+             _m(lambda q: q.with_columns(z=cb.col("qty") * cb.lit(2**70))), E.SchemaError,
+             r"does not fit in (u?int)?64|128-bit", r"float|cast"),
+    BadInput("huge-literal-text", "literals", "a 25-digit integer in a string expression", F,
+             lambda f: cb.parse_expr("qty * 1000000000000000000000000"),
+             E.ExpressionSyntaxError, r"does not fit in 64 bits", r"float|1e|\^"),
+    BadInput("clip-bound-range", "literals", "a clip bound outside the column's type", F,
+             _m(lambda q: q.with_columns(z=cb.col("qty").cast("uint8").clip(-3, 5))),
+             E.SchemaError, r"bound -3 does not fit", r"cast|uint8"),
+    BadInput("strict-cast-overflow", "overflow", "a strict cast that overflows int8", F,
+             _m(lambda q: q.with_columns(z=(cb.col("qty") * 1000).cast("int8"))),
+             E.InvalidOperationError, r"strict cast to int8 failed", r"strict=False"),
+    BadInput("negative-int-power", "overflow", "an integer raised to a negative integer", F,
+             _m(lambda q: q.with_columns(z=cb.col("qty") ** (cb.col("qty") - 5))),
+             E.InvalidOperationError, r"negative integer power", r"float|cast"),
+    BadInput("round-decimals", "operations", "`round(2)` (decimals are not supported)", F,
+             lambda f: cb.col("price").round(2), E.UnsupportedOperationError,
+             r"round\(decimals=2\)", r"\* 100|multiply|instead"),
+    # -- devices -----------------------------------------------------------------------
+    BadInput("unknown-device", "devices", "`compute(device='tpu')`", F,
+             lambda f: f.gpu.with_columns(b=cb.col("qty")).compute(device="tpu"),
+             E.DeviceError, r"unknown device 'tpu'", r"'auto'|'cpu'|'cuda'"),
+    BadInput("unknown-fallback", "devices", "`compute(fallback='maybe')`", F,
+             lambda f: f.gpu.with_columns(b=cb.col("qty")).compute(fallback="maybe"),
+             E.DeviceError, r"unknown fallback policy", r"'cpu'|'raise'"),
+    BadInput("cuda-without-gpu", "devices", "`device='cuda', fallback='raise'` with no GPU", F,
+             lambda f: f.gpu.with_columns(b=cb.col("qty")).compute(device="cuda",
+                                                                  fallback="raise"),
+             E.DeviceError, r"cuda|GPU|device", r"cpu|fallback|auto"),
+    # -- command line ------------------------------------------------------------------
+    BadInput("cli-unknown-spec-key", "cli", "a spec file with a misspelt key (`wiht`)",
+             *_cli_unknown_key, 2, r"unknown key 'wiht'", r"allowed keys: .*with"),
+    BadInput("cli-bad-toml", "cli", "a spec file that is not valid TOML", *_cli_bad_toml, 2,
+             r"not valid TOML", r"line|column|\("),
+    BadInput("cli-steps-and-with", "cli", "a spec with both `steps` and `with`", *_cli_both, 2,
+             r"both `steps` and top-level", r"use one"),
+    BadInput("cli-unknown-step-key", "cli", "a spec step with an unknown key (`map`)",
+             *_cli_step_key, 2, r"unknown key 'map'", r"with, filter or select"),
+    BadInput("cli-fuse-unknown-key", "cli", "a fuse spec with a misspelt key (`dtpye`)",
+             *_cli_fuse_key, 2, r"unknown key 'dtpye'", r"allowed keys: .*dtype"),
+    BadInput("cli-missing-input", "cli", "an input file that does not exist", *_cli_missing, 2,
+             r"nope.parquet", r"does not exist|no such|not found|check"),
+    BadInput("cli-output-is-input", "cli", "the output path is the input file", *_cli_same, 2,
+             r"is also an input file", r"another path"),
+    BadInput("cli-output-is-folder", "cli", "the output path is a folder", *_cli_folder, 2,
+             r"is a folder", r"give a file name"),
+    BadInput("cli-output-folder-missing", "cli", "the output's folder does not exist",
+             *_cli_no_dir, 2, r"does not exist", r"create it first"),
+    BadInput("cli-bad-expression", "cli", "`--with` that does not parse", *_cli_expr, 2,
+             r"cannot parse", r"\^"),
+    BadInput("cli-dunder-expression", "cli", "`--with` with attribute access", *_cli_dunder, 2,
+             r"attribute access is not allowed", r"call functions by name"),
+    BadInput("cli-unknown-column", "cli", "`--filter` on a column that does not exist",
+             *_cli_column, 2, r"column `zz` not found", r"available|did you mean|columns"),
+    BadInput("cli-negative-batch-rows", "cli", "`--batch-rows -5`", *_cli_rows, 2,
+             r"`batch_rows` must be at least 1", r"got -5"),
+    BadInput("cli-no-output", "cli", "`run` without `-o`", *_cli_no_out, 2,
+             r"no output given", r"-o out.parquet"),
+]  # fmt: skip
+
+
+def run_case(case: BadInput, tmp: Path | None = None) -> Outcome:
+    """Run one case: what was raised (or the exit status), the message, and input unchanged."""
+    if tmp is None:
+        with tempfile.TemporaryDirectory(prefix="cb_bad_") as folder:
+            return run_case(case, Path(folder))
+    subject = case.make(tmp)
+    before = fingerprint(subject)
+    raised: str | None = None
+    code: int | None = None
+    stderr = io.StringIO()
+    message = ""
+    try:
+        with contextlib.redirect_stderr(stderr):
+            result = case.action(subject)
+        if isinstance(case.error, int):
+            code = int(result)
+            message = stderr.getvalue()
+    except BaseException as exc:
+        raised = type(exc).__name__
+        message = str(exc)
+        if not isinstance(case.error, int) and isinstance(exc, case.error):
+            raised = case.error.__name__ if type(exc) is case.error else type(exc).__name__
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+    return Outcome(raised, code, message, fingerprint(subject) == before)
+
+
+def check_outcome(case: BadInput, outcome: Outcome) -> list[str]:
+    """Problems with an outcome (empty when the case behaves as catalogued)."""
+    problems = []
+    if isinstance(case.error, int):
+        if outcome.exit_code != case.error:
+            problems.append(f"exit status {outcome.exit_code} (raised {outcome.raised}), "
+                            f"want {case.error}")  # fmt: skip
+    elif outcome.raised is None:
+        problems.append(f"nothing raised, want {case.error.__name__}")
+    else:
+        cls = getattr(errors, outcome.raised, None)
+        if cls is None or not issubclass(cls, case.error):
+            problems.append(f"raised {outcome.raised}, want {case.error.__name__}")
+    if not re.search(case.problem, outcome.message, re.S):
+        problems.append(f"message does not name the problem /{case.problem}/")
+    if not re.search(case.remedy, outcome.message, re.S):
+        problems.append(f"message does not name the remedy /{case.remedy}/")
+    if not outcome.unchanged:
+        problems.append("the input changed")
+    return problems
+
+
+def catalogue_markdown(outcomes: dict[str, Outcome] | None = None) -> str:
+    """The catalogue as a Markdown table (``docs/errors.md``), with the messages seen."""
+    lines = [
+        "| # | case | category | input | error (or exit status) | message |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for i, case in enumerate(CASES, 1):
+        err = f"exit {case.error}" if isinstance(case.error, int) else f"`{case.error.__name__}`"
+        message = ""
+        if outcomes is not None and case.id in outcomes:
+            first = outcomes[case.id].message.strip().replace("colbridge: error: ", "")
+            first = " ".join(first.split())
+            message = first[:160] + ("…" if len(first) > 160 else "")
+            message = message.replace("|", "\\|").replace("`", "'")
+        lines.append(f"| {i} | `{case.id}` | {case.category} | {case.what} | {err} | {message} |")
+    return "\n".join(lines)

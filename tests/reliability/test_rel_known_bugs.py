@@ -1,0 +1,103 @@
+"""Regression tests for the bugs the reliability suite found (B1-B4 fixed in 04aed01; B5 open).
+
+B1: a strict cast of an out-of-range literal (``lit(-1.25).cast("uint16")``) raises
+on a frame with rows (as polars does) but returns a result on a frame with no
+rows; polars checks the literal itself and raises for any row count.
+
+B2: ``fill_nan`` with a float value on an integer column keeps the integer type;
+polars gives the supertype (``Int8.fill_nan(0.0)`` is Float64).
+
+B3: ``colbridge run --batch-rows 0`` is accepted (exit 0, default batch size):
+``args.batch_rows or spec.get(...)`` treats 0 as "not given"; ``-5`` is refused
+with exit 2 as it should be.
+
+B4: a kernel cache folder that cannot be written (``COLBRIDGE_CACHE_DIR`` on a
+read-only filesystem, or below a regular file) surfaces a raw ``OSError``
+(Errno 30 / Errno 20) from ``compute()``, not a ``KernelCompileError`` naming
+the folder and the remedy, and there is no in-memory fallback.
+
+B5 (open): negating an untyped integer literal gives a typed literal, so
+``-cb.lit(3) + float32_column`` (and ``when(...).then(-cb.lit(3)).otherwise(f32)``)
+is Float64 in colbridge but Float32 in polars (``cb.lit(-3) + f32`` is Float32 in
+both).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import colbridge as cb
+
+
+def test_bug_b1_strict_cast_of_out_of_range_literal_raises_on_an_empty_frame() -> None:
+    empty = pl.DataFrame({"a": pl.Series([], dtype=pl.Int8)})
+    with pytest.raises(pl.exceptions.InvalidOperationError):
+        empty.with_columns(z=pl.lit(-1.25).cast(pl.UInt16))
+    with pytest.raises(cb.InvalidOperationError, match="strict cast to uint16 failed"):
+        empty.gpu.with_columns(z=cb.lit(-1.25).cast("uint16")).compute()
+
+
+def test_bug_b2_fill_nan_with_a_float_on_an_integer_column_gives_a_float_like_polars() -> None:
+    df = pl.DataFrame({"a": pl.Series([1, None, 3], dtype=pl.Int8)})
+    want = df.with_columns(z=pl.col("a").fill_nan(0.0))
+    got = df.gpu.with_columns(z=cb.col("a").fill_nan(0.0)).compute()
+    assert got.schema["z"] == want.schema["z"] == pl.Float64
+
+
+def test_bug_b3_cli_batch_rows_zero_is_refused_with_exit_2(tmp_path: Path) -> None:
+    from colbridge.cli import main
+
+    src = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"a": [1.0, 2.0]}), src)
+    out = tmp_path / "out.parquet"
+    code = main(["run", str(src), "-o", str(out), "--batch-rows", "0", "-q", "--with", "z = a"])
+    assert code == 2
+    assert not out.exists()
+
+
+def test_bug_b4_unwritable_kernel_cache_gives_a_kernel_compile_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    code = (
+        "import polars as pl, colbridge as cb\n"
+        "df = pl.DataFrame({'a': [1.0, 4.0]})\n"
+        "try:\n"
+        "    q = df.gpu.with_columns(z=cb.col('a').sqrt() + 17.125)\n"
+        "    print('OK', q.compute()['z'].to_list())\n"
+        "except Exception as exc:\n"
+        "    print('ERR', type(exc).__name__, exc)\n"
+    )
+    env = {**os.environ, "COLBRIDGE_CACHE_DIR": str(blocker / "kernels")}
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    out = result.stdout.strip()
+    assert out.startswith(("OK", "ERR KernelCompileError")), out
+    if out.startswith("ERR"):
+        assert "COLBRIDGE_CACHE_DIR" in out
+
+
+def test_bug_b5_negated_integer_literal_keeps_float32_like_polars() -> None:
+    df = pl.DataFrame({"b": pl.Series([0.5, 0.25], dtype=pl.Float32), "c": [True, False]})
+    want = df.with_columns(
+        z=-pl.lit(3) + pl.col("b"), w=pl.when("c").then(-pl.lit(3)).otherwise("b")
+    )
+    got = df.gpu.with_columns(
+        z=-cb.lit(3) + cb.col("b"), w=cb.when(cb.col("c")).then(-cb.lit(3)).otherwise(cb.col("b"))
+    ).compute()
+    assert want.schema["z"] == want.schema["w"] == pl.Float32
+    assert got.schema["z"] == pl.Float32
+    assert got.schema["w"] == pl.Float32
