@@ -391,3 +391,89 @@ def test_property_chunked_sources(chunked, source):
     filled = as_tensor(col, allow_copy=True, nulls=0)
     assert filled.validity is None
     np.testing.assert_array_equal(filled.numpy()[~valid], np.zeros((~valid).sum(), filled.dtype))
+
+
+def test_view_is_described_before_it_is_built():
+    """Shape, dtype, address and the array interface need no ndarray; numpy() builds one, once."""
+    arr = pa.array(np.arange(1_000, dtype=np.float64)).slice(10)
+    before = pa.total_allocated_bytes()
+    view = as_tensor(arr)
+    assert pa.total_allocated_bytes() == before
+    interface = view.__array_interface__
+    assert interface["data"] == (address_of(arr, 8), True)
+    assert interface["shape"] == (990,)
+    assert np.dtype(interface["typestr"]) == np.float64
+    assert (view.shape, view.ndim, view.nbytes, len(view)) == ((990,), 1, 990 * 8, 990)
+    first = view.numpy()
+    assert first is view.numpy()
+    assert first.ctypes.data == view.data_address
+    assert not first.flags.writeable
+
+
+def test_lazy_view_keeps_the_buffer_alive_through_the_interface():
+    arr = pa.array(np.arange(50_000, dtype=np.int64)).slice(3)
+    view = as_tensor(arr)
+    del arr
+    gc.collect()
+    out = np.asarray(view)  # through __array_interface__; its base is the view
+    del view
+    gc.collect()
+    junk = [np.full(50_000, -1) for _ in range(10)]
+    assert out[0] == 3
+    assert out[-1] == 49_999
+    del junk
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "int32", "int64", "float32", "float64"])
+@pytest.mark.parametrize("offset", [0, 7])
+def test_polars_numeric_series_is_viewed_in_place(dtype, offset):
+    s = pl.Series("v", np.arange(40).astype(dtype)).slice(offset)
+    held = column_to_arrow(s).chunk(0)
+    view = as_tensor(s)
+    assert view.data_address == address_of(held, view.dtype.itemsize)
+    assert view.name == "v"
+    assert not view.copied
+    assert view.validity is None
+    assert view.arrow_type == held.type
+    assert view.arrow().equals(held)
+    assert view.numpy().tolist() == list(range(offset, 40))
+
+
+def test_polars_with_nulls_or_chunks_goes_through_arrow():
+    s = pl.Series("v", [1.0, None, 3.0])
+    view = as_tensor(s)
+    assert view.null_count == 1
+    assert view.validity.to_numpy().tolist() == [True, False, True]
+    chunked = pl.concat([pl.Series("c", [1, 2]), pl.Series("c", [3])], rechunk=False)
+    with pytest.raises(CopyNotAllowedError, match="has 2 chunks"):
+        as_tensor(chunked)
+    assert as_tensor(chunked, allow_copy=True).numpy().tolist() == [1, 2, 3]
+
+
+def test_numpy_backed_sources_export_arrow_without_copying():
+    x = np.arange(10, dtype=np.float32)
+    view = as_tensor(x)
+    assert view.arrow_type == pa.float32()
+    back = view.arrow()
+    assert back.buffers()[1].address == x.ctypes.data
+    assert back.to_pylist() == x.tolist()
+    s = pd.Series(np.arange(5, dtype=np.int16), name=3)
+    view = as_tensor(s)
+    assert view.name == "3"
+    assert view.arrow().to_pylist() == [0, 1, 2, 3, 4]
+    assert pa.array(view).type == pa.int16()
+
+
+def test_numpy_sources_needing_arrow_keep_their_behaviour():
+    strided = np.arange(20, dtype=np.int64)[::2]
+    view = as_tensor(strided)
+    assert view.numpy().tolist() == list(range(0, 20, 2))
+    with pytest.raises(pa.ArrowNotImplementedError, match="Byte-swapped"):
+        as_tensor(np.arange(4, dtype=">i4"))  # as before: Arrow refuses it
+    with pytest.raises(UnsupportedTypeError, match="2-D NumPy array"):
+        as_tensor(np.zeros((2, 2)))
+    with pytest.raises(ValueError, match=r"`nulls` must be 'keep', 'raise' or a fill value"):
+        as_tensor(np.arange(3), nulls="drop")
+    assert not as_tensor(np.arange(3.0), nulls="raise").copied
+    with pytest.raises(UnsupportedTypeError):  # the type is checked before `nulls`
+        as_tensor(pa.array(["a"]), nulls="drop")

@@ -162,3 +162,62 @@ def test_errors():
         to_tensor({"a": pa.array([1.0, 2.0]), "f": fsl})
     with pytest.raises(ShapeError, match=r"column `b` has 1 rows, but column `a` has 2"):
         to_tensor({"a": pa.array([1.0, 2.0]), "b": pa.array([1.0])})
+
+
+def _frames(n: int, dtypes: list[str]) -> dict[str, object]:
+    rng = np.random.default_rng(n)
+    cols = {f"c{i}": (rng.normal(size=n) * 50).astype(d) for i, d in enumerate(dtypes)}
+    return {
+        "polars": pl.DataFrame(cols),
+        "dict-numpy": cols,
+        "dict-pandas": {k: pd.Series(v) for k, v in cols.items()},
+        "pyarrow": pa.table(cols),
+    }
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("n", [1, 100, 5_000, 70_000])
+@pytest.mark.parametrize("dtypes", [["float64"] * 4, ["float32", "int64", "int16", "uint8"]])
+def test_fast_paths_match_column_stack(order, n, dtypes):
+    """Null-free single-chunk columns: small, kernel-sized and thread-split inputs."""
+    for kind, frame in _frames(n, dtypes).items():
+        m = to_tensor(frame, order=order)
+        expected = np.column_stack([np.asarray(frame[c]) for c in ["c0", "c1", "c2", "c3"]])
+        dtype = default_matrix_dtype([np.dtype(d) for d in dtypes])
+        assert m.dtype == dtype, kind
+        np.testing.assert_array_equal(m.numpy(), expected.astype(dtype), err_msg=kind)
+        flags = m.numpy().flags
+        assert flags.c_contiguous if order == "C" else flags.f_contiguous
+        assert m.numpy().flags.writeable
+        assert m.validity is None
+        assert m.copied
+        assert m.copy_reason == f"wrote 4 column(s) into a new {order}-order {dtype} matrix"
+        assert m.columns == ["c0", "c1", "c2", "c3"]
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_fast_paths_cast_and_select(order):
+    n = 3_000
+    frame = pl.DataFrame({"a": np.arange(n, dtype=np.int64), "b": np.linspace(0, 1, n)})
+    m = to_tensor(frame, ["b", "a"], dtype="int32", order=order)
+    expected = np.column_stack([np.linspace(0, 1, n), np.arange(n)]).astype(np.int32)
+    np.testing.assert_array_equal(m.numpy(), expected)
+    half = to_tensor(frame, dtype="float16", order=order)
+    np.testing.assert_array_equal(
+        half.numpy(), np.column_stack([np.arange(n), np.linspace(0, 1, n)]).astype(np.float16)
+    )
+    flags = {"x": np.array([True, False, True]), "y": np.array([1.5, 2.5, 3.5])}
+    m = to_tensor(flags, order=order)
+    assert m.numpy().tolist() == [[1.0, 1.5], [0.0, 2.5], [1.0, 3.5]]
+    assert "unpacked bool bits" in m.copy_reason
+
+
+def test_fast_path_errors_match_the_arrow_path():
+    frame = pl.DataFrame({"a": [1.0, 2.0]})
+    with pytest.raises(ColumnNotFoundError, match=r"column `b` not found"):
+        to_tensor(frame, ["a", "b"])
+    with pytest.raises(ShapeError, match=r"column `b` has 1 rows, but column `a` has 2"):
+        to_tensor({"a": np.array([1.0, 2.0]), "b": np.array([1.0])})
+    with pytest.raises(ColumnNotFoundError):
+        to_tensor({"a": np.array([1.0])}, ["z"])
+    assert to_tensor({"a": np.array([], dtype=np.float64)}).shape == (0, 1)

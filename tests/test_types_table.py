@@ -108,3 +108,19 @@ def test_every_row_is_reachable_and_documented():
         assert entry.note
         assert entry.tensorable or entry.instead
         assert entry.cupy == entry.numpy
+
+
+def test_specs_are_cached_per_type_but_keep_the_concrete_type():
+    assert tensor_spec(pa.float64()) is tensor_spec(pa.float64())
+    assert lookup_type(pa.int8()) is lookup_type(pa.int8())
+    assert tensor_spec(pa.timestamp("ms", tz="UTC")).tz == "UTC"
+    assert tensor_spec(pa.timestamp("ms")).tz is None
+    named = pa.list_(pa.field("x", pa.float32()), 3)
+    plain = pa.list_(pa.float32(), 3)
+    assert named == plain  # Arrow compares list types without child names ...
+    assert str(tensor_spec(named).arrow_type) == str(named)  # ... the spec keeps its own
+    assert str(tensor_spec(plain).arrow_type) == str(plain)
+    with pytest.raises(UnsupportedTypeError, match="column `s`"):
+        tensor_spec(pa.string(), "s")
+    with pytest.raises(UnsupportedTypeError, match="column `t`"):
+        tensor_spec(pa.string(), "t")  # errors name the column each time

@@ -47,12 +47,16 @@ def column_to_arrow(obj: Any, name: str | None = None) -> pa.ChunkedArray:
         For objects that are not columns, and for pandas ``object`` columns,
         whose values are Python objects with no Arrow buffer behind them.
     """
-    label = f"column `{name}`" if name is not None else "the column"
-    kind = source_kind(obj)
     if isinstance(obj, pa.ChunkedArray):
         return obj
     if isinstance(obj, pa.Array):
         return pa.chunked_array([obj], type=obj.type)
+    pl = sys.modules.get("polars")
+    if pl is not None and isinstance(obj, pl.Series):
+        # The C stream interface hands over polars' own chunks, one per chunk.
+        return pa.chunked_array(obj)
+    label = f"column `{name}`" if name is not None else "the column"
+    kind = source_kind(obj)
     if kind == "polars":
         # The C stream interface hands over polars' own chunks, one per chunk.
         return pa.chunked_array(obj)

@@ -12,12 +12,29 @@ Why threads and not ``numba.prange``: the kernel takes a tuple of column
 arrays of different dtypes, which numba's parallel loops cannot capture; a
 plain ``nogil`` kernel per row block also leaves no OpenMP threads spinning
 after the call.
+
+Fast paths, for the common case of single-chunk columns without nulls:
+
+* ``order="F"``: each output column is contiguous, so each input column is
+  copied (and cast) into it by ``np.copyto``, which releases the GIL; large
+  inputs are split into row ranges copied by the thread pool.
+* ``order="C"``, tiny inputs: the same per-column copies, strided (no kernel
+  to compile or dispatch).
+* ``order="C"``, columns of one dtype: a small numba kernel interleaves a
+  homogeneous tuple of columns row by row (one compiled kernel per column
+  dtype, column count and output dtype), over row ranges in the thread pool
+  for large inputs.
+
+Everything else (nulls, several chunks, bool columns, large row-major
+outputs of mixed or float16 columns) takes the general kernel.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
+import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -29,12 +46,12 @@ from numba import literal_unroll, njit
 
 from colbridge.columns.frames import adapt_frame, missing_column_error
 from colbridge.columns.ingest import column_to_arrow
-from colbridge.columns.tensor import _values, as_tensor
+from colbridge.columns.tensor import _values, as_tensor, direct_array, numpy_spec
 from colbridge.columns.views import ArrayProtocols
 from colbridge.errors import NullValuesError, ShapeError, UnsupportedTypeError
 from colbridge.memory import allocate_host, writable_view
 from colbridge.types.dtypes import parse_dtype
-from colbridge.types.table import tensor_spec
+from colbridge.types.table import TensorSpec, tensor_spec
 
 __all__ = ["FeatureMatrix", "default_matrix_dtype", "to_tensor"]
 
@@ -43,6 +60,16 @@ __all__ = ["FeatureMatrix", "default_matrix_dtype", "to_tensor"]
 _ROW_BLOCK = 2048
 #: Below this many output elements the kernel runs on the calling thread.
 _PARALLEL_MIN_ELEMENTS = 1 << 18
+#: Most columns the C-order fast kernel takes (one compiled kernel per count).
+_FAST_C_MAX_COLUMNS = 64
+#: Below this many output elements, C order is filled by strided NumPy copies
+#: (no kernel to compile for tiny frames); from here on by the numba kernel,
+#: about twice as fast once the output outgrows a few cache lines per column.
+_FAST_C_MIN_ELEMENTS = 2048
+#: Worker threads for large inputs (read once: ``os.cpu_count`` is not free).
+_WORKERS = os.cpu_count() or 1
+#: Arrow kinds whose values are one flat buffer (read with ``np.frombuffer``).
+_FLAT_KINDS = frozenset({"primitive", "temporal"})
 
 
 class FeatureMatrix(ArrayProtocols):
@@ -96,7 +123,17 @@ def default_matrix_dtype(dtypes: Sequence[np.dtype[Any]]) -> np.dtype[Any]:
     >>> default_matrix_dtype([np.dtype("int32"), np.dtype("float32")])
     dtype('float64')
     """
-    return np.dtype(np.result_type(np.float32, *dtypes))
+    key = tuple(dtypes)
+    found = _MATRIX_DTYPES.get(key)
+    if found is None:
+        found = np.dtype(np.result_type(np.float32, *dtypes))
+        if len(_MATRIX_DTYPES) >= 256:
+            _MATRIX_DTYPES.clear()
+        _MATRIX_DTYPES[key] = found
+    return found
+
+
+_MATRIX_DTYPES: dict[tuple[np.dtype[Any], ...], np.dtype[Any]] = {}
 
 
 @njit(nogil=True, cache=True)
@@ -141,6 +178,15 @@ def _fill_rows(groups, group_cols, masks, mask_offs, has_mask, out, valid, fill,
             gi += 1  # noqa: SIM113 - numba cannot enumerate a literal_unroll
 
 
+@njit(nogil=True, cache=True)
+def _interleave(cols, out, lo, hi):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    # cols: a homogeneous tuple of 1-D columns; out: C-ordered (rows, len(cols)).
+    ncols = len(cols)
+    for i in range(lo, hi):
+        for j in range(ncols):
+            out[i, j] = cols[j][i]
+
+
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 
@@ -157,7 +203,7 @@ def _pool() -> ThreadPoolExecutor:
 
 def _run(args: tuple[Any, ...], n: int, ncols: int) -> None:
     kernel: Any = _fill_rows
-    workers = os.cpu_count() or 1
+    workers = _WORKERS
     if n * ncols < _PARALLEL_MIN_ELEMENTS or workers == 1:
         kernel(*args, 0, n)
         return
@@ -167,6 +213,87 @@ def _run(args: tuple[Any, ...], n: int, ncols: int) -> None:
     futures = [pool.submit(kernel, *(*args, lo, min(n, lo + step))) for lo in range(0, n, step)]
     for f in futures:
         f.result()
+
+
+def _row_ranges(n: int, ncols: int) -> list[tuple[int, int]]:
+    """Split rows among the pool's workers; one range when the input is small."""
+    workers = _WORKERS
+    if n * ncols < _PARALLEL_MIN_ELEMENTS or workers == 1:
+        return [(0, n)]
+    step = -(-n // workers)
+    step = -(-step // _ROW_BLOCK) * _ROW_BLOCK
+    return [(lo, min(n, lo + step)) for lo in range(0, n, step)]
+
+
+def _flat_columns(
+    chunked: list[pa.ChunkedArray], specs: list[Any], n: int
+) -> list[np.ndarray[Any, Any]] | None:
+    """Each column as one read-only ndarray over its Arrow buffer, or None.
+
+    None unless every column is one chunk of a flat (primitive or temporal)
+    type without nulls.
+    """
+    arrays = []
+    for col, spec in zip(chunked, specs, strict=True):
+        if spec.entry.kind not in _FLAT_KINDS or col.num_chunks != 1:
+            return None
+        chunk = col.chunk(0)
+        if chunk.null_count:
+            return None
+        data = chunk.buffers()[1]
+        if data is None or not data.is_cpu:
+            return None
+        itemsize = spec.dtype.itemsize
+        arrays.append(
+            np.frombuffer(data, dtype=spec.dtype, count=n, offset=chunk.offset * itemsize)
+        )
+    return arrays
+
+
+def _copy_columns(
+    arrays: list[np.ndarray[Any, Any]], out: np.ndarray[Any, Any], lo: int, hi: int
+) -> None:
+    for j, values in enumerate(arrays):
+        np.copyto(out[lo:hi, j], values[lo:hi], casting="unsafe")
+
+
+def _fill_fast(arrays: list[np.ndarray[Any, Any]], out: np.ndarray[Any, Any]) -> bool:
+    """Fill ``out`` from flat columns without nulls; False when no fast path applies.
+
+    Column-major output, one column, or a tiny input: ``np.copyto`` per
+    column. Row-major output of one column dtype: the numba interleaving
+    kernel. Large inputs are split into row ranges filled by the thread pool.
+    """
+    n, ncols = out.shape
+    ranges = _row_ranges(n, ncols)
+    column_major = out.flags.f_contiguous and not out.flags.c_contiguous
+    work: Any = _copy_columns
+    args: tuple[Any, ...] = (arrays, out)
+    if out.dtype == np.float16:
+        return False  # the general path widens to float32 first; keep its rounding
+    if not (column_major or ncols == 1 or n * ncols < _FAST_C_MIN_ELEMENTS):
+        dtype = arrays[0].dtype
+        if (
+            ncols > _FAST_C_MAX_COLUMNS
+            or dtype.kind not in "iuf"
+            or dtype == np.float16
+            or any(a.dtype != dtype for a in arrays)
+        ):
+            return False
+        work = _interleave
+        args = (tuple(arrays), out)
+    if len(ranges) == 1:
+        work(*args, 0, n)
+        return True
+    pool = _pool()
+    futures = [pool.submit(_call, work, args, lo, hi) for lo, hi in ranges]
+    for f in futures:
+        f.result()
+    return True
+
+
+def _call(work: Any, args: tuple[Any, ...], lo: int, hi: int) -> None:
+    work(*args, lo, hi)
 
 
 def _frame_columns(
@@ -251,9 +378,14 @@ def to_tensor(
     if isinstance(nulls, str) and not (keep or strict):
         msg = f"`nulls` must be 'keep', 'raise' or a fill value, got {nulls!r}"
         raise ValueError(msg)
+    target = None if dtype is None else parse_dtype(dtype).numpy
+    direct = _direct_columns(frame, columns)
+    if direct is not None:
+        fast = _direct_matrix(direct[0], direct[1], target, order)
+        if fast is not None:
+            return fast
     names, chunked = _frame_columns(frame, columns)
     specs = [tensor_spec(c.type, n) for n, c in zip(names, chunked, strict=True)]
-    target = None if dtype is None else parse_dtype(dtype).numpy
     nested = [s.entry.kind in ("fixed_size_list", "fixed_shape_tensor") for s in specs]
     if any(nested):
         if len(names) != 1:
@@ -286,12 +418,11 @@ def to_tensor(
     valid = np.ones((n, ncols), dtype=bool, order=np_order) if (keep and any_nulls) else None
     fill = 0 if keep or strict else nulls
     fill_value = np.asarray(fill).astype(out_dtype)[()]
-    reasons = [f"wrote {ncols} column(s) into a new {order}-order {out_dtype} matrix"]
-    if any(s.entry.kind == "bool" for s in specs):
-        reasons.append("unpacked bool bits")
-    if any(s.dtype == np.float16 for s in specs):
-        reasons.append("widened float16 columns to float32 first (numba has no float16)")
-    if n and ncols:
+    reasons = _reasons(specs, order, out_dtype)
+    flat = _flat_columns(chunked, specs, n) if n and ncols and not any_nulls else None
+    if flat is not None and _fill_fast(flat, out):
+        pass
+    elif n and ncols:
         if out_dtype == np.float16:
             wide = np.empty((n, ncols), dtype=np.float32, order=np_order)
             _fill(chunked, specs, wide, valid, np.float32(fill_value))
@@ -299,6 +430,78 @@ def to_tensor(
         else:
             _fill(chunked, specs, out, valid, fill_value)
     return FeatureMatrix(out, names, valid, copied=True, copy_reason="; ".join(reasons))
+
+
+def _reasons(specs: list[TensorSpec], order: str, out_dtype: np.dtype[Any]) -> list[str]:
+    has_bool = any(s.entry.kind == "bool" for s in specs)
+    has_half = any(s.dtype == np.float16 for s in specs)
+    return list(_reason_texts(len(specs), order, out_dtype, has_bool, has_half))
+
+
+@functools.lru_cache(maxsize=256)
+def _reason_texts(
+    ncols: int, order: str, out_dtype: np.dtype[Any], has_bool: bool, has_half: bool
+) -> tuple[str, ...]:
+    reasons = [f"wrote {ncols} column(s) into a new {order}-order {out_dtype} matrix"]
+    if has_bool:
+        reasons.append("unpacked bool bits")
+    if has_half:
+        reasons.append("widened float16 columns to float32 first (numba has no float16)")
+    return tuple(reasons)
+
+
+def _direct_columns(
+    frame: Any, columns: Sequence[str] | None
+) -> tuple[list[str], list[np.ndarray[Any, Any]]] | None:
+    """The columns as ndarrays read without Arrow (see ``direct_array``), or None.
+
+    Only for polars DataFrames and dicts whose requested columns all exist and
+    are NumPy arrays, NumPy-backed pandas Series or one-chunk numeric polars
+    Series without nulls; anything else (and every error) takes the Arrow path.
+    """
+    pl = sys.modules.get("polars")
+    if pl is not None and isinstance(frame, pl.DataFrame):
+        have = frame.columns
+        names = list(have) if columns is None else [str(c) for c in columns]
+        if columns is not None and not set(names).issubset(have):
+            return None
+        series = [frame.get_column(n) for n in names]
+    elif isinstance(frame, dict):
+        keys = list(frame) if columns is None else list(columns)
+        if any(k not in frame for k in keys):
+            return None
+        series = [frame[k] for k in keys]
+        names = [str(k) for k in keys]
+    else:
+        return None
+    arrays = []
+    for col in series:
+        array = direct_array(col)
+        if array is None:
+            return None
+        arrays.append(array)
+    return names, arrays
+
+
+def _direct_matrix(
+    names: list[str], arrays: list[np.ndarray[Any, Any]], target: np.dtype[Any] | None, order: str
+) -> FeatureMatrix | None:
+    """Fill a matrix from null-free ndarrays; None when the Arrow path must decide."""
+    if not arrays:
+        return None
+    n = len(arrays[0])
+    if n == 0 or any(len(a) != n for a in arrays):
+        return None  # the Arrow path handles empty frames and reports bad shapes
+    specs = [numpy_spec(a.dtype) for a in arrays]
+    out_dtype = target if target is not None else default_matrix_dtype([s.dtype for s in specs])
+    if out_dtype == np.float16:
+        return None
+    buffer = allocate_host(n * len(arrays) * out_dtype.itemsize)
+    out = writable_view(buffer, out_dtype, (n, len(arrays)), order=order)
+    if not _fill_fast(arrays, out):
+        return None
+    reasons = _reasons(specs, order, out_dtype)
+    return FeatureMatrix(out, names, None, copied=True, copy_reason="; ".join(reasons))
 
 
 def _segments(chunked: list[pa.ChunkedArray], n: int) -> list[int]:

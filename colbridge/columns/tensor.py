@@ -41,6 +41,7 @@ from colbridge.columns.ingest import column_to_arrow
 from colbridge.columns.views import ArrayProtocols
 from colbridge.errors import CopyNotAllowedError, InvalidOperationError, NullValuesError
 from colbridge.memory import HostBuffer, host_view
+from colbridge.memory.host import HostLayout
 from colbridge.types.table import TensorSpec, tensor_spec
 
 __all__ = ["TensorView", "Validity", "as_tensor"]
@@ -133,7 +134,7 @@ class TensorView(ArrayProtocols):
 
     def __init__(
         self,
-        array: np.ndarray[Any, Any],
+        array: np.ndarray[Any, Any] | HostLayout,
         arrow: pa.Array | None,
         spec: TensorSpec,
         *,
@@ -171,10 +172,12 @@ class TensorView(ArrayProtocols):
         """Return the Arrow array whose values this tensor holds.
 
         No copy, except for a view made directly over a NumPy bool array, whose
-        bytes are packed into Arrow bits here (once).
+        bytes are packed into Arrow bits here (once). A view made directly
+        over a NumPy (or NumPy-backed pandas) column wraps that memory in an
+        Arrow array here, on first use, without copying it.
         """
         if self._arrow is None:
-            self._arrow = pa.array(self._array, type=pa.bool_())
+            self._arrow = pa.array(self._ndarray(), type=self._spec.arrow_type)
         return self._arrow
 
     def __arrow_c_array__(self, requested_schema: Any = None) -> tuple[Any, Any]:
@@ -204,20 +207,107 @@ def _guess_name(column: Any) -> str | None:
     return str(name)
 
 
-def _numpy_direct(column: Any) -> np.ndarray[Any, Any] | None:
-    """Return a NumPy bool array (or NumPy-backed pandas bool Series) viewed as it is."""
+#: NumPy dtype kinds viewed directly (no Arrow round trip): ints, floats, bool.
+_DIRECT_KINDS = frozenset("iufb")
+_NUMPY_SPECS: dict[np.dtype[Any], TensorSpec] = {}
+
+
+_POLARS_NUMERIC: frozenset[type] | None = None
+
+
+def _polars_numeric(pl: Any) -> frozenset[type]:
+    global _POLARS_NUMERIC
+    if _POLARS_NUMERIC is None:
+        names = ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64")
+        _POLARS_NUMERIC = frozenset(getattr(pl, n) for n in (*names, "Float32", "Float64"))
+    return _POLARS_NUMERIC
+
+
+def _numpy_source(column: Any) -> np.ndarray[Any, Any] | None:
+    """Return the ndarray behind a column when no Arrow round trip is needed, else None.
+
+    That is: a NumPy array; a NumPy-backed pandas Series of ints, floats or
+    bools; a one-chunk polars Series of ints or floats without nulls (which
+    polars hands out as a read-only ndarray over its own buffer).
+    """
     if isinstance(column, np.ndarray):
-        array = column
-    else:
-        pd = sys.modules.get("pandas")
-        if pd is None or not isinstance(column, pd.Series) or column.dtype != np.bool_:
+        return column
+    pl = sys.modules.get("polars")
+    if pl is not None and isinstance(column, pl.Series):
+        if (
+            type(column.dtype) not in _polars_numeric(pl)
+            or column.n_chunks() != 1
+            or column.null_count()
+            or not len(column)  # an empty Series hands out a dangling address
+        ):
             return None
-        array = column.to_numpy(copy=False)
-    if array.dtype != np.bool_ or array.ndim != 1:
+        values: np.ndarray[Any, Any] = column.to_numpy(allow_copy=False)
+        return values
+    pd = sys.modules.get("pandas")
+    if pd is None or not isinstance(column, pd.Series):
+        return None
+    dtype = column.dtype
+    if not isinstance(dtype, np.dtype) or dtype.kind not in _DIRECT_KINDS:
+        return None
+    array: np.ndarray[Any, Any] = column.to_numpy(copy=False)
+    return array
+
+
+def numpy_spec(dtype: np.dtype[Any]) -> TensorSpec:
+    """Return the tensor spec of a NumPy dtype (its default Arrow type), cached."""
+    spec = _NUMPY_SPECS.get(dtype)
+    if spec is None:
+        spec = tensor_spec(pa.from_numpy_dtype(dtype))
+        _NUMPY_SPECS[dtype] = spec
+    return spec
+
+
+def _direct_ok(array: np.ndarray[Any, Any]) -> bool:
+    """True for a 1-D, contiguous, aligned, native-order int/float/bool ndarray."""
+    dtype = array.dtype
+    if dtype.kind not in _DIRECT_KINDS or array.ndim != 1 or not dtype.isnative:
+        return False
+    flags = array.flags
+    return bool(flags.c_contiguous and flags.aligned)
+
+
+def direct_array(column: Any) -> np.ndarray[Any, Any] | None:
+    """Return the ndarray a column can be read from without Arrow, or None.
+
+    See :func:`_numpy_source`; the array is also 1-D, contiguous, aligned,
+    native-order and of an int, float or bool dtype.
+    """
+    array = _numpy_source(column)
+    if array is None:
+        return None
+    pl = sys.modules.get("polars")
+    if pl is not None and isinstance(column, pl.Series):
+        return array  # numeric, one chunk: 1-D, contiguous, native, aligned
+    return array if _direct_ok(array) else None
+
+
+def _numpy_direct(array: np.ndarray[Any, Any], name: str | None) -> TensorView | None:
+    """View a 1-D, contiguous, aligned, native-order int/float/bool ndarray as it is.
+
+    Zero-copy and without building an Arrow array (``.arrow()`` makes one on
+    demand, also without copying). Anything else returns None and goes
+    through Arrow.
+    """
+    if not _direct_ok(array):
         return None
     view = array.view()
     view.flags.writeable = False
-    return view
+    return TensorView(
+        view,
+        None,
+        numpy_spec(array.dtype),
+        name=name,
+        validity=None,
+        null_count=0,
+        dictionary=None,
+        copied=False,
+        copy_reason="",
+    )
 
 
 def as_tensor(
@@ -280,20 +370,16 @@ def as_tensor(
         return column
     if name is None:
         name = _guess_name(column)
-    direct = _numpy_direct(column)
-    if direct is not None:
-        spec = tensor_spec(pa.bool_(), name)
-        return TensorView(
-            direct,
-            None,
-            spec,
-            name=name,
-            validity=None,
-            null_count=0,
-            dictionary=None,
-            copied=False,
-            copy_reason="",
-        )
+    if isinstance(column, pa.Array):
+        # The hot path: no ChunkedArray wrapping for a plain Arrow array.
+        spec = tensor_spec(column.type, name)
+        return _view_of(column, spec, name=name, nulls=nulls, allow_copy=allow_copy, reasons=[])
+    source = _numpy_source(column)
+    if source is not None:
+        direct = _numpy_direct(source, name)
+        if direct is not None:
+            _check_nulls(nulls)
+            return direct
     chunked = column_to_arrow(column, name)
     spec = tensor_spec(chunked.type, name)
     array, reasons = _one_chunk(chunked, spec, name, allow_copy)
@@ -303,6 +389,8 @@ def as_tensor(
 def _one_chunk(
     chunked: pa.ChunkedArray, spec: TensorSpec, name: str | None, allow_copy: bool
 ) -> tuple[pa.Array, list[str]]:
+    if chunked.num_chunks == 1:
+        return chunked.chunk(0), []
     chunks = [c for c in chunked.chunks if len(c)]
     if len(chunks) == 1:
         return chunks[0], []
@@ -364,16 +452,22 @@ def _view_of(
     allow_copy: bool,
     reasons: list[str],
 ) -> TensorView:
+    _check_nulls(nulls)
     kind = spec.entry.kind
-    n = len(array)
     null_count = array.null_count
+    if (
+        (kind == "primitive" or kind == "temporal")
+        and not reasons
+        and (null_count == 0 or (isinstance(nulls, str) and nulls == "keep"))
+    ):
+        fast = _flat_view(array, spec, name, null_count)
+        if fast is not None:
+            return fast
+    n = len(array)
     nested = kind in ("fixed_size_list", "fixed_shape_tensor")
     inner = _inner_nulls(array, spec) if nested else 0
     keep = isinstance(nulls, str) and nulls == "keep"
     strict = isinstance(nulls, str) and nulls == "raise"
-    if isinstance(nulls, str) and not (keep or strict):
-        msg = f"`nulls` must be 'keep', 'raise' or a fill value, got {nulls!r}"
-        raise ValueError(msg)
     fill = not (keep or strict)
     if strict and null_count:
         msg = (
@@ -405,8 +499,12 @@ def _view_of(
         )
         raise CopyNotAllowedError(msg)
 
-    values = _values(array, spec)
     dictionary = array.dictionary if kind == "dictionary" else None
+    values: np.ndarray[Any, Any] | HostLayout | None = None
+    if not to_fill and kind != "bool":
+        values = _layout(array, spec)
+    if values is None:
+        values = _values(array, spec)
     copied = bool(reasons)
     if kind == "bool":
         copied = True
@@ -414,6 +512,7 @@ def _view_of(
     validity: Validity | None = None
     arrow = array
     if to_fill:
+        assert isinstance(values, np.ndarray)
         values = _filled(values, array, spec, nulls, name)
         copied = True
         reasons = [*reasons, f"filled {to_fill} null(s) with {nulls!r}"]
@@ -435,6 +534,56 @@ def _view_of(
         copied=copied,
         copy_reason="; ".join(reasons),
     )
+
+
+def _check_nulls(nulls: Any) -> None:
+    if isinstance(nulls, str) and nulls != "keep" and nulls != "raise":
+        msg = f"`nulls` must be 'keep', 'raise' or a fill value, got {nulls!r}"
+        raise ValueError(msg)
+
+
+def _flat_view(
+    array: pa.Array, spec: TensorSpec, name: str | None, null_count: int
+) -> TensorView | None:
+    """A primitive or temporal column as a lazy zero-copy view (None: take the general path)."""
+    buffers = array.buffers()
+    data = buffers[1]
+    if data is None or not data.is_cpu:
+        return None
+    dtype = spec.dtype
+    itemsize = dtype.itemsize
+    offset = array.offset
+    n = len(array)
+    if n and (offset + n) * itemsize > data.size:
+        return None  # the general path reports it
+    layout = HostLayout(data.address + offset * itemsize, (n,), dtype, data)
+    validity = Validity(buffers[0], offset, n, null_count) if null_count else None
+    return TensorView(
+        layout,
+        array,
+        spec,
+        name=name,
+        validity=validity,
+        null_count=null_count,
+        dictionary=None,
+        copied=False,
+        copy_reason="",
+    )
+
+
+def _layout(array: pa.Array, spec: TensorSpec) -> HostLayout | None:
+    """Describe the zero-copy values tensor without building it (None: build it eagerly)."""
+    if spec.permutation is not None and list(spec.permutation) != sorted(spec.permutation):
+        return None
+    leaf, start, count = _leaf(array, spec)
+    buffer = leaf.buffers()[1]
+    if buffer is None:
+        return None
+    itemsize = spec.dtype.itemsize
+    if count and (start + count) * itemsize > HostBuffer.from_arrow(buffer).nbytes:
+        return None  # host_view reports it
+    shape = (len(array), *spec.inner_shape)
+    return HostLayout(buffer.address + start * itemsize, shape, spec.dtype, buffer)
 
 
 def _values(array: pa.Array, spec: TensorSpec) -> np.ndarray[Any, Any]:

@@ -6,6 +6,12 @@ else owns and exposes it through ``__array_interface__``, ``__array__``,
 (one column) and :class:`~colbridge.columns.matrix.FeatureMatrix` (many columns)
 build on it. DLPack export goes through NumPy, which writes the versioned
 DLPack 1.0 capsule with the read-only flag itself.
+
+A zero-copy view may be built from a :class:`~colbridge.memory.host.HostLayout`
+(address, shape, dtype, owner) instead of an ndarray: shape, dtype, address
+and ``__array_interface__`` are then answered from the layout, and the
+ndarray is built once, on first use (``.numpy()``, ``__array__``,
+``__dlpack__``). Making a view thus costs the same whatever the row count.
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
+from colbridge.memory.host import HostLayout
 
 __all__ = ["ArrayProtocols"]
 
@@ -24,8 +32,10 @@ class ArrayProtocols:
 
     Parameters
     ----------
-    array : numpy.ndarray
-        The data; made read-only here if it is not already.
+    array : numpy.ndarray or HostLayout
+        The data; made read-only here if it is not already. A
+        :class:`~colbridge.memory.host.HostLayout` describes read-only memory
+        whose ndarray is built only when first needed.
     copied : bool
         Whether building ``array`` copied data.
     copy_reason : str, optional
@@ -39,57 +49,84 @@ class ArrayProtocols:
 
     def __init__(
         self,
-        array: np.ndarray[Any, Any],
+        array: np.ndarray[Any, Any] | HostLayout,
         *,
         copied: bool,
         copy_reason: str = "",
         readonly: bool = True,
     ) -> None:
-        if readonly and array.flags.writeable:
-            array.flags.writeable = False
-        self._array = array
+        if isinstance(array, HostLayout):
+            self._array: np.ndarray[Any, Any] | None = None
+            self._layout: HostLayout | None = array
+        else:
+            if readonly and array.flags.writeable:
+                array.flags.writeable = False
+            self._array = array
+            self._layout = None
         self.copied = copied
         self.copy_reason = copy_reason
+
+    def _ndarray(self) -> np.ndarray[Any, Any]:
+        array = self._array
+        if array is None:
+            assert self._layout is not None
+            array = self._array = self._layout.materialize()
+        return array
 
     # -- shape and type -------------------------------------------------
     @property
     def dtype(self) -> np.dtype[Any]:
         """NumPy (and CuPy) dtype of the elements."""
-        dtype: np.dtype[Any] = self._array.dtype
+        layout = self._layout
+        if layout is not None:
+            return layout.dtype
+        dtype: np.dtype[Any] = self._ndarray().dtype
         return dtype
 
     @property
     def shape(self) -> tuple[int, ...]:
         """Tensor shape; the first axis is the rows."""
-        return tuple(self._array.shape)
+        layout = self._layout
+        if layout is not None:
+            return layout.shape
+        return tuple(self._ndarray().shape)
 
     @property
     def ndim(self) -> int:
         """Number of dimensions."""
-        return int(self._array.ndim)
+        return len(self.shape)
 
     @property
     def nbytes(self) -> int:
         """Bytes spanned by the elements."""
-        return int(self._array.nbytes)
+        layout = self._layout
+        if layout is not None:
+            return layout.size * layout.dtype.itemsize
+        return int(self._ndarray().nbytes)
 
     @property
     def data_address(self) -> int:
         """Address of the first element."""
-        return int(self._array.__array_interface__["data"][0])
+        layout = self._layout
+        if layout is not None:
+            return layout.address
+        return int(self._ndarray().__array_interface__["data"][0])
 
     def __len__(self) -> int:
-        return int(self._array.shape[0])
+        return self.shape[0]
 
     def numpy(self) -> np.ndarray[Any, Any]:
         """Return the ndarray (a view; no copy). For views of Arrow data it is read-only."""
-        return self._array
+        return self._ndarray()
 
     # -- NumPy protocols --------------------------------------------------
     @property
     def __array_interface__(self) -> dict[str, Any]:
         """NumPy array interface (version 3); ``data`` is ``(address, True)``: read-only."""
-        return dict(self._array.__array_interface__)
+        layout = self._layout
+        if layout is not None:
+            return layout.interface()
+        return dict(self._ndarray().__array_interface__)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray[Any, Any]:
         """Return the data for ``np.asarray`` / ``np.array``, with NumPy 2 ``copy`` semantics.
@@ -98,18 +135,19 @@ class ArrayProtocols:
         ``copy=False`` raises ``ValueError`` when a cast would need a copy,
         ``copy=True`` returns a fresh, writable array.
         """
-        target = self._array.dtype if dtype is None else np.dtype(dtype)
+        array = self._ndarray()
+        target = array.dtype if dtype is None else np.dtype(dtype)
         if copy is True:
-            return self._array.astype(target, copy=True)
-        if target != self._array.dtype:
+            return array.astype(target, copy=True)
+        if target != array.dtype:
             if copy is False:
                 msg = (
-                    f"copy not allowed: casting {self._array.dtype} to {target} "
+                    f"copy not allowed: casting {array.dtype} to {target} "
                     "needs a copy; pass `copy=None` or `copy=True`"
                 )
                 raise ValueError(msg)
-            return self._array.astype(target)
-        return self._array
+            return array.astype(target)
+        return array
 
     # -- DLPack -------------------------------------------------------------
     def __dlpack__(
@@ -130,9 +168,10 @@ class ArrayProtocols:
         raises ``BufferError`` instead of handing out writable access to
         shared memory.
         """
+        array = self._ndarray()
         versioned = max_version is not None and tuple(max_version) >= (1, 0)
-        if versioned or self._array.flags.writeable:
-            return self._array.__dlpack__(
+        if versioned or array.flags.writeable:
+            return array.__dlpack__(
                 stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
             )
         if copy is False:
@@ -141,7 +180,7 @@ class ArrayProtocols:
                 "without copying; ask for `max_version=(1, 0)` or allow `copy`"
             )
             raise BufferError(msg)
-        fresh = np.array(self._array, copy=True)
+        fresh = np.array(array, copy=True)
         return fresh.__dlpack__(stream=stream, dl_device=dl_device)
 
     def __dlpack_device__(self) -> tuple[int, int]:

@@ -15,7 +15,15 @@ from typing import Any, Literal
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["PLACEMENTS", "HostBuffer", "Placement", "allocate_host", "host_view", "writable_view"]
+__all__ = [
+    "PLACEMENTS",
+    "HostBuffer",
+    "HostLayout",
+    "Placement",
+    "allocate_host",
+    "host_view",
+    "writable_view",
+]
 
 #: Where a buffer lives. Only ``"host"`` exists now; GPU placements
 #: (``"managed"``, ``"device"``, ``"host-mapped"``) will join this list.
@@ -103,7 +111,7 @@ class _Holder:
 
     def __init__(
         self,
-        buffer: HostBuffer,
+        buffer: Any,
         dtype: np.dtype[Any],
         shape: tuple[int, ...],
         address: int,
@@ -117,6 +125,73 @@ class _Holder:
             "data": (address, True),
             "strides": strides,
         }
+
+
+class HostLayout:
+    """A read-only tensor over host memory, described but not yet an ndarray.
+
+    Holds what ``__array_interface__`` needs (address, shape, dtype, strides)
+    and the object owning the memory, so a view can answer shape, dtype,
+    address and the array interface without building a NumPy array;
+    :meth:`materialize` builds one (read-only, keeping ``owner`` alive as its
+    base) when it is actually asked for.
+
+    Attributes
+    ----------
+    address : int
+        Address of the first element.
+    shape : tuple of int
+        Tensor shape.
+    dtype : numpy.dtype
+        Element type.
+    strides : tuple of int or None
+        Byte strides; None for C-contiguous.
+    owner : object
+        The object owning the memory (a ``pa.Buffer``, an ndarray, ...).
+    """
+
+    __slots__ = ("address", "dtype", "owner", "shape", "strides")
+
+    def __init__(
+        self,
+        address: int,
+        shape: tuple[int, ...],
+        dtype: np.dtype[Any],
+        owner: Any,
+        strides: tuple[int, ...] | None = None,
+    ) -> None:
+        self.address = address
+        self.shape = shape
+        self.dtype = dtype
+        self.owner = owner
+        self.strides = strides
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        count = 1
+        for s in self.shape:
+            count *= s
+        return count
+
+    def interface(self) -> dict[str, Any]:
+        """A fresh NumPy array interface (version 3) dict, flagged read-only."""
+        typestr = self.dtype.str
+        return {
+            "version": 3,
+            "shape": self.shape,
+            "typestr": typestr,
+            "descr": [("", typestr)],
+            "data": (self.address, True),
+            "strides": self.strides,
+        }
+
+    def materialize(self) -> np.ndarray[Any, Any]:
+        """Build the read-only ndarray; its ``base`` keeps ``owner`` alive."""
+        holder = _Holder(self.owner, self.dtype, self.shape, self.address, self.strides)
+        array: np.ndarray[Any, Any] = np.asarray(holder)
+        array.flags.writeable = False
+        return array
 
 
 def allocate_host(nbytes: int) -> HostBuffer:

@@ -10,6 +10,7 @@ naming the column, its type and what to do instead), and
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -412,8 +413,26 @@ TYPE_TABLE: tuple[TypeEntry, ...] = (
 )
 
 
+#: Resolved rows and specs per Arrow type (types are hashable and compare by
+#: value). Bounded: cleared when full, so odd workloads cannot grow it forever.
+_CACHE_LIMIT = 1024
+_ENTRY_CACHE: dict[pa.DataType, TypeEntry] = {}
+_SPEC_CACHE: dict[pa.DataType, TensorSpec] = {}
+#: Kinds whose spec depends on nothing but what type equality compares.
+#: List and tensor types compare equal across child field names, so their
+#: specs (which hold the concrete type) are resolved each time.
+_CACHED_SPEC_KINDS = frozenset({"primitive", "bool", "temporal", "dictionary"})
+
+
+def _remember(cache: dict[pa.DataType, Any], arrow_type: pa.DataType, value: Any) -> None:
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()
+    with contextlib.suppress(TypeError):  # an unhashable extension type: not cached
+        cache[arrow_type] = value
+
+
 def lookup_type(arrow_type: pa.DataType) -> TypeEntry:
-    """Return the table row for a concrete Arrow type.
+    """Return the table row for a concrete Arrow type (cached per type).
 
     Examples
     --------
@@ -423,6 +442,18 @@ def lookup_type(arrow_type: pa.DataType) -> TypeEntry:
     >>> lookup_type(pa.string()).tensorable
     False
     """
+    try:
+        cached = _ENTRY_CACHE.get(arrow_type)
+    except TypeError:
+        cached = None
+    if cached is not None:
+        return cached
+    entry = _match_type(arrow_type)
+    _remember(_ENTRY_CACHE, arrow_type, entry)
+    return entry
+
+
+def _match_type(arrow_type: pa.DataType) -> TypeEntry:
     for entry in TYPE_TABLE:
         if entry.matches(arrow_type):
             return entry
@@ -467,9 +498,22 @@ def tensor_spec(arrow_type: pa.DataType, name: str | None = None) -> TensorSpec:
     >>> tensor_spec(pa.duration("ns")).unit
     'ns'
     """
+    try:
+        cached = _SPEC_CACHE.get(arrow_type)
+    except TypeError:
+        cached = None
+    if cached is not None:
+        return cached
     entry = lookup_type(arrow_type)
     if not entry.tensorable:
         raise unsupported_type_error(arrow_type, name, entry)
+    spec = _resolve_spec(entry, arrow_type)
+    if entry.kind in _CACHED_SPEC_KINDS:
+        _remember(_SPEC_CACHE, arrow_type, spec)
+    return spec
+
+
+def _resolve_spec(entry: TypeEntry, arrow_type: pa.DataType) -> TensorSpec:
     kind = entry.kind
     if kind in ("primitive", "bool"):
         dtype = np.dtype(entry.numpy)
