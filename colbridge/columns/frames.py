@@ -208,6 +208,7 @@ class PandasFrameAdapter(FrameAdapter):
     def __init__(self, frame: Any, *, numpy_output: bool = False) -> None:
         super().__init__(frame)
         self.numpy_output = numpy_output
+        self._series_cache: dict[str, Any] = {}
         if not frame.columns.is_unique:
             dupes = sorted({str(c) for c in frame.columns[frame.columns.duplicated()]})
             msg = f"pandas frame has duplicate column names {dupes!r}; rename them first"
@@ -223,12 +224,19 @@ class PandasFrameAdapter(FrameAdapter):
 
     def column(self, name: str) -> pa.ChunkedArray:
         self._check(name)
-        return column_to_arrow(self.frame[self._label(name)], name)
+        return column_to_arrow(self._series(name), name)
+
+    def _series(self, name: str) -> Any:
+        # pandas column access is slow (~20 µs); a compute asks for each column twice
+        series = self._series_cache.get(name)
+        if series is None:
+            series = self._series_cache[name] = self.frame[self._label(name)]
+        return series
 
     def nan_is_null(self, name: str) -> bool:
         # pandas marks a missing value in a NumPy float column with NaN (and polars'
         # from_pandas reads it as null): kernels treat NaN there as null, in place.
-        dtype = self.frame[self._label(name)].dtype
+        dtype = self._series(name).dtype
         return isinstance(dtype, np.dtype) and dtype.kind == "f"
 
     def _label(self, name: str) -> Any:
@@ -258,6 +266,17 @@ class PandasFrameAdapter(FrameAdapter):
         import pandas as pd
 
         index = pd.RangeIndex(1) if one_row else self.frame.index
+        names = self.names
+        added = [n for n in order if n not in names]
+        if not one_row and list(order) == names + added and all(
+            isinstance(label, str) for label in self.frame.columns
+        ):
+            # with_columns: a shallow copy keeps every column in place (copy-on-write);
+            # replaced columns are set where they stand, new ones appended.
+            out = self.frame.copy(deep=False)
+            for n in new:
+                out[n] = pd.Series(self._to_pandas_values(new[n]), index=index, name=n)
+            return out
         data = {}
         for n in order:
             if n in new:
