@@ -8,6 +8,7 @@ Arrow's memory pool and wrapped as Arrow arrays without a copy.
 from __future__ import annotations
 
 import math
+import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,6 +34,13 @@ from colbridge.expr.nodes import Agg
 from colbridge.plan.nullability import Nullability
 from colbridge.plan.planner import Segment
 from colbridge.types import DType
+
+# numba's OpenMP workers spin after each parallel kernel; on a small machine that
+# spinning steals the cores from whatever runs next (polars, pandas, the next
+# kernel), measured here at 10x at 1e5 rows. Let them sleep instead, unless the
+# user chose otherwise. Read by the OpenMP runtime when the first parallel kernel
+# loads it, which happens after this import.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 __all__ = [
     "PARALLEL_MIN_ROWS",
