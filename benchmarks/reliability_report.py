@@ -40,10 +40,16 @@ KNOWN_BUGS = [
      "`colbridge run in.parquet -o out.parquet --batch-rows 0 --with 'z = a'`",
      "exit 2, `batch_rows` must be at least 1", "exit 0 with the default batch size "
      "(`args.batch_rows or ...` treats 0 as not given)"),
-    ("B5", "A negated integer literal widens float32 results to float64 (open)",
+    ("B5", "An operation on an integer literal (`-lit(3)`, `lit(5).abs()`, `lit(5).clip(-2, 3)`) "
+     "widens float32 results to float64 (open)",
      "`pl.DataFrame({'b': pl.Series([0.5], dtype=pl.Float32)}).gpu.with_columns("
      "z=-cb.lit(3) + cb.col('b')).compute()`",
-     "`z` is Float32 (polars keeps `-lit(3)` a dynamic literal)", "`z` is Float64"),
+     "`z` is Float32 (polars keeps such literals dynamic)", "`z` is Float64"),
+    ("B6", "A strict cast of a scalar-valued expression on a frame with no rows (open)",
+     "`pl.DataFrame({'a': pl.Series([], dtype=pl.UInt16)}).gpu.with_columns("
+     "z=(cb.col('a').count() - 5).cast('uint8')).compute()`; also "
+     "`cb.coalesce(cb.lit(math.inf), 3).cast('uint64')`",
+     "`InvalidOperationError` (polars raises)", "an empty result"),
     ("B4", "An unwritable kernel cache folder gives a raw `OSError`",
      "`COLBRIDGE_CACHE_DIR=<read-only tmpfs or below a file>` then any first `compute()`",
      "`KernelCompileError` naming the folder and `COLBRIDGE_CACHE_DIR` (or an in-memory "
@@ -131,7 +137,8 @@ def reliability_md(data: dict[str, Any], seconds: float, summary: str, slow: boo
         f"| polars raised and colbridge raised too | {fuzz.get('polars_errors_matched', 0)} |",
         f"| colbridge refused with a clear error where polars computed | "
         f"{sum(fuzz.get('refusals', {}).values())} {fuzz.get('refusals', {}) or ''} |",
-        f"| known open bug B5 hits (dtype only) | {sum(fuzz.get('known', {}).values())} |",
+        f"| known open bugs hit (B5: dtype only; B6: no error on 0 rows) | "
+        f"{sum(fuzz.get('known', {}).values())} {fuzz.get('known', {}) or ''} |",
         f"| **mismatches (wrong value, missing error, crash)** | "
         f"**{len(fuzz.get('mismatches', []))}** |",
         "",
@@ -190,8 +197,8 @@ def reliability_md(data: dict[str, Any], seconds: float, summary: str, slow: boo
         "",
         "## Bugs found",
         "",
-        "B1-B4 are fixed (commit 04aed01); B5 is open. Each has a test in "
-        "`tests/reliability/test_rel_known_bugs.py` (B5's fails until it is fixed); "
+        "B1-B4 are fixed (commit 04aed01); B5 and B6 are open. Each has a test in "
+        "`tests/reliability/test_rel_known_bugs.py` (B5's and B6's fail until fixed); "
         '"got" is the behaviour before the fix.',
         "",
         "| id | bug | repro | expected | got |",
@@ -212,16 +219,49 @@ def reliability_md(data: dict[str, Any], seconds: float, summary: str, slow: boo
     return "\n".join(lines) + "\n"
 
 
+def slow_section(data: dict[str, Any]) -> str:
+    fuzz = data.get("fuzz", {})
+    rows = [
+        "",
+        "## Slow fuzz run",
+        "",
+        "`COLBRIDGE_RELIABILITY_STATS=stats.json pytest tests/reliability/"
+        "test_rel_differential_fuzz.py -m slow` (deeper trees, up to 300 rows per frame), "
+        f"pytest exit status {data.get('exitstatus')}:",
+        "",
+        "| figure | value |",
+        "| --- | --- |",
+        f"| expression trees | {fuzz.get('trees', 0)} |",
+        f"| cases | {fuzz.get('cases', 0)} |",
+        f"| compared with polars | {fuzz.get('polars_cases', 0)} |",
+        f"| CUDA kernel text on the host vs CPU | {fuzz.get('cuda_host_cases', 0)} |",
+        f"| polars raised and colbridge raised too | {fuzz.get('polars_errors_matched', 0)} |",
+        f"| clear refusals where polars computed | {fuzz.get('refusals', {})} |",
+        f"| known open bugs hit | {fuzz.get('known', {})} |",
+        f"| **mismatches** | **{len(fuzz.get('mismatches', []))}** |",
+    ]
+    rows += [f"\n```\n{m[:1500]}\n```" for m in fuzz.get("mismatches", [])[:5]]
+    return "\n".join(rows) + "\n"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--slow", action="store_true", help="include the slow-marked tests")
     parser.add_argument("--errors-only", action="store_true", help="only write docs/errors.md")
+    parser.add_argument(
+        "--slow-stats",
+        help="JSON counters of a separate `-m slow` fuzz run (COLBRIDGE_RELIABILITY_STATS), "
+        "added as their own section",
+    )
     args = parser.parse_args()
     (ROOT / "docs" / "errors.md").write_text(errors_md())
     if args.errors_only:
         return 0
     data, seconds, summary = run_suite(args.slow)
-    (ROOT / "docs" / "reliability.md").write_text(reliability_md(data, seconds, summary, args.slow))
+    text = reliability_md(data, seconds, summary, args.slow)
+    if args.slow_stats:
+        text += slow_section(json.loads(Path(args.slow_stats).read_text()))
+    (ROOT / "docs" / "reliability.md").write_text(text)
     print(summary)
     return 0
 

@@ -1,4 +1,4 @@
-"""Regression tests for the bugs the reliability suite found (B1-B4 fixed in 04aed01; B5 open).
+"""Regression tests for the bugs the reliability suite found (B1-B4 fixed in 04aed01; B5, B6 open).
 
 B1: a strict cast of an out-of-range literal (``lit(-1.25).cast("uint16")``) raises
 on a frame with rows (as polars does) but returns a result on a frame with no
@@ -16,14 +16,20 @@ read-only filesystem, or below a regular file) surfaces a raw ``OSError``
 (Errno 30 / Errno 20) from ``compute()``, not a ``KernelCompileError`` naming
 the folder and the remedy, and there is no in-memory fallback.
 
-B5 (open): negating an untyped integer literal gives a typed literal, so
-``-cb.lit(3) + float32_column`` (and ``when(...).then(-cb.lit(3)).otherwise(f32)``)
-is Float64 in colbridge but Float32 in polars (``cb.lit(-3) + f32`` is Float32 in
-both).
+B5 (open): an operation on an untyped integer literal (``-lit(3)``, ``lit(5).abs()``,
+``lit(5).clip(-2, 3)``) gives a typed literal, so ``-cb.lit(3) + float32_column``
+(also inside ``when``/``coalesce``) is Float64 in colbridge but Float32 in polars,
+which keeps such literals dynamic (``cb.lit(-3) + f32`` is Float32 in both).
+
+B6 (open): B1's fix checks strict casts of bare literals on empty frames, but not of
+other scalar-valued expressions: ``(col("a").count() - 5).cast("uint8")`` or
+``coalesce(lit(inf), 3).cast("uint64")`` on a frame with no rows returns an empty
+result, while polars raises ``InvalidOperationError``.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -101,3 +107,19 @@ def test_bug_b5_negated_integer_literal_keeps_float32_like_polars() -> None:
     assert want.schema["z"] == want.schema["w"] == pl.Float32
     assert got.schema["z"] == pl.Float32
     assert got.schema["w"] == pl.Float32
+    for expr in (lambda m: m.lit(5).abs(), lambda m: m.lit(5).clip(-2, 3)):
+        assert df.with_columns(z=pl.col("b") + expr(pl)).schema["z"] == pl.Float32
+        out = df.gpu.with_columns(z=cb.col("b") + expr(cb)).compute()
+        assert out.schema["z"] == pl.Float32
+
+
+def test_bug_b6_strict_cast_of_a_scalar_expression_raises_on_an_empty_frame() -> None:
+    empty = pl.DataFrame({"a": pl.Series([], dtype=pl.UInt16)})
+    with pytest.raises(pl.exceptions.InvalidOperationError):
+        empty.with_columns(z=(pl.col("a").count() - 5).cast(pl.UInt8))
+    with pytest.raises(pl.exceptions.InvalidOperationError):
+        empty.with_columns(z=pl.coalesce(pl.lit(math.inf), pl.lit(3)).cast(pl.UInt64))
+    with pytest.raises(cb.InvalidOperationError, match="strict cast to uint8 failed"):
+        empty.gpu.with_columns(z=(cb.col("a").count() - 5).cast("uint8")).compute()
+    with pytest.raises(cb.InvalidOperationError, match="strict cast to uint64 failed"):
+        empty.gpu.with_columns(z=cb.coalesce(cb.lit(math.inf), 3).cast("uint64")).compute()
