@@ -33,6 +33,7 @@ from colbridge.errors import ComputeError, InvalidOperationError, KernelCompileE
 from colbridge.expr.nodes import Agg
 from colbridge.plan.nullability import Nullability
 from colbridge.plan.planner import Segment
+from colbridge.plan.typecheck import is_scalar
 from colbridge.types import DType
 
 # numba's OpenMP workers spin after each parallel kernel; on a small machine that
@@ -228,6 +229,8 @@ def run_segment(
 
     if not segment.outputs and segment.mask is None:
         return {}, None
+    if num_rows == 0 and not segment.one_row:
+        _check_scalar_outputs(segment, nulls, scalar_values, stats)
 
     # Inputs of a block or more get the vectorising form of bit-packed outputs.
     vector_bits = n >= BLOCK
@@ -279,6 +282,43 @@ def run_segment(
         f"elementwise[{', '.join(s.name for s in src.outputs)}] over {len(src.inputs)} input(s)"
     )
     return wrap_outputs(src.outputs, out_buffers, n)
+
+
+def _check_scalar_outputs(
+    segment: Segment,
+    nulls: Nullability,
+    scalar_values: dict[Agg, tuple[Any, bool]],
+    stats: RunStats,
+) -> None:
+    """On a frame with no rows, evaluate the one-value outputs once anyway.
+
+    polars evaluates an expression with no column outside a reduction once and
+    broadcasts it, so a strict cast that fails there raises even when there are
+    no rows to broadcast to. Row kernels over zero rows would never see it.
+    """
+    outputs = [(name, node) for name, node in segment.outputs if is_scalar(node)]
+    if not outputs:
+        return
+    key = ("scalar-check", "cpu", segment.signature, tuple(name for name, _ in outputs))
+    compiled = _kernel(
+        key,
+        lambda: generate_elementwise(
+            outputs, None, segment.types, nulls, parallel=False, plan_text=segment.text
+        ),
+        stats,
+    )
+    src = compiled.source
+    args: list[Any] = [1]
+    for s in src.scalars:
+        args += _bind_scalar(s, *scalar_values[s.agg])
+    for out in src.outputs:
+        args.append(np.zeros(8, dtype=np.uint8 if out.dtype.is_bool else out.dtype.numpy))
+        if out.nullable:
+            args.append(np.zeros(1, dtype=np.uint8))
+    err = np.zeros((N_ERR_KINDS, 1), dtype=np.int64) if src.uses_err else _NO_ERRORS
+    args.append(err)
+    _call(compiled, args)
+    raise_kernel_errors(src, err)
 
 
 def wrap_outputs(

@@ -582,17 +582,27 @@ def _signature_args(inputs: list[InputSpec], scalars: list[ScalarSpec]) -> list[
 def _collect_inputs(
     roots: list[Node], types: dict[Node, DType], nulls: Nullability
 ) -> tuple[list[InputSpec], dict[str, int]]:
-    from colbridge.expr.nodes import walk
+    """Columns the kernel reads row by row (not those only inside a reduction)."""
+    from colbridge.expr.nodes import children
 
     specs: list[InputSpec] = []
     index: dict[str, int] = {}
+
+    def visit(node: Node) -> None:
+        if isinstance(node, Agg):
+            return  # computed by an earlier pass, passed in as a scalar
+        if isinstance(node, Column):
+            if node.name not in index:
+                index[node.name] = len(specs)
+                has_bitmap = node.name in nulls.nullable_columns
+                nan_null = node.name in nulls.nan_null_columns and types[node].is_float
+                specs.append(InputSpec(node.name, types[node], has_bitmap, nan_null))
+            return
+        for c in children(node):
+            visit(c)
+
     for root in roots:
-        for n in walk(root):
-            if isinstance(n, Column) and n.name not in index:
-                index[n.name] = len(specs)
-                has_bitmap = n.name in nulls.nullable_columns
-                nan_null = n.name in nulls.nan_null_columns and types[n].is_float
-                specs.append(InputSpec(n.name, types[n], has_bitmap, nan_null))
+        visit(root)
     return specs, index
 
 

@@ -274,6 +274,12 @@ class TypeChecker:
 
     def _unary(self, node: Unary) -> Node:
         arg = self._check(node.arg)
+        if _is_dynamic(arg) and node.op in ("neg", "abs"):
+            lit = arg
+            assert isinstance(lit, Literal)
+            if isinstance(lit.value, (int, float)) and not isinstance(lit.value, bool):
+                # -3 and abs(-3) stay Python numbers that adapt to the other side (polars)
+                return Literal(-lit.value if node.op == "neg" else abs(lit.value))
         if _is_dynamic(arg):
             arg = self._materialize(arg)
         t = self.types[arg]
@@ -392,6 +398,15 @@ class TypeChecker:
     def _clip(self, node: Clip) -> Node:
         arg = self._check(node.arg)
         if _is_dynamic(arg):
+            lit = arg
+            assert isinstance(lit, Literal)
+            if isinstance(lit.value, (int, float)) and not isinstance(lit.value, bool):
+                value = lit.value  # a Python number clipped is still a Python number
+                if node.lower is not None and value < node.lower:
+                    value = type(value)(node.lower)
+                if node.upper is not None and value > node.upper:
+                    value = type(value)(node.upper)
+                return Literal(value)
             arg = self._materialize(arg)
         t = self.types[arg]
         if not t.is_numeric:

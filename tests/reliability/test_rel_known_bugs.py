@@ -1,4 +1,4 @@
-"""Regression tests for the bugs the reliability suite found (B1-B4 fixed in 04aed01; B5, B6 open).
+"""Regression tests for bugs the reliability suite found (B1–B6, all fixed).
 
 B1: a strict cast of an out-of-range literal (``lit(-1.25).cast("uint16")``) raises
 on a frame with rows (as polars does) but returns a result on a frame with no
