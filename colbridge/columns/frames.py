@@ -274,8 +274,9 @@ class PandasFrameAdapter(FrameAdapter):
             # with_columns: a shallow copy keeps every column in place (copy-on-write);
             # replaced columns are set where they stand, new ones appended.
             out = self.frame.copy(deep=False)
-            for n in new:
-                out[n] = pd.Series(self._to_pandas_values(new[n]), index=index, name=n)
+            for n in order:  # in output order: appended columns land where polars puts them
+                if n in new:
+                    out[n] = pd.Series(self._to_pandas_values(new[n]), index=index, name=n)
             return out
         data = {}
         for n in order:
