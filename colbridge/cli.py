@@ -322,11 +322,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         _UsageError, JobSpecError, ExpressionSyntaxError, ColumnNotFoundError, SchemaError,
         DuplicateColumnError, UnsupportedTypeError,
     )  # fmt: skip
+    from colbridge.io.source import interrupt_between_batches
+
     args = _parser().parse_args(argv)
     try:
-        if args.command == "run":
-            return _cmd_run(args)
-        return _cmd_fuse(args)
+        with interrupt_between_batches():
+            if args.command == "run":
+                return _cmd_run(args)
+            return _cmd_fuse(args)
     except usage as exc:
         print(f"colbridge: error: {exc}", file=sys.stderr)
         return 2

@@ -8,9 +8,12 @@ memory stays bounded by the batch size, not the dataset size.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import re
+import signal
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +27,7 @@ __all__ = [
     "DEFAULT_BATCH_ROWS",
     "Source",
     "detect_format",
+    "interrupt_between_batches",
     "open_source",
     "parse_memory",
     "rows_for_memory",
@@ -160,11 +164,43 @@ class Source:
             use_threads=True,
         )
         for batch in scanner.to_batches():
+            if _INTERRUPTED.is_set():
+                raise KeyboardInterrupt
             if batch.num_rows > batch_rows:  # a format that ignores batch_size
                 for start in range(0, batch.num_rows, batch_rows):
                     yield batch.slice(start, batch_rows)
             elif batch.num_rows or batch.num_columns == 0:
                 yield batch
+
+
+_INTERRUPTED = threading.Event()
+
+
+@contextlib.contextmanager
+def interrupt_between_batches() -> Iterator[None]:
+    """Turn Ctrl-C into a stop at the next batch boundary while the block runs.
+
+    Python's own handler raises `KeyboardInterrupt` wherever the main thread is,
+    and an interrupt that lands inside a native callback (a kernel compile, say)
+    is printed and dropped; a flag checked between batches is never lost. A
+    second Ctrl-C interrupts at once.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_sigint(signum: int, frame: object) -> None:
+        if _INTERRUPTED.is_set():
+            raise KeyboardInterrupt
+        _INTERRUPTED.set()
+
+    _INTERRUPTED.clear()
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield  # a Ctrl-C after the last batch lets the finished job stand
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        _INTERRUPTED.clear()
 
 
 def rows_for_memory(source: Source, memory_limit: int, requested: int | None) -> int:
