@@ -41,11 +41,11 @@ KNOWN_BUGS = [
      "exit 2, `batch_rows` must be at least 1", "exit 0 with the default batch size "
      "(`args.batch_rows or ...` treats 0 as not given)"),
     ("B5", "An operation on an integer literal (`-lit(3)`, `lit(5).abs()`, `lit(5).clip(-2, 3)`) "
-     "widens float32 results to float64 (open)",
+     "widens float32 results to float64",
      "`pl.DataFrame({'b': pl.Series([0.5], dtype=pl.Float32)}).gpu.with_columns("
      "z=-cb.lit(3) + cb.col('b')).compute()`",
      "`z` is Float32 (polars keeps such literals dynamic)", "`z` is Float64"),
-    ("B6", "A strict cast of a scalar-valued expression on a frame with no rows (open)",
+    ("B6", "A strict cast of a scalar-valued expression on a frame with no rows",
      "`pl.DataFrame({'a': pl.Series([], dtype=pl.UInt16)}).gpu.with_columns("
      "z=(cb.col('a').count() - 5).cast('uint8')).compute()`; also "
      "`cb.coalesce(cb.lit(math.inf), 3).cast('uint64')`",
@@ -137,7 +137,7 @@ def reliability_md(data: dict[str, Any], seconds: float, summary: str, slow: boo
         f"| polars raised and colbridge raised too | {fuzz.get('polars_errors_matched', 0)} |",
         f"| colbridge refused with a clear error where polars computed | "
         f"{sum(fuzz.get('refusals', {}).values())} {fuzz.get('refusals', {}) or ''} |",
-        f"| known open bugs hit (B5: dtype only; B6: no error on 0 rows) | "
+        f"| known bugs hit | "
         f"{sum(fuzz.get('known', {}).values())} {fuzz.get('known', {}) or ''} |",
         f"| **mismatches (wrong value, missing error, crash)** | "
         f"**{len(fuzz.get('mismatches', []))}** |",
@@ -197,8 +197,8 @@ def reliability_md(data: dict[str, Any], seconds: float, summary: str, slow: boo
         "",
         "## Bugs found",
         "",
-        "B1-B4 are fixed (commit 04aed01); B5 and B6 are open. Each has a test in "
-        "`tests/reliability/test_rel_known_bugs.py` (B5's and B6's fail until fixed); "
+        "All six are fixed. Each has a regression test in "
+        "`tests/reliability/test_rel_known_bugs.py`; "
         '"got" is the behaviour before the fix.',
         "",
         "| id | bug | repro | expected | got |",
@@ -237,7 +237,7 @@ def slow_section(data: dict[str, Any]) -> str:
         f"| CUDA kernel text on the host vs CPU | {fuzz.get('cuda_host_cases', 0)} |",
         f"| polars raised and colbridge raised too | {fuzz.get('polars_errors_matched', 0)} |",
         f"| clear refusals where polars computed | {fuzz.get('refusals', {})} |",
-        f"| known open bugs hit | {fuzz.get('known', {})} |",
+        f"| known bugs hit | {fuzz.get('known', {})} |",
         f"| **mismatches** | **{len(fuzz.get('mismatches', []))}** |",
     ]
     rows += [f"\n```\n{m[:1500]}\n```" for m in fuzz.get("mismatches", [])[:5]]
