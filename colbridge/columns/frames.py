@@ -191,11 +191,6 @@ class PolarsSeriesAdapter(PolarsFrameAdapter):
     ) -> Any:
         return _polars_series_if_one(super().build(order, new, one_row=one_row))
 
-    def filter(self, frame: Any, keep: pa.BooleanArray) -> Any:
-        import polars as pl
-
-        return frame.filter(pl.Series(keep))
-
     def from_arrow(self, table: pa.Table) -> Any:
         return _polars_series_if_one(super().from_arrow(table))
 
@@ -318,10 +313,6 @@ class PandasSeriesAdapter(PandasFrameAdapter):
         one_row: bool = False,
     ) -> Any:
         return _pandas_series_if_one(super().build(order, new, one_row=one_row))
-
-    def filter(self, frame: Any, keep: pa.BooleanArray) -> Any:
-        mask = np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)
-        return frame[mask]
 
     def from_arrow(self, table: pa.Table) -> Any:
         return _pandas_series_if_one(super().from_arrow(table))
