@@ -159,6 +159,22 @@ def _split(text: str) -> list[str]:
     return [p.strip() for p in text.split(",") if p.strip()]
 
 
+def _common_options(
+    args: argparse.Namespace, spec: dict[str, Any]
+) -> tuple[Any, Any, dict[str, Any]]:
+    """Input, output and the options both commands share; the command line wins over the spec."""
+    source = args.input or spec.get("input")
+    if source is None:
+        msg = "no input given; pass a file, folder or glob (or `input` in the spec)"
+        raise _UsageError(msg)
+    options: dict[str, Any] = {
+        "device": args.device or spec.get("device", "auto"),
+        "batch_rows": args.batch_rows if args.batch_rows is not None else spec.get("batch_rows"),
+        "memory_limit": args.memory_limit or spec.get("memory_limit"),
+    }
+    return source, args.output or spec.get("output"), options
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from colbridge.io.pipeline import explain_pipeline, pipeline
 
@@ -167,17 +183,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from colbridge.io.steps import build_steps
 
     steps = build_steps(ops=ops)
-    source = args.input or spec.get("input")
-    output = args.output or spec.get("output")
-    if source is None:
-        msg = "no input given; pass a file, folder or glob (or `input` in the spec)"
-        raise _UsageError(msg)
-    options = {
-        "device": args.device or spec.get("device", "auto"),
-        "batch_rows": args.batch_rows if args.batch_rows is not None else spec.get("batch_rows"),
-        "memory_limit": args.memory_limit or spec.get("memory_limit"),
-        "input_format": args.input_format or spec.get("input_format"),
-    }
+    source, output, options = _common_options(args, spec)
+    options["input_format"] = args.input_format or spec.get("input_format")
     if args.explain:
         print(explain_pipeline(source, steps=steps, **options))
         return 0
@@ -274,17 +281,8 @@ def _cmd_fuse(args: argparse.Namespace) -> int:
             "ddof": spec.get("ddof", 0),
         }
     )
-    source = args.input or spec.get("input")
-    output = args.output or spec.get("output")
-    if source is None:
-        msg = "no input given; pass a file, folder or glob (or `input` in the spec)"
-        raise _UsageError(msg)
-    options = {
-        "device": args.device or spec.get("device", "auto"),
-        "batch_rows": args.batch_rows if args.batch_rows is not None else spec.get("batch_rows"),
-        "memory_limit": args.memory_limit or spec.get("memory_limit"),
-        "stats": args.stats or spec.get("stats"),
-    }
+    source, output, options = _common_options(args, spec)
+    options["stats"] = args.stats or spec.get("stats")
     if args.explain:
         print(explain_fuse(source, feature_spec, **options))
         return 0

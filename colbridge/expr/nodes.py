@@ -52,58 +52,21 @@ BINARY_OPS = {
 COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
 LOGICAL = frozenset({"and", "or", "xor"})
 
-# Elementwise functions of one argument.
-UNARY_FUNCS = frozenset(
-    {
-        "neg",
-        "not",
-        "abs",
-        "sqrt",
-        "cbrt",
-        "exp",
-        "log",
-        "log10",
-        "log1p",
-        "sin",
-        "cos",
-        "tan",
-        "arcsin",
-        "arccos",
-        "arctan",
-        "sinh",
-        "cosh",
-        "tanh",
-        "floor",
-        "ceil",
-        "round",
-        "sign",
-        "is_null",
-        "is_not_null",
-        "is_nan",
-        "is_not_nan",
-        "is_finite",
-        "is_infinite",
-    }
-)
+# Elementwise math that computes in floating point (integers become float64).
 FLOAT_FUNCS = frozenset(
     {
-        "sqrt",
-        "cbrt",
-        "exp",
-        "log",
-        "log10",
-        "log1p",
-        "sin",
-        "cos",
-        "tan",
-        "arcsin",
-        "arccos",
-        "arctan",
-        "sinh",
-        "cosh",
-        "tanh",
+        "sqrt", "cbrt", "exp", "log", "log10", "log1p", "sin", "cos", "tan", "arcsin",
+        "arccos", "arctan", "sinh", "cosh", "tanh",
     }
-)
+)  # fmt: skip
+
+# Elementwise functions of one argument.
+UNARY_FUNCS = FLOAT_FUNCS | frozenset(
+    {
+        "neg", "not", "abs", "floor", "ceil", "round", "sign", "is_null", "is_not_null",
+        "is_nan", "is_not_nan", "is_finite", "is_infinite",
+    }
+)  # fmt: skip
 
 # Reductions: a column in, one value out (broadcast when used elementwise).
 AGG_FUNCS = frozenset({"sum", "mean", "min", "max", "std", "var", "count", "null_count"})
