@@ -682,27 +682,13 @@ def generate_elementwise(
             args.append(f"ov{m}")
     uses_err = bool(em.err_messages)
     args.append("err")
-    deco = "@numba.njit(parallel=True, cache=True, nogil=True, error_model='numpy')" if parallel \
-        else "@numba.njit(cache=True, nogil=True, error_model='numpy')"  # fmt: skip
-    loop = "prange" if parallel else "range"
-    body = [
-        deco,
-        f"def elementwise({', '.join(args)}):",
-        "    nblocks = (n + BLOCK - 1) // BLOCK",
-        f"    for blk in {loop}(nblocks):",
-        "        start = blk * BLOCK",
-        "        stop = min(start + BLOCK, n)",
-    ]
-    if uses_err:
-        body.append(f"        nerr = np.zeros({N_ERR_KINDS}, dtype=np.int64)")
+    inner: list[str] = []
     if parallel if vector_bits is None else vector_bits:
-        _bits_via_scratch(body, em.lines, store, bit_outputs)
+        _bits_via_scratch(inner, em.lines, store, bit_outputs)
     else:
-        _bits_via_accumulators(body, em.lines, store, bit_outputs)
-    if uses_err:
-        body.append(f"        for e in range({N_ERR_KINDS}):")
-        body.append("            err[e, blk] = nerr[e]")
-    source = _HEADER.format(plan=plan_text, block=BLOCK) + "\n".join(body) + "\n"
+        _bits_via_accumulators(inner, em.lines, store, bit_outputs)
+    source = _block_kernel("elementwise", args, inner, parallel=parallel, uses_err=uses_err,
+                           plan_text=plan_text)  # fmt: skip
     return KernelSource(
         kind="elementwise",
         source=source,
@@ -712,6 +698,33 @@ def generate_elementwise(
         uses_err=uses_err,
         err_messages=em.err_messages,
     )
+
+
+def _block_kernel(
+    name: str, args: list[str], inner: list[str], *, parallel: bool, uses_err: bool,
+    plan_text: str,
+) -> str:
+    """A complete kernel module: ``inner`` lines run once per block of `BLOCK` rows.
+
+    Blocks are spread over threads with ``prange`` when ``parallel``; per-block
+    failure counts go to ``err`` when the kernel can fail.
+    """
+    options = "parallel=True, " if parallel else ""
+    body = [
+        f"@numba.njit({options}cache=True, nogil=True, error_model='numpy')",
+        f"def {name}({', '.join(args)}):",
+        "    nblocks = (n + BLOCK - 1) // BLOCK",
+        f"    for blk in {'prange' if parallel else 'range'}(nblocks):",
+        "        start = blk * BLOCK",
+        "        stop = min(start + BLOCK, n)",
+    ]
+    if uses_err:
+        body.append(f"        nerr = np.zeros({N_ERR_KINDS}, dtype=np.int64)")
+    body += inner
+    if uses_err:
+        body.append(f"        for e in range({N_ERR_KINDS}):")
+        body.append("            err[e, blk] = nerr[e]")
+    return _HEADER.format(plan=plan_text, block=BLOCK) + "\n".join(body) + "\n"
 
 
 def _bits_via_scratch(
@@ -899,29 +912,14 @@ def generate_reduce(
             update.extend(upd)
         slots.append(slot)
     args = [*_signature_args(inputs, scalars), "pf", "pi", "pu", "err"]
-    deco = "@numba.njit(parallel=True, cache=True, nogil=True, error_model='numpy')" if parallel \
-        else "@numba.njit(cache=True, nogil=True, error_model='numpy')"  # fmt: skip
-    loop = "prange" if parallel else "range"
-    body = [
-        deco,
-        f"def reduce({', '.join(args)}):",
-        "    nblocks = (n + BLOCK - 1) // BLOCK",
-        f"    for blk in {loop}(nblocks):",
-        "        start = blk * BLOCK",
-        "        stop = min(start + BLOCK, n)",
-    ]
     uses_err = bool(em.err_messages)
-    if uses_err:
-        body.append(f"        nerr = np.zeros({N_ERR_KINDS}, dtype=np.int64)")
-    body += [" " * 8 + s for s in init]
-    body.append("        for i in range(start, stop):")
-    body.extend(em.lines)
-    body += [" " * 12 + s for s in update]
-    body += [" " * 8 + s for s in finish]
-    if uses_err:
-        body.append(f"        for e in range({N_ERR_KINDS}):")
-        body.append("            err[e, blk] = nerr[e]")
-    source = _HEADER.format(plan=plan_text, block=BLOCK) + "\n".join(body) + "\n"
+    inner = [" " * 8 + line for line in init]
+    inner.append("        for i in range(start, stop):")
+    inner.extend(em.lines)
+    inner += [" " * 12 + line for line in update]
+    inner += [" " * 8 + line for line in finish]
+    source = _block_kernel("reduce", args, inner, parallel=parallel, uses_err=uses_err,
+                           plan_text=plan_text)  # fmt: skip
     return KernelSource(
         kind="reduce",
         source=source,
