@@ -337,3 +337,16 @@ def test_reductions_of_scalars_see_one_value() -> None:
             n=m.col("a").sum().null_count(),
         ),
     )
+
+
+def test_equal_python_literals_of_different_types_stay_apart() -> None:
+    # 3 == 3.0 == True in Python; as IR literals they must not be merged
+    table = pa.table({"a": [1.0, 5.0], "b": pa.array([1, 2], pa.int32())})
+    assert_same_as_polars(
+        table,
+        lambda m, q: q.with_columns(
+            z=m.when(m.col("a") < 3).then(m.col("b")).otherwise(3.0),
+            y=m.col("b") + 1,
+            x=m.col("b") * 1.0,
+        ),
+    )

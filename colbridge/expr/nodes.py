@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from colbridge.types import DType
@@ -93,6 +93,12 @@ class Literal(Node):
 
     value: bool | int | float | None
     dtype: DType | None = None
+    # 3, 3.0 and True compare (and hash) equal in Python, but as literals their types
+    # differ; this field keeps them apart in CSE, memos and caches.
+    kind: str = field(default="", repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", type(self.value).__name__)
 
 
 @dataclass(frozen=True, slots=True, repr=False)
