@@ -50,6 +50,22 @@ KNOWN_BUGS = [
      "z=(cb.col('a').count() - 5).cast('uint8')).compute()`; also "
      "`cb.coalesce(cb.lit(math.inf), 3).cast('uint64')`",
      "`InvalidOperationError` (polars raises)", "an empty result"),
+    ("B7", "Python literals 3, 3.0 and True compared equal as IR nodes, so a memo merged "
+     "them and `when(a < 3).then(a).otherwise(3.0)` on an integer column was typed Int32",
+     "`pl.DataFrame({'a': pl.Series([1, 5], dtype=pl.Int32)}).gpu.with_columns("
+     "z=cb.when(cb.col('a') < 3).then(cb.col('a')).otherwise(3.0)).compute()`",
+     "`z` is Float64 (polars)", "`z` is Int32 (regression test in tests/test_engine_ops.py)"),
+    ("B8", "The CUDA backend did not evaluate one-value outputs on a frame with no rows, so a "
+     "failing strict cast of a scalar expression returned an empty result",
+     "`cast(floor(log1p(lit(-4))), 'int64')` on a 0-row frame, through the CUDA kernels "
+     "(run on the host)",
+     "`InvalidOperationError`, as the CPU backend and polars", "an empty result"),
+    ("B9", "Expressions of Python numbers other than bare literals were typed on the spot: "
+     "`when(c).then(3.0).otherwise(1) * float32` was Float64",
+     "`pl.DataFrame({'c': [True], 'd': pl.Series([1.5], dtype=pl.Float32)}).gpu.with_columns("
+     "z=cb.when(cb.col('c')).then(3.0).otherwise(1) - cb.col('d')).compute()`",
+     "`z` is Float32 (polars keeps such expressions dynamic, then casts them; 85 cases in "
+     "tests/test_promotion.py)", "`z` is Float64"),
     ("B4", "An unwritable kernel cache folder gives a raw `OSError`",
      "`COLBRIDGE_CACHE_DIR=<read-only tmpfs or below a file>` then any first `compute()`",
      "`KernelCompileError` naming the folder and `COLBRIDGE_CACHE_DIR` (or an in-memory "
@@ -197,8 +213,8 @@ def reliability_md(data: dict[str, Any], seconds: float, summary: str, slow: boo
         "",
         "## Bugs found",
         "",
-        "All six are fixed. Each has a regression test in "
-        "`tests/reliability/test_rel_known_bugs.py`; "
+        "All nine are fixed. Each has a regression test in "
+        "`tests/reliability/test_rel_known_bugs.py` (B7 in `tests/test_engine_ops.py`); "
         '"got" is the behaviour before the fix.',
         "",
         "| id | bug | repro | expected | got |",
@@ -212,6 +228,16 @@ def reliability_md(data: dict[str, Any], seconds: float, summary: str, slow: boo
         "zero-copy rename of the (immutable) input column, like a passed-through column; "
         '`cast(a, "unknown")` in a string expression raises `UnsupportedTypeError` rather than '
         "`ExpressionSyntaxError`; `lit('x')` names the allowed literal types but no fix.",
+        "",
+        "O1, in the oracle: polars 2.1's lazy engine types `lit(0.5) / f32_column` as Float64 "
+        "when a constant filter such as `lit(0.001).is_infinite()` follows the `with_columns`, "
+        "and Float32 without that filter or in its eager engine. colbridge gives Float32. The "
+        "comparison helper accepts the eager engine's answer where polars' two engines "
+        "disagree (regression test `test_oracle_o1_...`). A random-seed CI run found it.",
+        "",
+        "Hypothesis runs derandomized by default (profile `ci` in `tests/conftest.py`), so a "
+        "build is reproducible; `COLBRIDGE_HYPOTHESIS_PROFILE=explore` draws fresh examples "
+        "for bug hunting.",
     ]
     if fuzz.get("mismatches"):
         lines += ["", "## Mismatches of this run", ""]

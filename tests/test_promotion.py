@@ -98,3 +98,132 @@ def test_unary_and_reduction_result_types_match_polars() -> None:
             if ours != theirs:
                 mismatches.append(f"{func}({a}): colbridge {ours}, polars {theirs}")
     assert not mismatches, "\n".join(mismatches)
+
+
+# -- dynamic expressions ---------------------------------------------------------------------
+# polars keeps expressions of Python numbers untyped ("dyn int" / "dyn float") until they meet
+# a typed operand: `when(c).then(1.0).otherwise(-1) * float32` is Float32. Each case is checked
+# against polars, types and values, exactly.
+DYNAMIC_FRAME = pl.DataFrame(
+    {
+        "c": [True, False, None],
+        "f": pl.Series([1.5, None, 2.0], dtype=pl.Float32),
+        "f0": pl.Series([0.0, None, 0.0], dtype=pl.Float32),
+        "i": pl.Series([1, 2, None], dtype=pl.Int8),
+        "u": pl.Series([1, 2, 3], dtype=pl.UInt8),
+        "b": [True, False, True],
+        "i64": [1, 2, 3],
+    }
+)
+
+
+def when_c(m, a, b):  # type: ignore[no-untyped-def]
+    return m.when(m.col("c")).then(a).otherwise(b)
+
+
+def num(m, v):  # type: ignore[no-untyped-def]
+    return m.lit(v)
+
+
+DYNAMIC_CASES = {
+    "when_c(300,1)+i8": lambda m: when_c(m,300,1)+m.col("i"),
+    "when_c(1,300)+i8": lambda m: when_c(m,1,300)+m.col("i"),
+    "when_c(3,1)+u8": lambda m: when_c(m,3,1)+m.col("u"),
+    "when_c(-3,1)+u8": lambda m: when_c(m,-3,1)+m.col("u"),
+    "when_c(3,-1)+u8": lambda m: when_c(m,3,-1)+m.col("u"),
+    "when_c(300,-1)+u8": lambda m: when_c(m,300,-1)+m.col("u"),
+    "when_c(-1,3)+u8": lambda m: when_c(m,-1,3)+m.col("u"),
+    "when_c(3,1)+b": lambda m: when_c(m,3,1)+m.col("b"),
+    "when_c(3,1)": lambda m: when_c(m,3,1),
+    "when_c(3,2**40)": lambda m: when_c(m,3,2**40),
+    "when_c(3,2**40)+i8": lambda m: when_c(m,3,2**40)+m.col("i"),
+    "when_c(3,1.5)+i8": lambda m: when_c(m,3,1.5)+m.col("i"),
+    "when_c(3,1.5)+f": lambda m: when_c(m,3,1.5)+m.col("f"),
+    "when_c(3,None)+f": lambda m: when_c(m,3,None)+m.col("f"),
+    "when_c(None,300)+i8": lambda m: when_c(m,None,300)+m.col("i"),
+    "(3+1.5)+f": lambda m: (num(m,3)+num(m,1.5))+m.col("f"),
+    "(300+1)+i8": lambda m: (num(m,300)+num(m,1))+m.col("i"),
+    "(100+100)+i8": lambda m: (num(m,100)+num(m,100))+m.col("i"),
+    "(3/2)+f": lambda m: (num(m,3)/num(m,2))+m.col("f"),
+    "(3.0/2)+f": lambda m: (num(m,3.0)/num(m,2))+m.col("f"),
+    "(3//0)+i8": lambda m: (num(m,3)//num(m,0))+m.col("i"),
+    "(3%2)+i8": lambda m: (num(m,3)%num(m,2))+m.col("i"),
+    "3**2+i8": lambda m: (num(m,3)**num(m,2))+m.col("i"),
+    "3**2": lambda m: (num(m,3)**num(m,2)),
+    "round(3.5)+f": lambda m: num(m,3.5).round()+m.col("f"),
+    "round(3.5)": lambda m: num(m,3.5).round(),
+    "round(2.5)": lambda m: num(m,2.5).round(),
+    "round(3)+i8": lambda m: num(m,3).round()+m.col("i"),
+    "floorW+f": lambda m: when_c(m,3.5,1).floor()+m.col("f"),
+    "signW+f": lambda m: when_c(m,3.5,1).sign()+m.col("f"),
+    "sign3+i8": lambda m: num(m,3).sign()+m.col("i"),
+    "absW+f": lambda m: when_c(m,-3.5,1).abs()+m.col("f"),
+    "-W+f": lambda m: (-when_c(m,3.5,1))+m.col("f"),
+    "clipW+f": lambda m: when_c(m,3.5,1).clip(0,2)+m.col("f"),
+    "W.fill_null(2)+i8": lambda m: when_c(m,3,1).fill_null(2)+m.col("i"),
+    "W.fill_nan(2)+f": lambda m: when_c(m,3.5,1).fill_nan(2)+m.col("f"),
+    "coalesce(W,2)+f": lambda m: m.coalesce(when_c(m,3.5,1),2)+m.col("f"),
+    "W+2+f": lambda m: when_c(m,3.5,1)+num(m,2)+m.col("f"),
+    "W*W+f": lambda m: when_c(m,3.5,1)*when_c(m,2,1)+m.col("f"),
+    "W.sqrt+f": lambda m: when_c(m,3.5,1).sqrt()+m.col("f"),
+    "W.sum+i8": lambda m: when_c(m,3,1).sum()+m.col("i"),
+    "when_c(100,1).sum+i8": lambda m: when_c(m,100,1).sum()+m.col("i"),
+    "W.max+i8": lambda m: when_c(m,3,1).max()+m.col("i"),
+    "W.mean+f": lambda m: when_c(m,3.0,1).mean()+m.col("f"),
+    "W.count+i8": lambda m: when_c(m,3,1).count()+m.col("i"),
+    "lit3.sum+i8": lambda m: num(m,3).sum()+m.col("i"),
+    "lit3.0.max+f": lambda m: num(m,3.0).max()+m.col("f"),
+    "W//W+i8": lambda m: when_c(m,3,1)//when_c(m,2,2)+m.col("i"),
+    "W/W+f": lambda m: when_c(m,3,1)/when_c(m,2,2)+m.col("f"),
+    "WW+f": lambda m: when_c(m,when_c(m,3,1),2.5)+m.col("f"),
+    "when_c(c,3)": lambda m: m.when(m.col("c")).then(3),
+    "W&i8": lambda m: when_c(m,3,1)&m.col("i"),
+    "W+i64": lambda m: when_c(m,3,1)+m.col("i64"),
+    "when_c(1e300)+f": lambda m: when_c(m,1e300,1)+m.col("f"),
+    "when_c(100)+when_c(100)+i8": lambda m: (when_c(m,100,1)+when_c(m,100,1))+m.col("i"),
+    "when_c(1.0000001)-when_c(1)+f0": lambda m: (when_c(m,1.0000001,1.0)-when_c(m,1,1))+m.col("f0"),
+    "(1.0000001-1)+f0": lambda m: (num(m,1.0000001)-num(m,1))+m.col("f0"),
+    "W*2+i8": lambda m: (when_c(m,100,1)*2)+m.col("i"),
+    "when_c(16777217.0).sum+f": lambda m: when_c(m,16777217.0,1).sum()+m.col("f"),
+    "-when_c(300)+i8": lambda m: -when_c(m,300,1)+m.col("i"),
+    "when_c(300).clip(0,5)+i8": lambda m: when_c(m,300,1).clip(0,5)+m.col("i"),
+    "when_c(-3).clip(0,5)+u8": lambda m: when_c(m,-3,1).clip(0,5)+m.col("u"),
+    "when_c(3,1)>i8": lambda m: when_c(m,3,1)>m.col("i"),
+    "when_c(3.5,1)>f": lambda m: when_c(m,3.5,1)>m.col("f"),
+    "when_c(2**40,1)==i8": lambda m: when_c(m,2**40,1)==m.col("i"),
+    "f*when_c(1.0,-1.0)": lambda m: m.col("f")*when_c(m,1.0,-1.0),
+    "-7//2+i8": lambda m: num(m,-7)//num(m,2)+m.col("i"),
+    "-7%2+i8": lambda m: num(m,-7)%num(m,2)+m.col("i"),
+    "2.0**3+f": lambda m: num(m,2.0)**num(m,3)+m.col("f"),
+    "2**0.5+f": lambda m: num(m,2)**num(m,0.5)+m.col("f"),
+    "3&1+i8": lambda m: (num(m,3)&num(m,1))+m.col("i"),
+    "W.cast(f32)+i8": lambda m: when_c(m,3,1).cast(pl.Float32 if m is pl else "float32")+m.col("i"),
+    "W.is_nan": lambda m: when_c(m,3.5,1).is_nan(),
+    "f.fill_null(W)": lambda m: m.col("f").fill_null(when_c(m,3,1)),
+    "i8.fill_null(when_c(300,1))": lambda m: m.col("i").fill_null(when_c(m,300,1)),
+    "coalesce(i8,W)": lambda m: m.coalesce(m.col("i"),when_c(m,3,1)),
+    "f.clip(0,1)*W": lambda m: m.col("f").clip(0,1)*when_c(m,2,1),
+    "when_c(f,3)": lambda m: when_c(m,m.col("f"),3),
+    "when_c(i,when_c(3,1))": lambda m: when_c(m,m.col("i"),when_c(m,3,1)),
+    "when_c(i,when_c(300,1))": lambda m: when_c(m,m.col("i"),when_c(m,300,1)),
+    "when_c(3,1)-lit(True)": lambda m: when_c(m,3,1)-m.col("b"),
+    "when_c(3.5,1).fill_nan(f)": lambda m: when_c(m,3.5,1).fill_nan(m.col("f")),
+    "f.fill_nan(when_c(3.5,1))": lambda m: m.col("f").fill_nan(when_c(m,3.5,1)),
+    "(when_c(3,1)+f).sum()": lambda m: (when_c(m,3,1)+m.col("f")).sum(),
+    "when_c(3,1).std()": lambda m: when_c(m,3,1).std(),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(DYNAMIC_CASES))
+def test_dynamic_expressions_type_and_compute_like_polars(case: str) -> None:
+    from polars.testing import assert_frame_equal
+
+    build = DYNAMIC_CASES[case]
+    try:
+        want = DYNAMIC_FRAME.select(z=build(pl))
+    except pl.exceptions.PolarsError:
+        with pytest.raises(cb.ColbridgeError):
+            DYNAMIC_FRAME.gpu.select(z=build(cb)).compute()
+        return
+    got = DYNAMIC_FRAME.gpu.select(z=build(cb)).compute()
+    assert_frame_equal(got, want, check_exact=True)

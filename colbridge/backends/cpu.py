@@ -230,7 +230,7 @@ def run_segment(
     if not segment.outputs and segment.mask is None:
         return {}, None
     if num_rows == 0 and not segment.one_row:
-        _check_scalar_outputs(segment, nulls, scalar_values, stats)
+        check_scalar_outputs(segment, nulls, scalar_values, stats)
 
     # Inputs of a block or more get the vectorising form of bit-packed outputs.
     vector_bits = n >= BLOCK
@@ -284,7 +284,7 @@ def run_segment(
     return wrap_outputs(src.outputs, out_buffers, n)
 
 
-def _check_scalar_outputs(
+def check_scalar_outputs(
     segment: Segment,
     nulls: Nullability,
     scalar_values: dict[Agg, tuple[Any, bool]],
@@ -295,6 +295,7 @@ def _check_scalar_outputs(
     polars evaluates an expression with no column outside a reduction once and
     broadcasts it, so a strict cast that fails there raises even when there are
     no rows to broadcast to. Row kernels over zero rows would never see it.
+    The CUDA backend calls this too: one value is checked on the host.
     """
     outputs = [(name, node) for name, node in segment.outputs if is_scalar(node)]
     if not outputs:

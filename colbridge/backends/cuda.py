@@ -45,7 +45,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from colbridge.backends.cpu import RunStats, finalize_reduction, raise_kernel_errors, wrap_outputs
+from colbridge.backends.cpu import (
+    RunStats,
+    check_scalar_outputs,
+    finalize_reduction,
+    raise_kernel_errors,
+    wrap_outputs,
+)
 from colbridge.backends.kernel_cache import cache_dir, kernel_cache
 from colbridge.codegen.cuda import (
     COMPILE_OPTIONS,
@@ -678,6 +684,8 @@ def _run(
 
     if not segment.outputs and segment.mask is None:
         return {}, None
+    if num_rows == 0 and not segment.one_row:
+        check_scalar_outputs(segment, nulls, scalar_values, stats)
 
     key = ("elementwise", tuple(segment.outputs), segment.mask, tuple(sorted(nullable)),
            nan_null, input_types, segment.one_row)  # fmt: skip

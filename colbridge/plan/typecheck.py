@@ -3,6 +3,18 @@
 After this pass every `Literal` has a dtype and both operands of every binary
 operation have the type the operation computes in, so code generation never
 has to know a promotion rule.
+
+Dynamic types (polars' ``dyn int`` / ``dyn float``): a Python number has no type
+of its own until it meets a typed operand (``lit(3) + int8`` is Int8). Polars
+keeps expressions built only from such numbers dynamic as well:
+``when(c).then(1.0).otherwise(-1) * float32`` is Float32, and so are
+``lit(3.5).round() + float32`` and ``(lit(100) + lit(100)) + int8`` (Int16: the
+sum of two numbers is folded first). The checker mirrors it: a dynamic
+expression stays untyped until its other operand is known; it is then computed
+in its own (materialised) type and cast, without strictness, to the type its
+*representative* number takes next to that operand (the left-most number, as
+polars' supertype of two dynamic integers keeps the left one). Alone, it is
+typed as polars materialises it: every number by itself, then the usual rules.
 """
 
 from __future__ import annotations
@@ -73,8 +85,37 @@ def cast_can_fail(src: DType, dst: DType) -> bool:
     return lo < dlo or hi > dhi
 
 
-def _is_dynamic(node: Node) -> bool:
+def _is_dynamic_literal(node: Node) -> bool:
     return isinstance(node, Literal) and node.dtype is None
+
+
+# Operations that keep an expression of dynamic numbers dynamic (as polars does).
+_DYNAMIC_BINARY = frozenset({"add", "sub", "mul", "floordiv", "mod", "pow", "and", "or", "xor"})
+_DYNAMIC_UNARY = frozenset({"neg", "abs", "round", "floor", "ceil", "sign"})
+_DYNAMIC_AGG = frozenset({"sum", "min", "max"})
+
+Number = int | float
+
+
+def _fold_int(op: str, a: int, b: int) -> int | None:
+    """``a <op> b`` for two Python integers as polars folds them, or None if not folded."""
+    if op == "add":
+        return a + b
+    if op == "sub":
+        return a - b
+    if op == "mul":
+        return a * b
+    if op in ("floordiv", "mod"):
+        if b == 0:
+            return None  # null in polars; left to the kernels
+        return a // b if op == "floordiv" else a % b
+    if op == "pow":
+        return a**b if 0 <= b <= 128 else None  # negative powers raise in the kernels
+    if op == "and":
+        return a & b
+    if op == "or":
+        return a | b
+    return a ^ b
 
 
 class TypeChecker:
@@ -84,12 +125,15 @@ class TypeChecker:
         self.schema = schema
         self.available = available
         self.types: dict[Node, DType] = {}
+        # untyped dynamic expressions (not bare numbers) -> (kind "int"/"float", representative)
+        self._dynamic: dict[Node, tuple[str, Number | None]] = {}
+        self._keep_dynamic = True
 
     # -- entry point ----------------------------------------------------------
     def check(self, node: Node) -> Node:
         """The typed form of ``node`` (dynamic literals materialised)."""
         typed = self._check(node)
-        if _is_dynamic(typed):
+        if self._is_dynamic(typed):
             typed = self._materialize(typed)
         return typed
 
@@ -102,8 +146,40 @@ class TypeChecker:
         self.types[node] = dtype
         return node
 
-    def _materialize(self, lit: Node) -> Node:
-        assert isinstance(lit, Literal)
+    def _is_dynamic(self, node: Node) -> bool:
+        return _is_dynamic_literal(node) or node in self._dynamic
+
+    def _dynamic_kind(self, node: Node) -> str | None:
+        """The kind ("int" or "float") of a dynamic number or expression, else None."""
+        if _is_dynamic_literal(node):
+            assert isinstance(node, Literal)
+            value = node.value
+            if isinstance(value, bool) or value is None:
+                return None
+            return "float" if isinstance(value, float) else "int"
+        info = self._dynamic.get(node)
+        return info[0] if info is not None else None
+
+    def _representative(self, node: Node) -> Number | None:
+        if isinstance(node, Literal):
+            value = node.value
+            return None if isinstance(value, bool) else value
+        return self._dynamic[node][1]
+
+    def _dynamic_node(self, node: Node, kind: str, rep: Number | None) -> Node:
+        self._dynamic[node] = (kind, rep)
+        return node
+
+    def _materialize(self, node: Node) -> Node:
+        """The typed form of a dynamic number or expression standing alone."""
+        if not isinstance(node, Literal):
+            keep, self._keep_dynamic = self._keep_dynamic, False
+            try:
+                typed = self._check(node)
+            finally:
+                self._keep_dynamic = keep
+            return self._materialize(typed) if _is_dynamic_literal(typed) else typed
+        lit = node
         if lit.value is None:
             msg = (
                 "a bare `lit(None)` has no type; give it one, e.g. `cb.lit(None, dtype='float64')`"
@@ -130,27 +206,31 @@ class TypeChecker:
         return self._record(Cast(node, dtype, strict=False), dtype)
 
     def _resolve_pair(self, a: Node, b: Node, where: Node) -> tuple[Node, Node]:
-        """Type dynamic literals against the other operand (polars' literal rules)."""
-        if _is_dynamic(a) and _is_dynamic(b):
+        """Type dynamic operands against the other operand (polars' literal rules)."""
+        if self._is_dynamic(a) and self._is_dynamic(b):
             return self._materialize(a), self._materialize(b)
-        if _is_dynamic(a):
-            return self._type_literal_against(a, self.types[b], where), b
-        if _is_dynamic(b):
-            return a, self._type_literal_against(b, self.types[a], where)
+        if self._is_dynamic(a):
+            return self._type_dynamic_against(a, self.types[b], where), b
+        if self._is_dynamic(b):
+            return a, self._type_dynamic_against(b, self.types[a], where)
         return a, b
 
-    def _type_literal_against(self, lit: Node, other: DType, where: Node) -> Node:
-        assert isinstance(lit, Literal)
-        if lit.value is None:
+    def _type_dynamic_against(self, node: Node, other: DType, where: Node) -> Node:
+        """A dynamic number or expression typed next to an operand of type ``other``."""
+        if isinstance(node, Literal) and node.value is None:
             return self._typed_literal(None, other)
-        dtype = literal_type(lit.value, other)
+        rep = self._representative(node)
+        dtype = other if rep is None else literal_type(rep, other)
         if dtype is None:
             msg = (
-                f"literal {lit.value!r} in `{where!r}` needs a 128-bit integer next to {other}; "
+                f"literal {rep!r} in `{where!r}` needs a 128-bit integer next to {other}; "
                 "cast the column first, e.g. `.cast('float64')`"
             )
             raise SchemaError(msg)
-        return self._typed_literal(lit.value, dtype)
+        if isinstance(node, Literal):
+            return self._typed_literal(node.value, dtype)
+        # computed in its own type, then cast without strictness (polars: `.cast(dtype)`)
+        return self._cast(self._materialize(node), dtype)
 
     def _super(self, a: DType, b: DType, where: Node) -> DType:
         st = supertype(a, b)
@@ -212,7 +292,12 @@ class TypeChecker:
         return self._record(node, info.dtype)
 
     def _binary(self, node: Binary) -> Node:
-        left, right = self._resolve_pair(self._check(node.left), self._check(node.right), node)
+        left, right = self._check(node.left), self._check(node.right)
+        if self._keep_dynamic and node.op in _DYNAMIC_BINARY:
+            dynamic = self._dynamic_binary(node.op, left, right)
+            if dynamic is not None:
+                return dynamic
+        left, right = self._resolve_pair(left, right, node)
         lt, rt = self.types[left], self.types[right]
         op = node.op
         if op in LOGICAL:
@@ -272,15 +357,42 @@ class TypeChecker:
         left, right = self._cast(left, st), self._cast(right, st)
         return self._record(Binary(op, left, right), st)
 
+    def _dynamic_binary(self, op: str, left: Node, right: Node) -> Node | None:
+        """``left <op> right`` kept dynamic when both sides are dynamic numbers (polars)."""
+        kinds = (self._dynamic_kind(left), self._dynamic_kind(right))
+        if None in kinds or (op in LOGICAL and "float" in kinds):
+            return None
+        if isinstance(left, Literal) and isinstance(right, Literal) and kinds == ("int", "int"):
+            assert isinstance(left.value, int)
+            assert isinstance(right.value, int)
+            folded = _fold_int(op, left.value, right.value)
+            if folded is not None:
+                return Literal(folded)  # polars folds numbers; the result decides the type
+        if "float" in kinds:
+            side = left if kinds[0] == "float" else right
+            return self._dynamic_node(Binary(op, left, right), "float", self._representative(side))
+        rep = self._representative(left)
+        return self._dynamic_node(Binary(op, left, right), "int", rep)
+
     def _unary(self, node: Unary) -> Node:
         arg = self._check(node.arg)
-        if _is_dynamic(arg) and node.op in ("neg", "abs"):
+        if _is_dynamic_literal(arg) and node.op in ("neg", "abs"):
             lit = arg
             assert isinstance(lit, Literal)
             if isinstance(lit.value, (int, float)) and not isinstance(lit.value, bool):
                 # -3 and abs(-3) stay Python numbers that adapt to the other side (polars)
                 return Literal(-lit.value if node.op == "neg" else abs(lit.value))
-        if _is_dynamic(arg):
+        kind = self._dynamic_kind(arg)
+        if self._keep_dynamic and kind is not None and node.op in _DYNAMIC_UNARY:
+            rep = self._representative(arg)
+            if kind == "int" and isinstance(rep, int):
+                if isinstance(arg, Literal) and node.op != "sign":
+                    return arg  # round/floor/ceil of a whole number is the number
+                rep = {"neg": -rep, "abs": abs(rep), "sign": (rep > 0) - (rep < 0)}.get(
+                    node.op, rep
+                )
+            return self._dynamic_node(Unary(node.op, arg), kind, rep)
+        if self._is_dynamic(arg):
             arg = self._materialize(arg)
         t = self.types[arg]
         op = node.op
@@ -310,10 +422,8 @@ class TypeChecker:
         if node.dtype is DType.FLOAT16:
             raise _float16_error(repr(node))
         arg = self._check(node.arg)
-        if _is_dynamic(arg):
-            lit = arg
-            assert isinstance(lit, Literal)
-            if lit.value is None:
+        if self._is_dynamic(arg):
+            if isinstance(arg, Literal) and arg.value is None:
                 return self._typed_literal(None, node.dtype)
             arg = self._materialize(arg)
         src = self.types[arg]
@@ -335,7 +445,7 @@ class TypeChecker:
 
     def _when(self, node: When) -> Node:
         cond = self._check(node.condition)
-        if _is_dynamic(cond):
+        if self._is_dynamic(cond):
             cond = self._materialize(cond)
         if not self.types[cond].is_bool:
             msg = (
@@ -344,12 +454,15 @@ class TypeChecker:
             )
             raise SchemaError(msg)
         then, other = self._check(node.then), self._check(node.otherwise)
-        if _is_dynamic(other) and isinstance(other, Literal) and other.value is None:
-            if _is_dynamic(then):
+        dynamic = self._dynamic_when(node, then, other)
+        if dynamic is not None:
+            return dynamic
+        if _is_null_literal(other):
+            if self._is_dynamic(then):
                 then = self._materialize(then)
             other = self._typed_literal(None, self.types[then])
-        elif _is_dynamic(then) and isinstance(then, Literal) and then.value is None:
-            if _is_dynamic(other):
+        elif _is_null_literal(then):
+            if self._is_dynamic(other):
                 other = self._materialize(other)
             then = self._typed_literal(None, self.types[other])
         else:
@@ -358,11 +471,27 @@ class TypeChecker:
         then, other = self._cast(then, st), self._cast(other, st)
         return self._record(When(cond, then, other), st)
 
+    def _dynamic_when(self, node: When, then: Node, other: Node) -> Node | None:
+        """``when`` whose branches are dynamic numbers (or null) stays dynamic (polars)."""
+        if not self._keep_dynamic:
+            return None
+        kinds = [self._dynamic_kind(b) for b in (then, other) if not _is_null_literal(b)]
+        if not kinds or None in kinds:
+            return None
+        # the condition is re-typed from its source when the expression is materialised
+        out = When(node.condition, then, other)
+        if "float" in kinds:
+            side = then if self._dynamic_kind(then) == "float" else other
+            return self._dynamic_node(out, "float", self._representative(side))
+        rep = self._representative(other if _is_null_literal(then) else then)
+        return self._dynamic_node(out, "int", rep)
+
     def _coalesce(self, node: Coalesce) -> Node:
         args = [self._check(a) for a in node.args]
-        typed = [self.types[a] for a in args if not _is_dynamic(a)]
+        typed = [self.types[a] for a in args if not self._is_dynamic(a)]
         if not typed:
-            first = next((a for a in args if isinstance(a, Literal) and a.value is not None), None)
+            # all dynamic: the first is materialised and the others follow it (polars)
+            first = next((a for a in args if not _is_null_literal(a)), None)
             if first is None:
                 msg = f"`{node!r}` has only null literals; give one a dtype"
                 raise SchemaError(msg)
@@ -372,8 +501,8 @@ class TypeChecker:
             st = self._super(st, t, node)
         resolved = []
         for a in args:
-            if _is_dynamic(a):
-                a = self._type_literal_against(a, st, node)
+            if self._is_dynamic(a):
+                a = self._type_dynamic_against(a, st, node)
                 st = self._super(st, self.types[a], node)
             resolved.append(a)
         out = tuple(self._cast(a, st) for a in resolved)
@@ -383,12 +512,19 @@ class TypeChecker:
 
     def _fill_nan(self, node: FillNan) -> Node:
         arg = self._check(node.arg)
-        if _is_dynamic(arg):
+        value = self._check(node.value)
+        kinds = (self._dynamic_kind(arg), self._dynamic_kind(value))
+        if self._keep_dynamic and None not in kinds:
+            kind = "float" if "float" in kinds else "int"
+            side = value if kinds == ("int", "float") else arg
+            return self._dynamic_node(FillNan(arg, value), kind, self._representative(side))
+        if self._dynamic_kind(arg) is not None and not self._is_dynamic(value):
+            arg = self._type_dynamic_against(arg, self.types[value], node)
+        elif self._is_dynamic(arg):
             arg = self._materialize(arg)
         t = self.types[arg]
-        value = self._check(node.value)
-        if _is_dynamic(value):
-            value = self._type_literal_against(value, t, node)
+        if self._is_dynamic(value):
+            value = self._type_dynamic_against(value, t, node)
         st = self._super(t, self.types[value], node)
         if not t.is_float:
             # integers and booleans hold no NaN; the result still takes the common type
@@ -397,16 +533,16 @@ class TypeChecker:
 
     def _clip(self, node: Clip) -> Node:
         arg = self._check(node.arg)
-        if _is_dynamic(arg):
+        if self._keep_dynamic and arg in self._dynamic:
+            # the representative stays unclipped, as in polars:
+            # when(c).then(300).otherwise(1).clip(0, 5) + int8 is Int16
+            kind, rep = self._dynamic[arg]
+            return self._dynamic_node(Clip(arg, node.lower, node.upper), kind, rep)
+        if self._is_dynamic(arg) and isinstance(arg, Literal):
             lit = arg
-            assert isinstance(lit, Literal)
             if isinstance(lit.value, (int, float)) and not isinstance(lit.value, bool):
-                value = lit.value  # a Python number clipped is still a Python number
-                if node.lower is not None and value < node.lower:
-                    value = type(value)(node.lower)
-                if node.upper is not None and value > node.upper:
-                    value = type(value)(node.upper)
-                return Literal(value)
+                # a Python number clipped is still a Python number
+                return Literal(_clipped(lit.value, node.lower, node.upper))
             arg = self._materialize(arg)
         t = self.types[arg]
         if not t.is_numeric:
@@ -434,7 +570,11 @@ class TypeChecker:
 
     def _agg(self, node: Agg) -> Node:
         arg = self._check(node.arg)
-        if _is_dynamic(arg):
+        if self._keep_dynamic and arg in self._dynamic and node.func in _DYNAMIC_AGG:
+            # polars keeps sum/min/max of a dynamic expression dynamic (not of a bare number)
+            kind, rep = self._dynamic[arg]
+            return self._dynamic_node(Agg(node.func, arg, node.ddof), kind, rep)
+        if self._is_dynamic(arg):
             arg = self._materialize(arg)
         t = self.types[arg]
         result = agg_result(node.func, t)
@@ -460,6 +600,20 @@ class TypeChecker:
         if func == "sum":  # the sum of nothing is 0
             return self._record(Coalesce((value, self._typed_literal(0, result))), result)
         return value
+
+
+def _is_null_literal(node: Node) -> bool:
+    return isinstance(node, Literal) and node.dtype is None and node.value is None
+
+
+def _clipped(
+    value: Number, lower: bool | int | float | None, upper: bool | int | float | None
+) -> Number:
+    if lower is not None and value < lower:
+        value = type(value)(lower)
+    if upper is not None and value > upper:
+        value = type(value)(upper)
+    return value
 
 
 def is_scalar(node: Node) -> bool:

@@ -1,0 +1,18 @@
+"""Hypothesis profiles for the whole suite.
+
+``ci`` (the default) derandomizes: every run draws the same examples, so a red
+build is reproducible and never depends on the day's seed. ``explore`` draws
+fresh examples each run; use it to hunt for new bugs
+(``COLBRIDGE_HYPOTHESIS_PROFILE=explore pytest tests/reliability``) and turn
+each one found into a regression test.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import settings
+
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.register_profile("explore", derandomize=False, print_blob=True)
+settings.load_profile(os.environ.get("COLBRIDGE_HYPOTHESIS_PROFILE", "ci"))
