@@ -45,6 +45,7 @@ def _float_exact(m: Any) -> dict[str, Any]:
         "add": a + b, "sub": a - b, "mul": a * b, "div": a / b, "floordiv": a // b,
         "mod": a % b, "neg": -a, "abs": a.abs(), "sign": a.sign(), "sqrt": a.sqrt(),
         "floor": a.floor(), "ceil": a.ceil(), "round": a.round(),
+        "round2": a.round(2), "round_away": a.round(1, mode="half_away_from_zero"),
         "eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b,
         "is_nan": a.is_nan(), "is_finite": a.is_finite(), "is_inf": a.is_infinite(),
         "fill_nan": a.fill_nan(c), "clip": a.clip(-3.5, 7.25),

@@ -95,8 +95,14 @@ def test_unsupported_objects_and_options() -> None:
         df.gpu.with_columns(b=cb.col("a")).compute(device="tpu")
     with pytest.raises(cb.DeviceError, match=r"unknown fallback policy"):
         df.gpu.with_columns(b=cb.col("a")).compute(fallback="maybe")
-    with pytest.raises(cb.UnsupportedOperationError, match=r"round\(decimals=2\)"):
-        cb.col("a").round(2)
+    with pytest.raises(cb.UnsupportedOperationError, match=r"round\(decimals=-1\)"):
+        cb.col("a").round(-1)
+    with pytest.raises(cb.UnsupportedOperationError, match=r"round\(decimals=1.5\)"):
+        cb.col("a").round(1.5)  # type: ignore[arg-type]
+    with pytest.raises(cb.UnsupportedOperationError, match=r"half_away_from_zero"):
+        cb.col("a").round(1, mode="bankers")
+    with pytest.raises(cb.SchemaError, match=r"round.*needs a numeric column"):
+        pl.DataFrame({"a": [True]}).gpu.select(cb.col("a").round(2)).compute()
     with pytest.raises(cb.SchemaError, match="literals are bool, int, float or None"):
         cb.col("a") + "x"
 

@@ -86,6 +86,24 @@ def test_unary_functions(dtype, data) -> None:  # type: ignore[no-untyped-def]
     assert_same_as_polars(table, transcendental, rtol=1e-6 if dtype == F32 else 1e-13)
 
 
+@pytest.mark.parametrize("dtype", [I16, F32, F64], ids=str)
+@SETTINGS
+@given(
+    data=st.data(),
+    decimals=st.sampled_from([0, 1, 2, 3, 6, 15, 22, 30, 300, 308, 400]),
+    mode=st.sampled_from(["half_to_even", "half_away_from_zero"]),
+)
+def test_round_with_decimals_and_modes(dtype, data, decimals, mode) -> None:  # type: ignore[no-untyped-def]
+    table = data.draw(tables([dtype], names=("a",)))
+    ties = pa.array([2.5, -2.5, 0.125, -0.125, 2.675, 0.49999999999999994, 1e300, -0.0], F64)
+
+    def steps(m, q):  # type: ignore[no-untyped-def]
+        return q.with_columns(z=m.col("a").round(decimals, mode=mode))
+
+    assert_same_as_polars(table, steps)
+    assert_same_as_polars(pa.table({"a": ties}), steps)
+
+
 CAST_TARGETS = ["int8", "int16", "int32", "int64", "uint8", "uint32", "uint64", "float32",
                 "float64", "bool"]  # fmt: skip
 

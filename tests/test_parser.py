@@ -27,6 +27,7 @@ VALID = {
     ),
     'cast(a, "float32") * col("my col")': cb.col("a").cast("float32") * cb.col("my col"),
     "clip(a, -1, 2.5)": cb.col("a").clip(-1, 2.5),
+    "round(a) + round(b, 2)": cb.col("a").round() + cb.col("b").round(2),
     "is_null(a) ^ is_nan(b)": cb.col("a").is_null() ^ cb.col("b").is_nan(),
     "a * nan + inf - pi": cb.col("a") * float("nan") + float("inf") - 3.141592653589793,
     "True & a": cb.lit(True) & cb.col("a"),

@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 
 from colbridge.errors import SchemaError, UnsupportedOperationError
 from colbridge.expr.nodes import (
+    ROUND_MODES,
     Agg,
     Alias,
     Binary,
@@ -21,6 +22,7 @@ from colbridge.expr.nodes import (
     FillNan,
     Literal,
     Node,
+    Round,
     Unary,
     When,
 )
@@ -337,18 +339,45 @@ class Expr:
         """Round up (integers unchanged)."""
         return self._unary("ceil")
 
-    def round(self, decimals: int = 0) -> Expr:
-        """Round half to even, as polars does (integers unchanged).
+    def round(self, decimals: int = 0, mode: str = "half_to_even") -> Expr:
+        """Round to ``decimals`` places, as polars does (integers unchanged).
 
-        Only ``decimals=0`` is supported; scale first for other precisions.
+        ``mode`` breaks ties: ``"half_to_even"`` (the default: 2.5 → 2.0) or
+        ``"half_away_from_zero"`` (2.5 → 3.0). With decimals, a float is scaled by
+        10**decimals, rounded and scaled back, in float64 (float32 columns are
+        rounded through float64 and keep their type); a value too large to scale
+        is returned unchanged.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"x": [2.675, -0.125, 2.5]})
+        >>> x = cb.col("x")
+        >>> df.gpu.select(a=x.round(2), b=x.round(0, "half_away_from_zero")).compute()
+        shape: (3, 2)
+        ┌───────┬──────┐
+        │ a     ┆ b    │
+        │ ---   ┆ ---  │
+        │ f64   ┆ f64  │
+        ╞═══════╪══════╡
+        │ 2.68  ┆ 3.0  │
+        │ -0.12 ┆ -0.0 │
+        │ 2.5   ┆ 3.0  │
+        └───────┴──────┘
         """
-        if decimals != 0:
+        if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
             msg = (
-                f"`round(decimals={decimals})` is not supported; only `round()` (0 decimals) is. "
-                f"Scale instead: `(x * 10**{decimals}).round() / 10**{decimals}`"
+                f"`round(decimals={decimals!r})`: decimals must be a whole number >= 0, "
+                "e.g. `round(2)`"
             )
             raise UnsupportedOperationError(msg)
-        return self._unary("round")
+        if mode not in ROUND_MODES:
+            msg = f"`round(mode={mode!r})` is not a rounding mode; use one of {ROUND_MODES}"
+            raise UnsupportedOperationError(msg)
+        if decimals == 0 and mode == "half_to_even":
+            return self._unary("round")
+        return Expr(Round(self.node, decimals, mode))
 
     def sign(self) -> Expr:
         """-1, 0 or 1 (floats keep -0.0 and NaN)."""

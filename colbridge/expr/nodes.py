@@ -11,6 +11,7 @@ from colbridge.types import DType
 __all__ = [
     "AGG_FUNCS",
     "BINARY_OPS",
+    "ROUND_MODES",
     "UNARY_FUNCS",
     "Agg",
     "Alias",
@@ -22,6 +23,7 @@ __all__ = [
     "FillNan",
     "Literal",
     "Node",
+    "Round",
     "Unary",
     "When",
     "children",
@@ -70,6 +72,9 @@ UNARY_FUNCS = FLOAT_FUNCS | frozenset(
 
 # Reductions: a column in, one value out (broadcast when used elementwise).
 AGG_FUNCS = frozenset({"sum", "mean", "min", "max", "std", "var", "count", "null_count"})
+
+# How `round` breaks ties (polars' names; "half_to_even" is the default).
+ROUND_MODES = ("half_to_even", "half_away_from_zero")
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +163,19 @@ class Clip(Node):
     arg: Node
     lower: bool | int | float | None
     upper: bool | int | float | None
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Round(Node):
+    """Round to ``decimals`` places with a tie rule from `ROUND_MODES`.
+
+    Only in expressions as written: type checking lowers it to elementwise nodes
+    (plain ``round()`` is the ``Unary`` op ``"round"``).
+    """
+
+    arg: Node
+    decimals: int
+    mode: str = "half_to_even"
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -263,6 +281,8 @@ def _format(node: Node) -> str:
         return f"{node.arg!r}.fill_nan({node.value!r})"
     if isinstance(node, Clip):
         return f"{node.arg!r}.clip({node.lower!r}, {node.upper!r})"
+    if isinstance(node, Round):
+        return f"{node.arg!r}.round({node.decimals}, mode={node.mode!r})"
     if isinstance(node, Agg):
         extra = f"ddof={node.ddof}" if node.func in ("std", "var") and node.ddof != 1 else ""
         return f"{node.arg!r}.{node.func}({extra})"

@@ -55,7 +55,7 @@ _ONE_ARG = {
     name: (lambda n: lambda x: getattr(x, n)())(name)
     for name in (
         "abs", "sqrt", "cbrt", "exp", "log", "log10", "log1p", "sin", "cos", "tan", "arcsin",
-        "arccos", "arctan", "sinh", "cosh", "tanh", "floor", "ceil", "round", "sign", "is_null",
+        "arccos", "arctan", "sinh", "cosh", "tanh", "floor", "ceil", "sign", "is_null",
         "is_not_null", "is_nan", "is_not_nan", "is_finite", "is_infinite", "sum", "mean", "min",
         "max", "std", "var", "count", "null_count",
     )
@@ -67,17 +67,20 @@ _FUNCS: dict[str, tuple[int, int, Callable[..., Expr]]] = {
     "fill_null": (2, 2, lambda x, v: x.fill_null(v)),
     "fill_nan": (2, 2, lambda x, v: x.fill_nan(v)),
     "coalesce": (1, 64, lambda *xs: api.coalesce(*xs)),
-    "clip": (3, 3, lambda x, lo, hi: x.clip(_scalar(lo), _scalar(hi))),
+    "clip": (
+        3, 3, lambda x, lo, hi: x.clip(_scalar(lo, "`clip` bounds"), _scalar(hi, "`clip` bounds"))
+    ),
+    "round": (1, 2, lambda x, d=None: x.round(0 if d is None else _scalar(d, "`round` decimals"))),
 }
 _STRING_FUNCS = {"col", "cast"}
 
 
-def _scalar(e: Expr) -> Any:
+def _scalar(e: Expr, what: str) -> Any:
     from colbridge.expr.nodes import Literal
 
     if isinstance(e.node, Literal):
         return e.node.value
-    msg = "`clip` bounds must be numbers"
+    msg = f"{what} must be numbers"
     raise ExpressionSyntaxError(msg)
 
 

@@ -42,6 +42,7 @@ from colbridge.expr.nodes import (
     FillNan,
     Literal,
     Node,
+    Round,
     Unary,
     When,
     children,
@@ -268,6 +269,8 @@ class TypeChecker:
             return self._fill_nan(node)
         if isinstance(node, Clip):
             return self._clip(node)
+        if isinstance(node, Round):
+            return self._round(node)
         if isinstance(node, Agg):
             return self._agg(node)
         msg = f"unsupported expression node {type(node).__name__}: {node!r}"
@@ -531,6 +534,46 @@ class TypeChecker:
             return self._cast(arg, st)
         return self._record(FillNan(self._cast(arg, st), self._cast(value, st)), st)
 
+    def _round(self, node: Round) -> Node:
+        """``round(decimals, mode)`` lowered to elementwise nodes, computed as polars does.
+
+        polars scales by ``m = 10**decimals`` (``f64::powi``), rounds and scales back,
+        in float64 (a float32 column goes through float64 and back); where ``x * m``
+        is not finite it returns ``x`` unchanged.
+        """
+        arg = self._check(node.arg)
+        kind = self._dynamic_kind(arg)
+        if self._keep_dynamic and kind is not None:
+            return self._dynamic_node(Round(arg, node.decimals, node.mode), kind,
+                                      self._representative(arg))  # fmt: skip
+        if self._is_dynamic(arg):
+            arg = self._materialize(arg)
+        t = self.types[arg]
+        if t.is_bool:
+            raise _bad_type(node, t, "a numeric column")
+        if t.is_integer:
+            return arg  # integers are already whole
+        f64 = DType.FLOAT64
+        x = self._cast(arg, f64)
+        scale = self._typed_literal(_powi10(node.decimals), f64)
+        y = self._record(Binary("mul", x, scale), f64) if node.decimals else x
+        if node.mode == "half_to_even":
+            whole = self._record(Unary("round", y), f64)
+        else:  # half away from zero, exactly: y - trunc(y) is exact in floating point
+            zero, half = self._typed_literal(0.0, f64), self._typed_literal(0.5, f64)
+            negative = self._record(Binary("lt", y, zero), DType.BOOL)
+            trunc = self._record(When(negative, self._record(Unary("ceil", y), f64),
+                                      self._record(Unary("floor", y), f64)), f64)  # fmt: skip
+            rest = self._record(Unary("abs", self._record(Binary("sub", y, trunc), f64)), f64)
+            up = self._record(Binary("ge", rest, half), DType.BOOL)
+            away = self._record(Binary("add", trunc, self._record(Unary("sign", y), f64)), f64)
+            whole = self._record(When(up, away, trunc), f64)
+        if node.decimals:
+            back = self._record(Binary("truediv", whole, scale), f64)
+            finite = self._record(Unary("is_finite", y), DType.BOOL)
+            whole = self._record(When(finite, back, x), f64)
+        return self._cast(whole, t)
+
     def _clip(self, node: Clip) -> Node:
         arg = self._check(node.arg)
         if self._keep_dynamic and arg in self._dynamic:
@@ -600,6 +643,18 @@ class TypeChecker:
         if func == "sum":  # the sum of nothing is 0
             return self._record(Coalesce((value, self._typed_literal(0, result))), result)
         return value
+
+
+def _powi10(n: int) -> float:
+    """``10.0 ** n`` as Rust's ``f64::powi`` computes it (square and multiply; inf on overflow)."""
+    result, base = 1.0, 10.0
+    while True:
+        if n & 1:
+            result *= base
+        n >>= 1
+        if n == 0:
+            return result
+        base *= base
 
 
 def _is_null_literal(node: Node) -> bool:

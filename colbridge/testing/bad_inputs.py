@@ -371,9 +371,9 @@ CASES: list[BadInput] = [
     BadInput("negative-int-power", "overflow", "an integer raised to a negative integer", F,
              _m(lambda q: q.with_columns(z=cb.col("qty") ** (cb.col("qty") - 5))),
              E.InvalidOperationError, r"negative integer power", r"float|cast"),
-    BadInput("round-decimals", "operations", "`round(2)` (decimals are not supported)", F,
-             lambda f: cb.col("price").round(2), E.UnsupportedOperationError,
-             r"round\(decimals=2\)", r"\* 100|multiply|instead"),
+    BadInput("round-mode", "operations", "`round(2, mode='bankers')` (an unknown tie rule)", F,
+             lambda f: cb.col("price").round(2, mode="bankers"), E.UnsupportedOperationError,
+             r"round\(mode='bankers'\)", r"half_to_even"),
     # -- devices -----------------------------------------------------------------------
     BadInput("unknown-device", "devices", "`compute(device='tpu')`", F,
              lambda f: f.gpu.with_columns(b=cb.col("qty")).compute(device="tpu"),
