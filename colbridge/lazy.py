@@ -54,6 +54,8 @@ class ComputeReport:
 
 
 _PLAN_CACHE: OrderedDict[Any, _Plan] = OrderedDict()
+# (steps, column names) -> (untyped segment specs, columns the first segment reads)
+_SEGMENTS_CACHE: OrderedDict[Any, tuple[list[SegmentSpec], list[str]]] = OrderedDict()
 _PLAN_CACHE_MAX = 512
 _PLAN_LOCK = threading.Lock()
 _EXECUTOR: ThreadPoolExecutor | None = None
@@ -283,11 +285,19 @@ class LazyFrame:
     def _plan(self, adapter: FrameAdapter, columns: _Columns) -> _Plan:
         names = tuple(adapter.names)
         # The untyped plan depends only on the steps and the column names: keep it on
-        # the handle (handles are immutable), so a recomputed handle plans nothing.
+        # the handle (handles are immutable), so a recomputed handle plans nothing, and
+        # in a shared cache, so a new handle with the same steps plans nothing either.
         memo = self._memo.get(names)
         if memo is None:
-            specs = plan_segments(self._steps, names)
-            memo = (specs, [n for n in _referenced(specs[0]) if n in names])
+            with _PLAN_LOCK:
+                memo = _SEGMENTS_CACHE.get((self._steps, names))
+            if memo is None:
+                specs = plan_segments(self._steps, names)
+                memo = (specs, [n for n in _referenced(specs[0]) if n in names])
+                with _PLAN_LOCK:
+                    _SEGMENTS_CACHE[(self._steps, names)] = memo
+                    while len(_SEGMENTS_CACHE) > _PLAN_CACHE_MAX:
+                        _SEGMENTS_CACHE.popitem(last=False)
             self._memo[names] = memo
         specs, first = memo
         schema_key = tuple(columns.get(n).type for n in first)

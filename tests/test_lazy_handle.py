@@ -197,3 +197,46 @@ def test_string_statements_run_in_order() -> None:
     out = cb.lazy(table).eval("r = sqrt(a)\ns = r * 10; a = a + s").compute()
     assert out.column_names == ["a", "r", "s"]
     assert out.column("a").to_pylist() == [11.0, 24.0]
+
+
+def test_a_new_handle_with_the_same_steps_reuses_the_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    runtime = sys.modules["colbridge.lazy"]  # `colbridge.lazy` the attribute is the function
+
+    calls: list[int] = []
+    real = runtime.plan_segments
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runtime, "plan_segments", counting)
+    df = pl.DataFrame({"a": [1.0, 2.0], "b_unique_to_this_test": [3.0, 4.0]})
+    expr = cb.col("a") * 3.25 + cb.col("b_unique_to_this_test")
+    first = df.gpu.with_columns(z=expr).compute()
+    second = df.gpu.with_columns(z=cb.col("a") * 3.25 + cb.col("b_unique_to_this_test")).compute()
+    assert first["z"].to_list() == second["z"].to_list() == [6.25, 10.5]
+    assert len(calls) == 1  # the second handle found the untyped plan in the shared cache
+    df.gpu.with_columns(z=expr * 2).compute()
+    assert len(calls) == 2  # other steps: planned again
+
+
+def test_ir_nodes_hash_again_after_pickling_into_another_process() -> None:
+    import pickle
+
+    node = ((cb.col("a") * 2 + cb.lit(3.5)).sqrt() > cb.col("b")).node
+    hash(node)  # the hash is now cached on the node
+    code = (
+        "import pickle, sys, colbridge as cb\n"
+        "node = pickle.loads(sys.stdin.buffer.read())\n"
+        "fresh = ((cb.col('a') * 2 + cb.lit(3.5)).sqrt() > cb.col('b')).node\n"
+        "print(node == fresh, hash(node) == hash(fresh), {fresh: 'found'}.get(node))\n"
+    )
+    for seed in ("1", "2"):
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            input=pickle.dumps(node),
+            capture_output=True,
+            check=True,
+            env={"PYTHONHASHSEED": seed},
+        )
+        assert out.stdout.decode().split() == ["True", "True", "found"]

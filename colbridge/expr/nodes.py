@@ -79,7 +79,13 @@ ROUND_MODES = ("half_to_even", "half_away_from_zero")
 
 @dataclass(frozen=True, slots=True)
 class Node:
-    """Base of every IR node. Subclasses are frozen dataclasses: hashable and comparable."""
+    """Base of every IR node. Subclasses are frozen dataclasses: hashable and comparable.
+
+    The hash is computed once per node and kept (nodes are immutable): plans, CSE
+    and caches hash whole trees on every ``compute()``.
+    """
+
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
         return _format(self)
@@ -193,6 +199,31 @@ class Alias(Node):
 
     arg: Node
     name: str
+
+
+def _memo_hash(node: Node) -> int:
+    cached = node._hash
+    if cached:
+        return cached
+    value = hash((type(node).__name__, *(getattr(node, f.name) for f in _COMPARED[type(node)])))
+    value = value or 1  # 0 means "not computed yet"
+    object.__setattr__(node, "_hash", value)
+    return value
+
+
+def _state_without_hash(node: Node) -> list[Any]:
+    # string hashes differ between processes: a pickled node (Dask, process pools)
+    # must compute its hash again where it is unpickled
+    return [0 if f.name == "_hash" else getattr(node, f.name) for f in fields(node)]
+
+
+_COMPARED: dict[type, tuple[Any, ...]] = {}
+_NODE_TYPES = (Column, Literal, Binary, Unary, Cast, When, Coalesce, FillNan, Clip, Round, Agg,
+               Alias)  # fmt: skip
+for _cls in _NODE_TYPES:
+    _COMPARED[_cls] = tuple(f for f in fields(_cls) if f.compare)
+    _cls.__hash__ = _memo_hash  # type: ignore[method-assign,assignment]
+    _cls.__getstate__ = _state_without_hash  # type: ignore[method-assign,assignment]
 
 
 def children(node: Node) -> tuple[Node, ...]:
