@@ -227,3 +227,26 @@ def test_dynamic_expressions_type_and_compute_like_polars(case: str) -> None:
         return
     got = DYNAMIC_FRAME.gpu.select(z=build(cb)).compute()
     assert_frame_equal(got, want, check_exact=True)
+
+
+def test_uint64_meeting_a_negative_number_in_when_and_coalesce_is_int64() -> None:
+    from polars.testing import assert_frame_equal
+
+    fits = pl.DataFrame({"i": [1, -2, 3], "u": pl.Series([1, None, 7], dtype=pl.UInt64)})
+    cases = [
+        lambda m: m.coalesce(m.col("u"), -3),
+        lambda m: m.col("u").fill_null(-5),
+        lambda m: m.when(m.col("i") > 0).then(-5).otherwise(m.col("u")),
+        lambda m: m.when(m.col("i") > 0).then(m.col("u")).otherwise(-5),
+        lambda m: m.coalesce(m.col("u"), m.lit(-4).clip(-1.5, 2.5), -3),
+    ]
+    for build in cases:
+        want = fits.select(z=build(pl))
+        assert want.schema["z"] == pl.Int64
+        assert_frame_equal(fits.gpu.select(z=build(cb)).compute(), want, check_exact=True)
+    # a uint64 value beyond int64 cannot be converted: an error (as polars raises for these)
+    too_big = pl.DataFrame({"u": pl.Series([1, 2**63 + 5], dtype=pl.UInt64)})
+    with pytest.raises(pl.exceptions.InvalidOperationError):
+        too_big.select(z=pl.col("u").fill_null(-5))
+    with pytest.raises(cb.InvalidOperationError, match="strict cast to int64"):
+        too_big.gpu.select(z=cb.col("u").fill_null(-5)).compute()

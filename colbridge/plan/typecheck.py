@@ -469,10 +469,33 @@ class TypeChecker:
                 other = self._materialize(other)
             then = self._typed_literal(None, self.types[other])
         else:
+            dynamic_then, dynamic_other = self._is_dynamic(then), self._is_dynamic(other)
             then, other = self._resolve_pair(then, other, node)
+            if dynamic_then != dynamic_other:
+                fixed, number = (other, then) if dynamic_then else (then, other)
+                st, strict = self._merge_number_type(self.types[fixed], self.types[number], node)
+                then = self._cast_branch(then, st, strict)
+                other = self._cast_branch(other, st, strict)
+                return self._record(When(cond, then, other), st)
         st = self._super(self.types[then], self.types[other], node)
         then, other = self._cast(then, st), self._cast(other, st)
         return self._record(When(cond, then, other), st)
+
+    def _merge_number_type(self, st: DType, number: DType, where: Node) -> tuple[DType, bool]:
+        """The common type of ``st`` and the type a Python number took next to it.
+
+        A negative number next to uint64 takes int64, which has no supertype with
+        uint64 short of int128; polars then converts the uint64 side to int64 (an
+        error where a value does not fit). The flag says that conversion is needed.
+        """
+        if {st, number} == {DType.UINT64, DType.INT64}:
+            return DType.INT64, True
+        return self._super(st, number, where), False
+
+    def _cast_branch(self, node: Node, dtype: DType, strict_uint64: bool) -> Node:
+        if strict_uint64 and self.types[node] is DType.UINT64:
+            return self._record(Cast(node, dtype, strict=True), dtype)
+        return self._cast(node, dtype)
 
     def _dynamic_when(self, node: When, then: Node, other: Node) -> Node | None:
         """``when`` whose branches are dynamic numbers (or null) stays dynamic (polars)."""
@@ -503,12 +526,14 @@ class TypeChecker:
         for t in typed[1:]:
             st = self._super(st, t, node)
         resolved = []
+        strict = False
         for a in args:
             if self._is_dynamic(a):
                 a = self._type_dynamic_against(a, st, node)
-                st = self._super(st, self.types[a], node)
+                st, needs_strict = self._merge_number_type(st, self.types[a], node)
+                strict = strict or needs_strict
             resolved.append(a)
-        out = tuple(self._cast(a, st) for a in resolved)
+        out = tuple(self._cast_branch(a, st, strict) for a in resolved)
         if len(out) == 1:
             return out[0]
         return self._record(Coalesce(out), st)
