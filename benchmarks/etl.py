@@ -23,8 +23,11 @@ EXPR = "z = sqrt(a * b + c); w = (a - mean(a)) / std(a); v = where(c > 0.5, a, b
 
 CONTENDERS = {
     "pyarrow I/O floor": """
-import pyarrow.parquet as pq
-pq.write_table(pq.read_table(SRC), OUT, compression="zstd")
+import pyarrow as pa, pyarrow.parquet as pq
+t = pq.read_table(SRC)
+# the same encoding choice as colbridge's writer: no dictionary for float columns
+plain = [f.name for f in t.schema if not pa.types.is_floating(f.type)]
+pq.write_table(t, OUT, compression="zstd", use_dictionary=plain)
 """,
     "colbridge pipeline": """
 from colbridge.io import pipeline

@@ -66,6 +66,13 @@ KNOWN_BUGS = [
      "z=cb.when(cb.col('c')).then(3.0).otherwise(1) - cb.col('d')).compute()`",
      "`z` is Float32 (polars keeps such expressions dynamic, then casts them; 85 cases in "
      "tests/test_promotion.py)", "`z` is Float64"),
+    ("B10", "A power whose deciding side is a Python number was typed on the spot: "
+     "`uint64 ** 3.0 - float32` was Float64 (found by a random slow fuzz run)",
+     "`pl.DataFrame({'i': pl.Series([2], dtype=pl.Int8), 'f': pl.Series([0.5], "
+     "dtype=pl.Float32)}).gpu.select(z=cb.col('i') ** 2.5 + cb.col('f')).compute()`",
+     "`z` is Float32; `2 ** int8` alone is Int32 (polars: the base decides unless the "
+     "exponent is a float, and a Python number there keeps the power dynamic)",
+     "`z` is Float64; `2 ** int8` was Int8"),
     ("B4", "An unwritable kernel cache folder gives a raw `OSError`",
      "`COLBRIDGE_CACHE_DIR=<read-only tmpfs or below a file>` then any first `compute()`",
      "`KernelCompileError` naming the folder and `COLBRIDGE_CACHE_DIR` (or an in-memory "
@@ -213,8 +220,9 @@ def reliability_md(data: dict[str, Any], seconds: float, summary: str, slow: boo
         "",
         "## Bugs found",
         "",
-        "All nine are fixed. Each has a regression test in "
-        "`tests/reliability/test_rel_known_bugs.py` (B7 in `tests/test_engine_ops.py`); "
+        "All ten are fixed. Each has a regression test in "
+        "`tests/reliability/test_rel_known_bugs.py` (B7 in `tests/test_engine_ops.py`, B10 in "
+        "`tests/test_promotion.py`); "
         '"got" is the behaviour before the fix.',
         "",
         "| id | bug | repro | expected | got |",

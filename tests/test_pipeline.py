@@ -200,3 +200,20 @@ def test_resolve_aggregates_substitutes_typed_literals() -> None:
     got = cb.LazyFrame(t, resolved).compute("cpu")
     assert got["g"].type == pa.float32()
     assert got["g"].to_pylist() == [-2.0, -1.0, 0.0, 3.0]
+
+
+def test_parquet_output_dictionary_encodes_all_but_float_columns(data: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "out.parquet"
+    pipeline(data, out, with_=WITH, filter=FILTER)
+    meta = pq.ParquetFile(out).metadata
+    encodings = {
+        meta.schema.column(i).name: meta.row_group(0).column(i).encodings
+        for i in range(meta.num_columns)
+    }
+    assert set(encodings) == {"a", "b", "s", "z", "w"}
+    for name in ("a", "z", "w"):  # floats: plain encoding (no dictionary attempt)
+        assert "RLE_DICTIONARY" not in encodings[name], (name, encodings[name])
+    for name in ("b", "s"):  # integers and strings keep their dictionary
+        assert "RLE_DICTIONARY" in encodings[name], (name, encodings[name])
+    got = pl.read_parquet(out)
+    assert_frames_close(got, polars_expected(pl.read_parquet(data)))

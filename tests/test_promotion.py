@@ -211,6 +211,18 @@ DYNAMIC_CASES = {
     "f.fill_nan(when_c(3.5,1))": lambda m: m.col("f").fill_nan(when_c(m,3.5,1)),
     "(when_c(3,1)+f).sum()": lambda m: (when_c(m,3,1)+m.col("f")).sum(),
     "when_c(3,1).std()": lambda m: when_c(m,3,1).std(),
+    # powers: the base's type decides unless the exponent is a float
+    "2**i64": lambda m: num(m, 2) ** m.col("i64"),
+    "300**u8": lambda m: num(m, 300) ** m.col("u"),
+    "2**i8+i8": lambda m: num(m, 2) ** m.col("i") + m.col("i"),
+    "2**f": lambda m: num(m, 2) ** m.col("f"),
+    "2.5**f": lambda m: num(m, 2.5) ** m.col("f"),
+    "2.5**i8+f": lambda m: num(m, 2.5) ** m.col("i") + m.col("f"),
+    "i8**2.5+f": lambda m: m.col("i") ** 2.5 + m.col("f"),
+    "-(i8**2.5)+f": lambda m: -(m.col("i") ** 2.5) + m.col("f"),
+    "i8**0.5+f": lambda m: m.col("i") ** 0.5 + m.col("f"),
+    "i8**2": lambda m: m.col("i") ** 2,
+    "f**2.5": lambda m: m.col("f") ** 2.5,
 }  # fmt: skip
 
 

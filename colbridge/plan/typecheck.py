@@ -298,8 +298,17 @@ class TypeChecker:
         left, right = self._check(node.left), self._check(node.right)
         if self._keep_dynamic and node.op in _DYNAMIC_BINARY:
             dynamic = self._dynamic_binary(node.op, left, right)
+            if dynamic is None and node.op == "pow":
+                dynamic = self._dynamic_pow(left, right)
             if dynamic is not None:
                 return dynamic
+        if node.op == "pow" and not (_is_null_literal(left) or _is_null_literal(right)):
+            # a Python number in a power takes its own type, not the other side's: the
+            # base's type decides unless the exponent is a float (2 ** int8 is Int32)
+            if self._is_dynamic(left):
+                left = self._materialize(left)
+            if self._is_dynamic(right):
+                right = self._materialize(right)
         left, right = self._resolve_pair(left, right, node)
         lt, rt = self.types[left], self.types[right]
         op = node.op
@@ -376,6 +385,23 @@ class TypeChecker:
             return self._dynamic_node(Binary(op, left, right), "float", self._representative(side))
         rep = self._representative(left)
         return self._dynamic_node(Binary(op, left, right), "int", rep)
+
+    def _dynamic_pow(self, base: Node, exponent: Node) -> Node | None:
+        """``base ** exponent`` with one side a Python number: dynamic when that side decides.
+
+        polars types a power by its base, or by its exponent when that is a float
+        (and the base is not); when the deciding side is a dynamic number the power
+        stays dynamic: ``int8 ** 2.5 + float32`` is Float32, ``2 ** int8`` alone is Int32.
+        """
+        kb, ke = self._dynamic_kind(base), self._dynamic_kind(exponent)
+        if (kb is None) == (ke is None):
+            return None
+        base_float = kb == "float" or (kb is None and self.types[base].is_float)
+        exponent_float = ke == "float" or (ke is None and self.types[exponent].is_float)
+        side, kind = (exponent, ke) if exponent_float and not base_float else (base, kb)
+        if kind is None:
+            return None  # the typed side decides: an ordinary typed power
+        return self._dynamic_node(Binary("pow", base, exponent), kind, self._representative(side))
 
     def _unary(self, node: Unary) -> Node:
         arg = self._check(node.arg)
