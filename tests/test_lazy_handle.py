@@ -240,3 +240,28 @@ def test_ir_nodes_hash_again_after_pickling_into_another_process() -> None:
             env={"PYTHONHASHSEED": seed},
         )
         assert out.stdout.decode().split() == ["True", "True", "found"]
+
+
+def test_plans_differing_only_in_numbers_share_one_compiled_kernel() -> None:
+    df = pl.DataFrame({"x": [1.0, None, 4.0], "i": pl.Series([1, 2, 3], dtype=pl.Int16)})
+
+    def run(scale: float, offset: int, bound: float) -> pl.DataFrame:
+        x, i = cb.col("x"), cb.col("i")
+        q = df.gpu.with_columns(z=x * scale + offset, w=i * offset).filter(x < bound)
+        return q.compute(device="cpu")
+
+    def want(scale: float, offset: int, bound: float) -> pl.DataFrame:
+        x, i = pl.col("x"), pl.col("i")
+        return df.with_columns(z=x * scale + offset, w=i * offset).filter(x < bound)
+
+    run(1.5, 7, 3.0)  # compiles (or loads) this plan's kernels
+    before = cb.cache_info().compiles
+    for scale, offset, bound in [(2.5, 3, 10.0), (-0.125, -40, 2.0), (float("nan"), 0, 5.0)]:
+        assert run(scale, offset, bound).equals(want(scale, offset, bound))
+    assert cb.cache_info().compiles == before  # new numbers, same kernels
+    # equal numbers in two places are one argument; different ones are two: another kernel
+    df.gpu.with_columns(z=cb.col("x") * 2.0 + 2.0).compute(device="cpu")
+    shared = cb.cache_info().compiles
+    got = df.gpu.with_columns(z=cb.col("x") * 2.0 + 3.0).compute(device="cpu")
+    assert got["z"].to_list() == [5.0, None, 11.0]
+    assert cb.cache_info().compiles == shared + 1

@@ -24,6 +24,7 @@ whole bytes of every bit-packed output and threads never share a byte); with
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import singledispatchmethod
 
@@ -131,6 +132,8 @@ class KernelSource:
     inputs: list[InputSpec]
     scalars: list[ScalarSpec]
     outputs: list[OutputSpec] = field(default_factory=list)
+    # dtypes of the literal arguments p0, p1, ... (after the scalars)
+    literal_args: list[DType] = field(default_factory=list)
     slots: list[AggSlot] = field(default_factory=list)
     n_f: int = 0
     n_i: int = 0
@@ -170,6 +173,7 @@ class _Emitter:
         scalars: dict[Agg, int],
         scalar_specs: list[ScalarSpec],
         indent: str,
+        params: Mapping[Node, int] | None = None,
     ) -> None:
         self.types = types
         self.nulls = nulls
@@ -177,6 +181,7 @@ class _Emitter:
         self.input_specs = input_specs
         self.scalars = scalars
         self.scalar_specs = scalar_specs
+        self.params = params or {}
         self.indent = indent
         self.lines: list[str] = []
         self.memo: dict[Node, tuple[str, str | None]] = {}
@@ -237,6 +242,9 @@ class _Emitter:
         dtype = self.types[node]
         if node.value is None:
             return _const(None, dtype), "False"
+        k = self.params.get(node)
+        if k is not None:
+            return f"p{k}", None  # a kernel argument: other values reuse the compiled kernel
         return _const(node.value, dtype), None
 
     @emit.register
@@ -639,17 +647,21 @@ def generate_elementwise(
     parallel: bool,
     vector_bits: bool | None = None,
     plan_text: str,
+    params: Sequence[Literal] = (),
 ) -> KernelSource:
     """Source of the fused elementwise kernel computing every output and the filter mask.
 
     ``vector_bits`` picks how bit-packed outputs are written: through a byte-per-row
     scratch array (vectorises; for inputs of a block or more) or through register
     accumulators (compiles faster; for small inputs). Default: as ``parallel``.
+    ``params`` are literals read from arguments ``p0, p1, ...`` instead of written in.
     """
     roots = [n for _, n in outputs] + ([mask] if mask is not None else [])
     inputs, input_index = _collect_inputs(roots, types, nulls)
     scalars, scalar_index = _collect_scalars(roots, types, nulls, skip_inside_agg=True)
-    em = _Emitter(types, nulls, input_index, inputs, scalar_index, scalars, " " * 12)
+    param_index: dict[Node, int] = {lit: k for k, lit in enumerate(params)}
+    em = _Emitter(types, nulls, input_index, inputs, scalar_index, scalars, " " * 12,
+                  param_index)  # fmt: skip
     out_specs: list[OutputSpec] = []
     store: list[str] = []
     # Bit-packed outputs (bool values, validity, the filter mask) are first written one
@@ -675,7 +687,7 @@ def generate_elementwise(
         out_specs.append(OutputSpec("__mask__", DType.BOOL, False))
         store.append(f"bits[{len(bit_outputs)}, i - start] = {keep}")
         bit_outputs.append(f"o{m}")
-    args = _signature_args(inputs, scalars)
+    args = _signature_args(inputs, scalars) + [f"p{k}" for k in range(len(params))]
     for m, spec in enumerate(out_specs):
         args.append(f"o{m}")
         if spec.nullable:
@@ -694,6 +706,7 @@ def generate_elementwise(
         source=source,
         inputs=inputs,
         scalars=scalars,
+        literal_args=[lit.dtype for lit in params if lit.dtype is not None],
         outputs=out_specs,
         uses_err=uses_err,
         err_messages=em.err_messages,

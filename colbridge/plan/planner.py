@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from colbridge.errors import DuplicateColumnError, SchemaError
 from colbridge.expr.nodes import Agg, Binary, Column, Literal, Node, transform, walk
@@ -54,10 +54,66 @@ class Segment:
         return "\n".join(lines)
 
     @functools.cached_property
-    def signature(self) -> str:
-        """A string naming this segment's typed work; kernel cache keys use it (hashed once)."""
+    def _shape(self) -> tuple[str, tuple[Literal, ...]]:
+        params: dict[Node, int] = {}
+
+        def shape(node: Node) -> str:
+            if isinstance(node, Agg):
+                return repr(node)  # reductions are computed by their own kernels, verbatim
+            if isinstance(node, Literal) and is_kernel_parameter(node):
+                k = params.setdefault(node, len(params))
+                return f"$p{k}:{node.dtype}"
+            parts = []
+            for f in fields(node):
+                if not f.compare:
+                    continue
+                value = getattr(node, f.name)
+                if isinstance(value, Node):
+                    parts.append(shape(value))
+                elif isinstance(value, tuple) and any(isinstance(v, Node) for v in value):
+                    parts.append("[" + ", ".join(shape(v) for v in value) + "]")
+                else:
+                    parts.append(repr(value))
+            return f"{type(node).__name__}({', '.join(parts)})"
+
+        outputs = [(name, shape(node)) for name, node in self.outputs]
+        mask = shape(self.mask) if self.mask is not None else None
         levels = [[repr(a) for a in level] for level in self.agg_levels]
-        return repr((self.outputs, self.mask, levels, self.one_row))
+        return repr((outputs, mask, levels, self.one_row)), tuple(params)  # type: ignore[arg-type]
+
+    @property
+    def signature(self) -> str:
+        """The segment's typed work with its numbers left out; kernel cache keys use it.
+
+        Numeric literals outside reductions are kernel parameters (`params`), so
+        ``x * 2.5`` and ``x * 3.5`` share one compiled kernel.
+        """
+        return self._shape[0]
+
+    @property
+    def params(self) -> tuple[Literal, ...]:
+        """The literals passed to the elementwise kernel as arguments, in argument order."""
+        return self._shape[1]
+
+    @property
+    def kernel_text(self) -> str:
+        """`text` for kernel headers, in the parameterised form.
+
+        The source (and its on-disk cache file) is then the same whatever the literals.
+        """
+        if not self.params:
+            return self.text
+        return f"{self.signature}\nliterals are the arguments p0..p{len(self.params) - 1}"
+
+    @functools.cached_property
+    def param_index(self) -> dict[Node, int]:
+        """Argument position of each literal of `params`."""
+        return {lit: k for k, lit in enumerate(self.params)}
+
+
+def is_kernel_parameter(node: Literal) -> bool:
+    """A typed, non-null number: passed to kernels as an argument, not written into them."""
+    return node.value is not None and node.dtype is not None and not node.dtype.is_bool
 
 
 def _substitute(node: Node, env: Mapping[str, Node]) -> Node:
