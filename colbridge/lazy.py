@@ -490,8 +490,8 @@ class LazyFrame:
                     src = codegen.generate_reduce(aggs, seg.types, nulls, **options)
                     lines += [f"  --- reduction kernel source ({target}) ---", src.source]
                 if seg.outputs or seg.mask is not None:
-                    if target != "cuda":  # the CPU kernel takes its literals as arguments
-                        options.update(plan_text=seg.kernel_text, params=seg.params)
+                    # the kernel takes the segment's literals as arguments
+                    options.update(plan_text=seg.kernel_text, literals=seg.params)
                     src = codegen.generate_elementwise(
                         seg.outputs, seg.mask, seg.types, nulls, **options
                     )

@@ -166,3 +166,26 @@ def test_disk_cache_compiles_once(tmp_path: Any, monkeypatch: pytest.MonkeyPatch
     other = _cached_binary(corpus[1].source, "compute_90")
     assert other != first
     assert other.suffix == ".ptx"
+
+
+def test_cuda_kernels_take_literals_as_arguments() -> None:
+    import polars as pl
+
+    import colbridge as cb
+    from colbridge.testing.cuda_host import HostRuntime, compute_on_host
+
+    df = pl.DataFrame({"x": [1.0, None, 4.0], "i": pl.Series([1, 2, 3], dtype=pl.Int16)})
+
+    def query(scale: float, offset: int):  # type: ignore[no-untyped-def]
+        return df.gpu.with_columns(z=cb.col("x") * scale + offset, w=cb.col("i") * offset)
+
+    def kernel(scale: float, offset: int) -> str:
+        text = query(scale, offset).explain(source=True, target="cuda")
+        return text[text.index("elementwise kernel source") :]
+
+    assert kernel(2.5, 3) == kernel(-0.125, 40)  # one source, hence one compiled kernel
+    assert "p0" in kernel(2.5, 3)
+    for scale, offset in [(2.5, 3), (-0.125, 40)]:
+        got = compute_on_host(query(scale, offset), HostRuntime())
+        x, i = pl.col("x"), pl.col("i")
+        assert got.equals(df.with_columns(z=x * scale + offset, w=i * offset))

@@ -249,7 +249,7 @@ def run_segment(
             segment.outputs, segment.mask, segment.types, nulls, parallel=parallel,
             vector_bits=vector_bits,
             plan_text=segment.kernel_text,
-            params=segment.params,
+            literals=segment.params,
         ),
         stats,
     )
@@ -312,7 +312,7 @@ def check_scalar_outputs(
         key,
         lambda: generate_elementwise(
             outputs, None, segment.types, nulls, parallel=False,
-            plan_text=segment.kernel_text, params=segment.params,
+            plan_text=segment.kernel_text, literals=segment.params,
         ),
         stats,
     )

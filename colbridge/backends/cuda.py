@@ -47,6 +47,7 @@ import pyarrow as pa
 
 from colbridge.backends.cpu import (
     RunStats,
+    bind_params,
     check_scalar_outputs,
     finalize_reduction,
     raise_kernel_errors,
@@ -687,14 +688,16 @@ def _run(
     if num_rows == 0 and not segment.one_row:
         check_scalar_outputs(segment, nulls, scalar_values, stats)
 
-    key = ("elementwise", tuple(segment.outputs), segment.mask, tuple(sorted(nullable)),
-           nan_null, input_types, segment.one_row)  # fmt: skip
+    # literals are kernel arguments: the key (the segment's signature) leaves them out
+    key = ("elementwise", segment.signature, tuple(sorted(nullable)), nan_null, input_types,
+           segment.one_row)  # fmt: skip
     compiled = _kernel(
         runtime, key,
         lambda: generate_elementwise(segment.outputs, segment.mask, segment.types, nulls,
-                                     plan_text=plan_text),
+                                     plan_text=segment.kernel_text, literals=segment.params),
         stats,
     )  # fmt: skip
+    literal_values = bind_params(segment)
     src = compiled.source
     out_sizes = [
         0.125 + (0.125 if s.nullable else 0.0) if s.dtype.is_bool
@@ -725,6 +728,7 @@ def _run(
                      _host_input(in_spec, columns[in_spec.name], start, stop)]  # fmt: skip
         for s in src.scalars:
             args += _scalar_args(s, *scalar_values[s.agg])
+        args += literal_values
         dev_out: list[tuple[Any, Any | None]] = []
         for spec in src.outputs:
             data_dev = runtime.output(cbits if spec.dtype.is_bool

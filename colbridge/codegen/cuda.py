@@ -36,6 +36,7 @@ compiled with ``--fmad=false`` so + − × ÷ and sqrt round exactly as on the C
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import singledispatchmethod
 
@@ -228,12 +229,14 @@ class _Emitter:
         scalars: dict[Agg, int],
         scalar_specs: list[ScalarSpec],
         indent: str,
+        literal_args: Mapping[Node, int] | None = None,
     ) -> None:
         self.types = types
         self.inputs = inputs
         self.input_specs = input_specs
         self.scalars = scalars
         self.scalar_specs = scalar_specs
+        self.literal_args = literal_args or {}
         self.indent = indent
         self.lines: list[str] = []
         self.memo: dict[Node, tuple[str, str | None]] = {}
@@ -296,6 +299,9 @@ class _Emitter:
         dtype = self.types[node]
         if node.value is None:
             return _c_const(None, dtype), "false"
+        k = self.literal_args.get(node)
+        if k is not None:
+            return f"p{k}", None  # a kernel argument: other values reuse the compiled kernel
         return _c_const(node.value, dtype), None
 
     @emit.register
@@ -681,12 +687,17 @@ def generate_elementwise(
     nulls: Nullability,
     *,
     plan_text: str = "",
+    literals: Sequence[Literal] = (),
 ) -> CudaKernelSource:
-    """CUDA source of the fused elementwise kernel computing every output and the filter mask."""
+    """CUDA source of the fused elementwise kernel computing every output and the filter mask.
+
+    ``literals`` are read from arguments ``p0, p1, ...`` instead of written in.
+    """
     roots = [n for _, n in outputs] + ([mask] if mask is not None else [])
     inputs, input_index = _collect_inputs(roots, types, nulls)
     scalars, scalar_index = _collect_scalars(roots, types, nulls, skip_inside_agg=True)
-    em = _Emitter(types, input_index, inputs, scalar_index, scalars, " " * 12)
+    literal_index: dict[Node, int] = {lit: k for k, lit in enumerate(literals)}
+    em = _Emitter(types, input_index, inputs, scalar_index, scalars, " " * 12, literal_index)
     out_specs: list[OutputSpec] = []
     store: list[str] = []
     bit_outputs: list[tuple[str, str]] = []  # (accumulator, destination array)
@@ -710,6 +721,8 @@ def generate_elementwise(
         store.append(f"acc{m} |= ((unsigned int)({keep})) << (i & 7);")
         bit_outputs.append((f"acc{m}", f"o{m}"))
     params = _params(inputs, scalars)
+    literal_types = [lit.dtype for lit in literals if lit.dtype is not None]
+    params += [(ctype(t), f"p{k}") for k, t in enumerate(literal_types)]
     for m, spec in enumerate(out_specs):
         data_type = "unsigned char*" if spec.dtype.is_bool else f"{ctype(spec.dtype)}*"
         params.append((data_type, f"o{m}"))
@@ -738,6 +751,7 @@ def generate_elementwise(
         uses_err=uses_err,
         err_messages=em.err_messages,
         params=params,
+        literal_args=literal_types,
         name="elementwise",
     )
 

@@ -647,19 +647,19 @@ def generate_elementwise(
     parallel: bool,
     vector_bits: bool | None = None,
     plan_text: str,
-    params: Sequence[Literal] = (),
+    literals: Sequence[Literal] = (),
 ) -> KernelSource:
     """Source of the fused elementwise kernel computing every output and the filter mask.
 
     ``vector_bits`` picks how bit-packed outputs are written: through a byte-per-row
     scratch array (vectorises; for inputs of a block or more) or through register
     accumulators (compiles faster; for small inputs). Default: as ``parallel``.
-    ``params`` are literals read from arguments ``p0, p1, ...`` instead of written in.
+    ``literals`` are read from arguments ``p0, p1, ...`` instead of written in.
     """
     roots = [n for _, n in outputs] + ([mask] if mask is not None else [])
     inputs, input_index = _collect_inputs(roots, types, nulls)
     scalars, scalar_index = _collect_scalars(roots, types, nulls, skip_inside_agg=True)
-    param_index: dict[Node, int] = {lit: k for k, lit in enumerate(params)}
+    param_index: dict[Node, int] = {lit: k for k, lit in enumerate(literals)}
     em = _Emitter(types, nulls, input_index, inputs, scalar_index, scalars, " " * 12,
                   param_index)  # fmt: skip
     out_specs: list[OutputSpec] = []
@@ -687,7 +687,7 @@ def generate_elementwise(
         out_specs.append(OutputSpec("__mask__", DType.BOOL, False))
         store.append(f"bits[{len(bit_outputs)}, i - start] = {keep}")
         bit_outputs.append(f"o{m}")
-    args = _signature_args(inputs, scalars) + [f"p{k}" for k in range(len(params))]
+    args = _signature_args(inputs, scalars) + [f"p{k}" for k in range(len(literals))]
     for m, spec in enumerate(out_specs):
         args.append(f"o{m}")
         if spec.nullable:
@@ -706,7 +706,7 @@ def generate_elementwise(
         source=source,
         inputs=inputs,
         scalars=scalars,
-        literal_args=[lit.dtype for lit in params if lit.dtype is not None],
+        literal_args=[lit.dtype for lit in literals if lit.dtype is not None],
         outputs=out_specs,
         uses_err=uses_err,
         err_messages=em.err_messages,
