@@ -251,6 +251,10 @@ def test_uint64_meeting_a_negative_number_in_when_and_coalesce_is_int64() -> Non
         lambda m: m.when(m.col("i") > 0).then(-5).otherwise(m.col("u")),
         lambda m: m.when(m.col("i") > 0).then(m.col("u")).otherwise(-5),
         lambda m: m.coalesce(m.col("u"), m.lit(-4).clip(-1.5, 2.5), -3),
+        # arithmetic: the same int64, with a dynamic expression as well as a bare number
+        lambda m: m.col("u") + m.when(m.col("i") > 0).then(-5).otherwise(1),
+        lambda m: m.when(m.col("i") > 0).then(-5).otherwise(1) * m.col("u"),
+        lambda m: m.lit(-5) - m.col("u"),
     ]
     for build in cases:
         want = fits.select(z=build(pl))

@@ -309,6 +309,7 @@ class TypeChecker:
                 left = self._materialize(left)
             if self._is_dynamic(right):
                 right = self._materialize(right)
+        number_side = self._is_dynamic(left) != self._is_dynamic(right)
         left, right = self._resolve_pair(left, right, node)
         lt, rt = self.types[left], self.types[right]
         op = node.op
@@ -360,10 +361,10 @@ class TypeChecker:
                 msg = f"`{node!r}`: `{op}` is not defined for two booleans; cast one first"
                 raise SchemaError(msg)
             st = DType.UINT32
-        elif supertype(lt, rt) is None and isinstance(node.right, Literal):
-            st = rt  # uint64 with a negative Python literal: polars computes in int64
-        elif supertype(lt, rt) is None and isinstance(node.left, Literal):
-            st = lt
+        elif number_side:
+            # uint64 next to a negative Python number computes in int64 (polars), its
+            # values converted without strictness in arithmetic (unlike in when/coalesce)
+            st, _ = self._merge_number_type(lt, rt, node)
         else:
             st = self._super(lt, rt, node)
         left, right = self._cast(left, st), self._cast(right, st)
