@@ -217,10 +217,10 @@ def _state_without_hash(node: Node) -> list[Any]:
     return [0 if f.name == "_hash" else getattr(node, f.name) for f in fields(node)]
 
 
+# every node class of this module gets the cached hash, with no list to keep up to date
+# (slots=True makes dataclass build a second class; the first, unused, is skipped)
 _COMPARED: dict[type, tuple[Any, ...]] = {}
-_NODE_TYPES = (Column, Literal, Binary, Unary, Cast, When, Coalesce, FillNan, Clip, Round, Agg,
-               Alias)  # fmt: skip
-for _cls in _NODE_TYPES:
+for _cls in [c for c in Node.__subclasses__() if globals().get(c.__name__) is c]:
     _COMPARED[_cls] = tuple(f for f in fields(_cls) if f.compare)
     _cls.__hash__ = _memo_hash  # type: ignore[method-assign,assignment]
     _cls.__getstate__ = _state_without_hash  # type: ignore[method-assign,assignment]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -424,6 +424,16 @@ _SPEC_CACHE: dict[pa.DataType, TensorSpec] = {}
 _CACHED_SPEC_KINDS = frozenset({"primitive", "bool", "temporal", "dictionary"})
 
 
+_Cached = TypeVar("_Cached")
+
+
+def _recall(cache: dict[pa.DataType, _Cached], arrow_type: pa.DataType) -> _Cached | None:
+    try:
+        return cache.get(arrow_type)
+    except TypeError:  # an unhashable extension type: never cached
+        return None
+
+
 def _remember(cache: dict[pa.DataType, Any], arrow_type: pa.DataType, value: Any) -> None:
     if len(cache) >= _CACHE_LIMIT:
         cache.clear()
@@ -442,10 +452,7 @@ def lookup_type(arrow_type: pa.DataType) -> TypeEntry:
     >>> lookup_type(pa.string()).tensorable
     False
     """
-    try:
-        cached = _ENTRY_CACHE.get(arrow_type)
-    except TypeError:
-        cached = None
+    cached = _recall(_ENTRY_CACHE, arrow_type)
     if cached is not None:
         return cached
     entry = _match_type(arrow_type)
@@ -498,10 +505,7 @@ def tensor_spec(arrow_type: pa.DataType, name: str | None = None) -> TensorSpec:
     >>> tensor_spec(pa.duration("ns")).unit
     'ns'
     """
-    try:
-        cached = _SPEC_CACHE.get(arrow_type)
-    except TypeError:
-        cached = None
+    cached = _recall(_SPEC_CACHE, arrow_type)
     if cached is not None:
         return cached
     entry = lookup_type(arrow_type)
