@@ -321,12 +321,17 @@ def check_against_polars(
     tree: Tree,
     keep: Tree | None,
     table: pa.Table,
-    spec: FrameSpec,
+    spec: FrameSpec | str,
     *,
     rtol: float,
     kinds: Sequence[str] = FRAME_KINDS,
+    allow_refusals: bool = True,
 ) -> None:
-    """One frame on every input kind; records the outcome and raises on a mismatch."""
+    """One frame on every input kind; records the outcome and raises on a mismatch.
+
+    A colbridge error where polars computed (a refusal) is counted, not raised,
+    unless ``allow_refusals`` is false.
+    """
     steps = _steps(tree, keep)
     where = f"tree={tree!r} keep={keep!r} frame={spec!r} types={table.schema.types}"
     try:
@@ -336,6 +341,9 @@ def check_against_polars(
             STATS.cases += 1
             STATS.polars_cases += 1
     except cb.ColbridgeError as exc:
+        if not allow_refusals:
+            STATS.mismatches.append(f"{where}\nrefused: {exc!r}")
+            raise
         # colbridge refused (clear error) where polars computed; not a wrong value, but counted
         STATS.refusals[type(exc).__name__] += 1
         STATS.cases += 1
