@@ -158,11 +158,6 @@ def _bind_scalar(spec: ScalarSpec, value: Any, valid: bool) -> list[Any]:
     return bound
 
 
-def bind_params(segment: Segment) -> list[Any]:
-    """The segment's literal arguments, as NumPy scalars of their types, in argument order."""
-    return [lit.dtype.numpy.type(lit.value) for lit in segment.params]  # type: ignore[union-attr]
-
-
 def _alloc(nbytes: int) -> tuple[pa.Buffer, np.ndarray]:
     buf = pa.allocate_buffer(max(nbytes, 0))
     return buf, np.frombuffer(buf, dtype=np.uint8)
@@ -260,7 +255,7 @@ def run_segment(
         args += _bind_input(spec, columns[spec.name])
     for s in src.scalars:
         args += _bind_scalar(s, *scalar_values[s.agg])
-    args += bind_params(segment)
+    args += segment.param_values
     out_buffers: list[tuple[pa.Buffer, pa.Buffer | None]] = []
     nbits = (n + 7) // 8
     for out in src.outputs:
@@ -320,7 +315,7 @@ def check_scalar_outputs(
     args: list[Any] = [1]
     for s in src.scalars:
         args += _bind_scalar(s, *scalar_values[s.agg])
-    args += bind_params(segment)
+    args += segment.param_values
     for out in src.outputs:
         args.append(np.zeros(8, dtype=np.uint8 if out.dtype.is_bool else out.dtype.numpy))
         if out.nullable:

@@ -47,7 +47,6 @@ import pyarrow as pa
 
 from colbridge.backends.cpu import (
     RunStats,
-    bind_params,
     check_scalar_outputs,
     finalize_reduction,
     raise_kernel_errors,
@@ -697,7 +696,7 @@ def _run(
                                      plan_text=segment.kernel_text, literals=segment.params),
         stats,
     )  # fmt: skip
-    literal_values = bind_params(segment)
+    literal_values = segment.param_values
     src = compiled.source
     out_sizes = [
         0.125 + (0.125 if s.nullable else 0.0) if s.dtype.is_bool

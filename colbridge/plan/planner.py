@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 from colbridge.errors import DuplicateColumnError, SchemaError
 from colbridge.expr.nodes import Agg, Binary, Column, Literal, Node, transform, walk
@@ -106,9 +107,9 @@ class Segment:
         return f"{self.signature}\nliterals are the arguments p0..p{len(self.params) - 1}"
 
     @functools.cached_property
-    def param_index(self) -> dict[Node, int]:
-        """Argument position of each literal of `params`."""
-        return {lit: k for k, lit in enumerate(self.params)}
+    def param_values(self) -> tuple[Any, ...]:
+        """`params` as NumPy scalars of their types: the kernel arguments, made once per plan."""
+        return tuple(lit.dtype.numpy.type(lit.value) for lit in self.params)  # type: ignore[union-attr]
 
 
 def is_kernel_parameter(node: Literal) -> bool:
