@@ -20,7 +20,8 @@ from typing import Any
 import pyarrow as pa
 
 from colbridge.backends import get_backend
-from colbridge.backends.cpu import PARALLEL_MIN_ROWS, RunStats
+from colbridge.backends.common import RunStats
+from colbridge.backends.cpu import PARALLEL_MIN_ROWS
 from colbridge.backends.device import DeviceChoice, device_context, resolve_device
 from colbridge.columns.frames import ArrowTableAdapter, FrameAdapter, adapt_frame
 from colbridge.errors import (

@@ -21,7 +21,7 @@ import pytest
 
 import colbridge as cb
 from colbridge.backends import cuda
-from colbridge.backends.cpu import RunStats
+from colbridge.backends.common import RunStats
 from colbridge.backends.device import gpu_status, resolve_device
 from colbridge.memory.cuda import to_device
 

@@ -7,34 +7,29 @@ Arrow's memory pool and wrapped as Arrow arrays without a copy.
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from colbridge.backends.kernel_cache import kernel_cache, load_module_from_source
-from colbridge.codegen.numba_cpu import (
-    BLOCK,
-    N_ERR_KINDS,
-    AggSlot,
-    InputSpec,
-    KernelSource,
-    OutputSpec,
-    ScalarSpec,
-    generate_elementwise,
-    generate_reduce,
+from colbridge.backends.common import (
+    RunStats,
+    finalize_reduction,
+    raise_kernel_errors,
+    wrap_outputs,
 )
+from colbridge.backends.kernel_cache import kernel_cache, load_module_from_source
+from colbridge.codegen.kernel import N_ERR_KINDS, InputSpec, KernelSource, ScalarSpec
+from colbridge.codegen.numba_cpu import BLOCK, generate_elementwise, generate_reduce
 from colbridge.errors import ComputeError, InvalidOperationError, KernelCompileError
 from colbridge.expr.nodes import Agg
 from colbridge.plan.nullability import Nullability
 from colbridge.plan.planner import Segment
 from colbridge.plan.typecheck import is_scalar
-from colbridge.types import DType
 
 # numba's OpenMP workers spin after each parallel kernel; on a small machine that
 # spinning steals the cores from whatever runs next (polars, pandas, the next
@@ -43,14 +38,7 @@ from colbridge.types import DType
 # loads it, which happens after this import.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-__all__ = [
-    "PARALLEL_MIN_ROWS",
-    "RunStats",
-    "finalize_reduction",
-    "raise_kernel_errors",
-    "run_segment",
-    "wrap_outputs",
-]
+__all__ = ["PARALLEL_MIN_ROWS", "check_scalar_outputs", "run_segment"]
 
 # Below this many rows a serial kernel is used: it compiles ~4x faster and
 # threads would not pay for themselves.
@@ -59,16 +47,6 @@ PARALLEL_MIN_ROWS = 200_000
 _COMPILE_LOCK = threading.Lock()
 # Passed as `err` to kernels that cannot fail: they never write to it.
 _NO_ERRORS = np.zeros((N_ERR_KINDS, 1), dtype=np.int64)
-
-
-@dataclass
-class RunStats:
-    """What running one segment did, for `explain()`."""
-
-    kernels: list[str] = field(default_factory=list)
-    cache_hits: int = 0
-    compiled: int = 0
-    sources: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -161,18 +139,6 @@ def _bind_scalar(spec: ScalarSpec, value: Any, valid: bool) -> list[Any]:
 def _alloc(nbytes: int) -> tuple[pa.Buffer, np.ndarray]:
     buf = pa.allocate_buffer(max(nbytes, 0))
     return buf, np.frombuffer(buf, dtype=np.uint8)
-
-
-def raise_kernel_errors(src: KernelSource, err: np.ndarray) -> None:
-    """Turn a kernel's per-block failure counts into the error its source describes."""
-    if not src.uses_err:
-        return
-    counts = err.sum(axis=1)
-    for kind, count in enumerate(counts):
-        if count:
-            message = src.err_messages.get(kind, "kernel reported a failure")
-            msg = f"{message} ({int(count)} value{'s' if count != 1 else ''})"
-            raise InvalidOperationError(msg)
 
 
 def _input_key(specs: list[InputSpec]) -> tuple[Any, ...]:
@@ -324,92 +290,3 @@ def check_scalar_outputs(
     args.append(err)
     _call(compiled, args)
     raise_kernel_errors(src, err)
-
-
-def wrap_outputs(
-    outputs: list[OutputSpec], buffers: list[tuple[pa.Buffer, pa.Buffer | None]], n: int
-) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
-    """Wrap filled output buffers as Arrow arrays (no copy); split off the filter mask."""
-    results: dict[str, pa.Array] = {}
-    mask = None
-    for out, (data_buf, valid_buf) in zip(outputs, buffers, strict=True):
-        array = pa.Array.from_buffers(out.dtype.arrow, n, [valid_buf, data_buf], null_count=-1)
-        if out.name == "__mask__":
-            mask = array
-        else:
-            results[out.name] = array
-    return results, mask
-
-
-def finalize_reduction(
-    slot: AggSlot, pf: np.ndarray, pi: np.ndarray, pu: np.ndarray, num_rows: int
-) -> tuple[Any, bool]:
-    """Combine per-block partials into one value (and whether it is valid)."""
-    # inf - inf and the like are values here (NaN), not warnings.
-    with np.errstate(all="ignore"):
-        return _combine(slot, pf, pi, pu, num_rows)
-
-
-def _combine(
-    slot: AggSlot, pf: np.ndarray, pi: np.ndarray, pu: np.ndarray, num_rows: int
-) -> tuple[Any, bool]:
-    func = slot.agg.func
-    res: DType = slot.result_dtype
-    counts = pi[:, slot.i["count"]]
-    count = int(counts.sum())
-    if func == "count":
-        return np.uint32(count), True
-    if func == "null_count":
-        return np.uint32(num_rows - count), True
-    if func == "mean" and ("sum_hi" in slot.i or "sum_hi" in slot.u):
-        if count == 0:
-            return None, False
-        roles, parts = (slot.i, pi) if "sum_hi" in slot.i else (slot.u, pu)
-        hi = sum(int(v) for v in parts[:, roles["sum_hi"]])
-        lo = sum(int(v) for v in parts[:, roles["sum_lo"]])
-        return res.numpy.type((hi * 2**32 + lo) / count), True
-    if func == "mean" and "sum" not in slot.f:
-        if count == 0:
-            return None, False
-        parts, role = (pu, slot.u["sum"]) if "sum" in slot.u else (pi, slot.i["sum"])
-        return res.numpy.type(sum(int(v) for v in parts[:, role]) / count), True
-    if func in ("sum", "mean"):
-        if "sum" in slot.f:
-            total: Any = float(pf[:, slot.f["sum"]].sum())
-        elif "sum" in slot.u:
-            total = pu[:, slot.u["sum"]].sum(dtype=np.uint64)
-        else:
-            total = pi[:, slot.i["sum"]].sum(dtype=np.int64)
-        if func == "sum":
-            return np.asarray(total).astype(res.numpy)[()], True
-        if count == 0:
-            return None, False
-        return res.numpy.type(total / count), True
-    if func in ("min", "max"):
-        pick = np.min if func == "min" else np.max
-        if slot.arg_dtype.is_float:
-            non_nan = pi[:, slot.i["non_nan"]]
-            if non_nan.sum() == 0:
-                if pi[:, slot.i["any_nan"]].sum() > 0:
-                    return res.numpy.type(math.nan), True
-                return None, False
-            best = pf[non_nan > 0, slot.f["best"]]
-            return res.numpy.type(pick(best)), True
-        if count == 0:
-            return None, False
-        source = pu[:, slot.u["best"]] if "best" in slot.u else pi[:, slot.i["best"]]
-        value = pick(source[counts > 0])
-        if res.is_bool:
-            return bool(value), True
-        return np.asarray(value).astype(res.numpy)[()], True
-    # std / var, combined with Chan et al.'s parallel formula
-    ddof = slot.agg.ddof
-    if count - ddof <= 0:
-        return None, False
-    means = pf[:, slot.f["mean"]]
-    m2 = pf[:, slot.f["m2"]]
-    mean = float((counts * means).sum() / count)
-    total_m2 = float(m2.sum() + (counts * (means - mean) ** 2).sum())
-    var = total_m2 / (count - ddof)
-    value = math.sqrt(var) if func == "std" else var
-    return res.numpy.type(value), True

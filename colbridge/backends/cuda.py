@@ -45,13 +45,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from colbridge.backends.cpu import (
+from colbridge.backends.common import (
     RunStats,
-    check_scalar_outputs,
     finalize_reduction,
     raise_kernel_errors,
     wrap_outputs,
 )
+from colbridge.backends.cpu import check_scalar_outputs
 from colbridge.backends.kernel_cache import cache_dir, kernel_cache
 from colbridge.codegen.cuda import (
     COMPILE_OPTIONS,
@@ -59,7 +59,7 @@ from colbridge.codegen.cuda import (
     generate_elementwise,
     generate_reduce,
 )
-from colbridge.codegen.numba_cpu import N_ERR_KINDS, InputSpec, ScalarSpec
+from colbridge.codegen.kernel import N_ERR_KINDS, InputSpec, ScalarSpec
 from colbridge.errors import DeviceError, KernelCompileError
 from colbridge.expr.nodes import Agg
 from colbridge.plan.nullability import Nullability

@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import singledispatchmethod
 
-from colbridge.codegen.numba_cpu import (
+from colbridge.codegen.kernel import (
     ERR_NEGATIVE_EXPONENT,
     ERR_STRICT_CAST,
     N_ERR_KINDS,
@@ -49,8 +49,8 @@ from colbridge.codegen.numba_cpu import (
     KernelSource,
     OutputSpec,
     ScalarSpec,
-    _collect_inputs,
-    _collect_scalars,
+    collect_inputs,
+    collect_scalars,
 )
 from colbridge.errors import UnsupportedOperationError
 from colbridge.expr.nodes import (
@@ -694,8 +694,8 @@ def generate_elementwise(
     ``literals`` are read from arguments ``p0, p1, ...`` instead of written in.
     """
     roots = [n for _, n in outputs] + ([mask] if mask is not None else [])
-    inputs, input_index = _collect_inputs(roots, types, nulls)
-    scalars, scalar_index = _collect_scalars(roots, types, nulls, skip_inside_agg=True)
+    inputs, input_index = collect_inputs(roots, types, nulls)
+    scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
     literal_index: dict[Node, int] = {lit: k for k, lit in enumerate(literals)}
     em = _Emitter(types, input_index, inputs, scalar_index, scalars, " " * 12, literal_index)
     out_specs: list[OutputSpec] = []
@@ -765,8 +765,8 @@ def generate_reduce(
 ) -> CudaKernelSource:
     """CUDA source of one reduction pass writing per-thread partials of every reduction."""
     roots: list[Node] = [a.arg for a in aggs]
-    inputs, input_index = _collect_inputs(roots, types, nulls)
-    scalars, scalar_index = _collect_scalars(roots, types, nulls, skip_inside_agg=True)
+    inputs, input_index = collect_inputs(roots, types, nulls)
+    scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
     em = _Emitter(types, input_index, inputs, scalar_index, scalars, " " * 12)
     init: list[str] = []
     update: list[str] = []

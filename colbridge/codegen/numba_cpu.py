@@ -25,9 +25,20 @@ whole bytes of every bit-packed output and threads never share a byte); with
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import singledispatchmethod
 
+from colbridge.codegen.kernel import (
+    ERR_NEGATIVE_EXPONENT,
+    ERR_STRICT_CAST,
+    N_ERR_KINDS,
+    AggSlot,
+    InputSpec,
+    KernelSource,
+    OutputSpec,
+    ScalarSpec,
+    collect_inputs,
+    collect_scalars,
+)
 from colbridge.errors import UnsupportedOperationError
 from colbridge.expr.nodes import (
     Agg,
@@ -47,14 +58,9 @@ from colbridge.plan.typecheck import cast_can_fail
 from colbridge.types import DType
 from colbridge.types.promotion import int_range
 
-__all__ = ["BLOCK", "AggSlot", "KernelSource", "generate_elementwise", "generate_reduce"]
+__all__ = ["BLOCK", "generate_elementwise", "generate_reduce"]
 
 BLOCK = 16384
-
-# Failure kinds a kernel can count; the runtime turns counts into errors.
-ERR_STRICT_CAST = 0
-ERR_NEGATIVE_EXPONENT = 1
-N_ERR_KINDS = 2
 
 _FLOAT_FUNCS = {
     "sqrt": "np.sqrt",
@@ -78,68 +84,6 @@ _FLOAT_FUNCS = {
 }
 
 
-@dataclass(frozen=True)
-class InputSpec:
-    """How one input column is passed to a kernel.
-
-    Its dtype, whether it carries a validity bitmap, and whether NaN in it means
-    null (read in place, no bitmap).
-    """
-
-    name: str
-    dtype: DType
-    nullable: bool
-    nan_null: bool = False
-
-
-@dataclass(frozen=True)
-class ScalarSpec:
-    """A reduction result passed to a later pass."""
-
-    agg: Agg
-    dtype: DType
-    nullable: bool
-
-
-@dataclass(frozen=True)
-class OutputSpec:
-    """One output column of an elementwise kernel."""
-
-    name: str
-    dtype: DType
-    nullable: bool
-
-
-@dataclass(frozen=True)
-class AggSlot:
-    """Where a reduction's per-block partials live in ``pf``/``pi``/``pu``."""
-
-    agg: Agg
-    arg_dtype: DType
-    result_dtype: DType
-    # column index in each partial array, by role ("count", "sum", "mean", "m2", ...)
-    f: dict[str, int] = field(default_factory=dict)
-    i: dict[str, int] = field(default_factory=dict)
-    u: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass
-class KernelSource:
-    """Generated source of one kernel plus what the runtime needs to call it."""
-
-    kind: str  # "elementwise" | "reduce"
-    source: str
-    inputs: list[InputSpec]
-    scalars: list[ScalarSpec]
-    outputs: list[OutputSpec] = field(default_factory=list)
-    # dtypes of the literal arguments p0, p1, ... (after the scalars)
-    literal_args: list[DType] = field(default_factory=list)
-    slots: list[AggSlot] = field(default_factory=list)
-    n_f: int = 0
-    n_i: int = 0
-    n_u: int = 0
-    uses_err: bool = False
-    err_messages: dict[int, str] = field(default_factory=dict)
 
 
 def _np(dtype: DType) -> str:
@@ -587,57 +531,6 @@ def _signature_args(inputs: list[InputSpec], scalars: list[ScalarSpec]) -> list[
     return args
 
 
-def _collect_inputs(
-    roots: list[Node], types: dict[Node, DType], nulls: Nullability
-) -> tuple[list[InputSpec], dict[str, int]]:
-    """Columns the kernel reads row by row (not those only inside a reduction)."""
-    from colbridge.expr.nodes import children
-
-    specs: list[InputSpec] = []
-    index: dict[str, int] = {}
-
-    def visit(node: Node) -> None:
-        if isinstance(node, Agg):
-            return  # computed by an earlier pass, passed in as a scalar
-        if isinstance(node, Column):
-            if node.name not in index:
-                index[node.name] = len(specs)
-                has_bitmap = node.name in nulls.nullable_columns
-                nan_null = node.name in nulls.nan_null_columns and types[node].is_float
-                specs.append(InputSpec(node.name, types[node], has_bitmap, nan_null))
-            return
-        for c in children(node):
-            visit(c)
-
-    for root in roots:
-        visit(root)
-    return specs, index
-
-
-def _collect_scalars(
-    roots: list[Node], types: dict[Node, DType], nulls: Nullability, *, skip_inside_agg: bool
-) -> tuple[list[ScalarSpec], dict[Agg, int]]:
-    """Reduction results the kernel reads (the outermost ones, not those inside them)."""
-    specs: list[ScalarSpec] = []
-    index: dict[Agg, int] = {}
-
-    def visit(node: Node) -> None:
-        from colbridge.expr.nodes import children
-
-        if isinstance(node, Agg):
-            if node not in index:
-                index[node] = len(specs)
-                specs.append(ScalarSpec(node, types[node], nulls.may_be_null(node)))
-            return
-        for c in children(node):
-            visit(c)
-
-    for root in roots:
-        visit(root)
-    _ = skip_inside_agg
-    return specs, index
-
-
 def generate_elementwise(
     outputs: list[tuple[str, Node]],
     mask: Node | None,
@@ -657,8 +550,8 @@ def generate_elementwise(
     ``literals`` are read from arguments ``p0, p1, ...`` instead of written in.
     """
     roots = [n for _, n in outputs] + ([mask] if mask is not None else [])
-    inputs, input_index = _collect_inputs(roots, types, nulls)
-    scalars, scalar_index = _collect_scalars(roots, types, nulls, skip_inside_agg=True)
+    inputs, input_index = collect_inputs(roots, types, nulls)
+    scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
     param_index: dict[Node, int] = {lit: k for k, lit in enumerate(literals)}
     em = _Emitter(types, nulls, input_index, inputs, scalar_index, scalars, " " * 12,
                   param_index)  # fmt: skip
@@ -800,8 +693,8 @@ def generate_reduce(
 ) -> KernelSource:
     """Source of one reduction pass computing per-block partials of every reduction in ``aggs``."""
     roots: list[Node] = [a.arg for a in aggs]
-    inputs, input_index = _collect_inputs(roots, types, nulls)
-    scalars, scalar_index = _collect_scalars(roots, types, nulls, skip_inside_agg=True)
+    inputs, input_index = collect_inputs(roots, types, nulls)
+    scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
     em = _Emitter(types, nulls, input_index, inputs, scalar_index, scalars, " " * 12)
     init: list[str] = []
     update: list[str] = []
