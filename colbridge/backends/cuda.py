@@ -165,9 +165,9 @@ def numbered(source: str) -> str:
     return "\n".join(f"{i + 1:4d}  {line}" for i, line in enumerate(source.splitlines()))
 
 
-def launch_config(nbytes: int, block: int, max_blocks: int) -> tuple[int, int]:
-    """(grid, block) for ``nbytes`` validity bytes, one thread per byte, grid-stride beyond."""
-    blocks = (nbytes + block - 1) // block
+def launch_config(threads: int, block: int, max_blocks: int) -> tuple[int, int]:
+    """(grid, block) for ``threads`` logical threads, grid-stride beyond ``max_blocks``."""
+    blocks = (threads + block - 1) // block
     return max(1, min(blocks, max_blocks)), block
 
 
@@ -656,7 +656,7 @@ def _run(
         max_rows = runtime.block * runtime.max_reduce_blocks
         fixed = max_rows * 8 * sum(widths) + 8 * N_ERR_KINDS
         for start, stop in _chunks(runtime, num_rows, _row_bytes(src.inputs, []), fixed):
-            grid, block = launch_config((stop - start + 7) // 8, runtime.block,
+            grid, block = launch_config(src.threads_for(stop - start), runtime.block,
                                         runtime.max_reduce_blocks)  # fmt: skip
             rows = grid * block
             partials = [
@@ -741,7 +741,7 @@ def _run(
         err = runtime.zeros(N_ERR_KINDS, np.uint64)
         args.append(err)
         if rows > 0:
-            grid, block = launch_config(cbits, runtime.block, runtime.max_blocks)
+            grid, block = launch_config(src.threads_for(rows), runtime.block, runtime.max_blocks)
             runtime.launch(compiled.handle, src, grid, block, args)
             err_total[:, 0] += runtime.to_numpy(err).astype(np.int64)
         if whole:

@@ -137,6 +137,12 @@ class CudaKernelSource(KernelSource):
 
     params: list[tuple[str, str]] = field(default_factory=list)  # (C type, name)
     name: str = ""
+    #: rows one thread handles per step of its grid-stride loop
+    rows_per_thread: int = 8
+
+    def threads_for(self, rows: int) -> int:
+        """How many threads a launch over ``rows`` rows needs (one loop step each)."""
+        return (rows + self.rows_per_thread - 1) // self.rows_per_thread
 
     @property
     def digest(self) -> str:
