@@ -128,5 +128,7 @@ def _combine(
     mean = float((counts * means).sum() / count)
     total_m2 = float(m2.sum() + (counts * (means - mean) ** 2).sum())
     var = total_m2 / (count - ddof)
+    if var < 0.0:  # rounding can push a variance below zero; polars clamps (NaN passes)
+        var = 0.0
     value = math.sqrt(var) if func == "std" else var
     return res.numpy.type(value), True

@@ -108,7 +108,7 @@ def _bind_input(spec: InputSpec, array: pa.Array) -> list[Any]:
     if spec.dtype.is_bool:
         data = buffers[1]
         values = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(1, np.uint8)
-        bound: list[Any] = [_readonly(values), offset]
+        bound: list[Any] = [_readonly(values), np.uint64(offset)]
     else:
         dt = spec.dtype.numpy
         data = buffers[1]
@@ -122,7 +122,7 @@ def _bind_input(spec: InputSpec, array: pa.Array) -> list[Any]:
         bits = np.frombuffer(validity, dtype=np.uint8) if validity is not None else None
         if bits is None:  # no bitmap although planned nullable: all valid
             bits = np.full((offset + n + 7) // 8 + 1, 0xFF, dtype=np.uint8)
-        bound += [_readonly(bits), offset]
+        bound += [_readonly(bits), np.uint64(offset)]
     return bound
 
 
@@ -139,6 +139,12 @@ def _bind_scalar(spec: ScalarSpec, value: Any, valid: bool) -> list[Any]:
 def _alloc(nbytes: int) -> tuple[pa.Buffer, np.ndarray]:
     buf = pa.allocate_buffer(max(nbytes, 0))
     return buf, np.frombuffer(buf, dtype=np.uint8)
+
+
+def _alloc_bits(n: int) -> tuple[pa.Buffer, np.ndarray]:
+    """A bitmap for ``n`` rows, as whole 64-bit words (kernels store a word at a time)."""
+    buf = pa.allocate_buffer(((n + 63) // 64) * 8)
+    return buf, np.frombuffer(buf, dtype=np.uint64)
 
 
 def _input_key(specs: list[InputSpec]) -> tuple[Any, ...]:
@@ -198,17 +204,11 @@ def run_segment(
     if num_rows == 0 and not segment.one_row:
         check_scalar_outputs(segment, nulls, scalar_values, stats)
 
-    # Inputs of a block or more get the vectorising form of bit-packed outputs.
-    vector_bits = n >= BLOCK
-    key = (
-        "elementwise", "cpu", parallel, vector_bits, segment.signature, nullable, nan_null,
-        input_types,
-    )  # fmt: skip
+    key = ("elementwise", "cpu", parallel, segment.signature, nullable, nan_null, input_types)
     compiled = _kernel(
         key,
         lambda: generate_elementwise(
             segment.outputs, segment.mask, segment.types, nulls, parallel=parallel,
-            vector_bits=vector_bits,
             plan_text=segment.kernel_text,
             literals=segment.params,
         ),
@@ -223,17 +223,16 @@ def run_segment(
         args += _bind_scalar(s, *scalar_values[s.agg])
     args += segment.param_values
     out_buffers: list[tuple[pa.Buffer, pa.Buffer | None]] = []
-    nbits = (n + 7) // 8
     for out in src.outputs:
         if out.dtype.is_bool:
-            data_buf, data = _alloc(nbits)
+            data_buf, data = _alloc_bits(n)
         else:
             data_buf, raw = _alloc(n * out.dtype.numpy.itemsize)
             data = raw.view(out.dtype.numpy)
         args.append(data)
         valid_buf = None
         if out.nullable:
-            valid_buf, valid = _alloc(nbits)
+            valid_buf, valid = _alloc_bits(n)
             args.append(valid)
         out_buffers.append((data_buf, valid_buf))
     err = np.zeros((N_ERR_KINDS, max(nblocks, 1)), dtype=np.int64) if src.uses_err else _NO_ERRORS
@@ -283,9 +282,9 @@ def check_scalar_outputs(
         args += _bind_scalar(s, *scalar_values[s.agg])
     args += segment.param_values
     for out in src.outputs:
-        args.append(np.zeros(8, dtype=np.uint8 if out.dtype.is_bool else out.dtype.numpy))
+        args.append(np.zeros(1, dtype=np.uint64 if out.dtype.is_bool else out.dtype.numpy))
         if out.nullable:
-            args.append(np.zeros(1, dtype=np.uint8))
+            args.append(np.zeros(1, dtype=np.uint64))
     err = np.zeros((N_ERR_KINDS, 1), dtype=np.int64) if src.uses_err else _NO_ERRORS
     args.append(err)
     _call(compiled, args)

@@ -1,0 +1,817 @@
+"""Code generation: the meaning of every IR node, written once for every target.
+
+Stage: codegen. `Lowering` turns typed nodes into per-row statements through a
+`colbridge.codegen.dialect.Dialect`; the targets' loop skeletons place those
+statements in their loops. Values and validity are kept apart:
+
+* a value is computed for every row, branch-free (a select, never an ``if``), so
+  the row loop vectorises; computing under a null slot is fine because the slot
+  is masked anyway, and nothing here can trap;
+* a validity is a `Valid`: a set of *sources* whose bits are ANDed (input
+  bitmaps, the validity of an earlier reduction, a null literal) plus, only
+  where nullness depends on the data (integer ``//`` ``%`` by zero, non-strict
+  casts, Kleene logic, ``when``, ``coalesce``, NaN meaning null), a per-row
+  boolean. A target ANDs sources a word at a time where it can (64 rows per
+  operation on the CPU) and reads them per row only where a per-row boolean
+  needs them.
+
+Reductions are lowered here too (`ReductionLowering`): the state each one keeps,
+its per-row update and where its per-block partials go (`AggSlot`), which is the
+contract with `colbridge.backends.common.finalize_reduction`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import singledispatchmethod
+from typing import Protocol
+
+from colbridge.codegen.dialect import Dialect
+from colbridge.codegen.kernel import (
+    ERR_NEGATIVE_EXPONENT,
+    ERR_STRICT_CAST,
+    AggSlot,
+    InputSpec,
+    ScalarSpec,
+)
+from colbridge.errors import UnsupportedOperationError
+from colbridge.expr.nodes import (
+    Agg,
+    Binary,
+    Cast,
+    Clip,
+    Coalesce,
+    Column,
+    FillNan,
+    Literal,
+    Node,
+    Unary,
+    When,
+)
+from colbridge.plan.typecheck import cast_can_fail
+from colbridge.types import DType
+from colbridge.types.promotion import int_range
+
+__all__ = [
+    "FLOAT_FUNCTIONS",
+    "NULL_SOURCE",
+    "Fold",
+    "Lowering",
+    "ReductionLowering",
+    "RowAccess",
+    "Val",
+    "Valid",
+    "input_source",
+    "moment_combine",
+    "row_updates",
+    "scalar_source",
+]
+
+#: IR unary functions computed by a math call, and the call's (C) name.
+FLOAT_FUNCTIONS: dict[str, str] = {
+    "sqrt": "sqrt",
+    "cbrt": "cbrt",
+    "exp": "exp",
+    "log": "log",
+    "log10": "log10",
+    "log1p": "log1p",
+    "sin": "sin",
+    "cos": "cos",
+    "tan": "tan",
+    "arcsin": "asin",
+    "arccos": "acos",
+    "arctan": "atan",
+    "sinh": "sinh",
+    "cosh": "cosh",
+    "tanh": "tanh",
+    "floor": "floor",
+    "ceil": "ceil",
+    "round": "rint",  # half to even, as polars rounds
+}
+
+_SYMBOLS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+#: The validity source of a null literal: a word of zeros.
+NULL_SOURCE = "null"
+
+
+def input_source(k: int) -> str:
+    """The validity source of input column ``k`` (its bitmap ``v{k}``)."""
+    return f"v{k}"
+
+
+def scalar_source(j: int) -> str:
+    """The validity source of reduction result ``j`` of an earlier pass (``sv{j}``)."""
+    return f"sv{j}"
+
+
+@dataclass(frozen=True)
+class Valid:
+    """Where a value is valid: every bitmap source in ``sources`` AND the per-row ``row``."""
+
+    sources: frozenset[str] = frozenset()
+    row: str | None = None
+
+    @property
+    def never_null(self) -> bool:
+        """True when the value has no null at all."""
+        return not self.sources and self.row is None
+
+
+NEVER_NULL = Valid()
+
+
+@dataclass(frozen=True)
+class Val:
+    """A lowered value: an expression (a temporary, a literal, an argument) and its validity."""
+
+    expr: str
+    valid: Valid
+
+
+class RowAccess(Protocol):
+    """What a target's loop skeleton provides to the lowering of one row."""
+
+    #: a boolean that is false on rows past the end (padding lanes), or None if none exist
+    in_range: str | None
+
+    def column(self, k: int, spec: InputSpec, emit: Callable[[str], None]) -> str:
+        """The value of input column ``k`` at this row."""
+        ...
+
+    def sources_bit(self, sources: frozenset[str], emit: Callable[[str], None]) -> str:
+        """A boolean: every source in ``sources`` is valid at this row."""
+        ...
+
+    def count_error(self, kind: int, failed: str) -> str:
+        """A statement adding one to failure counter ``kind`` where ``failed`` is true."""
+        ...
+
+
+class Lowering:
+    """Per-row statements for typed nodes, one temporary per distinct node (CSE).
+
+    ``inputs`` and ``scalars`` number the kernel's input columns and the reduction
+    results it reads; ``params`` numbers the literals passed as arguments
+    ``p0, p1, ...`` instead of being written in.
+    """
+
+    def __init__(
+        self,
+        dialect: Dialect,
+        rows: RowAccess,
+        types: Mapping[Node, DType],
+        inputs: Mapping[str, int],
+        input_specs: list[InputSpec],
+        scalars: Mapping[Agg, int],
+        scalar_specs: list[ScalarSpec],
+        params: Mapping[Node, int] | None = None,
+    ) -> None:
+        self.d = dialect
+        self.rows = rows
+        self.types = types
+        self.inputs = inputs
+        self.input_specs = input_specs
+        self.scalars = scalars
+        self.scalar_specs = scalar_specs
+        self.params = params or {}
+        self.lines: list[str] = []
+        self.memo: dict[Node, Val] = {}
+        self.err_messages: dict[int, str] = {}
+        #: indices in `lines` of the statements that count failures
+        self.error_lines: set[int] = set()
+        #: a per-row boolean: failures count only where it holds (see `gate_failures`)
+        self.gate: str | None = None
+        self._counter = 0
+
+    # -- helpers ----------------------------------------------------------------------
+    def emit(self, line: str) -> None:
+        """Append one statement."""
+        self.lines.append(line)
+
+    def fresh(self, prefix: str = "t") -> str:
+        """A new temporary name."""
+        self._counter += 1
+        return f"{prefix}{self._counter}"
+
+    def declare(self, dtype: DType, expr: str, prefix: str = "t") -> str:
+        """Declare a temporary holding ``expr``; its name."""
+        name = self.fresh(prefix)
+        self.emit(self.d.decl(name, dtype, expr))
+        return name
+
+    def value(self, node: Node) -> Val:
+        """The lowered value of a typed node (memoised: shared subtrees are computed once)."""
+        hit = self.memo.get(node)
+        if hit is None:
+            hit = self.lower(node)
+            self.memo[node] = hit
+        return hit
+
+    def row_valid(self, valid: Valid) -> str | None:
+        """``valid`` as one per-row boolean, or None when never null."""
+        if valid.never_null:
+            return None
+        parts = []
+        if valid.sources:
+            parts.append(self.rows.sources_bit(valid.sources, self.emit))
+        if valid.row is not None:
+            parts.append(valid.row)
+        if len(parts) == 1:
+            return parts[0]
+        return self.declare(DType.BOOL, self.d.and_(*parts), "m")
+
+    def both(self, *valids: Valid, row: str | None = None) -> Valid:
+        """Valid where all of ``valids`` are (and ``row``, a per-row boolean, if given)."""
+        sources: frozenset[str] = frozenset()
+        rows = [] if row is None else [row]
+        for v in valids:
+            sources |= v.sources
+            if v.row is not None and v.row not in rows:
+                rows.append(v.row)
+        if len(rows) > 1:
+            return Valid(sources, self.declare(DType.BOOL, self.d.and_(*rows), "m"))
+        return Valid(sources, rows[0] if rows else None)
+
+    def count_error(self, kind: int, failed: str, valid: Valid, message: str) -> None:
+        """Count rows where ``failed`` holds on a valid row (strict casts, bad exponents)."""
+        rv = self.row_valid(valid)
+        conditions = [failed, *(c for c in (rv, self.gate) if c is not None)]
+        self.error_lines.add(len(self.lines))
+        self.emit(self.rows.count_error(kind, self.d.and_(*conditions) if len(conditions) > 1
+                                        else failed))  # fmt: skip
+        self.err_messages[kind] = message
+
+    def gate_failures(self, keep: str) -> None:
+        """From now on, count failures only on rows where ``keep`` (the filter) holds.
+
+        polars pushes a filter below the columns it does not read, so a strict cast
+        that fails only on rows the filter drops raises nothing there. Lower the
+        filter first: its own nodes keep counting on every row (polars evaluates the
+        predicate on all of them), and nodes lowered afterwards are outside it.
+        """
+        self.gate = keep
+
+    # -- nodes --------------------------------------------------------------------------
+    @singledispatchmethod
+    def lower(self, node: Node) -> Val:
+        """Lower one node (its children through `value`)."""
+        msg = (
+            f"the {self.d.name} code generator does not support {type(node).__name__} nodes "
+            f"({node!r})"
+        )
+        raise UnsupportedOperationError(msg)
+
+    @lower.register
+    def _(self, node: Column) -> Val:
+        k = self.inputs[node.name]
+        spec = self.input_specs[k]
+        t = self.declare(spec.dtype, self.rows.column(k, spec, self.emit), "c")
+        sources = frozenset({input_source(k)}) if spec.nullable else frozenset()
+        row = None
+        if spec.nan_null:  # NaN means null in this column (pandas NumPy-backed floats)
+            row = self.declare(DType.BOOL, self.d.compare("==", t, t), "m")
+        return Val(t, Valid(sources, row))
+
+    @lower.register
+    def _(self, node: Literal) -> Val:
+        dtype = self.types[node]
+        if node.value is None:
+            return Val(self.d.const(None, dtype), Valid(frozenset({NULL_SOURCE})))
+        k = self.params.get(node)
+        if k is not None:
+            return Val(f"p{k}", NEVER_NULL)  # an argument: other values reuse the kernel
+        return Val(self.d.const(node.value, dtype), NEVER_NULL)
+
+    @lower.register
+    def _(self, node: Agg) -> Val:
+        j = self.scalars[node]
+        sources = frozenset({scalar_source(j)}) if self.scalar_specs[j].nullable else frozenset()
+        return Val(f"s{j}", Valid(sources))
+
+    @lower.register
+    def _(self, node: Binary) -> Val:
+        a, b = self.value(node.left), self.value(node.right)
+        op, d = node.op, self.d
+        operand, result = self.types[node.left], self.types[node]
+        if op in ("and", "or") and result.is_bool:
+            return self._kleene(op, a, b)
+        valid = self.both(a.valid, b.valid)
+        if op in _SYMBOLS:
+            if operand != self.types[node.right]:  # int64 against uint64, compared exactly
+                expr = self._compare_mixed(op, a.expr, b.expr, operand.is_signed)
+            else:
+                expr = self._compare(op, a.expr, b.expr, operand.is_float)
+            return Val(self.declare(DType.BOOL, expr), valid)
+        if op == "xor" and result.is_bool:
+            return Val(self.declare(DType.BOOL, d.compare("!=", a.expr, b.expr)), valid)
+        if op in ("and", "or", "xor"):
+            sym = {"and": "&", "or": "|", "xor": "^"}[op]
+            return Val(self.declare(result, d.wrapping(sym, a.expr, b.expr, result)), valid)
+        if op in ("add", "sub", "mul"):
+            sym = {"add": "+", "sub": "-", "mul": "*"}[op]
+            if result.is_float:
+                expr = d.float_op(sym, a.expr, b.expr, result)
+            else:
+                expr = d.wrapping(sym, a.expr, b.expr, result)
+            return Val(self.declare(result, expr), valid)
+        if op == "truediv":
+            return Val(self.declare(result, d.float_op("/", a.expr, b.expr, result)), valid)
+        if op in ("floordiv", "mod"):
+            if result.is_float:
+                # polars: a // b = floor(a / b) and a % b = a - b * floor(a / b), each step
+                # rounded to the result type (so x % inf is NaN, not x as in Python).
+                q = self.declare(
+                    result, d.math("floor", result, d.float_op("/", a.expr, b.expr, result))
+                )
+                if op == "floordiv":
+                    return Val(q, valid)
+                prod = d.float_op("*", b.expr, q, result)
+                return Val(self.declare(result, d.float_op("-", a.expr, prod, result)), valid)
+            return self._int_divmod(op, result, a, b, valid)
+        if op == "pow":
+            if result.is_float:
+                return Val(self.declare(result, d.math("pow", result, a.expr, b.expr)), valid)
+            return self._int_pow(result, self.types[node.right], a, b, valid)
+        msg = f"operator `{op}` has no {d.name} lowering"
+        raise UnsupportedOperationError(msg)
+
+    def _compare(self, op: str, a: str, b: str, is_float: bool) -> str:
+        d = self.d
+        sym = _SYMBOLS[op]
+        if not is_float:
+            return d.compare(sym, a, b)
+        # polars orders floats totally: NaN equals NaN and is larger than every number.
+        a_nan, b_nan = d.compare("!=", a, a), d.compare("!=", b, b)
+        a_num, b_num = d.compare("==", a, a), d.compare("==", b, b)
+        if op in ("eq", "ne"):
+            equal = d.or_(d.compare("==", a, b), d.and_(a_nan, b_nan))
+            return equal if op == "eq" else d.not_(equal)
+        return {
+            "lt": d.or_(d.compare("<", a, b), d.and_(b_nan, a_num)),
+            "le": d.or_(d.compare("<=", a, b), b_nan),
+            "gt": d.or_(d.compare(">", a, b), d.and_(a_nan, b_num)),
+            "ge": d.or_(d.compare(">=", a, b), a_nan),
+        }[op]
+
+    def _compare_mixed(self, op: str, a: str, b: str, left_signed: bool) -> str:
+        """Compare int64 with uint64 exactly: a negative int64 is below every uint64."""
+        d = self.d
+        if not left_signed:  # put the signed operand on the left
+            a, b = b, a
+            op = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}.get(op, op)
+        zero = d.const(0, DType.INT64)
+        ua = d.to_uint64(a)
+        negative, nonnegative = d.compare("<", a, zero), d.compare(">=", a, zero)
+        sym = _SYMBOLS[op]
+        if op == "eq":
+            return d.and_(nonnegative, d.compare("==", ua, b))
+        if op == "ne":
+            return d.not_(d.and_(nonnegative, d.compare("==", ua, b)))
+        if op in ("lt", "le"):
+            return d.or_(negative, d.compare(sym, ua, b))
+        return d.and_(nonnegative, d.compare(sym, ua, b))
+
+    def _kleene(self, op: str, a: Val, b: Val) -> Val:
+        d = self.d
+        if a.valid.never_null and b.valid.never_null:
+            expr = d.and_(a.expr, b.expr) if op == "and" else d.or_(a.expr, b.expr)
+            return Val(self.declare(DType.BOOL, expr), NEVER_NULL)
+        av = self.row_valid(a.valid) or d.true
+        bv = self.row_valid(b.valid) or d.true
+        if op == "and":
+            # false wins over null; null otherwise wins over true
+            false = self.declare(
+                DType.BOOL, d.or_(d.and_(av, d.not_(a.expr)), d.and_(bv, d.not_(b.expr)))
+            )
+            value = self.declare(DType.BOOL, d.not_(false))
+            valid = self.declare(DType.BOOL, d.or_(false, d.and_(av, bv)), "m")
+            return Val(value, Valid(row=valid))
+        true = self.declare(DType.BOOL, d.or_(d.and_(av, a.expr), d.and_(bv, b.expr)))
+        valid = self.declare(DType.BOOL, d.or_(true, d.and_(av, bv)), "m")
+        return Val(true, Valid(row=valid))
+
+    def _int_divmod(self, op: str, result: DType, a: Val, b: Val, valid: Valid) -> Val:
+        """Integer ``//`` and ``%``: by zero gives null; ``MIN // -1`` wraps, as in polars."""
+        d = self.d
+        zero, one = d.const(0, result), d.const(1, result)
+        by_zero = self.declare(DType.BOOL, d.compare("==", b.expr, zero))
+        special = by_zero
+        minus_one = None
+        if result.is_signed:
+            # MIN // -1 overflows the hardware divide: divide by 1 instead, then fix up
+            minus_one = self.declare(DType.BOOL, d.compare("==", b.expr, d.const(-1, result)))
+            special = self.declare(DType.BOOL, d.or_(by_zero, minus_one))
+        divisor = self.declare(result, d.select(special, one, b.expr))
+        if op == "floordiv":
+            expr = d.floordiv(a.expr, divisor, result)
+            if minus_one is not None:
+                expr = d.select(minus_one, d.negate_wrapping(a.expr, result), expr)
+        else:
+            expr = d.select(special, zero, d.mod(a.expr, divisor, result))
+        nonzero = self.declare(DType.BOOL, d.not_(by_zero), "m")
+        return Val(self.declare(result, expr), self.both(valid, row=nonzero))
+
+    def _int_pow(self, result: DType, exp_dtype: DType, a: Val, b: Val, valid: Valid) -> Val:
+        d = self.d
+        checks = []
+        if exp_dtype.is_signed:
+            checks.append(d.compare(">=", b.expr, d.const(0, exp_dtype)))
+        if exp_dtype.bits == 64:
+            checks.append(d.compare("<=", b.expr, d.const(2**32 - 1, exp_dtype)))
+        if not checks:
+            return Val(self.declare(result, d.ipow(a.expr, b.expr, result)), valid)
+        ok = self.declare(DType.BOOL, d.and_(*checks) if len(checks) > 1 else checks[0])
+        exponent = self.declare(exp_dtype, d.select(ok, b.expr, d.const(0, exp_dtype)))
+        self.count_error(
+            ERR_NEGATIVE_EXPONENT,
+            d.not_(ok),
+            valid,
+            "integer raised to a negative integer power (or one above 2**32-1); "
+            "cast the base to float first, e.g. `x.cast('float64') ** y`",
+        )
+        value = d.select(ok, d.ipow(a.expr, exponent, result), d.const(0, result))
+        return Val(self.declare(result, value), valid)
+
+    @lower.register
+    def _(self, node: Unary) -> Val:
+        op, d = node.op, self.d
+        a = self.value(node.arg)
+        src, result = self.types[node.arg], self.types[node]
+        if op in ("is_null", "is_not_null"):
+            rv = self.row_valid(a.valid)
+            if rv is None:
+                expr = d.false if op == "is_null" else d.true
+            else:
+                expr = d.not_(rv) if op == "is_null" else rv
+            return Val(self.declare(DType.BOOL, expr), NEVER_NULL)
+        if op in ("is_nan", "is_not_nan", "is_finite", "is_infinite"):
+            if src.is_float:
+                expr = {
+                    "is_nan": d.compare("!=", a.expr, a.expr),
+                    "is_not_nan": d.compare("==", a.expr, a.expr),
+                    "is_finite": d.is_finite(a.expr),
+                    "is_infinite": d.is_inf(a.expr),
+                }[op]
+            else:
+                expr = d.false if op in ("is_nan", "is_infinite") else d.true
+            return Val(self.declare(DType.BOOL, expr), a.valid)
+        if op == "not":
+            expr = d.not_(a.expr) if result.is_bool else d.invert(a.expr, result)
+            return Val(self.declare(result, expr), a.valid)
+        if op == "neg":
+            expr = d.negate(a.expr) if result.is_float else d.negate_wrapping(a.expr, result)
+            return Val(self.declare(result, expr), a.valid)
+        if op == "abs":
+            if result.is_float:
+                expr = d.math("fabs", result, a.expr)
+            elif result.is_signed:
+                negative = d.compare("<", a.expr, d.const(0, result))
+                expr = d.select(negative, d.negate_wrapping(a.expr, result), a.expr)
+            else:
+                expr = a.expr
+            return Val(self.declare(result, expr), a.valid)
+        if op == "sign":
+            one, minus, zero = d.const(1, result), d.const(-1, result), d.const(0, result)
+            positive = d.compare(">", a.expr, zero)
+            if result.is_unsigned:
+                expr = d.select(positive, one, zero)
+            else:
+                # floats keep NaN and ±0.0 as they are
+                rest = a.expr if result.is_float else zero
+                expr = d.select(positive, one,
+                                d.select(d.compare("<", a.expr, zero), minus, rest))  # fmt: skip
+            return Val(self.declare(result, expr), a.valid)
+        func = FLOAT_FUNCTIONS.get(op)
+        if func is not None:
+            return Val(self.declare(result, d.math(func, result, a.expr)), a.valid)
+        msg = f"function `{op}` has no {d.name} lowering"
+        raise UnsupportedOperationError(msg)
+
+    @lower.register
+    def _(self, node: Cast) -> Val:
+        d = self.d
+        a = self.value(node.arg)
+        src, dst = self.types[node.arg], node.dtype
+        if dst.is_bool:
+            expr = a.expr if src.is_bool else d.compare("!=", a.expr, d.const(0, src))
+            return Val(self.declare(DType.BOOL, expr), a.valid)
+        if src.is_bool:
+            expr = d.select(a.expr, d.const(1, dst), d.const(0, dst))
+            return Val(self.declare(dst, expr), a.valid)
+        if not cast_can_fail(src, dst):
+            return Val(self.declare(dst, d.convert(a.expr, dst)), a.valid)
+        ok = self.declare(DType.BOOL, self._fits(a.expr, src, dst), "m")
+        # convert a value that fits everywhere: out-of-range conversions are undefined in C
+        safe = self.declare(src, d.select(ok, a.expr, d.const(0, src)))
+        value = self.declare(dst, d.convert(safe, dst))
+        if node.strict:
+            self.count_error(
+                ERR_STRICT_CAST,
+                d.not_(ok),
+                a.valid,
+                f"strict cast to {dst} failed: some values do not fit; "
+                "use `.cast(..., strict=False)` to turn them into nulls",
+            )
+            return Val(value, a.valid)
+        return Val(value, self.both(a.valid, row=ok))
+
+    def _fits(self, a: str, src: DType, dst: DType) -> str:
+        """True where value ``a`` of ``src`` converts to the integer type ``dst`` exactly enough."""
+        d = self.d
+        lo, hi = int_range(dst)
+        if src.is_float:
+            # compared in float64 (float32 widens exactly); the bounds are exact in float64
+            f64 = DType.FLOAT64
+            number = d.compare("==", a, a)
+            upper = d.compare("<", a, d.const(float(hi + 1), f64))
+            if dst.bits == 64:
+                lower = (d.compare(">=", a, d.const(float(lo), f64)) if lo < 0
+                         else d.compare(">", a, d.const(-1.0, f64)))  # fmt: skip
+            else:
+                lower = d.compare(">", a, d.const(float(lo - 1), f64))
+            return d.and_(number, lower, upper)
+        slo, shi = int_range(src)
+        checks = []
+        if lo > slo:
+            checks.append(d.compare(">=", a, d.const(lo, src)))
+        if hi < shi:
+            checks.append(d.compare("<=", a, d.const(hi, src)))
+        if not checks:
+            return d.true
+        return d.and_(*checks) if len(checks) > 1 else checks[0]
+
+    @lower.register
+    def _(self, node: When) -> Val:
+        d = self.d
+        c = self.value(node.condition)
+        a, b = self.value(node.then), self.value(node.otherwise)
+        cv = self.row_valid(c.valid)
+        cond = self.declare(DType.BOOL, d.and_(cv, c.expr) if cv else c.expr)
+        value = self.declare(self.types[node], d.select(cond, a.expr, b.expr))
+        if a.valid == b.valid:
+            return Val(value, a.valid)  # valid in the same places whichever branch is taken
+        av = self.row_valid(a.valid) or d.true
+        bv = self.row_valid(b.valid) or d.true
+        return Val(value, Valid(row=self.declare(DType.BOOL, d.select(cond, av, bv), "m")))
+
+    @lower.register
+    def _(self, node: Coalesce) -> Val:
+        d = self.d
+        parts = [self.value(a) for a in node.args]
+        expr, valid = parts[-1].expr, parts[-1].valid
+        valid_row: str | None = None  # once a per-row validity is needed
+        for part in reversed(parts[:-1]):
+            if part.valid.never_null:
+                expr, valid, valid_row = part.expr, part.valid, None
+                continue
+            pv = self.row_valid(part.valid)
+            assert pv is not None
+            expr = d.select(pv, part.expr, expr)
+            if valid.never_null and valid_row is None:
+                continue  # the fallback is never null: neither is the result
+            rest = valid_row if valid_row is not None else self.row_valid(valid)
+            assert rest is not None
+            valid_row = self.declare(DType.BOOL, d.or_(pv, rest), "m")
+        value = self.declare(self.types[node], expr)
+        if valid_row is not None:
+            return Val(value, Valid(row=valid_row))
+        return Val(value, valid)
+
+    @lower.register
+    def _(self, node: FillNan) -> Val:
+        d = self.d
+        a, b = self.value(node.arg), self.value(node.value)
+        is_nan = self.declare(DType.BOOL, d.compare("!=", a.expr, a.expr))
+        value = self.declare(self.types[node], d.select(is_nan, b.expr, a.expr))
+        bv = self.row_valid(b.valid)
+        if bv is None:
+            return Val(value, a.valid)
+        return Val(value, self.both(a.valid, row=self.declare(
+            DType.BOOL, d.or_(d.not_(is_nan), bv), "m")))  # fmt: skip
+
+    @lower.register
+    def _(self, node: Clip) -> Val:
+        d = self.d
+        a = self.value(node.arg)
+        dtype = self.types[node]
+        expr = a.expr
+        if node.lower is not None:
+            lo = d.const(node.lower, dtype)
+            expr = self.declare(dtype, d.select(d.compare("<", expr, lo), lo, expr))
+        if node.upper is not None:
+            hi = d.const(node.upper, dtype)
+            expr = self.declare(dtype, d.select(d.compare(">", expr, hi), hi, expr))
+        return Val(expr, a.valid)
+
+
+# -- reductions -----------------------------------------------------------------------------
+
+_ACC_DTYPE = {"f": DType.FLOAT64, "i": DType.INT64, "u": DType.UINT64}
+
+
+@dataclass
+class Accumulator:
+    """One running value of a reduction's state, and the partial column it is stored in."""
+
+    name: str
+    kind: str  # "f" (float64), "i" (int64) or "u" (uint64): which partial array
+    column: int
+    init: str
+
+    @property
+    def dtype(self) -> DType:
+        """The accumulator's type."""
+        return _ACC_DTYPE[self.kind]
+
+
+@dataclass(frozen=True)
+class Fold:
+    """One per-row update of an accumulator.
+
+    ``add``/``or``: ``acc = acc + value`` / ``acc | value`` (``value`` is already zero on
+    rows that do not count); ``min``/``max``: ``value`` replaces ``acc`` where ``when``
+    holds and it is smaller/larger. A row target applies folds row by row
+    (`row_updates`); a whole-array target reduces each fold's values at once.
+    """
+
+    op: str
+    acc: Accumulator
+    value: str
+    when: str | None = None
+
+
+def row_updates(d: Dialect, folds: list[Fold]) -> list[str]:
+    """The statements applying ``folds`` to one row, in order."""
+    out = []
+    for fold in folds:
+        acc, dtype = fold.acc.name, fold.acc.dtype
+        if fold.op == "add":
+            expr = (d.float_op("+", acc, fold.value, dtype) if dtype.is_float
+                    else d.wrapping("+", acc, fold.value, dtype))  # fmt: skip
+        elif fold.op == "or":
+            expr = d.wrapping("|", acc, fold.value, dtype)
+        else:
+            better = d.compare("<" if fold.op == "min" else ">", fold.value, acc)
+            take = d.and_(fold.when, better) if fold.when else better
+            expr = d.select(take, fold.value, acc)
+        out.append(d.assign(acc, expr))
+    return out
+
+
+@dataclass
+class ReductionState:
+    """The accumulators of one reduction and its slot (partials layout) for the finalizer."""
+
+    slot: AggSlot
+    accumulators: list[Accumulator] = field(default_factory=list)
+    #: per-row "this row counts" boolean (None: every row counts)
+    ok: str | None = None
+    #: std and var: the float64 value whose moments are taken two-pass per chunk
+    moment_of: str | None = None
+
+
+class ReductionLowering:
+    """The state, per-row update and partial layout of a pass's reductions, for any target.
+
+    Layout (the contract with `colbridge.backends.common.finalize_reduction`): each
+    reduction has a ``count`` of the valid rows it saw (int64), then its own roles —
+    ``sum`` (float64, int64 or uint64 by the argument), ``sum_hi``/``sum_lo`` (an exact
+    64-bit integer mean), ``best`` (min/max) with ``non_nan``/``any_nan`` for floats,
+    ``mean``/``m2`` (std and var: a chunk-wise two-pass state, combined with the
+    formula polars uses).
+    """
+
+    def __init__(self, lowering: Lowering) -> None:
+        self.lw = lowering
+        self.d = lowering.d
+        self.states: list[ReductionState] = []
+        self.n_f = self.n_i = self.n_u = 0
+        #: the per-row updates of every accumulator, in order
+        self.folds: list[Fold] = []
+
+    def _acc(self, state: ReductionState, role: str, kind: str, init: str) -> Accumulator:
+        column = {"f": self.n_f, "i": self.n_i, "u": self.n_u}[kind]
+        if kind == "f":
+            self.n_f += 1
+            state.slot.f[role] = column
+        elif kind == "i":
+            self.n_i += 1
+            state.slot.i[role] = column
+        else:
+            self.n_u += 1
+            state.slot.u[role] = column
+        acc = Accumulator(f"r{len(self.states)}_{role}", kind, column, init)
+        state.accumulators.append(acc)
+        return acc
+
+    def add(self, agg: Agg) -> ReductionState:
+        """Lower one reduction: its argument's row statements go to the lowering's lines."""
+        lw, d = self.lw, self.d
+        arg = lw.value(agg.arg)
+        arg_dtype = lw.types[agg.arg]
+        state = ReductionState(AggSlot(agg, arg_dtype, lw.types[agg]))
+        rv = lw.row_valid(arg.valid)
+        ok = rv
+        if lw.rows.in_range is not None:
+            ok = d.and_(lw.rows.in_range, rv) if rv else lw.rows.in_range
+        if ok is not None and ok not in (rv,):
+            ok = lw.declare(DType.BOOL, ok, "k")
+        x = arg.expr
+        i64, u64, f64 = DType.INT64, DType.UINT64, DType.FLOAT64
+
+        def add_to(acc: Accumulator, value: str) -> None:
+            addend = d.select(ok, value, d.const(0, acc.dtype)) if ok else value
+            self.folds.append(Fold("add", acc, addend))
+
+        func = agg.func
+        count = self._acc(state, "count", "i", d.const(0, i64))
+        if func not in ("std", "var"):  # their count grows chunk by chunk (`moment_combine`)
+            add_to(count, d.const(1, i64))
+        if func == "mean" and arg_dtype.is_integer and arg_dtype.bits == 64:
+            # An exact integer mean: 64-bit values summed as high and low 32-bit halves
+            # (neither overflows an int64 within a block); the host adds them exactly.
+            kind, dt = ("u", u64) if arg_dtype.is_unsigned else ("i", i64)
+            hi = self._acc(state, "sum_hi", kind, d.const(0, dt))
+            lo = self._acc(state, "sum_lo", kind, d.const(0, dt))
+            add_to(hi, d.shift_right(d.convert(x, dt), 32, dt))
+            add_to(lo, d.wrapping("&", d.convert(x, dt), d.const(0xFFFFFFFF, dt), dt))
+        elif func in ("sum", "mean"):
+            if arg_dtype.is_float:
+                acc = self._acc(state, "sum", "f", d.const(0.0, f64))
+                add_to(acc, d.convert(x, f64) if arg_dtype != f64 else x)
+            elif arg_dtype.is_unsigned:
+                acc = self._acc(state, "sum", "u", d.const(0, u64))
+                add_to(acc, d.convert(x, u64))
+            else:
+                acc = self._acc(state, "sum", "i", d.const(0, i64))
+                add_to(acc, d.convert(x, i64) if not arg_dtype.is_bool
+                       else d.select(x, d.const(1, i64), d.const(0, i64)))  # fmt: skip
+        elif func in ("min", "max"):
+            self._min_max(state, func, x, arg_dtype, ok)
+        elif func in ("std", "var"):
+            state.moment_of = d.convert(x, f64) if arg_dtype != f64 else x
+            self._acc(state, "mean", "f", d.const(0.0, f64))
+            self._acc(state, "m2", "f", d.const(0.0, f64))
+        elif func not in ("count", "null_count"):
+            msg = f"reduction `{func}` has no {d.name} lowering"
+            raise UnsupportedOperationError(msg)
+        state.ok = ok
+        self.states.append(state)
+        return state
+
+    def _min_max(
+        self, state: ReductionState, func: str, x: str, arg_dtype: DType, ok: str | None
+    ) -> None:
+        d, folds = self.d, self.folds
+        f64, i64, u64 = DType.FLOAT64, DType.INT64, DType.UINT64
+        if arg_dtype.is_float:
+            start = float("inf") if func == "min" else float("-inf")
+            best = self._acc(state, "best", "f", d.const(start, f64))
+            non_nan = self._acc(state, "non_nan", "i", d.const(0, i64))
+            any_nan = self._acc(state, "any_nan", "i", d.const(0, i64))
+            xf = d.convert(x, f64) if arg_dtype != f64 else x
+            is_nan = d.compare("!=", x, x)
+            number = d.and_(ok, d.not_(is_nan)) if ok else d.not_(is_nan)
+            nan = d.and_(ok, is_nan) if ok else is_nan
+            num = self.lw.declare(DType.BOOL, number, "k")
+            one, zero = d.const(1, i64), d.const(0, i64)
+            folds.append(Fold("add", non_nan, d.select(num, one, zero)))
+            folds.append(Fold("or", any_nan, d.select(nan, one, zero)))
+            folds.append(Fold(func, best, xf, num))
+            return
+        kind, dt = ("u", u64) if arg_dtype.is_unsigned else ("i", i64)
+        lo, hi = int_range(arg_dtype) if not arg_dtype.is_bool else (0, 1)
+        best = self._acc(state, "best", kind, d.const(hi if func == "min" else lo, dt))
+        xi = d.select(x, d.const(1, dt), d.const(0, dt)) if arg_dtype.is_bool \
+            else d.convert(x, dt)  # fmt: skip
+        folds.append(Fold(func, best, xi, ok))
+
+
+def moment_combine(
+    d: Dialect, count: str, mean: str, m2: str, n: str, chunk_mean: str, chunk_m2: str
+) -> list[str]:
+    """Fold one chunk's moments (``n`` valid rows, their mean and squared deviations) into a state.
+
+    The state is (``count`` int64, ``mean``, ``m2``); the formula is polars' (Schubert &
+    Gertz 2018, eq. 17 and 23), so chunk-wise two-pass variances combine as polars
+    combines its 128-value chunks; an overflow to inf stays inf rather than NaN.
+    """
+    f64 = DType.FLOAT64
+    weight = d.convert(n, f64)
+    total = d.float_op("+", d.convert(count, f64), weight, f64)
+    frac = d.float_op("/", weight, total, f64)
+    delta = d.float_op("-", chunk_mean, mean, f64)
+    body = [
+        d.decl("cw_frac", f64, frac),
+        d.decl("cw_delta", f64, delta),
+        d.decl("cw_mean", f64, d.float_op("+", mean, d.float_op("*", "cw_delta", "cw_frac",
+                                                                   f64), f64)),
+        d.assign(m2, d.float_op("+", m2, d.float_op("+", chunk_m2, d.float_op(
+            "*", d.float_op("*", weight, d.float_op("-", chunk_mean, "cw_mean", f64), f64),
+            "cw_delta", f64), f64), f64)),
+        d.assign(mean, "cw_mean"),
+        d.assign(count, d.wrapping("+", count, d.convert(n, DType.INT64), DType.INT64)),
+    ]  # fmt: skip
+    return d.if_block(d.compare(">", n, d.const(0, DType.INT64)), body)
