@@ -13,6 +13,10 @@ import os
 
 from hypothesis import settings
 
+# The suite checks the compiled CPU kernels by default; the NumPy tier (`auto` on
+# small inputs) is compared with them and with polars by tests that choose it.
+os.environ.setdefault("COLBRIDGE_CPU_TIER", "compiled")
+
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.register_profile("explore", derandomize=False, print_blob=True)
 settings.load_profile(os.environ.get("COLBRIDGE_HYPOTHESIS_PROFILE", "ci"))

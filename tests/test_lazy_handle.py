@@ -200,7 +200,7 @@ def test_string_statements_run_in_order() -> None:
 
 
 def test_a_new_handle_with_the_same_steps_reuses_the_plan(monkeypatch: pytest.MonkeyPatch) -> None:
-    runtime = sys.modules["colbridge.lazy"]  # `colbridge.lazy` the attribute is the function
+    runtime = sys.modules["colbridge.runtime.execute"]  # where plans are prepared
 
     calls: list[int] = []
     real = runtime.plan_segments

@@ -1,23 +1,49 @@
 """Backends: where fused kernels run. ``cpu`` always; ``cuda`` when CuPy finds a device.
 
-Every backend module offers the same entry point::
-
-    run_segment(segment, columns, num_rows, stats) -> (new columns, filter mask or None)
-
-taking Arrow arrays in and giving Arrow arrays out, so the lazy handle never
-depends on which backend ran.
+Every backend module offers the same two functions (`Backend`), taking Arrow
+arrays in and giving Arrow arrays out, so the runtime never depends on which
+backend ran.
 """
 
 from __future__ import annotations
 
 import importlib
-from types import ModuleType
+from collections.abc import Mapping
+from typing import Any, Protocol, cast
 
-__all__ = ["get_backend"]
+import pyarrow as pa
+
+from colbridge.backends.common import RunStats
+from colbridge.plan.nullability import Nullability
+from colbridge.plan.planner import Segment
+
+__all__ = ["Backend", "get_backend"]
+
+
+class Backend(Protocol):
+    """What every backend module provides."""
+
+    def run_segment(
+        self,
+        segment: Segment,
+        columns: Mapping[str, pa.Array],
+        num_rows: int,
+        stats: RunStats,
+        nan_null: frozenset[str] = frozenset(),
+    ) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
+        """Run one segment: (new columns by name, the filter mask or None)."""
+        ...
+
+    def kernel_sources(
+        self, segment: Segment, nulls: Nullability, num_rows: int
+    ) -> list[tuple[str, str]]:
+        """(title, source) of the kernels that would run ``segment`` over ``num_rows`` rows."""
+        ...
 
 _BACKENDS = {"cpu": "colbridge.backends.cpu", "cuda": "colbridge.backends.cuda"}
 
 
-def get_backend(target: str) -> ModuleType:
+def get_backend(target: str) -> Backend:
     """The backend module for ``target`` (``"cpu"`` or ``"cuda"``), imported on first use."""
-    return importlib.import_module(_BACKENDS[target])
+    module: Any = importlib.import_module(_BACKENDS[target])
+    return cast(Backend, module)

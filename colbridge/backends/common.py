@@ -16,9 +16,17 @@ import pyarrow as pa
 
 from colbridge.codegen.kernel import AggSlot, KernelSource, OutputSpec
 from colbridge.errors import InvalidOperationError
+from colbridge.plan.nullability import Nullability
+from colbridge.plan.planner import Segment
 from colbridge.types import DType
 
-__all__ = ["RunStats", "finalize_reduction", "raise_kernel_errors", "wrap_outputs"]
+__all__ = [
+    "RunStats",
+    "finalize_reduction",
+    "kernel_sources",
+    "raise_kernel_errors",
+    "wrap_outputs",
+]
 
 
 @dataclass
@@ -132,3 +140,25 @@ def _combine(
         var = 0.0
     value = math.sqrt(var) if func == "std" else var
     return res.numpy.type(value), True
+
+
+def kernel_sources(
+    generator: Any, target: str, segment: Segment, nulls: Nullability, *, parallel: bool
+) -> list[tuple[str, str]]:
+    """(title, source) of the kernels a codegen target module makes for ``segment``.
+
+    One per reduction pass, then the elementwise kernel.
+    """
+    out = []
+    for aggs in segment.agg_levels:
+        src = generator.generate_reduce(aggs, segment.types, nulls, parallel=parallel,
+                                        plan_text=segment.text)  # fmt: skip
+        out.append((f"reduction kernel source ({target})", src.source))
+    if segment.outputs or segment.mask is not None:
+        # the kernel takes the segment's literals as arguments
+        src = generator.generate_elementwise(
+            segment.outputs, segment.mask, segment.types, nulls, parallel=parallel,
+            plan_text=segment.kernel_text, literals=segment.params,
+        )  # fmt: skip
+        out.append((f"elementwise kernel source ({target})", src.source))
+    return out

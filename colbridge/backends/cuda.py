@@ -779,3 +779,11 @@ def _to_buffer(runtime: Runtime, array: Any) -> pa.Buffer:
     buf = pa.allocate_buffer(host.nbytes)
     np.frombuffer(buf, dtype=np.uint8)[:] = host.view(np.uint8).reshape(-1)
     return buf
+
+
+def kernel_sources(segment: Segment, nulls: Nullability, num_rows: int) -> list[tuple[str, str]]:
+    """(title, CUDA C source) of the kernels that run ``segment`` (no GPU needed)."""
+    from colbridge.backends import common
+    from colbridge.codegen import cuda as cuda_codegen
+
+    return common.kernel_sources(cuda_codegen, "cuda", segment, nulls, parallel=True)

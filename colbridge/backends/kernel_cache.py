@@ -117,6 +117,11 @@ class KernelCache:
                 self._key_locks.pop(key, None)
         return value, False
 
+    def peek(self, key: Hashable) -> Any:
+        """The cached value for ``key`` or None, counting neither a hit nor a miss."""
+        with self._lock:
+            return self._entries.get(key)
+
     def info(self) -> CacheInfo:
         """Current counters."""
         with self._lock:

@@ -1,0 +1,198 @@
+"""Runtime: what a plan will do (and what its last compute did), as data with three renderings.
+
+Stage: runtime. `build_report` gathers a `PlanReport` (steps, segments with
+their passes and kernels, columns read, copies, device, the kernel source when
+asked); `PlanReport.to_text` is `LazyFrame.explain`, and `to_html` /
+`to_markdown` are the notebook displays, rendered from the same data, never
+from the text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from html import escape
+from typing import Any
+
+from colbridge.backends import get_backend
+from colbridge.backends.device import DeviceChoice, resolve_device
+from colbridge.columns.frames import FrameAdapter
+from colbridge.plan.logical import Step
+from colbridge.plan.nullability import Nullability
+from colbridge.plan.planner import Segment
+from colbridge.runtime.execute import Columns, PreparedPlan
+
+__all__ = ["PlanReport", "Section", "build_report", "describe"]
+
+
+@dataclass
+class Section:
+    """One part of a report: ``label: value``, detail lines (with depth), kernel sources."""
+
+    label: str
+    value: str = ""
+    details: list[tuple[int, str]] = field(default_factory=list)
+    #: (title, source text) of generated kernels
+    sources: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class PlanReport:
+    """A plan described for people; render with `to_text`, `to_html` or `to_markdown`."""
+
+    title: str
+    sections: list[Section]
+
+    @classmethod
+    def for_error(cls, frame_kind: str, steps: tuple[Step, ...], exc: Exception) -> PlanReport:
+        """A report for a plan that cannot be built: the steps, and why."""
+        described = [(0, s.describe()) for s in steps]
+        return cls(f"over a {frame_kind}", [
+            Section("steps", "" if described else "(none)", described),
+            Section("error", f"{type(exc).__name__}: {exc}"),
+        ])  # fmt: skip
+
+    def to_text(self) -> str:
+        """Plain text (what ``explain()`` returns)."""
+        lines = [f"colbridge plan {self.title}"]
+        for section in self.sections:
+            lines.append(f"{section.label}: {section.value}".rstrip())
+            lines += [f"{'  ' * (depth + 1)}{text}" for depth, text in section.details]
+            for title, source in section.sources:
+                lines += [f"  --- {title} ---", source]
+        return "\n".join(lines)
+
+    def to_html(self) -> str:
+        """An HTML table for notebooks (every piece of text escaped)."""
+        rows = []
+        for section in self.sections:
+            items = "".join(
+                f'<li style="margin-left:{depth}em"><code>{escape(text)}</code></li>'
+                for depth, text in section.details
+            )
+            listing = f'<ul style="margin:0;padding-left:1em">{items}</ul>' if items else ""
+            code = "".join(
+                f"<details><summary>{escape(title)}</summary><pre>{escape(src)}</pre></details>"
+                for title, src in section.sources
+            )
+            rows.append(
+                f'<tr><th style="text-align:left;vertical-align:top">{escape(section.label)}</th>'
+                f'<td style="text-align:left">{escape(section.value)}{listing}{code}</td></tr>'
+            )
+        return (
+            f'<div class="colbridge-lazyframe"><p><strong>colbridge.LazyFrame</strong>: '
+            f"{escape(self.title)}</p><table>{''.join(rows)}</table></div>"
+        )
+
+    def to_markdown(self) -> str:
+        """A Markdown nested list for notebooks (markup outside code escaped)."""
+        lines = [f"**colbridge.LazyFrame**: {_md_text(self.title)}", ""]
+        for section in self.sections:
+            value = f": {_md_text(section.value)}" if section.value else ""
+            lines.append(f"- **{_md_text(section.label)}**{value}")
+            lines += [f"{'  ' * (depth + 1)}- {_md_code(text)}" for depth, text in section.details]
+            for title, source in section.sources:
+                lines += [f"  - {_md_text(title)}", "", "    ```", *(
+                    "    " + s for s in source.splitlines()), "    ```"]  # fmt: skip
+        return "\n".join(lines)
+
+
+def _md_text(value: str) -> str:
+    return re.sub(r"([\\`*_\[\]<>&#|~])", r"\\\1", value)
+
+
+def _md_code(value: str) -> str:
+    if "`" in value:
+        return f"`` {value} ``"
+    return f"`{value}`"
+
+
+def build_report(
+    *,
+    frame_kind: str,
+    num_rows: int,
+    steps: tuple[Step, ...],
+    segments: list[Segment],
+    choice: DeviceChoice,
+    copies: list[str],
+    last: Any = None,
+    sources: dict[int, list[tuple[str, str]]] | None = None,
+) -> PlanReport:
+    """Describe a typed plan.
+
+    ``last`` is the previous compute's report, ``sources`` the kernel sources per
+    segment index (when asked for).
+    """
+    sections = [Section("device", f"{choice.target} ({choice.note})")]
+    described = [(0, f"{i + 1}. {s.describe()}") for i, s in enumerate(steps)]
+    sections.append(Section("steps", "", described or [(0, "(none)")]))
+    for k, seg in enumerate(segments):
+        npasses = len(seg.agg_levels) + (1 if seg.outputs or seg.mask is not None else 0)
+        section = Section(
+            f"segment {k + 1}",
+            f"{npasses} pass(es) over the rows, {npasses} fused kernel(s); "
+            f"reads {seg.inputs or 'no columns'}",
+        )
+        for level, aggs in enumerate(seg.agg_levels):
+            section.details.append(
+                (0, f"reduction pass {level + 1}: " + ", ".join(repr(a) for a in aggs))
+            )
+        if seg.outputs or seg.mask is not None:
+            outs = [name for name, _ in seg.outputs]
+            extra = " + filter mask" if seg.mask is not None else ""
+            section.details.append((0, f"elementwise pass: computes {outs}{extra}"))
+            for name, node in seg.outputs:
+                section.details.append((1, f"{name}: {seg.output_types[name]} = {node!r}"))
+            if seg.mask is not None:
+                section.details.append((1, f"filter: {seg.mask!r}"))
+        kept = [n for n, s in seg.passthrough.items() if n == s]
+        if kept:
+            section.details.append((0, f"passed through without a copy: {kept}"))
+        renamed = {n: s for n, s in seg.passthrough.items() if n != s}
+        if renamed:
+            section.details.append((0, f"renamed without a copy: {renamed}"))
+        if sources is not None:
+            section.sources = sources.get(k, [])
+        sections.append(section)
+    sections.append(Section("copies", "; ".join(copies) or "none (every input read in place)"))
+    if last is not None and last.device is not None:
+        st = last.stats
+        sections.append(Section(
+            "last compute",
+            f"{len(st.kernels)} kernel launch(es), {st.cache_hits} cache hit(s), "
+            f"{st.compiled} compiled; device {last.device.target} ({last.device.note})",
+        ))  # fmt: skip
+        if last.copies:
+            sections.append(Section("last compute copied", "; ".join(last.copies)))
+    return PlanReport(f"over a {frame_kind} frame of {num_rows} rows", sections)
+
+
+def describe(
+    plan: PreparedPlan,
+    adapter: FrameAdapter,
+    *,
+    device: str = "auto",
+    target: str | None = None,
+    source: bool = False,
+    last: Any = None,
+) -> PlanReport:
+    """The report of ``plan`` over the frame behind ``adapter`` (see `LazyFrame.explain`)."""
+    copies: list[str] = []
+    columns = Columns(adapter, copies)
+    segments = plan.typed(columns).segments
+    choice = resolve_device(device, "cpu")
+    sources = None
+    if source:
+        if target is None:  # the kernels of the device asked for, even without a GPU
+            target = "cuda" if device.startswith("cuda") else choice.target
+        backend = get_backend(target)
+        sources = {}
+        for k, seg in enumerate(segments):
+            arrays = {name: columns.get(name) for name in seg.inputs}
+            nullable = frozenset(n for n in seg.inputs if arrays[n].null_count > 0)
+            nulls = Nullability(seg.types, nullable, columns.nan_null(seg.inputs))
+            sources[k] = backend.kernel_sources(seg, nulls, adapter.num_rows)
+    return build_report(
+        frame_kind=adapter.kind, num_rows=adapter.num_rows, steps=plan.steps,
+        segments=segments, choice=choice, copies=copies, last=last, sources=sources,
+    )  # fmt: skip
