@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from colbridge.backends.kernel_cache import CacheInfo, kernel_cache
 from colbridge.errors import (
@@ -26,6 +26,9 @@ from colbridge.expr.api import Expr, coalesce, col, lit, when
 from colbridge.expr.parser import parse_assignments, parse_expr
 from colbridge.lazy import LazyFrame
 from colbridge.types import DType
+
+if TYPE_CHECKING:  # served lazily by `__getattr__` below; listed for type checkers
+    from colbridge.columns import TensorView, as_tensor, to_tensor
 
 __version__ = "0.1.0"
 
@@ -105,8 +108,10 @@ __all__ = [
     "NullValuesError",
     "SchemaError",
     "ShapeError",
+    "TensorView",
     "UnsupportedOperationError",
     "UnsupportedTypeError",
+    "as_tensor",
     "cache_info",
     "clear_cache",
     "coalesce",
@@ -115,5 +120,6 @@ __all__ = [
     "lit",
     "parse_assignments",
     "parse_expr",
+    "to_tensor",
     "when",
 ]

@@ -35,8 +35,10 @@ def main(rows: int = 2_000_000) -> None:
     print(f"   via DLPack in NumPy  : {as_numpy.ctypes.data == arrow_address}, "
           f"read-only: {not as_numpy.flags.writeable}")  # fmt: skip
     nullable = cb.as_tensor(df["discount"])
+    validity = nullable.validity
+    assert validity is not None  # the column has nulls, so it has a bitmap
     print(f"   a column with nulls  : {nullable.null_count:,} nulls, validity bitmap kept "
-          f"zero-copy at bit offset {nullable.validity.offset}")  # fmt: skip
+          f"zero-copy at bit offset {validity.offset}")  # fmt: skip
 
     print("\n== 2. df.gpu: queue lazy expressions, nothing runs until compute()")
     net = cb.col("price") * cb.col("qty") * (1 - cb.col("discount").fill_null(0))

@@ -143,19 +143,28 @@ def _combine(
 
 
 def kernel_sources(
-    generator: Any, target: str, segment: Segment, nulls: Nullability, *, parallel: bool
+    generator: Any,
+    target: str,
+    segment: Segment,
+    nulls: Nullability,
+    *,
+    num_rows: int,
+    parallel_from: int,
 ) -> list[tuple[str, str]]:
     """(title, source) of the kernels a codegen target module makes for ``segment``.
 
-    One per reduction pass, then the elementwise kernel.
+    One per reduction pass, then the elementwise kernel; a pass over at least
+    ``parallel_from`` rows gets the multi-threaded variant.
     """
     out = []
+    parallel = num_rows >= parallel_from
     for aggs in segment.agg_levels:
         src = generator.generate_reduce(aggs, segment.types, nulls, parallel=parallel,
                                         plan_text=segment.text)  # fmt: skip
         out.append((f"reduction kernel source ({target})", src.source))
     if segment.outputs or segment.mask is not None:
         # the kernel takes the segment's literals as arguments
+        parallel = (1 if segment.one_row else num_rows) >= parallel_from
         src = generator.generate_elementwise(
             segment.outputs, segment.mask, segment.types, nulls, parallel=parallel,
             plan_text=segment.kernel_text, literals=segment.params,

@@ -309,6 +309,7 @@ def run_segment(
     if num_rows == 0 and not segment.one_row:
         check_scalar_outputs(segment, nulls, scalar_values, stats)
 
+    parallel = n >= PARALLEL_MIN_ROWS  # a one-row pass after reductions runs on one thread
     key = ("elementwise", parallel, segment.signature, nullable, nan_null, input_types)
 
     def make_elementwise(gen: ModuleType) -> KernelSource:
@@ -397,5 +398,5 @@ def kernel_sources(segment: Segment, nulls: Nullability, num_rows: int) -> list[
     functions.
     """
     tier = "numpy" if cpu_tier() == "numpy" else "compiled"
-    parallel = num_rows >= PARALLEL_MIN_ROWS
-    return common.kernel_sources(_generator(tier), "cpu", segment, nulls, parallel=parallel)
+    return common.kernel_sources(_generator(tier), "cpu", segment, nulls, num_rows=num_rows,
+                                 parallel_from=PARALLEL_MIN_ROWS)  # fmt: skip

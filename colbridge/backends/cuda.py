@@ -786,4 +786,5 @@ def kernel_sources(segment: Segment, nulls: Nullability, num_rows: int) -> list[
     from colbridge.backends import common
     from colbridge.codegen import cuda as cuda_codegen
 
-    return common.kernel_sources(cuda_codegen, "cuda", segment, nulls, parallel=True)
+    return common.kernel_sources(cuda_codegen, "cuda", segment, nulls, num_rows=num_rows,
+                                 parallel_from=0)  # fmt: skip
