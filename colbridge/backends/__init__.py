@@ -13,7 +13,7 @@ from typing import Any, Protocol, cast
 
 import pyarrow as pa
 
-from colbridge.backends.common import RunStats
+from colbridge.backends.common import RunStats, SegmentResult
 from colbridge.plan.nullability import Nullability
 from colbridge.plan.planner import Segment
 
@@ -30,8 +30,13 @@ class Backend(Protocol):
         num_rows: int,
         stats: RunStats,
         nan_null: frozenset[str] = frozenset(),
-    ) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
-        """Run one segment: (new columns by name, the filter mask or None)."""
+        carry: Mapping[str, pa.Array] | None = None,
+    ) -> SegmentResult | tuple[dict[str, pa.Array], pa.BooleanArray | None]:
+        """Run one segment: its new columns and the filter mask (see `SegmentResult`).
+
+        ``carry`` are columns whose filtered rows the backend may produce itself; a
+        backend that does not gives ``(new columns by name, the filter mask or None)``.
+        """
         ...
 
     def kernel_sources(

@@ -22,11 +22,27 @@ from colbridge.types import DType
 
 __all__ = [
     "RunStats",
+    "SegmentResult",
     "finalize_reduction",
     "kernel_sources",
     "raise_kernel_errors",
     "wrap_outputs",
 ]
+
+
+@dataclass
+class SegmentResult:
+    """What a backend gives back for one segment.
+
+    ``columns``: the new columns by name; ``mask``: the rows the segment's filter keeps
+    (None without a filter). When ``compacted``, the backend applied the filter itself:
+    ``columns`` (outputs, and the carried columns it was given) hold the kept rows only,
+    and ``mask`` is left for the columns it was not given.
+    """
+
+    columns: dict[str, pa.Array]
+    mask: pa.BooleanArray | None = None
+    compacted: bool = False
 
 
 @dataclass

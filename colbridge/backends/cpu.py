@@ -29,7 +29,7 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
@@ -39,6 +39,7 @@ import pyarrow as pa
 from colbridge.backends import common
 from colbridge.backends.common import (
     RunStats,
+    SegmentResult,
     finalize_reduction,
     raise_kernel_errors,
     wrap_outputs,
@@ -47,10 +48,11 @@ from colbridge.backends.kernel_cache import kernel_cache, load_module_from_sourc
 from colbridge.codegen.kernel import N_ERR_KINDS, InputSpec, KernelSource, ScalarSpec
 from colbridge.codegen.numba_cpu import BLOCK  # rows per partial of a compiled reduction
 from colbridge.errors import ComputeError, InvalidOperationError, KernelCompileError
-from colbridge.expr.nodes import Agg
+from colbridge.expr.nodes import Agg, Column, Node
 from colbridge.plan.nullability import Nullability
 from colbridge.plan.planner import Segment
 from colbridge.plan.typecheck import is_scalar
+from colbridge.types import DType, dtype_from_arrow
 
 # numba's OpenMP workers spin after each parallel kernel; on a small machine that
 # spinning steals the cores from whatever runs next (polars, pandas, the next
@@ -100,6 +102,8 @@ class _Kernel:
     func: Any
     tier: str
     warmed: bool = False
+    #: functions of a several-function module that have compiled already
+    warmed_parts: set[str] = field(default_factory=set)
 
 
 def _generator(tier: str) -> ModuleType:
@@ -116,7 +120,8 @@ def _build(tier: str, make: Callable[[ModuleType], KernelSource]) -> Callable[[]
     def build() -> _Kernel:
         src = make(_generator(tier))
         module = load_module_from_source(src.source, "cbn" if tier == "numpy" else "cbk")
-        return _Kernel(src, getattr(module, src.kind), tier)
+        # a filter's module holds several functions (`count_kept`, `compact`, `pack`)
+        return _Kernel(src, getattr(module, src.kind, module), tier)
 
     return build
 
@@ -261,10 +266,14 @@ def run_segment(
     num_rows: int,
     stats: RunStats,
     nan_null: frozenset[str] = frozenset(),
-) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
+    carry: Mapping[str, pa.Array] | None = None,
+) -> SegmentResult:
     """Run one segment: its reduction passes, then its fused elementwise pass.
 
     ``nan_null`` names float columns in which NaN means null (pandas NumPy floats).
+    With a filter and ``carry`` (columns to keep the filtered rows of), the compiled tier
+    applies the filter itself: the kept rows of the outputs and of the carried columns it
+    can take are written packed, without a full-length intermediate.
     """
     nullable = frozenset(name for name in segment.inputs if columns[name].null_count > 0)
     nan_null = nan_null & frozenset(segment.inputs)
@@ -305,9 +314,14 @@ def run_segment(
             scalar_values[slot.agg] = finalize_reduction(slot, pf, pi, pu, num_rows)
 
     if not segment.outputs and segment.mask is None:
-        return {}, None
+        return SegmentResult({})
     if num_rows == 0 and not segment.one_row:
         check_scalar_outputs(segment, nulls, scalar_values, stats)
+    if segment.mask is not None and carry is not None and not segment.one_row:
+        filtered = _run_filter(segment, columns, carry, num_rows, stats, nulls, scalar_values,
+                               input_types)  # fmt: skip
+        if filtered is not None:
+            return filtered
 
     parallel = n >= PARALLEL_MIN_ROWS  # a one-row pass after reductions runs on one thread
     key = ("elementwise", parallel, segment.signature, nullable, nan_null, input_types)
@@ -349,7 +363,126 @@ def run_segment(
         f"elementwise[{', '.join(s.name for s in src.outputs)}] over {len(src.inputs)} "
         f"input(s) ({kernel.tier})"
     )
-    return wrap_outputs(src.outputs, out_buffers, n)
+    results, mask = wrap_outputs(src.outputs, out_buffers, n)
+    return SegmentResult(results, mask)
+
+
+def _run_filter(
+    segment: Segment,
+    columns: Mapping[str, pa.Array],
+    carry: Mapping[str, pa.Array],
+    n: int,
+    stats: RunStats,
+    nulls: Nullability,
+    scalar_values: dict[Agg, tuple[Any, bool]],
+    input_types: tuple[Any, ...],
+) -> SegmentResult | None:
+    """The filtered segment by the compiled filter kernels, or None to filter afterwards.
+
+    Pass 1 writes the filter's bitmap and counts the kept rows of each block; pass 2
+    computes the outputs on kept rows and writes them, and the carried columns' kept rows,
+    at their place in the packed result.
+    """
+    parallel = n >= PARALLEL_MIN_ROWS
+    carried = {name: array for name, array in carry.items() if _carriable(array)}
+    key = ("filter", parallel, segment.signature, nulls.nullable_columns, nulls.nan_null_columns,
+           input_types, tuple((name, array.type, array.null_count > 0)
+                              for name, array in carried.items()))  # fmt: skip
+    if _choose(key, n) != "compiled":
+        return None  # small inputs: NumPy evaluates, the frame's filter applies the mask
+    types: dict[Node, DType] = dict(segment.types)
+    for name, array in carried.items():
+        dtype = dtype_from_arrow(array.type)
+        assert dtype is not None
+        types[Column(name)] = dtype
+    nullable = nulls.nullable_columns | {name for name, a in carried.items() if a.null_count}
+    filter_nulls = Nullability(types, frozenset(nullable), nulls.nan_null_columns)
+    inputs = {**columns, **carried}
+
+    def make(gen: ModuleType) -> KernelSource:
+        src: KernelSource = gen.generate_filter(
+            segment.outputs, list(carried), segment.mask, types, filter_nulls, parallel=parallel,
+            plan_text=segment.kernel_text, literals=segment.params,
+        )  # fmt: skip
+        return src
+
+    kernel, hit = kernel_cache.get_or_build(("compiled", *key), _build("compiled", make))
+    if hit:
+        stats.cache_hits += 1
+    else:
+        stats.compiled += 1
+    stats.sources.append(kernel.source.source)
+    src = kernel.source
+    common: list[Any] = [n]
+    for spec in src.inputs:
+        common += _bind_input(spec, inputs[spec.name])
+    for s in src.scalars:
+        common += _bind_scalar(s, *scalar_values[s.agg])
+    common += segment.param_values
+    nblocks = (n + BLOCK - 1) // BLOCK
+    words = np.empty((n + 63) // 64, dtype=np.uint64)
+    kept = np.zeros(max(nblocks, 1), dtype=np.int64)
+    err = np.zeros((N_ERR_KINDS, max(nblocks, 1)), dtype=np.int64)
+    _invoke(kernel, "count_kept", [*common, words, kept, err])
+    raise_kernel_errors(src, err)
+    offsets = np.zeros(max(nblocks, 1) + 1, dtype=np.int64)
+    np.cumsum(kept, out=offsets[1:])
+    total = int(offsets[-1])
+    room = total + nblocks  # a scratch slot per block for the rows it drops
+    outputs: list[Any] = []
+    packed: list[tuple[int, np.ndarray, np.ndarray]] = []  # (part, byte per row, bitmap words)
+    buffers: list[list[pa.Buffer | None]] = []
+    for out in src.outputs:
+        parts: list[pa.Buffer | None] = []
+        for is_bits in ([True] if out.dtype.is_bool else [False]) + ([True] * out.nullable):
+            if is_bits:
+                scratch = np.empty(room, dtype=np.uint8)
+                buf, bitmap = _alloc_bits(total)
+                packed.append((len(parts), scratch, bitmap))
+                outputs.append(scratch)
+            else:
+                buf, raw = _alloc(room * out.dtype.numpy.itemsize)
+                outputs.append(raw.view(out.dtype.numpy))
+            parts.append(buf)
+        buffers.append(parts)
+    err[:] = 0
+    _invoke(kernel, "compact", [*common, words, offsets, np.int64(total), *outputs, err])
+    raise_kernel_errors(src, err)
+    for _, scratch, bitmap in packed:
+        _invoke(kernel, "pack", [scratch, bitmap, np.int64(total)])
+    results = {}
+    for out, parts in zip(src.outputs, buffers, strict=True):
+        valid = parts[1] if len(parts) > 1 else None
+        results[out.name] = pa.Array.from_buffers(out.dtype.arrow, total, [valid, parts[0]],
+                                                  null_count=-1)  # fmt: skip
+    mask = pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(words)])
+    stats.kernels.append(
+        f"filter[{', '.join(name for name, _ in segment.outputs)}; carried "
+        f"{len(carried)}] over {len(src.inputs)} input(s), {total} of {n} rows kept (compiled)"
+    )
+    return SegmentResult(results, mask, compacted=True)
+
+
+def _carriable(array: pa.Array) -> bool:
+    """True when the filter kernels can carry this column (a type they compute on)."""
+    dtype = dtype_from_arrow(array.type)
+    return dtype is not None and dtype is not DType.FLOAT16
+
+
+def _invoke(kernel: _Kernel, name: str, args: list[Any]) -> None:
+    """Call one function of a several-function kernel module (compiling it once)."""
+    func = getattr(kernel.func, name)
+    try:
+        if name in kernel.warmed_parts:
+            func(*args)
+            return
+        with _COMPILE_LOCK:
+            func(*args)
+            kernel.warmed_parts.add(name)
+    except (KernelCompileError, InvalidOperationError):
+        raise
+    except Exception as exc:
+        raise _kernel_failure(kernel, exc) from exc
 
 
 def check_scalar_outputs(

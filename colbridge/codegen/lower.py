@@ -183,6 +183,9 @@ class Lowering:
         self.error_lines: set[int] = set()
         #: a per-row boolean: failures count only where it holds (see `gate_failures`)
         self.gate: str | None = None
+        #: nodes whose failures another kernel of the pass already counted
+        self.counted_elsewhere: frozenset[Node] = frozenset()
+        self._lowering: list[Node] = []
         self._counter = 0
 
     # -- helpers ----------------------------------------------------------------------
@@ -205,7 +208,11 @@ class Lowering:
         """The lowered value of a typed node (memoised: shared subtrees are computed once)."""
         hit = self.memo.get(node)
         if hit is None:
-            hit = self.lower(node)
+            self._lowering.append(node)
+            try:
+                hit = self.lower(node)
+            finally:
+                self._lowering.pop()
             self.memo[node] = hit
         return hit
 
@@ -236,6 +243,9 @@ class Lowering:
 
     def count_error(self, kind: int, failed: str, valid: Valid, message: str) -> None:
         """Count rows where ``failed`` holds on a valid row (strict casts, bad exponents)."""
+        self.err_messages[kind] = message
+        if self._lowering and self._lowering[-1] in self.counted_elsewhere:
+            return
         rv = self.row_valid(valid)
         conditions = [failed, *(c for c in (rv, self.gate) if c is not None)]
         self.error_lines.add(len(self.lines))

@@ -31,6 +31,7 @@ results are or-ed into a register per word and stored once.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from colbridge.codegen.dialect import Dialect
 from colbridge.codegen.kernel import (
@@ -50,11 +51,18 @@ from colbridge.codegen.lower import (
     moment_combine,
     row_updates,
 )
-from colbridge.expr.nodes import Agg, Literal, Node
+from colbridge.expr.nodes import Agg, Column, Literal, Node, walk
 from colbridge.plan.nullability import Nullability
 from colbridge.types import DType
 
-__all__ = ["BLOCK", "NumbaDialect", "generate_elementwise", "generate_reduce"]
+__all__ = [
+    "BLOCK",
+    "FilterKernels",
+    "NumbaDialect",
+    "generate_elementwise",
+    "generate_filter",
+    "generate_reduce",
+]
 
 #: Rows per block: the unit of work of one thread, and of one partial row of a reduction.
 BLOCK = 16384
@@ -184,9 +192,8 @@ class _CpuRows:
         if word is None:
             word = f"vw{len(self.word_sets)}"
             self.word_sets[sources] = word
-        bit = f"b{word}"
-        emit(f"{bit} = ((({word}) >> q) & U(1)) != U(0)")
-        return bit
+            emit(f"b{word} = ((({word}) >> q) & U(1)) != U(0)")
+        return f"b{word}"
 
     def count_error(self, kind: int, failed: str) -> str:
         self.errors.add(kind)
@@ -242,7 +249,7 @@ class _Skeleton:
         return out
 
     @staticmethod
-    def scalar_words(sources: set[str]) -> list[str]:
+    def scalar_words(sources: set[str] | frozenset[str]) -> list[str]:
         return [f"svw{s[2:]} = U(0) - U(sv{s[2:]})" for s in sorted(sources) if s.startswith("sv")]
 
 
@@ -354,6 +361,126 @@ def generate_elementwise(
     )
 
 
+@dataclass
+class FilterKernels(KernelSource):
+    """A filter compacted inside the pass: the module's ``count_kept``, ``compact`` and ``pack``.
+
+    ``count_kept(<common>, mw, kept, err)`` writes the filter's bitmap words ``mw`` and the
+    kept rows of each block; ``compact(<common>, mw, offsets, total, <outputs>, err)``
+    computes ``outputs`` (expressions, then carried columns) on the kept rows only and
+    writes them packed: a row goes to ``offsets[block] + (kept rows before it)``, a dropped
+    row to a scratch slot ``total + block`` (stores stay unconditional). Bit-packed results
+    (bool values ``o{m}``, validity ``ov{m}``) come as one byte per kept row;
+    ``pack(bytes, words, total)`` turns them into bitmap words. ``<common>`` is the
+    elementwise calling convention up to the literals.
+    """
+
+    carried: list[str] = field(default_factory=list)
+
+
+def generate_filter(
+    outputs: list[tuple[str, Node]],
+    carried: Sequence[str],
+    mask: Node,
+    types: dict[Node, DType],
+    nulls: Nullability,
+    *,
+    parallel: bool,
+    plan_text: str,
+    literals: Sequence[Literal] = (),
+) -> FilterKernels:
+    """Kernels computing ``outputs`` and the ``carried`` columns on the rows ``mask`` keeps.
+
+    ``types`` must hold a dtype for ``Column(name)`` of every carried column; ``nulls``
+    says which of them have a validity bitmap.
+    """
+    columns = [Column(name) for name in carried]
+    roots = [n for _, n in outputs] + columns + [mask]
+    inputs, input_index = collect_inputs(roots, types, nulls)
+    scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
+    params: dict[Node, int] = {lit: k for k, lit in enumerate(literals)}
+    common = _signature_args(inputs, scalars) + [f"p{k}" for k in range(len(literals))]
+
+    # pass 1: the filter alone; its failures count on every row (polars evaluates it there)
+    rows1 = _CpuRows()
+    lw1 = Lowering(DIALECT, rows1, types, input_index, inputs, scalar_index, scalars, params)
+    val = lw1.value(mask)
+    valid = lw1.row_valid(val.valid)
+    keep = lw1.declare(DType.BOOL, DIALECT.and_(valid, val.expr)) if valid else val.expr
+    head = _block_head(parallel, rows1.errors)
+    at = head.index(_WORD_LOOP)
+    body1 = _indent(_Skeleton.scalar_words(set().union(*rows1.word_sets)), 1)
+    body1 += _indent(head[:at], 1) + _indent(["kc = np.int64(0)"], 2) + _indent(head[at:], 1)
+    body1 += _indent([*_Skeleton(rows1, lw1.lines).per_word_sources(), "acc = U(0)"], 3)
+    body1 += _indent(["for i in range(base, end):"], 3)
+    body1 += _indent(["q = i - base", *lw1.lines, f"acc |= U({keep}) << q"], 4)
+    body1 += _indent(["mw[w] = acc", "kc += _popcount(acc)"], 3)
+    body1 += _indent(["kept[blk] = kc", *_block_tail(rows1.errors)], 2)
+
+    # pass 2: the outputs on kept rows, packed; failures count on kept rows only
+    rows2 = _CpuRows()
+    lw2 = Lowering(DIALECT, rows2, types, input_index, inputs, scalar_index, scalars, params)
+    lw2.counted_elsewhere = frozenset(walk(mask))
+    lw2.gate_failures("keep")
+    out_specs: list[OutputSpec] = []
+    store: list[str] = []
+    out_args: list[str] = []
+    for m, (name, node) in enumerate([*outputs, *((c.name, c) for c in columns)]):
+        v = lw2.value(node)
+        dtype = types[node]
+        out_specs.append(OutputSpec(name, dtype, not v.valid.never_null))
+        expr = f"np.uint8({v.expr})" if dtype.is_bool else v.expr
+        store.append(f"o{m}[d] = {expr}")
+        out_args.append(f"o{m}")
+        row_valid = lw2.row_valid(v.valid)
+        if row_valid is not None:
+            store.append(f"ov{m}[d] = np.uint8({row_valid})")
+            out_args.append(f"ov{m}")
+    head2 = _block_head(parallel, rows2.errors)
+    body2 = _indent(_Skeleton.scalar_words(set().union(*rows2.word_sets)), 1)
+    at_words = head2.index(_WORD_LOOP)
+    body2 += _indent(head2[:at_words], 1)
+    body2 += _indent(["pos = U(offsets[blk])", "trash = U(total) + U(blk)"], 2)
+    body2 += _indent([head2[at_words], "        mword = mw[w]", "        if mword == U(0):",
+                      "            continue  # no row of this word is kept",
+                      *head2[at_words + 1 :]], 1)  # fmt: skip
+    body2 += _indent(_Skeleton(rows2, lw2.lines).per_word_sources(), 3)
+    body2 += _indent(["for i in range(base, end):"], 3)
+    row = ["q = i - base", "keep = ((mword >> q) & U(1)) != U(0)", *lw2.lines,
+           "d = pos if keep else trash", *store, "pos += U(keep)"]  # fmt: skip
+    body2 += _indent(row, 4)
+    body2 += _indent(_block_tail(rows2.errors), 2)
+
+    pack = [
+        "    nwords = (total + 63) // 64",
+        f"    for w in {'prange' if parallel else 'range'}(nwords):",
+        "        base = U(w) << U(6)",
+        "        end = min(base + U(64), U(total))",
+        "        acc = U(0)",
+        "        for i in range(base, end):",
+        "            acc |= U(bytes_[i]) << (i - base)",
+        "        words[w] = acc",
+    ]
+    text = _header(plan_text) + "\n".join([
+        *_function("count_kept", [*common, "mw", "kept", "err"], body1, parallel=parallel), "",
+        *_function("compact", [*common, "mw", "offsets", "total", *out_args, "err"], body2,
+                   parallel=parallel), "",
+        *_function("pack", ["bytes_", "words", "total"], pack, parallel=parallel),
+    ]) + "\n"  # fmt: skip
+    errors = {**lw1.err_messages, **lw2.err_messages}
+    return FilterKernels(
+        kind="filter",
+        source=text,
+        inputs=inputs,
+        scalars=scalars,
+        literal_args=[lit.dtype for lit in literals if lit.dtype is not None],
+        outputs=out_specs,
+        uses_err=bool(rows1.errors or rows2.errors),
+        err_messages=errors,
+        carried=list(carried),
+    )
+
+
 def _block_head(parallel: bool, errors: set[int]) -> list[str]:
     loop = "prange" if parallel else "range"
     lines = [
@@ -456,14 +583,20 @@ def generate_reduce(
 
 
 def _module(name: str, args: list[str], body: list[str], *, parallel: bool, plan_text: str) -> str:
+    return _header(plan_text) + "\n".join(_function(name, args, body, parallel=parallel)) + "\n"
+
+
+def _header(plan_text: str) -> str:
+    return _HEADER.format(plan=plan_text, block=BLOCK, nerr=N_ERR_KINDS)
+
+
+def _function(name: str, args: list[str], body: list[str], *, parallel: bool) -> list[str]:
     options = "parallel=True, " if parallel else ""
-    head = [
+    return [
         f"@numba.njit({options}cache=True, nogil=True, error_model='numpy')",
         f"def {name}({', '.join(args)}):",
+        *body,
     ]
-    return _HEADER.format(plan=plan_text, block=BLOCK, nerr=N_ERR_KINDS) + "\n".join(
-        head + body
-    ) + "\n"
 
 
 _HEADER = '''"""Generated by colbridge from the plan below; do not edit.
@@ -488,6 +621,15 @@ def _ipow(base, exp):
         base = base * base
         exp = exp >> np.uint64(1)
     return result
+
+
+@numba.njit(cache=True, nogil=True)
+def _popcount(x):
+    # set bits of a 64-bit word (SWAR)
+    x = x - ((x >> U(1)) & U(0x5555555555555555))
+    x = (x & U(0x3333333333333333)) + ((x >> U(2)) & U(0x3333333333333333))
+    x = (x + (x >> U(4))) & U(0x0F0F0F0F0F0F0F0F)
+    return np.int64((x * U(0x0101010101010101)) >> U(56))
 
 
 @numba.njit(cache=True, nogil=True)

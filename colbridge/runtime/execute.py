@@ -17,9 +17,9 @@ from typing import Any
 import pyarrow as pa
 
 from colbridge.backends import get_backend
-from colbridge.backends.common import RunStats
+from colbridge.backends.common import RunStats, SegmentResult
 from colbridge.backends.device import DeviceChoice
-from colbridge.columns.frames import ArrowTableAdapter, FrameAdapter
+from colbridge.columns.frames import ArrowTableAdapter, FrameAdapter, adapt_frame
 from colbridge.expr.nodes import Column, walk
 from colbridge.plan.logical import Step
 from colbridge.plan.planner import Segment, SegmentSpec, plan_segments, type_segment
@@ -206,6 +206,21 @@ def prepare(steps: tuple[Step, ...], names: Iterable[str]) -> PreparedPlan:
     return prepared
 
 
+def _carry(
+    segment: Segment, adapter: FrameAdapter, columns: Columns, target: str
+) -> dict[str, pa.Array] | None:
+    """The columns a filtering segment's backend keeps the rows of, or None to filter later.
+
+    Only the CPU backend filters in its kernels, and only where the result is built from
+    Arrow columns (pyarrow and polars frames, intermediate tables): pandas results keep
+    their own column types, so pandas filters them.
+    """
+    if segment.mask is None or segment.one_row or target != "cpu" \
+            or adapter.kind.startswith("pandas"):  # fmt: skip
+        return None
+    return {source: columns.get(source) for source in dict.fromkeys(segment.passthrough.values())}
+
+
 def execute(
     plan: PreparedPlan, adapter: FrameAdapter, report: ComputeReport, target: str
 ) -> Any:
@@ -222,15 +237,34 @@ def execute(
     for index, segment in enumerate(segments):
         arrays = {name: columns.get(name) for name in segment.inputs}
         nan_null = columns.nan_null(segment.inputs)
-        results, mask = backend.run_segment(
-            segment, arrays, adapter.num_rows, report.stats, nan_null
-        )
-        new: dict[str, pa.Array | pa.ChunkedArray] = dict(results)
+        carry = _carry(segment, adapter, columns, target)
+        if carry is None:
+            ran = backend.run_segment(segment, arrays, adapter.num_rows, report.stats, nan_null)
+        else:
+            ran = backend.run_segment(segment, arrays, adapter.num_rows, report.stats,
+                                      nan_null, carry=carry)  # fmt: skip
+        # a backend that does not filter itself gives (columns, mask)
+        result = ran if isinstance(ran, SegmentResult) else SegmentResult(*ran)
+        mask = result.mask
+        new: dict[str, pa.Array | pa.ChunkedArray] = dict(result.columns)
         final = index == last and adapter is original
-        for name, source in segment.passthrough.items():
-            # The frame's own untouched columns are kept by the adapter as they are.
-            if name != source or not final:
-                new[name] = columns.get_as_arrow_nulls(source)
+        if result.compacted:
+            # the backend filtered the outputs and the columns it carried; the frame filters
+            # the columns it could not carry (strings, ...), by the backend's mask
+            others = [s for s in dict.fromkeys(segment.passthrough.values())
+                      if s not in result.columns]  # fmt: skip
+            rest = None
+            if others:
+                rest = adapt_frame(adapter.filter(adapter.build(others, {}), mask))
+            for name, source in segment.passthrough.items():
+                new[name] = result.columns[source] if source in result.columns \
+                    else rest.column(source)  # type: ignore[union-attr]  # fmt: skip
+            mask = None
+        else:
+            for name, source in segment.passthrough.items():
+                if name != source or not final:
+                    # the frame's own untouched columns are kept by the adapter as they are
+                    new[name] = columns.get_as_arrow_nulls(source)
         if final:
             out = adapter.build(segment.order, new, one_row=segment.one_row)
             return adapter.filter(out, mask) if mask is not None else out
