@@ -22,7 +22,19 @@ from colbridge.errors import (
     UnsupportedOperationError,
     UnsupportedTypeError,
 )
-from colbridge.expr.api import Expr, coalesce, col, lit, when
+from colbridge.expr.api import (
+    Expr,
+    all_horizontal,
+    any_horizontal,
+    coalesce,
+    col,
+    lit,
+    max_horizontal,
+    mean_horizontal,
+    min_horizontal,
+    sum_horizontal,
+    when,
+)
 from colbridge.expr.parser import parse_assignments, parse_expr
 from colbridge.lazy import LazyFrame
 from colbridge.types import DType
@@ -107,13 +119,19 @@ __all__ = [
     "ShapeError",
     "UnsupportedOperationError",
     "UnsupportedTypeError",
+    "all_horizontal",
+    "any_horizontal",
     "cache_info",
     "clear_cache",
     "coalesce",
     "col",
     "lazy",
     "lit",
+    "max_horizontal",
+    "mean_horizontal",
+    "min_horizontal",
     "parse_assignments",
     "parse_expr",
+    "sum_horizontal",
     "when",
 ]

@@ -119,8 +119,12 @@ def is_kernel_parameter(node: Literal) -> bool:
 
 def _substitute(node: Node, env: Mapping[str, Node]) -> Node:
     def fn(n: Node) -> Node:
-        if isinstance(n, Column) and n.name in env:
-            return env[n.name]
+        if isinstance(n, Column):
+            if n.name in env:
+                return env[n.name]
+            if n.constant is not None:
+                # `e`, `pi`, `nan`, `inf` of a string expression: no column has the name
+                return Literal(n.constant)
         return n
 
     return transform(node, fn)
