@@ -453,7 +453,7 @@ class Expr:
         if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
             msg = (
                 f"`round(decimals={decimals!r})`: decimals must be a whole number >= 0, "
-                "e.g. `round(2)`"
+                "e.g. `x.round(2)`"
             )
             raise UnsupportedOperationError(msg)
         if mode not in ROUND_MODES:
@@ -477,7 +477,7 @@ class Expr:
         if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
             msg = (
                 f"`truncate(decimals={decimals!r})`: decimals must be a whole number >= 0, "
-                "e.g. `truncate(2)`"
+                "e.g. `x.truncate(2)`"
             )
             raise UnsupportedOperationError(msg)
         return Expr(Round(self.node, decimals, "to_zero"))
@@ -590,6 +590,7 @@ class Expr:
         >>> df.gpu.select(cb.col("x").clip(2, cb.col("hi"))).compute()["x"].to_list()
         [2, 5, 6]
         """
+        lower_bound, upper_bound = _number_of(lower_bound), _number_of(upper_bound)
         if _is_expression(lower_bound) or _is_expression(upper_bound):
             bounds = tuple(
                 _arg_node(b) if b is not None else Literal(None) for b in (lower_bound, upper_bound)
@@ -841,6 +842,14 @@ def any_horizontal(*exprs: Any) -> Expr:
     """
     args = _arguments("any_horizontal", exprs)
     return Expr(args[0]).or_(*(Expr(a) for a in args[1:]))
+
+
+def _number_of(value: Any) -> Any:
+    """A Python number written as an expression (`lit(2)`) is the number itself."""
+    node = value.node if isinstance(value, Expr) else value
+    if isinstance(node, Literal) and node.dtype is None:
+        return node.value
+    return value
 
 
 def _is_in_value(value: Any) -> bool | int | float | None:

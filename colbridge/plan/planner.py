@@ -230,7 +230,7 @@ def type_segment(spec: SegmentSpec, schema: Mapping[str, ColumnType]) -> Segment
         if checker.dtype(mask) is not DType.BOOL:
             msg = (
                 f"filter predicate `{spec.mask!r}` is {checker.dtype(mask)}, not boolean; "
-                "compare it, e.g. `cb.col('a') > 0`"
+                "compare it, e.g. `col('a') > 0`"
             )
             raise SchemaError(msg)
         if isinstance(mask, Literal) and mask.value is True:

@@ -98,7 +98,7 @@ def _is_dynamic_literal(node: Node) -> bool:
 _DYNAMIC_BINARY = frozenset({"add", "sub", "mul", "floordiv", "mod", "pow", "and", "or", "xor"})
 _DYNAMIC_UNARY = frozenset({"neg", "abs", "round", "floor", "ceil", "sign"})
 # Arithmetic in which a Python float next to a boolean stays a Python float.
-_ARITHMETIC = frozenset({"add", "sub", "mul", "truediv", "floordiv", "mod"})
+_ARITHMETIC = frozenset({"add", "sub", "mul", "mod"})
 # polars computes `log(x)` and `log10(x)` as `x.log(base)` with a Python-float base
 # (e, 10.0): a float `x` decides the type, otherwise that dynamic base does.
 _LOG_DYNAMIC_BASE = frozenset({"log", "log10"})
@@ -334,6 +334,15 @@ class TypeChecker:
                 f"null-typed column has no type); give it one, e.g. `lit(None, dtype='float64')`"
             )
             raise SchemaError(msg)
+        if node.op == "floordiv" and any(
+            self._dynamic_kind(n) == "float" and not self._is_dynamic(o) and self.types[o].is_bool
+            for n, o in ((left, right), (right, left))
+        ):
+            msg = (
+                f"`{node!r}`: `//` is not defined for a boolean and a Python float (as in "
+                "polars); cast the boolean first, e.g. `.cast('float64')`"
+            )
+            raise SchemaError(msg)
         if self._keep_dynamic and node.op in _ARITHMETIC:
             # a Python float next to a boolean stays a Python float (polars:
             # `x + 1e-30 * (x == 0)` on float32 is Float32)
@@ -455,22 +464,23 @@ class TypeChecker:
 
     def _unary(self, node: Unary) -> Node:
         arg = self._check(node.arg)
-        if _is_dynamic_literal(arg) and node.op in ("neg", "abs"):
-            lit = arg
-            assert isinstance(lit, Literal)
-            if isinstance(lit.value, (int, float)) and not isinstance(lit.value, bool):
-                # -3 and abs(-3) stay Python numbers that adapt to the other side (polars)
-                return Literal(-lit.value if node.op == "neg" else abs(lit.value))
         kind = self._dynamic_kind(arg)
         if self._keep_dynamic and kind is not None and node.op in _DYNAMIC_UNARY:
             rep = self._representative(arg)
             if kind == "int" and isinstance(rep, int):
-                if isinstance(arg, Literal) and node.op != "sign":
+                if isinstance(arg, Literal) and node.op in ("round", "floor", "ceil"):
                     return arg  # round/floor/ceil of a whole number is the number
-                rep = {"neg": -rep, "abs": abs(rep), "sign": (rep > 0) - (rep < 0)}.get(
-                    node.op, rep
-                )
+                if node.op == "sign":
+                    rep = (rep > 0) - (rep < 0)
+            # polars types `-lit(3)` and `lit(-3).abs()` by the number they apply to:
+            # `uint8 * -lit(3)` is UInt8 (null: -3 does not fit), `uint8 * lit(-3).abs()` Int16
             return self._dynamic_node(Unary(node.op, arg), kind, rep)
+        if _is_dynamic_literal(arg) and node.op in ("neg", "abs"):
+            lit = arg
+            assert isinstance(lit, Literal)
+            if isinstance(lit.value, (int, float)) and not isinstance(lit.value, bool):
+                # materialised on its own: the number it gives
+                return Literal(-lit.value if node.op == "neg" else abs(lit.value))
         if (
             self._keep_dynamic
             and node.op in _LOG_DYNAMIC_BASE
@@ -478,6 +488,9 @@ class TypeChecker:
             and (self._is_dynamic(arg) or not self.types[arg].is_float)
         ):
             return self._dynamic_node(Unary(node.op, arg), "float", math.e)
+        if _is_null_literal(arg) and node.op in ("is_null", "is_not_null"):
+            # a null literal, or a null-typed column: null in every row
+            return self._typed_literal(node.op == "is_null", DType.BOOL)
         if self._is_dynamic(arg):
             arg = self._materialize(arg)
         t = self.types[arg]
@@ -536,7 +549,7 @@ class TypeChecker:
         if not self.types[cond].is_bool:
             msg = (
                 f"`when` condition must be boolean, got {self.types[cond]} in `{node.condition!r}`;"
-                " compare it, e.g. `cb.when(cb.col('a') > 0)`"
+                " compare it, e.g. `col('a') > 0`"
             )
             raise SchemaError(msg)
         then, other = self._check(node.then), self._check(node.otherwise)
@@ -897,10 +910,19 @@ class TypeChecker:
         null_found = self._typed_literal(None in values, DType.BOOL)
         return self._record(When(is_null, null_found, found), DType.BOOL)
 
-    def _horizontal_args(self, node: Function) -> tuple[list[Node], DType]:
-        """The arguments typed to their common type (dynamic numbers follow the typed ones)."""
-        args = [self._check(a) for a in node.args]
-        typed = [self.types[a] for a in args if not self._is_dynamic(a)]
+    def _horizontal_args(
+        self, node: Function, args: list[Node] | None = None
+    ) -> tuple[list[Node], DType]:
+        """The arguments cast to their common type, as polars coerces them first.
+
+        Dynamic numbers follow the typed arguments (all dynamic: the first is
+        materialised and the others follow it). Floats join the common type first,
+        so ``f32, i8, u64`` is float64 rather than a type that needs int128.
+        """
+        args = [self._check(a) for a in node.args] if args is None else args
+        typed = sorted(
+            (self.types[a] for a in args if not self._is_dynamic(a)), key=lambda t: not t.is_float
+        )
         if not typed:
             first = next((a for a in args if not _is_null_literal(a)), None)
             if first is None:
@@ -941,49 +963,58 @@ class TypeChecker:
         return _tree(args, pick)
 
     def _sum_horizontal(self, node: Function, args: list[Node]) -> Node:
-        """Sums as polars adds them: pairwise in a halving tree, each pair in its supertype.
+        """Sums as polars adds them: all cast to the common type, then pairwise in halves.
 
         With ``ignore_nulls`` each argument's nulls become 0 first (a row of nulls
-        sums to 0); booleans alone sum as uint32.
+        sums to 0); booleans alone sum as uint32; integers wrap in the common type.
         """
         ignore_nulls = node.options[0]
         present = [a for a in args if not _is_null_literal(a)]
-        if len(present) < len(args) and not ignore_nulls:
-            # a null argument makes every row null, in the type the others sum to
-            if not present:
-                msg = f"`{node!r}` has only null literals; give one a dtype"
-                raise SchemaError(msg)
-            total = self._sum_horizontal(node, present)
-            return self._typed_literal(None, self.types[total])
         if not present:
             msg = f"`{node!r}` has only null literals; give one a dtype"
             raise SchemaError(msg)
-        typed = [self.types[a] for a in present if not self._is_dynamic(a)]
-        st = typed[0] if typed else None
-        for t in typed[1:]:
-            st = self._super(st, t, node)  # type: ignore[arg-type]
+        leaves, st = self._horizontal_args(node, present)
+        if st.is_bool:
+            st = DType.UINT32
+            leaves = [self._cast(a, st) for a in leaves]
+        if st is DType.FLOAT16:
+            raise _float16_error(_quote(node))
+        if len(present) < len(args) and not ignore_nulls:
+            return self._typed_literal(None, st)  # a null argument: every row is null
+        if ignore_nulls:
+            zero = self._typed_literal(0, st)
+            leaves = [self._record(Coalesce((a, zero)), st) for a in leaves]
+        return _tree(leaves, lambda p, q: self._record(Binary("add", p, q), st))
+
+    def _pairwise_sum(self, node: Function, args: list[Node]) -> Node:
+        """The sum inside polars' `mean_horizontal`: no common type first, each pair in its own.
+
+        ``(i64 + f64) + (f32 + (u8 + i8))`` adds the last three in float32, as polars does.
+        """
+        ignore_nulls = node.options[0]
+        present = [a for a in args if not _is_null_literal(a)]
+        if not present:
+            msg = f"`{node!r}` has only null literals; give one a dtype"
+            raise SchemaError(msg)
         leaves = []
         for a in present:
-            if self._is_dynamic(a):
-                a = self._type_dynamic_against(a, st, node) if st else self._materialize(a)
-            if len(present) == 1 and self.types[a].is_bool:
-                a = self._cast(a, DType.UINT32)
+            t = self.types[a]
+            if len(present) == 1 and t.is_bool:
+                a, t = self._cast(a, DType.UINT32), DType.UINT32
             if ignore_nulls:
-                zero = self._typed_literal(0, self.types[a])
-                a = self._record(Coalesce((a, zero)), self.types[a])
+                a = self._record(Coalesce((a, self._typed_literal(0, t))), t)
             leaves.append(a)
-
-        def add(p: Node, q: Node) -> Node:
-            return self._check(Binary("add", p, q))
-
-        return _tree(leaves, add)
+        total = _tree(leaves, lambda p, q: self._check(Binary("add", p, q)))
+        if len(present) < len(args) and not ignore_nulls:
+            return self._typed_literal(None, self.types[total])
+        return total
 
     def _mean_horizontal(self, node: Function) -> Node:
         """The mean as polars takes it: the horizontal sum over the count of non-null values.
 
-        The sum has the same null rule and wraps in its integer type, as in
-        `sum_horizontal`; it is divided in float32 (float16) when the sum is one,
-        else in float64. No value left gives null.
+        The sum has the same null rule, adds each pair in its own type (integers
+        wrap there) and is divided in float32 (float16) when it is one, else in
+        float64. No value left gives null.
         """
         args = [self._typed(a) if not _is_null_literal(self._check(a)) else self._check(a)
                 for a in node.args]  # fmt: skip
@@ -993,7 +1024,7 @@ class TypeChecker:
                 return self._typed_literal(None, DType.FLOAT64)
             t = self.types[only]
             return self._cast(only, t if t in (DType.FLOAT32, DType.FLOAT16) else DType.FLOAT64)
-        total = self._sum_horizontal(node, args)
+        total = self._pairwise_sum(node, args)
         st = self.types[total]
         res = st if st in (DType.FLOAT32, DType.FLOAT16) else DType.FLOAT64
         if res is DType.FLOAT16:
@@ -1016,6 +1047,17 @@ class TypeChecker:
 
     def _agg(self, node: Agg) -> Node:
         arg = self._check(node.arg)
+        if _is_null_literal(arg) and node.func in ("count", "null_count"):
+            if node.func == "count":
+                return self._typed_literal(0, DType.UINT32)
+            if isinstance(node.arg, Column):
+                msg = (
+                    f"`{node!r}`: column `{node.arg.name}` is null-typed (null in every row), so "
+                    "its null count is the frame's height; cast it first, e.g. "
+                    "`col('n').cast('float64').null_count()`"
+                )
+                raise UnsupportedOperationError(msg)
+            return self._typed_literal(1, DType.UINT32)  # one value, and it is null
         if self._keep_dynamic and arg in self._dynamic and node.func in _DYNAMIC_AGG:
             # polars keeps sum/min/max of a dynamic expression dynamic (not of a bare number)
             kind, rep = self._dynamic[arg]

@@ -342,9 +342,9 @@ CASES: list[BadInput] = [
     BadInput("wrong-arity", "strings", "`sqrt` with two arguments", F,
              lambda f: cb.parse_expr("sqrt(price, qty)"), E.ExpressionSyntaxError,
              r"`sqrt` takes 1 argument", r"got 2"),
-    BadInput("keyword-args", "strings", "keyword arguments in a string call", F,
+    BadInput("keyword-args", "strings", "an unknown keyword argument in a string call", F,
              lambda f: cb.parse_expr("clip(price, lo=1, hi=2)"), E.ExpressionSyntaxError,
-             r"positional arguments only", r"positional"),
+             r"no keyword argument `lo`", r"lower_bound, upper_bound"),
     # -- encodings ---------------------------------------------------------------------
     BadInput("lone-surrogate", "encodings", "a lone UTF-16 surrogate in the text", F,
              lambda f: cb.parse_expr("price + \udcff"), E.ExpressionSyntaxError,
