@@ -21,6 +21,7 @@ from colbridge.errors import (
     ShapeError,
     UnsupportedOperationError,
     UnsupportedTypeError,
+    WritableAliasWarning,
 )
 from colbridge.expr.api import (
     Expr,
@@ -83,7 +84,7 @@ def clear_cache() -> None:
 
 def __getattr__(name: str) -> Any:
     # The bridge functions live in the columns layer.
-    if name in ("as_tensor", "to_tensor", "TensorView"):
+    if name in ("as_tensor", "to_tensor", "to_torch", "TensorView"):
         from colbridge import columns
 
         return getattr(columns, name)
@@ -119,6 +120,7 @@ __all__ = [
     "ShapeError",
     "UnsupportedOperationError",
     "UnsupportedTypeError",
+    "WritableAliasWarning",
     "all_horizontal",
     "any_horizontal",
     "cache_info",

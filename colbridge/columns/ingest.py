@@ -53,13 +53,11 @@ def column_to_arrow(obj: Any, name: str | None = None) -> pa.ChunkedArray:
         return pa.chunked_array([obj], type=obj.type)
     pl = sys.modules.get("polars")
     if pl is not None and isinstance(obj, pl.Series):
-        # The C stream interface hands over polars' own chunks, one per chunk.
-        return pa.chunked_array(obj)
+        return _polars_to_arrow(obj, name)
     label = f"column `{name}`" if name is not None else "the column"
     kind = source_kind(obj)
     if kind == "polars":
-        # The C stream interface hands over polars' own chunks, one per chunk.
-        return pa.chunked_array(obj)
+        return _polars_to_arrow(obj, name)
     if kind == "numpy":
         return _numpy_to_arrow(obj, label)
     if kind == "pandas":
@@ -75,6 +73,23 @@ def column_to_arrow(obj: Any, name: str | None = None) -> pa.ChunkedArray:
         "or an object with `__arrow_c_array__` / `__arrow_c_stream__`"
     )
     raise UnsupportedTypeError(msg)
+
+
+def _polars_to_arrow(series: Any, name: str | None) -> pa.ChunkedArray:
+    """The polars Series' own chunks, through the C stream interface (no copy)."""
+    try:
+        return pa.chunked_array(series)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        # polars' 128-bit integers have no Arrow type pyarrow can import
+        if name is None:
+            name = getattr(series, "name", None) or None
+        label = f"column `{name}`" if name is not None else "the column"
+        msg = (
+            f"{label} has polars type {series.dtype}, which Arrow cannot represent ({exc}); "
+            "colbridge takes integers up to 64 bits: cast it first, e.g. "
+            "`s.cast(pl.Int64)` or `s.cast(pl.Float64)`"
+        )
+        raise UnsupportedTypeError(msg) from None
 
 
 def _numpy_to_arrow(array: np.ndarray, label: str) -> pa.ChunkedArray:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from colbridge.errors import DuplicateColumnError, SchemaError
+from colbridge.errors import DuplicateColumnError, SchemaError, UnsupportedTypeError
 from colbridge.expr.nodes import Agg, Binary, Column, Literal, Node, transform, walk
 from colbridge.plan.logical import Step
 from colbridge.plan.typecheck import ColumnType, TypeChecker, is_scalar
@@ -213,7 +213,11 @@ def type_segment(spec: SegmentSpec, schema: Mapping[str, ColumnType]) -> Segment
         node = spec.env[name]
         if isinstance(node, Column) and node.name in schema:
             passthrough[name] = node.name
-            dtype = schema[node.name].dtype
+            try:
+                dtype = schema[node.name].dtype
+            except UnsupportedTypeError:
+                # a column Arrow cannot hold (polars Int128), passed through untouched
+                dtype = None
             if dtype is not None:
                 output_types[name] = dtype
             continue
