@@ -99,6 +99,7 @@ class _Columns:
         array = self._arrays.get(name)
         if array is None:
             chunked = self.adapter.column(name)
+            self.copies.extend(self.adapter.copy_notes(name))
             if chunked.num_chunks == 1:
                 array = chunked.chunk(0)
             elif chunked.num_chunks == 0:
