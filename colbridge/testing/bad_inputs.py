@@ -416,6 +416,11 @@ CASES: list[BadInput] = [
              r"no output given", r"-o out.parquet"),
 ]  # fmt: skip
 
+# the contracts' cases (issue 14) live in their own module, built into BadInput here
+from colbridge.testing.bad_inputs_contracts import contract_cases  # noqa: E402
+
+CASES += [BadInput(*fields) for fields in contract_cases()]
+
 
 def run_case(case: BadInput, tmp: Path | None = None) -> Outcome:
     """Run one case: what was raised (or the exit status), the message, and input unchanged."""
