@@ -73,6 +73,11 @@ def _literal_node(value: Any, dtype: Any = None) -> Literal:
                 f"cannot use {type(value).__name__} value {value!r} as a literal; "
                 "literals are bool, int, float or None"
             )
+            if isinstance(value, str):
+                msg += (
+                    " (string columns and string literals are not supported in expressions "
+                    "yet: filter strings in the source frame first)"
+                )
             raise SchemaError(msg)
         value = item()
         if not isinstance(value, (bool, int, float)):
@@ -856,8 +861,8 @@ def _is_in_value(value: Any) -> bool | int | float | None:
     if isinstance(value, str):
         msg = (
             f"`is_in` with the string {value!r}: string columns and string literals are not "
-            "supported in expressions yet; filter strings in the source frame (polars: "
-            "`df.filter(pl.col(name).is_in([...]))`), or compare the codes of a dictionary column"
+            "supported in expressions yet; filter strings in the source frame first (polars: "
+            "`df.filter(pl.col(name).is_in([...]))`)"
         )
         raise UnsupportedOperationError(msg)
     return _bound_value(value)

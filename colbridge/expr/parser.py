@@ -187,8 +187,7 @@ _METHODS = sorted(name for name, fn in FUNCTIONS.items() if fn.method)
 
 _STRING_HINT = (
     "string columns and string literals are not supported in expressions yet; filter or map "
-    "strings in the source frame first (polars: `df.filter(pl.col('carrier') == 'UA')`), or "
-    "compare the integer codes of a dictionary column"
+    "strings in the source frame first (polars: `df.filter(pl.col('carrier') == 'UA')`)"
 )
 
 

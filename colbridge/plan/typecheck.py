@@ -865,7 +865,7 @@ class TypeChecker:
     def _is_in(self, node: Function) -> Node:
         """``is_in`` of a literal list: equalities joined by Kleene OR, as polars answers.
 
-        The list's kind must match the column's (polars 1.x refuses to coerce);
+        The list's kind must match the column's (polars refuses to coerce it);
         integers outside the column's range never match.
         """
         arg = self._typed(node.args[0])
