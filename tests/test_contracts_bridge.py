@@ -297,3 +297,20 @@ def test_128_bit_polars_columns_are_refused_by_name(dtype: Any) -> None:
     out = df.gpu.with_columns(z=cb.col("x") * 2).filter(cb.col("x") > 1).compute()
     assert out.schema["wide"] == dtype
     assert out.to_dict(as_series=False) == {"wide": [2], "x": [2.0], "z": [4.0]}
+
+
+def test_expressions_read_a_numeric_category_as_its_values_like_polars() -> None:
+    frame = pd.DataFrame({"c": pd.Series([1, 2, None, 1], dtype="category"), "x": [1.0] * 4})
+    q = frame.gpu.with_columns(z=cb.col("c") + 1)
+    want = pl.from_pandas(frame).select(z=pl.col("c") + 1)["z"].to_list()
+    assert [None if v is pd.NA else v for v in q.compute()["z"].tolist()] == want
+    # the decoding is a copy, and explain() says so
+    assert "column `c`: decoded a pandas category column into its int64 values (a copy)" in (
+        q.explain()
+    )
+    # tensors take the codes: as_tensor and to_tensor agree
+    codes = cb.as_tensor(frame["c"])
+    assert not codes.copied
+    matrix = cb.to_tensor(frame, ["c"])
+    assert matrix.numpy()[:, 0].tolist() == [0.0, 1.0, 0.0, 0.0]
+    assert matrix.validity[:, 0].tolist() == [True, True, False, True]

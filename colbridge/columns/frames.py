@@ -51,8 +51,12 @@ class FrameAdapter:
         raise NotImplementedError
 
     def column(self, name: str) -> pa.ChunkedArray:
-        """The column as Arrow, zero-copy where the source allows."""
+        """The column as Arrow, zero-copy where the source allows, as expressions read it."""
         raise NotImplementedError
+
+    def tensor_column(self, name: str) -> pa.ChunkedArray:
+        """The column as a tensor reads it (categorical columns as their codes)."""
+        return self.column(name)
 
     def build(
         self,
@@ -224,10 +228,15 @@ class PandasFrameAdapter(FrameAdapter):
 
     def column(self, name: str) -> pa.ChunkedArray:
         self._check(name)
-        chunked, reasons = ingest_column(self._series(name), name)
+        # a category of numbers is read as its values, as polars.from_pandas reads it
+        chunked, reasons = ingest_column(self._series(name), name, category_values=True)
         if reasons:  # a strided column (`df[::2]`), say: Arrow needs it contiguous
             self._copies[name] = reasons
         return chunked
+
+    def tensor_column(self, name: str) -> pa.ChunkedArray:
+        self._check(name)
+        return ingest_column(self._series(name), name)[0]
 
     def copy_notes(self, name: str) -> list[str]:
         return [f"column `{name}`: {reason}" for reason in self._copies.get(name, [])]

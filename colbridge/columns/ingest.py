@@ -59,12 +59,17 @@ def column_to_arrow(obj: Any, name: str | None = None) -> pa.ChunkedArray:
     return ingest_column(obj, name)[0]
 
 
-def ingest_column(obj: Any, name: str | None = None) -> tuple[pa.ChunkedArray, list[str]]:
+def ingest_column(
+    obj: Any, name: str | None = None, *, category_values: bool = False
+) -> tuple[pa.ChunkedArray, list[str]]:
     """`column_to_arrow`, and the reasons the data was copied (empty: it was not).
 
     A copy is reported exactly when the Arrow values no longer lie in the source's
     own memory: a strided or byte-swapped NumPy column, NumPy bools packed into
-    bits, a pandas extension array converted by pandas.
+    bits, a pandas extension array converted by pandas. ``category_values=True``
+    reads a pandas ``category`` column of numbers (or dates) as its values, as
+    ``polars.from_pandas`` does (a copy; expressions compute on values), instead
+    of its codes (a tensor's view).
     """
     if isinstance(obj, pa.ChunkedArray):
         return obj, []
@@ -80,7 +85,7 @@ def ingest_column(obj: Any, name: str | None = None) -> tuple[pa.ChunkedArray, l
     if kind == "numpy":
         return _numpy_to_arrow(obj, label)
     if kind == "pandas":
-        return _pandas_to_arrow(obj, label)
+        return _pandas_to_arrow(obj, label, category_values)
     if hasattr(obj, "__arrow_c_stream__"):
         return pa.chunked_array(obj), []
     if hasattr(obj, "__arrow_c_array__"):
@@ -202,7 +207,9 @@ def _numpy_to_arrow(array: np.ndarray, label: str) -> tuple[pa.ChunkedArray, lis
     return pa.chunked_array([result]), copy_reason(result, array)
 
 
-def _pandas_to_arrow(series: Any, label: str) -> tuple[pa.ChunkedArray, list[str]]:
+def _pandas_to_arrow(
+    series: Any, label: str, category_values: bool = False
+) -> tuple[pa.ChunkedArray, list[str]]:
     if series.dtype == object:
         msg = (
             f"{label} has pandas dtype `object` (Python objects, no typed buffer); "
@@ -213,7 +220,15 @@ def _pandas_to_arrow(series: Any, label: str) -> tuple[pa.ChunkedArray, list[str
     values = series.array
     pd = sys.modules["pandas"]
     if isinstance(values, pd.Categorical):
-        return pa.chunked_array([_categorical_to_arrow(values)]), []
+        codes = _categorical_to_arrow(values)
+        kind = getattr(values.categories.dtype, "kind", "O")
+        if category_values and kind in "biufmM":
+            decoded = codes.dictionary_decode()
+            return pa.chunked_array([decoded]), [
+                f"decoded a pandas category column into its {values.categories.dtype} values "
+                "(a copy)"
+            ]
+        return pa.chunked_array([codes]), []
     arrow_array = getattr(values, "__arrow_array__", None)
     if arrow_array is None:
         # NumPy-backed: NaN stays a value in the Arrow form (from_pandas=False); the

@@ -314,7 +314,7 @@ def _frame_columns(
     names = adapter.names if columns is None else [str(c) for c in columns]
     chunked = []
     for n in names:
-        column = adapter.column(n)
+        column = adapter.tensor_column(n)
         chunked.append(nan_as_null(column) if adapter.nan_is_null(n) else column)
     return names, chunked
 
