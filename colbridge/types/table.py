@@ -625,7 +625,9 @@ _SOURCE_RULES = [
     "- **Categorical columns give their codes, zero-copy**: an Arrow `dictionary` column, "
     "a pandas `category` column (its codes; a missing value, code -1, is a null) and a "
     "polars `Categorical` (its physical codes, indices into its categories) or `Enum` are "
-    "tensors of their integer codes, with the labels in `.dictionary`.",
+    "tensors of their integer codes, with the labels in `.dictionary` (`df.gpu` "
+    "expressions read a pandas `category` of numbers as its values, as "
+    "`polars.from_pandas` does: a copy, listed by `explain()`).",
     "- **Strided NumPy columns** (`np.arange(20)[::2]`, a column of `df[::2]`) are viewed "
     "with their stride (NumPy and DLPack describe strides): no copy. Where an Arrow buffer "
     "is needed (`.arrow()`, `df.gpu`), a strided column is copied once and the copy is "
