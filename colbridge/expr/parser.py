@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from colbridge.errors import ExpressionSyntaxError
+from colbridge.errors import ColbridgeError, ExpressionSyntaxError
 from colbridge.expr import api
 from colbridge.expr.api import Expr
 from colbridge.expr.nodes import Column, Literal, Node
@@ -317,13 +317,9 @@ class _Translator:
         values = self.bind(node, name, shown, spec, positional, depth)
         try:
             return spec.build(*values[0], **values[1])
-        except ExpressionSyntaxError:
-            raise
+        except ColbridgeError:
+            raise  # already names the problem and the remedy
         except (ValueError, TypeError, NotImplementedError) as exc:
-            from colbridge.errors import ColbridgeError
-
-            if isinstance(exc, ColbridgeError):
-                raise
             raise self.fail(node, f"`{name}`: {exc}") from None
 
     def bind(
