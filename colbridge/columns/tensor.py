@@ -200,9 +200,11 @@ class TensorView(ArrayProtocols):
         """Return the Arrow array whose values this tensor holds.
 
         No copy, except for a view made directly over a NumPy bool array, whose
-        bytes are packed into Arrow bits here (once). A view made directly
-        over a NumPy (or NumPy-backed pandas) column wraps that memory in an
-        Arrow array here, on first use, without copying it.
+        bytes are packed into Arrow bits here (once), and over a strided NumPy
+        column, which Arrow needs contiguous (copied here, once). A view made
+        directly over a contiguous NumPy (or NumPy-backed pandas) column wraps that
+        memory in an Arrow array here, on first use, without copying it; for a
+        pandas float column, NaN becomes null there (pandas' missing value).
         """
         self._find_nan_nulls()
         if self._arrow is None:
@@ -387,7 +389,11 @@ def as_tensor(
         Zero-copy (``.copied`` is False) for a single-chunk column of a
         numeric, temporal, dictionary, FixedSizeList or fixed-shape-tensor
         type: its data pointer is the Arrow values buffer's address plus
-        ``offset * itemsize``.
+        ``offset * itemsize``; also for a strided NumPy column (viewed with its
+        stride) and a pandas ``category`` or polars ``Categorical`` column (its
+        codes). ``.copied`` is True exactly when the tensor's memory lies outside
+        the source's own buffers. In a NumPy-backed pandas float column NaN is
+        pandas' missing value: it counts as a null (``.validity``, ``nulls``).
 
     Raises
     ------
