@@ -21,14 +21,27 @@ from colbridge.errors import (
     ShapeError,
     UnsupportedOperationError,
     UnsupportedTypeError,
+    WritableAliasWarning,
 )
-from colbridge.expr.api import Expr, coalesce, col, lit, when
+from colbridge.expr.api import (
+    Expr,
+    all_horizontal,
+    any_horizontal,
+    coalesce,
+    col,
+    lit,
+    max_horizontal,
+    mean_horizontal,
+    min_horizontal,
+    sum_horizontal,
+    when,
+)
 from colbridge.expr.parser import parse_assignments, parse_expr
 from colbridge.lazy import LazyFrame
 from colbridge.types import DType
 
 if TYPE_CHECKING:  # served lazily by `__getattr__` below; listed for type checkers
-    from colbridge.columns import TensorView, as_tensor, to_tensor
+    from colbridge.columns import TensorView, as_tensor, to_tensor, to_torch
 
 __version__ = "0.1.0"
 
@@ -74,7 +87,7 @@ def clear_cache() -> None:
 
 def __getattr__(name: str) -> Any:
     # The bridge functions live in the columns layer.
-    if name in ("as_tensor", "to_tensor", "TensorView"):
+    if name in ("as_tensor", "to_tensor", "to_torch", "TensorView"):
         from colbridge import columns
 
         return getattr(columns, name)
@@ -111,6 +124,9 @@ __all__ = [
     "TensorView",
     "UnsupportedOperationError",
     "UnsupportedTypeError",
+    "WritableAliasWarning",
+    "all_horizontal",
+    "any_horizontal",
     "as_tensor",
     "cache_info",
     "clear_cache",
@@ -118,8 +134,13 @@ __all__ = [
     "col",
     "lazy",
     "lit",
+    "max_horizontal",
+    "mean_horizontal",
+    "min_horizontal",
     "parse_assignments",
     "parse_expr",
+    "sum_horizontal",
     "to_tensor",
+    "to_torch",
     "when",
 ]

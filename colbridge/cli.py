@@ -2,7 +2,9 @@
 
 Exit codes: 0 success; 2 usage, spec or expression error (the message names
 the problem; nothing is read or written); 1 failure while running (no partial
-output is left); 130 interrupted with Ctrl-C (no partial output either).
+output is left); 130 interrupted with Ctrl-C, 143 stopped by SIGTERM (no partial
+output either). A run killed outright (SIGKILL) leaves its temporary file; the next
+run writing the same output removes it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ _FUSE_KEYS = {
     "device", "batch_rows", "memory_limit", "ddof",
 }  # fmt: skip
 _COLUMN_KEYS = {"fill_null", "scale", "clip", "one_hot", "categories"}
+_INPUT_HELP = (
+    "Parquet/IPC files, a folder or a glob; several files are read as one dataset "
+    "(as the shell expands `data/*.parquet`)"
+)
 
 
 class _UsageError(Exception):
@@ -63,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
             "--with 'z = (a - mean(a)) / std(a)' --filter 'z > 0'"
         ),
     )
-    run.add_argument("input", nargs="?", help="Parquet/IPC file, folder or glob")
+    run.add_argument("input", nargs="*", help=_INPUT_HELP)
     run.add_argument("-o", "--output", help="output .parquet or .arrow/.ipc/.feather file")
     run.add_argument("--with", dest="with", action=_Ordered, metavar="'NAME = EXPR'",
                      help="add or replace a column (repeatable)")  # fmt: skip
@@ -85,7 +91,7 @@ def _parser() -> argparse.ArgumentParser:
             "-o feats.parquet --columns a,b,c --zscore a,b --one-hot c --save-stats stats.json"
         ),
     )
-    fuse.add_argument("input", nargs="?", help="Parquet/IPC file, folder or glob")
+    fuse.add_argument("input", nargs="*", help=_INPUT_HELP)
     fuse.add_argument("-o", "--output", help="output .parquet or .arrow file")
     fuse.add_argument("--columns", help="feature columns in matrix order, comma separated")
     fuse.add_argument("--zscore", default="", help="columns to standardise")
@@ -163,7 +169,9 @@ def _common_options(
     args: argparse.Namespace, spec: dict[str, Any]
 ) -> tuple[Any, Any, dict[str, Any]]:
     """Input, output and the options both commands share; the command line wins over the spec."""
-    source = args.input or spec.get("input")
+    inputs = list(args.input or [])
+    # one argument keeps its meaning (a file, folder or quoted glob); several are a list
+    source: Any = (inputs[0] if len(inputs) == 1 else inputs) if inputs else spec.get("input")
     if source is None:
         msg = "no input given; pass a file, folder or glob (or `input` in the spec)"
         raise _UsageError(msg)
@@ -320,7 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _UsageError, JobSpecError, ExpressionSyntaxError, ColumnNotFoundError, SchemaError,
         DuplicateColumnError, UnsupportedTypeError,
     )  # fmt: skip
-    from colbridge.io.source import interrupt_between_batches
+    from colbridge.io.source import Terminated, interrupt_between_batches
 
     args = _parser().parse_args(argv)
     try:
@@ -331,6 +339,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except usage as exc:
         print(f"colbridge: error: {exc}", file=sys.stderr)
         return 2
+    except Terminated:
+        print("colbridge: terminated (SIGTERM); no output was written", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("colbridge: interrupted; no output was written", file=sys.stderr)
         return 130

@@ -84,4 +84,12 @@ class DeviceFallbackWarning(UserWarning):
     """A GPU was asked for but the work ran on the CPU (``fallback="cpu"``)."""
 
 
-__all__ += ["DeviceFallbackWarning"]
+class WritableAliasWarning(UserWarning):
+    """A read-only view went to a consumer that ignores DLPack's read-only flag (torch).
+
+    The consumer's tensor shares the source frame's memory and can write into it;
+    `colbridge.to_torch` copies instead (or shares knowingly, ``writable_alias=True``).
+    """
+
+
+__all__ += ["DeviceFallbackWarning", "WritableAliasWarning"]

@@ -468,8 +468,9 @@ def test_numpy_sources_needing_arrow_keep_their_behaviour():
     strided = np.arange(20, dtype=np.int64)[::2]
     view = as_tensor(strided)
     assert view.numpy().tolist() == list(range(0, 20, 2))
-    with pytest.raises(pa.ArrowNotImplementedError, match="Byte-swapped"):
-        as_tensor(np.arange(4, dtype=">i4"))  # as before: Arrow refuses it
+    with pytest.raises(CopyNotAllowedError, match="byte-swapped"):
+        as_tensor(np.arange(4, dtype=">i4"))  # swapping to native order is a copy
+    assert as_tensor(np.arange(4, dtype=">i4"), allow_copy=True).numpy().tolist() == [0, 1, 2, 3]
     with pytest.raises(UnsupportedTypeError, match="2-D NumPy array"):
         as_tensor(np.zeros((2, 2)))
     with pytest.raises(ValueError, match=r"`nulls` must be 'keep', 'raise' or a fill value"):

@@ -7,6 +7,7 @@ import pyarrow as pa
 import pytest
 
 from colbridge.columns import as_tensor, to_tensor
+from colbridge.errors import WritableAliasWarning
 from colbridge.testing import NUMERIC_TYPES
 
 DLPACK_TYPES = [t for t in NUMERIC_TYPES]
@@ -59,7 +60,8 @@ def test_torch_from_dlpack():
     torch = pytest.importorskip("torch")
     values = pa.array(np.arange(10, dtype=np.float32)).slice(3)
     view = as_tensor(values)
-    t = torch.from_dlpack(view)
+    with pytest.warns(WritableAliasWarning, match="torch ignores DLPack's read-only flag"):
+        t = torch.from_dlpack(view)  # zero-copy, and flagged: torch tensors are writable
     assert t.data_ptr() == values.buffers()[1].address + 3 * 4
     assert t.tolist() == list(map(float, range(3, 10)))
     m = to_tensor({"a": pa.array([1.0, 2.0]), "b": pa.array([3.0, 4.0])}, dtype="float32")

@@ -9,6 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import colbridge as cb
+from colbridge.expr.api import Expr
+from colbridge.expr.nodes import Column
 from colbridge.expr.parser import MAX_LENGTH, parse_assignments, parse_expr
 
 VALID = {
@@ -29,7 +31,9 @@ VALID = {
     "clip(a, -1, 2.5)": cb.col("a").clip(-1, 2.5),
     "round(a) + round(b, 2)": cb.col("a").round() + cb.col("b").round(2),
     "is_null(a) ^ is_nan(b)": cb.col("a").is_null() ^ cb.col("b").is_nan(),
-    "a * nan + inf - pi": cb.col("a") * float("nan") + float("inf") - 3.141592653589793,
+    # a bare `nan`, `inf`, `pi` or `e` is the constant only where no column has the name
+    "a * nan + inf - pi": cb.col("a") * Expr(Column("nan", float("nan")))
+    + Expr(Column("inf", float("inf"))) - Expr(Column("pi", 3.141592653589793)),
     "True & a": cb.lit(True) & cb.col("a"),
 }
 

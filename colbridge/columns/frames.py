@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from colbridge.columns.ingest import column_to_arrow
+from colbridge.columns.ingest import column_to_arrow, ingest_column
 from colbridge.errors import ColumnNotFoundError, UnsupportedTypeError
 
 __all__ = ["FrameAdapter", "adapt_frame", "missing_column_error"]
@@ -51,8 +51,12 @@ class FrameAdapter:
         raise NotImplementedError
 
     def column(self, name: str) -> pa.ChunkedArray:
-        """The column as Arrow, zero-copy where the source allows."""
+        """The column as Arrow, zero-copy where the source allows, as expressions read it."""
         raise NotImplementedError
+
+    def tensor_column(self, name: str) -> pa.ChunkedArray:
+        """The column as a tensor reads it (categorical columns as their codes)."""
+        return self.column(name)
 
     def build(
         self,
@@ -80,6 +84,10 @@ class FrameAdapter:
     def nan_is_null(self, name: str) -> bool:
         """True when NaN in this column means "missing" (pandas NumPy-backed floats)."""
         return False
+
+    def copy_notes(self, name: str) -> list[str]:
+        """How reading column ``name`` as Arrow copied it (for `explain()`); [] when it did not."""
+        return []
 
     def _check(self, name: str) -> None:
         if name not in self.names:
@@ -204,6 +212,7 @@ class PandasFrameAdapter(FrameAdapter):
         super().__init__(frame)
         self.numpy_output = numpy_output
         self._series_cache: dict[str, Any] = {}
+        self._copies: dict[str, list[str]] = {}
         if not frame.columns.is_unique:
             dupes = sorted({str(c) for c in frame.columns[frame.columns.duplicated()]})
             msg = f"pandas frame has duplicate column names {dupes!r}; rename them first"
@@ -219,7 +228,18 @@ class PandasFrameAdapter(FrameAdapter):
 
     def column(self, name: str) -> pa.ChunkedArray:
         self._check(name)
-        return column_to_arrow(self._series(name), name)
+        # a category of numbers is read as its values, as polars.from_pandas reads it
+        chunked, reasons = ingest_column(self._series(name), name, category_values=True)
+        if reasons:  # a strided column (`df[::2]`), say: Arrow needs it contiguous
+            self._copies[name] = reasons
+        return chunked
+
+    def tensor_column(self, name: str) -> pa.ChunkedArray:
+        self._check(name)
+        return ingest_column(self._series(name), name)[0]
+
+    def copy_notes(self, name: str) -> list[str]:
+        return [f"column `{name}`: {reason}" for reason in self._copies.get(name, [])]
 
     def _series(self, name: str) -> Any:
         # pandas column access is slow (~20 µs); a compute asks for each column twice

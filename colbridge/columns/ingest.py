@@ -10,7 +10,14 @@ import pyarrow as pa
 
 from colbridge.errors import UnsupportedTypeError
 
-__all__ = ["column_to_arrow", "source_kind"]
+__all__ = [
+    "column_to_arrow",
+    "copy_reason",
+    "ingest_column",
+    "nan_as_null",
+    "pandas_nan_is_null",
+    "source_kind",
+]
 
 
 def source_kind(obj: Any) -> str:
@@ -36,10 +43,12 @@ def source_kind(obj: Any) -> str:
 def column_to_arrow(obj: Any, name: str | None = None) -> pa.ChunkedArray:
     """Return the Arrow data of one column, as a ChunkedArray.
 
-    Zero-copy for pyarrow arrays, polars Series (every chunk kept as it is),
-    NumPy arrays and NumPy-backed or Arrow-backed pandas Series. A
-    nullable-masked pandas Series (``Int64``, ``Float64``, ``boolean``) keeps its
+    Zero-copy for pyarrow arrays, polars Series (every chunk kept as it is;
+    a Categorical as its physical codes), contiguous NumPy arrays and NumPy-backed
+    or Arrow-backed pandas Series, and pandas ``category`` columns (their codes).
+    A nullable-masked pandas Series (``Int64``, ``Float64``, ``boolean``) keeps its
     values buffer; only its byte mask is packed into an Arrow validity bitmap.
+    `ingest_column` also says when (and why) the data had to be copied.
 
     Raises
     ------
@@ -47,28 +56,41 @@ def column_to_arrow(obj: Any, name: str | None = None) -> pa.ChunkedArray:
         For objects that are not columns, and for pandas ``object`` columns,
         whose values are Python objects with no Arrow buffer behind them.
     """
+    return ingest_column(obj, name)[0]
+
+
+def ingest_column(
+    obj: Any, name: str | None = None, *, category_values: bool = False
+) -> tuple[pa.ChunkedArray, list[str]]:
+    """`column_to_arrow`, and the reasons the data was copied (empty: it was not).
+
+    A copy is reported exactly when the Arrow values no longer lie in the source's
+    own memory: a strided or byte-swapped NumPy column, NumPy bools packed into
+    bits, a pandas extension array converted by pandas. ``category_values=True``
+    reads a pandas ``category`` column of numbers (or dates) as its values, as
+    ``polars.from_pandas`` does (a copy; expressions compute on values), instead
+    of its codes (a tensor's view).
+    """
     if isinstance(obj, pa.ChunkedArray):
-        return obj
+        return obj, []
     if isinstance(obj, pa.Array):
-        return pa.chunked_array([obj], type=obj.type)
+        return pa.chunked_array([obj], type=obj.type), []
     pl = sys.modules.get("polars")
     if pl is not None and isinstance(obj, pl.Series):
-        # The C stream interface hands over polars' own chunks, one per chunk.
-        return pa.chunked_array(obj)
+        return _polars_to_arrow(obj, name), []
     label = f"column `{name}`" if name is not None else "the column"
     kind = source_kind(obj)
     if kind == "polars":
-        # The C stream interface hands over polars' own chunks, one per chunk.
-        return pa.chunked_array(obj)
+        return _polars_to_arrow(obj, name), []
     if kind == "numpy":
         return _numpy_to_arrow(obj, label)
     if kind == "pandas":
-        return _pandas_to_arrow(obj, label)
+        return _pandas_to_arrow(obj, label, category_values)
     if hasattr(obj, "__arrow_c_stream__"):
-        return pa.chunked_array(obj)
+        return pa.chunked_array(obj), []
     if hasattr(obj, "__arrow_c_array__"):
         array = pa.array(obj)
-        return pa.chunked_array([array], type=array.type)
+        return pa.chunked_array([array], type=array.type), []
     msg = (
         f"{label} is a {type(obj).__module__}.{type(obj).__name__}, which is not a column; "
         "pass a pyarrow Array/ChunkedArray, a polars or pandas Series, a NumPy array, "
@@ -77,7 +99,94 @@ def column_to_arrow(obj: Any, name: str | None = None) -> pa.ChunkedArray:
     raise UnsupportedTypeError(msg)
 
 
-def _numpy_to_arrow(array: np.ndarray, label: str) -> pa.ChunkedArray:
+def nan_as_null(chunked: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Float chunks with NaN turned into nulls (a new validity bitmap; the values are shared)."""
+    if not pa.types.is_floating(chunked.type):
+        return chunked
+    chunks = [pa.array(c.to_numpy(zero_copy_only=False), from_pandas=True) for c in chunked.chunks]
+    return pa.chunked_array(chunks, type=chunked.type)
+
+
+def pandas_nan_is_null(obj: Any) -> bool:
+    """True for a NumPy-backed pandas float Series: pandas marks its missing values with NaN."""
+    pd = sys.modules.get("pandas")
+    if pd is None or not isinstance(obj, pd.Series):
+        return False
+    dtype = obj.dtype
+    return isinstance(dtype, np.dtype) and dtype.kind == "f"
+
+
+def _within(address: int, size: int, start: int, nbytes: int) -> bool:
+    return start <= address and address + size <= start + nbytes
+
+
+def _ndarray_span(array: np.ndarray) -> tuple[int, int]:
+    """The address and size of the whole memory block ``array`` views (its base's)."""
+    base = array
+    while isinstance(base.base, np.ndarray):
+        base = base.base
+    return int(base.__array_interface__["data"][0]), int(base.nbytes)
+
+
+def _values_shared(result: pa.Array, source: np.ndarray) -> bool:
+    """True when ``result``'s values buffer lies in ``source``'s memory (no copy)."""
+    if len(result) == 0:
+        return True
+    data = result.buffers()[1] if len(result.buffers()) > 1 else None
+    if data is None:
+        return False
+    start, nbytes = _ndarray_span(source)
+    return _within(int(data.address), int(data.size), start, nbytes) or (
+        int(data.address) == int(source.__array_interface__["data"][0])
+    )
+
+
+def copy_reason(result: pa.Array, source: np.ndarray) -> list[str]:
+    """Why ``result`` (made from ``source``) is a copy, as one reason; [] when it shares it."""
+    if _values_shared(result, source):
+        return []
+    if source.dtype.kind == "b":
+        why = "NumPy bools packed into Arrow bits"
+    elif not source.dtype.isnative:
+        why = "byte-swapped to native order"
+    elif not source.flags.c_contiguous:
+        why = f"a strided NumPy column (stride {source.strides[0]} bytes) made contiguous"
+    else:
+        why = "copied into a new Arrow buffer"
+    return [f"{why} (a copy)"]
+
+
+def _polars_to_arrow(series: Any, name: str | None) -> pa.ChunkedArray:
+    """The polars Series' own chunks, through the C stream interface (no copy).
+
+    A Categorical's export renumbers its codes into a new buffer; its physical
+    codes (indices into its categories) are read instead, with no copy.
+    """
+    pl = sys.modules["polars"]
+    if isinstance(series.dtype, pl.Categorical):
+        codes = pa.chunked_array(series.to_physical())
+        labels = series.dtype.categories.to_series().to_arrow()
+        ordered = getattr(series.dtype, "ordering", None) == "lexical"
+        return pa.chunked_array(
+            [pa.DictionaryArray.from_arrays(c, labels, ordered=ordered) for c in codes.chunks],
+            type=pa.dictionary(codes.type, labels.type, ordered),
+        )
+    try:
+        return pa.chunked_array(series)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        # polars' 128-bit integers have no Arrow type pyarrow can import
+        if name is None:
+            name = getattr(series, "name", None) or None
+        label = f"column `{name}`" if name is not None else "the column"
+        msg = (
+            f"{label} has polars type {series.dtype}, which Arrow cannot represent ({exc}); "
+            "colbridge takes integers up to 64 bits: cast it first, e.g. "
+            "`s.cast(pl.Int64)` or `s.cast(pl.Float64)`"
+        )
+        raise UnsupportedTypeError(msg) from None
+
+
+def _numpy_to_arrow(array: np.ndarray, label: str) -> tuple[pa.ChunkedArray, list[str]]:
     if array.dtype == object:
         msg = (
             f"{label} has NumPy dtype `object` (Python objects, no typed buffer); "
@@ -90,11 +199,17 @@ def _numpy_to_arrow(array: np.ndarray, label: str) -> pa.ChunkedArray:
             "(pass a 2-D array as a FixedSizeList: `pa.FixedSizeListArray.from_arrays`)"
         )
         raise UnsupportedTypeError(msg)
-    # pa.array refuses strided input without copying; say so rather than copy silently.
-    return pa.chunked_array([pa.array(array)])
+    # pa.array copies strided input: say so rather than copy silently
+    if not array.dtype.isnative:  # Arrow has no other-endian types: swap (a copy)
+        swapped = array.astype(array.dtype.newbyteorder("="))
+        return pa.chunked_array([pa.array(swapped)]), ["byte-swapped to native order (a copy)"]
+    result = pa.array(array)
+    return pa.chunked_array([result]), copy_reason(result, array)
 
 
-def _pandas_to_arrow(series: Any, label: str) -> pa.ChunkedArray:
+def _pandas_to_arrow(
+    series: Any, label: str, category_values: bool = False
+) -> tuple[pa.ChunkedArray, list[str]]:
     if series.dtype == object:
         msg = (
             f"{label} has pandas dtype `object` (Python objects, no typed buffer); "
@@ -103,10 +218,60 @@ def _pandas_to_arrow(series: Any, label: str) -> pa.ChunkedArray:
         )
         raise UnsupportedTypeError(msg)
     values = series.array
+    pd = sys.modules["pandas"]
+    if isinstance(values, pd.Categorical):
+        codes = _categorical_to_arrow(values)
+        kind = getattr(values.categories.dtype, "kind", "O")
+        if category_values and kind in "biufmM":
+            decoded = codes.dictionary_decode()
+            return pa.chunked_array([decoded]), [
+                f"decoded a pandas category column into its {values.categories.dtype} values "
+                "(a copy)"
+            ]
+        return pa.chunked_array([codes]), []
     arrow_array = getattr(values, "__arrow_array__", None)
-    # ArrowDtype and masked extension arrays know their own Arrow form; for
-    # NumPy-backed data NaN stays a value (from_pandas=False), as Arrow and polars keep it.
-    result = arrow_array() if arrow_array is not None else pa.array(series.to_numpy(copy=False))
-    if isinstance(result, pa.Array):
-        return pa.chunked_array([result], type=result.type)
-    return result
+    if arrow_array is None:
+        # NumPy-backed: NaN stays a value in the Arrow form (from_pandas=False); the
+        # lazy engine reads it as null in place, `as_tensor`/`to_tensor` apply
+        # `pandas_nan_is_null` themselves
+        source = series.to_numpy(copy=False)
+        result = pa.array(source)
+        return pa.chunked_array([result]), copy_reason(result, source)
+    # ArrowDtype and masked extension arrays know their own Arrow form
+    converted = arrow_array()
+    chunked = (
+        pa.chunked_array([converted], type=converted.type)
+        if isinstance(converted, pa.Array)
+        else converted
+    )
+    return chunked, _extension_copy_reason(values, chunked)
+
+
+def _categorical_to_arrow(values: Any) -> pa.DictionaryArray:
+    """A pandas Categorical as an Arrow dictionary array over its own codes (no copy).
+
+    Missing values (code -1) become nulls in a new validity bitmap; the codes
+    buffer itself is shared.
+    """
+    codes = values.codes
+    indices = pa.array(codes, mask=codes < 0)
+    dictionary = pa.array(values.categories.to_numpy())
+    return pa.DictionaryArray.from_arrays(indices, dictionary, ordered=bool(values.ordered))
+
+
+def _extension_copy_reason(values: Any, chunked: pa.ChunkedArray) -> list[str]:
+    """Why a pandas extension array's Arrow form is a copy ([] when its values are shared)."""
+    pd = sys.modules["pandas"]
+    if isinstance(values, pd.arrays.ArrowExtensionArray):
+        return []  # the Arrow data itself
+    source = getattr(values, "_data", None)  # masked arrays: values and a byte mask
+    if source is None:
+        source = getattr(values, "_ndarray", None)  # datetime-like arrays
+    if isinstance(source, np.ndarray) and chunked.num_chunks == 1:
+        if _values_shared(chunked.chunk(0), source):
+            return []
+        if source.dtype.kind == "b":
+            return ["pandas booleans packed into Arrow bits (a copy)"]
+    if chunked.num_chunks == 0 or len(chunked) == 0:
+        return []
+    return [f"converted from pandas `{values.dtype}` by pandas (a copy)"]

@@ -45,7 +45,7 @@ import pyarrow as pa
 from numba import literal_unroll, njit
 
 from colbridge.columns.frames import adapt_frame, missing_column_error
-from colbridge.columns.ingest import column_to_arrow
+from colbridge.columns.ingest import column_to_arrow, nan_as_null, pandas_nan_is_null
 from colbridge.columns.tensor import _values, as_tensor, direct_array, numpy_spec
 from colbridge.columns.views import ArrayProtocols
 from colbridge.errors import NullValuesError, ShapeError, UnsupportedTypeError
@@ -299,17 +299,24 @@ def _call(work: Any, args: tuple[Any, ...], lo: int, hi: int) -> None:
 def _frame_columns(
     frame: Any, columns: Sequence[str] | None
 ) -> tuple[list[str], list[pa.ChunkedArray]]:
+    # NaN in a NumPy-backed pandas float column is pandas' missing value: a null here,
+    # as in `df.gpu` and `as_tensor` (docs/types.md)
     if isinstance(frame, dict):
         names = list(frame) if columns is None else list(columns)
         out = []
         for name in names:
             if name not in frame:
                 raise missing_column_error(name, [str(k) for k in frame])
-            out.append(column_to_arrow(frame[name], name))
+            column = column_to_arrow(frame[name], name)
+            out.append(nan_as_null(column) if pandas_nan_is_null(frame[name]) else column)
         return [str(n) for n in names], out
     adapter = adapt_frame(frame)
     names = adapter.names if columns is None else [str(c) for c in columns]
-    return names, [adapter.column(n) for n in names]
+    chunked = []
+    for n in names:
+        column = adapter.tensor_column(n)
+        chunked.append(nan_as_null(column) if adapter.nan_is_null(n) else column)
+    return names, chunked
 
 
 def to_tensor(
@@ -340,7 +347,9 @@ def to_tensor(
         ``"keep"``: null slots hold 0 and ``.validity`` is a boolean matrix
         (True = valid), or None when nothing is null; ``"raise"``:
         :class:`~colbridge.errors.NullValuesError` on any null; a scalar:
-        null slots hold it and ``.validity`` is None. NaN is a value, not a null.
+        null slots hold it and ``.validity`` is None. NaN is a value, not a null,
+        except in a NumPy-backed pandas float column, where NaN is pandas' mark of
+        a missing value and counts as a null (as in ``df.gpu`` and `as_tensor`).
 
     Returns
     -------
@@ -477,8 +486,8 @@ def _direct_columns(
     arrays = []
     for col in series:
         array = direct_array(col)
-        if array is None:
-            return None
+        if array is None or (pandas_nan_is_null(col) and bool(np.isnan(array).any())):
+            return None  # the Arrow path reads pandas' NaN as null
         arrays.append(array)
     return names, arrays
 

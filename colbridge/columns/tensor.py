@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from colbridge.columns.ingest import column_to_arrow
+from colbridge.columns.ingest import copy_reason, ingest_column, pandas_nan_is_null
 from colbridge.columns.views import ArrayProtocols
 from colbridge.errors import CopyNotAllowedError, InvalidOperationError, NullValuesError
 from colbridge.memory import HostBuffer, host_view
@@ -144,14 +144,42 @@ class TensorView(ArrayProtocols):
         dictionary: pa.Array | None,
         copied: bool,
         copy_reason: str,
+        nan_is_null: bool = False,
     ) -> None:
         super().__init__(array, copied=copied, copy_reason=copy_reason)
         self._arrow = arrow
         self._spec = spec
         self.name = name
-        self.validity = validity
-        self.null_count = null_count
+        self._validity = validity
+        self._null_count = null_count
         self.dictionary = dictionary
+        # a pandas NumPy float column: NaN marks a missing value, found on first use
+        # (so making the view stays as cheap as for any other column)
+        self._nan_nulls_pending = nan_is_null
+
+    def _find_nan_nulls(self) -> None:
+        if not self._nan_nulls_pending:
+            return
+        self._nan_nulls_pending = False
+        values = self._ndarray()
+        arrow = pa.array(values, from_pandas=True)  # NaN → null; values shared when contiguous
+        self._arrow = arrow
+        count = arrow.null_count
+        if count:
+            self._null_count = count
+            self._validity = Validity(arrow.buffers()[0], arrow.offset, len(arrow), count)
+
+    @property
+    def validity(self) -> Validity | None:
+        """Which rows are valid (zero-copy over the Arrow bitmap); None when none is null."""
+        self._find_nan_nulls()
+        return self._validity
+
+    @property
+    def null_count(self) -> int:
+        """Number of null rows."""
+        self._find_nan_nulls()
+        return self._null_count
 
     @property
     def arrow_type(self) -> pa.DataType:
@@ -172,10 +200,13 @@ class TensorView(ArrayProtocols):
         """Return the Arrow array whose values this tensor holds.
 
         No copy, except for a view made directly over a NumPy bool array, whose
-        bytes are packed into Arrow bits here (once). A view made directly
-        over a NumPy (or NumPy-backed pandas) column wraps that memory in an
-        Arrow array here, on first use, without copying it.
+        bytes are packed into Arrow bits here (once), and over a strided NumPy
+        column, which Arrow needs contiguous (copied here, once). A view made
+        directly over a contiguous NumPy (or NumPy-backed pandas) column wraps that
+        memory in an Arrow array here, on first use, without copying it; for a
+        pandas float column, NaN becomes null there (pandas' missing value).
         """
+        self._find_nan_nulls()
         if self._arrow is None:
             self._arrow = pa.array(self._ndarray(), type=self._spec.arrow_type)
         return self._arrow
@@ -286,14 +317,30 @@ def direct_array(column: Any) -> np.ndarray[Any, Any] | None:
     return array if _direct_ok(array) else None
 
 
-def _numpy_direct(array: np.ndarray[Any, Any], name: str | None) -> TensorView | None:
-    """View a 1-D, contiguous, aligned, native-order int/float/bool ndarray as it is.
+def _viewable(array: np.ndarray[Any, Any]) -> bool:
+    """True for a 1-D, aligned, native-order int/float/bool ndarray with a positive stride.
+
+    A strided column (``np.arange(20)[::2]``, ``df[::2]``) is viewed as it is: NumPy
+    and DLPack describe strides, so the tensor needs no copy.
+    """
+    dtype = array.dtype
+    if dtype.kind not in _DIRECT_KINDS or array.ndim != 1 or not dtype.isnative:
+        return False
+    if not array.flags.aligned:
+        return False
+    return len(array) <= 1 or array.strides[0] >= dtype.itemsize
+
+
+def _numpy_direct(
+    array: np.ndarray[Any, Any], name: str | None, *, nan_is_null: bool = False
+) -> TensorView | None:
+    """View a 1-D, aligned, native-order int/float/bool ndarray as it is (strides kept).
 
     Zero-copy and without building an Arrow array (``.arrow()`` makes one on
-    demand, also without copying). Anything else returns None and goes
-    through Arrow.
+    demand, without copying a contiguous column). Anything else returns None and
+    goes through Arrow.
     """
-    if not _direct_ok(array):
+    if not _viewable(array):
         return None
     view = array.view()
     view.flags.writeable = False
@@ -307,6 +354,7 @@ def _numpy_direct(array: np.ndarray[Any, Any], name: str | None) -> TensorView |
         dictionary=None,
         copied=False,
         copy_reason="",
+        nan_is_null=nan_is_null,
     )
 
 
@@ -341,7 +389,11 @@ def as_tensor(
         Zero-copy (``.copied`` is False) for a single-chunk column of a
         numeric, temporal, dictionary, FixedSizeList or fixed-shape-tensor
         type: its data pointer is the Arrow values buffer's address plus
-        ``offset * itemsize``.
+        ``offset * itemsize``; also for a strided NumPy column (viewed with its
+        stride) and a pandas ``category`` or polars ``Categorical`` column (its
+        codes). ``.copied`` is True exactly when the tensor's memory lies outside
+        the source's own buffers. In a NumPy-backed pandas float column NaN is
+        pandas' missing value: it counts as a null (``.validity``, ``nulls``).
 
     Raises
     ------
@@ -374,16 +426,53 @@ def as_tensor(
         # The hot path: no ChunkedArray wrapping for a plain Arrow array.
         spec = tensor_spec(column.type, name)
         return _view_of(column, spec, name=name, nulls=nulls, allow_copy=allow_copy, reasons=[])
+    if pandas_nan_is_null(column):
+        return _pandas_float_view(column, name, nulls=nulls, allow_copy=allow_copy)
     source = _numpy_source(column)
     if source is not None:
         direct = _numpy_direct(source, name)
         if direct is not None:
             _check_nulls(nulls)
             return direct
-    chunked = column_to_arrow(column, name)
+    chunked, reasons = ingest_column(column, name)
     spec = tensor_spec(chunked.type, name)
-    array, reasons = _one_chunk(chunked, spec, name, allow_copy)
-    return _view_of(array, spec, name=name, nulls=nulls, allow_copy=allow_copy, reasons=reasons)
+    _allowed(reasons, name, allow_copy)
+    array, more = _one_chunk(chunked, spec, name, allow_copy)
+    return _view_of(
+        array, spec, name=name, nulls=nulls, allow_copy=allow_copy, reasons=reasons + more
+    )
+
+
+def _allowed(reasons: list[str], name: str | None, allow_copy: bool) -> None:
+    """Refuse a copy made while reading the column unless the caller allowed one."""
+    if reasons and not allow_copy:
+        msg = (
+            f"copy not allowed: {_label(name)} is {'; '.join(reasons)} to become a tensor; "
+            "pass `allow_copy=True`, or make the data contiguous and native-order at the source"
+        )
+        raise CopyNotAllowedError(msg)
+
+
+def _pandas_float_view(
+    series: Any, name: str | None, *, nulls: Any, allow_copy: bool
+) -> TensorView:
+    """A NumPy-backed pandas float column, NaN read as null (pandas' own convention).
+
+    With ``nulls="keep"`` the values are viewed as they are and the NaN rows are
+    found when ``.validity`` / ``.null_count`` are first asked for; ``"raise"``
+    refuses a NaN, a fill value replaces it (in a copy), as for any null.
+    """
+    _check_nulls(nulls)
+    values = series.to_numpy(copy=False)
+    if isinstance(nulls, str) and nulls == "keep":
+        direct = _numpy_direct(values, name, nan_is_null=True)
+        if direct is not None:
+            return direct
+    arrow = pa.array(values, from_pandas=True)  # NaN → null; the values are shared
+    reasons = copy_reason(arrow, values)
+    _allowed(reasons, name, allow_copy)
+    spec = tensor_spec(arrow.type, name)
+    return _view_of(arrow, spec, name=name, nulls=nulls, allow_copy=allow_copy, reasons=reasons)
 
 
 def _one_chunk(

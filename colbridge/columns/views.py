@@ -16,15 +16,31 @@ ndarray is built once, on first use (``.numpy()``, ``__array__``,
 
 from __future__ import annotations
 
+import sys
+import warnings
 from typing import Any
 
 import numpy as np
 
+from colbridge.errors import WritableAliasWarning
 from colbridge.memory.host import HostLayout
 
 __all__ = ["ArrayProtocols"]
 
 _KDL_CPU = 1
+#: Modules whose DLPack import ignores the read-only flag: their tensors are writable.
+_IGNORES_READ_ONLY = ("torch",)
+
+
+def _caller_ignores_read_only() -> str | None:
+    """The DLPack consumer calling `__dlpack__` when it is one that ignores read-only, else None.
+
+    torch's `from_dlpack`, `as_tensor` and `asarray` all call `__dlpack__` from
+    `torch.utils.dlpack`; two frames up from here is that caller.
+    """
+    module = str(sys._getframe(2).f_globals.get("__name__", ""))
+    root = module.partition(".")[0]
+    return root if root in _IGNORES_READ_ONLY else None
 
 
 class ArrayProtocols:
@@ -162,6 +178,9 @@ class ArrayProtocols:
 
         A consumer asking ``max_version >= (1, 0)`` gets a versioned capsule
         (``dltensor_versioned``) flagged READ_ONLY that views the same memory.
+        torch ignores that flag (its tensors are always writable), so a read-only
+        view exported to torch comes with a `WritableAliasWarning`: writes to the
+        tensor would change the source frame (`colbridge.to_torch` copies instead).
         The old unversioned capsule cannot say "read-only", so a consumer that
         does not pass ``max_version`` gets one over a fresh copy (DLPack allows
         the producer to copy when ``copy`` is None); with ``copy=False`` it
@@ -170,6 +189,16 @@ class ArrayProtocols:
         """
         array = self._ndarray()
         versioned = max_version is not None and tuple(max_version) >= (1, 0)
+        if versioned and not array.flags.writeable:
+            consumer = _caller_ignores_read_only()
+            if consumer is not None:
+                msg = (
+                    f"{consumer} ignores DLPack's read-only flag: this tensor shares the "
+                    "source's memory (no copy), and writing to it changes the source frame. "
+                    f"Use `cb.to_torch(x)` for a private copy, or "
+                    f"`cb.to_torch(x, writable_alias=True)` to share it knowingly"
+                )
+                warnings.warn(msg, WritableAliasWarning, stacklevel=3)
         if versioned or array.flags.writeable:
             return array.__dlpack__(
                 stream=stream, max_version=max_version, dl_device=dl_device, copy=copy

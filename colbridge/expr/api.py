@@ -7,7 +7,10 @@ no backend.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any, NoReturn
+
+import numpy as np
 
 from colbridge.errors import SchemaError, UnsupportedOperationError
 from colbridge.expr.nodes import (
@@ -20,6 +23,7 @@ from colbridge.expr.nodes import (
     Coalesce,
     Column,
     FillNan,
+    Function,
     Literal,
     Node,
     Round,
@@ -28,20 +32,52 @@ from colbridge.expr.nodes import (
 )
 from colbridge.types import DType, parse_dtype
 
-__all__ = ["Expr", "coalesce", "col", "lit", "to_node", "when"]
+__all__ = [
+    "Expr",
+    "all_horizontal",
+    "any_horizontal",
+    "coalesce",
+    "col",
+    "lit",
+    "max_horizontal",
+    "mean_horizontal",
+    "min_horizontal",
+    "sum_horizontal",
+    "to_node",
+    "when",
+]
 
 Scalar = bool | int | float | None
 
+#: Values `is_in` takes at most: each is one comparison in the fused kernel.
+MAX_IS_IN_VALUES = 64
+#: `is_between`'s interval ends, as polars names them.
+CLOSED = ("both", "left", "right", "none")
+
 
 def _literal_node(value: Any, dtype: Any = None) -> Literal:
+    if (
+        dtype is None
+        and isinstance(value, (np.generic, np.ndarray))
+        and value.ndim == 0
+        and value.dtype.kind in "biuf"
+    ):
+        # A NumPy scalar carries its type, as in polars: `col("i32") * np.int64(2)` is Int64.
+        return Literal(value.item(), parse_dtype(value.dtype))
     if value is not None and not isinstance(value, (bool, int, float)):
-        # NumPy scalars are fine; anything else is not a number we can embed in a kernel.
+        # Other scalars with `.item()` are fine; anything else is not a number we can
+        # embed in a kernel.
         item = getattr(value, "item", None)
         if item is None:
             msg = (
                 f"cannot use {type(value).__name__} value {value!r} as a literal; "
                 "literals are bool, int, float or None"
             )
+            if isinstance(value, str):
+                msg += (
+                    " (string columns and string literals are not supported in expressions "
+                    "yet: filter strings in the source frame first)"
+                )
             raise SchemaError(msg)
         value = item()
         if not isinstance(value, (bool, int, float)):
@@ -56,7 +92,27 @@ def to_node(value: Any) -> Node:
         return value.node
     if isinstance(value, Node):
         return value
+    if isinstance(value, _WhenThen):
+        return value._finish().node
     return _literal_node(value)
+
+
+def _arg_node(value: Any) -> Node:
+    """A function argument: a string names a column (as in polars), else as `to_node`."""
+    if isinstance(value, str):
+        return Column(value)
+    return to_node(value)
+
+
+def _is_expression(value: Any) -> bool:
+    return isinstance(value, (Expr, Node, str, _WhenThen))
+
+
+def _flatten(values: Iterable[Any]) -> list[Any]:
+    flat: list[Any] = []
+    for v in values:
+        flat.extend(v if isinstance(v, (list, tuple)) else [v])
+    return flat
 
 
 class Expr:
@@ -240,13 +296,19 @@ class Expr:
         """``self >= other``."""
         return self._bin("ge", other)
 
-    def and_(self, other: Any) -> Expr:
-        """Kleene AND for booleans, bitwise AND for integers."""
-        return self._bin("and", other)
+    def and_(self, *others: Any) -> Expr:
+        """Kleene AND for booleans, bitwise AND for integers, of ``self`` and every other."""
+        out = self
+        for other in _flatten(others):
+            out = out._bin("and", other)
+        return out
 
-    def or_(self, other: Any) -> Expr:
-        """Kleene OR for booleans, bitwise OR for integers."""
-        return self._bin("or", other)
+    def or_(self, *others: Any) -> Expr:
+        """Kleene OR for booleans, bitwise OR for integers, of ``self`` and every other."""
+        out = self
+        for other in _flatten(others):
+            out = out._bin("or", other)
+        return out
 
     def xor(self, other: Any) -> Expr:
         """Exclusive or."""
@@ -279,13 +341,28 @@ class Expr:
         """``e ** self``."""
         return self._unary("exp")
 
-    def log(self, base: float = math.e) -> Expr:
-        """Logarithm (natural by default)."""
-        if base == math.e:
+    def log(self, base: Any = math.e) -> Expr:
+        """Logarithm to ``base`` (natural by default): a number, or an expression per row.
+
+        Computed as polars does, ``ln(x) / ln(base)``: in ``x``'s type when it is a
+        float, else in ``base``'s when that is a float, else in float64. A string
+        names a column.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"x": [8.0, 100.0], "b": [2.0, 10.0]})
+        >>> df.gpu.select(cb.col("x").log(cb.col("b"))).compute()["x"].to_list()
+        [3.0, 2.0]
+        """
+        if _is_expression(base):
+            return Expr(Function("log", (self.node, _arg_node(base))))
+        if isinstance(base, float) and base == math.e:
             return self._unary("log")
-        if base == 10:
+        if isinstance(base, float) and base == 10.0:
             return self._unary("log10")
-        return self._unary("log") / math.log(base)
+        return Expr(Function("log", (self.node, to_node(base))))
 
     def log10(self) -> Expr:
         """Base-10 logarithm."""
@@ -331,6 +408,18 @@ class Expr:
         """Hyperbolic tangent."""
         return self._unary("tanh")
 
+    def cot(self) -> Expr:
+        """Cotangent, ``1 / tan(x)`` (a float input keeps its type, others give float64)."""
+        return Expr(Function("cot", (self.node,)))
+
+    def degrees(self) -> Expr:
+        """Radians to degrees (a float input keeps its type, others give float64)."""
+        return Expr(Function("degrees", (self.node,)))
+
+    def radians(self) -> Expr:
+        """Degrees to radians (a float input keeps its type, others give float64)."""
+        return Expr(Function("radians", (self.node,)))
+
     def floor(self) -> Expr:
         """Round down (integers unchanged)."""
         return self._unary("floor")
@@ -369,7 +458,7 @@ class Expr:
         if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
             msg = (
                 f"`round(decimals={decimals!r})`: decimals must be a whole number >= 0, "
-                "e.g. `round(2)`"
+                "e.g. `x.round(2)`"
             )
             raise UnsupportedOperationError(msg)
         if mode not in ROUND_MODES:
@@ -378,6 +467,25 @@ class Expr:
         if decimals == 0 and mode == "half_to_even":
             return self._unary("round")
         return Expr(Round(self.node, decimals, mode))
+
+    def truncate(self, decimals: int = 0) -> Expr:
+        """Cut toward zero to ``decimals`` places, as polars does (integers unchanged).
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"x": [2.679, -0.991]})
+        >>> df.gpu.select(cb.col("x").truncate(1)).compute()["x"].to_list()
+        [2.6, -0.9]
+        """
+        if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
+            msg = (
+                f"`truncate(decimals={decimals!r})`: decimals must be a whole number >= 0, "
+                "e.g. `x.truncate(2)`"
+            )
+            raise UnsupportedOperationError(msg)
+        return Expr(Round(self.node, decimals, "to_zero"))
 
     def sign(self) -> Expr:
         """-1, 0 or 1 (floats keep -0.0 and NaN)."""
@@ -407,6 +515,59 @@ class Expr:
         """True where the value is +inf or -inf."""
         return self._unary("is_infinite")
 
+    def is_between(self, lower_bound: Any, upper_bound: Any, closed: str = "both") -> Expr:
+        """True where the value lies between the bounds (numbers or expressions).
+
+        ``closed`` is ``"both"`` (the default), ``"left"``, ``"right"`` or ``"none"``.
+        The comparisons are polars' (NaN is the largest value) and are joined with
+        Kleene AND, so a null bound gives null only where the other test is true.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"x": [1, 5, 9, None]})
+        >>> df.gpu.select(cb.col("x").is_between(2, 9, closed="left")).compute()["x"].to_list()
+        [False, True, False, None]
+        """
+        if closed not in CLOSED:
+            msg = f"`is_between(closed={closed!r})` is not an interval kind; use one of {CLOSED}"
+            raise UnsupportedOperationError(msg)
+        lower, upper = Expr(_arg_node(lower_bound)), Expr(_arg_node(upper_bound))
+        left = self >= lower if closed in ("both", "left") else self > lower
+        right = self <= upper if closed in ("both", "right") else self < upper
+        return left & right
+
+    def is_in(self, other: Any, *, nulls_equal: bool = False) -> Expr:
+        """True where the value equals one of ``other``, a list of numbers or booleans.
+
+        As in polars, the list's kind must match the column's (integers for an
+        integer column, floats for a float column, booleans for a bool column);
+        a null row gives null unless ``nulls_equal=True`` and the list holds None.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"x": [1, 2, 3, None]})
+        >>> df.gpu.select(cb.col("x").is_in([1, 3])).compute()["x"].to_list()
+        [True, False, True, None]
+        """
+        if _is_expression(other) or not isinstance(other, Iterable):
+            msg = (
+                f"`is_in` takes a list of values, got {type(other).__name__}; columns of "
+                "lists are not supported: write the values, e.g. `is_in([1, 2, 3])`"
+            )
+            raise UnsupportedOperationError(msg)
+        values = tuple(_is_in_value(v) for v in other)
+        if len(values) > MAX_IS_IN_VALUES:
+            msg = (
+                f"`is_in` with {len(values)} values: colbridge compares at most "
+                f"{MAX_IS_IN_VALUES} in a kernel; filter with a join in the source frame instead"
+            )
+            raise UnsupportedOperationError(msg)
+        return Expr(Function("is_in", (self.node,), (values, bool(nulls_equal))))
+
     def cast(self, dtype: Any, *, strict: bool = True) -> Expr:
         """Convert to ``dtype``. ``strict=True`` raises on values that do not fit; else null."""
         return Expr(Cast(self.node, parse_dtype(dtype), strict))
@@ -419,13 +580,29 @@ class Expr:
         """Replace NaN by ``value``; ``None`` turns NaN into null."""
         return Expr(FillNan(self.node, to_node(value)))
 
-    def clip(self, lower_bound: Scalar = None, upper_bound: Scalar = None) -> Expr:
-        """Clamp to ``[lower_bound, upper_bound]``; the output keeps the input's type."""
-        for bound in (lower_bound, upper_bound):
-            if isinstance(bound, Expr):
-                msg = "`clip` bounds must be scalars; for column bounds use `cb.when(...)`"
-                raise UnsupportedOperationError(msg)
-        return Expr(Clip(self.node, lower_bound, upper_bound))
+    def clip(self, lower_bound: Any = None, upper_bound: Any = None) -> Expr:
+        """Clamp to ``[lower_bound, upper_bound]``; the output keeps the input's type.
+
+        A bound is a number, None (no bound on that side), or an expression per
+        row (a string names a column). As in polars, expression bounds are cast
+        strictly to the input's type, and a null or NaN bound leaves the value as is.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"x": [1, 5, 9], "hi": [4, None, 6]})
+        >>> df.gpu.select(cb.col("x").clip(2, cb.col("hi"))).compute()["x"].to_list()
+        [2, 5, 6]
+        """
+        lower_bound, upper_bound = _number_of(lower_bound), _number_of(upper_bound)
+        if _is_expression(lower_bound) or _is_expression(upper_bound):
+            bounds = tuple(
+                _arg_node(b) if b is not None else Literal(None) for b in (lower_bound, upper_bound)
+            )
+            return Expr(Function("clip", (self.node, *bounds)))
+        lower, upper = (_bound_value(b) for b in (lower_bound, upper_bound))
+        return Expr(Clip(self.node, lower, upper))
 
     def _agg(self, func: str, ddof: int = 1) -> Expr:
         return Expr(Agg(func, self.node, ddof))
@@ -558,21 +735,144 @@ def when(condition: Any) -> _When:
 
 
 def coalesce(*exprs: Any) -> Expr:
-    """The first non-null value of the arguments, row by row.
+    """The first non-null value of the arguments, row by row (a string names a column).
 
     Examples
     --------
     >>> import colbridge as cb
-    >>> cb.coalesce(cb.col("a"), cb.col("b"), 0)
+    >>> cb.coalesce(cb.col("a"), "b", 0)
     <Expr coalesce(col("a"), col("b"), lit(0))>
     """
-    flat: list[Any] = []
-    for e in exprs:
-        flat.extend(e if isinstance(e, (list, tuple)) else [e])
+    return Expr(Coalesce(_arguments("coalesce", exprs)))
+
+
+def _arguments(name: str, exprs: tuple[Any, ...]) -> tuple[Node, ...]:
+    flat = _flatten(exprs)
     if not flat:
-        msg = "`coalesce` needs at least one expression"
+        msg = f"`{name}` needs at least one expression"
         raise SchemaError(msg)
-    return Expr(Coalesce(tuple(to_node(e) for e in flat)))
+    return tuple(_arg_node(e) for e in flat)
+
+
+def max_horizontal(*exprs: Any) -> Expr:
+    """The largest value across the arguments, row by row, as polars computes it.
+
+    Nulls are skipped (null only where every argument is null), and so is NaN
+    unless every value is NaN. A string names a column.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import colbridge as cb
+    >>> df = pl.DataFrame({"a": [1.0, None, None], "b": [3.0, 2.0, None]})
+    >>> df.gpu.select(m=cb.max_horizontal("a", "b")).compute()["m"].to_list()
+    [3.0, 2.0, None]
+    """
+    return Expr(Function("max_horizontal", _arguments("max_horizontal", exprs)))
+
+
+def min_horizontal(*exprs: Any) -> Expr:
+    """The smallest value across the arguments, row by row (nulls and NaN as `max_horizontal`).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import colbridge as cb
+    >>> df = pl.DataFrame({"a": [1.0, None, None], "b": [3.0, 2.0, None]})
+    >>> df.gpu.select(m=cb.min_horizontal("a", "b")).compute()["m"].to_list()
+    [1.0, 2.0, None]
+    """
+    return Expr(Function("min_horizontal", _arguments("min_horizontal", exprs)))
+
+
+def sum_horizontal(*exprs: Any, ignore_nulls: bool = True) -> Expr:
+    """The sum across the arguments, row by row, as polars computes it.
+
+    With ``ignore_nulls=True`` (the default) a null counts as 0, so a row of nulls
+    sums to 0; with False a null anywhere gives null. Integers wrap on overflow in
+    their common type; booleans sum as uint32.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import colbridge as cb
+    >>> df = pl.DataFrame({"a": [1, None, None], "b": [3, 2, None]})
+    >>> df.gpu.select(s=cb.sum_horizontal("a", "b")).compute()["s"].to_list()
+    [4, 2, 0]
+    """
+    node = Function("sum_horizontal", _arguments("sum_horizontal", exprs), (bool(ignore_nulls),))
+    return Expr(node)
+
+
+def mean_horizontal(*exprs: Any, ignore_nulls: bool = True) -> Expr:
+    """The mean across the arguments, row by row, as polars computes it.
+
+    With ``ignore_nulls=True`` (the default) the mean of the non-null values (null
+    where all are null); with False a null anywhere gives null. float32 stays
+    float32, everything else gives float64.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import colbridge as cb
+    >>> df = pl.DataFrame({"a": [1, None, None], "b": [3, 2, None]})
+    >>> df.gpu.select(m=cb.mean_horizontal("a", "b")).compute()["m"].to_list()
+    [2.0, 2.0, None]
+    """
+    node = Function("mean_horizontal", _arguments("mean_horizontal", exprs), (bool(ignore_nulls),))
+    return Expr(node)
+
+
+def all_horizontal(*exprs: Any) -> Expr:
+    """Kleene AND across the arguments, row by row (a string names a column).
+
+    Examples
+    --------
+    >>> import colbridge as cb
+    >>> cb.all_horizontal("a", cb.col("b") > 0)
+    <Expr (col("a") & (col("b") > lit(0)))>
+    """
+    args = _arguments("all_horizontal", exprs)
+    return Expr(args[0]).and_(*(Expr(a) for a in args[1:]))
+
+
+def any_horizontal(*exprs: Any) -> Expr:
+    """Kleene OR across the arguments, row by row (a string names a column).
+
+    Examples
+    --------
+    >>> import colbridge as cb
+    >>> cb.any_horizontal("a", "b", "c")
+    <Expr ((col("a") | col("b")) | col("c"))>
+    """
+    args = _arguments("any_horizontal", exprs)
+    return Expr(args[0]).or_(*(Expr(a) for a in args[1:]))
+
+
+def _number_of(value: Any) -> Any:
+    """A Python number written as an expression (`lit(2)`) is the number itself."""
+    node = value.node if isinstance(value, Expr) else value
+    if isinstance(node, Literal) and node.dtype is None:
+        return node.value
+    return value
+
+
+def _is_in_value(value: Any) -> bool | int | float | None:
+    if isinstance(value, str):
+        msg = (
+            f"`is_in` with the string {value!r}: string columns and string literals are not "
+            "supported in expressions yet; filter strings in the source frame first (polars: "
+            "`df.filter(pl.col(name).is_in([...]))`)"
+        )
+        raise UnsupportedOperationError(msg)
+    return _bound_value(value)
+
+
+def _bound_value(bound: Any) -> bool | int | float | None:
+    """A scalar `clip` bound as a plain number (NumPy scalars included)."""
+    if bound is None or isinstance(bound, (bool, int, float)):
+        return bound
+    return _literal_node(bound).value
 
 
 def as_expr(value: Any) -> Expr:

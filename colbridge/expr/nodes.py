@@ -11,6 +11,7 @@ from colbridge.types import DType
 __all__ = [
     "AGG_FUNCS",
     "BINARY_OPS",
+    "FUNCTIONS",
     "ROUND_MODES",
     "UNARY_FUNCS",
     "Agg",
@@ -21,6 +22,7 @@ __all__ = [
     "Coalesce",
     "Column",
     "FillNan",
+    "Function",
     "Literal",
     "Node",
     "Round",
@@ -73,7 +75,8 @@ UNARY_FUNCS = FLOAT_FUNCS | frozenset(
 # Reductions: a column in, one value out (broadcast when used elementwise).
 AGG_FUNCS = frozenset({"sum", "mean", "min", "max", "std", "var", "count", "null_count"})
 
-# How `round` breaks ties (polars' names; "half_to_even" is the default).
+# How `round` breaks ties (polars' names; "half_to_even" is the default). `truncate`
+# is a `Round` node with the internal mode "to_zero" (as polars implements it).
 ROUND_MODES = ("half_to_even", "half_away_from_zero")
 
 
@@ -93,9 +96,16 @@ class Node:
 
 @dataclass(frozen=True, slots=True, repr=False)
 class Column(Node):
-    """A column of the input frame (or one defined by an earlier step)."""
+    """A column of the input frame (or one defined by an earlier step).
+
+    ``constant`` is set only by the string parser, for a bare name that is also a
+    constant (``e``, ``pi``, ``nan``, ``inf``): a column of that name wins, and
+    the constant is used only where no such column exists (resolved by planning,
+    when the columns are known).
+    """
 
     name: str
+    constant: float | None = None
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -173,15 +183,41 @@ class Clip(Node):
 
 @dataclass(frozen=True, slots=True, repr=False)
 class Round(Node):
-    """Round to ``decimals`` places with a tie rule from `ROUND_MODES`.
+    """Round to ``decimals`` places with a tie rule from `ROUND_MODES`, or toward zero.
 
     Only in expressions as written: type checking lowers it to elementwise nodes
-    (plain ``round()`` is the ``Unary`` op ``"round"``).
+    (plain ``round()`` is the ``Unary`` op ``"round"``). ``mode="to_zero"`` is
+    ``truncate(decimals)``.
     """
 
     arg: Node
     decimals: int
     mode: str = "half_to_even"
+
+
+# Functions only in expressions as written: type checking lowers each to elementwise
+# nodes (`colbridge.plan.typecheck`), so code generation never sees them.
+FUNCTIONS = frozenset(
+    {
+        "log", "degrees", "radians", "cot", "is_in", "clip", "max_horizontal",
+        "min_horizontal", "sum_horizontal", "mean_horizontal",
+    }
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Function(Node):
+    """A function from `FUNCTIONS` of several expressions, with hashable ``options``.
+
+    Like `Round`, it only appears in expressions as written: ``log`` with a base,
+    ``degrees``, ``radians``, ``cot``, ``is_in``, ``clip`` with expression bounds
+    and the horizontal reductions are lowered to existing nodes, with
+    polars' types and null rules, when the expression is typed.
+    """
+
+    name: str
+    args: tuple[Node, ...]
+    options: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -289,6 +325,8 @@ def output_name(node: Node) -> str:
 
 def _format(node: Node) -> str:
     if isinstance(node, Column):
+        if node.constant is not None:
+            return f'col("{node.name}", else_constant={node.constant!r})'
         return f'col("{node.name}")'
     if isinstance(node, Literal):
         suffix = f", dtype={node.dtype}" if node.dtype is not None else ""
@@ -313,10 +351,27 @@ def _format(node: Node) -> str:
     if isinstance(node, Clip):
         return f"{node.arg!r}.clip({node.lower!r}, {node.upper!r})"
     if isinstance(node, Round):
+        if node.mode == "to_zero":
+            return f"{node.arg!r}.truncate({node.decimals})"
         return f"{node.arg!r}.round({node.decimals}, mode={node.mode!r})"
+    if isinstance(node, Function):
+        return _format_function(node)
     if isinstance(node, Agg):
         extra = f"ddof={node.ddof}" if node.func in ("std", "var") and node.ddof != 1 else ""
         return f"{node.arg!r}.{node.func}({extra})"
     if isinstance(node, Alias):
         return f'{node.arg!r}.alias("{node.name}")'
     return type(node).__name__
+
+
+def _format_function(node: Function) -> str:
+    args = [repr(a) for a in node.args]
+    if node.name.endswith("_horizontal"):
+        extra = [] if not node.options or node.options[0] else ["ignore_nulls=False"]
+        return f"{node.name}({', '.join(args + extra)})"
+    rest = args[1:]
+    if node.name == "is_between":
+        rest.append(f"closed={node.options[0]!r}")
+    elif node.name == "is_in":
+        rest = [repr(list(node.options[0]))]
+    return f"{args[0]}.{node.name}({', '.join(rest)})"

@@ -1,8 +1,14 @@
 """String expressions: ``"z = sqrt(a * b + c)"`` → IR, through Python's ``ast`` and a whitelist.
 
 Nothing in the string is ever executed: the text is parsed into a syntax tree
-and only whitelisted node types and names are translated; everything else is
-rejected with an error that points at the offending part.
+and only whitelisted node types, names and functions are translated;
+everything else is rejected with an error that points at the offending part.
+
+Functions are called by name (``sqrt(x)``, ``cast(x, "int8", strict=False)``)
+or as methods of an expression (``x.sqrt()``, ``x.cast("int8", strict=False)``),
+with the parameter names of the Python API (polars' names) as keywords. A bare
+name is a column, except ``e``, ``pi``, ``nan`` and ``inf``, which are the
+constants only where the frame has no column of that name.
 """
 
 from __future__ import annotations
@@ -10,14 +16,15 @@ from __future__ import annotations
 import ast
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from colbridge.errors import ExpressionSyntaxError
+from colbridge.errors import ColbridgeError, ExpressionSyntaxError
 from colbridge.expr import api
 from colbridge.expr.api import Expr
-from colbridge.expr.nodes import Node
+from colbridge.expr.nodes import Column, Literal, Node
 
-__all__ = ["MAX_DEPTH", "MAX_LENGTH", "parse_assignments", "parse_expr"]
+__all__ = ["FUNCTIONS", "MAX_DEPTH", "MAX_LENGTH", "parse_assignments", "parse_expr"]
 
 MAX_LENGTH = 10_000
 MAX_DEPTH = 64
@@ -42,46 +49,146 @@ _CMPOPS: dict[type[ast.cmpop], Callable[[Expr, Expr], Expr]] = {
     ast.Gt: lambda a, b: a > b,
     ast.GtE: lambda a, b: a >= b,
 }
-_CONSTANTS: dict[str, bool | float | None] = {
-    "True": True,
-    "False": False,
-    "None": None,
-    "nan": math.nan,
-    "inf": math.inf,
-    "pi": math.pi,
-    "e": math.e,
-}
-_ONE_ARG = {
-    name: (lambda n: lambda x: getattr(x, n)())(name)
-    for name in (
-        "abs", "sqrt", "cbrt", "exp", "log", "log10", "log1p", "sin", "cos", "tan", "arcsin",
-        "arccos", "arctan", "sinh", "cosh", "tanh", "floor", "ceil", "sign", "is_null",
-        "is_not_null", "is_nan", "is_not_nan", "is_finite", "is_infinite", "sum", "mean", "min",
-        "max", "std", "var", "count", "null_count",
-    )
-}  # fmt: skip
-_FUNCS: dict[str, tuple[int, int, Callable[..., Expr]]] = {
-    # name: (min args, max args, builder)
-    **{name: (1, 1, fn) for name, fn in _ONE_ARG.items()},
-    "where": (3, 3, lambda c, a, b: api.when(c).then(a).otherwise(b)),
-    "fill_null": (2, 2, lambda x, v: x.fill_null(v)),
-    "fill_nan": (2, 2, lambda x, v: x.fill_nan(v)),
-    "coalesce": (1, 64, lambda *xs: api.coalesce(*xs)),
-    "clip": (
-        3, 3, lambda x, lo, hi: x.clip(_scalar(lo, "`clip` bounds"), _scalar(hi, "`clip` bounds"))
+_KEYWORD_CONSTANTS: dict[str, bool | None] = {"True": True, "False": False, "None": None}
+# Names that are constants unless the frame has a column of that name.
+_NAMED_NUMBERS: dict[str, float] = {"nan": math.nan, "inf": math.inf, "pi": math.pi, "e": math.e}
+
+_REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class _Param:
+    """One parameter: its name and what it takes.
+
+    Kinds: ``expr`` (an expression), ``str`` (a string literal), ``bool``, ``int``,
+    ``list`` (a list of numbers or booleans) and ``value`` (a number, bool or None).
+    """
+
+    name: str
+    kind: str = "expr"
+    default: Any = _REQUIRED
+    keyword: bool = True
+
+
+@dataclass(frozen=True)
+class _Function:
+    """A function of the string language: its parameters and how to build it."""
+
+    params: tuple[_Param, ...]
+    build: Callable[..., Expr]
+    varargs: int | None = None  # this parameter takes the remaining positional arguments
+    method: bool = True  # also callable as `x.name(...)`, `x` being the first argument
+    example: str = ""
+
+
+def _x() -> _Param:
+    return _Param("x", keyword=False)
+
+
+def _one(name: str) -> _Function:
+    return _Function((_x(),), lambda x: getattr(x, name)(), example=f"{name}(x)")
+
+
+_UNARY = (
+    "abs", "sqrt", "cbrt", "exp", "log10", "log1p", "sin", "cos", "tan", "cot", "arcsin",
+    "arccos", "arctan", "sinh", "cosh", "tanh", "degrees", "radians", "floor", "ceil", "sign",
+    "is_null", "is_not_null", "is_nan", "is_not_nan", "is_finite", "is_infinite", "sum", "mean",
+    "min", "max", "count", "null_count", "neg", "not_",
+)  # fmt: skip
+_OPERATORS = (
+    "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "eq", "ne", "lt", "le", "gt", "ge",
+    "xor",
+)  # fmt: skip
+
+
+def _varargs(name: str, build: Callable[..., Expr], *extra: _Param) -> _Function:
+    params = (_Param("exprs", keyword=False), *extra)
+    return _Function(params, build, varargs=0, method=False, example=f"{name}(a, b, c)")
+
+
+#: Every function of the string language, by name.
+FUNCTIONS: dict[str, _Function] = {
+    **{name: _one(name) for name in _UNARY},
+    **{
+        name: _Function(
+            (_x(), _Param("other")), (lambda n: lambda x, o: getattr(x, n)(o))(name),
+            example=f"{name}(a, b)",
+        )
+        for name in _OPERATORS
+    },
+    "log": _Function((_x(), _Param("base", default=math.e)), lambda x, base: x.log(base),
+                     example="log(x, 2)"),
+    "std": _Function((_x(), _Param("ddof", "int", 1)), lambda x, ddof: x.std(ddof),
+                     example="std(x, ddof=0)"),
+    "var": _Function((_x(), _Param("ddof", "int", 1)), lambda x, ddof: x.var(ddof),
+                     example="var(x, ddof=0)"),
+    "round": _Function(
+        (_x(), _Param("decimals", "int", 0), _Param("mode", "str", "half_to_even")),
+        lambda x, decimals, mode: x.round(decimals, mode), example="round(x, 2)",
     ),
-    "round": (1, 2, lambda x, d=None: x.round(0 if d is None else _scalar(d, "`round` decimals"))),
+    "truncate": _Function((_x(), _Param("decimals", "int", 0)), lambda x, d: x.truncate(d),
+                          example="truncate(x, 2)"),
+    "cast": _Function(
+        (_x(), _Param("dtype", "str"), _Param("strict", "bool", True)),
+        lambda x, dtype, strict: x.cast(dtype, strict=strict),
+        example='cast(x, "int8", strict=False)',
+    ),
+    "clip": _Function(
+        (_x(), _Param("lower_bound", default=None), _Param("upper_bound", default=None)),
+        lambda x, lo, hi: x.clip(lo, hi), example="clip(x, 0, 1)",
+    ),
+    "fill_null": _Function((_x(), _Param("value")), lambda x, v: x.fill_null(v),
+                           example="fill_null(x, 0)"),
+    "fill_nan": _Function((_x(), _Param("value")), lambda x, v: x.fill_nan(v),
+                          example="fill_nan(x, 0)"),
+    "is_between": _Function(
+        (_x(), _Param("lower_bound"), _Param("upper_bound"), _Param("closed", "str", "both")),
+        lambda x, lo, hi, closed: x.is_between(lo, hi, closed), example="is_between(x, 0, 1)",
+    ),
+    "is_in": _Function(
+        (_x(), _Param("other", "list"), _Param("nulls_equal", "bool", False)),
+        lambda x, other, nulls_equal: x.is_in(other, nulls_equal=nulls_equal),
+        example="is_in(x, [1, 2, 3])",
+    ),
+    "and_": _Function((_x(), _Param("others", keyword=False)), lambda x, *o: x.and_(*o),
+                      varargs=1, example="and_(a, b, c)"),
+    "or_": _Function((_x(), _Param("others", keyword=False)), lambda x, *o: x.or_(*o),
+                     varargs=1, example="or_(a, b, c)"),
+    "where": _Function(
+        (_Param("condition", keyword=False), _Param("then", keyword=False),
+         _Param("otherwise", keyword=False)),
+        lambda c, a, b: api.when(c).then(a).otherwise(b), method=False,
+        example="where(a > 0, a, 0)",
+    ),
+    "coalesce": _varargs("coalesce", lambda *xs: api.coalesce(*xs)),
+    "max_horizontal": _varargs("max_horizontal", lambda *xs: api.max_horizontal(*xs)),
+    "min_horizontal": _varargs("min_horizontal", lambda *xs: api.min_horizontal(*xs)),
+    "sum_horizontal": _varargs(
+        "sum_horizontal",
+        lambda *xs, ignore_nulls: api.sum_horizontal(*xs, ignore_nulls=ignore_nulls),
+        _Param("ignore_nulls", "bool", True),
+    ),
+    "mean_horizontal": _varargs(
+        "mean_horizontal",
+        lambda *xs, ignore_nulls: api.mean_horizontal(*xs, ignore_nulls=ignore_nulls),
+        _Param("ignore_nulls", "bool", True),
+    ),
+    "all_horizontal": _varargs("all_horizontal", lambda *xs: api.all_horizontal(*xs)),
+    "any_horizontal": _varargs("any_horizontal", lambda *xs: api.any_horizontal(*xs)),
+    "col": _Function((_Param("name", "str", keyword=False),), lambda name: api.col(name),
+                     method=False, example='col("my column")'),
+    "lit": _Function(
+        (_Param("value", "value", keyword=False), _Param("dtype", "str", None)),
+        lambda value, dtype: api.lit(value, dtype), method=False,
+        example='lit(None, dtype="float64")',
+    ),
 }
-_STRING_FUNCS = {"col", "cast"}
+_METHODS = sorted(name for name, fn in FUNCTIONS.items() if fn.method)
 
-
-def _scalar(e: Expr, what: str) -> Any:
-    from colbridge.expr.nodes import Literal
-
-    if isinstance(e.node, Literal):
-        return e.node.value
-    msg = f"{what} must be numbers"
-    raise ExpressionSyntaxError(msg)
+_STRING_HINT = (
+    "string columns and string literals are not supported in expressions yet; filter or map "
+    "strings in the source frame first (polars: `df.filter(pl.col('carrier') == 'UA')`)"
+)
 
 
 class _Translator:
@@ -108,8 +215,6 @@ class _Translator:
         if isinstance(node, ast.UnaryOp):
             operand = self.expr(node.operand, d)
             if isinstance(node.op, ast.USub):
-                from colbridge.expr.nodes import Literal
-
                 inner = operand.node
                 if (
                     isinstance(inner, Literal)
@@ -130,22 +235,14 @@ class _Translator:
                 out = (out & v) if isinstance(node.op, ast.And) else (out | v)
             return out
         if isinstance(node, ast.Compare):
-            parts = [node.left, *node.comparators]
-            result: Expr | None = None
-            for cmp, left, right in zip(node.ops, parts, parts[1:], strict=False):
-                fn = _CMPOPS.get(type(cmp))
-                if fn is None:
-                    raise self.fail(node, f"comparison `{type(cmp).__name__}` is not allowed")
-                term = fn(self.expr(left, d), self.expr(right, d))
-                result = term if result is None else result & term
-            assert result is not None
-            return result
+            return self.compare(node, d)
         if isinstance(node, ast.Name):
-            if node.id in _CONSTANTS:
-                return api.lit(_CONSTANTS[node.id])
+            if node.id in _KEYWORD_CONSTANTS:
+                return api.lit(_KEYWORD_CONSTANTS[node.id])
             if node.id.startswith("__"):
                 raise self.fail(node, f"name `{node.id}` is not allowed")
-            return api.col(node.id)
+            # `e`, `pi`, `nan`, `inf`: a column of that name wins (decided by planning)
+            return Expr(Column(node.id, _NAMED_NUMBERS.get(node.id)))
         if isinstance(node, ast.Constant):
             value = node.value
             if isinstance(value, bool) or value is None:
@@ -166,39 +263,196 @@ class _Translator:
         if isinstance(node, ast.Call):
             return self.call(node, d)
         if isinstance(node, ast.Attribute):
-            raise self.fail(node, "attribute access is not allowed; call functions by name")
+            raise self.fail(
+                node, "attribute access is not allowed; call functions by name, e.g. "
+                "`sqrt(x)` or `x.sqrt()`",
+            )  # fmt: skip
         raise self.fail(node, f"{type(node).__name__} is not allowed in an expression")
 
+    def compare(self, node: ast.Compare, depth: int) -> Expr:
+        parts = [node.left, *node.comparators]
+        for part in parts:
+            if isinstance(part, ast.Constant) and isinstance(part.value, (str, bytes)):
+                raise self.fail(
+                    part, f"comparing with the string {part.value!r}: {_STRING_HINT}"
+                )
+        result: Expr | None = None
+        for cmp, left, right in zip(node.ops, parts, parts[1:], strict=False):
+            fn = _CMPOPS.get(type(cmp))
+            if fn is None:
+                hint = ""
+                if isinstance(cmp, (ast.In, ast.NotIn)):
+                    hint = "; for membership write `is_in(x, [1, 2, 3])`"
+                raise self.fail(node, f"comparison `{type(cmp).__name__}` is not allowed{hint}")
+            term = fn(self.expr(left, depth), self.expr(right, depth))
+            result = term if result is None else result & term
+        assert result is not None
+        return result
+
+    # -- calls ---------------------------------------------------------------------------
     def call(self, node: ast.Call, depth: int) -> Expr:
-        if not isinstance(node.func, ast.Name):
-            raise self.fail(node.func, "only plain function names can be called")
-        name = node.func.id
-        if node.keywords:
-            raise self.fail(node, f"`{name}` takes positional arguments only")
-        if name in _STRING_FUNCS:
-            return self.string_call(node, name, depth)
-        spec = _FUNCS.get(name)
-        if spec is None:
-            allowed = ", ".join(sorted([*_FUNCS, *_STRING_FUNCS]))
-            raise self.fail(node.func, f"unknown function `{name}`; allowed: {allowed}")
-        lo, hi, build = spec
-        if not lo <= len(node.args) <= hi:
-            count = f"{lo}" if lo == hi else f"{lo} to {hi}"
-            raise self.fail(node, f"`{name}` takes {count} argument(s), got {len(node.args)}")
-        return build(*(self.expr(a, depth) for a in node.args))
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            name = func.attr
+            spec = FUNCTIONS.get(name)
+            if spec is None or not spec.method or name.startswith("_"):
+                raise self.fail(
+                    func, f"unknown method `{name}`: only plain function names, and those "
+                    f"functions as methods (e.g. `x.sqrt()`), can be called; methods: "
+                    f"{', '.join(_METHODS)}",
+                )  # fmt: skip
+            receiver: list[ast.AST] = [func.value]
+            shown = f"x.{name}"
+        elif isinstance(func, ast.Name):
+            name = func.id
+            spec = FUNCTIONS.get(name)
+            if spec is None:
+                allowed = ", ".join(sorted(FUNCTIONS))
+                raise self.fail(func, f"unknown function `{name}`; allowed: {allowed}")
+            receiver = []
+            shown = name
+        else:
+            raise self.fail(func, "only plain function names can be called")
+        positional = receiver + list(node.args)
+        values = self.bind(node, name, shown, spec, positional, depth)
+        try:
+            return spec.build(*values[0], **values[1])
+        except ColbridgeError:
+            raise  # already names the problem and the remedy
+        except (ValueError, TypeError, NotImplementedError) as exc:
+            raise self.fail(node, f"`{name}`: {exc}") from None
 
-    def string_call(self, node: ast.Call, name: str, depth: int) -> Expr:
-        if name == "col":
-            if len(node.args) != 1 or not _is_str(node.args[0]):
-                raise self.fail(node, '`col` takes one string: col("column name")')
-            return api.col(node.args[0].value)  # type: ignore[attr-defined]
-        if len(node.args) != 2 or not _is_str(node.args[1]):
-            raise self.fail(node, '`cast` takes an expression and a type name: cast(x, "float32")')
-        return self.expr(node.args[0], depth).cast(node.args[1].value)  # type: ignore[attr-defined]
+    def bind(
+        self,
+        node: ast.Call,
+        name: str,
+        shown: str,
+        spec: _Function,
+        positional: list[ast.AST],
+        depth: int,
+    ) -> tuple[list[Any], dict[str, Any]]:
+        """Match the call's arguments with ``spec``'s parameters, as Python would.
 
+        Returns the positional values (variadic ones included) and the keyword-only
+        values (parameters after a variadic one).
+        """
+        params = spec.params
+        v = spec.varargs
+        leading = params if v is None else params[:v]
+        for arg in positional:
+            if isinstance(arg, ast.Starred):
+                raise self.fail(arg, "`*` arguments are not allowed")
+        if v is None and len(positional) > len(params):
+            raise self.fail(
+                node, f"`{name}` takes {self.arity(spec)} argument(s), got {len(positional)}"
+            )
+        bound: dict[str, Any] = {}
+        for param, arg in zip(leading, positional, strict=False):
+            bound[param.name] = self.value(arg, param, name, depth)
+        extra = [] if v is None else [
+            self.value(arg, params[v], name, depth) for arg in positional[len(leading):]
+        ]  # fmt: skip
+        keywords = {p.name: p for p in params if p.keyword}
+        for kw in node.keywords:
+            if kw.arg is None:
+                raise self.fail(kw.value, "`**` arguments are not allowed")
+            named = keywords.get(kw.arg)
+            if named is None:
+                if not keywords:
+                    raise self.fail(node, f"`{name}` takes positional arguments only")
+                raise self.fail(
+                    kw, f"`{shown}` has no keyword argument `{kw.arg}`; its keyword arguments: "
+                    f"{', '.join(keywords)} (e.g. `{spec.example}`)",
+                )  # fmt: skip
+            if named.name in bound:
+                raise self.fail(kw, f"`{name}` got `{named.name}` twice")
+            bound[named.name] = self.value(kw.value, named, name, depth)
+        for param in leading:
+            if param.name not in bound and param.default is _REQUIRED:
+                if not param.keyword:
+                    raise self.fail(
+                        node,
+                        f"`{name}` takes {self.arity(spec)} argument(s), got {len(positional)}",
+                    )
+                raise self.fail(node, f"`{name}` needs `{param.name}`, e.g. `{spec.example}`")
+        if v is not None and params[v].name == "exprs" and not extra:
+            raise self.fail(node, f"`{name}` needs at least one expression")
+        args = [bound.get(p.name, p.default) for p in leading] + extra
+        kwargs = {} if v is None else {
+            p.name: bound.get(p.name, p.default) for p in params[v + 1:]
+        }  # fmt: skip
+        return args, kwargs
 
-def _is_str(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+    @staticmethod
+    def arity(spec: _Function) -> str:
+        if spec.varargs is not None:
+            return f"at least {spec.varargs + (spec.params[spec.varargs].name == 'exprs')}"
+        required = sum(p.default is _REQUIRED for p in spec.params)
+        total = len(spec.params)
+        return f"{required}" if required == total else f"{required} to {total}"
+
+    def value(self, node: ast.AST, param: _Param, name: str, depth: int) -> Any:
+        """One argument's value, as ``param`` takes it."""
+        kind = param.kind
+        if kind == "expr":
+            return self.expr(node, depth)
+        if kind == "str":
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                return node.value
+            raise self.fail(node, f"`{name}`: `{param.name}` must be a string, e.g. "
+                                  f"`{FUNCTIONS[name].example}`")  # fmt: skip
+        if kind == "bool":
+            if isinstance(node, ast.Constant) and isinstance(node.value, bool):
+                return node.value
+            raise self.fail(node, f"`{name}`: `{param.name}` must be True or False")
+        if kind == "int":
+            number = self.number(node)
+            if isinstance(number, int) and not isinstance(number, bool):
+                return number
+            raise self.fail(node, f"`{name}`: `{param.name}` must be a whole number, e.g. "
+                                  f"`{FUNCTIONS[name].example}`")  # fmt: skip
+        if kind == "value":
+            if isinstance(node, ast.Constant) and (
+                node.value is None or isinstance(node.value, (bool, int, float))
+            ):
+                return node.value
+            number = self.number(node)
+            if number is not None:
+                return number
+            raise self.fail(node, f"`{name}` takes a number, True, False or None")
+        # list
+        if not isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            raise self.fail(node, f"`{name}`: `{param.name}` must be a list of values, "
+                                  f"e.g. `{FUNCTIONS[name].example}`")  # fmt: skip
+        out = []
+        for item in node.elts:
+            if isinstance(item, ast.Constant) and isinstance(item.value, str):
+                raise self.fail(item, f"`{name}` with the string {item.value!r}: {_STRING_HINT}")
+            if isinstance(item, ast.Constant) and (
+                item.value is None or isinstance(item.value, (bool, int, float))
+            ):
+                out.append(item.value)
+                continue
+            number = self.number(item)
+            if number is None:
+                raise self.fail(item, f"`{name}`: list items must be numbers, True, False or None")
+            out.append(number)
+        return out
+
+    @staticmethod
+    def number(node: ast.AST) -> int | float | None:
+        """A number written as a constant, ``-constant`` or a named constant, else None."""
+        sign = 1
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            sign = -1 if isinstance(node.op, ast.USub) else 1
+            node = node.operand
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not (
+            isinstance(node.value, bool)
+        ):
+            return sign * node.value
+        if isinstance(node, ast.Name) and node.id in _NAMED_NUMBERS:
+            return sign * _NAMED_NUMBERS[node.id]
+        return None
 
 
 def _parse(text: str, mode: str) -> ast.AST:
@@ -225,6 +479,8 @@ def parse_expr(text: str) -> Node:
     --------
     >>> parse_expr("sqrt(a * b) > 1")
     ((col("a") * col("b")).sqrt() > lit(1))
+    >>> parse_expr('x.cast("int8", strict=False)')
+    col("x").cast(int8, strict=False)
     """
     tree = _parse(text, "eval")
     assert isinstance(tree, ast.Expression)

@@ -283,6 +283,7 @@ def transform_batch(
     batch: pa.RecordBatch | pa.Table, spec: FeatureSpec, stats: FeatureStats, device: str = "auto"
 ) -> FeatureBatch:
     """Features of one batch, with statistics already known (no pass over other data)."""
+    _check_stats(spec, stats)
     dtype = parse_dtype(spec.dtype)
     names = batch.schema.names
     for name in [t.name for t in spec.columns] + list(spec.keep):
@@ -355,15 +356,18 @@ def _fit(source: Source, spec: FeatureSpec, batch_rows: int, device: str) -> Fea
         return stats
 
     def run(steps: tuple[Step, ...]) -> tuple[list[dict[str, Any]], pa.Schema]:
+        # one pass over the data: the aggregates' partials, and the one-hot categories
         rows: list[dict[str, Any]] = []
         schema: pa.Schema | None = None
         for batch in source.batches(batch_rows, needed):
             for name in found:
                 found[name].update(_batch_categories(batch.column(name)))
-            if aggs:
+            if steps:
                 result = LazyFrame(batch, steps).compute(device)
                 rows.append(result.to_pylist()[0])
                 schema = result.schema
+        if not steps:
+            return rows, pa.schema([])  # categories only: there are no aggregates to reduce
         if schema is None:
             empty = source.schema.empty_table().select(needed)
             result = LazyFrame(empty, steps).compute("cpu")
@@ -430,10 +434,48 @@ def _stats_for(
     source: Source, spec: FeatureSpec, stats: FeatureStats | PathLike | None, rows: int, device: str
 ) -> FeatureStats:
     if isinstance(stats, FeatureStats):
+        _check_stats(spec, stats)
         return stats
     if stats is not None:
-        return FeatureStats.load(stats)
+        loaded = FeatureStats.load(stats)
+        _check_stats(spec, loaded, f"stats file {os.fspath(stats)!r}")
+        return loaded
     return _fit(source, spec, rows, device)
+
+
+#: The statistics each scaling reads.
+_NEEDED_STATS = {"zscore": ("mean", "std"), "minmax": ("min", "max")}
+
+
+def _check_stats(spec: FeatureSpec, stats: FeatureStats, where: str = "the statistics") -> None:
+    """Refuse statistics that lack what a transform of ``spec`` reads.
+
+    Scaling a column with a missing mean (say) would silently write the raw values:
+    training and serving would then disagree. A statistic that is present but null
+    (the fit saw no value in the column) is kept: the column is then all null.
+
+    Raises
+    ------
+    JobSpecError
+        Naming the column, the statistic and the transform.
+    """
+    for t in spec.columns:
+        needed = _NEEDED_STATS.get(t.scale or "", ())
+        entry = stats.columns.get(t.name)
+        for key in needed:
+            if entry is None or key not in entry:
+                msg = (
+                    f"{where} has no `{key}` for column `{t.name}`, which `{t.scale}` needs; "
+                    "fit statistics that include the column (e.g. `colbridge fuse ... "
+                    "--save-stats stats.json` on the training data), or leave out `--stats`"
+                )
+                raise JobSpecError(msg)
+        if t.one_hot and t.categories is None and (entry is None or "categories" not in entry):
+            msg = (
+                f"{where} has no `categories` for one-hot column `{t.name}`; fit statistics "
+                "that include the column, or list its categories in the spec"
+            )
+            raise JobSpecError(msg)
 
 
 def fit_stats(
@@ -467,8 +509,12 @@ class FeatureBatches:
             yield transform_batch(batch, self.spec, self.stats, self.device)
 
     def to_torch(self) -> Any:
-        """Wrap as a ``torch.utils.data.IterableDataset`` of dicts of tensors (DLPack, no copy).
+        """Wrap as a ``torch.utils.data.IterableDataset`` of dicts of tensors.
 
+        Each item holds ``features`` (and ``validity``) shared with the batch's
+        fresh matrix (DLPack, no copy), and every ``keep`` column (a label, say):
+        numeric, bool and temporal ones as tensors (copied once from the batch, with
+        ``<name>_validity`` when they hold nulls), others (strings) as Python lists.
         Use with ``DataLoader(ds, batch_size=None)``: each item is already a batch.
         """
         import torch
@@ -483,9 +529,32 @@ class FeatureBatches:
                     item = {"features": from_dlpack(fb.features)}
                     if fb.validity is not None:
                         item["validity"] = from_dlpack(fb.validity)
+                    for name, column in fb.columns.items():
+                        item.update(_kept_for_torch(name, column))
                     yield item
 
         return _Dataset()
+
+
+def _kept_for_torch(name: str, column: pa.Array | pa.ChunkedArray) -> dict[str, Any]:
+    """A kept column for torch: a tensor (and its validity when it has nulls), or a list."""
+    import torch
+
+    from colbridge.columns import to_torch
+    from colbridge.types import tensor_spec
+
+    try:
+        tensor_spec(column.type, name)
+    except UnsupportedTypeError:
+        return {name: column.to_pylist()}  # strings and the like: no tensor form
+    out = {name: to_torch(column, nulls="keep")}
+    if column.null_count:
+        valid = column.is_valid()
+        if isinstance(valid, pa.ChunkedArray):
+            valid = valid.combine_chunks()
+        mask = np.asarray(valid.to_numpy(zero_copy_only=False), dtype=bool)
+        out[f"{name}_validity"] = torch.from_numpy(mask)
+    return out
 
 
 def iter_features(

@@ -2,14 +2,20 @@
 
 Batches go to a temporary file in the output's own folder (so the final
 `os.replace` is a rename on one filesystem); only a run that finishes renames
-it into place. A failure, a bad batch or Ctrl-C removes the temporary file and
-leaves any existing output untouched.
+it into place. A failure, a bad batch, Ctrl-C or SIGTERM removes the temporary
+file and leaves any existing output untouched.
+
+A process killed outright (SIGKILL, a power cut) cannot clean up. Its temporary
+file is named ``.<output name>.<pid>.<random>.partial`` and locked (``flock``)
+while it is written; the next writer of the same output removes such files
+whose process is gone and whose lock is free, and nothing else.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 from types import TracebackType
 from typing import Any
@@ -20,7 +26,7 @@ import pyarrow.parquet as pq
 from colbridge.io.source import detect_format
 from colbridge.io.steps import JobSpecError
 
-__all__ = ["AtomicWriter", "dictionary_columns"]
+__all__ = ["AtomicWriter", "dictionary_columns", "remove_stale_partials"]
 
 
 def _umask() -> int:
@@ -54,16 +60,22 @@ class AtomicWriter:
         self.metadata = metadata
         self.rows = 0
         self._tmp: str | None = None
+        self._lock_fd: int | None = None
         self._writer: Any = None
         self._sink: Any = None
         self._schema: pa.Schema | None = None
 
     def __enter__(self) -> AtomicWriter:
         folder = os.path.dirname(self.path) or "."
+        name = os.path.basename(self.path)
+        remove_stale_partials(folder, name)
         fd, self._tmp = tempfile.mkstemp(
-            dir=folder, prefix=f".{os.path.basename(self.path)}.", suffix=".partial"
+            dir=folder, prefix=f".{name}.{os.getpid()}.", suffix=".partial"
         )
-        os.close(fd)
+        # held until the file is renamed or removed: a lock the kernel drops when the
+        # process dies, however it dies, so a later run can tell a leftover from a live run
+        _lock(fd)
+        self._lock_fd = fd
         return self
 
     def _open(self, schema: pa.Schema) -> None:
@@ -120,22 +132,85 @@ class AtomicWriter:
     ) -> None:
         tmp, self._tmp = self._tmp, None
         assert tmp is not None
-        if exc_type is None:
-            try:
+        try:
+            if exc_type is None:
+                try:
+                    self._close()
+                    with open(tmp, "rb+") as fh:
+                        os.fsync(fh.fileno())
+                    os.chmod(tmp, 0o666 & ~_umask())
+                    os.replace(tmp, self.path)
+                except BaseException:
+                    with contextlib.suppress(OSError):
+                        os.unlink(tmp)
+                    raise
+                return
+            with contextlib.suppress(Exception):
                 self._close()
-                with open(tmp, "rb+") as fh:
-                    os.fsync(fh.fileno())
-                os.chmod(tmp, 0o666 & ~_umask())
-                os.replace(tmp, self.path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
-            return
-        with contextlib.suppress(Exception):
-            self._close()
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        finally:
+            fd, self._lock_fd = self._lock_fd, None
+            if fd is not None:
+                os.close(fd)  # releases the lock
+
+
+def _lock(fd: int) -> bool:
+    """Take an exclusive ``flock`` on ``fd`` without waiting; False when another holds it."""
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): the process check alone decides
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    except OSError:
+        return True  # cannot tell: keep the file
+    return True
+
+
+def remove_stale_partials(folder: str, name: str) -> list[str]:
+    """Remove temporary files of killed runs that wrote ``name`` in ``folder``; return them.
+
+    Only files of the writer's own pattern (``.<name>.<pid>.<random>.partial``) are
+    considered, and one is removed only when its process is gone and no one holds
+    its lock (so a live run, even in another PID namespace, keeps its file).
+    """
+    pattern = re.compile(rf"^\.{re.escape(name)}\.(\d+)\.[A-Za-z0-9_]+\.partial$")
+    removed: list[str] = []
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return removed
+    for entry in entries:
+        match = pattern.match(entry)
+        if match is None or _process_alive(int(match.group(1))):
+            continue
+        path = os.path.join(folder, entry)
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue  # gone already, or not ours to read
+        try:
+            if _lock(fd):
+                os.unlink(path)
+                removed.append(path)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return removed
 
 
 def dictionary_columns(schema: pa.Schema) -> list[str]:

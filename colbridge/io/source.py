@@ -26,6 +26,7 @@ from colbridge.io.steps import JobSpecError
 __all__ = [
     "DEFAULT_BATCH_ROWS",
     "Source",
+    "Terminated",
     "detect_format",
     "interrupt_between_batches",
     "open_source",
@@ -165,7 +166,7 @@ class Source:
         )
         for batch in scanner.to_batches():
             if _INTERRUPTED.is_set():
-                raise KeyboardInterrupt
+                raise _stop()
             if batch.num_rows > batch_rows:  # a format that ignores batch_size
                 for start in range(0, batch.num_rows, batch_rows):
                     yield batch.slice(start, batch_rows)
@@ -173,34 +174,51 @@ class Source:
                 yield batch
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, ``timeout``) stopped the job; handled like Ctrl-C, exit status 143."""
+
+
 _INTERRUPTED = threading.Event()
+_SIGNALS: list[int] = []
+
+
+def _stop() -> KeyboardInterrupt:
+    if _SIGNALS and _SIGNALS[0] == signal.SIGTERM:
+        return Terminated()
+    return KeyboardInterrupt()
 
 
 @contextlib.contextmanager
 def interrupt_between_batches() -> Iterator[None]:
-    """Turn Ctrl-C into a stop at the next batch boundary while the block runs.
+    """Turn Ctrl-C and SIGTERM into a stop at the next batch boundary while the block runs.
 
     Python's own handler raises `KeyboardInterrupt` wherever the main thread is,
     and an interrupt that lands inside a native callback (a kernel compile, say)
-    is printed and dropped; a flag checked between batches is never lost. A
-    second Ctrl-C interrupts at once.
+    is printed and dropped; a flag checked between batches is never lost. SIGTERM
+    (``kill``, ``timeout``) would otherwise end the process with no clean-up: it
+    stops the job the same way (raising `Terminated`), so partial output is removed.
+    A second signal interrupts at once.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
-    def on_sigint(signum: int, frame: object) -> None:
+    def on_signal(signum: int, frame: object) -> None:
         if _INTERRUPTED.is_set():
-            raise KeyboardInterrupt
+            raise _stop()
+        _SIGNALS.append(signum)
         _INTERRUPTED.set()
 
     _INTERRUPTED.clear()
-    previous = signal.signal(signal.SIGINT, on_sigint)
+    _SIGNALS.clear()
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield  # a Ctrl-C after the last batch lets the finished job stand
+        yield  # a signal after the last batch lets the finished job stand
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         _INTERRUPTED.clear()
+        _SIGNALS.clear()
 
 
 def rows_for_memory(source: Source, memory_limit: int, requested: int | None) -> int:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from colbridge.errors import DuplicateColumnError, SchemaError
+from colbridge.errors import DuplicateColumnError, SchemaError, UnsupportedTypeError
 from colbridge.expr.nodes import Agg, Binary, Column, Literal, Node, transform, walk
 from colbridge.plan.logical import Step
 from colbridge.plan.typecheck import ColumnType, TypeChecker, is_scalar
@@ -119,8 +119,12 @@ def is_kernel_parameter(node: Literal) -> bool:
 
 def _substitute(node: Node, env: Mapping[str, Node]) -> Node:
     def fn(n: Node) -> Node:
-        if isinstance(n, Column) and n.name in env:
-            return env[n.name]
+        if isinstance(n, Column):
+            if n.name in env:
+                return env[n.name]
+            if n.constant is not None:
+                # `e`, `pi`, `nan`, `inf` of a string expression: no column has the name
+                return Literal(n.constant)
         return n
 
     return transform(node, fn)
@@ -209,7 +213,11 @@ def type_segment(spec: SegmentSpec, schema: Mapping[str, ColumnType]) -> Segment
         node = spec.env[name]
         if isinstance(node, Column) and node.name in schema:
             passthrough[name] = node.name
-            dtype = schema[node.name].dtype
+            try:
+                dtype = schema[node.name].dtype
+            except UnsupportedTypeError:
+                # a column Arrow cannot hold (polars Int128), passed through untouched
+                dtype = None
             if dtype is not None:
                 output_types[name] = dtype
             continue
@@ -226,7 +234,7 @@ def type_segment(spec: SegmentSpec, schema: Mapping[str, ColumnType]) -> Segment
         if checker.dtype(mask) is not DType.BOOL:
             msg = (
                 f"filter predicate `{spec.mask!r}` is {checker.dtype(mask)}, not boolean; "
-                "compare it, e.g. `cb.col('a') > 0`"
+                "compare it, e.g. `col('a') > 0`"
             )
             raise SchemaError(msg)
         if isinstance(mask, Literal) and mask.value is True:

@@ -20,7 +20,9 @@ typed as polars materialises it: every number by itself, then the usual rules.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+
+import numpy as np
 
 from colbridge.errors import (
     InvalidOperationError,
@@ -40,12 +42,14 @@ from colbridge.expr.nodes import (
     Coalesce,
     Column,
     FillNan,
+    Function,
     Literal,
     Node,
     Round,
     Unary,
     When,
     children,
+    walk,
 )
 from colbridge.types import DType
 from colbridge.types.promotion import (
@@ -93,6 +97,11 @@ def _is_dynamic_literal(node: Node) -> bool:
 # Operations that keep an expression of dynamic numbers dynamic (as polars does).
 _DYNAMIC_BINARY = frozenset({"add", "sub", "mul", "floordiv", "mod", "pow", "and", "or", "xor"})
 _DYNAMIC_UNARY = frozenset({"neg", "abs", "round", "floor", "ceil", "sign"})
+# Arithmetic in which a Python float next to a boolean stays a Python float.
+_ARITHMETIC = frozenset({"add", "sub", "mul", "mod"})
+# polars computes `log(x)` and `log10(x)` as `x.log(base)` with a Python-float base
+# (e, 10.0): a float `x` decides the type, otherwise that dynamic base does.
+_LOG_DYNAMIC_BASE = frozenset({"log", "log10"})
 _DYNAMIC_AGG = frozenset({"sum", "min", "max"})
 
 Number = int | float
@@ -136,6 +145,11 @@ class TypeChecker:
         typed = self._check(node)
         if self._is_dynamic(typed):
             typed = self._materialize(typed)
+        for n in walk(typed):
+            # a float16 number (`np.float16(2)`) may take part where the work is done in a
+            # wider type; nothing is computed in float16 itself
+            if self.types.get(n) is DType.FLOAT16:
+                raise _float16_error(_quote(node))
         return typed
 
     def dtype(self, node: Node) -> DType:
@@ -183,7 +197,8 @@ class TypeChecker:
         lit = node
         if lit.value is None:
             msg = (
-                "a bare `lit(None)` has no type; give it one, e.g. `cb.lit(None, dtype='float64')`"
+                "a bare `lit(None)` (or a null-typed column) has no type; give it one, e.g. "
+                "`lit(None, dtype='float64')` or `col('n').cast('float64')`"
             )
             raise SchemaError(msg)
         dtype = materialized_literal_type(lit.value)
@@ -209,6 +224,14 @@ class TypeChecker:
     def _resolve_pair(self, a: Node, b: Node, where: Node) -> tuple[Node, Node]:
         """Type dynamic operands against the other operand (polars' literal rules)."""
         if self._is_dynamic(a) and self._is_dynamic(b):
+            # a null next to a Python number takes the number's own type (polars:
+            # `lit(None) + 1` is Int32)
+            if _is_null_literal(a) and not _is_null_literal(b):
+                b = self._materialize(b)
+                return self._typed_literal(None, self.types[b]), b
+            if _is_null_literal(b) and not _is_null_literal(a):
+                a = self._materialize(a)
+                return a, self._typed_literal(None, self.types[a])
             return self._materialize(a), self._materialize(b)
         if self._is_dynamic(a):
             return self._type_dynamic_against(a, self.types[b], where), b
@@ -252,8 +275,6 @@ class TypeChecker:
         if isinstance(node, Literal):
             if node.dtype is None:
                 return node
-            if node.dtype is DType.FLOAT16:
-                raise _float16_error(repr(node))
             return self._typed_literal(node.value, node.dtype)
         if isinstance(node, Binary):
             return self._binary(node)
@@ -271,6 +292,8 @@ class TypeChecker:
             return self._clip(node)
         if isinstance(node, Round):
             return self._round(node)
+        if isinstance(node, Function):
+            return self._function(node)
         if isinstance(node, Agg):
             return self._agg(node)
         msg = f"unsupported expression node {type(node).__name__}: {node!r}"
@@ -278,10 +301,18 @@ class TypeChecker:
 
     def _column(self, node: Column) -> Node:
         info = self.schema.get(node.name)
+        if info is None and node.constant is not None:
+            # `e`, `pi`, `nan`, `inf` in a string expression: no column has the name
+            return Literal(node.constant)
         if info is None:
             from colbridge.columns.frames import missing_column_error
 
             raise missing_column_error(node.name, self.available)
+        if node.constant is not None:
+            node = Column(node.name)
+        if info.dtype is None and _is_null_type(info.arrow_type):
+            # a column that is null in every row: its type adapts like `lit(None)`'s
+            return Literal(None)
         if info.dtype is None or info.dtype is DType.FLOAT16:
             if info.dtype is DType.FLOAT16:
                 where = f"column `{node.name}`"
@@ -296,13 +327,40 @@ class TypeChecker:
 
     def _binary(self, node: Binary) -> Node:
         left, right = self._check(node.left), self._check(node.right)
+        if node.op == "pow" and (_is_null_literal(left) or _is_null_literal(right)):
+            side = "exponent" if _is_null_literal(right) else "base"
+            msg = (
+                f"`{node!r}`: `**` is not defined for a null {side} (a bare `lit(None)` or a "
+                f"null-typed column has no type); give it one, e.g. `lit(None, dtype='float64')`"
+            )
+            raise SchemaError(msg)
+        if node.op == "floordiv" and any(
+            self._dynamic_kind(n) == "float" and not self._is_dynamic(o) and self.types[o].is_bool
+            for n, o in ((left, right), (right, left))
+        ):
+            msg = (
+                f"`{node!r}`: `//` is not defined for a boolean and a Python float (as in "
+                "polars); cast the boolean first, e.g. `.cast('float64')`"
+            )
+            raise SchemaError(msg)
+        if self._keep_dynamic and node.op in _ARITHMETIC:
+            # a Python float next to a boolean stays a Python float (polars:
+            # `x + 1e-30 * (x == 0)` on float32 is Float32)
+            for number, other in ((left, right), (right, left)):
+                if (
+                    self._dynamic_kind(number) == "float"
+                    and not self._is_dynamic(other)
+                    and self.types[other].is_bool
+                ):
+                    rep = self._representative(number)
+                    return self._dynamic_node(Binary(node.op, left, right), "float", rep)
         if self._keep_dynamic and node.op in _DYNAMIC_BINARY:
             dynamic = self._dynamic_binary(node.op, left, right)
             if dynamic is None and node.op == "pow":
                 dynamic = self._dynamic_pow(left, right)
             if dynamic is not None:
                 return dynamic
-        if node.op == "pow" and not (_is_null_literal(left) or _is_null_literal(right)):
+        if node.op == "pow":
             # a Python number in a power takes its own type, not the other side's: the
             # base's type decides unless the exponent is a float (2 ** int8 is Int32)
             if self._is_dynamic(left):
@@ -406,22 +464,33 @@ class TypeChecker:
 
     def _unary(self, node: Unary) -> Node:
         arg = self._check(node.arg)
-        if _is_dynamic_literal(arg) and node.op in ("neg", "abs"):
-            lit = arg
-            assert isinstance(lit, Literal)
-            if isinstance(lit.value, (int, float)) and not isinstance(lit.value, bool):
-                # -3 and abs(-3) stay Python numbers that adapt to the other side (polars)
-                return Literal(-lit.value if node.op == "neg" else abs(lit.value))
         kind = self._dynamic_kind(arg)
         if self._keep_dynamic and kind is not None and node.op in _DYNAMIC_UNARY:
             rep = self._representative(arg)
             if kind == "int" and isinstance(rep, int):
-                if isinstance(arg, Literal) and node.op != "sign":
+                if isinstance(arg, Literal) and node.op in ("round", "floor", "ceil"):
                     return arg  # round/floor/ceil of a whole number is the number
-                rep = {"neg": -rep, "abs": abs(rep), "sign": (rep > 0) - (rep < 0)}.get(
-                    node.op, rep
-                )
+                if node.op == "sign":
+                    rep = (rep > 0) - (rep < 0)
+            # polars types `-lit(3)` and `lit(-3).abs()` by the number they apply to:
+            # `uint8 * -lit(3)` is UInt8 (null: -3 does not fit), `uint8 * lit(-3).abs()` Int16
             return self._dynamic_node(Unary(node.op, arg), kind, rep)
+        if _is_dynamic_literal(arg) and node.op in ("neg", "abs"):
+            lit = arg
+            assert isinstance(lit, Literal)
+            if isinstance(lit.value, (int, float)) and not isinstance(lit.value, bool):
+                # materialised on its own: the number it gives
+                return Literal(-lit.value if node.op == "neg" else abs(lit.value))
+        if (
+            self._keep_dynamic
+            and node.op in _LOG_DYNAMIC_BASE
+            and not _is_null_literal(arg)
+            and (self._is_dynamic(arg) or not self.types[arg].is_float)
+        ):
+            return self._dynamic_node(Unary(node.op, arg), "float", math.e)
+        if _is_null_literal(arg) and node.op in ("is_null", "is_not_null"):
+            # a null literal, or a null-typed column: null in every row
+            return self._typed_literal(node.op == "is_null", DType.BOOL)
         if self._is_dynamic(arg):
             arg = self._materialize(arg)
         t = self.types[arg]
@@ -480,7 +549,7 @@ class TypeChecker:
         if not self.types[cond].is_bool:
             msg = (
                 f"`when` condition must be boolean, got {self.types[cond]} in `{node.condition!r}`;"
-                " compare it, e.g. `cb.when(cb.col('a') > 0)`"
+                " compare it, e.g. `col('a') > 0`"
             )
             raise SchemaError(msg)
         then, other = self._check(node.then), self._check(node.otherwise)
@@ -611,6 +680,11 @@ class TypeChecker:
         y = self._record(Binary("mul", x, scale), f64) if node.decimals else x
         if node.mode == "half_to_even":
             whole = self._record(Unary("round", y), f64)
+        elif node.mode == "to_zero":  # truncate
+            zero = self._typed_literal(0.0, f64)
+            negative = self._record(Binary("lt", y, zero), DType.BOOL)
+            whole = self._record(When(negative, self._record(Unary("ceil", y), f64),
+                                      self._record(Unary("floor", y), f64)), f64)  # fmt: skip
         else:  # half away from zero, exactly: y - trunc(y) is exact in floating point
             zero, half = self._typed_literal(0.0, f64), self._typed_literal(0.5, f64)
             negative = self._record(Binary("lt", y, zero), DType.BOOL)
@@ -663,8 +737,327 @@ class TypeChecker:
 
         return self._record(Clip(arg, bound(node.lower), bound(node.upper)), t)
 
+    # -- functions lowered to elementwise nodes ------------------------------------------
+    def _function(self, node: Function) -> Node:
+        if node.name == "log":
+            return self._log(node)
+        if node.name in ("degrees", "radians", "cot"):
+            return self._trig(node)
+        if node.name == "clip":
+            return self._clip_expr(node)
+        if node.name == "is_in":
+            return self._is_in(node)
+        if node.name in ("max_horizontal", "min_horizontal"):
+            return self._min_max_horizontal(node)
+        if node.name == "sum_horizontal":
+            return self._sum_horizontal(node, [self._check(a) for a in node.args])
+        if node.name == "mean_horizontal":
+            return self._mean_horizontal(node)
+        msg = f"unsupported function `{node.name}` in `{node!r}`"
+        raise UnsupportedOperationError(msg)
+
+    def _typed(self, node: Node) -> Node:
+        """``node`` checked, a dynamic result materialised (it stands on its own)."""
+        typed = self._check(node)
+        return self._materialize(typed) if self._is_dynamic(typed) else typed
+
+    def _log(self, node: Function) -> Node:
+        """``x.log(base)``: ``ln(x) / ln(base)``, in polars' type.
+
+        The type is ``x``'s when it is a float, else ``base``'s when that is a float,
+        else float64; a Python float on the deciding side keeps the result dynamic
+        (polars: ``int8.log(2.0) * float32`` is Float32).
+        """
+        x, base = (self._check(a) for a in node.args)
+        kx, kb = self._dynamic_kind(x), self._dynamic_kind(base)
+        x_float = kx == "float" or (not self._is_dynamic(x) and self.types[x].is_float)
+        deciding = x if x_float else base
+        base_float = kb == "float" or (not self._is_dynamic(base) and self.types[base].is_float)
+        if self._keep_dynamic and self._dynamic_kind(deciding) == "float" and (
+            x_float or base_float
+        ):
+            return self._dynamic_node(Function("log", (x, base)), "float", math.e)
+        if _is_null_literal(x) or _is_null_literal(base):
+            other = base if _is_null_literal(x) else x
+            t = DType.FLOAT64
+            if not _is_null_literal(other):
+                other_type = self.types[self._typed(other)]
+                t = other_type if other_type.is_float else DType.FLOAT64
+            return self._typed_literal(None, t)
+        x, base = self._typed(x), self._typed(base)
+        tx, tb = self.types[x], self.types[base]
+        t = tx if tx.is_float else tb if tb.is_float else DType.FLOAT64
+        if t is DType.FLOAT16:
+            raise _float16_error(_quote(node))
+        ln_x = self._record(Unary("log", self._cast(x, t)), t)
+        if isinstance(base, Literal) and base.value is not None:
+            ln_base = self._typed_literal(_ln(float(base.value)), t)
+        else:
+            ln_base = self._record(Unary("log", self._cast(base, t)), t)
+        return self._record(Binary("truediv", ln_x, ln_base), t)
+
+    def _trig(self, node: Function) -> Node:
+        """``degrees``, ``radians`` and ``cot``, each as Rust computes it in the input's type."""
+        arg = self._typed(node.args[0])
+        t = self.types[arg]
+        if t.is_bool:
+            raise _bad_type(node, t, "a numeric column")
+        res = float_result(t)
+        if res is DType.FLOAT16:
+            raise _float16_error(_quote(node))
+        x = self._cast(arg, res)
+        if node.name == "cot":  # `tan(x).powi(-1)`
+            one = self._typed_literal(1.0, res)
+            return self._record(Binary("truediv", one, self._record(Unary("tan", x), res)), res)
+        if node.name == "degrees":  # `x * (180 / PI)`, the constant rounded in the type
+            factor = 180.0 / math.pi
+        elif res is DType.FLOAT32:  # `x * (PI_f32 / 180_f32)`
+            factor = float(np.float32(math.pi) / np.float32(180.0))
+        else:  # `x * (PI / 180)`
+            factor = math.pi / 180.0
+        return self._record(Binary("mul", x, self._typed_literal(factor, res)), res)
+
+    def _strict_cast(self, node: Node, dtype: DType, where: Node) -> Node:
+        """``node`` converted strictly to ``dtype``: a value that does not fit is an error."""
+        if _is_null_literal(node):
+            return self._typed_literal(None, dtype)
+        node = self._typed(node)
+        return self._cast_node(Cast(node, dtype, strict=True))
+
+    def _clip_expr(self, node: Function) -> Node:
+        """``clip`` with expression bounds, as polars: bounds cast strictly to the input's type.
+
+        A null bound, or a NaN bound of a float column, leaves the value as it is;
+        a NaN value stays NaN (Rust's ``PartialOrd`` comparisons are false there).
+        """
+        arg = self._typed(node.args[0])
+        t = self.types[arg]
+        if not t.is_numeric:
+            raise _bad_type(node, t, "a numeric column")
+        if t is DType.FLOAT16:
+            raise _float16_error(_quote(node))
+        lower, upper = (self._strict_cast(b, t, node) for b in node.args[1:])
+        result = arg
+        if not _is_null_literal_typed(upper):
+            above = self._record(Binary("gt", arg, upper), DType.BOOL)
+            if t.is_float:  # NaN is the largest value in comparisons; not in Rust's clamp
+                above = self._and(above, self._record(Unary("is_not_nan", arg), DType.BOOL))
+            result = self._record(When(above, upper, result), t)
+        if not _is_null_literal_typed(lower):
+            below = self._record(Binary("lt", arg, lower), DType.BOOL)
+            if t.is_float:
+                below = self._and(below, self._record(Unary("is_not_nan", lower), DType.BOOL))
+            result = self._record(When(below, lower, result), t)
+        return result
+
+    def _and(self, a: Node, b: Node) -> Node:
+        return self._record(Binary("and", a, b), DType.BOOL)
+
+    def _balanced(self, op: str, nodes: list[Node], dtype: DType) -> Node:
+        """``nodes`` joined by ``op`` as a balanced tree (a few levels deep, not hundreds)."""
+        if len(nodes) == 1:
+            return nodes[0]
+        mid = len(nodes) // 2
+        left = self._balanced(op, nodes[:mid], dtype)
+        right = self._balanced(op, nodes[mid:], dtype)
+        return self._record(Binary(op, left, right), dtype)
+
+    def _is_in(self, node: Function) -> Node:
+        """``is_in`` of a literal list: equalities joined by Kleene OR, as polars answers.
+
+        The list's kind must match the column's (polars refuses to coerce it);
+        integers outside the column's range never match.
+        """
+        arg = self._typed(node.args[0])
+        t = self.types[arg]
+        values, nulls_equal = node.options
+        present = [v for v in values if v is not None]
+        kinds = {"bool" if isinstance(v, bool) else type(v).__name__ for v in present}
+        if len(kinds) > 1:
+            msg = (
+                f"`{node!r}`: the list mixes {' and '.join(sorted(kinds))} values; "
+                "give values of one kind, as for a polars Series"
+            )
+            raise SchemaError(msg)
+        kind = kinds.pop() if kinds else None
+        column_kind = "bool" if t.is_bool else "float" if t.is_float else "int"
+        if kind is not None and kind != column_kind:
+            msg = (
+                f"`{node!r}`: cannot look for {t} values in a list of {kind} values; "
+                f"give {column_kind} values, or cast the column first, e.g. `.cast('float64')`"
+            )
+            raise SchemaError(msg)
+        if t is DType.FLOAT16:
+            raise _float16_error(_quote(node))
+        compare = DType.FLOAT64 if t.is_float else t  # the list is a Float64 Series
+        x = self._cast(arg, compare)
+        lo, hi = int_range(t) if t.is_integer else (None, None)
+        tests = [
+            self._record(Binary("eq", x, self._typed_literal(v, compare)), DType.BOOL)
+            for v in dict.fromkeys(present)  # no value twice
+            if lo is None or lo <= v <= hi  # type: ignore[operator]
+        ]
+        if tests:
+            found = self._balanced("or", tests, DType.BOOL)
+        else:  # nothing can match: false, null where the value is null
+            valid = self._record(Unary("is_not_null", arg), DType.BOOL)
+            found = self._record(
+                When(valid, self._typed_literal(False, DType.BOOL),
+                     self._typed_literal(None, DType.BOOL)), DType.BOOL)  # fmt: skip
+        if not nulls_equal:
+            return found
+        is_null = self._record(Unary("is_null", arg), DType.BOOL)
+        null_found = self._typed_literal(None in values, DType.BOOL)
+        return self._record(When(is_null, null_found, found), DType.BOOL)
+
+    def _horizontal_args(
+        self, node: Function, args: list[Node] | None = None
+    ) -> tuple[list[Node], DType]:
+        """The arguments cast to their common type, as polars coerces them first.
+
+        Dynamic numbers follow the typed arguments (all dynamic: the first is
+        materialised and the others follow it). Floats join the common type first,
+        so ``f32, i8, u64`` is float64 rather than a type that needs int128.
+        """
+        args = [self._check(a) for a in node.args] if args is None else args
+        typed = sorted(
+            (self.types[a] for a in args if not self._is_dynamic(a)), key=lambda t: not t.is_float
+        )
+        if not typed:
+            first = next((a for a in args if not _is_null_literal(a)), None)
+            if first is None:
+                msg = f"`{node!r}` has only null literals; give one a dtype"
+                raise SchemaError(msg)
+            typed = [self.types[self._materialize(first)]]
+        st = typed[0]
+        for t in typed[1:]:
+            st = self._super(st, t, node)
+        out = []
+        for a in args:
+            if self._is_dynamic(a):
+                a = self._type_dynamic_against(a, st, node)
+                st = self._super(st, self.types[a], node)
+            out.append(a)
+        return [self._cast(a, st) for a in out], st
+
+    def _min_max_horizontal(self, node: Function) -> Node:
+        """Pairwise max (min): nulls skipped, NaN skipped unless both are NaN (polars)."""
+        args, st = self._horizontal_args(node)
+        if st is DType.FLOAT16:
+            raise _float16_error(_quote(node))
+        op = "gt" if node.name == "max_horizontal" else "lt"
+
+        def pick(p: Node, q: Node) -> Node:
+            better = self._record(Binary(op, q, p), DType.BOOL)
+            out = self._record(When(better, q, p), st)
+            if st.is_float:
+                q_nan = self._record(Unary("is_nan", q), DType.BOOL)
+                p_nan = self._record(Unary("is_nan", p), DType.BOOL)
+                out = self._record(When(q_nan, p, out), st)
+                out = self._record(When(p_nan, q, out), st)
+            q_null = self._record(Unary("is_null", q), DType.BOOL)
+            p_null = self._record(Unary("is_null", p), DType.BOOL)
+            out = self._record(When(q_null, p, out), st)
+            return self._record(When(p_null, q, out), st)
+
+        return _tree(args, pick)
+
+    def _sum_horizontal(self, node: Function, args: list[Node]) -> Node:
+        """Sums as polars adds them: all cast to the common type, then pairwise in halves.
+
+        With ``ignore_nulls`` each argument's nulls become 0 first (a row of nulls
+        sums to 0); booleans alone sum as uint32; integers wrap in the common type.
+        """
+        ignore_nulls = node.options[0]
+        present = [a for a in args if not _is_null_literal(a)]
+        if not present:
+            msg = f"`{node!r}` has only null literals; give one a dtype"
+            raise SchemaError(msg)
+        leaves, st = self._horizontal_args(node, present)
+        if st.is_bool:
+            st = DType.UINT32
+            leaves = [self._cast(a, st) for a in leaves]
+        if st is DType.FLOAT16:
+            raise _float16_error(_quote(node))
+        if len(present) < len(args) and not ignore_nulls:
+            return self._typed_literal(None, st)  # a null argument: every row is null
+        if ignore_nulls:
+            zero = self._typed_literal(0, st)
+            leaves = [self._record(Coalesce((a, zero)), st) for a in leaves]
+        return _tree(leaves, lambda p, q: self._record(Binary("add", p, q), st))
+
+    def _pairwise_sum(self, node: Function, args: list[Node]) -> Node:
+        """The sum inside polars' `mean_horizontal`: no common type first, each pair in its own.
+
+        ``(i64 + f64) + (f32 + (u8 + i8))`` adds the last three in float32, as polars does.
+        """
+        ignore_nulls = node.options[0]
+        present = [a for a in args if not _is_null_literal(a)]
+        if not present:
+            msg = f"`{node!r}` has only null literals; give one a dtype"
+            raise SchemaError(msg)
+        leaves = []
+        for a in present:
+            t = self.types[a]
+            if len(present) == 1 and t.is_bool:
+                a, t = self._cast(a, DType.UINT32), DType.UINT32
+            if ignore_nulls:
+                a = self._record(Coalesce((a, self._typed_literal(0, t))), t)
+            leaves.append(a)
+        total = _tree(leaves, lambda p, q: self._check(Binary("add", p, q)))
+        if len(present) < len(args) and not ignore_nulls:
+            return self._typed_literal(None, self.types[total])
+        return total
+
+    def _mean_horizontal(self, node: Function) -> Node:
+        """The mean as polars takes it: the horizontal sum over the count of non-null values.
+
+        The sum has the same null rule, adds each pair in its own type (integers
+        wrap there) and is divided in float32 (float16) when it is one, else in
+        float64. No value left gives null.
+        """
+        args = [self._typed(a) if not _is_null_literal(self._check(a)) else self._check(a)
+                for a in node.args]  # fmt: skip
+        if len(args) == 1:
+            only = args[0]
+            if _is_null_literal(only):
+                return self._typed_literal(None, DType.FLOAT64)
+            t = self.types[only]
+            return self._cast(only, t if t in (DType.FLOAT32, DType.FLOAT16) else DType.FLOAT64)
+        total = self._pairwise_sum(node, args)
+        st = self.types[total]
+        res = st if st in (DType.FLOAT32, DType.FLOAT16) else DType.FLOAT64
+        if res is DType.FLOAT16:
+            raise _float16_error(_quote(node))
+        counts = []
+        for a in args:
+            if _is_null_literal(a):
+                continue
+            valid = self._record(Unary("is_not_null", a), DType.BOOL)
+            counts.append(self._cast(valid, DType.UINT32))
+        if not counts:
+            return self._typed_literal(None, res)
+        count = self._balanced("add", counts, DType.UINT32)
+        zero = self._typed_literal(0, DType.UINT32)
+        none_left = self._record(Binary("eq", count, zero), DType.BOOL)
+        mean = self._record(
+            Binary("truediv", self._cast(total, res), self._cast(count, res)), res
+        )
+        return self._record(When(none_left, self._typed_literal(None, res), mean), res)
+
     def _agg(self, node: Agg) -> Node:
         arg = self._check(node.arg)
+        if _is_null_literal(arg) and node.func in ("count", "null_count"):
+            if node.func == "count":
+                return self._typed_literal(0, DType.UINT32)
+            if isinstance(node.arg, Column):
+                msg = (
+                    f"`{node!r}`: column `{node.arg.name}` is null-typed (null in every row), so "
+                    "its null count is the frame's height; cast it first, e.g. "
+                    "`col('n').cast('float64').null_count()`"
+                )
+                raise UnsupportedOperationError(msg)
+            return self._typed_literal(1, DType.UINT32)  # one value, and it is null
         if self._keep_dynamic and arg in self._dynamic and node.func in _DYNAMIC_AGG:
             # polars keeps sum/min/max of a dynamic expression dynamic (not of a bare number)
             kind, rep = self._dynamic[arg]
@@ -695,6 +1088,37 @@ class TypeChecker:
         if func == "sum":  # the sum of nothing is 0
             return self._record(Coalesce((value, self._typed_literal(0, result))), result)
         return value
+
+
+def _tree(nodes: list[Node], combine: Callable[[Node, Node], Node]) -> Node:
+    """Combine ``nodes`` pairwise as polars' parallel reduce does: halves, recursively."""
+    if len(nodes) == 1:
+        return nodes[0]
+    mid = len(nodes) // 2
+    return combine(_tree(nodes[:mid], combine), _tree(nodes[mid:], combine))
+
+
+def _ln(value: float) -> float:
+    """The natural logarithm as IEEE gives it: -inf at 0, NaN below."""
+    if value != value or value < 0:
+        return math.nan
+    if value == 0:
+        return -math.inf
+    return math.log(value)
+
+
+def _is_null_type(arrow_type: object) -> bool:
+    import pyarrow as pa
+
+    return isinstance(arrow_type, pa.DataType) and pa.types.is_null(arrow_type)
+
+
+def _quote(node: Node) -> str:
+    return f"`{node!r}`"
+
+
+def _is_null_literal_typed(node: Node) -> bool:
+    return isinstance(node, Literal) and node.value is None
 
 
 def _powi10(n: int) -> float:

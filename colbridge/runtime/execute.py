@@ -56,6 +56,7 @@ class Columns:
         array = self._arrays.get(name)
         if array is None:
             chunked = self.adapter.column(name)
+            self.copies.extend(self.adapter.copy_notes(name))
             if chunked.num_chunks == 1:
                 array = chunked.chunk(0)
             elif chunked.num_chunks == 0:

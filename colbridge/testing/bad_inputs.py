@@ -342,9 +342,9 @@ CASES: list[BadInput] = [
     BadInput("wrong-arity", "strings", "`sqrt` with two arguments", F,
              lambda f: cb.parse_expr("sqrt(price, qty)"), E.ExpressionSyntaxError,
              r"`sqrt` takes 1 argument", r"got 2"),
-    BadInput("keyword-args", "strings", "keyword arguments in a string call", F,
+    BadInput("keyword-args", "strings", "an unknown keyword argument in a string call", F,
              lambda f: cb.parse_expr("clip(price, lo=1, hi=2)"), E.ExpressionSyntaxError,
-             r"positional arguments only", r"positional"),
+             r"no keyword argument `lo`", r"lower_bound, upper_bound"),
     # -- encodings ---------------------------------------------------------------------
     BadInput("lone-surrogate", "encodings", "a lone UTF-16 surrogate in the text", F,
              lambda f: cb.parse_expr("price + \udcff"), E.ExpressionSyntaxError,
@@ -415,6 +415,11 @@ CASES: list[BadInput] = [
     BadInput("cli-no-output", "cli", "`run` without `-o`", *_cli_no_out, 2,
              r"no output given", r"-o out.parquet"),
 ]  # fmt: skip
+
+# the contracts' cases (issue 14) live in their own module, built into BadInput here
+from colbridge.testing.bad_inputs_contracts import contract_cases  # noqa: E402
+
+CASES += [BadInput(*fields) for fields in contract_cases()]
 
 
 def run_case(case: BadInput, tmp: Path | None = None) -> Outcome:

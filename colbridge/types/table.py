@@ -603,5 +603,39 @@ def type_table_markdown() -> str:
             f"| `{e.arrow}` | {tensorable} | {e.numpy or '—'} | {dl} | "
             f"{'yes' if e.zero_copy else 'no'} | {e.note} | {e.instead or '—'} |"
         )
-    lines.append("")
+    lines += ["", *_SOURCE_RULES]
     return "\n".join(lines)
+
+
+#: What the sources' own conventions mean for tensors (rendered into docs/types.md).
+_SOURCE_RULES = [
+    "## The sources' own conventions",
+    "",
+    "- **NaN in a NumPy-backed pandas float column is a null**, because pandas marks a "
+    "missing value that way (and `polars.from_pandas` reads it so). One rule everywhere: "
+    "`df.gpu` expressions read such a NaN as null, in place; `cb.as_tensor` views the "
+    "values as they are and reports the NaN rows in `.validity` / `.null_count` (found on "
+    "first use, so making the view stays free), `nulls='raise'` refuses them and a fill "
+    "value replaces them (in a copy, with `allow_copy=True`); `cb.to_tensor` treats them as "
+    "nulls too (`nulls='keep'` puts 0 there and False in `.validity`, `nulls='raise'` "
+    "raises, a fill value fills). `colbridge fuse` reads Parquet/IPC files, where pandas' "
+    "`to_parquet` has already written such a NaN as a null, so `fill_null` applies to it. "
+    "NaN stays a value in every other source: pyarrow, polars, NumPy arrays and pandas' "
+    "nullable (`Float64`) and `ArrowDtype` columns.",
+    "- **Categorical columns give their codes, zero-copy**: an Arrow `dictionary` column, "
+    "a pandas `category` column (its codes; a missing value, code -1, is a null) and a "
+    "polars `Categorical` (its physical codes, indices into its categories) or `Enum` are "
+    "tensors of their integer codes, with the labels in `.dictionary` (`df.gpu` "
+    "expressions read a pandas `category` of numbers as its values, as "
+    "`polars.from_pandas` does: a copy, listed by `explain()`).",
+    "- **Strided NumPy columns** (`np.arange(20)[::2]`, a column of `df[::2]`) are viewed "
+    "with their stride (NumPy and DLPack describe strides): no copy. Where an Arrow buffer "
+    "is needed (`.arrow()`, `df.gpu`), a strided column is copied once and the copy is "
+    "reported (`explain()`, `.copied`).",
+    "- `.copied` is true exactly when the tensor's memory lies outside the source's own "
+    "buffers; a copy `allow_copy=False` did not permit raises `CopyNotAllowedError`.",
+    "- polars `Int128` / `UInt128` columns have no Arrow type: they raise "
+    "`UnsupportedTypeError` naming the column (cast them to `Int64` or `Float64` first); "
+    "`df.gpu` passes them through untouched when an expression does not read them.",
+    "",
+]
