@@ -7,6 +7,7 @@ kept, branched and computed many times.
 
 from __future__ import annotations
 
+import contextvars
 import importlib
 import os
 import threading
@@ -391,9 +392,11 @@ class LazyFrame:
         >>> future.result().column("b").to_pylist()
         [2, 4]
         """
+        # the worker sees this thread's context variables (cuda.options(...), use_cupy(...))
         return _executor().submit(
-            self.compute, device, fallback=fallback, numpy_output=numpy_output
-        )
+            contextvars.copy_context().run, self.compute, device, fallback=fallback,
+            numpy_output=numpy_output,
+        )  # fmt: skip
 
     def _run(self, adapter: FrameAdapter, report: ComputeReport, target: str) -> Any:
         backend = get_backend(target)
