@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import settings
+try:
+    from hypothesis import settings
+except ImportError:  # a bare GPU machine runs tests/test_gpu_real.py without hypothesis
+    settings = None
 
-settings.register_profile("ci", derandomize=True, print_blob=True)
-settings.register_profile("explore", derandomize=False, print_blob=True)
-settings.load_profile(os.environ.get("COLBRIDGE_HYPOTHESIS_PROFILE", "ci"))
+if settings is not None:
+    settings.register_profile("ci", derandomize=True, print_blob=True)
+    settings.register_profile("explore", derandomize=False, print_blob=True)
+    settings.load_profile(os.environ.get("COLBRIDGE_HYPOTHESIS_PROFILE", "ci"))
