@@ -277,10 +277,13 @@ class Geometry:
 def _nvrtc() -> Any:
     try:
         from cupy.cuda import nvrtc
-    except ImportError as exc:
+
+        nvrtc.getVersion()  # loads libnvrtc: CuPy finds it only when it is installed
+    except Exception as exc:
         msg = (
-            "compiling CUDA kernels needs CuPy and NVRTC "
-            f"(install the `gpu` extra: `pip install colbridge[gpu]`): {exc}"
+            "compiling CUDA kernels needs CuPy and NVRTC: install the `gpu` extra "
+            "(`pip install colbridge[gpu]`) and NVRTC (`pip install nvidia-cuda-nvrtc-cu12`, or "
+            f"the CUDA toolkit) ({type(exc).__name__}: {exc})"
         )
         raise DeviceError(msg) from exc
     return nvrtc

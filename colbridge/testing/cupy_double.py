@@ -292,8 +292,10 @@ class _Pool:
                 return MemoryPointer(_Memory(d, None, 0, 0, d._device()), 0)
             rounded = -(-size // 512) * 512
             stream = d._current_stream()
-            key = (d._device(), stream.ptr, rounded)
-            cached = self._free.get(key)
+            # best fit among the blocks cached for this stream (CuPy splits them; this does not)
+            fits = [k for k, v in self._free.items() if v and k[0] == d._device()
+                    and k[1] == stream.ptr and k[2] >= rounded]  # fmt: skip
+            cached = self._free[min(fits, key=lambda k: k[2])] if fits else None
             region: _Region | None
             if cached:
                 region = cached.pop()
@@ -311,7 +313,7 @@ class _Pool:
                     raise OutOfMemoryError(rounded, self._total)
                 self._total += rounded
             region.pool = self
-            self._in_use += rounded
+            self._in_use += region.size
             mem = _Memory(d, region, region.address, size, region.device)
             return MemoryPointer(mem, 0)
 
@@ -664,7 +666,8 @@ class CupyDouble:
     """A stand-in for ``cupy`` with simulated devices (see the module docstring).
 
     ``devices`` describe the simulated GPUs (one by default); ``init_error``
-    makes every device query fail with that ``cudaError_t`` (35: no driver,
+    makes every device query fail with that ``cudaError_t`` (35: no driver
+    or one too old for ``runtime_version`` (then give ``driver_version``),
     100: no device, 46: busy or MIG without an instance, ...);
     ``prefetch_to_host`` False makes prefetches to the host fail as with CuPy
     built for CUDA 13. ``executor`` runs the kernels (``load``/``launch`` of
@@ -676,14 +679,16 @@ class CupyDouble:
         *,
         devices: Sequence[DeviceSpec] | None = None,
         init_error: int | None = None,
-        driver_version: int = 12080,
+        driver_version: int | None = None,
         runtime_version: int = 12090,
         prefetch_to_host: bool = True,
         executor: Any = None,
     ) -> None:
         self.devices = list(devices) if devices is not None else [DeviceSpec()]
         self.init_error = init_error
-        self.driver_version = 0 if init_error == 35 else driver_version
+        if driver_version is None:  # cudaErrorInsufficientDriver without a driver reads 0
+            driver_version = 0 if init_error == 35 else 12080
+        self.driver_version = driver_version
         self.runtime_version = runtime_version
         self.prefetch_to_host_supported = prefetch_to_host
         if executor is None:
@@ -692,6 +697,7 @@ class CupyDouble:
             executor = HostRuntime()
         self.executor = executor
         self.cache_token = f"double-{uuid.uuid4().hex}"
+        self.__version__ = "colbridge-double"
         self.counts: Counter[str] = Counter()
         self.log: list[tuple[Any, ...]] = []
         self.violations: list[str] = []
@@ -1187,6 +1193,8 @@ class CupyDouble:
         with self._lock:
             self._guard()
             state = self._stream_state(stream)
+            if state.device != self._device():
+                raise CUDARuntimeError(400)
             region = self._copy_end(ptr, size)
             if region is None:
                 raise CUDARuntimeError(1)
@@ -1212,6 +1220,8 @@ class CupyDouble:
         with self._lock:
             self._guard()
             state = self._stream_state(stream)
+            if state.device != self._device():
+                raise CUDARuntimeError(400)
             spec = self._spec()
             if not spec.concurrent_managed_access:
                 raise CUDARuntimeError(1)
@@ -1335,18 +1345,18 @@ class CupyDouble:
     # -- the queue ------------------------------------------------------------------------
     def _enqueue(self, state: _StreamState, kind: str, uses: list[tuple[_Region, bool]],
                  run: Callable[[], object]) -> None:  # fmt: skip
-        if state.ptr == 0:
-            # the legacy default stream waits for every blocking stream of its device
+        if state.blocking:
+            # the legacy default stream and the blocking streams of a device wait for each
+            # other: what is queued on the one side runs before this operation can
             for other in list(self._streams.values()):
-                if other.blocking and other.device == state.device and other is not state:
+                if other.blocking and other.device == state.device and other is not state and \
+                        (state.ptr == 0 or other.ptr == 0):  # fmt: skip
                     self._flush(other)
         op = _Op(kind, uses, run, state.issued + 1)
         state.issued += 1
         for region, _write in uses:
             region.pending[state.ptr] += 1
         state.queue.append(op)
-        if state.ptr == 0:
-            self._flush(state)
 
     def _flush(self, state: _StreamState, upto: int | None = None) -> None:
         """Run the operations queued on ``state`` (up to number ``upto``)."""
