@@ -456,3 +456,63 @@ def test_the_launch_geometry_follows_the_device() -> None:
     assert {e[4] for e in d.log if e[0] == "launch"} == {64}
     _clean(d)
 
+
+
+# The kernels of the coming emitter: one row per thread, bit-packed outputs as 32-bit words
+# written by one lane per warp (here without __ballot_sync, which the host shim lacks today).
+_WORD_KERNEL = r"""
+extern "C" __global__ void elementwise(
+    long long n,
+    const double* __restrict__ x0,
+    double p0,
+    double p1,
+    unsigned int* __restrict__ o0,
+    double* __restrict__ o1,
+    unsigned long long* __restrict__ err)
+{
+    const long long stride = (long long)blockDim.x * (long long)gridDim.x;
+    const long long rows = (n + 31) / 32 * 32;  // whole warps
+    for (long long i = (long long)blockIdx.x * (long long)blockDim.x + threadIdx.x; i < rows;
+         i += stride) {
+        if (i < n) o1[i] = x0[i] * p1;
+        if ((i & 31) == 0) {
+            unsigned int word = 0u;
+            for (long long k = 0; k < 32 && i + k < n; ++k) {
+                word |= ((unsigned int)(x0[i + k] > p0)) << k;
+            }
+            o0[i >> 5] = word;
+        }
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("chunk", [0, 128])
+@pytest.mark.parametrize("placement", cuda.PLACEMENTS)
+def test_one_row_per_thread_and_word_bitmaps(
+    double: CupyDouble, monkeypatch: pytest.MonkeyPatch, placement: str, chunk: int
+) -> None:
+    from colbridge.codegen.cuda import CudaKernelSource
+    from colbridge.codegen.kernel import InputSpec, OutputSpec
+    from colbridge.testing.cupy_double import kernel_params
+    from colbridge.types import DType
+
+    def generate(*_args: Any, **_kwargs: Any) -> CudaKernelSource:
+        return CudaKernelSource(
+            kind="elementwise", source=_WORD_KERNEL, name="elementwise",
+            inputs=[InputSpec("wa", DType.FLOAT64, False)], scalars=[],
+            outputs=[OutputSpec("k", DType.BOOL, False), OutputSpec("x", DType.FLOAT64, False)],
+            params=kernel_params(_WORD_KERNEL)["elementwise"], rows_per_thread=1,
+        )  # fmt: skip
+
+    monkeypatch.setattr(cuda, "generate_elementwise", generate)
+    values = np.random.default_rng(5).normal(size=1000 + 3)
+    table = pa.table({"wa": values}).slice(3)
+    with cuda.options(placement=placement, max_chunk_rows=chunk):
+        lf = cb.lazy(table).with_columns(k=cb.col("wa") > 0, x=cb.col("wa") * 2)
+        got = _gpu(lf)
+    assert got.column("k").to_pylist() == (values[3:] > 0).tolist()
+    assert got.column("x").to_pylist() == (values[3:] * 2).tolist()
+    launches = [e for e in double.log if e[0] == "launch"]
+    rows = 128 if chunk else 1000
+    assert launches[0][3] * launches[0][4] >= min(rows, 256)  # a thread per row
