@@ -49,7 +49,6 @@ import contextvars
 import hashlib
 import os
 import threading
-import weakref
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -354,19 +353,44 @@ def _arch(info: DeviceInfo) -> str:
 
 # -- one run's hold on the GPU ----------------------------------------------------
 
-_LEGACY: weakref.WeakKeyDictionary[Runtime, Any] = weakref.WeakKeyDictionary()
+class _LegacyExecutor:
+    """Runs the double's kernels with the `Runtime` of the current run (`use_runtime`)."""
+
+    def __init__(self) -> None:
+        self.last: Runtime | None = None
+
+    def _runtime(self) -> Runtime:
+        runtime = _RUNTIME.get() or self.last  # frees may flush queued work from elsewhere
+        assert runtime is not None
+        return runtime
+
+    def load(self, kernel: CudaKernelSource) -> Any:
+        return self._runtime().load(kernel)
+
+    def launch(self, handle: Any, kernel: CudaKernelSource, grid: int, block: int,
+               args: list[Any]) -> None:  # fmt: skip
+        self._runtime().launch(handle, kernel, grid, block, args)
+
+
+_LEGACY: dict[type[Runtime], Any] = {}
 _LEGACY_LOCK = threading.Lock()
 
 
 def _legacy_cupy(runtime: Runtime) -> Any:
-    """The CuPy test double that executes its kernels with ``runtime`` (one per runtime)."""
-    from colbridge.testing.cupy_double import CupyDouble  # test-only seam, imported on use
+    """The CuPy test double whose kernels ``runtime`` executes (one per runtime class).
+
+    One per class, not per runtime, so that compiled kernels are shared by the
+    runtimes of a class as they were before the double existed.
+    """
+    from colbridge.testing.cupy_double import CupyDouble, DeviceSpec  # test-only, on use
 
     with _LEGACY_LOCK:
-        double = _LEGACY.get(runtime)
+        double = _LEGACY.get(type(runtime))
         if double is None:
-            double = CupyDouble(executor=runtime)
-            _LEGACY[runtime] = double
+            double = CupyDouble(devices=[DeviceSpec(total_memory=1 << 40)],
+                                executor=_LegacyExecutor(), log_limit=10_000)  # fmt: skip
+            _LEGACY[type(runtime)] = double
+        double.executor.last = runtime
         return double
 
 
@@ -729,6 +753,8 @@ def run_segment(
                 session.close(strict=False)  # the first error is the one to report
                 raise
             session.close(strict=True)
+            if legacy is not None:
+                cp.check()  # host-run tests are held to the contracts too
             return result
     except failures as exc:
         raise cuda_error(cp, exc, f"the CUDA backend failed on cuda:{opts.device}") from exc

@@ -59,7 +59,7 @@ import itertools
 import re
 import threading
 import uuid
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -672,6 +672,7 @@ class CupyDouble:
     ``prefetch_to_host`` False makes prefetches to the host fail as with CuPy
     built for CUDA 13. ``executor`` runs the kernels (``load``/``launch`` of
     `colbridge.backends.cuda.Runtime`; default a `cuda_host.HostRuntime`).
+    ``log_limit`` keeps only that many of the latest log entries.
     """
 
     def __init__(
@@ -683,6 +684,7 @@ class CupyDouble:
         runtime_version: int = 12090,
         prefetch_to_host: bool = True,
         executor: Any = None,
+        log_limit: int | None = None,
     ) -> None:
         self.devices = list(devices) if devices is not None else [DeviceSpec()]
         self.init_error = init_error
@@ -699,7 +701,7 @@ class CupyDouble:
         self.cache_token = f"double-{uuid.uuid4().hex}"
         self.__version__ = "colbridge-double"
         self.counts: Counter[str] = Counter()
-        self.log: list[tuple[Any, ...]] = []
+        self.log: deque[tuple[Any, ...]] = deque(maxlen=log_limit)
         self.violations: list[str] = []
         self._lock = threading.RLock()
         self._tls = threading.local()
@@ -882,9 +884,10 @@ class CupyDouble:
         return out
 
     def check(self) -> None:
-        """Raise `ContractViolation` listing every breach recorded so far."""
+        """Raise `ContractViolation` listing every breach recorded so far (then forget them)."""
         if self.violations:
-            raise ContractViolation("\n".join(self.violations))
+            found, self.violations = self.violations, []
+            raise ContractViolation("\n".join(found))
 
     def registered(self) -> list[tuple[int, int, int]]:
         """(start, size, flags) of every host registration the device holds now."""
