@@ -516,3 +516,42 @@ def test_one_row_per_thread_and_word_bitmaps(
     launches = [e for e in double.log if e[0] == "launch"]
     rows = 128 if chunk else 1000
     assert launches[0][3] * launches[0][4] >= min(rows, 256)  # a thread per row
+
+
+def test_results_fall_back_to_pageable_memory_when_none_can_be_locked() -> None:
+    d = CupyDouble(pinned_limit=300 << 10)  # enough for staging, not for a 800 kB result
+    table = pa.table({"a": np.arange(100_000, dtype=np.float64)})
+    with use_cupy(d):
+        lf = cb.lazy(table).with_columns(z=cb.col("a") * 2)
+        got = _gpu(lf)
+        assert got.column("z").to_pylist()[:3] == [0.0, 2.0, 4.0]
+        assert got.column("z").to_numpy().tolist() == (np.arange(100_000) * 2.0).tolist()
+        assert "results in pageable memory" in lf.last_report.stats.kernels[-1]
+        assert d.counts["pageable_copies"] == 1  # the driver staged it, in stream order
+        with cuda.options(placement="host-mapped"), pytest.raises(cb.DeviceError,
+                                                                  match="out of memory"):
+            _gpu(lf)  # the kernel writes host-mapped results itself: they must be pinned
+    _clean(d)
+
+
+def test_uploads_go_through_a_few_pinned_buffers_in_turn(
+    double: CupyDouble, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from colbridge.memory import cuda as memory
+
+    monkeypatch.setattr(memory, "STAGE_PIECE", 4096)
+    stager = memory.Stager(double)
+    host = np.random.default_rng(2).integers(0, 255, 50_000, dtype=np.uint8)
+    stream = double.cuda.Stream(non_blocking=True)
+    with stream:
+        dev = double.cuda.alloc(host.nbytes)
+        stager.upload(host, dev.ptr, stream)  # 13 pieces through 4 buffers
+        out = double.ndarray(host.nbytes, np.uint8, dev)
+        got = double.asnumpy(out)  # waits for the stream
+    assert got.tobytes() == host.tobytes()  # no buffer refilled before its copy had run
+    assert stager.copies == 13
+    assert len(stager.ring) == memory.STAGE_RING
+    assert double.live("pinned") <= memory.STAGE_RING * 4096
+    assert double.counts["h2d_copies"] == 13
+    assert double.counts["pageable_copies"] == 1  # only reading the result back into NumPy
+    del out, dev, stager

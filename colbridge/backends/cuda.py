@@ -82,6 +82,7 @@ from colbridge.memory.cuda import (
     DeviceInfo,
     HostLease,
     Reservation,
+    Stager,
     check_placement,
     cuda_error,
     cuda_failures,
@@ -424,10 +425,12 @@ class _Session:
         self.arch = _arch(self.info)
         self.token = getattr(cp, "cache_token", "cupy")
         self.slots: list[_Slot] = []
+        self.stager = Stager(cp)  # pinned bounce buffers for every upload of the run
         self.keep: list[Any] = []  # buffers replaced while queued work may still read them
         self.leases: dict[tuple[int, int], HostLease] = {}
         self.reservation: Reservation | None = None
         self.prefetch_to_host = True
+        self.pageable_results = False
         self.managed_inputs: set[tuple[int, int]] = set()
 
     # streams
@@ -503,7 +506,16 @@ class _Session:
                 mem = managed_pool(self.cp).malloc(nbytes)
             return int(mem.ptr), pa.foreign_buffer(int(mem.ptr), nbytes, base=mem)
         # device and host-mapped: pinned (page-locked) memory from CuPy's pinned pool
-        mem = self.cp.cuda.alloc_pinned_memory(nbytes)
+        try:
+            mem = self.cp.cuda.alloc_pinned_memory(nbytes)
+        except cuda_failures(self.cp):
+            if self.placement != "device":
+                raise
+            # No page-locked memory left: copy into pageable memory instead (the driver
+            # stages such copies itself, and they wait for the stream).
+            self.pageable_results = True
+            buf = pa.allocate_buffer(nbytes)
+            return int(buf.address), buf
         return int(mem.ptr), pa.foreign_buffer(int(mem.ptr), nbytes, base=mem)
 
     def lease(self, ptr: int, nbytes: int, owner: Any) -> int:
@@ -557,6 +569,7 @@ class _Session:
             stream_pool.release(self.cp, self.opts.device, slot.stream)
         self.slots.clear()
         self.keep.clear()
+        self.stager.ring.clear()
         for lease in self.leases.values():
             lease.release()
         self.leases.clear()
@@ -931,9 +944,7 @@ class _SegmentRun:
         nbytes = host.nbytes
         dev = s.device_buffer(slot, ("in", key), nbytes)
         if nbytes:
-            stage = s.staging_buffer(slot, ("in", key), nbytes)
-            np.copyto(host_bytes(stage, nbytes), host)
-            s.rt.memcpyAsync(dev, stage, nbytes, s.rt.memcpyHostToDevice, slot.stream.ptr)
+            s.stager.upload(host, dev, slot.stream)
             self.uploads += 1
         return dev
 
@@ -994,7 +1005,9 @@ class _SegmentRun:
             f"cuda elementwise[{', '.join(o.name for o in src.outputs)}] over "
             f"{len(src.inputs)} input(s) in {len(row_chunks)} chunk(s), "
             f"placement={self.s.placement}, {self.uploads} upload(s)"
-        )
+            + (", results in pageable memory (no pinned memory left)" if self.s.pageable_results
+               else "")
+        )  # fmt: skip
         return result
 
     def _reduce(

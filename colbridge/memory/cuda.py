@@ -55,6 +55,7 @@ __all__ = [
     "DeviceInfo",
     "HostLease",
     "Reservation",
+    "Stager",
     "check_fits",
     "check_placement",
     "cuda_error",
@@ -655,12 +656,11 @@ def _place_one(
     host: np.ndarray[Any, Any],
     placement: str,
     stream: Any,
-    keep: list[Any],
+    stager: Stager,
 ) -> Any:
     """``host`` (read-only) as a CuPy array under ``placement``.
 
-    Copies and prefetches are queued on ``stream``; what they read is appended
-    to ``keep``, which must live until the stream is synchronised.
+    Copies (through ``stager``) and prefetches are queued on ``stream``.
     """
     rt = cp.cuda.runtime
     if host.nbytes == 0:
@@ -680,11 +680,82 @@ def _place_one(
             rt.memPrefetchAsync(mem.ptr, host.nbytes, info.index, stream.ptr)
         return cp.ndarray(host.shape, dtype=host.dtype, memptr=mem)
     mem = cp.cuda.alloc(host.nbytes)
-    staging = cp.cuda.alloc_pinned_memory(host.nbytes)
-    keep.append(staging)
-    np.copyto(host_bytes(staging.ptr, host.nbytes), host.view(np.uint8).reshape(-1))
-    rt.memcpyAsync(mem.ptr, staging.ptr, host.nbytes, rt.memcpyHostToDevice, stream.ptr)
+    stager.upload(host, int(mem.ptr), stream)
     return cp.ndarray(host.shape, dtype=host.dtype, memptr=mem)
+
+
+#: Bytes of one pinned bounce buffer, and how many a `Stager` keeps in turn.
+STAGE_PIECE = 16 << 20
+STAGE_RING = 4
+_SMALLEST_PIECE = 64 << 10
+
+
+class Stager:
+    """Host-to-device copies through a few pinned bounce buffers taken in turn.
+
+    A copy from pageable memory waits for its stream before it starts; from
+    pinned memory it is queued like a kernel. So host bytes are copied piece by
+    piece into one of `STAGE_RING` pinned buffers of `STAGE_PIECE` bytes and
+    queued from there; the host fills the next buffer while the copy engine
+    moves the last, and waits (on that buffer's event) only when it comes round
+    to a buffer still being copied. Pinned memory held stays bounded whatever
+    the data size. Where no pinned memory can be had, copies go straight from
+    pageable memory (correct, but waiting for the stream).
+
+    Its buffers must outlive the copies queued from them: synchronise the
+    streams before dropping the stager.
+    """
+
+    def __init__(self, cp: Any) -> None:
+        self.cp = cp
+        self.piece = STAGE_PIECE
+        self.ring: list[list[Any]] = []  # [pinned memory, size, event of the last copy or None]
+        self.turn = 0
+        self.pageable = False
+        self.copies = 0
+
+    def _buffer(self) -> list[Any] | None:
+        if len(self.ring) < STAGE_RING and not self.pageable:
+            while True:
+                try:
+                    self.ring.append([self.cp.cuda.alloc_pinned_memory(self.piece), self.piece,
+                                      None])  # fmt: skip
+                    break
+                except cuda_failures(self.cp):
+                    if self.piece > _SMALLEST_PIECE:
+                        self.piece //= 2
+                        continue
+                    self.pageable = not self.ring  # no page-locked memory at all
+                    break
+        if not self.ring:
+            return None
+        slot = self.ring[self.turn % len(self.ring)]
+        self.turn += 1
+        if slot[2] is not None:
+            slot[2].synchronize()  # the copy from this buffer is done: it may be refilled
+            slot[2] = None
+        return slot
+
+    def upload(self, host: np.ndarray[Any, Any], dst: int, stream: Any) -> None:
+        """Queue a copy of the bytes of ``host`` to device address ``dst`` on ``stream``."""
+        data = host.view(np.uint8).reshape(-1)
+        rt = self.cp.cuda.runtime
+        done = 0
+        while done < data.nbytes:
+            slot = self._buffer()
+            if slot is None:
+                rest = np.ascontiguousarray(data[done:])
+                rt.memcpyAsync(dst + done, int(rest.ctypes.data), rest.nbytes,
+                               rt.memcpyHostToDevice, stream.ptr)  # fmt: skip
+                self.copies += 1
+                return
+            mem, size, _ = slot
+            n = min(size, data.nbytes - done)
+            np.copyto(host_bytes(int(mem.ptr), n), data[done : done + n])
+            rt.memcpyAsync(dst + done, int(mem.ptr), n, rt.memcpyHostToDevice, stream.ptr)
+            slot[2] = stream.record()
+            self.copies += 1
+            done += n
 
 
 def host_bytes(ptr: int, nbytes: int) -> np.ndarray[Any, Any]:
@@ -783,12 +854,12 @@ def to_device(
                            for v, b, _ in hosts.values())  # fmt: skip
             reservation = reserve(cp, device, memory_fraction, need, need)
             stream = stream_pool.acquire(cp, device)
-            keep: list[Any] = []
+            stager = Stager(cp)
             try:
                 with stream:
                     for name, (values, bits, bit_offset) in hosts.items():
-                        dev_values = _place_one(cp, info, values, placement, stream, keep)
-                        dev_bits = (_place_one(cp, info, bits, placement, stream, keep)
+                        dev_values = _place_one(cp, info, values, placement, stream, stager)
+                        dev_bits = (_place_one(cp, info, bits, placement, stream, stager)
                                     if bits is not None else None)  # fmt: skip
                         out[name] = DeviceColumn(name, placement, device, dev_values, dev_bits,
                                                  bit_offset)  # fmt: skip
@@ -796,7 +867,7 @@ def to_device(
                 # copies and prefetches are queued on the stream: they finish before the
                 # views are handed out, the staging buffers are freed and the stream reused
                 stream.synchronize()
-                keep.clear()
+                del stager
                 stream_pool.release(cp, device, stream)
                 reservation.release()
     except cuda_failures(cp) as exc:

@@ -368,7 +368,11 @@ class _PinnedPool:
                 d._fill(region, POISON)
             else:
                 region = d._allocate("pinned", rounded, pooled=True)
-            assert region is not None  # host memory: the double does not run out of it
+                if region is None:  # as CuPy's pool: give the cached blocks back, try again
+                    self.free_all_blocks()
+                    region = d._allocate("pinned", rounded, pooled=True)
+                if region is None:
+                    raise CUDARuntimeError(2)
             region.pool = self
             return PinnedMemoryPointer(_Memory(d, region, region.address, size, -1), 0)
 
@@ -672,7 +676,10 @@ class CupyDouble:
     ``prefetch_to_host`` False makes prefetches to the host fail as with CuPy
     built for CUDA 13. ``executor`` runs the kernels (``load``/``launch`` of
     `colbridge.backends.cuda.Runtime`; default a `cuda_host.HostRuntime`).
-    ``log_limit`` keeps only that many of the latest log entries.
+    ``log_limit`` keeps only that many of the latest log entries;
+    ``pinned_limit`` bounds page-locked host memory (``cudaHostAlloc`` then
+    fails with ``cudaErrorMemoryAllocation``, as when the system refuses to
+    lock more).
     """
 
     def __init__(
@@ -685,6 +692,7 @@ class CupyDouble:
         prefetch_to_host: bool = True,
         executor: Any = None,
         log_limit: int | None = None,
+        pinned_limit: int | None = None,
     ) -> None:
         self.devices = list(devices) if devices is not None else [DeviceSpec()]
         self.init_error = init_error
@@ -693,6 +701,7 @@ class CupyDouble:
         self.driver_version = driver_version
         self.runtime_version = runtime_version
         self.prefetch_to_host_supported = prefetch_to_host
+        self.pinned_limit = pinned_limit
         if executor is None:
             from colbridge.testing.cuda_host import HostRuntime
 
@@ -1102,7 +1111,8 @@ class CupyDouble:
         with self._lock:
             self._guard()
             region = self._allocate("pinned", size, pooled=False)
-            assert region is not None
+            if region is None:
+                raise CUDARuntimeError(2)
             self.counts["unpooled_allocs"] += 1
             return region.address
 
@@ -1117,7 +1127,8 @@ class CupyDouble:
         with self._lock:
             self._guard()
             region = self._allocate("pinned", size, pooled=False)
-            assert region is not None
+            if region is None:
+                raise CUDARuntimeError(2)
             self.counts["unpooled_allocs"] += 1
             return _Memory(self, region, region.address, size, -1)
 
@@ -1257,6 +1268,10 @@ class CupyDouble:
         if kind == "device":
             spec = self.devices[device]
             if self._used(device) + size > spec.total_memory:
+                return None
+        if kind == "pinned" and self.pinned_limit is not None:
+            locked = sum(r.size for r in self._regions if r.kind == "pinned")
+            if locked + size > self.pinned_limit:
                 return None
         # whole pages of their own, as the driver allocates: no neighbour shares a page
         pages = -(-max(size, 1) // PAGE) * PAGE
