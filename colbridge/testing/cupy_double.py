@@ -45,7 +45,8 @@ What it enforces, and where the rule comes from:
   blocks, managed memory resident on the device and a configurable load of
   other processes; the pool raises ``OutOfMemoryError`` beyond the total.
 
-What ran is recorded in `CupyDouble.counts` and `CupyDouble.log`; contract
+What ran is recorded in `CupyDouble.counts` (``most_busy_streams``: the most
+streams that had work queued at once) and `CupyDouble.log`; contract
 breaches that cannot raise where they happen (frees in ``__del__``) are
 collected in `CupyDouble.violations`: call `CupyDouble.check` after a test.
 """
@@ -1375,6 +1376,9 @@ class CupyDouble:
         for region, _write in uses:
             region.pending[state.ptr] += 1
         state.queue.append(op)
+        # how many streams had work queued at once: work that could overlap on a GPU
+        busy = sum(1 for other in self._streams.values() if other.queue)
+        self.counts["most_busy_streams"] = max(self.counts["most_busy_streams"], busy)
 
     def _flush(self, state: _StreamState, upto: int | None = None) -> None:
         """Run the operations queued on ``state`` (up to number ``upto``)."""
