@@ -101,6 +101,9 @@ def test_every_placement_matches_the_cpu(double: CupyDouble, placement: str, chu
     assert double.counts["unpooled_allocs"] == 0  # every buffer comes from a pool
     assert double.counts["streams_created"] == (2 if chunk else 1)
     assert double.counts["most_busy_streams"] == (2 if chunk else 1)  # chunks overlap
+    waited = {entry[1] for entry in double.log if entry[0] in ("synchronize",
+                                                               "event synchronize")}
+    assert 0 not in waited  # the host waited on the run's own streams only
     if placement == "managed":
         assert double.counts["prefetch_to_device"] > 0
         assert double.counts["prefetch_to_host"] > 0

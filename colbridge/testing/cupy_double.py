@@ -442,9 +442,12 @@ class Stream:
         return self
 
     def synchronize(self) -> None:
-        with self._double._lock:
-            self._double._guard()
-            self._double._flush(self._state)
+        d = self._double
+        with d._lock:
+            d._guard()
+            d.counts["stream_syncs"] += 1
+            d.log.append(("synchronize", self.ptr))
+            d._flush(self._state)
 
     def record(self, event: Event | None = None) -> Event:
         event = event if event is not None else self._double.cuda.Event()
@@ -497,6 +500,8 @@ class Event:
         with d._lock:
             d._guard()
             if self._state is not None:
+                d.counts["event_syncs"] += 1
+                d.log.append(("event synchronize", self._state.ptr, self._seq))
                 d._flush(self._state, self._seq)
 
     @property
