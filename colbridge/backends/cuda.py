@@ -477,7 +477,8 @@ class _Session:
         with slot.stream:  # CuPy's pool reuses a block only on the stream it was taken on
             mem = self.cp.cuda.alloc(size)
         if self.reservation is not None:
-            self.reservation.hold(size)
+            # what the run holds is counted once: not also as free memory or the pool's cache
+            self.reservation.hold(size - (found[0] if found is not None else 0))
         slot.device[key] = (size, mem)
         return int(mem.ptr)
 
@@ -532,9 +533,8 @@ class _Session:
         if nbytes == 0 or not self.info.concurrent_managed_access:
             return
         if to_device:
+            # the reservation covers these pages; while on the device they are simply not free
             self.rt.memPrefetchAsync(ptr, nbytes, self.opts.device, stream.ptr)
-            if self.reservation is not None:
-                self.reservation.hold(nbytes)
             return
         if not self.prefetch_to_host:
             return
