@@ -99,6 +99,38 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(msg)
 
 
+def _accessors_from_a_checkout() -> None:
+    """Make ``colbridge.accessors`` importable when colbridge runs from a plain source checkout.
+
+    The layout keeps ``accessors/`` at the top of the source tree; installing
+    maps it to ``colbridge.accessors``. A checkout put on ``sys.path`` has no
+    such mapping, so the package is loaded from that folder under its
+    installed name (only when the name does not resolve otherwise).
+    """
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    if "colbridge.accessors" in sys.modules or importlib.util.find_spec("colbridge.accessors"):
+        return
+    folder = Path(__file__).resolve().parent.parent / "accessors"
+    spec = importlib.util.spec_from_file_location(
+        "colbridge.accessors", folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
+    if spec is None or spec.loader is None or not folder.is_dir():
+        return  # the import below then names the missing module
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["colbridge.accessors"] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules["colbridge.accessors"]
+        raise
+    sys.modules[__name__].__dict__["accessors"] = module  # as the import system would
+
+
+_accessors_from_a_checkout()
+
 from colbridge.accessors import register as _register_accessors  # noqa: E402
 
 _register_accessors()

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import settings
+try:
+    from hypothesis import settings
+except ImportError:  # a bare GPU machine runs tests/test_gpu_real.py without hypothesis
+    settings = None
 
 # The suite checks the compiled CPU kernels by default; the NumPy tier (`auto` on
 # small inputs) is compared with them and with polars by tests that choose it.
 os.environ.setdefault("COLBRIDGE_CPU_TIER", "compiled")
 
-settings.register_profile("ci", derandomize=True, print_blob=True)
-settings.register_profile("explore", derandomize=False, print_blob=True)
-settings.load_profile(os.environ.get("COLBRIDGE_HYPOTHESIS_PROFILE", "ci"))
+if settings is not None:
+    settings.register_profile("ci", derandomize=True, print_blob=True)
+    settings.register_profile("explore", derandomize=False, print_blob=True)
+    settings.load_profile(os.environ.get("COLBRIDGE_HYPOTHESIS_PROFILE", "ci"))

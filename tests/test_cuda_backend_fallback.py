@@ -36,7 +36,9 @@ def _frame() -> pl.DataFrame:
 
 def test_cuda_with_raise_names_the_cause() -> None:
     q = _frame().gpu.with_columns(z=cb.col("a").sqrt() * cb.col("b"))
-    with pytest.raises(cb.DeviceError, match="no usable GPU for device='cuda': CuPy found no CUDA"):
+    # the driver's own error is named, not a bare "no GPU"
+    with pytest.raises(cb.DeviceError, match=r"no usable GPU for device='cuda': CuPy found no "
+                       r"usable CUDA device: .*\(CUDARuntimeError: cudaError\w+: "):  # fmt: skip
         q.compute(device="cuda", fallback="raise")
     with pytest.raises(cb.DeviceError, match="no usable GPU for device='cuda:1'"):
         q.compute(device="cuda:1", fallback="raise")
@@ -68,12 +70,12 @@ def test_backend_itself_raises_device_error_without_a_device() -> None:
 
     spec = plan_segments(lf.steps, ["a"])[0]
     segment = type_segment(spec, {"a": ColumnType("a", DType.FLOAT64, pa.float64())})
-    with pytest.raises(cb.DeviceError, match="CuPy found no CUDA device"):
+    with pytest.raises(cb.DeviceError, match=r"the CUDA backend failed on cuda:0: .*cudaError\w+"):
         cuda.run_segment(segment, {"a": table.column("a").chunk(0)}, 2, RunStats())
 
 
 def test_placements_need_a_device() -> None:
-    with pytest.raises(cb.DeviceError, match="no CUDA device"):
+    with pytest.raises(cb.DeviceError, match=r"could not place data on cuda:0: .*cudaError\w+"):
         to_device(np.arange(4.0), placement="managed")
     with pytest.raises(cb.DeviceError, match="unknown placement 'pinned'"):
         to_device(np.arange(4.0), placement="pinned")

@@ -1,22 +1,32 @@
 """On a real GPU: the CUDA backend against the CPU backend, placements, chunking and views.
 
 Marked ``gpu``: deselected by default (``pytest -m gpu`` runs them), and
-skipped where no CUDA device is usable. ``benchmarks/gpu_check.py`` runs them.
+skipped where no CUDA device is usable. Collecting this module imports only
+what a bare GPU machine has (NumPy, pandas, pyarrow, CuPy, pytest): the corpus
+comes from `colbridge.testing.gpu_cases`.
 """
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pytest
-from cuda_corpus import CB, GROUPS, NULL_PATTERNS, Group, assert_arrays_match, make_column
 
 import colbridge as cb
 from colbridge.backends import cuda
 from colbridge.backends.device import gpu_status
-from colbridge.memory.cuda import check_fits, to_device
+from colbridge.memory.cuda import check_fits, host_registry, to_device
+from colbridge.testing.gpu_cases import (
+    CB,
+    GROUPS,
+    NULL_PATTERNS,
+    Group,
+    assert_arrays_match,
+    make_column,
+)
 
 pytestmark = [
     pytest.mark.gpu,
@@ -26,6 +36,15 @@ pytestmark = [
 #: CUDA's double functions are within 2 ULP of the correctly rounded result (sin, cos, tan,
 #: pow ...), float functions within 4; glibc is within 1-2: allow the sum of both.
 ULPS = {"float64": 4, "float32": 6}
+
+
+def _placements() -> list[str]:
+    import cupy
+
+    from colbridge.memory.cuda import device_info
+
+    pageable = device_info(cupy, 0).pageable_memory_access
+    return [p for p in cuda.PLACEMENTS if p != "pageable" or pageable]
 
 
 def _table(
@@ -44,6 +63,8 @@ def _gpu(lf: Any) -> Any:
 @pytest.mark.parametrize("placement", cuda.PLACEMENTS)
 @pytest.mark.parametrize("group", GROUPS, ids=lambda g: g.name)
 def test_gpu_matches_cpu(group: Group, placement: str) -> None:
+    if placement not in _placements():
+        pytest.skip("the device does not read pageable host memory")
     for pattern in NULL_PATTERNS:
         table = _table(group, pattern)
         with cuda.options(placement=placement):
@@ -57,7 +78,8 @@ def test_gpu_matches_cpu(group: Group, placement: str) -> None:
             assert_arrays_match(got.column(name), want.column(name), what=name, ulps=ulps)
 
 
-def test_gpu_reductions_nested_and_filter() -> None:
+@pytest.mark.parametrize("max_chunk_rows", [0, 4096])
+def test_gpu_reductions_nested_and_filter(max_chunk_rows: int) -> None:
     group = Group("r", (pa.float64(), pa.int64(), pa.int64()), lambda m: {})
     table = _table(group, (True, True, False), n=100_003)
 
@@ -66,7 +88,8 @@ def test_gpu_reductions_nested_and_filter() -> None:
         return q.with_columns(z=(a - a.mean()) / a.std(), s=b.sum(), mx=b.max(),
                               mn=a.min()).filter(cb.col("z") > 0)  # fmt: skip
 
-    got = _gpu(build(cb.lazy(table)))
+    with cuda.options(max_chunk_rows=max_chunk_rows):
+        got = _gpu(build(cb.lazy(table)))
     want = build(cb.lazy(table)).compute(device="cpu")
     for name in got.column_names:
         assert_arrays_match(got.column(name), want.column(name), what=name, rtol=1e-9)
@@ -102,11 +125,14 @@ def test_managed_results_are_arrow_over_unified_memory() -> None:
     assert out.column("z").to_pylist()[:3] == [0.0, 2.0, 4.0]
 
 
-@pytest.mark.parametrize("placement", ["managed", "device", "host-mapped"])
+@pytest.mark.parametrize("placement", cuda.PLACEMENTS)
 def test_to_device_views(placement: str) -> None:
     import cupy
 
+    if placement not in _placements():
+        pytest.skip("the device does not read pageable host memory")
     arr = pa.array([1.5, None, 3.5, 4.5, None, 6.5, 7.5, 8.5, 9.5]).slice(1)
+    host_address = arr.buffers()[1].address + arr.offset * 8
     col = to_device(arr, placement=placement)
     assert not isinstance(col, dict)
     iface = col.__cuda_array_interface__
@@ -120,14 +146,54 @@ def test_to_device_views(placement: str) -> None:
     assert col.validity_offset == 1
     viewed = cupy.from_dlpack(col)
     assert viewed.shape == (8,)
-    if placement == "host-mapped":  # no copy: the device reads the Arrow buffer's pages
-        assert cupy.asnumpy(col.values)[1] == 3.5
+    address = col.values.data.ptr
+    if placement in ("host-mapped", "pageable"):  # no copy: the device reads the Arrow pages
+        mapped = cupy.cuda.runtime.pointerGetAttributes(host_address).devicePointer
+        assert address in (host_address, mapped)
+    else:  # a copy of its own
+        assert address != host_address
+
+
+def test_host_mapped_pages_stay_registered_while_a_dlpack_consumer_lives() -> None:
+    import cupy
+
+    # two small arrays: Arrow puts them close together, often on one page
+    first = pa.array(np.arange(16.0))
+    second = pa.array(np.arange(16.0) * 2)
+    col = to_device(first, placement="host-mapped")
+    other = to_device(second, placement="host-mapped")
+    consumer = cupy.from_dlpack(col)
+    del col
+    gc.collect()
+    assert host_registry.registered(cupy)  # still mapped for the consumer
+    assert cupy.asnumpy(consumer * 2).tolist() == (np.arange(16.0) * 2).tolist()
+    del consumer, other
+    gc.collect()
+    assert host_registry.registered(cupy) == []
+
+
+def test_compute_async_keeps_the_options_and_the_callers_device() -> None:
+    import cupy
+
+    before = cupy.cuda.runtime.getDevice()
+    table = pa.table({"a": pa.array(np.arange(4096.0))})
+    with cuda.options(placement="managed"):
+        futures = [cb.lazy(table).with_columns(z=cb.col("a") * k).compute_async(device="cuda",
+                                                                                 fallback="raise")
+                   for k in range(4)]  # fmt: skip
+    for k, future in enumerate(futures):
+        out = future.result()
+        buf = out.column("z").chunk(0).buffers()[1]
+        assert cupy.cuda.runtime.pointerGetAttributes(buf.address).type == \
+            cupy.cuda.runtime.memoryTypeManaged  # fmt: skip
+        assert out.column("z").to_pylist()[:3] == [0.0, 1.0 * k, 2.0 * k]
+    assert cupy.cuda.runtime.getDevice() == before
 
 
 def test_to_device_frame_and_free_memory_guard() -> None:
-    import polars as pl
+    import pandas as pd
 
-    frame = to_device(pl.DataFrame({"a": [1, 2, 3], "b": [0.5, 1.5, None]}), placement="device")
+    frame = to_device(pd.DataFrame({"a": [1, 2, 3], "b": [0.5, 1.5, None]}), placement="device")
     assert isinstance(frame, dict)
     assert set(frame) == {"a", "b"}
     with pytest.raises(cb.DeviceError, match="exceed the allowed share of free memory"):

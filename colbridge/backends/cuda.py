@@ -1,33 +1,45 @@
 """The CUDA backend: compiles generated CUDA C with NVRTC and runs a segment through CuPy.
 
-Stage: backends. Code generation lives in `colbridge.codegen.cuda`; this module
-binds Arrow columns to kernel arguments, moves bytes according to the
-placement, launches, and wraps the results as Arrow arrays.
+Stage: backends. Code generation lives in `colbridge.codegen.cuda`, placements
+in `colbridge.memory.cuda`; this module binds Arrow columns to kernel
+arguments, moves bytes, launches and wraps the results as Arrow arrays.
 
-The work is split between a generic segment runner (argument binding, chunking,
-combining reduction partials with the CPU backend's ``finalize_reduction``, building
-Arrow arrays) and a `Runtime` that owns memory, compilation and launches. The
-real runtime is `CupyRuntime`; the test-only `colbridge.testing.cuda_host`
-runtime compiles the very same kernel text with g++ and emulates the launch
-grid on the CPU, so everything above the runtime is exercised without a GPU.
+How a segment runs
+------------------
+One run holds the GPU through a `_Session`: the device is made current for the
+run only (the caller's current device comes back afterwards), the run takes
+non-blocking streams of its own from a pool, reserves its device memory
+against concurrent runs (`colbridge.memory.cuda.reserve`), and allocates from
+CuPy's pools (device memory, pinned host memory, and a managed-memory pool),
+so no allocation or free synchronises the device.
 
-Placements
-----------
-``"device"``
-    explicit copies: inputs are copied to device memory, outputs copied back
-    into Arrow buffers.
-``"managed"``
-    inputs are copied once into CUDA managed (unified) memory; outputs are
-    allocated in managed memory and wrapped as Arrow buffers without a copy.
-``"host-mapped"``
-    the Arrow host buffers themselves are read over the bus: registered with
-    ``cudaHostRegister`` (or used as they are where the device reports
-    pageable memory access, HMM); outputs are host Arrow buffers the kernel
-    writes straight into.
+Every pass (each reduction level, then the fused elementwise pass) walks the
+rows in chunks; one chunk when everything fits, which is the usual case. Each
+chunk is queued on one of two streams in turn: host-to-device copies from
+pinned staging buffers, prefetches of managed memory, the kernel, the
+device-to-host copies of its results. While the GPU works on one chunk the
+host prepares the next, and copies of one chunk overlap the kernel of the
+other. The host waits on a chunk's event only before reusing its buffers, and
+on the streams at the end of a pass; nothing waits on the whole device.
 
-Managed and device allocations never exceed the device's free memory times
-`CudaOptions.memory_fraction`; larger inputs are processed in chunks of rows.
-CuPy is imported only when a kernel is about to run on a GPU.
+* Inputs are uploaded once per segment when the segment fits in one chunk
+  (every reduction level and the elementwise pass read the same device
+  copies); with several chunks each pass streams them again.
+* Outputs are copied once, straight into their final host buffers (pinned for
+  ``device`` and ``host-mapped``; managed memory for ``managed``; pageable
+  memory the kernel writes directly for ``pageable``).
+* Chunks start at multiples of 64 rows and bit-packed outputs get whole 64-bit
+  words, so the bitmaps of chunks land word-aligned in the result's bitmap.
+* Reductions launch one partial row per resident thread of the device; the
+  partial rows of a chunk are folded into one row on the host as soon as the
+  chunk is done, so a run with many chunks holds one row per chunk.
+* Kernel failure counters are read once per pass.
+* When anything fails between a launch and the end of the run, the streams
+  are synchronised before a buffer is freed or a page unregistered.
+
+Only CUDA and CuPy runtime failures become `DeviceError` (the caller's
+fallback policy applies to those); a wrong argument or any other bug raises as
+it is, so it is never hidden behind a fallback to the CPU.
 """
 
 from __future__ import annotations
@@ -37,8 +49,8 @@ import contextvars
 import hashlib
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Hashable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,18 +71,42 @@ from colbridge.codegen.cuda import (
     generate_elementwise,
     generate_reduce,
 )
-from colbridge.codegen.kernel import N_ERR_KINDS, InputSpec, ScalarSpec
+from colbridge.codegen.kernel import N_ERR_KINDS, AggSlot, InputSpec, OutputSpec, ScalarSpec
 from colbridge.errors import DeviceError, KernelCompileError
 from colbridge.expr.nodes import Agg
+from colbridge.memory.cuda import (
+    DEFAULT_PLACEMENT,
+    MEMORY_DEVICE,
+    MEMORY_MANAGED,
+    PLACEMENTS,
+    DeviceInfo,
+    HostLease,
+    Reservation,
+    Stager,
+    check_placement,
+    cuda_error,
+    cuda_failures,
+    cupy_module,
+    device_info,
+    host_bytes,
+    host_registry,
+    managed_pool,
+    memory_type,
+    reserve,
+    stream_pool,
+)
 from colbridge.plan.nullability import Nullability
 from colbridge.plan.planner import Segment
 
 __all__ = [
+    "BLOCK_THREADS",
+    "CHUNK_ALIGN",
     "PLACEMENTS",
     "CudaOptions",
-    "CupyRuntime",
+    "Geometry",
     "Runtime",
     "compile_nvrtc",
+    "current_options",
     "launch_config",
     "numbered",
     "options",
@@ -78,29 +114,32 @@ __all__ = [
     "use_runtime",
 ]
 
-PLACEMENTS: tuple[str, ...] = ("device", "managed", "host-mapped")
-
-#: Threads per block of every launch.
+#: Threads per block of every launch unless `CudaOptions.block_threads` says otherwise.
 BLOCK_THREADS = 256
-#: Most blocks of one elementwise launch (the grid-stride loop covers the rest).
-MAX_BLOCKS = 4096
-#: Most blocks of one reduction launch: each thread writes one partial row.
-MAX_REDUCE_BLOCKS = 256
+#: Chunks start at multiples of this many rows: bitmaps of chunks stay 64-bit word aligned.
+CHUNK_ALIGN = 64
+#: Elementwise grids cover at most this many waves of resident blocks (grid-stride beyond).
+_WAVES = 32
+_CUDA_CPU_DEVICE = -1  # cudaCpuDeviceId: prefetch target meaning "the host"
 
 
 @dataclass(frozen=True)
 class CudaOptions:
     """How the CUDA backend runs: which device, which placement, how much memory it may use.
 
-    ``memory_fraction`` bounds what one chunk of rows may allocate (inputs and
-    outputs together) as a fraction of the free device memory reported by
-    ``cudaMemGetInfo``. ``max_chunk_rows`` caps a chunk independently (0: no cap).
+    ``placement`` is one of `PLACEMENTS` (default ``"device"``, see
+    `colbridge.memory.cuda`). ``memory_fraction`` bounds what one run may
+    allocate on the device as a fraction of the memory free to it (see
+    `colbridge.memory.cuda.reserve`). ``max_chunk_rows`` caps the rows of one
+    chunk (0: no cap; rounded down to a multiple of 64). ``block_threads`` is
+    the number of threads per block (0: 256; a multiple of 32).
     """
 
     device: int = 0
-    placement: str = "device"
+    placement: str = DEFAULT_PLACEMENT
     memory_fraction: float = 0.5
     max_chunk_rows: int = 0
+    block_threads: int = 0
 
     def __post_init__(self) -> None:
         if self.placement not in PLACEMENTS:
@@ -109,10 +148,17 @@ class CudaOptions:
         if not 0.0 < self.memory_fraction <= 1.0:
             msg = f"memory_fraction must be in (0, 1], got {self.memory_fraction!r}"
             raise DeviceError(msg)
+        if self.max_chunk_rows < 0:
+            msg = f"max_chunk_rows must be 0 (no cap) or positive, got {self.max_chunk_rows!r}"
+            raise DeviceError(msg)
+        if self.block_threads < 0 or self.block_threads % 32 or self.block_threads > 1024:
+            msg = (f"block_threads must be 0 (automatic) or a multiple of 32 up to 1024, "
+                   f"got {self.block_threads!r}")  # fmt: skip
+            raise DeviceError(msg)
 
 
 def _default_options() -> CudaOptions:
-    placement = os.environ.get("COLBRIDGE_CUDA_PLACEMENT", "device")
+    placement = os.environ.get("COLBRIDGE_CUDA_PLACEMENT", DEFAULT_PLACEMENT)
     fraction = float(os.environ.get("COLBRIDGE_CUDA_MEMORY_FRACTION", "0.5"))
     return CudaOptions(placement=placement, memory_fraction=fraction)
 
@@ -135,6 +181,8 @@ def current_options() -> CudaOptions:
 def options(**changes: Any) -> Iterator[CudaOptions]:
     """Run CUDA work in this block with changed `CudaOptions` (``device``, ``placement``, ...).
 
+    The options follow the work into `compute_async` workers started in the block.
+
     Examples
     --------
     >>> from colbridge.backends import cuda
@@ -150,9 +198,37 @@ def options(**changes: Any) -> Iterator[CudaOptions]:
         _OPTIONS.reset(token)
 
 
+class Runtime:
+    """A kernel executor for running segments without a GPU (``colbridge.testing.cuda_host``).
+
+    Installed with `use_runtime`, it executes the kernels of the CuPy test
+    double (`colbridge.testing.cupy_double`), which then stands in for the GPU
+    with this runtime's launch geometry and memory budget.
+    """
+
+    #: threads per block, most elementwise blocks, most reduction blocks
+    block: int = BLOCK_THREADS
+    max_blocks: int = 4096
+    max_reduce_blocks: int = 256
+
+    def load(self, kernel: CudaKernelSource) -> Any:
+        """A handle `launch` accepts, for the compiled ``kernel``."""
+        raise NotImplementedError
+
+    def launch(
+        self, handle: Any, kernel: CudaKernelSource, grid: int, block: int, args: list[Any]
+    ) -> None:
+        """Run ``handle`` on ``grid`` blocks of ``block`` threads (pointers as NumPy arrays)."""
+        raise NotImplementedError
+
+    def budget_bytes(self) -> int | None:
+        """How many bytes one run may allocate on the device (None: no limit)."""
+        return None
+
+
 @contextlib.contextmanager
 def use_runtime(runtime: Runtime) -> Iterator[Runtime]:
-    """Run CUDA segments in this block on ``runtime`` instead of a CuPy device."""
+    """Run CUDA segments in this block with ``runtime`` executing the kernels, without a GPU."""
     token = _RUNTIME.set(runtime)
     try:
         yield runtime
@@ -171,16 +247,43 @@ def launch_config(threads: int, block: int, max_blocks: int) -> tuple[int, int]:
     return max(1, min(blocks, max_blocks)), block
 
 
+@dataclass(frozen=True)
+class Geometry:
+    """Launch shape: threads per block and the most blocks of each kind of launch.
+
+    ``max_reduce_blocks`` blocks of ``block`` threads fill the device once: a
+    reduction writes one partial row per thread, so that is how many rows it
+    leaves. Elementwise launches may use up to ``max_blocks``.
+    """
+
+    block: int
+    max_blocks: int
+    max_reduce_blocks: int
+
+    @classmethod
+    def for_device(cls, info: DeviceInfo, block_threads: int = 0) -> Geometry:
+        """The geometry that fills device ``info`` with blocks of ``block_threads`` (0: 256)."""
+        limit = info.max_threads_per_block
+        block = min(block_threads or BLOCK_THREADS, limit)
+        if block >= 32:
+            block -= block % 32  # whole warps: bitmap words are built per warp
+        resident = max(1, info.resident_threads // block)
+        return cls(block, resident * _WAVES, resident)
+
+
 # -- NVRTC --------------------------------------------------------------------
 
 
 def _nvrtc() -> Any:
     try:
         from cupy.cuda import nvrtc
-    except ImportError as exc:
+
+        nvrtc.getVersion()  # loads libnvrtc: CuPy finds it only when it is installed
+    except Exception as exc:
         msg = (
-            "compiling CUDA kernels needs CuPy and NVRTC "
-            f"(install the `gpu` extra: `pip install colbridge[gpu]`): {exc}"
+            "compiling CUDA kernels needs CuPy and NVRTC: install the `gpu` extra "
+            "(`pip install colbridge[gpu]`) and NVRTC (`pip install nvidia-cuda-nvrtc-cu12`, or "
+            f"the CUDA toolkit) ({type(exc).__name__}: {exc})"
         )
         raise DeviceError(msg) from exc
     return nvrtc
@@ -218,274 +321,324 @@ def compile_nvrtc(source: str, arch: str, *, name: str = "kernel.cu") -> bytes:
 
 
 def _cached_binary(source: str, arch: str) -> Path:
-    """The compiled kernel on disk (``<cache>/cuda/<sha256>_<arch>.cubin|ptx``), built once."""
+    """The compiled kernel on disk (``<cache>/cuda/<sha256>_<arch>.cubin|ptx``), built once.
+
+    The source is kept beside it as ``<sha256>.cu``, for reading and debugging.
+    """
     folder = cache_dir() / "cuda"
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     digest = hashlib.sha256((source + "\0" + " ".join(COMPILE_OPTIONS)).encode()).hexdigest()
     suffix = "cubin" if arch.startswith("sm_") else "ptx"
     path = folder / f"{digest[:40]}_{arch}.{suffix}"
+    text = folder / f"{digest[:40]}.cu"
+    if not text.exists():
+        _write_atomic(text, source.encode())
     if path.exists() and path.stat().st_size > 0:
         return path
-    binary = compile_nvrtc(source, arch)
-    tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_bytes(binary)
-    os.replace(tmp, path)
+    _write_atomic(path, compile_nvrtc(source, arch))
     return path
 
 
-# -- runtimes -----------------------------------------------------------------
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
 
 
-class Runtime:
-    """Memory, compilation and launches for the segment runner (one per `run_segment`).
+def _arch(info: DeviceInfo) -> str:
+    """A cubin for the device itself when NVRTC knows it, else PTX the driver compiles."""
+    supported = _nvrtc().getSupportedArchs()
+    cc = int(info.compute_capability)
+    return f"sm_{cc}" if cc in supported else f"compute_{max(a for a in supported if a <= cc)}"
 
-    Arrays handed out by a runtime are opaque to the runner: it passes them to
-    `launch`, `to_numpy` and `into_arrow` only.
+
+# -- one run's hold on the GPU ----------------------------------------------------
+
+class _LegacyExecutor:
+    """Runs the double's kernels with the `Runtime` of the current run (`use_runtime`)."""
+
+    def __init__(self) -> None:
+        self.last: Runtime | None = None
+
+    def _runtime(self) -> Runtime:
+        runtime = _RUNTIME.get() or self.last  # frees may flush queued work from elsewhere
+        assert runtime is not None
+        return runtime
+
+    def load(self, kernel: CudaKernelSource) -> Any:
+        return self._runtime().load(kernel)
+
+    def launch(self, handle: Any, kernel: CudaKernelSource, grid: int, block: int,
+               args: list[Any]) -> None:  # fmt: skip
+        self._runtime().launch(handle, kernel, grid, block, args)
+
+
+_LEGACY: dict[type[Runtime], Any] = {}
+_LEGACY_LOCK = threading.Lock()
+
+
+def _legacy_cupy(runtime: Runtime) -> Any:
+    """The CuPy test double whose kernels ``runtime`` executes (one per runtime class).
+
+    One per class, not per runtime, so that compiled kernels are shared by the
+    runtimes of a class as they were before the double existed.
     """
+    from colbridge.testing.cupy_double import CupyDouble, DeviceSpec  # test-only, on use
 
-    #: architecture name used in kernel cache keys, e.g. ``"sm_90"``
-    arch: str = ""
-    block: int = BLOCK_THREADS
-    max_blocks: int = MAX_BLOCKS
-    max_reduce_blocks: int = MAX_REDUCE_BLOCKS
-
-    def load(self, kernel: CudaKernelSource) -> Any:
-        """A handle `launch` accepts, for the compiled ``kernel``."""
-        raise NotImplementedError
-
-    def launch(
-        self, handle: Any, kernel: CudaKernelSource, grid: int, block: int, args: list[Any]
-    ) -> None:
-        """Run ``handle`` on ``grid`` blocks of ``block`` threads."""
-        raise NotImplementedError
-
-    def input(self, host: np.ndarray[Any, Any]) -> Any:
-        """A device-visible array with the bytes of the read-only host array ``host``."""
-        raise NotImplementedError
-
-    def zeros(self, count: int, dtype: Any) -> Any:
-        """A zero-filled device array."""
-        raise NotImplementedError
-
-    def output(self, nbytes: int) -> Any:
-        """An uninitialised byte array the kernel writes an output into."""
-        raise NotImplementedError
-
-    def to_numpy(self, array: Any) -> np.ndarray[Any, Any]:
-        """The contents of a device array on the host (waits for the device)."""
-        raise NotImplementedError
-
-    def into_arrow(self, array: Any, whole: bool) -> pa.Buffer | None:
-        """An Arrow buffer over ``array`` without a copy, when the host can read it, else None.
-
-        ``whole`` is True when the array holds the entire output (not one chunk).
-        """
-        raise NotImplementedError
-
-    def budget_bytes(self) -> int | None:
-        """How many bytes one chunk may allocate on the device (None: no limit)."""
-        return None
-
-    def close(self) -> None:
-        """Release what this runtime registered or pinned."""
+    with _LEGACY_LOCK:
+        double = _LEGACY.get(type(runtime))
+        if double is None:
+            double = CupyDouble(devices=[DeviceSpec(total_memory=1 << 40)],
+                                executor=_LegacyExecutor(), log_limit=10_000)  # fmt: skip
+            _LEGACY[type(runtime)] = double
+        double.executor.last = runtime
+        return double
 
 
-def _ctypes_scalar(ct: str) -> Any:
-    return {
-        "bool": np.bool_,
-        "signed char": np.int8,
-        "short": np.int16,
-        "int": np.int32,
-        "long long": np.int64,
-        "unsigned char": np.uint8,
-        "unsigned short": np.uint16,
-        "unsigned int": np.uint32,
-        "unsigned long long": np.uint64,
-        "float": np.float32,
-        "double": np.float64,
-    }[ct]
+@dataclass(eq=False)
+class _Slot:
+    """One of the run's streams with the buffers of the chunk queued on it."""
+
+    stream: Any
+    device: dict[Hashable, tuple[int, Any]] = field(default_factory=dict)
+    staging: dict[Hashable, tuple[int, Any]] = field(default_factory=dict)
+    done: Any = None
+    after: list[Callable[[], None]] = field(default_factory=list)
+    err_zeroed: bool = False
 
 
-class CupyRuntime(Runtime):
-    """A real GPU through CuPy: NVRTC-compiled cubins loaded with `cupy.RawModule`."""
+class _Session:
+    """One run's hold on the GPU: device facts, streams, memory and what must outlive the work."""
 
-    def __init__(self, opts: CudaOptions) -> None:
-        try:
-            import cupy
-        except ImportError as exc:
-            msg = (
-                "the CUDA backend needs CuPy (install the `gpu` extra: "
-                f"`pip install colbridge[gpu]`): {exc}"
-            )
-            raise DeviceError(msg) from exc
-        self.cp = cupy
+    def __init__(self, cp: Any, opts: CudaOptions, legacy: Runtime | None) -> None:
+        self.cp = cp
+        self.rt = cp.cuda.runtime
         self.opts = opts
-        try:
-            if not cupy.cuda.is_available():
-                msg = "CuPy found no CUDA device (no driver or no GPU)"
-                raise DeviceError(msg)
-            self.device = cupy.cuda.Device(opts.device)
-            self.device.use()
-            major, minor = self.device.compute_capability[:-1], self.device.compute_capability[-1]
-            cc = f"{major}{minor}"
-            supported = _nvrtc().getSupportedArchs()
-            # A cubin for the device itself when NVRTC knows it, else PTX the driver JITs.
-            self.arch = f"sm_{cc}" if int(cc) in supported else f"compute_{max(supported)}"
-            attr = cupy.cuda.runtime.cudaDevAttrPageableMemoryAccess
-            self.pageable = bool(cupy.cuda.runtime.deviceGetAttribute(attr, opts.device))
-        except DeviceError:
-            raise
-        except Exception as exc:
-            raise _device_error(exc, "could not open the CUDA device") from exc
-        self._registered: list[int] = []
-        self._keep: list[Any] = []
+        self.legacy = legacy
+        self.info = device_info(cp, opts.device)
+        check_placement(self.info, opts.placement)
+        self.placement = opts.placement
+        if legacy is not None:
+            self.geometry = Geometry(legacy.block, legacy.max_blocks, legacy.max_reduce_blocks)
+        else:
+            self.geometry = Geometry.for_device(self.info, opts.block_threads)
+        self.arch = _arch(self.info)
+        self.token = getattr(cp, "cache_token", "cupy")
+        self.slots: list[_Slot] = []
+        self.stager = Stager(cp)  # pinned bounce buffers for every upload of the run
+        self.keep: list[Any] = []  # buffers replaced while queued work may still read them
+        self.leases: dict[tuple[int, int], HostLease] = {}
+        self.reservation: Reservation | None = None
+        self.prefetch_to_host = True
+        self.pageable_results = False
+        self.managed_inputs: set[tuple[int, int]] = set()
 
-    # compilation and launch
-    def load(self, kernel: CudaKernelSource) -> Any:
-        """See `Runtime.load`."""
-        path = _cached_binary(kernel.source, self.arch)
-        try:
-            module = self.cp.RawModule(path=str(path))
-            return module.get_function(kernel.name)
-        except Exception as exc:
-            raise _device_error(exc, f"could not load the compiled kernel {path}") from exc
+    # streams
+    def slot(self, k: int) -> _Slot:
+        while len(self.slots) <= k:
+            self.slots.append(_Slot(stream_pool.acquire(self.cp, self.opts.device)))
+        return self.slots[k]
 
-    def launch(
-        self, handle: Any, kernel: CudaKernelSource, grid: int, block: int, args: list[Any]
-    ) -> None:
-        """See `Runtime.launch`."""
-        bound = []
-        for (ct, _), arg in zip(kernel.params, args, strict=True):
-            bound.append(arg if ct.endswith("*") else _ctypes_scalar(ct)(arg))
-        try:
-            handle((grid,), (block,), tuple(bound))
-        except Exception as exc:
-            raise _device_error(exc, "kernel launch failed") from exc
+    def wait(self, slot: _Slot) -> None:
+        """Wait for the work queued on ``slot``, then run the host work waiting for it."""
+        if slot.done is not None:
+            slot.done.synchronize()
+            slot.done = None
+        while slot.after:
+            slot.after.pop(0)()
+
+    def finish(self) -> None:
+        """Wait for every stream of the run and run the host work waiting for them."""
+        for slot in self.slots:
+            slot.stream.synchronize()
+            slot.done = None
+            self.wait(slot)
 
     # memory
-    def _wrap_pointer(self, ptr: int, nbytes: int, owner: Any) -> Any:
-        cp = self.cp
-        mem = cp.cuda.UnownedMemory(ptr, nbytes, owner, self.opts.device)
-        return cp.ndarray((nbytes,), dtype=cp.uint8, memptr=cp.cuda.MemoryPointer(mem, 0))
+    def budget(self, wanted: int, minimum: int) -> int:
+        """Reserve device memory for the run; how many bytes it may use."""
+        if self.legacy is not None:
+            budget = self.legacy.budget_bytes()
+            if budget is not None and budget < minimum:
+                msg = (f"not enough free GPU memory: the run needs at least {minimum} bytes, "
+                       f"{budget} allowed")  # fmt: skip
+                raise DeviceError(msg)
+            return wanted if budget is None else budget
+        self.reservation = reserve(self.cp, self.opts.device, self.opts.memory_fraction,
+                                   wanted, minimum)  # fmt: skip
+        return self.reservation.nbytes
 
-    def _managed(self, nbytes: int) -> Any:
-        cp = self.cp
-        mem = cp.cuda.malloc_managed(max(nbytes, 1))
-        return cp.ndarray((nbytes,), dtype=cp.uint8, memptr=mem)
+    def device_buffer(self, slot: _Slot, key: Hashable, nbytes: int) -> int:
+        """Address of device buffer ``key`` of ``slot`` holding at least ``nbytes``."""
+        found = slot.device.get(key)
+        if found is not None and found[0] >= nbytes:
+            return int(found[1].ptr)
+        size = max(nbytes, 8)
+        with slot.stream:  # CuPy's pool reuses a block only on the stream it was taken on
+            mem = self.cp.cuda.alloc(size)
+        if self.reservation is not None:
+            # what the run holds is counted once: not also as free memory or the pool's cache
+            self.reservation.hold(size - (found[0] if found is not None else 0))
+        slot.device[key] = (size, mem)
+        return int(mem.ptr)
 
-    def input(self, host: np.ndarray[Any, Any]) -> Any:
-        """See `Runtime.input`."""
-        cp = self.cp
-        raw = host.view(np.uint8).reshape(-1) if host.size else np.zeros(0, np.uint8)
+    def staging_buffer(self, slot: _Slot, key: Hashable, nbytes: int) -> int:
+        """Address of pinned host buffer ``key`` of ``slot`` holding at least ``nbytes``."""
+        found = slot.staging.get(key)
+        if found is not None and found[0] >= nbytes:
+            return int(found[1].ptr)
+        if found is not None:
+            self.keep.append(found[1])  # queued copies may still read it
+        size = max(nbytes, 8)
+        mem = self.cp.cuda.alloc_pinned_memory(size)
+        slot.staging[key] = (size, mem)
+        return int(mem.ptr)
+
+    def host_result(self, nbytes: int) -> tuple[int, pa.Buffer]:
+        """A whole-result host buffer the GPU can write (or copy) into, and its Arrow buffer."""
+        if nbytes == 0:
+            buf = pa.allocate_buffer(0)
+            return 0, buf
+        if self.placement == "pageable":
+            buf = pa.allocate_buffer(nbytes)
+            return int(buf.address), buf
+        if self.placement == "managed":
+            with self.slot(0).stream:
+                mem = managed_pool(self.cp).malloc(nbytes)
+            return int(mem.ptr), pa.foreign_buffer(int(mem.ptr), nbytes, base=mem)
+        # device and host-mapped: pinned (page-locked) memory from CuPy's pinned pool
         try:
-            placement = self.opts.placement
-            if placement == "device" or raw.nbytes == 0:
-                return cp.asarray(raw)
-            if placement == "managed":
-                out = self._managed(raw.nbytes)
-                cp.cuda.runtime.memcpy(out.data.ptr, raw.ctypes.data, raw.nbytes,
-                                       cp.cuda.runtime.memcpyDefault)  # fmt: skip
-                return out
-            # host-mapped: the GPU reads the Arrow buffer in place
-            return self._wrap_pointer(self._device_pointer(raw), raw.nbytes, raw)
-        except DeviceError:
-            raise
-        except Exception as exc:
-            raise _device_error(exc, "could not place an input on the device") from exc
-
-    def _device_pointer(self, host: np.ndarray[Any, Any]) -> int:
-        ptr = int(host.ctypes.data)
-        if self.pageable:
-            return ptr  # HMM: the device reads pageable host memory directly
-        rt = self.cp.cuda.runtime
-        page = 4096
-        start = ptr - ptr % page
-        stop = ptr + host.nbytes
-        size = (stop - start + page - 1) // page * page
-        try:
-            rt.hostRegister(start, size, 2)  # cudaHostRegisterMapped
-            self._registered.append(start)
-        except self.cp.cuda.runtime.CUDARuntimeError as exc:
-            if "AlreadyRegistered" not in str(exc):
+            mem = self.cp.cuda.alloc_pinned_memory(nbytes)
+        except cuda_failures(self.cp):
+            if self.placement != "device":
                 raise
-        self._keep.append(host)
-        return int(rt.pointerGetAttributes(ptr).devicePointer)
+            # No page-locked memory left: copy into pageable memory instead (the driver
+            # stages such copies itself, and they wait for the stream).
+            self.pageable_results = True
+            buf = pa.allocate_buffer(nbytes)
+            return int(buf.address), buf
+        return int(mem.ptr), pa.foreign_buffer(int(mem.ptr), nbytes, base=mem)
 
-    def zeros(self, count: int, dtype: Any) -> Any:
-        """See `Runtime.zeros`."""
+    def lease(self, ptr: int, nbytes: int, owner: Any) -> int:
+        """Device address of host bytes mapped for the run (``host-mapped``)."""
+        key = (ptr, nbytes)
+        found = self.leases.get(key)
+        if found is None:
+            found = host_registry.lease(self.cp, self.info, ptr, nbytes, owner)
+            self.leases[key] = found
+        return found.device_address(ptr)
+
+    def prefetch(self, ptr: int, nbytes: int, to_device: bool, stream: Any) -> None:
+        """Move managed memory to the device (or back to the host) in stream order."""
+        if nbytes == 0 or not self.info.concurrent_managed_access:
+            return
+        if to_device:
+            # the reservation covers these pages; while on the device they are simply not free
+            self.rt.memPrefetchAsync(ptr, nbytes, self.opts.device, stream.ptr)
+            return
+        if not self.prefetch_to_host:
+            return
         try:
-            if self.opts.placement == "managed":
-                nbytes = count * np.dtype(dtype).itemsize
-                out = self._managed(nbytes).view(dtype)
-                out[...] = 0
-                return out
-            return self.cp.zeros(count, dtype=dtype)
-        except Exception as exc:
-            raise _device_error(exc, "could not allocate device memory") from exc
+            self.rt.memPrefetchAsync(ptr, nbytes, _CUDA_CPU_DEVICE, stream.ptr)
+        except self.rt.CUDARuntimeError:
+            # CuPy built for CUDA 13 passes the host as a device location, which the driver
+            # refuses; the host then migrates the pages on first touch instead.
+            self.prefetch_to_host = False
 
-    def output(self, nbytes: int) -> Any:
-        """See `Runtime.output`."""
+    def close(self, *, strict: bool) -> None:
+        """Wait for all queued work, then give back pages, memory and streams.
+
+        Runs on every exit, exceptions included: nothing is freed or unregistered
+        while a kernel or a copy may still use it. A failure while waiting is
+        raised afterwards when ``strict`` (the run itself went well).
+        """
+        failure: BaseException | None = None
         try:
-            if self.opts.placement == "managed":
-                return self._managed(nbytes)
-            if self.opts.placement == "host-mapped" and nbytes:
-                host = np.frombuffer(pa.allocate_buffer(nbytes), dtype=np.uint8)
-                return (host, self._wrap_pointer(self._device_pointer(host), nbytes, host))
-            return self.cp.empty(nbytes, dtype=self.cp.uint8)
-        except DeviceError:
-            raise
-        except Exception as exc:
-            raise _device_error(exc, "could not allocate device memory") from exc
-
-    def to_numpy(self, array: Any) -> np.ndarray[Any, Any]:
-        """See `Runtime.to_numpy`."""
-        try:
-            if isinstance(array, tuple):
-                self.cp.cuda.Device(self.opts.device).synchronize()
-                return array[0]  # type: ignore[no-any-return]
-            return self.cp.asnumpy(array)  # type: ignore[no-any-return]
-        except Exception as exc:
-            raise _device_error(exc, "could not copy results back from the device") from exc
-
-    def into_arrow(self, array: Any, whole: bool) -> pa.Buffer | None:
-        """See `Runtime.into_arrow`."""
-        if isinstance(array, tuple):  # host-mapped: the kernel wrote into host memory
-            self.cp.cuda.Device(self.opts.device).synchronize()
-            return pa.py_buffer(array[0])
-        if self.opts.placement == "managed" and whole:
-            self.cp.cuda.Device(self.opts.device).synchronize()
-            # unified memory: the Arrow buffer is the managed allocation itself
-            return pa.foreign_buffer(array.data.ptr, array.nbytes, base=array)
-        return None
-
-    def budget_bytes(self) -> int | None:
-        """See `Runtime.budget_bytes`."""
-        if self.opts.placement == "host-mapped":
-            return None
-        try:
-            free, _total = self.cp.cuda.runtime.memGetInfo()
-        except Exception as exc:
-            raise _device_error(exc, "could not query free device memory") from exc
-        return int(free * self.opts.memory_fraction)
-
-    def close(self) -> None:
-        """See `Runtime.close`."""
-        rt = self.cp.cuda.runtime
-        for start in self._registered:
-            with contextlib.suppress(Exception):
-                rt.hostUnregister(start)
-        self._registered.clear()
-        self._keep.clear()
+            if self.managed_inputs and self.slots:
+                with self.slots[0].stream:
+                    for ptr, nbytes in sorted(self.managed_inputs):
+                        self.prefetch(ptr, nbytes, False, self.slots[0].stream)
+            for slot in self.slots:
+                slot.stream.synchronize()
+        except BaseException as exc:  # a failed device leaves nothing to wait for
+            failure = exc
+        for slot in self.slots:
+            slot.device.clear()
+            slot.staging.clear()
+            slot.after.clear()
+            stream_pool.release(self.cp, self.opts.device, slot.stream)
+        self.slots.clear()
+        self.keep.clear()
+        self.stager.ring.clear()
+        for lease in self.leases.values():
+            lease.release()
+        self.leases.clear()
+        if self.reservation is not None:
+            self.reservation.release()
+        if failure is not None and (strict or not isinstance(failure, Exception)):
+            raise failure
 
 
-def _device_error(exc: BaseException, what: str) -> DeviceError:
-    kind = type(exc).__name__
-    if "OutOfMemory" in kind or ("memory" in str(exc).lower() and "out of" in str(exc).lower()):
-        return DeviceError(f"{what}: the GPU is out of memory ({kind}: {exc})")
-    return DeviceError(f"{what} ({kind}: {exc})")
+# -- folding reduction partials ----------------------------------------------------
 
 
-# -- the segment runner -------------------------------------------------------
+def _fold_partials(
+    slots: list[AggSlot], pf: np.ndarray, pi: np.ndarray, pu: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """One partial row that `finalize_reduction` combines like all rows given, or None.
+
+    Counts, sums, NaN flags and the 32-bit halves of exact means add up;
+    minimums and maximums keep the best of the rows that saw a value; means
+    and squared deviations combine with Chan et al.'s formula. None when a
+    slot has a role not listed here: the caller keeps the rows as they are.
+    """
+    f = np.zeros((1, pf.shape[1]), dtype=np.float64)
+    i = np.zeros((1, pi.shape[1]), dtype=np.int64)
+    u = np.zeros((1, pu.shape[1]), dtype=np.uint64)
+    known_f, known_i, known_u = {"sum", "best", "mean", "m2"}, \
+        {"count", "sum", "best", "non_nan", "any_nan", "sum_hi", "sum_lo"}, \
+        {"sum", "best", "sum_hi", "sum_lo"}  # fmt: skip
+    with np.errstate(all="ignore"):
+        for slot in slots:
+            if set(slot.f) - known_f or set(slot.i) - known_i or set(slot.u) - known_u:
+                return None
+            counts = pi[:, slot.i["count"]]
+            i[0, slot.i["count"]] = counts.sum(dtype=np.int64)
+            pick = np.min if slot.agg.func == "min" else np.max
+            for role, k in slot.i.items():
+                if role in ("sum", "non_nan", "any_nan"):
+                    i[0, k] = pi[:, k].sum(dtype=np.int64)
+                elif role == "best":
+                    seen = counts > 0
+                    i[0, k] = pick(pi[seen, k]) if seen.any() else 0
+            for role, k in slot.u.items():
+                if role == "sum":
+                    u[0, k] = pu[:, k].sum(dtype=np.uint64)
+                elif role == "best":
+                    seen = counts > 0
+                    u[0, k] = pick(pu[seen, k]) if seen.any() else 0
+            for parts, roles, out in ((pi, slot.i, i), (pu, slot.u, u)):
+                if "sum_hi" in roles:
+                    hi, lo = roles["sum_hi"], roles["sum_lo"]
+                    total = sum(int(v) for v in parts[:, hi]) * 2**32 + \
+                        sum(int(v) for v in parts[:, lo])  # fmt: skip
+                    out[0, hi] = total >> 32
+                    out[0, lo] = total - ((total >> 32) << 32)
+            if "sum" in slot.f:
+                f[0, slot.f["sum"]] = pf[:, slot.f["sum"]].sum()
+            if "best" in slot.f:
+                seen = pi[:, slot.i["non_nan"]] > 0
+                f[0, slot.f["best"]] = pick(pf[seen, slot.f["best"]]) if seen.any() else 0.0
+            if "mean" in slot.f:
+                total_count = int(counts.sum())
+                means, m2 = pf[:, slot.f["mean"]], pf[:, slot.f["m2"]]
+                mean = float((counts * means).sum() / total_count) if total_count else 0.0
+                f[0, slot.f["mean"]] = mean
+                f[0, slot.f["m2"]] = float(m2.sum() + (counts * (means - mean) ** 2).sum())
+    return f, i, u
+
+
+# -- the segment runner -------------------------------------------------------------
 
 
 @dataclass
@@ -494,62 +647,59 @@ class _Compiled:
     handle: Any
 
 
-def _kernel(
-    runtime: Runtime, key: tuple[Any, ...], generate: Callable[[], CudaKernelSource],
-    stats: RunStats,
-) -> _Compiled:  # fmt: skip
-    def build() -> _Compiled:
-        src = generate()
-        return _Compiled(src, runtime.load(src))
+@dataclass(frozen=True)
+class _Part:
+    """One buffer of one input column as the kernels read it.
 
-    compiled, hit = kernel_cache.get_or_build(("cuda", type(runtime).__name__, runtime.arch, *key),
-                                              build)  # fmt: skip
-    if hit:
-        stats.cache_hits += 1
-    else:
-        stats.compiled += 1
-    stats.sources.append(compiled.source.source)
-    return compiled  # type: ignore[no-any-return]
+    ``bits``: a bitmap (or bool values) read from bit ``bit0`` of ``data``;
+    otherwise ``itemsize``-byte values starting at byte ``byte0`` of ``data``.
+    """
+
+    key: tuple[str, str]
+    data: np.ndarray  # the whole buffer's bytes (uint8)
+    bits: bool
+    itemsize: int = 0
+    byte0: int = 0
+    bit0: int = 0
+
+    def span(self, start: int, stop: int) -> tuple[int, int, int]:
+        """(first byte, end byte, bit offset) of rows ``start:stop`` within ``data``."""
+        if self.bits:
+            first = (self.bit0 + start) >> 3
+            return first, (self.bit0 + stop + 7) >> 3, (self.bit0 + start) & 7
+        return self.byte0 + start * self.itemsize, self.byte0 + stop * self.itemsize, 0
+
+    def per_row(self) -> float:
+        return 0.125 if self.bits else float(self.itemsize)
 
 
-def _host_input(spec: InputSpec, array: pa.Array, start: int, stop: int) -> list[Any]:
-    """Host arrays and offsets of rows ``start:stop`` of one input, in argument order."""
-    # a one-row pass over reductions still lists the columns inside them: clamp to the array
-    stop = min(stop, len(array))
-    start = min(start, stop)
+def _bytes(buffer: pa.Buffer | None) -> np.ndarray:
+    if buffer is None or buffer.size == 0:
+        return np.zeros(8, dtype=np.uint8)
+    return np.frombuffer(buffer, dtype=np.uint8)
+
+
+def _column_parts(spec: InputSpec, array: pa.Array, num_rows: int) -> list[_Part]:
+    """The buffers of input ``spec`` as the kernels read them."""
+    if len(array) < num_rows:
+        msg = (f"internal error: input column `{spec.name}` has {len(array)} rows but the pass "
+               f"reads {num_rows}")  # fmt: skip
+        raise RuntimeError(msg)
     buffers = array.buffers()
     offset = array.offset
-    bound: list[Any] = []
+    parts: list[_Part] = []
     if spec.dtype.is_bool:
-        bound += _bits(buffers[1], offset + start, stop - start)
+        parts.append(_Part((spec.name, "values"), _bytes(buffers[1]), True, bit0=offset))
     else:
-        dt = spec.dtype.numpy
-        data = buffers[1]
-        if data is None or stop <= start:
-            values = np.zeros(0, dtype=dt)
-        else:
-            values = np.frombuffer(
-                data, dtype=dt, count=stop - start, offset=(offset + start) * dt.itemsize
-            )
-        bound.append(values)
+        size = spec.dtype.numpy.itemsize
+        parts.append(_Part((spec.name, "values"), _bytes(buffers[1]), False, size, offset * size))
     if spec.nullable:
-        validity = buffers[0]
-        if validity is None:  # planned nullable but no bitmap: all valid
-            nbits = stop - start
-            bound += [np.full((nbits + 7) // 8 + 1, 0xFF, dtype=np.uint8), 0]
+        if buffers[0] is None:  # planned nullable but no bitmap: all valid
+            ones = np.full((num_rows + 7) // 8 + 8, 0xFF, dtype=np.uint8)
+            parts.append(_Part((spec.name, "validity"), ones, True))
         else:
-            bound += _bits(validity, offset + start, stop - start)
-    return bound
-
-
-def _bits(buffer: pa.Buffer | None, bit_start: int, nbits: int) -> list[Any]:
-    """The bytes covering ``nbits`` bits from ``bit_start`` and the bit offset into them."""
-    if buffer is None or nbits <= 0:
-        return [np.zeros(1, dtype=np.uint8), 0]
-    first = bit_start >> 3
-    last = (bit_start + nbits + 7) >> 3
-    raw = np.frombuffer(buffer, dtype=np.uint8, count=last - first, offset=first)
-    return [raw, bit_start & 7]
+            parts.append(_Part((spec.name, "validity"), _bytes(buffers[0]), True, bit0=offset))
+    return parts
 
 
 def _scalar_args(spec: ScalarSpec, value: Any, valid: bool) -> list[Any]:
@@ -561,36 +711,31 @@ def _scalar_args(spec: ScalarSpec, value: Any, valid: bool) -> list[Any]:
     return bound
 
 
-def _row_bytes(inputs: list[InputSpec], out_itemsizes: list[float]) -> float:
-    per_row = 0.0
-    for spec in inputs:
-        per_row += 0.125 if spec.dtype.is_bool else spec.dtype.numpy.itemsize
-        per_row += 0.125 if spec.nullable else 0.0
-    return per_row + sum(out_itemsizes)
+_C_SCALARS: dict[str, type[np.generic]] = {
+    "bool": np.bool_,
+    "signed char": np.int8,
+    "short": np.int16,
+    "int": np.int32,
+    "long long": np.int64,
+    "unsigned char": np.uint8,
+    "unsigned short": np.uint16,
+    "unsigned int": np.uint32,
+    "unsigned long long": np.uint64,
+    "float": np.float32,
+    "double": np.float64,
+}
 
 
-def _chunks(runtime: Runtime, n: int, per_row: float, fixed: int) -> list[tuple[int, int]]:
-    """Row ranges (multiples of 8 long) whose allocations fit the runtime's memory budget."""
-    limit = current_options().max_chunk_rows
-    budget = runtime.budget_bytes()
-    rows = n
-    if budget is not None:
-        room = budget - fixed
-        if room <= 0 or (per_row > 0 and room / per_row < 8):
-            msg = (
-                f"not enough free GPU memory for even 8 rows ({budget} bytes allowed by "
-                f"memory_fraction={current_options().memory_fraction}); free memory or use "
-                "placement='host-mapped'"
-            )
-            raise DeviceError(msg)
-        if per_row > 0:
-            rows = min(rows, int(room / per_row))
-    if limit:
-        rows = min(rows, limit)
-    rows = max(8, rows - rows % 8)
-    if n <= rows:
-        return [(0, n)]
-    return [(s, min(s + rows, n)) for s in range(0, n, rows)]
+def _typed_args(kernel: CudaKernelSource, args: list[Any]) -> tuple[Any, ...]:
+    """Arguments as CuPy passes them: pointers as 64-bit addresses, values in their C type."""
+    if len(args) != len(kernel.params):
+        msg = (f"internal error: kernel `{kernel.name}` takes {len(kernel.params)} arguments, "
+               f"{len(args)} were bound")  # fmt: skip
+        raise RuntimeError(msg)
+    typed: list[Any] = []
+    for (ct, _), arg in zip(kernel.params, args, strict=True):
+        typed.append(np.uint64(arg) if ct.endswith("*") else _C_SCALARS[ct](arg))
+    return tuple(typed)
 
 
 def run_segment(
@@ -608,177 +753,400 @@ def run_segment(
     caller's fallback policy applies) and `KernelCompileError` when NVRTC
     rejects a generated kernel.
     """
-    runtime = _RUNTIME.get()
-    owned = runtime is None
-    if runtime is None:
-        opts = current_options()
-        runtime = CupyRuntime(opts)
+    opts = current_options()
+    legacy = _RUNTIME.get()
+    cp = _legacy_cupy(legacy) if legacy is not None else cupy_module()
+    failures = cuda_failures(cp)
     try:
-        if owned:
-            with runtime.device:  # type: ignore[attr-defined]
-                return _run(runtime, segment, columns, num_rows, stats, nan_null)
-        return _run(runtime, segment, columns, num_rows, stats, nan_null)
-    finally:
-        runtime.close()
+        with cp.cuda.Device(opts.device):  # the caller's current device comes back after
+            session = _Session(cp, opts, legacy)
+            try:
+                result = _SegmentRun(session, segment, columns, num_rows, stats, nan_null).run()
+            except BaseException:
+                session.close(strict=False)  # the first error is the one to report
+                raise
+            session.close(strict=True)
+            if legacy is not None:
+                cp.check()  # host-run tests are held to the contracts too
+            return result
+    except failures as exc:
+        raise cuda_error(cp, exc, f"the CUDA backend failed on cuda:{opts.device}") from exc
 
 
-def _run(
-    runtime: Runtime,
-    segment: Segment,
-    columns: Mapping[str, pa.Array],
-    num_rows: int,
-    stats: RunStats,
-    nan_null: frozenset[str] = frozenset(),
-) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
-    nullable = frozenset(name for name in segment.inputs if columns[name].null_count > 0)
-    nan_null = nan_null & frozenset(segment.inputs)
-    nulls = Nullability(segment.types, nullable, nan_null)
-    n = 1 if segment.one_row else num_rows
-    scalar_values: dict[Agg, tuple[Any, bool]] = {}
-    plan_text = "\n".join(f"{name} = {node!r}" for name, node in segment.outputs)
-    if segment.mask is not None:
-        plan_text += f"\nfilter: {segment.mask!r}"
-    input_types = tuple((c, columns[c].type) for c in segment.inputs)
+class _SegmentRun:
+    """One segment on one session: planning chunks, binding arguments, the passes."""
 
-    for level in segment.agg_levels:
-        key: tuple[Any, ...] = (
-            "reduce", tuple(level), tuple(sorted(nullable)), nan_null, input_types
-        )
+    def __init__(
+        self,
+        session: _Session,
+        segment: Segment,
+        columns: Mapping[str, pa.Array],
+        num_rows: int,
+        stats: RunStats,
+        nan_null: frozenset[str],
+    ) -> None:
+        self.s = session
+        self.segment = segment
+        self.columns = columns
+        self.num_rows = num_rows
+        self.stats = stats
+        nullable = frozenset(name for name in segment.inputs if columns[name].null_count > 0)
+        self.nullable = nullable
+        self.nan_null = nan_null & frozenset(segment.inputs)
+        self.nulls = Nullability(segment.types, nullable, self.nan_null)
+        self.input_types = tuple((c, columns[c].type) for c in segment.inputs)
+        # rows every pass reads (a one-row segment's reductions still read every row)
+        self.rows_read = num_rows
+        self.column_parts: dict[str, list[_Part]] = {}
+        self.parts: dict[tuple[str, str], _Part] = {}
+        self.in_place: dict[tuple[str, str], bool] = {}
+        self.resident: dict[tuple[str, str], int] = {}  # uploaded once for the whole segment
+        self.uploads = 0
 
-        def make_reduce(level: list[Agg] = level) -> CudaKernelSource:
-            return generate_reduce(level, segment.types, nulls, plan_text=plan_text)
+    # -- kernels
+    def _kernel(self, key: tuple[Any, ...], generate: Callable[[], CudaKernelSource]) -> _Compiled:
+        s = self.s
 
-        compiled = _kernel(runtime, key, make_reduce, stats)
+        def build() -> _Compiled:
+            src = generate()
+            path = _cached_binary(src.source, s.arch)
+            module = s.cp.RawModule(path=str(path))
+            return _Compiled(src, module.get_function(src.name))
+
+        compiled, hit = kernel_cache.get_or_build(("cuda", s.token, s.arch, *key), build)
+        if hit:
+            self.stats.cache_hits += 1
+        else:
+            self.stats.compiled += 1
+        self.stats.sources.append(compiled.source.source)
+        return compiled  # type: ignore[no-any-return]
+
+    def _kernels(self) -> tuple[list[_Compiled], _Compiled | None]:
+        segment = self.segment
+        plan_text = "\n".join(f"{name} = {node!r}" for name, node in segment.outputs)
+        if segment.mask is not None:
+            plan_text += f"\nfilter: {segment.mask!r}"
+        nullable = tuple(sorted(self.nullable))
+        reduces = []
+        for level in segment.agg_levels:
+            key: tuple[Any, ...] = ("reduce", tuple(level), nullable, self.nan_null,
+                                    self.input_types)  # fmt: skip
+
+            def make_reduce(level: list[Agg] = level) -> CudaKernelSource:
+                return generate_reduce(level, segment.types, self.nulls, plan_text=plan_text)
+
+            reduces.append(self._kernel(key, make_reduce))
+        if not segment.outputs and segment.mask is None:
+            return reduces, None
+
+        def make_elementwise() -> CudaKernelSource:
+            return generate_elementwise(segment.outputs, segment.mask, segment.types, self.nulls,
+                                        plan_text=segment.kernel_text, literals=segment.params)
+
+        # literals are kernel arguments: the key (the segment's signature) leaves them out
+        key = ("elementwise", segment.signature, nullable, self.nan_null, self.input_types,
+               segment.one_row)  # fmt: skip
+        elementwise = self._kernel(key, make_elementwise)
+        return reduces, elementwise
+
+    # -- planning
+    def _plan(
+        self, reduces: list[_Compiled], elementwise: _Compiled | None
+    ) -> tuple[list[tuple[int, int]], int, list[tuple[int, int]]]:
+        """(chunks of the reduction passes, their slot count, chunks of the elementwise pass)."""
+        s = self.s
+        for compiled in [*reduces, *([elementwise] if elementwise else [])]:
+            for spec in compiled.source.inputs:
+                if spec.name not in self.column_parts:
+                    parts = _column_parts(spec, self.columns[spec.name], self.rows_read)
+                    self.column_parts[spec.name] = parts
+                    for part in parts:
+                        self.parts[part.key] = part
+                        self.in_place[part.key] = self._readable_in_place(part)
+        per_row = sum(p.per_row() for k, p in self.parts.items() if not self.in_place[k])
+        if elementwise is not None and s.placement in ("device", "managed"):
+            for out in elementwise.source.outputs:
+                per_row += 0.125 if out.dtype.is_bool else out.dtype.numpy.itemsize
+                per_row += 0.125 if out.nullable else 0.0
+        geo = s.geometry
+        width = max((8 * (max(c.source.n_f, 1) + max(c.source.n_i, 1) + max(c.source.n_u, 1))
+                     for c in reduces), default=0)  # fmt: skip
+        buffers = len(self.parts) + 3 + 2 * (len(elementwise.source.outputs) if elementwise
+                                              else 0)  # fmt: skip
+        fixed = geo.max_reduce_blocks * geo.block * width + 8 * N_ERR_KINDS + 512 * buffers
+        n = self.num_rows
+        cap = s.opts.max_chunk_rows
+        cap = max(CHUNK_ALIGN, cap - cap % CHUNK_ALIGN) if cap else 0
+        whole = fixed + int(per_row * n + 1)  # everything at once, one stream
+        # with a cap below the row count: two streams taking turns, chunks of at most `cap` rows
+        wanted = 2 * fixed + int(2 * per_row * cap + 1) if cap and cap < n else whole
+        minimum = fixed + int(per_row * CHUNK_ALIGN + 1)
+        granted = s.budget(wanted, minimum)
+        if granted >= whole and (not cap or n <= cap):
+            rows, slots = n, 1
+        else:
+            two = (granted - 2 * fixed) / (2 * per_row) if per_row else float("inf")
+            one = (granted - fixed) / per_row if per_row else float("inf")
+            slots = 2 if two >= CHUNK_ALIGN else 1
+            rows = int(min(two if slots == 2 else one, cap or n))
+            rows = max(CHUNK_ALIGN, rows - rows % CHUNK_ALIGN)
+        if n == 0:
+            rows = 1
+        chunks = [(a, min(a + rows, n)) for a in range(0, n, rows)] or [(0, 0)]
+        if elementwise is not None and self.segment.one_row:
+            return chunks, slots, [(0, 1)]
+        return chunks, slots, chunks
+
+    def _readable_in_place(self, part: _Part) -> bool:
+        """Whether kernels read this buffer where it is (else it is uploaded)."""
+        placement = self.s.placement
+        if placement in ("host-mapped", "pageable"):
+            return True
+        kind = memory_type(self.s.cp, int(part.data.ctypes.data))
+        return kind in (MEMORY_MANAGED, MEMORY_DEVICE)
+
+    # -- binding
+    def _input_args(self, spec: InputSpec, slot: _Slot, start: int, stop: int,
+                    single: bool) -> list[Any]:  # fmt: skip
+        """Addresses (and bit offsets) of rows ``start:stop`` of input ``spec`` on the device."""
+        args: list[Any] = []
+        for part in self.column_parts[spec.name]:
+            lo, hi, bit = part.span(start, stop)
+            if self.in_place[part.key]:
+                address = self._in_place_address(part, lo, hi, slot)
+            elif single and part.key in self.resident:
+                address = self.resident[part.key]  # uploaded by an earlier pass
+            else:
+                address = self._upload(part.key, part.data[lo:max(hi, lo)], slot)
+                if single:
+                    self.resident[part.key] = address
+            args.append(address)
+            if part.bits:
+                args.append(bit)
+        return args
+
+    def _in_place_address(self, part: _Part, lo: int, hi: int, slot: _Slot) -> int:
+        s = self.s
+        base = int(part.data.ctypes.data)
+        if s.placement == "host-mapped":
+            # one registration per buffer and run: the bytes every pass reads
+            first, end, _ = part.span(0, self.rows_read)
+            mapped = s.lease(base + first, max(end - first, 1), part.data)
+            return mapped + (lo - first)
+        if hi > lo and memory_type(s.cp, base) == MEMORY_MANAGED:
+            s.prefetch(base + lo, hi - lo, True, slot.stream)
+            s.managed_inputs.add((base + lo, hi - lo))
+        return base + lo
+
+    def _upload(self, key: tuple[str, str], host: np.ndarray, slot: _Slot) -> int:
+        """Queue a copy of ``host`` to a device buffer of ``slot`` through pinned staging."""
+        s = self.s
+        nbytes = host.nbytes
+        dev = s.device_buffer(slot, ("in", key), nbytes)
+        if nbytes:
+            s.stager.upload(host, dev, slot.stream)
+            self.uploads += 1
+        return dev
+
+    def _err(self, slot: _Slot) -> int:
+        s = self.s
+        dev = s.device_buffer(slot, "err", 8 * N_ERR_KINDS)
+        if not slot.err_zeroed:
+            s.rt.memsetAsync(dev, 0, 8 * N_ERR_KINDS, slot.stream.ptr)
+            slot.err_zeroed = True
+        return dev
+
+    def _read_errors(self, used: list[_Slot]) -> np.ndarray:
+        """Failure counts of the pass: one copy per stream, one wait."""
+        s = self.s
+        stages = []
+        for slot in used:
+            if not slot.err_zeroed:
+                continue
+            stage = s.staging_buffer(slot, "err", 8 * N_ERR_KINDS)
+            with slot.stream:
+                s.rt.memcpyAsync(stage, s.device_buffer(slot, "err", 8 * N_ERR_KINDS),
+                                 8 * N_ERR_KINDS, s.rt.memcpyDeviceToHost,
+                                 slot.stream.ptr)  # fmt: skip
+            stages.append(stage)
+            slot.err_zeroed = False
+        s.finish()
+        total = np.zeros((N_ERR_KINDS, 1), dtype=np.int64)
+        for stage in stages:
+            total[:, 0] += host_bytes(stage, 8 * N_ERR_KINDS).view(np.uint64).astype(np.int64)
+        return total
+
+    def _launch(self, compiled: _Compiled, rows: int, args: list[Any], reduce: bool) -> int:
+        """Queue the kernel on the current stream; the number of threads it runs."""
+        geo = self.s.geometry
+        cap = geo.max_reduce_blocks if reduce else geo.max_blocks
+        grid, block = launch_config(compiled.source.threads_for(rows), geo.block, cap)
+        compiled.handle((grid,), (block,), _typed_args(compiled.source, args))
+        return grid * block
+
+    # -- passes
+    def run(self) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
+        reduces, elementwise = self._kernels()
+        chunks, nslots, row_chunks = self._plan(reduces, elementwise)
+        scalar_values: dict[Agg, tuple[Any, bool]] = {}
+        for level, compiled in zip(self.segment.agg_levels, reduces, strict=True):
+            scalar_values.update(self._reduce(compiled, chunks, nslots, scalar_values))
+            self.stats.kernels.append(
+                f"cuda reduce[{', '.join(repr(a) for a in level)}] in {len(chunks)} chunk(s), "
+                f"placement={self.s.placement}"
+            )
+        if elementwise is None:
+            return {}, None
+        if self.num_rows == 0 and not self.segment.one_row:
+            check_scalar_outputs(self.segment, self.nulls, scalar_values, self.stats)
+        result = self._elementwise(elementwise, row_chunks, nslots, scalar_values)
+        src = elementwise.source
+        self.stats.kernels.append(
+            f"cuda elementwise[{', '.join(o.name for o in src.outputs)}] over "
+            f"{len(src.inputs)} input(s) in {len(row_chunks)} chunk(s), "
+            f"placement={self.s.placement}, {self.uploads} upload(s)"
+            + (", results in pageable memory (no pinned memory left)" if self.s.pageable_results
+               else "")
+        )  # fmt: skip
+        return result
+
+    def _reduce(
+        self,
+        compiled: _Compiled,
+        chunks: list[tuple[int, int]],
+        nslots: int,
+        scalar_values: dict[Agg, tuple[Any, bool]],
+    ) -> dict[Agg, tuple[Any, bool]]:
+        s = self.s
         src = compiled.source
         widths = (max(src.n_f, 1), max(src.n_i, 1), max(src.n_u, 1))
-        parts: list[list[np.ndarray[Any, Any]]] = [[], [], []]
-        err_total = np.zeros((N_ERR_KINDS, 1), dtype=np.int64)
-        max_rows = runtime.block * runtime.max_reduce_blocks
-        fixed = max_rows * 8 * sum(widths) + 8 * N_ERR_KINDS
-        for start, stop in _chunks(runtime, num_rows, _row_bytes(src.inputs, []), fixed):
-            grid, block = launch_config(src.threads_for(stop - start), runtime.block,
-                                        runtime.max_reduce_blocks)  # fmt: skip
-            rows = grid * block
-            partials = [
-                runtime.zeros(rows * widths[0], np.float64),
-                runtime.zeros(rows * widths[1], np.int64),
-                runtime.zeros(rows * widths[2], np.uint64),
-            ]
-            err = runtime.zeros(N_ERR_KINDS, np.uint64)
-            args: list[Any] = [stop - start]
-            for in_spec in src.inputs:
-                args += [_place(runtime, a) for a in
-                         _host_input(in_spec, columns[in_spec.name], start, stop)]  # fmt: skip
-            for s in src.scalars:
-                args += _scalar_args(s, *scalar_values[s.agg])
-            args += [*partials, err]
-            runtime.launch(compiled.handle, src, grid, block, args)
-            for k in range(3):
-                parts[k].append(runtime.to_numpy(partials[k]).reshape(rows, widths[k]))
-            err_total[:, 0] += runtime.to_numpy(err).astype(np.int64)
-        raise_kernel_errors(src, err_total)
-        stats.kernels.append(f"cuda reduce[{', '.join(repr(a) for a in level)}]")
-        pf, pi, pu = (np.concatenate(p) for p in parts)
-        for slot in src.slots:
-            scalar_values[slot.agg] = finalize_reduction(slot, pf, pi, pu, num_rows)
+        dtypes = (np.float64, np.int64, np.uint64)
+        single = len(chunks) == 1
+        rows_kept: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        used: list[_Slot] = []
+        for index, (start, stop) in enumerate(chunks):
+            if stop <= start:
+                continue
+            slot = s.slot(index % nslots)
+            s.wait(slot)
+            if slot not in used:
+                used.append(slot)
+            with slot.stream:
+                args: list[Any] = [stop - start]
+                for spec in src.inputs:
+                    args += self._input_args(spec, slot, start, stop, single)
+                for sc in src.scalars:
+                    args += _scalar_args(sc, *scalar_values[sc.agg])
+                capacity = s.geometry.max_reduce_blocks * s.geometry.block
+                partials = [s.device_buffer(slot, ("partials", k), capacity * widths[k] * 8)
+                            for k in range(3)]  # fmt: skip
+                args += [*partials, self._err(slot)]
+                threads = self._launch(compiled, stop - start, args, reduce=True)
+                stages = []
+                for k in range(3):
+                    nbytes = threads * widths[k] * 8
+                    stage = s.staging_buffer(slot, ("partials", k), capacity * widths[k] * 8)
+                    s.rt.memcpyAsync(stage, partials[k], nbytes, s.rt.memcpyDeviceToHost,
+                                     slot.stream.ptr)  # fmt: skip
+                    stages.append(stage)
+                slot.done = slot.stream.record()
 
-    if not segment.outputs and segment.mask is None:
-        return {}, None
-    if num_rows == 0 and not segment.one_row:
-        check_scalar_outputs(segment, nulls, scalar_values, stats)
+            def collect(stages: list[int] = stages, threads: int = threads) -> None:
+                got = tuple(
+                    host_bytes(stage, threads * widths[k] * 8).view(dtypes[k])
+                    .reshape(threads, widths[k]).copy()
+                    for k, stage in enumerate(stages)
+                )  # fmt: skip
+                if single:
+                    rows_kept.append(got)  # type: ignore[arg-type]
+                    return
+                merged = [np.concatenate([r[k] for r in [*rows_kept, got]]) for k in range(3)]
+                folded = _fold_partials(src.slots, *merged)
+                rows_kept[:] = [folded] if folded is not None else [tuple(merged)]  # type: ignore[list-item]
 
-    # literals are kernel arguments: the key (the segment's signature) leaves them out
-    key = ("elementwise", segment.signature, tuple(sorted(nullable)), nan_null, input_types,
-           segment.one_row)  # fmt: skip
-    compiled = _kernel(
-        runtime, key,
-        lambda: generate_elementwise(segment.outputs, segment.mask, segment.types, nulls,
-                                     plan_text=segment.kernel_text, literals=segment.params),
-        stats,
-    )  # fmt: skip
-    literal_values = segment.param_values
-    src = compiled.source
-    out_sizes = [
-        0.125 + (0.125 if s.nullable else 0.0) if s.dtype.is_bool
-        else s.dtype.numpy.itemsize + (0.125 if s.nullable else 0.0)
-        for s in src.outputs
-    ]  # fmt: skip
-    chunks = _chunks(runtime, n, _row_bytes(src.inputs, out_sizes), 64 * (len(src.outputs) + 1))
-    whole = len(chunks) == 1
-    nbits = (n + 7) // 8
-    # host Arrow buffers the chunks are copied into (when a result cannot be wrapped)
-    host_out: list[tuple[pa.Buffer | None, pa.Buffer | None]] = []
-    host_views: list[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any] | None]] = []
-    if not whole:
-        for spec in src.outputs:
-            nbytes = nbits if spec.dtype.is_bool else n * spec.dtype.numpy.itemsize
-            data = pa.allocate_buffer(nbytes)
-            valid = pa.allocate_buffer(nbits) if spec.nullable else None
-            host_out.append((data, valid))
-            valid_view = np.frombuffer(valid, dtype=np.uint8) if valid else None
-            host_views.append((np.frombuffer(data, dtype=np.uint8), valid_view))
-    err_total = np.zeros((N_ERR_KINDS, 1), dtype=np.int64)
-    for start, stop in chunks:
-        rows = stop - start
-        cbits = (rows + 7) // 8
-        args = [rows]
-        for in_spec in src.inputs:
-            args += [_place(runtime, a) for a in
-                     _host_input(in_spec, columns[in_spec.name], start, stop)]  # fmt: skip
-        for s in src.scalars:
-            args += _scalar_args(s, *scalar_values[s.agg])
-        args += literal_values
-        dev_out: list[tuple[Any, Any | None]] = []
-        for spec in src.outputs:
-            data_dev = runtime.output(cbits if spec.dtype.is_bool
-                                      else rows * spec.dtype.numpy.itemsize)  # fmt: skip
-            args.append(data_dev)
-            valid_dev = None
-            if spec.nullable:
-                valid_dev = runtime.output(cbits)
-                args.append(valid_dev)
-            dev_out.append((data_dev, valid_dev))
-        err = runtime.zeros(N_ERR_KINDS, np.uint64)
-        args.append(err)
-        if rows > 0:
-            grid, block = launch_config(src.threads_for(rows), runtime.block, runtime.max_blocks)
-            runtime.launch(compiled.handle, src, grid, block, args)
-            err_total[:, 0] += runtime.to_numpy(err).astype(np.int64)
-        if whole:
-            for data_dev, valid_dev in dev_out:
-                host_out.append((_to_buffer(runtime, data_dev),
-                                 _to_buffer(runtime, valid_dev) if valid_dev is not None
-                                 else None))  # fmt: skip
-            continue
-        for spec, (data_dev, valid_dev), (data_view, valid_view) in zip(
-            src.outputs, dev_out, host_views, strict=True
-        ):
-            lo = start // 8 if spec.dtype.is_bool else start * spec.dtype.numpy.itemsize
-            chunk = runtime.to_numpy(data_dev).view(np.uint8)
-            data_view[lo : lo + chunk.size] = chunk
-            if valid_dev is not None and valid_view is not None:
-                vchunk = runtime.to_numpy(valid_dev)
-                valid_view[start // 8 : start // 8 + vchunk.size] = vchunk
-    raise_kernel_errors(src, err_total)
-    stats.kernels.append(
-        f"cuda elementwise[{', '.join(s.name for s in src.outputs)}] over "
-        f"{len(src.inputs)} input(s) in {len(chunks)} chunk(s)"
-    )
-    return wrap_outputs(src.outputs, host_out, n)
+            slot.after.append(collect)
+        raise_kernel_errors(src, self._read_errors(used))
+        if rows_kept:
+            pf, pi, pu = (np.concatenate([r[k] for r in rows_kept]) for k in range(3))
+        else:  # no rows: nothing was launched
+            pf, pi, pu = (np.zeros((0, widths[k]), dtype=dtypes[k]) for k in range(3))
+        return {slot_.agg: finalize_reduction(slot_, pf, pi, pu, self.num_rows)
+                for slot_ in src.slots}  # fmt: skip
 
+    def _elementwise(
+        self,
+        compiled: _Compiled,
+        chunks: list[tuple[int, int]],
+        nslots: int,
+        scalar_values: dict[Agg, tuple[Any, bool]],
+    ) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
+        s = self.s
+        src = compiled.source
+        n = 1 if self.segment.one_row else self.num_rows
+        single = len(chunks) == 1
+        results: list[list[tuple[int, pa.Buffer, bool, int]]] = []  # per output: its parts
+        for out in src.outputs:
+            parts = [self._result_part(out.dtype.is_bool, out, n)]
+            if out.nullable:
+                parts.append(self._result_part(True, out, n))
+            results.append(parts)
+        used: list[_Slot] = []
+        for index, (start, stop) in enumerate(chunks):
+            rows = stop - start
+            if rows <= 0:
+                continue
+            slot = s.slot(index % nslots)
+            s.wait(slot)
+            if slot not in used:
+                used.append(slot)
+            with slot.stream:
+                args: list[Any] = [rows]
+                for spec in src.inputs:
+                    args += self._input_args(spec, slot, start, stop, single)
+                for sc in src.scalars:
+                    args += _scalar_args(sc, *scalar_values[sc.agg])
+                args += list(self.segment.param_values)
+                copies: list[tuple[int, int, int]] = []  # (host address, device address, bytes)
+                for m, parts in enumerate(results):
+                    for p, (address, _buf, bits, itemsize) in enumerate(parts):
+                        at = start // 8 if bits else start * itemsize
+                        nbytes = (rows + 7) // 8 if bits else rows * itemsize
+                        if s.placement == "device":
+                            size = -(-rows // 64) * 8 if bits else nbytes
+                            dev = s.device_buffer(slot, ("out", m, p), size)
+                            copies.append((address + at, dev, nbytes))
+                            args.append(dev)
+                        else:
+                            if s.placement == "managed":
+                                s.prefetch(address + at, nbytes, True, slot.stream)
+                            args.append(address + at)
+                args.append(self._err(slot))
+                self._launch(compiled, rows, args, reduce=False)
+                for host, dev, nbytes in copies:
+                    s.rt.memcpyAsync(host, dev, nbytes, s.rt.memcpyDeviceToHost, slot.stream.ptr)
+                if s.placement == "managed":
+                    for parts in results:
+                        for address, _buf, bits, itemsize in parts:
+                            at = start // 8 if bits else start * itemsize
+                            nbytes = (rows + 7) // 8 if bits else rows * itemsize
+                            s.prefetch(address + at, nbytes, False, slot.stream)
+                slot.done = slot.stream.record()
+        raise_kernel_errors(src, self._read_errors(used))
+        buffers: list[tuple[pa.Buffer, pa.Buffer | None]] = []
+        for parts in results:
+            data = parts[0][1]
+            valid = parts[1][1] if len(parts) > 1 else None
+            buffers.append((data, valid))
+        return wrap_outputs(src.outputs, buffers, n)
 
-def _place(runtime: Runtime, arg: Any) -> Any:
-    return runtime.input(arg) if isinstance(arg, np.ndarray) else arg
-
-
-def _to_buffer(runtime: Runtime, array: Any) -> pa.Buffer:
-    wrapped = runtime.into_arrow(array, whole=True)
-    if wrapped is not None:
-        return wrapped
-    host = runtime.to_numpy(array)
-    buf = pa.allocate_buffer(host.nbytes)
-    np.frombuffer(buf, dtype=np.uint8)[:] = host.view(np.uint8).reshape(-1)
-    return buf
+    def _result_part(
+        self, bits: bool, spec: OutputSpec, n: int
+    ) -> tuple[int, pa.Buffer, bool, int]:
+        """A whole-result host buffer: (address, Arrow buffer, bit-packed, value size)."""
+        itemsize = 0 if bits else spec.dtype.numpy.itemsize
+        nbytes = -(-n // 64) * 8 if bits else n * itemsize
+        address, buf = self.s.host_result(nbytes)
+        return address, buf, bits, itemsize
 
 
 def kernel_sources(segment: Segment, nulls: Nullability, num_rows: int) -> list[tuple[str, str]]:

@@ -1,7 +1,11 @@
 """Device selection: decide once per process whether a usable GPU exists, without crashing.
 
-CuPy is imported lazily and only asked ``cupy.cuda.is_available()``; numba's
-CUDA detection is never used for this decision.
+CuPy is imported lazily (or the stand-in installed with
+`colbridge.memory.cuda.use_cupy` is used) and asked
+``cudaGetDeviceCount`` directly, so a failure reports the driver's own cause
+(no driver, a driver older than CuPy's runtime, no device visible, MIG without
+an instance, a busy device) instead of a bare "no GPU". numba's CUDA detection
+is never used for this decision.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import os
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from colbridge.errors import DeviceError, DeviceFallbackWarning
 
@@ -31,17 +36,21 @@ class DeviceChoice:
     index: int = 0  # the CUDA device (as CUDA_VISIBLE_DEVICES numbers them) when target is cuda
 
 
-@functools.lru_cache(maxsize=1)
 def gpu_status() -> tuple[bool, str]:
-    """(usable, reason), computed once per process."""
-    ok, reason, _count = _probe()
+    """(usable, reason), computed once per process (once per installed CuPy stand-in)."""
+    ok, reason, _count = _probe_current()
     return ok, reason
 
 
+def _probe_current() -> tuple[bool, str, int]:
+    from colbridge.memory.cuda import _CUPY
+
+    installed = _CUPY.get()
+    return _probe(installed) if installed is not None else _probe_cupy()
+
+
 @functools.lru_cache(maxsize=1)
-def _probe() -> tuple[bool, str, int]:
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    hidden = f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else ""
+def _probe_cupy() -> tuple[bool, str, int]:
     try:
         if importlib.util.find_spec("cupy") is None:
             msg = "cupy"
@@ -53,12 +62,21 @@ def _probe() -> tuple[bool, str, int]:
             "CuPy is not installed (install the `gpu` extra: `pip install colbridge[gpu]`)",
             0,
         )
+    return _probe(cupy)
+
+
+@functools.lru_cache(maxsize=8)
+def _probe(cp: Any) -> tuple[bool, str, int]:
+    from colbridge.memory.cuda import describe_cuda_failure
+
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    hidden = f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else ""
     try:
-        if not cupy.cuda.is_available():
-            return False, f"CuPy found no CUDA device (no driver or no GPU){hidden}", 0
-        count = int(cupy.cuda.runtime.getDeviceCount())
-    except Exception as exc:  # any driver or import failure means: no usable GPU
-        return False, f"CuPy could not reach a CUDA device: {type(exc).__name__}: {exc}", 0
+        count = int(cp.cuda.runtime.getDeviceCount())
+    except Exception as exc:  # the driver's cause, in its own words and ours
+        return False, f"CuPy found no usable CUDA device: {describe_cuda_failure(cp, exc)}", 0
+    if count == 0:
+        return False, f"CuPy found no CUDA device (the driver reports 0 devices){hidden}", 0
     return True, f"{count} CUDA device(s){hidden}", count
 
 
@@ -85,9 +103,8 @@ def resolve_device(device: str = "auto", fallback: str = "cpu") -> DeviceChoice:
     kind, index = _parse(device)
     if kind == "cpu":
         return DeviceChoice("cpu", device, "cpu requested")
-    usable, reason = gpu_status()
+    usable, reason, count = _probe_current()
     if usable:
-        count = _probe()[2]
         wanted = index or 0
         if wanted < count:
             return DeviceChoice("cuda", device, f"cuda:{wanted} ({reason})", wanted)
