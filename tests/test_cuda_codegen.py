@@ -103,8 +103,9 @@ def test_ptx_for_compute_90_too(corpus: list[CudaKernelSource]) -> None:
 
 _IDENT_CALL = re.compile(r"\b([A-Za-z_][A-Za-z_0-9]*)\s*\(")
 _ALLOWED_CALLS = MATH_FUNCTIONS | {
-    "cb_floordiv", "cb_mod", "cb_ipow", "cb_isfinite", "cb_isinf", "elementwise", "reduce",
-    "__longlong_as_double", "__int_as_float", "atomicAdd", "if", "while", "for", "return",
+    "cb_floordiv", "cb_mod", "cb_ipow", "cb_isfinite", "cb_isinf", "cb_warp_sum",
+    "elementwise", "reduce", "__longlong_as_double", "__int_as_float", "atomicAdd",
+    "__ballot_sync", "__shfl_xor_sync", "if", "while", "for", "return",
     "bool", "float", "double", "char", "short", "int", "long", "unsigned", "signed",
 }  # fmt: skip
 
@@ -122,14 +123,26 @@ def test_kernels_use_only_whitelisted_calls(corpus: list[CudaKernelSource]) -> N
         assert 'extern "C" __global__ void' in code
 
 
-def test_grid_stride_loop_one_thread_per_validity_byte(corpus: list[CudaKernelSource]) -> None:
+def test_grid_stride_loop_one_row_per_thread_whole_warps(corpus: list[CudaKernelSource]) -> None:
     for kernel in corpus:
-        assert "byte += stride" in kernel.source
-        assert "const long long start = byte << 3;" in kernel.source
-        # bit-packed outputs are written a whole byte at a time, by the thread owning it
-        for line in kernel.source.splitlines():
-            if "|=" in line:
-                assert "<< (i & 7)" in line
+        assert kernel.threads_for(1000) == 1000  # one row per thread
+        src = kernel.source
+        # the loop runs over whole warps, so every lane reaches each warp primitive
+        assert "const long long rows = (n + 31) & ~31LL;" in src
+        assert "i < rows; i += stride)" in src
+        assert "const long long r = in ? i : 0;" in src
+        for line in src.splitlines():
+            stripped = line.strip()
+            # bit-packed outputs: one 32-bit ballot word per warp, written by lane 0 only
+            if "__ballot_sync" in stripped:
+                assert stripped.startswith("const unsigned int w")
+                assert "0xffffffffu, in && (" in stripped
+            if "[i >> 5]" in stripped:
+                assert stripped.startswith("if ((threadIdx.x & 31) == 0)")
+            # values are stored for rows that exist only; inputs are read at `r`
+            if stripped.startswith("if (in) o"):
+                assert "[i] = " in stripped
+            assert "[i]" not in stripped or stripped.startswith("if (in) o")
 
 
 def test_argument_order_matches_the_cpu_kernels(corpus: list[CudaKernelSource]) -> None:

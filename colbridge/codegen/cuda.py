@@ -121,6 +121,17 @@ class CudaKernelSource(KernelSource):
         return (rows + self.rows_per_thread - 1) // self.rows_per_thread
 
     @property
+    def bitmap_params(self) -> frozenset[str]:
+        """Output parameters that are bitmaps of 32-bit words (bool values, validity, mask)."""
+        names = set()
+        for m, out in enumerate(self.outputs):
+            if out.dtype.is_bool:
+                names.add(f"o{m}")
+            if out.nullable:
+                names.add(f"ov{m}")
+        return frozenset(names)
+
+    @property
     def digest(self) -> str:
         """SHA-256 of the source text: the on-disk cache key (with the architecture)."""
         return hashlib.sha256(self.source.encode()).hexdigest()

@@ -1441,7 +1441,8 @@ class CupyDouble:
             if not ctype.endswith("*"):
                 continue
             address = int(value)
-            nbytes = _extent(params, values, k, n, threads, kernel._widths)
+            nbytes = _extent(params, values, k, n, threads, kernel._widths,
+                             kernel._source.bitmap_params)  # fmt: skip
             written = not ctype.startswith("const")
             region = self._find(address) if address and nbytes else None
             plan.append((region, address, nbytes, written))
@@ -1498,14 +1499,14 @@ class _IllegalAddress(Exception):
 
 
 def _extent(params: list[tuple[str, str]], values: list[tuple[str, Any]], k: int, n: int,
-            threads: int, widths: dict[str, int]) -> int:  # fmt: skip
+            threads: int, widths: dict[str, int], bitmaps: frozenset[str]) -> int:  # fmt: skip
     """Bytes kernel parameter ``k`` (a pointer) is read or written over, by the kernel convention.
 
     Values are ``n`` elements; a ``const unsigned char*`` followed by a ``long
-    long`` is a bitmap read from that bit offset; bit-packed outputs are ``n``
-    bits (bytes or 32-bit words); reduction partials ``pf``/``pi``/``pu`` hold
-    one row of 8-byte columns per launched thread; ``err`` one counter per
-    failure kind.
+    long`` is a bitmap read from that bit offset; bit-packed outputs (``bitmaps``,
+    named by the kernel) are ``n`` bits in 32-bit words; reduction partials
+    ``pf``/``pi``/``pu`` hold one row of 8-byte columns per launched thread;
+    ``err`` one counter per failure kind.
     """
     ctype, name = params[k]
     base = ctype.removeprefix("const ").rstrip("*").strip()
@@ -1516,14 +1517,12 @@ def _extent(params: list[tuple[str, str]], values: list[tuple[str, Any]], k: int
     if name in ("pf", "pi", "pu"):
         return threads * 8 * widths.get(name, 1)
     const = ctype.startswith("const")
-    if base == "unsigned char":
+    if name in bitmaps:
+        return (n + 31) // 32 * 4
+    if base == "unsigned char" and const:
         following = params[k + 1] if k + 1 < len(params) else None
-        if const and following is not None and following[0] == "long long":
+        if following is not None and following[0] == "long long":
             offset = int(values[k + 1][1])
             return (offset + n + 7) // 8
-        if not const:
-            return (n + 7) // 8
-    if base == "unsigned int" and not const:
-        return (n + 31) // 32 * 4
     return n * _C_TYPES[base].itemsize
 
