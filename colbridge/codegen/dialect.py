@@ -19,7 +19,8 @@ __all__ = ["MATH_FUNCTIONS", "Dialect"]
 MATH_FUNCTIONS: frozenset[str] = frozenset(
     {
         "sqrt", "cbrt", "exp", "log", "log10", "log1p", "sin", "cos", "tan", "asin", "acos",
-        "atan", "sinh", "cosh", "tanh", "floor", "ceil", "rint", "fabs", "pow",
+        "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "atan2", "floor", "ceil",
+        "rint", "fabs", "pow",
     }
 )  # fmt: skip
 

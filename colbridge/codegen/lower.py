@@ -85,6 +85,9 @@ FLOAT_FUNCTIONS: dict[str, str] = {
     "sinh": "sinh",
     "cosh": "cosh",
     "tanh": "tanh",
+    "arcsinh": "asinh",
+    "arccosh": "acosh",
+    "arctanh": "atanh",
     "floor": "floor",
     "ceil": "ceil",
     "round": "rint",  # half to even, as polars rounds
@@ -328,6 +331,8 @@ class Lowering:
             return Val(self.declare(result, expr), valid)
         if op == "truediv":
             return Val(self.declare(result, d.float_op("/", a.expr, b.expr, result)), valid)
+        if op == "arctan2":
+            return Val(self.declare(result, d.math("atan2", result, a.expr, b.expr)), valid)
         if op in ("floordiv", "mod"):
             if result.is_float:
                 # polars: a // b = floor(a / b) and a % b = a - b * floor(a / b), each step

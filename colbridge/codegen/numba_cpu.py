@@ -71,6 +71,10 @@ _NUMBA_MATH = {
     "asin": "np.arcsin",
     "acos": "np.arccos",
     "atan": "np.arctan",
+    "asinh": "np.arcsinh",
+    "acosh": "np.arccosh",
+    "atanh": "np.arctanh",
+    "atan2": "np.arctan2",
     "fabs": "np.abs",
     "rint": "np.rint",
 }

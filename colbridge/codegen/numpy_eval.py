@@ -45,6 +45,10 @@ _NUMPY_MATH = {
     "asin": "np.arcsin",
     "acos": "np.arccos",
     "atan": "np.arctan",
+    "asinh": "np.arcsinh",
+    "acosh": "np.arccosh",
+    "atanh": "np.arctanh",
+    "atan2": "np.arctan2",
     "fabs": "np.abs",
     "pow": "np.power",
 }

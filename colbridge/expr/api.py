@@ -36,6 +36,7 @@ __all__ = [
     "Expr",
     "all_horizontal",
     "any_horizontal",
+    "arctan2",
     "coalesce",
     "col",
     "lit",
@@ -408,6 +409,18 @@ class Expr:
         """Hyperbolic tangent."""
         return self._unary("tanh")
 
+    def arcsinh(self) -> Expr:
+        """Inverse hyperbolic sine."""
+        return self._unary("arcsinh")
+
+    def arccosh(self) -> Expr:
+        """Inverse hyperbolic cosine (NaN below 1)."""
+        return self._unary("arccosh")
+
+    def arctanh(self) -> Expr:
+        """Inverse hyperbolic tangent (±inf at ±1, NaN beyond)."""
+        return self._unary("arctanh")
+
     def cot(self) -> Expr:
         """Cotangent, ``1 / tan(x)`` (a float input keeps its type, others give float64)."""
         return Expr(Function("cot", (self.node,)))
@@ -732,6 +745,21 @@ def when(condition: Any) -> _When:
     <Expr when((col("a") > lit(0))).then(col("a")).otherwise(lit(0))>
     """
     return _When((), to_node(condition))
+
+
+def arctan2(y: Any, x: Any) -> Expr:
+    """The angle of the point ``(x, y)``, in radians, row by row (polars' ``arctan2``).
+
+    The type is ``y``'s when it is a float (``x`` converted to it), else float64.
+    A string names a column.
+
+    Examples
+    --------
+    >>> import colbridge as cb
+    >>> cb.arctan2("y", cb.col("x"))
+    <Expr arctan2(col("y"), col("x"))>
+    """
+    return Expr(Binary("arctan2", _arg_node(y), _arg_node(x)))
 
 
 def coalesce(*exprs: Any) -> Expr:

@@ -52,6 +52,7 @@ BINARY_OPS = {
     "and": "&",
     "or": "|",
     "xor": "^",
+    "arctan2": "arctan2",  # written arctan2(y, x)
 }
 COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
 LOGICAL = frozenset({"and", "or", "xor"})
@@ -60,7 +61,7 @@ LOGICAL = frozenset({"and", "or", "xor"})
 FLOAT_FUNCS = frozenset(
     {
         "sqrt", "cbrt", "exp", "log", "log10", "log1p", "sin", "cos", "tan", "arcsin",
-        "arccos", "arctan", "sinh", "cosh", "tanh",
+        "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh",
     }
 )  # fmt: skip
 
@@ -332,6 +333,8 @@ def _format(node: Node) -> str:
         suffix = f", dtype={node.dtype}" if node.dtype is not None else ""
         return f"lit({node.value!r}{suffix})"
     if isinstance(node, Binary):
+        if node.op == "arctan2":
+            return f"arctan2({node.left!r}, {node.right!r})"
         return f"({node.left!r} {BINARY_OPS[node.op]} {node.right!r})"
     if isinstance(node, Unary):
         if node.op == "neg":

@@ -91,7 +91,8 @@ def _one(name: str) -> _Function:
 
 _UNARY = (
     "abs", "sqrt", "cbrt", "exp", "log10", "log1p", "sin", "cos", "tan", "cot", "arcsin",
-    "arccos", "arctan", "sinh", "cosh", "tanh", "degrees", "radians", "floor", "ceil", "sign",
+    "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "degrees",
+    "radians", "floor", "ceil", "sign",
     "is_null", "is_not_null", "is_nan", "is_not_nan", "is_finite", "is_infinite", "sum", "mean",
     "min", "max", "count", "null_count", "neg", "not_",
 )  # fmt: skip
@@ -159,6 +160,10 @@ FUNCTIONS: dict[str, _Function] = {
          _Param("otherwise", keyword=False)),
         lambda c, a, b: api.when(c).then(a).otherwise(b), method=False,
         example="where(a > 0, a, 0)",
+    ),
+    "arctan2": _Function(
+        (_Param("y", keyword=False), _Param("x", keyword=False)),
+        lambda y, x: api.arctan2(y, x), method=False, example="arctan2(y, x)",
     ),
     "coalesce": _varargs("coalesce", lambda *xs: api.coalesce(*xs)),
     "max_horizontal": _varargs("max_horizontal", lambda *xs: api.max_horizontal(*xs)),

@@ -367,6 +367,8 @@ class TypeChecker:
                 left = self._materialize(left)
             if self._is_dynamic(right):
                 right = self._materialize(right)
+        if node.op == "arctan2" and self._is_dynamic(left):
+            left = self._materialize(left)  # y decides the type: a Python number alone
         number_side = self._is_dynamic(left) != self._is_dynamic(right)
         left, right = self._resolve_pair(left, right, node)
         lt, rt = self.types[left], self.types[right]
@@ -395,6 +397,11 @@ class TypeChecker:
             st = self._super(lt, rt, node)
             left, right = self._cast(left, st), self._cast(right, st)
             return self._record(Binary(op, left, right), DType.BOOL)
+        if op == "arctan2":
+            # polars: y's type when y is a float (x converted to it), else float64
+            angle = lt if lt.is_float else DType.FLOAT64
+            left, right = self._cast(left, angle), self._cast(right, angle)
+            return self._record(Binary(op, left, right), angle)
         if op == "truediv":
             res = truediv_result(lt, rt)
             if res is None:
