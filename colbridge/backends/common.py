@@ -14,16 +14,21 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from colbridge.codegen.kernel import AggSlot, KernelSource, OutputSpec
+from colbridge.codegen.kernel import N_ERR_KINDS, AggSlot, KernelSource, OutputSpec, ScalarSpec
 from colbridge.errors import InvalidOperationError
+from colbridge.expr.nodes import Agg
 from colbridge.plan.nullability import Nullability
 from colbridge.plan.planner import Segment
+from colbridge.plan.typecheck import is_scalar
 from colbridge.types import DType
 
 __all__ = [
     "RunStats",
     "SegmentResult",
+    "bind_scalar",
+    "check_scalar_outputs",
     "finalize_reduction",
+    "fold_partials",
     "kernel_sources",
     "raise_kernel_errors",
     "wrap_outputs",
@@ -82,76 +87,109 @@ def wrap_outputs(
     return results, mask
 
 
+def fold_partials(
+    slots: list[AggSlot], pf: np.ndarray, pi: np.ndarray, pu: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Fold partial rows (blocks, threads, chunks or batches) into ONE row of the same layout.
+
+    The one place that knows how each role of `AggSlot` combines: counts, sums and
+    NaN counts add up (integers wrap as the engine's fixed-width sums do), the 32-bit
+    halves of an exact 64-bit mean add up exactly, a min/max keeps the best of the rows
+    that saw a value, means and squared deviations combine by Chan et al.'s formula.
+    Folding folded rows again gives the same row, so pieces can be folded as they come.
+    """
+    f = np.zeros((1, pf.shape[1]), dtype=np.float64)
+    i = np.zeros((1, pi.shape[1]), dtype=np.int64)
+    u = np.zeros((1, pu.shape[1]), dtype=np.uint64)
+    with np.errstate(all="ignore"):  # inf - inf and the like are values here (NaN)
+        for slot in slots:
+            _fold_slot(slot, pf, pi, pu, f, i, u)
+    return f, i, u
+
+
+def _fold_slot(
+    slot: AggSlot, pf: np.ndarray, pi: np.ndarray, pu: np.ndarray,
+    f: np.ndarray, i: np.ndarray, u: np.ndarray,
+) -> None:  # fmt: skip
+    counts = pi[:, slot.i["count"]]
+    pick = np.min if slot.agg.func == "min" else np.max
+    for parts, roles, out, dtype in ((pi, slot.i, i, np.int64), (pu, slot.u, u, np.uint64)):
+        for role, k in roles.items():
+            if role in ("count", "sum", "non_nan", "any_nan"):
+                out[0, k] = parts[:, k].sum(dtype=dtype)
+            elif role == "best":
+                seen = counts > 0
+                out[0, k] = pick(parts[seen, k]) if seen.any() else 0
+        if "sum_hi" in roles:
+            hi, lo = roles["sum_hi"], roles["sum_lo"]
+            total = sum(int(v) for v in parts[:, hi]) * 2**32 + sum(int(v) for v in parts[:, lo])
+            out[0, hi], out[0, lo] = total >> 32, total & 0xFFFFFFFF
+    if "sum" in slot.f:
+        f[0, slot.f["sum"]] = pf[:, slot.f["sum"]].sum()
+    if "best" in slot.f:
+        seen = pi[:, slot.i["non_nan"]] > 0
+        f[0, slot.f["best"]] = pick(pf[seen, slot.f["best"]]) if seen.any() else 0.0
+    if "mean" in slot.f:
+        total_count = int(counts.sum())
+        means, m2 = pf[:, slot.f["mean"]], pf[:, slot.f["m2"]]
+        mean = float((counts * means).sum() / total_count) if total_count else 0.0
+        f[0, slot.f["mean"]] = mean
+        f[0, slot.f["m2"]] = float(m2.sum() + (counts * (means - mean) ** 2).sum())
+
+
 def finalize_reduction(
     slot: AggSlot, pf: np.ndarray, pi: np.ndarray, pu: np.ndarray, num_rows: int
 ) -> tuple[Any, bool]:
-    """Combine per-block partials into one value (and whether it is valid)."""
-    # inf - inf and the like are values here (NaN), not warnings.
+    """The value of one reduction from its partial rows (and whether it is valid)."""
+    f, i, u = fold_partials([slot], pf, pi, pu)
     with np.errstate(all="ignore"):
-        return _combine(slot, pf, pi, pu, num_rows)
+        return _finish(slot, f[0], i[0], u[0], num_rows)
 
 
-def _combine(
-    slot: AggSlot, pf: np.ndarray, pi: np.ndarray, pu: np.ndarray, num_rows: int
+def _finish(
+    slot: AggSlot, f: np.ndarray, i: np.ndarray, u: np.ndarray, num_rows: int
 ) -> tuple[Any, bool]:
+    """The value of one reduction from its one folded partial row."""
     func = slot.agg.func
     res: DType = slot.result_dtype
-    counts = pi[:, slot.i["count"]]
-    count = int(counts.sum())
+    count = int(i[slot.i["count"]])
     if func == "count":
         return np.uint32(count), True
     if func == "null_count":
         return np.uint32(num_rows - count), True
+    if func in ("mean", "std", "var", "min", "max") and count == 0:
+        return None, False
     if func == "mean" and ("sum_hi" in slot.i or "sum_hi" in slot.u):
-        if count == 0:
-            return None, False
-        roles, parts = (slot.i, pi) if "sum_hi" in slot.i else (slot.u, pu)
-        hi = sum(int(v) for v in parts[:, roles["sum_hi"]])
-        lo = sum(int(v) for v in parts[:, roles["sum_lo"]])
-        return res.numpy.type((hi * 2**32 + lo) / count), True
-    if func == "mean" and "sum" not in slot.f:
-        if count == 0:
-            return None, False
-        parts, role = (pu, slot.u["sum"]) if "sum" in slot.u else (pi, slot.i["sum"])
-        return res.numpy.type(sum(int(v) for v in parts[:, role]) / count), True
+        row, roles = (i, slot.i) if "sum_hi" in slot.i else (u, slot.u)
+        total = int(row[roles["sum_hi"]]) * 2**32 + int(row[roles["sum_lo"]])
+        return res.numpy.type(total / count), True
     if func in ("sum", "mean"):
         if "sum" in slot.f:
-            total: Any = float(pf[:, slot.f["sum"]].sum())
+            total_: Any = float(f[slot.f["sum"]])
         elif "sum" in slot.u:
-            total = pu[:, slot.u["sum"]].sum(dtype=np.uint64)
+            total_ = u[slot.u["sum"]]
         else:
-            total = pi[:, slot.i["sum"]].sum(dtype=np.int64)
+            total_ = i[slot.i["sum"]]
         if func == "sum":
-            return np.asarray(total).astype(res.numpy)[()], True
-        if count == 0:
-            return None, False
-        return res.numpy.type(total / count), True
+            return np.asarray(total_).astype(res.numpy)[()], True
+        if "sum" not in slot.f:  # an exact integer mean
+            return res.numpy.type(int(total_) / count), True
+        return res.numpy.type(total_ / count), True
     if func in ("min", "max"):
-        pick = np.min if func == "min" else np.max
         if slot.arg_dtype.is_float:
-            non_nan = pi[:, slot.i["non_nan"]]
-            if non_nan.sum() == 0:
-                if pi[:, slot.i["any_nan"]].sum() > 0:
-                    return res.numpy.type(math.nan), True
-                return None, False
-            best = pf[non_nan > 0, slot.f["best"]]
-            return res.numpy.type(pick(best)), True
-        if count == 0:
-            return None, False
-        source = pu[:, slot.u["best"]] if "best" in slot.u else pi[:, slot.i["best"]]
-        value = pick(source[counts > 0])
+            if int(i[slot.i["non_nan"]]) == 0:
+                # only NaN seen: NaN is the answer (polars), nothing seen: null
+                return res.numpy.type(math.nan), True
+            return res.numpy.type(f[slot.f["best"]]), True
+        best = u[slot.u["best"]] if "best" in slot.u else i[slot.i["best"]]
         if res.is_bool:
-            return bool(value), True
-        return np.asarray(value).astype(res.numpy)[()], True
-    # std / var, combined with Chan et al.'s parallel formula
+            return bool(best), True
+        return np.asarray(best).astype(res.numpy)[()], True
+    # std / var from the folded mean and squared deviations
     ddof = slot.agg.ddof
     if count - ddof <= 0:
         return None, False
-    means = pf[:, slot.f["mean"]]
-    m2 = pf[:, slot.f["m2"]]
-    mean = float((counts * means).sum() / count)
-    total_m2 = float(m2.sum() + (counts * (means - mean) ** 2).sum())
-    var = total_m2 / (count - ddof)
+    var = float(f[slot.f["m2"]]) / (count - ddof)
     if var < 0.0:  # rounding can push a variance below zero; polars clamps (NaN passes)
         var = 0.0
     value = math.sqrt(var) if func == "std" else var
@@ -187,3 +225,56 @@ def kernel_sources(
         )  # fmt: skip
         out.append((f"elementwise kernel source ({target})", src.source))
     return out
+
+
+def bind_scalar(spec: ScalarSpec, value: Any, valid: bool) -> list[Any]:
+    """Kernel arguments of one reduction result of an earlier pass: value (and validity)."""
+    if spec.dtype.is_bool:
+        bound: list[Any] = [bool(value) if valid else False]
+    else:
+        bound = [spec.dtype.numpy.type(value if valid else 0)]
+    if spec.nullable:
+        bound.append(bool(valid))
+    return bound
+
+
+def check_scalar_outputs(
+    segment: Segment,
+    nulls: Nullability,
+    scalar_values: dict[Agg, tuple[Any, bool]],
+    stats: RunStats,
+) -> None:
+    """On a frame with no rows, evaluate the one-value outputs once anyway.
+
+    polars evaluates an expression with no column outside a reduction once and
+    broadcasts it, so a strict cast that fails there raises even when there are
+    no rows to broadcast to. Row kernels over zero rows would never see it. Every
+    backend calls this; the one value is evaluated with NumPy (nothing to compile).
+    """
+    from colbridge.backends.kernel_cache import kernel_cache, load_module_from_source
+    from colbridge.codegen import numpy_eval
+
+    outputs = [(name, node) for name, node in segment.outputs if is_scalar(node)]
+    if not outputs:
+        return
+
+    def build() -> tuple[KernelSource, Any]:
+        src = numpy_eval.generate_elementwise(outputs, None, segment.types, nulls,
+                                              plan_text=segment.kernel_text,
+                                              literals=segment.params)  # fmt: skip
+        return src, load_module_from_source(src.source, "cbn").elementwise
+
+    key = ("numpy", "scalar-check", segment.signature, tuple(name for name, _ in outputs))
+    (src, func), _ = kernel_cache.get_or_build(key, build)
+    args: list[Any] = [1]
+    for s in src.scalars:
+        args += bind_scalar(s, *scalar_values[s.agg])
+    args += segment.param_values
+    for out in src.outputs:
+        args.append(np.zeros(1, dtype=np.uint64 if out.dtype.is_bool else out.dtype.numpy))
+        if out.nullable:
+            args.append(np.zeros(1, dtype=np.uint64))
+    err = np.zeros((N_ERR_KINDS, 1), dtype=np.int64)
+    args.append(err)
+    func(*args)
+    raise_kernel_errors(src, err)

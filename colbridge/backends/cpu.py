@@ -40,18 +40,19 @@ from colbridge.backends import common
 from colbridge.backends.common import (
     RunStats,
     SegmentResult,
+    bind_scalar,
+    check_scalar_outputs,
     finalize_reduction,
     raise_kernel_errors,
     wrap_outputs,
 )
 from colbridge.backends.kernel_cache import kernel_cache, load_module_from_source
-from colbridge.codegen.kernel import N_ERR_KINDS, InputSpec, KernelSource, ScalarSpec
+from colbridge.codegen.kernel import N_ERR_KINDS, InputSpec, KernelSource
 from colbridge.codegen.numba_cpu import BLOCK  # rows per partial of a compiled reduction
 from colbridge.errors import ComputeError, InvalidOperationError, KernelCompileError
 from colbridge.expr.nodes import Agg, Column, Node
 from colbridge.plan.nullability import Nullability
 from colbridge.plan.planner import Segment
-from colbridge.plan.typecheck import is_scalar
 from colbridge.types import DType, dtype_from_arrow
 
 # numba's OpenMP workers spin after each parallel kernel; on a small machine that
@@ -239,16 +240,6 @@ def _bind_input(spec: InputSpec, array: pa.Array) -> list[Any]:
     return bound
 
 
-def _bind_scalar(spec: ScalarSpec, value: Any, valid: bool) -> list[Any]:
-    if spec.dtype.is_bool:
-        bound: list[Any] = [bool(value) if valid else False]
-    else:
-        bound = [spec.dtype.numpy.type(value if valid else 0)]
-    if spec.nullable:
-        bound.append(bool(valid))
-    return bound
-
-
 def _alloc(nbytes: int) -> tuple[pa.Buffer, np.ndarray]:
     buf = pa.allocate_buffer(max(nbytes, 0))
     return buf, np.frombuffer(buf, dtype=np.uint8)
@@ -305,7 +296,7 @@ def run_segment(
         for spec in src.inputs:
             args += _bind_input(spec, columns[spec.name])
         for s in src.scalars:
-            args += _bind_scalar(s, *scalar_values[s.agg])
+            args += bind_scalar(s, *scalar_values[s.agg])
         args += [pf, pi, pu, err]
         _call(kernel, args, key, make_reduce)
         raise_kernel_errors(src, err)
@@ -340,7 +331,7 @@ def run_segment(
     for spec in src.inputs:
         args += _bind_input(spec, columns[spec.name])
     for s in src.scalars:
-        args += _bind_scalar(s, *scalar_values[s.agg])
+        args += bind_scalar(s, *scalar_values[s.agg])
     args += segment.param_values
     out_buffers: list[tuple[pa.Buffer, pa.Buffer | None]] = []
     for out in src.outputs:
@@ -417,7 +408,7 @@ def _run_filter(
     for spec in src.inputs:
         common += _bind_input(spec, inputs[spec.name])
     for s in src.scalars:
-        common += _bind_scalar(s, *scalar_values[s.agg])
+        common += bind_scalar(s, *scalar_values[s.agg])
     common += segment.param_values
     nblocks = (n + BLOCK - 1) // BLOCK
     words = np.empty((n + 63) // 64, dtype=np.uint64)
@@ -483,45 +474,6 @@ def _invoke(kernel: _Kernel, name: str, args: list[Any]) -> None:
         raise
     except Exception as exc:
         raise _kernel_failure(kernel, exc) from exc
-
-
-def check_scalar_outputs(
-    segment: Segment,
-    nulls: Nullability,
-    scalar_values: dict[Agg, tuple[Any, bool]],
-    stats: RunStats,
-) -> None:
-    """On a frame with no rows, evaluate the one-value outputs once anyway.
-
-    polars evaluates an expression with no column outside a reduction once and
-    broadcasts it, so a strict cast that fails there raises even when there are
-    no rows to broadcast to. Row kernels over zero rows would never see it. The
-    value is evaluated with NumPy (nothing to compile for one row); the CUDA
-    backend calls this too.
-    """
-    from colbridge.codegen import numpy_eval
-
-    outputs = [(name, node) for name, node in segment.outputs if is_scalar(node)]
-    if not outputs:
-        return
-    key = ("scalar-check", segment.signature, tuple(name for name, _ in outputs))
-    kernel, _ = kernel_cache.get_or_build(("numpy", *key), _build("numpy", lambda gen: (
-        numpy_eval.generate_elementwise(outputs, None, segment.types, nulls,
-                                        plan_text=segment.kernel_text, literals=segment.params)
-    )))  # fmt: skip
-    src = kernel.source
-    args: list[Any] = [1]
-    for s in src.scalars:
-        args += _bind_scalar(s, *scalar_values[s.agg])
-    args += segment.param_values
-    for out in src.outputs:
-        args.append(np.zeros(1, dtype=np.uint64 if out.dtype.is_bool else out.dtype.numpy))
-        if out.nullable:
-            args.append(np.zeros(1, dtype=np.uint64))
-    err = np.zeros((N_ERR_KINDS, 1), dtype=np.int64) if src.uses_err else _NO_ERRORS
-    args.append(err)
-    kernel.func(*args)
-    raise_kernel_errors(src, err)
 
 
 def kernel_sources(segment: Segment, nulls: Nullability, num_rows: int) -> list[tuple[str, str]]:

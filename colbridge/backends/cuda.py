@@ -59,11 +59,12 @@ import pyarrow as pa
 
 from colbridge.backends.common import (
     RunStats,
+    check_scalar_outputs,
     finalize_reduction,
+    fold_partials,
     raise_kernel_errors,
     wrap_outputs,
 )
-from colbridge.backends.cpu import check_scalar_outputs
 from colbridge.backends.kernel_cache import cache_dir, kernel_cache
 from colbridge.codegen.cuda import (
     COMPILE_OPTIONS,
@@ -71,7 +72,7 @@ from colbridge.codegen.cuda import (
     generate_elementwise,
     generate_reduce,
 )
-from colbridge.codegen.kernel import N_ERR_KINDS, AggSlot, InputSpec, OutputSpec, ScalarSpec
+from colbridge.codegen.kernel import N_ERR_KINDS, InputSpec, OutputSpec, ScalarSpec
 from colbridge.errors import DeviceError, KernelCompileError
 from colbridge.expr.nodes import Agg
 from colbridge.memory.cuda import (
@@ -579,65 +580,6 @@ class _Session:
             raise failure
 
 
-# -- folding reduction partials ----------------------------------------------------
-
-
-def _fold_partials(
-    slots: list[AggSlot], pf: np.ndarray, pi: np.ndarray, pu: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """One partial row that `finalize_reduction` combines like all rows given, or None.
-
-    Counts, sums, NaN flags and the 32-bit halves of exact means add up;
-    minimums and maximums keep the best of the rows that saw a value; means
-    and squared deviations combine with Chan et al.'s formula. None when a
-    slot has a role not listed here: the caller keeps the rows as they are.
-    """
-    f = np.zeros((1, pf.shape[1]), dtype=np.float64)
-    i = np.zeros((1, pi.shape[1]), dtype=np.int64)
-    u = np.zeros((1, pu.shape[1]), dtype=np.uint64)
-    known_f, known_i, known_u = {"sum", "best", "mean", "m2"}, \
-        {"count", "sum", "best", "non_nan", "any_nan", "sum_hi", "sum_lo"}, \
-        {"sum", "best", "sum_hi", "sum_lo"}  # fmt: skip
-    with np.errstate(all="ignore"):
-        for slot in slots:
-            if set(slot.f) - known_f or set(slot.i) - known_i or set(slot.u) - known_u:
-                return None
-            counts = pi[:, slot.i["count"]]
-            i[0, slot.i["count"]] = counts.sum(dtype=np.int64)
-            pick = np.min if slot.agg.func == "min" else np.max
-            for role, k in slot.i.items():
-                if role in ("sum", "non_nan", "any_nan"):
-                    i[0, k] = pi[:, k].sum(dtype=np.int64)
-                elif role == "best":
-                    seen = counts > 0
-                    i[0, k] = pick(pi[seen, k]) if seen.any() else 0
-            for role, k in slot.u.items():
-                if role == "sum":
-                    u[0, k] = pu[:, k].sum(dtype=np.uint64)
-                elif role == "best":
-                    seen = counts > 0
-                    u[0, k] = pick(pu[seen, k]) if seen.any() else 0
-            for parts, roles, out in ((pi, slot.i, i), (pu, slot.u, u)):
-                if "sum_hi" in roles:
-                    hi, lo = roles["sum_hi"], roles["sum_lo"]
-                    total = sum(int(v) for v in parts[:, hi]) * 2**32 + \
-                        sum(int(v) for v in parts[:, lo])  # fmt: skip
-                    out[0, hi] = total >> 32
-                    out[0, lo] = total - ((total >> 32) << 32)
-            if "sum" in slot.f:
-                f[0, slot.f["sum"]] = pf[:, slot.f["sum"]].sum()
-            if "best" in slot.f:
-                seen = pi[:, slot.i["non_nan"]] > 0
-                f[0, slot.f["best"]] = pick(pf[seen, slot.f["best"]]) if seen.any() else 0.0
-            if "mean" in slot.f:
-                total_count = int(counts.sum())
-                means, m2 = pf[:, slot.f["mean"]], pf[:, slot.f["m2"]]
-                mean = float((counts * means).sum() / total_count) if total_count else 0.0
-                f[0, slot.f["mean"]] = mean
-                f[0, slot.f["m2"]] = float(m2.sum() + (counts * (means - mean) ** 2).sum())
-    return f, i, u
-
-
 # -- the segment runner -------------------------------------------------------------
 
 
@@ -1061,8 +1003,7 @@ class _SegmentRun:
                     rows_kept.append(got)  # type: ignore[arg-type]
                     return
                 merged = [np.concatenate([r[k] for r in [*rows_kept, got]]) for k in range(3)]
-                folded = _fold_partials(src.slots, *merged)
-                rows_kept[:] = [folded] if folded is not None else [tuple(merged)]  # type: ignore[list-item]
+                rows_kept[:] = [fold_partials(src.slots, *merged)]
 
             slot.after.append(collect)
         raise_kernel_errors(src, self._read_errors(used))
