@@ -28,6 +28,7 @@ test: lint
 bench: $(STAMP)
 	$(PY) benchmarks/bridge.py
 	$(PY) benchmarks/fused_cpu.py
+	$(PY) benchmarks/first_compute.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
