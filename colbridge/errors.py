@@ -1,6 +1,12 @@
-"""Errors: one base class, each subclass also the builtin it refines."""
+"""Errors: one base class, each subclass also the builtin it refines.
+
+Every error class of colbridge lives here, with the builders of its common
+messages, so any layer can raise it without importing another layer.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 __all__ = [
     "ColbridgeError",
@@ -11,6 +17,7 @@ __all__ = [
     "DuplicateColumnError",
     "ExpressionSyntaxError",
     "InvalidOperationError",
+    "JobSpecError",
     "KernelCompileError",
     "NullValuesError",
     "SchemaError",
@@ -30,6 +37,17 @@ class ColumnNotFoundError(ColbridgeError, KeyError):
     def __str__(self) -> str:
         # KeyError quotes its message; show it as written instead.
         return str(self.args[0]) if self.args else ""
+
+    @classmethod
+    def from_missing(cls, name: str, available: Sequence[str]) -> ColumnNotFoundError:
+        """The error for ``name`` missing from ``available``, with a did-you-mean hint."""
+        import difflib
+
+        close = difflib.get_close_matches(name, list(available), n=3, cutoff=0.5)
+        msg = f"column `{name}` not found; available columns: {list(available)!r}"
+        if close:
+            msg += f"\n\nHint: did you mean one of these: {close!r}?"
+        return cls(msg)
 
 
 class DuplicateColumnError(ColbridgeError, ValueError):
@@ -78,6 +96,10 @@ class KernelCompileError(ColbridgeError, RuntimeError):
 
 class ComputeError(ColbridgeError, RuntimeError):
     """A kernel failed while running."""
+
+
+class JobSpecError(ColbridgeError, ValueError):
+    """A job's input, output, options or spec file are invalid (a usage error)."""
 
 
 class DeviceFallbackWarning(UserWarning):

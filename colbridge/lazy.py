@@ -11,18 +11,22 @@ from __future__ import annotations
 import contextvars
 import os
 import threading
-import warnings
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from colbridge.backends.device import DeviceChoice, device_context, resolve_device
 from colbridge.columns.frames import FrameAdapter, adapt_frame
-from colbridge.errors import DeviceError, DeviceFallbackWarning, KernelCompileError, SchemaError
+from colbridge.errors import SchemaError
 from colbridge.expr.api import Expr, as_expr
 from colbridge.expr.nodes import Alias, Node, output_name
 from colbridge.plan.logical import Step
-from colbridge.runtime.execute import ComputeReport, PreparedPlan, execute, prepare
+from colbridge.runtime.execute import (
+    ComputeReport,
+    PreparedPlan,
+    execute,
+    on_device,
+    prepare,
+)
 from colbridge.runtime.report import PlanReport, describe
 
 __all__ = ["ComputeReport", "LazyFrame"]
@@ -199,23 +203,11 @@ class LazyFrame:
         >>> out["b"].tolist(), list(out.index)
         ([2.0, 3.0], [10, 20])
         """
-        report = ComputeReport()
-        choice = resolve_device(device, fallback)
-        report.device = choice
         np_out = self._numpy_output if numpy_output is None else numpy_output
         adapter = adapt_frame(self._frame, numpy_output=np_out)
-        try:
-            with device_context(choice):
-                result = self._run(adapter, report, choice.target)
-        except (DeviceError, KernelCompileError) as exc:
-            if choice.target == "cpu" or fallback != "cpu":
-                raise
-            # The GPU failed while running (out of memory, driver, compile): rerun on
-            # the CPU from the untouched inputs, and say so.
-            note = f"fell back to cpu: {choice.target} failed while running ({exc})"
-            warnings.warn(note, DeviceFallbackWarning, stacklevel=2)
-            report = ComputeReport(device=DeviceChoice("cpu", choice.requested, note))
-            result = self._run(adapter, report, "cpu")
+        result, report = on_device(
+            lambda target, report: self._run(adapter, report, target), device, fallback
+        )
         self.last_report = report
         return result
 

@@ -13,8 +13,9 @@ import pytest
 import colbridge as cb
 from colbridge.errors import ColumnNotFoundError, ExpressionSyntaxError, InvalidOperationError
 from colbridge.io import JobSpecError, pipeline
-from colbridge.io.reductions import Partial, merge_partials, resolve_aggregates
 from colbridge.plan.logical import Step
+from colbridge.plan.streaming import resolve_aggregates
+from colbridge.runtime.pieces import fold_reductions
 
 N = 60_000
 WITH = "z = (a - mean(a)) / std(a); w = b * 2 + a"
@@ -162,39 +163,35 @@ def test_memory_limit_sets_batch_rows(data: str, tmp_path) -> None:
 
 
 @pytest.mark.parametrize("splits", [[1], [3, 5], [0, 2, 2, 9]])
-def test_merged_partials_equal_whole_column_statistics(splits: list[int]) -> None:
+def test_folded_partials_equal_whole_column_statistics(splits: list[int]) -> None:
     rng = np.random.default_rng(len(splits))
     x = rng.normal(3.0, 4.0, 200)
+    x[rng.random(200) < 0.1] = np.nan
+    table = pa.table({"x": pa.array(x, from_pandas=True), "i": rng.integers(-9, 9, 200)})
     cuts = np.cumsum([0, *splits, 200 - sum(splits)])
-    merged = Partial()
-    for lo, hi in itertools.pairwise(cuts):
-        part = x[lo:hi]
-        p = Partial(
-            count=len(part), sum=float(part.sum()) if len(part) else None,
-            min=float(part.min()) if len(part) else None,
-            max=float(part.max()) if len(part) else None,
-            mean=float(part.mean()) if len(part) else None,
-            m2=float(((part - part.mean()) ** 2).sum()) if len(part) else None,
-        )  # fmt: skip
-        merged = merge_partials(merged, p)
-    assert merged.count == 200
-    assert math.isclose(merged.mean or 0, x.mean(), rel_tol=1e-13)
-    assert math.isclose((merged.m2 or 0) / 199, x.var(ddof=1), rel_tol=1e-12)
-    assert (merged.min, merged.max) == (x.min(), x.max())
+    a, i = cb.col("x"), cb.col("i")
+    exprs = [a.mean(), a.std(), a.var(0), a.min(), a.max(), a.sum(), a.count(), a.null_count(),
+             i.sum(), i.mean()]  # fmt: skip
+    aggs = [e.node for e in exprs]
+    pieces = [table.slice(lo, hi - lo) for lo, hi in itertools.pairwise(cuts)]
+    values = fold_reductions((), aggs, pieces, table.slice(0, 0), "cpu")
+    valid = x[~np.isnan(x)]
+    ints = table.column("i").to_numpy()
+    want = [valid.mean(), valid.std(ddof=1), valid.var(ddof=0), valid.min(), valid.max(),
+            valid.sum(), len(valid), 200 - len(valid), ints.sum(), ints.mean()]  # fmt: skip
+    for agg, expected in zip(aggs, want, strict=True):
+        got = values[agg].value
+        assert math.isclose(got, expected, rel_tol=1e-12), (agg, got, expected)
 
 
 def test_resolve_aggregates_substitutes_typed_literals() -> None:
     t = pa.table({"f": pa.array([1.0, 2.0, 3.0, 6.0], pa.float32())})
     steps = (Step("with_columns", (("g", (cb.col("f") - cb.col("f").mean()).node),)),)
 
-    def run(prefix):
-        rows = []
-        for piece in (t.slice(0, 1), t.slice(1, 3)):
-            res = cb.LazyFrame(piece, prefix).compute("cpu")
-            rows.append(res.to_pylist()[0])
-        return rows, res.schema
+    def reduce(prefix, aggs):  # type: ignore[no-untyped-def]
+        return fold_reductions(prefix, aggs, [t.slice(0, 1), t.slice(1, 3)], t.slice(0, 0))
 
-    resolved, passes = resolve_aggregates(steps, run)
+    resolved, passes = resolve_aggregates(steps, reduce)
     assert passes == 1
     assert "lit(3.0, dtype=float32)" in repr(resolved[0].items[0][1])
     got = cb.LazyFrame(t, resolved).compute("cpu")

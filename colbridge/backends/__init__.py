@@ -11,9 +11,11 @@ import importlib
 from collections.abc import Mapping
 from typing import Any, Protocol, cast
 
+import numpy as np
 import pyarrow as pa
 
 from colbridge.backends.common import RunStats, SegmentResult
+from colbridge.codegen.kernel import AggSlot
 from colbridge.plan.nullability import Nullability
 from colbridge.plan.planner import Segment
 
@@ -37,6 +39,17 @@ class Backend(Protocol):
         ``carry`` are columns whose filtered rows the backend may produce itself; a
         backend that does not gives ``(new columns by name, the filter mask or None)``.
         """
+        ...
+
+    def reduce_partials(
+        self,
+        segment: Segment,
+        columns: Mapping[str, pa.Array],
+        num_rows: int,
+        stats: RunStats,
+        nan_null: frozenset[str] = frozenset(),
+    ) -> tuple[list[AggSlot], np.ndarray, np.ndarray, np.ndarray]:
+        """The segment's last reduction pass as one folded partial row per partial array."""
         ...
 
     def kernel_sources(

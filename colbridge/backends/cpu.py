@@ -43,11 +43,12 @@ from colbridge.backends.common import (
     bind_scalar,
     check_scalar_outputs,
     finalize_reduction,
+    fold_partials,
     raise_kernel_errors,
     wrap_outputs,
 )
 from colbridge.backends.kernel_cache import kernel_cache, load_module_from_source
-from colbridge.codegen.kernel import N_ERR_KINDS, InputSpec, KernelSource
+from colbridge.codegen.kernel import N_ERR_KINDS, AggSlot, InputSpec, KernelSource
 from colbridge.codegen.numba_cpu import BLOCK  # rows per partial of a compiled reduction
 from colbridge.errors import ComputeError, InvalidOperationError, KernelCompileError
 from colbridge.expr.nodes import Agg, Column, Node
@@ -69,6 +70,7 @@ __all__ = [
     "check_scalar_outputs",
     "cpu_tier",
     "kernel_sources",
+    "reduce_partials",
     "run_segment",
     "wait_for_background_compiles",
 ]
@@ -274,33 +276,9 @@ def run_segment(
     scalar_values: dict[Agg, tuple[Any, bool]] = {}
     input_types = tuple((c, columns[c].type) for c in segment.inputs)
 
-    key: tuple[Any, ...]
-    for index, level in enumerate(segment.agg_levels):
-        key = ("reduce", parallel, segment.signature, index, nullable, nan_null, input_types)
-
-        def make_reduce(gen: ModuleType, level: list[Agg] = level) -> KernelSource:
-            src: KernelSource = gen.generate_reduce(
-                level, segment.types, nulls, parallel=parallel, plan_text=segment.text
-            )
-            return src
-
-        kernel = _kernel(key, make_reduce, stats, num_rows)
-        src = kernel.source
-        nblocks = 1 if kernel.tier == "numpy" else (num_rows + BLOCK - 1) // BLOCK
-        pf = np.zeros((nblocks, max(src.n_f, 1)), dtype=np.float64)
-        pi = np.zeros((nblocks, max(src.n_i, 1)), dtype=np.int64)
-        pu = np.zeros((nblocks, max(src.n_u, 1)), dtype=np.uint64)
-        err = np.zeros((N_ERR_KINDS, max(nblocks, 1)), dtype=np.int64) if src.uses_err \
-            else _NO_ERRORS  # fmt: skip
-        args: list[Any] = [num_rows]
-        for spec in src.inputs:
-            args += _bind_input(spec, columns[spec.name])
-        for s in src.scalars:
-            args += bind_scalar(s, *scalar_values[s.agg])
-        args += [pf, pi, pu, err]
-        _call(kernel, args, key, make_reduce)
-        raise_kernel_errors(src, err)
-        stats.kernels.append(f"reduce[{', '.join(repr(a) for a in level)}] ({kernel.tier})")
+    for index in range(len(segment.agg_levels)):
+        src, pf, pi, pu = _reduce_level(segment, index, columns, num_rows, stats, nulls,
+                                        scalar_values, input_types)  # fmt: skip
         for slot in src.slots:
             scalar_values[slot.agg] = finalize_reduction(slot, pf, pi, pu, num_rows)
 
@@ -315,7 +293,9 @@ def run_segment(
             return filtered
 
     parallel = n >= PARALLEL_MIN_ROWS  # a one-row pass after reductions runs on one thread
-    key = ("elementwise", parallel, segment.signature, nullable, nan_null, input_types)
+    key: tuple[Any, ...] = (
+        "elementwise", parallel, segment.signature, nullable, nan_null, input_types
+    )  # fmt: skip
 
     def make_elementwise(gen: ModuleType) -> KernelSource:
         src: KernelSource = gen.generate_elementwise(
@@ -327,7 +307,7 @@ def run_segment(
     kernel = _kernel(key, make_elementwise, stats, n)
     src = kernel.source
     nblocks = (n + BLOCK - 1) // BLOCK
-    args = [n]
+    args: list[Any] = [n]
     for spec in src.inputs:
         args += _bind_input(spec, columns[spec.name])
     for s in src.scalars:
@@ -356,6 +336,75 @@ def run_segment(
     )
     results, mask = wrap_outputs(src.outputs, out_buffers, n)
     return SegmentResult(results, mask)
+
+
+def reduce_partials(
+    segment: Segment,
+    columns: Mapping[str, pa.Array],
+    num_rows: int,
+    stats: RunStats,
+    nan_null: frozenset[str] = frozenset(),
+) -> tuple[list[AggSlot], np.ndarray, np.ndarray, np.ndarray]:
+    """The last reduction pass of ``segment``, left as ONE folded partial row per array.
+
+    Streams and Dask fold these rows across batches or partitions with
+    `colbridge.backends.common.fold_partials` and finish them with
+    `colbridge.backends.common.finalize_reduction`: the same semantics as one pass.
+    """
+    nullable = frozenset(name for name in segment.inputs if columns[name].null_count > 0)
+    nulls = Nullability(segment.types, nullable, nan_null & frozenset(segment.inputs))
+    scalar_values: dict[Agg, tuple[Any, bool]] = {}
+    input_types = tuple((c, columns[c].type) for c in segment.inputs)
+    last = len(segment.agg_levels) - 1
+    for index in range(last + 1):
+        src, pf, pi, pu = _reduce_level(segment, index, columns, num_rows, stats, nulls,
+                                        scalar_values, input_types)  # fmt: skip
+        if index < last:
+            for slot in src.slots:
+                scalar_values[slot.agg] = finalize_reduction(slot, pf, pi, pu, num_rows)
+    return (src.slots, *fold_partials(src.slots, pf, pi, pu))
+
+
+def _reduce_level(
+    segment: Segment,
+    index: int,
+    columns: Mapping[str, pa.Array],
+    num_rows: int,
+    stats: RunStats,
+    nulls: Nullability,
+    scalar_values: dict[Agg, tuple[Any, bool]],
+    input_types: tuple[Any, ...],
+) -> tuple[KernelSource, np.ndarray, np.ndarray, np.ndarray]:
+    """Run reduction pass ``index``: its kernel source and per-block partial rows."""
+    level = segment.agg_levels[index]
+    parallel = num_rows >= PARALLEL_MIN_ROWS
+    key = ("reduce", parallel, segment.signature, index, nulls.nullable_columns,
+           nulls.nan_null_columns, input_types)  # fmt: skip
+
+    def make_reduce(gen: ModuleType) -> KernelSource:
+        src: KernelSource = gen.generate_reduce(
+            level, segment.types, nulls, parallel=parallel, plan_text=segment.text
+        )
+        return src
+
+    kernel = _kernel(key, make_reduce, stats, num_rows)
+    src = kernel.source
+    nblocks = 1 if kernel.tier == "numpy" else (num_rows + BLOCK - 1) // BLOCK
+    pf = np.zeros((nblocks, max(src.n_f, 1)), dtype=np.float64)
+    pi = np.zeros((nblocks, max(src.n_i, 1)), dtype=np.int64)
+    pu = np.zeros((nblocks, max(src.n_u, 1)), dtype=np.uint64)
+    err = np.zeros((N_ERR_KINDS, max(nblocks, 1)), dtype=np.int64) if src.uses_err \
+        else _NO_ERRORS  # fmt: skip
+    args: list[Any] = [num_rows]
+    for spec in src.inputs:
+        args += _bind_input(spec, columns[spec.name])
+    for s in src.scalars:
+        args += bind_scalar(s, *scalar_values[s.agg])
+    args += [pf, pi, pu, err]
+    _call(kernel, args, key, make_reduce)
+    raise_kernel_errors(src, err)
+    stats.kernels.append(f"reduce[{', '.join(repr(a) for a in level)}] ({kernel.tier})")
+    return src, pf, pi, pu
 
 
 def _run_filter(

@@ -72,7 +72,7 @@ from colbridge.codegen.cuda import (
     generate_elementwise,
     generate_reduce,
 )
-from colbridge.codegen.kernel import N_ERR_KINDS, InputSpec, OutputSpec, ScalarSpec
+from colbridge.codegen.kernel import N_ERR_KINDS, AggSlot, InputSpec, OutputSpec, ScalarSpec
 from colbridge.errors import DeviceError, KernelCompileError
 from colbridge.expr.nodes import Agg
 from colbridge.memory.cuda import (
@@ -695,6 +695,32 @@ def run_segment(
     caller's fallback policy applies) and `KernelCompileError` when NVRTC
     rejects a generated kernel.
     """
+    ran: tuple[dict[str, pa.Array], pa.BooleanArray | None]
+    ran = _on_device(lambda run: run.run(), segment, columns, num_rows, stats, nan_null)
+    return ran
+
+
+def reduce_partials(
+    segment: Segment,
+    columns: Mapping[str, pa.Array],
+    num_rows: int,
+    stats: RunStats,
+    nan_null: frozenset[str] = frozenset(),
+) -> tuple[list[AggSlot], np.ndarray, np.ndarray, np.ndarray]:
+    """The last reduction pass of ``segment`` as one folded partial row (see `cpu`)."""
+    rows: tuple[list[AggSlot], np.ndarray, np.ndarray, np.ndarray]
+    rows = _on_device(lambda run: run.partials(), segment, columns, num_rows, stats, nan_null)
+    return rows
+
+
+def _on_device(
+    what: Callable[[_SegmentRun], Any],
+    segment: Segment,
+    columns: Mapping[str, pa.Array],
+    num_rows: int,
+    stats: RunStats,
+    nan_null: frozenset[str],
+) -> Any:
     opts = current_options()
     legacy = _RUNTIME.get()
     cp = _legacy_cupy(legacy) if legacy is not None else cupy_module()
@@ -703,7 +729,7 @@ def run_segment(
         with cp.cuda.Device(opts.device):  # the caller's current device comes back after
             session = _Session(cp, opts, legacy)
             try:
-                result = _SegmentRun(session, segment, columns, num_rows, stats, nan_null).run()
+                result = what(_SegmentRun(session, segment, columns, num_rows, stats, nan_null))
             except BaseException:
                 session.close(strict=False)  # the first error is the one to report
                 raise
@@ -932,7 +958,9 @@ class _SegmentRun:
         chunks, nslots, row_chunks = self._plan(reduces, elementwise)
         scalar_values: dict[Agg, tuple[Any, bool]] = {}
         for level, compiled in zip(self.segment.agg_levels, reduces, strict=True):
-            scalar_values.update(self._reduce(compiled, chunks, nslots, scalar_values))
+            pf, pi, pu = self._reduce(compiled, chunks, nslots, scalar_values)
+            scalar_values.update({slot.agg: finalize_reduction(slot, pf, pi, pu, self.num_rows)
+                                  for slot in compiled.source.slots})  # fmt: skip
             self.stats.kernels.append(
                 f"cuda reduce[{', '.join(repr(a) for a in level)}] in {len(chunks)} chunk(s), "
                 f"placement={self.s.placement}"
@@ -952,13 +980,25 @@ class _SegmentRun:
         )  # fmt: skip
         return result
 
+    def partials(self) -> tuple[list[AggSlot], np.ndarray, np.ndarray, np.ndarray]:
+        """Every reduction level, the last one left as its folded partial row."""
+        reduces, _ = self._kernels()
+        chunks, nslots, _ = self._plan(reduces, None)
+        scalar_values: dict[Agg, tuple[Any, bool]] = {}
+        for compiled in reduces[:-1]:
+            pf, pi, pu = self._reduce(compiled, chunks, nslots, scalar_values)
+            scalar_values.update({slot.agg: finalize_reduction(slot, pf, pi, pu, self.num_rows)
+                                  for slot in compiled.source.slots})  # fmt: skip
+        last = reduces[-1]
+        return (last.source.slots, *self._reduce(last, chunks, nslots, scalar_values))
+
     def _reduce(
         self,
         compiled: _Compiled,
         chunks: list[tuple[int, int]],
         nslots: int,
         scalar_values: dict[Agg, tuple[Any, bool]],
-    ) -> dict[Agg, tuple[Any, bool]]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         s = self.s
         src = compiled.source
         widths = (max(src.n_f, 1), max(src.n_i, 1), max(src.n_u, 1))
@@ -1011,8 +1051,7 @@ class _SegmentRun:
             pf, pi, pu = (np.concatenate([r[k] for r in rows_kept]) for k in range(3))
         else:  # no rows: nothing was launched
             pf, pi, pu = (np.zeros((0, widths[k]), dtype=dtypes[k]) for k in range(3))
-        return {slot_.agg: finalize_reduction(slot_, pf, pi, pu, self.num_rows)
-                for slot_ in src.slots}  # fmt: skip
+        return fold_partials(src.slots, pf, pi, pu)
 
     def _elementwise(
         self,

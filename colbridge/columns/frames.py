@@ -22,14 +22,8 @@ __all__ = ["FrameAdapter", "adapt_frame", "missing_column_error"]
 
 
 def missing_column_error(name: str, available: Sequence[str]) -> ColumnNotFoundError:
-    """A "column not found" error with a did-you-mean hint."""
-    import difflib
-
-    close = difflib.get_close_matches(name, list(available), n=3, cutoff=0.5)
-    msg = f"column `{name}` not found; available columns: {list(available)!r}"
-    if close:
-        msg += f"\n\nHint: did you mean one of these: {close!r}?"
-    return ColumnNotFoundError(msg)
+    """A "column not found" error with a did-you-mean hint (`ColumnNotFoundError.from_missing`)."""
+    return ColumnNotFoundError.from_missing(name, available)
 
 
 class FrameAdapter:

@@ -42,7 +42,6 @@ from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
-from numba import literal_unroll, njit
 
 from colbridge.columns.frames import adapt_frame, missing_column_error
 from colbridge.columns.ingest import column_to_arrow, nan_as_null, pandas_nan_is_null
@@ -136,55 +135,11 @@ def default_matrix_dtype(dtypes: Sequence[np.dtype[Any]]) -> np.dtype[Any]:
 _MATRIX_DTYPES: dict[tuple[np.dtype[Any], ...], np.dtype[Any]] = {}
 
 
-@njit(nogil=True, cache=True)
-def _fill_group(g, cols, masks, mask_offs, has_mask, out, valid, fill, row_major, b0, b1):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    write_valid = valid.shape[0] > 0
-    for m in range(len(g)):
-        col = g[m]
-        j = cols[m]
-        if has_mask[j]:
-            mask = masks[j]
-            off = mask_offs[j]
-            for i in range(b0, b1):
-                bit = off + i
-                ok = ((mask[bit >> 3] >> (bit & 7)) & 1) == 1
-                out[i, j] = col[i] if ok else fill
-                if write_valid:
-                    valid[i, j] = ok
-        elif not row_major:
-            for i in range(b0, b1):
-                out[i, j] = col[i]
-    if row_major:
-        # Row-major output: walk rows outside, so each output row is written
-        # in one go (members with a mask were done above).
-        for i in range(b0, b1):
-            for m in range(len(g)):
-                j = cols[m]
-                if not has_mask[j]:
-                    out[i, j] = g[m][i]
+def _kernels() -> Any:
+    """The numba pack kernels, imported on first use (importing numba takes a while)."""
+    from colbridge.columns import pack_kernels
 
-
-@njit(nogil=True, cache=True)
-def _fill_rows(groups, group_cols, masks, mask_offs, has_mask, out, valid, fill, row_major, lo, hi):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    # Cache key (numba's own): the tuple of group types (dtype and layout of
-    # each group's arrays, group sizes), out's dtype/layout, fill's type.
-    for b0 in range(lo, hi, 2048):
-        b1 = min(hi, b0 + 2048)
-        gi = 0
-        for g in literal_unroll(groups):
-            _fill_group(
-                g, group_cols[gi], masks, mask_offs, has_mask, out, valid, fill, row_major, b0, b1
-            )
-            gi += 1  # noqa: SIM113 - numba cannot enumerate a literal_unroll
-
-
-@njit(nogil=True, cache=True)
-def _interleave(cols, out, lo, hi):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    # cols: a homogeneous tuple of 1-D columns; out: C-ordered (rows, len(cols)).
-    ncols = len(cols)
-    for i in range(lo, hi):
-        for j in range(ncols):
-            out[i, j] = cols[j][i]
+    return pack_kernels
 
 
 _POOL: ThreadPoolExecutor | None = None
@@ -202,7 +157,7 @@ def _pool() -> ThreadPoolExecutor:
 
 
 def _run(args: tuple[Any, ...], n: int, ncols: int) -> None:
-    kernel: Any = _fill_rows
+    kernel: Any = _kernels().fill_rows
     workers = _WORKERS
     if n * ncols < _PARALLEL_MIN_ELEMENTS or workers == 1:
         kernel(*args, 0, n)
@@ -280,7 +235,7 @@ def _fill_fast(arrays: list[np.ndarray[Any, Any]], out: np.ndarray[Any, Any]) ->
             or any(a.dtype != dtype for a in arrays)
         ):
             return False
-        work = _interleave
+        work = _kernels().interleave
         args = (tuple(arrays), out)
     if len(ranges) == 1:
         work(*args, 0, n)

@@ -3,8 +3,8 @@
 `apply` takes the steps of a `LazyFrame` (built once, on any sample frame) and
 runs them on every partition with ``map_partitions``. Whole-column reductions
 (``mean``, ``std``, ...) are first resolved as Dask reductions: each partition
-computes mergeable partials with the engine's fused kernels, a tree reduction
-merges them (Chan's formula for mean and variance), and the values go into the
+computes its partial rows with the engine's fused reduction kernels, a tree
+reduction folds them with the engine's own folding, and the values go into the
 plan as typed literals, so the result equals a single-process run.
 
 Multi-GPU: with dask-cuda (``LocalCUDACluster``, one worker per GPU) the same
@@ -16,89 +16,57 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
-import pyarrow as pa
 
-from colbridge.io.reductions import (
-    Partial,
-    merge_partials,
-    partials_from_row,
-    resolve_aggregates,
-)
+from colbridge.expr.nodes import Agg, Literal
 from colbridge.io.steps import steps_of
-from colbridge.lazy import LazyFrame
 from colbridge.plan.logical import Step
+from colbridge.plan.streaming import resolve_aggregates
+from colbridge.runtime.execute import Partials, prepare
+from colbridge.runtime.pieces import compute_piece, piece_partials
 
 __all__ = ["apply", "resolve"]
 
 
 def _run_partition(pdf: pd.DataFrame, steps: tuple[Step, ...], device: str) -> pd.DataFrame:
-    return LazyFrame(pdf, steps).compute(device)  # type: ignore[no-any-return]
+    return compute_piece(prepare(steps, pdf.columns), pdf, device)  # type: ignore[no-any-return]
 
 
-def _chunk(pdf: pd.DataFrame, steps: tuple[Step, ...], n_args: int, device: str) -> pd.DataFrame:
-    table = pa.Table.from_pandas(pdf, preserve_index=False)
-    row = LazyFrame(table, steps).compute(device).to_pylist()[0]
-    parts = [partials_from_row(row, i) for i in range(n_args)]
-    exact = {k: v for k, v in row.items() if k.startswith("r")}
-    return pd.DataFrame({"state": pd.Series([(parts, exact, 1)], dtype=object)})
+def _chunk(pdf: pd.DataFrame, prefix: tuple[Step, ...], aggs: list[Agg],
+           device: str) -> pd.DataFrame:  # fmt: skip
+    partials = piece_partials(prefix, aggs, pdf, device)
+    return pd.DataFrame({"state": pd.Series([partials], dtype=object)})
 
 
 def _combine(frame: pd.DataFrame) -> pd.DataFrame:
-    states = list(frame["state"])
-    merged: list[Partial] | None = None
-    exact: dict[str, Any] = {}
-    count = 0
-    for parts, ex, n in states:
-        merged = (
-            parts
-            if merged is None
-            else [merge_partials(a, b) for a, b in zip(merged, parts, strict=True)]
-        )
-        exact = ex
-        count += n
-    return pd.DataFrame({"state": pd.Series([(merged or [], exact, count)], dtype=object)})
+    states: list[Partials] = list(frame["state"])
+    total = states[0]
+    for state in states[1:]:
+        total = total.fold(state)
+    return pd.DataFrame({"state": pd.Series([total], dtype=object)})
 
 
 def resolve(lazyframe_or_steps: Any, ddf: Any, *, device: str = "cpu") -> tuple[Step, ...]:
     """Return the plan's steps with every reduction replaced by its value over all of ``ddf``.
 
-    Each reduction level is one Dask tree reduction over the partitions.
+    Each reduction level is one Dask tree reduction over the partitions: every
+    partition gives its folded partial rows (`colbridge.runtime.Partials`), partials
+    fold pairwise up the tree, and the top one is finished as a single compute would.
     """
     steps = steps_of(lazyframe_or_steps)
-    meta_table = pa.Table.from_pandas(ddf._meta, preserve_index=False)
     state_meta = pd.DataFrame({"state": pd.Series([], dtype=object)})
 
-    def run(prefix: tuple[Step, ...]) -> tuple[list[dict[str, Any]], pa.Schema]:
-        select = prefix[-1]
-        n_args = len({name.split("_")[0] for name, _ in select.items if name.startswith("p")})
-        schema = LazyFrame(meta_table, prefix).compute("cpu").schema
+    def reduce(prefix: tuple[Step, ...], aggs: list[Agg]) -> dict[Agg, Literal]:
         reduced = ddf.reduction(
             chunk=_chunk,
             aggregate=_combine,
             combine=_combine,
             meta=state_meta,
-            chunk_kwargs={"steps": prefix, "n_args": n_args, "device": device},
+            chunk_kwargs={"prefix": prefix, "aggs": aggs, "device": device},
         ).compute()
-        parts, exact, count = reduced["state"].iloc[0]
-        if count == 1:  # one partition: its exact values are the whole-data values
-            return [exact], schema
-        row: dict[str, Any] = {}
-        for i, p in enumerate(parts):
-            row.update(
-                {
-                    f"p{i}_n": p.count, f"p{i}_nc": p.null_count, f"p{i}_s": p.sum,
-                    f"p{i}_mn": p.min, f"p{i}_mx": p.max, f"p{i}_m": p.mean,
-                    f"p{i}_v": None if p.m2 is None or p.count == 0 else p.m2 / p.count,
-                }
-            )  # fmt: skip
-        # compute_aggregates merges rows; pairing the merged row with an empty
-        # one keeps its typed path without changing the values.
-        empty: dict[str, Any] = {}
-        for i in range(len(parts)):
-            empty.update({f"p{i}_n": 0, f"p{i}_nc": 0})
-        return [row, empty], schema
+        total: Partials = reduced["state"].iloc[0]
+        return total.values()
 
-    resolved, _ = resolve_aggregates(steps, run)
+    resolved, _ = resolve_aggregates(steps, reduce)
     return resolved
 
 
@@ -121,5 +89,5 @@ def apply(lazyframe_or_steps: Any, ddf: Any, *, device: str = "cpu") -> Any:
         Lazy; reductions in the plan were already computed over all partitions.
     """
     steps = resolve(lazyframe_or_steps, ddf, device=device)
-    meta = LazyFrame(ddf._meta, steps).compute("cpu")
+    meta = _run_partition(ddf._meta, steps, "cpu")
     return ddf.map_partitions(_run_partition, steps, device, meta=meta)

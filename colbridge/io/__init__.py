@@ -1,11 +1,12 @@
 """Jobs layer: streaming Parquet/IPC pipelines, feature fusion and cross-process Arrow IPC.
 
-Everything here runs on the lazy handle (`colbridge.lazy.LazyFrame`): a plan is
-built once and applied to each record batch of a dataset.
+A plan is built once and run on each record batch of a dataset through the
+runtime (`colbridge.runtime.pieces`).
 """
 
 from __future__ import annotations
 
+from colbridge.errors import JobSpecError
 from colbridge.io.fuse import (
     ColumnTransform,
     FeatureBatch,
@@ -20,10 +21,10 @@ from colbridge.io.fuse import (
 )
 from colbridge.io.ipc import MappedTable, map_ipc, write_ipc
 from colbridge.io.pipeline import PipelineResult, explain_pipeline, pipeline
-from colbridge.io.reductions import resolve_aggregates
 from colbridge.io.sink import AtomicWriter
 from colbridge.io.source import Source, open_source, parse_memory
-from colbridge.io.steps import JobSpecError, build_steps, steps_of
+from colbridge.io.steps import build_steps, steps_of
+from colbridge.plan.streaming import resolve_aggregates
 
 __all__ = [
     "AtomicWriter",

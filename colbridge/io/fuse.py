@@ -28,11 +28,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from colbridge.columns import to_tensor
-from colbridge.errors import ColumnNotFoundError, UnsupportedTypeError
+from colbridge.columns.frames import ArrowTableAdapter
+from colbridge.errors import ColumnNotFoundError, JobSpecError, UnsupportedTypeError
 from colbridge.expr.api import Expr, col
 from colbridge.expr.nodes import Agg, Literal
 from colbridge.io.progress import JobProgress
-from colbridge.io.reductions import compute_aggregates
 from colbridge.io.sink import AtomicWriter
 from colbridge.io.source import (
     DEFAULT_BATCH_ROWS,
@@ -41,9 +41,10 @@ from colbridge.io.source import (
     parse_memory,
     rows_for_memory,
 )
-from colbridge.io.steps import JobSpecError
-from colbridge.lazy import LazyFrame
 from colbridge.plan.logical import Step
+from colbridge.runtime.execute import prepare
+from colbridge.runtime.pieces import compute_piece, fold_reductions
+from colbridge.runtime.report import describe
 from colbridge.types import DType, parse_dtype
 
 __all__ = [
@@ -296,7 +297,8 @@ def transform_batch(
     valid: np.ndarray[Any, Any] | None = None
     if numeric:
         exprs = {f"f{j}": _feature_expr(t, stats, dtype) for j, t in enumerate(numeric)}
-        table = LazyFrame(batch).select(**exprs).compute(device)
+        items = tuple((name, e.node) for name, e in exprs.items())
+        table = compute_piece(prepare((Step("select", items),), names), batch, device)
         fm = to_tensor(table, dtype=dtype.numpy, nulls="keep")
         mat, valid = fm.numpy(), fm.validity
     width = len(_feature_names(spec, stats))
@@ -355,27 +357,19 @@ def _fit(source: Source, spec: FeatureSpec, batch_rows: int, device: str) -> Fea
     if not needed:
         return stats
 
-    def run(steps: tuple[Step, ...]) -> tuple[list[dict[str, Any]], pa.Schema]:
-        # one pass over the data: the aggregates' partials, and the one-hot categories
-        rows: list[dict[str, Any]] = []
-        schema: pa.Schema | None = None
+    def batches() -> Any:
+        # one pass over the data: the reductions' partials, and the one-hot categories
         for batch in source.batches(batch_rows, needed):
             for name in found:
                 found[name].update(_batch_categories(batch.column(name)))
-            if steps:
-                result = LazyFrame(batch, steps).compute(device)
-                rows.append(result.to_pylist()[0])
-                schema = result.schema
-        if not steps:
-            return rows, pa.schema([])  # categories only: there are no aggregates to reduce
-        if schema is None:
-            empty = source.schema.empty_table().select(needed)
-            result = LazyFrame(empty, steps).compute("cpu")
-            return [result.to_pylist()[0]], result.schema
-        return rows, schema
+            yield batch
 
-    if aggs:
-        values = compute_aggregates((), aggs, run)
+    if not aggs:
+        for _ in batches():
+            pass  # categories only: there are no reductions
+    else:
+        empty = source.schema.empty_table().select(needed)
+        values = fold_reductions((), aggs, batches(), empty, device)
         for t in scaled:
             base = _base(t).node
 
@@ -390,8 +384,6 @@ def _fit(source: Source, spec: FeatureSpec, batch_rows: int, device: str) -> Fea
                 "min": value(Agg("min", base)),
                 "max": value(Agg("max", base)),
             }
-    else:
-        run(())
     for name, cats in found.items():
         try:
             ordered = sorted(cats)
@@ -661,5 +653,8 @@ def explain_fuse(
     if numeric:
         exprs = {t.name: _feature_expr(t, fitted, dtype) for t in numeric}
         empty = source.schema.empty_table()
-        lines += LazyFrame(empty).select(**exprs).explain(device=device).splitlines()[1:]
+        items = tuple((name, e.node) for name, e in exprs.items())
+        plan = prepare((Step("select", items),), empty.column_names)
+        report = describe(plan, ArrowTableAdapter(empty), device=device)
+        lines += report.to_text().splitlines()[1:]
     return "\n".join(lines)

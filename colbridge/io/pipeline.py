@@ -1,10 +1,12 @@
 """Jobs layer: the streaming ETL pipeline (Parquet/IPC in → fused kernels → Parquet/IPC out).
 
-`pipeline` reads its input in record batches, runs one plan (built once) on
-every batch with the lazy handle, and writes the results atomically. Plans
-with whole-column reductions first take one statistics pass per reduction
-level (see `colbridge.io.reductions`), so results equal a single in-memory run
-while peak memory stays bounded by the batch size.
+`pipeline` reads its input in record batches, runs one plan (prepared once) on
+every batch with the runtime (`colbridge.runtime.pieces`), and writes the
+results atomically. Plans with whole-column reductions first take one
+statistics pass per reduction level (`colbridge.plan.streaming`): each batch's
+partial rows are folded with the very functions an in-memory compute uses, so
+results equal a single in-memory run while peak memory stays bounded by the
+batch size.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from colbridge.expr.nodes import Column, walk
+from colbridge.columns.frames import ArrowTableAdapter
+from colbridge.errors import JobSpecError
+from colbridge.expr.nodes import Agg, Column, Literal, walk
 from colbridge.io.progress import JobProgress
-from colbridge.io.reductions import reduction_passes, resolve_aggregates
 from colbridge.io.sink import AtomicWriter
 from colbridge.io.source import (
     DEFAULT_BATCH_ROWS,
@@ -29,9 +32,12 @@ from colbridge.io.source import (
     parse_memory,
     rows_for_memory,
 )
-from colbridge.io.steps import JobSpecError, build_steps, is_aggregating
-from colbridge.lazy import LazyFrame
+from colbridge.io.steps import build_steps, is_aggregating
 from colbridge.plan.logical import Step
+from colbridge.plan.streaming import reduction_passes, resolve_aggregates
+from colbridge.runtime.execute import prepare
+from colbridge.runtime.pieces import compute_piece, fold_reductions
+from colbridge.runtime.report import describe
 
 __all__ = ["PipelineResult", "explain_pipeline", "pipeline"]
 
@@ -100,7 +106,8 @@ def _prepare(
         built = (*built, *steps_of(steps))
     source = open_source(input, input_format)
     # Type-check the whole plan against the schema before reading any data.
-    LazyFrame(source.schema.empty_table(), built).explain(device="cpu")
+    empty = source.schema.empty_table()
+    describe(prepare(built, empty.column_names), ArrowTableAdapter(empty), device="cpu")
     rows = batch_rows
     if memory_limit is not None:
         rows = rows_for_memory(source, parse_memory(memory_limit), batch_rows)
@@ -203,30 +210,31 @@ def pipeline(
     counters = {"rows": 0, "bytes": 0, "batches": 0}
     with JobProgress(progress) as bar:
         npass = 0
+        empty = source.schema.empty_table()
 
-        def run(prefix: tuple[Step, ...]) -> tuple[list[dict[str, Any]], pa.Schema]:
+        def reduce(prefix: tuple[Step, ...], aggs: list[Agg]) -> dict[Agg, Literal]:
             nonlocal npass
             npass += 1
             bar.start(f"pass {npass}: statistics", total)
-            rows: list[dict[str, Any]] = []
-            schema: pa.Schema | None = None
-            for batch in source.batches(job.batch_rows, _needed_columns(prefix, source.schema)):
-                result = LazyFrame(batch, prefix).compute(job.device, fallback=job.fallback)
-                rows.append(result.to_pylist()[0])
-                schema = result.schema
-                bar.advance(batch.num_rows, batch.nbytes)
-            if schema is None:  # no rows at all: reductions of empty columns
-                result = LazyFrame(source.schema.empty_table(), prefix).compute("cpu")
-                return [result.to_pylist()[0]], result.schema
-            return rows, schema
+            reads = _needed_columns((*prefix, Step("select", tuple(
+                (f"r{q}", a) for q, a in enumerate(aggs)))), source.schema)  # fmt: skip
 
-        resolved, passes = resolve_aggregates(job.steps, run)
+            def batches() -> Any:
+                for batch in source.batches(job.batch_rows, reads):
+                    yield batch
+                    bar.advance(batch.num_rows, batch.nbytes)
+
+            empty_read = empty if reads is None else empty.select(reads)
+            return fold_reductions(prefix, aggs, batches(), empty_read, job.device,
+                                   job.fallback)  # fmt: skip
+
+        resolved, passes = resolve_aggregates(job.steps, reduce)
         needed = _needed_columns(resolved, source.schema)
+        plan = prepare(resolved, needed if needed is not None else source.schema.names)
         with AtomicWriter(out, format=output_format, compression=compression) as writer:
             if is_aggregating(job.steps):
                 # Every reduction is now a literal: the one-row result needs no data.
-                empty = source.schema.empty_table()
-                writer.write(LazyFrame(empty, resolved).compute(job.device, fallback=job.fallback))
+                writer.write(compute_piece(plan, empty, job.device, job.fallback))
             else:
                 bar.start("writing" if passes else "running", total)
                 # Batch i is encoded and written on a second thread while batch i+1 is
@@ -235,8 +243,7 @@ def pipeline(
                 with ThreadPoolExecutor(max_workers=1, thread_name_prefix="colbridge-write") as io:
                     pending: Future[None] | None = None
                     for batch in source.batches(job.batch_rows, needed):
-                        lazy = LazyFrame(batch, resolved)
-                        result = lazy.compute(job.device, fallback=job.fallback)
+                        result = compute_piece(plan, batch, job.device, job.fallback)
                         if pending is not None:
                             pending.result()  # re-raises a failed write here
                         pending = io.submit(writer.write, result)
@@ -248,8 +255,8 @@ def pipeline(
                     if pending is not None:
                         pending.result()
                 if counters["batches"] == 0:
-                    empty = source.schema.empty_table()
-                    writer.write(LazyFrame(empty, resolved).compute("cpu"))
+                    piece = empty if needed is None else empty.select(needed)
+                    writer.write(compute_piece(plan, piece, "cpu"))
             rows_out = writer.rows
     return PipelineResult(
         output=out,
@@ -283,8 +290,10 @@ def explain_pipeline(
     )  # fmt: skip
     source = job.source
     levels = reduction_passes(job.steps)
-    plan = LazyFrame(source.schema.empty_table(), job.steps).explain(device=device)
-    body = plan.splitlines()[1:]
+    empty = source.schema.empty_table()
+    report = describe(prepare(job.steps, empty.column_names), ArrowTableAdapter(empty),
+                      device=device)  # fmt: skip
+    body = report.to_text().splitlines()[1:]
     head = [
         f"colbridge pipeline over {len(source.files)} {source.format} file(s), "
         f"{source.count_rows()} rows, columns {source.schema.names}",

@@ -23,8 +23,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from colbridge.errors import JobSpecError
 from colbridge.io.source import detect_format
-from colbridge.io.steps import JobSpecError
 
 __all__ = ["AtomicWriter", "dictionary_columns", "remove_stale_partials"]
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from colbridge.io.steps import JobSpecError
+from colbridge.errors import JobSpecError
 
 __all__ = [
     "DEFAULT_BATCH_ROWS",

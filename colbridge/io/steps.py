@@ -1,7 +1,8 @@
 """Jobs layer: turning user input (strings, expressions, a LazyFrame) into engine steps.
 
-A job's plan is built once, as a tuple of `colbridge.plan.logical.Step`, and then
-applied to every batch or partition with ``LazyFrame(piece, steps)``.
+A job's plan is built once, as a tuple of `colbridge.plan.logical.Step`, prepared
+once (`colbridge.runtime.prepare`) and run on every batch or partition
+(`colbridge.runtime.pieces`).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from colbridge.errors import ColbridgeError, ExpressionSyntaxError
+from colbridge.errors import ExpressionSyntaxError, JobSpecError
 from colbridge.expr.api import Expr, as_expr
 from colbridge.expr.nodes import Agg, Alias, Column, Node, walk
 from colbridge.expr.parser import parse_assignments, parse_expr
@@ -18,10 +19,6 @@ from colbridge.plan.logical import Step
 from colbridge.plan.typecheck import is_scalar
 
 __all__ = ["JobSpecError", "build_steps", "is_aggregating", "steps_of"]
-
-
-class JobSpecError(ColbridgeError, ValueError):
-    """A job's input, output, options or spec file are invalid (a usage error)."""
 
 
 def _with_items(value: Any) -> list[tuple[str, Node]]:

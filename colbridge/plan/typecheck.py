@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from colbridge.errors import (
+    ColumnNotFoundError,
     InvalidOperationError,
     SchemaError,
     UnsupportedOperationError,
@@ -305,9 +306,7 @@ class TypeChecker:
             # `e`, `pi`, `nan`, `inf` in a string expression: no column has the name
             return Literal(node.constant)
         if info is None:
-            from colbridge.columns.frames import missing_column_error
-
-            raise missing_column_error(node.name, self.available)
+            raise ColumnNotFoundError.from_missing(node.name, self.available)
         if node.constant is not None:
             node = Column(node.name)
         if info.dtype is None and _is_null_type(info.arrow_type):

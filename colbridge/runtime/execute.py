@@ -9,24 +9,43 @@ segment reads, runs it on the chosen backend and builds the result frame.
 from __future__ import annotations
 
 import threading
+import warnings
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+import numpy as np
 import pyarrow as pa
 
 from colbridge.backends import get_backend
-from colbridge.backends.common import RunStats, SegmentResult
-from colbridge.backends.device import DeviceChoice
+from colbridge.backends.common import (
+    RunStats,
+    SegmentResult,
+    finalize_reduction,
+    fold_partials,
+)
+from colbridge.backends.device import DeviceChoice, device_context, resolve_device
+from colbridge.codegen.kernel import AggSlot
 from colbridge.columns.frames import ArrowTableAdapter, FrameAdapter, adapt_frame
-from colbridge.expr.nodes import Column, walk
+from colbridge.errors import DeviceError, DeviceFallbackWarning, KernelCompileError
+from colbridge.expr.nodes import Agg, Column, Literal, walk
 from colbridge.plan.logical import Step
 from colbridge.plan.planner import Segment, SegmentSpec, plan_segments, type_segment
 from colbridge.plan.typecheck import ColumnType
 from colbridge.types import dtype_from_arrow
 
-__all__ = ["Columns", "ComputeReport", "PreparedPlan", "TypedPlan", "execute", "prepare"]
+__all__ = [
+    "Columns",
+    "ComputeReport",
+    "Partials",
+    "PreparedPlan",
+    "TypedPlan",
+    "execute",
+    "on_device",
+    "prepare",
+    "reduction_partials",
+]
 
 _CACHE_MAX = 512
 _LOCK = threading.Lock()
@@ -230,14 +249,34 @@ def execute(
     Input columns are read in place; results are fresh Arrow arrays; a filter is
     applied to the result once, at the end of its segment.
     """
-    backend = get_backend(target)
-    original = adapter
     columns = Columns(adapter, report.copies)
     segments = plan.typed(columns).segments
+    return _run(segments, adapter, columns, report, target, partials=False)
+
+
+def _run(
+    segments: list[Segment],
+    adapter: FrameAdapter,
+    columns: Columns,
+    report: ComputeReport,
+    target: str,
+    *,
+    partials: bool,
+) -> Any:
+    """The segment loop of `execute`.
+
+    With ``partials``, the last segment's reductions are left as their folded partial
+    rows (see `reduction_partials`).
+    """
+    backend = get_backend(target)
+    original = adapter
     last = len(segments) - 1
     for index, segment in enumerate(segments):
         arrays = {name: columns.get(name) for name in segment.inputs}
         nan_null = columns.nan_null(segment.inputs)
+        if partials and index == last:
+            return backend.reduce_partials(segment, arrays, adapter.num_rows, report.stats,
+                                           nan_null), adapter.num_rows  # fmt: skip
         carry = _carry(segment, adapter, columns, target)
         if carry is None:
             ran = backend.run_segment(segment, arrays, adapter.num_rows, report.stats, nan_null)
@@ -278,3 +317,108 @@ def execute(
         columns = Columns(adapter, report.copies)
     msg = "empty plan"  # pragma: no cover - plan_segments always yields a segment
     raise AssertionError(msg)
+
+
+@dataclass
+class Partials:
+    """Reductions over part of the data (a batch, a partition), as folded partial rows.
+
+    Partials of disjoint parts `fold` into those of their union; `values` finishes
+    them into what the reductions are over all of it, with the very functions a single
+    in-memory compute uses (`colbridge.backends.common`), so streamed, partitioned
+    and in-memory results agree.
+    """
+
+    aggs: list[Agg]
+    #: per reduction: its slot in the rows, or None when its value needs no data
+    slots: list[AggSlot | None]
+    rows: tuple[np.ndarray, np.ndarray, np.ndarray]
+    num_rows: int
+    #: values of the reductions that need no data (e.g. of a literal)
+    fixed: dict[int, Literal]
+
+    def fold(self, other: Partials) -> Partials:
+        """The partials of both parts together."""
+        known = [s for s in self.slots if s is not None]
+        rows = tuple(np.concatenate([a, b]) for a, b in zip(self.rows, other.rows, strict=True))
+        return Partials(self.aggs, self.slots, fold_partials(known, *rows),
+                        self.num_rows + other.num_rows, self.fixed)  # fmt: skip
+
+    def values(self) -> dict[Agg, Literal]:
+        """Each reduction's value over all the parts folded in, as a typed literal."""
+        out: dict[Agg, Literal] = {}
+        for q, (agg, slot) in enumerate(zip(self.aggs, self.slots, strict=True)):
+            if slot is None:
+                out[agg] = self.fixed[q]
+                continue
+            value, valid = finalize_reduction(slot, *self.rows, self.num_rows)
+            dtype = slot.result_dtype
+            out[agg] = Literal(_python(value) if valid else None, dtype)
+        return out
+
+
+def _python(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def reduction_partials(
+    prefix: tuple[Step, ...],
+    aggs: list[Agg],
+    adapter: FrameAdapter,
+    report: ComputeReport,
+    target: str,
+) -> Partials:
+    """`Partials` of ``aggs`` over the frame that ``prefix`` makes of ``adapter``'s frame.
+
+    ``aggs`` hold no reduction inside them (`colbridge.plan.streaming` finds them).
+    """
+    items = tuple((f"r{q}", agg) for q, agg in enumerate(aggs))
+    plan = prepare((*prefix, Step("select", items)), adapter.names)
+    columns = Columns(adapter, report.copies)
+    segments = plan.typed(columns).segments
+    outputs = dict(segments[-1].outputs)
+    fixed: dict[int, Literal] = {}
+    free = [q for q in range(len(aggs)) if not isinstance(outputs[f"r{q}"], Agg)]
+    if free:
+        # a reduction of a literal was typed into a value that reads no column: compute it
+        # once, over a frame without columns
+        steps = (Step("select", tuple((f"r{q}", aggs[q]) for q in free)),)
+        row = execute(prepare(steps, ()), ArrowTableAdapter(pa.table({})), report, target)
+        for q in free:
+            column = row.column(f"r{q}")
+            fixed[q] = Literal(column[0].as_py(), dtype_from_arrow(column.type))
+    if not segments[-1].agg_levels:
+        empty = (np.zeros((1, 1)), np.zeros((1, 1), np.int64), np.zeros((1, 1), np.uint64))
+        return Partials(list(aggs), [None] * len(aggs), empty, adapter.num_rows, fixed)
+    (slots, *rows), num_rows = _run(segments, adapter, columns, report, target, partials=True)
+    by_agg = {slot.agg: slot for slot in slots}
+    placed = [by_agg.get(outputs[f"r{q}"]) for q in range(len(aggs))]  # type: ignore[call-overload]
+    return Partials(list(aggs), placed, tuple(rows), num_rows, fixed)  # type: ignore[arg-type]
+
+
+T = TypeVar("T")
+
+
+def on_device(
+    work: Callable[[str, ComputeReport], T], device: str = "auto", fallback: str = "cpu"
+) -> tuple[T, ComputeReport]:
+    """Run ``work(target, report)`` on the device asked for, under the ``fallback`` policy.
+
+    ``device`` and ``fallback`` mean what they mean for `LazyFrame.compute`: when the GPU
+    fails while running (out of memory, driver, compile) and ``fallback="cpu"``, the work
+    runs again on the CPU from its untouched inputs, with a `DeviceFallbackWarning` and
+    the reason in the report.
+    """
+    report = ComputeReport(device=resolve_device(device, fallback))
+    choice = report.device
+    assert choice is not None
+    try:
+        with device_context(choice):
+            return work(choice.target, report), report
+    except (DeviceError, KernelCompileError) as exc:
+        if choice.target == "cpu" or fallback != "cpu":
+            raise
+        note = f"fell back to cpu: {choice.target} failed while running ({exc})"
+        warnings.warn(note, DeviceFallbackWarning, stacklevel=3)
+        report = ComputeReport(device=DeviceChoice("cpu", choice.requested, note))
+        return work("cpu", report), report

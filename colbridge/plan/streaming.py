@@ -1,0 +1,86 @@
+"""Planning: plans over data that arrives in pieces (record batches, Dask partitions).
+
+A plan whose expressions use reductions (``mean``, ``std``, ...) cannot run one
+piece at a time as it stands: ``(a - a.mean()) / a.std()`` needs the mean of the
+*whole* column. `resolve_aggregates` turns it into one that can:
+
+1. find the first step holding a reduction and take its innermost reductions
+   (those whose argument holds no other reduction);
+2. ask ``reduce`` for their values over the whole data, given the steps before
+   that one (the caller folds per-piece partials: `colbridge.runtime.Partials`);
+3. substitute the values as typed literals into the step, and repeat, level by
+   level, until no reduction is left.
+
+The result is a list of reduction-free steps that gives, piece by piece, what the
+original plan gives on the whole data. Pure planning: nothing runs here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+from colbridge.expr.nodes import Agg, Literal, Node, transform, walk
+from colbridge.plan.logical import Step
+
+__all__ = [
+    "Reduce",
+    "has_aggregates",
+    "innermost_aggregates",
+    "reduction_passes",
+    "resolve_aggregates",
+]
+
+#: Values of reductions (holding no reduction inside) over the whole data that the
+#: given prefix of steps makes of it.
+Reduce = Callable[[tuple[Step, ...], list[Agg]], dict[Agg, Literal]]
+
+
+def has_aggregates(steps: Iterable[Step]) -> bool:
+    """Tell whether any step's expressions hold a reduction."""
+    return any(isinstance(n, Agg) for s in steps for _, e in s.items for n in walk(e))
+
+
+def innermost_aggregates(step: Step) -> list[Agg]:
+    """The step's reductions whose argument holds no other reduction, in order of appearance."""
+    found: list[Agg] = []
+    for _, expr in step.items:
+        for n in walk(expr):
+            if (
+                isinstance(n, Agg)
+                and n not in found
+                and not any(isinstance(m, Agg) for m in walk(n.arg))
+            ):
+                found.append(n)
+    return found
+
+
+def _substitute(step: Step, values: dict[Agg, Literal]) -> Step:
+    memo: dict[Node, Node] = {}
+    lookup: dict[Node, Node] = {agg: value for agg, value in values.items()}
+    items = tuple(
+        (name, transform(expr, lambda n: lookup.get(n, n), memo)) for name, expr in step.items
+    )
+    return Step(step.kind, items)
+
+
+def resolve_aggregates(steps: Sequence[Step], reduce: Reduce) -> tuple[tuple[Step, ...], int]:
+    """Replace every reduction by its whole-data value; the new steps and the passes taken.
+
+    Reductions are resolved step by step and, inside a step, level by level (innermost
+    first), each level one call of ``reduce`` (one pass over the data).
+    """
+    resolved = list(steps)
+    passes = 0
+    while True:
+        k = next((j for j, s in enumerate(resolved) if has_aggregates([s])), None)
+        if k is None:
+            return tuple(resolved), passes
+        aggs = innermost_aggregates(resolved[k])
+        resolved[k] = _substitute(resolved[k], reduce(tuple(resolved[:k]), aggs))
+        passes += 1
+
+
+def reduction_passes(steps: Sequence[Step]) -> int:
+    """How many passes `resolve_aggregates` takes (nothing is run)."""
+    _, passes = resolve_aggregates(steps, lambda _, aggs: {a: Literal(0.0) for a in aggs})
+    return passes

@@ -1,0 +1,69 @@
+"""Runtime: one plan over data that comes in pieces (record batches, Dask partitions).
+
+Stage: runtime, for the jobs layer. `compute_piece` runs a plan prepared once on one
+piece; `fold_reductions` computes reductions over all pieces by folding each piece's
+partial rows (`colbridge.runtime.execute.Partials`) and finishing them with the
+functions an in-memory compute uses, so a streamed or partitioned run agrees with
+one pass over all the data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pyarrow as pa
+
+from colbridge.columns.frames import adapt_frame
+from colbridge.expr.nodes import Agg, Literal
+from colbridge.plan.logical import Step
+from colbridge.runtime.execute import (
+    Partials,
+    PreparedPlan,
+    execute,
+    on_device,
+    prepare,
+    reduction_partials,
+)
+
+__all__ = ["compute_piece", "fold_reductions", "piece_partials"]
+
+
+def compute_piece(plan: PreparedPlan, piece: Any, device: str = "auto",
+                  fallback: str = "cpu") -> Any:  # fmt: skip
+    """``plan`` over one piece (a frame of any kind): a frame of the piece's kind."""
+    adapter = adapt_frame(piece)
+    if tuple(adapter.names) != plan.names:
+        plan = prepare(plan.steps, adapter.names)
+    result, _ = on_device(lambda target, report: execute(plan, adapter, report, target),
+                          device, fallback)  # fmt: skip
+    return result
+
+
+def piece_partials(prefix: tuple[Step, ...], aggs: list[Agg], piece: Any,
+                   device: str = "auto", fallback: str = "cpu") -> Partials:  # fmt: skip
+    """The partial rows of ``aggs`` over one piece, after the steps ``prefix``."""
+    adapter = adapt_frame(piece)
+    partials, _ = on_device(
+        lambda target, report: reduction_partials(prefix, aggs, adapter, report, target),
+        device, fallback,
+    )  # fmt: skip
+    return partials
+
+
+def fold_reductions(
+    prefix: tuple[Step, ...],
+    aggs: list[Agg],
+    pieces: Iterable[Any],
+    empty: pa.Table,
+    device: str = "auto",
+    fallback: str = "cpu",
+) -> dict[Agg, Literal]:
+    """Values of ``aggs`` over all ``pieces`` (``empty``: a piece with no rows, same schema)."""
+    total: Partials | None = None
+    for piece in pieces:
+        part = piece_partials(prefix, aggs, piece, device, fallback)
+        total = part if total is None else total.fold(part)
+    if total is None:  # no pieces at all: reductions of empty columns
+        total = piece_partials(prefix, aggs, empty, "cpu")
+    return total.values()
