@@ -115,7 +115,7 @@ def _fold_slot(
     pick = np.min if slot.agg.func == "min" else np.max
     for parts, roles, out, dtype in ((pi, slot.i, i, np.int64), (pu, slot.u, u, np.uint64)):
         for role, k in roles.items():
-            if role in ("count", "sum", "non_nan", "any_nan"):
+            if role in ("count", "sum"):
                 out[0, k] = parts[:, k].sum(dtype=dtype)
             elif role == "best":
                 seen = counts > 0
@@ -127,8 +127,10 @@ def _fold_slot(
     if "sum" in slot.f:
         f[0, slot.f["sum"]] = pf[:, slot.f["sum"]].sum()
     if "best" in slot.f:
-        seen = pi[:, slot.i["non_nan"]] > 0
-        f[0, slot.f["best"]] = pick(pf[seen, slot.f["best"]]) if seen.any() else 0.0
+        # NaN marks a part without a number (NaN values never compete)
+        best = pf[:, slot.f["best"]]
+        numbers = best[best == best]
+        f[0, slot.f["best"]] = pick(numbers) if numbers.size else math.nan
     if "mean" in slot.f:
         total_count = int(counts.sum())
         means, m2 = pf[:, slot.f["mean"]], pf[:, slot.f["m2"]]
@@ -177,9 +179,7 @@ def _finish(
         return res.numpy.type(total_ / count), True
     if func in ("min", "max"):
         if slot.arg_dtype.is_float:
-            if int(i[slot.i["non_nan"]]) == 0:
-                # only NaN seen: NaN is the answer (polars), nothing seen: null
-                return res.numpy.type(math.nan), True
+            # NaN when every valid value was NaN (polars); no valid value was null above
             return res.numpy.type(f[slot.f["best"]]), True
         best = u[slot.u["best"]] if "best" in slot.u else i[slot.i["best"]]
         if res.is_bool:

@@ -66,6 +66,7 @@ __all__ = [
     "moment_combine",
     "row_updates",
     "scalar_source",
+    "take_better",
 ]
 
 #: IR unary functions computed by a math call, and the call's (C) name.
@@ -170,8 +171,11 @@ class Lowering:
         scalars: Mapping[Agg, int],
         scalar_specs: list[ScalarSpec],
         params: Mapping[Node, int] | None = None,
+        suffix: str = "",
     ) -> None:
         self.d = dialect
+        #: appended to every temporary's name (several lowerings of one row side by side)
+        self.suffix = suffix
         self.rows = rows
         self.types = types
         self.inputs = inputs
@@ -199,7 +203,7 @@ class Lowering:
     def fresh(self, prefix: str = "t") -> str:
         """A new temporary name."""
         self._counter += 1
-        return f"{prefix}{self._counter}"
+        return f"{prefix}{self._counter}{self.suffix}"
 
     def declare(self, dtype: DType, expr: str, prefix: str = "t") -> str:
         """Declare a temporary holding ``expr``; its name."""
@@ -646,15 +650,28 @@ class Fold:
     """One per-row update of an accumulator.
 
     ``add``/``or``: ``acc = acc + value`` / ``acc | value`` (``value`` is already zero on
-    rows that do not count); ``min``/``max``: ``value`` replaces ``acc`` where ``when``
-    holds and it is smaller/larger. A row target applies folds row by row
-    (`row_updates`); a whole-array target reduces each fold's values at once.
+    rows that do not count); ``count``: one more where the boolean ``value`` holds;
+    ``min``/``max``: ``value`` replaces ``acc`` where ``when`` holds and it is
+    smaller/larger. A row target applies folds row by row (`row_updates`); the CPU
+    target counts a word's rows at once (a population count of their bits); a
+    whole-array target reduces each fold's values at once.
     """
 
     op: str
     acc: Accumulator
     value: str
     when: str | None = None
+    #: min/max of floats: ``acc`` is NaN until a number arrives, and NaN never replaces it
+    nan_empty: bool = False
+
+
+def take_better(d: Dialect, fold: Fold, value: str, acc: str, when: str | None) -> str:
+    """True where ``value`` should replace ``acc`` in a min/max fold (``when`` rows only)."""
+    better = d.compare("<" if fold.op == "min" else ">", value, acc)
+    if fold.nan_empty:
+        number = d.compare("==", value, value)
+        better = d.and_(number, d.or_(better, d.compare("!=", acc, acc)))
+    return d.and_(when, better) if when else better
 
 
 def row_updates(d: Dialect, folds: list[Fold]) -> list[str]:
@@ -665,12 +682,13 @@ def row_updates(d: Dialect, folds: list[Fold]) -> list[str]:
         if fold.op == "add":
             expr = (d.float_op("+", acc, fold.value, dtype) if dtype.is_float
                     else d.wrapping("+", acc, fold.value, dtype))  # fmt: skip
+        elif fold.op == "count":
+            one = d.select(fold.value, d.const(1, dtype), d.const(0, dtype))
+            expr = d.wrapping("+", acc, one, dtype)
         elif fold.op == "or":
             expr = d.wrapping("|", acc, fold.value, dtype)
         else:
-            better = d.compare("<" if fold.op == "min" else ">", fold.value, acc)
-            take = d.and_(fold.when, better) if fold.when else better
-            expr = d.select(take, fold.value, acc)
+            expr = d.select(take_better(d, fold, fold.value, acc, fold.when), fold.value, acc)
         out.append(d.assign(acc, expr))
     return out
 
@@ -693,7 +711,7 @@ class ReductionLowering:
     Layout (the contract with `colbridge.backends.common.finalize_reduction`): each
     reduction has a ``count`` of the valid rows it saw (int64), then its own roles —
     ``sum`` (float64, int64 or uint64 by the argument), ``sum_hi``/``sum_lo`` (an exact
-    64-bit integer mean), ``best`` (min/max) with ``non_nan``/``any_nan`` for floats,
+    64-bit integer mean), ``best`` (min/max; for floats NaN until a number arrives),
     ``mean``/``m2`` (std and var: a chunk-wise two-pass state, combined with the
     formula polars uses).
     """
@@ -717,7 +735,7 @@ class ReductionLowering:
         else:
             self.n_u += 1
             state.slot.u[role] = column
-        acc = Accumulator(f"r{len(self.states)}_{role}", kind, column, init)
+        acc = Accumulator(f"r{len(self.states)}_{role}{self.lw.suffix}", kind, column, init)
         state.accumulators.append(acc)
         return acc
 
@@ -743,7 +761,7 @@ class ReductionLowering:
         func = agg.func
         count = self._acc(state, "count", "i", d.const(0, i64))
         if func not in ("std", "var"):  # their count grows chunk by chunk (`moment_combine`)
-            add_to(count, d.const(1, i64))
+            self.folds.append(Fold("count", count, ok if ok is not None else d.true))
         if func == "mean" and arg_dtype.is_integer and arg_dtype.bits == 64:
             # An exact integer mean: 64-bit values summed as high and low 32-bit halves
             # (neither overflows an int64 within a block); the host adds them exactly.
@@ -782,19 +800,11 @@ class ReductionLowering:
         d, folds = self.d, self.folds
         f64, i64, u64 = DType.FLOAT64, DType.INT64, DType.UINT64
         if arg_dtype.is_float:
-            start = float("inf") if func == "min" else float("-inf")
-            best = self._acc(state, "best", "f", d.const(start, f64))
-            non_nan = self._acc(state, "non_nan", "i", d.const(0, i64))
-            any_nan = self._acc(state, "any_nan", "i", d.const(0, i64))
+            # NaN until a valid number comes (NaN values never compete): the best stays NaN
+            # exactly when every valid value was NaN, which with `count` says null or NaN
+            best = self._acc(state, "best", "f", d.const(float("nan"), f64))
             xf = d.convert(x, f64) if arg_dtype != f64 else x
-            is_nan = d.compare("!=", x, x)
-            number = d.and_(ok, d.not_(is_nan)) if ok else d.not_(is_nan)
-            nan = d.and_(ok, is_nan) if ok else is_nan
-            num = self.lw.declare(DType.BOOL, number, "k")
-            one, zero = d.const(1, i64), d.const(0, i64)
-            folds.append(Fold("add", non_nan, d.select(num, one, zero)))
-            folds.append(Fold("or", any_nan, d.select(nan, one, zero)))
-            folds.append(Fold(func, best, xf, num))
+            folds.append(Fold(func, best, xf, ok, nan_empty=True))
             return
         kind, dt = ("u", u64) if arg_dtype.is_unsigned else ("i", i64)
         lo, hi = int_range(arg_dtype) if not arg_dtype.is_bool else (0, 1)

@@ -258,10 +258,17 @@ def _whole_array_fold(fold: Fold) -> str:
     acc, t = fold.acc.name, _np(fold.acc.dtype)
     if fold.op == "add":
         return f"{acc} = _as({acc} + np.sum(np.broadcast_to({fold.value}, (n,)), dtype={t}), {t})"
+    if fold.op == "count":
+        return f"{acc} = _as({acc} + np.count_nonzero(np.broadcast_to({fold.value}, (n,))), {t})"
     if fold.op == "or":
         return f"{acc} = {acc} | np.bitwise_or.reduce(np.broadcast_to({fold.value}, (n,)))"
-    pick = "np.min" if fold.op == "min" else "np.max"
     candidates = f"np.broadcast_to({fold.value}, (n,))"
+    if fold.nan_empty:  # NaN never competes (fmin/fmax skip it); NaN only if nothing came
+        pick = "np.fmin" if fold.op == "min" else "np.fmax"
+        if fold.when:
+            candidates = f"np.where({fold.when}, {fold.value}, np.nan)"
+        return f"{acc} = _as({pick}.reduce(np.append({candidates}, {acc})), {t})"
+    pick = "np.min" if fold.op == "min" else "np.max"
     if fold.when:
         candidates = f"np.where({fold.when}, {fold.value}, {acc})"
     return f"{acc} = _as({pick}(np.broadcast_to({candidates}, (n,)), initial={acc}), {t})"
