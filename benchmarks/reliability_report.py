@@ -58,7 +58,8 @@ KNOWN_BUGS = [
      "them and `when(a < 3).then(a).otherwise(3.0)` on an integer column was typed Int32",
      "`pl.DataFrame({'a': pl.Series([1, 5], dtype=pl.Int32)}).gpu.with_columns("
      "z=cb.when(cb.col('a') < 3).then(cb.col('a')).otherwise(3.0)).compute()`",
-     "`z` is Float64 (polars)", "`z` is Int32 (regression test in tests/test_engine_ops.py)"),
+     "`z` is Float64 (polars)",
+     "`z` is Int32 (regression test in tests/engine/test_engine_ops.py)"),
     ("B8", "The CUDA backend did not evaluate one-value outputs on a frame with no rows, so a "
      "failing strict cast of a scalar expression returned an empty result",
      "`cast(floor(log1p(lit(-4))), 'int64')` on a 0-row frame, through the CUDA kernels "
@@ -69,7 +70,7 @@ KNOWN_BUGS = [
      "`pl.DataFrame({'c': [True], 'd': pl.Series([1.5], dtype=pl.Float32)}).gpu.with_columns("
      "z=cb.when(cb.col('c')).then(3.0).otherwise(1) - cb.col('d')).compute()`",
      "`z` is Float32 (polars keeps such expressions dynamic, then casts them; 85 cases in "
-     "tests/test_promotion.py)", "`z` is Float64"),
+     "tests/engine/test_promotion.py)", "`z` is Float64"),
     ("B10", "A power whose deciding side is a Python number was typed on the spot: "
      "`uint64 ** 3.0 - float32` was Float64 (found by a random slow fuzz run)",
      "`pl.DataFrame({'i': pl.Series([2], dtype=pl.Int8), 'f': pl.Series([0.5], "
@@ -221,8 +222,9 @@ def reliability_md(data: dict[str, Any], seconds: float, summary: str, slow: boo
         "## Bugs found",
         "",
         "All ten are fixed. Each has a regression test in "
-        "`tests/reliability/test_rel_known_bugs.py` (B7 in `tests/test_engine_ops.py`, B10 in "
-        "`tests/test_promotion.py`); "
+        "`tests/reliability/test_rel_known_bugs.py` (B7 in `tests/engine/test_engine_ops.py`, "
+        "B10 in "
+        "`tests/engine/test_promotion.py`); "
         '"got" is the behaviour before the fix.',
         "",
         "| id | bug | repro | expected | got |",

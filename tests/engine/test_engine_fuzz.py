@@ -4,7 +4,7 @@ Each tree compiles once; it is then checked against polars on many generated
 frames (nulls, NaN, offsets, chunks, empty), so thousands of cases run with a
 bounded number of kernels. ``-m slow`` raises the counts. The trees come from
 the reliability fuzzer (`tests/reliability/fuzzing.py`); the frames here are
-hypothesis-drawn tables (`tests/engine_data.py`) instead of its seeded ones.
+hypothesis-drawn tables (`tests/engine/engine_data.py`) instead of its seeded ones.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.engine_data import tables
+from tests.engine.engine_data import tables
 from tests.reliability.fuzzing import Tree, boolean, check_against_polars, numeric, tolerance
 
 TYPES = {"a": pa.float64(), "b": pa.int32(), "c": pa.bool_(), "d": pa.int64()}

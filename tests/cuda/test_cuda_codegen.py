@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
-from cuda_corpus import CB, GROUPS, NULL_PATTERNS, make_column
 
 import colbridge as cb
 from colbridge.backends.cuda import _cached_binary, compile_nvrtc
@@ -22,6 +21,7 @@ from colbridge.codegen.cuda import MATH_FUNCTIONS, CudaKernelSource
 from colbridge.codegen.numba_cpu import _signature_args
 from colbridge.errors import KernelCompileError
 from colbridge.testing.cuda_host import HostRuntime, compute_on_host
+from tests.cuda.cuda_corpus import CB, GROUPS, NULL_PATTERNS, make_column
 
 ARCH = "sm_90"
 

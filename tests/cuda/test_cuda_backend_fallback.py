@@ -25,7 +25,7 @@ from colbridge.backends.common import RunStats
 from colbridge.backends.device import gpu_status, resolve_device
 from colbridge.memory.cuda import to_device
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(gpu_status()[0], reason="these tests need a machine without a GPU")
 

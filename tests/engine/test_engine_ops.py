@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from colbridge.testing.asserts import assert_same_as_polars
-from tests.engine_data import tables
+from tests.engine.engine_data import tables
 
 I8, I16, I32, I64 = pa.int8(), pa.int16(), pa.int32(), pa.int64()
 U8, U16, U32, U64 = pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()
@@ -325,7 +325,7 @@ def test_parallel_variant_matches_polars(data) -> None:  # type: ignore[no-untyp
 
 @pytest.mark.usefixtures("parallel_kernels")
 def test_parallel_variant_on_many_blocks() -> None:
-    from tests.engine_data import make_column
+    from tests.engine.engine_data import make_column
 
     rng = np.random.default_rng(7)
     n = 3 * 16384 + 1001  # several blocks, the last one partial

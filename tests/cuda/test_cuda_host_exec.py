@@ -15,12 +15,12 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pytest
-from cuda_corpus import CB, GROUPS, PL, Group, assert_arrays_match, make_column, tables
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import colbridge as cb
 from colbridge.testing.cuda_host import HostRuntime, compute_on_host
+from tests.cuda.cuda_corpus import CB, GROUPS, PL, Group, assert_arrays_match, make_column, tables
 
 SETTINGS = settings(
     max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
