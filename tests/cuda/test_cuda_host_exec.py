@@ -1,7 +1,7 @@
 """Generated CUDA kernels, compiled with g++ and run on the CPU, against the CPU backend and polars.
 
 Three answers per example: the CUDA backend's code path with its kernels run
-by `colbridge.testing.cuda_host.HostRuntime` (small blocks and grids, so the
+by `colbridge.testing.cuda_host.HostRuntime` (real threads, small grids, so the
 grid-stride loops wrap), colbridge's own CPU backend, and polars as the
 oracle. Data: lengths that are not multiples of 8, slices whose offsets are
 not multiples of 8, nulls, NaN, ±inf, ±0 and integer extremes.
@@ -104,7 +104,7 @@ def test_nested_reductions_and_filter(data: st.DataObject) -> None:
     _three_way(table, _standardise, reduce_rtol=1e-9, polars_rtol=1e-9)
 
 
-@pytest.mark.parametrize("budget", [1200, 4000])
+@pytest.mark.parametrize("budget", [3000, 8000])
 def test_chunked_processing_matches_one_pass(budget: int) -> None:
     # a tiny memory budget forces many chunks (row ranges, multiples of 8 long)
     rng = np.random.default_rng(7)
@@ -119,7 +119,7 @@ def test_chunked_processing_matches_one_pass(budget: int) -> None:
         a, b, c = m.col("a"), m.col("b"), m.col("c")
         return q.with_columns(x=a * 2 + b, y=b // 3, k=c & (a > 0), s=a.sum(), mx=b.max())
 
-    runtime = HostRuntime(block=8, max_blocks=2, budget=budget)
+    runtime = HostRuntime(block=32, max_blocks=2, budget=budget)
     _three_way(table, build, reduce_rtol=1e-12, runtime=runtime)
     kernels = " ".join(compute_report(table, build, runtime))
     assert "chunk(s)" in kernels
