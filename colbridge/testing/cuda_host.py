@@ -291,6 +291,9 @@ class HostRuntime(Runtime):
         self.max_reduce_blocks = max_reduce_blocks
         self.budget = budget
         self.sanitize = chosen
+        # the backend caches loaded kernels by runtime class and architecture: a sanitized
+        # program and an in-process library of the same kernel must not share an entry
+        self.arch = f"host-{chosen}" if chosen else "host"
         self.launches = 0
         # address of every buffer handed out -> (the allocation with its guards, its size)
         self._guarded: dict[int, tuple[np.ndarray[Any, Any], int]] = {}

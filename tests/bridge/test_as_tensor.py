@@ -18,7 +18,7 @@ from colbridge.errors import (
     NullValuesError,
     UnsupportedTypeError,
 )
-from colbridge.testing import (
+from colbridge.testing.data import (
     NUMERIC_TYPES,
     TEMPORAL_TYPES,
     arrays,

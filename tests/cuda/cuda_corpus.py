@@ -1,8 +1,10 @@
-"""The CUDA test corpus: expression groups × dtypes, data with the edge cases, comparisons.
+"""The CUDA test corpus: expression groups × dtypes, and tables of data at the limits for them.
 
 Each group is one ``with_columns`` step (so one fused kernel per nullability
 pattern), written once over a module ``m`` that is either ``colbridge`` or
-``polars``: both spell these expressions the same way.
+``polars``: both spell these expressions the same way. Data comes from the
+shared generator (`colbridge.testing.data`), comparisons from
+`colbridge.testing.asserts` (re-exported here for `test_gpu_real.py`).
 """
 
 from __future__ import annotations
@@ -12,17 +14,24 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-import numpy as np
 import polars as pl
 import pyarrow as pa
 from hypothesis import strategies as st
 
 import colbridge as cb
+from colbridge.testing import data
+from colbridge.testing.asserts import assert_arrays_match, ulp_distance
+from colbridge.testing.data import make_column
 
 F64, F32 = pa.float64(), pa.float32()
 I8, I32, I64 = pa.int8(), pa.int32(), pa.int64()
 U8, U32, U64 = pa.uint8(), pa.uint32(), pa.uint64()
 BOOL = pa.bool_()
+
+__all__ = [
+    "CB", "GROUPS", "LENGTHS", "NULL_PATTERNS", "OFFSETS", "PL", "Group", "assert_arrays_match",
+    "make_column", "tables", "ulp_distance",
+]  # fmt: skip
 
 Exprs = Callable[[Any], dict[str, Any]]
 
@@ -153,123 +162,15 @@ NULL_PATTERNS: tuple[tuple[bool, bool, bool], ...] = (
     (True, False, True),  # nullable and non-nullable inputs in one kernel
 )
 
-LENGTHS = (0, 1, 7, 9, 13, 31, 33, 70)
+#: lengths: not multiples of 8, one past a warp, and past the host grid (2 blocks of 64
+#: threads), so the kernels' grid-stride loops wrap; offsets not multiples of 8
+LENGTHS = (0, 1, 7, 9, 13, 31, 33, 70, 200, 1100)
 OFFSETS = (0, 3, 5, 13)
 
 
-def make_column(rng: np.random.Generator, arrow_type: pa.DataType, n: int, nulls: bool) -> pa.Array:
-    """Random values with the edge cases of the type (NaN, ±inf, ±0, MIN, MAX, -1)."""
-    if pa.types.is_boolean(arrow_type):
-        values: Any = rng.integers(0, 2, size=n).astype(bool)
-    elif pa.types.is_floating(arrow_type):
-        dtype = arrow_type.to_pandas_dtype()
-        values = rng.normal(scale=20.0, size=n).astype(dtype)
-        big = float(np.finfo(dtype).max) / 4
-        specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, 2.5, -2.5,
-                             big, -7.0], dtype=np.float64).astype(dtype)  # fmt: skip
-        picks = rng.random(n) < 0.25
-        values[picks] = rng.choice(specials, size=int(picks.sum()))
-    else:
-        dtype = np.dtype(arrow_type.to_pandas_dtype())
-        info = np.iinfo(dtype)
-        pool = [info.min, info.max, 0, 1, 2, 3, 7]
-        if info.min < 0:
-            pool += [-1, -2, -7]
-        small = rng.integers(max(info.min, -40), min(info.max, 40), size=n, endpoint=True)
-        wide = rng.integers(info.min, info.max, size=n, endpoint=True, dtype=dtype)
-        edge = rng.choice(np.array(pool, dtype=dtype), size=n)
-        which = rng.random(n)
-        values = np.where(which < 0.6, small.astype(dtype), np.where(which < 0.8, wide, edge))
-        values = values.astype(dtype)
-    mask = rng.random(n) < 0.3 if nulls else None
-    return pa.array(values, type=arrow_type, mask=mask)
-
-
 @st.composite
-def tables(draw: st.DrawFn, group: Group, *, max_len: int = 70) -> pa.Table:
-    """A sliced table (offset often not a multiple of 8) with columns a, b, c of the group."""
-    n = draw(st.sampled_from([x for x in LENGTHS if x <= max_len]))
-    offset = draw(st.sampled_from(OFFSETS))
-    pattern = draw(st.sampled_from(NULL_PATTERNS))
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    cols = {
-        name: make_column(rng, t, n + offset, has_nulls)
-        for name, t, has_nulls in zip("abc", group.types, pattern, strict=True)
-    }
-    return pa.table(cols).slice(offset, n)
-
-
-# -- comparisons --------------------------------------------------------------
-
-
-def _ordered(bits: np.ndarray[Any, Any], width: int) -> np.ndarray[Any, Any]:
-    """Map float bit patterns to integers whose difference is the ULP distance."""
-    as_int = bits.astype(np.int64) if width == 32 else bits.view(np.int64)
-    if width == 32:
-        as_int = bits.view(np.int32).astype(np.int64)
-        return np.where(as_int < 0, -(2**31) - as_int, as_int)
-    big = as_int.astype(object)
-    return np.array([(-(2**63) - v) if v < 0 else v for v in big], dtype=object)
-
-
-def ulp_distance(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """ULP distance between equally typed float arrays (NaN vs NaN is 0)."""
-    width = x.dtype.itemsize * 8
-    utype = np.uint32 if width == 32 else np.uint64
-    ox = _ordered(x.view(utype), width)
-    oy = _ordered(y.view(utype), width)
-    dist = np.abs(np.asarray(ox - oy, dtype=object))
-    both_nan = np.isnan(x) & np.isnan(y)
-    return np.where(both_nan, 0, dist)
-
-
-def assert_arrays_match(
-    got: pa.Array,
-    want: pa.Array,
-    *,
-    what: str,
-    ulps: int = 0,
-    rtol: float = 0.0,
-    loose_nonfinite: bool = False,
-) -> None:
-    """Equal type, equal validity, equal valid values (bit for bit unless ulps/rtol allow).
-
-    ``loose_nonfinite`` (for reductions summed in another order) accepts any
-    non-finite value where the other side is non-finite too: overflow to inf,
-    then inf - inf, depends on the order of the partial sums.
-    """
-    if isinstance(got, pa.ChunkedArray):
-        got = got.combine_chunks()
-    if isinstance(want, pa.ChunkedArray):
-        want = want.combine_chunks()
-    assert got.type == want.type, f"{what}: type {got.type} != {want.type}"
-    assert len(got) == len(want), f"{what}: length {len(got)} != {len(want)}"
-    gv = np.asarray(got.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    wv = np.asarray(want.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    assert np.array_equal(gv, wv), f"{what}: validity differs at rows {np.flatnonzero(gv != wv)}"
-    if not gv.any():
-        return
-    g = got.filter(pa.array(gv)).to_numpy(zero_copy_only=False)
-    w = want.filter(pa.array(gv)).to_numpy(zero_copy_only=False)
-    if g.dtype.kind != "f":
-        bad = np.flatnonzero(g != w)
-        assert bad.size == 0, f"{what}: values differ: got {g[bad][:5]} want {w[bad][:5]}"
-        return
-    both_nan = np.isnan(g) & np.isnan(w)
-    if rtol:
-        with np.errstate(invalid="ignore", over="ignore"):
-            near = np.abs(g - w) <= rtol * np.maximum(np.abs(g), np.abs(w))
-        close = both_nan | (g == w) | near
-        if loose_nonfinite:
-            close |= ~np.isfinite(g) & ~np.isfinite(w)
-        bad = np.flatnonzero(~close)
-    else:
-        utype = np.uint32 if g.dtype.itemsize == 4 else np.uint64
-        if ulps == 0:
-            same = both_nan | (g.view(utype) == w.view(utype))
-        else:
-            same = both_nan | (ulp_distance(g, w) <= ulps) & (np.isnan(g) == np.isnan(w))
-        bad = np.flatnonzero(~same)
-    assert bad.size == 0, (
-        f"{what}: values differ (ulps={ulps}, rtol={rtol}): got {g[bad][:5]!r} want {w[bad][:5]!r}"
-    )
+def tables(draw: st.DrawFn, group: Group, *, max_len: int = 1100) -> pa.Table:
+    """A sliced table with columns a, b, c of the group (data at the limits, nulls by pattern)."""
+    return draw(data.tables(group.types, ("a", "b", "c"),
+                            lengths=[x for x in LENGTHS if x <= max_len], offsets=OFFSETS,
+                            null_patterns=NULL_PATTERNS, chunks=False))  # fmt: skip

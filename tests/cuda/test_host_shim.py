@@ -25,6 +25,7 @@ import pytest
 
 import colbridge as cb
 from colbridge.backends.cuda import launch_config
+from colbridge.testing.asserts import assert_arrays_match
 from colbridge.testing.cuda_host import (
     GUARD_BYTES,
     HostKernel,
@@ -33,7 +34,8 @@ from colbridge.testing.cuda_host import (
     compute_on_host,
     sanitizer_works,
 )
-from tests.cuda.cuda_corpus import CB, GROUPS, assert_arrays_match, make_column
+from colbridge.testing.data import make_column
+from tests.cuda.cuda_corpus import CB, GROUPS
 
 KERNELS = Path(__file__).with_name("kernels")
 #: 0, 1, around one warp, more than one block, and more than the grid (the loop wraps)
