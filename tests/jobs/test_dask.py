@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import polars as pl
 import pytest
 
 import colbridge as cb
@@ -38,7 +39,17 @@ def frames():
     return pdf, dd.from_pandas(pdf, npartitions=4)
 
 
-def test_plan_with_reductions_equals_single_process_run(client, frames) -> None:
+def _worker_lookups(client) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    """Kernel-cache lookups (hits + misses) colbridge made in each worker process so far."""
+
+    def lookups() -> int:
+        info = cb.cache_info()
+        return int(info.hits + info.misses)
+
+    return client.run(lookups)  # type: ignore[no-any-return]
+
+
+def test_plan_with_reductions_equals_polars_and_runs_on_the_workers(client, frames) -> None:
     pdf, ddf = frames
     a, b = cb.col("a"), cb.col("b")
     plan = (
@@ -47,15 +58,33 @@ def test_plan_with_reductions_equals_single_process_run(client, frames) -> None:
         .filter(b > 2)
         .with_columns(d=b - (b - b.mean()).abs().max())
     )
+    before = _worker_lookups(client)
     got = apply(plan, ddf).compute()
-    want = cb.LazyFrame(pdf, plan.steps).compute()
-    assert list(got.columns) == list(want.columns)
-    assert len(got) == len(want)
-    for name in ("z", "w", "d"):
-        g, w = got[name].to_numpy(dtype=float), want[name].to_numpy(dtype=float)
-        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-13, equal_nan=True)
-    assert (got["m"].to_numpy() == want["m"].to_numpy()).all()
-    assert client.run(lambda: 1)  # the work ran on the two worker processes
+    after = _worker_lookups(client)
+    # colbridge's engine ran in the worker processes: their own kernel caches were used
+    assert set(after) == set(before)
+    assert sum(after[w] - before[w] for w in after) > 0, (before, after)
+    # the oracle: polars on the whole frame (NaN as null, as colbridge reads NumPy floats)
+    pa_, pb = pl.col("a"), pl.col("b")
+    want = (
+        pl.from_pandas(pdf, nan_to_null=True).lazy()
+        .with_columns(z=(pb - pb.mean()) / pb.std(), m=pb.max(), w=pa_ * 2 + 1)
+        .filter(pb > 2)
+        .with_columns(d=pb - (pb - pb.mean()).abs().max())
+        .collect()
+    )  # fmt: skip
+    assert list(got.columns) == want.columns
+    assert len(got) == want.height
+    assert got["b"].tolist() == want["b"].to_list()
+    assert got["m"].tolist() == want["m"].to_list()
+    # w is elementwise: exact; z and d use means and a std merged across partitions (Chan's
+    # formula), which sums in another order than polars
+    w_got = got["w"].to_numpy(dtype=float)
+    w_want = want["w"].to_numpy().astype(float)
+    assert np.array_equal(w_got, w_want, equal_nan=True)
+    for name in ("z", "d"):
+        np.testing.assert_allclose(got[name].to_numpy(dtype=float), want[name].to_numpy(),
+                                   rtol=1e-12, atol=0)  # fmt: skip
 
 
 def test_elementwise_plan_keeps_partitions_and_meta(client, frames) -> None:
@@ -65,4 +94,5 @@ def test_elementwise_plan_keeps_partitions_and_meta(client, frames) -> None:
     assert out.npartitions == ddf.npartitions
     assert list(out._meta.columns) == ["a", "b", "w"]
     got = out.compute()
-    np.testing.assert_allclose(got["w"].to_numpy(dtype=float), pdf["a"].to_numpy() * 2 + 1)
+    want = pdf["a"].to_numpy() * 2 + 1  # NumPy: NaN stays NaN (colbridge: a null)
+    assert np.array_equal(got["w"].to_numpy(dtype=float, na_value=np.nan), want, equal_nan=True)
