@@ -37,8 +37,9 @@ Exprs = Callable[[Any], dict[str, Any]]
 
 
 def _namespace(mod: Any) -> SimpleNamespace:
-    dtypes = {n: getattr(pl, n) for n in ("Float64", "Float32", "Int8", "Int32", "Int64",
-                                          "UInt8", "UInt32", "UInt64", "Boolean")}  # fmt: skip
+    dtypes = {n: getattr(pl, n) for n in ("Float64", "Float32", "Int8", "Int16", "Int32", "Int64",
+                                          "UInt8", "UInt16", "UInt32", "UInt64",
+                                          "Boolean")}  # fmt: skip
     return SimpleNamespace(col=mod.col, when=mod.when, coalesce=mod.coalesce, lit=mod.lit,
                            **dtypes)  # fmt: skip
 

@@ -29,7 +29,7 @@ from colbridge.testing.asserts import (
     summation_bound,
 )
 from colbridge.testing.cuda_host import HostRuntime, compute_on_host
-from colbridge.testing.data import make_column
+from colbridge.testing.data import limit_values, make_column
 from tests.cuda.cuda_corpus import CB, GROUPS, PL, Group, _mixed, tables
 from tests.reliability.fuzzing import known_bug
 
@@ -249,3 +249,29 @@ def test_comparisons_were_made() -> None:
     # runs last in this module: the differential tests above really compared columns
     assert COMPARISONS["count"] > 500
     print(f"\n{COMPARISONS['count']} host-executed columns compared with the CPU and polars")
+
+
+CAST_TARGETS = ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64",
+                "Float32", "Float64", "Boolean")  # fmt: skip
+
+
+@pytest.mark.parametrize("source", [pa.float32(), pa.float64(), pa.int64(), pa.uint64()],
+                         ids=str)  # fmt: skip
+def test_casts_at_every_limit_on_the_host(source: pa.DataType) -> None:
+    # each limit of each type, one ulp and one either side, through the CUDA kernels
+    table = pa.table({"a": pa.array(limit_values(source), source)})
+
+    def build(m: Any, q: Any) -> Any:
+        return q.with_columns(**{f"to_{t}": m.col("a").cast(getattr(m, t), strict=False)
+                                 for t in CAST_TARGETS})  # fmt: skip
+
+    _three_way(table, build)
+    if not pa.types.is_floating(source):
+        return
+    for target in ("int8", "uint8", "int32", "uint64", "int64"):
+        lf = cb.lazy(table).with_columns(z=cb.col("a").cast(target))
+        with pytest.raises(cb.InvalidOperationError) as cpu:
+            lf.compute(device="cpu")
+        with pytest.raises(cb.InvalidOperationError) as host:
+            compute_on_host(cb.lazy(table).with_columns(z=cb.col("a").cast(target)))
+        assert str(host.value) == str(cpu.value)

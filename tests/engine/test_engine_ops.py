@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
+import polars as pl
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import colbridge as cb
 from colbridge.testing.asserts import (
     LIBM_ULPS,
     SCALAR_DIVISION_ULPS,
@@ -16,7 +20,7 @@ from colbridge.testing.asserts import (
     std_bound,
     summation_bound,
 )
-from colbridge.testing.data import tables
+from colbridge.testing.data import limit_values, tables
 
 I8, I16, I32, I64 = pa.int8(), pa.int16(), pa.int32(), pa.int64()
 U8, U16, U32, U64 = pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()
@@ -134,6 +138,37 @@ def _dtype(m, name: str):  # type: ignore[no-untyped-def]
     if m.__name__ != "polars":
         return name
     return getattr(m, {"bool": "Boolean"}.get(name, name.capitalize().replace("Uint", "UInt")))
+
+
+LIMIT_SOURCES = [I8, I16, I32, I64, U8, U16, U32, U64, F32, F64]
+
+
+@pytest.mark.parametrize("source", LIMIT_SOURCES, ids=str)
+def test_casts_at_every_limit(source) -> None:  # type: ignore[no-untyped-def]
+    # every limit of every type (and one ulp and one either side of each) in one column: the
+    # non-strict casts equal polars' value by value; from floats, the strict ones fail on as
+    # many values as polars' (integer sources: the non-strict nulls are the same check)
+    table = pa.table({"a": pa.array(limit_values(source), source)})
+    assert_same_as_polars(
+        table,
+        lambda m, q: q.with_columns(
+            **{f"to_{t}": m.col("a").cast(_dtype(m, t), strict=False) for t in CAST_TARGETS}
+        ),
+        kinds=("pyarrow",),
+    )
+    for target in CAST_TARGETS if pa.types.is_floating(source) else ():
+        try:
+            pl.from_arrow(table).with_columns(z=pl.col("a").cast(_dtype(pl, target)))
+            failing = 0
+        except pl.exceptions.InvalidOperationError as exc:
+            failing = int(re.search(r"for (\d+) out of", str(exc)).group(1))  # type: ignore[union-attr]
+        lf = cb.lazy(table).with_columns(z=cb.col("a").cast(target))
+        if failing == 0:
+            lf.compute()
+            continue
+        noun = "value" if failing == 1 else "values"
+        with pytest.raises(cb.InvalidOperationError, match=rf"\({failing} {noun}\)"):
+            lf.compute()
 
 
 @pytest.mark.parametrize("dtype", [I64, F64], ids=str)
