@@ -158,6 +158,10 @@ def make_values(rng: np.random.Generator, arrow_type: pa.DataType, n: int) -> np
     which = rng.random(n)
     limits = rng.choice(_limits(arrow_type), size=n)
     if dtype.kind == "f":
+        # NaN, ±inf and -0.0 are a few of many limits: give them a fifth of the limit draws
+        specials = np.array([np.nan, np.inf, -np.inf, -0.0], dtype=dtype)
+        pick = rng.random(n) < 0.2
+        limits[pick] = rng.choice(specials, size=int(pick.sum()))
         small = rng.normal(scale=20.0, size=n)
         halves = rng.random(n) < 0.2
         small[halves] = np.round(small[halves] * 2) / 2  # ties for the rounding modes

@@ -38,7 +38,7 @@ from tests.reliability.fuzzing import (
     seeds,
 )
 
-FRAMES = int(os.environ.get("COLBRIDGE_REL_FUZZ_FRAMES", "12"))
+FRAMES = int(os.environ.get("COLBRIDGE_REL_FUZZ_FRAMES", "16"))
 SLOW_STEPS = int(os.environ.get("COLBRIDGE_REL_FUZZ_SLOW_STEPS", "220"))
 SLOW_FRAMES = int(os.environ.get("COLBRIDGE_REL_FUZZ_SLOW_FRAMES", "160"))
 
