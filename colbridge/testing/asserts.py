@@ -123,8 +123,13 @@ TOLERANCES: tuple[tuple[str, str], ...] = (
 def tolerance_table_markdown() -> str:
     """`TOLERANCES` as a Markdown table (docs/reliability.md)."""
     lines = ["| operations | float results compared |", "| --- | --- |"]
-    lines += [f"| {ops} | {rule} |" for ops, rule in TOLERANCES]
+    lines += [f"| {_cell(ops)} | {_cell(rule)} |" for ops, rule in TOLERANCES]
     return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    """Text for a Markdown table cell (a bare ``|`` would end the cell)."""
+    return text.replace("|", "\\|")
 
 
 def summation_bound(op: str, values: np.ndarray[Any, Any], bits: int, ddof: int = 1) -> float:

@@ -18,6 +18,7 @@ seed and step. ``-m slow`` runs more than 100,000 cases from more seeds.
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -136,6 +137,50 @@ def test_float32_literal_overflow_gives_no_numpy_warning() -> None:
         out = cb.lazy(table).with_columns(z=cb.col("b") / 1e300).compute(device="cpu")
     want = pl.from_arrow(table).with_columns(z=pl.col("b") / 1e300)
     assert out.column("z").to_pylist() == want["z"].to_list()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="polars keeps a log of a Python number dynamic (`lit(2).log() * float32` is "
+    "Float32); colbridge types it Float64",
+)
+def test_log_of_a_literal_keeps_float32() -> None:
+    table = pa.table({"d": pa.array([1.5, None], pa.float32())})
+    for fn in ("log", "log10"):
+        want = pl.from_arrow(table).lazy().select(z=getattr(pl.lit(2), fn)() * pl.col("d"))
+        assert want.collect().schema["z"] == pl.Float32
+        got = cb.lazy(table).select(z=getattr(cb.lit(2), fn)() * cb.col("d")).compute()
+        assert got.schema.field("z").type == pa.float32(), fn
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="colbridge's var/std of one value that is NaN or inf is 0.0 (the M2 of one value); "
+    "polars gives NaN",
+)
+def test_var_of_one_nan_value_is_nan() -> None:
+    table = pa.table({"a": [1.0, math.nan, 3.0]})
+
+    def steps(m, q):  # type: ignore[no-untyped-def]
+        return q.select(v=m.col("a").var(ddof=0).var(ddof=0), w=m.lit(math.nan).var(ddof=0))
+
+    want = steps(pl, pl.from_arrow(table).lazy()).collect().row(0)
+    got = steps(cb, cb.lazy(table)).compute(device="cpu").to_pylist()[0]
+    assert all(math.isnan(v) for v in want)
+    assert all(math.isnan(v) for v in got.values())
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="polars rejects `uint ** -5` while typing; colbridge raises only when a row with a "
+    "value meets the negative power, so a frame whose column is all null computes nulls",
+)
+def test_unsigned_to_a_negative_literal_power_raises_without_values() -> None:
+    table = pa.table({"b": pa.array([None, None], pa.uint32())})
+    with pytest.raises(pl.exceptions.InvalidOperationError):
+        pl.from_arrow(table).lazy().select(z=pl.col("b") ** -5).collect()
+    with pytest.raises(cb.InvalidOperationError):
+        cb.lazy(table).select(z=cb.col("b") ** -5).compute(device="cpu")
 
 
 @pytest.mark.slow
