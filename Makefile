@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench mutants clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,10 @@ bench: $(STAMP)
 	$(PY) benchmarks/bridge.py
 	$(PY) benchmarks/fused_cpu.py
 	$(PY) benchmarks/first_compute.py
+
+# Each mutant of tests/mutants/mutants.toml must be caught by the tests it names.
+mutants: $(STAMP)
+	$(PY) benchmarks/mutants.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

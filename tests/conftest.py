@@ -1,26 +1,61 @@
-"""Hypothesis profiles for the whole suite.
+"""Suite-wide fixtures: hypothesis profiles, the frame kinds, and the fuzz seeds in the header.
 
-``ci`` (the default) derandomizes: every run draws the same examples, so a red
-build is reproducible and never depends on the day's seed. ``explore`` draws
-fresh examples each run; use it to hunt for new bugs
+Hypothesis: ``ci`` (the default) derandomizes: every run draws the same
+examples, so a red build is reproducible and never depends on the day's seed.
+``explore`` draws fresh examples each run; use it to hunt for new bugs
 (``COLBRIDGE_HYPOTHESIS_PROFILE=explore pytest tests/reliability``) and turn
 each one found into a regression test.
+
+``constructor``: one fixture over the frame kinds colbridge ingests (pyarrow,
+polars, pandas NumPy-backed, pandas nullable, pandas ArrowDtype); a test that
+asks for it runs once per kind and builds its frame with
+``constructor(table)`` from a pyarrow table.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import Any
 
-try:
-    from hypothesis import settings
-except ImportError:  # a bare GPU machine runs tests/test_gpu_real.py without hypothesis
-    settings = None
+import pyarrow as pa
+import pytest
 
 # The suite checks the compiled CPU kernels by default; the NumPy tier (`auto` on
 # small inputs) is compared with them and with polars by tests that choose it.
 os.environ.setdefault("COLBRIDGE_CPU_TIER", "compiled")
 
+try:
+    from hypothesis import settings
+except ImportError:  # a bare GPU machine runs tests/cuda/test_gpu_real.py without hypothesis
+    settings = None
 if settings is not None:
     settings.register_profile("ci", derandomize=True, print_blob=True)
     settings.register_profile("explore", derandomize=False, print_blob=True)
     settings.load_profile(os.environ.get("COLBRIDGE_HYPOTHESIS_PROFILE", "ci"))
+
+from colbridge.testing.asserts import ALL_FRAME_KINDS, to_kind
+
+Constructor = Callable[[pa.Table], Any]
+
+
+@pytest.fixture(params=ALL_FRAME_KINDS)
+def constructor(request: pytest.FixtureRequest) -> Constructor:
+    """Build a frame of one kind from a pyarrow table (the test runs once per kind)."""
+    kind = request.param
+
+    def build(table: pa.Table) -> Any:
+        return to_kind(table, kind)
+
+    build.kind = kind  # type: ignore[attr-defined]
+    return build
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    from tests.reliability.fuzzing import FIXED_SEEDS, daily_seed
+
+    day = daily_seed()
+    return [
+        f"colbridge fuzz seeds: fixed {list(FIXED_SEEDS)}, today's {day} "
+        f"(replay with COLBRIDGE_FUZZ_SEED={day})"
+    ]

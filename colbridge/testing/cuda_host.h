@@ -1,36 +1,68 @@
-// Test-only stand-ins for the CUDA built-ins that colbridge's generated kernels use,
-// so the very same kernel text compiles with g++ and runs on the CPU.
+// Test-only stand-ins for the CUDA built-ins, so the very same kernel text NVRTC compiles
+// also compiles with g++ and runs on the CPU.
 //
-// The launch grid is emulated sequentially: `cb_host_launch` sets blockIdx/threadIdx
-// for every (block, thread) pair in turn and calls the kernel. Generated kernels
-// never synchronise threads or share memory, so a sequential launch computes what a
-// parallel one does.
+// A launch runs the blocks of the grid one after another; the threads of a block run at the
+// same time on real OS threads, so a data race really happens (and ThreadSanitizer sees it)
+// and `atomicAdd` must really be atomic. Warps are emulated: the 32 lanes of a warp meet in
+// every warp primitive (`__ballot_sync`, `__shfl_*_sync`, `__syncwarp`, ...) and the block
+// meets in `__syncthreads`. Misuse that CUDA leaves undefined is reported instead of
+// computing something: a lane named in a mask that has returned from the kernel, lanes of a
+// warp waiting in different primitives or with different masks, a shuffle reading a lane
+// outside the mask, a block that is not a whole number of warps, threads that all wait and
+// can never be released. The report ends the launch with an error message.
+//
+// `__shared__` variables become `static` ones: blocks run one at a time, so one static
+// array is the shared memory of the block that runs. Launches of one compiled kernel are
+// serialised for the same reason.
 #ifndef COLBRIDGE_CUDA_HOST_H
 #define COLBRIDGE_CUDA_HOST_H
 
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include <condition_variable>
 #include <cstddef>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #define __global__
 #define __device__
+#define __host__
 #define __forceinline__ inline
+#define __shared__ static
 
 struct cb_dim3 {
     unsigned int x, y, z;
 };
 
-static cb_dim3 threadIdx = {0, 0, 0};
-static cb_dim3 blockIdx = {0, 0, 0};
-static cb_dim3 blockDim = {1, 1, 1};
-static cb_dim3 gridDim = {1, 1, 1};
+// Every launch thread has its own indices; the sizes are per thread too, so two launches of
+// different kernels from two host threads do not share anything.
+static thread_local cb_dim3 threadIdx = {0, 0, 0};
+static thread_local cb_dim3 blockIdx = {0, 0, 0};
+static thread_local cb_dim3 blockDim = {1, 1, 1};
+static thread_local cb_dim3 gridDim = {1, 1, 1};
+
+static const int warpSize = 32;
 
 static inline double __longlong_as_double(long long bits) {
     double d;
     memcpy(&d, &bits, sizeof d);
     return d;
+}
+
+static inline long long __double_as_longlong(double d) {
+    long long bits;
+    memcpy(&bits, &d, sizeof bits);
+    return bits;
 }
 
 static inline float __int_as_float(int bits) {
@@ -39,36 +71,539 @@ static inline float __int_as_float(int bits) {
     return f;
 }
 
-static inline unsigned long long atomicAdd(unsigned long long* address, unsigned long long v) {
-    unsigned long long old = *address;
-    *address = old + v;
+static inline int __float_as_int(float f) {
+    int bits;
+    memcpy(&bits, &f, sizeof bits);
+    return bits;
+}
+
+// -- bit tricks ---------------------------------------------------------------------------
+
+static inline int __popc(unsigned int x) { return __builtin_popcount(x); }
+static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+static inline int __ffs(int x) { return __builtin_ffs(x); }
+static inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned int)x); }
+static inline int __clzll(long long x) {
+    return x == 0 ? 64 : __builtin_clzll((unsigned long long)x);
+}
+
+// -- atomics (real ones: the threads of a block run at the same time) ----------------------
+
+#define CB_ATOMIC_INT(T)                                                               \
+    static inline T atomicAdd(T* address, T v) {                                       \
+        return __atomic_fetch_add(address, v, __ATOMIC_SEQ_CST);                       \
+    }                                                                                  \
+    static inline T atomicSub(T* address, T v) {                                       \
+        return __atomic_fetch_sub(address, v, __ATOMIC_SEQ_CST);                       \
+    }                                                                                  \
+    static inline T atomicOr(T* address, T v) {                                        \
+        return __atomic_fetch_or(address, v, __ATOMIC_SEQ_CST);                        \
+    }                                                                                  \
+    static inline T atomicAnd(T* address, T v) {                                       \
+        return __atomic_fetch_and(address, v, __ATOMIC_SEQ_CST);                       \
+    }                                                                                  \
+    static inline T atomicXor(T* address, T v) {                                       \
+        return __atomic_fetch_xor(address, v, __ATOMIC_SEQ_CST);                       \
+    }                                                                                  \
+    static inline T atomicExch(T* address, T v) {                                      \
+        return __atomic_exchange_n(address, v, __ATOMIC_SEQ_CST);                      \
+    }                                                                                  \
+    static inline T atomicCAS(T* address, T compare, T v) {                            \
+        __atomic_compare_exchange_n(address, &compare, v, false, __ATOMIC_SEQ_CST,     \
+                                    __ATOMIC_SEQ_CST);                                 \
+        return compare;                                                                \
+    }                                                                                  \
+    static inline T atomicMin(T* address, T v) {                                       \
+        T old = __atomic_load_n(address, __ATOMIC_SEQ_CST);                            \
+        while (v < old && !__atomic_compare_exchange_n(address, &old, v, false,        \
+                                                       __ATOMIC_SEQ_CST,               \
+                                                       __ATOMIC_SEQ_CST)) {            \
+        }                                                                              \
+        return old;                                                                    \
+    }                                                                                  \
+    static inline T atomicMax(T* address, T v) {                                       \
+        T old = __atomic_load_n(address, __ATOMIC_SEQ_CST);                            \
+        while (v > old && !__atomic_compare_exchange_n(address, &old, v, false,        \
+                                                       __ATOMIC_SEQ_CST,               \
+                                                       __ATOMIC_SEQ_CST)) {            \
+        }                                                                              \
+        return old;                                                                    \
+    }
+
+CB_ATOMIC_INT(int)
+CB_ATOMIC_INT(unsigned int)
+CB_ATOMIC_INT(long long)
+CB_ATOMIC_INT(unsigned long long)
+#undef CB_ATOMIC_INT
+
+// float and double: a compare-and-swap loop on the value (GCC's generic atomics)
+template <typename F>
+static inline F cb_atomic_float_add(F* address, F v) {
+    F old;
+    __atomic_load(address, &old, __ATOMIC_SEQ_CST);
+    F next;
+    do {
+        next = old + v;
+    } while (!__atomic_compare_exchange(address, &old, &next, false, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST));
     return old;
 }
 
-// Launch `kernel` on a grid of `grid` blocks of `block` threads; `args[k]` points at the
-// k-th argument, as with cuLaunchKernel.
+static inline float atomicAdd(float* address, float v) { return cb_atomic_float_add(address, v); }
+static inline double atomicAdd(double* address, double v) {
+    return cb_atomic_float_add(address, v);
+}
+
+static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+static inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+
+// -- the block: threads, warps, barriers ---------------------------------------------------
+
+// Thrown inside a launch thread to unwind it once a misuse has been reported.
+struct cb_launch_failed {};
+
+enum cb_op {
+    CB_NONE = 0,
+    CB_SYNCWARP,
+    CB_BALLOT,
+    CB_ANY,
+    CB_ALL,
+    CB_SHFL,
+    CB_SHFL_UP,
+    CB_SHFL_DOWN,
+    CB_SHFL_XOR,
+};
+
+static const char* cb_op_name(int op) {
+    switch (op) {
+        case CB_SYNCWARP: return "__syncwarp";
+        case CB_BALLOT: return "__ballot_sync";
+        case CB_ANY: return "__any_sync";
+        case CB_ALL: return "__all_sync";
+        case CB_SHFL: return "__shfl_sync";
+        case CB_SHFL_UP: return "__shfl_up_sync";
+        case CB_SHFL_DOWN: return "__shfl_down_sync";
+        case CB_SHFL_XOR: return "__shfl_xor_sync";
+        default: return "(none)";
+    }
+}
+
+struct cb_warp {
+    int op = CB_NONE;             // the primitive the waiting lanes are in
+    unsigned int mask = 0;        // and its mask
+    unsigned int arrived = 0;     // lanes waiting in it
+    unsigned int exited = 0;      // lanes that returned from the kernel
+    unsigned long long generation = 0;
+    unsigned long long value[32];  // what each lane brought (bit pattern)
+    long long param[32];           // each lane's lane/delta/lane mask (shuffles)
+    int width[32];
+    unsigned long long out[32];    // what each lane takes away (written by the last lane)
+};
+
+struct cb_block {
+    std::mutex m;
+    std::condition_variable cv;
+    unsigned int threads = 0;
+    unsigned int live = 0;     // threads that have not returned
+    unsigned int blocked = 0;  // threads waiting in a barrier or warp primitive
+    unsigned int bar_arrived = 0;
+    unsigned long long bar_generation = 0;
+    std::vector<cb_warp> warps;
+    bool failed = false;
+    std::string message;
+};
+
+static thread_local cb_block* cb_this_block = nullptr;
+
+static inline unsigned int cb_lane() { return threadIdx.x & 31u; }
+static inline unsigned int cb_warp_id() { return threadIdx.x >> 5; }
+
+static std::string cb_where() {
+    char buf[96];
+    snprintf(buf, sizeof buf, "thread %u (warp %u, lane %u) of block %u", threadIdx.x,
+             cb_warp_id(), cb_lane(), blockIdx.x);
+    return std::string(buf);
+}
+
+static std::string cb_hex(unsigned int mask) {
+    char buf[16];
+    snprintf(buf, sizeof buf, "0x%08x", mask);
+    return std::string(buf);
+}
+
+// Record the first misuse of this launch, wake every waiting thread, unwind this one.
+[[noreturn]] static void cb_fail(std::unique_lock<std::mutex>& lock, const std::string& what) {
+    cb_block* b = cb_this_block;
+    if (!b->failed) {
+        b->failed = true;
+        b->message = what;
+    }
+    b->cv.notify_all();
+    lock.unlock();
+    throw cb_launch_failed();
+}
+
+// Wait for `released`; a thread about to wait when every other live thread waits too can
+// never be released: that is a deadlock, reported instead of hanging the test run.
+template <typename Pred>
+static void cb_wait(std::unique_lock<std::mutex>& lock, const char* in, Pred released) {
+    cb_block* b = cb_this_block;
+    b->blocked += 1;
+    if (b->blocked == b->live) {
+        cb_fail(lock, "deadlock: every thread of block " + std::to_string(blockIdx.x) +
+                          " that has not returned waits (the last one, " + cb_where() +
+                          ", in " + in + "); warp primitives or __syncthreads() were "
+                          "reached by some threads and not by others");
+    }
+    b->cv.wait(lock, [&] { return b->failed || released(); });
+    if (b->failed) {
+        lock.unlock();
+        throw cb_launch_failed();
+    }
+}
+
+static void cb_need_whole_warps(std::unique_lock<std::mutex>& lock, const char* what) {
+    if (blockDim.x % 32 != 0) {
+        cb_fail(lock, std::string(what) + " in a block of " + std::to_string(blockDim.x) +
+                          " threads: warp primitives need blocks of a whole number of warps "
+                          "(a multiple of 32 threads)");
+    }
+}
+
+// One warp-wide exchange: every lane of `mask` brings `value` (and a parameter); the last
+// lane to arrive computes what each lane takes away; the others wait for it.
+static unsigned long long cb_warp_collective(int op, unsigned int mask, unsigned long long value,
+                                             long long param, int width) {
+    cb_block* b = cb_this_block;
+    std::unique_lock<std::mutex> lock(b->m);
+    const char* name = cb_op_name(op);
+    cb_need_whole_warps(lock, name);
+    const unsigned int lane = cb_lane();
+    const unsigned int bit = 1u << lane;
+    cb_warp& w = b->warps[cb_warp_id()];
+    if (!(mask & bit)) {
+        cb_fail(lock, cb_where() + " calls " + name + " with mask " + cb_hex(mask) +
+                          ", which does not name its own lane");
+    }
+    if (mask & w.exited) {
+        cb_fail(lock, cb_where() + " calls " + name + " with mask " + cb_hex(mask) +
+                          " but lanes " + cb_hex(mask & w.exited) +
+                          " have returned from the kernel; every lane named in the mask "
+                          "must reach the primitive (round the loop's trip count up to whole "
+                          "warps)");
+    }
+    if (width <= 0 || width > 32 || (width & (width - 1)) != 0) {
+        cb_fail(lock, cb_where() + " calls " + name + " with width " + std::to_string(width) +
+                          " (a power of two from 1 to 32)");
+    }
+    if (w.arrived != 0 && (w.op != op || w.mask != mask)) {
+        cb_fail(lock, cb_where() + " calls " + name + " with mask " + cb_hex(mask) +
+                          " while lanes " + cb_hex(w.arrived) + " of its warp wait in " +
+                          cb_op_name(w.op) + " with mask " + cb_hex(w.mask));
+    }
+    w.op = op;
+    w.mask = mask;
+    w.value[lane] = value;
+    w.param[lane] = param;
+    w.width[lane] = width;
+    w.arrived |= bit;
+    if (w.arrived == mask) {
+        // the last lane: compute every lane's answer, release the others
+        unsigned long long votes = 0;
+        for (unsigned int l = 0; l < 32; ++l) {
+            if ((mask >> l) & 1u) votes |= (w.value[l] != 0 ? 1ull : 0ull) << l;
+        }
+        for (unsigned int l = 0; l < 32; ++l) {
+            if (!((mask >> l) & 1u)) continue;
+            const unsigned int wd = (unsigned int)w.width[l];
+            const unsigned int base = l & ~(wd - 1u);
+            long long src = l;
+            switch (op) {
+                case CB_BALLOT: w.out[l] = votes; continue;
+                case CB_ANY: w.out[l] = votes != 0; continue;
+                case CB_ALL: w.out[l] = votes == (unsigned long long)mask; continue;
+                case CB_SYNCWARP: w.out[l] = 0; continue;
+                case CB_SHFL: src = base + ((unsigned long long)w.param[l] % wd); break;
+                case CB_SHFL_UP:
+                    src = (l - base) >= (unsigned long long)w.param[l] ? l - w.param[l] : l;
+                    break;
+                case CB_SHFL_DOWN:
+                    src = (l - base) + (unsigned long long)w.param[l] < wd ? l + w.param[l] : l;
+                    break;
+                case CB_SHFL_XOR:
+                    src = (long long)(l ^ (unsigned int)w.param[l]);
+                    // a later group of `width` lanes is out of reach: the lane keeps its value
+                    if (src >= (long long)(base + wd)) src = l;
+                    break;
+                default: break;
+            }
+            if (src < 0 || src > 31 || !((mask >> src) & 1u)) {
+                w.arrived = 0;
+                cb_fail(lock, std::string(name) + " in warp " + std::to_string(cb_warp_id()) +
+                                  " of block " + std::to_string(blockIdx.x) + ": lane " +
+                                  std::to_string(l) + " reads lane " + std::to_string(src) +
+                                  ", which is not in the mask " + cb_hex(mask));
+            }
+            w.out[l] = w.value[src];
+        }
+        w.arrived = 0;
+        w.op = CB_NONE;
+        w.generation += 1;
+        b->blocked -= (unsigned int)__builtin_popcount(mask) - 1u;
+        b->cv.notify_all();
+        return w.out[lane];
+    }
+    const unsigned long long generation = w.generation;
+    cb_wait(lock, name, [&] { return w.generation != generation; });
+    return w.out[lane];
+}
+
+static inline void __syncthreads() {
+    cb_block* b = cb_this_block;
+    std::unique_lock<std::mutex> lock(b->m);
+    if (b->live != b->threads) {
+        cb_fail(lock, cb_where() + " reaches __syncthreads() after " +
+                          std::to_string(b->threads - b->live) +
+                          " thread(s) of its block returned from the kernel; every thread "
+                          "of the block must reach it");
+    }
+    b->bar_arrived += 1;
+    if (b->bar_arrived == b->threads) {
+        b->bar_arrived = 0;
+        b->bar_generation += 1;
+        b->blocked -= b->threads - 1;
+        b->cv.notify_all();
+        return;
+    }
+    const unsigned long long generation = b->bar_generation;
+    cb_wait(lock, "__syncthreads()", [&] { return b->bar_generation != generation; });
+}
+
+static inline void __syncwarp(unsigned int mask = 0xffffffffu) {
+    cb_warp_collective(CB_SYNCWARP, mask, 0, 0, 32);
+}
+
+static inline unsigned int __ballot_sync(unsigned int mask, int predicate) {
+    return (unsigned int)cb_warp_collective(CB_BALLOT, mask, predicate != 0, 0, 32);
+}
+
+static inline int __any_sync(unsigned int mask, int predicate) {
+    return (int)cb_warp_collective(CB_ANY, mask, predicate != 0, 0, 32);
+}
+
+static inline int __all_sync(unsigned int mask, int predicate) {
+    return (int)cb_warp_collective(CB_ALL, mask, predicate != 0, 0, 32);
+}
+
+// Shuffles move the value's bit pattern; the overloads are CUDA's (int, unsigned int,
+// long long, unsigned long long, float, double).
+template <typename T>
+static inline T cb_shuffle(int op, unsigned int mask, T var, long long param, int width) {
+    static_assert(sizeof(T) <= 8, "shuffled values are at most 8 bytes");
+    unsigned long long bits = 0;
+    memcpy(&bits, &var, sizeof(T));
+    bits = cb_warp_collective(op, mask, bits, param, width);
+    T out;
+    memcpy(&out, &bits, sizeof(T));
+    return out;
+}
+
+#define CB_SHUFFLES(T)                                                                     \
+    static inline T __shfl_sync(unsigned int mask, T var, int src_lane, int width = 32) {  \
+        return cb_shuffle<T>(CB_SHFL, mask, var, src_lane, width);                         \
+    }                                                                                      \
+    static inline T __shfl_up_sync(unsigned int mask, T var, unsigned int delta,           \
+                                   int width = 32) {                                       \
+        return cb_shuffle<T>(CB_SHFL_UP, mask, var, delta, width);                         \
+    }                                                                                      \
+    static inline T __shfl_down_sync(unsigned int mask, T var, unsigned int delta,         \
+                                     int width = 32) {                                     \
+        return cb_shuffle<T>(CB_SHFL_DOWN, mask, var, delta, width);                       \
+    }                                                                                      \
+    static inline T __shfl_xor_sync(unsigned int mask, T var, int lane_mask,               \
+                                    int width = 32) {                                      \
+        return cb_shuffle<T>(CB_SHFL_XOR, mask, var, lane_mask, width);                    \
+    }
+
+CB_SHUFFLES(int)
+CB_SHUFFLES(unsigned int)
+CB_SHUFFLES(long long)
+CB_SHUFFLES(unsigned long long)
+CB_SHUFFLES(float)
+CB_SHUFFLES(double)
+#undef CB_SHUFFLES
+
+// A thread has returned from the kernel: waiting lanes or threads that counted on it can
+// never be released.
+static void cb_thread_returned() {
+    cb_block* b = cb_this_block;
+    std::unique_lock<std::mutex> lock(b->m);
+    if (b->failed) return;
+    b->live -= 1;
+    const unsigned int bit = 1u << cb_lane();
+    cb_warp& w = b->warps[cb_warp_id()];
+    w.exited |= bit;
+    if (w.arrived != 0 && (w.mask & bit)) {
+        cb_fail(lock, cb_where() + " returned from the kernel while lanes " + cb_hex(w.arrived) +
+                          " of its warp wait for it in " + cb_op_name(w.op) + " with mask " +
+                          cb_hex(w.mask) + " (round the loop's trip count up to whole warps)");
+    }
+    if (b->bar_arrived != 0) {
+        cb_fail(lock, cb_where() + " returned from the kernel while " +
+                          std::to_string(b->bar_arrived) +
+                          " thread(s) of its block wait in __syncthreads()");
+    }
+    if (b->live != 0 && b->blocked == b->live) {
+        cb_fail(lock, "deadlock: after " + cb_where() +
+                          " returned, every other thread of its block waits");
+    }
+}
+
+// -- launches ------------------------------------------------------------------------------
+
 template <typename... A, std::size_t... I>
-static void cb_host_call(void (*kernel)(A...), void** args, std::index_sequence<I...>) {
+static void cb_call(void (*kernel)(A...), void** args, std::index_sequence<I...>) {
     kernel(*static_cast<A*>(args[I])...);
 }
 
 template <typename... A>
-static void cb_host_launch(void (*kernel)(A...), unsigned int grid, unsigned int block,
-                           void** args) {
-    gridDim.x = grid;
-    blockDim.x = block;
-    for (unsigned int b = 0; b < grid; ++b) {
-        for (unsigned int t = 0; t < block; ++t) {
-            blockIdx.x = b;
-            threadIdx.x = t;
-            cb_host_call(kernel, args, std::index_sequence_for<A...>{});
+static void cb_run_thread(void (*kernel)(A...), void** args, cb_block* block, unsigned int b,
+                          unsigned int t, unsigned int grid, unsigned int threads) {
+    cb_this_block = block;
+    threadIdx = {t, 0, 0};
+    blockIdx = {b, 0, 0};
+    blockDim = {threads, 1, 1};
+    gridDim = {grid, 1, 1};
+    try {
+        cb_call(kernel, args, std::index_sequence_for<A...>{});
+        cb_thread_returned();
+    } catch (const cb_launch_failed&) {
+        // reported in block->message
+    } catch (const std::exception& exc) {
+        std::unique_lock<std::mutex> lock(block->m);
+        if (!block->failed) {
+            block->failed = true;
+            block->message = std::string("C++ exception in a launch thread: ") + exc.what();
         }
+        block->cv.notify_all();
     }
 }
 
-#define CB_HOST_ENTRY(kernel)                                                         \
-    extern "C" void cb_host_##kernel(unsigned int grid, unsigned int block, void** args) { \
-        cb_host_launch(kernel, grid, block, args);                                    \
+// Run `kernel` on `grid` blocks of `threads` threads; `args[k]` points at the k-th argument,
+// as with cuLaunchKernel. Returns 0, or 1 with a message in `error`.
+template <typename... A>
+static int cb_host_launch(void (*kernel)(A...), unsigned int grid, unsigned int threads,
+                          void** args, char* error, std::size_t error_size) {
+    static std::mutex one_launch_at_a_time;  // static __shared__ arrays are per kernel
+    std::lock_guard<std::mutex> serial(one_launch_at_a_time);
+    for (unsigned int b = 0; b < grid; ++b) {
+        cb_block block;
+        block.threads = threads;
+        block.live = threads;
+        block.warps.resize((threads + 31) / 32);
+        std::vector<std::thread> pool;
+        pool.reserve(threads);
+        for (unsigned int t = 0; t < threads; ++t) {
+            pool.emplace_back(cb_run_thread<A...>, kernel, args, &block, b, t, grid, threads);
+        }
+        for (auto& th : pool) th.join();
+        if (block.failed) {
+            snprintf(error, error_size, "block %u of %u (%u threads): %s", b, grid, threads,
+                     block.message.c_str());
+            return 1;
+        }
     }
+    return 0;
+}
+
+#define CB_HOST_ENTRY(kernel)                                                              \
+    extern "C" int cb_host_##kernel(unsigned int grid, unsigned int block, void** args,    \
+                                    char* error, std::size_t error_size) {                 \
+        return cb_host_launch(kernel, grid, block, args, error, error_size);               \
+    }
+
+// -- a stand-alone program (sanitizer builds) ------------------------------------------------
+//
+// `prog GRID BLOCK ARGS OUT` reads the arguments from the file ARGS (per parameter, in order:
+// a pointer is a little-endian uint64 byte count and that many bytes, copied into a buffer
+// of exactly that size so a sanitizer sees every byte past its end; a scalar is 8 bytes
+// holding the value in its own type), launches, and writes every pointer's buffer to OUT
+// (the byte count and the bytes). Exit status 3 reports a misuse, with the message on stderr.
+
+static bool cb_read_exact(FILE* f, void* dst, std::size_t n) {
+    return n == 0 || fread(dst, 1, n, f) == n;
+}
+
+template <typename T>
+static bool cb_read_arg(FILE* f, unsigned long long& slot, std::vector<void*>& owned,
+                        std::vector<unsigned long long>& sizes) {
+    if constexpr (std::is_pointer<T>::value) {
+        unsigned long long n = 0;
+        if (!cb_read_exact(f, &n, sizeof n)) return false;
+        void* p = n ? malloc((std::size_t)n) : nullptr;
+        if (n && !cb_read_exact(f, p, (std::size_t)n)) return false;
+        owned.push_back(p);
+        sizes.push_back(n);
+        memcpy(&slot, &p, sizeof p);
+    } else {
+        if (!cb_read_exact(f, &slot, sizeof slot)) return false;
+    }
+    return true;
+}
+
+template <typename... A, std::size_t... I>
+static bool cb_read_args(FILE* f, unsigned long long* slots, std::vector<void*>& owned,
+                         std::vector<unsigned long long>& sizes, std::index_sequence<I...>) {
+    bool ok = true;
+    ((ok = ok && cb_read_arg<A>(f, slots[I], owned, sizes)), ...);
+    return ok;
+}
+
+template <typename... A>
+static int cb_host_main(void (*kernel)(A...), int argc, char** argv) {
+    if (argc != 5) {
+        fprintf(stderr, "usage: %s GRID BLOCK ARGS OUT\n", argv[0]);
+        return 2;
+    }
+    const unsigned int grid = (unsigned int)strtoul(argv[1], nullptr, 10);
+    const unsigned int block = (unsigned int)strtoul(argv[2], nullptr, 10);
+    FILE* in = fopen(argv[3], "rb");
+    if (!in) {
+        fprintf(stderr, "cannot open %s\n", argv[3]);
+        return 2;
+    }
+    unsigned long long slots[sizeof...(A) + 1] = {};
+    void* pointers[sizeof...(A) + 1] = {};
+    std::vector<void*> owned;
+    std::vector<unsigned long long> sizes;
+    if (!cb_read_args<A...>(in, slots, owned, sizes, std::index_sequence_for<A...>{})) {
+        fprintf(stderr, "short argument file %s\n", argv[3]);
+        return 2;
+    }
+    fclose(in);
+    for (std::size_t k = 0; k < sizeof...(A); ++k) pointers[k] = &slots[k];
+    char error[4096] = {0};
+    const int failed = cb_host_launch(kernel, grid, block, pointers, error, sizeof error);
+    FILE* out = fopen(argv[4], "wb");
+    if (!out) {
+        fprintf(stderr, "cannot open %s\n", argv[4]);
+        return 2;
+    }
+    for (std::size_t k = 0; k < owned.size(); ++k) {
+        fwrite(&sizes[k], sizeof sizes[k], 1, out);
+        if (sizes[k]) fwrite(owned[k], 1, (std::size_t)sizes[k], out);
+        free(owned[k]);
+    }
+    fclose(out);
+    if (failed) {
+        fprintf(stderr, "%s\n", error);
+        return 3;
+    }
+    return 0;
+}
+
+#define CB_HOST_MAIN(kernel) \
+    int main(int argc, char** argv) { return cb_host_main(kernel, argc, argv); }
 
 #endif  // COLBRIDGE_CUDA_HOST_H

@@ -19,6 +19,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+# comparisons: shared with the test suite (NumPy and pyarrow only)
+from colbridge.testing.asserts import assert_arrays_match, ulp_distance
+
 __all__ = [
     "CB",
     "DTYPE_NAMES",
@@ -200,79 +203,3 @@ def make_column(rng: np.random.Generator, arrow_type: pa.DataType, n: int, nulls
         values = values.astype(dtype)
     mask = rng.random(n) < 0.3 if nulls else None
     return pa.array(values, type=arrow_type, mask=mask)
-
-
-# -- comparisons --------------------------------------------------------------
-
-
-def _ordered(bits: np.ndarray[Any, Any], width: int) -> np.ndarray[Any, Any]:
-    """Map float bit patterns to integers whose difference is the ULP distance."""
-    as_int = bits.astype(np.int64) if width == 32 else bits.view(np.int64)
-    if width == 32:
-        as_int = bits.view(np.int32).astype(np.int64)
-        return np.where(as_int < 0, -(2**31) - as_int, as_int)
-    big = as_int.astype(object)
-    return np.array([(-(2**63) - v) if v < 0 else v for v in big], dtype=object)
-
-
-def ulp_distance(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """ULP distance between equally typed float arrays (NaN vs NaN is 0)."""
-    width = x.dtype.itemsize * 8
-    utype = np.uint32 if width == 32 else np.uint64
-    ox = _ordered(x.view(utype), width)
-    oy = _ordered(y.view(utype), width)
-    dist = np.abs(np.asarray(ox - oy, dtype=object))
-    both_nan = np.isnan(x) & np.isnan(y)
-    return np.where(both_nan, 0, dist)
-
-
-def assert_arrays_match(
-    got: pa.Array,
-    want: pa.Array,
-    *,
-    what: str,
-    ulps: int = 0,
-    rtol: float = 0.0,
-    loose_nonfinite: bool = False,
-) -> None:
-    """Equal type, equal validity, equal valid values (bit for bit unless ulps/rtol allow).
-
-    ``loose_nonfinite`` (for reductions summed in another order) accepts any
-    non-finite value where the other side is non-finite too: overflow to inf,
-    then inf - inf, depends on the order of the partial sums.
-    """
-    if isinstance(got, pa.ChunkedArray):
-        got = got.combine_chunks()
-    if isinstance(want, pa.ChunkedArray):
-        want = want.combine_chunks()
-    assert got.type == want.type, f"{what}: type {got.type} != {want.type}"
-    assert len(got) == len(want), f"{what}: length {len(got)} != {len(want)}"
-    gv = np.asarray(got.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    wv = np.asarray(want.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    assert np.array_equal(gv, wv), f"{what}: validity differs at rows {np.flatnonzero(gv != wv)}"
-    if not gv.any():
-        return
-    g = got.filter(pa.array(gv)).to_numpy(zero_copy_only=False)
-    w = want.filter(pa.array(gv)).to_numpy(zero_copy_only=False)
-    if g.dtype.kind != "f":
-        bad = np.flatnonzero(g != w)
-        assert bad.size == 0, f"{what}: values differ: got {g[bad][:5]} want {w[bad][:5]}"
-        return
-    both_nan = np.isnan(g) & np.isnan(w)
-    if rtol:
-        with np.errstate(invalid="ignore", over="ignore"):
-            near = np.abs(g - w) <= rtol * np.maximum(np.abs(g), np.abs(w))
-        close = both_nan | (g == w) | near
-        if loose_nonfinite:
-            close |= ~np.isfinite(g) & ~np.isfinite(w)
-        bad = np.flatnonzero(~close)
-    else:
-        utype = np.uint32 if g.dtype.itemsize == 4 else np.uint64
-        if ulps == 0:
-            same = both_nan | (g.view(utype) == w.view(utype))
-        else:
-            same = both_nan | (ulp_distance(g, w) <= ulps) & (np.isnan(g) == np.isnan(w))
-        bad = np.flatnonzero(~same)
-    assert bad.size == 0, (
-        f"{what}: values differ (ulps={ulps}, rtol={rtol}): got {g[bad][:5]!r} want {w[bad][:5]!r}"
-    )

@@ -1,51 +1,75 @@
-"""Differential fuzzing helpers: random expression trees, random frames, a three-way comparison.
+"""Differential fuzzing: seeded random expression trees, random frames, a per-operation comparison.
 
 A *tree* is a nested tuple (hashable, printable, replayable) that `build`
-turns into a colbridge expression or the same polars expression. A tree is
-drawn once with its column types and then checked on many frames, so the
-number of compiled kernels stays bounded (one per tree and null pattern)
-while the number of cases grows with the frames.
+turns into a colbridge expression or the same polars expression. Trees come
+from `random_tree`, a seeded generator over every operation the engine has
+(`NUMERIC_OPS`, `BOOLEAN_OPS`); a *step* is one ``with_columns`` of a few
+trees and maybe a filter, drawn once with its column types and then checked on
+many frames, so the number of compiled kernels stays bounded (one per step and
+null pattern) while the number of cases grows with the frames.
 
-Each frame is compared with polars (the oracle) on polars, pyarrow and pandas
-inputs through `colbridge.testing.asserts.assert_same_as_polars`, which also
-requires colbridge to raise a `colbridge.ColbridgeError` wherever polars
-raises. Some frames also run through the CUDA backend's generated kernel text,
-compiled with g++ and executed on the host (`compute_on_host`), and that
-answer is compared with the CPU backend's.
+Seeds: the default run draws its steps from the fixed seeds `FIXED_SEEDS`
+(the same every run) and from one seed per calendar day (`daily_seed`),
+printed in the pytest header; ``COLBRIDGE_FUZZ_SEED=<n>`` replays a day.
 
-Outcomes are counted in `STATS` (the reliability report reads them):
-``cases`` (one frame kind checked against polars, or one CUDA-host check),
-``mismatches`` (a wrong value, a missing error, or a non-colbridge exception)
-and ``refusals`` (colbridge raised a clear error where polars computed an
-answer, e.g. int64 + uint64, which polars widens to int128).
+Comparison (`check_step`): colbridge on polars, pyarrow and pandas input
+against polars' lazy engine, exactly. Where they differ and the trees hold
+operations whose last bits legitimately differ (libm functions, float
+summation, division by a scalar, which polars turns into a multiplication),
+each such operation is checked on its own with its own tolerance
+(`colbridge.testing.asserts.TOLERANCES`), its colbridge value is put in
+polars' tree in its place, and the rest must then match exactly: no error
+spreads into a loose comparison of the whole tree. NaN, +inf and -inf must
+match in kind.
+
+Refusals: where colbridge raises and polars computes, the case must match one
+entry of `KNOWN_GAPS` (error class, message and a check of the case's own
+operations and types); anything else fails. Some frames also run through the
+CUDA backend's kernel text compiled with g++ and run on the host, compared
+with the CPU backend the same way.
+
+Outcomes are counted in `STATS` (the reliability report reads them).
 """
 
 from __future__ import annotations
 
-import itertools
+import datetime
 import math
+import os
+import re
+import zlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
-from hypothesis import strategies as st
 
 import colbridge as cb
-from colbridge.testing.asserts import FRAME_KINDS, assert_same_as_polars
+from colbridge.testing.asserts import (
+    EXACT,
+    FRAME_KINDS,
+    LIBM_OPS,
+    LIBM_ULPS,
+    Tolerance,
+    column_mismatch,
+    std_bound,
+    summation_bound,
+    to_kind,
+)
 from colbridge.testing.cuda_host import HostRuntime, compute_on_host
+from colbridge.testing.data import ENGINE_TYPES, FrameSpec, frame_specs, make_table
+
+__all__ = [
+    "FIGURES", "FIXED_SEEDS", "KNOWN_GAPS", "STATS", "Step", "Tree", "build", "check_against_cpu",
+    "check_step",
+    "daily_seed", "draw_step", "frame_specs", "make_table", "random_tree", "run_step", "seeds",
+]  # fmt: skip
 
 Tree = tuple[Any, ...]
 
-#: every dtype the engine computes on
-NUMERIC_TYPES: tuple[pa.DataType, ...] = (
-    pa.int8(), pa.int16(), pa.int32(), pa.int64(),
-    pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64(),
-    pa.float32(), pa.float64(),
-)  # fmt: skip
 _PL_TYPE = {
     "int8": pl.Int8, "int16": pl.Int16, "int32": pl.Int32, "int64": pl.Int64,
     "uint8": pl.UInt8, "uint16": pl.UInt16, "uint32": pl.UInt32, "uint64": pl.UInt64,
@@ -65,42 +89,69 @@ REDUCTIONS = ("sum", "mean", "min", "max", "std", "var", "count", "null_count")
 COMPARE = ("<", "<=", "==", "!=", ">", ">=")
 LOGIC = ("&", "|", "^")
 PREDICATES = ("is_null", "is_not_null", "is_nan", "is_not_nan", "is_finite", "is_infinite")
-#: operations whose float results may differ from polars in the last bits (libm vs Rust)
-TRANSCENDENTAL = frozenset(
-    {"exp", "log", "log10", "log1p", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh",
-     "cosh", "tanh", "cbrt", "**", "std", "var", "mean", "sum"}
+#: numeric-valued operations (every one appears in the default run's steps)
+NUMERIC_OPS: tuple[str, ...] = (
+    *BINARY, *UNARY, *REDUCTIONS, "cast", "cast_strict", "when", "when2", "fill_null",
+    "fill_nan", "coalesce", "clip", "round_decimals",
 )  # fmt: skip
+#: boolean-valued operations
+BOOLEAN_OPS: tuple[str, ...] = (*COMPARE, *LOGIC, "~", *PREDICATES, "to_bool")
+ALL_OPS: tuple[str, ...] = (*NUMERIC_OPS, *BOOLEAN_OPS, "filter")
+
+#: the seeds of every default run
+FIXED_SEEDS: tuple[int, ...] = (20240611,)
+
+
+def daily_seed(today: datetime.date | None = None) -> int:
+    """The seed of the day (``YYYYMMDD``), or ``$COLBRIDGE_FUZZ_SEED`` to replay one."""
+    chosen = os.environ.get("COLBRIDGE_FUZZ_SEED")
+    if chosen:
+        return int(chosen)
+    day = today if today is not None else datetime.date.today()
+    return int(day.strftime("%Y%m%d"))
+
+
+def seeds() -> tuple[int, ...]:
+    """The seeds of this run: the fixed ones, then the day's."""
+    day = daily_seed()
+    return (*FIXED_SEEDS, day) if day not in FIXED_SEEDS else FIXED_SEEDS
 
 
 @dataclass
 class FuzzStats:
     """Counters of one run (every test adds to the same instance)."""
 
+    known: Counter[str] = field(default_factory=Counter)
+    steps: int = 0
     trees: int = 0
     cases: int = 0
     polars_cases: int = 0
     cuda_host_cases: int = 0
     polars_errors_matched: int = 0
+    explained: Counter[str] = field(default_factory=Counter)
     refusals: Counter[str] = field(default_factory=Counter)
     mismatches: list[str] = field(default_factory=list)
-    known: Counter[str] = field(default_factory=Counter)
     kinds: Counter[str] = field(default_factory=Counter)
     dtypes: Counter[str] = field(default_factory=Counter)
     ops: Counter[str] = field(default_factory=Counter)
+    seeds: list[int] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
+            "steps": self.steps,
             "trees": self.trees,
             "cases": self.cases,
             "polars_cases": self.polars_cases,
             "cuda_host_cases": self.cuda_host_cases,
             "polars_errors_matched": self.polars_errors_matched,
+            "explained": dict(self.explained),
             "refusals": dict(self.refusals),
-            "mismatches": list(self.mismatches),
             "known": dict(self.known),
+            "mismatches": list(self.mismatches),
             "kinds": dict(self.kinds),
             "dtypes": dict(self.dtypes),
             "ops": dict(self.ops),
+            "seeds": list(self.seeds),
         }
 
 
@@ -111,56 +162,100 @@ FIGURES: dict[str, Any] = {}
 
 
 # -- trees --------------------------------------------------------------------------------
-def _leaf() -> st.SearchStrategy[Tree]:
-    return st.one_of(
-        st.sampled_from([("col", c) for c in NUMERIC_COLS]),
-        st.integers(-5, 5).map(lambda v: ("lit", v)),
-        st.sampled_from([0.5, -1.25, 3.0, 1e-3, math.inf, -0.0]).map(lambda v: ("lit", v)),
-    )
+_FLOAT_LITS = (0.5, -1.25, 3.0, 1e-3, math.inf, -0.0, 2.5, 127.5, 1e300, math.nan)
+_CLIPS = ((-2, 3), (0, 100), (-1.5, 2.5), (-128, 127), (0, 255))
 
 
-def numeric(depth: int) -> st.SearchStrategy[Tree]:
-    """A numeric-valued tree of at most ``depth`` operations on any path."""
-    if depth == 0:
-        return _leaf()
-    sub = numeric(depth - 1)
-    cond = boolean(depth - 1)
-    return st.one_of(
-        _leaf(),
-        st.tuples(st.sampled_from(BINARY), sub, sub),
-        st.tuples(st.sampled_from(UNARY), sub),
-        st.tuples(st.just("cast"), sub, st.sampled_from(CAST_TARGETS[:-1]), st.booleans()),
-        st.tuples(st.just("when"), cond, sub, sub),
-        st.tuples(st.just("when2"), cond, sub, cond, sub, sub),
-        st.tuples(st.just("fill_null"), sub, st.integers(-2, 2)),
-        st.tuples(st.just("fill_nan"), sub, st.sampled_from([0.0, -1.5])),
-        st.tuples(st.just("coalesce"), sub, sub, st.integers(-3, 3)),
-        st.tuples(st.just("clip"), sub, st.sampled_from([(-2, 3), (0, 100), (-1.5, 2.5)])),
-        st.tuples(st.sampled_from(REDUCTIONS), sub),
-        st.tuples(
-            st.sampled_from(["+", "*", "-"]), sub, st.tuples(st.sampled_from(REDUCTIONS), sub)
-        ),
-    )
+def _leaf(rng: np.random.Generator) -> Tree:
+    r = rng.random()
+    if r < 0.6:
+        return ("col", str(rng.choice(NUMERIC_COLS)))
+    if r < 0.8:
+        return ("lit", int(rng.integers(-5, 6)))
+    return ("lit", float(rng.choice(_FLOAT_LITS)))
 
 
-def boolean(depth: int) -> st.SearchStrategy[Tree]:
-    """A boolean-valued tree."""
-    leaf = st.one_of(st.just(("col", BOOL_COL)), st.sampled_from([("lit", True), ("lit", False)]))
-    if depth == 0:
-        return leaf
-    num = numeric(depth - 1)
-    sub = boolean(depth - 1)
-    return st.one_of(
-        leaf,
-        st.tuples(st.sampled_from(COMPARE), num, num),
-        st.tuples(st.sampled_from(LOGIC), sub, sub),
-        st.tuples(st.just("~"), sub),
-        st.tuples(st.sampled_from(PREDICATES), num),
-        st.tuples(st.just("cast"), num, st.just("bool"), st.just(False)),
-    )
+def _pick(rng: np.random.Generator, options: Sequence[Any]) -> Any:
+    return options[int(rng.integers(len(options)))]
 
 
-_BIN = {
+def _numeric(rng: np.random.Generator, depth: int, op: str | None = None) -> Tree:
+    if op is None:
+        if depth <= 0 or rng.random() < 0.25:
+            return _leaf(rng)
+        op = _pick(rng, NUMERIC_OPS)
+
+    def sub() -> Tree:
+        return _numeric(rng, depth - 1)
+
+    def cond() -> Tree:
+        return _boolean(rng, depth - 1)
+
+    if op in BINARY:
+        return (op, sub(), sub())
+    if op in UNARY:
+        return (op, sub())
+    if op in ("std", "var"):
+        return (op, sub(), int(rng.integers(0, 3)))
+    if op in REDUCTIONS:
+        inner = (op, sub())
+        if rng.random() < 0.5:  # a reduction inside an elementwise expression
+            return (_pick(rng, ("+", "*", "-", "/")), sub(), inner)
+        return inner
+    if op in ("cast", "cast_strict"):
+        return ("cast", sub(), _pick(rng, CAST_TARGETS[:-1]), op == "cast_strict")
+    if op == "when":
+        return ("when", cond(), sub(), sub())
+    if op == "when2":
+        return ("when2", cond(), sub(), cond(), sub(), sub())
+    if op == "fill_null":
+        return ("fill_null", sub(), int(rng.integers(-2, 3)))
+    if op == "fill_nan":
+        return ("fill_nan", sub(), _pick(rng, (0.0, -1.5)))
+    if op == "coalesce":
+        return ("coalesce", sub(), sub(), int(rng.integers(-3, 4)))
+    if op == "clip":
+        return ("clip", sub(), _pick(rng, _CLIPS))
+    if op == "round_decimals":
+        return ("round_decimals", sub(), _pick(rng, (0, 1, 2, 5, 15)),
+                _pick(rng, ("half_to_even", "half_away_from_zero")))  # fmt: skip
+    msg = f"not a numeric operation: {op!r}"
+    raise ValueError(msg)
+
+
+def _boolean(rng: np.random.Generator, depth: int, op: str | None = None) -> Tree:
+    if op is None:
+        if depth <= 0 or rng.random() < 0.25:
+            return ("col", BOOL_COL) if rng.random() < 0.8 else ("lit", bool(rng.random() < 0.5))
+        op = _pick(rng, BOOLEAN_OPS)
+    num = _numeric(rng, depth - 1)
+    if op in COMPARE:
+        return (op, num, _numeric(rng, depth - 1))
+    if op in LOGIC:
+        return (op, _boolean(rng, depth - 1), _boolean(rng, depth - 1))
+    if op == "~":
+        return ("~", _boolean(rng, depth - 1))
+    if op in PREDICATES:
+        return (op, num)
+    if op == "to_bool":
+        return ("cast", num, "bool", False)
+    msg = f"not a boolean operation: {op!r}"
+    raise ValueError(msg)
+
+
+def random_tree(rng: np.random.Generator, depth: int, op: str | None = None) -> Tree:
+    """A random tree of at most ``depth`` operations on a path, rooted at ``op`` if given."""
+    if op in BOOLEAN_OPS:
+        return _boolean(rng, depth, op)
+    return _numeric(rng, depth, op)
+
+
+def random_boolean(rng: np.random.Generator, depth: int) -> Tree:
+    """A random boolean tree (a filter)."""
+    return _boolean(rng, depth, _pick(rng, BOOLEAN_OPS))
+
+
+_BIN: dict[str, Callable[[Any, Any], Any]] = {
     "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
     "/": lambda a, b: a / b, "//": lambda a, b: a // b, "%": lambda a, b: a % b,
     "**": lambda a, b: a**b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
@@ -170,258 +265,808 @@ _BIN = {
 }  # fmt: skip
 
 
-def build(tree: Tree, m: Any) -> Any:
-    """The tree as an expression of module ``m`` (``colbridge`` or ``polars``)."""
+def build(tree: Tree, m: Any, swap: Callable[[Tree], Any] | None = None) -> Any:
+    """The tree as an expression of module ``m`` (``colbridge`` or ``polars``).
+
+    ``swap`` may return an expression standing in for a subtree (None: build it).
+    """
+    if swap is not None:
+        stand_in = swap(tree)
+        if stand_in is not None:
+            return stand_in
+
+    def sub(t: Tree) -> Any:
+        return build(t, m, swap)
+
     kind = tree[0]
-    is_pl = m is pl
     if kind == "col":
         return m.col(tree[1])
     if kind == "lit":
         return m.lit(tree[1])
     if kind == "cast":
-        inner = build(tree[1], m)
-        target = _PL_TYPE[tree[2]] if is_pl else tree[2]
-        return inner.cast(target, strict=tree[3])
+        target = _PL_TYPE[tree[2]] if m is pl else tree[2]
+        return sub(tree[1]).cast(target, strict=tree[3])
     if kind == "when":
-        return m.when(build(tree[1], m)).then(build(tree[2], m)).otherwise(build(tree[3], m))
+        return m.when(sub(tree[1])).then(sub(tree[2])).otherwise(sub(tree[3]))
     if kind == "when2":
-        return (
-            m.when(build(tree[1], m)).then(build(tree[2], m))
-            .when(build(tree[3], m)).then(build(tree[4], m))
-            .otherwise(build(tree[5], m))
-        )  # fmt: skip
+        return (m.when(sub(tree[1])).then(sub(tree[2])).when(sub(tree[3])).then(sub(tree[4]))
+                .otherwise(sub(tree[5])))  # fmt: skip
     if kind == "fill_null":
-        return build(tree[1], m).fill_null(tree[2])
+        return sub(tree[1]).fill_null(tree[2])
     if kind == "fill_nan":
-        return build(tree[1], m).fill_nan(tree[2])
+        return sub(tree[1]).fill_nan(tree[2])
     if kind == "coalesce":
-        return m.coalesce(build(tree[1], m), build(tree[2], m), m.lit(tree[3]))
+        return m.coalesce(sub(tree[1]), sub(tree[2]), m.lit(tree[3]))
     if kind == "clip":
         lo, hi = tree[2]
-        return build(tree[1], m).clip(lo, hi)
+        return sub(tree[1]).clip(lo, hi)
+    if kind == "round_decimals":
+        return sub(tree[1]).round(tree[2], mode=tree[3])
+    if kind in ("std", "var"):
+        ddof = tree[2] if len(tree) > 2 else 1
+        return getattr(sub(tree[1]), kind)(ddof=ddof)
     if kind in _BIN:
-        return _BIN[kind](build(tree[1], m), build(tree[2], m))
+        return _BIN[kind](sub(tree[1]), sub(tree[2]))
     if kind == "neg":
-        return -build(tree[1], m)
+        return -sub(tree[1])
     if kind == "~":
-        return ~build(tree[1], m)
-    return getattr(build(tree[1], m), kind)()
+        return ~sub(tree[1])
+    return getattr(sub(tree[1]), kind)()
+
+
+def children(tree: Tree) -> list[tuple[int, Tree]]:
+    """(position, subtree) of each child tree of a node."""
+    if tree[0] in ("col", "lit"):
+        return []
+    return [(i, part) for i, part in enumerate(tree) if i > 0 and isinstance(part, tuple)
+            and part and isinstance(part[0], str) and _is_node(part)]  # fmt: skip
+
+
+def _is_node(part: tuple[Any, ...]) -> bool:
+    head = part[0]
+    return head in ("col", "lit", "cast", "~", "neg", *_BIN, *UNARY, *REDUCTIONS, *PREDICATES,
+                    "when", "when2", "fill_null", "fill_nan", "coalesce", "clip",
+                    "round_decimals")  # fmt: skip
 
 
 def ops_of(tree: Tree) -> list[str]:
     """Operation names used in a tree (for coverage counts)."""
-    out = [] if tree[0] in ("col", "lit") else [tree[0]]
-    for part in tree[1:]:
-        if isinstance(part, tuple) and part and isinstance(part[0], str) and part[0] in (
-            *_BIN, *UNARY, *REDUCTIONS, *PREDICATES, "col", "lit", "cast", "when", "when2",
-            "fill_null", "fill_nan", "coalesce", "clip", "~",
-        ):  # fmt: skip
-            out += ops_of(part)
+    out = [] if tree[0] in ("col", "lit") else [_op_name(tree)]
+    for _, child in children(tree):
+        out += ops_of(child)
     return out
 
 
-# -- frames -------------------------------------------------------------------------------
-def make_values(rng: np.random.Generator, arrow_type: pa.DataType, n: int) -> np.ndarray[Any, Any]:
-    """Random values with the edge cases of the type (NaN, ±inf, ±0, extremes)."""
-    if pa.types.is_boolean(arrow_type):
-        return rng.integers(0, 2, size=n).astype(bool)
-    dtype = np.dtype(arrow_type.to_pandas_dtype())
-    if dtype.kind == "f":
-        values = rng.normal(scale=20.0, size=n).astype(dtype)
-        specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5], dtype=dtype)
-        picks = rng.random(n) < 0.2
-        values[picks] = rng.choice(specials, size=int(picks.sum()))
-        return values
-    info = np.iinfo(dtype)
-    pool = np.array([info.min, info.max, 0, 1, 2, 3, 7] + ([-1, -2] if info.min < 0 else []),
-                    dtype=dtype)  # fmt: skip
-    small = rng.integers(max(int(info.min), -20), min(int(info.max), 20), size=n, endpoint=True,
-                         dtype=dtype)  # fmt: skip
-    wide = rng.integers(int(info.min), int(info.max), size=n, endpoint=True, dtype=dtype)
-    which = rng.random(n)
-    edge = rng.choice(pool, size=n)
-    return np.where(which < 0.7, small, np.where(which < 0.85, wide, edge)).astype(dtype)
+def _op_name(tree: Tree) -> str:
+    if tree[0] == "cast":
+        return "to_bool" if tree[2] == "bool" else ("cast_strict" if tree[3] else "cast")
+    return str(tree[0])
 
 
+def _columns_in(tree: Tree, *, outside_reductions: bool = False) -> bool:
+    if tree[0] == "col":
+        return True
+    if outside_reductions and tree[0] in REDUCTIONS:
+        return False
+    return any(_columns_in(c, outside_reductions=outside_reductions) for _, c in children(tree))
+
+
+# -- steps --------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class FrameSpec:
-    """How one random frame is made (printed on failure to replay it)."""
+class Step:
+    """One ``with_columns`` of several trees and maybe a filter, over columns of fixed types."""
 
+    outputs: tuple[tuple[str, Tree], ...]
+    keep: Tree | None
+    types: tuple[tuple[str, pa.DataType], ...]
     seed: int
-    rows: int
-    offset: int
-    nulls: str  # "none" | "some" | "all"
-    chunks: int
+
+    def apply(self, m: Any, q: Any, swap: Callable[[Tree], Any] | None = None) -> Any:
+        """The step on lazy frame ``q`` of module ``m``."""
+        q = q.with_columns(**{name: build(t, m, swap) for name, t in self.outputs})
+        return q.filter(build(self.keep, m, swap)) if self.keep is not None else q
+
+    def type_map(self) -> dict[str, pa.DataType]:
+        return dict(self.types)
+
+    def __str__(self) -> str:
+        trees = ", ".join(f"{n}={t!r}" for n, t in self.outputs)
+        return f"Step(seed={self.seed}, {trees}, keep={self.keep!r}, types={dict(self.types)})"
 
 
-def frame_specs(max_rows: int = 40) -> st.SearchStrategy[FrameSpec]:
-    """Row counts 0, 1, odd and not multiples of 8; offsets not multiples of 8; 1-3 chunks."""
-    return st.builds(
-        FrameSpec,
-        seed=st.integers(0, 2**32 - 1),
-        rows=st.sampled_from([0, 1, 2, 7, 9, 17, 33, max_rows]),
-        offset=st.sampled_from([0, 0, 3, 5, 13]),
-        nulls=st.sampled_from(["none", "some", "some", "all"]),
-        chunks=st.sampled_from([1, 1, 2, 3]),
+def _column_types(rng: np.random.Generator) -> tuple[tuple[str, pa.DataType], ...]:
+    """a and b: any engine dtype; c: bool; d: a float."""
+    return (
+        ("a", _pick(rng, ENGINE_TYPES)),
+        ("b", _pick(rng, ENGINE_TYPES)),
+        ("c", pa.bool_()),
+        ("d", _pick(rng, (pa.float32(), pa.float64()))),
     )
 
 
-def make_table(spec: FrameSpec, types: dict[str, pa.DataType]) -> pa.Table:
-    """The frame: every column gets nulls in the same mode, so the null pattern is one of two."""
-    rng = np.random.default_rng(spec.seed)
-    total = spec.rows + spec.offset
-    columns = {}
-    for name, arrow_type in types.items():
-        values = make_values(rng, arrow_type, total)
-        if spec.nulls == "none" or spec.rows == 0:
-            mask = None
-        elif spec.nulls == "all":
-            mask = np.ones(total, dtype=bool)
-        else:
-            mask = rng.random(total) < 0.3
-            mask[spec.offset] = True  # at least one null in the visible rows
-        columns[name] = pa.array(values, type=arrow_type, mask=mask)
-    table = pa.table(columns).slice(spec.offset, spec.rows)
-    if spec.chunks > 1 and spec.rows > spec.chunks:
-        cuts = sorted(rng.choice(np.arange(1, spec.rows), size=spec.chunks - 1, replace=False))
-        bounds = [0, *map(int, cuts), spec.rows]
-        table = pa.concat_tables(
-            [table.slice(lo, hi - lo) for lo, hi in itertools.pairwise(bounds)]
-        )
-    return table
+def draw_step(seed: int, ops: Sequence[str], depth: int = 2,
+              types: dict[str, pa.DataType] | None = None) -> Step:  # fmt: skip
+    """A step whose outputs are trees rooted at each of ``ops`` (``filter``: a random filter).
 
-
-@st.composite
-def column_types(draw: st.DrawFn) -> dict[str, pa.DataType]:
-    """Column types of one tree: a and b any engine dtype, d a float, c bool."""
-    return {
-        "a": draw(st.sampled_from(NUMERIC_TYPES)),
-        "b": draw(st.sampled_from(NUMERIC_TYPES)),
-        "c": pa.bool_(),
-        "d": draw(st.sampled_from([pa.float32(), pa.float64()])),
-    }
-
-
-# -- checks -------------------------------------------------------------------------------
-def tolerance(tree: Tree, types: dict[str, pa.DataType]) -> float:
-    """Relative tolerance against polars: exact-ish for float64, looser with float32."""
-    f32 = any(pa.types.is_float32(t) for t in types.values()) or "float32" in repr(tree)
-    return 1e-5 if f32 else 1e-9
-
-
-def _steps(tree: Tree, keep: Tree | None) -> Any:
-    def steps(m: Any, q: Any) -> Any:
-        q = q.with_columns(z=build(tree, m))
-        return q.filter(build(keep, m)) if keep is not None else q
-
-    return steps
-
-
-def check_against_polars(
-    tree: Tree,
-    keep: Tree | None,
-    table: pa.Table,
-    spec: FrameSpec | str,
-    *,
-    rtol: float,
-    kinds: Sequence[str] = FRAME_KINDS,
-    allow_refusals: bool = True,
-) -> None:
-    """One frame on every input kind; records the outcome and raises on a mismatch.
-
-    A colbridge error where polars computed (a refusal) is counted, not raised,
-    unless ``allow_refusals`` is false.
+    Column types are drawn too unless ``types`` (a, b, c, d) is given.
     """
-    steps = _steps(tree, keep)
-    where = f"tree={tree!r} keep={keep!r} frame={spec!r} types={table.schema.types}"
-    try:
-        for kind in kinds:
-            assert_same_as_polars(table, steps, kinds=(kind,), rtol=rtol)
-            STATS.kinds[kind] += 1
-            STATS.cases += 1
-            STATS.polars_cases += 1
-    except cb.ColbridgeError as exc:
-        if not allow_refusals:
-            STATS.mismatches.append(f"{where}\nrefused: {exc!r}")
-            raise
-        # colbridge refused (clear error) where polars computed; not a wrong value, but counted
-        STATS.refusals[type(exc).__name__] += 1
-        STATS.cases += 1
-        if not str(exc).strip():
-            STATS.mismatches.append(f"{type(exc).__name__} without a message: {where}")
-            msg = f"{type(exc).__name__} without a message: {where}"
-            raise AssertionError(msg) from exc
-        return
-    except AssertionError as exc:
-        STATS.mismatches.append(f"{where}\n{str(exc)[:2000]}")
-        raise
-    except Exception as exc:  # a crash that is not a ColbridgeError
-        STATS.mismatches.append(f"{where}\n{type(exc).__name__}: {exc}")
-        msg = f"{where}: {type(exc).__name__}: {exc}"
-        raise AssertionError(msg) from exc
-    try:
-        pl_ok = _steps(tree, keep)(pl, pl.from_arrow(table, rechunk=False).lazy()).collect()
-        del pl_ok
-    except pl.exceptions.PolarsError:
-        STATS.polars_errors_matched += len(kinds)
-
-
-def check_cuda_host(tree: Tree, keep: Tree | None, table: pa.Table, spec: FrameSpec) -> None:
-    """The CUDA kernel text run on the host equals the CPU backend (or both raise)."""
-    from polars.testing import assert_frame_equal
-
-    steps = _steps(tree, keep)
-    where = f"cuda-host tree={tree!r} keep={keep!r} frame={spec!r} types={table.schema.types}"
-    try:
-        cpu = steps(cb, cb.lazy(table)).compute(device="cpu")
-    except cb.ColbridgeError as exc:
-        try:
-            compute_on_host(steps(cb, cb.lazy(table)), HostRuntime())
-        except cb.ColbridgeError:
-            STATS.cases += 1
-            STATS.cuda_host_cases += 1
-            return
-        STATS.mismatches.append(f"{where}: cpu raised {exc!r}, cuda-host did not")
-        msg = f"{where}: cpu raised {exc!r}, cuda-host did not"
-        raise AssertionError(msg) from None
-    try:
-        got = compute_on_host(steps(cb, cb.lazy(table)), HostRuntime())
-        # float results of math functions and float reductions may differ in the last
-        # bits (docs/cuda.md, "Tolerances"); everything else must be bit-identical
-        ztype = cpu.schema.field("z").type
-        rtol = (1e-5 if pa.types.is_float32(ztype) else 1e-9) if pa.types.is_floating(
-            ztype
-        ) and any(op in TRANSCENDENTAL for op in ops_of(tree)) else None  # fmt: skip
-        if rtol is None:
-            assert_frame_equal(pl.from_arrow(got), pl.from_arrow(cpu), check_exact=True)
+    rng = np.random.default_rng(seed)
+    outputs = []
+    keep = None
+    for i, op in enumerate(ops):
+        if op == "filter":
+            keep = random_boolean(rng, depth)
         else:
-            assert_frame_equal(pl.from_arrow(got), pl.from_arrow(cpu), check_exact=False,
-                               rel_tol=rtol, abs_tol=rtol)  # fmt: skip
-    except Exception as exc:
-        STATS.mismatches.append(f"{where}\n{str(exc)[:2000]}")
-        msg = f"{where}\n{exc}"
-        raise AssertionError(msg) from exc
-    STATS.cases += 1
+            outputs.append((f"z{i}", random_tree(rng, depth, op)))
+    if not outputs:
+        outputs.append(("z", random_tree(rng, depth)))
+    if keep is None and rng.random() < 0.3:
+        keep = random_boolean(rng, depth)
+    drawn = _column_types(rng)
+    return Step(tuple(outputs), keep, tuple(types.items()) if types else drawn, seed)
+
+
+def coverage_steps(seed: int, per_step: int = 4, depth: int = 2) -> list[Step]:
+    """Steps that together root a tree at every operation of `ALL_OPS`, shuffled by ``seed``."""
+    rng = np.random.default_rng(seed)
+    order = [ALL_OPS[i] for i in rng.permutation(len(ALL_OPS))]
+    groups = [order[i : i + per_step] for i in range(0, len(order), per_step)]
+    return [draw_step(_child_seed(seed, i), ops, depth) for i, ops in enumerate(groups)]
+
+
+def _child_seed(seed: int, i: int) -> int:
+    return zlib.crc32(f"{seed}/{i}".encode())
+
+
+# -- known gaps: where colbridge refuses and polars computes ----------------------------------
+@dataclass(frozen=True)
+class Case:
+    """What a refusal check sees: the step, the frame, colbridge's error."""
+
+    step: Step
+    table: pa.Table
+    error: Exception
+
+
+@dataclass(frozen=True)
+class KnownGap:
+    """A documented refusal: colbridge raises a clear error where polars computes an answer.
+
+    A refusal counts as this gap only when the error class and message match
+    and ``applies`` finds the operation and types the gap is about in the case.
+    """
+
+    id: str
+    what: str
+    error: str
+    message: str
+    applies: Callable[[Case], bool]
+
+
+def _polars_dtype(step: Step, table: pa.Table, tree: Tree) -> Any:
+    frame = pl.from_arrow(table, rechunk=False).lazy()
+    return frame.select(build(tree, pl)).collect_schema().dtypes()[0]
+
+
+def _subtrees(tree: Tree) -> list[Tree]:
+    out = [tree]
+    for _, child in children(tree):
+        out += _subtrees(child)
+    return out
+
+
+def _all_trees(step: Step) -> list[Tree]:
+    trees = [t for _, t in step.outputs] + ([step.keep] if step.keep is not None else [])
+    return [s for t in trees for s in _subtrees(t)]
+
+
+def _needs_int128(case: Case) -> bool:
+    # a node polars computes as Int128 (int64 with uint64, or a literal beyond int64)
+    for sub in _all_trees(case.step):
+        if sub[0] in ("col", "lit"):
+            continue
+        try:
+            if _polars_dtype(case.step, case.table, sub) == pl.Int128:
+                return True
+        except pl.exceptions.PolarsError:
+            continue
+    return False
+
+
+def _eager_polars_raises_too(case: Case) -> bool:
+    # polars' lazy engine pushes the filter below with_columns, so a strict cast that fails
+    # only on rows the filter drops does not raise there; row by row (eager) it does
+    if case.step.keep is None:
+        return False
+    frame = pl.from_arrow(case.table, rechunk=False)
+    try:
+        case.step.apply(pl, frame)
+    except pl.exceptions.InvalidOperationError:
+        return True
+    return False
+
+
+def _polars_cast_of_the_values_raises(case: Case) -> bool:
+    # polars folds a strict cast of an expression of literals into a saturating conversion
+    # (`lit(inf).ceil().cast(Int64)` is 2**63 - 1); cast as a column, the same values raise
+    frame = pl.from_arrow(case.table, rechunk=False)
+    for sub in _all_trees(case.step):
+        if sub[0] != "cast" or not sub[3]:
+            continue
+        try:
+            values = frame.select(build(sub[1], pl).alias("v")).to_series()
+        except pl.exceptions.PolarsError:
+            continue
+        try:
+            values.cast(_PL_TYPE[sub[2]], strict=True)
+        except pl.exceptions.InvalidOperationError:
+            return True
+    return False
+
+
+def _polars_raises_once_there_is_a_row(case: Case) -> bool:
+    # colbridge checks types before it reads data; polars checks some things (negating an
+    # unsigned column, a clip bound outside the column's type) only on values, so it lets a
+    # frame without values through and raises on a row of values
+    row = {}
+    for name, arrow_type in case.step.types:
+        value: Any = True if pa.types.is_boolean(arrow_type) else 1
+        row[name] = pa.array([value], type=arrow_type)
+    unfiltered = Step(case.step.outputs, None, case.step.types, case.step.seed)
+    try:
+        unfiltered.apply(pl, pl.from_arrow(pa.table(row)).lazy()).collect()
+    except pl.exceptions.PolarsError:
+        return True
+    return False
+
+
+KNOWN_GAPS: tuple[KnownGap, ...] = (
+    KnownGap(
+        "int128",
+        "int64 with uint64 (or a literal beyond int64) needs int128, which colbridge does not "
+        "have; polars widens to Int128",
+        "SchemaError", r"(int128|128-bit integer)", _needs_int128,
+    ),
+    KnownGap(
+        "filter-pushdown",
+        "a strict cast fails on rows a later filter drops: polars' lazy engine filters first "
+        "and does not raise; colbridge computes every row (as polars' eager engine, which "
+        "raises the same error)",
+        "InvalidOperationError", r"strict cast to \w+ failed", _eager_polars_raises_too,
+    ),
+    KnownGap(
+        "polars-folded-cast",
+        "polars folds a strict cast of an expression of literals into a saturating conversion "
+        "(`lit(inf).ceil().cast(Int64)` gives 2**63 - 1) and does not raise; polars' own strict "
+        "cast of the same values as a column raises, as colbridge does",
+        "InvalidOperationError", r"strict cast to \w+ failed", _polars_cast_of_the_values_raises,
+    ),
+    KnownGap(
+        "values-only-check",
+        "an operation polars rejects only when it meets values (negating an unsigned column, a "
+        "`clip` bound outside the column's type) on a frame with no rows or only nulls: "
+        "colbridge rejects it while typing, polars returns nulls (and raises on a row of values)",
+        "SchemaError", r"(cannot negate unsigned|does not fit in the column's type)",
+        _polars_raises_once_there_is_a_row,
+    ),
+)
+
+
+def known_gap(case: Case) -> KnownGap | None:
+    """The gap this refusal is, or None when it is not a documented one."""
+    for gap in KNOWN_GAPS:
+        if (type(case.error).__name__ == gap.error and re.search(gap.message, str(case.error))
+                and gap.applies(case)):  # fmt: skip
+            return gap
+    return None
+
+
+def known_gaps_markdown() -> str:
+    """`KNOWN_GAPS` as a Markdown table (docs/reliability.md)."""
+    lines = ["| id | gap | error | message |", "| --- | --- | --- | --- |"]
+    for gap in KNOWN_GAPS:
+        message = gap.message.replace("|", "\\|")
+        lines.append(f"| {gap.id} | {gap.what} | `{gap.error}` | `{message}` |")
+    return "\n".join(lines)
+
+
+# -- known bugs: wrong values, each with a strict xfail regression test ----------------------------
+@dataclass(frozen=True)
+class KnownBug:
+    """A documented wrong value of one operation, pinned by a strict-xfail regression test.
+
+    A per-operation difference counts as this bug only when ``applies`` sees
+    the bug's own symptom (operation, data and the two values); the test named
+    in ``test`` fails loudly once the bug is fixed, so the entry is removed.
+    """
+
+    id: str
+    what: str
+    test: str
+    applies: Callable[[Tree, np.ndarray[Any, Any], pa.Array, pa.Array, str], bool]
+
+
+def _squares_overflow(values: np.ndarray[Any, Any]) -> bool:
+    with np.errstate(over="ignore", invalid="ignore"):
+        return bool(values.size) and not bool(np.isfinite(np.sum(values * values)))
+
+
+def _nan_for(want_kind: str) -> Callable[[Tree, np.ndarray[Any, Any], pa.Array, pa.Array, str],
+                                         bool]:  # fmt: skip
+    def applies(tree: Tree, values: np.ndarray[Any, Any], got: pa.Array, want: pa.Array,
+                where: str) -> bool:  # fmt: skip
+        if tree[0] not in ("std", "var") or not _squares_overflow(values):
+            return False
+        g = np.asarray(got.to_numpy(zero_copy_only=False), dtype=np.float64)
+        w = np.asarray(want.to_numpy(zero_copy_only=False), dtype=np.float64)
+        if want_kind == "inf":
+            return bool(np.all(np.isnan(g) & np.isposinf(w)))
+        return where == "cuda-host" and bool(np.all(np.isnan(g) & ~np.isnan(w)))
+
+    return applies
+
+
+def _var_of_one_non_finite_value(tree: Tree, values: np.ndarray[Any, Any], got: pa.Array,
+                                 want: pa.Array, where: str) -> bool:  # fmt: skip
+    if tree[0] not in ("std", "var") or values.size != 1 or np.isfinite(values[0]):
+        return False
+    g = np.asarray(got.to_numpy(zero_copy_only=False), dtype=np.float64)
+    w = np.asarray(want.to_numpy(zero_copy_only=False), dtype=np.float64)
+    return bool(np.all((g == 0) & np.isnan(w)))
+
+
+KNOWN_BUGS: tuple[KnownBug, ...] = (
+    KnownBug(
+        "std-overflow-nan",
+        "`std`/`var` of values whose squares overflow (e.g. [-1e308, 1e308, 1e308]) is NaN in "
+        "colbridge, +inf in polars",
+        "tests/reliability/test_rel_differential_fuzz.py::"
+        "test_std_of_values_whose_squares_overflow_is_inf_like_polars",
+        _nan_for("inf"),
+    ),
+    KnownBug(
+        "cuda-var-overflow-nan",
+        "the CUDA backend's `std`/`var` of values beyond ~1.3e154 is NaN where the CPU backend "
+        "gives a number or +inf",
+        "tests/reliability/test_rel_differential_fuzz.py::test_cuda_var_of_large_equal_values_is_zero",
+        _nan_for("any"),
+    ),
+    KnownBug(
+        "var-of-one-non-finite",
+        "`std`/`var` of a single value that is NaN or ±inf (e.g. `lit(nan).var(ddof=0)`) is "
+        "0.0 in colbridge, NaN in polars",
+        "tests/reliability/test_rel_differential_fuzz.py::test_var_of_one_nan_value_is_nan",
+        _var_of_one_non_finite_value,
+    ),
+)
+
+
+def _log_of_a_literal(step: Step, name: str, got: pa.DataType, want: pa.DataType) -> bool:
+    # polars keeps `lit(2).log()` and `.log10()` dynamic floats (so `* float32` is Float32),
+    # but not `lit(2).sqrt()`, `.log1p()` or `.exp()`; colbridge types all of them Float64
+    tree = dict(step.outputs).get(name)
+    if tree is None or not (pa.types.is_float64(got) and pa.types.is_float32(want)):
+        return False
+    return any(t[0] in ("log", "log10") and not _columns_in(t) for t in _subtrees(tree))
+
+
+#: wrong output types: (id, what, regression test, check of the output's tree and types)
+KNOWN_TYPE_BUGS: tuple[tuple[str, str, str,
+                             Callable[[Step, str, pa.DataType, pa.DataType], bool]], ...] = (
+    ("log-literal-typing",
+     "`lit(2).log() * float32` (and `log10`) is Float32 in polars (a log of a Python number "
+     "stays a dynamic float there), Float64 in colbridge",
+     "tests/reliability/test_rel_differential_fuzz.py::test_log_of_a_literal_keeps_float32",
+     _log_of_a_literal),
+)  # fmt: skip
+
+
+def _unsigned_to_a_negative_literal_power(step: Step, table: pa.Table) -> bool:
+    # polars rejects `uint ** -5` while typing (-5 does not fit the unsigned type); colbridge
+    # raises only when a row with a value meets the negative power
+    frame = pl.from_arrow(table, rechunk=False).lazy()
+    for t in _all_trees(step):
+        if t[0] == "**" and t[2][0] == "lit" and isinstance(t[2][1], int) and t[2][1] < 0:
+            dtype = frame.select(build(t[1], pl)).collect_schema().dtypes()[0]
+            if dtype.is_unsigned_integer():
+                return True
+    return False
+
+
+#: errors polars raises that colbridge misses: (id, what, regression test, check)
+KNOWN_MISSING_ERRORS: tuple[tuple[str, str, str, Callable[[Step, pa.Table], bool]], ...] = (
+    ("uint-negative-power",
+     "`uint_column ** -5`: polars raises while typing (the literal does not fit the unsigned "
+     "type); colbridge raises only on rows with a value, so a frame without one computes nulls",
+     "tests/reliability/test_rel_differential_fuzz.py::"
+     "test_unsigned_to_a_negative_literal_power_raises_without_values",
+     _unsigned_to_a_negative_literal_power),
+)  # fmt: skip
+
+
+def known_type_bug(step: Step, got: pa.Table, want: pa.Table) -> str | None:
+    """The known typing bug every differing output type of ``got`` is, or None."""
+    found = None
+    for name in want.column_names:
+        g, w = got.schema.field(name).type, want.schema.field(name).type
+        if g == w:
+            continue
+        match = next((b[0] for b in KNOWN_TYPE_BUGS if b[3](step, name, g, w)), None)
+        if match is None:
+            return None
+        found = match
+    return found
+
+
+def known_bug(tree: Tree, values: np.ndarray[Any, Any], got: pa.Array, want: pa.Array,
+              where: str) -> KnownBug | None:  # fmt: skip
+    """The known bug this per-operation difference is, or None."""
+    for bug in KNOWN_BUGS:
+        if bug.applies(tree, values, got, want, where):
+            return bug
+    return None
+
+
+def known_bugs_markdown() -> str:
+    """`KNOWN_BUGS` as a Markdown table (docs/reliability.md)."""
+    lines = ["| id | wrong value | regression test (strict xfail) |", "| --- | --- | --- |"]
+    lines += [f"| {b.id} | {b.what} | `{b.test}` |" for b in KNOWN_BUGS]
+    lines += [f"| {bug_id} | {what} | `{test}` |" for bug_id, what, test, _ in KNOWN_TYPE_BUGS]
+    lines += [f"| {bug_id} | {what} | `{test}` |"
+              for bug_id, what, test, _ in KNOWN_MISSING_ERRORS]  # fmt: skip
+    return "\n".join(lines)
+
+
+# -- comparison, one operation at a time ---------------------------------------------------------
+@dataclass(frozen=True)
+class Special:
+    """A node whose result may legitimately differ in the last bits, and why."""
+
+    tree: Tree
+    role: str  # "libm" | "summation" | "divisor"
+    name: str
+
+
+def _specials(step: Step, table: pa.Table) -> list[Special]:
+    """The nodes to check on their own: libm results, float summations, scalar divisors."""
+    found: dict[Tree, str] = {}
+    frame = pl.from_arrow(table, rechunk=False).lazy()
+
+    def dtype(t: Tree) -> Any:
+        return frame.select(build(t, pl)).collect_schema().dtypes()[0]
+
+    def visit(t: Tree) -> None:
+        for _, child in children(t):
+            visit(child)
+        op = t[0]
+        if op in LIBM_OPS and dtype(t).is_float():
+            found.setdefault(t, "libm")
+        elif op in ("sum", "mean", "std", "var") and dtype(t).is_float():
+            found.setdefault(t, "summation")
+        if op in ("/", "//", "%") and not _columns_in(t[2], outside_reductions=True) \
+                and dtype(t).is_float():  # fmt: skip
+            found.setdefault(t[2], "divisor")
+
+    for _, tree in step.outputs:
+        visit(tree)
+    if step.keep is not None:
+        visit(step.keep)
+    return [Special(t, role, f"_s{i}") for i, (t, role) in enumerate(found.items())]
+
+
+def _divisions(step: Step, table: pa.Table, specials: list[Special]) -> dict[Tree, Any]:
+    """Float divisions by a scalar (a special node) -> their result dtype (the divisor's type)."""
+    special = {s.tree for s in specials}
+    frame = pl.from_arrow(table, rechunk=False).lazy()
+    out: dict[Tree, Any] = {}
+    for t in _all_trees(step):
+        if t[0] in ("/", "//", "%") and t[2] in special \
+                and not _columns_in(t[2], outside_reductions=True):  # fmt: skip
+            dt = frame.select(build(t, pl)).collect_schema().dtypes()[0]
+            if dt.is_float():
+                out[t] = dt
+    return out
+
+
+def _swapper(specials: list[Special], divisions: dict[Tree, Any], *, skip: Tree | None = None
+             ) -> Callable[[Tree], Any]:  # fmt: skip
+    """Polars stand-ins: a special node is its colbridge column; a division by a scalar
+    divides by that scalar as a column of the result type (a true division)."""
+    names = {s.tree: s.name for s in specials}
+
+    def swap(t: Tree) -> Any:
+        if t is skip or t == skip:
+            return None
+        if t in divisions:
+            dt = divisions[t]
+            left = build(t[1], pl, swap).cast(dt)
+            right = pl.col(f"{names[t[2]]}_as_{dt}")
+            return _BIN[t[0]](left, right)
+        if t in names:
+            # a scalar-valued node (a reduction, or literals only) is one value, as polars
+            # computes it: a full column would change what a reduction over it sees
+            scalar = not _columns_in(t, outside_reductions=True)
+            return pl.col(names[t]).first() if scalar else pl.col(names[t])
+        return None
+
+    return swap
+
+
+_SUMS = ("sum", "mean", "std", "var")
+
+
+def _child_values(special: Special, frame: pl.DataFrame, swap: Callable[[Tree], Any]
+                  ) -> np.ndarray[Any, Any]:  # fmt: skip
+    """The valid inputs of a reduction node, as float64 (empty for other nodes)."""
+    if special.tree[0] not in _SUMS:
+        return np.empty(0)
+    child = build(special.tree[1], pl, swap).cast(pl.Float64)
+    return frame.select(child.alias("v")).to_series().drop_nulls().to_numpy()
+
+
+def _tolerance(special: Special, values: np.ndarray[Any, Any], got: pa.Array, want: pa.Array
+               ) -> Tolerance:  # fmt: skip
+    bits = 32 if pa.types.is_float32(want.type) else 64
+    op = special.tree[0]
+    if special.role == "libm":
+        return Tolerance(ulps=LIBM_ULPS[bits])
+    if op not in _SUMS or not pa.types.is_floating(want.type):
+        return EXACT
+    ddof = special.tree[2] if op in ("std", "var") and len(special.tree) > 2 else 1
+    bound = summation_bound("var" if op == "std" else op, values, bits, ddof)
+    if op == "std":
+        g, w = _first_valid(got), _first_valid(want)
+        bound = std_bound(bound, g, w) if g is not None and w is not None else bound
+    return Tolerance(atol=bound)
+
+
+def _check_node(special: Special, frame: pl.DataFrame, swap: Callable[[Tree], Any],
+                got: pa.Array | pa.ChunkedArray, want: pa.Array | pa.ChunkedArray, where: str
+                ) -> str | None:  # fmt: skip
+    """One special node against its reference, with its own tolerance (or a known bug)."""
+    got, want = _combined(got), _combined(want)
+    if len(want) == 1 and len(got) > 1:
+        got = got.slice(0, 1)  # a scalar, broadcast by with_columns
+    values = _child_values(special, frame, swap)
+    problem = column_mismatch(got, want, _tolerance(special, values, got, want))
+    if problem is None:
+        STATS.explained[special.role] += 1
+        return None
+    bug = known_bug(special.tree, values, got, want, where)
+    if bug is not None:
+        STATS.known[bug.id] += 1
+        return None
+    return f"{special.role} node {special.tree!r}: {problem}"
+
+
+def _first_valid(array: pa.Array) -> float | None:
+    for v in array.to_pylist():
+        if v is not None and math.isfinite(v):
+            return float(v)
+    return None
+
+
+def explain_difference(step: Step, table: pa.Table) -> str | None:
+    """Re-check a step that differs from polars one special operation at a time.
+
+    Returns None when every special operation is within its own tolerance and
+    the rest matches exactly with colbridge's values put in polars' trees, or
+    the first difference found.
+    """
+    if table.num_rows == 0:
+        return "differs from polars on an empty frame"
+    specials = _specials(step, table)
+    if not specials:
+        return "differs from polars and has no operation with a tolerance"
+    outputs = {s.name: build(s.tree, cb) for s in specials}
+    lf = cb.lazy(table).with_columns(**outputs)
+    mine = lf.compute(device="cpu")
+    divisions = _divisions(step, table, specials)
+    extra = {}
+    for s in specials:
+        extra[s.name] = mine.column(s.name)
+        for t, dt in divisions.items():
+            if t[2] == s.tree:
+                col = pl.from_arrow(mine.column(s.name)).cast(dt)
+                extra[f"{s.name}_as_{dt}"] = col.to_arrow()
+    frame = pl.from_arrow(table, rechunk=False)
+    frame = frame.with_columns(**{k: pl.from_arrow(v) for k, v in extra.items()})
+    for s in specials:
+        swap = _swapper(specials, divisions, skip=s.tree)
+        want = frame.select(build(s.tree, pl, swap).alias("x")).to_arrow().column("x")
+        problem = _check_node(s, frame, swap, mine.column(s.name), want, "polars")
+        if problem is not None:
+            return problem
+    swap = _swapper(specials, divisions)
+    expected = step.apply(pl, frame.lazy(), swap).select(
+        [name for name, _ in step.outputs]).collect()  # fmt: skip
+    got_all = step.apply(cb, cb.lazy(table)).compute(device="cpu")
+    for name, _ in step.outputs:
+        problem = column_mismatch(got_all.column(name), expected.to_arrow().column(name))
+        if problem is not None:
+            return f"with colbridge's values of {[s.tree for s in specials]} in polars' tree, " \
+                   f"`{name}`: {problem}"  # fmt: skip
+    return None
+
+
+def _combined(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    if isinstance(array, pa.ChunkedArray):
+        return array.combine_chunks() if array.num_chunks else pa.array([], array.type)
+    return array
+
+
+def _as_table(result: Any) -> pa.Table:
+    if isinstance(result, pa.Table):
+        return result
+    if isinstance(result, pl.DataFrame):
+        return result.to_arrow()
+    return pa.Table.from_pandas(result, preserve_index=False)
+
+
+def _frames_differ(got: pa.Table, want: pa.Table) -> str | None:
+    if got.column_names != want.column_names:
+        return f"columns {got.column_names} != {want.column_names}"
+    for name in want.column_names:
+        problem = column_mismatch(got.column(name), want.column(name))
+        if problem is not None:
+            return f"`{name}`: {problem}"
+    return None
+
+
+def check_step(step: Step, table: pa.Table, spec: FrameSpec | str,
+               kinds: Sequence[str] = FRAME_KINDS) -> None:  # fmt: skip
+    """One frame on every input kind against polars; raises on a mismatch or unknown refusal."""
+    where = f"{step} frame={spec!r}"
+    try:
+        expected: pa.Table | None = step.apply(
+            pl, pl.from_arrow(table, rechunk=False).lazy()).collect().to_arrow()  # fmt: skip
+        polars_error: Exception | None = None
+    except pl.exceptions.PolarsError as exc:
+        expected, polars_error = None, exc
+    first: pa.Table | None = None
+    for kind in kinds:
+        frame = to_kind(table, kind)
+        try:
+            got = _as_table(step.apply(cb, cb.lazy(frame)).compute(device="cpu"))
+        except cb.ColbridgeError as exc:
+            if polars_error is not None:
+                STATS.polars_errors_matched += 1
+                STATS.cases += 1
+                continue
+            if not str(exc).strip():
+                _fail(where, f"{type(exc).__name__} without a message")
+            gap = known_gap(Case(step, table, exc))
+            if gap is None:
+                _fail(where, f"colbridge refused where polars computed, and no known gap "
+                             f"matches: {type(exc).__name__}: {exc}")  # fmt: skip
+            STATS.refusals[gap.id] += 1
+            STATS.cases += 1
+            continue
+        except Exception as exc:  # a crash that is not a ColbridgeError
+            _fail(where, f"{kind} input: {type(exc).__name__}: {exc}")
+        if polars_error is not None:
+            missing = next((b[0] for b in KNOWN_MISSING_ERRORS if b[3](step, table)), None)
+            if missing is None:
+                _fail(where, f"polars raised {polars_error!r} but colbridge did not ({kind} "
+                             "input)")  # fmt: skip
+            STATS.known[missing] += 1
+            STATS.cases += 1
+            continue
+        assert expected is not None
+        if first is None:
+            problem = _frames_differ(got, expected)
+            if problem is not None and got.column_names == expected.column_names and [
+                f.type for f in got.schema
+            ] != [f.type for f in expected.schema]:  # fmt: skip
+                # a type is never a matter of tolerance: a known typing bug, or a failure
+                bug = known_type_bug(step, got, expected)
+                if bug is None:
+                    _fail(where, f"{kind} input: {problem}")
+                STATS.known[bug] += 1
+                return
+            if problem is not None:
+                explained = explain_difference(step, table)
+                if explained is not None:
+                    _fail(where, f"{kind} input: {problem}\n  re-checked op by op: {explained}")
+            first = got
+        else:
+            # every input kind must give the very same answer
+            problem = _frames_differ(got, first)
+            if problem is not None:
+                _fail(where, f"{kind} input differs from {kinds[0]} input: {problem}")
+        STATS.kinds[kind] += 1
+        STATS.cases += 1
+        STATS.polars_cases += 1
+
+
+def _fail(where: str, problem: str) -> None:
+    STATS.mismatches.append(f"{where}\n{problem[:2000]}")
+    msg = f"{where}\n{problem}"
+    raise AssertionError(msg)
+
+
+def check_cuda_host(step: Step, table: pa.Table, spec: FrameSpec) -> None:
+    """The CUDA kernel text run on the host equals the CPU backend (or both raise)."""
+    check_against_cpu(step, table, spec, lambda lf: compute_on_host(lf, HostRuntime()),
+                      "cuda-host")  # fmt: skip
     STATS.cuda_host_cases += 1
 
 
-def run_tree(
-    tree: Tree,
-    keep: Tree | None,
-    types: dict[str, pa.DataType],
-    specs: Sequence[FrameSpec],
-    *,
-    cuda_every: int = 0,
-) -> None:
-    """Check one tree on every frame (and every ``cuda_every``-th frame on the CUDA host path)."""
-    STATS.trees += 1
-    for op in ops_of(tree):
-        STATS.ops[op] += 1
-    for t in types.values():
+def check_against_cpu(step: Step, table: pa.Table, spec: FrameSpec | str,
+                      compute: Callable[[Any], pa.Table], label: str) -> None:  # fmt: skip
+    """``compute`` (another way to run a lazy frame) equals the CPU backend, or both raise.
+
+    Compared exactly, except operations whose last bits legitimately differ, each checked
+    on its own with its tolerance, as against polars.
+    """
+    where = f"{label} {step} frame={spec!r}"
+    try:
+        cpu = step.apply(cb, cb.lazy(table)).compute(device="cpu")
+    except cb.ColbridgeError as exc:
+        try:
+            compute(step.apply(cb, cb.lazy(table)))
+        except cb.ColbridgeError:
+            STATS.cases += 1
+            return
+        _fail(where, f"cpu raised {exc!r}, {label} did not")
+    got = compute(step.apply(cb, cb.lazy(table)))
+    problem = _frames_differ(got, cpu)
+    if problem is not None:
+        specials = _specials(step, table)
+        if not specials:
+            _fail(where, problem)
+        # the same split as against polars, with the CPU backend as the reference
+        outputs = {s.name: build(s.tree, cb) for s in specials}
+        other = compute(cb.lazy(table).with_columns(**outputs))
+        ref = cb.lazy(table).with_columns(**outputs).compute(device="cpu")
+        frame = pl.from_arrow(table, rechunk=False)
+        for s in specials:
+            node_problem = _check_node(s, frame, _swapper([], {}), other.column(s.name),
+                                       ref.column(s.name), label)  # fmt: skip
+            if node_problem is not None:
+                _fail(where, node_problem)
+        # the rest must match exactly once the special values are the same: the CPU
+        # backend's trees with the other values in place of the special nodes
+        names = {s.tree: s.name for s in specials}
+        again = step.apply(cb, cb.lazy(other), lambda t: cb.col(names[t]) if t in names else None)
+        problem = _frames_differ(got, again.compute(device="cpu").select(got.column_names))
+        if problem is not None:
+            _fail(where, problem)
+    STATS.cases += 1
+
+
+def run_step(step: Step, specs: Sequence[FrameSpec], *, cuda_every: int = 0,
+             kinds: Sequence[str] = FRAME_KINDS) -> None:  # fmt: skip
+    """Check one step on every frame (and every ``cuda_every``-th frame on the CUDA host)."""
+    STATS.steps += 1
+    STATS.trees += len(step.outputs) + (step.keep is not None)
+    for _, tree in step.outputs:
+        for op in ops_of(tree):
+            STATS.ops[op] += 1
+    if step.keep is not None:
+        STATS.ops["filter"] += 1
+        for op in ops_of(step.keep):
+            STATS.ops[op] += 1
+    for _, t in step.types:
         STATS.dtypes[str(t)] += 1
-    rtol = tolerance(tree, types)
     for i, spec in enumerate(specs):
-        table = make_table(spec, types)
-        check_against_polars(tree, keep, table, spec, rtol=rtol)
+        table = make_table(spec, step.type_map())
+        check_step(step, table, spec, kinds)
         if cuda_every and i % cuda_every == 0:
-            check_cuda_host(tree, keep, table, spec)
+            check_cuda_host(step, table, spec)
+
+
+def random_specs(seed: int, count: int, max_rows: int = 40) -> list[FrameSpec]:
+    """``count`` frame specs drawn from ``seed`` (rows, offsets, nulls, chunks as `frame_specs`)."""
+    rng = np.random.default_rng(seed)
+    rows = [0, 1, 2, 7, 9, 17, 33, max_rows]
+    return [
+        FrameSpec(
+            seed=int(rng.integers(0, 2**32)),
+            rows=_pick(rng, rows),
+            offset=_pick(rng, (0, 0, 3, 5, 13)),
+            nulls=_pick(rng, ("none", "some", "some", "all")),
+            chunks=_pick(rng, (1, 1, 2, 3)),
+        )
+        for _ in range(count)
+    ]

@@ -20,7 +20,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +29,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import colbridge as cb
+from tests.jobs.interrupt import resume, start_paused_run
 from tests.reliability.fuzzing import FIGURES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,35 +105,45 @@ def test_cupy_import_failure_falls_back_or_raises_device_error() -> None:
 
 
 DASK = r"""
-import os, signal, threading, time, numpy as np, pandas as pd
+import os, signal, sys, threading, time, numpy as np, pandas as pd
 import dask, dask.dataframe as dd
 from distributed import Client, LocalCluster
 import colbridge as cb
 import colbridge.dask as cbd
 
-def slow(pdf):
-    time.sleep(0.12)
+def held(pdf, control):
+    # a partition task says which worker runs it, then waits for the test to let it go:
+    # no task can finish before the worker is killed
+    open(os.path.join(control, f"started-{os.getpid()}"), "w").close()
+    deadline = time.monotonic() + 120
+    while not os.path.exists(os.path.join(control, "go")) and time.monotonic() < deadline:
+        time.sleep(0.01)
     return pdf
 
 if __name__ == "__main__":
+    control = sys.argv[1]
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                            dashboard_address=None, silence_logs=50)
     client = Client(cluster)
     pdf = pd.DataFrame({"a": np.arange(4000, dtype=np.float64), "b": np.arange(4000) % 13})
-    ddf = dd.from_pandas(pdf, npartitions=24).map_partitions(slow)
+    ddf = dd.from_pandas(pdf, npartitions=24).map_partitions(held, control, meta=pdf.head(0))
     plan = cb.lazy(pdf.head()).with_columns(z=cb.col("a") * cb.col("b") - cb.col("a").mean())
     serial = cb.lazy(pdf).with_columns(z=cb.col("a") * cb.col("b") - cb.col("a").mean())
     serial = serial.compute(device="cpu")
-    out = cbd.apply(plan, ddf)
     pids = list(client.run(os.getpid).values())
     killed = threading.Event()
     def killer():
-        time.sleep(0.8)
-        os.kill(pids[0], signal.SIGKILL)
-        killed.set()
+        marker = os.path.join(control, f"started-{pids[0]}")
+        deadline = time.monotonic() + 120
+        while not os.path.exists(marker) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if os.path.exists(marker):  # a task is running on that worker: the job has started
+            os.kill(pids[0], signal.SIGKILL)
+            killed.set()
+        open(os.path.join(control, "go"), "w").close()
     threading.Thread(target=killer, daemon=True).start()
-    got = out.compute()
-    assert killed.is_set(), "the job finished before the worker was killed"
+    got = cbd.apply(plan, ddf).compute()
+    assert killed.is_set(), "no task started on the worker to kill"
     same = np.array_equal(got["z"].to_numpy(dtype=float), serial["z"].to_numpy(dtype=float))
     alive = len(client.scheduler_info()["workers"])
     print("RESULT", same, "workers_after", alive)
@@ -144,15 +154,17 @@ if __name__ == "__main__":
 def test_dask_worker_killed_mid_job(tmp_path: Path) -> None:
     script = tmp_path / "dask_kill.py"
     script.write_text(DASK)
-    result = subprocess.run([sys.executable, str(script)], env=ENV, capture_output=True,
-                            text=True, timeout=240, check=False)  # fmt: skip
+    control = tmp_path / "control"
+    control.mkdir()
+    result = subprocess.run([sys.executable, str(script), str(control)], env=ENV,
+                            capture_output=True, text=True, timeout=240, check=False)  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     line = [x for x in result.stdout.splitlines() if x.startswith("RESULT")][-1]
     assert line.startswith("RESULT True"), result.stdout + result.stderr[-2000:]
     _survived("dask worker killed mid-job", "tasks rerun by the scheduler; result equals serial")
 
 
-def _big_parquet(path: Path, rows: int = 6_000_000) -> None:
+def _big_parquet(path: Path, rows: int = 300_000) -> None:
     rng = np.random.default_rng(0)
     pq.write_table(pa.table({"a": rng.normal(size=rows), "b": rng.integers(0, 100, rows)}), path,
                    row_group_size=100_000)  # fmt: skip
@@ -161,25 +173,22 @@ def _big_parquet(path: Path, rows: int = 6_000_000) -> None:
 def test_sigint_during_cli_run_leaves_no_output_and_rerun_succeeds(tmp_path: Path) -> None:
     src, out = tmp_path / "in.parquet", tmp_path / "out.parquet"
     _big_parquet(src)
-    cmd = [sys.executable, "-m", "colbridge.cli", "run", str(src), "-o", str(out), "-q",
-           "--batch-rows", "50000", "--with", "z = sqrt(abs(a)) * b"]  # fmt: skip
-    proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not list(tmp_path.glob(".out.parquet.*.partial")):
-        time.sleep(0.02)
-    partial_seen = bool(list(tmp_path.glob(".out.parquet.*.partial")))
-    time.sleep(0.3)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
-    if proc.returncode == 0:
-        pytest.fail(f"the run finished before SIGINT arrived; make the input bigger ({err})")
-    assert partial_seen
-    assert proc.returncode == 130, err
+    args = ["run", str(src), "-o", str(out), "-q", "--batch-rows", "50000",
+            "--with", "z = sqrt(abs(a)) * b"]  # fmt: skip
+    # the run pauses after writing its first batch, so the signal lands mid-job, every time
+    run = start_paused_run(args, tmp_path / "control", ENV)
+    assert Path(run.partial).name.startswith(".out.parquet.")
+    assert Path(run.partial).exists()
+    run.proc.send_signal(signal.SIGINT)
+    resume(run)
+    _, err = run.proc.communicate(timeout=120)
+    assert run.proc.returncode == 130, err
     assert "no output was written" in err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["control", "in.parquet"]
+    cmd = [sys.executable, "-m", "colbridge.cli", *args]
     rerun = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300, check=False)
     assert rerun.returncode == 0, rerun.stderr
-    assert pq.read_metadata(out).num_rows == 6_000_000
+    assert pq.read_metadata(out).num_rows == 300_000
     _survived("SIGINT during `colbridge run`", "exit 130, no output or temp file; rerun succeeded")
 
 

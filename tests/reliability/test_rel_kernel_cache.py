@@ -7,6 +7,7 @@ read again, with no mocks.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -18,12 +19,22 @@ from tests.reliability.fuzzing import FIGURES
 ROOT = Path(__file__).resolve().parents[2]
 
 PROGRAM = r"""
-import sys, polars as pl, colbridge as cb
+import json, polars as pl, colbridge as cb
 df = pl.DataFrame({"a": [1.0, 4.0, None, 9.0], "b": [2, 3, 4, 5]})
-out = df.gpu.with_columns(z=(cb.col("a").sqrt() * cb.col("b")).fill_null(-1.0)).compute()
-assert out["z"].to_list() == [2.0, 6.0, -1.0, 15.0], out["z"].to_list()
-print("OK", cb.cache_info().compiles)
+q = df.gpu.with_columns(z=(cb.col("a").sqrt() * cb.col("b")).fill_null(-1.0))
+first = q.compute()
+again = q.compute()  # the same plan again: the kernel comes from the in-process cache
+for out in (first, again):
+    assert out["z"].to_list() == [2.0, 6.0, -1.0, 15.0], out["z"].to_list()
+info = cb.cache_info()
+print("OK", json.dumps({"compiles": info.compiles, "hits": info.hits, "misses": info.misses}))
 """
+
+
+def _counts(proc: subprocess.CompletedProcess[str]) -> dict[str, int]:
+    line = proc.stdout.strip().splitlines()[-1]
+    assert line.startswith("OK "), proc.stdout + proc.stderr
+    return json.loads(line[3:])  # type: ignore[no-any-return]
 
 
 def _run(cache: Path, code: str = PROGRAM) -> subprocess.CompletedProcess[str]:
@@ -36,6 +47,8 @@ def test_cache_is_private_and_damaged_files_are_rebuilt(tmp_path: Path) -> None:
     cache = tmp_path / "kernels"
     first = _run(cache)
     assert first.returncode == 0, first.stderr
+    # one kernel: built once (a miss), then found in memory (a hit)
+    assert _counts(first) == {"compiles": 1, "hits": 1, "misses": 1}
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700
     files = sorted(cache.glob("cbk_*.py"))
     assert files, "no generated kernel files"
@@ -52,7 +65,7 @@ def test_cache_is_private_and_damaged_files_are_rebuilt(tmp_path: Path) -> None:
             damaged += 1
         rerun = _run(cache)
         assert rerun.returncode == 0, f"{how}: {rerun.stderr[-2000:]}"
-        assert rerun.stdout.startswith("OK")
+        assert _counts(rerun) == {"compiles": 1, "hits": 1, "misses": 1}, how
         for f, text in originals.items():
             assert f.read_text() == text, f"{how}: {f.name} was not rewritten"
     FIGURES["cache_damaged_files_rebuilt"] = damaged

@@ -34,7 +34,7 @@ B9: expressions built only from Python numbers (``when(c).then(3.0).otherwise(1)
 ``lit(3.5).round()``, ``lit(100) + lit(100)``) were typed on the spot, so
 ``when(c).then(3.0).otherwise(1) - f32.std()`` was Float64; polars keeps them
 dynamic until they meet a typed operand (Float32). The full table of cases is
-in tests/test_promotion.py.
+in tests/engine/test_promotion.py.
 
 O1 (in the oracle, not in colbridge): polars 2.1's lazy engine types
 ``lit(0.5) / f32_column`` as Float64 when a constant filter such as

@@ -22,7 +22,7 @@ import pytest
 
 import colbridge
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 #: Docstring examples known to be wrong, reported to their modules' owners.

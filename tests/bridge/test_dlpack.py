@@ -8,7 +8,7 @@ import pytest
 
 from colbridge.columns import as_tensor, to_tensor
 from colbridge.errors import WritableAliasWarning
-from colbridge.testing import NUMERIC_TYPES
+from colbridge.testing.data import NUMERIC_TYPES
 
 DLPACK_TYPES = [t for t in NUMERIC_TYPES]
 

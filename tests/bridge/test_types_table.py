@@ -9,7 +9,7 @@ import pytest
 from colbridge.errors import UnsupportedTypeError
 from colbridge.types import TYPE_TABLE, lookup_type, tensor_spec, type_table_markdown
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "types.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "types.md"
 
 
 def test_docs_types_md_is_generated_from_the_table():

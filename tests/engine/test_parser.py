@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import colbridge as cb
 from colbridge.expr.api import Expr
-from colbridge.expr.nodes import Column
+from colbridge.expr.nodes import Column, walk
 from colbridge.expr.parser import MAX_LENGTH, parse_assignments, parse_expr
 
 VALID = {
@@ -112,8 +110,28 @@ def test_assignment_errors() -> None:
         parse_assignments("z = " + "a" * (MAX_LENGTH + 1))
 
 
+TOKENS = st.sampled_from([
+    "a", "b", "x1", "1", "2.5", "+", "-", "*", "/", "//", "%", "**", "(", ")", ",", " ", "<",
+    "==", "&", "|", "~", "sqrt", "abs", "where", "clip", "cast", '"int8"', "if", "else", "not",
+    "@", "[", "]", ".", "'", "=", "\n",
+])  # fmt: skip
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=60))
+@given(st.one_of(st.text(alphabet=st.characters(codec="utf-8"), max_size=60),
+                 st.lists(TOKENS, max_size=12).map("".join)))  # fmt: skip
 def test_arbitrary_text_either_parses_or_raises_cleanly(text: str) -> None:
-    with contextlib.suppress(cb.ExpressionSyntaxError):
-        parse_expr(text)
+    try:
+        node = parse_expr(text)
+    except cb.ExpressionSyntaxError as exc:
+        message = str(exc)
+        # the message shows the text: quoted, or a line of it with a caret under the problem
+        caret = any(set(line.strip()) == {"^"} for line in message.splitlines())
+        assert caret or repr(text) in message or text.strip() in message, message
+        return
+    # accepted: the same tree every time, made of IR nodes, naming only columns of the text
+    assert repr(parse_expr(text)) == repr(node)
+    for part in walk(node):
+        assert type(part).__module__ == "colbridge.expr.nodes", type(part)
+        if isinstance(part, Column):
+            assert part.name in text, (part.name, text)

@@ -6,7 +6,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import numpy as np
 import polars as pl
@@ -15,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from colbridge.cli import main
+from tests.jobs.interrupt import resume, start_paused_run
 
 N = 40_000
 Z = "z = (a - mean(a)) / std(a)"
@@ -183,23 +183,21 @@ def test_subprocess_run_and_exit_codes(data: str, tmp_path) -> None:
 
 def test_sigint_leaves_no_partial_output(tmp_path) -> None:
     src = tmp_path / "big.parquet"
-    pq.write_table(make_table(1_500_000, seed=3), src, row_group_size=10_000)
+    pq.write_table(make_table(20_000, seed=3), src, row_group_size=10_000)
     out_dir = tmp_path / "out"
     out_dir.mkdir()
     out = out_dir / "out.parquet"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "colbridge.cli", "run", str(src), "-o", str(out), "--with", W,
-         "--batch-rows", "2000", "-q"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+    run = start_paused_run(
+        ["run", str(src), "-o", str(out), "--with", W, "--batch-rows", "2000", "-q"],
+        tmp_path / "control", _env(),
     )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while not os.listdir(out_dir) and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert proc.poll() is None, "the run finished before it could be interrupted"
-    time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
+    # the job has started: its first batch is in the temporary file beside the output
+    assert os.path.dirname(run.partial) == str(out_dir)
+    assert os.path.exists(run.partial)
+    run.proc.send_signal(signal.SIGINT)
+    resume(run)
+    _, err = run.proc.communicate(timeout=120)
+    assert run.proc.returncode == 130, err
     assert "interrupted" in err
     assert os.listdir(out_dir) == []
 

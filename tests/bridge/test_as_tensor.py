@@ -18,7 +18,7 @@ from colbridge.errors import (
     NullValuesError,
     UnsupportedTypeError,
 )
-from colbridge.testing import (
+from colbridge.testing.data import (
     NUMERIC_TYPES,
     TEMPORAL_TYPES,
     arrays,
@@ -46,6 +46,11 @@ def make(arrow_type: pa.DataType, n: int, offset: int, nulls: bool) -> pa.Array:
     if arr.type != arrow_type:
         arr = arr.cast(arrow_type)
     return arr.slice(offset, n)
+
+
+def polars_held(series: pl.Series) -> pa.ChunkedArray:
+    """The Arrow chunks a polars Series holds, as polars exports them (its C stream)."""
+    return pa.chunked_array(series)
 
 
 def address_of(arr: pa.Array, itemsize: int) -> int:
@@ -102,8 +107,8 @@ SOURCE_TYPE = [
 def test_data_pointer_is_arrow_buffer_plus_offset(source, arrow_type, n, offset):
     arr = make(arrow_type, n, offset, nulls=n > 2)
     col = SOURCES[source](arr)
-    # The Arrow data the source itself holds (polars: its own buffers, re-exported).
-    held = column_to_arrow(col).chunk(0) if source == "polars" else arr
+    # The Arrow data the source itself holds (polars: its own buffers, as polars exports them)
+    held = polars_held(col).chunk(0) if source == "polars" else arr
     view = as_tensor(col)
     itemsize = view.dtype.itemsize
     assert view.__array_interface__["data"] == (address_of(held, itemsize), True)
@@ -379,7 +384,7 @@ def test_property_chunked_sources(chunked, source):
         "polars": to_polars(chunked),
         "pandas-arrow": to_pandas_arrow(chunked),
     }[source]
-    held = column_to_arrow(col)
+    held = polars_held(col) if source == "polars" else column_to_arrow(col)
     view = as_tensor(col, allow_copy=True, nulls="keep")
     combined = held.combine_chunks() if held.num_chunks else pa.array([], held.type)
     valid = np.asarray(combined.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
@@ -428,9 +433,11 @@ def test_lazy_view_keeps_the_buffer_alive_through_the_interface():
 @pytest.mark.parametrize("offset", [0, 7])
 def test_polars_numeric_series_is_viewed_in_place(dtype, offset):
     s = pl.Series("v", np.arange(40).astype(dtype)).slice(offset)
-    held = column_to_arrow(s).chunk(0)
+    held = polars_held(s).chunk(0)
     view = as_tensor(s)
     assert view.data_address == address_of(held, view.dtype.itemsize)
+    # a second witness: polars' own NumPy view of the same memory
+    assert view.data_address == s.to_numpy(allow_copy=False).ctypes.data
     assert view.name == "v"
     assert not view.copied
     assert view.validity is None

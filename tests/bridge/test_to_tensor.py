@@ -14,7 +14,7 @@ from colbridge.errors import (
     ShapeError,
     UnsupportedTypeError,
 )
-from colbridge.testing import NUMERIC_TYPES, frames
+from colbridge.testing.data import NUMERIC_TYPES, frames
 
 
 def oracle(table: pa.Table, dtype) -> tuple[np.ndarray, np.ndarray]:
