@@ -24,7 +24,7 @@ Steps, each within the time budget (``--budget-s``):
    bandwidth roofline) and against CuPy eager (one kernel per operation);
 4. end to end from a pandas frame with each placement (warm, median of 3);
 5. ``compute_async`` overlap: four computes at once against one after another;
-6. ``pytest -m gpu tests/test_gpu_real.py`` when pytest is installed;
+6. ``pytest -m gpu tests/cuda/test_gpu_real.py`` when pytest is installed;
 7. leaks: host registrations and memory held after everything.
 
 Memory: every allocation is checked against the free device memory first and
@@ -447,7 +447,7 @@ def run_tests(budget_s: float) -> dict[str, Any]:
         return {"returncode": None, "summary": "pytest is not installed: skipped (the checks "
                 "above cover the placements)"}  # fmt: skip
     cmd = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider",
-           str(ROOT / "tests" / "test_gpu_real.py")]  # fmt: skip
+           str(ROOT / "tests" / "cuda" / "test_gpu_real.py")]  # fmt: skip
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
                               timeout=max(budget_s, 10), check=False)  # fmt: skip

@@ -374,24 +374,26 @@ class _LegacyExecutor:
         self._runtime().launch(handle, kernel, grid, block, args)
 
 
-_LEGACY: dict[type[Runtime], Any] = {}
+_LEGACY: dict[tuple[type[Runtime], str], Any] = {}
 _LEGACY_LOCK = threading.Lock()
 
 
 def _legacy_cupy(runtime: Runtime) -> Any:
-    """The CuPy test double whose kernels ``runtime`` executes (one per runtime class).
+    """The CuPy test double whose kernels ``runtime`` executes (one per runtime class and arch).
 
-    One per class, not per runtime, so that compiled kernels are shared by the
-    runtimes of a class as they were before the double existed.
+    One per class and architecture, not per runtime, so that compiled kernels
+    are shared by the runtimes of a class; a runtime's ``arch`` (a sanitized
+    host build is its own) keeps kernels loaded differently apart.
     """
     from colbridge.testing.cupy_double import CupyDouble, DeviceSpec  # test-only, on use
 
     with _LEGACY_LOCK:
-        double = _LEGACY.get(type(runtime))
+        key = (type(runtime), str(getattr(runtime, "arch", "")))
+        double = _LEGACY.get(key)
         if double is None:
             double = CupyDouble(devices=[DeviceSpec(total_memory=1 << 40)],
                                 executor=_LegacyExecutor(), log_limit=10_000)  # fmt: skip
-            _LEGACY[type(runtime)] = double
+            _LEGACY[key] = double
         double.executor.last = runtime
         return double
 

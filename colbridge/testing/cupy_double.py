@@ -560,6 +560,8 @@ class RawKernel:
         # columns of each partial-row array, read off the kernel's stores (`pf[row * 3 + k]`)
         self._widths = {m.group(1): int(m.group(2)) for m in
                         re.finditer(r"\b(pf|pi|pu)\[row \* (\d+)", source.source)}  # fmt: skip
+        # bit-packed outputs, read off the kernel's stores of one 32-bit word per warp
+        self._bitmaps = frozenset(re.findall(r"\b(\w+)\[i >> 5\] =", source.source))
 
     def __call__(self, grid: tuple[int, ...], block: tuple[int, ...], args: Sequence[Any],
                  **kwargs: Any) -> None:  # fmt: skip
@@ -1442,7 +1444,7 @@ class CupyDouble:
                 continue
             address = int(value)
             nbytes = _extent(params, values, k, n, threads, kernel._widths,
-                             kernel._source.bitmap_params)  # fmt: skip
+                             kernel._bitmaps)  # fmt: skip
             written = not ctype.startswith("const")
             region = self._find(address) if address and nbytes else None
             plan.append((region, address, nbytes, written))

@@ -5,7 +5,7 @@ fused kernel per nullability pattern), written once over a module ``m`` that
 is either colbridge (`CB`) or polars (both spell these expressions the same
 way); data with the edge cases of each type; and comparisons of Arrow arrays
 bit for bit, within ULPs or within a relative tolerance. Needs only NumPy and
-pyarrow: ``tests/test_gpu_real.py`` and ``benchmarks/gpu_check.py`` use it on
+pyarrow: ``tests/cuda/test_gpu_real.py`` and ``benchmarks/gpu_check.py`` use it on
 machines that have nothing else.
 """
 
@@ -35,15 +35,15 @@ __all__ = [
 ]
 
 F64, F32 = pa.float64(), pa.float32()
-I8, I32, I64 = pa.int8(), pa.int32(), pa.int64()
-U8, U32, U64 = pa.uint8(), pa.uint32(), pa.uint64()
+I8, I16, I32, I64 = pa.int8(), pa.int16(), pa.int32(), pa.int64()
+U8, U16, U32, U64 = pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()
 BOOL = pa.bool_()
 
 Exprs = Callable[[Any], dict[str, Any]]
 
 #: the dtype names a corpus namespace offers (polars' spelling)
-DTYPE_NAMES = ("Float64", "Float32", "Int8", "Int32", "Int64", "UInt8", "UInt32", "UInt64",
-                "Boolean")  # fmt: skip
+DTYPE_NAMES = ("Float64", "Float32", "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16",
+               "UInt32", "UInt64", "Boolean")  # fmt: skip
 
 
 def namespace(mod: Any, dtypes: dict[str, Any]) -> SimpleNamespace:
@@ -55,7 +55,7 @@ def namespace(mod: Any, dtypes: dict[str, Any]) -> SimpleNamespace:
 def _colbridge() -> SimpleNamespace:
     import colbridge as cb
 
-    arrow = (F64, F32, I8, I32, I64, U8, U32, U64, BOOL)
+    arrow = (F64, F32, I8, I16, I32, I64, U8, U16, U32, U64, BOOL)
     return namespace(cb, dict(zip(DTYPE_NAMES, arrow, strict=True)))
 
 

@@ -30,7 +30,8 @@ from colbridge.testing.asserts import (
 )
 from colbridge.testing.cuda_host import HostRuntime, compute_on_host
 from colbridge.testing.data import limit_values, make_column
-from tests.cuda.cuda_corpus import CB, GROUPS, PL, Group, _mixed, tables
+from colbridge.testing.gpu_cases import _mixed
+from tests.cuda.cuda_corpus import CB, GROUPS, PL, Group, tables
 from tests.reliability.fuzzing import known_bug
 
 SETTINGS = settings(

@@ -74,8 +74,7 @@ def _query(q: Any) -> Any:
 def _same(got: pa.Table, want: pa.Table) -> None:
     assert got.column_names == want.column_names
     for name in got.column_names:
-        assert_arrays_match(got.column(name), want.column(name), what=name, rtol=1e-12,
-                            loose_nonfinite=True)  # fmt: skip
+        assert_arrays_match(got.column(name), want.column(name), what=name, rtol=1e-12)
 
 
 def _gpu(lf: Any) -> Any:

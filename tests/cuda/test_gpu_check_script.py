@@ -24,7 +24,7 @@ import pytest
 from colbridge.memory.cuda import use_cupy
 from colbridge.testing.cupy_double import CupyDouble, DeviceSpec
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _script() -> ModuleType:

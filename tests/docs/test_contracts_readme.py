@@ -4,7 +4,7 @@ The commands run through a real shell (so `data/*.parquet` is expanded by it, as
 for a user), in a folder holding data with the columns the examples name; their
 results are checked against polars. Shell lines that are not `colbridge`
 commands (`make`, `pip`) are listed, so that a new command cannot be skipped
-silently. The README's Python blocks are run by `tests/test_docs.py`.
+silently. The README's Python blocks are run by `tests/docs/test_docs.py`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 _FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.S | re.M)
 #: Shell lines of the README that are not colbridge commands, and are not run here.
 NOT_COLBRIDGE = {"make demo", "make test", 'pip install "colbridge[gpu]"'}

@@ -31,7 +31,7 @@ from colbridge.io import FeatureSpec, FeatureStats, fit_stats, iter_features, tr
 from colbridge.io.sink import AtomicWriter, remove_stale_partials
 from colbridge.io.steps import JobSpecError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _env() -> dict[str, str]:
