@@ -22,9 +22,9 @@ from colbridge.errors import (
     UnsupportedOperationError,
     UnsupportedTypeError,
 )
-from colbridge.expr.api import Expr, coalesce, col, lit, when
+from colbridge.expr.api import Expr, coalesce, col, len, lit, when
 from colbridge.expr.parser import parse_assignments, parse_expr
-from colbridge.lazy import LazyFrame
+from colbridge.lazy import GroupBy, LazyFrame
 from colbridge.types import DType
 
 if TYPE_CHECKING:  # served lazily by `__getattr__` below; listed for type checkers
@@ -102,6 +102,7 @@ __all__ = [
     "DuplicateColumnError",
     "Expr",
     "ExpressionSyntaxError",
+    "GroupBy",
     "InvalidOperationError",
     "KernelCompileError",
     "LazyFrame",
@@ -117,6 +118,7 @@ __all__ = [
     "coalesce",
     "col",
     "lazy",
+    "len",
     "lit",
     "parse_assignments",
     "parse_expr",

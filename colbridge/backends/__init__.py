@@ -14,6 +14,7 @@ from typing import Any, Protocol, cast
 import pyarrow as pa
 
 from colbridge.backends.common import RunStats
+from colbridge.backends.groups import Grouping
 from colbridge.plan.nullability import Nullability
 from colbridge.plan.planner import Segment
 
@@ -30,8 +31,13 @@ class Backend(Protocol):
         num_rows: int,
         stats: RunStats,
         nan_null: frozenset[str] = frozenset(),
+        groups: Grouping | None = None,
     ) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
-        """Run one segment: (new columns by name, the filter mask or None)."""
+        """Run one segment: (new columns by name, the filter mask or None).
+
+        ``groups`` holds the group ids (and host-made results) of the segment's
+        grouped work, from the factorize pass.
+        """
         ...
 
     def kernel_sources(

@@ -14,19 +14,28 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from colbridge.backends.groups import GroupIds
 from colbridge.codegen.kernel import AggSlot, KernelSource, OutputSpec
 from colbridge.errors import InvalidOperationError
+from colbridge.expr.nodes import Agg, GroupAgg, KeySet, Reduction
 from colbridge.plan.nullability import Nullability
 from colbridge.plan.planner import Segment
 from colbridge.types import DType
 
 __all__ = [
     "RunStats",
+    "finalize_grouped",
     "finalize_reduction",
+    "grouped_array",
+    "grouped_operand",
     "kernel_sources",
     "raise_kernel_errors",
+    "split_level",
     "wrap_outputs",
 ]
+
+#: Per-group results as kernels read them: values, and validity (None: every group valid).
+GroupedValues = tuple[np.ndarray, np.ndarray | None]
 
 
 @dataclass
@@ -85,6 +94,8 @@ def _combine(
     if func == "count":
         return np.uint32(count), True
     if func == "null_count":
+        if "rows" in slot.i:  # rows where a filter holds, not the whole frame
+            num_rows = int(pi[:, slot.i["rows"]].sum())
         return np.uint32(num_rows - count), True
     if func == "mean" and ("sum_hi" in slot.i or "sum_hi" in slot.u):
         if count == 0:
@@ -142,6 +153,107 @@ def _combine(
     return res.numpy.type(value), True
 
 
+def split_level(level: list[Reduction]) -> tuple[list[Agg], dict[KeySet, list[GroupAgg]]]:
+    """A pass's whole-column reductions, and its grouped ones by key set (one kernel each)."""
+    aggs = [a for a in level if isinstance(a, Agg)]
+    by_keys: dict[KeySet, list[GroupAgg]] = {}
+    for a in level:
+        if isinstance(a, GroupAgg):
+            by_keys.setdefault(a.keys, []).append(a)
+    return aggs, by_keys
+
+
+def _exact_ratio(total_hi: np.ndarray, total_lo: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``(hi * 2**32 + lo) / counts`` correctly rounded, per group (float64)."""
+    hi = total_hi.astype(np.float64)
+    lo = total_lo.astype(np.float64)
+    out: np.ndarray = (hi * 2.0**32 + lo) / np.maximum(counts, 1)
+    # exact in float64 while both parts are: Python integers for the other groups
+    wide = np.flatnonzero((np.abs(hi) >= 2.0**20) | (np.abs(lo) >= 2.0**52))
+    for g in wide:
+        total = int(total_hi[g]) * 2**32 + int(total_lo[g])
+        out[g] = total / max(int(counts[g]), 1)
+    return out
+
+
+def finalize_grouped(
+    slot: AggSlot, tf: np.ndarray, ti: np.ndarray, tu: np.ndarray, groups: GroupIds
+) -> GroupedValues:
+    """Merge per-chunk partial tables ``(chunks, groups, columns)`` into one value per group.
+
+    The vectorised form of `finalize_reduction`, with the same rules per group.
+    """
+    with np.errstate(all="ignore"):
+        return _combine_grouped(slot, tf, ti, tu, groups)
+
+
+def _combine_grouped(
+    slot: AggSlot, tf: np.ndarray, ti: np.ndarray, tu: np.ndarray, groups: GroupIds
+) -> GroupedValues:
+    func = slot.agg.func
+    res: DType = slot.result_dtype
+    counts = ti[:, :, slot.i["count"]].sum(axis=0, dtype=np.int64)
+    some = counts > 0
+    if func == "count":
+        return counts.astype(np.uint32), None
+    if func == "null_count":
+        rows = ti[:, :, slot.i["rows"]].sum(axis=0) if "rows" in slot.i else groups.sizes()
+        return (rows - counts).astype(np.uint32), None
+    if func == "mean" and ("sum_hi" in slot.i or "sum_hi" in slot.u):
+        roles, parts = (slot.i, ti) if "sum_hi" in slot.i else (slot.u, tu)
+        hi = parts[:, :, roles["sum_hi"]].sum(axis=0)
+        lo = parts[:, :, roles["sum_lo"]].sum(axis=0)
+        return _exact_ratio(hi, lo, counts).astype(res.numpy), _valid(some)
+    if func in ("sum", "mean"):
+        if "sum" in slot.f:
+            total: np.ndarray = tf[:, :, slot.f["sum"]].sum(axis=0)
+        elif "sum" in slot.u:
+            total = tu[:, :, slot.u["sum"]].sum(axis=0, dtype=np.uint64)
+        else:
+            total = ti[:, :, slot.i["sum"]].sum(axis=0, dtype=np.int64)
+        if func == "sum":
+            return total.astype(res.numpy), None
+        if "sum" in slot.f:
+            return (total / np.maximum(counts, 1)).astype(res.numpy), _valid(some)
+        zeros = np.zeros_like(total)
+        return _exact_ratio(zeros, total, counts).astype(res.numpy), _valid(some)
+    if func in ("min", "max"):
+        pick = np.min if func == "min" else np.max
+        if slot.arg_dtype.is_float:
+            non_nan = ti[:, :, slot.i["non_nan"]].sum(axis=0)
+            any_nan = ti[:, :, slot.i["any_nan"]].max(axis=0) > 0
+            best = pick(tf[:, :, slot.f["best"]], axis=0)
+            value = np.where(non_nan > 0, best, np.where(any_nan, np.nan, 0.0))
+            return value.astype(res.numpy), _valid((non_nan > 0) | any_nan)
+        source = tu[:, :, slot.u["best"]] if "best" in slot.u else ti[:, :, slot.i["best"]]
+        value = pick(source, axis=0)
+        return value.astype(res.numpy), _valid(some)
+    msg = f"grouped `{func}` has no partial layout (std/var are rewritten before)"
+    raise AssertionError(msg)
+
+
+def _valid(mask: np.ndarray[Any, Any]) -> np.ndarray[Any, Any] | None:
+    return None if bool(mask.all()) else mask
+
+
+def grouped_array(values: GroupedValues, dtype: DType) -> pa.Array:
+    """Per-group results as an Arrow array (a row per group)."""
+    data, valid = values
+    if dtype.is_bool:
+        return pa.array(data.astype(np.bool_), mask=None if valid is None else ~valid)
+    return pa.array(data, type=dtype.arrow, mask=None if valid is None else ~valid)
+
+
+def grouped_operand(array: pa.Array, dtype: DType) -> GroupedValues:
+    """A per-group Arrow result as kernels gather it: values of ``dtype``, validity."""
+    valid = None
+    if array.null_count:
+        valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=np.bool_)
+    filled = array.fill_null(False if dtype.is_bool else 0) if array.null_count else array
+    values = np.asarray(filled.to_numpy(zero_copy_only=False)).astype(dtype.numpy, copy=False)
+    return values, valid
+
+
 def kernel_sources(
     generator: Any,
     target: str,
@@ -158,10 +270,21 @@ def kernel_sources(
     """
     out = []
     parallel = num_rows >= parallel_from
-    for aggs in segment.agg_levels:
-        src = generator.generate_reduce(aggs, segment.types, nulls, parallel=parallel,
-                                        plan_text=segment.text)  # fmt: skip
-        out.append((f"reduction kernel source ({target})", src.source))
+    if segment.pre is not None:
+        out += kernel_sources(generator, target, segment.pre, nulls, num_rows=num_rows,
+                              parallel_from=parallel_from)  # fmt: skip
+    for level in segment.agg_levels:
+        aggs, by_keys = split_level(level)
+        if aggs:
+            src = generator.generate_reduce(aggs, segment.types, nulls, parallel=parallel,
+                                            plan_text=segment.text)  # fmt: skip
+            out.append((f"reduction kernel source ({target})", src.source))
+        for grouped in by_keys.values():
+            src = generator.generate_grouped_reduce(grouped, segment.types, nulls,
+                                                    parallel=parallel, plan_text=segment.text)
+            out.append((f"grouped reduction kernel source ({target})", src.source))
+    if segment.group_by is not None:
+        return out  # the groups' values are the grouped passes' results
     if segment.outputs or segment.mask is not None:
         # the kernel takes the segment's literals as arguments
         parallel = (1 if segment.one_row else num_rows) >= parallel_from

@@ -25,6 +25,7 @@ Tiers (``COLBRIDGE_CPU_TIER``, default ``auto``):
 from __future__ import annotations
 
 import collections
+import dataclasses
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -38,16 +39,21 @@ import pyarrow as pa
 
 from colbridge.backends import common
 from colbridge.backends.common import (
+    GroupedValues,
     RunStats,
+    finalize_grouped,
     finalize_reduction,
+    grouped_operand,
     raise_kernel_errors,
+    split_level,
     wrap_outputs,
 )
+from colbridge.backends.groups import GroupIds, Grouping
 from colbridge.backends.kernel_cache import kernel_cache, load_module_from_source
 from colbridge.codegen.kernel import N_ERR_KINDS, InputSpec, KernelSource, ScalarSpec
 from colbridge.codegen.numba_cpu import BLOCK  # rows per partial of a compiled reduction
 from colbridge.errors import ComputeError, InvalidOperationError, KernelCompileError
-from colbridge.expr.nodes import Agg
+from colbridge.expr.nodes import Agg, GroupAgg
 from colbridge.plan.nullability import Nullability
 from colbridge.plan.planner import Segment
 from colbridge.plan.typecheck import is_scalar
@@ -261,10 +267,13 @@ def run_segment(
     num_rows: int,
     stats: RunStats,
     nan_null: frozenset[str] = frozenset(),
+    groups: Grouping | None = None,
 ) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
     """Run one segment: its reduction passes, then its fused elementwise pass.
 
-    ``nan_null`` names float columns in which NaN means null (pandas NumPy floats).
+    ``nan_null`` names float columns in which NaN means null (pandas NumPy floats);
+    ``groups`` holds the group ids of the segment's key sets (factorized before).
+    A ``group_by`` segment's results have one row per group.
     """
     nullable = frozenset(name for name in segment.inputs if columns[name].null_count > 0)
     nan_null = nan_null & frozenset(segment.inputs)
@@ -273,12 +282,27 @@ def run_segment(
     parallel = num_rows >= PARALLEL_MIN_ROWS
     scalar_values: dict[Agg, tuple[Any, bool]] = {}
     input_types = tuple((c, columns[c].type) for c in segment.inputs)
+    grouped_values: dict[GroupAgg, GroupedValues] = {}
+    if groups is not None:
+        # the group ids are kernel inputs like any column; host-made results are operands
+        columns = {**columns, **{name: ids.ids_array() for name, ids in groups.ids.items()}}
+        for node, array in groups.host.items():
+            if node in segment.types:
+                grouped_values[node] = grouped_operand(array, segment.types[node])
+    state = _GroupedRun(segment, columns, num_rows, stats, nulls, scalar_values,
+                        grouped_values, (nullable, nan_null, input_types))  # fmt: skip
 
     key: tuple[Any, ...]
     for index, level in enumerate(segment.agg_levels):
+        aggs, by_keys = split_level(level)
+        for keys, grouped in by_keys.items():
+            assert groups is not None
+            state.run(index, grouped, groups.of(keys.ids_column))
+        if not aggs:
+            continue
         key = ("reduce", parallel, segment.signature, index, nullable, nan_null, input_types)
 
-        def make_reduce(gen: ModuleType, level: list[Agg] = level) -> KernelSource:
+        def make_reduce(gen: ModuleType, level: list[Agg] = aggs) -> KernelSource:
             src: KernelSource = gen.generate_reduce(
                 level, segment.types, nulls, parallel=parallel, plan_text=segment.text
             )
@@ -297,17 +321,34 @@ def run_segment(
             args += _bind_input(spec, columns[spec.name])
         for s in src.scalars:
             args += _bind_scalar(s, *scalar_values[s.agg])
+        args += _bind_groups(src, grouped_values)
         args += [pf, pi, pu, err]
         _call(kernel, args, key, make_reduce)
         raise_kernel_errors(src, err)
-        stats.kernels.append(f"reduce[{', '.join(repr(a) for a in level)}] ({kernel.tier})")
+        stats.kernels.append(f"reduce[{', '.join(repr(a) for a in aggs)}] ({kernel.tier})")
         for slot in src.slots:
+            assert isinstance(slot.agg, Agg)
             scalar_values[slot.agg] = finalize_reduction(slot, pf, pi, pu, num_rows)
 
+    opaque: dict[str, pa.Array] = {}
+    if segment.group_by is not None:
+        # the rows of what is computed now are the groups: row g gathers group g
+        assert groups is not None
+        ids_name = segment.group_by.keys.ids_column
+        n = groups.of(ids_name).count
+        if ids_name is not None:
+            columns = {**columns, ids_name: pa.array(np.arange(n, dtype=np.int32))}
+        opaque = {name: groups.host[node] for name, node in segment.outputs
+                  if node in segment.opaque}  # fmt: skip
+        if opaque:
+            kept = [(name, node) for name, node in segment.outputs if name not in opaque]
+            segment = dataclasses.replace(segment, outputs=kept, agg_levels=[])
+        if not segment.outputs:
+            return opaque, None
     if not segment.outputs and segment.mask is None:
         return {}, None
-    if num_rows == 0 and not segment.one_row:
-        check_scalar_outputs(segment, nulls, scalar_values, stats)
+    if num_rows == 0 and not segment.one_row and segment.group_by is None:
+        check_scalar_outputs(segment, nulls, scalar_values, stats, grouped_values)
 
     parallel = n >= PARALLEL_MIN_ROWS  # a one-row pass after reductions runs on one thread
     key = ("elementwise", parallel, segment.signature, nullable, nan_null, input_types)
@@ -327,6 +368,7 @@ def run_segment(
         args += _bind_input(spec, columns[spec.name])
     for s in src.scalars:
         args += _bind_scalar(s, *scalar_values[s.agg])
+    args += _bind_groups(src, grouped_values)
     args += segment.param_values
     out_buffers: list[tuple[pa.Buffer, pa.Buffer | None]] = []
     for out in src.outputs:
@@ -349,7 +391,104 @@ def run_segment(
         f"elementwise[{', '.join(s.name for s in src.outputs)}] over {len(src.inputs)} "
         f"input(s) ({kernel.tier})"
     )
-    return wrap_outputs(src.outputs, out_buffers, n)
+    results, mask = wrap_outputs(src.outputs, out_buffers, n)
+    results.update(opaque)
+    return results, mask
+
+
+def _bind_groups(src: KernelSource, values: Mapping[GroupAgg, GroupedValues]) -> list[Any]:
+    """Arguments ``g{j}`` (and ``gv{j}``) of the per-group results a kernel gathers."""
+    bound: list[Any] = []
+    for spec in src.groups:
+        data, valid = values[spec.node]
+        bound.append(_readonly(np.ascontiguousarray(data, dtype=spec.dtype.numpy)))
+        if spec.nullable:
+            flags = np.ones(len(data), dtype=np.bool_) if valid is None else valid
+            bound.append(_readonly(np.ascontiguousarray(flags, dtype=np.bool_)))
+    return bound
+
+
+#: Bytes of partial tables a grouped pass may allocate for extra chunks (beyond one per thread).
+GROUPED_TABLE_BUDGET = 256 << 20
+
+
+def grouped_chunks(num_rows: int, ngroups: int, width: int) -> int:
+    """How many chunks (partial tables) a parallel grouped pass splits its rows into.
+
+    Few groups: several chunks per thread, so threads finish together; many
+    groups: one per thread at most, and fewer when the tables would not fit
+    `GROUPED_TABLE_BUDGET` (their merge then costs more than the rows).
+    """
+    import numba
+
+    threads = max(1, numba.get_num_threads())
+    words = max(1, (num_rows + 63) // 64)
+    table = max(1, ngroups * width * 8)
+    wanted = 4 * threads if table <= (1 << 20) else threads
+    return max(1, min(words, wanted, GROUPED_TABLE_BUDGET // table))
+
+
+class _GroupedRun:
+    """The grouped reduction passes of one segment run (one kernel per key set and level)."""
+
+    def __init__(
+        self,
+        segment: Segment,
+        columns: Mapping[str, pa.Array],
+        num_rows: int,
+        stats: RunStats,
+        nulls: Nullability,
+        scalar_values: dict[Agg, tuple[Any, bool]],
+        grouped_values: dict[GroupAgg, GroupedValues],
+        variant: tuple[Any, ...],
+    ) -> None:
+        self.segment = segment
+        self.columns = columns
+        self.num_rows = num_rows
+        self.stats = stats
+        self.nulls = nulls
+        self.scalar_values = scalar_values
+        self.grouped_values = grouped_values
+        self.variant = variant
+
+    def run(self, index: int, aggs: list[GroupAgg], ids: GroupIds) -> None:
+        """Fill partial tables by group id for ``aggs`` and finish them into `grouped_values`."""
+        segment, num_rows = self.segment, self.num_rows
+        parallel = num_rows >= PARALLEL_MIN_ROWS
+        keys = aggs[0].keys
+        key = ("grouped", parallel, segment.signature, index, repr(keys), *self.variant)
+
+        def make(gen: ModuleType) -> KernelSource:
+            src: KernelSource = gen.generate_grouped_reduce(
+                aggs, segment.types, self.nulls, parallel=parallel, plan_text=segment.text
+            )
+            return src
+
+        kernel = _kernel(key, make, self.stats, num_rows)
+        src = kernel.source
+        width = src.n_f + src.n_i + src.n_u
+        chunks = 1 if kernel.tier == "numpy" or not parallel else grouped_chunks(
+            num_rows, ids.count, width)  # fmt: skip
+        tf = np.zeros((chunks, ids.count, max(src.n_f, 1)), dtype=np.float64)
+        ti = np.zeros((chunks, ids.count, max(src.n_i, 1)), dtype=np.int64)
+        tu = np.zeros((chunks, ids.count, max(src.n_u, 1)), dtype=np.uint64)
+        err = np.zeros((N_ERR_KINDS, chunks), dtype=np.int64) if src.uses_err else _NO_ERRORS
+        args: list[Any] = [num_rows]
+        for spec in src.inputs:
+            args += _bind_input(spec, self.columns[spec.name])
+        for s in src.scalars:
+            args += _bind_scalar(s, *self.scalar_values[s.agg])
+        args += _bind_groups(src, self.grouped_values)
+        args += [tf, ti, tu, err]
+        _call(kernel, args, key, make)
+        raise_kernel_errors(src, err)
+        self.stats.kernels.append(
+            f"grouped reduce[{', '.join(repr(a) for a in aggs)}] into {ids.count} group(s), "
+            f"{chunks} chunk(s) ({kernel.tier})"
+        )
+        for slot in src.slots:
+            assert isinstance(slot.agg, GroupAgg)
+            self.grouped_values[slot.agg] = finalize_grouped(slot, tf, ti, tu, ids)
 
 
 def check_scalar_outputs(
@@ -357,6 +496,7 @@ def check_scalar_outputs(
     nulls: Nullability,
     scalar_values: dict[Agg, tuple[Any, bool]],
     stats: RunStats,
+    grouped_values: Mapping[GroupAgg, GroupedValues] | None = None,
 ) -> None:
     """On a frame with no rows, evaluate the one-value outputs once anyway.
 
@@ -380,6 +520,7 @@ def check_scalar_outputs(
     args: list[Any] = [1]
     for s in src.scalars:
         args += _bind_scalar(s, *scalar_values[s.agg])
+    args += _bind_groups(src, grouped_values or {})
     args += segment.param_values
     for out in src.outputs:
         args.append(np.zeros(1, dtype=np.uint64 if out.dtype.is_bool else out.dtype.numpy))

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import hashlib
 import os
 import threading
@@ -46,12 +47,17 @@ import numpy as np
 import pyarrow as pa
 
 from colbridge.backends.common import (
+    GroupedValues,
     RunStats,
     finalize_reduction,
+    grouped_operand,
     raise_kernel_errors,
+    split_level,
     wrap_outputs,
 )
 from colbridge.backends.cpu import check_scalar_outputs
+from colbridge.backends.cuda_grouped import group_args, run_grouped
+from colbridge.backends.groups import Grouping
 from colbridge.backends.kernel_cache import cache_dir, kernel_cache
 from colbridge.codegen.cuda import (
     COMPILE_OPTIONS,
@@ -61,7 +67,7 @@ from colbridge.codegen.cuda import (
 )
 from colbridge.codegen.kernel import N_ERR_KINDS, InputSpec, ScalarSpec
 from colbridge.errors import DeviceError, KernelCompileError
-from colbridge.expr.nodes import Agg
+from colbridge.expr.nodes import Agg, GroupAgg
 from colbridge.plan.nullability import Nullability
 from colbridge.plan.planner import Segment
 
@@ -599,10 +605,13 @@ def run_segment(
     num_rows: int,
     stats: RunStats,
     nan_null: frozenset[str] = frozenset(),
+    groups: Grouping | None = None,
 ) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
     """Run one segment on the GPU: reduction passes, then the fused elementwise pass.
 
-    ``nan_null`` names float columns in which NaN means null (pandas NumPy floats).
+    ``nan_null`` names float columns in which NaN means null (pandas NumPy floats);
+    ``groups`` holds the group ids of the segment's grouped work (factorized on the
+    host; the ids travel to the device as an input column).
 
     Raises `DeviceError` when CuPy, the driver or the device fails (so the
     caller's fallback policy applies) and `KernelCompileError` when NVRTC
@@ -616,8 +625,8 @@ def run_segment(
     try:
         if owned:
             with runtime.device:  # type: ignore[attr-defined]
-                return _run(runtime, segment, columns, num_rows, stats, nan_null)
-        return _run(runtime, segment, columns, num_rows, stats, nan_null)
+                return _run(runtime, segment, columns, num_rows, stats, nan_null, groups)
+        return _run(runtime, segment, columns, num_rows, stats, nan_null, groups)
     finally:
         runtime.close()
 
@@ -629,6 +638,7 @@ def _run(
     num_rows: int,
     stats: RunStats,
     nan_null: frozenset[str] = frozenset(),
+    groups: Grouping | None = None,
 ) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
     nullable = frozenset(name for name in segment.inputs if columns[name].null_count > 0)
     nan_null = nan_null & frozenset(segment.inputs)
@@ -639,8 +649,32 @@ def _run(
     if segment.mask is not None:
         plan_text += f"\nfilter: {segment.mask!r}"
     input_types = tuple((c, columns[c].type) for c in segment.inputs)
+    grouped_values: dict[GroupAgg, GroupedValues] = {}
+    if groups is not None:  # the group ids are an input column; host-made results operands
+        columns = {**columns, **{name: ids.ids_array() for name, ids in groups.ids.items()}}
+        for node, array in groups.host.items():
+            if node in segment.types:
+                grouped_values[node] = grouped_operand(array, segment.types[node])
 
-    for level in segment.agg_levels:
+    for level_all in segment.agg_levels:
+        level, by_keys = split_level(level_all)
+        for grouped in by_keys.values():
+            assert groups is not None
+            gkey = ("grouped", tuple(grouped), tuple(sorted(nullable)), nan_null, input_types)
+            run_grouped(
+                runtime, lambda k, make: _kernel(runtime, k, make, stats), segment, grouped,
+                groups.of(grouped[0].keys.ids_column), nulls,
+                lambda src, start, stop: [
+                    _place(runtime, a) for spec in src.inputs
+                    for a in _host_input(spec, columns[spec.name], start, stop)],
+                lambda src: [a for s in src.scalars
+                             for a in _scalar_args(s, *scalar_values[s.agg])],
+                grouped_values,
+                lambda src, fixed: _chunks(runtime, num_rows, _row_bytes(src.inputs, []), fixed),
+                gkey, stats,
+            )  # fmt: skip
+        if not level:
+            continue
         key: tuple[Any, ...] = (
             "reduce", tuple(level), tuple(sorted(nullable)), nan_null, input_types
         )
@@ -671,6 +705,7 @@ def _run(
                          _host_input(in_spec, columns[in_spec.name], start, stop)]  # fmt: skip
             for s in src.scalars:
                 args += _scalar_args(s, *scalar_values[s.agg])
+            args += group_args(runtime, src, grouped_values)
             args += [*partials, err]
             runtime.launch(compiled.handle, src, grid, block, args)
             for k in range(3):
@@ -680,12 +715,28 @@ def _run(
         stats.kernels.append(f"cuda reduce[{', '.join(repr(a) for a in level)}]")
         pf, pi, pu = (np.concatenate(p) for p in parts)
         for slot in src.slots:
+            assert isinstance(slot.agg, Agg)
             scalar_values[slot.agg] = finalize_reduction(slot, pf, pi, pu, num_rows)
 
+    opaque: dict[str, pa.Array] = {}
+    if segment.group_by is not None:
+        # the rows of what is computed now are the groups: row g gathers group g
+        assert groups is not None
+        ids_name = segment.group_by.keys.ids_column
+        n = groups.of(ids_name).count
+        if ids_name is not None:
+            columns = {**columns, ids_name: pa.array(np.arange(n, dtype=np.int32))}
+        opaque = {name: groups.host[node] for name, node in segment.outputs
+                  if node in segment.opaque}  # fmt: skip
+        if opaque:
+            kept = [(name, node) for name, node in segment.outputs if name not in opaque]
+            segment = dataclasses.replace(segment, outputs=kept, agg_levels=[])
+        if not segment.outputs:
+            return opaque, None
     if not segment.outputs and segment.mask is None:
         return {}, None
-    if num_rows == 0 and not segment.one_row:
-        check_scalar_outputs(segment, nulls, scalar_values, stats)
+    if num_rows == 0 and not segment.one_row and segment.group_by is None:
+        check_scalar_outputs(segment, nulls, scalar_values, stats, grouped_values)
 
     # literals are kernel arguments: the key (the segment's signature) leaves them out
     key = ("elementwise", segment.signature, tuple(sorted(nullable)), nan_null, input_types,
@@ -727,6 +778,7 @@ def _run(
                      _host_input(in_spec, columns[in_spec.name], start, stop)]  # fmt: skip
         for s in src.scalars:
             args += _scalar_args(s, *scalar_values[s.agg])
+        args += group_args(runtime, src, grouped_values)
         args += literal_values
         dev_out: list[tuple[Any, Any | None]] = []
         for spec in src.outputs:
@@ -764,7 +816,9 @@ def _run(
         f"cuda elementwise[{', '.join(s.name for s in src.outputs)}] over "
         f"{len(src.inputs)} input(s) in {len(chunks)} chunk(s)"
     )
-    return wrap_outputs(src.outputs, host_out, n)
+    results, mask = wrap_outputs(src.outputs, host_out, n)
+    results.update(opaque)
+    return results, mask
 
 
 def _place(runtime: Runtime, arg: Any) -> Any:

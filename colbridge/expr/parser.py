@@ -57,7 +57,7 @@ _ONE_ARG = {
         "abs", "sqrt", "cbrt", "exp", "log", "log10", "log1p", "sin", "cos", "tan", "arcsin",
         "arccos", "arctan", "sinh", "cosh", "tanh", "floor", "ceil", "sign", "is_null",
         "is_not_null", "is_nan", "is_not_nan", "is_finite", "is_infinite", "sum", "mean", "min",
-        "max", "std", "var", "count", "null_count",
+        "max", "std", "var", "count", "null_count", "first", "last", "n_unique",
     )
 }  # fmt: skip
 _FUNCS: dict[str, tuple[int, int, Callable[..., Expr]]] = {
@@ -71,7 +71,13 @@ _FUNCS: dict[str, tuple[int, int, Callable[..., Expr]]] = {
         3, 3, lambda x, lo, hi: x.clip(_scalar(lo, "`clip` bounds"), _scalar(hi, "`clip` bounds"))
     ),
     "round": (1, 2, lambda x, d=None: x.round(0 if d is None else _scalar(d, "`round` decimals"))),
+    # windows and grouped reductions: over(mean(a), carrier) or mean(a).over(carrier)
+    "over": (2, 64, lambda x, *keys: x.over(*keys)),
+    "filter": (2, 2, lambda x, p: x.filter(p)),
+    "len": (0, 1, lambda x=None: api.len() if x is None else x.len()),
 }
+#: Functions that may also be written as methods: ``mean(a).over(carrier)``.
+_METHODS = frozenset(_FUNCS) - {"where", "coalesce"}
 _STRING_FUNCS = {"col", "cast"}
 
 
@@ -170,6 +176,8 @@ class _Translator:
         raise self.fail(node, f"{type(node).__name__} is not allowed in an expression")
 
     def call(self, node: ast.Call, depth: int) -> Expr:
+        if isinstance(node.func, ast.Attribute):
+            return self.method_call(node, node.func, depth)
         if not isinstance(node.func, ast.Name):
             raise self.fail(node.func, "only plain function names can be called")
         name = node.func.id
@@ -186,6 +194,26 @@ class _Translator:
             count = f"{lo}" if lo == hi else f"{lo} to {hi}"
             raise self.fail(node, f"`{name}` takes {count} argument(s), got {len(node.args)}")
         return build(*(self.expr(a, depth) for a in node.args))
+
+    def method_call(self, node: ast.Call, func: ast.Attribute, depth: int) -> Expr:
+        """``x.name(args)`` for a whitelisted function ``name``: ``name(x, args)``."""
+        name = func.attr
+        if name not in _METHODS:
+            allowed = ", ".join(sorted(_METHODS))
+            raise self.fail(
+                func,
+                f"only plain function names can be called, or the methods {allowed} of an "
+                f"expression; `{name}` is none of them",
+            )
+        if node.keywords:
+            raise self.fail(node, f"`{name}` takes positional arguments only")
+        lo, hi, build = _FUNCS[name]
+        count = len(node.args) + 1
+        if not lo <= count <= hi:
+            want = f"{lo - 1}" if lo == hi else f"{max(lo - 1, 0)} to {hi - 1}"
+            raise self.fail(node, f"`.{name}()` takes {want} argument(s), got {len(node.args)}")
+        receiver = self.expr(func.value, depth)
+        return build(receiver, *(self.expr(a, depth) for a in node.args))
 
     def string_call(self, node: ast.Call, name: str, depth: int) -> Expr:
         if name == "col":

@@ -16,6 +16,8 @@ from colbridge.expr.nodes import (
     Coalesce,
     Column,
     FillNan,
+    Filtered,
+    GroupAgg,
     Literal,
     Node,
     Unary,
@@ -62,6 +64,11 @@ class Nullability:
             return node.value is None
         if isinstance(node, Agg):
             return node.func in NULLABLE_AGGS
+        if isinstance(node, GroupAgg):
+            # a group has rows, but they may all be null (or filtered out)
+            return node.func in NULLABLE_AGGS or node.func in ("first", "last")
+        if isinstance(node, Filtered):
+            return self.may_be_null(node.arg)
         if isinstance(node, Unary) and node.op in ("is_null", "is_not_null"):
             return False
         if isinstance(node, Binary):
