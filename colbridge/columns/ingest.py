@@ -106,7 +106,12 @@ def _pandas_to_arrow(series: Any, label: str) -> pa.ChunkedArray:
     arrow_array = getattr(values, "__arrow_array__", None)
     # ArrowDtype and masked extension arrays know their own Arrow form; for
     # NumPy-backed data NaN stays a value (from_pandas=False), as Arrow and polars keep it.
-    result = arrow_array() if arrow_array is not None else pa.array(series.to_numpy(copy=False))
+    if getattr(series.dtype, "name", "") == "category":
+        # codes and categories as an Arrow dictionary array (missing values: code -1, null)
+        result = pa.array(series)
+    else:
+        result = (arrow_array() if arrow_array is not None
+                  else pa.array(series.to_numpy(copy=False)))  # fmt: skip
     if isinstance(result, pa.Array):
         return pa.chunked_array([result], type=result.type)
     return result

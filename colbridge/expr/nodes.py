@@ -368,13 +368,17 @@ def transform(node: Node, fn: Callable[[Node], Node], memo: dict[Node, Node] | N
 def push_window(arg: Node, keys: KeySet) -> Node:
     """``arg.over(keys)``: every whole-column reduction inside ``arg`` taken per group.
 
-    Reductions already per group (a window inside a window) keep their own keys;
-    elementwise parts are unchanged (``x.over(g)`` is ``x``), as in polars.
+    A window inside the window is taken within each of its groups (by the outer
+    keys and its own, as polars evaluates it); elementwise parts are unchanged
+    (``x.over(g)`` is ``x``), as in polars.
     """
 
     def fn(n: Node) -> Node:
         if isinstance(n, Agg):
             return GroupAgg(n.func, n.arg, keys, n.ddof)
+        if isinstance(n, GroupAgg):
+            inner = tuple(e for e in n.keys.exprs if e not in keys.exprs)
+            return GroupAgg(n.func, n.arg, KeySet(keys.exprs + inner), n.ddof)
         return n
 
     return transform(arg, fn)

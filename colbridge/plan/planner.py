@@ -452,10 +452,10 @@ def _agg_levels(roots: Sequence[Node], types: Mapping[Node, DType]) -> list[list
             return not is_host_reduction(n, types)
         return isinstance(n, Agg)
 
-    def level(node: Node) -> int:
+    def level(arg: Node) -> int:
         deepest = -1
-        for n in walk(node):
-            if n is not node and kernel_work(n):
+        for n in walk(arg):  # the argument itself may be a reduction (a window's window)
+            if kernel_work(n):
                 assert isinstance(n, (Agg, GroupAgg))
                 deepest = max(deepest, agg_level(n))
         return deepest

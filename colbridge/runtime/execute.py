@@ -303,6 +303,15 @@ def _group_keys(segment: Segment, columns: Columns, groups: Grouping) -> dict[st
     return out
 
 
+def _without_views(table: pa.Table) -> pa.Table:
+    """String/binary view columns (polars') in the large layout: pyarrow filters no views."""
+    for k, f in enumerate(table.schema):
+        if pa.types.is_string_view(f.type) or pa.types.is_binary_view(f.type):
+            large = pa.large_string() if pa.types.is_string_view(f.type) else pa.large_binary()
+            table = table.set_column(k, f.name, table.column(k).cast(large))
+    return table
+
+
 def execute(
     plan: PreparedPlan,
     adapter: FrameAdapter,
@@ -350,7 +359,7 @@ def execute(
             return adapter.filter(out, mask) if mask is not None else out
         table = ArrowTableAdapter(pa.table({n: new[n] for n in segment.order}))
         if mask is not None:
-            table = ArrowTableAdapter(table.frame.filter(mask))
+            table = ArrowTableAdapter(_without_views(table.frame).filter(mask))
         if index == last:
             return original.from_arrow(table.frame)
         adapter = table
