@@ -29,6 +29,7 @@ __all__ = [
     "grouped_array",
     "grouped_operand",
     "kernel_sources",
+    "per_group_level",
     "raise_kernel_errors",
     "split_level",
     "wrap_outputs",
@@ -154,13 +155,25 @@ def _combine(
 
 
 def split_level(level: list[Reduction]) -> tuple[list[Agg], dict[KeySet, list[GroupAgg]]]:
-    """A pass's whole-column reductions, and its grouped ones by key set (one kernel each)."""
+    """A pass's whole-column reductions, and its grouped ones by key set (one kernel each).
+
+    Per-group expressions (``func="each"``) are left out: see `per_group_level`.
+    """
     aggs = [a for a in level if isinstance(a, Agg)]
     by_keys: dict[KeySet, list[GroupAgg]] = {}
     for a in level:
-        if isinstance(a, GroupAgg):
+        if isinstance(a, GroupAgg) and a.func != "each":
             by_keys.setdefault(a.keys, []).append(a)
     return aggs, by_keys
+
+
+def per_group_level(level: list[Reduction]) -> dict[KeySet, list[GroupAgg]]:
+    """A pass's expressions evaluated once per group (a small pass over the groups)."""
+    out: dict[KeySet, list[GroupAgg]] = {}
+    for a in level:
+        if isinstance(a, GroupAgg) and a.func == "each":
+            out.setdefault(a.keys, []).append(a)
+    return out
 
 
 def _exact_ratio(total_hi: np.ndarray, total_lo: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -283,6 +296,11 @@ def kernel_sources(
             src = generator.generate_grouped_reduce(grouped, segment.types, nulls,
                                                     parallel=parallel, plan_text=segment.text)
             out.append((f"grouped reduction kernel source ({target})", src.source))
+        for each in per_group_level(level).values():
+            outputs = [(f"__each{k}__", node.arg) for k, node in enumerate(each)]
+            src = generator.generate_elementwise(outputs, None, segment.types, nulls,
+                                                 parallel=False, plan_text=segment.text)
+            out.append((f"per-group kernel source ({target})", src.source))
     if segment.group_by is not None:
         return out  # the groups' values are the grouped passes' results
     if segment.outputs or segment.mask is not None:

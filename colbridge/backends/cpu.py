@@ -44,6 +44,7 @@ from colbridge.backends.common import (
     finalize_grouped,
     finalize_reduction,
     grouped_operand,
+    per_group_level,
     raise_kernel_errors,
     split_level,
     wrap_outputs,
@@ -268,41 +269,55 @@ def run_segment(
     stats: RunStats,
     nan_null: frozenset[str] = frozenset(),
     groups: Grouping | None = None,
+    prior: Prior | None = None,
 ) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
     """Run one segment: its reduction passes, then its fused elementwise pass.
 
     ``nan_null`` names float columns in which NaN means null (pandas NumPy floats);
     ``groups`` holds the group ids of the segment's key sets (factorized before).
-    A ``group_by`` segment's results have one row per group.
+    A ``group_by`` segment's results have one row per group. ``prior`` holds results
+    of reductions already computed (for a pass over the groups of a segment).
     """
     nullable = frozenset(name for name in segment.inputs if columns[name].null_count > 0)
     nan_null = nan_null & frozenset(segment.inputs)
-    nulls = Nullability(segment.types, nullable, nan_null)
     n = 1 if segment.one_row else num_rows
     parallel = num_rows >= PARALLEL_MIN_ROWS
-    scalar_values: dict[Agg, tuple[Any, bool]] = {}
+    scalar_values: dict[Agg, tuple[Any, bool]] = dict(prior[0]) if prior else {}
     input_types = tuple((c, columns[c].type) for c in segment.inputs)
-    grouped_values: dict[GroupAgg, GroupedValues] = {}
+    grouped_values: dict[GroupAgg, GroupedValues] = dict(prior[1]) if prior else {}
     if groups is not None:
         # the group ids are kernel inputs like any column; host-made results are operands
         columns = {**columns, **{name: ids.ids_array() for name, ids in groups.ids.items()}}
         for node, array in groups.host.items():
             if node in segment.types:
                 grouped_values[node] = grouped_operand(array, segment.types[node])
-    state = _GroupedRun(segment, columns, num_rows, stats, nulls, scalar_values,
-                        grouped_values, (nullable, nan_null, input_types))  # fmt: skip
+
+    def variant() -> tuple[Nullability, tuple[Any, ...]]:
+        # group results with no null group are read without validity (flat row loops)
+        valid = frozenset(g for g, (_, v) in grouped_values.items() if v is None)
+        found = Nullability(segment.types, nullable, nan_null, valid)
+        return found, (nullable, nan_null, input_types, *((valid,) if valid else ()))
+
+    state = _GroupedRun(segment, columns, num_rows, stats, scalar_values, grouped_values)
 
     key: tuple[Any, ...]
     for index, level in enumerate(segment.agg_levels):
         aggs, by_keys = split_level(level)
+        nulls, extra = variant()
         for keys, grouped in by_keys.items():
             assert groups is not None
-            state.run(index, grouped, groups.of(keys.ids_column))
+            state.run(index, grouped, groups.of(keys.ids_column), nulls, extra)
+        for keys, each in per_group_level(level).items():
+            assert groups is not None
+            _per_group(segment, each, groups.of(keys.ids_column), columns, stats, nan_null,
+                       scalar_values, grouped_values)  # fmt: skip
         if not aggs:
             continue
-        key = ("reduce", parallel, segment.signature, index, nullable, nan_null, input_types)
+        key = ("reduce", parallel, segment.signature, index, *extra)
 
-        def make_reduce(gen: ModuleType, level: list[Agg] = aggs) -> KernelSource:
+        def make_reduce(
+            gen: ModuleType, level: list[Agg] = aggs, nulls: Nullability = nulls
+        ) -> KernelSource:
             src: KernelSource = gen.generate_reduce(
                 level, segment.types, nulls, parallel=parallel, plan_text=segment.text
             )
@@ -347,11 +362,12 @@ def run_segment(
             return opaque, None
     if not segment.outputs and segment.mask is None:
         return {}, None
+    nulls, extra = variant()
     if num_rows == 0 and not segment.one_row and segment.group_by is None:
         check_scalar_outputs(segment, nulls, scalar_values, stats, grouped_values)
 
     parallel = n >= PARALLEL_MIN_ROWS  # a one-row pass after reductions runs on one thread
-    key = ("elementwise", parallel, segment.signature, nullable, nan_null, input_types)
+    key = ("elementwise", parallel, segment.signature, *extra)
 
     def make_elementwise(gen: ModuleType) -> KernelSource:
         src: KernelSource = gen.generate_elementwise(
@@ -408,6 +424,9 @@ def _bind_groups(src: KernelSource, values: Mapping[GroupAgg, GroupedValues]) ->
     return bound
 
 
+#: Results of reductions computed before a run: whole-column values, per-group values.
+Prior = tuple[Mapping[Agg, tuple[Any, bool]], Mapping[GroupAgg, GroupedValues]]
+
 #: Bytes of partial tables a grouped pass may allocate for extra chunks (beyond one per thread).
 GROUPED_TABLE_BUDGET = 256 << 20
 
@@ -428,6 +447,35 @@ def grouped_chunks(num_rows: int, ngroups: int, width: int) -> int:
     return max(1, min(words, wanted, GROUPED_TABLE_BUDGET // table))
 
 
+def _per_group(
+    segment: Segment,
+    each: list[GroupAgg],
+    ids: GroupIds,
+    columns: Mapping[str, pa.Array],
+    stats: RunStats,
+    nan_null: frozenset[str],
+    scalar_values: dict[Agg, tuple[Any, bool]],
+    grouped_values: dict[GroupAgg, GroupedValues],
+) -> None:
+    """Evaluate expressions of group results once per group: a pass over the groups.
+
+    Row ``g`` of that pass reads group ``g`` (the ids are ``0 .. groups-1``).
+    """
+    keys = each[0].keys
+    assert keys.ids_column is not None
+    names = [f"__each{k}__" for k in range(len(each))]
+    sub = dataclasses.replace(
+        segment, outputs=[(name, node.arg) for name, node in zip(names, each, strict=True)],
+        mask=None, agg_levels=[], order=names, passthrough={}, one_row=False, pre=None,
+        key_sets=[], host_aggs=[], group_by=None,
+    )  # fmt: skip
+    identity = {**columns, keys.ids_column: pa.array(np.arange(ids.count, dtype=np.int32))}
+    results, _ = run_segment(sub, identity, ids.count, stats, nan_null,
+                             prior=(scalar_values, grouped_values))  # fmt: skip
+    for name, node in zip(names, each, strict=True):
+        grouped_values[node] = grouped_operand(results[name], segment.types[node])
+
+
 class _GroupedRun:
     """The grouped reduction passes of one segment run (one kernel per key set and level)."""
 
@@ -437,30 +485,33 @@ class _GroupedRun:
         columns: Mapping[str, pa.Array],
         num_rows: int,
         stats: RunStats,
-        nulls: Nullability,
         scalar_values: dict[Agg, tuple[Any, bool]],
         grouped_values: dict[GroupAgg, GroupedValues],
-        variant: tuple[Any, ...],
     ) -> None:
         self.segment = segment
         self.columns = columns
         self.num_rows = num_rows
         self.stats = stats
-        self.nulls = nulls
         self.scalar_values = scalar_values
         self.grouped_values = grouped_values
-        self.variant = variant
 
-    def run(self, index: int, aggs: list[GroupAgg], ids: GroupIds) -> None:
+    def run(
+        self,
+        index: int,
+        aggs: list[GroupAgg],
+        ids: GroupIds,
+        nulls: Nullability,
+        variant: tuple[Any, ...],
+    ) -> None:
         """Fill partial tables by group id for ``aggs`` and finish them into `grouped_values`."""
         segment, num_rows = self.segment, self.num_rows
         parallel = num_rows >= PARALLEL_MIN_ROWS
         keys = aggs[0].keys
-        key = ("grouped", parallel, segment.signature, index, repr(keys), *self.variant)
+        key = ("grouped", parallel, segment.signature, index, repr(keys), *variant)
 
         def make(gen: ModuleType) -> KernelSource:
             src: KernelSource = gen.generate_grouped_reduce(
-                aggs, segment.types, self.nulls, parallel=parallel, plan_text=segment.text
+                aggs, segment.types, nulls, parallel=parallel, plan_text=segment.text
             )
             return src
 

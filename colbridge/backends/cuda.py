@@ -51,11 +51,12 @@ from colbridge.backends.common import (
     RunStats,
     finalize_reduction,
     grouped_operand,
+    per_group_level,
     raise_kernel_errors,
     split_level,
     wrap_outputs,
 )
-from colbridge.backends.cpu import check_scalar_outputs
+from colbridge.backends.cpu import Prior, check_scalar_outputs
 from colbridge.backends.cuda_grouped import group_args, run_grouped
 from colbridge.backends.groups import Grouping
 from colbridge.backends.kernel_cache import cache_dir, kernel_cache
@@ -639,28 +640,36 @@ def _run(
     stats: RunStats,
     nan_null: frozenset[str] = frozenset(),
     groups: Grouping | None = None,
+    prior: Prior | None = None,
 ) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
     nullable = frozenset(name for name in segment.inputs if columns[name].null_count > 0)
     nan_null = nan_null & frozenset(segment.inputs)
     nulls = Nullability(segment.types, nullable, nan_null)
     n = 1 if segment.one_row else num_rows
-    scalar_values: dict[Agg, tuple[Any, bool]] = {}
+    scalar_values: dict[Agg, tuple[Any, bool]] = dict(prior[0]) if prior else {}
     plan_text = "\n".join(f"{name} = {node!r}" for name, node in segment.outputs)
     if segment.mask is not None:
         plan_text += f"\nfilter: {segment.mask!r}"
     input_types = tuple((c, columns[c].type) for c in segment.inputs)
-    grouped_values: dict[GroupAgg, GroupedValues] = {}
+    grouped_values: dict[GroupAgg, GroupedValues] = dict(prior[1]) if prior else {}
     if groups is not None:  # the group ids are an input column; host-made results operands
         columns = {**columns, **{name: ids.ids_array() for name, ids in groups.ids.items()}}
         for node, array in groups.host.items():
             if node in segment.types:
                 grouped_values[node] = grouped_operand(array, segment.types[node])
 
+    def valid_groups() -> frozenset[GroupAgg]:
+        # group results with no null group: kernels read them without validity
+        return frozenset(g for g, (_, v) in grouped_values.items() if v is None)
+
     for level_all in segment.agg_levels:
         level, by_keys = split_level(level_all)
+        known = valid_groups()
+        nulls = Nullability(segment.types, nullable, nan_null, known)
         for grouped in by_keys.values():
             assert groups is not None
-            gkey = ("grouped", tuple(grouped), tuple(sorted(nullable)), nan_null, input_types)
+            gkey = ("grouped", tuple(grouped), tuple(sorted(nullable)), nan_null, input_types,
+                    known)  # fmt: skip
             run_grouped(
                 runtime, lambda k, make: _kernel(runtime, k, make, stats), segment, grouped,
                 groups.of(grouped[0].keys.ids_column), nulls,
@@ -673,13 +682,32 @@ def _run(
                 lambda src, fixed: _chunks(runtime, num_rows, _row_bytes(src.inputs, []), fixed),
                 gkey, stats,
             )  # fmt: skip
+        for keys, each in per_group_level(level_all).items():
+            # expressions of group results: a pass over the groups (row g reads group g)
+            assert groups is not None
+            assert keys.ids_column is not None
+            count = groups.of(keys.ids_column).count
+            names = [f"__each{k}__" for k in range(len(each))]
+            sub = dataclasses.replace(
+                segment, outputs=[(nm, node.arg) for nm, node in zip(names, each, strict=True)],
+                mask=None, agg_levels=[], order=names, passthrough={}, one_row=False, pre=None,
+                key_sets=[], host_aggs=[], group_by=None,
+            )  # fmt: skip
+            identity = {**columns, keys.ids_column: pa.array(np.arange(count, dtype=np.int32))}
+            done, _ = _run(runtime, sub, identity, count, stats, nan_null,
+                           prior=(scalar_values, grouped_values))  # fmt: skip
+            for nm, node in zip(names, each, strict=True):
+                grouped_values[node] = grouped_operand(done[nm], segment.types[node])
         if not level:
             continue
         key: tuple[Any, ...] = (
-            "reduce", tuple(level), tuple(sorted(nullable)), nan_null, input_types
-        )
+            "reduce", tuple(level), tuple(sorted(nullable)), nan_null, input_types,
+            *((known,) if known else ()),
+        )  # fmt: skip
 
-        def make_reduce(level: list[Agg] = level) -> CudaKernelSource:
+        def make_reduce(
+            level: list[Agg] = level, nulls: Nullability = nulls
+        ) -> CudaKernelSource:
             return generate_reduce(level, segment.types, nulls, plan_text=plan_text)
 
         compiled = _kernel(runtime, key, make_reduce, stats)
@@ -735,12 +763,14 @@ def _run(
             return opaque, None
     if not segment.outputs and segment.mask is None:
         return {}, None
+    settled = valid_groups()
+    nulls = Nullability(segment.types, nullable, nan_null, settled)
     if num_rows == 0 and not segment.one_row and segment.group_by is None:
         check_scalar_outputs(segment, nulls, scalar_values, stats, grouped_values)
 
     # literals are kernel arguments: the key (the segment's signature) leaves them out
     key = ("elementwise", segment.signature, tuple(sorted(nullable)), nan_null, input_types,
-           segment.one_row)  # fmt: skip
+           segment.one_row, *((settled,) if settled else ()))  # fmt: skip
     compiled = _kernel(
         runtime, key,
         lambda: generate_elementwise(segment.outputs, segment.mask, segment.types, nulls,

@@ -122,6 +122,37 @@ class Grouping:
 # -- codes ----------------------------------------------------------------------------------
 
 
+@dataclass
+class _Codes:
+    """Integer codes of one key, ``values - lo`` (``null_code`` where ``valid`` is false).
+
+    Kept as the values themselves where they can be (a key column read in place),
+    so no array of codes is made for them.
+    """
+
+    values: np.ndarray[Any, Any]
+    lo: Any
+    valid: np.ndarray[Any, Any] | None
+    null_code: int
+    span: int
+    method: str
+
+    @classmethod
+    def of(cls, codes: np.ndarray[Any, Any], span: int, method: str) -> _Codes:
+        return cls(codes, np.int64(0), None, 0, span, method)
+
+    def array(self) -> np.ndarray[Any, Any]:
+        """The codes as int64."""
+        codes: np.ndarray[Any, Any]
+        if self.values.dtype == np.uint64:  # the difference fits; the values may not fit int64
+            codes = (self.values - self.lo).astype(np.int64)
+        else:
+            codes = self.values.astype(np.int64) - np.int64(self.lo)
+        if self.valid is not None:
+            codes = np.where(self.valid, codes, self.null_code)
+        return codes
+
+
 def _integers(array: pa.Array) -> pa.Array:
     """Temporal, boolean and integer arrays as plain integers of the same width."""
     t = array.type
@@ -133,12 +164,29 @@ def _integers(array: pa.Array) -> pa.Array:
     return array
 
 
-def _hashed(array: pa.Array) -> tuple[np.ndarray[Any, Any], int]:
+def _valid(array: pa.Array) -> np.ndarray[Any, Any] | None:
+    if not array.null_count:
+        return None
+    return np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=np.bool_)
+
+
+def _raw(array: pa.Array) -> np.ndarray[Any, Any]:
+    """The value buffer of a primitive array, in place (whatever sits under its nulls)."""
+    dtype = np.dtype(array.type.to_pandas_dtype())
+    data = array.buffers()[1]
+    if data is None or len(array) == 0:
+        return np.zeros(len(array), dtype=dtype)
+    out: np.ndarray[Any, Any] = np.frombuffer(data, dtype=dtype, count=len(array),
+                                              offset=array.offset * dtype.itemsize)  # fmt: skip
+    return out
+
+
+def _hashed(array: pa.Array) -> _Codes:
     """First-appearance codes of any hashable array (a null is a value of its own)."""
     encoded = pc.dictionary_encode(array, null_encoding="encode")
     indices = encoded.indices
     codes = np.asarray(indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-    return codes, len(encoded.dictionary)
+    return _Codes.of(codes, max(len(encoded.dictionary), 1), "hash (pyarrow)")
 
 
 def _canonical_floats(array: pa.Array) -> pa.Array:
@@ -146,61 +194,60 @@ def _canonical_floats(array: pa.Array) -> pa.Array:
 
     Every NaN is one value and ``-0.0`` is ``0.0``; nulls stay null.
     """
-    values = np.asarray(array.to_numpy(zero_copy_only=False))
+    values = _raw(array)
     with np.errstate(invalid="ignore"):
         clean = np.where(np.isnan(values), np.nan, values + values.dtype.type(0.0))
     bits = clean.view(np.int64 if values.dtype.itemsize == 8 else np.int32)
-    mask = np.asarray(array.is_null().to_numpy(zero_copy_only=False)) if array.null_count else None
-    return pa.array(bits, mask=mask)
+    valid = _valid(array)
+    return pa.array(bits, mask=None if valid is None else ~valid)
 
 
-def codes_of(array: pa.Array) -> tuple[np.ndarray[Any, Any], int, str]:
-    """Integer codes in ``[0, range)`` equal exactly where the values group together.
-
-    Returns the codes (int64), the range and how they were made.
-    """
+def codes_of(array: pa.Array) -> _Codes:
+    """Integer codes equal exactly where the values group together (see `_Codes`)."""
     t = array.type
     n = len(array)
     if pa.types.is_dictionary(t):
-        labels, nlabels, _ = codes_of(array.dictionary)  # equal labels, one code
-        indices = array.indices
-        index = np.asarray(indices.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
-        codes = labels[index] if n and len(labels) else np.zeros(n, dtype=np.int64)
-        if array.null_count:
-            # a null index and a null label are one group; nulls take a code of their own
-            null_code = nlabels
-            if array.dictionary.null_count:
-                null_label = labels[np.asarray(array.dictionary.is_null())][0]
-                codes = np.where(codes == null_label, null_code, codes)
-            valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False))
+        labels = codes_of(array.dictionary)  # equal labels, one code
+        label_codes = labels.array()
+        valid = _valid(array.indices)
+        if not array.dictionary.null_count and np.array_equal(
+            label_codes, np.arange(len(label_codes))
+        ):
+            # distinct labels (the usual case): the indices are the codes, read in place
+            nlabels = len(label_codes)
+            return _Codes(_raw(array.indices), array.indices.type.to_pandas_dtype()(0), valid,
+                          nlabels, nlabels + 1, "dictionary codes")  # fmt: skip
+        index = _raw(array.indices).astype(np.int64) if n else np.zeros(0, dtype=np.int64)
+        if valid is not None:
+            index = np.where(valid, index, 0)
+        codes = label_codes[index] if len(label_codes) else np.zeros(n, dtype=np.int64)
+        null_code = labels.span
+        if array.dictionary.null_count and len(label_codes):
+            # a null label and a null index are one group: the null code
+            null_label = label_codes[np.asarray(array.dictionary.is_null())][0]
+            codes = np.where(codes == null_label, null_code, codes)
+        if valid is not None:
             codes = np.where(valid, codes, null_code)
-            return codes, nlabels + 1, "dictionary labels"
-        return codes, max(nlabels, 1), "dictionary labels"
+        return _Codes.of(codes, labels.span + 1, "dictionary labels")
     if pa.types.is_floating(t):
-        return (*_hashed(_canonical_floats(array)), "hash (pyarrow)")
+        return _hashed(_canonical_floats(array))
     if pa.types.is_null(t):
-        return np.zeros(n, dtype=np.int64), 1, "null"
+        return _Codes.of(np.zeros(n, dtype=np.int64), 1, "null")
     if pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_temporal(t):
         ints = _integers(array)
         bounds = pc.min_max(ints)
         lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
         if lo is None:  # every value null (or no rows)
-            return np.zeros(n, dtype=np.int64), 1, "null"
+            return _Codes.of(np.zeros(n, dtype=np.int64), 1, "null")
         span = int(hi) - int(lo) + 1
         if span <= max(_TABLE_MIN, 4 * n):
             # small range: the value itself is the code (minus the smallest); nulls last
-            values = np.asarray(ints.fill_null(lo).to_numpy(zero_copy_only=False))
-            if values.dtype == np.uint64:  # the difference fits; the values may not fit int64
-                codes = (values - np.uint64(lo)).astype(np.int64)
-            else:
-                codes = values.astype(np.int64) - np.int64(lo)
-            if ints.null_count:
-                valid = np.asarray(ints.is_valid().to_numpy(zero_copy_only=False))
-                codes = np.where(valid, codes, span)
-            return codes, span + 1, "value range"
-        return (*_hashed(ints), "hash (pyarrow)")
+            values = _raw(ints)
+            return _Codes(values, values.dtype.type(lo), _valid(ints), span, span + 1,
+                          "value range")  # fmt: skip
+        return _hashed(ints)
     try:
-        return (*_hashed(array), "hash (pyarrow)")
+        return _hashed(array)
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid) as exc:
         msg = f"cannot group by values of type {t}: {exc}"
         raise UnsupportedTypeError(msg) from exc
@@ -233,51 +280,49 @@ def _edge_rows(
     return _kernels().edge_rows(ids, flags, count, last)  # type: ignore[no-any-return]
 
 
-def _renumber(codes: np.ndarray[Any, Any], span: int) -> tuple[np.ndarray[Any, Any], int,
-                                                               np.ndarray[Any, Any]]:  # fmt: skip
+def _renumber(codes: _Codes) -> tuple[np.ndarray[Any, Any], int, np.ndarray[Any, Any]]:
     """Codes renumbered 0.. in order of first appearance: (ids int32, count, first rows)."""
-    n = len(codes)
-    if span > max(_TABLE_MIN, 4 * n):
-        codes, span = _hashed(pa.array(codes))  # sparse codes: a hash table renumbers them
+    n = len(codes.values)
+    if codes.span > max(_TABLE_MIN, 4 * n):
+        codes = _hashed(pa.array(codes.array()))  # sparse codes: a hash table renumbers them
     if n <= NUMPY_MAX_ROWS:
-        first = np.full(span, n, dtype=np.int64)
-        np.minimum.at(first, codes, np.arange(n, dtype=np.int64))
+        array = codes.array()
+        first = np.full(codes.span, n, dtype=np.int64)
+        np.minimum.at(first, array, np.arange(n, dtype=np.int64))
         present = np.flatnonzero(first < n)
-    else:
-        first = _kernels().first_rows(codes, span)
-        present = np.flatnonzero(first >= 0)
-    order = present[np.argsort(first[present], kind="stable")]
-    rank = np.zeros(span, dtype=np.int32)
-    rank[order] = np.arange(len(order), dtype=np.int32)
-    if n <= NUMPY_MAX_ROWS:
-        ids = rank[codes]
-    else:
-        ids = np.empty(n, dtype=np.int32)
-        _kernels().renumber(codes, rank, ids)
-    return ids, len(order), first[order]
+        order = present[np.argsort(first[present], kind="stable")]
+        rank = np.zeros(codes.span, dtype=np.int32)
+        rank[order] = np.arange(len(order), dtype=np.int32)
+        return rank[array], len(order), first[order]
+    kernels = _kernels()
+    valid = codes.valid if codes.valid is not None else np.zeros(0, dtype=np.bool_)
+    rank, first, count = kernels.first_ranks(codes.values, codes.lo, valid, codes.null_code,
+                                             codes.span)  # fmt: skip
+    ids = np.empty(n, dtype=np.int32)
+    kernels.renumber(codes.values, codes.lo, valid, codes.null_code, rank, ids)
+    return ids, int(count), first
 
 
 def factorize(arrays: Sequence[pa.Array], num_rows: int) -> GroupIds:
     """Dense first-appearance group ids of the rows of ``arrays`` (one array per key)."""
     if not arrays:
         return one_group(num_rows)
-    combined: np.ndarray[Any, Any] | None = None
-    span = 1
+    combined: _Codes | None = None
     methods = []
     for array in arrays:
-        codes, size, method = codes_of(array)
-        methods.append(method)
+        codes = codes_of(array)
+        methods.append(codes.method)
         if combined is None:
-            combined, span = codes, size
-        elif span * size < 2**62:
-            combined = combined * np.int64(size) + codes
-            span *= size
+            combined = codes
+        elif combined.span * codes.span < 2**62:
+            joined = combined.array() * np.int64(codes.span) + codes.array()
+            combined = _Codes.of(joined, combined.span * codes.span, "")
         else:  # too wide to combine: renumber what we have first (ids < rows)
-            ids, count, _ = _renumber(combined, span)
-            combined = ids.astype(np.int64) * np.int64(size) + codes
-            span = count * size
+            ids, count, _ = _renumber(combined)
+            joined = ids.astype(np.int64) * np.int64(codes.span) + codes.array()
+            combined = _Codes.of(joined, count * codes.span, "")
     assert combined is not None
-    ids, count, first = _renumber(combined, span)
+    ids, count, first = _renumber(combined)
     return GroupIds(ids, count, first, num_rows, ", ".join(dict.fromkeys(methods)))
 
 
@@ -343,18 +388,16 @@ def host_reduction(
             rows = _edge_rows(groups.ids, keep, groups.count, last=func == "last")
         return take(arg, rows)
     if func == "n_unique":
-        codes, span, _ = codes_of(arg)
-        if keep is not None:
-            codes = codes[keep]
+        value_codes = codes_of(arg)
+        codes = value_codes.array()
         ids = groups.ids if groups.ids is not None else np.zeros(len(arg), dtype=np.int32)
         if keep is not None:
-            ids = ids[keep]
+            codes, ids = codes[keep], ids[keep]
         if len(codes) == 0:
             return pa.array(np.zeros(groups.count, dtype=np.uint32))
-        pairs, npairs, first = _renumber(ids.astype(np.int64) * np.int64(span) + codes,
-                                         groups.count * span)  # fmt: skip
-        _ = pairs, npairs
-        distinct = np.bincount(ids[first], minlength=groups.count)
+        pairs = ids.astype(np.int64) * np.int64(value_codes.span) + codes
+        _, _, first = _renumber(_Codes.of(pairs, groups.count * value_codes.span, ""))
+        distinct = np.bincount(ids[first], minlength=groups.count)  # pairs per group
         return pa.array(distinct.astype(np.uint32))
     msg = f"reduction `{func}` is not computed from the groups"
     raise AssertionError(msg)

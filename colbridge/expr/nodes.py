@@ -266,6 +266,8 @@ class GroupAgg(Node):
     """A reduction per group of ``keys``: one value per group, gathered back to its rows.
 
     Made by `Over` and by ``group_by(...).agg(...)``; the empty key set is one group.
+    Planning also makes ``func="each"``: ``arg``, an expression of the groups' results
+    only, evaluated once per group (not once per row) and gathered like a reduction.
     """
 
     func: str
@@ -442,5 +444,7 @@ def _format(node: Node) -> str:
         window = f".over({node.keys!r})" if node.keys.exprs else ""
         if node.func == "len" and node.arg == ROWS:
             return f"len(){window}"
+        if node.func == "each":
+            return f"per_group[{node.keys!r}]({node.arg!r})"
         return f"{node.arg!r}.{node.func}({extra}){window}"
     return type(node).__name__

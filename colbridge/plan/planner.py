@@ -386,6 +386,10 @@ def _build_segment(
     group: GroupBySpec | None = None,
 ) -> Segment:
     """The segment computing typed ``outputs`` (and ``mask``) over one frame's rows."""
+    if group is None:
+        hoisted: dict[Node, Node] = {}
+        outputs = [(name, _per_group(node, checker.types, hoisted)) for name, node in outputs]
+        mask = _per_group(mask, checker.types, hoisted) if mask is not None else None
     roots = [n for _, n in outputs] + ([mask] if mask is not None else [])
     inputs: list[str] = []
     key_sets: list[KeySet] = [group.keys] if group is not None and group.keys.exprs else []
@@ -438,6 +442,56 @@ def _build_segment(
         group_by=group,
         opaque=dict(checker.opaque),
     )
+
+
+def _group_keys_of(node: Node) -> KeySet | None:
+    """The key set of an expression of one key set's group results alone, else None.
+
+    Such an expression has one value per group: no column outside those results.
+    """
+    found: set[KeySet] = set()
+
+    def visit(n: Node) -> bool:
+        if isinstance(n, GroupAgg):
+            found.add(n.keys)
+            return True
+        if isinstance(n, Column):
+            return False
+        if isinstance(n, (Agg, Literal)):
+            return True  # one value for every row and group
+        return all(visit(c) for c in children(n))
+
+    if not visit(node) or len(found) != 1:
+        return None
+    keys = found.pop()
+    return keys if keys.exprs else None
+
+
+def _per_group(node: Node, types: dict[Node, DType], memo: dict[Node, Node]) -> Node:
+    """Hoist expressions of group results out of the row pass: evaluated once per group.
+
+    ``(x - m) / when(n > 1).then(sqrt(s / (n - 1)))`` with ``m``, ``n``, ``s`` per
+    group becomes ``(x - m) / per_group(...)``: the division, test and square root
+    run once per group (a small pass over the groups), and the row pass gathers
+    one value instead of three.
+    """
+    hit = memo.get(node)
+    if hit is not None:
+        return hit
+    out = node
+    if not isinstance(node, (GroupAgg, Agg, Column, Literal)):
+        keys = _group_keys_of(node)
+        if keys is not None:
+            out = GroupAgg("each", node, keys)
+            types[out] = types[node]
+        else:
+            kids = children(node)
+            if kids:
+                out = reconstruct(node, tuple(_per_group(k, types, memo) for k in kids))
+                if out is not node:
+                    types[out] = types[node]
+    memo[node] = out
+    return out
 
 
 def _agg_levels(roots: Sequence[Node], types: Mapping[Node, DType]) -> list[list[Reduction]]:

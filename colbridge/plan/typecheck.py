@@ -894,6 +894,8 @@ def is_host_reduction(node: GroupAgg, types: Mapping[Node, DType]) -> bool:
     """
     if node.func in ("len", "first", "last", "n_unique"):
         return True
+    if node.func == "each":
+        return False
     arg = node.arg.arg if isinstance(node.arg, Filtered) else node.arg
     return node.func in ("count", "null_count") and arg not in types
 

@@ -15,9 +15,10 @@ from html import escape
 from typing import Any
 
 from colbridge.backends import get_backend
-from colbridge.backends.common import split_level
+from colbridge.backends.common import per_group_level, split_level
 from colbridge.backends.device import DeviceChoice, resolve_device
 from colbridge.columns.frames import FrameAdapter
+from colbridge.expr.nodes import GroupAgg
 from colbridge.plan.logical import Step
 from colbridge.plan.nullability import Nullability
 from colbridge.plan.planner import Segment
@@ -130,8 +131,11 @@ def build_report(
     for k, seg in enumerate(segments):
         npasses, nkernels, grouped_lines = _grouped_work(seg)
         npasses += len(seg.agg_levels)
-        nkernels += sum(1 if not by_keys else len(by_keys) + bool(aggs)
-                        for aggs, by_keys in map(split_level, seg.agg_levels))  # fmt: skip
+        nkernels += sum(bool(aggs) + len(by_keys) + len(per_group_level(level))
+                        for level in seg.agg_levels
+                        for aggs, by_keys in [split_level(level)])  # fmt: skip
+        npasses -= sum(all(isinstance(a, GroupAgg) and a.func == "each" for a in level)
+                       for level in seg.agg_levels)  # a pass over the groups, not the rows
         final = seg.group_by is None and bool(seg.outputs or seg.mask is not None)
         npasses += final
         nkernels += final or (seg.group_by is not None and bool(seg.outputs))
@@ -151,6 +155,10 @@ def build_report(
                 section.details.append((0, (
                     f"grouped reduction pass {level + 1} by [{keys!r}] (partial tables by "
                     "group id, merged): " + ", ".join(repr(a) for a in grouped))))  # fmt: skip
+            for keys, each in per_group_level(reductions).items():
+                section.details.append((0, (
+                    f"per-group pass after pass {level} (one row per group of [{keys!r}], not "
+                    "per row): " + ", ".join(repr(a.arg) for a in each))))  # fmt: skip
         if seg.group_by is not None:
             outs = [name for name, _ in seg.outputs]
             section.details.append((0, (

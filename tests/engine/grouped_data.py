@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pyarrow as pa
 
@@ -98,5 +100,5 @@ def frame(
     table = pa.table(columns).slice(offset, n)
     if chunks > 1 and n > chunks:
         cuts = np.linspace(0, n, chunks + 1).astype(int)
-        table = pa.concat_tables([table.slice(a, b - a) for a, b in zip(cuts, cuts[1:])])
+        table = pa.concat_tables([table.slice(a, b - a) for a, b in itertools.pairwise(cuts)])
     return table
