@@ -76,9 +76,9 @@ def _queries(table: pa.Table) -> list[Any]:
         q.group_by("g").agg(s=x.sum(), m=x.mean(), sd=x.std(), mn=x.min(), mx=x.max(),
                             imn=i.min(), umx=u.max(), bmx=b.max(), bs=b.sum(), wm=w.mean(),
                             c=x.count(), nc=x.null_count(), fs=x.filter(i > 0).sum(),
-                            fnc=x.filter(b).null_count()),  # fmt: skip
+                            fnc=x.filter(b).null_count()),
         q.with_columns(z=((x - x.mean()) / x.std()).over("g"), s=i.sum().over("g", "h"),
-                       n=cb.len().over("g"), f=x.first().over("g")),  # fmt: skip
+                       n=cb.len().over("g"), f=x.first().over("g")),
     ]
 
 
