@@ -11,14 +11,22 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
-from colbridge.expr.nodes import Column, walk
+from colbridge.expr.nodes import Column, deep_walk
+from colbridge.io.grouped import (
+    Lookup,
+    attach,
+    has_group_by,
+    resolve_group_by,
+    resolve_windows,
+    window_passes,
+)
 from colbridge.io.progress import JobProgress
 from colbridge.io.reductions import reduction_passes, resolve_aggregates
 from colbridge.io.sink import AtomicWriter
@@ -61,16 +69,22 @@ class _Job:
     fallback: str
 
 
-def _needed_columns(steps: Sequence[Step], schema: pa.Schema) -> list[str] | None:
-    """Input columns the steps read, when a ``select`` limits the output; else None (all)."""
-    if not any(s.kind == "select" for s in steps):
+def _needed_columns(
+    steps: Sequence[Step], schema: pa.Schema, lookups: Sequence[Lookup] = ()
+) -> list[str] | None:
+    """Input columns the steps read, when a ``select`` limits the output; else None (all).
+
+    The keys of window lookups (`colbridge.io.grouped`) are read too.
+    """
+    if not any(s.kind in ("select", "group_by") for s in steps):
         return None
     names: list[str] = []
-    for step in steps:
-        for _, expr in step.items:
-            for n in walk(expr):
-                if isinstance(n, Column) and n.name in schema.names and n.name not in names:
-                    names.append(n.name)
+    exprs = [e for step in steps for _, e in (*step.items, *step.keys)]
+    exprs += [k for lookup in lookups for k in lookup.keys]
+    for expr in exprs:
+        for n in deep_walk(expr):
+            if isinstance(n, Column) and n.name in schema.names and n.name not in names:
+                names.append(n.name)
     return names
 
 
@@ -203,6 +217,26 @@ def pipeline(
     counters = {"rows": 0, "bytes": 0, "batches": 0}
     with JobProgress(progress) as bar:
         npass = 0
+        lookups: list[Lookup] = []
+
+        def pieces(prefix: tuple[Step, ...], found: Sequence[Lookup]) -> Iterator[pa.Table]:
+            """Every batch with the window columns found so far, and its rows counted."""
+            for batch in source.batches(job.batch_rows,
+                                        _needed_columns(prefix, source.schema, found)):
+                yield attach(batch, found)
+                bar.advance(batch.num_rows, batch.nbytes)
+
+        def run_tables(prefix: tuple[Step, ...], found: Sequence[Lookup]) -> Iterator[pa.Table]:
+            nonlocal npass
+            npass += 1
+            bar.start(f"pass {npass}: group statistics", total)
+            seen = False
+            for piece in pieces(prefix, found):
+                yield LazyFrame(piece, prefix).compute(job.device, fallback=job.fallback)
+                seen = True
+            if not seen:  # no rows at all: the groups of an empty frame
+                empty = attach(source.schema.empty_table(), found)
+                yield LazyFrame(empty, prefix).compute("cpu")
 
         def run(prefix: tuple[Step, ...]) -> tuple[list[dict[str, Any]], pa.Schema]:
             nonlocal npass
@@ -210,22 +244,34 @@ def pipeline(
             bar.start(f"pass {npass}: statistics", total)
             rows: list[dict[str, Any]] = []
             schema: pa.Schema | None = None
-            for batch in source.batches(job.batch_rows, _needed_columns(prefix, source.schema)):
-                result = LazyFrame(batch, prefix).compute(job.device, fallback=job.fallback)
+            for piece in pieces(prefix, lookups):
+                result = LazyFrame(piece, prefix).compute(job.device, fallback=job.fallback)
                 rows.append(result.to_pylist()[0])
                 schema = result.schema
-                bar.advance(batch.num_rows, batch.nbytes)
             if schema is None:  # no rows at all: reductions of empty columns
-                result = LazyFrame(source.schema.empty_table(), prefix).compute("cpu")
+                empty = attach(source.schema.empty_table(), lookups)
+                result = LazyFrame(empty, prefix).compute("cpu")
                 return [result.to_pylist()[0]], result.schema
             return rows, schema
 
-        resolved, passes = resolve_aggregates(job.steps, run)
-        needed = _needed_columns(resolved, source.schema)
+        # windows first (per-group statistics, looked up batch by batch), then reductions
+        windowed, lookups, window_passes = resolve_windows(job.steps, source.schema.names,
+                                                           run_tables)  # fmt: skip
+        grouping = has_group_by(windowed)
+        upto = next((j for j, s in enumerate(windowed) if s.kind == "group_by"), len(windowed))
+        resolved, passes = resolve_aggregates(windowed[:upto], run)
+        passes += window_passes
+        needed = _needed_columns(resolved, source.schema, lookups)
         with AtomicWriter(out, format=output_format, compression=compression) as writer:
-            if is_aggregating(job.steps):
+            if grouping:
+                # a row per group: statistics merged over the batches, the rest in memory
+                groups, rest, group_passes = resolve_group_by(
+                    (*resolved, *windowed[upto:]), source.schema.names, run_tables, lookups)
+                passes += group_passes
+                writer.write(LazyFrame(groups, rest).compute(job.device, fallback=job.fallback))
+            elif is_aggregating(job.steps):
                 # Every reduction is now a literal: the one-row result needs no data.
-                empty = source.schema.empty_table()
+                empty = attach(source.schema.empty_table(), lookups)
                 writer.write(LazyFrame(empty, resolved).compute(job.device, fallback=job.fallback))
             else:
                 bar.start("writing" if passes else "running", total)
@@ -235,7 +281,7 @@ def pipeline(
                 with ThreadPoolExecutor(max_workers=1, thread_name_prefix="colbridge-write") as io:
                     pending: Future[None] | None = None
                     for batch in source.batches(job.batch_rows, needed):
-                        lazy = LazyFrame(batch, resolved)
+                        lazy = LazyFrame(attach(batch, lookups), resolved)
                         result = lazy.compute(job.device, fallback=job.fallback)
                         if pending is not None:
                             pending.result()  # re-raises a failed write here
@@ -248,7 +294,7 @@ def pipeline(
                     if pending is not None:
                         pending.result()
                 if counters["batches"] == 0:
-                    empty = source.schema.empty_table()
+                    empty = attach(source.schema.empty_table(), lookups)
                     writer.write(LazyFrame(empty, resolved).compute("cpu"))
             rows_out = writer.rows
     return PipelineResult(
@@ -282,7 +328,8 @@ def explain_pipeline(
         input_format=input_format,
     )  # fmt: skip
     source = job.source
-    levels = reduction_passes(job.steps)
+    windows, rest = window_passes(job.steps)
+    levels = reduction_passes(rest) + windows
     plan = LazyFrame(source.schema.empty_table(), job.steps).explain(device=device)
     body = plan.splitlines()[1:]
     head = [

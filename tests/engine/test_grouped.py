@@ -274,10 +274,12 @@ def test_property_agg_and_window_match_polars(
     def reduce(m: Any) -> Any:
         return getattr(m.col(column), func)()
 
+    # float32 values are summed in float64 here, in float32 by polars: float32's precision
+    rtol = 1e-5 if column == "f" else RTOL
     assert_same_as_polars(table, lambda m, q: q.group_by("g", maintain_order=True).agg(
-        r=reduce(m)), rtol=RTOL)  # fmt: skip
+        r=reduce(m)), rtol=rtol)  # fmt: skip
     assert_same_as_polars(table, lambda m, q: q.with_columns(r=reduce(m).over("g")),
-                          rtol=RTOL)  # fmt: skip
+                          rtol=rtol)  # fmt: skip
 
 
 # -- the string language ---------------------------------------------------------------------
