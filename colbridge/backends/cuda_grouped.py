@@ -16,13 +16,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from colbridge.backends.common import GroupedValues, RunStats, finalize_grouped
 from colbridge.backends.groups import GroupIds
 from colbridge.codegen.cuda import CudaKernelSource, generate_grouped_reduce
 from colbridge.codegen.kernel import N_ERR_KINDS, GroupedSpec
-from colbridge.expr.nodes import Agg, GroupAgg
+from colbridge.expr.nodes import GroupAgg
 from colbridge.plan.nullability import Nullability
 from colbridge.plan.planner import Segment
 
@@ -112,5 +111,3 @@ def run_grouped(
         assert isinstance(slot.agg, GroupAgg)
         grouped_values[slot.agg] = finalize_grouped(slot, out["f"], out["i"], out["u"], ids)
 
-
-_ = (Agg, pa)  # types named in the docstrings

@@ -147,8 +147,7 @@ def _resolve(
     resolved, _ = resolve_aggregates(steps[:upto], run)
     if upto == len(steps):
         return resolved, lookups, None
-    table, rest, _ = resolve_group_by((*resolved, *steps[upto:]), list(ddf.columns),
-                                      run_tables, lookups)  # fmt: skip
+    table, rest, _ = resolve_group_by((*resolved, *steps[upto:]), run_tables, lookups)
     return rest, lookups, table
 
 

@@ -439,7 +439,7 @@ def looked_up(piece: pa.Table, lookups: Sequence[Lookup]) -> dict[str, pa.Array]
 
 
 def resolve_group_by(
-    steps: Sequence[Step], names: Sequence[str], run: RunTables, lookups: Sequence[Lookup]
+    steps: Sequence[Step], run: RunTables, lookups: Sequence[Lookup]
 ) -> tuple[pa.Table, tuple[Step, ...], int]:
     """The first ``group_by`` step computed over all pieces: its groups table and what follows.
 
@@ -472,5 +472,4 @@ def resolve_group_by(
     table = _statistics(tuple(steps[:k]), keys, reductions, run, lookups)
     table = table.rename_columns([n for n, _ in step.keys] + table.column_names[len(step.keys):])
     select = Step("select", tuple((n, Column(n)) for n, _ in step.keys) + tuple(over_groups))
-    _ = names
     return table, (select, *steps[k + 1:]), 1

@@ -266,7 +266,7 @@ def pipeline(
             if grouping:
                 # a row per group: statistics merged over the batches, the rest in memory
                 groups, rest, group_passes = resolve_group_by(
-                    (*resolved, *windowed[upto:]), source.schema.names, run_tables, lookups)
+                    (*resolved, *windowed[upto:]), run_tables, lookups)
                 passes += group_passes
                 writer.write(LazyFrame(groups, rest).compute(job.device, fallback=job.fallback))
             elif is_aggregating(job.steps):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pytest
 from grouped_data import frame
@@ -151,5 +150,3 @@ def test_cuda_plan_matches_polars_where_no_bitmap_is_needed() -> None:
         s=pl.col("x").sum(), n=pl.len())  # fmt: skip
     assert_frame_equal(got, want, rel_tol=1e-12)
 
-
-_ = np  # data helpers live in grouped_data
