@@ -302,7 +302,13 @@ def kernel_sources(
                                                  parallel=False, plan_text=segment.text)
             out.append((f"per-group kernel source ({target})", src.source))
     if segment.group_by is not None:
-        return out  # the groups' values are the grouped passes' results
+        # the aggregations are computed over the groups (row g reads group g)
+        outputs = [(name, node) for name, node in segment.outputs if node not in segment.opaque]
+        if outputs:
+            src = generator.generate_elementwise(outputs, None, segment.types, nulls,
+                                                 parallel=False, plan_text=segment.text)
+            out.append((f"over-the-groups kernel source ({target})", src.source))
+        return out
     if segment.outputs or segment.mask is not None:
         # the kernel takes the segment's literals as arguments
         parallel = (1 if segment.one_row else num_rows) >= parallel_from

@@ -374,3 +374,17 @@ def test_group_by_result_kind_follows_the_input() -> None:
                          (t.to_pandas(), pd.DataFrame)):  # fmt: skip
         out = cb.lazy(source).group_by("g").agg(s=cb.col("i").sum()).compute(device="cpu")
         assert isinstance(out, kind)
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda"])
+def test_explain_shows_every_grouped_kernel_source(target: str) -> None:
+    t = frame(20, seed=5, key_kinds=("string",))
+    x = cb.col("x")
+    over = cb.lazy(t).with_columns(z=((x - x.mean()) / x.std()).over("g"))
+    titles = [line.strip() for line in over.explain(source=True, target=target).splitlines()
+              if "kernel source" in line]  # fmt: skip
+    assert titles == [f"--- {kind} kernel source ({target}) ---" for kind in (
+        "grouped reduction", "grouped reduction", "per-group", "elementwise")]  # fmt: skip
+    grouped = cb.lazy(t).group_by("g").agg(s=x.sum(), f=cb.col("g").first())
+    text = grouped.explain(source=True, target=target)
+    assert f"over-the-groups kernel source ({target})" in text
