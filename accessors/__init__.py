@@ -38,6 +38,10 @@ class GpuAccessor:
         """Queue a row filter; see `LazyFrame.filter`."""
         return self.lazy().filter(*predicates)
 
+    def group_by(self, *keys: Any, maintain_order: bool = True) -> Any:
+        """Queue a grouping; see `LazyFrame.group_by` (then ``.agg(...)``)."""
+        return self.lazy().group_by(*keys, maintain_order=maintain_order)
+
     def eval(self, text: str, **compute_options: Any) -> Any:
         """Parse ``"name = expression"`` assignments and compute them right away."""
         return self.lazy().eval(text).compute(**compute_options)

@@ -30,6 +30,7 @@ from colbridge.expr.api import (
     arctan2,
     coalesce,
     col,
+    len,
     lit,
     max_horizontal,
     mean_horizontal,
@@ -38,7 +39,7 @@ from colbridge.expr.api import (
     when,
 )
 from colbridge.expr.parser import parse_assignments, parse_expr
-from colbridge.lazy import LazyFrame
+from colbridge.lazy import GroupBy, LazyFrame
 from colbridge.types import DType
 
 if TYPE_CHECKING:  # served lazily by `__getattr__` below; listed for type checkers
@@ -148,6 +149,7 @@ __all__ = [
     "DuplicateColumnError",
     "Expr",
     "ExpressionSyntaxError",
+    "GroupBy",
     "InvalidOperationError",
     "KernelCompileError",
     "LazyFrame",
@@ -167,6 +169,7 @@ __all__ = [
     "coalesce",
     "col",
     "lazy",
+    "len",
     "lit",
     "max_horizontal",
     "mean_horizontal",

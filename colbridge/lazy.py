@@ -29,7 +29,7 @@ from colbridge.runtime.execute import (
 )
 from colbridge.runtime.report import PlanReport, describe
 
-__all__ = ["ComputeReport", "LazyFrame"]
+__all__ = ["ComputeReport", "GroupBy", "LazyFrame"]
 
 _EXECUTOR: ThreadPoolExecutor | None = None
 _EXECUTOR_LOCK = threading.Lock()
@@ -81,6 +81,8 @@ class LazyFrame:
         self.last_report: ComputeReport | None = None
         # plans for the frames this handle has seen, by column names (and input types)
         self._memo: dict[Any, Any] = {}
+        # group ids of the frame's key columns, while their buffers are the same
+        self._groups: dict[Any, Any] = {}
 
     @property
     def steps(self) -> tuple[Step, ...]:
@@ -144,6 +146,34 @@ class LazyFrame:
         for p in predicates[1:]:
             node = node & as_expr(p)
         return self._then(Step("filter", (("", node.node),)))
+
+    def group_by(self, *keys: Any, maintain_order: bool = True) -> GroupBy:
+        """Group the rows by ``keys``; `GroupBy.agg` gives one row per group.
+
+        Keys are column names or expressions of any type (integers, booleans,
+        floats, strings, categoricals, dates...); a null key is a group of its own.
+        Groups come in the order of their first row (polars' ``maintain_order=True``);
+        ``maintain_order=False`` allows any order, and colbridge keeps that one.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"g": ["b", "a", "b"], "x": [1, 2, 3]})
+        >>> df.gpu.group_by("g").agg(cb.col("x").sum(), n=cb.len()).compute().rows()
+        [('b', 4, 2), ('a', 2, 1)]
+        """
+        from colbridge.expr.api import _key_nodes
+
+        flat: list[Any] = []
+        for k in keys:
+            flat.extend(k if isinstance(k, (list, tuple)) else [k])
+        nodes = _key_nodes(tuple(flat), "group_by")
+        named = tuple(
+            (output_name(as_expr(k).node), node) for k, node in zip(flat, nodes, strict=True)
+        )
+        _ = maintain_order  # first appearance is the order kept either way
+        return GroupBy(self, named)
 
     def eval(self, text: str) -> LazyFrame:
         """Queue ``name = expression`` statements (``;`` or newline separated), in order.
@@ -234,7 +264,7 @@ class LazyFrame:
         )
 
     def _run(self, adapter: FrameAdapter, report: ComputeReport, target: str) -> Any:
-        return execute(self._prepared(adapter), adapter, report, target)
+        return execute(self._prepared(adapter), adapter, report, target, self._groups)
 
     # -- reporting ------------------------------------------------------------
     def report(
@@ -291,3 +321,36 @@ class LazyFrame:
     def _repr_markdown_(self) -> str:
         """Markdown for notebooks: the plan report as a nested list."""
         return self._display_report().to_markdown()
+
+
+class GroupBy:
+    """``frame.group_by(*keys)``: call `agg` for one row per group (nothing runs before compute).
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> import colbridge as cb
+    >>> t = pa.table({"g": [1, 1, 2], "x": [1.0, 3.0, 5.0]})
+    >>> q = cb.lazy(t).group_by("g").agg(m=cb.col("x").mean())
+    >>> q.compute().to_pylist()
+    [{'g': 1, 'm': 2.0}, {'g': 2, 'm': 5.0}]
+    """
+
+    def __init__(self, frame: LazyFrame, keys: tuple[tuple[str, Node], ...]) -> None:
+        self._frame = frame
+        self._keys = keys
+
+    def agg(self, *exprs: Any, **named: Any) -> LazyFrame:
+        """One row per group: the key columns, then one column per expression.
+
+        Each expression reduces every group to one value: ``sum mean min max std var
+        count null_count len first last n_unique`` of elementwise expressions,
+        combinations of them (``cb.col("a").sum() / cb.col("b").sum()``), and
+        ``expr.filter(predicate).sum()`` for the rows of a group where a predicate holds.
+        """
+        items = _named(exprs, named)
+        return self._frame._then(Step("group_by", items, self._keys))
+
+    def __repr__(self) -> str:
+        keys = ", ".join(f"{node!r}" for _, node in self._keys)
+        return f"<colbridge.GroupBy by {keys} over {self._frame!r}>"

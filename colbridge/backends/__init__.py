@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from colbridge.backends.common import RunStats, SegmentResult
+from colbridge.backends.groups import Grouping
 from colbridge.codegen.kernel import AggSlot
 from colbridge.plan.nullability import Nullability
 from colbridge.plan.planner import Segment
@@ -33,11 +34,14 @@ class Backend(Protocol):
         stats: RunStats,
         nan_null: frozenset[str] = frozenset(),
         carry: Mapping[str, pa.Array] | None = None,
+        groups: Grouping | None = None,
     ) -> SegmentResult | tuple[dict[str, pa.Array], pa.BooleanArray | None]:
         """Run one segment: its new columns and the filter mask (see `SegmentResult`).
 
         ``carry`` are columns whose filtered rows the backend may produce itself; a
-        backend that does not gives ``(new columns by name, the filter mask or None)``.
+        backend that does not (it takes no ``carry``) gives ``(new columns by name, the
+        filter mask or None)``. ``groups`` holds the group ids (and host-made results)
+        of the segment's grouped work, from the factorize pass.
         """
         ...
 

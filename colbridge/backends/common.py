@@ -8,15 +8,17 @@ produced them, and results are Arrow arrays over filled buffers.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from colbridge.backends.groups import GroupIds
 from colbridge.codegen.kernel import N_ERR_KINDS, AggSlot, KernelSource, OutputSpec, ScalarSpec
 from colbridge.errors import InvalidOperationError
-from colbridge.expr.nodes import Agg
+from colbridge.expr.nodes import Agg, GroupAgg, KeySet, Reduction
 from colbridge.plan.nullability import Nullability
 from colbridge.plan.planner import Segment
 from colbridge.plan.typecheck import is_scalar
@@ -25,14 +27,24 @@ from colbridge.types import DType
 __all__ = [
     "RunStats",
     "SegmentResult",
+    "bind_groups",
     "bind_scalar",
     "check_scalar_outputs",
+    "finalize_grouped",
     "finalize_reduction",
+    "finalize_slots",
     "fold_partials",
+    "grouped_array",
+    "grouped_operand",
     "kernel_sources",
+    "per_group_level",
     "raise_kernel_errors",
+    "split_level",
     "wrap_outputs",
 ]
+
+#: Per-group results as kernels read them: values, and validity (None: every group valid).
+GroupedValues = tuple[np.ndarray, np.ndarray | None]
 
 
 @dataclass
@@ -115,7 +127,7 @@ def _fold_slot(
     pick = np.min if slot.agg.func == "min" else np.max
     for parts, roles, out, dtype in ((pi, slot.i, i, np.int64), (pu, slot.u, u, np.uint64)):
         for role, k in roles.items():
-            if role in ("count", "sum"):
+            if role in ("count", "sum", "rows"):
                 out[0, k] = parts[:, k].sum(dtype=dtype)
             elif role == "best":
                 seen = counts > 0
@@ -148,6 +160,17 @@ def finalize_reduction(
         return _finish(slot, f[0], i[0], u[0], num_rows)
 
 
+def finalize_slots(
+    slots: list[AggSlot], pf: np.ndarray, pi: np.ndarray, pu: np.ndarray, num_rows: int
+) -> dict[Agg, tuple[Any, bool]]:
+    """The value (and validity) of every whole-column reduction of a pass, by reduction."""
+    out: dict[Agg, tuple[Any, bool]] = {}
+    for slot in slots:
+        assert isinstance(slot.agg, Agg)
+        out[slot.agg] = finalize_reduction(slot, pf, pi, pu, num_rows)
+    return out
+
+
 def _finish(
     slot: AggSlot, f: np.ndarray, i: np.ndarray, u: np.ndarray, num_rows: int
 ) -> tuple[Any, bool]:
@@ -158,6 +181,8 @@ def _finish(
     if func == "count":
         return np.uint32(count), True
     if func == "null_count":
+        if "rows" in slot.i:  # rows where a filter holds, not the whole frame
+            num_rows = int(i[slot.i["rows"]])
         return np.uint32(num_rows - count), True
     if func in ("mean", "std", "var", "min", "max") and count == 0:
         return None, False
@@ -196,6 +221,119 @@ def _finish(
     return res.numpy.type(value), True
 
 
+def split_level(level: list[Reduction]) -> tuple[list[Agg], dict[KeySet, list[GroupAgg]]]:
+    """A pass's whole-column reductions, and its grouped ones by key set (one kernel each).
+
+    Per-group expressions (``func="each"``) are left out: see `per_group_level`.
+    """
+    aggs = [a for a in level if isinstance(a, Agg)]
+    by_keys: dict[KeySet, list[GroupAgg]] = {}
+    for a in level:
+        if isinstance(a, GroupAgg) and a.func != "each":
+            by_keys.setdefault(a.keys, []).append(a)
+    return aggs, by_keys
+
+
+def per_group_level(level: list[Reduction]) -> dict[KeySet, list[GroupAgg]]:
+    """A pass's expressions evaluated once per group (a small pass over the groups)."""
+    out: dict[KeySet, list[GroupAgg]] = {}
+    for a in level:
+        if isinstance(a, GroupAgg) and a.func == "each":
+            out.setdefault(a.keys, []).append(a)
+    return out
+
+
+def _exact_ratio(total_hi: np.ndarray, total_lo: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``(hi * 2**32 + lo) / counts`` correctly rounded, per group (float64)."""
+    hi = total_hi.astype(np.float64)
+    lo = total_lo.astype(np.float64)
+    out: np.ndarray = (hi * 2.0**32 + lo) / np.maximum(counts, 1)
+    # exact in float64 while both parts are: Python integers for the other groups
+    wide = np.flatnonzero((np.abs(hi) >= 2.0**20) | (np.abs(lo) >= 2.0**52))
+    for g in wide:
+        total = int(total_hi[g]) * 2**32 + int(total_lo[g])
+        out[g] = total / max(int(counts[g]), 1)
+    return out
+
+
+def finalize_grouped(
+    slot: AggSlot, tf: np.ndarray, ti: np.ndarray, tu: np.ndarray, groups: GroupIds
+) -> GroupedValues:
+    """Merge per-chunk partial tables ``(chunks, groups, columns)`` into one value per group.
+
+    The vectorised form of `finalize_reduction`, with the same rules per group.
+    """
+    with np.errstate(all="ignore"):
+        return _combine_grouped(slot, tf, ti, tu, groups)
+
+
+def _combine_grouped(
+    slot: AggSlot, tf: np.ndarray, ti: np.ndarray, tu: np.ndarray, groups: GroupIds
+) -> GroupedValues:
+    func = slot.agg.func
+    res: DType = slot.result_dtype
+    counts = ti[:, :, slot.i["count"]].sum(axis=0, dtype=np.int64)
+    some = counts > 0
+    if func == "count":
+        return counts.astype(np.uint32), None
+    if func == "null_count":
+        rows = ti[:, :, slot.i["rows"]].sum(axis=0) if "rows" in slot.i else groups.sizes()
+        return (rows - counts).astype(np.uint32), None
+    if func == "mean" and ("sum_hi" in slot.i or "sum_hi" in slot.u):
+        roles, parts = (slot.i, ti) if "sum_hi" in slot.i else (slot.u, tu)
+        hi = parts[:, :, roles["sum_hi"]].sum(axis=0)
+        lo = parts[:, :, roles["sum_lo"]].sum(axis=0)
+        return _exact_ratio(hi, lo, counts).astype(res.numpy), _valid(some)
+    if func in ("sum", "mean"):
+        if "sum" in slot.f:
+            total: np.ndarray = tf[:, :, slot.f["sum"]].sum(axis=0)
+        elif "sum" in slot.u:
+            total = tu[:, :, slot.u["sum"]].sum(axis=0, dtype=np.uint64)
+        else:
+            total = ti[:, :, slot.i["sum"]].sum(axis=0, dtype=np.int64)
+        if func == "sum":
+            return total.astype(res.numpy), None
+        if "sum" in slot.f:
+            return (total / np.maximum(counts, 1)).astype(res.numpy), _valid(some)
+        zeros = np.zeros_like(total)
+        return _exact_ratio(zeros, total, counts).astype(res.numpy), _valid(some)
+    if func in ("min", "max"):
+        if slot.arg_dtype.is_float:
+            # NaN marks a chunk without a number (NaN values never compete), as in
+            # `fold_partials`: fmin/fmax skip it; a group whose values were all NaN stays NaN
+            nan_skipping = np.fmin if func == "min" else np.fmax
+            best = nan_skipping.reduce(tf[:, :, slot.f["best"]], axis=0)
+            return best.astype(res.numpy), _valid(some)
+        pick = np.min if func == "min" else np.max
+        source = tu[:, :, slot.u["best"]] if "best" in slot.u else ti[:, :, slot.i["best"]]
+        value = pick(source, axis=0)
+        return value.astype(res.numpy), _valid(some)
+    msg = f"grouped `{func}` has no partial layout (std/var are rewritten before)"
+    raise AssertionError(msg)
+
+
+def _valid(mask: np.ndarray[Any, Any]) -> np.ndarray[Any, Any] | None:
+    return None if bool(mask.all()) else mask
+
+
+def grouped_array(values: GroupedValues, dtype: DType) -> pa.Array:
+    """Per-group results as an Arrow array (a row per group)."""
+    data, valid = values
+    if dtype.is_bool:
+        return pa.array(data.astype(np.bool_), mask=None if valid is None else ~valid)
+    return pa.array(data, type=dtype.arrow, mask=None if valid is None else ~valid)
+
+
+def grouped_operand(array: pa.Array, dtype: DType) -> GroupedValues:
+    """A per-group Arrow result as kernels gather it: values of ``dtype``, validity."""
+    valid = None
+    if array.null_count:
+        valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=np.bool_)
+    filled = array.fill_null(False if dtype.is_bool else 0) if array.null_count else array
+    values = np.asarray(filled.to_numpy(zero_copy_only=False)).astype(dtype.numpy, copy=False)
+    return values, valid
+
+
 def kernel_sources(
     generator: Any,
     target: str,
@@ -212,10 +350,32 @@ def kernel_sources(
     """
     out = []
     parallel = num_rows >= parallel_from
-    for aggs in segment.agg_levels:
-        src = generator.generate_reduce(aggs, segment.types, nulls, parallel=parallel,
-                                        plan_text=segment.text)  # fmt: skip
-        out.append((f"reduction kernel source ({target})", src.source))
+    if segment.pre is not None:
+        out += kernel_sources(generator, target, segment.pre, nulls, num_rows=num_rows,
+                              parallel_from=parallel_from)  # fmt: skip
+    for level in segment.agg_levels:
+        aggs, by_keys = split_level(level)
+        if aggs:
+            src = generator.generate_reduce(aggs, segment.types, nulls, parallel=parallel,
+                                            plan_text=segment.text)  # fmt: skip
+            out.append((f"reduction kernel source ({target})", src.source))
+        for grouped in by_keys.values():
+            src = generator.generate_grouped_reduce(grouped, segment.types, nulls,
+                                                    parallel=parallel, plan_text=segment.text)
+            out.append((f"grouped reduction kernel source ({target})", src.source))
+        for each in per_group_level(level).values():
+            outputs = [(f"__each{k}__", node.arg) for k, node in enumerate(each)]
+            src = generator.generate_elementwise(outputs, None, segment.types, nulls,
+                                                 parallel=False, plan_text=segment.text)
+            out.append((f"per-group kernel source ({target})", src.source))
+    if segment.group_by is not None:
+        # the aggregations are computed over the groups (row g reads group g)
+        outputs = [(name, node) for name, node in segment.outputs if node not in segment.opaque]
+        if outputs:
+            src = generator.generate_elementwise(outputs, None, segment.types, nulls,
+                                                 parallel=False, plan_text=segment.text)
+            out.append((f"over-the-groups kernel source ({target})", src.source))
+        return out
     if segment.outputs or segment.mask is not None:
         # the kernel takes the segment's literals as arguments
         parallel = (1 if segment.one_row else num_rows) >= parallel_from
@@ -238,11 +398,24 @@ def bind_scalar(spec: ScalarSpec, value: Any, valid: bool) -> list[Any]:
     return bound
 
 
+def bind_groups(src: KernelSource, values: Mapping[GroupAgg, GroupedValues]) -> list[Any]:
+    """Arguments ``g{j}`` (and ``gv{j}``) of the per-group results a kernel gathers."""
+    bound: list[Any] = []
+    for spec in src.groups:
+        data, valid = values[spec.node]
+        bound.append(np.ascontiguousarray(data, dtype=spec.dtype.numpy))
+        if spec.nullable:
+            flags = np.ones(len(data), dtype=np.bool_) if valid is None else valid
+            bound.append(np.ascontiguousarray(flags, dtype=np.bool_))
+    return bound
+
+
 def check_scalar_outputs(
     segment: Segment,
     nulls: Nullability,
     scalar_values: dict[Agg, tuple[Any, bool]],
     stats: RunStats,
+    grouped_values: Mapping[GroupAgg, GroupedValues] | None = None,
 ) -> None:
     """On a frame with no rows, evaluate the one-value outputs once anyway.
 
@@ -269,6 +442,7 @@ def check_scalar_outputs(
     args: list[Any] = [1]
     for s in src.scalars:
         args += bind_scalar(s, *scalar_values[s.agg])
+    args += bind_groups(src, grouped_values or {})
     args += segment.param_values
     for out in src.outputs:
         args.append(np.zeros(1, dtype=np.uint64 if out.dtype.is_bool else out.dtype.numpy))

@@ -25,6 +25,7 @@ Tiers (``COLBRIDGE_CPU_TIER``, default ``auto``):
 from __future__ import annotations
 
 import collections
+import dataclasses
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -38,20 +39,27 @@ import pyarrow as pa
 
 from colbridge.backends import common
 from colbridge.backends.common import (
+    GroupedValues,
     RunStats,
     SegmentResult,
+    bind_groups,
     bind_scalar,
     check_scalar_outputs,
-    finalize_reduction,
+    finalize_grouped,
+    finalize_slots,
     fold_partials,
+    grouped_operand,
+    per_group_level,
     raise_kernel_errors,
+    split_level,
     wrap_outputs,
 )
+from colbridge.backends.groups import GroupIds, Grouping
 from colbridge.backends.kernel_cache import kernel_cache, load_module_from_source
 from colbridge.codegen.kernel import N_ERR_KINDS, AggSlot, InputSpec, KernelSource
 from colbridge.codegen.numba_cpu import BLOCK  # rows per partial of a compiled reduction
 from colbridge.errors import ComputeError, InvalidOperationError, KernelCompileError
-from colbridge.expr.nodes import Agg, Column, Node
+from colbridge.expr.nodes import Agg, Column, GroupAgg, Node
 from colbridge.plan.nullability import Nullability
 from colbridge.plan.planner import Segment
 from colbridge.types import DType, dtype_from_arrow
@@ -260,42 +268,65 @@ def run_segment(
     stats: RunStats,
     nan_null: frozenset[str] = frozenset(),
     carry: Mapping[str, pa.Array] | None = None,
+    groups: Grouping | None = None,
+    prior: Prior | None = None,
 ) -> SegmentResult:
     """Run one segment: its reduction passes, then its fused elementwise pass.
 
     ``nan_null`` names float columns in which NaN means null (pandas NumPy floats).
     With a filter and ``carry`` (columns to keep the filtered rows of), the compiled tier
     applies the filter itself: the kept rows of the outputs and of the carried columns it
-    can take are written packed, without a full-length intermediate.
+    can take are written packed, without a full-length intermediate. ``groups`` holds
+    the group ids of the segment's key sets (factorized before); a ``group_by``
+    segment's results have one row per group. ``prior`` holds results of reductions
+    already computed (for a pass over the groups of a segment).
     """
-    nullable = frozenset(name for name in segment.inputs if columns[name].null_count > 0)
-    nan_null = nan_null & frozenset(segment.inputs)
-    nulls = Nullability(segment.types, nullable, nan_null)
+    run = _Run(segment, columns, num_rows, stats, nan_null, groups, prior)
+    for index, level in enumerate(segment.agg_levels):
+        aggs, by_keys = split_level(level)
+        nulls, extra = run.variant()
+        for keys, grouped in by_keys.items():
+            assert groups is not None
+            run.grouped_pass(index, grouped, groups.of(keys.ids_column), nulls, extra)
+        for keys, each in per_group_level(level).items():
+            assert groups is not None
+            run.per_group(each, groups.of(keys.ids_column))
+        if not aggs:
+            continue
+        src, pf, pi, pu = _reduce_level(segment, index, aggs, run.columns, num_rows, stats,
+                                        nulls, extra, run.scalar_values, run.grouped_values)
+        run.scalar_values.update(finalize_slots(src.slots, pf, pi, pu, num_rows))
+
+    opaque: dict[str, pa.Array] = {}
     n = 1 if segment.one_row else num_rows
-    parallel = num_rows >= PARALLEL_MIN_ROWS
-    scalar_values: dict[Agg, tuple[Any, bool]] = {}
-    input_types = tuple((c, columns[c].type) for c in segment.inputs)
-
-    for index in range(len(segment.agg_levels)):
-        src, pf, pi, pu = _reduce_level(segment, index, columns, num_rows, stats, nulls,
-                                        scalar_values, input_types)  # fmt: skip
-        for slot in src.slots:
-            scalar_values[slot.agg] = finalize_reduction(slot, pf, pi, pu, num_rows)
-
+    columns = run.columns
+    if segment.group_by is not None:
+        # the rows of what is computed now are the groups: row g gathers group g
+        assert groups is not None
+        ids_name = segment.group_by.keys.ids_column
+        n = groups.of(ids_name).count
+        if ids_name is not None:
+            columns = {**columns, ids_name: pa.array(np.arange(n, dtype=np.int32))}
+        opaque = {name: groups.host[node] for name, node in segment.outputs
+                  if node in segment.opaque}  # fmt: skip
+        if opaque:
+            kept = [(name, node) for name, node in segment.outputs if name not in opaque]
+            segment = dataclasses.replace(segment, outputs=kept, agg_levels=[])
+        if not segment.outputs:
+            return SegmentResult(opaque)
     if not segment.outputs and segment.mask is None:
         return SegmentResult({})
-    if num_rows == 0 and not segment.one_row:
-        check_scalar_outputs(segment, nulls, scalar_values, stats)
+    nulls, extra = run.variant()
+    if num_rows == 0 and not segment.one_row and segment.group_by is None:
+        check_scalar_outputs(segment, nulls, run.scalar_values, stats, run.grouped_values)
     if segment.mask is not None and carry is not None and not segment.one_row:
-        filtered = _run_filter(segment, columns, carry, num_rows, stats, nulls, scalar_values,
-                               input_types)  # fmt: skip
+        filtered = _run_filter(segment, columns, carry, num_rows, stats, nulls, extra,
+                               run.scalar_values, run.grouped_values)  # fmt: skip
         if filtered is not None:
             return filtered
 
     parallel = n >= PARALLEL_MIN_ROWS  # a one-row pass after reductions runs on one thread
-    key: tuple[Any, ...] = (
-        "elementwise", parallel, segment.signature, nullable, nan_null, input_types
-    )  # fmt: skip
+    key: tuple[Any, ...] = ("elementwise", parallel, segment.signature, *extra)
 
     def make_elementwise(gen: ModuleType) -> KernelSource:
         src: KernelSource = gen.generate_elementwise(
@@ -311,7 +342,8 @@ def run_segment(
     for spec in src.inputs:
         args += _bind_input(spec, columns[spec.name])
     for s in src.scalars:
-        args += bind_scalar(s, *scalar_values[s.agg])
+        args += bind_scalar(s, *run.scalar_values[s.agg])
+    args += _bind_groups(src, run.grouped_values)
     args += segment.param_values
     out_buffers: list[tuple[pa.Buffer, pa.Buffer | None]] = []
     for out in src.outputs:
@@ -335,6 +367,7 @@ def run_segment(
         f"input(s) ({kernel.tier})"
     )
     results, mask = wrap_outputs(src.outputs, out_buffers, n)
+    results.update(opaque)
     return SegmentResult(results, mask)
 
 
@@ -350,40 +383,39 @@ def reduce_partials(
     Streams and Dask fold these rows across batches or partitions with
     `colbridge.backends.common.fold_partials` and finish them with
     `colbridge.backends.common.finalize_reduction`: the same semantics as one pass.
+    Whole-column reductions only (grouped statistics merge by key, `colbridge.io.grouped`).
     """
-    nullable = frozenset(name for name in segment.inputs if columns[name].null_count > 0)
-    nulls = Nullability(segment.types, nullable, nan_null & frozenset(segment.inputs))
-    scalar_values: dict[Agg, tuple[Any, bool]] = {}
-    input_types = tuple((c, columns[c].type) for c in segment.inputs)
+    run = _Run(segment, columns, num_rows, stats, nan_null, None, None)
     last = len(segment.agg_levels) - 1
-    for index in range(last + 1):
-        src, pf, pi, pu = _reduce_level(segment, index, columns, num_rows, stats, nulls,
-                                        scalar_values, input_types)  # fmt: skip
+    for index, level in enumerate(segment.agg_levels):
+        aggs, _ = split_level(level)
+        nulls, extra = run.variant()
+        src, pf, pi, pu = _reduce_level(segment, index, aggs, columns, num_rows, stats, nulls,
+                                        extra, run.scalar_values, run.grouped_values)
         if index < last:
-            for slot in src.slots:
-                scalar_values[slot.agg] = finalize_reduction(slot, pf, pi, pu, num_rows)
+            run.scalar_values.update(finalize_slots(src.slots, pf, pi, pu, num_rows))
     return (src.slots, *fold_partials(src.slots, pf, pi, pu))
 
 
 def _reduce_level(
     segment: Segment,
     index: int,
+    aggs: list[Agg],
     columns: Mapping[str, pa.Array],
     num_rows: int,
     stats: RunStats,
     nulls: Nullability,
-    scalar_values: dict[Agg, tuple[Any, bool]],
-    input_types: tuple[Any, ...],
+    variant: tuple[Any, ...],
+    scalar_values: Mapping[Agg, tuple[Any, bool]],
+    grouped_values: Mapping[GroupAgg, GroupedValues],
 ) -> tuple[KernelSource, np.ndarray, np.ndarray, np.ndarray]:
-    """Run reduction pass ``index``: its kernel source and per-block partial rows."""
-    level = segment.agg_levels[index]
+    """Run the whole-column reductions ``aggs`` of pass ``index``: its source, partial rows."""
     parallel = num_rows >= PARALLEL_MIN_ROWS
-    key = ("reduce", parallel, segment.signature, index, nulls.nullable_columns,
-           nulls.nan_null_columns, input_types)  # fmt: skip
+    key = ("reduce", parallel, segment.signature, index, *variant)
 
     def make_reduce(gen: ModuleType) -> KernelSource:
         src: KernelSource = gen.generate_reduce(
-            level, segment.types, nulls, parallel=parallel, plan_text=segment.text
+            aggs, segment.types, nulls, parallel=parallel, plan_text=segment.text
         )
         return src
 
@@ -400,11 +432,144 @@ def _reduce_level(
         args += _bind_input(spec, columns[spec.name])
     for s in src.scalars:
         args += bind_scalar(s, *scalar_values[s.agg])
+    args += _bind_groups(src, grouped_values)
     args += [pf, pi, pu, err]
     _call(kernel, args, key, make_reduce)
     raise_kernel_errors(src, err)
-    stats.kernels.append(f"reduce[{', '.join(repr(a) for a in level)}] ({kernel.tier})")
+    stats.kernels.append(f"reduce[{', '.join(repr(a) for a in aggs)}] ({kernel.tier})")
     return src, pf, pi, pu
+
+
+def _bind_groups(src: KernelSource, values: Mapping[GroupAgg, GroupedValues]) -> list[Any]:
+    return [_readonly(a) for a in bind_groups(src, values)]
+
+
+#: Results of reductions computed before a run: whole-column values, per-group values.
+Prior = tuple[Mapping[Agg, tuple[Any, bool]], Mapping[GroupAgg, GroupedValues]]
+
+#: Bytes of partial tables a grouped pass may allocate for extra chunks (beyond one per thread).
+GROUPED_TABLE_BUDGET = 256 << 20
+
+
+def grouped_chunks(num_rows: int, ngroups: int, width: int) -> int:
+    """How many chunks (partial tables) a parallel grouped pass splits its rows into.
+
+    Few groups: several chunks per thread, so threads finish together; many
+    groups: one per thread at most, and fewer when the tables would not fit
+    `GROUPED_TABLE_BUDGET` (their merge then costs more than the rows).
+    """
+    import numba
+
+    threads = max(1, numba.get_num_threads())
+    words = max(1, (num_rows + 63) // 64)
+    table = max(1, ngroups * width * 8)
+    wanted = 4 * threads if table <= (1 << 20) else threads
+    return max(1, min(words, wanted, GROUPED_TABLE_BUDGET // table))
+
+
+class _Run:
+    """One segment run's state: its inputs, and the results of its passes so far."""
+
+    def __init__(
+        self,
+        segment: Segment,
+        columns: Mapping[str, pa.Array],
+        num_rows: int,
+        stats: RunStats,
+        nan_null: frozenset[str],
+        groups: Grouping | None,
+        prior: Prior | None,
+    ) -> None:
+        self.segment = segment
+        self.num_rows = num_rows
+        self.stats = stats
+        self.nullable = frozenset(c for c in segment.inputs if columns[c].null_count > 0)
+        self.nan_null = nan_null & frozenset(segment.inputs)
+        self.input_types = tuple((c, columns[c].type) for c in segment.inputs)
+        self.scalar_values: dict[Agg, tuple[Any, bool]] = dict(prior[0]) if prior else {}
+        self.grouped_values: dict[GroupAgg, GroupedValues] = dict(prior[1]) if prior else {}
+        if groups is not None:
+            # the group ids are kernel inputs like any column; host-made results are operands
+            columns = {**columns, **{name: ids.ids_array() for name, ids in groups.ids.items()}}
+            for node, array in groups.host.items():
+                if node in segment.types:
+                    self.grouped_values[node] = grouped_operand(array, segment.types[node])
+        self.columns = columns
+
+    def variant(self) -> tuple[Nullability, tuple[Any, ...]]:
+        """The nullability kernels are generated for now, and its part of their cache key."""
+        # group results with no null group are read without validity (flat row loops)
+        valid = frozenset(g for g, (_, v) in self.grouped_values.items() if v is None)
+        found = Nullability(self.segment.types, self.nullable, self.nan_null, valid)
+        key = (self.nullable, self.nan_null, self.input_types, *((valid,) if valid else ()))
+        return found, key
+
+    def grouped_pass(
+        self,
+        index: int,
+        aggs: list[GroupAgg],
+        ids: GroupIds,
+        nulls: Nullability,
+        variant: tuple[Any, ...],
+    ) -> None:
+        """Fill partial tables by group id for ``aggs`` and finish them into `grouped_values`."""
+        segment, num_rows = self.segment, self.num_rows
+        parallel = num_rows >= PARALLEL_MIN_ROWS
+        keys = aggs[0].keys
+        key = ("grouped", parallel, segment.signature, index, repr(keys), *variant)
+
+        def make(gen: ModuleType) -> KernelSource:
+            src: KernelSource = gen.generate_grouped_reduce(
+                aggs, segment.types, nulls, parallel=parallel, plan_text=segment.text
+            )
+            return src
+
+        kernel = _kernel(key, make, self.stats, num_rows)
+        src = kernel.source
+        width = src.n_f + src.n_i + src.n_u
+        chunks = 1 if kernel.tier == "numpy" or not parallel else grouped_chunks(
+            num_rows, ids.count, width)  # fmt: skip
+        tf = np.zeros((chunks, ids.count, max(src.n_f, 1)), dtype=np.float64)
+        ti = np.zeros((chunks, ids.count, max(src.n_i, 1)), dtype=np.int64)
+        tu = np.zeros((chunks, ids.count, max(src.n_u, 1)), dtype=np.uint64)
+        err = np.zeros((N_ERR_KINDS, chunks), dtype=np.int64) if src.uses_err else _NO_ERRORS
+        args: list[Any] = [num_rows]
+        for spec in src.inputs:
+            args += _bind_input(spec, self.columns[spec.name])
+        for s in src.scalars:
+            args += bind_scalar(s, *self.scalar_values[s.agg])
+        args += _bind_groups(src, self.grouped_values)
+        args += [tf, ti, tu, err]
+        _call(kernel, args, key, make)
+        raise_kernel_errors(src, err)
+        self.stats.kernels.append(
+            f"grouped reduce[{', '.join(repr(a) for a in aggs)}] into {ids.count} group(s), "
+            f"{chunks} chunk(s) ({kernel.tier})"
+        )
+        for slot in src.slots:
+            assert isinstance(slot.agg, GroupAgg)
+            self.grouped_values[slot.agg] = finalize_grouped(slot, tf, ti, tu, ids)
+
+    def per_group(self, each: list[GroupAgg], ids: GroupIds) -> None:
+        """Evaluate expressions of group results once per group: a pass over the groups.
+
+        Row ``g`` of that pass reads group ``g`` (the ids are ``0 .. groups-1``).
+        """
+        segment = self.segment
+        keys = each[0].keys
+        assert keys.ids_column is not None
+        names = [f"__each{k}__" for k in range(len(each))]
+        sub = dataclasses.replace(
+            segment, outputs=[(name, node.arg) for name, node in zip(names, each, strict=True)],
+            mask=None, agg_levels=[], order=names, passthrough={}, one_row=False, pre=None,
+            key_sets=[], host_aggs=[], group_by=None,
+        )  # fmt: skip
+        identity = {**self.columns,
+                    keys.ids_column: pa.array(np.arange(ids.count, dtype=np.int32))}  # fmt: skip
+        ran = run_segment(sub, identity, ids.count, self.stats, self.nan_null,
+                          prior=(self.scalar_values, self.grouped_values))  # fmt: skip
+        for name, node in zip(names, each, strict=True):
+            self.grouped_values[node] = grouped_operand(ran.columns[name], segment.types[node])
 
 
 def _run_filter(
@@ -414,8 +579,9 @@ def _run_filter(
     n: int,
     stats: RunStats,
     nulls: Nullability,
-    scalar_values: dict[Agg, tuple[Any, bool]],
-    input_types: tuple[Any, ...],
+    variant: tuple[Any, ...],
+    scalar_values: Mapping[Agg, tuple[Any, bool]],
+    grouped_values: Mapping[GroupAgg, GroupedValues],
 ) -> SegmentResult | None:
     """The filtered segment by the compiled filter kernels, or None to filter afterwards.
 
@@ -425,9 +591,8 @@ def _run_filter(
     """
     parallel = n >= PARALLEL_MIN_ROWS
     carried = {name: array for name, array in carry.items() if _carriable(array)}
-    key = ("filter", parallel, segment.signature, nulls.nullable_columns, nulls.nan_null_columns,
-           input_types, tuple((name, array.type, array.null_count > 0)
-                              for name, array in carried.items()))  # fmt: skip
+    key = ("filter", parallel, segment.signature, *variant,
+           tuple((name, array.type, array.null_count > 0) for name, array in carried.items()))
     if _choose(key, n) != "compiled":
         return None  # small inputs: NumPy evaluates, the frame's filter applies the mask
     types: dict[Node, DType] = dict(segment.types)
@@ -436,7 +601,8 @@ def _run_filter(
         assert dtype is not None
         types[Column(name)] = dtype
     nullable = nulls.nullable_columns | {name for name, a in carried.items() if a.null_count}
-    filter_nulls = Nullability(types, frozenset(nullable), nulls.nan_null_columns)
+    filter_nulls = Nullability(types, frozenset(nullable), nulls.nan_null_columns,
+                               nulls.valid_groups)  # fmt: skip
     inputs = {**columns, **carried}
 
     def make(gen: ModuleType) -> KernelSource:
@@ -458,6 +624,7 @@ def _run_filter(
         common += _bind_input(spec, inputs[spec.name])
     for s in src.scalars:
         common += bind_scalar(s, *scalar_values[s.agg])
+    common += _bind_groups(src, grouped_values)
     common += segment.param_values
     nblocks = (n + BLOCK - 1) // BLOCK
     words = np.empty((n + 63) // 64, dtype=np.uint64)

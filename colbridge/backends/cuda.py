@@ -47,6 +47,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import hashlib
+import itertools
 import os
 import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping
@@ -58,23 +59,30 @@ import numpy as np
 import pyarrow as pa
 
 from colbridge.backends.common import (
+    GroupedValues,
     RunStats,
     check_scalar_outputs,
-    finalize_reduction,
+    finalize_grouped,
+    finalize_slots,
     fold_partials,
+    grouped_operand,
+    per_group_level,
     raise_kernel_errors,
+    split_level,
     wrap_outputs,
 )
+from colbridge.backends.groups import GroupIds, Grouping
 from colbridge.backends.kernel_cache import cache_dir, kernel_cache
 from colbridge.codegen.cuda import (
     COMPILE_OPTIONS,
     CudaKernelSource,
     generate_elementwise,
+    generate_grouped_reduce,
     generate_reduce,
 )
 from colbridge.codegen.kernel import N_ERR_KINDS, AggSlot, InputSpec, OutputSpec, ScalarSpec
 from colbridge.errors import DeviceError, KernelCompileError
-from colbridge.expr.nodes import Agg
+from colbridge.expr.nodes import Agg, GroupAgg
 from colbridge.memory.cuda import (
     DEFAULT_PLACEMENT,
     MEMORY_DEVICE,
@@ -688,17 +696,20 @@ def run_segment(
     num_rows: int,
     stats: RunStats,
     nan_null: frozenset[str] = frozenset(),
+    groups: Grouping | None = None,
 ) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
     """Run one segment on the GPU: reduction passes, then the fused elementwise pass.
 
-    ``nan_null`` names float columns in which NaN means null (pandas NumPy floats).
+    ``nan_null`` names float columns in which NaN means null (pandas NumPy floats);
+    ``groups`` holds the group ids of the segment's grouped work (factorized on the
+    host; the ids travel to the device as an input column).
 
     Raises `DeviceError` when CuPy, the driver or the device fails (so the
     caller's fallback policy applies) and `KernelCompileError` when NVRTC
     rejects a generated kernel.
     """
     ran: tuple[dict[str, pa.Array], pa.BooleanArray | None]
-    ran = _on_device(lambda run: run.run(), segment, columns, num_rows, stats, nan_null)
+    ran = _on_device(lambda run: run.run(), segment, columns, num_rows, stats, nan_null, groups)
     return ran
 
 
@@ -722,6 +733,7 @@ def _on_device(
     num_rows: int,
     stats: RunStats,
     nan_null: frozenset[str],
+    groups: Grouping | None = None,
 ) -> Any:
     opts = current_options()
     legacy = _RUNTIME.get()
@@ -731,7 +743,8 @@ def _on_device(
         with cp.cuda.Device(opts.device):  # the caller's current device comes back after
             session = _Session(cp, opts, legacy)
             try:
-                result = what(_SegmentRun(session, segment, columns, num_rows, stats, nan_null))
+                run = _SegmentRun(session, segment, columns, num_rows, stats, nan_null, groups)
+                result = what(run)
             except BaseException:
                 session.close(strict=False)  # the first error is the one to report
                 raise
@@ -741,6 +754,18 @@ def _on_device(
             return result
     except failures as exc:
         raise cuda_error(cp, exc, f"the CUDA backend failed on cuda:{opts.device}") from exc
+
+
+#: Results of reductions computed before a run: whole-column values, per-group values.
+Prior = tuple[Mapping[Agg, tuple[Any, bool]], Mapping[GroupAgg, GroupedValues]]
+
+#: Most bytes of per-block grouped tables; beyond, the blocks share one table.
+PER_BLOCK_TABLE_BYTES = 64 << 20
+
+_TABLE_KINDS = (("f", np.float64), ("i", np.int64), ("u", np.uint64))
+
+
+_RUN_SCOPES = itertools.count()
 
 
 class _SegmentRun:
@@ -754,23 +779,38 @@ class _SegmentRun:
         num_rows: int,
         stats: RunStats,
         nan_null: frozenset[str],
+        groups: Grouping | None = None,
+        prior: Prior | None = None,
     ) -> None:
         self.s = session
         self.segment = segment
-        self.columns = columns
         self.num_rows = num_rows
         self.stats = stats
+        self.groups = groups
         nullable = frozenset(name for name in segment.inputs if columns[name].null_count > 0)
         self.nullable = nullable
         self.nan_null = nan_null & frozenset(segment.inputs)
-        self.nulls = Nullability(segment.types, nullable, self.nan_null)
         self.input_types = tuple((c, columns[c].type) for c in segment.inputs)
+        self.scalar_values: dict[Agg, tuple[Any, bool]] = dict(prior[0]) if prior else {}
+        self.grouped_values: dict[GroupAgg, GroupedValues] = dict(prior[1]) if prior else {}
+        if groups is not None:
+            # the group ids are an input column; results made on the host are operands
+            columns = {**columns, **{name: ids.ids_array() for name, ids in groups.ids.items()}}
+            for node, array in groups.host.items():
+                if node in segment.types:
+                    self.grouped_values[node] = grouped_operand(array, segment.types[node])
+        self.columns = columns
+        self.nulls, self.variant = self._nullability()
         # rows every pass reads (a one-row segment's reductions still read every row)
         self.rows_read = num_rows
         self.column_parts: dict[str, list[_Part]] = {}
         self.parts: dict[tuple[str, str], _Part] = {}
         self.in_place: dict[tuple[str, str], bool] = {}
         self.resident: dict[tuple[str, str], int] = {}  # uploaded once for the whole segment
+        self.group_uploads: dict[tuple[int, tuple[str, str]], int] = {}
+        # a run over the groups (sub-run) uploads its own columns of the same names: its
+        # device buffers are its own, so the outer run's resident uploads stay intact
+        self.scope = next(_RUN_SCOPES)
         self.uploads = 0
 
     # -- kernels
@@ -796,28 +836,38 @@ class _SegmentRun:
         plan_text = "\n".join(f"{name} = {node!r}" for name, node in segment.outputs)
         if segment.mask is not None:
             plan_text += f"\nfilter: {segment.mask!r}"
-        nullable = tuple(sorted(self.nullable))
-        reduces = []
-        for level in segment.agg_levels:
-            key: tuple[Any, ...] = ("reduce", tuple(level), nullable, self.nan_null,
-                                    self.input_types)  # fmt: skip
-
-            def make_reduce(level: list[Agg] = level) -> CudaKernelSource:
-                return generate_reduce(level, segment.types, self.nulls, plan_text=plan_text)
-
-            reduces.append(self._kernel(key, make_reduce))
+        reduces = [self._reduce_kernel(split_level(level)[0], plan_text)
+                   for level in segment.agg_levels]  # fmt: skip
         if not segment.outputs and segment.mask is None:
             return reduces, None
+        return reduces, self._elementwise_kernel()
+
+    def _nullability(self) -> tuple[Nullability, tuple[Any, ...]]:
+        """What kernels are generated for now, and its part of their cache keys."""
+        # group results with no null group are read without validity (flat row loops)
+        valid = frozenset(g for g, (_, v) in self.grouped_values.items() if v is None)
+        nulls = Nullability(self.segment.types, self.nullable, self.nan_null, valid)
+        key = (tuple(sorted(self.nullable)), self.nan_null, self.input_types,
+               *((valid,) if valid else ()))  # fmt: skip
+        return nulls, key
+
+    def _reduce_kernel(self, level: list[Agg], plan_text: str) -> _Compiled:
+        nulls = self.nulls
+        return self._kernel(
+            ("reduce", tuple(level), *self.variant),
+            lambda: generate_reduce(level, self.segment.types, nulls, plan_text=plan_text),
+        )
+
+    def _elementwise_kernel(self) -> _Compiled:
+        segment, nulls = self.segment, self.nulls
 
         def make_elementwise() -> CudaKernelSource:
-            return generate_elementwise(segment.outputs, segment.mask, segment.types, self.nulls,
+            return generate_elementwise(segment.outputs, segment.mask, segment.types, nulls,
                                         plan_text=segment.kernel_text, literals=segment.params)
 
         # literals are kernel arguments: the key (the segment's signature) leaves them out
-        key = ("elementwise", segment.signature, nullable, self.nan_null, self.input_types,
-               segment.one_row)  # fmt: skip
-        elementwise = self._kernel(key, make_elementwise)
-        return reduces, elementwise
+        key = ("elementwise", segment.signature, segment.one_row, *self.variant)
+        return self._kernel(key, make_elementwise)
 
     # -- planning
     def _plan(
@@ -912,7 +962,7 @@ class _SegmentRun:
         """Queue a copy of ``host`` to a device buffer of ``slot`` through pinned staging."""
         s = self.s
         nbytes = host.nbytes
-        dev = s.device_buffer(slot, ("in", key), nbytes)
+        dev = s.device_buffer(slot, ("in", self.scope, key), nbytes)
         if nbytes:
             s.stager.upload(host, dev, slot.stream)
             self.uploads += 1
@@ -956,21 +1006,32 @@ class _SegmentRun:
 
     # -- passes
     def run(self) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
+        if self.segment.group_by is not None or any(
+            isinstance(r, GroupAgg) for level in self.segment.agg_levels for r in level
+        ):
+            return self._run_by_level()
         reduces, elementwise = self._kernels()
         chunks, nslots, row_chunks = self._plan(reduces, elementwise)
-        scalar_values: dict[Agg, tuple[Any, bool]] = {}
+        scalar_values = self.scalar_values
         for level, compiled in zip(self.segment.agg_levels, reduces, strict=True):
             pf, pi, pu = self._reduce(compiled, chunks, nslots, scalar_values)
-            scalar_values.update({slot.agg: finalize_reduction(slot, pf, pi, pu, self.num_rows)
-                                  for slot in compiled.source.slots})  # fmt: skip
+            scalar_values.update(finalize_slots(compiled.source.slots, pf, pi, pu,
+                                                self.num_rows))  # fmt: skip
             self.stats.kernels.append(
                 f"cuda reduce[{', '.join(repr(a) for a in level)}] in {len(chunks)} chunk(s), "
                 f"placement={self.s.placement}"
             )
         if elementwise is None:
             return {}, None
+        return self._elementwise_pass(elementwise, row_chunks, nslots)
+
+    def _elementwise_pass(
+        self, elementwise: _Compiled, row_chunks: list[tuple[int, int]], nslots: int
+    ) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
+        scalar_values = self.scalar_values
         if self.num_rows == 0 and not self.segment.one_row:
-            check_scalar_outputs(self.segment, self.nulls, scalar_values, self.stats)
+            check_scalar_outputs(self.segment, self.nulls, scalar_values, self.stats,
+                                 self.grouped_values)  # fmt: skip
         result = self._elementwise(elementwise, row_chunks, nslots, scalar_values)
         src = elementwise.source
         self.stats.kernels.append(
@@ -982,6 +1043,157 @@ class _SegmentRun:
         )  # fmt: skip
         return result
 
+    def _run_by_level(self) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
+        """A segment with grouped work: pass by pass, as earlier results decide the kernels.
+
+        A grouped result with no null group is read without validity by the kernels after
+        it, so each pass's kernels are generated once the passes before it ran.
+        """
+        segment, groups = self.segment, self.groups
+        assert groups is not None
+        plan_text = segment.text
+        for level in segment.agg_levels:
+            aggs, by_keys = split_level(level)
+            for keys, grouped in by_keys.items():
+                self._grouped_pass(grouped, groups.of(keys.ids_column))
+            for keys, each in per_group_level(level).items():
+                self._per_group(each, groups.of(keys.ids_column))
+            self.nulls, self.variant = self._nullability()
+            if not aggs:
+                continue
+            compiled = self._reduce_kernel(aggs, plan_text)
+            chunks, nslots, _ = self._plan([compiled], None)
+            pf, pi, pu = self._reduce(compiled, chunks, nslots, self.scalar_values)
+            self.scalar_values.update(finalize_slots(compiled.source.slots, pf, pi, pu,
+                                                     self.num_rows))  # fmt: skip
+            self.stats.kernels.append(
+                f"cuda reduce[{', '.join(repr(a) for a in aggs)}] in {len(chunks)} chunk(s), "
+                f"placement={self.s.placement}"
+            )
+        if segment.group_by is not None:
+            # the rows of what is computed now are the groups: row g gathers group g
+            ids_name = segment.group_by.keys.ids_column
+            opaque = {name: groups.host[node] for name, node in segment.outputs
+                      if node in segment.opaque}  # fmt: skip
+            kept = [(name, node) for name, node in segment.outputs if name not in opaque]
+            if not kept:
+                return opaque, None
+            sub = replace(segment, outputs=kept, agg_levels=[], group_by=None)
+            results, mask = self._over_groups(sub, groups.of(ids_name), ids_name)
+            return {**results, **opaque}, mask
+        if not segment.outputs and segment.mask is None:
+            return {}, None
+        elementwise = self._elementwise_kernel()
+        _, nslots, row_chunks = self._plan([], elementwise)
+        return self._elementwise_pass(elementwise, row_chunks, nslots)
+
+    def _over_groups(
+        self, sub: Segment, ids: GroupIds, ids_name: str | None
+    ) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
+        """Run ``sub`` over the groups of ``ids``: row ``g`` reads group ``g``."""
+        columns = dict(self.columns)
+        if ids_name is not None:
+            columns[ids_name] = pa.array(np.arange(ids.count, dtype=np.int32))
+        run = _SegmentRun(self.s, sub, columns, ids.count, self.stats, self.nan_null, None,
+                          (self.scalar_values, self.grouped_values))  # fmt: skip
+        return run.run()
+
+    def _per_group(self, each: list[GroupAgg], ids: GroupIds) -> None:
+        """Evaluate expressions of group results once per group (a pass over the groups)."""
+        keys = each[0].keys
+        names = [f"__each{k}__" for k in range(len(each))]
+        sub = replace(
+            self.segment,
+            outputs=[(name, node.arg) for name, node in zip(names, each, strict=True)],
+            mask=None, agg_levels=[], order=names, passthrough={}, one_row=False, pre=None,
+            key_sets=[], host_aggs=[], group_by=None,
+        )  # fmt: skip
+        done, _ = self._over_groups(sub, ids, keys.ids_column)
+        for name, node in zip(names, each, strict=True):
+            self.grouped_values[node] = grouped_operand(done[name], self.segment.types[node])
+
+    def _grouped_pass(self, aggs: list[GroupAgg], ids: GroupIds) -> None:
+        """Partial tables by group id, filled with atomics, finished into `grouped_values`.
+
+        Tables start at the accumulators' initial values (made on the host, copied
+        once); with few groups each block updates a table of its own (less contention
+        on the same addresses), with many the blocks share one. Chunks run one after
+        another on one stream, so they update the same tables in order. The host
+        merges the tables as it merges the CPU's per-chunk ones
+        (`colbridge.backends.common.finalize_grouped`).
+        """
+        s, segment, nulls = self.s, self.segment, self.nulls
+        compiled = self._kernel(
+            ("grouped", tuple(aggs), *self.variant),
+            lambda: generate_grouped_reduce(aggs, segment.types, nulls, plan_text=segment.text),
+        )
+        src = compiled.source
+        chunks, _, _ = self._plan([compiled], None)
+        widths = {"f": max(src.n_f, 1), "i": max(src.n_i, 1), "u": max(src.n_u, 1)}
+        blocks = s.geometry.max_reduce_blocks
+        row_bytes = ids.count * 8 * sum(widths.values())
+        per_block = blocks > 1 and blocks * row_bytes <= PER_BLOCK_TABLE_BYTES
+        tables = blocks if per_block else 1
+        host = {kind: np.zeros((tables, ids.count, widths[kind]), dtype=dtype)
+                for kind, dtype in _TABLE_KINDS}  # fmt: skip
+        for kind, column, start in src.table_starts:
+            host[kind][:, :, column] = start
+        slot = s.slot(0)
+        s.wait(slot)
+        single = len(chunks) == 1
+        with slot.stream:
+            device = {kind: self._upload(("table", kind), host[kind], slot)
+                      for kind, _ in _TABLE_KINDS}  # fmt: skip
+            for start, stop in chunks:
+                if stop <= start:
+                    continue
+                args: list[Any] = [stop - start]
+                for spec in src.inputs:
+                    args += self._input_args(spec, slot, start, stop, single)
+                for sc in src.scalars:
+                    args += _scalar_args(sc, *self.scalar_values[sc.agg])
+                args += self._group_args(src, slot)
+                args += [device["f"], device["i"], device["u"], self._err(slot), ids.count,
+                         1 if per_block else 0]  # fmt: skip
+                self._launch(compiled, stop - start, args, reduce=True)
+            stages = {}
+            for kind, _ in _TABLE_KINDS:
+                stage = s.staging_buffer(slot, ("table", kind), host[kind].nbytes)
+                s.rt.memcpyAsync(stage, device[kind], host[kind].nbytes,
+                                 s.rt.memcpyDeviceToHost, slot.stream.ptr)  # fmt: skip
+                stages[kind] = stage
+        raise_kernel_errors(src, self._read_errors([slot]))  # waits for the stream
+        out = {kind: host_bytes(stages[kind], host[kind].nbytes).view(dtype)
+               .reshape(host[kind].shape).copy() for kind, dtype in _TABLE_KINDS}  # fmt: skip
+        self.stats.kernels.append(
+            f"cuda grouped reduce[{', '.join(repr(a) for a in aggs)}] into {ids.count} "
+            f"group(s), {tables} table(s), {len(chunks)} chunk(s)"
+        )
+        for agg_slot in src.slots:
+            assert isinstance(agg_slot.agg, GroupAgg)
+            self.grouped_values[agg_slot.agg] = finalize_grouped(
+                agg_slot, out["f"], out["i"], out["u"], ids)  # fmt: skip
+
+    def _group_args(self, src: CudaKernelSource, slot: _Slot) -> list[Any]:
+        """Device addresses of the per-group results ``src`` gathers (``g{j}``, ``gv{j}``)."""
+        args: list[Any] = []
+        for spec in src.groups:
+            data, valid = self.grouped_values[spec.node]
+            values = np.ascontiguousarray(data, dtype=spec.dtype.numpy)
+            args.append(self._group_upload(("group", repr(spec.node)), values, slot))
+            if spec.nullable:
+                flags = np.ones(len(data), dtype=np.bool_) if valid is None else valid
+                flags = np.ascontiguousarray(flags, dtype=np.bool_)
+                args.append(self._group_upload(("group valid", repr(spec.node)), flags, slot))
+        return args
+
+    def _group_upload(self, key: tuple[str, str], host: np.ndarray, slot: _Slot) -> int:
+        # a group result never changes once made: one upload per stream serves every chunk
+        found = self.group_uploads.get((id(slot), key))
+        if found is None:
+            found = self.group_uploads[(id(slot), key)] = self._upload(key, host, slot)
+        return found
+
     def partials(self) -> tuple[list[AggSlot], np.ndarray, np.ndarray, np.ndarray]:
         """Every reduction level, the last one left as its folded partial row."""
         reduces, _ = self._kernels()
@@ -989,8 +1201,8 @@ class _SegmentRun:
         scalar_values: dict[Agg, tuple[Any, bool]] = {}
         for compiled in reduces[:-1]:
             pf, pi, pu = self._reduce(compiled, chunks, nslots, scalar_values)
-            scalar_values.update({slot.agg: finalize_reduction(slot, pf, pi, pu, self.num_rows)
-                                  for slot in compiled.source.slots})  # fmt: skip
+            scalar_values.update(finalize_slots(compiled.source.slots, pf, pi, pu,
+                                                self.num_rows))  # fmt: skip
         last = reduces[-1]
         return (last.source.slots, *self._reduce(last, chunks, nslots, scalar_values))
 
@@ -1021,6 +1233,7 @@ class _SegmentRun:
                     args += self._input_args(spec, slot, start, stop, single)
                 for sc in src.scalars:
                     args += _scalar_args(sc, *scalar_values[sc.agg])
+                args += self._group_args(src, slot)
                 capacity = s.geometry.max_reduce_blocks * s.geometry.block
                 partials = [s.device_buffer(slot, ("partials", k), capacity * widths[k] * 8)
                             for k in range(3)]  # fmt: skip
@@ -1087,6 +1300,7 @@ class _SegmentRun:
                     args += self._input_args(spec, slot, start, stop, single)
                 for sc in src.scalars:
                     args += _scalar_args(sc, *scalar_values[sc.agg])
+                args += self._group_args(src, slot)
                 args += list(self.segment.param_values)
                 copies: list[tuple[int, int, int]] = []  # (host address, device address, bytes)
                 for m, parts in enumerate(results):

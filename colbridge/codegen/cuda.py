@@ -51,21 +51,24 @@ from dataclasses import dataclass, field
 from colbridge.codegen.dialect import MATH_FUNCTIONS as _C_MATH
 from colbridge.codegen.dialect import Dialect
 from colbridge.codegen.kernel import (
+    GroupedSpec,
     InputSpec,
     KernelSource,
     OutputSpec,
     ScalarSpec,
+    collect_grouped,
     collect_inputs,
     collect_scalars,
 )
 from colbridge.codegen.lower import (
     NULL_SOURCE,
+    Fold,
     Lowering,
     ReductionLowering,
     moment_combine,
     row_updates,
 )
-from colbridge.expr.nodes import Agg, Literal, Node
+from colbridge.expr.nodes import Agg, Column, GroupAgg, Literal, Node
 from colbridge.plan.nullability import Nullability
 from colbridge.types import DType
 
@@ -76,6 +79,7 @@ __all__ = [
     "CudaKernelSource",
     "ctype",
     "generate_elementwise",
+    "generate_grouped_reduce",
     "generate_reduce",
 ]
 
@@ -115,6 +119,8 @@ class CudaKernelSource(KernelSource):
     name: str = ""
     #: rows one thread handles per step of its grid-stride loop
     rows_per_thread: int = 1
+    #: grouped kernels: (partial array kind, column, initial value) of each table column
+    table_starts: list[tuple[str, int, float | int]] = field(default_factory=list)
 
     def threads_for(self, rows: int) -> int:
         """How many threads a launch over ``rows`` rows needs (one loop step each)."""
@@ -328,7 +334,9 @@ class _CudaRows:
         return f"nerr{kind} += (in && {failed}) ? 1ULL : 0ULL;"
 
 
-def _params(inputs: list[InputSpec], scalars: list[ScalarSpec]) -> list[tuple[str, str]]:
+def _params(
+    inputs: list[InputSpec], scalars: list[ScalarSpec], groups: Sequence[GroupedSpec] = ()
+) -> list[tuple[str, str]]:
     params: list[tuple[str, str]] = [("long long", "n")]
     for k, spec in enumerate(inputs):
         if spec.dtype.is_bool:
@@ -341,6 +349,10 @@ def _params(inputs: list[InputSpec], scalars: list[ScalarSpec]) -> list[tuple[st
         params.append((ctype(s.dtype), f"s{j}"))
         if s.nullable:
             params.append(("bool", f"sv{j}"))
+    for j, g in enumerate(groups):
+        params.append((f"const {ctype(g.dtype)}*", f"g{j}"))
+        if g.nullable:
+            params.append(("const bool*", f"gv{j}"))
     return params
 
 
@@ -399,9 +411,11 @@ def generate_elementwise(
     roots = [n for _, n in outputs] + ([mask] if mask is not None else [])
     inputs, input_index = collect_inputs(roots, types, nulls)
     scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
+    groups, group_index = collect_grouped(roots, types, nulls)
     params_index: dict[Node, int] = {lit: k for k, lit in enumerate(literals)}
     rows = _CudaRows()
-    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, params_index)
+    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, params_index,
+                  group_index, groups)  # fmt: skip
     d = DIALECT
     out_specs: list[OutputSpec] = []
     store: list[str] = []
@@ -436,7 +450,7 @@ def generate_elementwise(
         m = len(out_specs)
         out_specs.append(OutputSpec("__mask__", DType.BOOL, False))
         ballot(mask_keep, f"o{m}")
-    params = _params(inputs, scalars)
+    params = _params(inputs, scalars, groups)
     literal_types = [lit.dtype for lit in literals if lit.dtype is not None]
     params += [(ctype(t), f"p{k}") for k, t in enumerate(literal_types)]
     for m, spec in enumerate(out_specs):
@@ -455,6 +469,7 @@ def generate_elementwise(
         source=source,
         inputs=inputs,
         scalars=scalars,
+        groups=groups,
         outputs=out_specs,
         uses_err=bool(rows.errors),
         err_messages=lw.err_messages,
@@ -476,8 +491,10 @@ def generate_reduce(
     roots: list[Node] = [a.arg for a in aggs]
     inputs, input_index = collect_inputs(roots, types, nulls)
     scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
+    groups, group_index = collect_grouped(roots, types, nulls)
     rows = _CudaRows()
-    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars)
+    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, None,
+                  group_index, groups)  # fmt: skip
     red = ReductionLowering(lw)
     for agg in aggs:
         red.add(agg)
@@ -503,7 +520,7 @@ def generate_reduce(
             "}",
         ]
     params = [
-        *_params(inputs, scalars),
+        *_params(inputs, scalars, groups),
         ("double*", "pf"),
         ("long long*", "pi"),
         ("unsigned long long*", "pu"),
@@ -530,6 +547,7 @@ def generate_reduce(
         source=source,
         inputs=inputs,
         scalars=scalars,
+        groups=groups,
         slots=[st.slot for st in red.states],
         n_f=red.n_f,
         n_i=red.n_i,
@@ -540,3 +558,143 @@ def generate_reduce(
         name="reduce",
     )
 
+
+
+_ATOMICS = r"""
+// Atomic updates of the grouped partial tables (blocks, and the lanes of a warp, update
+// the same cells at once); double min/max are compare-and-swap loops.
+// a float min/max cell is NaN until a number arrives (as the CPU's accumulators)
+__device__ __forceinline__ bool cb_better_min(double v, double best) {
+    return best != best || v < best;
+}
+__device__ __forceinline__ bool cb_better_max(double v, double best) {
+    return best != best || v > best;
+}
+__device__ __forceinline__ void cb_add_f(double* a, double v) { atomicAdd(a, v); }
+__device__ __forceinline__ void cb_add_i(long long* a, long long v) {
+    atomicAdd((unsigned long long*)a, (unsigned long long)v);
+}
+__device__ __forceinline__ void cb_add_u(unsigned long long* a, unsigned long long v) {
+    atomicAdd(a, v);
+}
+__device__ __forceinline__ void cb_or_i(long long* a, long long v) {
+    atomicOr((unsigned long long*)a, (unsigned long long)v);
+}
+__device__ __forceinline__ void cb_min_i(long long* a, long long v) { atomicMin(a, v); }
+__device__ __forceinline__ void cb_max_i(long long* a, long long v) { atomicMax(a, v); }
+__device__ __forceinline__ void cb_min_u(unsigned long long* a, unsigned long long v) {
+    atomicMin(a, v);
+}
+__device__ __forceinline__ void cb_max_u(unsigned long long* a, unsigned long long v) {
+    atomicMax(a, v);
+}
+__device__ __forceinline__ void cb_min_f(double* a, double v) {
+    // a NaN value never replaces the cell
+    unsigned long long* p = (unsigned long long*)a;
+    unsigned long long old = atomicOr(p, 0ULL);  // an atomic read
+    while (v == v && cb_better_min(v, __longlong_as_double((long long)old))) {
+        const unsigned long long seen =
+            atomicCAS(p, old, (unsigned long long)__double_as_longlong(v));
+        if (seen == old) break;
+        old = seen;
+    }
+}
+__device__ __forceinline__ void cb_max_f(double* a, double v) {
+    unsigned long long* p = (unsigned long long*)a;
+    unsigned long long old = atomicOr(p, 0ULL);  // an atomic read
+    while (v == v && cb_better_max(v, __longlong_as_double((long long)old))) {
+        const unsigned long long seen =
+            atomicCAS(p, old, (unsigned long long)__double_as_longlong(v));
+        if (seen == old) break;
+        old = seen;
+    }
+}
+
+"""
+
+
+def _atomic_fold(fold: Fold, cell: str) -> str:
+    """The atomic update of table cell ``cell`` for one fold (rows past the end do nothing)."""
+    kind = fold.acc.kind
+    if fold.op == "count":
+        return f"if (in && ({fold.value})) cb_add_{kind}(&{cell}, 1LL);"
+    if fold.op in ("add", "or"):
+        return f"if (in) cb_{fold.op}_{kind}(&{cell}, {fold.value});"
+    when = f"in && ({fold.when})" if fold.when else "in"
+    return f"if ({when}) cb_{fold.op}_{kind}(&{cell}, {fold.value});"
+
+
+def generate_grouped_reduce(
+    aggs: list[GroupAgg],
+    types: dict[Node, DType],
+    nulls: Nullability,
+    *,
+    plan_text: str = "",
+    parallel: bool = True,
+) -> CudaKernelSource:
+    """CUDA source of one grouped reduction pass: atomic updates of partial tables by group id.
+
+    ``grouped(n, <inputs>, <scalars>, <grouped>, tf, ti, tu, err, ngroups,
+    per_block)``: the group ids are an input column; the tables hold
+    ``(chunks, groups, columns)`` in the `AggSlot` layout, made on the host at the
+    accumulators' initial values. With ``per_block`` each block updates its own
+    table (chunk ``blockIdx.x``: few groups, little contention), else all share
+    chunk 0 (many groups). The host merges the chunks as the CPU's
+    (`colbridge.backends.common.finalize_grouped`).
+    """
+    keys = aggs[0].keys
+    ids_name = keys.ids_column
+    roots: list[Node] = [a.arg for a in aggs]
+    if ids_name is not None:
+        roots.append(Column(ids_name))
+    inputs, input_index = collect_inputs(roots, types, nulls)
+    scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
+    groups, group_index = collect_grouped(roots, types, nulls)
+    rows = _CudaRows()
+    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, None,
+                  group_index, groups)  # fmt: skip
+    gid = "0LL" if ids_name is None else f"(long long)({lw.value(Column(ids_name)).expr})"
+    red = ReductionLowering(lw)
+    for agg in aggs:
+        red.add(agg)
+    widths = {"f": max(red.n_f, 1), "i": max(red.n_i, 1), "u": max(red.n_u, 1)}
+    updates = [f"const long long g = table + {gid};"]
+    for fold in red.folds:
+        kind = fold.acc.kind
+        updates.append(_atomic_fold(fold, f"t{kind}[g * {widths[kind]} + {fold.acc.column}]"))
+    params = [
+        *_params(inputs, scalars, groups),
+        ("double*", "tf"),
+        ("long long*", "ti"),
+        ("unsigned long long*", "tu"),
+        ("unsigned long long*", "err"),
+        ("long long", "ngroups"),
+        ("int", "per_block"),
+    ]
+    err_init, err_flush = _err_lines(rows.errors)
+    body = [_signature("grouped", params), "{", *err_init]
+    body.append("    // the first group row of this block's table")
+    body.append("    const long long table = per_block ? (long long)blockIdx.x * ngroups : 0LL;")
+    body += _LOOP_HEAD
+    body += _indent([*lw.lines, *updates], 2)
+    body.append("    }")
+    body += err_flush
+    body.append("}")
+    source = _prelude(plan_text) + _ATOMICS + "\n".join(body) + "\n"
+    starts = [(acc.kind, acc.column, acc.start) for st in red.states for acc in st.accumulators]
+    return CudaKernelSource(
+        kind="grouped",
+        source=source,
+        inputs=inputs,
+        scalars=scalars,
+        groups=groups,
+        slots=[st.slot for st in red.states],
+        n_f=red.n_f,
+        n_i=red.n_i,
+        n_u=red.n_u,
+        uses_err=bool(rows.errors),
+        err_messages=lw.err_messages,
+        params=params,
+        name="grouped",
+        table_starts=starts,
+    )

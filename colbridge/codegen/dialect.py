@@ -130,3 +130,7 @@ class Dialect:
     def to_uint64(self, a: str) -> str:
         """``a`` reinterpreted as an unsigned 64-bit integer (two's complement)."""
         raise NotImplementedError
+
+    def gather(self, array: str, index: str) -> str:
+        """Element ``index`` (a non-negative integer, or one per row) of a per-group array."""
+        return f"{array}[{index}]"

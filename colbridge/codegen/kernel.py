@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from colbridge.expr.nodes import Agg, Column, Node, children
+from colbridge.expr.nodes import Agg, Column, GroupAgg, Node, Reduction, children
 from colbridge.plan.nullability import Nullability
 from colbridge.types import DType
 
@@ -18,10 +18,12 @@ __all__ = [
     "ERR_STRICT_CAST",
     "N_ERR_KINDS",
     "AggSlot",
+    "GroupedSpec",
     "InputSpec",
     "KernelSource",
     "OutputSpec",
     "ScalarSpec",
+    "collect_grouped",
     "collect_inputs",
     "collect_scalars",
 ]
@@ -55,6 +57,20 @@ class ScalarSpec:
 
 
 @dataclass(frozen=True)
+class GroupedSpec:
+    """Per-group results of an earlier grouped pass, gathered by group id at each row.
+
+    Passed as ``g{j}`` (one value per group) and, where it may be null, ``gv{j}``
+    (one bool per group); the row's group id is input column ``ids`` (None: one group).
+    """
+
+    node: GroupAgg
+    dtype: DType
+    nullable: bool
+    ids: str | None
+
+
+@dataclass(frozen=True)
 class OutputSpec:
     """One output column of an elementwise kernel."""
 
@@ -65,9 +81,12 @@ class OutputSpec:
 
 @dataclass(frozen=True)
 class AggSlot:
-    """Where a reduction's per-block partials live in ``pf``/``pi``/``pu``."""
+    """Where a reduction's per-block partials live in ``pf``/``pi``/``pu``.
 
-    agg: Agg
+    Grouped reductions use the same layout, one partial row per group (and chunk).
+    """
+
+    agg: Reduction
     arg_dtype: DType
     result_dtype: DType
     # column index in each partial array, by role ("count", "sum", "mean", "m2", ...)
@@ -80,10 +99,12 @@ class AggSlot:
 class KernelSource:
     """Generated source of one kernel plus what the runtime needs to call it."""
 
-    kind: str  # "elementwise" | "reduce"
+    kind: str  # "elementwise" | "reduce" | "grouped"
     source: str
     inputs: list[InputSpec]
     scalars: list[ScalarSpec]
+    #: results of earlier grouped passes the kernel gathers (after the scalars)
+    groups: list[GroupedSpec] = field(default_factory=list)
     outputs: list[OutputSpec] = field(default_factory=list)
     # dtypes of the literal arguments p0, p1, ... (after the scalars)
     literal_args: list[DType] = field(default_factory=list)
@@ -105,6 +126,11 @@ def collect_inputs(
     def visit(node: Node) -> None:
         if isinstance(node, Agg):
             return  # computed by an earlier pass, passed in as a scalar
+        if isinstance(node, GroupAgg):
+            # computed by an earlier pass; the row's group id picks its value
+            if node.keys.ids_column is not None:
+                visit(Column(node.keys.ids_column))
+            return
         if isinstance(node, Column):
             if node.name not in index:
                 index[node.name] = len(specs)
@@ -133,12 +159,39 @@ def collect_scalars(
                 index[node] = len(specs)
                 specs.append(ScalarSpec(node, types[node], nulls.may_be_null(node)))
             return
+        if isinstance(node, GroupAgg):
+            return  # an earlier pass's result (see `collect_grouped`)
         for c in children(node):
             visit(c)
 
     for root in roots:
         visit(root)
     _ = skip_inside_agg
+    return specs, index
+
+
+def collect_grouped(
+    roots: list[Node], types: dict[Node, DType], nulls: Nullability
+) -> tuple[list[GroupedSpec], dict[GroupAgg, int]]:
+    """Per-group results the kernel gathers (the outermost ones, not those inside them)."""
+    specs: list[GroupedSpec] = []
+    index: dict[GroupAgg, int] = {}
+
+    def visit(node: Node) -> None:
+        if isinstance(node, Agg):
+            return
+        if isinstance(node, GroupAgg):
+            if node not in index:
+                index[node] = len(specs)
+                spec = GroupedSpec(node, types[node], nulls.may_be_null(node),
+                                   node.keys.ids_column)  # fmt: skip
+                specs.append(spec)
+            return
+        for c in children(node):
+            visit(c)
+
+    for root in roots:
+        visit(root)
     return specs, index
 
 

@@ -32,6 +32,7 @@ from colbridge.codegen.kernel import (
     ERR_NEGATIVE_EXPONENT,
     ERR_STRICT_CAST,
     AggSlot,
+    GroupedSpec,
     InputSpec,
     ScalarSpec,
 )
@@ -44,8 +45,11 @@ from colbridge.expr.nodes import (
     Coalesce,
     Column,
     FillNan,
+    Filtered,
+    GroupAgg,
     Literal,
     Node,
+    Reduction,
     Unary,
     When,
 )
@@ -171,11 +175,16 @@ class Lowering:
         scalars: Mapping[Agg, int],
         scalar_specs: list[ScalarSpec],
         params: Mapping[Node, int] | None = None,
+        grouped: Mapping[GroupAgg, int] | None = None,
+        grouped_specs: list[GroupedSpec] | None = None,
         suffix: str = "",
     ) -> None:
         self.d = dialect
         #: appended to every temporary's name (several lowerings of one row side by side)
         self.suffix = suffix
+        #: per-group results of earlier passes: ``g{j}`` (and ``gv{j}``), by group id
+        self.grouped = grouped or {}
+        self.grouped_specs = grouped_specs or []
         self.rows = rows
         self.types = types
         self.inputs = inputs
@@ -306,6 +315,17 @@ class Lowering:
         j = self.scalars[node]
         sources = frozenset({scalar_source(j)}) if self.scalar_specs[j].nullable else frozenset()
         return Val(f"s{j}", Valid(sources))
+
+    @lower.register
+    def _(self, node: GroupAgg) -> Val:
+        # the group's value, gathered at the row's group id (one group: its only value)
+        j = self.grouped[node]
+        spec = self.grouped_specs[j]
+        index = "0" if spec.ids is None else self.value(Column(spec.ids)).expr
+        value = self.declare(spec.dtype, self.d.gather(f"g{j}", index))
+        if not spec.nullable:
+            return Val(value, NEVER_NULL)
+        return Val(value, Valid(row=self.declare(DType.BOOL, self.d.gather(f"gv{j}", index), "m")))
 
     @lower.register
     def _(self, node: Binary) -> Val:
@@ -638,6 +658,8 @@ class Accumulator:
     kind: str  # "f" (float64), "i" (int64) or "u" (uint64): which partial array
     column: int
     init: str
+    #: ``init`` as a number (tables made on the host start at it)
+    start: float | int = 0
 
     @property
     def dtype(self) -> DType:
@@ -724,7 +746,9 @@ class ReductionLowering:
         #: the per-row updates of every accumulator, in order
         self.folds: list[Fold] = []
 
-    def _acc(self, state: ReductionState, role: str, kind: str, init: str) -> Accumulator:
+    def _acc(
+        self, state: ReductionState, role: str, kind: str, init: str, start: float | int = 0
+    ) -> Accumulator:
         column = {"f": self.n_f, "i": self.n_i, "u": self.n_u}[kind]
         if kind == "f":
             self.n_f += 1
@@ -735,20 +759,34 @@ class ReductionLowering:
         else:
             self.n_u += 1
             state.slot.u[role] = column
-        acc = Accumulator(f"r{len(self.states)}_{role}{self.lw.suffix}", kind, column, init)
+        acc = Accumulator(f"r{len(self.states)}_{role}{self.lw.suffix}", kind, column, init, start)
         state.accumulators.append(acc)
         return acc
 
-    def add(self, agg: Agg) -> ReductionState:
-        """Lower one reduction: its argument's row statements go to the lowering's lines."""
+    def add(self, agg: Reduction) -> ReductionState:
+        """Lower one reduction: its argument's row statements go to the lowering's lines.
+
+        ``x.filter(p)`` as the argument counts only rows where ``p`` is true (a null
+        ``p`` counts as false); ``null_count`` then also counts those rows (``rows``).
+        """
         lw, d = self.lw, self.d
-        arg = lw.value(agg.arg)
-        arg_dtype = lw.types[agg.arg]
+        arg_node, kept = agg.arg, None
+        if isinstance(arg_node, Filtered):
+            pred = lw.value(arg_node.predicate)
+            pv = lw.row_valid(pred.valid)
+            kept = lw.declare(DType.BOOL, d.and_(pv, pred.expr), "k") if pv else pred.expr
+            arg_node = arg_node.arg
+        arg = lw.value(arg_node)
+        arg_dtype = lw.types[arg_node]
         state = ReductionState(AggSlot(agg, arg_dtype, lw.types[agg]))
         rv = lw.row_valid(arg.valid)
         ok = rv
+        if kept is not None:
+            ok = d.and_(kept, rv) if rv else kept
         if lw.rows.in_range is not None:
-            ok = d.and_(lw.rows.in_range, rv) if rv else lw.rows.in_range
+            ok = d.and_(lw.rows.in_range, ok) if ok else lw.rows.in_range
+            if kept is not None:
+                kept = lw.declare(DType.BOOL, d.and_(lw.rows.in_range, kept), "k")
         if ok is not None and ok not in (rv,):
             ok = lw.declare(DType.BOOL, ok, "k")
         x = arg.expr
@@ -762,6 +800,9 @@ class ReductionLowering:
         count = self._acc(state, "count", "i", d.const(0, i64))
         if func not in ("std", "var"):  # their count grows chunk by chunk (`moment_combine`)
             self.folds.append(Fold("count", count, ok if ok is not None else d.true))
+        if func == "null_count" and kept is not None:
+            rows = self._acc(state, "rows", "i", d.const(0, i64))
+            self.folds.append(Fold("count", rows, kept))
         if func == "mean" and arg_dtype.is_integer and arg_dtype.bits == 64:
             # An exact integer mean: 64-bit values summed as high and low 32-bit halves
             # (neither overflows an int64 within a block); the host adds them exactly.
@@ -802,13 +843,14 @@ class ReductionLowering:
         if arg_dtype.is_float:
             # NaN until a valid number comes (NaN values never compete): the best stays NaN
             # exactly when every valid value was NaN, which with `count` says null or NaN
-            best = self._acc(state, "best", "f", d.const(float("nan"), f64))
+            best = self._acc(state, "best", "f", d.const(float("nan"), f64), float("nan"))
             xf = d.convert(x, f64) if arg_dtype != f64 else x
             folds.append(Fold(func, best, xf, ok, nan_empty=True))
             return
         kind, dt = ("u", u64) if arg_dtype.is_unsigned else ("i", i64)
         lo, hi = int_range(arg_dtype) if not arg_dtype.is_bool else (0, 1)
-        best = self._acc(state, "best", kind, d.const(hi if func == "min" else lo, dt))
+        first = hi if func == "min" else lo
+        best = self._acc(state, "best", kind, d.const(first, dt), first)
         xi = d.select(x, d.const(1, dt), d.const(0, dt)) if arg_dtype.is_bool \
             else d.convert(x, dt)  # fmt: skip
         folds.append(Fold(func, best, xi, ok))

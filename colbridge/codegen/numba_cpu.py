@@ -37,15 +37,19 @@ from dataclasses import dataclass, field
 from colbridge.codegen.dialect import Dialect
 from colbridge.codegen.kernel import (
     N_ERR_KINDS,
+    GroupedSpec,
     InputSpec,
     KernelSource,
     OutputSpec,
     ScalarSpec,
+    collect_grouped,
     collect_inputs,
     collect_scalars,
 )
 from colbridge.codegen.lower import (
     NULL_SOURCE,
+    Accumulator,
+    Fold,
     Lowering,
     ReductionLowering,
     Valid,
@@ -53,7 +57,7 @@ from colbridge.codegen.lower import (
     row_updates,
     take_better,
 )
-from colbridge.expr.nodes import Agg, Column, Literal, Node, walk
+from colbridge.expr.nodes import Agg, Column, GroupAgg, Literal, Node, walk
 from colbridge.plan.nullability import Nullability
 from colbridge.types import DType
 
@@ -63,6 +67,7 @@ __all__ = [
     "NumbaDialect",
     "generate_elementwise",
     "generate_filter",
+    "generate_grouped_reduce",
     "generate_reduce",
 ]
 
@@ -174,6 +179,9 @@ class NumbaDialect(Dialect):
     def to_uint64(self, a: str) -> str:
         return f"np.uint64({a})"
 
+    def gather(self, array: str, index: str) -> str:
+        return f"{array}[U({index})]"  # unsigned: no negative-index wraparound test
+
 
 DIALECT = NumbaDialect()
 
@@ -231,7 +239,9 @@ def _sources_word(sources: frozenset[str]) -> str:
     return " & ".join(_source_word(s) for s in sorted(sources)) or "U(0xFFFFFFFFFFFFFFFF)"
 
 
-def _signature_args(inputs: list[InputSpec], scalars: list[ScalarSpec]) -> list[str]:
+def _signature_args(
+    inputs: list[InputSpec], scalars: list[ScalarSpec], groups: Sequence[GroupedSpec] = ()
+) -> list[str]:
     args = ["n"]
     for k, spec in enumerate(inputs):
         args.append(f"x{k}")
@@ -243,6 +253,10 @@ def _signature_args(inputs: list[InputSpec], scalars: list[ScalarSpec]) -> list[
         args.append(f"s{j}")
         if s.nullable:
             args.append(f"sv{j}")
+    for j, g in enumerate(groups):
+        args.append(f"g{j}")
+        if g.nullable:
+            args.append(f"gv{j}")
     return args
 
 
@@ -292,9 +306,11 @@ def generate_elementwise(
     roots = [n for _, n in outputs] + ([mask] if mask is not None else [])
     inputs, input_index = collect_inputs(roots, types, nulls)
     scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
+    groups, group_index = collect_grouped(roots, types, nulls)
     params: dict[Node, int] = {lit: k for k, lit in enumerate(literals)}
     rows = _CpuRows()
-    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, params)
+    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, params,
+                  group_index, groups)  # fmt: skip
     out_specs: list[OutputSpec] = []
     store: list[str] = []  # per row
     bit_acc: list[str] = []  # accumulator names
@@ -338,7 +354,7 @@ def generate_elementwise(
     if mask is not None:
         out_specs.append(OutputSpec("__mask__", DType.BOOL, False))
         after += mask_store
-    args = _signature_args(inputs, scalars) + [f"p{k}" for k in range(len(literals))]
+    args = _signature_args(inputs, scalars, groups) + [f"p{k}" for k in range(len(literals))]
     for m, spec in enumerate(out_specs):
         args.append(f"o{m}")
         if spec.nullable:
@@ -372,6 +388,7 @@ def generate_elementwise(
         source=source,
         inputs=inputs,
         scalars=scalars,
+        groups=groups,
         literal_args=[lit.dtype for lit in literals if lit.dtype is not None],
         outputs=out_specs,
         uses_err=bool(rows.errors),
@@ -416,12 +433,14 @@ def generate_filter(
     roots = [n for _, n in outputs] + columns + [mask]
     inputs, input_index = collect_inputs(roots, types, nulls)
     scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
+    groups, group_index = collect_grouped(roots, types, nulls)
     params: dict[Node, int] = {lit: k for k, lit in enumerate(literals)}
-    common = _signature_args(inputs, scalars) + [f"p{k}" for k in range(len(literals))]
+    common = _signature_args(inputs, scalars, groups) + [f"p{k}" for k in range(len(literals))]
 
     # pass 1: the filter alone; its failures count on every row (polars evaluates it there)
     rows1 = _CpuRows()
-    lw1 = Lowering(DIALECT, rows1, types, input_index, inputs, scalar_index, scalars, params)
+    lw1 = Lowering(DIALECT, rows1, types, input_index, inputs, scalar_index, scalars, params,
+                   group_index, groups)  # fmt: skip
     val = lw1.value(mask)
     valid = lw1.row_valid(val.valid)
     keep = lw1.declare(DType.BOOL, DIALECT.and_(valid, val.expr)) if valid else val.expr
@@ -437,7 +456,8 @@ def generate_filter(
 
     # pass 2: the outputs on kept rows, packed; failures count on kept rows only
     rows2 = _CpuRows()
-    lw2 = Lowering(DIALECT, rows2, types, input_index, inputs, scalar_index, scalars, params)
+    lw2 = Lowering(DIALECT, rows2, types, input_index, inputs, scalar_index, scalars, params,
+                   group_index, groups)  # fmt: skip
     lw2.counted_elsewhere = frozenset(walk(mask))
     lw2.gate_failures("keep")
     out_specs: list[OutputSpec] = []
@@ -491,6 +511,7 @@ def generate_filter(
         source=text,
         inputs=inputs,
         scalars=scalars,
+        groups=groups,
         literal_args=[lit.dtype for lit in literals if lit.dtype is not None],
         outputs=out_specs,
         uses_err=bool(rows1.errors or rows2.errors),
@@ -546,12 +567,13 @@ def generate_reduce(
     roots: list[Node] = [a.arg for a in aggs]
     inputs, input_index = collect_inputs(roots, types, nulls)
     scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
+    groups, group_index = collect_grouped(roots, types, nulls)
     shared = _CpuRows()
     lanes: list[tuple[Lowering, ReductionLowering]] = []
     for lane in range(LANES):
         rows = _CpuRows(f"i{lane}", f"q{lane}", f"_{lane}", shared)
         lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars,
-                      suffix=f"_{lane}")  # fmt: skip
+                      suffix=f"_{lane}", grouped=group_index, grouped_specs=groups)  # fmt: skip
         red = ReductionLowering(lw)
         for agg in aggs:
             red.add(agg)
@@ -629,7 +651,7 @@ def generate_reduce(
         combine += moment_combine(d, count, mean, m2, f"wc{q}", f"wm{q}", f"wd{q}")
     finish = [f"p{acc.kind}[blk, {acc.column}] = {block_name(acc.name)}"
               for st in red0.states for acc in st.accumulators]  # fmt: skip
-    args = [*_signature_args(inputs, scalars), "pf", "pi", "pu", "err"]
+    args = [*_signature_args(inputs, scalars, groups), "pf", "pi", "pu", "err"]
     all_sources = set().union(*shared.word_sets) if shared.word_sets else set()
     body = _indent(_Skeleton.scalar_words(all_sources), 1)
     head = _block_head(parallel, shared.errors)
@@ -662,12 +684,104 @@ def generate_reduce(
         source=source,
         inputs=inputs,
         scalars=scalars,
+        groups=groups,
         slots=[st.slot for st in red0.states],
         n_f=red0.n_f,
         n_i=red0.n_i,
         n_u=red0.n_u,
         err_messages=lanes[0][0].err_messages,
         uses_err=bool(shared.errors),
+    )
+
+
+def grouped_table_folds(folds: list[Fold], table: Callable[[Accumulator], str]) -> list[Fold]:
+    """``folds`` applied to table cells (``table(acc)``) instead of scalar accumulators."""
+    return [
+        Fold(f.op, Accumulator(table(f.acc), f.acc.kind, f.acc.column, f.acc.init), f.value,
+             f.when, f.nan_empty)
+        for f in folds
+    ]  # fmt: skip
+
+
+def generate_grouped_reduce(
+    aggs: list[GroupAgg],
+    types: dict[Node, DType],
+    nulls: Nullability,
+    *,
+    parallel: bool,
+    plan_text: str,
+) -> KernelSource:
+    """Source of one grouped reduction pass: partial tables per chunk of rows, by group id.
+
+    ``grouped(n, <inputs>, <scalars>, <grouped>, tf, ti, tu, err)``: the group ids
+    are an input column (int32); ``tf``/``ti``/``tu`` are ``(chunks, groups, columns)``
+    tables in the `AggSlot` layout. Each chunk (a multiple of 64 rows; one thread's
+    work) starts its table at the accumulators' initial values and folds its rows
+    into ``t[chunk, id[i], column]``, walking 64-row words so validity bitmaps are
+    read a word at a time; the host merges the chunks
+    (`colbridge.backends.common.finalize_grouped`). Every reduction of ``aggs`` has
+    the same keys.
+    """
+    keys = aggs[0].keys
+    ids_name = keys.ids_column
+    roots: list[Node] = [a.arg for a in aggs]
+    if ids_name is not None:
+        roots.append(Column(ids_name))
+    inputs, input_index = collect_inputs(roots, types, nulls)
+    scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
+    groups, group_index = collect_grouped(roots, types, nulls)
+    rows = _CpuRows()
+    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, None,
+                  group_index, groups)  # fmt: skip
+    gid = "U(0)" if ids_name is None else f"U({lw.value(Column(ids_name)).expr})"
+    red = ReductionLowering(lw)
+    for agg in aggs:
+        red.add(agg)
+    d = DIALECT
+    folds = grouped_table_folds(red.folds, lambda acc: f"t{acc.kind}[c, g, {acc.column}]")
+    init = [
+        f"t{acc.kind}[c, gg, {acc.column}] = {acc.init}"
+        for st in red.states
+        for acc in st.accumulators
+    ]
+    args = [*_signature_args(inputs, scalars, groups), "tf", "ti", "tu", "err"]
+    skeleton = _Skeleton(rows, lw.lines)
+    all_sources = set().union(*rows.word_sets) if rows.word_sets else set()
+    loop = "prange" if parallel else "range"
+    body = _indent(skeleton.scalar_words(all_sources), 1)
+    body += _indent([
+        "nu = U(n)",
+        "nchunks = tf.shape[0]",
+        "ngroups = tf.shape[1]",
+        "# rows per chunk: whole 64-row words, so no word is shared by two chunks",
+        "per = ((nu + U(nchunks) - U(1)) // U(nchunks) + U(63)) & ~U(63)",
+        f"for c in {loop}(nchunks):",
+        "    start = U(c) * per",
+        "    stop = min(start + per, nu)",
+        "    for gg in range(ngroups):",
+        *_indent(init, 2),
+        *(f"    nerr{kind} = np.int64(0)" for kind in sorted(rows.errors)),
+        "    for w in range(start >> U(6), (stop + U(63)) >> U(6)):",
+        "        base = w << U(6)",
+        "        end = min(base + U(64), stop)",
+    ], 1)  # fmt: skip
+    body += _indent(skeleton.per_word_sources(), 3)
+    body += _indent(["for i in range(base, end):"], 3)
+    body += _indent(["q = i - base", *lw.lines, f"g = {gid}", *row_updates(d, folds)], 4)
+    body += _indent([f"err[{kind}, c] = nerr{kind}" for kind in sorted(rows.errors)], 2)
+    source = _module("grouped", args, body, parallel=parallel, plan_text=plan_text)
+    return KernelSource(
+        kind="grouped",
+        source=source,
+        inputs=inputs,
+        scalars=scalars,
+        groups=groups,
+        slots=[st.slot for st in red.states],
+        n_f=red.n_f,
+        n_i=red.n_i,
+        n_u=red.n_u,
+        err_messages=lw.err_messages,
+        uses_err=bool(rows.errors),
     )
 
 

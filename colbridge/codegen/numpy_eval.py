@@ -23,6 +23,7 @@ from colbridge.codegen.kernel import (
     InputSpec,
     KernelSource,
     OutputSpec,
+    collect_grouped,
     collect_inputs,
     collect_scalars,
 )
@@ -35,11 +36,11 @@ from colbridge.codegen.lower import (
     moment_combine,
 )
 from colbridge.codegen.numba_cpu import _signature_args
-from colbridge.expr.nodes import Agg, Literal, Node
+from colbridge.expr.nodes import Agg, Column, GroupAgg, Literal, Node
 from colbridge.plan.nullability import Nullability
 from colbridge.types import DType
 
-__all__ = ["NumpyDialect", "generate_elementwise", "generate_reduce"]
+__all__ = ["NumpyDialect", "generate_elementwise", "generate_grouped_reduce", "generate_reduce"]
 
 _NUMPY_MATH = {
     "asin": "np.arcsin",
@@ -207,9 +208,11 @@ def generate_elementwise(
     roots = [n for _, n in outputs] + ([mask] if mask is not None else [])
     inputs, input_index = collect_inputs(roots, types, nulls)
     scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
+    groups, group_index = collect_grouped(roots, types, nulls)
     params: dict[Node, int] = {lit: k for k, lit in enumerate(literals)}
     rows = _ArrayRows()
-    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, params)
+    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, params,
+                  group_index, groups)  # fmt: skip
     out_specs: list[OutputSpec] = []
     store: list[str] = []
     keep = None
@@ -232,7 +235,7 @@ def generate_elementwise(
         m = len(out_specs)
         out_specs.append(OutputSpec("__mask__", DType.BOOL, False))
         store.append(f"_pack(o{m}, {keep}, n)")
-    args = _signature_args(inputs, scalars) + [f"p{k}" for k in range(len(literals))]
+    args = _signature_args(inputs, scalars, groups) + [f"p{k}" for k in range(len(literals))]
     for m, spec in enumerate(out_specs):
         args.append(f"o{m}")
         if spec.nullable:
@@ -247,6 +250,7 @@ def generate_elementwise(
         source=source,
         inputs=inputs,
         scalars=scalars,
+        groups=groups,
         literal_args=[lit.dtype for lit in literals if lit.dtype is not None],
         outputs=out_specs,
         uses_err=bool(rows.errors),
@@ -286,8 +290,10 @@ def generate_reduce(
     roots: list[Node] = [a.arg for a in aggs]
     inputs, input_index = collect_inputs(roots, types, nulls)
     scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
+    groups, group_index = collect_grouped(roots, types, nulls)
     rows = _ArrayRows()
-    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars)
+    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, None,
+                  group_index, groups)  # fmt: skip
     red = ReductionLowering(lw)
     for agg in aggs:
         red.add(agg)
@@ -317,13 +323,100 @@ def generate_reduce(
     ]
     body += [f"err[{kind}, 0] = nerr[{kind}]" for kind in sorted(rows.errors)]
     body = [f"{name} = {expr}" for name, expr in rows.unpack.items()] + body
-    args = [*_signature_args(inputs, scalars), "pf", "pi", "pu", "err"]
+    args = [*_signature_args(inputs, scalars, groups), "pf", "pi", "pu", "err"]
     source = _module("reduce", args, body, plan_text)
     return KernelSource(
         kind="reduce",
         source=source,
         inputs=inputs,
         scalars=scalars,
+        groups=groups,
+        slots=[st.slot for st in red.states],
+        n_f=red.n_f,
+        n_i=red.n_i,
+        n_u=red.n_u,
+        err_messages=lw.err_messages,
+        uses_err=bool(rows.errors),
+    )
+
+
+def _grouped_fold(fold: Fold) -> str:
+    """One fold over every row at once, into table column ``acc`` by group id ``gid``."""
+    acc, t = fold.acc.name, _np(fold.acc.dtype)
+    values = f"_as(np.broadcast_to({fold.value}, (n,)), {t})"
+    if fold.op == "add" and fold.acc.dtype.is_float:
+        # bincount sums each group's rows in row order, as one chunk of a compiled kernel
+        return f"{acc} += np.bincount(gid, weights={values}, minlength=ngroups)"
+    if fold.op == "count":  # the rows where the boolean value holds, per group
+        holds = f"np.broadcast_to({fold.value}, (n,))"
+        return f"{acc} += np.bincount(gid[{holds}], minlength=ngroups).astype({t})"
+    if fold.op in ("add", "or"):
+        ufunc = "np.add" if fold.op == "add" else "np.bitwise_or"
+        return f"{ufunc}.at({acc}, gid, {values})"
+    if fold.nan_empty:  # NaN never competes (fmin/fmax skip it); NaN only if nothing came
+        ufunc = "np.fmin" if fold.op == "min" else "np.fmax"
+    else:
+        ufunc = "np.minimum" if fold.op == "min" else "np.maximum"
+    if fold.when is None:
+        return f"{ufunc}.at({acc}, gid, {values})"
+    return (f"sel = np.broadcast_to({fold.when}, (n,)); "
+            f"{ufunc}.at({acc}, gid[sel], {values}[sel])")  # fmt: skip
+
+
+def generate_grouped_reduce(
+    aggs: list[GroupAgg],
+    types: dict[Node, DType],
+    nulls: Nullability,
+    *,
+    parallel: bool = False,
+    plan_text: str = "",
+) -> KernelSource:
+    """A NumPy function computing one partial table (one chunk) of every grouped reduction.
+
+    The compiled kernel's calling convention (`colbridge.codegen.numba_cpu`); folds
+    are ``np.bincount`` (float sums) and ``np.add.at``/``np.minimum.at``-style updates.
+    """
+    keys = aggs[0].keys
+    ids_name = keys.ids_column
+    roots: list[Node] = [a.arg for a in aggs]
+    if ids_name is not None:
+        roots.append(Column(ids_name))
+    inputs, input_index = collect_inputs(roots, types, nulls)
+    scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
+    groups, group_index = collect_grouped(roots, types, nulls)
+    rows = _ArrayRows()
+    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, None,
+                  group_index, groups)  # fmt: skip
+    gid = (
+        "np.zeros(n, dtype=np.intp)" if ids_name is None
+        else f"_as({lw.value(Column(ids_name)).expr}, np.intp)"
+    )  # fmt: skip
+    red = ReductionLowering(lw)
+    for agg in aggs:
+        red.add(agg)
+    table = {
+        acc.name: f"t{acc.kind}[0, :, {acc.column}]" for st in red.states for acc in st.accumulators
+    }
+    body = ["ngroups = tf.shape[1]", "nerr = [0] * err.shape[0]"]
+    body += [f"{table[acc.name]} = {acc.init}" for st in red.states for acc in st.accumulators]
+    body += lw.lines
+    body.append(f"gid = {gid}")
+    for fold in red.folds:
+        target = fold.acc
+        renamed = Fold(fold.op, type(target)(table[target.name], target.kind, target.column,
+                                             target.init), fold.value, fold.when,
+                       fold.nan_empty)  # fmt: skip
+        body.append(_grouped_fold(renamed))
+    body += [f"err[{kind}, 0] = nerr[{kind}]" for kind in sorted(rows.errors)]
+    body = [f"{name} = {expr}" for name, expr in rows.unpack.items()] + body
+    args = [*_signature_args(inputs, scalars, groups), "tf", "ti", "tu", "err"]
+    source = _module("grouped", args, body, plan_text)
+    return KernelSource(
+        kind="grouped",
+        source=source,
+        inputs=inputs,
+        scalars=scalars,
+        groups=groups,
         slots=[st.slot for st in red.states],
         n_f=red.n_f,
         n_i=red.n_i,

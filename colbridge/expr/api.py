@@ -6,6 +6,7 @@ no backend.
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections.abc import Iterable
 from typing import Any, NoReturn
@@ -23,9 +24,11 @@ from colbridge.expr.nodes import (
     Coalesce,
     Column,
     FillNan,
+    Filtered,
     Function,
     Literal,
     Node,
+    Over,
     Round,
     Unary,
     When,
@@ -39,6 +42,7 @@ __all__ = [
     "arctan2",
     "coalesce",
     "col",
+    "len",
     "lit",
     "max_horizontal",
     "mean_horizontal",
@@ -573,9 +577,9 @@ class Expr:
             )
             raise UnsupportedOperationError(msg)
         values = tuple(_is_in_value(v) for v in other)
-        if len(values) > MAX_IS_IN_VALUES:
+        if builtins.len(values) > MAX_IS_IN_VALUES:
             msg = (
-                f"`is_in` with {len(values)} values: colbridge compares at most "
+                f"`is_in` with {builtins.len(values)} values: colbridge compares at most "
                 f"{MAX_IS_IN_VALUES} in a kernel; filter with a join in the source frame instead"
             )
             raise UnsupportedOperationError(msg)
@@ -652,9 +656,77 @@ class Expr:
         """Number of null values."""
         return self._agg("null_count")
 
+    def len(self) -> Expr:
+        """Number of rows, nulls included (``count`` leaves nulls out)."""
+        return self._agg("len")
+
+    def first(self) -> Expr:
+        """The first value (null when it is null or there are no rows)."""
+        return self._agg("first")
+
+    def last(self) -> Expr:
+        """The last value (null when it is null or there are no rows)."""
+        return self._agg("last")
+
+    def n_unique(self) -> Expr:
+        """Number of distinct values; null counts as one value, as in polars."""
+        return self._agg("n_unique")
+
+    def filter(self, predicate: Any) -> Expr:
+        """The values on rows where ``predicate`` is true; only as the input of a reduction.
+
+        Examples
+        --------
+        >>> import colbridge as cb
+        >>> cb.col("x").filter(cb.col("y") > 0).sum()
+        <Expr col("x").filter((col("y") > lit(0))).sum()>
+        """
+        return Expr(Filtered(self.node, as_expr(predicate).node))
+
+    def over(self, *keys: Any) -> Expr:
+        """The expression evaluated per group of ``keys`` and broadcast to the group's rows.
+
+        Every reduction inside is taken per group, as in polars:
+        ``(x - x.mean()).over("g")`` is ``x - x.mean().over("g")``. Keys are
+        column names or expressions of any type (strings, categoricals, dates,
+        floats...); a null key is a group of its own.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"g": ["a", "b", "a"], "x": [1.0, 5.0, 3.0]})
+        >>> x = cb.col("x")
+        >>> df.gpu.with_columns(d=x - x.mean().over("g")).compute()["d"].to_list()
+        [-1.0, 0.0, 1.0]
+        """
+        nodes = _key_nodes(keys, "over")
+        return Expr(Over(self.node, nodes))
+
     def alias(self, name: str) -> Expr:
         """Name the output."""
         return Expr(Alias(self.node.arg if isinstance(self.node, Alias) else self.node, name))
+
+
+def _key_nodes(keys: tuple[Any, ...], where: str) -> tuple[Node, ...]:
+    """Key expressions from names, expressions or lists of them (polars' ``*keys``)."""
+    flat: list[Any] = []
+    for k in keys:
+        flat.extend(k if isinstance(k, (list, tuple)) else [k])
+    if not flat:
+        msg = f"`{where}` needs at least one key, e.g. `{where}(\"carrier\")`"
+        raise SchemaError(msg)
+    nodes: list[Node] = []
+    for k in flat:
+        if not isinstance(k, (str, Expr, _WhenThen)):
+            msg = (
+                f"`{where}` keys are column names or expressions, got {type(k).__name__} "
+                f"{k!r}"
+            )
+            raise SchemaError(msg)
+        node = as_expr(k).node
+        nodes.append(node.arg if isinstance(node, Alias) else node)
+    return tuple(nodes)
 
 
 def col(name: str) -> Expr:
@@ -912,6 +984,20 @@ def as_expr(value: Any) -> Expr:
     if isinstance(value, str):
         return col(value)
     return Expr(to_node(value))
+
+
+def len() -> Expr:  # polars' name: the builtin is `builtins.len` in this module
+    """The number of rows (per group with ``over`` or in ``group_by(...).agg``).
+
+    Examples
+    --------
+    >>> import colbridge as cb
+    >>> cb.len()
+    <Expr len()>
+    """
+    from colbridge.expr.nodes import ROWS
+
+    return Expr(Agg("len", ROWS))
 
 
 _ = DType  # re-exported type used in signatures

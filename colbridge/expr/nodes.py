@@ -12,7 +12,9 @@ __all__ = [
     "AGG_FUNCS",
     "BINARY_OPS",
     "FUNCTIONS",
+    "GROUPED_ONLY_FUNCS",
     "ROUND_MODES",
+    "ROWS",
     "UNARY_FUNCS",
     "Agg",
     "Alias",
@@ -22,14 +24,21 @@ __all__ = [
     "Coalesce",
     "Column",
     "FillNan",
+    "Filtered",
     "Function",
+    "GroupAgg",
+    "KeySet",
     "Literal",
     "Node",
+    "Over",
+    "Reduction",
     "Round",
     "Unary",
     "When",
     "children",
+    "deep_walk",
     "output_name",
+    "push_window",
     "reconstruct",
     "walk",
 ]
@@ -74,7 +83,15 @@ UNARY_FUNCS = FLOAT_FUNCS | frozenset(
 )  # fmt: skip
 
 # Reductions: a column in, one value out (broadcast when used elementwise).
-AGG_FUNCS = frozenset({"sum", "mean", "min", "max", "std", "var", "count", "null_count"})
+AGG_FUNCS = frozenset(
+    {
+        "sum", "mean", "min", "max", "std", "var", "count", "null_count", "len", "first",
+        "last", "n_unique",
+    }
+)  # fmt: skip
+# Reductions computed from a factorization (one group for a whole column), not by a fold:
+# a whole-column one is a `GroupAgg` over the empty key set.
+GROUPED_ONLY_FUNCS = frozenset({"first", "last", "n_unique"})
 
 # How `round` breaks ties (polars' names; "half_to_even" is the default). `truncate`
 # is a `Round` node with the internal mode "to_zero" (as polars implements it).
@@ -238,6 +255,71 @@ class Alias(Node):
     name: str
 
 
+@dataclass(frozen=True, slots=True)
+class KeySet:
+    """The keys of a window or a ``group_by``: rows with equal key values form a group.
+
+    Not a node: the keys are evaluated and factorized into group ids by a pass of
+    their own, never inside the kernels that read the groups' results, so tree
+    walks do not enter it. The empty key set is one group holding every row (it
+    carries whole-column ``first``, ``last`` and ``n_unique``).
+    """
+
+    exprs: tuple[Node, ...] = ()
+
+    @property
+    def ids_column(self) -> str | None:
+        """The input name kernels read the int32 group ids under (None: one group)."""
+        if not self.exprs:
+            return None
+        return f"__group_ids__[{self!r}]"
+
+    def __repr__(self) -> str:
+        return ", ".join(repr(e) for e in self.exprs)
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Over(Node):
+    """``arg.over(*keys)`` as written: every reduction inside ``arg`` is taken per group.
+
+    Planning pushes the window onto those reductions (`GroupAgg`), as polars
+    evaluates ``(x - x.mean()).over(g)`` as ``x - x.mean().over(g)``.
+    """
+
+    arg: Node
+    keys: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Filtered(Node):
+    """``arg.filter(predicate)``: the rows where ``predicate`` is true (only inside a reduction)."""
+
+    arg: Node
+    predicate: Node
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class GroupAgg(Node):
+    """A reduction per group of ``keys``: one value per group, gathered back to its rows.
+
+    Made by `Over` and by ``group_by(...).agg(...)``; the empty key set is one group.
+    Planning also makes ``func="each"``: ``arg``, an expression of the groups' results
+    only, evaluated once per group (not once per row) and gathered like a reduction.
+    """
+
+    func: str
+    arg: Node
+    keys: KeySet
+    ddof: int = 1
+
+
+#: A reduction of the whole column or per group.
+Reduction = Agg | GroupAgg
+
+#: The argument of ``cb.len()``: the rows themselves (``len`` counts nulls too).
+ROWS = Literal(None, DType.BOOL)
+
+
 def _memo_hash(node: Node) -> int:
     cached = node._hash
     if cached:
@@ -297,6 +379,17 @@ def walk(node: Node) -> Iterator[Node]:
         stack.extend(reversed(children(current)))
 
 
+def deep_walk(node: Node) -> Iterator[Node]:
+    """Every node of the tree, the key expressions of windows and groups included."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(children(current)))
+        if isinstance(current, GroupAgg):
+            stack.extend(reversed(current.keys.exprs))
+
+
 def transform(node: Node, fn: Callable[[Node], Node], memo: dict[Node, Node] | None = None) -> Node:
     """Rebuild bottom-up, applying ``fn`` to each node after its children."""
     if memo is None:
@@ -311,10 +404,31 @@ def transform(node: Node, fn: Callable[[Node], Node], memo: dict[Node, Node] | N
     return result
 
 
+def push_window(arg: Node, keys: KeySet) -> Node:
+    """``arg.over(keys)``: every whole-column reduction inside ``arg`` taken per group.
+
+    A window inside the window is taken within each of its groups (by the outer
+    keys and its own, as polars evaluates it); elementwise parts are unchanged
+    (``x.over(g)`` is ``x``), as in polars.
+    """
+
+    def fn(n: Node) -> Node:
+        if isinstance(n, Agg):
+            return GroupAgg(n.func, n.arg, keys, n.ddof)
+        if isinstance(n, GroupAgg):
+            inner = tuple(e for e in n.keys.exprs if e not in keys.exprs)
+            return GroupAgg(n.func, n.arg, KeySet(keys.exprs + inner), n.ddof)
+        return n
+
+    return transform(arg, fn)
+
+
 def output_name(node: Node) -> str:
     """The name polars would give the expression's output: the alias, else the first column."""
     if isinstance(node, Alias):
         return node.name
+    if isinstance(node, (Agg, GroupAgg)) and node.func == "len" and node.arg == ROWS:
+        return "len"
     if isinstance(node, Column):
         return node.name
     if isinstance(node, Literal):
@@ -360,10 +474,24 @@ def _format(node: Node) -> str:
     if isinstance(node, Function):
         return _format_function(node)
     if isinstance(node, Agg):
+        if node.func == "len" and node.arg == ROWS:
+            return "len()"
         extra = f"ddof={node.ddof}" if node.func in ("std", "var") and node.ddof != 1 else ""
         return f"{node.arg!r}.{node.func}({extra})"
     if isinstance(node, Alias):
         return f'{node.arg!r}.alias("{node.name}")'
+    if isinstance(node, Over):
+        return f"{node.arg!r}.over({', '.join(repr(k) for k in node.keys)})"
+    if isinstance(node, Filtered):
+        return f"{node.arg!r}.filter({node.predicate!r})"
+    if isinstance(node, GroupAgg):
+        extra = f"ddof={node.ddof}" if node.func in ("std", "var") and node.ddof != 1 else ""
+        window = f".over({node.keys!r})" if node.keys.exprs else ""
+        if node.func == "len" and node.arg == ROWS:
+            return f"len(){window}"
+        if node.func == "each":
+            return f"per_group[{node.keys!r}]({node.arg!r})"
+        return f"{node.arg!r}.{node.func}({extra}){window}"
     return type(node).__name__
 
 

@@ -94,7 +94,7 @@ _UNARY = (
     "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "degrees",
     "radians", "floor", "ceil", "sign",
     "is_null", "is_not_null", "is_nan", "is_not_nan", "is_finite", "is_infinite", "sum", "mean",
-    "min", "max", "count", "null_count", "neg", "not_",
+    "min", "max", "count", "null_count", "first", "last", "n_unique", "neg", "not_",
 )  # fmt: skip
 _OPERATORS = (
     "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "eq", "ne", "lt", "le", "gt", "ge",
@@ -180,6 +180,13 @@ FUNCTIONS: dict[str, _Function] = {
     ),
     "all_horizontal": _varargs("all_horizontal", lambda *xs: api.all_horizontal(*xs)),
     "any_horizontal": _varargs("any_horizontal", lambda *xs: api.any_horizontal(*xs)),
+    # windows and grouped reductions: over(mean(a), carrier) or mean(a).over(carrier)
+    "over": _Function((_x(), _Param("keys", keyword=False)), lambda x, *keys: x.over(*keys),
+                      varargs=1, example="over(mean(a), carrier)"),
+    "filter": _Function((_x(), _Param("predicate")), lambda x, p: x.filter(p),
+                        example="sum(filter(a, b > 0))"),
+    "len": _Function((_Param("x", keyword=False, default=None),),
+                     lambda x: api.len() if x is None else x.len(), example="len()"),
     "col": _Function((_Param("name", "str", keyword=False),), lambda name: api.col(name),
                      method=False, example='col("my column")'),
     "lit": _Function(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +22,15 @@ import pyarrow as pa
 
 from colbridge.columns.frames import ArrowTableAdapter
 from colbridge.errors import JobSpecError
-from colbridge.expr.nodes import Agg, Column, Literal, walk
+from colbridge.expr.nodes import Agg, Column, Literal, deep_walk
+from colbridge.io.grouped import (
+    Lookup,
+    attach,
+    has_group_by,
+    resolve_group_by,
+    resolve_windows,
+    window_passes,
+)
 from colbridge.io.progress import JobProgress
 from colbridge.io.sink import AtomicWriter
 from colbridge.io.source import (
@@ -67,16 +75,22 @@ class _Job:
     fallback: str
 
 
-def _needed_columns(steps: Sequence[Step], schema: pa.Schema) -> list[str] | None:
-    """Input columns the steps read, when a ``select`` limits the output; else None (all)."""
-    if not any(s.kind == "select" for s in steps):
+def _needed_columns(
+    steps: Sequence[Step], schema: pa.Schema, lookups: Sequence[Lookup] = ()
+) -> list[str] | None:
+    """Input columns the steps read, when a ``select`` limits the output; else None (all).
+
+    The keys of window lookups (`colbridge.io.grouped`) are read too.
+    """
+    if not any(s.kind in ("select", "group_by") for s in steps):
         return None
     names: list[str] = []
-    for step in steps:
-        for _, expr in step.items:
-            for n in walk(expr):
-                if isinstance(n, Column) and n.name in schema.names and n.name not in names:
-                    names.append(n.name)
+    exprs = [e for step in steps for _, e in (*step.items, *step.keys)]
+    exprs += [k for lookup in lookups for k in lookup.keys]
+    for expr in exprs:
+        for n in deep_walk(expr):
+            if isinstance(n, Column) and n.name in schema.names and n.name not in names:
+                names.append(n.name)
     return names
 
 
@@ -211,30 +225,64 @@ def pipeline(
     with JobProgress(progress) as bar:
         npass = 0
         empty = source.schema.empty_table()
+        lookups: list[Lookup] = []
+
+        def pieces(prefix: tuple[Step, ...], found: Sequence[Lookup]) -> Iterator[pa.Table]:
+            """Every batch with the window columns found so far, and its rows counted."""
+            for batch in source.batches(job.batch_rows,
+                                        _needed_columns(prefix, source.schema, found)):
+                yield attach(batch, found)
+                bar.advance(batch.num_rows, batch.nbytes)
+
+        def run_tables(prefix: tuple[Step, ...], found: Sequence[Lookup]) -> Iterator[pa.Table]:
+            nonlocal npass
+            npass += 1
+            bar.start(f"pass {npass}: group statistics", total)
+            seen = False
+            for piece in pieces(prefix, found):
+                yield compute_piece(prepare(prefix, piece.column_names), piece, job.device,
+                                    job.fallback)  # fmt: skip
+                seen = True
+            if not seen:  # no rows at all: the groups of an empty frame
+                piece = attach(empty, found)
+                yield compute_piece(prepare(prefix, piece.column_names), piece, "cpu")
 
         def reduce(prefix: tuple[Step, ...], aggs: list[Agg]) -> dict[Agg, Literal]:
             nonlocal npass
             npass += 1
             bar.start(f"pass {npass}: statistics", total)
             reads = _needed_columns((*prefix, Step("select", tuple(
-                (f"r{q}", a) for q, a in enumerate(aggs)))), source.schema)  # fmt: skip
+                (f"r{q}", a) for q, a in enumerate(aggs)))), source.schema, lookups)  # fmt: skip
 
             def batches() -> Any:
                 for batch in source.batches(job.batch_rows, reads):
-                    yield batch
+                    yield attach(batch, lookups)
                     bar.advance(batch.num_rows, batch.nbytes)
 
-            empty_read = empty if reads is None else empty.select(reads)
+            empty_read = attach(empty if reads is None else empty.select(reads), lookups)
             return fold_reductions(prefix, aggs, batches(), empty_read, job.device,
                                    job.fallback)  # fmt: skip
 
-        resolved, passes = resolve_aggregates(job.steps, reduce)
-        needed = _needed_columns(resolved, source.schema)
-        plan = prepare(resolved, needed if needed is not None else source.schema.names)
+        # windows first (per-group statistics, looked up batch by batch), then reductions
+        windowed, lookups, window_passes = resolve_windows(job.steps, source.schema.names,
+                                                           run_tables)  # fmt: skip
+        upto = next((j for j, s in enumerate(windowed) if s.kind == "group_by"), len(windowed))
+        resolved, passes = resolve_aggregates(windowed[:upto], reduce)
+        passes += window_passes
+        needed = _needed_columns(resolved, source.schema, lookups)
+        empty_in = attach(empty if needed is None else empty.select(needed), lookups)
+        plan = prepare(resolved, empty_in.column_names)
         with AtomicWriter(out, format=output_format, compression=compression) as writer:
-            if is_aggregating(job.steps):
+            if has_group_by(windowed):
+                # a row per group: statistics merged over the batches, the rest in memory
+                groups, rest, group_passes = resolve_group_by(
+                    (*resolved, *windowed[upto:]), run_tables, lookups)  # fmt: skip
+                passes += group_passes
+                writer.write(compute_piece(prepare(rest, groups.column_names), groups,
+                                           job.device, job.fallback))  # fmt: skip
+            elif is_aggregating(job.steps):
                 # Every reduction is now a literal: the one-row result needs no data.
-                writer.write(compute_piece(plan, empty, job.device, job.fallback))
+                writer.write(compute_piece(plan, empty_in, job.device, job.fallback))
             else:
                 bar.start("writing" if passes else "running", total)
                 # Batch i is encoded and written on a second thread while batch i+1 is
@@ -243,7 +291,8 @@ def pipeline(
                 with ThreadPoolExecutor(max_workers=1, thread_name_prefix="colbridge-write") as io:
                     pending: Future[None] | None = None
                     for batch in source.batches(job.batch_rows, needed):
-                        result = compute_piece(plan, batch, job.device, job.fallback)
+                        result = compute_piece(plan, attach(batch, lookups), job.device,
+                                               job.fallback)  # fmt: skip
                         if pending is not None:
                             pending.result()  # re-raises a failed write here
                         pending = io.submit(writer.write, result)
@@ -255,8 +304,7 @@ def pipeline(
                     if pending is not None:
                         pending.result()
                 if counters["batches"] == 0:
-                    piece = empty if needed is None else empty.select(needed)
-                    writer.write(compute_piece(plan, piece, "cpu"))
+                    writer.write(compute_piece(plan, empty_in, "cpu"))
             rows_out = writer.rows
     return PipelineResult(
         output=out,
@@ -289,7 +337,8 @@ def explain_pipeline(
         input_format=input_format,
     )  # fmt: skip
     source = job.source
-    levels = reduction_passes(job.steps)
+    windows, rest = window_passes(job.steps)
+    levels = reduction_passes(rest) + windows
     empty = source.schema.empty_table()
     report = describe(prepare(job.steps, empty.column_names), ArrowTableAdapter(empty),
                       device=device)  # fmt: skip

@@ -16,6 +16,8 @@ from colbridge.expr.nodes import (
     Coalesce,
     Column,
     FillNan,
+    Filtered,
+    GroupAgg,
     Literal,
     Node,
     Unary,
@@ -39,12 +41,15 @@ class Nullability:
         types: Mapping[Node, DType],
         nullable_columns: frozenset[str],
         nan_null_columns: frozenset[str] = frozenset(),
+        valid_groups: frozenset[Node] = frozenset(),
     ) -> None:
         self.types = types
         # columns with a validity bitmap holding nulls
         self.nullable_columns = nullable_columns
         # float columns where NaN means null (pandas NumPy-backed floats)
         self.nan_null_columns = nan_null_columns
+        # grouped results already computed with no null group (their kernels read no validity)
+        self.valid_groups = valid_groups
         self._memo: dict[Node, bool] = {}
 
     def may_be_null(self, node: Node) -> bool:
@@ -62,6 +67,15 @@ class Nullability:
             return node.value is None
         if isinstance(node, Agg):
             return node.func in NULLABLE_AGGS
+        if isinstance(node, GroupAgg):
+            if node in self.valid_groups:
+                return False
+            if node.func == "each":
+                return self.may_be_null(node.arg)
+            # a group has rows, but they may all be null (or filtered out)
+            return node.func in NULLABLE_AGGS or node.func in ("first", "last")
+        if isinstance(node, Filtered):
+            return self.may_be_null(node.arg)
         if isinstance(node, Unary) and node.op in ("is_null", "is_not_null"):
             return False
         if isinstance(node, Binary):

@@ -14,12 +14,42 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from colbridge.errors import DuplicateColumnError, SchemaError, UnsupportedTypeError
-from colbridge.expr.nodes import Agg, Binary, Column, Literal, Node, transform, walk
+from colbridge.expr.nodes import (
+    ROWS,
+    Agg,
+    Binary,
+    Column,
+    Filtered,
+    GroupAgg,
+    KeySet,
+    Literal,
+    Node,
+    Over,
+    Reduction,
+    children,
+    deep_walk,
+    push_window,
+    reconstruct,
+    transform,
+    walk,
+)
 from colbridge.plan.logical import Step
-from colbridge.plan.typecheck import ColumnType, TypeChecker, is_scalar
+from colbridge.plan.typecheck import ColumnType, TypeChecker, is_host_reduction, is_scalar
 from colbridge.types import DType
 
-__all__ = ["Segment", "SegmentSpec", "plan_segments", "type_segment"]
+__all__ = ["GroupBySpec", "Segment", "SegmentSpec", "plan_segments", "type_segment"]
+
+
+@dataclass(frozen=True)
+class GroupBySpec:
+    """The grouping of a ``group_by`` segment: its key set and the keys' output names.
+
+    Such a segment's rows are the groups: its output is the key columns (each
+    group's first key values) and one column per grouped reduction.
+    """
+
+    keys: KeySet
+    names: tuple[str, ...]
 
 
 @dataclass
@@ -30,6 +60,7 @@ class SegmentSpec:
     order: list[str]
     mask: Node | None
     one_row: bool = False
+    group_by: GroupBySpec | None = None
 
 
 @dataclass
@@ -41,10 +72,25 @@ class Segment:
     passthrough: dict[str, str]
     outputs: list[tuple[str, Node]]
     mask: Node | None
-    agg_levels: list[list[Agg]]
+    agg_levels: list[list[Reduction]]
     types: dict[Node, DType]
     one_row: bool
     output_types: dict[str, DType] = field(default_factory=dict)
+    #: key sets whose group ids the passes read: factorized before the first pass
+    key_sets: list[KeySet] = field(default_factory=list)
+    #: grouped reductions taken from the groups themselves, before the first pass
+    #: (``len``, ``first``, ``last``, ``n_unique``: see `is_host_reduction`)
+    host_aggs: list[GroupAgg] = field(default_factory=list)
+    #: expressions that key sets and `host_aggs` need as whole columns: the outputs of `pre`
+    host_names: dict[Node, str] = field(default_factory=dict)
+    #: the segment computing `host_names` over the same rows, run first
+    pre: Segment | None = None
+    #: set for a ``group_by`` segment: its rows out are the groups (typed keys)
+    group_by: GroupBySpec | None = None
+    #: Arrow types of grouped results no kernel computes (``first`` of a string column)
+    opaque: dict[Node, Any] = field(default_factory=dict)
+    #: Arrow types of output columns that have no kernel type (string keys and firsts)
+    arrow_types: dict[str, Any] = field(default_factory=dict)
 
     @property
     def text(self) -> str:
@@ -59,7 +105,7 @@ class Segment:
         params: dict[Node, int] = {}
 
         def shape(node: Node) -> str:
-            if isinstance(node, Agg):
+            if isinstance(node, (Agg, GroupAgg)):
                 return repr(node)  # reductions are computed by their own kernels, verbatim
             if isinstance(node, Literal) and is_kernel_parameter(node):
                 k = params.setdefault(node, len(params))
@@ -80,7 +126,10 @@ class Segment:
         outputs = [(name, shape(node)) for name, node in self.outputs]
         mask = shape(self.mask) if self.mask is not None else None
         levels = [[repr(a) for a in level] for level in self.agg_levels]
-        return repr((outputs, mask, levels, self.one_row)), tuple(params)  # type: ignore[arg-type]
+        key: tuple[Any, ...] = (outputs, mask, levels, self.one_row)
+        if self.group_by is not None:
+            key += (repr(self.group_by.keys),)
+        return repr(key), tuple(params)  # type: ignore[arg-type]
 
     @property
     def signature(self) -> str:
@@ -125,17 +174,82 @@ def _substitute(node: Node, env: Mapping[str, Node]) -> Node:
             if n.constant is not None:
                 # `e`, `pi`, `nan`, `inf` of a string expression: no column has the name
                 return Literal(n.constant)
+        if isinstance(n, Over):
+            return push_window(n.arg, KeySet(n.keys))
         return n
 
     return transform(node, fn)
 
 
 def _has_agg(node: Node) -> bool:
-    return any(isinstance(n, Agg) for n in walk(node))
+    return any(isinstance(n, (Agg, GroupAgg)) for n in deep_walk(node))
 
 
 def _referenced(node: Node) -> set[str]:
-    return {n.name for n in walk(node) if isinstance(n, Column)}
+    return {n.name for n in deep_walk(node) if isinstance(n, Column)}
+
+
+def _grouped_items(
+    step: Step, env: Mapping[str, Node]
+) -> tuple[SegmentSpec, dict[str, Node], list[str]]:
+    """A ``group_by`` step as a segment over the rows, and the expressions over its groups.
+
+    Every reduction in the aggregations is taken per group; the outermost ones
+    become columns of the groups table (``__agg0__``, ...), and the aggregations
+    are elementwise expressions over that table (``a.sum() / b.sum()`` divides two
+    of its columns), fused into the next segment.
+    """
+    keys = [(name, _substitute(k, env)) for name, k in step.keys]
+    keyset = KeySet(tuple(k for _, k in keys))
+    names = [name for name, _ in keys]
+    results: dict[Node, str] = {}
+
+    def to_group(n: Node) -> Node:
+        if isinstance(n, Agg):
+            return GroupAgg(n.func, n.arg, keyset, n.ddof)
+        return n
+
+    def outermost(n: Node, expr: Node) -> Node:
+        if isinstance(n, GroupAgg):
+            if n.keys != keyset:
+                msg = (
+                    f"`{expr!r}`: a window (`over`) inside `group_by(...).agg(...)` is not "
+                    "supported; compute it in `with_columns` before the `group_by`"
+                )
+                raise SchemaError(msg)
+            name = results.get(n)
+            if name is None:
+                name = results[n] = f"__agg{len(results)}__"
+            return Column(name)
+        if isinstance(n, Column):
+            msg = (
+                f"`agg` expression `{expr!r}` uses column `{n.name}` outside a reduction, "
+                "which would give each group a list; reduce it to one value per group, "
+                f"e.g. `col('{n.name}').first()`, `.sum()` or `.mean()`"
+            )
+            raise SchemaError(msg)
+        kids = children(n)
+        return reconstruct(n, tuple(outermost(k, expr) for k in kids)) if kids else n
+
+    over_groups: dict[str, Node] = {}
+    for name, expr in step.items:
+        grouped = transform(_substitute(expr, env), to_group)
+        if name in over_groups or name in names:
+            msg = (
+                f"output name `{name}` appears more than once in `group_by(...).agg(...)`; "
+                "give each output its own name with `.alias(...)` or `name=expr`"
+            )
+            raise DuplicateColumnError(msg)
+        over_groups[name] = outermost(grouped, expr)
+    if len(set(names)) != len(names):
+        msg = f"`group_by` keys {names!r} repeat a name; give each key its own `.alias(...)`"
+        raise DuplicateColumnError(msg)
+    env_rows: dict[str, Node] = dict(keys)
+    env_rows.update({name: node for node, name in results.items()})
+    spec = SegmentSpec(env_rows, list(env_rows), None, False, GroupBySpec(keyset, tuple(names)))
+    after: dict[str, Node] = {name: Column(name) for name in names}
+    after.update(over_groups)
+    return spec, after, [*names, *over_groups]
 
 
 def plan_segments(steps: Sequence[Step], input_names: Sequence[str]) -> list[SegmentSpec]:
@@ -155,11 +269,17 @@ def plan_segments(steps: Sequence[Step], input_names: Sequence[str]) -> list[Seg
 
     for step in steps:
         exprs = [e for _, e in step.items]
-        if mask is not None and any(_has_agg(e) for e in exprs):
+        if mask is not None and (step.kind == "group_by" or any(_has_agg(e) for e in exprs)):
             # Reductions after a filter must see only the rows it keeps.
             close()
         if one_row:
             close()
+        if step.kind == "group_by":
+            # the rows of what follows are the groups: the grouping ends its segment
+            spec, env, order = _grouped_items(step, env)
+            specs.append(spec)
+            mask = None
+            continue
         if step.kind == "filter":
             pred = _substitute(step.items[0][1], env)
             mask = pred if mask is None else Binary("and", mask, pred)
@@ -198,6 +318,9 @@ def _prune(specs: list[SegmentSpec]) -> None:
             needed |= _referenced(later.env[name])
         if later.mask is not None:
             needed |= _referenced(later.mask)
+        if later.group_by is not None:  # the keys are read even when not output
+            for key in later.group_by.keys.exprs:
+                needed |= _referenced(key)
         spec = specs[i]
         spec.order = [n for n in spec.order if n in needed]
         spec.env = {n: spec.env[n] for n in spec.order}
@@ -209,8 +332,21 @@ def type_segment(spec: SegmentSpec, schema: Mapping[str, ColumnType]) -> Segment
     passthrough: dict[str, str] = {}
     outputs: list[tuple[str, Node]] = []
     output_types: dict[str, DType] = {}
+    arrow_types: dict[str, Any] = {}
+    group: GroupBySpec | None = None
+    if spec.group_by is not None:
+        group = GroupBySpec(checker.key_set(spec.group_by.keys), spec.group_by.names)
+        checker.allow_opaque = True  # `first` of a string column is an output here
     for name in spec.order:
         node = spec.env[name]
+        if group is not None and name in group.names:
+            # a key column: each group's first key values, taken after factorizing
+            key = group.keys.exprs[group.names.index(name)]
+            if key in checker.types:
+                output_types[name] = checker.types[key]
+            elif isinstance(key, Column):
+                arrow_types[name] = schema[key.name].arrow_type
+            continue
         if isinstance(node, Column) and node.name in schema:
             passthrough[name] = node.name
             try:
@@ -227,7 +363,10 @@ def type_segment(spec: SegmentSpec, schema: Mapping[str, ColumnType]) -> Segment
             output_types[name] = checker.dtype(typed)
             continue
         outputs.append((name, typed))
-        output_types[name] = checker.dtype(typed)
+        if typed in checker.opaque:
+            arrow_types[name] = checker.opaque[typed]
+        else:
+            output_types[name] = checker.dtype(typed)
     mask = None
     if spec.mask is not None:
         mask = checker.check(spec.mask)
@@ -239,47 +378,163 @@ def type_segment(spec: SegmentSpec, schema: Mapping[str, ColumnType]) -> Segment
             raise SchemaError(msg)
         if isinstance(mask, Literal) and mask.value is True:
             mask = None
+    segment = _build_segment(outputs, mask, checker, spec.one_row, group)
+    segment.order = list(spec.order)
+    segment.passthrough = passthrough
+    segment.output_types = output_types
+    segment.arrow_types = arrow_types
+    return segment
+
+
+def _build_segment(
+    outputs: list[tuple[str, Node]],
+    mask: Node | None,
+    checker: TypeChecker,
+    one_row: bool,
+    group: GroupBySpec | None = None,
+) -> Segment:
+    """The segment computing typed ``outputs`` (and ``mask``) over one frame's rows."""
+    if group is None:
+        hoisted: dict[Node, Node] = {}
+        outputs = [(name, _per_group(node, checker.types, hoisted)) for name, node in outputs]
+        mask = _per_group(mask, checker.types, hoisted) if mask is not None else None
     roots = [n for _, n in outputs] + ([mask] if mask is not None else [])
     inputs: list[str] = []
+    key_sets: list[KeySet] = [group.keys] if group is not None and group.keys.exprs else []
+    host_aggs: list[GroupAgg] = []
     for root in roots:
         for n in walk(root):
             if isinstance(n, Column) and n.name not in inputs:
                 inputs.append(n.name)
+            if isinstance(n, GroupAgg):
+                if n.keys.exprs and n.keys not in key_sets:
+                    key_sets.append(n.keys)
+                if is_host_reduction(n, checker.types) and n not in host_aggs:
+                    host_aggs.append(n)
+    # whole columns the grouping needs that no input holds: computed by a segment first
+    host_names: dict[Node, str] = {}
+
+    def need(node: Node) -> None:
+        if not isinstance(node, Column) and node != ROWS and node not in host_names:
+            host_names[node] = f"__host{len(host_names)}__"
+
+    for keys in key_sets:
+        for key in keys.exprs:
+            need(key)
+    for agg in host_aggs:
+        arg = agg.arg
+        if isinstance(arg, Filtered):
+            need(arg.predicate)
+            arg = arg.arg
+        if agg.func != "len":
+            need(arg)
+    pre = None
+    if host_names:
+        pre = _build_segment([(name, node) for node, name in host_names.items()], None,
+                             checker, one_row=False)  # fmt: skip
+        pre.order = list(host_names.values())
+        pre.output_types = {name: checker.types[node] for node, name in host_names.items()}
     return Segment(
         inputs=inputs,
-        order=list(spec.order),
-        passthrough=passthrough,
+        order=[name for name, _ in outputs],
+        passthrough={},
         outputs=outputs,
         mask=mask,
-        agg_levels=_agg_levels(roots),
+        agg_levels=_agg_levels(roots, checker.types),
         types=checker.types,
-        one_row=spec.one_row,
-        output_types=output_types,
+        one_row=one_row,
+        key_sets=key_sets,
+        host_aggs=host_aggs,
+        host_names=host_names,
+        pre=pre,
+        group_by=group,
+        opaque=dict(checker.opaque),
     )
 
 
-def _agg_levels(roots: Sequence[Node]) -> list[list[Agg]]:
-    level_of: dict[Agg, int] = {}
+def _group_keys_of(node: Node) -> KeySet | None:
+    """The key set of an expression of one key set's group results alone, else None.
 
-    def level(node: Node) -> int:
+    Such an expression has one value per group: no column outside those results.
+    """
+    found: set[KeySet] = set()
+
+    def visit(n: Node) -> bool:
+        if isinstance(n, GroupAgg):
+            found.add(n.keys)
+            return True
+        if isinstance(n, Column):
+            return False
+        if isinstance(n, (Agg, Literal)):
+            return True  # one value for every row and group
+        return all(visit(c) for c in children(n))
+
+    if not visit(node) or len(found) != 1:
+        return None
+    keys = found.pop()
+    return keys if keys.exprs else None
+
+
+def _per_group(node: Node, types: dict[Node, DType], memo: dict[Node, Node]) -> Node:
+    """Hoist expressions of group results out of the row pass: evaluated once per group.
+
+    ``(x - m) / when(n > 1).then(sqrt(s / (n - 1)))`` with ``m``, ``n``, ``s`` per
+    group becomes ``(x - m) / per_group(...)``: the division, test and square root
+    run once per group (a small pass over the groups), and the row pass gathers
+    one value instead of three.
+    """
+    hit = memo.get(node)
+    if hit is not None:
+        return hit
+    out = node
+    if not isinstance(node, (GroupAgg, Agg, Column, Literal)):
+        keys = _group_keys_of(node)
+        if keys is not None:
+            out = GroupAgg("each", node, keys)
+            types[out] = types[node]
+        else:
+            kids = children(node)
+            if kids:
+                out = reconstruct(node, tuple(_per_group(k, types, memo) for k in kids))
+                if out is not node:
+                    types[out] = types[node]
+    memo[node] = out
+    return out
+
+
+def _agg_levels(roots: Sequence[Node], types: Mapping[Node, DType]) -> list[list[Reduction]]:
+    """Reductions computed by kernels, by pass: a reduction runs after those inside it.
+
+    Host reductions (`is_host_reduction`) are ready before the first pass.
+    """
+    level_of: dict[Reduction, int] = {}
+
+    def kernel_work(n: Node) -> bool:
+        if isinstance(n, GroupAgg):
+            return not is_host_reduction(n, types)
+        return isinstance(n, Agg)
+
+    def level(arg: Node) -> int:
         deepest = -1
-        for n in walk(node):
-            if isinstance(n, Agg) and n is not node:
+        for n in walk(arg):  # the argument itself may be a reduction (a window's window)
+            if kernel_work(n):
+                assert isinstance(n, (Agg, GroupAgg))
                 deepest = max(deepest, agg_level(n))
         return deepest
 
-    def agg_level(agg: Agg) -> int:
+    def agg_level(agg: Reduction) -> int:
         if agg not in level_of:
             level_of[agg] = level(agg.arg) + 1
         return level_of[agg]
 
     for root in roots:
         for n in walk(root):
-            if isinstance(n, Agg):
+            if kernel_work(n):
+                assert isinstance(n, (Agg, GroupAgg))
                 agg_level(n)
     if not level_of:
         return []
-    levels: list[list[Agg]] = [[] for _ in range(max(level_of.values()) + 1)]
+    levels: list[list[Reduction]] = [[] for _ in range(max(level_of.values()) + 1)]
     for agg, lvl in level_of.items():
         levels[lvl].append(agg)
     return levels

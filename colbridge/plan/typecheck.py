@@ -34,7 +34,9 @@ from colbridge.errors import (
 from colbridge.expr.nodes import (
     COMPARISONS,
     FLOAT_FUNCS,
+    GROUPED_ONLY_FUNCS,
     LOGICAL,
+    ROWS,
     Agg,
     Alias,
     Binary,
@@ -43,13 +45,18 @@ from colbridge.expr.nodes import (
     Coalesce,
     Column,
     FillNan,
+    Filtered,
     Function,
+    GroupAgg,
+    KeySet,
     Literal,
     Node,
+    Over,
     Round,
     Unary,
     When,
     children,
+    push_window,
     walk,
 )
 from colbridge.types import DType
@@ -64,7 +71,7 @@ from colbridge.types.promotion import (
     truediv_result,
 )
 
-__all__ = ["ColumnType", "TypeChecker", "cast_can_fail", "is_scalar"]
+__all__ = ["ColumnType", "TypeChecker", "cast_can_fail", "is_host_reduction", "is_scalar"]
 
 
 class ColumnType:
@@ -139,6 +146,10 @@ class TypeChecker:
         # untyped dynamic expressions (not bare numbers) -> (kind "int"/"float", representative)
         self._dynamic: dict[Node, tuple[str, Number | None]] = {}
         self._keep_dynamic = True
+        #: Arrow types of grouped results no kernel computes (`first` of a string column)
+        self.opaque: dict[Node, object] = {}
+        #: whether such results may be typed (they can only be outputs of `group_by`)
+        self.allow_opaque = False
 
     # -- entry point ----------------------------------------------------------
     def check(self, node: Node) -> Node:
@@ -297,6 +308,17 @@ class TypeChecker:
             return self._function(node)
         if isinstance(node, Agg):
             return self._agg(node)
+        if isinstance(node, GroupAgg):
+            return self._group_agg(node)
+        if isinstance(node, Over):
+            return self._check(push_window(node.arg, KeySet(node.keys)))
+        if isinstance(node, Filtered):
+            msg = (
+                f"`{node!r}`: `filter(...)` inside an expression would change the number of "
+                "rows; use it as the input of a reduction (`x.filter(p).sum()`) or filter the "
+                "frame with `.filter(...)`"
+            )
+            raise SchemaError(msg)
         msg = f"unsupported expression node {type(node).__name__}: {node!r}"
         raise UnsupportedOperationError(msg)
 
@@ -1052,6 +1074,15 @@ class TypeChecker:
         return self._record(When(none_left, self._typed_literal(None, res), mean), res)
 
     def _agg(self, node: Agg) -> Node:
+        if node.func in GROUPED_ONLY_FUNCS or node.func == "len" or (
+            node.func in ("count", "null_count") and self._opaque_column(node.arg)
+        ):
+            # computed from the rows' positions or a factorization: one group
+            return self._group_agg(GroupAgg(node.func, node.arg, KeySet(), node.ddof))
+        if isinstance(node.arg, Filtered):
+            arg, _ = self._filtered(node.arg, node)
+            t = self.types[arg]
+            return self._record(Agg(node.func, arg, node.ddof), agg_result(node.func, t))
         arg = self._check(node.arg)
         if _is_null_literal(arg) and node.func in ("count", "null_count"):
             if node.func == "count":
@@ -1077,6 +1108,137 @@ class TypeChecker:
             # as in polars: lit(1).sum() is 1 whatever the frame's length.
             return self._scalar_agg(node.func, node.ddof, arg, result)
         return self._record(Agg(node.func, arg, node.ddof), result)
+
+    # -- grouped reductions ---------------------------------------------------
+    def key_set(self, keys: KeySet) -> KeySet:
+        """The typed key set: columns of any groupable type as they are, expressions typed."""
+        typed: list[Node] = []
+        for key in keys.exprs:
+            if isinstance(key, Column):
+                info = self.schema.get(key.name)
+                if info is None:
+                    from colbridge.columns.frames import missing_column_error
+
+                    raise missing_column_error(key.name, self.available)
+                _check_key_type(key.name, info)
+                if info.dtype is not None:
+                    self._record(key, info.dtype)
+                typed.append(key)
+                continue
+            typed.append(self.check(key))
+        out = KeySet(tuple(typed))
+        if out.ids_column is not None:  # the group ids kernels read: int32, never null
+            self._record(Column(out.ids_column), DType.INT32)
+        return out
+
+    def _opaque_column(self, node: Node) -> bool:
+        """True for a column no kernel reads (strings, ...), which only grouping can use."""
+        if not isinstance(node, Column):
+            return False
+        info = self.schema.get(node.name)
+        return info is not None and info.dtype is None
+
+    def _predicate(self, node: Node, where: Node) -> Node:
+        pred = self.check(node)
+        if self.types[pred] is not DType.BOOL:
+            msg = (
+                f"`{where!r}`: the filter predicate is {self.types[pred]}, not boolean; "
+                "compare it, e.g. `x.filter(cb.col('y') > 0)`"
+            )
+            raise SchemaError(msg)
+        return pred
+
+    def _filtered(self, node: Filtered, where: Node) -> tuple[Node, Node]:
+        """A typed ``arg.filter(predicate)`` as a reduction's input, and the typed predicate."""
+        pred = self._predicate(node.predicate, where)
+        if isinstance(node.arg, Filtered):  # x.filter(p).filter(q) keeps rows where both hold
+            inner, inner_pred = self._filtered(node.arg, where)
+            both = self._record(Binary("and", inner_pred, pred), DType.BOOL)
+            assert isinstance(inner, Filtered)
+            return self._record(Filtered(inner.arg, both), self.types[inner]), both
+        arg = self.check(node.arg)
+        return self._record(Filtered(arg, pred), self.types[arg]), pred
+
+    def _group_agg(self, node: GroupAgg) -> Node:
+        keys = self.key_set(node.keys)
+        func = node.func
+        inner, pred = node.arg, None
+        if isinstance(inner, Filtered):
+            pred = self._predicate(inner.predicate, node)
+            inner = inner.arg
+            while isinstance(inner, Filtered):
+                pred = self._record(Binary("and", self._predicate(inner.predicate, node), pred),
+                                    DType.BOOL)  # fmt: skip
+                inner = inner.arg
+
+        def filtered(value: Node) -> Node:
+            if pred is None:
+                return value
+            return self._record(Filtered(value, pred), self.types[value])
+
+        if func == "len":
+            # the rows are counted, whatever their values: the argument is not evaluated
+            rows: Node = ROWS if pred is None else Filtered(ROWS, pred)
+            return self._record(GroupAgg("len", rows, keys), DType.UINT32)
+        if isinstance(inner, Column) and self._opaque_column(inner):
+            if func not in ("count", "null_count", "first", "last", "n_unique"):
+                self._column(inner)  # raises the error naming the column and its type
+            info = self.schema[inner.name]
+            arg: Node = inner if pred is None else Filtered(inner, pred)
+            if func not in ("first", "last"):
+                return self._record(GroupAgg(func, arg, keys), DType.UINT32)
+            if not self.allow_opaque:
+                msg = (
+                    f"`{node!r}`: column `{info.name}` has type {info.arrow_type}, which "
+                    "kernels cannot compute on; its first/last value per group can only be "
+                    "an output of `group_by(...).agg(...)`"
+                )
+                raise UnsupportedTypeError(msg)
+            out = GroupAgg(func, arg, keys)
+            self.opaque[out] = info.arrow_type
+            return out
+        typed = self.check(inner)
+        t = self.types[typed]
+        result = agg_result(func, t)
+        if func in ("first", "last", "n_unique"):
+            return self._record(GroupAgg(func, filtered(typed), keys), result)
+        if func in ("std", "var"):
+            return self._grouped_moment(func, typed, filtered, keys, node.ddof, result)
+        if pred is None and is_scalar(typed):
+            return self._scalar_agg(func, node.ddof, typed, result)
+        return self._record(GroupAgg(func, filtered(typed), keys, node.ddof), result)
+
+    def _grouped_moment(
+        self,
+        func: str,
+        arg: Node,
+        filtered: Callable[[Node], Node],
+        keys: KeySet,
+        ddof: int,
+        result: DType,
+    ) -> Node:
+        """std/var per group, exactly two-pass: the group's mean, then squared deviations.
+
+        ``var = sum((x - mean)**2) / (count - ddof)``, null where ``count <= ddof``
+        (polars' rule), every step in float64; the group mean is gathered back to the
+        rows by the second pass, so these are two grouped reduction passes.
+        """
+        f64 = DType.FLOAT64
+        x = self._cast(arg, f64)
+        count = self._record(GroupAgg("count", filtered(x), keys), DType.UINT32)
+        mean = self._record(GroupAgg("mean", filtered(x), keys), f64)
+        dev = self._record(Binary("sub", x, mean), f64)
+        square = self._record(Binary("mul", dev, dev), f64)
+        total = self._record(GroupAgg("sum", filtered(square), keys), f64)
+        n = self._cast(count, f64)
+        dof = self._typed_literal(float(ddof), f64)
+        var = self._record(Binary("truediv", total, self._record(Binary("sub", n, dof), f64)),
+                           f64)  # fmt: skip
+        enough = self._record(Binary("gt", n, dof), DType.BOOL)
+        value = self._record(When(enough, var, self._typed_literal(None, f64)), f64)
+        if func == "std":
+            value = self._record(Unary("sqrt", value), f64)
+        return self._cast(value, result)
 
     def _scalar_agg(self, func: str, ddof: int, arg: Node, result: DType) -> Node:
         if func in ("count", "null_count"):
@@ -1153,10 +1315,50 @@ def _clipped(
     return value
 
 
+def is_host_reduction(node: GroupAgg, types: Mapping[Node, DType]) -> bool:
+    """True for a grouped reduction computed from the groups themselves, not by a kernel.
+
+    ``len``, ``first``, ``last`` and ``n_unique`` come from row positions and
+    factorizations; ``count``/``null_count`` of a column no kernel reads (strings)
+    from its validity.
+    """
+    if node.func in ("len", "first", "last", "n_unique"):
+        return True
+    if node.func == "each":
+        return False
+    arg = node.arg.arg if isinstance(node.arg, Filtered) else node.arg
+    return node.func in ("count", "null_count") and arg not in types
+
+
+def _check_key_type(name: str, info: ColumnType) -> None:
+    import pyarrow as pa
+
+    arrow_type = info.arrow_type
+    if not isinstance(arrow_type, pa.DataType):
+        return
+    t = arrow_type
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if (
+        pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+        or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t) or pa.types.is_temporal(t) or pa.types.is_null(t)
+        or pa.types.is_string_view(t) or pa.types.is_decimal(t)
+    ):  # fmt: skip
+        return
+    msg = (
+        f"column `{name}` has type {arrow_type}, which cannot be a grouping key; "
+        "group by numbers, booleans, strings, categoricals, dates or times"
+    )
+    raise UnsupportedTypeError(msg)
+
+
 def is_scalar(node: Node) -> bool:
     """True when ``node`` has one value per frame: no column outside a reduction."""
     if isinstance(node, Agg):
         return True
+    if isinstance(node, GroupAgg):
+        return not node.keys.exprs
     if isinstance(node, Column):
         return False
     return all(is_scalar(c) for c in children(node))

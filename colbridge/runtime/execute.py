@@ -26,10 +26,18 @@ from colbridge.backends.common import (
     fold_partials,
 )
 from colbridge.backends.device import DeviceChoice, device_context, resolve_device
+from colbridge.backends.groups import (
+    GroupIds,
+    Grouping,
+    factorize,
+    host_reduction,
+    one_group,
+    take,
+)
 from colbridge.codegen.kernel import AggSlot
 from colbridge.columns.frames import ArrowTableAdapter, FrameAdapter, adapt_frame
 from colbridge.errors import DeviceError, DeviceFallbackWarning, KernelCompileError
-from colbridge.expr.nodes import Agg, Column, Literal, walk
+from colbridge.expr.nodes import ROWS, Agg, Column, Filtered, Literal, Node, deep_walk
 from colbridge.plan.logical import Step
 from colbridge.plan.planner import Segment, SegmentSpec, plan_segments, type_segment
 from colbridge.plan.typecheck import ColumnType
@@ -185,19 +193,22 @@ def _type_plan(specs: list[SegmentSpec], names: tuple[str, ...], columns: Column
         segment = type_segment(spec, schema)
         segments.append(segment)
         schema = {
-            n: ColumnType(n, segment.output_types.get(n), segment.output_types.get(n))
+            n: ColumnType(n, segment.output_types.get(n),
+                          segment.output_types.get(n) or segment.arrow_types.get(n))
             for n in segment.order
-        }
+        }  # fmt: skip
     return TypedPlan(segments)
 
 
 def _read_by_kernels(spec: SegmentSpec) -> list[str]:
     roots = list(spec.env.values()) + ([spec.mask] if spec.mask is not None else [])
     names: list[str] = []
+    if spec.group_by is not None:  # the keys' types decide how they are factorized
+        roots += list(spec.group_by.keys.exprs)
     for root in roots:
-        if isinstance(root, Column):
+        if isinstance(root, Column) and spec.group_by is None:
             continue  # a passthrough column is not read by a kernel
-        for n in walk(root):
+        for n in deep_walk(root):
             if isinstance(n, Column) and n.name not in names:
                 names.append(n.name)
     return names
@@ -241,17 +252,138 @@ def _carry(
     return {source: columns.get(source) for source in dict.fromkeys(segment.passthrough.values())}
 
 
+def _run_segment(
+    backend: Any,
+    segment: Segment,
+    arrays: dict[str, pa.Array],
+    num_rows: int,
+    stats: RunStats,
+    nan_null: frozenset[str],
+    *,
+    carry: dict[str, pa.Array] | None = None,
+    groups: Grouping | None = None,
+) -> SegmentResult:
+    """One segment on ``backend``; a backend that does not filter itself gives (columns, mask)."""
+    extra: dict[str, Any] = {}
+    if carry is not None:
+        extra["carry"] = carry
+    if groups is not None:
+        extra["groups"] = groups
+    ran = backend.run_segment(segment, arrays, num_rows, stats, nan_null, **extra)
+    return ran if isinstance(ran, SegmentResult) else SegmentResult(*ran)
+
+
+def _identity(array: pa.Array) -> tuple[Any, ...]:
+    """What identifies an input column's data while its buffers live: type, place, extent."""
+    buffers = tuple(b.address if b is not None else 0 for b in array.buffers())
+    return (array.type, len(array), array.offset, buffers)
+
+
+def grouping(
+    segment: Segment,
+    columns: Columns,
+    num_rows: int,
+    backend: Any,
+    report: ComputeReport,
+    cache: dict[Any, Any] | None = None,
+) -> Grouping | None:
+    """The factorize pass of a segment: group ids of its key sets, and host-made reductions.
+
+    Key columns are read in place; key expressions (and the inputs of ``first``,
+    ``last``, ``n_unique``) are computed by the segment's ``pre`` segment. Ids of
+    input columns are kept in ``cache`` (the lazy handle's) while the columns'
+    buffers are the same.
+    """
+    if not segment.key_sets and not segment.host_aggs:
+        return None
+    computed: dict[str, pa.Array] = {}
+    if segment.pre is not None:
+        pre = segment.pre
+        ran = _run_segment(
+            backend, pre, {name: columns.get(name) for name in pre.inputs}, num_rows,
+            report.stats, columns.nan_null(pre.inputs),
+            groups=grouping(pre, columns, num_rows, backend, report, cache),
+        )  # fmt: skip
+        computed = dict(ran.columns)
+
+    def whole(node: Node) -> pa.Array:
+        if isinstance(node, Column):
+            return columns.get_as_arrow_nulls(node.name)
+        return computed[segment.host_names[node]]
+
+    ids: dict[str, GroupIds] = {}
+    for keys in segment.key_sets:
+        name = keys.ids_column
+        assert name is not None
+        arrays = [whole(k) for k in keys.exprs]
+        cache_key = None
+        if cache is not None and all(isinstance(k, Column) for k in keys.exprs):
+            cache_key = ("group ids", keys, tuple(_identity(a) for a in arrays))
+        hit = cache.get(cache_key) if cache is not None and cache_key is not None else None
+        if hit is not None:
+            groups = hit[1]
+        else:
+            groups = factorize(arrays, num_rows)
+            if cache is not None and cache_key is not None:
+                # the arrays are kept with the ids: their buffers cannot be reused meanwhile
+                cache[cache_key] = (arrays, groups)
+        ids[name] = groups
+        report.stats.kernels.append(
+            f"group ids [{keys!r}]: {groups.count} group(s) by {groups.method}"
+            + (" (cached)" if hit is not None else "")
+        )
+    out = Grouping(ids, one_group(num_rows), computed=computed)
+    for agg in segment.host_aggs:
+        arg, pred = agg.arg, None
+        if isinstance(arg, Filtered):
+            pred = whole(arg.predicate)
+            arg = arg.arg
+        values = None if arg == ROWS or agg.func == "len" else whole(arg)
+        out.host[agg] = host_reduction(agg.func, out.of(agg.keys.ids_column), values, pred)
+    return out
+
+
+def _group_keys(segment: Segment, columns: Columns, groups: Grouping) -> dict[str, pa.Array]:
+    """The key columns of a ``group_by`` segment's result: each group's first key values."""
+    spec = segment.group_by
+    assert spec is not None
+    first = groups.of(spec.keys.ids_column).first_rows
+    out: dict[str, pa.Array] = {}
+    for name, key in zip(spec.names, spec.keys.exprs, strict=True):
+        if name not in segment.order:
+            continue
+        if isinstance(key, Column):
+            out[name] = take(columns.get_as_arrow_nulls(key.name), first)
+        else:  # computed by the pre segment: factorized from it, taken from it again
+            out[name] = take(groups.computed[segment.host_names[key]], first)
+    return out
+
+
+def _without_views(table: pa.Table) -> pa.Table:
+    """String/binary view columns (polars') in the large layout: pyarrow filters no views."""
+    for k, f in enumerate(table.schema):
+        if pa.types.is_string_view(f.type) or pa.types.is_binary_view(f.type):
+            large = pa.large_string() if pa.types.is_string_view(f.type) else pa.large_binary()
+            table = table.set_column(k, f.name, table.column(k).cast(large))
+    return table
+
+
 def execute(
-    plan: PreparedPlan, adapter: FrameAdapter, report: ComputeReport, target: str
+    plan: PreparedPlan,
+    adapter: FrameAdapter,
+    report: ComputeReport,
+    target: str,
+    cache: dict[Any, Any] | None = None,
 ) -> Any:
     """Run ``plan`` over the frame behind ``adapter`` on ``target``; a frame of its kind.
 
     Input columns are read in place; results are fresh Arrow arrays; a filter is
-    applied to the result once, at the end of its segment.
+    applied to the result once, at the end of its segment. ``cache`` (the lazy
+    handle's) keeps the group ids of the input frame's key columns.
     """
     columns = Columns(adapter, report.copies)
     segments = plan.typed(columns).segments
-    return _run(segments, adapter, columns, report, target, partials=False)
+    return _run(segments, adapter, columns, report, target, partials=False, cache=cache)
 
 
 def _run(
@@ -262,6 +394,7 @@ def _run(
     target: str,
     *,
     partials: bool,
+    cache: dict[Any, Any] | None = None,
 ) -> Any:
     """The segment loop of `execute`.
 
@@ -277,16 +410,23 @@ def _run(
         if partials and index == last:
             return backend.reduce_partials(segment, arrays, adapter.num_rows, report.stats,
                                            nan_null), adapter.num_rows  # fmt: skip
-        carry = _carry(segment, adapter, columns, target)
-        if carry is None:
-            ran = backend.run_segment(segment, arrays, adapter.num_rows, report.stats, nan_null)
-        else:
-            ran = backend.run_segment(segment, arrays, adapter.num_rows, report.stats,
-                                      nan_null, carry=carry)  # fmt: skip
-        # a backend that does not filter itself gives (columns, mask)
-        result = ran if isinstance(ran, SegmentResult) else SegmentResult(*ran)
+        groups = grouping(segment, columns, adapter.num_rows, backend, report,
+                          cache if adapter is original else None)  # fmt: skip
+        result = _run_segment(backend, segment, arrays, adapter.num_rows, report.stats,
+                              nan_null, carry=_carry(segment, adapter, columns, target),
+                              groups=groups)  # fmt: skip
         mask = result.mask
         new: dict[str, pa.Array | pa.ChunkedArray] = dict(result.columns)
+        if segment.group_by is not None:
+            # the groups are the rows from here on: a table of their keys and results
+            assert groups is not None
+            new.update(_group_keys(segment, columns, groups))
+            table = pa.table({n: new[n] for n in segment.order})
+            if index == last:
+                return original.from_arrow(table)
+            adapter = ArrowTableAdapter(table)
+            columns = Columns(adapter, report.copies)
+            continue
         final = index == last and adapter is original
         if result.compacted:
             # the backend filtered the outputs and the columns it carried; the frame filters
@@ -310,7 +450,7 @@ def _run(
             return adapter.filter(out, mask) if mask is not None else out
         table = ArrowTableAdapter(pa.table({n: new[n] for n in segment.order}))
         if mask is not None:
-            table = ArrowTableAdapter(table.frame.filter(mask))
+            table = ArrowTableAdapter(_without_views(table.frame).filter(mask))
         if index == last:
             return original.from_arrow(table.frame)
         adapter = table

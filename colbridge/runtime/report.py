@@ -15,8 +15,10 @@ from html import escape
 from typing import Any
 
 from colbridge.backends import get_backend
+from colbridge.backends.common import per_group_level, split_level
 from colbridge.backends.device import DeviceChoice, resolve_device
 from colbridge.columns.frames import FrameAdapter
+from colbridge.expr.nodes import GroupAgg
 from colbridge.plan.logical import Step
 from colbridge.plan.nullability import Nullability
 from colbridge.plan.planner import Segment
@@ -127,17 +129,42 @@ def build_report(
     described = [(0, f"{i + 1}. {s.describe()}") for i, s in enumerate(steps)]
     sections.append(Section("steps", "", described or [(0, "(none)")]))
     for k, seg in enumerate(segments):
-        npasses = len(seg.agg_levels) + (1 if seg.outputs or seg.mask is not None else 0)
+        npasses, nkernels, grouped_lines = _grouped_work(seg)
+        npasses += len(seg.agg_levels)
+        nkernels += sum(bool(aggs) + len(by_keys) + len(per_group_level(level))
+                        for level in seg.agg_levels
+                        for aggs, by_keys in [split_level(level)])  # fmt: skip
+        npasses -= sum(all(isinstance(a, GroupAgg) and a.func == "each" for a in level)
+                       for level in seg.agg_levels)  # a pass over the groups, not the rows
+        final = seg.group_by is None and bool(seg.outputs or seg.mask is not None)
+        npasses += final
+        nkernels += final or (seg.group_by is not None and bool(seg.outputs))
         section = Section(
             f"segment {k + 1}",
-            f"{npasses} pass(es) over the rows, {npasses} fused kernel(s); "
+            f"{npasses} pass(es) over the rows, {nkernels} fused kernel(s); "
             f"reads {seg.inputs or 'no columns'}",
         )
-        for level, aggs in enumerate(seg.agg_levels):
-            section.details.append(
-                (0, f"reduction pass {level + 1}: " + ", ".join(repr(a) for a in aggs))
-            )
-        if seg.outputs or seg.mask is not None:
+        section.details += grouped_lines
+        for level, reductions in enumerate(seg.agg_levels):
+            aggs, by_keys = split_level(reductions)
+            if aggs:
+                section.details.append(
+                    (0, f"reduction pass {level + 1}: " + ", ".join(repr(a) for a in aggs))
+                )
+            for keys, grouped in by_keys.items():
+                section.details.append((0, (
+                    f"grouped reduction pass {level + 1} by [{keys!r}] (partial tables by "
+                    "group id, merged): " + ", ".join(repr(a) for a in grouped))))  # fmt: skip
+            for keys, each in per_group_level(reductions).items():
+                section.details.append((0, (
+                    f"per-group pass after pass {level} (one row per group of [{keys!r}], not "
+                    "per row): " + ", ".join(repr(a.arg) for a in each))))  # fmt: skip
+        if seg.group_by is not None:
+            outs = [name for name, _ in seg.outputs]
+            section.details.append((0, (
+                f"rows out: one per group of [{seg.group_by.keys!r}] (first-appearance "
+                f"order), keys {list(seg.group_by.names)} and {outs}")))  # fmt: skip
+        elif seg.outputs or seg.mask is not None:
             outs = [name for name, _ in seg.outputs]
             extra = " + filter mask" if seg.mask is not None else ""
             section.details.append((0, f"elementwise pass: computes {outs}{extra}"))
@@ -165,6 +192,30 @@ def build_report(
         if last.copies:
             sections.append(Section("last compute copied", "; ".join(last.copies)))
     return PlanReport(f"over a {frame_kind} frame of {num_rows} rows", sections)
+
+
+def _grouped_work(seg: Segment) -> tuple[int, int, list[tuple[int, str]]]:
+    """Passes, kernels and report lines of a segment's factorize work (before its passes)."""
+    lines: list[tuple[int, str]] = []
+    passes = kernels = 0
+    if seg.pre is not None:
+        pre_passes, pre_kernels, pre_lines = _grouped_work(seg.pre)
+        levels = len(seg.pre.agg_levels)
+        passes += pre_passes + levels + 1
+        kernels += pre_kernels + levels + 1
+        lines += pre_lines
+        lines.append((0, "columns computed for the grouping: " + ", ".join(
+            f"{name} = {node!r}" for node, name in seg.host_names.items())))  # fmt: skip
+    for keys in seg.key_sets:
+        passes += 1
+        lines.append((0, (
+            f"group ids pass: [{keys!r}] factorized into dense int32 ids in first-appearance "
+            "order (a null key is a group; strings and categories by dictionary, never as "
+            "bytes); kept on the handle while the key columns are unchanged")))  # fmt: skip
+    if seg.host_aggs:
+        lines.append((0, "taken from the groups, no kernel: " + ", ".join(
+            repr(a) for a in seg.host_aggs)))  # fmt: skip
+    return passes, kernels, lines
 
 
 def describe(

@@ -1447,6 +1447,9 @@ class CupyDouble:
                              kernel._bitmaps)  # fmt: skip
             written = not ctype.startswith("const")
             region = self._find(address) if address and nbytes else None
+            if nbytes == _WHOLE_ALLOCATION:
+                # indexed by group id, not by row: any byte of the allocation may be touched
+                nbytes = region.address + region.size - address if region is not None else 0
             plan.append((region, address, nbytes, written))
         return plan
 
@@ -1500,6 +1503,10 @@ class _IllegalAddress(Exception):
     """A kernel touched memory the device cannot reach (the GPU's illegal address fault)."""
 
 
+#: `_extent` of a per-group array or grouped table: the rest of its allocation.
+_WHOLE_ALLOCATION = -1
+
+
 def _extent(params: list[tuple[str, str]], values: list[tuple[str, Any]], k: int, n: int,
             threads: int, widths: dict[str, int], bitmaps: frozenset[str]) -> int:  # fmt: skip
     """Bytes kernel parameter ``k`` (a pointer) is read or written over, by the kernel convention.
@@ -1508,12 +1515,16 @@ def _extent(params: list[tuple[str, str]], values: list[tuple[str, Any]], k: int
     long`` is a bitmap read from that bit offset; bit-packed outputs (``bitmaps``,
     named by the kernel) are ``n`` bits in 32-bit words; reduction partials
     ``pf``/``pi``/``pu`` hold one row of 8-byte columns per launched thread;
-    ``err`` one counter per failure kind.
+    ``err`` one counter per failure kind; per-group arrays ``g{j}``/``gv{j}`` and
+    grouped tables ``tf``/``ti``/``tu`` are indexed by group id
+    (`_WHOLE_ALLOCATION`).
     """
     ctype, name = params[k]
     base = ctype.removeprefix("const ").rstrip("*").strip()
     if n <= 0:
         return 0
+    if re.fullmatch(r"gv?\d+|t[fiu]", name):
+        return _WHOLE_ALLOCATION
     if name == "err":
         return 8 * N_ERR_KINDS
     if name in ("pf", "pi", "pu"):

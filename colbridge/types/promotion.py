@@ -104,9 +104,9 @@ def float_result(a: DType) -> DType:
 
 def agg_result(func: str, a: DType) -> DType:
     """Result type of a reduction."""
-    if func in ("count", "null_count"):
+    if func in ("count", "null_count", "len", "n_unique"):
         return DType.UINT32
-    if func in ("min", "max"):
+    if func in ("min", "max", "first", "last"):
         return a
     if func in ("mean", "std", "var"):
         return a if a in (DType.FLOAT32, DType.FLOAT16) else DType.FLOAT64

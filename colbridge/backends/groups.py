@@ -1,0 +1,403 @@
+"""Group ids: keys of any type factorized into dense int32 ids, and what follows from them alone.
+
+Stage: backends (the factorize pass of a plan, run on the host for every target).
+`factorize` turns one or several key columns into ids ``0 .. count-1`` numbered in
+order of first appearance (polars' ``maintain_order=True``), with a null key a
+group of its own, NaN one group and ``-0.0`` the group of ``0.0``, as polars
+groups them. Strings and categories never reach a kernel as bytes: they are
+dictionary-encoded by pyarrow (categories by label, not by code).
+
+How (measured on this project's machines; see ``benchmarks/grouped.py``):
+
+* each key becomes integer *codes* in ``[0, range)``: small-range integers,
+  booleans, dates and dictionary codes directly (value minus minimum, nulls
+  last); strings, wide-range integers and floats through pyarrow's
+  ``dictionary_encode`` (a hash table: codes already in first-appearance order);
+* several keys combine their codes arithmetically (``c1 * range2 + c2``);
+* the combined codes are renumbered in first-appearance order by one pass that
+  records each code's first row (numba, compiled once and cached on disk; NumPy
+  for small inputs), and one parallel pass that maps codes to ids.
+
+`host_reduction` computes the grouped reductions that need no kernel: ``len``,
+``first``, ``last`` (rows of the groups, then a take: any Arrow type) and
+``n_unique`` (a factorization of (group, value) pairs); ``count``/``null_count``
+of columns kernels cannot read (strings) from their validity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from colbridge.errors import UnsupportedTypeError
+
+__all__ = [
+    "NUMPY_MAX_ROWS",
+    "GroupIds",
+    "Grouping",
+    "factorize",
+    "host_reduction",
+    "one_group",
+    "take",
+]
+
+#: Up to this many rows ids are renumbered with NumPy (nothing to compile).
+NUMPY_MAX_ROWS = 100_000
+#: A code range up to ``max(this, 4 rows)`` is renumbered through a table, else hashed.
+_TABLE_MIN = 1 << 20
+
+
+@dataclass
+class GroupIds:
+    """The groups of one key set over one frame: row ``i`` is in group ``ids[i]``.
+
+    ``ids`` is None for the one group of the empty key set (every row). Groups are
+    numbered in order of first appearance; ``first_rows[g]`` is group ``g``'s first row.
+    """
+
+    ids: np.ndarray[Any, Any] | None
+    count: int
+    first_rows: np.ndarray[Any, Any]
+    num_rows: int
+    #: how the keys were factorized (for `explain()`)
+    method: str = ""
+    _cache: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict, repr=False)
+
+    def sizes(self) -> np.ndarray[Any, Any]:
+        """Rows per group (int64)."""
+        hit = self._cache.get("sizes")
+        if hit is None:
+            if self.ids is None:
+                hit = np.array([self.num_rows], dtype=np.int64)
+            else:
+                hit = np.bincount(self.ids, minlength=self.count).astype(np.int64)
+            self._cache["sizes"] = hit
+        return hit
+
+    def last_rows(self) -> np.ndarray[Any, Any]:
+        """Each group's last row (int64; -1 for the empty frame's one group)."""
+        hit = self._cache.get("last")
+        if hit is None:
+            if self.ids is None:
+                hit = np.array([self.num_rows - 1], dtype=np.int64)
+            else:
+                hit = _edge_rows(self.ids, None, self.count, last=True)
+            self._cache["last"] = hit
+        return hit
+
+    def ids_array(self) -> pa.Array:
+        """The ids as an Arrow int32 array over the same memory (kernels read it as a column)."""
+        assert self.ids is not None
+        return pa.Array.from_buffers(pa.int32(), len(self.ids), [None, pa.py_buffer(self.ids)])
+
+
+def one_group(num_rows: int) -> GroupIds:
+    """The empty key set: one group holding every row (even when there are none)."""
+    first = np.array([0 if num_rows else -1], dtype=np.int64)
+    return GroupIds(None, 1, first, num_rows, "one group")
+
+
+@dataclass
+class Grouping:
+    """What a segment's grouped passes read: group ids per key set, and host-made results."""
+
+    #: by `colbridge.expr.nodes.KeySet.ids_column`
+    ids: dict[str, GroupIds]
+    one: GroupIds
+    #: results of `host_reduction`, by node (Arrow arrays, one value per group)
+    host: dict[Any, pa.Array] = field(default_factory=dict)
+    #: whole columns computed for the grouping (key expressions...), by name
+    computed: dict[str, pa.Array] = field(default_factory=dict)
+
+    def of(self, ids_column: str | None) -> GroupIds:
+        """The groups of a key set (None: the one group)."""
+        return self.one if ids_column is None else self.ids[ids_column]
+
+
+# -- codes ----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Codes:
+    """Integer codes of one key, ``values - lo`` (``null_code`` where ``valid`` is false).
+
+    Kept as the values themselves where they can be (a key column read in place),
+    so no array of codes is made for them.
+    """
+
+    values: np.ndarray[Any, Any]
+    lo: Any
+    valid: np.ndarray[Any, Any] | None
+    null_code: int
+    span: int
+    method: str
+
+    @classmethod
+    def of(cls, codes: np.ndarray[Any, Any], span: int, method: str) -> _Codes:
+        return cls(codes, np.int64(0), None, 0, span, method)
+
+    def array(self) -> np.ndarray[Any, Any]:
+        """The codes as int64."""
+        codes: np.ndarray[Any, Any]
+        if self.values.dtype == np.uint64:  # the difference fits; the values may not fit int64
+            codes = (self.values - self.lo).astype(np.int64)
+        else:
+            codes = self.values.astype(np.int64) - np.int64(self.lo)
+        if self.valid is not None:
+            codes = np.where(self.valid, codes, self.null_code)
+        return codes
+
+
+def _integers(array: pa.Array) -> pa.Array:
+    """Temporal, boolean and integer arrays as plain integers of the same width."""
+    t = array.type
+    if pa.types.is_boolean(t):
+        return pc.cast(array, pa.int8())
+    if pa.types.is_temporal(t):
+        width = t.bit_width
+        return array.view(pa.int64() if width == 64 else pa.int32())
+    return array
+
+
+def _valid(array: pa.Array) -> np.ndarray[Any, Any] | None:
+    if not array.null_count:
+        return None
+    return np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=np.bool_)
+
+
+def _raw(array: pa.Array) -> np.ndarray[Any, Any]:
+    """The value buffer of a primitive array, in place (whatever sits under its nulls)."""
+    dtype = np.dtype(array.type.to_pandas_dtype())
+    data = array.buffers()[1]
+    if data is None or len(array) == 0:
+        return np.zeros(len(array), dtype=dtype)
+    out: np.ndarray[Any, Any] = np.frombuffer(data, dtype=dtype, count=len(array),
+                                              offset=array.offset * dtype.itemsize)  # fmt: skip
+    return out
+
+
+def _hashed(array: pa.Array) -> _Codes:
+    """First-appearance codes of any hashable array (a null is a value of its own)."""
+    encoded = pc.dictionary_encode(array, null_encoding="encode")
+    indices = encoded.indices
+    codes = np.asarray(indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    return _Codes.of(codes, max(len(encoded.dictionary), 1), "hash (pyarrow)")
+
+
+def _canonical_floats(array: pa.Array) -> pa.Array:
+    """Floats as integers that are equal exactly where polars groups them together.
+
+    Every NaN is one value and ``-0.0`` is ``0.0``; nulls stay null.
+    """
+    values = _raw(array)
+    with np.errstate(invalid="ignore"):
+        clean = np.where(np.isnan(values), np.nan, values + values.dtype.type(0.0))
+    bits = clean.view(np.int64 if values.dtype.itemsize == 8 else np.int32)
+    valid = _valid(array)
+    return pa.array(bits, mask=None if valid is None else ~valid)
+
+
+def codes_of(array: pa.Array) -> _Codes:
+    """Integer codes equal exactly where the values group together (see `_Codes`)."""
+    t = array.type
+    n = len(array)
+    if pa.types.is_dictionary(t):
+        labels = codes_of(array.dictionary)  # equal labels, one code
+        label_codes = labels.array()
+        valid = _valid(array.indices)
+        if not array.dictionary.null_count and np.array_equal(
+            label_codes, np.arange(len(label_codes))
+        ):
+            # distinct labels (the usual case): the indices are the codes, read in place
+            nlabels = len(label_codes)
+            return _Codes(_raw(array.indices), array.indices.type.to_pandas_dtype()(0), valid,
+                          nlabels, nlabels + 1, "dictionary codes")  # fmt: skip
+        index = _raw(array.indices).astype(np.int64) if n else np.zeros(0, dtype=np.int64)
+        if valid is not None:
+            index = np.where(valid, index, 0)
+        codes = label_codes[index] if len(label_codes) else np.zeros(n, dtype=np.int64)
+        null_code = labels.span
+        if array.dictionary.null_count and len(label_codes):
+            # a null label and a null index are one group: the null code
+            null_label = label_codes[np.asarray(array.dictionary.is_null())][0]
+            codes = np.where(codes == null_label, null_code, codes)
+        if valid is not None:
+            codes = np.where(valid, codes, null_code)
+        return _Codes.of(codes, labels.span + 1, "dictionary labels")
+    if pa.types.is_floating(t):
+        return _hashed(_canonical_floats(array))
+    if pa.types.is_null(t):
+        return _Codes.of(np.zeros(n, dtype=np.int64), 1, "null")
+    if pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_temporal(t):
+        ints = _integers(array)
+        bounds = pc.min_max(ints)
+        lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+        if lo is None:  # every value null (or no rows)
+            return _Codes.of(np.zeros(n, dtype=np.int64), 1, "null")
+        span = int(hi) - int(lo) + 1
+        if span <= max(_TABLE_MIN, 4 * n):
+            # small range: the value itself is the code (minus the smallest); nulls last
+            values = _raw(ints)
+            return _Codes(values, values.dtype.type(lo), _valid(ints), span, span + 1,
+                          "value range")  # fmt: skip
+        return _hashed(ints)
+    try:
+        return _hashed(array)
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid) as exc:
+        msg = f"cannot group by values of type {t}: {exc}"
+        raise UnsupportedTypeError(msg) from exc
+
+
+# -- first-appearance numbering ---------------------------------------------------------------
+
+
+def _kernels() -> Any:
+    """The compiled helpers (numba is imported, and they compile or load, on first use)."""
+    from colbridge.backends import _group_kernels
+
+    return _group_kernels
+
+
+def _edge_rows(
+    ids: np.ndarray[Any, Any], keep: np.ndarray[Any, Any] | None, count: int, *, last: bool
+) -> np.ndarray[Any, Any]:
+    """Each group's first (or last) row among rows where ``keep`` holds; -1 where none."""
+    if len(ids) <= NUMPY_MAX_ROWS:
+        sel = np.arange(len(ids), dtype=np.int64) if keep is None else np.flatnonzero(keep)
+        if last:
+            rows = np.full(count, -1, dtype=np.int64)
+            np.maximum.at(rows, ids[sel], sel)
+            return rows
+        rows = np.full(count, len(ids), dtype=np.int64)
+        np.minimum.at(rows, ids[sel], sel)
+        return np.where(rows == len(ids), -1, rows)
+    flags = np.zeros(0, dtype=np.bool_) if keep is None else keep
+    return _kernels().edge_rows(ids, flags, count, last)  # type: ignore[no-any-return]
+
+
+def _renumber(codes: _Codes) -> tuple[np.ndarray[Any, Any], int, np.ndarray[Any, Any]]:
+    """Codes renumbered 0.. in order of first appearance: (ids int32, count, first rows)."""
+    n = len(codes.values)
+    if codes.span > max(_TABLE_MIN, 4 * n):
+        codes = _hashed(pa.array(codes.array()))  # sparse codes: a hash table renumbers them
+    if n <= NUMPY_MAX_ROWS:
+        array = codes.array()
+        first = np.full(codes.span, n, dtype=np.int64)
+        np.minimum.at(first, array, np.arange(n, dtype=np.int64))
+        present = np.flatnonzero(first < n)
+        order = present[np.argsort(first[present], kind="stable")]
+        rank = np.zeros(codes.span, dtype=np.int32)
+        rank[order] = np.arange(len(order), dtype=np.int32)
+        return rank[array], len(order), first[order]
+    kernels = _kernels()
+    valid = codes.valid if codes.valid is not None else np.zeros(0, dtype=np.bool_)
+    rank, first, count = kernels.first_ranks(codes.values, codes.lo, valid, codes.null_code,
+                                             codes.span)  # fmt: skip
+    ids = np.empty(n, dtype=np.int32)
+    kernels.renumber(codes.values, codes.lo, valid, codes.null_code, rank, ids)
+    return ids, int(count), first
+
+
+def factorize(arrays: Sequence[pa.Array], num_rows: int) -> GroupIds:
+    """Dense first-appearance group ids of the rows of ``arrays`` (one array per key)."""
+    if not arrays:
+        return one_group(num_rows)
+    combined: _Codes | None = None
+    methods = []
+    for array in arrays:
+        codes = codes_of(array)
+        methods.append(codes.method)
+        if combined is None:
+            combined = codes
+        elif combined.span * codes.span < 2**62:
+            joined = combined.array() * np.int64(codes.span) + codes.array()
+            combined = _Codes.of(joined, combined.span * codes.span, "")
+        else:  # too wide to combine: renumber what we have first (ids < rows)
+            ids, count, _ = _renumber(combined)
+            joined = ids.astype(np.int64) * np.int64(codes.span) + codes.array()
+            combined = _Codes.of(joined, count * codes.span, "")
+    assert combined is not None
+    ids, count, first = _renumber(combined)
+    return GroupIds(ids, count, first, num_rows, ", ".join(dict.fromkeys(methods)))
+
+
+# -- reductions taken from the groups ----------------------------------------------------------
+
+
+def _keep(pred: pa.Array | None) -> np.ndarray[Any, Any] | None:
+    """A filter predicate as booleans (null counts as false)."""
+    if pred is None:
+        return None
+    return np.asarray(pred.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.bool_)
+
+
+def _counts(groups: GroupIds, rows: np.ndarray[Any, Any] | None) -> np.ndarray[Any, Any]:
+    """How many of the rows where ``rows`` holds are in each group."""
+    if rows is None:
+        return groups.sizes()
+    if groups.ids is None:
+        return np.array([int(np.count_nonzero(rows))], dtype=np.int64)
+    return np.bincount(groups.ids[rows], minlength=groups.count).astype(np.int64)
+
+
+def take(array: pa.Array, rows: np.ndarray[Any, Any]) -> pa.Array:
+    """``array[rows]`` with a null where ``rows`` is -1 (a group with no row to take)."""
+    missing = rows < 0
+    index = pa.array(np.where(missing, 0, rows), mask=missing if missing.any() else None)
+    if pa.types.is_string_view(array.type) or pa.types.is_binary_view(array.type):
+        # pyarrow's take has no kernel for views (polars' strings): the large layout
+        large = pa.large_string() if pa.types.is_string_view(array.type) else pa.large_binary()
+        array = array.cast(large)
+    if len(array) == 0:
+        return pa.nulls(len(rows), type=array.type)
+    return pc.take(array, index)
+
+
+def host_reduction(
+    func: str, groups: GroupIds, arg: pa.Array | None, pred: pa.Array | None
+) -> pa.Array:
+    """One value per group of ``func`` over ``arg`` (where ``pred`` holds), without a kernel.
+
+    ``len`` counts rows; ``count``/``null_count`` the valid/null values of ``arg``;
+    ``first``/``last`` take the value at the group's first/last row (null included,
+    as polars does); ``n_unique`` counts distinct values, null being one of them.
+    """
+    keep = _keep(pred)
+    if func == "len":
+        return pa.array(_counts(groups, keep).astype(np.uint32))
+    assert arg is not None
+    if func in ("count", "null_count"):
+        valid = np.asarray(arg.is_valid().to_numpy(zero_copy_only=False), dtype=np.bool_)
+        present = valid if keep is None else valid & keep
+        counted = _counts(groups, present)
+        if func == "null_count":
+            counted = _counts(groups, keep) - counted
+        return pa.array(counted.astype(np.uint32))
+    if func in ("first", "last"):
+        if keep is None:
+            rows = groups.first_rows if func == "first" else groups.last_rows()
+        elif groups.ids is None:
+            sel = np.flatnonzero(keep)
+            rows = np.array([(sel[0] if func == "first" else sel[-1]) if len(sel) else -1])
+        else:
+            rows = _edge_rows(groups.ids, keep, groups.count, last=func == "last")
+        return take(arg, rows)
+    if func == "n_unique":
+        value_codes = codes_of(arg)
+        codes = value_codes.array()
+        ids = groups.ids if groups.ids is not None else np.zeros(len(arg), dtype=np.int32)
+        if keep is not None:
+            codes, ids = codes[keep], ids[keep]
+        if len(codes) == 0:
+            return pa.array(np.zeros(groups.count, dtype=np.uint32))
+        pairs = ids.astype(np.int64) * np.int64(value_codes.span) + codes
+        _, _, first = _renumber(_Codes.of(pairs, groups.count * value_codes.span, ""))
+        distinct = np.bincount(ids[first], minlength=groups.count)  # pairs per group
+        return pa.array(distinct.astype(np.uint32))
+    msg = f"reduction `{func}` is not computed from the groups"
+    raise AssertionError(msg)
