@@ -52,10 +52,11 @@ def constructor(request: pytest.FixtureRequest) -> Constructor:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    from tests.reliability.fuzzing import FIXED_SEEDS, daily_seed
+    from tests.reliability.fuzzing import FIXED_SEEDS, daily_seed, seeds
 
     day = daily_seed()
+    extra = f", today's {day} (replay with COLBRIDGE_FUZZ_SEED={day})" if day in seeds() \
+        and day not in FIXED_SEEDS else " (COLBRIDGE_FUZZ_DAILY=1 adds the day's)"  # fmt: skip
     return [
-        f"colbridge fuzz seeds: fixed {list(FIXED_SEEDS)}, today's {day} "
-        f"(replay with COLBRIDGE_FUZZ_SEED={day})"
+        f"colbridge fuzz seeds: fixed {list(FIXED_SEEDS)}{extra}"
     ]

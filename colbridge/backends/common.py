@@ -144,11 +144,14 @@ def _fold_slot(
         numbers = best[best == best]
         f[0, slot.f["best"]] = pick(numbers) if numbers.size else math.nan
     if "mean" in slot.f:
-        total_count = int(counts.sum())
-        means, m2 = pf[:, slot.f["mean"]], pf[:, slot.f["m2"]]
-        mean = float((counts * means).sum() / total_count) if total_count else 0.0
+        # parts that saw no row (idle GPU threads) take no part: 0 * inf would be NaN
+        seen = counts > 0
+        part_counts = counts[seen]
+        total_count = int(part_counts.sum())
+        means, m2 = pf[seen, slot.f["mean"]], pf[seen, slot.f["m2"]]
+        mean = float((part_counts * means).sum() / total_count) if total_count else 0.0
         f[0, slot.f["mean"]] = mean
-        f[0, slot.f["m2"]] = float(m2.sum() + (counts * (means - mean) ** 2).sum())
+        f[0, slot.f["m2"]] = float(m2.sum() + (part_counts * (means - mean) ** 2).sum())
 
 
 def finalize_reduction(
@@ -382,6 +385,7 @@ def kernel_sources(
         src = generator.generate_elementwise(
             segment.outputs, segment.mask, segment.types, nulls, parallel=parallel,
             plan_text=segment.kernel_text, literals=segment.params,
+            gate=segment.gate,
         )  # fmt: skip
         out.append((f"elementwise kernel source ({target})", src.source))
     return out

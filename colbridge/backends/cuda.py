@@ -863,7 +863,8 @@ class _SegmentRun:
 
         def make_elementwise() -> CudaKernelSource:
             return generate_elementwise(segment.outputs, segment.mask, segment.types, nulls,
-                                        plan_text=segment.kernel_text, literals=segment.params)
+                                        plan_text=segment.kernel_text, literals=segment.params,
+                                        gate=segment.gate)  # fmt: skip
 
         # literals are kernel arguments: the key (the segment's signature) leaves them out
         key = ("elementwise", segment.signature, segment.one_row, *self.variant)

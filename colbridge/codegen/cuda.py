@@ -401,6 +401,7 @@ def generate_elementwise(
     *,
     plan_text: str = "",
     literals: Sequence[Literal] = (),
+    gate: Node | None = None,
     parallel: bool = True,
 ) -> CudaKernelSource:
     """CUDA source of the fused elementwise kernel computing every output and the filter mask.
@@ -430,11 +431,8 @@ def generate_elementwise(
 
     mask_keep = None
     if mask is not None:
-        # the filter first: failures of the outputs count only on the rows it keeps
-        val = lw.value(mask)
-        keep_row = lw.row_valid(val.valid)
-        mask_keep = lw.declare(DType.BOOL, d.and_(keep_row, val.expr)) if keep_row else val.expr
-        lw.gate_failures(mask_keep)
+        # the filter first: failures of the outputs count only on the rows its gate keeps
+        mask_keep = lw.filter_rows(mask, gate)
     for m, (name, node) in enumerate(outputs):
         val = lw.value(node)
         dtype = types[node]

@@ -279,6 +279,27 @@ class Lowering:
         """
         self.gate = keep
 
+    def filter_rows(self, mask: Node, gate: Node | None) -> str:
+        """Lower the filter ``mask``: a boolean, true on the rows it keeps (null drops).
+
+        ``gate`` is the part of the mask polars applies before the outputs (the
+        planner's `Segment.gate`): lowered first, its failures count on every row, and
+        every node lowered after it (the rest of the mask, the outputs) counts failures
+        only on the rows it keeps. None: every failure counts on every row.
+        """
+        whole = gate == mask
+        if gate is not None and not whole:
+            self.gate_failures(self._keep(gate))
+        keep = self._keep(mask)
+        if whole:
+            self.gate_failures(keep)
+        return keep
+
+    def _keep(self, predicate: Node) -> str:
+        val = self.value(predicate)
+        valid = self.row_valid(val.valid)
+        return self.declare(DType.BOOL, self.d.and_(valid, val.expr)) if valid else val.expr
+
     # -- nodes --------------------------------------------------------------------------
     @singledispatchmethod
     def lower(self, node: Node) -> Val:

@@ -298,10 +298,12 @@ def generate_elementwise(
     parallel: bool,
     plan_text: str,
     literals: Sequence[Literal] = (),
+    gate: Node | None = None,
 ) -> KernelSource:
     """Source of the fused elementwise kernel computing every output and the filter mask.
 
-    ``literals`` are read from arguments ``p0, p1, ...`` instead of written in.
+    ``literals`` are read from arguments ``p0, p1, ...`` instead of written in. A failing
+    output counts only on the rows ``gate`` keeps (see `Lowering.open_gate`).
     """
     roots = [n for _, n in outputs] + ([mask] if mask is not None else [])
     inputs, input_index = collect_inputs(roots, types, nulls)
@@ -332,11 +334,9 @@ def generate_elementwise(
 
     mask_store: list[str] = []
     if mask is not None:
-        # the filter first: failures of the outputs count only on the rows it keeps
+        # the filter first: failures of the outputs count only on the rows its gate keeps
+        keep = lw.filter_rows(mask, gate)
         val = lw.value(mask)
-        keep_row = lw.row_valid(val.valid)
-        keep = lw.declare(DType.BOOL, DIALECT.and_(keep_row, val.expr)) if keep_row else val.expr
-        lw.gate_failures(keep)
         m = len(outputs)
         word = validity_word(Valid(val.valid.sources))
         value_bits = bits(keep if val.valid.row is not None else val.expr)

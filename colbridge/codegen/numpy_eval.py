@@ -203,6 +203,7 @@ def generate_elementwise(
     parallel: bool = False,
     plan_text: str = "",
     literals: Sequence[Literal] = (),
+    gate: Node | None = None,
 ) -> KernelSource:
     """A NumPy function computing every output and the filter mask over whole arrays."""
     roots = [n for _, n in outputs] + ([mask] if mask is not None else [])
@@ -217,10 +218,7 @@ def generate_elementwise(
     store: list[str] = []
     keep = None
     if mask is not None:
-        val = lw.value(mask)
-        keep_row = lw.row_valid(val.valid)
-        keep = lw.declare(DType.BOOL, DIALECT.and_(keep_row, val.expr)) if keep_row else val.expr
-        lw.gate_failures(keep)
+        keep = lw.filter_rows(mask, gate)
     for m, (name, node) in enumerate(outputs):
         val = lw.value(node)
         dtype = types[node]

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+import numpy as np
+
 from colbridge.errors import DuplicateColumnError, SchemaError, UnsupportedTypeError
 from colbridge.expr.nodes import (
     ROWS,
@@ -61,6 +63,8 @@ class SegmentSpec:
     mask: Node | None
     one_row: bool = False
     group_by: GroupBySpec | None = None
+    #: the part of the mask polars applies before computing the outputs (see `plan_segments`)
+    gate: Node | None = None
 
 
 @dataclass
@@ -91,6 +95,15 @@ class Segment:
     opaque: dict[Node, Any] = field(default_factory=dict)
     #: Arrow types of output columns that have no kernel type (string keys and firsts)
     arrow_types: dict[str, Any] = field(default_factory=dict)
+    #: a failing output (strict cast, negative integer power) counts only on the rows this
+    #: predicate keeps: the part of the mask polars applies before computing the outputs
+    #: (all of it, or None where polars computes them on every row first)
+    gate: Node | None = None
+
+    @property
+    def filters_first(self) -> bool:
+        """Whether the whole filter applies before the outputs (they need only its rows)."""
+        return self.mask is not None and self.gate == self.mask
 
     @property
     def text(self) -> str:
@@ -126,7 +139,8 @@ class Segment:
         outputs = [(name, shape(node)) for name, node in self.outputs]
         mask = shape(self.mask) if self.mask is not None else None
         levels = [[repr(a) for a in level] for level in self.agg_levels]
-        key: tuple[Any, ...] = (outputs, mask, levels, self.one_row)
+        gate = shape(self.gate) if self.gate is not None else None
+        key: tuple[Any, ...] = (outputs, mask, levels, self.one_row, gate)
         if self.group_by is not None:
             key += (repr(self.group_by.keys),)
         return repr(key), tuple(params)  # type: ignore[arg-type]
@@ -158,7 +172,10 @@ class Segment:
     @functools.cached_property
     def param_values(self) -> tuple[Any, ...]:
         """`params` as NumPy scalars of their types: the kernel arguments, made once per plan."""
-        return tuple(lit.dtype.numpy.type(lit.value) for lit in self.params)  # type: ignore[union-attr]
+        # a float literal beyond float32 is inf there, as in polars: no overflow warning
+        with np.errstate(over="ignore"):
+            return tuple(lit.dtype.numpy.type(lit.value)  # type: ignore[union-attr]
+                         for lit in self.params)  # fmt: skip
 
 
 def is_kernel_parameter(node: Literal) -> bool:
@@ -179,6 +196,20 @@ def _substitute(node: Node, env: Mapping[str, Node]) -> Node:
         return n
 
     return transform(node, fn)
+
+
+def _conjuncts(node: Node) -> list[Node]:
+    """The parts of ``a & b & ...`` (polars pushes each part of a filter on its own)."""
+    if isinstance(node, Binary) and node.op == "and":
+        return _conjuncts(node.left) + _conjuncts(node.right)
+    return [node]
+
+
+def _conjunction(parts: list[Node]) -> Node | None:
+    out: Node | None = None
+    for part in parts:
+        out = part if out is None else Binary("and", out, part)
+    return out
 
 
 def _has_agg(node: Node) -> bool:
@@ -259,13 +290,28 @@ def plan_segments(steps: Sequence[Step], input_names: Sequence[str]) -> list[Seg
     order = list(input_names)
     mask: Node | None = None
     one_row = False
+    # Failures of columns computed before a filter count only on the rows it keeps where
+    # polars pushes the filter below them: each conjunct of the input columns alone, with
+    # no reduction or window in it or in those columns, is pushed (the segment's `gate`);
+    # the other conjuncts apply after the columns are computed on the rows the pushed ones
+    # keep. Columns computed after a filter not wholly pushed start a segment of their
+    # own, on the rows it keeps.
+    computed: set[str] = set()
+    pushed: list[Node] = []
+    whole = True  # every conjunct so far was pushed: the gate is the whole mask
+
+    def gate() -> Node | None:
+        return mask if whole else _conjunction(pushed)
 
     def close() -> None:
-        nonlocal env, order, mask, one_row
-        specs.append(SegmentSpec(env, order, mask, one_row))
+        nonlocal env, order, mask, one_row, computed, pushed, whole
+        specs.append(SegmentSpec(env, order, mask, one_row, gate=gate()))
         env = {n: Column(n) for n in order}
         mask = None
         one_row = False
+        computed = set()
+        pushed = []
+        whole = True
 
     for step in steps:
         exprs = [e for _, e in step.items]
@@ -281,9 +327,21 @@ def plan_segments(steps: Sequence[Step], input_names: Sequence[str]) -> list[Seg
             mask = None
             continue
         if step.kind == "filter":
-            pred = _substitute(step.items[0][1], env)
+            raw = step.items[0][1]
+            pred = _substitute(raw, env)
+            # with nothing computed yet, the whole filter comes first
+            row_local = not computed or not any(_has_agg(env[name]) for name in computed)
+            for part in _conjuncts(raw):
+                sub = _substitute(part, env)
+                if not computed or (row_local and not _has_agg(sub)
+                                    and not (_referenced(part) & computed)):  # fmt: skip
+                    pushed.append(sub)
+                else:
+                    whole = False
             mask = pred if mask is None else Binary("and", mask, pred)
             continue
+        if mask is not None and not whole:
+            close()  # computed after a filter polars did not wholly push: on its kept rows
         names = [name for name, _ in step.items]
         seen: set[str] = set()
         for name in names:
@@ -304,7 +362,9 @@ def plan_segments(steps: Sequence[Step], input_names: Sequence[str]) -> list[Seg
             env = dict(substituted)
             order = names
             one_row = bool(substituted) and all(is_scalar(e) for _, e in substituted)
-    specs.append(SegmentSpec(env, order, mask, one_row))
+            computed = set()
+        computed |= {name for name, e in substituted if e != Column(name)}
+    specs.append(SegmentSpec(env, order, mask, one_row, gate=gate()))
     _prune(specs)
     return specs
 
@@ -378,7 +438,10 @@ def type_segment(spec: SegmentSpec, schema: Mapping[str, ColumnType]) -> Segment
             raise SchemaError(msg)
         if isinstance(mask, Literal) and mask.value is True:
             mask = None
-    segment = _build_segment(outputs, mask, checker, spec.one_row, group)
+    gate = None
+    if mask is not None and spec.gate is not None:
+        gate = mask if spec.gate is spec.mask else checker.check(spec.gate)
+    segment = _build_segment(outputs, mask, checker, spec.one_row, group, gate)
     segment.order = list(spec.order)
     segment.passthrough = passthrough
     segment.output_types = output_types
@@ -392,12 +455,16 @@ def _build_segment(
     checker: TypeChecker,
     one_row: bool,
     group: GroupBySpec | None = None,
+    gate: Node | None = None,
 ) -> Segment:
-    """The segment computing typed ``outputs`` (and ``mask``) over one frame's rows."""
+    """The segment computing typed ``outputs`` (and ``mask``, ``gate``) over one frame's rows."""
     if group is None:
         hoisted: dict[Node, Node] = {}
         outputs = [(name, _per_group(node, checker.types, hoisted)) for name, node in outputs]
+        whole = gate is mask
         mask = _per_group(mask, checker.types, hoisted) if mask is not None else None
+        if gate is not None:
+            gate = mask if whole else _per_group(gate, checker.types, hoisted)
     roots = [n for _, n in outputs] + ([mask] if mask is not None else [])
     inputs: list[str] = []
     key_sets: list[KeySet] = [group.keys] if group is not None and group.keys.exprs else []
@@ -449,6 +516,7 @@ def _build_segment(
         pre=pre,
         group_by=group,
         opaque=dict(checker.opaque),
+        gate=gate,
     )
 
 

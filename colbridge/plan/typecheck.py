@@ -434,6 +434,14 @@ class TypeChecker:
             if res is None:
                 msg = f"`{node!r}`: `**` is not defined for {lt} ** {rt}; cast booleans first"
                 raise SchemaError(msg)
+            if res.is_integer and isinstance(right, Literal) and isinstance(right.value, int) \
+                    and right.value < 0:  # fmt: skip
+                # polars refuses it while planning, whatever the rows (even none)
+                msg = (
+                    f"`{node!r}`: an integer raised to a negative integer power; cast the "
+                    "base or the exponent to float first, e.g. `x.cast('float64') ** -1`"
+                )
+                raise InvalidOperationError(msg)
             left = self._cast(left, res)
             if res.is_float:
                 right = self._cast(right, res)
@@ -1249,7 +1257,12 @@ class TypeChecker:
             if ddof >= 1:
                 return self._typed_literal(None, result)
             present = self._record(Unary("is_not_null", arg), DType.BOOL)
-            zero = self._typed_literal(0.0, result)
+            zero: Node = self._typed_literal(0.0, result)
+            if self.types[arg].is_float:
+                # (x - mean)**2 of one value: NaN when it is NaN or infinite, as polars
+                finite = self._record(Unary("is_finite", arg), DType.BOOL)
+                zero = self._record(When(finite, zero, self._typed_literal(math.nan, result)),
+                                    result)  # fmt: skip
             missing = self._typed_literal(None, result)
             return self._record(When(present, zero, missing), result)
         value = self._cast(arg, result)

@@ -36,7 +36,12 @@ from colbridge.backends.groups import (
 )
 from colbridge.codegen.kernel import AggSlot
 from colbridge.columns.frames import ArrowTableAdapter, FrameAdapter, adapt_frame
-from colbridge.errors import DeviceError, DeviceFallbackWarning, KernelCompileError
+from colbridge.errors import (
+    DeviceError,
+    DeviceFallbackWarning,
+    KernelCompileError,
+    UnsupportedTypeError,
+)
 from colbridge.expr.nodes import ROWS, Agg, Column, Filtered, Literal, Node, deep_walk
 from colbridge.plan.logical import Step
 from colbridge.plan.planner import Segment, SegmentSpec, plan_segments, type_segment
@@ -244,12 +249,19 @@ def _carry(
 
     Only the CPU backend filters in its kernels, and only where the result is built from
     Arrow columns (pyarrow and polars frames, intermediate tables): pandas results keep
-    their own column types, so pandas filters them.
+    their own column types, so pandas filters them. A frame with a column Arrow cannot
+    hold (polars' 128-bit integers) is filtered by the frame too.
     """
     if segment.mask is None or segment.one_row or target != "cpu" \
             or adapter.kind.startswith("pandas"):  # fmt: skip
         return None
-    return {source: columns.get(source) for source in dict.fromkeys(segment.passthrough.values())}
+    carried = {}
+    for source in dict.fromkeys(segment.passthrough.values()):
+        try:
+            carried[source] = columns.get(source)
+        except UnsupportedTypeError:
+            return None
+    return carried
 
 
 def _run_segment(

@@ -24,9 +24,6 @@ TREES = int(os.environ.get("COLBRIDGE_FUZZ_TREES", "20"))
 FRAMES_PER_TREE = 20
 
 
-# a float literal beyond float32's range warns in colbridge's planner (strict xfail:
-# test_float32_literal_overflow_gives_no_numpy_warning in tests/reliability)
-@pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
 @settings(
     max_examples=TREES,
     deadline=None,
@@ -43,7 +40,6 @@ def test_random_trees_match_polars(seed: int, ops: list[str], data: st.DataObjec
 
 
 @pytest.mark.slow
-@pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
 @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**32 - 1), data=st.data())
 def test_random_trees_match_polars_slow(seed: int, data: st.DataObject) -> None:

@@ -11,9 +11,9 @@ are not multiples of 8, several chunks, and 0 or 1 rows; on polars, pyarrow
 and pandas inputs; on the CPU backend, and some frames through the CUDA kernel
 text run on the host.
 
-Seeds: `fuzzing.FIXED_SEEDS` every run, plus the day's seed (printed in the
-pytest header; ``COLBRIDGE_FUZZ_SEED=<n>`` replays it). A test id names its
-seed and step. ``-m slow`` runs more than 100,000 cases from more seeds.
+Seeds: `fuzzing.FIXED_SEEDS` every run; ``COLBRIDGE_FUZZ_DAILY=1`` adds the
+day's seed (printed in the pytest header; ``COLBRIDGE_FUZZ_SEED=<n>`` replays
+one). A test id names its seed and step. ``-m slow`` runs more than 100,000 cases from more seeds.
 """
 
 from __future__ import annotations
@@ -72,10 +72,8 @@ def _root(tree: tuple) -> str:  # type: ignore[type-arg]
 
 #: colbridge converts a float literal to float32 with NumPy, which warns when it overflows
 #: to inf (`test_float32_literal_overflow_gives_no_numpy_warning`); the value is right
-KNOWN_WARNING = "ignore:overflow encountered in cast:RuntimeWarning"
 
 
-@pytest.mark.filterwarnings(KNOWN_WARNING)
 @pytest.mark.parametrize(("name", "step"), STEPS, ids=[name for name, _ in STEPS])
 def test_step_agrees_with_polars_on_every_frame_kind(name: str, step: Step) -> None:
     STATS.seeds[:] = list(seeds())
@@ -92,11 +90,6 @@ def test_fuzz_counted_cases() -> None:
 
 
 # -- regressions the strict comparison found ---------------------------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="std/var of [-1e308, 1e308, 1e308] is NaN in colbridge (CPU and CUDA), inf in polars: "
-    "the squared deviations overflow to inf and the merge of partials computes inf - inf",
-)
 def test_std_of_values_whose_squares_overflow_is_inf_like_polars() -> None:
     table = pa.table({"a": [-1e308, 1e308, 1e308]})
 
@@ -110,11 +103,6 @@ def test_std_of_values_whose_squares_overflow_is_inf_like_polars() -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the CUDA backend's var/std of values beyond ~1.3e154 is NaN (the sum of squares "
-    "overflows and inf - inf follows); the CPU backend and polars give 0.0 for equal values",
-)
 def test_cuda_var_of_large_equal_values_is_zero() -> None:
     table = pa.table({"a": [1e200, 1e200]})
     lf = cb.lazy(table).select(v=cb.col("a").var(), sd=cb.col("a").std())
@@ -122,12 +110,6 @@ def test_cuda_var_of_large_equal_values_is_zero() -> None:
     assert compute_on_host(lf).to_pylist() == [{"v": 0.0, "sd": 0.0}]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a float literal beyond float32's range used with a float32 column makes colbridge's "
-    "planner call np.float32(1e300), which emits 'RuntimeWarning: overflow encountered in "
-    "cast' (the value, inf, is right)",
-)
 def test_float32_literal_overflow_gives_no_numpy_warning() -> None:
     import warnings
 
@@ -139,11 +121,6 @@ def test_float32_literal_overflow_gives_no_numpy_warning() -> None:
     assert out.column("z").to_pylist() == want["z"].to_list()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="polars keeps a log of a Python number dynamic (`lit(2).log() * float32` is "
-    "Float32); colbridge types it Float64",
-)
 def test_log_of_a_literal_keeps_float32() -> None:
     table = pa.table({"d": pa.array([1.5, None], pa.float32())})
     for fn in ("log", "log10"):
@@ -153,11 +130,6 @@ def test_log_of_a_literal_keeps_float32() -> None:
         assert got.schema.field("z").type == pa.float32(), fn
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="colbridge's var/std of one value that is NaN or inf is 0.0 (the M2 of one value); "
-    "polars gives NaN",
-)
 def test_var_of_one_nan_value_is_nan() -> None:
     table = pa.table({"a": [1.0, math.nan, 3.0]})
 
@@ -170,11 +142,6 @@ def test_var_of_one_nan_value_is_nan() -> None:
     assert all(math.isnan(v) for v in got.values())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="polars rejects `uint ** -5` while typing; colbridge raises only when a row with a "
-    "value meets the negative power, so a frame whose column is all null computes nulls",
-)
 def test_unsigned_to_a_negative_literal_power_raises_without_values() -> None:
     table = pa.table({"b": pa.array([None, None], pa.uint32())})
     with pytest.raises(pl.exceptions.InvalidOperationError):
@@ -184,7 +151,6 @@ def test_unsigned_to_a_negative_literal_power_raises_without_values() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.filterwarnings(KNOWN_WARNING)
 @pytest.mark.parametrize("k", range(SLOW_STEPS))
 def test_random_steps_agree_with_polars_slow(k: int) -> None:
     seed = seeds()[-1] * 1000 + k
