@@ -417,7 +417,6 @@ def generate_elementwise(
     rows = _CudaRows()
     lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, params_index,
                   group_index, groups)  # fmt: skip
-    d = DIALECT
     out_specs: list[OutputSpec] = []
     store: list[str] = []
     ballots = 0
