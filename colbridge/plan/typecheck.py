@@ -1095,13 +1095,7 @@ class TypeChecker:
         if _is_null_literal(arg) and node.func in ("count", "null_count"):
             if node.func == "count":
                 return self._typed_literal(0, DType.UINT32)
-            if isinstance(node.arg, Column):
-                msg = (
-                    f"`{node!r}`: column `{node.arg.name}` is null-typed (null in every row), so "
-                    "its null count is the frame's height; cast it first, e.g. "
-                    "`col('n').cast('float64').null_count()`"
-                )
-                raise UnsupportedOperationError(msg)
+            # a null-typed column was taken above (its null count is the frame's height)
             return self._typed_literal(1, DType.UINT32)  # one value, and it is null
         if self._keep_dynamic and arg in self._dynamic and node.func in _DYNAMIC_AGG:
             # polars keeps sum/min/max of a dynamic expression dynamic (not of a bare number)

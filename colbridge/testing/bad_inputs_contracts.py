@@ -65,10 +65,6 @@ def _wide(_: Path) -> dict[str, pl.DataFrame]:
     return {"frame": pl.DataFrame({"wide": pl.Series([1, 2], dtype=pl.Int128), "x": [1.0, 2.0]})}
 
 
-def _nulls(_: Path) -> pl.DataFrame:
-    return pl.DataFrame({"n": pl.Series([None, None], dtype=pl.Null), "x": [1.0, 2.0]})
-
-
 F, m = _frame, _compute
 
 
@@ -104,9 +100,6 @@ def contract_cases() -> list[Case]:
          lambda d: cb.lazy(d["frame"]).with_columns(z=cb.col("wide") + 1).compute(device="cpu"),
          E.UnsupportedTypeError,
          r"column `wide` has polars type Int128", r"cast it first, e\.g\. `s\.cast\(pl\.Int64\)`"),
-        ("null-column-null-count", "types", "`null_count` of a null-typed column", _nulls,
-         m(lambda q: q.select(z=cb.col("n").null_count())), E.UnsupportedOperationError,
-         r"column `n` is null-typed", r"cast it first"),
         ("is-in-kind", "operations", "`is_in` of an integer column with float values", F,
          m(lambda q: q.with_columns(z=cb.col("qty").is_in([1.5]))), E.SchemaError,
          r"cannot look for int64 values in a list of float values", r"cast the column first"),

@@ -205,6 +205,7 @@ NULL_CASES: dict[str, Build] = {
     "n.cast(int8)": lambda m: m.col("n").cast(pl.Int8 if m is pl else "int8"),
     "when(b, n, i)": lambda m: m.when(m.col("b")).then(m.col("n")).otherwise(m.col("i")),
     "n.count()": lambda m: m.col("n").count(),
+    "n.null_count()": lambda m: m.col("n").null_count(),
     "n ** 2": lambda m: m.col("n") ** 2,
     "n": lambda m: m.col("n"),
 }
