@@ -199,7 +199,8 @@ def placements(cp: Any) -> list[str]:
 
 
 def correctness(
-    cp: Any, budget: Budget, n: int = 100_003, big: int = 1_000_003, chunked_rows: int = 500_001
+    cp: Any, budget: Budget, n: int = 100_003, big: int = 1_000_003, chunked_rows: int = 500_001,
+    chunk_rows: int = 32768,
 ) -> list[dict[str, Any]]:
     import numpy as np
     import pyarrow as pa
@@ -247,13 +248,13 @@ def correctness(
 
     big_table = table(red.types, (True, True, False), big)
     cases.append(("nested reductions + filter", big_table, nested, False, 1e-9, {}))
-    cases.append(("nested reductions + filter, chunks of 65536", big_table, nested, False,
-                  1e-9, {"max_chunk_rows": 65536}))  # fmt: skip
+    cases.append((f"nested reductions + filter, chunks of {2 * chunk_rows}", big_table, nested,
+                  False, 1e-9, {"max_chunk_rows": 2 * chunk_rows}))  # fmt: skip
     exact = GROUPS[0]
     chunked = table(exact.types, (True, False, True), chunked_rows)
-    cases.append(("float64 group, chunks of 32768", chunked,
+    cases.append((f"float64 group, chunks of {chunk_rows}", chunked,
                   lambda q: q.with_columns(**exact.exprs(CB)), False, 0.0,
-                  {"max_chunk_rows": 32768}))  # fmt: skip
+                  {"max_chunk_rows": chunk_rows}))  # fmt: skip
 
     results = []
     for name, data, build, loose, rtol, opts in cases:

@@ -203,7 +203,9 @@ struct cb_warp {
 
 struct cb_block {
     std::mutex m;
-    std::condition_variable cv;
+    std::condition_variable cv;  // __syncthreads() waits here
+    // one per warp: a warp primitive wakes its own lanes, not every thread of the block
+    std::unique_ptr<std::condition_variable[]> warp_cv;
     unsigned int threads = 0;
     unsigned int live = 0;     // threads that have not returned
     unsigned int blocked = 0;  // threads waiting in a barrier or warp primitive
@@ -233,13 +235,19 @@ static std::string cb_hex(unsigned int mask) {
 }
 
 // Record the first misuse of this launch, wake every waiting thread, unwind this one.
+// A failure releases every waiting thread of the block, in barriers and in warp primitives.
+static void cb_wake_all(cb_block* b) {
+    b->cv.notify_all();
+    for (std::size_t k = 0; k < b->warps.size(); ++k) b->warp_cv[k].notify_all();
+}
+
 [[noreturn]] static void cb_fail(std::unique_lock<std::mutex>& lock, const std::string& what) {
     cb_block* b = cb_this_block;
     if (!b->failed) {
         b->failed = true;
         b->message = what;
     }
-    b->cv.notify_all();
+    cb_wake_all(b);
     lock.unlock();
     throw cb_launch_failed();
 }
@@ -247,7 +255,8 @@ static std::string cb_hex(unsigned int mask) {
 // Wait for `released`; a thread about to wait when every other live thread waits too can
 // never be released: that is a deadlock, reported instead of hanging the test run.
 template <typename Pred>
-static void cb_wait(std::unique_lock<std::mutex>& lock, const char* in, Pred released) {
+static void cb_wait(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+                    const char* in, Pred released) {
     cb_block* b = cb_this_block;
     b->blocked += 1;
     if (b->blocked == b->live) {
@@ -256,7 +265,7 @@ static void cb_wait(std::unique_lock<std::mutex>& lock, const char* in, Pred rel
                           ", in " + in + "); warp primitives or __syncthreads() were "
                           "reached by some threads and not by others");
     }
-    b->cv.wait(lock, [&] { return b->failed || released(); });
+    cv.wait(lock, [&] { return b->failed || released(); });
     if (b->failed) {
         lock.unlock();
         throw cb_launch_failed();
@@ -351,11 +360,11 @@ static unsigned long long cb_warp_collective(int op, unsigned int mask, unsigned
         w.op = CB_NONE;
         w.generation += 1;
         b->blocked -= (unsigned int)__builtin_popcount(mask) - 1u;
-        b->cv.notify_all();
+        b->warp_cv[cb_warp_id()].notify_all();
         return w.out[lane];
     }
     const unsigned long long generation = w.generation;
-    cb_wait(lock, name, [&] { return w.generation != generation; });
+    cb_wait(lock, b->warp_cv[cb_warp_id()], name, [&] { return w.generation != generation; });
     return w.out[lane];
 }
 
@@ -377,7 +386,7 @@ static inline void __syncthreads() {
         return;
     }
     const unsigned long long generation = b->bar_generation;
-    cb_wait(lock, "__syncthreads()", [&] { return b->bar_generation != generation; });
+    cb_wait(lock, b->cv, "__syncthreads()", [&] { return b->bar_generation != generation; });
 }
 
 static inline void __syncwarp(unsigned int mask = 0xffffffffu) {
@@ -486,35 +495,74 @@ static void cb_run_thread(void (*kernel)(A...), void** args, cb_block* block, un
             block->failed = true;
             block->message = std::string("C++ exception in a launch thread: ") + exc.what();
         }
-        block->cv.notify_all();
+        cb_wake_all(block);
     }
 }
 
 // Run `kernel` on `grid` blocks of `threads` threads; `args[k]` points at the k-th argument,
 // as with cuLaunchKernel. Returns 0, or 1 with a message in `error`.
+//
+// One OS thread per thread of a block, reused block after block: the threads of a block run
+// at once (barriers and warp primitives need that), blocks run one after another, and a
+// launch creates `threads` OS threads, not `grid * threads` (creating them dominated runs).
 template <typename... A>
 static int cb_host_launch(void (*kernel)(A...), unsigned int grid, unsigned int threads,
                           void** args, char* error, std::size_t error_size) {
     static std::mutex one_launch_at_a_time;  // static __shared__ arrays are per kernel
     std::lock_guard<std::mutex> serial(one_launch_at_a_time);
-    for (unsigned int b = 0; b < grid; ++b) {
-        cb_block block;
-        block.threads = threads;
-        block.live = threads;
-        block.warps.resize((threads + 31) / 32);
-        std::vector<std::thread> pool;
-        pool.reserve(threads);
-        for (unsigned int t = 0; t < threads; ++t) {
-            pool.emplace_back(cb_run_thread<A...>, kernel, args, &block, b, t, grid, threads);
+    if (grid == 0 || threads == 0) return 0;
+    std::mutex m;
+    std::condition_variable start_cv;
+    std::condition_variable done_cv;
+    std::unique_ptr<cb_block> block;
+    unsigned int running = 0;    // block `running - 1` runs; 0: none yet
+    unsigned int finished = 0;   // threads of the running block that have returned
+    bool stop = false;
+    auto worker = [&](unsigned int t) {
+        unsigned int seen = 0;
+        for (;;) {
+            cb_block* current = nullptr;
+            {
+                std::unique_lock<std::mutex> lock(m);
+                start_cv.wait(lock, [&] { return stop || running != seen; });
+                if (stop) return;
+                seen = running;
+                current = block.get();
+            }
+            cb_run_thread<A...>(kernel, args, current, seen - 1, t, grid, threads);
+            std::lock_guard<std::mutex> lock(m);
+            if (++finished == threads) done_cv.notify_one();
         }
-        for (auto& th : pool) th.join();
-        if (block.failed) {
+    };
+    std::vector<std::thread> pool;
+    pool.reserve(threads);
+    for (unsigned int t = 0; t < threads; ++t) pool.emplace_back(worker, t);
+    int status = 0;
+    for (unsigned int b = 0; b < grid && status == 0; ++b) {
+        auto next = std::make_unique<cb_block>();
+        next->threads = threads;
+        next->live = threads;
+        next->warps.resize((threads + 31) / 32);
+        next->warp_cv.reset(new std::condition_variable[next->warps.size()]);
+        std::unique_lock<std::mutex> lock(m);
+        block = std::move(next);
+        finished = 0;
+        running = b + 1;
+        start_cv.notify_all();
+        done_cv.wait(lock, [&] { return finished == threads; });
+        if (block->failed) {
             snprintf(error, error_size, "block %u of %u (%u threads): %s", b, grid, threads,
-                     block.message.c_str());
-            return 1;
+                     block->message.c_str());
+            status = 1;
         }
     }
-    return 0;
+    {
+        std::lock_guard<std::mutex> lock(m);
+        stop = true;
+    }
+    start_cv.notify_all();
+    for (auto& th : pool) th.join();
+    return status;
 }
 
 #define CB_HOST_ENTRY(kernel)                                                              \

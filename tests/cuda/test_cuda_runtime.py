@@ -159,10 +159,13 @@ def test_chunks_overlap_on_two_streams(double: CupyDouble) -> None:
 
 
 def test_reductions_fill_the_device_and_fold_chunk_partials(double: CupyDouble) -> None:
-    wide = CupyDouble(devices=[DeviceSpec(sm_count=300, max_threads_per_sm=256)])
+    # 300 blocks of one warp: more blocks than 256, few host threads to run them
+    wide = CupyDouble(devices=[DeviceSpec(sm_count=300, max_threads_per_sm=32,
+                                          max_threads_per_block=32)])  # fmt: skip
     geo = Geometry.for_device(device_info(wide, 0))
     assert geo.max_reduce_blocks == 300  # not capped at 256 blocks
-    n = 300 * 256 * 8 + 77  # enough rows for every resident thread (8 rows each today)
+    assert geo.block == 32
+    n = 300 * 32 * 8 + 77  # enough rows for every resident thread (8 rows each today)
     rng = np.random.default_rng(1)
     table = pa.table({"a": rng.normal(size=n), "b": rng.integers(-(2**62), 2**62, n),
                       "u": rng.integers(0, 2**64 - 1, n, dtype=np.uint64)})  # fmt: skip
@@ -175,7 +178,7 @@ def test_reductions_fill_the_device_and_fold_chunk_partials(double: CupyDouble) 
     want = build(cb.lazy(table)).compute(device="cpu")
     with use_cupy(wide):
         one = _gpu(build(cb.lazy(table)))
-        with cuda.options(max_chunk_rows=100_032):
+        with cuda.options(max_chunk_rows=12_800):
             lf = build(cb.lazy(table))
             chunked = _gpu(lf)
     grids = {entry[3] for entry in wide.log if entry[0] == "launch"}
