@@ -3,7 +3,7 @@
 Usage (from the repository root)::
 
     .venv/bin/python benchmarks/mutants.py                 # every mutant
-    .venv/bin/python benchmarks/mutants.py --only ID ...   # some of them
+    .venv/bin/python benchmarks/mutants.py --only ID ...   # some of them (merged into the file)
     make mutants
 
 The working tree (tracked and untracked files git does not ignore) is copied
@@ -149,6 +149,13 @@ def main(argv: list[str] | None = None) -> int:
                 result["output"] = output[-3000:]
             results.append(result)
             print(f"{outcome:9} {mutant['id']:40} {result['caught_by']}", flush=True)
+    if args.only and args.results.exists():
+        # a partial run replaces its mutants' entries and keeps the others, in file order
+        fresh = {r["id"]: r for r in results}
+        kept = {r["id"]: r for r in json.loads(args.results.read_text())}
+        order = [m["id"] for m in load()]
+        merged = {**kept, **fresh}
+        results = [merged[i] for i in order if i in merged]
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps(results, indent=2) + "\n")
     bad = [r["id"] for r in results if r["outcome"] != "caught"]
