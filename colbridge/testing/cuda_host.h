@@ -511,11 +511,19 @@ static int cb_host_launch(void (*kernel)(A...), unsigned int grid, unsigned int 
     static std::mutex one_launch_at_a_time;  // static __shared__ arrays are per kernel
     std::lock_guard<std::mutex> serial(one_launch_at_a_time);
     if (grid == 0 || threads == 0) return 0;
+    // A lock for each step: `m` hands out the next block, `gate_m` holds every thread until
+    // all have taken it, `done_m` counts their ends. A thread that has finished the block
+    // (and waits under `m` for the next) thus hands its writes to no thread of the block
+    // still at the gate; ThreadSanitizer would miss the races between them.
     std::mutex m;
+    std::mutex gate_m;
+    std::mutex done_m;
     std::condition_variable start_cv;
+    std::condition_variable gate_cv;
     std::condition_variable done_cv;
     std::unique_ptr<cb_block> block;
     unsigned int running = 0;    // block `running - 1` runs; 0: none yet
+    unsigned int started = 0;    // threads that have taken the running block
     unsigned int finished = 0;   // threads of the running block that have returned
     bool stop = false;
     auto worker = [&](unsigned int t) {
@@ -529,8 +537,16 @@ static int cb_host_launch(void (*kernel)(A...), unsigned int grid, unsigned int 
                 seen = running;
                 current = block.get();
             }
+            {
+                std::unique_lock<std::mutex> gate(gate_m);
+                if (++started == threads) {
+                    gate_cv.notify_all();
+                } else {
+                    gate_cv.wait(gate, [&] { return started == threads; });
+                }
+            }
             cb_run_thread<A...>(kernel, args, current, seen - 1, t, grid, threads);
-            std::lock_guard<std::mutex> lock(m);
+            std::lock_guard<std::mutex> lock(done_m);
             if (++finished == threads) done_cv.notify_one();
         }
     };
@@ -544,12 +560,24 @@ static int cb_host_launch(void (*kernel)(A...), unsigned int grid, unsigned int 
         next->live = threads;
         next->warps.resize((threads + 31) / 32);
         next->warp_cv.reset(new std::condition_variable[next->warps.size()]);
-        std::unique_lock<std::mutex> lock(m);
-        block = std::move(next);
-        finished = 0;
-        running = b + 1;
+        {
+            std::lock_guard<std::mutex> counting(done_m);
+            finished = 0;
+        }
+        {
+            std::lock_guard<std::mutex> gate(gate_m);
+            started = 0;
+        }
+        {
+            std::lock_guard<std::mutex> lock(m);
+            block = std::move(next);
+            running = b + 1;
+        }
         start_cv.notify_all();
-        done_cv.wait(lock, [&] { return finished == threads; });
+        {
+            std::unique_lock<std::mutex> counting(done_m);
+            done_cv.wait(counting, [&] { return finished == threads; });
+        }
         if (block->failed) {
             snprintf(error, error_size, "block %u of %u (%u threads): %s", b, grid, threads,
                      block->message.c_str());
