@@ -44,7 +44,15 @@ from colbridge.backends.common import (
     wrap_outputs,
 )
 from colbridge.backends.kernel_cache import kernel_cache, load_module_from_source
-from colbridge.codegen.kernel import N_ERR_KINDS, InputSpec, KernelSource, ScalarSpec
+from colbridge.codegen.kernel import (
+    N_ERR_KINDS,
+    InputSpec,
+    KernelSource,
+    ScalarSpec,
+    collect_tables,
+    table_args,
+    table_key,
+)
 from colbridge.codegen.numba_cpu import BLOCK  # rows per partial of a compiled reduction
 from colbridge.errors import ComputeError, InvalidOperationError, KernelCompileError
 from colbridge.expr.nodes import Agg
@@ -297,6 +305,8 @@ def run_segment(
             args += _bind_input(spec, columns[spec.name])
         for s in src.scalars:
             args += _bind_scalar(s, *scalar_values[s.agg])
+        for table in src.tables:
+            args += table_args(table, columns[table_key(table)])
         args += [pf, pi, pu, err]
         _call(kernel, args, key, make_reduce)
         raise_kernel_errors(src, err)
@@ -328,6 +338,8 @@ def run_segment(
     for s in src.scalars:
         args += _bind_scalar(s, *scalar_values[s.agg])
     args += segment.param_values
+    for table in src.tables:
+        args += table_args(table, columns[table_key(table)])
     out_buffers: list[tuple[pa.Buffer, pa.Buffer | None]] = []
     for out in src.outputs:
         if out.dtype.is_bool:
@@ -368,7 +380,9 @@ def check_scalar_outputs(
     """
     from colbridge.codegen import numpy_eval
 
-    outputs = [(name, node) for name, node in segment.outputs if is_scalar(node)]
+    # (outputs reading lookup tables are left out: their tables are built from columns)
+    outputs = [(name, node) for name, node in segment.outputs
+               if is_scalar(node) and not collect_tables([node], inside_agg=False)]  # fmt: skip
     if not outputs:
         return
     key = ("scalar-check", segment.signature, tuple(name for name, _ in outputs))

@@ -57,6 +57,7 @@ from colbridge.codegen.kernel import (
     ScalarSpec,
     collect_inputs,
     collect_scalars,
+    collect_tables,
 )
 from colbridge.codegen.lower import (
     NULL_SOURCE,
@@ -65,7 +66,7 @@ from colbridge.codegen.lower import (
     moment_combine,
     row_updates,
 )
-from colbridge.expr.nodes import Agg, Literal, Node
+from colbridge.expr.nodes import Agg, Literal, Node, TableRef
 from colbridge.plan.nullability import Nullability
 from colbridge.types import DType
 
@@ -228,6 +229,9 @@ class CDialect(Dialect):
     def to_uint64(self, a: str) -> str:
         return f"((unsigned long long)({a}))"
 
+    def search(self, table: str, length: str, value: str) -> str:
+        return f"cb_search({table}, {length}, (long long)({value}))"
+
 
 DIALECT = CDialect()
 
@@ -268,6 +272,16 @@ template <typename T> __device__ __forceinline__ bool cb_isfinite(T a) {{
 
 template <typename T> __device__ __forceinline__ bool cb_isinf(T a) {{
     return (a == a) && !((a - a) == (a - a));
+}}
+
+__device__ __forceinline__ int cb_search(const long long* t, long long n, long long x) {{
+    // the last position whose entry is <= x (t[0] is the smallest long long)
+    long long lo = 0, hi = n;
+    while (hi - lo > 1) {{
+        const long long mid = (lo + hi) >> 1;
+        if (t[mid] <= x) lo = mid; else hi = mid;
+    }}
+    return (int)lo;
 }}
 
 template <typename T> __device__ __forceinline__ T cb_warp_sum(T v) {{
@@ -333,6 +347,16 @@ def _params(inputs: list[InputSpec], scalars: list[ScalarSpec]) -> list[tuple[st
     return params
 
 
+def _table_params(tables: Sequence[TableRef]) -> list[tuple[str, str]]:
+    params: list[tuple[str, str]] = []
+    for k, table in enumerate(tables):
+        params.append((f"const {ctype(table.dtype)}*", f"g{k}"))
+        if table.nullable:
+            params.append(("const unsigned char*", f"gv{k}"))
+        params.append(("long long", f"gn{k}"))
+    return params
+
+
 def _signature(name: str, params: list[tuple[str, str]]) -> str:
     def one(ct: str, nm: str) -> str:
         return f"{ct} __restrict__ {nm}" if ct.endswith("*") else f"{ct} {nm}"
@@ -389,8 +413,10 @@ def generate_elementwise(
     inputs, input_index = collect_inputs(roots, types, nulls)
     scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
     params_index: dict[Node, int] = {lit: k for k, lit in enumerate(literals)}
+    tables = collect_tables(roots, inside_agg=False)
     rows = _CudaRows()
-    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, params_index)
+    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, params_index,
+                  {t: k for k, t in enumerate(tables)})  # fmt: skip
     d = DIALECT
     out_specs: list[OutputSpec] = []
     store: list[str] = []
@@ -428,6 +454,7 @@ def generate_elementwise(
     params = _params(inputs, scalars)
     literal_types = [lit.dtype for lit in literals if lit.dtype is not None]
     params += [(ctype(t), f"p{k}") for k, t in enumerate(literal_types)]
+    params += _table_params(tables)
     for m, spec in enumerate(out_specs):
         data_type = "unsigned int*" if spec.dtype.is_bool else f"{ctype(spec.dtype)}*"
         params.append((data_type, f"o{m}"))
@@ -450,6 +477,7 @@ def generate_elementwise(
         params=params,
         literal_args=literal_types,
         name="elementwise",
+        tables=tables,
     )
 
 
@@ -465,8 +493,10 @@ def generate_reduce(
     roots: list[Node] = [a.arg for a in aggs]
     inputs, input_index = collect_inputs(roots, types, nulls)
     scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
+    tables = collect_tables(roots, inside_agg=False)
     rows = _CudaRows()
-    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars)
+    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars,
+                  tables={t: k for k, t in enumerate(tables)})  # fmt: skip
     red = ReductionLowering(lw)
     for agg in aggs:
         red.add(agg)
@@ -493,6 +523,7 @@ def generate_reduce(
         ]
     params = [
         *_params(inputs, scalars),
+        *_table_params(tables),
         ("double*", "pf"),
         ("long long*", "pi"),
         ("unsigned long long*", "pu"),
@@ -527,5 +558,6 @@ def generate_reduce(
         err_messages=lw.err_messages,
         params=params,
         name="reduce",
+        tables=tables,
     )
 

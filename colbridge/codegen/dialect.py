@@ -129,3 +129,16 @@ class Dialect:
     def to_uint64(self, a: str) -> str:
         """``a`` reinterpreted as an unsigned 64-bit integer (two's complement)."""
         raise NotImplementedError
+
+    # -- lookup tables -----------------------------------------------------------------
+    def gather(self, table: str, index: str) -> str:
+        """Entry ``index`` of table argument ``table`` (``index`` is in range)."""
+        return f"{table}[{index}]"
+
+    def search(self, table: str, length: str, value: str) -> str:
+        """The position of the last entry ``<= value`` of the sorted table ``table``.
+
+        Its first entry is the smallest value of its type, so the answer is at least 0;
+        a target spells it as a call of its binary-search helper.
+        """
+        raise NotImplementedError

@@ -8,14 +8,18 @@ the failure kinds it counts and the per-block partials its reductions leave.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from colbridge.expr.nodes import Agg, Column, Node, children
+import numpy as np
+
+from colbridge.expr.nodes import Agg, Column, Gather, Node, Search, TableRef, children
 from colbridge.plan.nullability import Nullability
 from colbridge.types import DType
 
 __all__ = [
     "ERR_NEGATIVE_EXPONENT",
     "ERR_STRICT_CAST",
+    "ERR_STRICT_PARSE",
     "N_ERR_KINDS",
     "AggSlot",
     "InputSpec",
@@ -24,12 +28,16 @@ __all__ = [
     "ScalarSpec",
     "collect_inputs",
     "collect_scalars",
+    "collect_tables",
+    "table_args",
+    "table_key",
 ]
 
 # Failure kinds a kernel can count; the runtime turns counts into errors.
 ERR_STRICT_CAST = 0
 ERR_NEGATIVE_EXPONENT = 1
-N_ERR_KINDS = 2
+ERR_STRICT_PARSE = 2  # a string that does not convert (strict `str.to_integer`, casts)
+N_ERR_KINDS = 3
 
 @dataclass(frozen=True)
 class InputSpec:
@@ -93,6 +101,8 @@ class KernelSource:
     n_u: int = 0
     uses_err: bool = False
     err_messages: dict[int, str] = field(default_factory=dict)
+    #: lookup tables, passed after the literals (elementwise) or the scalars (reduce)
+    tables: list[TableRef] = field(default_factory=list)
 
 
 def collect_inputs(
@@ -142,3 +152,55 @@ def collect_scalars(
     return specs, index
 
 
+
+
+def collect_tables(roots: list[Node], *, inside_agg: bool) -> list[TableRef]:
+    """The lookup tables a kernel reads, in first-use order.
+
+    An elementwise kernel does not read the tables of the reductions it receives as
+    scalars (``inside_agg=False``); a reduction kernel's roots are its arguments.
+    """
+    found: dict[TableRef, None] = {}
+
+    def visit(node: Node) -> None:
+        if isinstance(node, Agg) and not inside_agg:
+            return
+        if isinstance(node, (Gather, Search)):
+            found.setdefault(node.table)
+        for c in children(node):
+            visit(c)
+
+    for root in roots:
+        visit(root)
+    return list(found)
+
+
+def table_key(table: TableRef) -> str:
+    """The name under which the runtime hands a table's values to a backend.
+
+    Column names are what users chose; this one starts with a NUL byte, which no
+    frame library lets a column name begin with in practice.
+    """
+    return f"\0table{hash(table)}"
+
+
+def table_args(table: TableRef, values: Any) -> list[Any]:
+    """A table's kernel arguments: values, validity bytes (nullable tables) and length.
+
+    ``values`` is an Arrow array of the table's type (nulls where an entry has no
+    value). An empty table gets one zero entry, so an index clamped to 0 reads memory.
+    """
+    dtype = table.dtype.numpy
+    n = len(values)
+    if n == 0:
+        data = np.zeros(1, dtype=dtype)
+        valid = np.zeros(1, dtype=np.uint8)
+    else:
+        data = np.asarray(values.fill_null(False if table.dtype.is_bool else 0)
+                          .to_numpy(zero_copy_only=False), dtype=dtype)  # fmt: skip
+        valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=np.uint8)
+    args: list[Any] = [np.ascontiguousarray(data)]
+    if table.nullable:
+        args.append(np.ascontiguousarray(valid))
+    args.append(np.int64(max(n, 1)))
+    return args

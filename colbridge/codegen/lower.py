@@ -31,6 +31,7 @@ from colbridge.codegen.dialect import Dialect
 from colbridge.codegen.kernel import (
     ERR_NEGATIVE_EXPONENT,
     ERR_STRICT_CAST,
+    ERR_STRICT_PARSE,
     AggSlot,
     InputSpec,
     ScalarSpec,
@@ -43,9 +44,15 @@ from colbridge.expr.nodes import (
     Clip,
     Coalesce,
     Column,
+    Constant,
     FillNan,
+    Gather,
     Literal,
+    Narrow,
     Node,
+    Reinterpret,
+    Search,
+    TableRef,
     Unary,
     When,
 )
@@ -167,6 +174,7 @@ class Lowering:
         scalars: Mapping[Agg, int],
         scalar_specs: list[ScalarSpec],
         params: Mapping[Node, int] | None = None,
+        tables: Mapping[TableRef, int] | None = None,
     ) -> None:
         self.d = dialect
         self.rows = rows
@@ -176,6 +184,9 @@ class Lowering:
         self.scalars = scalars
         self.scalar_specs = scalar_specs
         self.params = params or {}
+        #: lookup tables, passed as arguments ``g{k}`` (values), ``gv{k}`` (validity
+        #: bytes of nullable tables) and ``gn{k}`` (length)
+        self.tables = tables or {}
         self.lines: list[str] = []
         self.memo: dict[Node, Val] = {}
         self.err_messages: dict[int, str] = {}
@@ -604,6 +615,46 @@ class Lowering:
             hi = d.const(node.upper, dtype)
             expr = self.declare(dtype, d.select(d.compare(">", expr, hi), hi, expr))
         return Val(expr, a.valid)
+
+    @lower.register
+    def _(self, node: Narrow) -> Val:
+        a = self.value(node.arg)
+        return Val(self.declare(node.dtype, self.d.convert(a.expr, node.dtype)), a.valid)
+
+    @lower.register
+    def _(self, node: Reinterpret) -> Val:
+        return self.value(node.arg)  # the integers are the same; only their meaning changed
+
+    @lower.register
+    def _(self, node: Constant) -> Val:
+        # a string constant standing alone: code 0 of its one-value dictionary
+        return Val(self.d.const(0, self.types[node]), NEVER_NULL)
+
+    @lower.register
+    def _(self, node: Gather) -> Val:
+        d = self.d
+        k = self.tables[node.table]
+        a = self.value(node.index)
+        index_type = self.types[node.index]
+        # an index under a null may be anything (pandas writes -1): out of range reads 0
+        inside = d.compare("<", d.to_uint64(a.expr), d.to_uint64(f"gn{k}"))
+        index = self.declare(index_type, d.select(inside, a.expr, d.const(0, index_type)))
+        value = self.declare(node.table.dtype, d.gather(f"g{k}", index))
+        if not node.table.nullable:
+            return Val(value, a.valid)
+        present = self.declare(DType.BOOL, d.compare("!=", d.gather(f"gv{k}", index),
+                                                     d.const(0, DType.UINT8)), "m")  # fmt: skip
+        if node.error:
+            self.count_error(ERR_STRICT_PARSE, d.not_(present), a.valid, node.error)
+            return Val(value, a.valid)
+        return Val(value, self.both(a.valid, row=present))
+
+    @lower.register
+    def _(self, node: Search) -> Val:
+        k = self.tables[node.table]
+        a = self.value(node.value)
+        found = self.d.search(f"g{k}", f"gn{k}", a.expr)
+        return Val(self.declare(DType.INT32, self.d.convert(found, DType.INT32)), a.valid)
 
 
 # -- reductions -----------------------------------------------------------------------------

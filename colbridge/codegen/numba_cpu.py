@@ -14,6 +14,9 @@ without knowing the expressions):
   has nulls ``v{k}`` (validity bytes) and ``vo{k}`` (its bit offset, uint64);
 * a reduction result ``j`` from an earlier pass is ``s{j}`` and, where it may
   be null, ``sv{j}``; literals are ``p0, p1, ...``;
+* a lookup table ``k`` is ``g{k}`` (values), ``gv{k}`` (validity bytes, for tables
+  whose entries may have no value) and ``gn{k}`` (its length); tables follow the
+  literals (elementwise) or the scalars (reduce);
 * an output ``m`` is ``o{m}`` (values; bool outputs as uint64 bitmap words) and,
   where it may be null, ``ov{m}`` (uint64 words); the filter mask is a bool output;
 * ``err[kind, block]`` counts failures (strict casts, negative integer exponents);
@@ -41,6 +44,7 @@ from colbridge.codegen.kernel import (
     ScalarSpec,
     collect_inputs,
     collect_scalars,
+    collect_tables,
 )
 from colbridge.codegen.lower import (
     NULL_SOURCE,
@@ -50,7 +54,7 @@ from colbridge.codegen.lower import (
     moment_combine,
     row_updates,
 )
-from colbridge.expr.nodes import Agg, Literal, Node
+from colbridge.expr.nodes import Agg, Literal, Node, TableRef
 from colbridge.plan.nullability import Nullability
 from colbridge.types import DType
 
@@ -160,6 +164,9 @@ class NumbaDialect(Dialect):
     def to_uint64(self, a: str) -> str:
         return f"np.uint64({a})"
 
+    def search(self, table: str, length: str, value: str) -> str:
+        return f"_search({table}, {value})"
+
 
 DIALECT = NumbaDialect()
 
@@ -204,6 +211,14 @@ def _source_word(source: str) -> str:
 
 def _sources_word(sources: frozenset[str]) -> str:
     return " & ".join(_source_word(s) for s in sorted(sources)) or "U(0xFFFFFFFFFFFFFFFF)"
+
+
+def table_args(tables: Sequence[TableRef]) -> list[str]:
+    """Argument names of lookup tables: values, validity bytes where nullable, length."""
+    args: list[str] = []
+    for k, table in enumerate(tables):
+        args += [f"g{k}", *([f"gv{k}"] if table.nullable else []), f"gn{k}"]
+    return args
 
 
 def _signature_args(inputs: list[InputSpec], scalars: list[ScalarSpec]) -> list[str]:
@@ -268,8 +283,10 @@ def generate_elementwise(
     inputs, input_index = collect_inputs(roots, types, nulls)
     scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
     params: dict[Node, int] = {lit: k for k, lit in enumerate(literals)}
+    tables = collect_tables(roots, inside_agg=False)
     rows = _CpuRows()
-    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, params)
+    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, params,
+                  {t: k for k, t in enumerate(tables)})  # fmt: skip
     out_specs: list[OutputSpec] = []
     store: list[str] = []  # per row
     bit_acc: list[str] = []  # accumulator names
@@ -314,6 +331,7 @@ def generate_elementwise(
         out_specs.append(OutputSpec("__mask__", DType.BOOL, False))
         after += mask_store
     args = _signature_args(inputs, scalars) + [f"p{k}" for k in range(len(literals))]
+    args += table_args(tables)
     for m, spec in enumerate(out_specs):
         args.append(f"o{m}")
         if spec.nullable:
@@ -351,6 +369,7 @@ def generate_elementwise(
         outputs=out_specs,
         uses_err=bool(rows.errors),
         err_messages=lw.err_messages,
+        tables=tables,
     )
 
 
@@ -391,8 +410,10 @@ def generate_reduce(
     roots: list[Node] = [a.arg for a in aggs]
     inputs, input_index = collect_inputs(roots, types, nulls)
     scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
+    tables = collect_tables(roots, inside_agg=False)
     rows = _CpuRows()
-    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars)
+    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars,
+                  tables={t: k for k, t in enumerate(tables)})  # fmt: skip
     red = ReductionLowering(lw)
     for agg in aggs:
         red.add(agg)
@@ -423,7 +444,7 @@ def generate_reduce(
         for st in red.states
         for acc in st.accumulators
     ]
-    args = [*_signature_args(inputs, scalars), "pf", "pi", "pu", "err"]
+    args = [*_signature_args(inputs, scalars), *table_args(tables), "pf", "pi", "pu", "err"]
     skeleton = _Skeleton(rows, lw.lines)
     all_sources = set().union(*rows.word_sets) if rows.word_sets else set()
     body = _indent(skeleton.scalar_words(all_sources), 1)
@@ -452,6 +473,7 @@ def generate_reduce(
         n_u=red.n_u,
         err_messages=lw.err_messages,
         uses_err=bool(rows.errors),
+        tables=tables,
     )
 
 
@@ -488,6 +510,20 @@ def _ipow(base, exp):
         base = base * base
         exp = exp >> np.uint64(1)
     return result
+
+
+@numba.njit(cache=True, nogil=True)
+def _search(table, x):
+    # the last position whose entry is <= x (table[0] is the type's smallest value)
+    lo = 0
+    hi = table.shape[0]
+    while hi - lo > 1:
+        mid = (lo + hi) >> 1
+        if table[mid] <= x:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 @numba.njit(cache=True, nogil=True)

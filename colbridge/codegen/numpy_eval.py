@@ -25,6 +25,7 @@ from colbridge.codegen.kernel import (
     OutputSpec,
     collect_inputs,
     collect_scalars,
+    collect_tables,
 )
 from colbridge.codegen.lower import (
     NULL_SOURCE,
@@ -34,7 +35,7 @@ from colbridge.codegen.lower import (
     Valid,
     moment_combine,
 )
-from colbridge.codegen.numba_cpu import _signature_args
+from colbridge.codegen.numba_cpu import _signature_args, table_args
 from colbridge.expr.nodes import Agg, Literal, Node
 from colbridge.plan.nullability import Nullability
 from colbridge.types import DType
@@ -140,6 +141,12 @@ class NumpyDialect(Dialect):
     def to_uint64(self, a: str) -> str:
         return f"_as({a}, np.uint64)"
 
+    def gather(self, table: str, index: str) -> str:
+        return f"{table}[_as({index}, np.intp)]"
+
+    def search(self, table: str, length: str, value: str) -> str:
+        return f"(np.searchsorted({table}, {value}, side='right') - 1)"
+
 
 DIALECT = NumpyDialect()
 
@@ -204,8 +211,10 @@ def generate_elementwise(
     inputs, input_index = collect_inputs(roots, types, nulls)
     scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
     params: dict[Node, int] = {lit: k for k, lit in enumerate(literals)}
+    tables = collect_tables(roots, inside_agg=False)
     rows = _ArrayRows()
-    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, params)
+    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, params,
+                  {t: k for k, t in enumerate(tables)})  # fmt: skip
     out_specs: list[OutputSpec] = []
     store: list[str] = []
     keep = None
@@ -229,6 +238,7 @@ def generate_elementwise(
         out_specs.append(OutputSpec("__mask__", DType.BOOL, False))
         store.append(f"_pack(o{m}, {keep}, n)")
     args = _signature_args(inputs, scalars) + [f"p{k}" for k in range(len(literals))]
+    args += table_args(tables)
     for m, spec in enumerate(out_specs):
         args.append(f"o{m}")
         if spec.nullable:
@@ -247,6 +257,7 @@ def generate_elementwise(
         outputs=out_specs,
         uses_err=bool(rows.errors),
         err_messages=lw.err_messages,
+        tables=tables,
     )
 
 
@@ -275,8 +286,10 @@ def generate_reduce(
     roots: list[Node] = [a.arg for a in aggs]
     inputs, input_index = collect_inputs(roots, types, nulls)
     scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
+    tables = collect_tables(roots, inside_agg=False)
     rows = _ArrayRows()
-    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars)
+    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars,
+                  tables={t: k for k, t in enumerate(tables)})  # fmt: skip
     red = ReductionLowering(lw)
     for agg in aggs:
         red.add(agg)
@@ -306,7 +319,7 @@ def generate_reduce(
     ]
     body += [f"err[{kind}, 0] = nerr[{kind}]" for kind in sorted(rows.errors)]
     body = [f"{name} = {expr}" for name, expr in rows.unpack.items()] + body
-    args = [*_signature_args(inputs, scalars), "pf", "pi", "pu", "err"]
+    args = [*_signature_args(inputs, scalars), *table_args(tables), "pf", "pi", "pu", "err"]
     source = _module("reduce", args, body, plan_text)
     return KernelSource(
         kind="reduce",
@@ -319,6 +332,7 @@ def generate_reduce(
         n_u=red.n_u,
         err_messages=lw.err_messages,
         uses_err=bool(rows.errors),
+        tables=tables,
     )
 
 

@@ -16,6 +16,7 @@ from colbridge.expr.nodes import (
     Coalesce,
     Column,
     FillNan,
+    Gather,
     Literal,
     Node,
     Unary,
@@ -84,4 +85,6 @@ class Nullability:
             return self.may_be_null(node.arg) or self.may_be_null(node.value)
         if isinstance(node, Clip):
             return self.may_be_null(node.arg)
+        if isinstance(node, Gather):  # a table entry without a value is null (or an error)
+            return self.may_be_null(node.index) or (node.table.nullable and not node.error)
         return any(self.may_be_null(c) for c in children(node))

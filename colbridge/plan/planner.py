@@ -14,10 +14,11 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from colbridge.errors import DuplicateColumnError, SchemaError
-from colbridge.expr.nodes import Agg, Binary, Column, Literal, Node, transform, walk
+from colbridge.expr.nodes import Agg, Binary, Column, Const, Literal, Node, transform, walk
 from colbridge.plan.logical import Step
 from colbridge.plan.typecheck import ColumnType, TypeChecker, is_scalar
 from colbridge.types import DType
+from colbridge.types.logical import Logical
 
 __all__ = ["Segment", "SegmentSpec", "plan_segments", "type_segment"]
 
@@ -45,6 +46,10 @@ class Segment:
     types: dict[Node, DType]
     one_row: bool
     output_types: dict[str, DType] = field(default_factory=dict)
+    #: outputs of a logical type (dates, strings, ...): their type, and for strings
+    #: how their dictionary is built (see `colbridge.plan.logical_typing`)
+    output_logical: dict[str, Logical] = field(default_factory=dict)
+    output_dicts: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
     @property
     def text(self) -> str:
@@ -114,7 +119,8 @@ class Segment:
 
 def is_kernel_parameter(node: Literal) -> bool:
     """A typed, non-null number: passed to kernels as an argument, not written into them."""
-    return node.value is not None and node.dtype is not None and not node.dtype.is_bool
+    return (node.value is not None and node.dtype is not None and not node.dtype.is_bool
+            and not isinstance(node, Const))  # fmt: skip
 
 
 def _substitute(node: Node, env: Mapping[str, Node]) -> Node:
@@ -205,6 +211,8 @@ def type_segment(spec: SegmentSpec, schema: Mapping[str, ColumnType]) -> Segment
     passthrough: dict[str, str] = {}
     outputs: list[tuple[str, Node]] = []
     output_types: dict[str, DType] = {}
+    output_logical: dict[str, Logical] = {}
+    output_dicts: dict[str, tuple[Any, ...]] = {}
     for name in spec.order:
         node = spec.env[name]
         if isinstance(node, Column) and node.name in schema:
@@ -220,6 +228,11 @@ def type_segment(spec: SegmentSpec, schema: Mapping[str, ColumnType]) -> Segment
             continue
         outputs.append((name, typed))
         output_types[name] = checker.dtype(typed)
+        logical = checker.logical.get(typed)
+        if logical is not None:
+            output_logical[name] = logical
+            if typed in checker.dicts:
+                output_dicts[name] = checker.dicts[typed]
     mask = None
     if spec.mask is not None:
         mask = checker.check(spec.mask)
@@ -247,6 +260,8 @@ def type_segment(spec: SegmentSpec, schema: Mapping[str, ColumnType]) -> Segment
         types=checker.types,
         one_row=spec.one_row,
         output_types=output_types,
+        output_logical=output_logical,
+        output_dicts=output_dicts,
     )
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from colbridge.backends import get_backend
 from colbridge.backends.common import RunStats
@@ -24,7 +25,9 @@ from colbridge.expr.nodes import Column, walk
 from colbridge.plan.logical import Step
 from colbridge.plan.planner import Segment, SegmentSpec, plan_segments, type_segment
 from colbridge.plan.typecheck import ColumnType
+from colbridge.runtime.tables import finish_output, segment_tables
 from colbridge.types import dtype_from_arrow
+from colbridge.types.logical import logical_from_arrow
 
 __all__ = ["Columns", "ComputeReport", "PreparedPlan", "TypedPlan", "execute", "prepare"]
 
@@ -66,6 +69,39 @@ class Columns:
                 )
                 array = chunked.combine_chunks()
             self._arrays[name] = array
+        return array
+
+    def kernel_array(self, name: str) -> pa.Array:
+        """The column as a kernel reads it: a string column as dictionary codes.
+
+        A plain string column is dictionary-encoded once per compute (a copy, reported);
+        a dictionary column is read as it is (its codes), unless its dictionary holds
+        nulls, which are moved into the codes (a copy, reported).
+        """
+        array = self.get(name)
+        key = "\0codes:" + name
+        hit = self._arrays.get(key)
+        if hit is not None:
+            return hit
+        logical = logical_from_arrow(array.type)
+        if logical is None or not logical.is_string:
+            return array
+        if pa.types.is_dictionary(array.type):
+            if array.dictionary.null_count == 0:
+                return array
+            index_type = array.type.index_type
+            encoded = pc.dictionary_encode(array.dictionary_decode())
+            array = pa.DictionaryArray.from_arrays(encoded.indices.cast(index_type),
+                                                   encoded.dictionary)  # fmt: skip
+            self.copies.append(f"column `{name}`: nulls moved from its dictionary into its "
+                               "codes (a copy)")  # fmt: skip
+        else:
+            array = pc.dictionary_encode(array)
+            self.copies.append(
+                f"column `{name}`: dictionary-encoded once for the kernels "
+                f"({len(array.dictionary)} distinct strings; a copy)"
+            )
+        self._arrays[key] = array
         return array
 
     def nan_null(self, names: Iterable[str]) -> frozenset[str]:
@@ -164,11 +200,21 @@ def _type_plan(specs: list[SegmentSpec], names: tuple[str, ...], columns: Column
     for spec in specs:
         segment = type_segment(spec, schema)
         segments.append(segment)
-        schema = {
-            n: ColumnType(n, segment.output_types.get(n), segment.output_types.get(n))
-            for n in segment.order
-        }
+        schema = {n: _next_column_type(n, segment, schema) for n in segment.order}
     return TypedPlan(segments)
+
+
+def _next_column_type(name: str, segment: Segment, schema: Mapping[str, ColumnType]) -> ColumnType:
+    """What the next segment knows of column ``name`` after ``segment`` made it."""
+    source = segment.passthrough.get(name)
+    if source is not None:  # kept as it was: its Arrow type too (dictionaries, timestamps)
+        info = schema[source]
+        return ColumnType(name, info.dtype, info.arrow_type)
+    logical = segment.output_logical.get(name)
+    if logical is not None:
+        return ColumnType(name, None, logical.arrow)
+    dtype = segment.output_types.get(name)
+    return ColumnType(name, dtype, dtype)
 
 
 def _read_by_kernels(spec: SegmentSpec) -> list[str]:
@@ -220,11 +266,16 @@ def execute(
     segments = plan.typed(columns).segments
     last = len(segments) - 1
     for index, segment in enumerate(segments):
-        arrays = {name: columns.get(name) for name in segment.inputs}
+        arrays = {name: columns.kernel_array(name) for name in segment.inputs}
+        arrays.update(segment_tables(segment, arrays))
         nan_null = columns.nan_null(segment.inputs)
         results, mask = backend.run_segment(
             segment, arrays, adapter.num_rows, report.stats, nan_null
         )
+        for name, logical in segment.output_logical.items():
+            if name in results:
+                results[name] = finish_output(results[name], logical,
+                                              segment.output_dicts.get(name), arrays)  # fmt: skip
         new: dict[str, pa.Array | pa.ChunkedArray] = dict(results)
         final = index == last and adapter is original
         for name, source in segment.passthrough.items():
