@@ -41,6 +41,7 @@ from colbridge.expr.nodes import (
     Agg,
     Binary,
     Cast,
+    Check,
     Clip,
     Coalesce,
     Column,
@@ -620,6 +621,12 @@ class Lowering:
     def _(self, node: Narrow) -> Val:
         a = self.value(node.arg)
         return Val(self.declare(node.dtype, self.d.convert(a.expr, node.dtype)), a.valid)
+
+    @lower.register
+    def _(self, node: Check) -> Val:
+        a, ok = self.value(node.arg), self.value(node.ok)
+        self.count_error(ERR_STRICT_CAST, self.d.not_(ok.expr), a.valid, node.message)
+        return a
 
     @lower.register
     def _(self, node: Reinterpret) -> Val:

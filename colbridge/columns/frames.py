@@ -81,6 +81,10 @@ class FrameAdapter:
         """True when NaN in this column means "missing" (pandas NumPy-backed floats)."""
         return False
 
+    def copy_note(self, name: str) -> str | None:
+        """How reading column ``name`` as Arrow copied it, if it did (pandas strings)."""
+        return None
+
     def _check(self, name: str) -> None:
         if name not in self.names:
             raise missing_column_error(name, self.names)
@@ -219,7 +223,17 @@ class PandasFrameAdapter(FrameAdapter):
 
     def column(self, name: str) -> pa.ChunkedArray:
         self._check(name)
-        return column_to_arrow(self._series(name), name)
+        series = self._series(name)
+        if series.dtype == object:
+            strings = _object_strings(series)
+            if strings is not None:
+                return strings
+        return column_to_arrow(series, name)
+
+    def copy_note(self, name: str) -> str | None:
+        if self._series(name).dtype == object:
+            return f"column `{name}`: pandas `object` strings converted to Arrow (a copy)"
+        return None
 
     def _series(self, name: str) -> Any:
         # pandas column access is slow (~20 µs); a compute asks for each column twice
@@ -316,6 +330,17 @@ class PandasSeriesAdapter(PandasFrameAdapter):
 
     def from_arrow(self, table: pa.Table) -> Any:
         return _pandas_series_if_one(super().from_arrow(table))
+
+
+def _object_strings(series: Any) -> pa.ChunkedArray | None:
+    """A pandas ``object`` column of Python strings (and missing values) as Arrow strings."""
+    try:
+        array = pa.array(series, from_pandas=True)
+    except (pa.ArrowException, TypeError, ValueError):
+        return None
+    if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+        return None
+    return pa.chunked_array([array], type=array.type)
 
 
 def _pandas_series_if_one(frame: Any) -> Any:

@@ -103,6 +103,10 @@ def _pandas_to_arrow(series: Any, label: str) -> pa.ChunkedArray:
         )
         raise UnsupportedTypeError(msg)
     values = series.array
+    if getattr(series.dtype, "name", "") == "category":
+        # pandas categories: the codes become the dictionary indices (-1 marks a null)
+        result = pa.array(values, from_pandas=True)
+        return pa.chunked_array([result], type=result.type)
     arrow_array = getattr(values, "__arrow_array__", None)
     # ArrowDtype and masked extension arrays know their own Arrow form; for
     # NumPy-backed data NaN stays a value (from_pandas=False), as Arrow and polars keep it.

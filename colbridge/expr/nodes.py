@@ -18,6 +18,7 @@ __all__ = [
     "Alias",
     "Binary",
     "Cast",
+    "Check",
     "Clip",
     "Coalesce",
     "Column",
@@ -305,6 +306,19 @@ class Reinterpret(Node):
 
 
 @dataclass(frozen=True, slots=True, repr=False)
+class Check(Node):
+    """``arg``, counting a strict-cast failure on every valid row where ``ok`` is false.
+
+    Made by type checking for strict conversions it lowers (a date to nanoseconds
+    that overflows int64); ``message`` is the error raised.
+    """
+
+    arg: Node
+    ok: Node
+    message: str
+
+
+@dataclass(frozen=True, slots=True, repr=False)
 class Const(Literal):
     """A literal written into the kernel text, not passed as an argument.
 
@@ -445,6 +459,8 @@ def _format(node: Node) -> str:
         return f"search({_format_table(node.table)}, {node.value!r})"
     if isinstance(node, Narrow):
         return f"{node.arg!r}.narrow({node.dtype})"
+    if isinstance(node, Check):
+        return f"{node.arg!r}.check({node.ok!r})"
     if isinstance(node, Reinterpret):
         return f"{node.arg!r}.as({node.logical or 'integer'})"
     return type(node).__name__

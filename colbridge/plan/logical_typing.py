@@ -38,6 +38,7 @@ from colbridge.expr.nodes import (
     Agg,
     Binary,
     Cast,
+    Check,
     Coalesce,
     Column,
     Const,
@@ -139,6 +140,10 @@ class LogicalTyping:
     def of(self, node: Node) -> Logical | None:
         """The logical type of a typed node, or None for plain numbers and booleans."""
         return self.tc.logical.get(node)
+
+    def _kind(self, node: Node) -> object:
+        """What a typed node is, for messages: its logical type, dtype, or "a number"."""
+        return self.of(node) or self.tc.types.get(node) or "a number"
 
     def mark(self, node: Node, logical: Logical | None, spec: DictSpec | None = None) -> Node:
         """``node`` read as ``logical`` (wrapped, so the meaning is part of its identity)."""
@@ -534,7 +539,13 @@ class LogicalTyping:
                 return self.mark(self.mul(arg, 86_400), None)
             return self.mark(self.fdiv(arg, UNIT_PER_SECOND[logical.unit]), None)
         unit = _unit(unit, node)
-        return self.mark(self.as_datetime(arg, logical, unit), None)
+        target = Logical("datetime", unit)
+        if logical.kind == "date":  # a finer unit that overflows is null, as polars
+            return self.mark(self.widen(self.i64(arg), _per_day(unit), False, target, node), None)
+        if TIME_UNITS.index(unit) >= TIME_UNITS.index(logical.unit):
+            return self.mark(self.to_unit(arg, logical.unit, unit), None)
+        factor = UNIT_PER_SECOND[unit] // UNIT_PER_SECOND[logical.unit]
+        return self.mark(self.widen(arg, factor, False, target, node), None)
 
     def calendar(self, op: str, arg: Node, node: Function) -> Node:
         """``truncate``, ``month_start`` and ``month_end``."""
@@ -656,20 +667,39 @@ class LogicalTyping:
         if target.is_string:
             msg = f"`{node!r}`: colbridge does not format {src} values as strings"
             raise UnsupportedOperationError(msg)
-        return self.cast_temporal(arg, src, target, node)
+        return self.cast_temporal(arg, src, target, node, strict)
 
-    def cast_temporal(self, arg: Node, src: Logical, target: Logical, node: Node) -> Node:
+    def widen(self, value: Node, factor: int, strict: bool, target: Logical, node: Node) -> Node:
+        """``value * factor`` for a cast to a finer unit: overflow fails or is null, as polars."""
+        if factor == 1:
+            return value
+        hi = (2**63 - 1) // factor
+        ok = self.both("and", self.op("ge", value, -hi), self.op("le", value, hi))
+        product = self.mul(value, factor)
+        if strict:
+            message = (
+                f"strict cast to {target} failed in `{node!r}`: some values do not fit; use "
+                "`.cast(..., strict=False)` to turn them into nulls"
+            )
+            return self.rec(Check(product, ok, message), I64)
+        return self.rec(When(ok, product, self.tc.null_of(I64)), I64)
+
+    def cast_temporal(self, arg: Node, src: Logical, target: Logical, node: Node,
+                      strict: bool = True) -> Node:  # fmt: skip
         """A cast between temporal types (floors to coarser units, as polars)."""
         if src.kind == target.kind and src.kind in ("date", "time"):
             return arg
-        if target.kind == "datetime":
-            if src.kind not in ("datetime", "date"):
+        if target.kind in ("datetime", "duration"):
+            if src.kind not in (("datetime", "date") if target.kind == "datetime"
+                                else ("duration",)):  # fmt: skip
                 raise _cast_error(node, src, target)
-            return self.mark(self.as_datetime(arg, src, target.unit), target)
-        if target.kind == "duration":
-            if src.kind != "duration":
-                raise _cast_error(node, src, target)
-            return self.mark(self.to_unit(arg, src.unit, target.unit), target)
+            if src.kind == "date":
+                factor = _per_day(target.unit)
+            elif TIME_UNITS.index(src.unit) <= TIME_UNITS.index(target.unit):
+                return self.mark(self.to_unit(arg, src.unit, target.unit), target)
+            else:
+                factor = UNIT_PER_SECOND[target.unit] // UNIT_PER_SECOND[src.unit]
+            return self.mark(self.widen(self.i64(arg), factor, strict, target, node), target)
         if target.kind == "date":
             if src.kind != "datetime":
                 raise _cast_error(node, src, target)
@@ -805,7 +835,7 @@ class LogicalTyping:
             return self.add_sub(node, left, right, ll, rl)
         if op in ("mul", "truediv"):
             return self.scale(node, left, right, ll, rl)
-        raise _op_error(node, ll or tc.types[left], rl or tc.types[right])
+        raise _op_error(node, self._kind(left), self._kind(right))
 
     def _number_against(self, number: Node, other: Node, logical: Logical | None,
                         node: Node) -> Node:  # fmt: skip
@@ -827,7 +857,7 @@ class LogicalTyping:
             if tc.types[plain].is_integer and isinstance(plain, Literal):
                 # a Python number compares with the stored integers, as polars does
                 return self.rec(Binary(node.op, left, right), BOOL)
-            raise _op_error(node, ll or tc.types[left], rl or tc.types[right])
+            raise _op_error(node, self._kind(left), self._kind(right))
         a, b = self._common(node, left, right, ll, rl)
         return self.mark(self.rec(Binary(node.op, a, b), BOOL), None)
 
@@ -857,7 +887,7 @@ class LogicalTyping:
         """``+`` and ``-`` of dates, datetimes and durations."""
         op = node.op
         if ll is None or rl is None:
-            raise _op_error(node, ll or self.tc.types[left], rl or self.tc.types[right])
+            raise _op_error(node, self._kind(left), self._kind(right))
         kinds = (ll.kind, rl.kind)
         if kinds == ("duration", "duration"):
             unit = coarser_unit(ll.unit, rl.unit)
@@ -905,7 +935,7 @@ class LogicalTyping:
         elif rl is not None and rl.kind == "duration" and ll is None and op == "mul":
             duration, number, logical = right, left, rl
         else:
-            raise _op_error(node, ll or tc.types[left], rl or tc.types[right])
+            raise _op_error(node, self._kind(left), self._kind(right))
         t = tc.types[number]
         if t.is_bool:
             raise _op_error(node, ll or t, rl or t)
@@ -938,7 +968,7 @@ class LogicalTyping:
                     tc.null_of(I32)  # fmt: skip
                 return self.mark(self.rec(Binary("eq", null, null), BOOL), None)
         if ll is None or rl is None or not (ll.is_string and rl.is_string):
-            raise _op_error(node, ll or tc.types[left], rl or tc.types[right])
+            raise _op_error(node, self._kind(left), self._kind(right))
         if isinstance(left, Constant) and isinstance(right, Constant):
             return tc.record_bool(Literal(_compare_py(op, left.value, right.value), BOOL))
         if isinstance(left, Constant) or isinstance(right, Constant):

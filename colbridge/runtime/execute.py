@@ -68,6 +68,9 @@ class Columns:
                     f"column `{name}`: {chunked.num_chunks} chunks combined into one (a copy)"
                 )
                 array = chunked.combine_chunks()
+            note = self.adapter.copy_note(name)
+            if note is not None:
+                self.copies.append(note)
             self._arrays[name] = array
         return array
 

@@ -154,11 +154,10 @@ def _strptime(values: pa.Array, fmt: str | None, target: str) -> pa.Array:
     logical = parse_logical(target)
     assert logical is not None
     unit = logical.unit if logical.kind == "datetime" else "us"
-    if fmt is None:
-        parsed = [_iso(s) for s in values.to_pylist()]
-        stamps = pa.array([None if p is None else _to_unit(p, unit) for p in parsed], pa.int64())
-    else:
-        stamps = pc.strptime(values, format=fmt, unit=unit, error_is_null=True).cast(pa.int64())
+    # per distinct value, with Python's parser: like polars' it rejects impossible dates
+    # (2020-02-30), where Arrow's strptime rolls them over
+    parsed = [_iso(s) if fmt is None else _with_format(s, fmt) for s in values.to_pylist()]
+    stamps = pa.array([None if p is None else _to_unit(p, unit) for p in parsed], pa.int64())
     if logical.kind == "date":
         per_day = 86_400 * 1_000_000
         days = [None if v is None else math.floor(v / per_day) for v in stamps.to_pylist()]
@@ -174,6 +173,15 @@ def _iso(text: str | None) -> _dt.datetime | None:
     except ValueError:
         return None
     return value.replace(tzinfo=None) if value.tzinfo is None else None
+
+
+def _with_format(text: str | None, fmt: str) -> _dt.datetime | None:
+    if text is None:
+        return None
+    try:
+        return _dt.datetime.strptime(text, fmt)
+    except ValueError:
+        return None
 
 
 def _to_unit(value: _dt.datetime, unit: str) -> int:
