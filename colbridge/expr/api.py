@@ -537,8 +537,13 @@ def col(name: str) -> Expr:
     return Expr(Column(name))
 
 
-def lit(value: Scalar, dtype: Any = None) -> Expr:
+def lit(
+    value: Scalar | str | _dt.date | _dt.time | _dt.timedelta, dtype: Any = None
+) -> Expr:
     """A constant; Python numbers adapt their type to the other operand, as in polars.
+
+    Strings, dates, datetimes (naive or with a ``zoneinfo`` zone), times and
+    timedeltas are typed as polars types them (``Datetime('us')``, ``Duration('us')``).
 
     Examples
     --------

@@ -8,6 +8,7 @@ rejected with an error that points at the offending part.
 from __future__ import annotations
 
 import ast
+import datetime as _dt
 import math
 from collections.abc import Callable
 from typing import Any
@@ -60,6 +61,14 @@ _ONE_ARG = {
         "max", "std", "var", "count", "null_count",
     )
 }  # fmt: skip
+#: ``hour(t)`` is ``t.dt.hour()``; ``len_chars(s)`` is ``s.str.len_chars()``.
+_DT_FIELDS = (
+    "year", "iso_year", "quarter", "month", "week", "weekday", "day", "ordinal_day", "hour",
+    "minute", "second", "millisecond", "microsecond", "nanosecond", "is_leap_year",
+    "days_in_month", "century", "millennium", "month_start", "month_end", "total_seconds",
+    "total_minutes", "total_hours", "total_days", "total_milliseconds",
+)  # fmt: skip
+_STR_FUNCS = ("len_chars", "len_bytes", "to_integer", "to_lowercase", "to_uppercase")
 _FUNCS: dict[str, tuple[int, int, Callable[..., Expr]]] = {
     # name: (min args, max args, builder)
     **{name: (1, 1, fn) for name, fn in _ONE_ARG.items()},
@@ -71,8 +80,19 @@ _FUNCS: dict[str, tuple[int, int, Callable[..., Expr]]] = {
         3, 3, lambda x, lo, hi: x.clip(_scalar(lo, "`clip` bounds"), _scalar(hi, "`clip` bounds"))
     ),
     "round": (1, 2, lambda x, d=None: x.round(0 if d is None else _scalar(d, "`round` decimals"))),
+    **{name: (1, 1, (lambda n: lambda x: getattr(x.dt, n)())(name)) for name in _DT_FIELDS},
+    **{name: (1, 1, (lambda n: lambda x: getattr(x.str, n)())(name)) for name in _STR_FUNCS},
 }
-_STRING_FUNCS = {"col", "cast"}
+_STRING_FUNCS = {"col", "cast", "datetime", "date", "starts_with", "ends_with", "contains"}
+
+#: Methods of the method form ``t.dt.hour()``, ``s.str.starts_with('a')``: (min, max) args.
+_METHODS: dict[str, dict[str, tuple[int, int]]] = {
+    "dt": {**{f: (0, 0) for f in _DT_FIELDS}, "date": (0, 0), "time": (0, 0),
+           "epoch": (0, 1), "timestamp": (0, 1), "truncate": (1, 1),
+           "convert_time_zone": (1, 1), "cast_time_unit": (1, 1)},
+    "str": {**{f: (0, 0) for f in _STR_FUNCS}, "starts_with": (1, 1), "ends_with": (1, 1),
+            "to_datetime": (0, 1), "to_date": (0, 1)},
+}  # fmt: skip
 
 
 def _scalar(e: Expr, what: str) -> Any:
@@ -133,6 +153,10 @@ class _Translator:
             parts = [node.left, *node.comparators]
             result: Expr | None = None
             for cmp, left, right in zip(node.ops, parts, parts[1:], strict=False):
+                if isinstance(cmp, (ast.In, ast.NotIn)):
+                    term = self.membership(node, left, right, d, negate=isinstance(cmp, ast.NotIn))
+                    result = term if result is None else result & term
+                    continue
                 fn = _CMPOPS.get(type(cmp))
                 if fn is None:
                     raise self.fail(node, f"comparison `{type(cmp).__name__}` is not allowed")
@@ -156,9 +180,9 @@ class _Translator:
                 return api.lit(value)
             if isinstance(value, float):
                 return api.lit(value)
-            raise self.fail(
-                node, f"{type(value).__name__} literals are not allowed (use `col(\"name\")`)"
-            )
+            if isinstance(value, str):
+                return api.lit(value)  # a string; a column is a bare name or col("name")
+            raise self.fail(node, f"{type(value).__name__} literals are not allowed")
         if isinstance(node, ast.IfExp):
             return api.when(self.expr(node.test, d)).then(self.expr(node.body, d)).otherwise(
                 self.expr(node.orelse, d)
@@ -169,7 +193,49 @@ class _Translator:
             raise self.fail(node, "attribute access is not allowed; call functions by name")
         raise self.fail(node, f"{type(node).__name__} is not allowed in an expression")
 
+    def membership(self, node: ast.AST, left: ast.AST, right: ast.AST, depth: int, *,
+                   negate: bool) -> Expr:  # fmt: skip
+        """``x in ('a', 'b')``: `Expr.is_in` over a tuple or list of constants."""
+        if not isinstance(right, (ast.Tuple, ast.List)):
+            op = "In" if not negate else "NotIn"
+            raise self.fail(right, f"comparison `{op}` is not allowed with that right side: "
+                            "`in` takes a tuple or list of values, e.g. `x in ('a', 'b')`")  # fmt: skip
+        values = []
+        for item in right.elts:
+            value = self.expr(item, depth)
+            from colbridge.expr.nodes import Constant, Literal
+
+            if not isinstance(value.node, (Literal, Constant)):
+                raise self.fail(item, "`in` takes constants only")
+            values.append(value.node.value)
+        out = self.expr(left, depth).is_in(values)
+        return ~out if negate else out
+
+    def method(self, node: ast.Call, depth: int) -> Expr:
+        """``t.dt.hour()`` or ``s.str.starts_with('a')``: whitelisted namespace methods."""
+        func = node.func
+        assert isinstance(func, ast.Attribute)
+        owner = func.value
+        if not (isinstance(owner, ast.Attribute) and owner.attr in _METHODS):
+            raise self.fail(func, "only plain function names can be called, and the methods "
+                            "`x.dt.<field>()` and `x.str.<function>()`")  # fmt: skip
+        allowed = _METHODS[owner.attr]
+        spec = allowed.get(func.attr)
+        if spec is None:
+            raise self.fail(func, f"unknown method `{owner.attr}.{func.attr}`; allowed: "
+                            f"{', '.join(sorted(allowed))}")  # fmt: skip
+        lo, hi = spec
+        if not lo <= len(node.args) <= hi:
+            raise self.fail(node, f"`{owner.attr}.{func.attr}` takes {lo} to {hi} argument(s)")
+        args = [_constant(a, self, f"`{func.attr}` arguments") for a in node.args]
+        target = self.expr(owner.value, depth)
+        return getattr(getattr(target, owner.attr), func.attr)(*args)  # type: ignore[no-any-return]
+
     def call(self, node: ast.Call, depth: int) -> Expr:
+        if isinstance(node.func, ast.Attribute):
+            if node.keywords:
+                raise self.fail(node, "methods take positional arguments only")
+            return self.method(node, depth)
         if not isinstance(node.func, ast.Name):
             raise self.fail(node.func, "only plain function names can be called")
         name = node.func.id
@@ -188,6 +254,23 @@ class _Translator:
         return build(*(self.expr(a, depth) for a in node.args))
 
     def string_call(self, node: ast.Call, name: str, depth: int) -> Expr:
+        if name in ("datetime", "date"):
+            if len(node.args) != 1 or not _is_str(node.args[0]):
+                raise self.fail(node, f"`{name}` takes one ISO string: {name}('2013-06-01')")
+            text = node.args[0].value  # type: ignore[attr-defined]
+            try:
+                value = (_dt.datetime if name == "datetime" else _dt.date).fromisoformat(text)
+            except ValueError:
+                raise self.fail(node.args[0], f"not an ISO {name}: {text!r}") from None
+            return api.lit(value)
+        if name in ("starts_with", "ends_with", "contains"):
+            if len(node.args) != 2 or not _is_str(node.args[1]):
+                raise self.fail(node, f"`{name}` takes a string expression and a string")
+            arg = self.expr(node.args[0], depth)
+            text = node.args[1].value  # type: ignore[attr-defined]
+            if name == "contains":
+                return arg.str.contains(text, literal=True)
+            return getattr(arg.str, name)(text)  # type: ignore[no-any-return]
         if name == "col":
             if len(node.args) != 1 or not _is_str(node.args[0]):
                 raise self.fail(node, '`col` takes one string: col("column name")')
@@ -195,6 +278,12 @@ class _Translator:
         if len(node.args) != 2 or not _is_str(node.args[1]):
             raise self.fail(node, '`cast` takes an expression and a type name: cast(x, "float32")')
         return self.expr(node.args[0], depth).cast(node.args[1].value)  # type: ignore[attr-defined]
+
+
+def _constant(node: ast.AST, translator: _Translator, what: str) -> Any:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, bool)):
+        return node.value
+    raise translator.fail(node, f"{what} must be constants")
 
 
 def _is_str(node: ast.AST) -> bool:

@@ -33,7 +33,7 @@ def _strings(data: st.DataObject, names: tuple[str, ...] = ("s", "t")) -> pa.Tab
 def _predicates(m: Any, q: Any) -> Any:
     s, t = m.col("s"), m.col("t")
     return q.with_columns(
-        eq=s == "UA", ne=s != "a", lt=s < "b", le=s <= "", gt="b" < s, ge=s >= "日本",
+        eq=s == "UA", ne=s != "a", lt=s < "b", le=s <= "", gt=s > "b", ge=s >= "日本",
         cols_eq=s == t, cols_lt=s < t, cols_ge=s >= t, isin=s.is_in(["UA", "é", "", "zz"]),
         nchars=s.str.len_chars(), nbytes=s.str.len_bytes(), sw=s.str.starts_with("a"),
         ew=s.str.ends_with("é"), has=s.str.contains("b", literal=True),
