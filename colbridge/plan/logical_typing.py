@@ -914,7 +914,8 @@ class LogicalTyping:
             return self.mark(self.mul(diff, _per_day("us")), Logical("duration", "us"))
         if op == "sub" and set(kinds) <= {"datetime", "date"}:
             a, b = self._common(node, left, right, ll, rl)
-            unit = ll.unit if ll.kind == "datetime" else rl.unit
+            units = [lg.unit for lg in (ll, rl) if lg.kind == "datetime"]
+            unit = units[0] if len(units) == 1 else coarser_unit(*units)
             return self.mark(self.op("sub", a, b), Logical("duration", unit))
         raise _op_error(node, ll, rl)
 
