@@ -198,8 +198,11 @@ class _Translator:
         """``x in ('a', 'b')``: `Expr.is_in` over a tuple or list of constants."""
         if not isinstance(right, (ast.Tuple, ast.List)):
             op = "In" if not negate else "NotIn"
-            raise self.fail(right, f"comparison `{op}` is not allowed with that right side: "
-                            "`in` takes a tuple or list of values, e.g. `x in ('a', 'b')`")  # fmt: skip
+            msg = (
+                f"comparison `{op}` is not allowed with that right side: `in` takes a tuple "
+                "or list of values, e.g. `x in ('a', 'b')`"
+            )
+            raise self.fail(right, msg)
         values = []
         for item in right.elts:
             value = self.expr(item, depth)
