@@ -33,6 +33,10 @@ __all__ = ["Columns", "ComputeReport", "PreparedPlan", "TypedPlan", "execute", "
 
 _CACHE_MAX = 512
 _LOCK = threading.Lock()
+#: dictionary encodings of plain string columns, by the identity of their Arrow buffers
+#: (each entry keeps its source array alive, so no other buffer takes its address)
+_ENCODED: OrderedDict[Any, tuple[pa.Array, pa.Array]] = OrderedDict()
+_ENCODED_MAX = 16
 _PREPARED: OrderedDict[Any, PreparedPlan] = OrderedDict()
 _TYPED: OrderedDict[Any, TypedPlan] = OrderedDict()
 
@@ -99,11 +103,7 @@ class Columns:
             self.copies.append(f"column `{name}`: nulls moved from its dictionary into its "
                                "codes (a copy)")  # fmt: skip
         else:
-            array = pc.dictionary_encode(array)
-            self.copies.append(
-                f"column `{name}`: dictionary-encoded once for the kernels "
-                f"({len(array.dictionary)} distinct strings; a copy)"
-            )
+            array = _encode(name, array, self.copies)
         self._arrays[key] = array
         return array
 
@@ -125,6 +125,34 @@ class Columns:
             arrow_type = self.get(name).type
             out[name] = ColumnType(name, dtype_from_arrow(arrow_type), arrow_type)
         return out
+
+
+def _encode(name: str, array: pa.Array, copies: list[str]) -> pa.Array:
+    """A plain string column dictionary-encoded, reusing the encoding of an earlier compute.
+
+    Arrow buffers never change, so the same buffers at the same offset and length encode
+    the same way: a frame computed again (a notebook cell rerun, a recurring plan) pays
+    for the encoding once.
+    """
+    key = (tuple(b.address if b is not None else 0 for b in array.buffers()), array.offset,
+           len(array), str(array.type))  # fmt: skip
+    with _LOCK:
+        hit = _ENCODED.get(key)
+        if hit is not None:
+            _ENCODED.move_to_end(key)
+    if hit is not None:
+        copies.append(f"column `{name}`: dictionary encoding of an earlier compute reused")
+        return hit[1]
+    encoded = pc.dictionary_encode(array)
+    copies.append(
+        f"column `{name}`: dictionary-encoded once for the kernels "
+        f"({len(encoded.dictionary)} distinct strings; a copy)"
+    )
+    with _LOCK:
+        _ENCODED[key] = (array, encoded)
+        while len(_ENCODED) > _ENCODED_MAX:
+            _ENCODED.popitem(last=False)
+    return encoded
 
 
 class _LazySchema(dict[str, ColumnType]):
