@@ -91,9 +91,10 @@ def run(n: int, repeats: int) -> dict[str, float]:
     lazy = df.lazy()
 
     def polars_query() -> object:
-        return lazy.filter((pl.col("carrier") == "UA") & pl.col("origin").is_in(["JFK", "LGA"])
-                           ).with_columns(hour=pl.col("time_hour").dt.hour(),
-                                          weekday=pl.col("time_hour").dt.weekday()).collect()  # fmt: skip
+        stamp = pl.col("time_hour")
+        keep = (pl.col("carrier") == "UA") & pl.col("origin").is_in(["JFK", "LGA"])
+        return lazy.filter(keep).with_columns(hour=stamp.dt.hour(),
+                                              weekday=stamp.dt.weekday()).collect()  # fmt: skip
 
     def pandas_query() -> object:
         kept = pdf[(pdf["carrier"] == "UA") & pdf["origin"].isin(["JFK", "LGA"])]
