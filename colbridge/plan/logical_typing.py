@@ -280,15 +280,23 @@ class LogicalTyping:
         return self.rec(Literal(value, dtype), dtype)
 
     # -- unit conversions ---------------------------------------------------------------
-    def to_unit(self, node: Node, src: str, dst: str) -> Node:
-        """A datetime or duration value in another unit (coarser: floor, as polars casts)."""
+    def to_unit(self, node: Node, src: str, dst: str, *, duration: bool = False) -> Node:
+        """A datetime or duration value in another unit, as polars converts.
+
+        To a coarser unit a datetime is floored and a duration truncated toward zero.
+        """
         if src == dst:
             return node
-        ratio = UNIT_PER_SECOND[src] // UNIT_PER_SECOND[dst] if TIME_UNITS.index(src) < \
-            TIME_UNITS.index(dst) else 0  # fmt: skip
-        if ratio:
-            return self.fdiv(node, ratio)
+        if TIME_UNITS.index(src) < TIME_UNITS.index(dst):
+            ratio = UNIT_PER_SECOND[src] // UNIT_PER_SECOND[dst]
+            return self.tdiv(node, ratio) if duration else self.fdiv(node, ratio)
         return self.mul(node, UNIT_PER_SECOND[dst] // UNIT_PER_SECOND[src])
+
+    def tdiv(self, a: Node, k: int) -> Node:
+        """Division by a positive constant toward zero (the floor, plus one where needed)."""
+        q = self.fdiv(a, k)
+        inexact = self.both("and", self.op("ne", self.fmod(a, k), 0), self.op("lt", a, 0))
+        return self.add(q, self.to_int(inexact))
 
     def as_datetime(self, node: Node, logical: Logical, unit: str) -> Node:
         """A date or datetime value as a datetime in ``unit`` (a date is its midnight)."""
@@ -439,8 +447,8 @@ class LogicalTyping:
         if op == "cast_time_unit":
             logical = self._need(arg, node, ("datetime", "duration"), "a Datetime or Duration")
             unit = _unit(node.params[0], node)
-            return self.mark(self.to_unit(arg, logical.unit, unit),
-                             Logical(logical.kind, unit, logical.tz))  # fmt: skip
+            value = self.to_unit(arg, logical.unit, unit, duration=logical.kind == "duration")
+            return self.mark(value, Logical(logical.kind, unit, logical.tz))
         msg = f"`dt.{op}` is not supported by colbridge expressions (in `{node!r}`)"
         raise UnsupportedOperationError(msg)
 
@@ -521,11 +529,7 @@ class LogicalTyping:
             return self.mark(value, None)
         if per <= unit_ns:
             return self.mark(self.mul(arg, unit_ns // per), None)
-        k = per // unit_ns
-        # toward zero, as polars: the floor plus one where a negative value has a remainder
-        q = self.fdiv(arg, k)
-        inexact = self.both("and", self.op("ne", self.fmod(arg, k), 0), self.op("lt", arg, 0))
-        return self.mark(self.add(q, self.to_int(inexact)), None)
+        return self.mark(self.tdiv(arg, per // unit_ns), None)  # toward zero, as polars
 
     def epoch(self, arg: Node, unit: str, node: Function) -> Node:
         """Time since 1970-01-01 in a unit."""
@@ -696,7 +700,8 @@ class LogicalTyping:
             if src.kind == "date":
                 factor = _per_day(target.unit)
             elif TIME_UNITS.index(src.unit) <= TIME_UNITS.index(target.unit):
-                return self.mark(self.to_unit(arg, src.unit, target.unit), target)
+                coarser = self.to_unit(arg, src.unit, target.unit, duration=src.kind == "duration")
+                return self.mark(coarser, target)
             else:
                 factor = UNIT_PER_SECOND[target.unit] // UNIT_PER_SECOND[src.unit]
             return self.mark(self.widen(self.i64(arg), factor, strict, target, node), target)
@@ -879,7 +884,8 @@ class LogicalTyping:
             raise _op_error(node, ll, rl)
         if ll.kind == "duration":
             unit = coarser_unit(ll.unit, rl.unit)
-            return self.to_unit(left, ll.unit, unit), self.to_unit(right, rl.unit, unit)
+            return (self.to_unit(left, ll.unit, unit, duration=True),
+                    self.to_unit(right, rl.unit, unit, duration=True))  # fmt: skip
         return left, right
 
     def add_sub(self, node: Binary, left: Node, right: Node, ll: Logical | None,
@@ -891,14 +897,16 @@ class LogicalTyping:
         kinds = (ll.kind, rl.kind)
         if kinds == ("duration", "duration"):
             unit = coarser_unit(ll.unit, rl.unit)
-            a, b = self.to_unit(left, ll.unit, unit), self.to_unit(right, rl.unit, unit)
+            a = self.to_unit(left, ll.unit, unit, duration=True)
+            b = self.to_unit(right, rl.unit, unit, duration=True)
             return self.mark(self.op(op, a, b), Logical("duration", unit))
         if kinds in (("datetime", "duration"), ("duration", "datetime")) and (
             op == "add" or kinds[0] == "datetime"
         ):
             tz = ll.tz if ll.kind == "datetime" else rl.tz
             unit = coarser_unit(ll.unit, rl.unit)
-            a, b = self.to_unit(left, ll.unit, unit), self.to_unit(right, rl.unit, unit)
+            a = self.to_unit(left, ll.unit, unit, duration=ll.kind == "duration")
+            b = self.to_unit(right, rl.unit, unit, duration=rl.kind == "duration")
             return self.mark(self.op(op, a, b), Logical("datetime", unit, tz))
         if kinds in (("date", "duration"), ("duration", "date")) and (
             op == "add" or kinds[0] == "date"
@@ -927,8 +935,10 @@ class LogicalTyping:
         if op == "truediv" and ll is not None and rl is not None:
             if ll.kind == rl.kind == "duration":
                 unit = coarser_unit(ll.unit, rl.unit)
-                a = tc.cast_plain(self.mark(self.to_unit(left, ll.unit, unit), None), F64, False)
-                b = tc.cast_plain(self.mark(self.to_unit(right, rl.unit, unit), None), F64, False)
+                a = self.to_unit(left, ll.unit, unit, duration=True)
+                b = self.to_unit(right, rl.unit, unit, duration=True)
+                a = tc.cast_plain(self.mark(a, None), F64, False)
+                b = tc.cast_plain(self.mark(b, None), F64, False)
                 return self.mark(self.rec(Binary("truediv", a, b), F64), None)
             raise _op_error(node, ll, rl)
         if ll is not None and ll.kind == "duration" and rl is None:
@@ -1030,7 +1040,7 @@ class LogicalTyping:
             if result.kind == "datetime":
                 out.append(self.as_datetime(b, lg, result.unit))
             elif result.kind == "duration":
-                out.append(self.to_unit(b, lg.unit, result.unit))
+                out.append(self.to_unit(b, lg.unit, result.unit, duration=True))
             else:
                 out.append(b)
         return out, result, None
