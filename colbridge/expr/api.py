@@ -566,7 +566,7 @@ class _WhenThen:
         return _When(self._branches, to_node(condition))
 
     def otherwise(self, value: Any) -> Expr:
-        node = to_node(value)
+        node = _branch_node(value)
         for condition, then in reversed(self._branches):
             node = When(condition, then, node)
         return Expr(node)
@@ -602,7 +602,12 @@ class _When:
         self._condition = condition
 
     def then(self, value: Any) -> _WhenThen:
-        return _WhenThen((*self._branches, (self._condition, to_node(value))))
+        return _WhenThen((*self._branches, (self._condition, _branch_node(value))))
+
+
+def _branch_node(value: Any) -> Node:
+    """A ``then``/``otherwise`` value: as in polars a string names a column (`lit` for text)."""
+    return Column(value) if isinstance(value, str) else to_node(value)
 
 
 def when(condition: Any) -> _When:
@@ -632,7 +637,7 @@ def coalesce(*exprs: Any) -> Expr:
     if not flat:
         msg = "`coalesce` needs at least one expression"
         raise SchemaError(msg)
-    return Expr(Coalesce(tuple(to_node(e) for e in flat)))
+    return Expr(Coalesce(tuple(_branch_node(e) for e in flat)))  # strings name columns
 
 
 def as_expr(value: Any) -> Expr:
