@@ -50,6 +50,7 @@ from colbridge.codegen.kernel import (
     KernelSource,
     ScalarSpec,
     collect_tables,
+    kernel_tables,
     table_args,
     table_key,
 )
@@ -305,7 +306,7 @@ def run_segment(
             args += _bind_input(spec, columns[spec.name])
         for s in src.scalars:
             args += _bind_scalar(s, *scalar_values[s.agg])
-        for table in src.tables:
+        for table in kernel_tables(aggs=level):
             args += table_args(table, columns[table_key(table)])
         args += [pf, pi, pu, err]
         _call(kernel, args, key, make_reduce)
@@ -338,7 +339,7 @@ def run_segment(
     for s in src.scalars:
         args += _bind_scalar(s, *scalar_values[s.agg])
     args += segment.param_values
-    for table in src.tables:
+    for table in kernel_tables(segment.outputs, segment.mask):
         args += table_args(table, columns[table_key(table)])
     out_buffers: list[tuple[pa.Buffer, pa.Buffer | None]] = []
     for out in src.outputs:

@@ -59,7 +59,14 @@ from colbridge.codegen.cuda import (
     generate_elementwise,
     generate_reduce,
 )
-from colbridge.codegen.kernel import N_ERR_KINDS, InputSpec, ScalarSpec, table_args, table_key
+from colbridge.codegen.kernel import (
+    N_ERR_KINDS,
+    InputSpec,
+    ScalarSpec,
+    kernel_tables,
+    table_args,
+    table_key,
+)
 from colbridge.errors import DeviceError, KernelCompileError
 from colbridge.expr.nodes import Agg
 from colbridge.plan.nullability import Nullability
@@ -671,7 +678,7 @@ def _run(
                          _host_input(in_spec, columns[in_spec.name], start, stop)]  # fmt: skip
             for s in src.scalars:
                 args += _scalar_args(s, *scalar_values[s.agg])
-            for table in src.tables:
+            for table in kernel_tables(aggs=level):
                 args += [_place(runtime, a) for a in
                          table_args(table, columns[table_key(table)])]  # fmt: skip
             args += [*partials, err]
@@ -731,7 +738,7 @@ def _run(
         for s in src.scalars:
             args += _scalar_args(s, *scalar_values[s.agg])
         args += literal_values
-        for table in src.tables:
+        for table in kernel_tables(segment.outputs, segment.mask):
             args += [_place(runtime, a) for a in table_args(table, columns[table_key(table)])]
         dev_out: list[tuple[Any, Any | None]] = []
         for spec in src.outputs:

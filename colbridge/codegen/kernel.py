@@ -29,6 +29,7 @@ __all__ = [
     "collect_inputs",
     "collect_scalars",
     "collect_tables",
+    "kernel_tables",
     "table_args",
     "table_key",
 ]
@@ -173,6 +174,20 @@ def collect_tables(roots: list[Node], *, inside_agg: bool) -> list[TableRef]:
     for root in roots:
         visit(root)
     return list(found)
+
+
+def kernel_tables(outputs: list[tuple[str, Node]] | None = None, mask: Node | None = None,
+                  aggs: list[Agg] | None = None) -> list[TableRef]:  # fmt: skip
+    """The tables of an elementwise kernel (``outputs``, ``mask``) or a reduction (``aggs``).
+
+    In argument order. A compiled kernel is shared by plans that differ only in their
+    tables' contents, so a backend binds the tables of the plan it runs, listed by this
+    function, never those recorded with the kernel.
+    """
+    if aggs is not None:
+        return collect_tables([a.arg for a in aggs], inside_agg=False)
+    roots = [n for _, n in outputs or []] + ([mask] if mask is not None else [])
+    return collect_tables(roots, inside_agg=False)
 
 
 def table_key(table: TableRef) -> str:

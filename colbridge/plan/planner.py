@@ -14,7 +14,17 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from colbridge.errors import DuplicateColumnError, SchemaError
-from colbridge.expr.nodes import Agg, Binary, Column, Const, Literal, Node, transform, walk
+from colbridge.expr.nodes import (
+    Agg,
+    Binary,
+    Column,
+    Const,
+    Literal,
+    Node,
+    TableRef,
+    transform,
+    walk,
+)
 from colbridge.plan.logical import Step
 from colbridge.plan.typecheck import ColumnType, TypeChecker, is_scalar
 from colbridge.types import DType
@@ -62,6 +72,9 @@ class Segment:
     @functools.cached_property
     def _shape(self) -> tuple[str, tuple[Literal, ...]]:
         params: dict[Node, int] = {}
+        # a lookup table's contents never change the kernel, only its place and type do:
+        # `s == "UA"` and `s == "AA"` share one compiled kernel
+        tables: dict[TableRef, int] = {}
 
         def shape(node: Node) -> str:
             if isinstance(node, Agg):
@@ -78,6 +91,9 @@ class Segment:
                     parts.append(shape(value))
                 elif isinstance(value, tuple) and any(isinstance(v, Node) for v in value):
                     parts.append("[" + ", ".join(shape(v) for v in value) + "]")
+                elif isinstance(value, TableRef):
+                    k = tables.setdefault(value, len(tables))
+                    parts.append(f"$t{k}:{value.dtype}:{value.nullable}")
                 else:
                     parts.append(repr(value))
             return f"{type(node).__name__}({', '.join(parts)})"

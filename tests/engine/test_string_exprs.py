@@ -197,3 +197,13 @@ def test_refused_with_a_clear_error(build: Any) -> None:
     t = pa.table({"s": ["a", None], "c": pa.array(["x", "y"]).dictionary_encode()})
     with pytest.raises(cb.ColbridgeError, match=r"`.+`"):
         cb.lazy(t).select(x=build(cb)).compute()
+
+
+def test_plans_differing_in_strings_share_a_kernel() -> None:
+    t = pa.table({"s": ["UA", "AA", None, "DL"] * 5})
+    cb.lazy(t).with_columns(x=cb.col("s") == "UA").compute(device="cpu")
+    before = cb.cache_info().compiles
+    outs = [cb.lazy(t).with_columns(x=cb.col("s") == v).compute(device="cpu") for v in ("AA", "DL")]
+    assert cb.cache_info().compiles == before  # the tables differ, the kernel does not
+    assert outs[0].column("x").to_pylist()[:4] == [False, True, None, False]
+    assert outs[1].column("x").to_pylist()[:4] == [False, False, None, True]
