@@ -300,8 +300,9 @@ class LogicalTyping:
 
     def as_datetime(self, node: Node, logical: Logical, unit: str) -> Node:
         """A date or datetime value as a datetime in ``unit`` (a date is its midnight)."""
-        if logical.kind == "date":
-            return self.mul(node, _per_day(unit))
+        if logical.kind == "date":  # a midnight beyond the unit's range is null, as polars
+            return self.widen(self.i64(node), _per_day(unit), False, Logical("datetime", unit),
+                              node)  # fmt: skip
         return self.to_unit(node, logical.unit, unit)
 
     def local(self, node: Node, logical: Logical) -> Node:
@@ -912,7 +913,7 @@ class LogicalTyping:
             op == "add" or kinds[0] == "date"
         ):
             d_node, du_node, du_l = (left, right, rl) if ll.kind == "date" else (right, left, ll)
-            as_dt = self.mul(d_node, _per_day(du_l.unit))
+            as_dt = self.as_datetime(d_node, DATE, du_l.unit)
             value = self.op(op, as_dt, du_node) if d_node is left else self.op(op, du_node, as_dt)
             return self.mark(self.narrow(self.fdiv(value, _per_day(du_l.unit)), I32), DATE)
         if op == "sub" and kinds == ("time", "time"):

@@ -272,3 +272,38 @@ def test_pandas_numpy_datetimes() -> None:
     assert out["h"].tolist()[0] == 1
     assert out["y"].tolist()[2] == 1969
     assert pd.isna(out["h"].tolist()[1])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(days=st.lists(st.integers(-719_162, 2_932_896), min_size=1, max_size=64))
+def test_calendar_fields_match_python(days: list[int]) -> None:
+    """Hinnant's arithmetic against Python's calendar, over years 1 to 9999."""
+    d = cb.col("d")
+    out = cb.lazy(pa.table({"d": pa.array(days, pa.int32()).view(pa.date32())})).select(
+        y=d.dt.year(), m=d.dt.month(), day=d.dt.day(), wd=d.dt.weekday(), od=d.dt.ordinal_day(),
+        wk=d.dt.week(), iy=d.dt.iso_year(), leap=d.dt.is_leap_year(),
+    ).compute().to_pydict()  # fmt: skip
+    for k, n in enumerate(days):
+        date = dt.date(1970, 1, 1) + dt.timedelta(days=n)
+        iso = date.isocalendar()
+        got = tuple(out[c][k] for c in ("y", "m", "day", "wd", "od", "wk", "iy", "leap"))
+        leap = date.year % 4 == 0 and (date.year % 100 != 0 or date.year % 400 == 0)
+        want = (date.year, date.month, date.day, iso.weekday, date.timetuple().tm_yday,
+                iso.week, iso.year, leap)  # fmt: skip
+        assert got == want, date
+
+
+@pytest.mark.parametrize("tz", ZONES)
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seconds=st.lists(st.integers(-2_208_988_800, 4_102_444_799), min_size=1, max_size=64))
+def test_local_fields_match_zoneinfo(tz: str, seconds: list[int]) -> None:
+    """Local fields from the transition table against the standard library, 1900 to 2099."""
+    a = cb.col("a")
+    table = pa.table({"a": pa.array(seconds, pa.int64()).cast(pa.timestamp("s")).cast(
+        pa.timestamp("ms")).cast(pa.timestamp("ms", tz))})  # fmt: skip
+    out = cb.lazy(table).select(h=a.dt.hour(), mi=a.dt.minute(), d=a.dt.date()).compute()
+    zone = ZoneInfo(tz)
+    for k, s in enumerate(seconds):
+        local = dt.datetime.fromtimestamp(s, tz=zone)
+        got = (out.column("h")[k].as_py(), out.column("mi")[k].as_py(), out.column("d")[k].as_py())
+        assert got == (local.hour, local.minute, local.date()), (tz, s)
