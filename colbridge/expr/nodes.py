@@ -451,6 +451,8 @@ def _format(node: Node) -> str:
     if isinstance(node, Function):
         args = ", ".join(repr(a) for a in node.args[1:])
         params = ", ".join(_format_param(p) for p in node.params)
+        if node.name == "is_in":
+            params = _format_param(node.params)
         inner = ", ".join(x for x in (args, params) if x)
         return f"{node.args[0]!r}.{node.name}({inner})" if node.args else f"{node.name}({inner})"
     if isinstance(node, Gather):

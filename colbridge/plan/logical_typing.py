@@ -913,9 +913,13 @@ class LogicalTyping:
             op == "add" or kinds[0] == "date"
         ):
             d_node, du_node, du_l = (left, right, rl) if ll.kind == "date" else (right, left, ll)
-            as_dt = self.as_datetime(d_node, DATE, du_l.unit)
-            value = self.op(op, as_dt, du_node) if d_node is left else self.op(op, du_node, as_dt)
-            return self.mark(self.narrow(self.fdiv(value, _per_day(du_l.unit)), I32), DATE)
+            # polars adds in microseconds at the finest (a nanosecond duration is truncated
+            # to them), then floors to days
+            unit = coarser_unit("us", du_l.unit)
+            as_dt = self.as_datetime(d_node, DATE, unit)
+            du = self.to_unit(du_node, du_l.unit, unit, duration=True)
+            value = self.op(op, as_dt, du) if d_node is left else self.op(op, du, as_dt)
+            return self.mark(self.narrow(self.fdiv(value, _per_day(unit)), I32), DATE)
         if op == "sub" and kinds == ("time", "time"):
             return self.mark(self.op("sub", left, right), Logical("duration", "ns"))
         if op == "sub" and kinds == ("date", "date"):
