@@ -207,3 +207,21 @@ def test_plans_differing_in_strings_share_a_kernel() -> None:
     assert cb.cache_info().compiles == before  # the tables differ, the kernel does not
     assert outs[0].column("x").to_pylist()[:4] == [False, True, None, False]
     assert outs[1].column("x").to_pylist()[:4] == [False, False, None, True]
+
+
+def test_numpy_tier_agrees_with_compiled_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    table = pa.table({
+        "s": ["UA", None, "é", "AA", "", "UA", "12"] * 3,
+        "t": pa.array([10**12 * k for k in range(-10, 11)], pa.timestamp("us", "Europe/London")),
+    })  # fmt: skip
+    s, t = cb.col("s"), cb.col("t")
+    q = cb.lazy(table.slice(3)).with_columns(
+        a=s == "UA", b=s.is_in(["é", ""]), n=s.str.len_chars(), i=s.str.to_integer(strict=False),
+        h=t.dt.hour(), w=t.dt.week(), d=t.dt.date(),
+        x=cb.when(s.is_null()).then(cb.lit("-")).otherwise(s),
+    ).filter(t.dt.year() > 1950)  # fmt: skip
+    monkeypatch.setenv("COLBRIDGE_CPU_TIER", "compiled")
+    compiled = q.compute(device="cpu")
+    monkeypatch.setenv("COLBRIDGE_CPU_TIER", "numpy")
+    assert q.compute(device="cpu").equals(compiled)
+    assert compiled.num_rows > 0
