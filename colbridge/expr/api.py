@@ -788,9 +788,14 @@ class DateTimeNamespace:
         """The same instants, seen in another time zone (only the fields change)."""
         return self._f("convert_time_zone", time_zone)
 
-    def replace_time_zone(self, time_zone: str | None) -> Expr:
-        """Drop the time zone (keeping local times), or give a naive datetime UTC."""
-        return self._f("replace_time_zone", time_zone)
+    def replace_time_zone(self, time_zone: str | None, *, ambiguous: str = "raise",
+                          non_existent: str = "raise") -> Expr:  # fmt: skip
+        """Keep the wall-clock times, change the zone (None: drop it).
+
+        A local time that occurs twice (daylight saving ends) raises, or takes the
+        ``earliest`` or ``latest`` instant; one that never occurs raises or is ``null``.
+        """
+        return self._f("replace_time_zone", time_zone, ambiguous, non_existent)
 
     def cast_time_unit(self, time_unit: str) -> Expr:
         """The same values in another time unit (coarser: floored)."""

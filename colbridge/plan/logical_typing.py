@@ -315,10 +315,61 @@ class LogicalTyping:
         offsets = transitions(tz)[1]
         if len(set(offsets)) == 1:
             return self.add(node, offsets[0] * UNIT_PER_SECOND[logical.unit])
+        return self.add(node, self.offset_at(node, tz, logical.unit))
+
+    def offset_at(self, value: Node, tz: str, unit: str) -> Node:
+        """The UTC offset of zone ``tz`` at the instant ``value`` (in ``unit``)."""
         zone = ("zone", tz)
-        where = self.rec(Search(TableRef(zone, ("instants", logical.unit), I64), node), I32)
-        offset = self.rec(Gather(TableRef(zone, ("offsets", logical.unit), I64), where), I64)
-        return self.add(node, offset)
+        where = self.rec(Search(TableRef(zone, ("instants", unit), I64), value), I32)
+        return self.rec(Gather(TableRef(zone, ("offsets", unit), I64), where), I64)
+
+    def localize(self, local: Node, tz: str, unit: str, node: Node, *, ambiguous: str = "raise",
+                 non_existent: str = "raise", original: Node | None = None) -> Node:  # fmt: skip
+        """The UTC instant of a wall-clock time in zone ``tz``, resolved as polars resolves it.
+
+        The offsets a day before and after are the candidates (zones change offset
+        months apart); a candidate is valid where the zone really has that offset at it.
+        Both valid: the time is ambiguous (``earliest``, ``latest``, ``raise``, or with
+        ``original`` the interpretation the original instant had, as polars' truncate
+        does); neither: it does not exist (``raise`` or ``null``).
+        """
+        if tz == "UTC":
+            return local
+        day = _per_day(unit)
+        before = self.offset_at(self.sub(local, day), tz, unit)
+        after = self.offset_at(self.add(local, day), tz, unit)
+        early, late = self.sub(local, before), self.sub(local, after)
+        ok_early = self.op("eq", self.offset_at(early, tz, unit), before)
+        ok_late = self.op("eq", self.offset_at(late, tz, unit), after)
+        both = self.both("and", self.both("and", ok_early, ok_late), self.op("ne", early, late))
+        unique = self.select(ok_early, early, late)
+        if original is not None:
+            o_local = self.local(original, Logical("datetime", unit, tz))
+            was_early = self.op("eq", self.offset_at(original, tz, unit),
+                                self.offset_at(self.sub(o_local, day), tz, unit))  # fmt: skip
+            value = self.select(both, self.select(was_early, early, late), unique)
+        elif ambiguous == "latest":
+            value = self.select(ok_late, late, early)
+        else:
+            value = unique
+        missing = self.rec(Unary("not", self.both("or", ok_early, ok_late)), BOOL)
+        if non_existent == "null":
+            value = self.rec(When(missing, self.tc.null_of(I64), value), I64)
+        # a kernel holds one message per failure kind: one check says what can fail
+        failed: list[Node] = []
+        what = []
+        if original is None and ambiguous == "raise":
+            failed.append(both)
+            what.append("is ambiguous (pass `ambiguous='earliest'` or `'latest'`)")
+        if non_existent == "raise":
+            failed.append(missing)
+            what.append("does not exist, falling in a daylight saving gap (pass "
+                        "`non_existent='null'` for null there)")  # fmt: skip
+        if not failed:
+            return value
+        bad = failed[0] if len(failed) == 1 else self.both("or", failed[0], failed[1])
+        msg = f"`{node!r}`: a local time in time zone {tz!r} " + " or ".join(what)
+        return self.rec(Check(value, self.rec(Unary("not", bad), BOOL), msg), I64)
 
     # -- the civil calendar (Howard Hinnant's algorithms) -------------------------------
     def civil(self, days: Node) -> dict[str, Node]:
@@ -438,13 +489,19 @@ class LogicalTyping:
             if tz is None:
                 return self.mark(self.local(arg, logical), Logical("datetime", logical.unit))
             tz = check_zone(str(tz))
-            if logical.tz is None and tz == "UTC":
-                return self.mark(arg, Logical("datetime", logical.unit, tz))
-            msg = (
-                f"`{node!r}`: colbridge replaces a time zone only by none, or none by UTC "
-                "(local times in other zones can be ambiguous); do it in polars first"
-            )
-            raise UnsupportedOperationError(msg)
+            ambiguous, non_existent = (str(p) for p in node.params[1:3])
+            if ambiguous not in ("raise", "earliest", "latest") or non_existent not in (
+                "raise", "null"
+            ):
+                msg = (
+                    f"`{node!r}`: `ambiguous` is 'raise', 'earliest' or 'latest' and "
+                    "`non_existent` 'raise' or 'null' (per-row expressions are not supported)"
+                )
+                raise UnsupportedOperationError(msg)
+            wall = self.local(arg, logical)
+            value = self.localize(wall, tz, logical.unit, node, ambiguous=ambiguous,
+                                  non_existent=non_existent)  # fmt: skip
+            return self.mark(value, Logical("datetime", logical.unit, tz))
         if op == "cast_time_unit":
             logical = self._need(arg, node, ("datetime", "duration"), "a Datetime or Duration")
             unit = _unit(node.params[0], node)
@@ -556,12 +613,16 @@ class LogicalTyping:
         """``truncate``, ``month_start`` and ``month_end``."""
         logical = self._need(arg, node, ("datetime", "date"), "a Datetime or Date")
         if logical.tz not in (None, "UTC"):
-            msg = (
-                f"`{node!r}`: colbridge computes `{op}` for naive and UTC datetimes only "
-                "(the result's local time can be ambiguous in a zone with daylight saving); "
-                "convert to UTC first, or do it in polars"
-            )
-            raise UnsupportedOperationError(msg)
+            # on the local wall clock, then back to an instant (polars' rules for the rare
+            # results that are ambiguous or fall in a gap)
+            assert logical.tz is not None
+            naive = Logical("datetime", logical.unit)
+            wall = self.calendar(op, self.mark(self.local(arg, logical), naive), node)
+            # truncate keeps the original's reading of an ambiguous time; month_start and
+            # month_end raise there, as polars does
+            value = self.localize(wall, logical.tz, logical.unit, node,
+                                  original=arg if op == "truncate" else None)  # fmt: skip
+            return self.mark(value, logical)
         is_date = logical.kind == "date"
         per_day = 1 if is_date else _per_day(logical.unit)
         days = self.i64(arg) if is_date else self.fdiv(arg, per_day)
@@ -939,9 +1000,9 @@ class LogicalTyping:
         op = node.op
         if op == "truediv" and ll is not None and rl is not None:
             if ll.kind == rl.kind == "duration":
-                unit = coarser_unit(ll.unit, rl.unit)
-                a = self.to_unit(left, ll.unit, unit, duration=True)
-                b = self.to_unit(right, rl.unit, unit, duration=True)
+                # polars brings the divisor to the dividend's unit
+                a = left
+                b = self.to_unit(right, rl.unit, ll.unit, duration=True)
                 a = tc.cast_plain(self.mark(a, None), F64, False)
                 b = tc.cast_plain(self.mark(b, None), F64, False)
                 return self.mark(self.rec(Binary("truediv", a, b), F64), None)

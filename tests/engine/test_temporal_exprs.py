@@ -307,3 +307,25 @@ def test_local_fields_match_zoneinfo(tz: str, seconds: list[int]) -> None:
         local = dt.datetime.fromtimestamp(s, tz=zone)
         got = (out.column("h")[k].as_py(), out.column("mi")[k].as_py(), out.column("d")[k].as_py())
         assert got == (local.hour, local.minute, local.date()), (tz, s)
+
+
+@pytest.mark.parametrize("tz", ["Europe/London", "America/New_York", "Asia/Kolkata",
+                                "Australia/Lord_Howe"])  # fmt: skip
+@SETTINGS
+@given(data=st.data())
+def test_zoned_truncate_and_replace_time_zone(tz: str, data: st.DataObject) -> None:
+    table = data.draw(temporal_tables([pa.timestamp("us", tz), pa.timestamp("ms")],
+                                      names=("a", "n")))  # fmt: skip
+
+    def steps(m: Any, q: Any) -> Any:
+        a, n = m.col("a"), m.col("n")
+        return q.with_columns(
+            t1h=a.dt.truncate("1h"), t15=a.dt.truncate("15m"), t1d=a.dt.truncate("1d"),
+            t1w=a.dt.truncate("1w"), t1mo=a.dt.truncate("1mo"), ms=a.dt.month_start(),
+            me=a.dt.month_end(), wall=a.dt.replace_time_zone(None),
+            early=n.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null"),
+            late=n.dt.replace_time_zone(tz, ambiguous="latest", non_existent="null"),
+            moved=a.dt.replace_time_zone("Asia/Kolkata", ambiguous="earliest"),
+        )  # fmt: skip
+
+    same_as_polars(table, steps)
