@@ -1017,9 +1017,12 @@ class LogicalTyping:
         if t.is_bool:
             raise _op_error(node, ll or t, rl or t)
         if t.is_float:
-            f = duration_f = tc.cast_plain(self.mark(duration, None), t, False)
+            duration_f = tc.cast_plain(self.mark(duration, None), t, False)
+            if op == "truediv" and isinstance(number, Literal) and number.value:
+                # polars divides by a constant as a multiplication by its reciprocal
+                op = "mul"
+                number = self.rec(Literal(1.0 / float(number.value), t), t)
             product = self.rec(Binary("mul" if op == "mul" else "truediv", duration_f, number), t)
-            _ = f
             value = tc.cast_plain(product, I64, strict=False)  # toward zero, as polars
             return self.mark(value, logical)
         number = self.i64(tc.cast_plain(number, I64, strict=False) if t is not I64 else number)
