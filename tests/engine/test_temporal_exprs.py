@@ -311,7 +311,7 @@ def test_local_fields_match_zoneinfo(tz: str, seconds: list[int]) -> None:
 
 @pytest.mark.parametrize("tz", ["Europe/London", "America/New_York", "Asia/Kolkata",
                                 "Australia/Lord_Howe"])  # fmt: skip
-@SETTINGS
+@FIELD_SETTINGS
 @given(data=st.data())
 def test_zoned_truncate_and_replace_time_zone(tz: str, data: st.DataObject) -> None:
     table = data.draw(temporal_tables([pa.timestamp("us", tz), pa.timestamp("ms")],
