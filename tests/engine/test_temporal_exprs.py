@@ -309,8 +309,10 @@ def test_local_fields_match_zoneinfo(tz: str, seconds: list[int]) -> None:
         assert got == (local.hour, local.minute, local.date()), (tz, s)
 
 
-@pytest.mark.parametrize("tz", ["Europe/London", "America/New_York", "Asia/Kolkata",
-                                "Australia/Lord_Howe"])  # fmt: skip
+# Asia/Kolkata is left out: where a local midnight starts a gap (1941-10-01), polars reads it
+# with the offset before the gap for this zone but raises for others (Lord Howe, 1981-03-01);
+# colbridge raises for both (docs/temporal.md)
+@pytest.mark.parametrize("tz", ["Europe/London", "America/New_York", "Australia/Lord_Howe"])
 @FIELD_SETTINGS
 @given(data=st.data())
 def test_zoned_truncate_and_replace_time_zone(tz: str, data: st.DataObject) -> None:
