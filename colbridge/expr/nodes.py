@@ -608,6 +608,18 @@ def _format(node: Node) -> str:
         if node.func == "each":
             return f"per_group[{node.keys!r}]({node.arg!r})"
         return f"{node.arg!r}.{node.func}({extra}){window}"
+    if isinstance(node, Constant):
+        return f"lit({node.value!r})"
+    if isinstance(node, Gather):
+        return f"{_format_table(node.table)}[{node.index!r}]"
+    if isinstance(node, Search):
+        return f"search({_format_table(node.table)}, {node.value!r})"
+    if isinstance(node, Narrow):
+        return f"{node.arg!r}.narrow({node.dtype})"
+    if isinstance(node, Check):
+        return f"{node.arg!r}.check({node.ok!r})"
+    if isinstance(node, Reinterpret):
+        return f"{node.arg!r}.as({node.logical or 'integer'})"
     return type(node).__name__
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -45,6 +46,7 @@ from colbridge.expr.nodes import (
     Constant,
     Function,
     Gather,
+    GroupAgg,
     Literal,
     Narrow,
     Node,
@@ -1176,18 +1178,25 @@ class LogicalTyping:
         msg = f"`{node!r}` is not defined for {logical}"
         raise SchemaError(msg)
 
-    def agg(self, node: Agg, arg: Node) -> Node:
-        """A reduction of a logical value (min/max keep the type)."""
+    def agg(self, node: Agg | GroupAgg, arg: Node,
+            make: Callable[[str, Node], Node]) -> Node:  # fmt: skip
+        """A reduction of a logical value (min/max/first/last keep the type).
+
+        ``make(func, value)`` builds the reduction node: whole-column or per group.
+        """
         logical = self.of(arg)
         assert logical is not None
         tc = self.tc
         func = node.func
+        if func in ("first", "last"):
+            return self.mark(self.rec(make(func, arg), tc.types[arg]), logical,
+                             self.tc.dicts.get(arg))  # fmt: skip
         if logical.is_temporal and func in ("min", "max"):
-            return self.mark(self.rec(Agg(func, arg, node.ddof), logical.physical), logical)
+            return self.mark(self.rec(make(func, arg), logical.physical), logical)
         if logical.kind == "duration" and func == "sum":
-            return self.mark(self.rec(Agg(func, arg, node.ddof), I64), logical)
+            return self.mark(self.rec(make(func, arg), I64), logical)
         if logical.kind in ("duration", "datetime") and func == "mean":
-            mean = self.rec(Agg(func, arg, node.ddof), F64)
+            mean = self.rec(make(func, arg), F64)
             return self.mark(tc.cast_plain(mean, I64, strict=False), logical)
         msg = f"`{node!r}`: `{func}` of {logical} is not supported by colbridge expressions"
         raise UnsupportedOperationError(msg)

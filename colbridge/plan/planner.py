@@ -541,6 +541,11 @@ def _build_segment(
                              checker, one_row=False)  # fmt: skip
         pre.order = list(host_names.values())
         pre.output_types = {name: checker.types[node] for node, name in host_names.items()}
+        # keys of a logical type (a date, a string) come out as their type, not as codes
+        pre.output_logical = {name: checker.logical[node] for node, name in host_names.items()
+                              if node in checker.logical}  # fmt: skip
+        pre.output_dicts = {name: checker.dicts[node] for node, name in host_names.items()
+                            if node in checker.dicts}  # fmt: skip
     return Segment(
         inputs=inputs,
         order=[name for name, _ in outputs],

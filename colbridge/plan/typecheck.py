@@ -1145,7 +1145,7 @@ class TypeChecker:
         if self._is_dynamic(arg):
             arg = self._materialize(arg)
         if arg in self.logical and node.func not in ("count", "null_count"):
-            return self._lt.agg(node, arg)
+            return self._lt.agg(node, arg, lambda f, value: Agg(f, value, node.ddof))
         t = self.types[arg]
         result = agg_result(node.func, t)
         if is_scalar(arg):
@@ -1225,9 +1225,12 @@ class TypeChecker:
             # the rows are counted, whatever their values: the argument is not evaluated
             rows: Node = ROWS if pred is None else Filtered(ROWS, pred)
             return self._record(GroupAgg("len", rows, keys), DType.UINT32)
-        if isinstance(inner, Column) and self._opaque_column(inner):
-            if func not in ("count", "null_count", "first", "last", "n_unique"):
-                self._column(inner)  # raises the error naming the column and its type
+        if isinstance(inner, Column) and self._opaque_column(inner) \
+                and func in ("count", "null_count", "first", "last", "n_unique") \
+                and not (func in ("first", "last") and not self.allow_opaque
+                         and self._lt.column(inner, self.schema[inner.name]) is not None):
+            # taken from the Arrow column itself: any type (strings, dates, decimals, ...);
+            # a window's first string or date is gathered by code or value instead
             info = self.schema[inner.name]
             arg: Node = inner if pred is None else Filtered(inner, pred)
             if func not in ("first", "last"):
@@ -1243,6 +1246,9 @@ class TypeChecker:
             self.opaque[out] = info.arrow_type
             return out
         typed = self.check(inner)
+        if typed in self.logical and func not in ("count", "null_count", "n_unique"):
+            return self._lt.agg(node, typed, lambda f, value: GroupAgg(f, filtered(value), keys,
+                                                                      node.ddof))  # fmt: skip
         t = self.types[typed]
         result = agg_result(func, t)
         if func in ("first", "last", "n_unique"):

@@ -358,6 +358,17 @@ def _run_segment(
     return ran if isinstance(ran, SegmentResult) else SegmentResult(*ran)
 
 
+def _finished(
+    segment: Segment, results: Mapping[str, pa.Array], arrays: Mapping[str, pa.Array]
+) -> dict[str, pa.Array]:
+    """Kernel results as columns of their logical types (dates, strings from their codes)."""
+    out = dict(results)
+    for name, logical in segment.output_logical.items():
+        if name in out:
+            out[name] = finish_output(out[name], logical, segment.output_dicts.get(name), arrays)
+    return out
+
+
 def _identity(array: pa.Array) -> tuple[Any, ...]:
     """What identifies an input column's data while its buffers live: type, place, extent."""
     buffers = tuple(b.address if b is not None else 0 for b in array.buffers())
@@ -382,19 +393,25 @@ def grouping(
     if not segment.key_sets and not segment.host_aggs:
         return None
     computed: dict[str, pa.Array] = {}
+    raw: dict[str, pa.Array] = {}  # as kernels made them (a string as its codes)
     if segment.pre is not None:
         pre = segment.pre
+        inputs = {name: columns.kernel_array(name) for name in pre.inputs}
+        inputs.update(segment_tables(pre, inputs))
         ran = _run_segment(
-            backend, pre, {name: columns.get(name) for name in pre.inputs}, num_rows,
-            report.stats, columns.nan_null(pre.inputs),
+            backend, pre, inputs, num_rows, report.stats, columns.nan_null(pre.inputs),
             groups=grouping(pre, columns, num_rows, backend, report, cache),
         )  # fmt: skip
-        computed = dict(ran.columns)
+        raw = dict(ran.columns)
+        computed = _finished(pre, raw, inputs)
 
-    def whole(node: Node) -> pa.Array:
+    def whole(node: Node, *, as_made: bool = False) -> pa.Array:
+        if isinstance(node, Column) and as_made:
+            array = columns.kernel_array(node.name)  # a string column as its codes
+            return array.indices if pa.types.is_dictionary(array.type) else array
         if isinstance(node, Column):
             return columns.get_as_arrow_nulls(node.name)
-        return computed[segment.host_names[node]]
+        return (raw if as_made else computed)[segment.host_names[node]]
 
     ids: dict[str, GroupIds] = {}
     for keys in segment.key_sets:
@@ -423,7 +440,10 @@ def grouping(
         if isinstance(arg, Filtered):
             pred = whole(arg.predicate)
             arg = arg.arg
-        values = None if arg == ROWS or agg.func == "len" else whole(arg)
+        # a reduction of a computed string or date is typed as the codes or integers it
+        # is made of: it reads them as the kernel made them
+        values = None if arg == ROWS or agg.func == "len" else \
+            whole(arg, as_made=agg not in segment.opaque)  # fmt: skip
         out.host[agg] = host_reduction(agg.func, out.of(agg.keys.ids_column), values, pred)
     return out
 
@@ -502,11 +522,8 @@ def _run(
                               nan_null, carry=_carry(segment, adapter, columns, target),
                               groups=groups)  # fmt: skip
         mask = result.mask
-        new: dict[str, pa.Array | pa.ChunkedArray] = dict(result.columns)
-        for name, logical in segment.output_logical.items():
-            if name in new:
-                new[name] = finish_output(new[name], logical, segment.output_dicts.get(name),
-                                          arrays)  # fmt: skip
+        new: dict[str, pa.Array | pa.ChunkedArray] = dict(_finished(segment, result.columns,
+                                                                    arrays))  # fmt: skip
         if segment.group_by is not None:
             # the groups are the rows from here on: a table of their keys and results
             assert groups is not None
