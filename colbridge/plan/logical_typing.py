@@ -33,7 +33,12 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from colbridge.errors import InvalidOperationError, SchemaError, UnsupportedOperationError
+from colbridge.errors import (
+    InvalidOperationError,
+    SchemaError,
+    UnsupportedOperationError,
+    UnsupportedTypeError,
+)
 from colbridge.expr.nodes import (
     COMPARISONS,
     Agg,
@@ -1198,8 +1203,13 @@ class LogicalTyping:
         if logical.kind in ("duration", "datetime") and func == "mean":
             mean = self.rec(make(func, arg), F64)
             return self.mark(tc.cast_plain(mean, I64, strict=False), logical)
-        msg = f"`{node!r}`: `{func}` of {logical} is not supported by colbridge expressions"
-        raise UnsupportedOperationError(msg)
+        column = arg.arg if isinstance(arg, Reinterpret) else arg
+        where = ""
+        if isinstance(column, Column) and column.name in tc.schema:
+            where = f"column `{column.name}` has type {tc.schema[column.name].arrow_type}: "
+        msg = (f"`{node!r}`: {where}`{func}` of {logical} is not supported by colbridge "
+               "expressions")  # fmt: skip
+        raise UnsupportedTypeError(msg)
 
 
 def _is_null(node: Node) -> bool:
