@@ -269,8 +269,12 @@ def _next_column_type(name: str, segment: Segment, schema: Mapping[str, ColumnTy
     """What the next segment knows of column ``name`` after ``segment`` made it."""
     source = segment.passthrough.get(name)
     if source is not None:  # kept as it was: its Arrow type too (dictionaries, timestamps)
-        info = schema[source]
-        return ColumnType(name, info.dtype, info.arrow_type)
+        try:
+            info = schema[source]
+        except UnsupportedTypeError:
+            info = None  # a column Arrow cannot hold (polars Int128), passed through untouched
+        if info is not None:
+            return ColumnType(name, info.dtype, info.arrow_type)
     logical = segment.output_logical.get(name)
     if logical is not None:
         return ColumnType(name, None, logical.arrow)
