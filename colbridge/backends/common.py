@@ -8,7 +8,7 @@ produced them, and results are Arrow arrays over filled buffers.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,9 +16,18 @@ import numpy as np
 import pyarrow as pa
 
 from colbridge.backends.groups import GroupIds
-from colbridge.codegen.kernel import N_ERR_KINDS, AggSlot, KernelSource, OutputSpec, ScalarSpec
+from colbridge.codegen.kernel import (
+    N_ERR_KINDS,
+    AggSlot,
+    KernelSource,
+    OutputSpec,
+    ScalarSpec,
+    collect_tables,
+    table_args,
+    table_key,
+)
 from colbridge.errors import InvalidOperationError
-from colbridge.expr.nodes import Agg, GroupAgg, KeySet, Reduction
+from colbridge.expr.nodes import Agg, GroupAgg, KeySet, Reduction, TableRef
 from colbridge.plan.nullability import Nullability
 from colbridge.plan.planner import Segment
 from colbridge.plan.typecheck import is_scalar
@@ -29,6 +38,7 @@ __all__ = [
     "SegmentResult",
     "bind_groups",
     "bind_scalar",
+    "bind_tables",
     "check_scalar_outputs",
     "finalize_grouped",
     "finalize_reduction",
@@ -360,23 +370,26 @@ def kernel_sources(
         aggs, by_keys = split_level(level)
         if aggs:
             src = generator.generate_reduce(aggs, segment.types, nulls, parallel=parallel,
-                                            plan_text=segment.text)  # fmt: skip
+                                            plan_text=segment.text, tables=segment.tables)
             out.append((f"reduction kernel source ({target})", src.source))
         for grouped in by_keys.values():
             src = generator.generate_grouped_reduce(grouped, segment.types, nulls,
-                                                    parallel=parallel, plan_text=segment.text)
+                                                    parallel=parallel, plan_text=segment.text,
+                                                    tables=segment.tables)  # fmt: skip
             out.append((f"grouped reduction kernel source ({target})", src.source))
         for each in per_group_level(level).values():
             outputs = [(f"__each{k}__", node.arg) for k, node in enumerate(each)]
             src = generator.generate_elementwise(outputs, None, segment.types, nulls,
-                                                 parallel=False, plan_text=segment.text)
+                                                 parallel=False, plan_text=segment.text,
+                                                 tables=segment.tables)  # fmt: skip
             out.append((f"per-group kernel source ({target})", src.source))
     if segment.group_by is not None:
         # the aggregations are computed over the groups (row g reads group g)
         outputs = [(name, node) for name, node in segment.outputs if node not in segment.opaque]
         if outputs:
             src = generator.generate_elementwise(outputs, None, segment.types, nulls,
-                                                 parallel=False, plan_text=segment.text)
+                                                 parallel=False, plan_text=segment.text,
+                                                 tables=segment.tables)  # fmt: skip
             out.append((f"over-the-groups kernel source ({target})", src.source))
         return out
     if segment.outputs or segment.mask is not None:
@@ -385,7 +398,7 @@ def kernel_sources(
         src = generator.generate_elementwise(
             segment.outputs, segment.mask, segment.types, nulls, parallel=parallel,
             plan_text=segment.kernel_text, literals=segment.params,
-            gate=segment.gate,
+            gate=segment.gate, tables=segment.tables,
         )  # fmt: skip
         out.append((f"elementwise kernel source ({target})", src.source))
     return out
@@ -414,6 +427,18 @@ def bind_groups(src: KernelSource, values: Mapping[GroupAgg, GroupedValues]) -> 
     return bound
 
 
+def bind_tables(tables: Sequence[TableRef], columns: Mapping[str, Any]) -> list[Any]:
+    """Arguments ``lut{k}`` (``lutv{k}``) ``lutn{k}`` of a segment's lookup tables.
+
+    ``columns`` holds each table's values under its `table_key` (the runtime builds
+    them per compute); every kernel of a segment takes all of the segment's tables.
+    """
+    bound: list[Any] = []
+    for table in tables:
+        bound += table_args(table, columns[table_key(table)])
+    return bound
+
+
 def check_scalar_outputs(
     segment: Segment,
     nulls: Nullability,
@@ -431,7 +456,9 @@ def check_scalar_outputs(
     from colbridge.backends.kernel_cache import kernel_cache, load_module_from_source
     from colbridge.codegen import numpy_eval
 
-    outputs = [(name, node) for name, node in segment.outputs if is_scalar(node)]
+    # (outputs reading lookup tables are left out: their tables are built from columns)
+    outputs = [(name, node) for name, node in segment.outputs
+               if is_scalar(node) and not collect_tables([node])]  # fmt: skip
     if not outputs:
         return
 

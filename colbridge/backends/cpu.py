@@ -44,6 +44,7 @@ from colbridge.backends.common import (
     SegmentResult,
     bind_groups,
     bind_scalar,
+    bind_tables,
     check_scalar_outputs,
     finalize_grouped,
     finalize_slots,
@@ -333,7 +334,7 @@ def run_segment(
         src: KernelSource = gen.generate_elementwise(
             segment.outputs, segment.mask, segment.types, nulls, parallel=parallel,
             plan_text=segment.kernel_text, literals=segment.params,
-            gate=segment.gate,
+            gate=segment.gate, tables=segment.tables,
         )  # fmt: skip
         return src
 
@@ -346,6 +347,7 @@ def run_segment(
     for s in src.scalars:
         args += bind_scalar(s, *run.scalar_values[s.agg])
     args += _bind_groups(src, run.grouped_values)
+    args += _bind_tables(segment, columns)
     args += segment.param_values
     out_buffers: list[tuple[pa.Buffer, pa.Buffer | None]] = []
     for out in src.outputs:
@@ -417,7 +419,8 @@ def _reduce_level(
 
     def make_reduce(gen: ModuleType) -> KernelSource:
         src: KernelSource = gen.generate_reduce(
-            aggs, segment.types, nulls, parallel=parallel, plan_text=segment.text
+            aggs, segment.types, nulls, parallel=parallel, plan_text=segment.text,
+            tables=segment.tables,
         )
         return src
 
@@ -435,6 +438,7 @@ def _reduce_level(
     for s in src.scalars:
         args += bind_scalar(s, *scalar_values[s.agg])
     args += _bind_groups(src, grouped_values)
+    args += _bind_tables(segment, columns)
     args += [pf, pi, pu, err]
     _call(kernel, args, key, make_reduce)
     raise_kernel_errors(src, err)
@@ -444,6 +448,11 @@ def _reduce_level(
 
 def _bind_groups(src: KernelSource, values: Mapping[GroupAgg, GroupedValues]) -> list[Any]:
     return [_readonly(a) for a in bind_groups(src, values)]
+
+
+def _bind_tables(segment: Segment, columns: Mapping[str, Any]) -> list[Any]:
+    return [_readonly(a) if isinstance(a, np.ndarray) else a
+            for a in bind_tables(segment.tables, columns)]  # fmt: skip
 
 
 #: Results of reductions computed before a run: whole-column values, per-group values.
@@ -522,7 +531,8 @@ class _Run:
 
         def make(gen: ModuleType) -> KernelSource:
             src: KernelSource = gen.generate_grouped_reduce(
-                aggs, segment.types, nulls, parallel=parallel, plan_text=segment.text
+                aggs, segment.types, nulls, parallel=parallel, plan_text=segment.text,
+                tables=segment.tables,
             )
             return src
 
@@ -541,6 +551,7 @@ class _Run:
         for s in src.scalars:
             args += bind_scalar(s, *self.scalar_values[s.agg])
         args += _bind_groups(src, self.grouped_values)
+        args += _bind_tables(self.segment, self.columns)
         args += [tf, ti, tu, err]
         _call(kernel, args, key, make)
         raise_kernel_errors(src, err)
@@ -610,7 +621,7 @@ def _run_filter(
     def make(gen: ModuleType) -> KernelSource:
         src: KernelSource = gen.generate_filter(
             segment.outputs, list(carried), segment.mask, types, filter_nulls, parallel=parallel,
-            plan_text=segment.kernel_text, literals=segment.params,
+            plan_text=segment.kernel_text, literals=segment.params, tables=segment.tables,
         )  # fmt: skip
         return src
 
@@ -627,6 +638,7 @@ def _run_filter(
     for s in src.scalars:
         common += bind_scalar(s, *scalar_values[s.agg])
     common += _bind_groups(src, grouped_values)
+    common += _bind_tables(segment, inputs)
     common += segment.param_values
     nblocks = (n + BLOCK - 1) // BLOCK
     words = np.empty((n + 63) // 64, dtype=np.uint64)

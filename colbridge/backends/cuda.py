@@ -50,7 +50,7 @@ import hashlib
 import itertools
 import os
 import threading
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -80,9 +80,17 @@ from colbridge.codegen.cuda import (
     generate_grouped_reduce,
     generate_reduce,
 )
-from colbridge.codegen.kernel import N_ERR_KINDS, AggSlot, InputSpec, OutputSpec, ScalarSpec
+from colbridge.codegen.kernel import (
+    N_ERR_KINDS,
+    AggSlot,
+    InputSpec,
+    OutputSpec,
+    ScalarSpec,
+    table_args,
+    table_key,
+)
 from colbridge.errors import DeviceError, KernelCompileError
-from colbridge.expr.nodes import Agg, GroupAgg
+from colbridge.expr.nodes import Agg, GroupAgg, TableRef
 from colbridge.memory.cuda import (
     DEFAULT_PLACEMENT,
     MEMORY_DEVICE,
@@ -864,7 +872,7 @@ class _SegmentRun:
         def make_elementwise() -> CudaKernelSource:
             return generate_elementwise(segment.outputs, segment.mask, segment.types, nulls,
                                         plan_text=segment.kernel_text, literals=segment.params,
-                                        gate=segment.gate)  # fmt: skip
+                                        gate=segment.gate, tables=segment.tables)  # fmt: skip
 
         # literals are kernel arguments: the key (the segment's signature) leaves them out
         key = ("elementwise", segment.signature, segment.one_row, *self.variant)
@@ -1175,8 +1183,18 @@ class _SegmentRun:
             self.grouped_values[agg_slot.agg] = finalize_grouped(
                 agg_slot, out["f"], out["i"], out["u"], ids)  # fmt: skip
 
-    def _group_args(self, src: CudaKernelSource, slot: _Slot) -> list[Any]:
-        """Device addresses of the per-group results ``src`` gathers (``g{j}``, ``gv{j}``)."""
+    def _group_args(
+        self, src: CudaKernelSource, slot: _Slot, tables: Sequence[TableRef] | None = None
+    ) -> list[Any]:
+        """Device addresses of the per-group results ``src`` gathers, then its lookup tables.
+
+        Per-group results are ``g{j}`` (``gv{j}``), lookup tables ``lut{k}`` (``lutv{k}``)
+        and their length ``lutn{k}``.
+
+        An elementwise kernel takes the segment's ``tables`` (its key is the segment's
+        signature, which numbers them); a reduction kernel's key holds its reductions
+        verbatim, so the tables it was made with are the running plan's.
+        """
         args: list[Any] = []
         for spec in src.groups:
             data, valid = self.grouped_values[spec.node]
@@ -1186,6 +1204,13 @@ class _SegmentRun:
                 flags = np.ones(len(data), dtype=np.bool_) if valid is None else valid
                 flags = np.ascontiguousarray(flags, dtype=np.bool_)
                 args.append(self._group_upload(("group valid", repr(spec.node)), flags, slot))
+        for table in src.tables if tables is None else tables:
+            bound = table_args(table, self.columns[table_key(table)])
+            key = table_key(table)
+            args.append(self._group_upload(("table", key), bound[0], slot))
+            if table.nullable:
+                args.append(self._group_upload(("table valid", key), bound[1], slot))
+            args.append(int(bound[-1]))
         return args
 
     def _group_upload(self, key: tuple[str, str], host: np.ndarray, slot: _Slot) -> int:
@@ -1301,7 +1326,7 @@ class _SegmentRun:
                     args += self._input_args(spec, slot, start, stop, single)
                 for sc in src.scalars:
                     args += _scalar_args(sc, *scalar_values[sc.agg])
-                args += self._group_args(src, slot)
+                args += self._group_args(src, slot, self.segment.tables)
                 args += list(self.segment.param_values)
                 copies: list[tuple[int, int, int]] = []  # (host address, device address, bytes)
                 for m, parts in enumerate(results):

@@ -59,6 +59,8 @@ from colbridge.codegen.kernel import (
     collect_grouped,
     collect_inputs,
     collect_scalars,
+    kernel_tables,
+    table_params,
 )
 from colbridge.codegen.lower import (
     NULL_SOURCE,
@@ -68,7 +70,7 @@ from colbridge.codegen.lower import (
     moment_combine,
     row_updates,
 )
-from colbridge.expr.nodes import Agg, Column, GroupAgg, Literal, Node
+from colbridge.expr.nodes import Agg, Column, GroupAgg, Literal, Node, TableRef
 from colbridge.plan.nullability import Nullability
 from colbridge.types import DType
 
@@ -245,6 +247,9 @@ class CDialect(Dialect):
     def to_uint64(self, a: str) -> str:
         return f"((unsigned long long)({a}))"
 
+    def search(self, table: str, length: str, value: str) -> str:
+        return f"cb_search({table}, {length}, (long long)({value}))"
+
 
 DIALECT = CDialect()
 
@@ -285,6 +290,16 @@ template <typename T> __device__ __forceinline__ bool cb_isfinite(T a) {{
 
 template <typename T> __device__ __forceinline__ bool cb_isinf(T a) {{
     return (a == a) && !((a - a) == (a - a));
+}}
+
+__device__ __forceinline__ int cb_search(const long long* t, long long n, long long x) {{
+    // the last position whose entry is <= x (t[0] is the smallest long long)
+    long long lo = 0, hi = n;
+    while (hi - lo > 1) {{
+        const long long mid = (lo + hi) >> 1;
+        if (t[mid] <= x) lo = mid; else hi = mid;
+    }}
+    return (int)lo;
 }}
 
 template <typename T> __device__ __forceinline__ T cb_warp_sum(T v) {{
@@ -335,7 +350,10 @@ class _CudaRows:
 
 
 def _params(
-    inputs: list[InputSpec], scalars: list[ScalarSpec], groups: Sequence[GroupedSpec] = ()
+    inputs: list[InputSpec],
+    scalars: list[ScalarSpec],
+    groups: Sequence[GroupedSpec] = (),
+    tables: Sequence[TableRef] = (),
 ) -> list[tuple[str, str]]:
     params: list[tuple[str, str]] = [("long long", "n")]
     for k, spec in enumerate(inputs):
@@ -353,6 +371,10 @@ def _params(
         params.append((f"const {ctype(g.dtype)}*", f"g{j}"))
         if g.nullable:
             params.append(("const bool*", f"gv{j}"))
+    for name, table, role in table_params(tables):
+        ctype_ = {"data": f"const {ctype(table.dtype)}*", "valid": "const unsigned char*",
+                  "length": "long long"}[role]  # fmt: skip
+        params.append((ctype_, name))
     return params
 
 
@@ -403,6 +425,7 @@ def generate_elementwise(
     literals: Sequence[Literal] = (),
     gate: Node | None = None,
     parallel: bool = True,
+    tables: Sequence[TableRef] = (),
 ) -> CudaKernelSource:
     """CUDA source of the fused elementwise kernel computing every output and the filter mask.
 
@@ -413,10 +436,12 @@ def generate_elementwise(
     inputs, input_index = collect_inputs(roots, types, nulls)
     scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
     groups, group_index = collect_grouped(roots, types, nulls)
+    tables = kernel_tables(roots, tables)
+    table_index = {t: k for k, t in enumerate(tables)}
     params_index: dict[Node, int] = {lit: k for k, lit in enumerate(literals)}
     rows = _CudaRows()
     lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, params_index,
-                  group_index, groups)  # fmt: skip
+                  group_index, groups, tables=table_index)  # fmt: skip
     out_specs: list[OutputSpec] = []
     store: list[str] = []
     ballots = 0
@@ -447,7 +472,7 @@ def generate_elementwise(
         m = len(out_specs)
         out_specs.append(OutputSpec("__mask__", DType.BOOL, False))
         ballot(mask_keep, f"o{m}")
-    params = _params(inputs, scalars, groups)
+    params = _params(inputs, scalars, groups, tables)
     literal_types = [lit.dtype for lit in literals if lit.dtype is not None]
     params += [(ctype(t), f"p{k}") for k, t in enumerate(literal_types)]
     for m, spec in enumerate(out_specs):
@@ -467,6 +492,7 @@ def generate_elementwise(
         inputs=inputs,
         scalars=scalars,
         groups=groups,
+        tables=tables,
         outputs=out_specs,
         uses_err=bool(rows.errors),
         err_messages=lw.err_messages,
@@ -483,15 +509,18 @@ def generate_reduce(
     *,
     plan_text: str = "",
     parallel: bool = True,
+    tables: Sequence[TableRef] = (),
 ) -> CudaKernelSource:
     """CUDA source of one reduction pass writing per-thread partials of every reduction."""
     roots: list[Node] = [a.arg for a in aggs]
     inputs, input_index = collect_inputs(roots, types, nulls)
     scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
     groups, group_index = collect_grouped(roots, types, nulls)
+    tables = kernel_tables(roots, tables)
+    table_index = {t: k for k, t in enumerate(tables)}
     rows = _CudaRows()
     lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, None,
-                  group_index, groups)  # fmt: skip
+                  group_index, groups, tables=table_index)  # fmt: skip
     red = ReductionLowering(lw)
     for agg in aggs:
         red.add(agg)
@@ -517,7 +546,7 @@ def generate_reduce(
             "}",
         ]
     params = [
-        *_params(inputs, scalars, groups),
+        *_params(inputs, scalars, groups, tables),
         ("double*", "pf"),
         ("long long*", "pi"),
         ("unsigned long long*", "pu"),
@@ -545,6 +574,7 @@ def generate_reduce(
         inputs=inputs,
         scalars=scalars,
         groups=groups,
+        tables=tables,
         slots=[st.slot for st in red.states],
         n_f=red.n_f,
         n_i=red.n_i,
@@ -628,6 +658,7 @@ def generate_grouped_reduce(
     *,
     plan_text: str = "",
     parallel: bool = True,
+    tables: Sequence[TableRef] = (),
 ) -> CudaKernelSource:
     """CUDA source of one grouped reduction pass: atomic updates of partial tables by group id.
 
@@ -647,9 +678,11 @@ def generate_grouped_reduce(
     inputs, input_index = collect_inputs(roots, types, nulls)
     scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
     groups, group_index = collect_grouped(roots, types, nulls)
+    tables = kernel_tables(roots, tables)
+    table_index = {t: k for k, t in enumerate(tables)}
     rows = _CudaRows()
     lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, None,
-                  group_index, groups)  # fmt: skip
+                  group_index, groups, tables=table_index)  # fmt: skip
     gid = "0LL" if ids_name is None else f"(long long)({lw.value(Column(ids_name)).expr})"
     red = ReductionLowering(lw)
     for agg in aggs:
@@ -660,7 +693,7 @@ def generate_grouped_reduce(
         kind = fold.acc.kind
         updates.append(_atomic_fold(fold, f"t{kind}[g * {widths[kind]} + {fold.acc.column}]"))
     params = [
-        *_params(inputs, scalars, groups),
+        *_params(inputs, scalars, groups, tables),
         ("double*", "tf"),
         ("long long*", "ti"),
         ("unsigned long long*", "tu"),
@@ -685,6 +718,7 @@ def generate_grouped_reduce(
         inputs=inputs,
         scalars=scalars,
         groups=groups,
+        tables=tables,
         slots=[st.slot for st in red.states],
         n_f=red.n_f,
         n_i=red.n_i,

@@ -131,6 +131,18 @@ class Dialect:
         """``a`` reinterpreted as an unsigned 64-bit integer (two's complement)."""
         raise NotImplementedError
 
+    # -- per-group arrays and lookup tables ----------------------------------------------
     def gather(self, array: str, index: str) -> str:
-        """Element ``index`` (a non-negative integer, or one per row) of a per-group array."""
+        """Element ``index`` of an array argument: a per-group array or a lookup table.
+
+        ``index`` is a non-negative integer in range, or one per row.
+        """
         return f"{array}[{index}]"
+
+    def search(self, table: str, length: str, value: str) -> str:
+        """The position of the last entry ``<= value`` of the sorted table ``table``.
+
+        Its first entry is the smallest value of its type, so the answer is at least 0;
+        a target spells it as a call of its binary-search helper.
+        """
+        raise NotImplementedError

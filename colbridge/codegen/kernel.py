@@ -7,15 +7,30 @@ the failure kinds it counts and the per-block partials its reductions leave.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from colbridge.expr.nodes import Agg, Column, GroupAgg, Node, Reduction, children
+import numpy as np
+
+from colbridge.expr.nodes import (
+    Agg,
+    Column,
+    Gather,
+    GroupAgg,
+    Node,
+    Reduction,
+    Search,
+    TableRef,
+    children,
+)
 from colbridge.plan.nullability import Nullability
 from colbridge.types import DType
 
 __all__ = [
     "ERR_NEGATIVE_EXPONENT",
     "ERR_STRICT_CAST",
+    "ERR_STRICT_PARSE",
     "N_ERR_KINDS",
     "AggSlot",
     "GroupedSpec",
@@ -26,12 +41,18 @@ __all__ = [
     "collect_grouped",
     "collect_inputs",
     "collect_scalars",
+    "collect_tables",
+    "kernel_tables",
+    "table_args",
+    "table_key",
+    "table_params",
 ]
 
 # Failure kinds a kernel can count; the runtime turns counts into errors.
 ERR_STRICT_CAST = 0
 ERR_NEGATIVE_EXPONENT = 1
-N_ERR_KINDS = 2
+ERR_STRICT_PARSE = 2  # a string that does not convert (strict `str.to_integer`, casts)
+N_ERR_KINDS = 3
 
 @dataclass(frozen=True)
 class InputSpec:
@@ -114,6 +135,9 @@ class KernelSource:
     n_u: int = 0
     uses_err: bool = False
     err_messages: dict[int, str] = field(default_factory=dict)
+    #: lookup tables, passed after the per-group results as ``lut{k}`` (values),
+    #: ``lutv{k}`` (validity bytes, nullable tables only) and ``lutn{k}`` (length)
+    tables: list[TableRef] = field(default_factory=list)
 
 
 def collect_inputs(
@@ -195,3 +219,77 @@ def collect_grouped(
     return specs, index
 
 
+
+
+def collect_tables(roots: list[Node]) -> list[TableRef]:
+    """The lookup tables a kernel reads row by row, in first-use order.
+
+    Not those of reductions the kernel receives as results of earlier passes (`Agg`,
+    `GroupAgg` nodes below a root); a reduction kernel's roots are their arguments.
+    """
+    found: dict[TableRef, None] = {}
+
+    def visit(node: Node) -> None:
+        if isinstance(node, (Agg, GroupAgg)):
+            return
+        if isinstance(node, (Gather, Search)):
+            found.setdefault(node.table)
+        for c in children(node):
+            visit(c)
+
+    for root in roots:
+        visit(root)
+    return list(found)
+
+
+def kernel_tables(roots: list[Node], tables: Sequence[TableRef]) -> list[TableRef]:
+    """The table arguments of a kernel computing ``roots``: ``tables`` when given, else its own.
+
+    A backend passes a segment's `tables` (every table of the segment, in the order its
+    signature numbers them) to each kernel of the segment and binds the running
+    segment's tables in that order: a compiled kernel is shared by plans that differ
+    only in their tables' contents, so the tables recorded with it are never bound.
+    """
+    return list(tables) if tables else collect_tables(roots)
+
+
+def table_params(tables: Sequence[TableRef]) -> list[tuple[str, TableRef, str]]:
+    """Argument names of lookup tables, in order: (name, table, role ``data|valid|length``)."""
+    out: list[tuple[str, TableRef, str]] = []
+    for k, table in enumerate(tables):
+        out.append((f"lut{k}", table, "data"))
+        if table.nullable:
+            out.append((f"lutv{k}", table, "valid"))
+        out.append((f"lutn{k}", table, "length"))
+    return out
+
+
+def table_key(table: TableRef) -> str:
+    """The name under which the runtime hands a table's values to a backend.
+
+    Column names are what users chose; this one starts with a NUL byte, which no
+    frame library lets a column name begin with in practice.
+    """
+    return f"\0table{hash(table)}"
+
+
+def table_args(table: TableRef, values: Any) -> list[Any]:
+    """A table's kernel arguments: values, validity bytes (nullable tables) and length.
+
+    ``values`` is an Arrow array of the table's type (nulls where an entry has no
+    value). An empty table gets one zero entry, so an index clamped to 0 reads memory.
+    """
+    dtype = table.dtype.numpy
+    n = len(values)
+    if n == 0:
+        data = np.zeros(1, dtype=dtype)
+        valid = np.zeros(1, dtype=np.uint8)
+    else:
+        data = np.asarray(values.fill_null(False if table.dtype.is_bool else 0)
+                          .to_numpy(zero_copy_only=False), dtype=dtype)  # fmt: skip
+        valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=np.uint8)
+    args: list[Any] = [np.ascontiguousarray(data)]
+    if table.nullable:
+        args.append(np.ascontiguousarray(valid))
+    args.append(np.int64(max(n, 1)))
+    return args

@@ -31,6 +31,7 @@ from colbridge.codegen.dialect import Dialect
 from colbridge.codegen.kernel import (
     ERR_NEGATIVE_EXPONENT,
     ERR_STRICT_CAST,
+    ERR_STRICT_PARSE,
     AggSlot,
     GroupedSpec,
     InputSpec,
@@ -41,15 +42,22 @@ from colbridge.expr.nodes import (
     Agg,
     Binary,
     Cast,
+    Check,
     Clip,
     Coalesce,
     Column,
+    Constant,
     FillNan,
     Filtered,
+    Gather,
     GroupAgg,
     Literal,
+    Narrow,
     Node,
     Reduction,
+    Reinterpret,
+    Search,
+    TableRef,
     Unary,
     When,
 )
@@ -178,6 +186,7 @@ class Lowering:
         grouped: Mapping[GroupAgg, int] | None = None,
         grouped_specs: list[GroupedSpec] | None = None,
         suffix: str = "",
+        tables: Mapping[TableRef, int] | None = None,
     ) -> None:
         self.d = dialect
         #: appended to every temporary's name (several lowerings of one row side by side)
@@ -192,6 +201,9 @@ class Lowering:
         self.scalars = scalars
         self.scalar_specs = scalar_specs
         self.params = params or {}
+        #: lookup tables, passed as arguments ``lut{k}`` (values), ``lutv{k}`` (validity
+        #: bytes of nullable tables) and ``lutn{k}`` (length)
+        self.tables = tables or {}
         self.lines: list[str] = []
         self.memo: dict[Node, Val] = {}
         self.err_messages: dict[int, str] = {}
@@ -664,6 +676,59 @@ class Lowering:
             hi = d.const(node.upper, dtype)
             expr = self.declare(dtype, d.select(d.compare(">", expr, hi), hi, expr))
         return Val(expr, a.valid)
+
+    def _table(self, table: TableRef) -> int:
+        k = self.tables.get(table)
+        if k is None:  # pragma: no cover - a generator passes every table its roots read
+            msg = f"lookup table {table!r} is not an argument of this {self.d.name} kernel"
+            raise AssertionError(msg)
+        return k
+
+    @lower.register
+    def _(self, node: Narrow) -> Val:
+        a = self.value(node.arg)
+        return Val(self.declare(node.dtype, self.d.convert(a.expr, node.dtype)), a.valid)
+
+    @lower.register
+    def _(self, node: Check) -> Val:
+        a, ok = self.value(node.arg), self.value(node.ok)
+        self.count_error(ERR_STRICT_CAST, self.d.not_(ok.expr), a.valid, node.message)
+        return a
+
+    @lower.register
+    def _(self, node: Reinterpret) -> Val:
+        return self.value(node.arg)  # the integers are the same; only their meaning changed
+
+    @lower.register
+    def _(self, node: Constant) -> Val:
+        # a string constant standing alone: code 0 of its one-value dictionary
+        return Val(self.d.const(0, self.types[node]), NEVER_NULL)
+
+    @lower.register
+    def _(self, node: Gather) -> Val:
+        d = self.d
+        k = self._table(node.table)
+        a = self.value(node.index)
+        index_type = self.types[node.index]
+        # an index under a null may be anything (pandas writes -1): out of range reads 0
+        inside = d.compare("<", d.to_uint64(a.expr), d.to_uint64(f"lutn{k}"))
+        index = self.declare(index_type, d.select(inside, a.expr, d.const(0, index_type)))
+        value = self.declare(node.table.dtype, d.gather(f"lut{k}", index))
+        if not node.table.nullable:
+            return Val(value, a.valid)
+        present = self.declare(DType.BOOL, d.compare("!=", d.gather(f"lutv{k}", index),
+                                                     d.const(0, DType.UINT8)), "m")  # fmt: skip
+        if node.error:
+            self.count_error(ERR_STRICT_PARSE, d.not_(present), a.valid, node.error)
+            return Val(value, a.valid)
+        return Val(value, self.both(a.valid, row=present))
+
+    @lower.register
+    def _(self, node: Search) -> Val:
+        k = self._table(node.table)
+        a = self.value(node.value)
+        found = self.d.search(f"lut{k}", f"lutn{k}", a.expr)
+        return Val(self.declare(DType.INT32, self.d.convert(found, DType.INT32)), a.valid)
 
 
 # -- reductions -----------------------------------------------------------------------------

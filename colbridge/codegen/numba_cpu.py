@@ -14,6 +14,10 @@ without knowing the expressions):
   has nulls ``v{k}`` (validity bytes) and ``vo{k}`` (its bit offset, uint64);
 * a reduction result ``j`` from an earlier pass is ``s{j}`` and, where it may
   be null, ``sv{j}``; literals are ``p0, p1, ...``;
+* a per-group result ``j`` of an earlier grouped pass is ``g{j}`` and, where it
+  may be null, ``gv{j}``; a lookup table ``k`` then is ``lut{k}`` (values),
+  ``lutv{k}`` (validity bytes, for tables whose entries may have no value) and
+  ``lutn{k}`` (its length);
 * an output ``m`` is ``o{m}`` (values; bool outputs as uint64 bitmap words) and,
   where it may be null, ``ov{m}`` (uint64 words); the filter mask is a bool output;
 * ``err[kind, block]`` counts failures (strict casts, negative integer exponents);
@@ -45,6 +49,8 @@ from colbridge.codegen.kernel import (
     collect_grouped,
     collect_inputs,
     collect_scalars,
+    kernel_tables,
+    table_params,
 )
 from colbridge.codegen.lower import (
     NULL_SOURCE,
@@ -57,7 +63,7 @@ from colbridge.codegen.lower import (
     row_updates,
     take_better,
 )
-from colbridge.expr.nodes import Agg, Column, GroupAgg, Literal, Node, walk
+from colbridge.expr.nodes import Agg, Column, GroupAgg, Literal, Node, TableRef, walk
 from colbridge.plan.nullability import Nullability
 from colbridge.types import DType
 
@@ -182,6 +188,9 @@ class NumbaDialect(Dialect):
     def gather(self, array: str, index: str) -> str:
         return f"{array}[U({index})]"  # unsigned: no negative-index wraparound test
 
+    def search(self, table: str, length: str, value: str) -> str:
+        return f"_search({table}, {value})"
+
 
 DIALECT = NumbaDialect()
 
@@ -240,7 +249,10 @@ def _sources_word(sources: frozenset[str]) -> str:
 
 
 def _signature_args(
-    inputs: list[InputSpec], scalars: list[ScalarSpec], groups: Sequence[GroupedSpec] = ()
+    inputs: list[InputSpec],
+    scalars: list[ScalarSpec],
+    groups: Sequence[GroupedSpec] = (),
+    tables: Sequence[TableRef] = (),
 ) -> list[str]:
     args = ["n"]
     for k, spec in enumerate(inputs):
@@ -257,7 +269,12 @@ def _signature_args(
         args.append(f"g{j}")
         if g.nullable:
             args.append(f"gv{j}")
+    args += [name for name, _, _ in table_params(tables)]
     return args
+
+
+def _literal_args(literals: Sequence[Literal]) -> list[str]:
+    return [f"p{k}" for k in range(len(literals))]
 
 
 class _Skeleton:
@@ -299,6 +316,7 @@ def generate_elementwise(
     plan_text: str,
     literals: Sequence[Literal] = (),
     gate: Node | None = None,
+    tables: Sequence[TableRef] = (),
 ) -> KernelSource:
     """Source of the fused elementwise kernel computing every output and the filter mask.
 
@@ -309,10 +327,12 @@ def generate_elementwise(
     inputs, input_index = collect_inputs(roots, types, nulls)
     scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
     groups, group_index = collect_grouped(roots, types, nulls)
+    tables = kernel_tables(roots, tables)
+    table_index = {t: k for k, t in enumerate(tables)}
     params: dict[Node, int] = {lit: k for k, lit in enumerate(literals)}
     rows = _CpuRows()
     lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, params,
-                  group_index, groups)  # fmt: skip
+                  group_index, groups, tables=table_index)  # fmt: skip
     out_specs: list[OutputSpec] = []
     store: list[str] = []  # per row
     bit_acc: list[str] = []  # accumulator names
@@ -354,7 +374,7 @@ def generate_elementwise(
     if mask is not None:
         out_specs.append(OutputSpec("__mask__", DType.BOOL, False))
         after += mask_store
-    args = _signature_args(inputs, scalars, groups) + [f"p{k}" for k in range(len(literals))]
+    args = _signature_args(inputs, scalars, groups, tables) + _literal_args(literals)
     for m, spec in enumerate(out_specs):
         args.append(f"o{m}")
         if spec.nullable:
@@ -389,6 +409,7 @@ def generate_elementwise(
         inputs=inputs,
         scalars=scalars,
         groups=groups,
+        tables=tables,
         literal_args=[lit.dtype for lit in literals if lit.dtype is not None],
         outputs=out_specs,
         uses_err=bool(rows.errors),
@@ -423,6 +444,7 @@ def generate_filter(
     parallel: bool,
     plan_text: str,
     literals: Sequence[Literal] = (),
+    tables: Sequence[TableRef] = (),
 ) -> FilterKernels:
     """Kernels computing ``outputs`` and the ``carried`` columns on the rows ``mask`` keeps.
 
@@ -434,13 +456,15 @@ def generate_filter(
     inputs, input_index = collect_inputs(roots, types, nulls)
     scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
     groups, group_index = collect_grouped(roots, types, nulls)
+    tables = kernel_tables(roots, tables)
+    table_index = {t: k for k, t in enumerate(tables)}
     params: dict[Node, int] = {lit: k for k, lit in enumerate(literals)}
-    common = _signature_args(inputs, scalars, groups) + [f"p{k}" for k in range(len(literals))]
+    common = _signature_args(inputs, scalars, groups, tables) + _literal_args(literals)
 
     # pass 1: the filter alone; its failures count on every row (polars evaluates it there)
     rows1 = _CpuRows()
     lw1 = Lowering(DIALECT, rows1, types, input_index, inputs, scalar_index, scalars, params,
-                   group_index, groups)  # fmt: skip
+                   group_index, groups, tables=table_index)  # fmt: skip
     val = lw1.value(mask)
     valid = lw1.row_valid(val.valid)
     keep = lw1.declare(DType.BOOL, DIALECT.and_(valid, val.expr)) if valid else val.expr
@@ -457,7 +481,7 @@ def generate_filter(
     # pass 2: the outputs on kept rows, packed; failures count on kept rows only
     rows2 = _CpuRows()
     lw2 = Lowering(DIALECT, rows2, types, input_index, inputs, scalar_index, scalars, params,
-                   group_index, groups)  # fmt: skip
+                   group_index, groups, tables=table_index)  # fmt: skip
     lw2.counted_elsewhere = frozenset(walk(mask))
     lw2.gate_failures("keep")
     out_specs: list[OutputSpec] = []
@@ -512,6 +536,7 @@ def generate_filter(
         inputs=inputs,
         scalars=scalars,
         groups=groups,
+        tables=tables,
         literal_args=[lit.dtype for lit in literals if lit.dtype is not None],
         outputs=out_specs,
         uses_err=bool(rows1.errors or rows2.errors),
@@ -558,6 +583,7 @@ def generate_reduce(
     *,
     parallel: bool,
     plan_text: str,
+    tables: Sequence[TableRef] = (),
 ) -> KernelSource:
     """Source of one reduction pass computing per-block partials of every reduction in ``aggs``.
 
@@ -568,12 +594,15 @@ def generate_reduce(
     inputs, input_index = collect_inputs(roots, types, nulls)
     scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
     groups, group_index = collect_grouped(roots, types, nulls)
+    tables = kernel_tables(roots, tables)
+    table_index = {t: k for k, t in enumerate(tables)}
     shared = _CpuRows()
     lanes: list[tuple[Lowering, ReductionLowering]] = []
     for lane in range(LANES):
         rows = _CpuRows(f"i{lane}", f"q{lane}", f"_{lane}", shared)
         lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars,
-                      suffix=f"_{lane}", grouped=group_index, grouped_specs=groups)  # fmt: skip
+                      suffix=f"_{lane}", grouped=group_index, grouped_specs=groups,
+                      tables=table_index)  # fmt: skip
         red = ReductionLowering(lw)
         for agg in aggs:
             red.add(agg)
@@ -651,7 +680,7 @@ def generate_reduce(
         combine += moment_combine(d, count, mean, m2, f"wc{q}", f"wm{q}", f"wd{q}")
     finish = [f"p{acc.kind}[blk, {acc.column}] = {block_name(acc.name)}"
               for st in red0.states for acc in st.accumulators]  # fmt: skip
-    args = [*_signature_args(inputs, scalars, groups), "pf", "pi", "pu", "err"]
+    args = [*_signature_args(inputs, scalars, groups, tables), "pf", "pi", "pu", "err"]
     all_sources = set().union(*shared.word_sets) if shared.word_sets else set()
     body = _indent(_Skeleton.scalar_words(all_sources), 1)
     head = _block_head(parallel, shared.errors)
@@ -685,6 +714,7 @@ def generate_reduce(
         inputs=inputs,
         scalars=scalars,
         groups=groups,
+        tables=tables,
         slots=[st.slot for st in red0.states],
         n_f=red0.n_f,
         n_i=red0.n_i,
@@ -710,6 +740,7 @@ def generate_grouped_reduce(
     *,
     parallel: bool,
     plan_text: str,
+    tables: Sequence[TableRef] = (),
 ) -> KernelSource:
     """Source of one grouped reduction pass: partial tables per chunk of rows, by group id.
 
@@ -730,9 +761,11 @@ def generate_grouped_reduce(
     inputs, input_index = collect_inputs(roots, types, nulls)
     scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
     groups, group_index = collect_grouped(roots, types, nulls)
+    tables = kernel_tables(roots, tables)
+    table_index = {t: k for k, t in enumerate(tables)}
     rows = _CpuRows()
     lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, None,
-                  group_index, groups)  # fmt: skip
+                  group_index, groups, tables=table_index)  # fmt: skip
     gid = "U(0)" if ids_name is None else f"U({lw.value(Column(ids_name)).expr})"
     red = ReductionLowering(lw)
     for agg in aggs:
@@ -744,7 +777,7 @@ def generate_grouped_reduce(
         for st in red.states
         for acc in st.accumulators
     ]
-    args = [*_signature_args(inputs, scalars, groups), "tf", "ti", "tu", "err"]
+    args = [*_signature_args(inputs, scalars, groups, tables), "tf", "ti", "tu", "err"]
     skeleton = _Skeleton(rows, lw.lines)
     all_sources = set().union(*rows.word_sets) if rows.word_sets else set()
     loop = "prange" if parallel else "range"
@@ -776,6 +809,7 @@ def generate_grouped_reduce(
         inputs=inputs,
         scalars=scalars,
         groups=groups,
+        tables=tables,
         slots=[st.slot for st in red.states],
         n_f=red.n_f,
         n_i=red.n_i,
@@ -834,6 +868,20 @@ def _popcount(x):
     x = (x & U(0x3333333333333333)) + ((x >> U(2)) & U(0x3333333333333333))
     x = (x + (x >> U(4))) & U(0x0F0F0F0F0F0F0F0F)
     return np.int64((x * U(0x0101010101010101)) >> U(56))
+
+
+@numba.njit(cache=True, nogil=True)
+def _search(table, x):
+    # the last position whose entry is <= x (table[0] is the type's smallest value)
+    lo = 0
+    hi = table.shape[0]
+    while hi - lo > 1:
+        mid = (lo + hi) >> 1
+        if table[mid] <= x:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

@@ -26,6 +26,7 @@ from colbridge.codegen.kernel import (
     collect_grouped,
     collect_inputs,
     collect_scalars,
+    kernel_tables,
 )
 from colbridge.codegen.lower import (
     NULL_SOURCE,
@@ -35,8 +36,8 @@ from colbridge.codegen.lower import (
     Valid,
     moment_combine,
 )
-from colbridge.codegen.numba_cpu import _signature_args
-from colbridge.expr.nodes import Agg, Column, GroupAgg, Literal, Node
+from colbridge.codegen.numba_cpu import _literal_args, _signature_args
+from colbridge.expr.nodes import Agg, Column, GroupAgg, Literal, Node, TableRef
 from colbridge.plan.nullability import Nullability
 from colbridge.types import DType
 
@@ -145,6 +146,12 @@ class NumpyDialect(Dialect):
     def to_uint64(self, a: str) -> str:
         return f"_as({a}, np.uint64)"
 
+    def gather(self, array: str, index: str) -> str:
+        return f"{array}[_as({index}, np.intp)]"
+
+    def search(self, table: str, length: str, value: str) -> str:
+        return f"(np.searchsorted({table}, {value}, side='right') - 1)"
+
 
 DIALECT = NumpyDialect()
 
@@ -204,16 +211,19 @@ def generate_elementwise(
     plan_text: str = "",
     literals: Sequence[Literal] = (),
     gate: Node | None = None,
+    tables: Sequence[TableRef] = (),
 ) -> KernelSource:
     """A NumPy function computing every output and the filter mask over whole arrays."""
     roots = [n for _, n in outputs] + ([mask] if mask is not None else [])
     inputs, input_index = collect_inputs(roots, types, nulls)
     scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
     groups, group_index = collect_grouped(roots, types, nulls)
+    tables = kernel_tables(roots, tables)
+    table_index = {t: k for k, t in enumerate(tables)}
     params: dict[Node, int] = {lit: k for k, lit in enumerate(literals)}
     rows = _ArrayRows()
     lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, params,
-                  group_index, groups)  # fmt: skip
+                  group_index, groups, tables=table_index)  # fmt: skip
     out_specs: list[OutputSpec] = []
     store: list[str] = []
     keep = None
@@ -233,7 +243,7 @@ def generate_elementwise(
         m = len(out_specs)
         out_specs.append(OutputSpec("__mask__", DType.BOOL, False))
         store.append(f"_pack(o{m}, {keep}, n)")
-    args = _signature_args(inputs, scalars, groups) + [f"p{k}" for k in range(len(literals))]
+    args = _signature_args(inputs, scalars, groups, tables) + _literal_args(literals)
     for m, spec in enumerate(out_specs):
         args.append(f"o{m}")
         if spec.nullable:
@@ -249,6 +259,7 @@ def generate_elementwise(
         inputs=inputs,
         scalars=scalars,
         groups=groups,
+        tables=tables,
         literal_args=[lit.dtype for lit in literals if lit.dtype is not None],
         outputs=out_specs,
         uses_err=bool(rows.errors),
@@ -283,15 +294,18 @@ def generate_reduce(
     *,
     parallel: bool = False,
     plan_text: str = "",
+    tables: Sequence[TableRef] = (),
 ) -> KernelSource:
     """A NumPy function computing one partial row of every reduction in ``aggs``."""
     roots: list[Node] = [a.arg for a in aggs]
     inputs, input_index = collect_inputs(roots, types, nulls)
     scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
     groups, group_index = collect_grouped(roots, types, nulls)
+    tables = kernel_tables(roots, tables)
+    table_index = {t: k for k, t in enumerate(tables)}
     rows = _ArrayRows()
     lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, None,
-                  group_index, groups)  # fmt: skip
+                  group_index, groups, tables=table_index)  # fmt: skip
     red = ReductionLowering(lw)
     for agg in aggs:
         red.add(agg)
@@ -321,7 +335,7 @@ def generate_reduce(
     ]
     body += [f"err[{kind}, 0] = nerr[{kind}]" for kind in sorted(rows.errors)]
     body = [f"{name} = {expr}" for name, expr in rows.unpack.items()] + body
-    args = [*_signature_args(inputs, scalars, groups), "pf", "pi", "pu", "err"]
+    args = [*_signature_args(inputs, scalars, groups, tables), "pf", "pi", "pu", "err"]
     source = _module("reduce", args, body, plan_text)
     return KernelSource(
         kind="reduce",
@@ -329,6 +343,7 @@ def generate_reduce(
         inputs=inputs,
         scalars=scalars,
         groups=groups,
+        tables=tables,
         slots=[st.slot for st in red.states],
         n_f=red.n_f,
         n_i=red.n_i,
@@ -368,6 +383,7 @@ def generate_grouped_reduce(
     *,
     parallel: bool = False,
     plan_text: str = "",
+    tables: Sequence[TableRef] = (),
 ) -> KernelSource:
     """A NumPy function computing one partial table (one chunk) of every grouped reduction.
 
@@ -382,9 +398,11 @@ def generate_grouped_reduce(
     inputs, input_index = collect_inputs(roots, types, nulls)
     scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
     groups, group_index = collect_grouped(roots, types, nulls)
+    tables = kernel_tables(roots, tables)
+    table_index = {t: k for k, t in enumerate(tables)}
     rows = _ArrayRows()
     lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, None,
-                  group_index, groups)  # fmt: skip
+                  group_index, groups, tables=table_index)  # fmt: skip
     gid = (
         "np.zeros(n, dtype=np.intp)" if ids_name is None
         else f"_as({lw.value(Column(ids_name)).expr}, np.intp)"
@@ -407,7 +425,7 @@ def generate_grouped_reduce(
         body.append(_grouped_fold(renamed))
     body += [f"err[{kind}, 0] = nerr[{kind}]" for kind in sorted(rows.errors)]
     body = [f"{name} = {expr}" for name, expr in rows.unpack.items()] + body
-    args = [*_signature_args(inputs, scalars, groups), "tf", "ti", "tu", "err"]
+    args = [*_signature_args(inputs, scalars, groups, tables), "tf", "ti", "tu", "err"]
     source = _module("grouped", args, body, plan_text)
     return KernelSource(
         kind="grouped",
@@ -415,6 +433,7 @@ def generate_grouped_reduce(
         inputs=inputs,
         scalars=scalars,
         groups=groups,
+        tables=tables,
         slots=[st.slot for st in red.states],
         n_f=red.n_f,
         n_i=red.n_i,

@@ -222,8 +222,14 @@ class PandasFrameAdapter(FrameAdapter):
 
     def column(self, name: str) -> pa.ChunkedArray:
         self._check(name)
+        series = self._series(name)
+        if series.dtype == object:
+            strings = _object_strings(series)
+            if strings is not None:
+                self._copies[name] = ["pandas `object` strings converted to Arrow (a copy)"]
+                return strings
         # a category of numbers is read as its values, as polars.from_pandas reads it
-        chunked, reasons = ingest_column(self._series(name), name, category_values=True)
+        chunked, reasons = ingest_column(series, name, category_values=True)
         if reasons:  # a strided column (`df[::2]`), say: Arrow needs it contiguous
             self._copies[name] = reasons
         return chunked
@@ -330,6 +336,17 @@ class PandasSeriesAdapter(PandasFrameAdapter):
 
     def from_arrow(self, table: pa.Table) -> Any:
         return _pandas_series_if_one(super().from_arrow(table))
+
+
+def _object_strings(series: Any) -> pa.ChunkedArray | None:
+    """A pandas ``object`` column of Python strings (and missing values) as Arrow strings."""
+    try:
+        array = pa.array(series, from_pandas=True)
+    except (pa.ArrowException, TypeError, ValueError):
+        return None
+    if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+        return None
+    return pa.chunked_array([array], type=array.type)
 
 
 def _pandas_series_if_one(frame: Any) -> Any:

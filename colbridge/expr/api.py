@@ -7,6 +7,7 @@ no backend.
 from __future__ import annotations
 
 import builtins
+import datetime as _dt
 import math
 from collections.abc import Iterable
 from typing import Any, NoReturn
@@ -23,6 +24,7 @@ from colbridge.expr.nodes import (
     Clip,
     Coalesce,
     Column,
+    Constant,
     FillNan,
     Filtered,
     Function,
@@ -34,6 +36,7 @@ from colbridge.expr.nodes import (
     When,
 )
 from colbridge.types import DType, parse_dtype
+from colbridge.types.logical import parse_logical
 
 __all__ = [
     "Expr",
@@ -60,7 +63,16 @@ MAX_IS_IN_VALUES = 64
 CLOSED = ("both", "left", "right", "none")
 
 
-def _literal_node(value: Any, dtype: Any = None) -> Literal:
+#: Python values that become typed constants: dates, datetimes, times, durations, strings.
+CONSTANT_TYPES = (_dt.date, _dt.time, _dt.timedelta, str)
+
+
+def _literal_node(value: Any, dtype: Any = None) -> Node:
+    if isinstance(value, CONSTANT_TYPES):
+        node: Node = Constant(value)
+        if dtype is not None:
+            node = Expr(node).cast(dtype).node
+        return node
     if (
         dtype is None
         and isinstance(value, (np.generic, np.ndarray))
@@ -76,7 +88,7 @@ def _literal_node(value: Any, dtype: Any = None) -> Literal:
         if item is None:
             msg = (
                 f"cannot use {type(value).__name__} value {value!r} as a literal; "
-                "literals are bool, int, float or None"
+                "literals are bool, int, float, str, date, datetime, time, timedelta or None"
             )
             if isinstance(value, str):
                 msg += (
@@ -88,6 +100,8 @@ def _literal_node(value: Any, dtype: Any = None) -> Literal:
         if not isinstance(value, (bool, int, float)):
             msg = f"cannot use {value!r} as a literal; literals are bool, int, float or None"
             raise SchemaError(msg)
+    if dtype is not None and parse_logical(dtype) is not None:
+        return Expr(Literal(value)).cast(dtype).node
     return Literal(value, parse_dtype(dtype) if dtype is not None else None)
 
 
@@ -586,8 +600,20 @@ class Expr:
         return Expr(Function("is_in", (self.node,), (values, bool(nulls_equal))))
 
     def cast(self, dtype: Any, *, strict: bool = True) -> Expr:
-        """Convert to ``dtype``. ``strict=True`` raises on values that do not fit; else null."""
+        """Convert to ``dtype``. ``strict=True`` raises on values that do not fit; else null.
+
+        ``dtype`` is a number type, or a logical one (``pl.Date``, ``pl.Datetime("ms")``,
+        ``pl.Duration``, ``pl.Time``, ``pl.String``, ``pl.Categorical``) as polars casts:
+        a datetime to a coarser unit or to a date is floored; strings parse.
+        """
+        logical = parse_logical(dtype)
+        if logical is not None:
+            return Expr(Function("cast", (self.node,), (logical, strict)))
         return Expr(Cast(self.node, parse_dtype(dtype), strict))
+
+    def to_physical(self) -> Expr:
+        """The stored integers: a categorical's codes (UInt32), a date's days, and so on."""
+        return Expr(Function("to_physical", (self.node,)))
 
     def fill_null(self, value: Any) -> Expr:
         """Replace nulls by ``value`` (an expression or a scalar)."""
@@ -707,6 +733,17 @@ class Expr:
         """Name the output."""
         return Expr(Alias(self.node.arg if isinstance(self.node, Alias) else self.node, name))
 
+    # namespaces last: the name `str` below shadows the builtin in the class body
+    @property
+    def dt(self) -> DateTimeNamespace:
+        """Date and time functions (polars' ``.dt``)."""
+        return DateTimeNamespace(self)
+
+    @property
+    def str(self) -> StringNamespace:
+        """String functions (polars' ``.str``), computed once per distinct string."""
+        return StringNamespace(self)
+
 
 def _key_nodes(keys: tuple[Any, ...], where: str) -> tuple[Node, ...]:
     """Key expressions from names, expressions or lists of them (polars' ``*keys``)."""
@@ -744,8 +781,13 @@ def col(name: str) -> Expr:
     return Expr(Column(name))
 
 
-def lit(value: Scalar, dtype: Any = None) -> Expr:
+def lit(
+    value: Scalar | str | _dt.date | _dt.time | _dt.timedelta, dtype: Any = None
+) -> Expr:
     """A constant; Python numbers adapt their type to the other operand, as in polars.
+
+    Strings, dates, datetimes (naive or with a ``zoneinfo`` zone), times and
+    timedeltas are typed as polars types them (``Datetime('us')``, ``Duration('us')``).
 
     Examples
     --------
@@ -768,7 +810,7 @@ class _WhenThen:
         return _When(self._branches, to_node(condition))
 
     def otherwise(self, value: Any) -> Expr:
-        node = to_node(value)
+        node = _branch_node(value)
         for condition, then in reversed(self._branches):
             node = When(condition, then, node)
         return Expr(node)
@@ -804,7 +846,12 @@ class _When:
         self._condition = condition
 
     def then(self, value: Any) -> _WhenThen:
-        return _WhenThen((*self._branches, (self._condition, to_node(value))))
+        return _WhenThen((*self._branches, (self._condition, _branch_node(value))))
+
+
+def _branch_node(value: Any) -> Node:
+    """A ``then``/``otherwise`` value: as in polars a string names a column (`lit` for text)."""
+    return Column(value) if isinstance(value, str) else to_node(value)
 
 
 def when(condition: Any) -> _When:
@@ -957,13 +1004,11 @@ def _number_of(value: Any) -> Any:
     return value
 
 
-def _is_in_value(value: Any) -> bool | int | float | None:
-    if isinstance(value, str):
-        msg = (
-            f"`is_in` with the string {value!r}: string columns and string literals are not "
-            "supported in expressions yet; filter strings in the source frame first (polars: "
-            "`df.filter(pl.col(name).is_in([...]))`)"
-        )
+def _is_in_value(value: Any) -> Any:
+    if isinstance(value, CONSTANT_TYPES):
+        return value  # strings, dates, datetimes, times, durations: typed with the column
+    if _is_expression(value):
+        msg = "`is_in` takes a list of scalars, not expressions"
         raise UnsupportedOperationError(msg)
     return _bound_value(value)
 
@@ -972,7 +1017,11 @@ def _bound_value(bound: Any) -> bool | int | float | None:
     """A scalar `clip` bound as a plain number (NumPy scalars included)."""
     if bound is None or isinstance(bound, (bool, int, float)):
         return bound
-    return _literal_node(bound).value
+    node = _literal_node(bound)
+    if not isinstance(node, Literal):
+        msg = f"a bound must be a number, got {type(bound).__name__} {bound!r}"
+        raise SchemaError(msg)
+    return node.value
 
 
 def as_expr(value: Any) -> Expr:
@@ -1001,3 +1050,252 @@ def len() -> Expr:  # polars' name: the builtin is `builtins.len` in this module
 
 
 _ = DType  # re-exported type used in signatures
+
+
+def _function(name: str, expr: Expr, *params: Any) -> Expr:
+    return Expr(Function(name, (expr.node,), params))
+
+
+class DateTimeNamespace:
+    """``expr.dt``: fields and arithmetic of dates, datetimes, durations and times.
+
+    Fields are integer arithmetic in the kernel (the same on every device); a
+    time-zoned datetime's fields are local, its offsets read from the zone's
+    transitions. Result types are polars'.
+
+    Examples
+    --------
+    >>> import datetime as dt
+    >>> import polars as pl
+    >>> import colbridge as cb
+    >>> df = pl.DataFrame({"t": [dt.datetime(2024, 3, 31, 0, 30)]})
+    >>> t = cb.col("t").dt.replace_time_zone("UTC").dt.convert_time_zone("Europe/London")
+    >>> df.gpu.select(h=t.dt.hour(), wd=t.dt.weekday()).compute().row(0)
+    (0, 7)
+    """
+
+    __slots__ = ("_expr",)
+
+    def __init__(self, expr: Expr) -> None:
+        self._expr = expr
+
+    def _f(self, name: str, *params: Any) -> Expr:
+        return _function("dt." + name, self._expr, *params)
+
+    def year(self) -> Expr:
+        """The year (Int32)."""
+        return self._f("year")
+
+    def iso_year(self) -> Expr:
+        """The ISO 8601 week-numbering year (Int32)."""
+        return self._f("iso_year")
+
+    def century(self) -> Expr:
+        """The century (Int32): 2000 is in the 20th, 2001 in the 21st."""
+        return self._f("century")
+
+    def millennium(self) -> Expr:
+        """The millennium (Int32)."""
+        return self._f("millennium")
+
+    def quarter(self) -> Expr:
+        """The quarter, 1 to 4 (Int8)."""
+        return self._f("quarter")
+
+    def month(self) -> Expr:
+        """The month, 1 to 12 (Int8)."""
+        return self._f("month")
+
+    def week(self) -> Expr:
+        """The ISO 8601 week, 1 to 53 (Int8)."""
+        return self._f("week")
+
+    def weekday(self) -> Expr:
+        """The ISO weekday, Monday 1 to Sunday 7 (Int8)."""
+        return self._f("weekday")
+
+    def day(self) -> Expr:
+        """The day of the month, 1 to 31 (Int8)."""
+        return self._f("day")
+
+    def ordinal_day(self) -> Expr:
+        """The day of the year, 1 to 366 (Int16)."""
+        return self._f("ordinal_day")
+
+    def days_in_month(self) -> Expr:
+        """The number of days in the value's month (Int8)."""
+        return self._f("days_in_month")
+
+    def is_leap_year(self) -> Expr:
+        """True in leap years (Boolean)."""
+        return self._f("is_leap_year")
+
+    def hour(self) -> Expr:
+        """The hour, 0 to 23 (Int8)."""
+        return self._f("hour")
+
+    def minute(self) -> Expr:
+        """The minute, 0 to 59 (Int8)."""
+        return self._f("minute")
+
+    def second(self) -> Expr:
+        """The second, 0 to 59 (Int8)."""
+        return self._f("second")
+
+    def millisecond(self) -> Expr:
+        """Milliseconds within the second (Int32)."""
+        return self._f("millisecond")
+
+    def microsecond(self) -> Expr:
+        """Microseconds within the second (Int32)."""
+        return self._f("microsecond")
+
+    def nanosecond(self) -> Expr:
+        """Nanoseconds within the second (Int32)."""
+        return self._f("nanosecond")
+
+    def epoch(self, time_unit: str = "us") -> Expr:
+        """Time since 1970-01-01 in ``time_unit`` (``ns us ms s``: Int64; ``d``: Int32)."""
+        return self._f("epoch", time_unit)
+
+    def timestamp(self, time_unit: str = "us") -> Expr:
+        """Time since 1970-01-01 in ``time_unit`` (Int64)."""
+        return self._f("timestamp", time_unit)
+
+    def date(self) -> Expr:
+        """The (local) date (Date)."""
+        return self._f("date")
+
+    def time(self) -> Expr:
+        """The (local) time of day (Time)."""
+        return self._f("time")
+
+    def truncate(self, every: str) -> Expr:
+        """Round down to a multiple of ``every`` (``'15m'``, ``'1h'``, ``'1w'``, ``'1mo'``)."""
+        return self._f("truncate", every)
+
+    def month_start(self) -> Expr:
+        """The first day of the value's month, time of day kept."""
+        return self._f("month_start")
+
+    def month_end(self) -> Expr:
+        """The last day of the value's month, time of day kept."""
+        return self._f("month_end")
+
+    def convert_time_zone(self, time_zone: str) -> Expr:
+        """The same instants, seen in another time zone (only the fields change)."""
+        return self._f("convert_time_zone", time_zone)
+
+    def replace_time_zone(self, time_zone: str | None, *, ambiguous: str = "raise",
+                          non_existent: str = "raise") -> Expr:  # fmt: skip
+        """Keep the wall-clock times, change the zone (None: drop it).
+
+        A local time that occurs twice (daylight saving ends) raises, or takes the
+        ``earliest`` or ``latest`` instant; one that never occurs raises or is ``null``.
+        """
+        return self._f("replace_time_zone", time_zone, ambiguous, non_existent)
+
+    def cast_time_unit(self, time_unit: str) -> Expr:
+        """The same values in another time unit (coarser: floored)."""
+        return self._f("cast_time_unit", time_unit)
+
+    def total_days(self, fractional: bool = False) -> Expr:
+        """A duration in whole days (Int64, toward zero), or Float64 with ``fractional``."""
+        return self._f("total_days", fractional)
+
+    def total_hours(self, fractional: bool = False) -> Expr:
+        """A duration in hours (see `total_days`)."""
+        return self._f("total_hours", fractional)
+
+    def total_minutes(self, fractional: bool = False) -> Expr:
+        """A duration in minutes (see `total_days`)."""
+        return self._f("total_minutes", fractional)
+
+    def total_seconds(self, fractional: bool = False) -> Expr:
+        """A duration in seconds (see `total_days`)."""
+        return self._f("total_seconds", fractional)
+
+    def total_milliseconds(self, fractional: bool = False) -> Expr:
+        """A duration in milliseconds (see `total_days`)."""
+        return self._f("total_milliseconds", fractional)
+
+    def total_microseconds(self, fractional: bool = False) -> Expr:
+        """A duration in microseconds (see `total_days`)."""
+        return self._f("total_microseconds", fractional)
+
+    def total_nanoseconds(self, fractional: bool = False) -> Expr:
+        """A duration in nanoseconds (see `total_days`)."""
+        return self._f("total_nanoseconds", fractional)
+
+
+class StringNamespace:
+    """``expr.str``: string predicates, lengths and conversions.
+
+    Each is computed once per distinct string (the column's dictionary) with
+    ``pyarrow.compute``; the kernel gathers the answer by code, so no string
+    enters a kernel. A plain string column is dictionary-encoded once per compute
+    (a copy, shown by ``explain()``).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import colbridge as cb
+    >>> df = pl.DataFrame({"carrier": ["UA", "AA", None, "UAL"]})
+    >>> s = cb.col("carrier")
+    >>> df.gpu.select(ua=s == "UA", n=s.str.len_chars()).compute().to_dict(as_series=False)
+    {'ua': [True, False, None, False], 'n': [2, 2, None, 3]}
+    """
+
+    __slots__ = ("_expr",)
+
+    def __init__(self, expr: Expr) -> None:
+        self._expr = expr
+
+    def _f(self, name: str, *params: Any) -> Expr:
+        return _function("str." + name, self._expr, *params)
+
+    def len_chars(self) -> Expr:
+        """Length in characters (UInt32)."""
+        return self._f("len_chars")
+
+    def len_bytes(self) -> Expr:
+        """Length in UTF-8 bytes (UInt32)."""
+        return self._f("len_bytes")
+
+    def starts_with(self, prefix: str) -> Expr:
+        """True where the string starts with ``prefix``."""
+        return self._f("starts_with", prefix)
+
+    def ends_with(self, suffix: str) -> Expr:
+        """True where the string ends with ``suffix``."""
+        return self._f("ends_with", suffix)
+
+    def contains(self, pattern: str, *, literal: bool = False, strict: bool = True) -> Expr:
+        """True where ``pattern`` occurs: a plain substring with ``literal=True``, else a regex.
+
+        Regular expressions run on pyarrow's RE2 engine, which matches polars' for
+        ordinary patterns (no look-around or backreferences in either).
+        """
+        _ = strict
+        return self._f("contains", pattern, literal)
+
+    def to_integer(self, *, base: int = 10, strict: bool = True) -> Expr:
+        """Parse as Int64 (``+``/``-`` and digits); ``strict=False`` gives null for the rest."""
+        return self._f("to_integer", base, strict)
+
+    def to_datetime(self, format: str | None = None, *, time_unit: str | None = None,
+                    time_zone: str | None = None, strict: bool = True) -> Expr:  # fmt: skip
+        """Parse as Datetime with a strftime ``format`` (None: ISO 8601)."""
+        return self._f("to_datetime", format, time_unit, time_zone, strict)
+
+    def to_date(self, format: str | None = None, *, strict: bool = True) -> Expr:
+        """Parse as Date with a strftime ``format`` (None: ISO 8601)."""
+        return self._f("to_date", format, strict)
+
+    def to_lowercase(self) -> Expr:
+        """Lower case (a new dictionary; the codes stay)."""
+        return self._f("to_lowercase")
+
+    def to_uppercase(self) -> Expr:
+        """Upper case (a new dictionary; the codes stay)."""
+        return self._f("to_uppercase")

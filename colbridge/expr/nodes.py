@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from colbridge.types import DType
+from colbridge.types.logical import Logical
 
 __all__ = [
     "AGG_FUNCS",
@@ -20,19 +21,27 @@ __all__ = [
     "Alias",
     "Binary",
     "Cast",
+    "Check",
     "Clip",
     "Coalesce",
     "Column",
+    "Const",
+    "Constant",
     "FillNan",
     "Filtered",
     "Function",
+    "Gather",
     "GroupAgg",
     "KeySet",
     "Literal",
+    "Narrow",
     "Node",
     "Over",
     "Reduction",
+    "Reinterpret",
     "Round",
+    "Search",
+    "TableRef",
     "Unary",
     "When",
     "children",
@@ -230,7 +239,10 @@ class Function(Node):
     Like `Round`, it only appears in expressions as written: ``log`` with a base,
     ``degrees``, ``radians``, ``cot``, ``is_in``, ``clip`` with expression bounds
     and the horizontal reductions are lowered to existing nodes, with
-    polars' types and null rules, when the expression is typed.
+    polars' types and null rules, when the expression is typed. So are polars'
+    namespaces (``dt.hour``, ``str.starts_with``, ``cast`` to a logical type,
+    ``to_physical``): integer arithmetic for temporal fields, lookup tables for
+    strings (`colbridge.plan.logical_typing`).
     """
 
     name: str
@@ -320,6 +332,109 @@ Reduction = Agg | GroupAgg
 ROWS = Literal(None, DType.BOOL)
 
 
+@dataclass(frozen=True, slots=True, repr=False)
+class Constant(Node):
+    """A date, datetime, time, timedelta or string constant; type checking gives it its type."""
+
+    value: Any
+    # aware datetimes compare equal across zones, and a date never equals a datetime:
+    # the type and the zone keep such constants apart in CSE and caches
+    kind: str = field(default="", repr=False)
+
+    def __post_init__(self) -> None:
+        tz = getattr(self.value, "tzinfo", None)
+        zone = "" if tz is None else f":{getattr(tz, 'key', None) or tz!s}"
+        object.__setattr__(self, "kind", type(self.value).__name__ + zone)
+
+
+@dataclass(frozen=True, slots=True)
+class TableRef:
+    """A small array passed to a kernel as an argument and indexed per row.
+
+    ``source`` and ``recipe`` say how the runtime builds it: from the dictionary of
+    a string value (``source`` names it) or from a constant recipe (time zone
+    transitions); ``dtype`` is its element type; ``nullable`` tables carry a
+    validity flag per entry (an entry that has no value).
+    """
+
+    source: tuple[Any, ...]
+    recipe: tuple[Any, ...]
+    dtype: DType
+    nullable: bool = False
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Gather(Node):
+    """``table[index]``: a lookup table read at a per-row index (a dictionary code).
+
+    An index outside the table reads entry 0 (indices under nulls may be anything).
+    With ``error`` set, a table entry without a value is a failure with that message
+    on a valid row instead of a null.
+    """
+
+    table: TableRef
+    index: Node
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Search(Node):
+    """The position of the last entry of a sorted table that is ``<= value`` (int32).
+
+    The table's first entry is the smallest value of its type, so a position exists.
+    """
+
+    table: TableRef
+    value: Node
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Narrow(Node):
+    """Convert an integer known to fit in ``dtype`` (no check, never null).
+
+    Made by type checking for lowered operations whose range is known (an hour
+    computed in int64 fits in int8).
+    """
+
+    arg: Node
+    dtype: DType
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Reinterpret(Node):
+    """The same kernel values read as another logical type (None: plain integers).
+
+    Type checking wraps the result of every operation on dates, times and strings
+    in one, so a typed node's logical type is part of its identity (CSE never merges
+    a datetime with the integer it is stored as).
+    """
+
+    arg: Node
+    logical: Logical | None
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Check(Node):
+    """``arg``, counting a strict-cast failure on every valid row where ``ok`` is false.
+
+    Made by type checking for strict conversions it lowers (a date to nanoseconds
+    that overflows int64); ``message`` is the error raised.
+    """
+
+    arg: Node
+    ok: Node
+    message: str
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Const(Literal):
+    """A literal written into the kernel text, not passed as an argument.
+
+    Made by type checking for the constants of lowered operations (a day's length
+    in microseconds): the compilers fold them, dividing by a constant is a multiply.
+    """
+
+
 def _memo_hash(node: Node) -> int:
     cached = node._hash
     if cached:
@@ -343,6 +458,7 @@ for _cls in [c for c in Node.__subclasses__() if globals().get(c.__name__) is c]
     _COMPARED[_cls] = tuple(f for f in fields(_cls) if f.compare)
     _cls.__hash__ = _memo_hash  # type: ignore[method-assign,assignment]
     _cls.__getstate__ = _state_without_hash  # type: ignore[method-assign,assignment]
+_COMPARED[Const] = _COMPARED[Literal]  # a subclass of a node class, not of Node itself
 
 
 def children(node: Node) -> tuple[Node, ...]:
@@ -492,11 +608,27 @@ def _format(node: Node) -> str:
         if node.func == "each":
             return f"per_group[{node.keys!r}]({node.arg!r})"
         return f"{node.arg!r}.{node.func}({extra}){window}"
+    if isinstance(node, Constant):
+        return f"lit({node.value!r})"
+    if isinstance(node, Gather):
+        return f"{_format_table(node.table)}[{node.index!r}]"
+    if isinstance(node, Search):
+        return f"search({_format_table(node.table)}, {node.value!r})"
+    if isinstance(node, Narrow):
+        return f"{node.arg!r}.narrow({node.dtype})"
+    if isinstance(node, Check):
+        return f"{node.arg!r}.check({node.ok!r})"
+    if isinstance(node, Reinterpret):
+        return f"{node.arg!r}.as({node.logical or 'integer'})"
     return type(node).__name__
 
 
 def _format_function(node: Function) -> str:
     args = [repr(a) for a in node.args]
+    if "." in node.name or node.name in ("cast", "to_physical"):
+        params = ", ".join(_format_param(p) for p in node.options)
+        inner = ", ".join(x for x in (", ".join(args[1:]), params) if x)
+        return f"{args[0]}.{node.name}({inner})"
     if node.name.endswith("_horizontal"):
         extra = [] if not node.options or node.options[0] else ["ignore_nulls=False"]
         return f"{node.name}({', '.join(args + extra)})"
@@ -506,3 +638,14 @@ def _format_function(node: Function) -> str:
     elif node.name == "is_in":
         rest = [repr(list(node.options[0]))]
     return f"{args[0]}.{node.name}({', '.join(rest)})"
+
+
+def _format_param(value: Any) -> str:
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_format_param(v) for v in value) + "]"
+    return str(value) if type(value).__name__ == "Logical" else repr(value)
+
+
+def _format_table(table: TableRef) -> str:
+    what = ", ".join(_format_param(p) for p in table.recipe)
+    return f"table<{what}>"

@@ -8,12 +8,17 @@ Functions are called by name (``sqrt(x)``, ``cast(x, "int8", strict=False)``)
 or as methods of an expression (``x.sqrt()``, ``x.cast("int8", strict=False)``),
 with the parameter names of the Python API (polars' names) as keywords. A bare
 name is a column, except ``e``, ``pi``, ``nan`` and ``inf``, which are the
-constants only where the frame has no column of that name.
+constants only where the frame has no column of that name. Quoted text is a
+string (``carrier == 'UA'``); ``date('2013-06-01')`` and ``datetime(...)`` are
+dates and datetimes; ``x in ('a', 'b')`` is ``is_in``; temporal and string
+functions are called by name (``hour(t)``, ``starts_with(s, 'J')``) or through
+their namespace (``t.dt.hour()``, ``s.str.starts_with('J')``).
 """
 
 from __future__ import annotations
 
 import ast
+import datetime as _dt
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,7 +27,7 @@ from typing import Any
 from colbridge.errors import ColbridgeError, ExpressionSyntaxError
 from colbridge.expr import api
 from colbridge.expr.api import Expr
-from colbridge.expr.nodes import Column, Literal, Node
+from colbridge.expr.nodes import Column, Constant, Literal, Node
 
 __all__ = ["FUNCTIONS", "MAX_DEPTH", "MAX_LENGTH", "parse_assignments", "parse_expr"]
 
@@ -61,7 +66,7 @@ class _Param:
     """One parameter: its name and what it takes.
 
     Kinds: ``expr`` (an expression), ``str`` (a string literal), ``bool``, ``int``,
-    ``list`` (a list of numbers or booleans) and ``value`` (a number, bool or None).
+    ``list`` (a list of numbers, booleans, strings or dates) and ``value`` (a number, bool or None).
     """
 
     name: str
@@ -195,12 +200,63 @@ FUNCTIONS: dict[str, _Function] = {
         example='lit(None, dtype="float64")',
     ),
 }
+#: ``hour(t)`` is ``t.dt.hour()``; ``len_chars(s)`` is ``s.str.len_chars()``.
+_DT_FIELDS = (
+    "year", "iso_year", "quarter", "month", "week", "weekday", "day", "ordinal_day", "hour",
+    "minute", "second", "millisecond", "microsecond", "nanosecond", "is_leap_year",
+    "days_in_month", "century", "millennium", "month_start", "month_end", "total_seconds",
+    "total_minutes", "total_hours", "total_days", "total_milliseconds",
+)  # fmt: skip
+_STR_FUNCS = ("len_chars", "len_bytes", "to_integer", "to_lowercase", "to_uppercase")
+
+
+def _namespaced(namespace: str, name: str) -> _Function:
+    return _Function((_x(),), lambda x: getattr(getattr(x, namespace), name)(), method=False,
+                     example=f"{name}(x)")  # fmt: skip
+
+
+def _temporal_constant(kind: str) -> _Function:
+    def build(text: str) -> Expr:
+        cls = _dt.datetime if kind == "datetime" else _dt.date
+        try:
+            value = cls.fromisoformat(text)
+        except ValueError:
+            msg = f"not an ISO {kind}: {text!r}"
+            raise ValueError(msg) from None
+        return api.lit(value)
+
+    example = f"{kind}('2013-06-01')"
+    return _Function((_Param("text", "str", keyword=False),), build, method=False,
+                     example=example)  # fmt: skip
+
+
+def _matching(name: str) -> _Function:
+    def build(x: Expr, pattern: str) -> Expr:
+        if name == "contains":
+            return x.str.contains(pattern, literal=True)
+        return getattr(x.str, name)(pattern)  # type: ignore[no-any-return]
+
+    return _Function((_x(), _Param("pattern", "str", keyword=False)), build, method=False,
+                     example=f"{name}(x, 'a')")  # fmt: skip
+
+
+FUNCTIONS.update({
+    **{name: _namespaced("dt", name) for name in _DT_FIELDS},
+    **{name: _namespaced("str", name) for name in _STR_FUNCS},
+    "datetime": _temporal_constant("datetime"),
+    "date": _temporal_constant("date"),
+    **{name: _matching(name) for name in ("starts_with", "ends_with", "contains")},
+})  # fmt: skip
 _METHODS = sorted(name for name, fn in FUNCTIONS.items() if fn.method)
 
-_STRING_HINT = (
-    "string columns and string literals are not supported in expressions yet; filter or map "
-    "strings in the source frame first (polars: `df.filter(pl.col('carrier') == 'UA')`)"
-)
+#: Methods of the namespace form ``t.dt.hour()``, ``s.str.starts_with('a')``: (min, max) args.
+_NAMESPACE_METHODS: dict[str, dict[str, tuple[int, int]]] = {
+    "dt": {**{f: (0, 0) for f in _DT_FIELDS}, "date": (0, 0), "time": (0, 0),
+           "epoch": (0, 1), "timestamp": (0, 1), "truncate": (1, 1),
+           "convert_time_zone": (1, 1), "cast_time_unit": (1, 1)},
+    "str": {**{f: (0, 0) for f in _STR_FUNCS}, "starts_with": (1, 1), "ends_with": (1, 1),
+            "to_datetime": (0, 1), "to_date": (0, 1)},
+}  # fmt: skip
 
 
 class _Translator:
@@ -265,9 +321,9 @@ class _Translator:
                 return api.lit(value)
             if isinstance(value, float):
                 return api.lit(value)
-            raise self.fail(
-                node, f"{type(value).__name__} literals are not allowed (use `col(\"name\")`)"
-            )
+            if isinstance(value, str):
+                return api.lit(value)  # a string; a column is a bare name or col("name")
+            raise self.fail(node, f"{type(value).__name__} literals are not allowed")
         if isinstance(node, ast.IfExp):
             return api.when(self.expr(node.test, d)).then(self.expr(node.body, d)).otherwise(
                 self.expr(node.orelse, d)
@@ -283,35 +339,72 @@ class _Translator:
 
     def compare(self, node: ast.Compare, depth: int) -> Expr:
         parts = [node.left, *node.comparators]
-        for part in parts:
-            if isinstance(part, ast.Constant) and isinstance(part.value, (str, bytes)):
-                raise self.fail(
-                    part, f"comparing with the string {part.value!r}: {_STRING_HINT}"
-                )
         result: Expr | None = None
         for cmp, left, right in zip(node.ops, parts, parts[1:], strict=False):
+            if isinstance(cmp, (ast.In, ast.NotIn)):
+                term = self.membership(left, right, depth, negate=isinstance(cmp, ast.NotIn))
+                result = term if result is None else result & term
+                continue
             fn = _CMPOPS.get(type(cmp))
             if fn is None:
-                hint = ""
-                if isinstance(cmp, (ast.In, ast.NotIn)):
-                    hint = "; for membership write `is_in(x, [1, 2, 3])`"
-                raise self.fail(node, f"comparison `{type(cmp).__name__}` is not allowed{hint}")
+                raise self.fail(node, f"comparison `{type(cmp).__name__}` is not allowed")
             term = fn(self.expr(left, depth), self.expr(right, depth))
             result = term if result is None else result & term
         assert result is not None
         return result
 
     # -- calls ---------------------------------------------------------------------------
+    def membership(self, left: ast.AST, right: ast.AST, depth: int, *, negate: bool) -> Expr:
+        """``x in ('a', 'b')``: `Expr.is_in` over a tuple or list of constants."""
+        if not isinstance(right, (ast.Tuple, ast.List)):
+            op = "In" if not negate else "NotIn"
+            msg = (
+                f"comparison `{op}` is not allowed with that right side: `in` takes a tuple "
+                "or list of values, e.g. `x in ('a', 'b')`"
+            )
+            raise self.fail(right, msg)
+        values = []
+        for item in right.elts:
+            value = self.expr(item, depth)
+            if not isinstance(value.node, (Literal, Constant)):
+                raise self.fail(item, "`in` takes constants only")
+            values.append(value.node.value)
+        out = self.expr(left, depth).is_in(values)
+        return ~out if negate else out
+
+    def method(self, node: ast.Call, depth: int) -> Expr:
+        """``t.dt.hour()`` or ``s.str.starts_with('a')``: whitelisted namespace methods."""
+        func = node.func
+        assert isinstance(func, ast.Attribute)
+        owner = func.value
+        assert isinstance(owner, ast.Attribute)
+        if node.keywords:
+            raise self.fail(node, f"`{owner.attr}.{func.attr}` takes positional arguments only")
+        allowed = _NAMESPACE_METHODS[owner.attr]
+        spec = allowed.get(func.attr)
+        if spec is None:
+            raise self.fail(func, f"unknown method `{owner.attr}.{func.attr}`; allowed: "
+                            f"{', '.join(sorted(allowed))}")  # fmt: skip
+        lo, hi = spec
+        if not lo <= len(node.args) <= hi:
+            raise self.fail(node, f"`{owner.attr}.{func.attr}` takes {lo} to {hi} argument(s)")
+        args = [_constant(a, self, f"`{func.attr}` arguments") for a in node.args]
+        target = self.expr(owner.value, depth)
+        return getattr(getattr(target, owner.attr), func.attr)(*args)  # type: ignore[no-any-return]
+
     def call(self, node: ast.Call, depth: int) -> Expr:
         func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute) \
+                and func.value.attr in _NAMESPACE_METHODS:  # fmt: skip
+            return self.method(node, depth)
         if isinstance(func, ast.Attribute):
             name = func.attr
             spec = FUNCTIONS.get(name)
             if spec is None or not spec.method or name.startswith("_"):
                 raise self.fail(
-                    func, f"unknown method `{name}`: only plain function names, and those "
-                    f"functions as methods (e.g. `x.sqrt()`), can be called; methods: "
-                    f"{', '.join(_METHODS)}",
+                    func, f"unknown method `{name}`: only plain function names can be called, "
+                    "and the methods `x.dt.<field>()`, `x.str.<function>()` and the functions "
+                    f"that are also methods (e.g. `x.sqrt()`); methods: {', '.join(_METHODS)}",
                 )  # fmt: skip
             receiver: list[ast.AST] = [func.value]
             shown = f"x.{name}"
@@ -438,16 +531,20 @@ class _Translator:
                                   f"e.g. `{FUNCTIONS[name].example}`")  # fmt: skip
         out = []
         for item in node.elts:
-            if isinstance(item, ast.Constant) and isinstance(item.value, str):
-                raise self.fail(item, f"`{name}` with the string {item.value!r}: {_STRING_HINT}")
             if isinstance(item, ast.Constant) and (
-                item.value is None or isinstance(item.value, (bool, int, float))
+                item.value is None or isinstance(item.value, (bool, int, float, str))
             ):
                 out.append(item.value)
                 continue
             number = self.number(item)
+            if number is None and isinstance(item, ast.Call):
+                constant = self.expr(item, depth).node  # date('...'), datetime('...')
+                if isinstance(constant, Constant):
+                    out.append(constant.value)
+                    continue
             if number is None:
-                raise self.fail(item, f"`{name}`: list items must be numbers, True, False or None")
+                raise self.fail(item, f"`{name}`: list items must be numbers, strings, dates, "
+                                "True, False or None")  # fmt: skip
             out.append(number)
         return out
 
@@ -465,6 +562,12 @@ class _Translator:
         if isinstance(node, ast.Name) and node.id in _NAMED_NUMBERS:
             return sign * _NAMED_NUMBERS[node.id]
         return None
+
+
+def _constant(node: ast.AST, translator: _Translator, what: str) -> Any:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, bool)):
+        return node.value
+    raise translator.fail(node, f"{what} must be constants")
 
 
 def _parse(text: str, mode: str) -> ast.AST:

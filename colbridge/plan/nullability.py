@@ -17,6 +17,7 @@ from colbridge.expr.nodes import (
     Column,
     FillNan,
     Filtered,
+    Gather,
     GroupAgg,
     Literal,
     Node,
@@ -98,4 +99,6 @@ class Nullability:
             return self.may_be_null(node.arg) or self.may_be_null(node.value)
         if isinstance(node, Clip):
             return self.may_be_null(node.arg)
+        if isinstance(node, Gather):  # a table entry without a value is null (or an error)
+            return self.may_be_null(node.index) or (node.table.nullable and not node.error)
         return any(self.may_be_null(c) for c in children(node))

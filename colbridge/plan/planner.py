@@ -21,13 +21,17 @@ from colbridge.expr.nodes import (
     Agg,
     Binary,
     Column,
+    Const,
     Filtered,
+    Gather,
     GroupAgg,
     KeySet,
     Literal,
     Node,
     Over,
     Reduction,
+    Search,
+    TableRef,
     children,
     deep_walk,
     push_window,
@@ -38,6 +42,7 @@ from colbridge.expr.nodes import (
 from colbridge.plan.logical import Step
 from colbridge.plan.typecheck import ColumnType, TypeChecker, is_host_reduction, is_scalar
 from colbridge.types import DType
+from colbridge.types.logical import Logical
 
 __all__ = ["GroupBySpec", "Segment", "SegmentSpec", "plan_segments", "type_segment"]
 
@@ -104,6 +109,10 @@ class Segment:
     def filters_first(self) -> bool:
         """Whether the whole filter applies before the outputs (they need only its rows)."""
         return self.mask is not None and self.gate == self.mask
+    #: outputs of a logical type (dates, strings, ...): their type, and for strings
+    #: how their dictionary is built (see `colbridge.plan.logical_typing`)
+    output_logical: dict[str, Logical] = field(default_factory=dict)
+    output_dicts: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
     @property
     def text(self) -> str:
@@ -114,8 +123,11 @@ class Segment:
         return "\n".join(lines)
 
     @functools.cached_property
-    def _shape(self) -> tuple[str, tuple[Literal, ...]]:
+    def _shape(self) -> tuple[str, tuple[Literal, ...], tuple[TableRef, ...]]:
         params: dict[Node, int] = {}
+        # a lookup table's contents never change the kernel, only its place and type do:
+        # `s == "UA"` and `s == "AA"` share one compiled kernel
+        tables: dict[TableRef, int] = {}
 
         def shape(node: Node) -> str:
             if isinstance(node, (Agg, GroupAgg)):
@@ -132,6 +144,9 @@ class Segment:
                     parts.append(shape(value))
                 elif isinstance(value, tuple) and any(isinstance(v, Node) for v in value):
                     parts.append("[" + ", ".join(shape(v) for v in value) + "]")
+                elif isinstance(value, TableRef):
+                    k = tables.setdefault(value, len(tables))
+                    parts.append(f"$t{k}:{value.dtype}:{value.nullable}")
                 else:
                     parts.append(repr(value))
             return f"{type(node).__name__}({', '.join(parts)})"
@@ -143,7 +158,13 @@ class Segment:
         key: tuple[Any, ...] = (outputs, mask, levels, self.one_row, gate)
         if self.group_by is not None:
             key += (repr(self.group_by.keys),)
-        return repr(key), tuple(params)  # type: ignore[arg-type]
+        # tables read inside reductions come after: the reductions are in the key verbatim
+        for level in self.agg_levels:
+            for agg in level:
+                for node in walk(agg):
+                    if isinstance(node, (Gather, Search)):
+                        tables.setdefault(node.table, len(tables))
+        return repr(key), tuple(params), tuple(tables)  # type: ignore[arg-type]
 
     @property
     def signature(self) -> str:
@@ -153,6 +174,15 @@ class Segment:
         ``x * 2.5`` and ``x * 3.5`` share one compiled kernel.
         """
         return self._shape[0]
+
+    @property
+    def tables(self) -> tuple[TableRef, ...]:
+        """Every lookup table of the segment's kernels, in the order its signature numbers them.
+
+        Each kernel of the segment takes all of them as arguments, so a kernel compiled
+        for one plan runs another of the same signature with that plan's tables.
+        """
+        return self._shape[2]
 
     @property
     def params(self) -> tuple[Literal, ...]:
@@ -180,7 +210,8 @@ class Segment:
 
 def is_kernel_parameter(node: Literal) -> bool:
     """A typed, non-null number: passed to kernels as an argument, not written into them."""
-    return node.value is not None and node.dtype is not None and not node.dtype.is_bool
+    return (node.value is not None and node.dtype is not None and not node.dtype.is_bool
+            and not isinstance(node, Const))  # fmt: skip
 
 
 def _substitute(node: Node, env: Mapping[str, Node]) -> Node:
@@ -397,6 +428,8 @@ def type_segment(spec: SegmentSpec, schema: Mapping[str, ColumnType]) -> Segment
     if spec.group_by is not None:
         group = GroupBySpec(checker.key_set(spec.group_by.keys), spec.group_by.names)
         checker.allow_opaque = True  # `first` of a string column is an output here
+    output_logical: dict[str, Logical] = {}
+    output_dicts: dict[str, tuple[Any, ...]] = {}
     for name in spec.order:
         node = spec.env[name]
         if group is not None and name in group.names:
@@ -427,6 +460,11 @@ def type_segment(spec: SegmentSpec, schema: Mapping[str, ColumnType]) -> Segment
             arrow_types[name] = checker.opaque[typed]
         else:
             output_types[name] = checker.dtype(typed)
+        logical = checker.logical.get(typed)
+        if logical is not None:
+            output_logical[name] = logical
+            if typed in checker.dicts:
+                output_dicts[name] = checker.dicts[typed]
     mask = None
     if spec.mask is not None:
         mask = checker.check(spec.mask)
@@ -446,6 +484,8 @@ def type_segment(spec: SegmentSpec, schema: Mapping[str, ColumnType]) -> Segment
     segment.passthrough = passthrough
     segment.output_types = output_types
     segment.arrow_types = arrow_types
+    segment.output_logical = output_logical
+    segment.output_dicts = output_dicts
     return segment
 
 
@@ -501,6 +541,11 @@ def _build_segment(
                              checker, one_row=False)  # fmt: skip
         pre.order = list(host_names.values())
         pre.output_types = {name: checker.types[node] for node, name in host_names.items()}
+        # keys of a logical type (a date, a string) come out as their type, not as codes
+        pre.output_logical = {name: checker.logical[node] for node, name in host_names.items()
+                              if node in checker.logical}  # fmt: skip
+        pre.output_dicts = {name: checker.dicts[node] for node, name in host_names.items()
+                            if node in checker.dicts}  # fmt: skip
     return Segment(
         inputs=inputs,
         order=[name for name, _ in outputs],

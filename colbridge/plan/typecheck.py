@@ -44,6 +44,7 @@ from colbridge.expr.nodes import (
     Clip,
     Coalesce,
     Column,
+    Constant,
     FillNan,
     Filtered,
     Function,
@@ -60,6 +61,7 @@ from colbridge.expr.nodes import (
     walk,
 )
 from colbridge.types import DType
+from colbridge.types.logical import Logical
 from colbridge.types.promotion import (
     agg_result,
     float_result,
@@ -150,6 +152,13 @@ class TypeChecker:
         self.opaque: dict[Node, object] = {}
         #: whether such results may be typed (they can only be outputs of `group_by`)
         self.allow_opaque = False
+        #: typed nodes of a logical type (dates, datetimes, strings, ...) and, for strings,
+        #: how the runtime builds their dictionary (`colbridge.plan.logical_typing`)
+        self.logical: dict[Node, Logical] = {}
+        self.dicts: dict[Node, tuple[object, ...]] = {}
+        from colbridge.plan.logical_typing import LogicalTyping
+
+        self._lt = LogicalTyping(self)
 
     # -- entry point ----------------------------------------------------------
     def check(self, node: Node) -> Node:
@@ -319,6 +328,8 @@ class TypeChecker:
                 "frame with `.filter(...)`"
             )
             raise SchemaError(msg)
+        if isinstance(node, Constant):
+            return self._lt.constant(node)
         msg = f"unsupported expression node {type(node).__name__}: {node!r}"
         raise UnsupportedOperationError(msg)
 
@@ -334,14 +345,19 @@ class TypeChecker:
         if info.dtype is None and _is_null_type(info.arrow_type):
             # a column that is null in every row: its type adapts like `lit(None)`'s
             return Literal(None)
+        if info.dtype is None:
+            typed = self._lt.column(node, info)
+            if typed is not None:
+                return typed
         if info.dtype is None or info.dtype is DType.FLOAT16:
             if info.dtype is DType.FLOAT16:
                 where = f"column `{node.name}`"
                 raise _float16_error(where)
             msg = (
                 f"column `{node.name}` has type {info.arrow_type}, which expressions cannot "
-                "compute on; colbridge expressions take numeric and boolean columns "
-                "(cast it in the source frame, or leave it out of the expression)"
+                "compute on; colbridge expressions take numeric, boolean, temporal, string and "
+                "categorical columns (cast it in the source frame, or leave it out of the "
+                "expression)"
             )
             raise UnsupportedTypeError(msg)
         return self._record(node, info.dtype)
@@ -375,6 +391,8 @@ class TypeChecker:
                 ):
                     rep = self._representative(number)
                     return self._dynamic_node(Binary(node.op, left, right), "float", rep)
+        if left in self.logical or right in self.logical:
+            return self._lt.binary(node, left, right)
         if self._keep_dynamic and node.op in _DYNAMIC_BINARY:
             dynamic = self._dynamic_binary(node.op, left, right)
             if dynamic is None and node.op == "pow":
@@ -533,6 +551,8 @@ class TypeChecker:
         op = node.op
         if op in ("is_null", "is_not_null"):
             return self._record(Unary(op, arg), DType.BOOL)
+        if arg in self.logical:
+            return self._lt.unary(node, arg)
         if op in ("is_nan", "is_not_nan", "is_finite", "is_infinite"):
             if t.is_bool:
                 raise _bad_type(node, t, "a numeric column")
@@ -561,6 +581,8 @@ class TypeChecker:
             if isinstance(arg, Literal) and arg.value is None:
                 return self._typed_literal(None, node.dtype)
             arg = self._materialize(arg)
+        if arg in self.logical:
+            return self._lt.cast(arg, node.dtype, node.strict, node)
         src = self.types[arg]
         if src == node.dtype:
             return arg
@@ -589,6 +611,8 @@ class TypeChecker:
             )
             raise SchemaError(msg)
         then, other = self._check(node.then), self._check(node.otherwise)
+        if then in self.logical or other in self.logical:
+            return self._lt.when(node, cond, then, other)
         dynamic = self._dynamic_when(node, then, other)
         if dynamic is not None:
             return dynamic
@@ -646,6 +670,10 @@ class TypeChecker:
 
     def _coalesce(self, node: Coalesce) -> Node:
         args = [self._check(a) for a in node.args]
+        if any(a in self.logical for a in args):
+            if len(args) == 1:
+                return args[0]
+            return self._lt.coalesce(node, args)
         typed = [self.types[a] for a in args if not self._is_dynamic(a)]
         if not typed:
             # all dynamic: the first is materialised and the others follow it (polars)
@@ -672,6 +700,7 @@ class TypeChecker:
 
     def _fill_nan(self, node: FillNan) -> Node:
         arg = self._check(node.arg)
+        self._numeric_only(node, arg)
         value = self._check(node.value)
         kinds = (self._dynamic_kind(arg), self._dynamic_kind(value))
         if self._keep_dynamic and None not in kinds:
@@ -699,6 +728,7 @@ class TypeChecker:
         is not finite it returns ``x`` unchanged.
         """
         arg = self._check(node.arg)
+        self._numeric_only(node, arg)
         kind = self._dynamic_kind(arg)
         if self._keep_dynamic and kind is not None:
             return self._dynamic_node(Round(arg, node.decimals, node.mode), kind,
@@ -738,6 +768,7 @@ class TypeChecker:
 
     def _clip(self, node: Clip) -> Node:
         arg = self._check(node.arg)
+        self._numeric_only(node, arg)
         if self._keep_dynamic and arg in self._dynamic:
             # the representative stays unclipped, as in polars:
             # when(c).then(300).otherwise(1).clip(0, 5) + int8 is Int16
@@ -775,6 +806,10 @@ class TypeChecker:
 
     # -- functions lowered to elementwise nodes ------------------------------------------
     def _function(self, node: Function) -> Node:
+        if "." in node.name or node.name in ("cast", "to_physical"):
+            return self._lt.function(node)  # dt.*, str.*, casts to logical types
+        if node.name == "is_in" and self._check(node.args[0]) in self.logical:
+            return self._lt.is_in(node)  # strings, categories, dates, ...
         if node.name == "log":
             return self._log(node)
         if node.name in ("degrees", "radians", "cot"):
@@ -1103,6 +1138,8 @@ class TypeChecker:
             return self._dynamic_node(Agg(node.func, arg, node.ddof), kind, rep)
         if self._is_dynamic(arg):
             arg = self._materialize(arg)
+        if arg in self.logical and node.func not in ("count", "null_count"):
+            return self._lt.agg(node, arg, lambda f, value: Agg(f, value, node.ddof))
         t = self.types[arg]
         result = agg_result(node.func, t)
         if is_scalar(arg):
@@ -1182,9 +1219,12 @@ class TypeChecker:
             # the rows are counted, whatever their values: the argument is not evaluated
             rows: Node = ROWS if pred is None else Filtered(ROWS, pred)
             return self._record(GroupAgg("len", rows, keys), DType.UINT32)
-        if isinstance(inner, Column) and self._opaque_column(inner):
-            if func not in ("count", "null_count", "first", "last", "n_unique"):
-                self._column(inner)  # raises the error naming the column and its type
+        if isinstance(inner, Column) and self._opaque_column(inner) \
+                and func in ("count", "null_count", "first", "last", "n_unique") \
+                and not (func in ("first", "last") and not self.allow_opaque
+                         and self._lt.column(inner, self.schema[inner.name]) is not None):
+            # taken from the Arrow column itself: any type (strings, dates, decimals, ...);
+            # a window's first string or date is gathered by code or value instead
             info = self.schema[inner.name]
             arg: Node = inner if pred is None else Filtered(inner, pred)
             if func not in ("first", "last"):
@@ -1200,6 +1240,9 @@ class TypeChecker:
             self.opaque[out] = info.arrow_type
             return out
         typed = self.check(inner)
+        if typed in self.logical and func not in ("count", "null_count", "n_unique"):
+            return self._lt.agg(node, typed, lambda f, value: GroupAgg(f, filtered(value), keys,
+                                                                      node.ddof))  # fmt: skip
         t = self.types[typed]
         result = agg_result(func, t)
         if func in ("first", "last", "n_unique"):
@@ -1263,6 +1306,44 @@ class TypeChecker:
         if func == "sum":  # the sum of nothing is 0
             return self._record(Coalesce((value, self._typed_literal(0, result))), result)
         return value
+
+    # -- for the logical-type rules (colbridge.plan.logical_typing) ---------------------
+    def _numeric_only(self, node: Node, arg: Node) -> None:
+        logical = self.logical.get(arg)
+        if logical is not None:
+            msg = f"`{node!r}` is not defined for {logical}; it needs a numeric column"
+            raise SchemaError(msg)
+
+    def check_child(self, node: Node) -> Node:
+        """Type a child expression (a Python number stays dynamic)."""
+        return self._check(node)
+
+    def is_dynamic(self, node: Node) -> bool:
+        """True for a Python number (or an expression of them) not typed yet."""
+        return self._is_dynamic(node)
+
+    def materialize(self, node: Node) -> Node:
+        """A dynamic number or expression typed as it stands alone."""
+        return self._materialize(node)
+
+    def type_dynamic_against(self, node: Node, other: DType, where: Node) -> Node:
+        """A dynamic number typed next to an operand of type ``other``."""
+        return self._type_dynamic_against(node, other, where)
+
+    def null_of(self, dtype: DType) -> Node:
+        """A null literal of ``dtype``."""
+        return self._typed_literal(None, dtype)
+
+    def record_bool(self, node: Node) -> Node:
+        """Record ``node`` as boolean."""
+        return self._record(node, DType.BOOL)
+
+    def cast_plain(self, node: Node, dtype: DType, strict: bool) -> Node:
+        """``node`` (a number, or a logical value read as one) converted to ``dtype``."""
+        src = self.types[node]
+        if src == dtype:
+            return node
+        return self._record(Cast(node, dtype, strict), dtype)
 
 
 def _tree(nodes: list[Node], combine: Callable[[Node, Node], Node]) -> Node:

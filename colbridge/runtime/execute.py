@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from colbridge.backends import get_backend
 from colbridge.backends.common import (
@@ -46,7 +47,9 @@ from colbridge.expr.nodes import ROWS, Agg, Column, Filtered, Literal, Node, dee
 from colbridge.plan.logical import Step
 from colbridge.plan.planner import Segment, SegmentSpec, plan_segments, type_segment
 from colbridge.plan.typecheck import ColumnType
+from colbridge.runtime.tables import finish_output, segment_tables
 from colbridge.types import dtype_from_arrow
+from colbridge.types.logical import logical_from_arrow
 
 __all__ = [
     "Columns",
@@ -62,6 +65,10 @@ __all__ = [
 
 _CACHE_MAX = 512
 _LOCK = threading.Lock()
+#: dictionary encodings of plain string columns, by the identity of their Arrow buffers
+#: (each entry keeps its source array alive, so no other buffer takes its address)
+_ENCODED: OrderedDict[Any, tuple[pa.Array, pa.Array]] = OrderedDict()
+_ENCODED_MAX = 16
 _PREPARED: OrderedDict[Any, PreparedPlan] = OrderedDict()
 _TYPED: OrderedDict[Any, TypedPlan] = OrderedDict()
 
@@ -101,6 +108,35 @@ class Columns:
             self._arrays[name] = array
         return array
 
+    def kernel_array(self, name: str) -> pa.Array:
+        """The column as a kernel reads it: a string column as dictionary codes.
+
+        A plain string column is dictionary-encoded once per compute (a copy, reported);
+        a dictionary column is read as it is (its codes), unless its dictionary holds
+        nulls, which are moved into the codes (a copy, reported).
+        """
+        array = self.get(name)
+        key = "\0codes:" + name
+        hit = self._arrays.get(key)
+        if hit is not None:
+            return hit
+        logical = logical_from_arrow(array.type)
+        if logical is None or not logical.is_string:
+            return array
+        if pa.types.is_dictionary(array.type):
+            if array.dictionary.null_count == 0:
+                return array
+            index_type = array.type.index_type
+            encoded = pc.dictionary_encode(array.dictionary_decode())
+            array = pa.DictionaryArray.from_arrays(encoded.indices.cast(index_type),
+                                                   encoded.dictionary)  # fmt: skip
+            self.copies.append(f"column `{name}`: nulls moved from its dictionary into its "
+                               "codes (a copy)")  # fmt: skip
+        else:
+            array = _encode(name, array, self.copies)
+        self._arrays[key] = array
+        return array
+
     def nan_null(self, names: Iterable[str]) -> frozenset[str]:
         """Those of ``names`` whose NaN means null (pandas NumPy-backed floats)."""
         return frozenset(n for n in names if self.adapter.nan_is_null(n))
@@ -119,6 +155,34 @@ class Columns:
             arrow_type = self.get(name).type
             out[name] = ColumnType(name, dtype_from_arrow(arrow_type), arrow_type)
         return out
+
+
+def _encode(name: str, array: pa.Array, copies: list[str]) -> pa.Array:
+    """A plain string column dictionary-encoded, reusing the encoding of an earlier compute.
+
+    Arrow buffers never change, so the same buffers at the same offset and length encode
+    the same way: a frame computed again (a notebook cell rerun, a recurring plan) pays
+    for the encoding once.
+    """
+    key = (tuple(b.address if b is not None else 0 for b in array.buffers()), array.offset,
+           len(array), str(array.type))  # fmt: skip
+    with _LOCK:
+        hit = _ENCODED.get(key)
+        if hit is not None:
+            _ENCODED.move_to_end(key)
+    if hit is not None:
+        copies.append(f"column `{name}`: dictionary encoding of an earlier compute reused")
+        return hit[1]
+    encoded = pc.dictionary_encode(array)
+    copies.append(
+        f"column `{name}`: dictionary-encoded once for the kernels "
+        f"({len(encoded.dictionary)} distinct strings; a copy)"
+    )
+    with _LOCK:
+        _ENCODED[key] = (array, encoded)
+        while len(_ENCODED) > _ENCODED_MAX:
+            _ENCODED.popitem(last=False)
+    return encoded
 
 
 class _LazySchema(dict[str, ColumnType]):
@@ -197,12 +261,25 @@ def _type_plan(specs: list[SegmentSpec], names: tuple[str, ...], columns: Column
     for spec in specs:
         segment = type_segment(spec, schema)
         segments.append(segment)
-        schema = {
-            n: ColumnType(n, segment.output_types.get(n),
-                          segment.output_types.get(n) or segment.arrow_types.get(n))
-            for n in segment.order
-        }  # fmt: skip
+        schema = {n: _next_column_type(n, segment, schema) for n in segment.order}
     return TypedPlan(segments)
+
+
+def _next_column_type(name: str, segment: Segment, schema: Mapping[str, ColumnType]) -> ColumnType:
+    """What the next segment knows of column ``name`` after ``segment`` made it."""
+    source = segment.passthrough.get(name)
+    if source is not None:  # kept as it was: its Arrow type too (dictionaries, timestamps)
+        try:
+            info = schema[source]
+        except UnsupportedTypeError:
+            info = None  # a column Arrow cannot hold (polars Int128), passed through untouched
+        if info is not None:
+            return ColumnType(name, info.dtype, info.arrow_type)
+    logical = segment.output_logical.get(name)
+    if logical is not None:
+        return ColumnType(name, None, logical.arrow)
+    dtype = segment.output_types.get(name)
+    return ColumnType(name, dtype, dtype or segment.arrow_types.get(name))
 
 
 def _read_by_kernels(spec: SegmentSpec) -> list[str]:
@@ -285,6 +362,17 @@ def _run_segment(
     return ran if isinstance(ran, SegmentResult) else SegmentResult(*ran)
 
 
+def _finished(
+    segment: Segment, results: Mapping[str, pa.Array], arrays: Mapping[str, pa.Array]
+) -> dict[str, pa.Array]:
+    """Kernel results as columns of their logical types (dates, strings from their codes)."""
+    out = dict(results)
+    for name, logical in segment.output_logical.items():
+        if name in out:
+            out[name] = finish_output(out[name], logical, segment.output_dicts.get(name), arrays)
+    return out
+
+
 def _identity(array: pa.Array) -> tuple[Any, ...]:
     """What identifies an input column's data while its buffers live: type, place, extent."""
     buffers = tuple(b.address if b is not None else 0 for b in array.buffers())
@@ -309,19 +397,25 @@ def grouping(
     if not segment.key_sets and not segment.host_aggs:
         return None
     computed: dict[str, pa.Array] = {}
+    raw: dict[str, pa.Array] = {}  # as kernels made them (a string as its codes)
     if segment.pre is not None:
         pre = segment.pre
+        inputs = {name: columns.kernel_array(name) for name in pre.inputs}
+        inputs.update(segment_tables(pre, inputs))
         ran = _run_segment(
-            backend, pre, {name: columns.get(name) for name in pre.inputs}, num_rows,
-            report.stats, columns.nan_null(pre.inputs),
+            backend, pre, inputs, num_rows, report.stats, columns.nan_null(pre.inputs),
             groups=grouping(pre, columns, num_rows, backend, report, cache),
         )  # fmt: skip
-        computed = dict(ran.columns)
+        raw = dict(ran.columns)
+        computed = _finished(pre, raw, inputs)
 
-    def whole(node: Node) -> pa.Array:
+    def whole(node: Node, *, as_made: bool = False) -> pa.Array:
+        if isinstance(node, Column) and as_made:
+            array = columns.kernel_array(node.name)  # a string column as its codes
+            return array.indices if pa.types.is_dictionary(array.type) else array
         if isinstance(node, Column):
             return columns.get_as_arrow_nulls(node.name)
-        return computed[segment.host_names[node]]
+        return (raw if as_made else computed)[segment.host_names[node]]
 
     ids: dict[str, GroupIds] = {}
     for keys in segment.key_sets:
@@ -350,7 +444,10 @@ def grouping(
         if isinstance(arg, Filtered):
             pred = whole(arg.predicate)
             arg = arg.arg
-        values = None if arg == ROWS or agg.func == "len" else whole(arg)
+        # a reduction of a computed string or date is typed as the codes or integers it
+        # is made of: it reads them as the kernel made them
+        values = None if arg == ROWS or agg.func == "len" else \
+            whole(arg, as_made=agg not in segment.opaque)  # fmt: skip
         out.host[agg] = host_reduction(agg.func, out.of(agg.keys.ids_column), values, pred)
     return out
 
@@ -417,7 +514,8 @@ def _run(
     original = adapter
     last = len(segments) - 1
     for index, segment in enumerate(segments):
-        arrays = {name: columns.get(name) for name in segment.inputs}
+        arrays = {name: columns.kernel_array(name) for name in segment.inputs}
+        arrays.update(segment_tables(segment, arrays))
         nan_null = columns.nan_null(segment.inputs)
         if partials and index == last:
             return backend.reduce_partials(segment, arrays, adapter.num_rows, report.stats,
@@ -428,7 +526,8 @@ def _run(
                               nan_null, carry=_carry(segment, adapter, columns, target),
                               groups=groups)  # fmt: skip
         mask = result.mask
-        new: dict[str, pa.Array | pa.ChunkedArray] = dict(result.columns)
+        new: dict[str, pa.Array | pa.ChunkedArray] = dict(_finished(segment, result.columns,
+                                                                    arrays))  # fmt: skip
         if segment.group_by is not None:
             # the groups are the rows from here on: a table of their keys and results
             assert groups is not None

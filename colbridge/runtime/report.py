@@ -169,7 +169,8 @@ def build_report(
             extra = " + filter mask" if seg.mask is not None else ""
             section.details.append((0, f"elementwise pass: computes {outs}{extra}"))
             for name, node in seg.outputs:
-                section.details.append((1, f"{name}: {seg.output_types[name]} = {node!r}"))
+                kind = seg.output_logical.get(name) or seg.output_types[name]
+                section.details.append((1, f"{name}: {kind} = {node!r}"))
             if seg.mask is not None:
                 section.details.append((1, f"filter: {seg.mask!r}"))
         kept = [n for n, s in seg.passthrough.items() if n == s]
@@ -231,6 +232,9 @@ def describe(
     copies: list[str] = []
     columns = Columns(adapter, copies)
     segments = plan.typed(columns).segments
+    for seg in segments[:1]:  # string columns the kernels read as codes: encoded (and reported)
+        for name in seg.inputs:
+            columns.kernel_array(name)
     choice = resolve_device(device, "cpu")
     sources = None
     if source:

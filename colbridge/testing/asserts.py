@@ -231,6 +231,11 @@ def column_mismatch(
     if not gv.any():
         return None
     keep = pa.array(gv)
+    if pa.types.is_temporal(got.type):
+        # dates, times, datetimes and durations: their stored integers, compared exactly
+        # (NumPy's datetime conversion refuses some nanosecond values)
+        storage = pa.int64() if got.type.bit_width == 64 else pa.int32()
+        got, want = got.view(storage), want.view(storage)
     g = got.filter(keep).to_numpy(zero_copy_only=False)
     w = want.filter(keep).to_numpy(zero_copy_only=False)
     if g.dtype.kind == "f" and w.dtype.kind == "f":

@@ -314,7 +314,7 @@ def test_errors_name_the_problem() -> None:
     with pytest.raises(cb.UnsupportedTypeError, match="cannot be a grouping key"):
         cb.lazy(t).with_columns(y=x.mean().over("l")).compute()
     with pytest.raises(cb.UnsupportedTypeError, match="only be an output of `group_by"):
-        cb.lazy(t).with_columns(y=cb.col("g").first().over("x")).compute()
+        cb.lazy(t).with_columns(y=cb.col("l").first().over("x")).compute()
     with pytest.raises(cb.UnsupportedTypeError, match="column `g` has type string"):
         cb.lazy(t).with_columns(y=cb.col("g").sum().over("x")).compute()
     with pytest.raises(cb.ColumnNotFoundError, match="`nope` not found"):

@@ -90,6 +90,7 @@ def hostile(path: Path) -> list[str]:
 
 ALLOWED_NODES = {
     "Column", "Literal", "Binary", "Unary", "Cast", "When", "Coalesce", "FillNan", "Clip", "Agg",
+    "Constant", "Function",
 }  # fmt: skip
 
 

@@ -1,0 +1,153 @@
+"""Dates and strings in fused CPU kernels vs polars and pandas, with a numba roofline.
+
+Run: python benchmarks/temporal_strings.py [--size 1e7] [--repeats 5] [--json out.json]
+
+The query, flights-style: keep rows whose carrier is "UA" and whose origin is JFK
+or LGA, and give them the hour and weekday of ``time_hour``. Contenders, in one run:
+
+* colbridge over a polars frame with String columns (each plain string column is
+  dictionary-encoded once; later computes over the same buffers reuse it) and
+  with Categorical columns (the codes are read in place);
+* the same query in polars (lazy) and in pandas (Arrow-backed strings, NumPy
+  datetimes);
+* a hand-written numba kernel over the same integers (timestamps, dictionary
+  codes and a lookup table), the roofline a fused kernel can approach.
+
+Ratios are contender time / colbridge time (> 1: colbridge is faster). Numbers
+from a shared or small machine are indications, not measurements to quote.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+
+import numba
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+
+import colbridge as cb
+
+CARRIERS = ["UA", "AA", "DL", "B6", "EV", "MQ", "US", "9E", "WN", "VX", "FL", "AS", "F9",
+            "YV", "HA", "OO"]  # fmt: skip
+ORIGINS = ["JFK", "LGA", "EWR"]
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _roofline(ts, carrier, origin, ua, origin_ok, hour, weekday, keep):  # type: ignore[no-untyped-def]
+    for i in numba.prange(ts.shape[0]):
+        t = ts[i]
+        days = t // 86_400_000_000
+        rem = t - days * 86_400_000_000
+        hour[i] = np.int8(rem // 3_600_000_000)
+        weekday[i] = np.int8((days + 3) % 7 + 1)
+        keep[i] = (carrier[i] == ua) & origin_ok[origin[i]]
+
+
+def _time_all(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Median seconds of each contender; rounds interleave them so noise falls on all alike."""
+    for fn in fns.values():
+        fn()  # warm: compiles, encodings cached, page faults
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            samples[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(s) for name, s in samples.items()}
+
+
+def _data(n: int) -> pl.DataFrame:
+    rng = np.random.default_rng(0)
+    start = np.datetime64("2013-01-01T00:00:00", "us").astype(np.int64)
+    ts = start + rng.integers(0, 365 * 86_400, n) * 1_000_000
+    mask = rng.random(n) < 0.01
+    time_hour = pa.array(ts, pa.timestamp("us"), mask=mask)
+    carrier = pa.array(np.array(CARRIERS)[rng.integers(0, len(CARRIERS), n)])
+    origin = pa.array(np.array(ORIGINS)[rng.integers(0, len(ORIGINS), n)])
+    return pl.from_arrow(pa.table({"time_hour": time_hour, "carrier": carrier, "origin": origin}))
+
+
+def run(n: int, repeats: int) -> dict[str, float]:
+    df = _data(n)
+    cat = df.with_columns(pl.col("carrier").cast(pl.Categorical),
+                          pl.col("origin").cast(pl.Categorical))  # fmt: skip
+    pdf = df.to_pandas(use_pyarrow_extension_array=False)
+    pdf["carrier"] = pdf["carrier"].astype(pd.ArrowDtype(pa.large_string()))
+    pdf["origin"] = pdf["origin"].astype(pd.ArrowDtype(pa.large_string()))
+
+    t = cb.col("time_hour")
+    query = lambda frame: frame.gpu.filter(  # noqa: E731
+        (cb.col("carrier") == "UA") & cb.col("origin").is_in(["JFK", "LGA"])
+    ).with_columns(hour=t.dt.hour(), weekday=t.dt.weekday())
+    q_str, q_cat = query(df), query(cat)
+    lazy = df.lazy()
+
+    def polars_query() -> object:
+        stamp = pl.col("time_hour")
+        keep = (pl.col("carrier") == "UA") & pl.col("origin").is_in(["JFK", "LGA"])
+        return lazy.filter(keep).with_columns(hour=stamp.dt.hour(),
+                                              weekday=stamp.dt.weekday()).collect()  # fmt: skip
+
+    def pandas_query() -> object:
+        kept = pdf[(pdf["carrier"] == "UA") & pdf["origin"].isin(["JFK", "LGA"])]
+        stamps = kept["time_hour"].dt
+        return kept.assign(hour=stamps.hour, weekday=stamps.day_of_week + 1)
+
+    arrow = df.to_arrow()
+    ts = arrow.column("time_hour").chunk(0).cast(pa.int64()).to_numpy(zero_copy_only=False)
+    carrier = arrow.column("carrier").combine_chunks().dictionary_encode()
+    origin = arrow.column("origin").combine_chunks().dictionary_encode()
+    carrier_codes = carrier.indices.to_numpy()
+    origin_codes = origin.indices.to_numpy()
+    ua = np.int32(carrier.dictionary.to_pylist().index("UA"))
+    origin_ok = np.array([v in ("JFK", "LGA") for v in origin.dictionary.to_pylist()])
+    hour = np.empty(n, np.int8)
+    weekday = np.empty(n, np.int8)
+    keep = np.empty(n, np.bool_)
+
+    def roofline() -> object:
+        _roofline(ts, carrier_codes, origin_codes, ua, origin_ok, hour, weekday, keep)
+        return keep
+
+    times = _time_all({
+        "colbridge (String)": lambda: q_str.compute(device="cpu"),
+        "colbridge (Categorical)": lambda: q_cat.compute(device="cpu"),
+        "polars": polars_query,
+        "pandas": pandas_query,
+        "numba roofline": roofline,
+    }, repeats)  # fmt: skip
+    got = q_str.compute(device="cpu")
+    want = polars_query()
+    assert got.select("hour", "weekday").equals(want.select("hour", "weekday"))  # type: ignore[attr-defined]
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=float, default=1e7)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--json", type=str, default=None)
+    args = parser.parse_args()
+    n = int(args.size)
+    times = run(n, args.repeats)
+    base = times["colbridge (String)"]
+    print(f"{n:,} rows; {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
+          f"numba threads {numba.get_num_threads()}")  # fmt: skip
+    print(f"{'contender':<26}{'median s':>12}{'vs colbridge':>14}")
+    for name, seconds in times.items():
+        print(f"{name:<26}{seconds:>12.4f}{seconds / base:>13.2f}x")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"rows": n, "seconds": times}, fh, indent=2)
+
+
+if __name__ == "__main__":
+    main()

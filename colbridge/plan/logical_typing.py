@@ -1,0 +1,1262 @@
+"""Type checking of dates, datetimes, durations, times, strings and categories.
+
+Stage: planning. `colbridge.plan.typecheck.TypeChecker` hands every node that
+touches a logical type (`colbridge.types.logical`) to `LogicalTyping`, which
+lowers it to the nodes kernels already know, so every target runs it unchanged:
+
+* temporal values are integers with a unit; fields come from integer
+  arithmetic (days → civil date by Howard Hinnant's algorithm), with constants
+  written into the kernel (`Const`: a division by a constant is a multiply);
+  a time-zoned datetime's fields are local: its offset is read from the zone's
+  transition table (`Search` then `Gather`);
+* a string value is a code into a dictionary the runtime builds once per
+  compute (`DictSpec`); a predicate or mapping over strings is a lookup table
+  computed once per distinct value with ``pyarrow.compute`` (`Gather`), so no
+  string enters a kernel. Categories compare by label, never by code.
+
+Every result is wrapped in `Reinterpret` carrying its logical type, so a typed
+node's meaning is part of its identity.
+
+A `DictSpec` says how the runtime builds a dictionary: ``("col", name)`` (the
+column's own, after dictionary-encoding a plain string column), ``("lit",
+values)``, ``("union", specs)`` (values in order, duplicates dropped: the
+literals of a ``("lit", ...)`` first spec keep their positions) or ``("map",
+function, spec)`` (a string function applied to each value).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from colbridge.errors import (
+    InvalidOperationError,
+    SchemaError,
+    UnsupportedOperationError,
+    UnsupportedTypeError,
+)
+from colbridge.expr.nodes import (
+    COMPARISONS,
+    Agg,
+    Binary,
+    Cast,
+    Check,
+    Coalesce,
+    Column,
+    Const,
+    Constant,
+    Function,
+    Gather,
+    GroupAgg,
+    Literal,
+    Narrow,
+    Node,
+    Reinterpret,
+    Search,
+    TableRef,
+    Unary,
+    When,
+)
+from colbridge.types import DType, dtype_from_arrow
+from colbridge.types.logical import (
+    DATE,
+    STRING,
+    TIME,
+    TIME_UNITS,
+    UNIT_PER_SECOND,
+    Logical,
+    coarser_unit,
+    logical_from_arrow,
+    parse_logical,
+)
+from colbridge.types.timezones import check_zone
+
+if TYPE_CHECKING:
+    from colbridge.plan.typecheck import ColumnType, TypeChecker
+
+__all__ = ["DictSpec", "LogicalTyping", "dict_columns"]
+
+DictSpec = tuple[Any, ...]
+
+I8, I16, I32, I64 = DType.INT8, DType.INT16, DType.INT32, DType.INT64
+U32, F64, BOOL = DType.UINT32, DType.FLOAT64, DType.BOOL
+
+_EPOCH = _dt.datetime(1970, 1, 1)
+_EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH_DATE = _dt.date(1970, 1, 1)
+_MICRO = _dt.timedelta(microseconds=1)
+_NS_PER_DAY = 86_400 * 1_000_000_000
+
+#: Integer results of ``dt`` fields, as polars types them.
+_FIELD_TYPES = {
+    "year": I32, "iso_year": I32, "century": I32, "millennium": I32, "quarter": I8,
+    "month": I8, "week": I8, "weekday": I8, "day": I8, "ordinal_day": I16,
+    "days_in_month": I8, "hour": I8, "minute": I8, "second": I8, "millisecond": I32,
+    "microsecond": I32, "nanosecond": I32,
+}  # fmt: skip
+_DATE_FIELDS = frozenset({
+    "year", "iso_year", "century", "millennium", "quarter", "month", "week", "weekday", "day",
+    "ordinal_day", "days_in_month", "is_leap_year",
+})  # fmt: skip
+_TIME_FIELDS = frozenset({"hour", "minute", "second", "millisecond", "microsecond", "nanosecond"})
+#: ``total_*`` of a duration: how many nanoseconds one of it is.
+_TOTALS = {
+    "total_days": _NS_PER_DAY, "total_hours": 3_600 * 10**9, "total_minutes": 60 * 10**9,
+    "total_seconds": 10**9, "total_milliseconds": 10**6, "total_microseconds": 10**3,
+    "total_nanoseconds": 1,
+}  # fmt: skip
+#: Units of ``every`` in ``truncate``, in nanoseconds (calendar units apart).
+_EVERY_UNITS = {"ns": 1, "us": 1_000, "ms": 10**6, "s": 10**9, "m": 60 * 10**9,
+                "h": 3_600 * 10**9}  # fmt: skip
+_EVERY = re.compile(r"(\d+)(ns|us|ms|mo|s|m|h|d|w|q|y)")
+
+
+def _ns_per_unit(unit: str) -> int:
+    return 10**9 // UNIT_PER_SECOND[unit]
+
+
+def _per_day(unit: str) -> int:
+    return 86_400 * UNIT_PER_SECOND[unit]
+
+
+def dict_columns(spec: DictSpec) -> set[str]:
+    """The columns whose dictionaries a `DictSpec` is built from."""
+    if spec[0] == "col":
+        return {spec[1]}
+    if spec[0] == "union":
+        out: set[str] = set()
+        for part in spec[1]:
+            out |= dict_columns(part)
+        return out
+    if spec[0] == "map":
+        return dict_columns(spec[2])
+    return set()
+
+
+class LogicalTyping:
+    """The logical-type rules of one `TypeChecker` (see the module docstring)."""
+
+    def __init__(self, tc: TypeChecker) -> None:
+        self.tc = tc
+
+    # -- typed-node helpers -------------------------------------------------------------
+    def of(self, node: Node) -> Logical | None:
+        """The logical type of a typed node, or None for plain numbers and booleans."""
+        return self.tc.logical.get(node)
+
+    def _kind(self, node: Node) -> object:
+        """What a typed node is, for messages: its logical type, dtype, or "a number"."""
+        return self.of(node) or self.tc.types.get(node) or "a number"
+
+    def mark(self, node: Node, logical: Logical | None, spec: DictSpec | None = None) -> Node:
+        """``node`` read as ``logical`` (wrapped, so the meaning is part of its identity)."""
+        out = Reinterpret(node, logical)
+        self.tc.types[out] = self.tc.types[node]
+        if logical is not None:
+            self.tc.logical[out] = logical
+        if spec is not None:
+            self.tc.dicts[out] = spec
+        return out
+
+    def rec(self, node: Node, dtype: DType) -> Node:
+        """Record ``node``'s kernel type."""
+        self.tc.types[node] = dtype
+        return node
+
+    def const(self, value: int, dtype: DType = I64) -> Node:
+        """A constant written into the kernel text."""
+        return self.rec(Const(value, dtype), dtype)
+
+    def i64(self, node: Node | int) -> Node:
+        """``node`` as int64 (a Python int becomes a constant)."""
+        if isinstance(node, int):
+            return self.const(node)
+        t = self.tc.types[node]
+        if t is I64:
+            return node
+        return self.rec(Cast(node, I64, strict=False), I64)  # widening: cannot fail
+
+    def op(self, op: str, a: Node | int, b: Node | int) -> Node:
+        """``a <op> b`` in int64 (comparisons give booleans)."""
+        left, right = self.i64(a), self.i64(b)
+        return self.rec(Binary(op, left, right), BOOL if op in COMPARISONS else I64)
+
+    def add(self, a: Node | int, b: Node | int) -> Node:
+        """``a + b`` in int64."""
+        return self.op("add", a, b)
+
+    def sub(self, a: Node | int, b: Node | int) -> Node:
+        """``a - b`` in int64."""
+        return self.op("sub", a, b)
+
+    def mul(self, a: Node | int, b: Node | int) -> Node:
+        """``a * b`` in int64 (wrapping)."""
+        if isinstance(b, int) and b == 1:
+            return self.i64(a)
+        return self.op("mul", a, b)
+
+    def fdiv(self, a: Node | int, k: int) -> Node:
+        """Floor division by a positive constant."""
+        if k == 1:
+            return self.i64(a)
+        return self.op("floordiv", a, k)
+
+    def fmod(self, a: Node | int, k: int) -> Node:
+        """Remainder of the floor division by a positive constant (0 <= r < k)."""
+        return self.op("mod", a, k)
+
+    def both(self, op: str, a: Node, b: Node) -> Node:
+        """A logical ``and``/``or`` of two booleans."""
+        return self.rec(Binary(op, a, b), BOOL)
+
+    def to_int(self, flag: Node) -> Node:
+        """A boolean as 0 or 1 (int64)."""
+        return self.rec(Cast(flag, I64, strict=False), I64)  # booleans convert to 0 or 1
+
+    def select(self, cond: Node, a: Node | int, b: Node | int) -> Node:
+        """``a`` where ``cond`` holds, else ``b`` (int64)."""
+        return self.rec(When(cond, self.i64(a), self.i64(b)), I64)
+
+    def narrow(self, node: Node, dtype: DType) -> Node:
+        """An int64 known to fit in ``dtype``, converted."""
+        if dtype is I64:
+            return node
+        return self.rec(Narrow(node, dtype), dtype)
+
+    # -- leaves -------------------------------------------------------------------------
+    def column(self, node: Column, info: ColumnType) -> Node | None:
+        """A temporal or string column, typed; None when its type is not logical."""
+        arrow_type = info.arrow_type
+        if not isinstance(arrow_type, pa.DataType):
+            return None
+        if (pa.types.is_timestamp(arrow_type) or pa.types.is_duration(arrow_type)) and (
+            arrow_type.unit == "s"
+        ):
+            msg = (
+                f"column `{node.name}` has type {arrow_type}: polars has no second unit and "
+                "neither do colbridge expressions; cast it to milliseconds in the source, e.g. "
+                "`arr.cast(pa.timestamp('ms'))`"
+            )
+            raise SchemaError(msg)
+        logical = logical_from_arrow(arrow_type)
+        if logical is None:
+            return None
+        self.tc.logical[node] = logical
+        if logical.is_temporal:
+            return self.rec(node, logical.physical)
+        code = I32
+        if pa.types.is_dictionary(arrow_type):
+            found = dtype_from_arrow(arrow_type.index_type)
+            code = found if found is not None else I32
+        self.tc.dicts[node] = ("col", node.name)
+        return self.rec(node, code)
+
+    def constant(self, node: Constant) -> Node:
+        """A Python date, datetime, time, timedelta or string constant, typed."""
+        value = node.value
+        if isinstance(value, str):
+            self.tc.logical[node] = STRING
+            self.tc.dicts[node] = ("lit", (value,))
+            return self.rec(node, I32)
+        if isinstance(value, _dt.datetime):
+            if value.tzinfo is None:
+                us = (value - _EPOCH) // _MICRO
+                logical = Logical("datetime", "us")
+            else:
+                us = (value - _EPOCH_UTC) // _MICRO
+                key = getattr(value.tzinfo, "key", None)
+                # polars keeps a zone's name and turns a fixed offset into UTC
+                logical = Logical("datetime", "us", check_zone(key) if key else "UTC")
+            return self.mark(self.literal(us, I64), logical)
+        if isinstance(value, _dt.date):
+            return self.mark(self.literal((value - _EPOCH_DATE).days, I32), DATE)
+        if isinstance(value, _dt.time):
+            seconds = (value.hour * 60 + value.minute) * 60 + value.second
+            return self.mark(self.literal(seconds * 10**9 + value.microsecond * 1000, I64), TIME)
+        if isinstance(value, _dt.timedelta):
+            return self.mark(self.literal(value // _MICRO, I64), Logical("duration", "us"))
+        msg = f"cannot use {type(value).__name__} value {value!r} as a literal"
+        raise SchemaError(msg)
+
+    def literal(self, value: int, dtype: DType) -> Node:
+        """A typed number passed to the kernel as an argument (dates differ per plan)."""
+        return self.rec(Literal(value, dtype), dtype)
+
+    # -- unit conversions ---------------------------------------------------------------
+    def to_unit(self, node: Node, src: str, dst: str, *, duration: bool = False) -> Node:
+        """A datetime or duration value in another unit, as polars converts.
+
+        To a coarser unit a datetime is floored and a duration truncated toward zero.
+        """
+        if src == dst:
+            return node
+        if TIME_UNITS.index(src) < TIME_UNITS.index(dst):
+            ratio = UNIT_PER_SECOND[src] // UNIT_PER_SECOND[dst]
+            return self.tdiv(node, ratio) if duration else self.fdiv(node, ratio)
+        return self.mul(node, UNIT_PER_SECOND[dst] // UNIT_PER_SECOND[src])
+
+    def tdiv(self, a: Node, k: int) -> Node:
+        """Division by a positive constant toward zero (the floor, plus one where needed)."""
+        q = self.fdiv(a, k)
+        inexact = self.both("and", self.op("ne", self.fmod(a, k), 0), self.op("lt", a, 0))
+        return self.add(q, self.to_int(inexact))
+
+    def as_datetime(self, node: Node, logical: Logical, unit: str) -> Node:
+        """A date or datetime value as a datetime in ``unit`` (a date is its midnight)."""
+        if logical.kind == "date":  # a midnight beyond the unit's range is null, as polars
+            return self.widen(self.i64(node), _per_day(unit), False, Logical("datetime", unit),
+                              node)  # fmt: skip
+        return self.to_unit(node, logical.unit, unit)
+
+    def local(self, node: Node, logical: Logical) -> Node:
+        """A datetime's local wall-clock value: UTC plus the zone's offset at that instant."""
+        tz = logical.tz
+        if tz is None or tz == "UTC":
+            return node
+        from colbridge.types.timezones import transitions
+
+        offsets = transitions(tz)[1]
+        if len(set(offsets)) == 1:
+            return self.add(node, offsets[0] * UNIT_PER_SECOND[logical.unit])
+        return self.add(node, self.offset_at(node, tz, logical.unit))
+
+    def offset_at(self, value: Node, tz: str, unit: str) -> Node:
+        """The UTC offset of zone ``tz`` at the instant ``value`` (in ``unit``)."""
+        zone = ("zone", tz)
+        where = self.rec(Search(TableRef(zone, ("instants", unit), I64), value), I32)
+        return self.rec(Gather(TableRef(zone, ("offsets", unit), I64), where), I64)
+
+    def localize(self, local: Node, tz: str, unit: str, node: Node, *, ambiguous: str = "raise",
+                 non_existent: str = "raise", original: Node | None = None) -> Node:  # fmt: skip
+        """The UTC instant of a wall-clock time in zone ``tz``, resolved as polars resolves it.
+
+        The offsets a day before and after are the candidates (zones change offset
+        months apart); a candidate is valid where the zone really has that offset at it.
+        Both valid: the time is ambiguous (``earliest``, ``latest``, ``raise``, or with
+        ``original`` the interpretation the original instant had, as polars' truncate
+        does); neither: it does not exist (``raise`` or ``null``).
+        """
+        if tz == "UTC":
+            return local
+        day = _per_day(unit)
+        before = self.offset_at(self.sub(local, day), tz, unit)
+        after = self.offset_at(self.add(local, day), tz, unit)
+        early, late = self.sub(local, before), self.sub(local, after)
+        ok_early = self.op("eq", self.offset_at(early, tz, unit), before)
+        ok_late = self.op("eq", self.offset_at(late, tz, unit), after)
+        both = self.both("and", self.both("and", ok_early, ok_late), self.op("ne", early, late))
+        unique = self.select(ok_early, early, late)
+        if original is not None:
+            o_local = self.local(original, Logical("datetime", unit, tz))
+            was_early = self.op("eq", self.offset_at(original, tz, unit),
+                                self.offset_at(self.sub(o_local, day), tz, unit))  # fmt: skip
+            value = self.select(both, self.select(was_early, early, late), unique)
+        elif ambiguous == "latest":
+            value = self.select(ok_late, late, early)
+        else:
+            value = unique
+        missing = self.rec(Unary("not", self.both("or", ok_early, ok_late)), BOOL)
+        if non_existent == "null":
+            value = self.rec(When(missing, self.tc.null_of(I64), value), I64)
+        # a kernel holds one message per failure kind: one check says what can fail
+        failed: list[Node] = []
+        what = []
+        if original is None and ambiguous == "raise":
+            failed.append(both)
+            what.append("is ambiguous (pass `ambiguous='earliest'` or `'latest'`)")
+        if non_existent == "raise":
+            failed.append(missing)
+            what.append("does not exist, falling in a daylight saving gap (pass "
+                        "`non_existent='null'` for null there)")  # fmt: skip
+        if not failed:
+            return value
+        bad = failed[0] if len(failed) == 1 else self.both("or", failed[0], failed[1])
+        msg = f"`{node!r}`: a local time in time zone {tz!r} " + " or ".join(what)
+        return self.rec(Check(value, self.rec(Unary("not", bad), BOOL), msg), I64)
+
+    # -- the civil calendar (Howard Hinnant's algorithms) -------------------------------
+    def civil(self, days: Node) -> dict[str, Node]:
+        """Year, month, day and the March-based day of year of a day count."""
+        z = self.add(days, 719_468)
+        era = self.fdiv(z, 146_097)
+        doe = self.sub(z, self.mul(era, 146_097))  # [0, 146096]
+        yoe = self.fdiv(self.sub(self.add(self.sub(doe, self.fdiv(doe, 1460)),
+                                          self.fdiv(doe, 36_524)),
+                                 self.fdiv(doe, 146_096)), 365)  # fmt: skip
+        doy = self.sub(doe, self.add(self.mul(yoe, 365),
+                                     self.sub(self.fdiv(yoe, 4), self.fdiv(yoe, 100))))  # fmt: skip
+        mp = self.fdiv(self.add(self.mul(doy, 5), 2), 153)  # March = 0
+        day = self.add(self.sub(doy, self.fdiv(self.add(self.mul(mp, 153), 2), 5)), 1)
+        march_on = self.op("lt", mp, 10)
+        month = self.select(march_on, self.add(mp, 3), self.sub(mp, 9))
+        year0 = self.add(yoe, self.mul(era, 400))
+        year = self.add(year0, self.to_int(self.op("le", month, 2)))
+        return {"year": year, "month": month, "day": day, "doy": doy, "march_on": march_on}
+
+    def days_from_civil(self, year: Node, month: Node | int, day: int) -> Node:
+        """The day count of a civil date (the month may be a constant; the day is one)."""
+        if isinstance(month, int):
+            y = self.sub(year, 1 if month <= 2 else 0)
+            mp = month + 9 if month <= 2 else month - 3
+            doy = self.const((153 * mp + 2) // 5 + day - 1)
+        else:
+            y = self.sub(year, self.to_int(self.op("le", month, 2)))
+            mp_node = self.select(self.op("gt", month, 2), self.sub(month, 3), self.add(month, 9))
+            doy = self.add(self.fdiv(self.add(self.mul(mp_node, 153), 2), 5), day - 1)
+        era = self.fdiv(y, 400)
+        yoe = self.sub(y, self.mul(era, 400))
+        leap_days = self.sub(self.fdiv(yoe, 4), self.fdiv(yoe, 100))
+        doe = self.add(self.add(self.mul(yoe, 365), leap_days), doy)
+        return self.sub(self.add(self.mul(era, 146_097), doe), 719_468)
+
+    def is_leap(self, year: Node) -> Node:
+        """True in leap years of the proleptic Gregorian calendar."""
+        four = self.op("eq", self.fmod(year, 4), 0)
+        hundred = self.op("ne", self.fmod(year, 100), 0)
+        four_hundred = self.op("eq", self.fmod(year, 400), 0)
+        return self.both("or", self.both("and", four, hundred), four_hundred)
+
+    def weekday(self, days: Node) -> Node:
+        """ISO weekday, Monday 1 to Sunday 7 (1970-01-01 was a Thursday)."""
+        return self.add(self.fmod(self.add(days, 3), 7), 1)
+
+    def days_in_month(self, year: Node, month: Node) -> Node:
+        """The length of a month (28 to 31)."""
+        # 31 for months 1 3 5 7 8 10 12: (m + m // 8) is odd; February by the leap year
+        odd = self.op("and", self.add(month, self.fdiv(month, 8)), 1)
+        feb = self.add(self.to_int(self.is_leap(year)), 28)
+        return self.select(self.op("eq", month, 2), feb, self.add(odd, 30))
+
+    # -- dt functions -------------------------------------------------------------------
+    def function(self, node: Function) -> Node:
+        """A `Function` node: ``dt.*``, ``str.*``, ``cast``, ``is_in``, ``to_physical``."""
+        name = node.name
+        if name == "is_in":
+            return self.is_in(node)
+        args = [self.tc.check_child(a) for a in node.args]
+        if name == "cast":
+            return self.cast(args[0], node.options[0], bool(node.options[1]), node)
+        if name == "to_physical":
+            return self.to_physical(args[0], node)
+        if name.startswith("dt."):
+            return self.dt(name[3:], args[0], node)
+        if name.startswith("str."):
+            return self.str_function(name[4:], args[0], node)
+        msg = f"unsupported function `{name}` in `{node!r}`"
+        raise UnsupportedOperationError(msg)
+
+    def _need(self, arg: Node, node: Node, kinds: tuple[str, ...], what: str) -> Logical:
+        logical = self.of(arg)
+        if logical is None or logical.kind not in kinds:
+            got = logical if logical is not None else self.tc.types.get(arg, "a number")
+            msg = f"`{node!r}` needs {what}, got {got}"
+            raise SchemaError(msg)
+        return logical
+
+    def dt(self, op: str, arg: Node, node: Function) -> Node:
+        """A ``dt`` function of a temporal value."""
+        if op in _FIELD_TYPES or op == "is_leap_year":
+            return self.field(op, arg, node)
+        if op in _TOTALS:
+            return self.total(op, arg, bool(node.options[0]) if node.options else False, node)
+        if op in ("epoch", "timestamp"):
+            return self.epoch(arg, str(node.options[0]) if node.options else "us", node)
+        if op == "date":
+            logical = self._need(arg, node, ("datetime", "date"), "a Datetime or Date")
+            if logical.kind == "date":
+                return arg
+            local = self.local(arg, logical)
+            return self.mark(self.narrow(self.fdiv(local, _per_day(logical.unit)), I32), DATE)
+        if op == "time":
+            logical = self._need(arg, node, ("datetime", "time"), "a Datetime or Time")
+            if logical.kind == "time":
+                return arg
+            local = self.local(arg, logical)
+            rem = self.fmod(local, _per_day(logical.unit))
+            return self.mark(self.mul(rem, _ns_per_unit(logical.unit)), TIME)
+        if op in ("truncate", "month_start", "month_end"):
+            return self.calendar(op, arg, node)
+        if op == "convert_time_zone":
+            logical = self._need(arg, node, ("datetime",), "a Datetime")
+            tz = check_zone(str(node.options[0]))
+            if logical.tz is None:
+                msg = (
+                    f"`{node!r}`: cannot convert a datetime without a time zone; give it one "
+                    "first with `.dt.replace_time_zone(...)`"
+                )
+                raise SchemaError(msg)
+            return self.mark(arg, Logical("datetime", logical.unit, tz))
+        if op == "replace_time_zone":
+            logical = self._need(arg, node, ("datetime",), "a Datetime")
+            tz = node.options[0]
+            if tz is None:
+                return self.mark(self.local(arg, logical), Logical("datetime", logical.unit))
+            tz = check_zone(str(tz))
+            ambiguous, non_existent = (str(p) for p in node.options[1:3])
+            if ambiguous not in ("raise", "earliest", "latest") or non_existent not in (
+                "raise", "null"
+            ):
+                msg = (
+                    f"`{node!r}`: `ambiguous` is 'raise', 'earliest' or 'latest' and "
+                    "`non_existent` 'raise' or 'null' (per-row expressions are not supported)"
+                )
+                raise UnsupportedOperationError(msg)
+            wall = self.local(arg, logical)
+            value = self.localize(wall, tz, logical.unit, node, ambiguous=ambiguous,
+                                  non_existent=non_existent)  # fmt: skip
+            return self.mark(value, Logical("datetime", logical.unit, tz))
+        if op == "cast_time_unit":
+            logical = self._need(arg, node, ("datetime", "duration"), "a Datetime or Duration")
+            unit = _unit(node.options[0], node)
+            value = self.to_unit(arg, logical.unit, unit, duration=logical.kind == "duration")
+            return self.mark(value, Logical(logical.kind, unit, logical.tz))
+        msg = f"`dt.{op}` is not supported by colbridge expressions (in `{node!r}`)"
+        raise UnsupportedOperationError(msg)
+
+    def _days_and_rest(self, arg: Node, logical: Logical) -> tuple[Node | None, Node | None, str]:
+        """Local day count, time of day in the value's unit, and that unit."""
+        if logical.kind == "date":
+            return self.i64(arg), None, "ns"
+        if logical.kind == "time":
+            return None, arg, "ns"
+        local = self.local(arg, logical)
+        per_day = _per_day(logical.unit)
+        days = self.fdiv(local, per_day)
+        return days, self.fmod(local, per_day), logical.unit
+
+    def field(self, op: str, arg: Node, node: Function) -> Node:
+        """A calendar or clock field, as integer arithmetic on local values."""
+        kinds = ("datetime", "date") if op in _DATE_FIELDS else ("datetime", "time")
+        logical = self._need(arg, node, kinds, "a " + " or ".join(k.capitalize() for k in kinds))
+        days, rest, unit = self._days_and_rest(arg, logical)
+        if op in _TIME_FIELDS:
+            assert rest is not None
+            per_second = UNIT_PER_SECOND[unit]
+            if op == "hour":
+                value = self.fdiv(rest, 3600 * per_second)
+            elif op == "minute":
+                value = self.fmod(self.fdiv(rest, 60 * per_second), 60)
+            elif op == "second":
+                value = self.fmod(self.fdiv(rest, per_second), 60)
+            else:
+                sub = self.fmod(rest, per_second)  # the fraction of the second, in the unit
+                scale = {"millisecond": 1_000, "microsecond": 1_000_000,
+                         "nanosecond": 1_000_000_000}[op]  # fmt: skip
+                value = self.fdiv(sub, per_second // scale) if per_second >= scale \
+                    else self.mul(sub, scale // per_second)  # fmt: skip
+            return self.mark(self.narrow(value, _FIELD_TYPES[op]), None)
+        assert days is not None
+        if op == "weekday":
+            return self.mark(self.narrow(self.weekday(days), I8), None)
+        cal = self.civil(days)
+        year, month = cal["year"], cal["month"]
+        if op == "is_leap_year":
+            return self.mark(self.is_leap(year), None)
+        if op in ("year", "month", "day"):
+            value = cal[op]
+        elif op == "century":
+            value = self.add(self.fdiv(self.sub(year, 1), 100), 1)
+        elif op == "millennium":
+            value = self.add(self.fdiv(self.sub(year, 1), 1000), 1)
+        elif op == "quarter":
+            value = self.add(self.fdiv(self.sub(month, 1), 3), 1)
+        elif op == "ordinal_day":
+            leap = self.to_int(self.is_leap(year))
+            value = self.select(cal["march_on"], self.add(self.add(cal["doy"], 60), leap),
+                              self.sub(cal["doy"], 305))  # fmt: skip
+        elif op == "days_in_month":
+            value = self.days_in_month(year, month)
+        else:  # ISO week and its year: those of the Thursday of the same week
+            thursday = self.add(self.sub(days, self.weekday(days)), 4)
+            iso_year = self.civil(thursday)["year"]
+            if op == "iso_year":
+                value = iso_year
+            else:
+                jan1 = self.days_from_civil(iso_year, 1, 1)
+                value = self.add(self.fdiv(self.sub(thursday, jan1), 7), 1)
+        return self.mark(self.narrow(value, _FIELD_TYPES[op]), None)
+
+    def total(self, op: str, arg: Node, fractional: bool, node: Function) -> Node:
+        """``total_*`` of a duration: toward zero as polars, or a float."""
+        logical = self._need(arg, node, ("duration",), "a Duration")
+        per = _TOTALS[op]
+        unit_ns = _ns_per_unit(logical.unit)
+        if fractional:
+            value = self.rec(Cast(arg, F64, strict=False), F64)
+            scale = per / unit_ns
+            if scale != 1:
+                divisor = self.rec(Const(float(scale), F64), F64)
+                value = self.rec(Binary("truediv", value, divisor), F64)
+            return self.mark(value, None)
+        if per <= unit_ns:
+            return self.mark(self.mul(arg, unit_ns // per), None)
+        return self.mark(self.tdiv(arg, per // unit_ns), None)  # toward zero, as polars
+
+    def epoch(self, arg: Node, unit: str, node: Function) -> Node:
+        """Time since 1970-01-01 in a unit."""
+        logical = self._need(arg, node, ("datetime", "date"), "a Datetime or Date")
+        if unit == "d":
+            if logical.kind == "date":
+                return self.mark(arg, None)
+            return self.mark(self.narrow(self.fdiv(arg, _per_day(logical.unit)), I32), None)
+        if unit == "s":
+            if logical.kind == "date":
+                return self.mark(self.mul(arg, 86_400), None)
+            return self.mark(self.fdiv(arg, UNIT_PER_SECOND[logical.unit]), None)
+        unit = _unit(unit, node)
+        target = Logical("datetime", unit)
+        if logical.kind == "date":  # a finer unit that overflows is null, as polars
+            return self.mark(self.widen(self.i64(arg), _per_day(unit), False, target, node), None)
+        if TIME_UNITS.index(unit) >= TIME_UNITS.index(logical.unit):
+            return self.mark(self.to_unit(arg, logical.unit, unit), None)
+        factor = UNIT_PER_SECOND[unit] // UNIT_PER_SECOND[logical.unit]
+        return self.mark(self.widen(arg, factor, False, target, node), None)
+
+    def calendar(self, op: str, arg: Node, node: Function) -> Node:
+        """``truncate``, ``month_start`` and ``month_end``."""
+        logical = self._need(arg, node, ("datetime", "date"), "a Datetime or Date")
+        if logical.tz not in (None, "UTC"):
+            # on the local wall clock, then back to an instant (polars' rules for the rare
+            # results that are ambiguous or fall in a gap)
+            assert logical.tz is not None
+            naive = Logical("datetime", logical.unit)
+            wall = self.calendar(op, self.mark(self.local(arg, logical), naive), node)
+            # truncate keeps the original's reading of an ambiguous time; month_start and
+            # month_end raise there, as polars does
+            value = self.localize(wall, logical.tz, logical.unit, node,
+                                  original=arg if op == "truncate" else None)  # fmt: skip
+            return self.mark(value, logical)
+        is_date = logical.kind == "date"
+        per_day = 1 if is_date else _per_day(logical.unit)
+        days = self.i64(arg) if is_date else self.fdiv(arg, per_day)
+        rest = None if is_date else self.fmod(arg, per_day)
+
+        def back(new_days: Node, keep_time: bool) -> Node:
+            value = self.mul(new_days, per_day) if not is_date else new_days
+            if keep_time and rest is not None:
+                value = self.add(value, rest)
+            return self.mark(self.narrow(value, I32) if is_date else value, logical)
+
+        if op in ("month_start", "month_end"):
+            cal = self.civil(days)
+            start = self.sub(days, self.sub(cal["day"], 1))
+            if op == "month_start":
+                return back(start, True)
+            length = self.days_in_month(cal["year"], cal["month"])
+            return back(self.add(start, self.sub(length, 1)), True)
+        every = str(node.options[0])
+        parts = _EVERY.findall(every)
+        if not parts or "".join(n + u for n, u in parts) != every.replace(" ", ""):
+            msg = f"`{node!r}`: cannot read the interval {every!r}; write e.g. '1h', '15m', '1mo'"
+            raise InvalidOperationError(msg)
+        kinds = {("month" if u in ("mo", "q", "y") else u if u in ("d", "w") else "fixed")
+                 for _, u in parts}  # fmt: skip
+        if len(kinds) > 1:
+            msg = f"`{node!r}`: cannot mix month, week, day and sub-daily units in {every!r}"
+            raise InvalidOperationError(msg)
+        kind = kinds.pop()
+        if kind == "fixed":
+            if is_date:
+                msg = f"`{node!r}`: a Date truncates to days, weeks, months or years only"
+                raise InvalidOperationError(msg)
+            total_ns = sum(int(n) * _EVERY_UNITS[u] for n, u in parts)
+            step = total_ns // _ns_per_unit(logical.unit)
+            if step <= 0 or total_ns % _ns_per_unit(logical.unit):
+                msg = f"`{node!r}`: {every!r} is finer than the column's unit {logical.unit}"
+                raise InvalidOperationError(msg)
+            return self.mark(self.sub(arg, self.fmod(arg, step)), logical)
+        count = sum(int(n) * {"d": 1, "w": 7, "mo": 1, "q": 3, "y": 12}[u] for n, u in parts)
+        if count <= 0:
+            msg = f"`{node!r}`: the interval {every!r} must be positive"
+            raise InvalidOperationError(msg)
+        if kind == "d":
+            return back(self.sub(days, self.fmod(days, count)), False)
+        if kind == "w":  # weeks start on Monday 1970-01-05 (day 4), as polars counts them
+            return back(self.sub(days, self.fmod(self.sub(days, 4), count)), False)
+        cal = self.civil(days)
+        months = self.add(self.mul(cal["year"], 12), self.sub(cal["month"], 1))
+        months = self.sub(months, self.fmod(months, count))
+        year = self.fdiv(months, 12)
+        month = self.add(self.sub(months, self.mul(year, 12)), 1)
+        return back(self.days_from_civil(year, month, 1), False)
+
+    # -- casts --------------------------------------------------------------------------
+    def cast(self, arg: Node, target: Any, strict: bool, node: Node) -> Node:
+        """``arg.cast(target)`` where the source or the target is a logical type."""
+        tc = self.tc
+        if tc.is_dynamic(arg):
+            if isinstance(arg, Literal) and arg.value is None:
+                if isinstance(target, Logical):
+                    dtype = target.physical if target.is_temporal else U32
+                    return self.mark(tc.null_of(dtype), target, ("lit", ()))
+                return tc.null_of(target)
+            arg = tc.materialize(arg)
+        src = self.of(arg)
+        if isinstance(target, DType):
+            if src is None:  # pragma: no cover - plain casts never come here
+                return tc.cast_plain(arg, target, strict)
+            if src.is_string:
+                if src.kind != "string" and target.is_integer:
+                    msg = (
+                        f"`{node!r}`: cast a categorical's codes with `.to_physical()`, or its "
+                        "labels with `.cast(pl.String).cast(...)`"
+                    )
+                    raise SchemaError(msg)
+                return self.parse(arg, ("cast", target.value), target, None, strict, node)
+            if src.kind == "time" and target.is_integer and target is not I64:
+                msg = f"`{node!r}`: casting from Time to {target} is not supported; use Int64"
+                raise SchemaError(msg)
+            plain = self.mark(arg, None)
+            return tc.cast_plain(plain, target, strict)
+        if not isinstance(target, Logical):
+            msg = f"cannot cast to {target!r}"
+            raise SchemaError(msg)
+        if src is None:
+            t = tc.types[arg]
+            if target.is_string:
+                msg = (
+                    f"`{node!r}`: colbridge does not format numbers as strings; "
+                    "do it in polars or pyarrow"
+                )
+                raise UnsupportedOperationError(msg)
+            if t.is_bool:
+                msg = f"`{node!r}`: casting from Boolean to {target} is not supported"
+                raise SchemaError(msg)
+            return self.mark(tc.cast_plain(arg, target.physical, strict), target)
+        if src.is_string:
+            spec = tc.dicts[arg]
+            if target.kind in ("string", "categorical"):
+                if target.kind == "categorical" and src.kind == "enum":
+                    return self.mark(arg, target, spec)
+                return self.mark(arg, target, spec)
+            if target.kind not in ("date", "datetime"):
+                msg = f"`{node!r}`: colbridge does not cast strings to {target}"
+                raise UnsupportedOperationError(msg)
+            return self.parse(arg, ("cast", str(target)), target.physical, target, strict, node)
+        if target.is_string:
+            msg = f"`{node!r}`: colbridge does not format {src} values as strings"
+            raise UnsupportedOperationError(msg)
+        return self.cast_temporal(arg, src, target, node, strict)
+
+    def widen(self, value: Node, factor: int, strict: bool, target: Logical, node: Node) -> Node:
+        """``value * factor`` for a cast to a finer unit: overflow fails or is null, as polars."""
+        if factor == 1:
+            return value
+        hi = (2**63 - 1) // factor
+        ok = self.both("and", self.op("ge", value, -hi), self.op("le", value, hi))
+        product = self.mul(value, factor)
+        if strict:
+            message = (
+                f"strict cast to {target} failed in `{node!r}`: some values do not fit; use "
+                "`.cast(..., strict=False)` to turn them into nulls"
+            )
+            return self.rec(Check(product, ok, message), I64)
+        return self.rec(When(ok, product, self.tc.null_of(I64)), I64)
+
+    def cast_temporal(self, arg: Node, src: Logical, target: Logical, node: Node,
+                      strict: bool = True) -> Node:  # fmt: skip
+        """A cast between temporal types (floors to coarser units, as polars)."""
+        if src.kind == target.kind and src.kind in ("date", "time"):
+            return arg
+        if target.kind in ("datetime", "duration"):
+            if src.kind not in (("datetime", "date") if target.kind == "datetime"
+                                else ("duration",)):  # fmt: skip
+                raise _cast_error(node, src, target)
+            if src.kind == "date":
+                factor = _per_day(target.unit)
+            elif TIME_UNITS.index(src.unit) <= TIME_UNITS.index(target.unit):
+                coarser = self.to_unit(arg, src.unit, target.unit, duration=src.kind == "duration")
+                return self.mark(coarser, target)
+            else:
+                factor = UNIT_PER_SECOND[target.unit] // UNIT_PER_SECOND[src.unit]
+            return self.mark(self.widen(self.i64(arg), factor, strict, target, node), target)
+        if target.kind == "date":
+            if src.kind != "datetime":
+                raise _cast_error(node, src, target)
+            return self.mark(self.narrow(self.fdiv(arg, _per_day(src.unit)), I32), DATE)
+        if target.kind == "time":
+            if src.kind != "datetime":
+                raise _cast_error(node, src, target)
+            rem = self.fmod(arg, _per_day(src.unit))
+            return self.mark(self.mul(rem, _ns_per_unit(src.unit)), TIME)
+        raise _cast_error(node, src, target)
+
+    def to_physical(self, arg: Node, node: Node) -> Node:
+        """The stored integers of a logical value."""
+        logical = self.of(arg)
+        if logical is None or logical.kind == "string":
+            return arg
+        if logical.kind == "categorical":
+            return self.tc.cast_plain(self.mark(arg, None), U32, strict=False)
+        return self.mark(arg, None)
+
+    # -- strings ------------------------------------------------------------------------
+    def table(self, arg: Node, recipe: tuple[Any, ...], dtype: DType, *, nullable: bool = False,
+              error: str = "") -> Node:  # fmt: skip
+        """``recipe`` computed per distinct value of the string ``arg``, gathered by code."""
+        spec = self.tc.dicts[arg]
+        ref = TableRef(spec, recipe, dtype, nullable)
+        return self.rec(Gather(ref, arg, error), dtype)
+
+    def _need_string(self, arg: Node, node: Node) -> None:
+        logical = self.of(arg)
+        if logical is None or logical.kind != "string":
+            got = logical if logical is not None else self.tc.types.get(arg)
+            msg = f"`{node!r}` needs a String, got {got}"
+            if logical is not None and logical.is_string:
+                msg += "; cast it first with `.cast(pl.String)`"
+            raise SchemaError(msg)
+
+    def str_function(self, op: str, arg: Node, node: Function) -> Node:
+        """A ``str`` function, computed once per distinct string."""
+        self._need_string(arg, node)
+        params = node.options
+        if op in ("len_chars", "len_bytes"):
+            return self.mark(self.table(arg, (op,), U32), None)
+        if op in ("starts_with", "ends_with"):
+            return self.mark(self.table(arg, (op, _text(params[0], node)), BOOL), None)
+        if op == "contains":
+            pattern, literal = _text(params[0], node), bool(params[1])
+            return self.mark(self.table(arg, ("contains", pattern, literal), BOOL), None)
+        if op == "to_integer":
+            base, strict = int(params[0]), bool(params[1])
+            if base != 10:
+                msg = f"`{node!r}`: colbridge parses base-10 integers only"
+                raise UnsupportedOperationError(msg)
+            return self.parse(arg, ("cast", "int64"), I64, None, strict, node)
+        if op in ("to_datetime", "to_date"):
+            fmt = params[0]
+            if op == "to_date":
+                target = DATE
+                strict = bool(params[1])
+            else:
+                unit = _unit(params[1] or "us", node)
+                tz = params[2]
+                if tz is not None and check_zone(str(tz)) != "UTC":
+                    msg = (
+                        f"`{node!r}`: colbridge parses into naive or UTC datetimes only "
+                        "(local times in other zones can be ambiguous)"
+                    )
+                    raise UnsupportedOperationError(msg)
+                target = Logical("datetime", unit, tz)
+                strict = bool(params[3])
+            if fmt is not None and ("%z" in str(fmt) or "%Z" in str(fmt)):
+                msg = f"`{node!r}`: formats with a time zone (%z) are not supported"
+                raise UnsupportedOperationError(msg)
+            recipe = ("strptime", fmt, str(target))
+            return self.parse(arg, recipe, target.physical, target, strict, node)
+        if op in ("to_lowercase", "to_uppercase"):
+            return self.mark(arg, STRING, ("map", op, self.tc.dicts[arg]))
+        msg = f"`str.{op}` is not supported by colbridge expressions (in `{node!r}`)"
+        raise UnsupportedOperationError(msg)
+
+    def parse(self, arg: Node, recipe: tuple[Any, ...], dtype: DType, logical: Logical | None,
+              strict: bool, node: Node) -> Node:  # fmt: skip
+        """Strings converted per distinct value; failures null, or an error when strict."""
+        error = ""
+        if strict:
+            error = (
+                f"strict conversion of strings to {logical or dtype} failed in `{node!r}`: some "
+                "values do not convert; pass `strict=False` to turn them into nulls"
+            )
+        return self.mark(self.table(arg, recipe, dtype, nullable=True, error=error), logical)
+
+    def is_in(self, node: Function) -> Node:
+        """Membership in a list: a table for strings, equalities otherwise."""
+        tc = self.tc
+        arg = tc.check_child(node.args[0])
+        given, nulls_equal = node.options
+        values = [v for v in given if v is not None]
+        found = self._is_in(node, arg, values)
+        if not nulls_equal:
+            return found
+        # a null row is in the list where the list holds None (polars' nulls_equal)
+        is_null = self.rec(Unary("is_null", arg), BOOL)
+        null_found = tc.record_bool(Literal(None in given, BOOL))
+        return self.mark(self.rec(When(is_null, null_found, found), BOOL), None)
+
+    def _is_in(self, node: Function, arg: Node, values: list[Any]) -> Node:
+        tc = self.tc
+        logical = self.of(arg)
+        if logical is not None and logical.is_string:
+            for v in values:
+                if not isinstance(v, str):
+                    msg = f"`{node!r}`: a string column's `is_in` takes strings, got {v!r}"
+                    raise SchemaError(msg)
+            return self.mark(self.table(arg, ("is_in", tuple(values)), BOOL), None)
+        if not values:
+            false = tc.record_bool(Literal(False, BOOL))
+            return self.mark(self.rec(When(self.rec(Unary("is_not_null", arg), BOOL), false,
+                                           tc.null_of(BOOL)), BOOL), None)  # fmt: skip
+        out: Node | None = None
+        for v in values:
+            term = tc.check_child(Binary("eq", arg, Constant(v) if _is_temporal_value(v)
+                                         else Literal(v)))  # fmt: skip
+            out = term if out is None else tc.check_child(Binary("or", out, term))
+        assert out is not None
+        return out
+
+    # -- operators ----------------------------------------------------------------------
+    def binary(self, node: Binary, left: Node, right: Node) -> Node:
+        """``left <op> right`` where a side is logical (or a string constant)."""
+        ll, rl = self.of(left), self.of(right)
+        if (ll is not None and ll.is_string) or (rl is not None and rl.is_string):
+            return self.string_binary(node, left, right, ll, rl)
+        tc = self.tc
+        op = node.op
+        # a Python number or null next to a temporal value takes its stored type
+        if ll is None and tc.is_dynamic(left):
+            left = self._number_against(left, right, rl, node)
+        if rl is None and tc.is_dynamic(right):
+            right = self._number_against(right, left, ll, node)
+        ll, rl = self.of(left), self.of(right)
+        if op in COMPARISONS:
+            return self.compare(node, left, right, ll, rl)
+        if op in ("add", "sub"):
+            return self.add_sub(node, left, right, ll, rl)
+        if op in ("mul", "truediv"):
+            return self.scale(node, left, right, ll, rl)
+        raise _op_error(node, self._kind(left), self._kind(right))
+
+    def _number_against(self, number: Node, other: Node, logical: Logical | None,
+                        node: Node) -> Node:  # fmt: skip
+        tc = self.tc
+        if isinstance(number, Literal) and number.value is None:
+            dtype = tc.types[other]
+            return self.mark(tc.null_of(dtype), logical) if logical is not None \
+                else tc.null_of(dtype)  # fmt: skip
+        if node.op in COMPARISONS and logical is not None:  # type: ignore[attr-defined]
+            return tc.type_dynamic_against(number, tc.types[other], node)
+        return tc.materialize(number)
+
+    def compare(self, node: Binary, left: Node, right: Node, ll: Logical | None,
+                rl: Logical | None) -> Node:  # fmt: skip
+        """A comparison of temporal values (in a common unit)."""
+        tc = self.tc
+        if ll is None or rl is None:
+            plain = right if ll is not None else left
+            if tc.types[plain].is_integer and isinstance(plain, Literal):
+                # a Python number compares with the stored integers, as polars does
+                return self.rec(Binary(node.op, left, right), BOOL)
+            raise _op_error(node, self._kind(left), self._kind(right))
+        a, b = self._common(node, left, right, ll, rl)
+        return self.mark(self.rec(Binary(node.op, a, b), BOOL), None)
+
+    def _common(self, node: Node, left: Node, right: Node, ll: Logical,
+                rl: Logical) -> tuple[Node, Node]:  # fmt: skip
+        """Both sides in one type: the coarser unit, a date as a datetime (polars' supertype)."""
+        kinds = {ll.kind, rl.kind}
+        if kinds <= {"datetime", "date"} and "datetime" in kinds:
+            if ll.kind == rl.kind and ll.tz != rl.tz:
+                msg = (
+                    f"`{node!r}`: datetimes in different time zones ({ll.tz} and {rl.tz}) "
+                    "do not compare; convert one with `.dt.convert_time_zone(...)`"
+                )
+                raise SchemaError(msg)
+            unit = coarser_unit(ll.unit or "ns", rl.unit or "ns") if ll.unit and rl.unit \
+                else (ll.unit or rl.unit)  # fmt: skip
+            return self.as_datetime(left, ll, unit), self.as_datetime(right, rl, unit)
+        if ll.kind != rl.kind:
+            raise _op_error(node, ll, rl)
+        if ll.kind == "duration":
+            unit = coarser_unit(ll.unit, rl.unit)
+            return (self.to_unit(left, ll.unit, unit, duration=True),
+                    self.to_unit(right, rl.unit, unit, duration=True))  # fmt: skip
+        return left, right
+
+    def add_sub(self, node: Binary, left: Node, right: Node, ll: Logical | None,
+                rl: Logical | None) -> Node:  # fmt: skip
+        """``+`` and ``-`` of dates, datetimes and durations."""
+        op = node.op
+        if ll is None or rl is None:
+            raise _op_error(node, self._kind(left), self._kind(right))
+        kinds = (ll.kind, rl.kind)
+        if kinds == ("duration", "duration"):
+            unit = coarser_unit(ll.unit, rl.unit)
+            a = self.to_unit(left, ll.unit, unit, duration=True)
+            b = self.to_unit(right, rl.unit, unit, duration=True)
+            return self.mark(self.op(op, a, b), Logical("duration", unit))
+        if kinds in (("datetime", "duration"), ("duration", "datetime")) and (
+            op == "add" or kinds[0] == "datetime"
+        ):
+            tz = ll.tz if ll.kind == "datetime" else rl.tz
+            unit = coarser_unit(ll.unit, rl.unit)
+            a = self.to_unit(left, ll.unit, unit, duration=ll.kind == "duration")
+            b = self.to_unit(right, rl.unit, unit, duration=rl.kind == "duration")
+            return self.mark(self.op(op, a, b), Logical("datetime", unit, tz))
+        if kinds in (("date", "duration"), ("duration", "date")) and (
+            op == "add" or kinds[0] == "date"
+        ):
+            d_node, du_node, du_l = (left, right, rl) if ll.kind == "date" else (right, left, ll)
+            # polars adds in microseconds at the finest (a nanosecond duration is truncated
+            # to them), then floors to days
+            unit = coarser_unit("us", du_l.unit)
+            as_dt = self.as_datetime(d_node, DATE, unit)
+            du = self.to_unit(du_node, du_l.unit, unit, duration=True)
+            value = self.op(op, as_dt, du) if d_node is left else self.op(op, du, as_dt)
+            return self.mark(self.narrow(self.fdiv(value, _per_day(unit)), I32), DATE)
+        if op == "sub" and kinds == ("time", "time"):
+            return self.mark(self.op("sub", left, right), Logical("duration", "ns"))
+        if op == "sub" and kinds == ("date", "date"):
+            diff = self.op("sub", left, right)
+            return self.mark(self.mul(diff, _per_day("us")), Logical("duration", "us"))
+        if op == "sub" and set(kinds) <= {"datetime", "date"}:
+            a, b = self._common(node, left, right, ll, rl)
+            units = [lg.unit for lg in (ll, rl) if lg.kind == "datetime"]
+            unit = units[0] if len(units) == 1 else coarser_unit(*units)
+            return self.mark(self.op("sub", a, b), Logical("duration", unit))
+        raise _op_error(node, ll, rl)
+
+    def scale(self, node: Binary, left: Node, right: Node, ll: Logical | None,
+              rl: Logical | None) -> Node:  # fmt: skip
+        """A duration times or divided by a number; a duration divided by a duration."""
+        tc = self.tc
+        op = node.op
+        if op == "truediv" and ll is not None and rl is not None:
+            if ll.kind == rl.kind == "duration":
+                # polars brings the divisor to the dividend's unit
+                a = left
+                b = self.to_unit(right, rl.unit, ll.unit, duration=True)
+                a = tc.cast_plain(self.mark(a, None), F64, False)
+                b = tc.cast_plain(self.mark(b, None), F64, False)
+                return self.mark(self.rec(Binary("truediv", a, b), F64), None)
+            raise _op_error(node, ll, rl)
+        if ll is not None and ll.kind == "duration" and rl is None:
+            duration, number, logical = left, right, ll
+        elif rl is not None and rl.kind == "duration" and ll is None and op == "mul":
+            duration, number, logical = right, left, rl
+        else:
+            raise _op_error(node, self._kind(left), self._kind(right))
+        t = tc.types[number]
+        if t.is_bool:
+            raise _op_error(node, ll or t, rl or t)
+        if t.is_float:
+            duration_f = tc.cast_plain(self.mark(duration, None), t, False)
+            if op == "truediv" and isinstance(number, Literal) and number.value:
+                # polars divides by a constant as a multiplication by its reciprocal
+                op = "mul"
+                number = self.rec(Literal(1.0 / float(number.value), t), t)
+            product = self.rec(Binary("mul" if op == "mul" else "truediv", duration_f, number), t)
+            value = tc.cast_plain(product, I64, strict=False)  # toward zero, as polars
+            return self.mark(value, logical)
+        number = self.i64(tc.cast_plain(number, I64, strict=False) if t is not I64 else number)
+        value = self.op("mul" if op == "mul" else "floordiv", duration, number)
+        return self.mark(value, logical)
+
+    def string_binary(self, node: Binary, left: Node, right: Node, ll: Logical | None,
+                      rl: Logical | None) -> Node:  # fmt: skip
+        """A comparison of strings: by label, through lookup tables."""
+        tc = self.tc
+        op = node.op
+        if op not in COMPARISONS:
+            msg = (
+                f"`{node!r}`: `{op}` is not defined for strings in colbridge expressions; "
+                "strings compare (== != < <= > >=), match (`str.starts_with`, `is_in`) and "
+                "convert (`str.to_integer`, `cast`)"
+            )
+            raise UnsupportedOperationError(msg)
+        # null on either side: every row is null
+        for side, other in ((left, right), (right, left)):
+            if isinstance(side, Literal) and side.value is None:
+                null = tc.null_of(tc.types[other]) if not tc.is_dynamic(other) else \
+                    tc.null_of(I32)  # fmt: skip
+                return self.mark(self.rec(Binary("eq", null, null), BOOL), None)
+        if ll is None or rl is None or not (ll.is_string and rl.is_string):
+            raise _op_error(node, self._kind(left), self._kind(right))
+        if isinstance(left, Constant) and isinstance(right, Constant):
+            return tc.record_bool(Literal(_compare_py(op, left.value, right.value), BOOL))
+        if isinstance(left, Constant) or isinstance(right, Constant):
+            right_const = isinstance(right, Constant)
+            if isinstance(left, Constant):
+                column, value, logical = right, left.value, rl
+            else:
+                assert isinstance(right, Constant)
+                column, value, logical = left, right.value, ll
+            flipped = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+            sym = op if right_const else flipped.get(op, op)
+            ordered = logical.kind == "enum" and sym not in ("eq", "ne")
+            recipe = ("enum_cmp" if ordered else "cmp", sym, value)
+            return self.mark(self.table(column, recipe, BOOL), None)
+        if (ll.kind == "enum" or rl.kind == "enum") and op not in ("eq", "ne"):
+            msg = f"`{node!r}`: colbridge compares enums with == and != only"
+            raise UnsupportedOperationError(msg)
+        # two string values: compare their ranks among the values of both dictionaries
+        union = ("union", (tc.dicts[left], tc.dicts[right]))
+        a = self.table(left, ("rank", union), I64)
+        b = self.table(right, ("rank", union), I64)
+        return self.mark(self.rec(Binary(op, a, b), BOOL), None)
+
+    # -- when, coalesce, reductions -----------------------------------------------------
+    def merge(
+        self, node: Node, branches: list[Node]
+    ) -> tuple[list[Node], Logical, DictSpec | None]:
+        """Branches of ``when``/``coalesce`` in one logical type (nulls take it too)."""
+        tc = self.tc
+        logicals = [self.of(b) for b in branches if not _is_null(b)]
+        if any(lg is None for lg in logicals) or not logicals:
+            kinds = [str(self.of(b) or tc.types.get(b) or "a number") for b in branches]
+            msg = f"`{node!r}`: branches of types {kinds} have no common type"
+            raise SchemaError(msg)
+        first = logicals[0]
+        assert first is not None
+        if first.is_string:
+            return self._merge_strings(node, branches)
+        result = first
+        for lg in logicals[1:]:
+            assert lg is not None
+            if lg.kind != result.kind:
+                if {lg.kind, result.kind} == {"date", "datetime"}:
+                    result = lg if lg.kind == "datetime" else result
+                    continue
+                raise _op_error(node, result, lg)
+            if lg.kind in ("datetime", "duration"):
+                if lg.tz != result.tz:
+                    raise _op_error(node, result, lg)
+                result = Logical(lg.kind, coarser_unit(lg.unit, result.unit), lg.tz)
+        out = []
+        for b in branches:
+            if _is_null(b):
+                out.append(tc.null_of(result.physical))
+                continue
+            lg = self.of(b)
+            assert lg is not None
+            if result.kind == "datetime":
+                out.append(self.as_datetime(b, lg, result.unit))
+            elif result.kind == "duration":
+                out.append(self.to_unit(b, lg.unit, result.unit, duration=True))
+            else:
+                out.append(b)
+        return out, result, None
+
+    def _merge_strings(self, node: Node, branches: list[Node]) -> tuple[list[Node], Logical,
+                                                                        DictSpec]:  # fmt: skip
+        tc = self.tc
+        literals: list[str] = []
+        specs: list[DictSpec] = []
+        result = STRING
+        for b in branches:
+            if _is_null(b):
+                continue
+            lg = self.of(b)
+            if lg is None or not lg.is_string:
+                raise _op_error(node, STRING, lg or tc.types[b])
+            if lg.kind != "string":
+                result = Logical("categorical")
+            if isinstance(b, Constant):
+                if b.value not in literals:
+                    literals.append(b.value)
+            elif tc.dicts[b] not in specs:
+                specs.append(tc.dicts[b])
+        union: DictSpec = ("union", (("lit", tuple(literals)), *specs))
+        out = []
+        for b in branches:
+            if _is_null(b):
+                out.append(tc.null_of(I32))
+            elif isinstance(b, Constant):
+                out.append(self.const(literals.index(b.value), I32))
+            else:
+                out.append(self.table(b, ("remap", union), I32))
+        return out, result, union
+
+    def when(self, node: When, cond: Node, then: Node, other: Node) -> Node:
+        """``when/then/otherwise`` with logical branches."""
+        (a, b), logical, spec = self.merge(node, [then, other])
+        dtype = self.tc.types[a]
+        return self.mark(self.rec(When(cond, a, b), dtype), logical, spec)
+
+    def coalesce(self, node: Coalesce, args: list[Node]) -> Node:
+        """``coalesce``/``fill_null`` with logical arguments."""
+        parts, logical, spec = self.merge(node, args)
+        dtype = self.tc.types[parts[0]]
+        return self.mark(self.rec(Coalesce(tuple(parts)), dtype), logical, spec)
+
+    def unary(self, node: Unary, arg: Node) -> Node:
+        """``-`` and ``abs`` of a duration."""
+        logical = self.of(arg)
+        assert logical is not None
+        if node.op in ("neg", "abs") and logical.kind == "duration":
+            return self.mark(self.rec(Unary(node.op, arg), I64), logical)
+        msg = f"`{node!r}` is not defined for {logical}"
+        raise SchemaError(msg)
+
+    def agg(self, node: Agg | GroupAgg, arg: Node,
+            make: Callable[[str, Node], Node]) -> Node:  # fmt: skip
+        """A reduction of a logical value (min/max/first/last keep the type).
+
+        ``make(func, value)`` builds the reduction node: whole-column or per group.
+        """
+        logical = self.of(arg)
+        assert logical is not None
+        tc = self.tc
+        func = node.func
+        if func in ("first", "last"):
+            return self.mark(self.rec(make(func, arg), tc.types[arg]), logical,
+                             self.tc.dicts.get(arg))  # fmt: skip
+        if logical.is_temporal and func in ("min", "max"):
+            return self.mark(self.rec(make(func, arg), logical.physical), logical)
+        if logical.kind == "duration" and func == "sum":
+            return self.mark(self.rec(make(func, arg), I64), logical)
+        if logical.kind in ("duration", "datetime") and func == "mean":
+            mean = self.rec(make(func, arg), F64)
+            return self.mark(tc.cast_plain(mean, I64, strict=False), logical)
+        column = arg.arg if isinstance(arg, Reinterpret) else arg
+        where = ""
+        if isinstance(column, Column) and column.name in tc.schema:
+            where = f"column `{column.name}` has type {tc.schema[column.name].arrow_type}: "
+        msg = (f"`{node!r}`: {where}`{func}` of {logical} is not supported by colbridge "
+               "expressions")  # fmt: skip
+        raise UnsupportedTypeError(msg)
+
+
+def _is_null(node: Node) -> bool:
+    return isinstance(node, Literal) and node.value is None and node.dtype is None
+
+
+def _is_temporal_value(value: Any) -> bool:
+    return isinstance(value, (_dt.date, _dt.time, _dt.timedelta, str))
+
+
+def _text(value: Any, node: Node) -> str:
+    if not isinstance(value, str):
+        msg = f"`{node!r}`: expected a string, got {value!r}"
+        raise SchemaError(msg)
+    return value
+
+
+def _unit(value: Any, node: Node) -> str:
+    unit = str(value).replace("μ", "u")
+    if unit not in TIME_UNITS:
+        msg = f"`{node!r}`: time unit {value!r} is not one of {TIME_UNITS}"
+        raise SchemaError(msg)
+    return unit
+
+
+def _compare_py(op: str, a: Any, b: Any) -> bool:
+    import operator
+
+    fn = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
+          "gt": operator.gt, "ge": operator.ge}[op]  # fmt: skip
+    return bool(fn(a.encode(), b.encode()))
+
+
+def _cast_error(node: Node, src: Logical, target: Logical) -> SchemaError:
+    return SchemaError(f"`{node!r}`: casting from {src} to {target} is not supported")
+
+
+def _op_error(node: Node, a: Any, b: Any) -> SchemaError:
+    sym = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
+           "pow": "**", "and": "&", "or": "|", "xor": "^"}  # fmt: skip
+    op = getattr(node, "op", "")
+    what = f"`{sym.get(op, op)}`" if op else "this operation"
+    return SchemaError(
+        f"`{node!r}`: {what} is not defined for {a} and {b} "
+        "(datetimes subtract to durations, durations add to datetimes and dates, "
+        "durations scale by numbers; compare values of the same kind)"
+    )
+
+
+_ = parse_logical  # re-exported for the API's casts

@@ -1,0 +1,215 @@
+"""Runtime: the dictionaries of string values and the lookup tables kernels gather from.
+
+Stage: runtime. Strings never enter a kernel: a string column reaches it as
+dictionary codes, and whatever an expression asks of the strings (a comparison,
+``is_in``, a length, a parse) is computed here once per distinct value with
+``pyarrow.compute``, into a small table the kernel reads by code. Time zone
+transition tables are built here too. A string result comes back as codes and
+is turned into a string or categorical column against its dictionary
+(`finish_output`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from colbridge.codegen.kernel import table_key
+from colbridge.errors import InvalidOperationError
+from colbridge.expr.nodes import TableRef
+from colbridge.plan.planner import Segment
+from colbridge.types.logical import Logical, parse_logical
+from colbridge.types.promotion import int_range
+from colbridge.types.timezones import zone_table
+
+__all__ = ["TableBuilder", "finish_output", "segment_tables"]
+
+_INTEGER = re.compile(r"^[+-]?[0-9]+$")
+_FLOAT = re.compile(r"^[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|inf|infinity|nan)$",
+                    re.IGNORECASE)  # fmt: skip
+_STR = pa.large_string()
+
+
+class TableBuilder:
+    """Builds dictionaries and tables for one compute, each once.
+
+    ``arrays`` are the kernel inputs: a string column is a dictionary array there.
+    """
+
+    def __init__(self, arrays: Mapping[str, pa.Array]) -> None:
+        self.arrays = arrays
+        self._dicts: dict[tuple[Any, ...], pa.Array] = {}
+
+    # -- dictionaries ---------------------------------------------------------------------
+    def dictionary(self, spec: tuple[Any, ...]) -> pa.Array:
+        """The values of a dictionary spec, as large strings without nulls."""
+        hit = self._dicts.get(spec)
+        if hit is None:
+            hit = self._dicts[spec] = self._dictionary(spec)
+        return hit
+
+    def _dictionary(self, spec: tuple[Any, ...]) -> pa.Array:
+        kind = spec[0]
+        if kind == "col":
+            return self.arrays[spec[1]].dictionary.cast(_STR)
+        if kind == "lit":
+            return pa.array(list(spec[1]), type=_STR)
+        if kind == "union":
+            parts = [self.dictionary(s) for s in spec[1]]
+            return pc.unique(pa.concat_arrays(parts)) if parts else pa.array([], _STR)
+        if kind == "map":
+            values = self.dictionary(spec[2])
+            fn = {"to_lowercase": pc.utf8_lower, "to_uppercase": pc.utf8_upper}[spec[1]]
+            return fn(values)
+        msg = f"unknown dictionary spec {spec!r}"
+        raise AssertionError(msg)
+
+    # -- tables ---------------------------------------------------------------------------
+    def table(self, ref: TableRef) -> pa.Array:
+        """The values of one lookup table (nulls where an entry has no value)."""
+        if ref.source[0] == "zone":
+            instants, offsets = zone_table(ref.source[1], ref.recipe[1])
+            values = instants if ref.recipe[0] == "instants" else offsets
+            return pa.array(values, pa.int64())
+        d = self.dictionary(ref.source)
+        op = ref.recipe[0]
+        if op == "cmp":
+            fn = {"eq": pc.equal, "ne": pc.not_equal, "lt": pc.less, "le": pc.less_equal,
+                  "gt": pc.greater, "ge": pc.greater_equal}[ref.recipe[1]]  # fmt: skip
+            return fn(d, pa.scalar(ref.recipe[2], _STR))
+        if op == "enum_cmp":
+            position = pc.index(d, pa.scalar(ref.recipe[2], _STR)).as_py()
+            if position < 0:
+                msg = f"{ref.recipe[2]!r} is not a category of the enum it is compared with"
+                raise InvalidOperationError(msg)
+            positions = np.arange(len(d))
+            fn = {"lt": np.less, "le": np.less_equal, "gt": np.greater,
+                  "ge": np.greater_equal}[ref.recipe[1]]  # fmt: skip
+            return pa.array(fn(positions, position))
+        if op == "is_in":
+            return pc.is_in(d, value_set=pa.array(list(ref.recipe[1]), _STR))
+        if op == "len_chars":
+            return pc.utf8_length(d).cast(pa.uint32())
+        if op == "len_bytes":
+            return pc.binary_length(d).cast(pa.uint32())
+        if op == "starts_with":
+            return pc.starts_with(d, pattern=ref.recipe[1])
+        if op == "ends_with":
+            return pc.ends_with(d, pattern=ref.recipe[1])
+        if op == "contains":
+            pattern, literal = ref.recipe[1], ref.recipe[2]
+            if literal:
+                return pc.match_substring(d, pattern=pattern)
+            return pc.match_substring_regex(d, pattern=pattern)
+        if op == "rank":
+            union = self.dictionary(ref.recipe[1])
+            ordered = pc.take(union, pc.sort_indices(union))
+            return pc.index_in(d, value_set=ordered).cast(pa.int64())
+        if op == "remap":
+            return pc.index_in(d, value_set=self.dictionary(ref.recipe[1])).cast(pa.int32())
+        if op == "cast":
+            return _parse(d, ref.recipe[1], ref.dtype.arrow)
+        if op == "strptime":
+            return _strptime(d, ref.recipe[1], ref.recipe[2])
+        msg = f"unknown table recipe {ref.recipe!r}"
+        raise AssertionError(msg)
+
+
+def _parse(values: pa.Array, target: str, arrow_type: pa.DataType) -> pa.Array:
+    """Strings parsed as numbers as polars parses them (no spaces; ``+`` allowed), else null."""
+    logical = parse_logical(target)
+    if logical is not None:
+        return _strptime(values, None, target)
+    texts = values.to_pylist()
+    out: list[Any] = []
+    if pa.types.is_integer(arrow_type):
+        from colbridge.types import dtype_from_arrow
+
+        dtype = dtype_from_arrow(arrow_type)
+        assert dtype is not None
+        lo, hi = int_range(dtype)
+        for s in texts:
+            if s is None or not _INTEGER.match(s):
+                out.append(None)
+                continue
+            v = int(s)
+            out.append(v if lo <= v <= hi else None)
+    elif pa.types.is_floating(arrow_type):
+        for s in texts:
+            out.append(float(s) if s is not None and _FLOAT.match(s) else None)
+    else:
+        out = [None] * len(texts)
+    return pa.array(out, type=arrow_type)
+
+
+def _strptime(values: pa.Array, fmt: str | None, target: str) -> pa.Array:
+    """Strings parsed as dates or datetimes (the logical type ``target``), nulls where they fail."""
+    logical = parse_logical(target)
+    assert logical is not None
+    unit = logical.unit if logical.kind == "datetime" else "us"
+    # per distinct value, with Python's parser: like polars' it rejects impossible dates
+    # (2020-02-30), where Arrow's strptime rolls them over
+    parsed = [_iso(s) if fmt is None else _with_format(s, fmt) for s in values.to_pylist()]
+    stamps = pa.array([None if p is None else _to_unit(p, unit) for p in parsed], pa.int64())
+    if logical.kind == "date":
+        per_day = 86_400 * 1_000_000
+        days = [None if v is None else math.floor(v / per_day) for v in stamps.to_pylist()]
+        return pa.array(days, pa.int32())
+    return stamps
+
+
+def _iso(text: str | None) -> _dt.datetime | None:
+    if text is None:
+        return None
+    try:
+        value = _dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return value.replace(tzinfo=None) if value.tzinfo is None else None
+
+
+def _with_format(text: str | None, fmt: str) -> _dt.datetime | None:
+    if text is None:
+        return None
+    try:
+        return _dt.datetime.strptime(text, fmt)
+    except ValueError:
+        return None
+
+
+def _to_unit(value: _dt.datetime, unit: str) -> int:
+    us = (value - _dt.datetime(1970, 1, 1)) // _dt.timedelta(microseconds=1)
+    return {"ns": us * 1000, "us": us, "ms": us // 1000}[unit]
+
+
+def segment_tables(segment: Segment, arrays: Mapping[str, pa.Array]) -> dict[str, pa.Array]:
+    """Every lookup table a segment's kernels read (`Segment.tables`), by `table_key`."""
+    if not segment.tables:
+        return {}
+    builder = TableBuilder(arrays)
+    return {table_key(ref): builder.table(ref) for ref in segment.tables}
+
+
+def finish_output(array: pa.Array, logical: Logical, spec: tuple[Any, ...] | None,
+                  arrays: Mapping[str, pa.Array]) -> pa.Array:  # fmt: skip
+    """A kernel result as a column of its logical type.
+
+    Temporal values are the same buffers viewed with their Arrow type (no copy);
+    string codes are looked up in their dictionary (a string column) or kept with it
+    (a categorical).
+    """
+    if logical.is_temporal:
+        return array.view(logical.arrow)
+    assert spec is not None
+    dictionary = TableBuilder(arrays).dictionary(spec)
+    if logical.kind == "string":
+        return pc.take(dictionary, array)
+    codes = array.cast(pa.uint32()) if len(dictionary) else pa.nulls(len(array), pa.uint32())
+    return pa.DictionaryArray.from_arrays(codes, dictionary)

@@ -1,0 +1,169 @@
+"""Time zones: a zone's UTC-offset transitions, as the sorted table kernels search.
+
+Stage: types. A time-zoned datetime stores UTC; its fields are local. Kernels
+find the offset of a value with a binary search over the zone's transitions
+(`zone_table`), built here from the standard library's ``zoneinfo`` data: the
+zone file's explicit transitions, then those its rule gives up to the end of
+2099. Like polars (whose zone data stops there too), an instant from 2100 on
+keeps the offset of the last transition before it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import importlib.resources
+import os
+import struct
+import zoneinfo
+
+from colbridge.errors import UnsupportedTypeError
+
+__all__ = ["LAST_RULE_YEAR", "check_zone", "transitions", "zone_table"]
+
+#: Transitions are generated from a zone's rule through the end of this year.
+LAST_RULE_YEAR = 2099
+INT64_MIN = -(2**63)
+_END = int(_dt.datetime(LAST_RULE_YEAR + 1, 1, 1, tzinfo=_dt.timezone.utc).timestamp())
+_UNIT = {"ns": 1_000_000_000, "us": 1_000_000, "ms": 1_000, "s": 1}
+
+
+@functools.lru_cache(maxsize=256)
+def check_zone(tz: str) -> str:
+    """``tz`` if it names a zone of the time zone database, else a clear error."""
+    if tz == "UTC":
+        return tz
+    try:
+        zoneinfo.ZoneInfo(tz)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+        msg = (
+            f"unknown time zone {tz!r}: use a name of the time zone database, e.g. "
+            "'Europe/London' or 'UTC'"
+        )
+        raise UnsupportedTypeError(msg) from exc
+    return tz
+
+
+@functools.lru_cache(maxsize=64)
+def transitions(tz: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(UTC instants in seconds, offsets in seconds) of ``tz``: offset k holds from instant k.
+
+    The first instant is the smallest int64 (the offset before any transition).
+    """
+    check_zone(tz)
+    if tz == "UTC":
+        return (INT64_MIN,), (0,)
+    data = _read_tzif(tz)
+    instants, offsets = [INT64_MIN], [data[1][0] if data[1] else 0]
+    for when, offset in zip(*data, strict=False):
+        if when == INT64_MIN:
+            offsets[0] = offset
+            continue
+        if when >= _END:
+            break
+        if offset != offsets[-1]:
+            instants.append(when)
+            offsets.append(offset)
+    zone = zoneinfo.ZoneInfo(tz)
+    start = max(instants[-1] + 1, int(_dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+                                      .timestamp()))  # fmt: skip
+    for when, offset in _rule_transitions(zone, start, _END):
+        if offset != offsets[-1]:
+            instants.append(when)
+            offsets.append(offset)
+    return tuple(instants), tuple(offsets)
+
+
+def zone_table(tz: str, unit: str) -> tuple[list[int], list[int]]:
+    """`transitions` in a time unit (``ns``, ``us``, ``ms``): instants (sentinel kept), offsets."""
+    scale = _UNIT[unit]
+    instants, offsets = transitions(tz)
+    lo, hi = INT64_MIN, 2**63 - 1
+    out = [INT64_MIN]
+    for when in instants[1:]:
+        out.append(min(max(when * scale, lo + 1), hi))
+    return out, [o * scale for o in offsets]
+
+
+def _offset_at(zone: zoneinfo.ZoneInfo, when: int) -> int:
+    local = _dt.datetime.fromtimestamp(when, tz=_dt.timezone.utc).astimezone(zone)
+    delta = local.utcoffset()
+    return int(delta.total_seconds()) if delta is not None else 0
+
+
+def _rule_transitions(zone: zoneinfo.ZoneInfo, start: int, end: int) -> list[tuple[int, int]]:
+    """Transitions in ``[start, end)`` found by sampling daily and bisecting to the second.
+
+    Used past a zone file's explicit transitions, where the zone's rule (the file's
+    footer) decides; its changes are months apart, so a daily sample sees each one.
+    """
+    out: list[tuple[int, int]] = []
+    day = 86_400
+    before = _offset_at(zone, start)
+    t = start
+    while t < end:
+        nxt = min(t + day, end)
+        after = _offset_at(zone, nxt) if nxt < end else _offset_at(zone, end - 1)
+        if after != before:
+            lo, hi = t, nxt  # offset(lo) == before, offset(hi) != before
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if _offset_at(zone, mid) == before:
+                    lo = mid
+                else:
+                    hi = mid
+            out.append((hi, _offset_at(zone, hi)))
+            before = _offset_at(zone, hi)
+            if hi < nxt and _offset_at(zone, nxt) != before:
+                continue  # a second change within the day: look again from here
+        t = nxt
+    return out
+
+
+def _zone_bytes(tz: str) -> bytes:
+    for base in zoneinfo.TZPATH:
+        path = os.path.join(base, tz)
+        if os.path.isfile(path):
+            with open(path, "rb") as fh:
+                return fh.read()
+    try:
+        package = "tzdata.zoneinfo." + ".".join(tz.split("/")[:-1]) if "/" in tz \
+            else "tzdata.zoneinfo"  # fmt: skip
+        return importlib.resources.files(package).joinpath(tz.split("/")[-1]).read_bytes()
+    except (ModuleNotFoundError, FileNotFoundError) as exc:
+        msg = f"no zone data for time zone {tz!r}; install the `tzdata` package"
+        raise UnsupportedTypeError(msg) from exc
+
+
+def _read_tzif(tz: str) -> tuple[list[int], list[int]]:
+    """(transition instants, offsets after them) from a TZif file, 64-bit data preferred.
+
+    The offset before the first transition comes first with the instant INT64_MIN.
+    """
+    raw = _zone_bytes(tz)
+
+    def header(at: int) -> tuple[int, int, int, int, int, int, int]:
+        if raw[at : at + 4] != b"TZif":
+            msg = f"zone data for {tz!r} is not in TZif format"
+            raise UnsupportedTypeError(msg)
+        counts = struct.unpack(">6l", raw[at + 20 : at + 44])
+        return (raw[at + 4], *counts)  # type: ignore[return-value]
+
+    version, isutcnt, isstdcnt, leapcnt, timecnt, typecnt, charcnt = header(0)
+    at, time_size = 44, 4
+    if version >= ord("2"):
+        # skip the 32-bit block; the second header and its 64-bit data follow
+        at += timecnt * 4 + timecnt + typecnt * 6 + charcnt + leapcnt * 8 + isstdcnt + isutcnt
+        _, isutcnt, isstdcnt, leapcnt, timecnt, typecnt, charcnt = header(at)
+        at += 44
+        time_size = 8
+    fmt = f">{timecnt}q" if time_size == 8 else f">{timecnt}l"
+    times = list(struct.unpack(fmt, raw[at : at + timecnt * time_size]))
+    at += timecnt * time_size
+    indices = list(raw[at : at + timecnt])
+    at += timecnt
+    offsets = [struct.unpack(">l", raw[at + 6 * k : at + 6 * k + 4])[0] for k in range(typecnt)]
+    # the offset before the first transition is that of time type 0 (RFC 8536 3.2)
+    instants = [INT64_MIN, *times]
+    after = [offsets[0] if offsets else 0, *(offsets[i] for i in indices)]
+    return instants, after

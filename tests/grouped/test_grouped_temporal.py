@@ -1,0 +1,56 @@
+"""Grouped work on dates, datetimes, durations and strings, against polars.
+
+Keys of those types (columns and expressions of them), windows over them, and
+reductions of them per group (which keep their type: a datetime's maximum is a
+datetime, a string's first value a string), on generated temporal and string data
+with nulls, sliced and multi-chunk inputs, every frame kind.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from colbridge.testing.asserts import assert_same_as_polars
+from tests.engine.temporal_data import temporal_tables
+
+SETTINGS = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+                    database=None)  # fmt: skip
+TYPES = [pa.timestamp("us"), pa.timestamp("ms", "Europe/London"), pa.date32(), pa.duration("us")]
+NAMES = ("t", "z", "d", "du")
+
+
+def keyed_by_strings(m: Any, q: Any) -> Any:
+    t, z, d, du, s = m.col("t"), m.col("z"), m.col("d"), m.col("du"), m.col("s")
+    return q.group_by("s", maintain_order=True).agg(
+        t_max=t.max(), t_min=t.min(), z_first=z.first(), d_last=d.last(), du_sum=du.sum(),
+        hours=t.dt.hour().sum(), ua=(s == "UA").sum(), n=t.count(), s_first=s.first(),
+    )  # fmt: skip
+
+
+def keyed_by_temporal_expressions(m: Any, q: Any) -> Any:
+    t, d, s = m.col("t"), m.col("d"), m.col("s")
+    return q.group_by(t.dt.date().alias("day"), s.str.to_uppercase().alias("u"),
+                      maintain_order=True).agg(d_max=d.max(), first=s.first(), n=m.len())
+
+
+def windows(m: Any, q: Any) -> Any:
+    t, d, du, s, u = m.col("t"), m.col("d"), m.col("du"), m.col("s"), m.col("u")
+    return q.with_columns(
+        latest=t.max().over("s"), since=(t - t.min()).over(d.dt.year()),
+        total=du.sum().over(s, u), first=s.first().over(t.dt.month()),
+        last_u=u.last().over("s"), n=(s == u).sum().over(d),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("steps", [keyed_by_strings, keyed_by_temporal_expressions, windows],
+                         ids=["string-keys", "temporal-expression-keys", "windows"])
+@SETTINGS
+@given(data=st.data())
+def test_grouped_temporal_and_strings_match_polars(steps: Any, data: st.DataObject) -> None:
+    table = data.draw(temporal_tables(TYPES, names=NAMES, strings=("s", "u")))
+    assert_same_as_polars(table, steps)
