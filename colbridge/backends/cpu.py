@@ -320,7 +320,8 @@ def run_segment(
     nulls, extra = run.variant()
     if num_rows == 0 and not segment.one_row and segment.group_by is None:
         check_scalar_outputs(segment, nulls, run.scalar_values, stats, run.grouped_values)
-    if segment.filters_first and carry is not None and not segment.one_row:
+    compact = segment.filters_first or (segment.mask is not None and not segment.can_fail)
+    if compact and carry is not None and not segment.one_row:
         # compacted: the outputs are computed on the rows the filter keeps only
         filtered = _run_filter(segment, columns, carry, num_rows, stats, nulls, extra,
                                run.scalar_values, run.grouped_values)  # fmt: skip

@@ -20,6 +20,8 @@ from colbridge.expr.nodes import (
     ROWS,
     Agg,
     Binary,
+    Cast,
+    Check,
     Column,
     Const,
     Filtered,
@@ -40,7 +42,13 @@ from colbridge.expr.nodes import (
     walk,
 )
 from colbridge.plan.logical import Step
-from colbridge.plan.typecheck import ColumnType, TypeChecker, is_host_reduction, is_scalar
+from colbridge.plan.typecheck import (
+    ColumnType,
+    TypeChecker,
+    cast_can_fail,
+    is_host_reduction,
+    is_scalar,
+)
 from colbridge.types import DType
 from colbridge.types.logical import Logical
 
@@ -109,6 +117,28 @@ class Segment:
     def filters_first(self) -> bool:
         """Whether the whole filter applies before the outputs (they need only its rows)."""
         return self.mask is not None and self.gate == self.mask
+
+    @functools.cached_property
+    def can_fail(self) -> bool:
+        """Whether an output or the filter can raise on a row (strict casts, parses, powers).
+
+        Where none can, computing the outputs on the kept rows only gives polars' answer
+        whatever part of the filter polars applies first.
+        """
+        roots = [node for _, node in self.outputs]
+        roots += [self.mask] if self.mask is not None else []
+        for node in (n for root in roots for n in walk(root)):
+            if isinstance(node, Check) or (isinstance(node, Gather) and node.error):
+                return True
+            if isinstance(node, Cast) and node.strict:
+                src, dst = self.types.get(node.arg), self.types.get(node)
+                if src is None or dst is None or cast_can_fail(src, dst):
+                    return True
+            if isinstance(node, Binary) and node.op == "pow":
+                result = self.types.get(node)
+                if result is None or not result.is_float:
+                    return True
+        return False
     #: outputs of a logical type (dates, strings, ...): their type, and for strings
     #: how their dictionary is built (see `colbridge.plan.logical_typing`)
     output_logical: dict[str, Logical] = field(default_factory=dict)

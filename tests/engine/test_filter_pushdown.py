@@ -136,3 +136,24 @@ def test_a_large_frame_compacts_only_a_wholly_pushed_filter() -> None:
         pl.col("a") < pl.col("a").max())  # fmt: skip
     with pytest.raises(pl.exceptions.InvalidOperationError):
         want.collect()
+
+
+def test_a_filter_on_computed_columns_compacts_when_nothing_can_fail() -> None:
+    # polars applies `w > 1` after computing w; with no output able to raise, computing
+    # the outputs on the kept rows alone gives the same frame, so the pass compacts
+    n = 300_000
+    rng = np.random.default_rng(6)
+    table = pa.table({"a": rng.normal(size=n), "b": rng.integers(-50, 50, n)})
+    q = cb.lazy(table).with_columns(w=cb.col("a") * 2 + cb.col("b"), v=cb.col("b") // 3)
+    q = q.filter(cb.col("w") > 1)
+    got = pl.from_arrow(q.compute())
+    want = pl.from_arrow(table).lazy().with_columns(
+        w=pl.col("a") * 2 + pl.col("b"), v=pl.col("b") // 3).filter(pl.col("w") > 1).collect()
+    assert isinstance(got, pl.DataFrame)
+    assert got.equals(want)
+    assert any("rows kept" in k for k in q.last_report.stats.kernels)
+    # a strict cast can fail: the outputs are computed on every row, as polars does
+    cast = cb.lazy(table).with_columns(w=cb.col("a") * 2, z=cb.col("b").cast("int8"))
+    cast = cast.filter(cb.col("w") > 1)
+    assert pl.from_arrow(cast.compute()).height == (table.column("a").to_numpy() * 2 > 1).sum()
+    assert not any("rows kept" in k for k in cast.last_report.stats.kernels)
