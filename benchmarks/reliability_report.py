@@ -307,17 +307,11 @@ def fuzz_method() -> list[str]:
         "",
         "### Known wrong values",
         "",
-        "Each is pinned by a regression test marked `xfail(strict=True)`, which fails loudly "
-        "once the bug is fixed; the fuzzer recognises only that symptom.",
+        "A wrong value found is pinned by a regression test marked `xfail(strict=True)`, "
+        "which fails loudly once the bug is fixed, and listed in `fuzzing.KNOWN_BUGS`; the "
+        "fuzzer then recognises only that symptom.",
         "",
         known_bugs_markdown(),
-        "",
-        "A float literal beyond float32's range next to a float32 column (`f32 / 1e300`) "
-        "makes the planner emit NumPy's `RuntimeWarning: overflow encountered in cast` (the "
-        "value, inf, is right): "
-        "`tests/reliability/test_rel_differential_fuzz.py::"
-        "test_float32_literal_overflow_gives_no_numpy_warning` (strict xfail); the fuzz tests "
-        "ignore that one warning.",
         "",
         "### CUDA kernels on the host",
         "",
