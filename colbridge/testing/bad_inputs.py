@@ -484,6 +484,8 @@ def catalogue_markdown(outcomes: dict[str, Outcome] | None = None) -> str:
         if outcomes is not None and case.id in outcomes:
             first = outcomes[case.id].message.strip().replace("colbridge: error: ", "")
             first = " ".join(first.split())
+            # the case's temporary folder changes on every run: not part of the message
+            first = re.sub(re.escape(tempfile.gettempdir()) + r"/cb_bad_[^/'\s]*", "<tmp>", first)
             message = first[:160] + ("…" if len(first) > 160 else "")
             message = message.replace("|", "\\|").replace("`", "'")
         lines.append(f"| {i} | `{case.id}` | {case.category} | {case.what} | {err} | {message} |")
