@@ -298,7 +298,7 @@ def cli(repeats: int, cold_numba: bool) -> dict[str, Any]:
         compare_outputs(ours, theirs)
     # as a reader would type it: no path of this machine in the results
     argv = cli_args(Path("flights.parquet"), Path("out.parquet"))
-    argv = ["colbridge"] + argv[1:] if Path(argv[0]).name == "colbridge" else ["python"] + argv[1:]
+    argv = ["colbridge" if Path(argv[0]).name == "colbridge" else "python", *argv[1:]]
     return {"argv": argv, "times": dict(times)}
 
 
