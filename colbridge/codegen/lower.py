@@ -22,7 +22,7 @@ contract with `colbridge.backends.common.finalize_reduction`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import singledispatchmethod
 from typing import Protocol
@@ -36,6 +36,10 @@ from colbridge.codegen.kernel import (
     GroupedSpec,
     InputSpec,
     ScalarSpec,
+    collect_grouped,
+    collect_inputs,
+    collect_scalars,
+    kernel_tables,
 )
 from colbridge.errors import UnsupportedOperationError
 from colbridge.expr.nodes import (
@@ -61,6 +65,7 @@ from colbridge.expr.nodes import (
     Unary,
     When,
 )
+from colbridge.plan.nullability import Nullability
 from colbridge.plan.typecheck import cast_can_fail
 from colbridge.types import DType
 from colbridge.types.promotion import int_range
@@ -811,6 +816,44 @@ class ReductionState:
     ok: str | None = None
     #: std and var: the float64 value whose moments are taken two-pass per chunk
     moment_of: str | None = None
+
+
+@dataclass
+class GroupedReduceStart:
+    """What every target's grouped-reduction kernel starts from: its arguments and a lowering.
+
+    ``ids_name`` is the column of group ids (None: one group, every row in group 0).
+    """
+
+    ids_name: str | None
+    inputs: list[InputSpec]
+    scalars: list[ScalarSpec]
+    groups: list[GroupedSpec]
+    tables: list[TableRef]
+    lw: Lowering
+
+
+def start_grouped_reduce(
+    dialect: Dialect,
+    rows: RowAccess,
+    aggs: Sequence[GroupAgg],
+    types: Mapping[Node, DType],
+    nulls: Nullability,
+    tables: Sequence[TableRef],
+) -> GroupedReduceStart:
+    """The arguments of a kernel computing the grouped reductions ``aggs`` (same keys)."""
+    ids_name = aggs[0].keys.ids_column
+    roots: list[Node] = [a.arg for a in aggs]
+    if ids_name is not None:
+        roots.append(Column(ids_name))
+    typed = dict(types)
+    inputs, input_index = collect_inputs(roots, typed, nulls)
+    scalars, scalar_index = collect_scalars(roots, typed, nulls, skip_inside_agg=True)
+    groups, group_index = collect_grouped(roots, typed, nulls)
+    used = kernel_tables(roots, tables)
+    lw = Lowering(dialect, rows, types, input_index, inputs, scalar_index, scalars, None,
+                  group_index, groups, tables={t: k for k, t in enumerate(used)})  # fmt: skip
+    return GroupedReduceStart(ids_name, inputs, scalars, groups, used, lw)
 
 
 class ReductionLowering:

@@ -61,6 +61,7 @@ from colbridge.codegen.lower import (
     Valid,
     moment_combine,
     row_updates,
+    start_grouped_reduce,
     take_better,
 )
 from colbridge.expr.nodes import Agg, Column, GroupAgg, Literal, Node, TableRef, walk
@@ -753,19 +754,10 @@ def generate_grouped_reduce(
     (`colbridge.backends.common.finalize_grouped`). Every reduction of ``aggs`` has
     the same keys.
     """
-    keys = aggs[0].keys
-    ids_name = keys.ids_column
-    roots: list[Node] = [a.arg for a in aggs]
-    if ids_name is not None:
-        roots.append(Column(ids_name))
-    inputs, input_index = collect_inputs(roots, types, nulls)
-    scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
-    groups, group_index = collect_grouped(roots, types, nulls)
-    tables = kernel_tables(roots, tables)
-    table_index = {t: k for k, t in enumerate(tables)}
     rows = _CpuRows()
-    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, None,
-                  group_index, groups, tables=table_index)  # fmt: skip
+    start = start_grouped_reduce(DIALECT, rows, aggs, types, nulls, tables)
+    ids_name, lw = start.ids_name, start.lw
+    inputs, scalars, groups, tables = start.inputs, start.scalars, start.groups, start.tables
     gid = "U(0)" if ids_name is None else f"U({lw.value(Column(ids_name)).expr})"
     red = ReductionLowering(lw)
     for agg in aggs:

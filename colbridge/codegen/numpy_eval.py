@@ -35,6 +35,7 @@ from colbridge.codegen.lower import (
     ReductionLowering,
     Valid,
     moment_combine,
+    start_grouped_reduce,
 )
 from colbridge.codegen.numba_cpu import _literal_args, _signature_args
 from colbridge.expr.nodes import Agg, Column, GroupAgg, Literal, Node, TableRef
@@ -390,19 +391,10 @@ def generate_grouped_reduce(
     The compiled kernel's calling convention (`colbridge.codegen.numba_cpu`); folds
     are ``np.bincount`` (float sums) and ``np.add.at``/``np.minimum.at``-style updates.
     """
-    keys = aggs[0].keys
-    ids_name = keys.ids_column
-    roots: list[Node] = [a.arg for a in aggs]
-    if ids_name is not None:
-        roots.append(Column(ids_name))
-    inputs, input_index = collect_inputs(roots, types, nulls)
-    scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
-    groups, group_index = collect_grouped(roots, types, nulls)
-    tables = kernel_tables(roots, tables)
-    table_index = {t: k for k, t in enumerate(tables)}
     rows = _ArrayRows()
-    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, None,
-                  group_index, groups, tables=table_index)  # fmt: skip
+    start = start_grouped_reduce(DIALECT, rows, aggs, types, nulls, tables)
+    ids_name, lw = start.ids_name, start.lw
+    inputs, scalars, groups, tables = start.inputs, start.scalars, start.groups, start.tables
     gid = (
         "np.zeros(n, dtype=np.intp)" if ids_name is None
         else f"_as({lw.value(Column(ids_name)).expr}, np.intp)"
