@@ -113,6 +113,8 @@ class Grouping:
     host: dict[Any, pa.Array] = field(default_factory=dict)
     #: whole columns computed for the grouping (key expressions...), by name
     computed: dict[str, pa.Array] = field(default_factory=dict)
+    #: results of the segment's ordered operations, by the input names passes read them
+    scanned: dict[str, pa.Array] = field(default_factory=dict)
 
     def of(self, ids_column: str | None) -> GroupIds:
         """The groups of a key set (None: the one group)."""

@@ -26,7 +26,7 @@ from colbridge.expr.nodes import Agg, Literal
 from colbridge.io.grouped import Lookup, attach, looked_up, resolve_group_by, resolve_windows
 from colbridge.io.steps import steps_of
 from colbridge.plan.logical import Step
-from colbridge.plan.streaming import resolve_aggregates
+from colbridge.plan.streaming import refuse_ordered, resolve_aggregates
 from colbridge.runtime.execute import Partials, prepare
 from colbridge.runtime.pieces import compute_piece, piece_partials
 
@@ -80,6 +80,7 @@ def _resolve(
     from dask.delayed import delayed
 
     steps = steps_of(lazyframe_or_steps)
+    refuse_ordered(steps, "a Dask plan (partitions are computed one at a time)")
     state_meta = pd.DataFrame({"state": pd.Series([], dtype=object)})
 
     def run_tables(prefix: tuple[Step, ...], found: Sequence[Lookup]) -> list[pa.Table]:

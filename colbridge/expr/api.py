@@ -32,6 +32,7 @@ from colbridge.expr.nodes import (
     Node,
     Over,
     Round,
+    Scan,
     Unary,
     When,
 )
@@ -615,9 +616,173 @@ class Expr:
         """The stored integers: a categorical's codes (UInt32), a date's days, and so on."""
         return Expr(Function("to_physical", (self.node,)))
 
-    def fill_null(self, value: Any) -> Expr:
-        """Replace nulls by ``value`` (an expression or a scalar)."""
-        return Expr(Coalesce((self.node, to_node(value))))
+    def fill_null(self, value: Any = None, strategy: str | None = None,
+                  limit: int | None = None) -> Expr:  # fmt: skip
+        """Replace nulls by ``value`` (an expression or a scalar), or by a ``strategy``.
+
+        Strategies (polars'): ``"forward"`` / ``"backward"`` (the previous / next
+        non-null value, at most ``limit`` rows away), ``"min"``, ``"max"``, ``"mean"``
+        (of the column; an integer column takes the mean truncated), ``"zero"``, ``"one"``.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"x": [1, None, None, 4]})
+        >>> filled = df.gpu.select(cb.col("x").fill_null(strategy="forward", limit=1)).compute()
+        >>> filled["x"].to_list()
+        [1, 1, None, 4]
+        """
+        if strategy is None:
+            if limit is not None:
+                msg = "`fill_null(limit=...)` applies to the forward and backward strategies only"
+                raise SchemaError(msg)
+            if value is None:
+                msg = "`fill_null` needs a `value` or a `strategy` (e.g. strategy='forward')"
+                raise SchemaError(msg)
+            return Expr(Coalesce((self.node, to_node(value))))
+        if value is not None:
+            msg = "`fill_null` takes a `value` or a `strategy`, not both"
+            raise SchemaError(msg)
+        if strategy in ("forward", "backward"):
+            limit = _count_param(limit, "fill_null", "limit", allow_none=True)
+            func = "forward_fill" if strategy == "forward" else "backward_fill"
+            return Expr(Scan(func, self.node, (limit,)))
+        if limit is not None:
+            msg = f"`fill_null(strategy={strategy!r})` takes no `limit`; only forward/backward do"
+            raise SchemaError(msg)
+        if strategy in ("min", "max"):
+            return Expr(Coalesce((self.node, Agg(strategy, self.node))))
+        if strategy in ("zero", "one"):
+            return Expr(Coalesce((self.node, Literal(0 if strategy == "zero" else 1))))
+        if strategy == "mean":
+            # the mean in the column's type (an integer column's truncated, as polars)
+            mean = Function("cast_like", (Agg("mean", self.node), self.node))
+            return Expr(Coalesce((self.node, mean)))
+        msg = (
+            f"unknown `fill_null` strategy {strategy!r}; use one of 'forward', 'backward', "
+            "'min', 'max', 'mean', 'zero', 'one'"
+        )
+        raise SchemaError(msg)
+
+    # -- ordered operations (rows in frame order; per group with `.over`) -------------------
+    def shift(self, n: int = 1, *, fill_value: Any = None) -> Expr:
+        """The value ``n`` rows earlier (later for negative ``n``); ``fill_value`` where none.
+
+        The result takes the supertype of the column and ``fill_value``, as in polars.
+        """
+        n = _count_param(n, "shift", "n", signed=True)
+        fill = _scan_fill(fill_value)
+        return Expr(Scan("shift", self.node, (n, fill)))
+
+    def diff(self, n: int = 1, null_behavior: str = "ignore") -> Expr:
+        """``x - x.shift(n)``; unsigned integers are first widened to a signed type."""
+        n = _count_param(n, "diff", "n", signed=True)
+        if null_behavior != "ignore":
+            msg = (
+                f"`diff(null_behavior={null_behavior!r})` is not supported: only 'ignore' "
+                "(drop the nulls afterwards with a filter on `is_not_null()`)"
+            )
+            raise UnsupportedOperationError(msg)
+        return Expr(Scan("diff", self.node, (n,)))
+
+    def pct_change(self, n: int = 1) -> Expr:
+        """``(x - x.shift(n)) / x.shift(n)`` in floating point."""
+        n = _count_param(n, "pct_change", "n", signed=True)
+        return Expr(Scan("pct_change", self.node, (n,)))
+
+    def _cumulative(self, func: str, reverse: bool) -> Expr:
+        return Expr(Scan(func, self.node, (bool(reverse),)))
+
+    def cum_sum(self, *, reverse: bool = False) -> Expr:
+        """Running sum of the non-null values; a null row stays null (polars' types)."""
+        return self._cumulative("cum_sum", reverse)
+
+    def cum_prod(self, *, reverse: bool = False) -> Expr:
+        """Running product of the non-null values; a null row stays null."""
+        return self._cumulative("cum_prod", reverse)
+
+    def cum_min(self, *, reverse: bool = False) -> Expr:
+        """Running minimum of the non-null values; a null row stays null."""
+        return self._cumulative("cum_min", reverse)
+
+    def cum_max(self, *, reverse: bool = False) -> Expr:
+        """Running maximum of the non-null values; a null row stays null."""
+        return self._cumulative("cum_max", reverse)
+
+    def cum_count(self, *, reverse: bool = False) -> Expr:
+        """Running count of the non-null values (UInt32, never null)."""
+        return self._cumulative("cum_count", reverse)
+
+    def _rolling(self, func: str, window_size: int, weights: Any, min_samples: int | None,
+                 center: bool, ddof: int = 1) -> Expr:  # fmt: skip
+        if weights is not None:
+            msg = (
+                f"`{func}(weights=...)` is not supported; multiply by the weights with "
+                "`shift` terms, e.g. `w0 * x + w1 * x.shift(1)`"
+            )
+            raise UnsupportedOperationError(msg)
+        window_size = _count_param(window_size, func, "window_size")
+        min_samples = _count_param(min_samples, func, "min_samples", allow_none=True)
+        if min_samples is None:
+            min_samples = window_size
+        if min_samples > window_size:
+            msg = (
+                f"`{func}`: `min_samples` ({min_samples}) must be <= `window_size` "
+                f"({window_size}); lower `min_samples` or widen the window"
+            )
+            raise SchemaError(msg)
+        ddof = _count_param(ddof, func, "ddof")
+        return Expr(Scan(func, self.node, (window_size, min_samples, bool(center), ddof)))
+
+    def rolling_sum(self, window_size: int, weights: Any = None, *,
+                    min_samples: int | None = None, center: bool = False) -> Expr:  # fmt: skip
+        """Sum over the last ``window_size`` rows (centred with ``center``).
+
+        A window with fewer than ``min_samples`` non-null values (default: the
+        window size) is null; nulls inside a window are left out.
+        """
+        return self._rolling("rolling_sum", window_size, weights, min_samples, center)
+
+    def rolling_mean(self, window_size: int, weights: Any = None, *,
+                     min_samples: int | None = None, center: bool = False) -> Expr:  # fmt: skip
+        """Mean over the last ``window_size`` rows (see `rolling_sum` for nulls)."""
+        return self._rolling("rolling_mean", window_size, weights, min_samples, center)
+
+    def rolling_min(self, window_size: int, weights: Any = None, *,
+                    min_samples: int | None = None, center: bool = False) -> Expr:  # fmt: skip
+        """Smallest value over the last ``window_size`` rows (see `rolling_sum`)."""
+        return self._rolling("rolling_min", window_size, weights, min_samples, center)
+
+    def rolling_max(self, window_size: int, weights: Any = None, *,
+                    min_samples: int | None = None, center: bool = False) -> Expr:  # fmt: skip
+        """Largest value over the last ``window_size`` rows (see `rolling_sum`)."""
+        return self._rolling("rolling_max", window_size, weights, min_samples, center)
+
+    def rolling_var(self, window_size: int, weights: Any = None, *,
+                    min_samples: int | None = None, center: bool = False,
+                    ddof: int = 1) -> Expr:  # fmt: skip
+        """Variance over the last ``window_size`` rows; null where fewer than ``ddof + 1``."""
+        return self._rolling("rolling_var", window_size, weights, min_samples, center, ddof)
+
+    def rolling_std(self, window_size: int, weights: Any = None, *,
+                    min_samples: int | None = None, center: bool = False,
+                    ddof: int = 1) -> Expr:  # fmt: skip
+        """Standard deviation over the last ``window_size`` rows (see `rolling_var`)."""
+        return self._rolling("rolling_std", window_size, weights, min_samples, center, ddof)
+
+    def ewm_mean(self, *, com: float | None = None, span: float | None = None,
+                 half_life: float | None = None, alpha: float | None = None,
+                 adjust: bool = True, min_samples: int = 1,
+                 ignore_nulls: bool = False) -> Expr:  # fmt: skip
+        """Exponentially weighted mean (polars' recurrence and null rules).
+
+        Give exactly one of ``com``, ``span``, ``half_life``, ``alpha``.
+        """
+        alpha = _ewm_alpha(com, span, half_life, alpha)
+        min_samples = _count_param(min_samples, "ewm_mean", "min_samples")
+        options = (alpha, bool(adjust), min_samples, bool(ignore_nulls))
+        return Expr(Scan("ewm_mean", self.node, options))
 
     def fill_nan(self, value: Any) -> Expr:
         """Replace NaN by ``value``; ``None`` turns NaN into null."""
@@ -994,6 +1159,72 @@ def any_horizontal(*exprs: Any) -> Expr:
     """
     args = _arguments("any_horizontal", exprs)
     return Expr(args[0]).or_(*(Expr(a) for a in args[1:]))
+
+
+def _count_param(value: Any, func: str, name: str, *, signed: bool = False,
+                 allow_none: bool = False) -> Any:  # fmt: skip
+    """An integer parameter of an ordered operation, checked (``n``, ``window_size``...)."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        msg = f"`{func}({name}=...)` takes an integer, got {value!r}"
+        raise SchemaError(msg)
+    value = int(value)
+    if value < 0 and not signed:
+        msg = f"`{func}({name}={value})`: `{name}` must be >= 0"
+        raise SchemaError(msg)
+    return value
+
+
+def _scan_fill(value: Any) -> bool | int | float | None:
+    """The ``fill_value`` of ``shift``: a Python scalar (expressions are not supported)."""
+    value = _number_of(value)
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    msg = (
+        f"`shift(fill_value=...)` takes a number, a boolean or None, got {value!r}; for an "
+        "expression use `x.shift(n).fill_null(expr)` (equal where the column has no nulls)"
+    )
+    raise SchemaError(msg)
+
+
+def _ewm_alpha(com: float | None, span: float | None, half_life: float | None,
+               alpha: float | None) -> float:  # fmt: skip
+    """The smoothing factor from exactly one of polars' decay parameters."""
+    given = [(k, v) for k, v in (("com", com), ("span", span), ("half_life", half_life),
+                                 ("alpha", alpha)) if v is not None]  # fmt: skip
+    if builtins.len(given) != 1:
+        msg = (
+            "`ewm_mean` needs exactly one of `com`, `span`, `half_life`, `alpha`, got "
+            + (", ".join(k for k, _ in given) or "none")
+        )
+        raise SchemaError(msg)
+    name, value = given[0]
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        msg = f"`ewm_mean({name}=...)` takes a number, got {value!r}"
+        raise SchemaError(msg)
+    value = float(value)
+    if name == "com":
+        if not value >= 0.0:
+            msg = f"`ewm_mean`: require `com` >= 0 (found {value!r})"
+            raise SchemaError(msg)
+        return 1.0 / (1.0 + value)
+    if name == "span":
+        if not value >= 1.0:
+            msg = f"`ewm_mean`: require `span` >= 1 (found {value!r})"
+            raise SchemaError(msg)
+        return 2.0 / (value + 1.0)
+    if name == "half_life":
+        if not value > 0.0:
+            msg = f"`ewm_mean`: require `half_life` > 0 (found {value!r})"
+            raise SchemaError(msg)
+        return 1.0 - math.exp(-math.log(2.0) / value)
+    if not 0.0 < value <= 1.0:
+        msg = f"`ewm_mean`: require 0 < `alpha` <= 1 (found {value!r})"
+        raise SchemaError(msg)
+    return value
 
 
 def _number_of(value: Any) -> Any:

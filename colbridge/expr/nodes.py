@@ -16,6 +16,7 @@ __all__ = [
     "GROUPED_ONLY_FUNCS",
     "ROUND_MODES",
     "ROWS",
+    "SCAN_FUNCS",
     "UNARY_FUNCS",
     "Agg",
     "Alias",
@@ -40,6 +41,7 @@ __all__ = [
     "Reduction",
     "Reinterpret",
     "Round",
+    "Scan",
     "Search",
     "TableRef",
     "Unary",
@@ -227,7 +229,7 @@ class Round(Node):
 FUNCTIONS = frozenset(
     {
         "log", "degrees", "radians", "cot", "is_in", "clip", "max_horizontal",
-        "min_horizontal", "sum_horizontal", "mean_horizontal",
+        "min_horizontal", "sum_horizontal", "mean_horizontal", "cast_like",
     }
 )  # fmt: skip
 
@@ -327,6 +329,37 @@ class GroupAgg(Node):
 
 #: A reduction of the whole column or per group.
 Reduction = Agg | GroupAgg
+
+# Ordered operations: each row's value depends on the rows before it (or after it) in
+# frame order. Typing writes `diff` and `pct_change` with `shift` and arithmetic.
+SCAN_FUNCS = frozenset(
+    {
+        "shift", "cum_sum", "cum_prod", "cum_min", "cum_max", "cum_count", "rolling_sum",
+        "rolling_mean", "rolling_var", "rolling_std", "rolling_min", "rolling_max", "ewm_mean",
+        "forward_fill", "backward_fill", "diff", "pct_change",
+    }
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Scan(Node):
+    """An ordered operation over the rows in frame order, per group of ``keys`` if any.
+
+    ``func`` is from `SCAN_FUNCS`; ``options`` holds its parameters as hashable
+    values, by function (see `colbridge.expr.api`): ``shift`` ``(n, fill)``,
+    ``diff`` and ``pct_change`` ``(n,)``, ``cum_*`` ``(reverse,)``,
+    ``rolling_*`` ``(window_size, min_samples, center, ddof)``,
+    ``ewm_mean`` ``(alpha, adjust, min_samples, ignore_nulls)``, ``forward_fill`` and
+    ``backward_fill`` ``(limit,)``. Like a reduction it needs whole columns: planning
+    computes its argument over every row of the segment first, runs the scan as a pass
+    of its own, and the elementwise pass reads its result as a column. With ``keys``
+    (``.over``), each group is scanned on its own, its rows in frame order.
+    """
+
+    func: str
+    arg: Node
+    options: tuple[Any, ...] = ()
+    keys: KeySet = field(default_factory=KeySet)
 
 #: The argument of ``cb.len()``: the rows themselves (``len`` counts nulls too).
 ROWS = Literal(None, DType.BOOL)
@@ -502,7 +535,7 @@ def deep_walk(node: Node) -> Iterator[Node]:
         current = stack.pop()
         yield current
         stack.extend(reversed(children(current)))
-        if isinstance(current, GroupAgg):
+        if isinstance(current, (GroupAgg, Scan)):
             stack.extend(reversed(current.keys.exprs))
 
 
@@ -521,7 +554,7 @@ def transform(node: Node, fn: Callable[[Node], Node], memo: dict[Node, Node] | N
 
 
 def push_window(arg: Node, keys: KeySet) -> Node:
-    """``arg.over(keys)``: every whole-column reduction inside ``arg`` taken per group.
+    """``arg.over(keys)``: every whole-column reduction and scan inside ``arg`` per group.
 
     A window inside the window is taken within each of its groups (by the outer
     keys and its own, as polars evaluates it); elementwise parts are unchanged
@@ -534,6 +567,9 @@ def push_window(arg: Node, keys: KeySet) -> Node:
         if isinstance(n, GroupAgg):
             inner = tuple(e for e in n.keys.exprs if e not in keys.exprs)
             return GroupAgg(n.func, n.arg, KeySet(keys.exprs + inner), n.ddof)
+        if isinstance(n, Scan):
+            inner = tuple(e for e in n.keys.exprs if e not in keys.exprs)
+            return Scan(n.func, n.arg, n.options, KeySet(keys.exprs + inner))
         return n
 
     return transform(arg, fn)
@@ -608,6 +644,10 @@ def _format(node: Node) -> str:
         if node.func == "each":
             return f"per_group[{node.keys!r}]({node.arg!r})"
         return f"{node.arg!r}.{node.func}({extra}){window}"
+    if isinstance(node, Scan):
+        window = f".over({node.keys!r})" if node.keys.exprs else ""
+        params = ", ".join(_format_param(p) for p in node.options)
+        return f"{node.arg!r}.{node.func}({params}){window}"
     if isinstance(node, Constant):
         return f"lit({node.value!r})"
     if isinstance(node, Gather):

@@ -143,8 +143,42 @@ FUNCTIONS: dict[str, _Function] = {
         (_x(), _Param("lower_bound", default=None), _Param("upper_bound", default=None)),
         lambda x, lo, hi: x.clip(lo, hi), example="clip(x, 0, 1)",
     ),
-    "fill_null": _Function((_x(), _Param("value")), lambda x, v: x.fill_null(v),
-                           example="fill_null(x, 0)"),
+    "fill_null": _Function(
+        (_x(), _Param("value", default=None), _Param("strategy", "str", None),
+         _Param("limit", "value", None)),
+        lambda x, v, strategy, limit: x.fill_null(v, strategy, limit),
+        example="fill_null(x, strategy='forward')",
+    ),
+    # ordered operations (rows in frame order; per group with `over`)
+    "shift": _Function((_x(), _Param("n", "int", 1), _Param("fill_value", "value", None)),
+                       lambda x, n, fill: x.shift(n, fill_value=fill), example="shift(x, 1)"),
+    "diff": _Function((_x(), _Param("n", "int", 1)), lambda x, n: x.diff(n),
+                      example="diff(x, 1)"),
+    "pct_change": _Function((_x(), _Param("n", "int", 1)), lambda x, n: x.pct_change(n),
+                            example="pct_change(x, 1)"),
+    **{name: _Function((_x(), _Param("reverse", "bool", False)),
+                       (lambda f: lambda x, reverse: getattr(x, f)(reverse=reverse))(name),
+                       example=f"{name}(x)")
+       for name in ("cum_sum", "cum_prod", "cum_min", "cum_max", "cum_count")},
+    **{name: _Function(
+        (_x(), _Param("window_size", "int"), _Param("min_samples", "value", None),
+         _Param("center", "bool", False), *((_Param("ddof", "int", 1),) if name in (
+             "rolling_var", "rolling_std") else ())),
+        (lambda f: lambda x, w, m, c, *ddof: getattr(x, f)(
+            w, min_samples=m, center=c, **({"ddof": ddof[0]} if ddof else {})))(name),
+        example=f"{name}(x, 20)")
+       for name in ("rolling_sum", "rolling_mean", "rolling_min", "rolling_max", "rolling_var",
+                    "rolling_std")},
+    "ewm_mean": _Function(
+        (_x(), _Param("com", "value", None), _Param("span", "value", None),
+         _Param("half_life", "value", None), _Param("alpha", "value", None),
+         _Param("adjust", "bool", True), _Param("min_samples", "int", 1),
+         _Param("ignore_nulls", "bool", False)),
+        lambda x, com, span, half_life, alpha, adjust, min_samples, ignore_nulls: x.ewm_mean(
+            com=com, span=span, half_life=half_life, alpha=alpha, adjust=adjust,
+            min_samples=min_samples, ignore_nulls=ignore_nulls),
+        example="ewm_mean(x, alpha=0.1)",
+    ),
     "fill_nan": _Function((_x(), _Param("value")), lambda x, v: x.fill_nan(v),
                           example="fill_nan(x, 0)"),
     "is_between": _Function(

@@ -42,7 +42,7 @@ from colbridge.io.source import (
 )
 from colbridge.io.steps import build_steps, is_aggregating
 from colbridge.plan.logical import Step
-from colbridge.plan.streaming import reduction_passes, resolve_aggregates
+from colbridge.plan.streaming import reduction_passes, refuse_ordered, resolve_aggregates
 from colbridge.runtime.execute import prepare
 from colbridge.runtime.pieces import compute_piece, fold_reductions
 from colbridge.runtime.report import describe
@@ -118,6 +118,7 @@ def _prepare(
         from colbridge.io.steps import steps_of
 
         built = (*built, *steps_of(steps))
+    refuse_ordered(built, "a streamed job (`colbridge run`, `colbridge.io.pipeline`)")
     source = open_source(input, input_format)
     # Type-check the whole plan against the schema before reading any data.
     empty = source.schema.empty_table()

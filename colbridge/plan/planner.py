@@ -32,6 +32,7 @@ from colbridge.expr.nodes import (
     Node,
     Over,
     Reduction,
+    Scan,
     Search,
     TableRef,
     children,
@@ -102,6 +103,9 @@ class Segment:
     host_names: dict[Node, str] = field(default_factory=dict)
     #: the segment computing `host_names` over the same rows, run first
     pre: Segment | None = None
+    #: ordered operations the passes read as input columns, by those columns' names:
+    #: scanned over the whole rows (their arguments from `pre`) before the first pass
+    scans: dict[str, Scan] = field(default_factory=dict)
     #: set for a ``group_by`` segment: its rows out are the groups (typed keys)
     group_by: GroupBySpec | None = None
     #: Arrow types of grouped results no kernel computes (``first`` of a string column)
@@ -112,6 +116,11 @@ class Segment:
     #: predicate keeps: the part of the mask polars applies before computing the outputs
     #: (all of it, or None where polars computes them on every row first)
     gate: Node | None = None
+
+    @property
+    def frame_inputs(self) -> list[str]:
+        """The input columns read from the frame (not made by the segment's scans)."""
+        return [name for name in self.inputs if name not in self.scans]
 
     @property
     def filters_first(self) -> bool:
@@ -162,6 +171,11 @@ class Segment:
         def shape(node: Node) -> str:
             if isinstance(node, (Agg, GroupAgg)):
                 return repr(node)  # reductions are computed by their own kernels, verbatim
+            if _constant_divisor(node, self.types):
+                # an integer divisor written into the kernel: the compiler turns the
+                # division into a multiply and shift (a hardware divide per row otherwise)
+                assert isinstance(node, Binary)
+                return f"Binary({node.op!r}, {shape(node.left)}, {node.right!r})"
             if isinstance(node, Literal) and is_kernel_parameter(node):
                 k = params.setdefault(node, len(params))
                 return f"$p{k}:{node.dtype}"
@@ -238,6 +252,15 @@ class Segment:
                          for lit in self.params)  # fmt: skip
 
 
+def _constant_divisor(node: Node, types: Mapping[Node, DType]) -> bool:
+    """Integer ``//`` or ``%`` by a literal: the literal is compiled in, not passed."""
+    if not (isinstance(node, Binary) and node.op in ("floordiv", "mod")):
+        return False
+    result = types.get(node)
+    return (result is not None and result.is_integer and isinstance(node.right, Literal)
+            and node.right.value is not None)  # fmt: skip
+
+
 def is_kernel_parameter(node: Literal) -> bool:
     """A typed, non-null number: passed to kernels as an argument, not written into them."""
     return (node.value is not None and node.dtype is not None and not node.dtype.is_bool
@@ -274,7 +297,8 @@ def _conjunction(parts: list[Node]) -> Node | None:
 
 
 def _has_agg(node: Node) -> bool:
-    return any(isinstance(n, (Agg, GroupAgg)) for n in deep_walk(node))
+    """Whether ``node`` needs whole columns: a reduction, a window or an ordered operation."""
+    return any(isinstance(n, (Agg, GroupAgg, Scan)) for n in deep_walk(node))
 
 
 def _referenced(node: Node) -> set[str]:
@@ -510,6 +534,12 @@ def type_segment(spec: SegmentSpec, schema: Mapping[str, ColumnType]) -> Segment
     if mask is not None and spec.gate is not None:
         gate = mask if spec.gate is spec.mask else checker.check(spec.gate)
     segment = _build_segment(outputs, mask, checker, spec.one_row, group, gate)
+    if segment.mask is None:
+        # an output that is a scan's result as it is: passed on, not copied by a kernel
+        for name, node in list(segment.outputs):
+            if isinstance(node, Column) and node.name in segment.scans:
+                passthrough[name] = node.name
+                segment.outputs.remove((name, node))
     segment.order = list(spec.order)
     segment.passthrough = passthrough
     segment.output_types = output_types
@@ -528,6 +558,18 @@ def _build_segment(
     gate: Node | None = None,
 ) -> Segment:
     """The segment computing typed ``outputs`` (and ``mask``, ``gate``) over one frame's rows."""
+    scans: dict[str, Scan] = {}
+    if any(isinstance(n, Scan) for _, node in outputs for n in walk(node)) or (
+        mask is not None and any(isinstance(n, Scan) for n in walk(mask))
+    ):
+        memo: dict[Node, Node] = {}
+        outputs = [(name, _scans_as_columns(node, checker.types, scans, memo))
+                   for name, node in outputs]  # fmt: skip
+        whole = gate is mask
+        if mask is not None:
+            mask = _scans_as_columns(mask, checker.types, scans, memo)
+        if gate is not None:
+            gate = mask if whole else _scans_as_columns(gate, checker.types, scans, memo)
     if group is None:
         hoisted: dict[Node, Node] = {}
         outputs = [(name, _per_group(node, checker.types, hoisted)) for name, node in outputs]
@@ -555,6 +597,10 @@ def _build_segment(
         if not isinstance(node, Column) and node != ROWS and node not in host_names:
             host_names[node] = f"__host{len(host_names)}__"
 
+    for scan in scans.values():
+        if scan.keys.exprs and scan.keys not in key_sets:
+            key_sets.append(scan.keys)
+        need(scan.arg)
     for keys in key_sets:
         for key in keys.exprs:
             need(key)
@@ -589,10 +635,43 @@ def _build_segment(
         host_aggs=host_aggs,
         host_names=host_names,
         pre=pre,
+        scans=scans,
         group_by=group,
         opaque=dict(checker.opaque),
         gate=gate,
     )
+
+
+def scan_column(scan: Scan) -> str:
+    """The input name the passes read an ordered operation's result under."""
+    return f"__scan__[{scan!r}]"
+
+
+def _scans_as_columns(
+    node: Node, types: dict[Node, DType], scans: dict[str, Scan], memo: dict[Node, Node]
+) -> Node:
+    """``node`` with each outermost `Scan` read as an input column (recorded in ``scans``).
+
+    Scans inside a scan's argument stay there: the ``pre`` segment computing the
+    argument runs them first.
+    """
+    hit = memo.get(node)
+    if hit is not None:
+        return hit
+    if isinstance(node, Scan):
+        name = scan_column(node)
+        scans[name] = node
+        out: Node = Column(name)
+        types[out] = types[node]
+    else:
+        kids = children(node)
+        out = node
+        if kids:
+            out = reconstruct(node, tuple(_scans_as_columns(k, types, scans, memo) for k in kids))
+            if out is not node:
+                types[out] = types[node]
+    memo[node] = out
+    return out
 
 
 def _group_keys_of(node: Node) -> KeySet | None:

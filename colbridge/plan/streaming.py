@@ -19,14 +19,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from colbridge.expr.nodes import Agg, Literal, Node, transform, walk
+from colbridge.expr.nodes import Agg, Literal, Node, Scan, deep_walk, transform, walk
 from colbridge.plan.logical import Step
 
 __all__ = [
     "Reduce",
     "has_aggregates",
     "innermost_aggregates",
+    "ordered_operations",
     "reduction_passes",
+    "refuse_ordered",
     "resolve_aggregates",
 ]
 
@@ -38,6 +40,39 @@ Reduce = Callable[[tuple[Step, ...], list[Agg]], dict[Agg, Literal]]
 def has_aggregates(steps: Iterable[Step]) -> bool:
     """Tell whether any step's expressions hold a reduction."""
     return any(isinstance(n, Agg) for s in steps for _, e in s.items for n in walk(e))
+
+
+def ordered_operations(steps: Iterable[Step]) -> list[Scan]:
+    """The ordered operations (shift, cumulative, rolling, ewm, fills) the steps use."""
+    found: list[Scan] = []
+    for step in steps:
+        exprs = [e for _, e in step.items] + [k for _, k in step.keys]
+        for n in (n for e in exprs for n in deep_walk(e)):
+            if isinstance(n, Scan) and n not in found:
+                found.append(n)
+    return found
+
+
+def refuse_ordered(steps: Iterable[Step], where: str) -> None:
+    """Raise `JobSpecError` naming the steps' ordered operations, which ``where`` cannot run.
+
+    Pieces (record batches, partitions) are computed one at a time; an ordered
+    operation carried across them is not built yet, and computing it within each
+    piece would give wrong answers at every piece's start.
+    """
+    found = ordered_operations(steps)
+    if not found:
+        return
+    from colbridge.errors import JobSpecError
+
+    listed = ", ".join(f"`{n!r}`" for n in found)
+    msg = (
+        f"{listed}: ordered operations (shift, diff, cumulative, rolling, ewm, fill_null "
+        f"strategies) are not supported in {where}: each piece would start without the "
+        "rows before it. Compute them in memory (`cb.lazy(frame)` over the whole table, "
+        "e.g. `pl.read_parquet(...)`), then write the result"
+    )
+    raise JobSpecError(msg)
 
 
 def innermost_aggregates(step: Step) -> list[Agg]:

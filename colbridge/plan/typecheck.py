@@ -54,6 +54,7 @@ from colbridge.expr.nodes import (
     Node,
     Over,
     Round,
+    Scan,
     Unary,
     When,
     children,
@@ -159,6 +160,9 @@ class TypeChecker:
         from colbridge.plan.logical_typing import LogicalTyping
 
         self._lt = LogicalTyping(self)
+        from colbridge.plan.ordered_typing import OrderedTyping
+
+        self._ordered = OrderedTyping(self)
 
     # -- entry point ----------------------------------------------------------
     def check(self, node: Node) -> Node:
@@ -319,6 +323,8 @@ class TypeChecker:
             return self._agg(node)
         if isinstance(node, GroupAgg):
             return self._group_agg(node)
+        if isinstance(node, Scan):
+            return self._ordered.scan(node)
         if isinstance(node, Over):
             return self._check(push_window(node.arg, KeySet(node.keys)))
         if isinstance(node, Filtered):
@@ -824,6 +830,8 @@ class TypeChecker:
             return self._sum_horizontal(node, [self._check(a) for a in node.args])
         if node.name == "mean_horizontal":
             return self._mean_horizontal(node)
+        if node.name == "cast_like":
+            return self._cast_like(node)
         msg = f"unsupported function `{node.name}` in `{node!r}`"
         raise UnsupportedOperationError(msg)
 
@@ -831,6 +839,18 @@ class TypeChecker:
         """``node`` checked, a dynamic result materialised (it stands on its own)."""
         typed = self._check(node)
         return self._materialize(typed) if self._is_dynamic(typed) else typed
+
+    def _cast_like(self, node: Function) -> Node:
+        """``cast_like(value, like)``: ``value`` converted to ``like``'s type, not strictly.
+
+        ``fill_null(strategy="mean")`` fills with the mean cast to the column's type
+        (an integer column takes the mean truncated, as polars does).
+        """
+        value, like = (self._typed(a) for a in node.args)
+        if like in self.logical or value in self.logical:
+            msg = f"`{node.args[1]!r}`: `fill_null(strategy='mean')` needs a numeric column"
+            raise UnsupportedTypeError(msg)
+        return self.cast_plain(value, self.types[like], strict=False)
 
     def _log(self, node: Function) -> Node:
         """``x.log(base)``: ``ln(x) / ln(base)``, in polars' type.
@@ -1314,6 +1334,22 @@ class TypeChecker:
             msg = f"`{node!r}` is not defined for {logical}; it needs a numeric column"
             raise SchemaError(msg)
 
+    def typed(self, node: Node) -> Node:
+        """Type an expression that stands on its own (a Python number materialised)."""
+        return self._typed(node)
+
+    def merge_number_type(self, st: DType, number: DType, where: Node) -> tuple[DType, bool]:
+        """The common type of ``st`` and a Python number's type next to it (see polars)."""
+        return self._merge_number_type(st, number, where)
+
+    def cast_branch(self, node: Node, dtype: DType, strict_uint64: bool) -> Node:
+        """``node`` converted to a common type (strictly from uint64 where flagged)."""
+        return self._cast_branch(node, dtype, strict_uint64)
+
+    def mark_logical(self, node: Node, logical: Logical, spec: object = None) -> Node:
+        """``node`` (typed) read as ``logical``."""
+        return self._lt.mark(node, logical, spec)  # type: ignore[arg-type]
+
     def check_child(self, node: Node) -> Node:
         """Type a child expression (a Python number stays dynamic)."""
         return self._check(node)
@@ -1447,7 +1483,7 @@ def is_scalar(node: Node) -> bool:
         return True
     if isinstance(node, GroupAgg):
         return not node.keys.exprs
-    if isinstance(node, Column):
+    if isinstance(node, (Column, Scan)):
         return False
     return all(is_scalar(c) for c in children(node))
 

@@ -35,6 +35,7 @@ from colbridge.backends.groups import (
     one_group,
     take,
 )
+from colbridge.backends.scans import run_scan
 from colbridge.codegen.kernel import AggSlot
 from colbridge.columns.frames import ArrowTableAdapter, FrameAdapter, adapt_frame
 from colbridge.errors import (
@@ -268,7 +269,8 @@ def _type_plan(specs: list[SegmentSpec], names: tuple[str, ...], columns: Column
 def _next_column_type(name: str, segment: Segment, schema: Mapping[str, ColumnType]) -> ColumnType:
     """What the next segment knows of column ``name`` after ``segment`` made it."""
     source = segment.passthrough.get(name)
-    if source is not None:  # kept as it was: its Arrow type too (dictionaries, timestamps)
+    if source is not None and source not in segment.scans:
+        # kept as it was: its Arrow type too (dictionaries, timestamps)
         try:
             info = schema[source]
         except UnsupportedTypeError:
@@ -394,17 +396,19 @@ def grouping(
     input columns are kept in ``cache`` (the lazy handle's) while the columns'
     buffers are the same.
     """
-    if not segment.key_sets and not segment.host_aggs:
+    if not segment.key_sets and not segment.host_aggs and not segment.scans:
         return None
     computed: dict[str, pa.Array] = {}
     raw: dict[str, pa.Array] = {}  # as kernels made them (a string as its codes)
     if segment.pre is not None:
         pre = segment.pre
-        inputs = {name: columns.kernel_array(name) for name in pre.inputs}
-        inputs.update(segment_tables(pre, inputs))
+        inputs = _frame_inputs(pre, columns)
+        pre_groups = grouping(pre, columns, num_rows, backend, report, cache)
+        if pre_groups is not None:
+            inputs.update(pre_groups.scanned)
         ran = _run_segment(
-            backend, pre, inputs, num_rows, report.stats, columns.nan_null(pre.inputs),
-            groups=grouping(pre, columns, num_rows, backend, report, cache),
+            backend, pre, inputs, num_rows, report.stats, columns.nan_null(pre.frame_inputs),
+            groups=pre_groups,
         )  # fmt: skip
         raw = dict(ran.columns)
         computed = _finished(pre, raw, inputs)
@@ -449,7 +453,25 @@ def grouping(
         values = None if arg == ROWS or agg.func == "len" else \
             whole(arg, as_made=agg not in segment.opaque)  # fmt: skip
         out.host[agg] = host_reduction(agg.func, out.of(agg.keys.ids_column), values, pred)
+    for name, scan in segment.scans.items():
+        # the argument as a column with its nulls (pandas NaN as null), in frame order
+        groups = out.of(scan.keys.ids_column)
+        out.scanned[name] = run_scan(scan.func, scan.options, whole(scan.arg),
+                                     segment.types[scan.arg], segment.types[scan],
+                                     groups if scan.keys.exprs else None)  # fmt: skip
+        where = f" over {groups.count} group(s)" if scan.keys.exprs else ""
+        report.stats.kernels.append(f"scan [{scan!r}]{where}: on the host CPU")
     return out
+
+
+def _frame_inputs(segment: Segment, columns: Columns) -> dict[str, pa.Array]:
+    """The segment's input columns that come from the frame, and its lookup tables.
+
+    Results of its ordered operations are inputs too; `grouping` makes those.
+    """
+    arrays = {name: columns.kernel_array(name) for name in segment.frame_inputs}
+    arrays.update(segment_tables(segment, arrays))
+    return arrays
 
 
 def _group_keys(segment: Segment, columns: Columns, groups: Grouping) -> dict[str, pa.Array]:
@@ -514,14 +536,15 @@ def _run(
     original = adapter
     last = len(segments) - 1
     for index, segment in enumerate(segments):
-        arrays = {name: columns.kernel_array(name) for name in segment.inputs}
-        arrays.update(segment_tables(segment, arrays))
-        nan_null = columns.nan_null(segment.inputs)
+        arrays = _frame_inputs(segment, columns)
+        nan_null = columns.nan_null(segment.frame_inputs)
         if partials and index == last:
             return backend.reduce_partials(segment, arrays, adapter.num_rows, report.stats,
                                            nan_null), adapter.num_rows  # fmt: skip
         groups = grouping(segment, columns, adapter.num_rows, backend, report,
                           cache if adapter is original else None)  # fmt: skip
+        if groups is not None:
+            arrays.update(groups.scanned)
         result = _run_segment(backend, segment, arrays, adapter.num_rows, report.stats,
                               nan_null, carry=_carry(segment, adapter, columns, target),
                               groups=groups)  # fmt: skip
@@ -553,7 +576,9 @@ def _run(
             mask = None
         else:
             for name, source in segment.passthrough.items():
-                if name != source or not final:
+                if source in segment.scans:
+                    new[name] = arrays[source]  # a scan's result, as the scan made it
+                elif name != source or not final:
                     # the frame's own untouched columns are kept by the adapter as they are
                     new[name] = columns.get_as_arrow_nulls(source)
         if final:

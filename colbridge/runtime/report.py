@@ -142,7 +142,8 @@ def build_report(
         section = Section(
             f"segment {k + 1}",
             f"{npasses} pass(es) over the rows, {nkernels} fused kernel(s); "
-            f"reads {seg.inputs or 'no columns'}",
+            f"reads {seg.frame_inputs or 'no columns'}"
+            + (f" and {len(seg.scans)} scan result(s)" if seg.scans else ""),
         )
         section.details += grouped_lines
         for level, reductions in enumerate(seg.agg_levels):
@@ -176,7 +177,11 @@ def build_report(
         kept = [n for n, s in seg.passthrough.items() if n == s]
         if kept:
             section.details.append((0, f"passed through without a copy: {kept}"))
-        renamed = {n: s for n, s in seg.passthrough.items() if n != s}
+        renamed = {n: s for n, s in seg.passthrough.items() if n != s and s not in seg.scans}
+        scanned = {n: seg.scans[s] for n, s in seg.passthrough.items() if s in seg.scans}
+        if scanned:
+            section.details.append((0, "the scan pass's results as they are, without a copy: "
+                                    + ", ".join(f"{n} = {s!r}" for n, s in scanned.items())))
         if renamed:
             section.details.append((0, f"renamed without a copy: {renamed}"))
         if sources is not None:
@@ -216,6 +221,13 @@ def _grouped_work(seg: Segment) -> tuple[int, int, list[tuple[int, str]]]:
     if seg.host_aggs:
         lines.append((0, "taken from the groups, no kernel: " + ", ".join(
             repr(a) for a in seg.host_aggs)))  # fmt: skip
+    for scan in seg.scans.values():
+        passes += 1
+        groups = "each group on its own, rows in frame order" if scan.keys.exprs \
+            else "the rows in frame order"  # fmt: skip
+        lines.append((0, (
+            f"scan pass: {scan!r} over {groups}; compiled scan on the host CPU on every "
+            "device (its result is an input column of the passes below)")))  # fmt: skip
     return passes, kernels, lines
 
 
@@ -233,7 +245,7 @@ def describe(
     columns = Columns(adapter, copies)
     segments = plan.typed(columns).segments
     for seg in segments[:1]:  # string columns the kernels read as codes: encoded (and reported)
-        for name in seg.inputs:
+        for name in seg.frame_inputs:
             columns.kernel_array(name)
     choice = resolve_device(device, "cpu")
     sources = None
@@ -243,9 +255,11 @@ def describe(
         backend = get_backend(target)
         sources = {}
         for k, seg in enumerate(segments):
-            arrays = {name: columns.get(name) for name in seg.inputs}
-            nullable = frozenset(n for n in seg.inputs if arrays[n].null_count > 0)
-            nulls = Nullability(seg.types, nullable, columns.nan_null(seg.inputs))
+            arrays = {name: columns.get(name) for name in seg.frame_inputs}
+            # a scan's result may hold nulls whatever its input holds
+            nullable = frozenset(n for n in seg.frame_inputs if arrays[n].null_count > 0)
+            nulls = Nullability(seg.types, nullable | frozenset(seg.scans),
+                                columns.nan_null(seg.frame_inputs))  # fmt: skip
             sources[k] = backend.kernel_sources(seg, nulls, adapter.num_rows)
     return build_report(
         frame_kind=adapter.kind, num_rows=adapter.num_rows, steps=plan.steps,

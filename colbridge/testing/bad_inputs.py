@@ -209,6 +209,7 @@ _cli_rows = _cli(
 _cli_no_out = _cli("run", "{input}", "-q", "--with", "z = a")
 _cli_no_dir = _cli("run", "{input}", "-o", "{dir}/missing/o.parquet", "-q", "--with", "z = a")
 _cli_dunder = _cli("run", "{input}", "-o", "{dir}/o.parquet", "-q", "--with", "z = a.__class__")
+_cli_ordered = _cli("run", "{input}", "-o", "{dir}/o.parquet", "-q", "--with", "z = cum_sum(a)")
 
 CASES: list[BadInput] = [
     # -- names -------------------------------------------------------------------------
@@ -386,6 +387,27 @@ CASES: list[BadInput] = [
              lambda f: f.gpu.with_columns(b=cb.col("qty")).compute(device="cuda",
                                                                   fallback="raise"),
              E.DeviceError, r"cuda|GPU|device", r"cpu|fallback|auto"),
+    # -- ordered operations ------------------------------------------------------------
+    BadInput("ewm-no-decay", "ordered", "`ewm_mean()` without `alpha`, `span`, `com` or "
+             "`half_life`", F, _m(lambda q: q.with_columns(e=cb.col("price").ewm_mean())),
+             E.SchemaError, r"exactly one of `com`, `span`, `half_life`, `alpha`", r"got none"),
+    BadInput("rolling-min-samples", "ordered", "`rolling_mean(3, min_samples=5)`", F,
+             _m(lambda q: q.with_columns(r=cb.col("price").rolling_mean(3, min_samples=5))),
+             E.SchemaError, r"`min_samples` \(5\) must be <= `window_size` \(3\)",
+             r"lower `min_samples` or widen the window"),
+    BadInput("rolling-weights", "ordered", "`rolling_sum(2, weights=[...])`", F,
+             _m(lambda q: q.with_columns(r=cb.col("qty").rolling_sum(2, weights=[1, 2]))),
+             E.UnsupportedOperationError, r"weights=.*not supported", r"shift"),
+    BadInput("fill-null-strategy", "ordered", "`fill_null(strategy='previous')`", F,
+             _m(lambda q: q.with_columns(f=cb.col("qty").fill_null(strategy="previous"))),
+             E.SchemaError, r"unknown `fill_null` strategy 'previous'", r"'forward', 'backward'"),
+    BadInput("ordered-string", "ordered", "`shift` of a string column", F,
+             _m(lambda q: q.with_columns(s=cb.col("name").shift(1))), E.UnsupportedTypeError,
+             r"column `name` has type .*string.*not supported for strings",
+             r"to_physical"),
+    BadInput("cli-ordered-stream", "cli", "`colbridge run --with 'z = cum_sum(a)'`",
+             *_cli_ordered, 2, r"not supported in a streamed job",
+             r"in memory"),
     # -- command line ------------------------------------------------------------------
     BadInput("cli-unknown-spec-key", "cli", "a spec file with a misspelt key (`wiht`)",
              *_cli_unknown_key, 2, r"unknown key 'wiht'", r"allowed keys: .*with"),

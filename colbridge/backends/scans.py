@@ -1,0 +1,176 @@
+"""The scan pass: ordered operations (shift, cumulative, rolling, ewm, fill) over whole columns.
+
+Stage: backends. A `colbridge.expr.nodes.Scan` needs every row of its segment in
+frame order, so planning computes its argument as a whole column first (the
+segment's ``pre``) and the runtime calls `run_scan` between that and the segment's
+elementwise pass, which reads the result as an input column. With keys (``.over``),
+rows are ordered by group id with a stable counting sort and each group is
+scanned on its own (`colbridge.backends._scan_kernels`).
+
+The kernels compute in int64, uint64, float32 or float64: narrower integers and
+booleans are widened on the way in and narrowed on the way out, which gives the
+same wrapped sums as computing in the narrow type (arithmetic modulo 2**bits).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from colbridge.backends.groups import GroupIds
+from colbridge.types import DType
+
+__all__ = ["run_scan"]
+
+_CUMULATIVE = {"cum_sum": 0, "cum_prod": 1, "cum_min": 2, "cum_max": 3, "cum_count": 4}
+#: rows per task when one long segment is split for the threads (shifts and windows)
+_CHUNK_ROWS = 1 << 16
+
+
+def _kernels() -> Any:
+    """The compiled scans (numba is imported, and they compile or load, on first use)."""
+    from colbridge.backends import _scan_kernels
+
+    return _scan_kernels
+
+
+def _compute_type(dtype: DType) -> np.dtype[Any]:
+    if dtype in (DType.FLOAT32, DType.FLOAT64):
+        return np.dtype(dtype.numpy)
+    if dtype is DType.UINT64:
+        return np.dtype(np.uint64)
+    return np.dtype(np.int64)
+
+
+def _validity(array: pa.Array) -> np.ndarray[Any, Any]:
+    """One flag per row, unpacked from the validity bitmap (all true without one)."""
+    n = len(array)
+    bitmap = array.buffers()[0]
+    if not array.null_count or bitmap is None:
+        return np.ones(n, dtype=np.bool_)
+    off = array.offset
+    packed = np.frombuffer(bitmap, dtype=np.uint8, count=(off + n + 7) // 8)
+    bits = np.unpackbits(packed, count=off + n, bitorder="little")
+    return bits[off:].view(np.bool_)
+
+
+def _values(array: pa.Array, compute: np.dtype[Any]) -> tuple[np.ndarray[Any, Any],
+                                                                np.ndarray[Any, Any]]:  # fmt: skip
+    """The array's values in the compute type, in place where they are of it; validity."""
+    n = len(array)
+    valid = _validity(array)
+    t = array.type
+    if pa.types.is_boolean(t):
+        values = np.asarray(array.fill_null(False).to_numpy(zero_copy_only=False))
+        return values.astype(compute), valid
+    if pa.types.is_temporal(t):
+        array = array.view(pa.int64() if t.bit_width == 64 else pa.int32())
+    dtype = np.dtype(array.type.to_pandas_dtype())
+    data = array.buffers()[1]
+    if data is None or n == 0:
+        return np.zeros(n, dtype=compute), valid
+    raw: np.ndarray[Any, Any] = np.frombuffer(data, dtype=dtype, count=n,
+                                              offset=array.offset * dtype.itemsize)  # fmt: skip
+    return (raw if raw.dtype == compute else raw.astype(compute)), valid
+
+
+def _tasks(groups: GroupIds | None, n: int, split: bool,
+           halo: int = 0) -> tuple[np.ndarray[Any, Any] | None, np.ndarray[Any, Any]]:  # fmt: skip
+    """Row order (None: frame order) and tasks ``(a, b, c0, c1)``.
+
+    One segment for the whole frame (split into chunks when ``split``: each chunk
+    then reads ``halo`` rows before it again), or one per group in frame order.
+    """
+    if groups is not None and groups.ids is not None:
+        order, starts = _kernels().counting_order(groups.ids, groups.count)
+        bounds = np.stack([starts[:-1], starts[1:]], axis=1)
+        return order, np.ascontiguousarray(np.concatenate([bounds, bounds], axis=1))
+    if n == 0:
+        return None, np.zeros((0, 4), np.int64)
+    # chunks are worth their halo only when they are much longer than it
+    if not split or n < 2 * _CHUNK_ROWS or halo * 8 > _CHUNK_ROWS:
+        return None, np.array([[0, n, 0, n]], dtype=np.int64)
+    cuts = np.arange(0, n, _CHUNK_ROWS, dtype=np.int64)
+    ends = np.minimum(cuts + _CHUNK_ROWS, n)
+    tasks = np.stack([np.zeros_like(cuts), np.full_like(cuts, n), cuts, ends], axis=1)
+    return None, np.ascontiguousarray(tasks)
+
+
+def _arrow(values: np.ndarray[Any, Any], valid: np.ndarray[Any, Any], dtype: DType) -> pa.Array:
+    """Kernel output as an Arrow array of ``dtype`` (no validity buffer when none is null)."""
+    n = len(values)
+    bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    if dtype is DType.BOOL:
+        data = pa.py_buffer(np.packbits(values != 0, bitorder="little"))
+    else:
+        data = pa.py_buffer(np.ascontiguousarray(values.astype(dtype.numpy, copy=False)))
+    arrow_type = pa.from_numpy_dtype(np.dtype(dtype.numpy)) if dtype is not DType.BOOL \
+        else pa.bool_()  # fmt: skip
+    return pa.Array.from_buffers(arrow_type, n, [bitmap, data])
+
+
+def run_scan(
+    func: str,
+    options: tuple[Any, ...],
+    arg: pa.Array,
+    arg_type: DType,
+    result: DType,
+    groups: GroupIds | None,
+) -> pa.Array:
+    """``func`` (a `SCAN_FUNCS` name other than diff/pct_change) over ``arg``.
+
+    ``arg`` is the argument as its kernel made it, already of the type the scan
+    computes in (typing casts it: `colbridge.plan.ordered_typing`); ``result`` is the
+    output type (``cum_count`` counts into UInt32 whatever the argument).
+    """
+    n = len(arg)
+    k = _kernels()
+    compute = _compute_type(arg_type)
+    zero = compute.type(0)
+    if func == "cum_count":  # counts validity only: the values are never read
+        values, valid = np.zeros(n, dtype=compute), _validity(arg)
+    else:
+        values, valid = _values(arg, compute)
+    out = np.empty(n, dtype=np.dtype(np.uint32) if func == "cum_count" else compute)
+    out_valid = np.empty(n, dtype=np.bool_)
+    if func == "shift":
+        steps, fill = options
+        order, tasks = _tasks(groups, n, split=True, halo=abs(steps))
+        fill_value = compute.type(0 if fill is None else fill)
+        k.shift(values, valid, order, tasks, steps, fill is not None, fill_value,
+                out, out_valid)  # fmt: skip
+    elif func in _CUMULATIVE:
+        (reverse,) = options
+        order, tasks = _tasks(groups, n, split=False)
+        k.cumulative(values, valid, order, tasks, _CUMULATIVE[func], reverse, zero,
+                     out, out_valid)  # fmt: skip
+    elif func.startswith("rolling_"):
+        window, min_samples, center, ddof = options
+        offset = window // 2 if center else window - 1
+        order, tasks = _tasks(groups, n, split=True, halo=window)
+        args = (values, valid, order, tasks)
+        if func in ("rolling_sum", "rolling_mean"):
+            k.rolling_sum(*args, func == "rolling_mean", window, min_samples, offset, zero, out,
+                          out_valid)  # fmt: skip
+        elif func in ("rolling_var", "rolling_std"):
+            k.rolling_var(*args, func == "rolling_std", window, min_samples, offset, ddof, out,
+                          out_valid)  # fmt: skip
+        else:
+            k.rolling_extreme(*args, func == "rolling_max", window, min_samples, offset, zero,
+                              out, out_valid)  # fmt: skip
+    elif func == "ewm_mean":
+        alpha, adjust, min_samples, ignore_nulls = options
+        order, tasks = _tasks(groups, n, split=False)
+        k.ewm_mean(values, valid, order, tasks, compute.type(alpha), adjust,
+                   min_samples, ignore_nulls, out, out_valid)  # fmt: skip
+    elif func in ("forward_fill", "backward_fill"):
+        (limit,) = options
+        order, tasks = _tasks(groups, n, split=False)
+        k.fill(values, valid, order, tasks, func == "backward_fill",
+               -1 if limit is None else limit, zero, out, out_valid)  # fmt: skip
+    else:  # pragma: no cover - typing lowers every other ordered function
+        msg = f"no scan kernel for `{func}`"
+        raise AssertionError(msg)
+    return _arrow(out, out_valid, result)

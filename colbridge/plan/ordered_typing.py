@@ -1,0 +1,146 @@
+"""Typing of ordered operations (`Scan` nodes): polars' result types, arguments cast first.
+
+Stage: plan. Every scan computes in its result type: the argument is cast to it
+before the scan (``cum_sum`` of int8 sums int64 values, ``rolling_mean`` of an
+integer averages float64 values), so the scan kernels only see int64, uint64,
+float32 and float64 (`colbridge.backends.scans`). ``diff`` and ``pct_change``
+are written with ``shift`` and elementwise arithmetic, which then fuses:
+``x.diff(n)`` is ``x - x.shift(n)`` (unsigned integers widened to a signed type
+first), ``x.pct_change(n)`` is ``(x - x.shift(n)) / x.shift(n)`` in floating point.
+
+Dates and times keep their type through the operations that only move or
+compare values (``shift`` without a fill, fills, running and rolling min/max);
+``cum_count`` counts any column. Everything else over a logical type, and every
+ordered operation over strings, is refused with the column's type named.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from colbridge.errors import SchemaError, UnsupportedTypeError
+from colbridge.expr.nodes import Binary, Column, KeySet, Literal, Node, Reinterpret, Scan
+from colbridge.types import DType
+
+if TYPE_CHECKING:
+    from colbridge.plan.typecheck import TypeChecker
+
+__all__ = ["OrderedTyping", "scan_result_type"]
+
+_SMALL_INTS = (DType.INT8, DType.INT16, DType.UINT8, DType.UINT16)
+#: operations that only move or compare values: a date stays a date
+_KEEP_LOGICAL = frozenset({"shift", "forward_fill", "backward_fill", "cum_min", "cum_max",
+                           "rolling_min", "rolling_max"})  # fmt: skip
+_DIFF_TYPE = {DType.UINT8: DType.INT16, DType.UINT16: DType.INT32, DType.UINT32: DType.INT64,
+              DType.UINT64: DType.INT64}  # fmt: skip
+
+
+def scan_result_type(func: str, dtype: DType) -> DType:
+    """Polars' result type of ordered operation ``func`` over a column of ``dtype``."""
+    if func == "cum_count":
+        return DType.UINT32
+    if func in ("cum_sum", "rolling_sum"):
+        if dtype is DType.BOOL:
+            return DType.UINT32
+        return DType.INT64 if dtype in _SMALL_INTS else dtype
+    if func == "cum_prod":
+        if dtype.is_float or dtype is DType.UINT64:
+            return dtype
+        return DType.INT64
+    if func in ("rolling_mean", "rolling_var", "rolling_std", "ewm_mean", "pct_change"):
+        return DType.FLOAT32 if dtype is DType.FLOAT32 else DType.FLOAT64
+    if func == "diff":
+        return _DIFF_TYPE.get(dtype, dtype)
+    return dtype  # shift, fills, min and max
+
+
+class OrderedTyping:
+    """Types `Scan` nodes for a `TypeChecker` (which owns the types it records)."""
+
+    def __init__(self, tc: TypeChecker) -> None:
+        self.tc = tc
+
+    def scan(self, node: Scan) -> Node:
+        """The typed form of an ordered operation (diff and pct_change lowered)."""
+        tc = self.tc
+        arg = tc.typed(node.arg)
+        from colbridge.plan.typecheck import is_scalar
+
+        if is_scalar(arg):
+            msg = (
+                f"`{node!r}`: an ordered operation needs a column, not one value; "
+                "apply it to a column expression"
+            )
+            raise SchemaError(msg)
+        keys = tc.key_set(node.keys) if node.keys.exprs else KeySet()
+        logical = tc.logical.get(arg)
+        func = node.func
+        if logical is not None:
+            return self._logical(node, arg, keys)
+        dtype = tc.types[arg]
+        if func == "diff":
+            (n,) = node.options
+            if dtype is DType.BOOL:
+                raise self._refuse(node, arg, "booleans; cast to an integer first")
+            value = tc.cast_plain(arg, scan_result_type("diff", dtype), strict=False)
+            shifted = self._record(Scan("shift", value, (n, None), keys), tc.types[value])
+            return self._record(Binary("sub", value, shifted), tc.types[value])
+        if func == "pct_change":
+            (n,) = node.options
+            value = tc.cast_plain(arg, scan_result_type("pct_change", dtype), strict=False)
+            t = tc.types[value]
+            shifted = self._record(Scan("shift", value, (n, None), keys), t)
+            change = self._record(Binary("sub", value, shifted), t)
+            return self._record(Binary("truediv", change, shifted), t)
+        if func == "shift":
+            return self._shift(node, arg, keys)
+        result = scan_result_type(func, dtype)
+        value = arg if func == "cum_count" else tc.cast_plain(arg, result, strict=False)
+        return self._record(Scan(func, value, node.options, keys), result)
+
+    def _record(self, node: Node, dtype: DType) -> Node:
+        self.tc.types[node] = dtype
+        return node
+
+    def _shift(self, node: Scan, arg: Node, keys: KeySet) -> Node:
+        """``shift``: the supertype of the column and the fill value, as polars types it."""
+        tc = self.tc
+        n, fill = node.options
+        dtype = tc.types[arg]
+        if fill is None:
+            return self._record(Scan("shift", arg, (n, None), keys), dtype)
+        lit = tc.type_dynamic_against(Literal(fill), dtype, node)
+        st, strict = tc.merge_number_type(dtype, tc.types[lit], node)
+        value = tc.cast_branch(arg, st, strict)
+        converted = tc.cast_branch(lit, st, strict)
+        if not isinstance(converted, Literal):  # pragma: no cover - a literal folds
+            msg = f"`{node!r}`: fill value {fill!r} does not convert to {st}"
+            raise SchemaError(msg)
+        return self._record(Scan("shift", value, (n, converted.value), keys), st)
+
+    def _logical(self, node: Scan, arg: Node, keys: KeySet) -> Node:
+        """A scan over dates, times or durations: only those that keep the values' meaning."""
+        tc = self.tc
+        logical = tc.logical[arg]
+        func = node.func
+        if func == "cum_count":
+            return self._record(Scan(func, arg, node.options, keys), DType.UINT32)
+        if logical.is_string:
+            raise self._refuse(node, arg, "strings and categoricals yet; compute it in "
+                               "polars first, or on a categorical's codes "
+                               "(`to_physical()`) where that is what you mean")  # fmt: skip
+        if func not in _KEEP_LOGICAL or (func == "shift" and node.options[1] is not None):
+            raise self._refuse(node, arg, f"{logical}; cast to an integer first "
+                               "(`to_physical()`) and back")  # fmt: skip
+        value = arg.arg if isinstance(arg, Reinterpret) else arg
+        dtype = tc.types[value]
+        scanned = self._record(Scan(func, value, node.options, keys), dtype)
+        return tc.mark_logical(scanned, logical, tc.dicts.get(arg))
+
+    def _refuse(self, node: Scan, arg: Node, what: str) -> Exception:
+        column = arg.arg if isinstance(arg, Reinterpret) else arg
+        where = ""
+        if isinstance(column, Column) and column.name in self.tc.schema:
+            where = f" (column `{column.name}` has type {self.tc.schema[column.name].arrow_type})"
+        msg = f"`{node!r}`{where}: `{node.func}` is not supported for {what}"
+        return UnsupportedTypeError(msg)
