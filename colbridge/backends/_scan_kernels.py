@@ -42,7 +42,7 @@ CUM_SUM, CUM_PROD, CUM_MIN, CUM_MAX, CUM_COUNT = range(5)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _row(order: Any, j: int) -> int:
+def _row(order: Any, j: int) -> Any:
     """The row at segment position ``j``: ``order[j]``, or ``j`` itself when ``order`` is None.
 
     None is a type of its own to numba: the direct kernels compile without the branch.
