@@ -148,39 +148,53 @@ def _window(p: int, a: int, b: int, offset: int, window: int) -> tuple[int, int]
     return max(first, a), min(first + window, b)
 
 
-@numba.njit(cache=True, nogil=True, inline="never")
-def _window_sum(values: Any, valid: Any, order: Any, lo: int, hi: int, zero: Any) -> Any:
-    """The sum of the non-null values at positions ``[lo, hi)``.
+@numba.njit(cache=True, nogil=True, inline="always")
+def _sum_enter(v: Any, total: Any, err_add: Any, tally: Any, kahan: bool) -> tuple[Any, Any]:
+    """A value enters a sliding sum: compensated (Kahan) for floats, non-finite ones tallied.
 
-    A rare path, kept out of line so that the sliding loop stays small.
+    ``tally`` counts the window's non-finite values: ``[all, +inf, -inf]``.
     """
-    total = zero
-    for k in range(lo, hi):
-        i = _row(order, k)
-        if valid[i]:
-            total += values[i]
-    return total
+    if not kahan:
+        return total + v, err_add
+    if not _finite(v):
+        tally[0] += 1
+        tally[1] += v > 0
+        tally[2] += v < 0
+        return total, err_add
+    y = v - err_add
+    new = total + y
+    return new, (new - total) - y
 
 
-@numba.njit(cache=True, nogil=True, inline="never")
-def _window_moments(values: Any, valid: Any, order: Any, lo: int, hi: int) -> Any:
-    """Welford's mean and sum of squared deviations of the non-null values in ``[lo, hi)``."""
-    mean = 0.0
-    m2 = 0.0
-    seen = 0
-    for k in range(lo, hi):
-        i = _row(order, k)
-        if valid[i]:
-            v = np.float64(values[i])
-            seen += 1
-            delta = v - mean
-            mean += delta / seen
-            m2 += delta * (v - mean)
-    return mean, m2
+@numba.njit(cache=True, nogil=True, inline="always")
+def _sum_leave(v: Any, total: Any, err_sub: Any, tally: Any, kahan: bool) -> tuple[Any, Any]:
+    """A value leaves a sliding sum (`_sum_enter`'s inverse, with its own compensation)."""
+    if not kahan:
+        return total - v, err_sub
+    if not _finite(v):
+        tally[0] -= 1
+        tally[1] -= v > 0
+        tally[2] -= v < 0
+        return total, err_sub
+    y = -v - err_sub
+    new = total + y
+    return new, (new - total) - y
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _sum_value(total: Any, tally: Any) -> Any:
+    """The window's sum: infinite or NaN where non-finite values are in it."""
+    if tally[0] == 0:
+        return total
+    if tally[0] == tally[1]:
+        return np.inf
+    if tally[0] == tally[2]:
+        return -np.inf
+    return np.nan
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def rolling_sum(values: Any, valid: Any, order: Any, tasks: Any, mean: bool,
+def rolling_sum(values: Any, valid: Any, order: Any, tasks: Any, mean: bool, kahan: bool,
                 window: int, min_samples: int, offset: int, zero: Any, out: Any,
                 out_valid: Any) -> None:  # fmt: skip
     """Windowed sum (``mean``: average) of the non-null values of each row's window.
@@ -189,44 +203,52 @@ def rolling_sum(values: Any, valid: Any, order: Any, tasks: Any, mean: bool,
     the segment ``[a, b)``: a group, or one chunk of the whole frame, whose windows
     start from the rows before ``c0`` (a halo), so chunks run in parallel. The window
     of position ``p`` is ``[p - offset, p - offset + window)`` (``offset`` is
-    ``window - 1``, or ``window // 2`` centred). The sum slides: the row entering is
-    added, the row leaving subtracted; when a NaN or an infinity leaves, the sum
-    starts again from the window's rows, as polars does.
+    ``window - 1``, or ``window // 2`` centred). polars' sliding sum: the row leaving
+    is subtracted, then the row entering added, each with its own Kahan compensation
+    (``kahan``, for floats; integers wrap), in ``zero``'s type (float64 for a mean);
+    NaN and infinities are counted, not added, so they leave without a trace.
     """
     for t in numba.prange(tasks.shape[0]):
         a, b, c0, c1 = tasks[t, 0], tasks[t, 1], tasks[t, 2], tasks[t, 3]
         total = zero
+        err_add = zero
+        err_sub = zero
+        tally = np.zeros(3, dtype=np.int64)
         count = 0
         # the rows before the first window's last one (the halo, for a chunk)
         for k in range(max(c0 - offset, a), min(c0 - offset + window - 1, b)):
             i = _row(order, k)
             if valid[i]:
-                total += values[i]
+                total, err_add = _sum_enter(zero + values[i], total, err_add, tally, kahan)
                 count += 1
         for p in range(c0, c1):
-            enter = p - offset + window - 1
-            if enter < b and enter >= a and window > 0:
-                i = _row(order, enter)
-                if valid[i]:
-                    total += values[i]
-                    count += 1
             leave = p - offset - 1
             if leave >= a and window > 0:
                 i = _row(order, leave)
                 if valid[i]:
                     count -= 1
-                    v = values[i]
-                    if _finite(v):
-                        total -= v
-                    else:  # NaN and inf do not subtract out: sum the window again
-                        total = _window_sum(values, valid, order, leave + 1, min(enter + 1, b),
-                                            zero)  # fmt: skip
+                    total, err_sub = _sum_leave(zero + values[i], total, err_sub, tally, kahan)
+            enter = p - offset + window - 1
+            if enter < b and enter >= a and window > 0:
+                i = _row(order, enter)
+                if valid[i]:
+                    total, err_add = _sum_enter(zero + values[i], total, err_add, tally, kahan)
+                    count += 1
             i = _row(order, p)
+            if window == 1:
+                # polars starts a window that shares no row with the last one afresh
+                v = values[i]
+                total = zero + v if valid[i] and _finite(v) else zero
+                err_add, err_sub = zero, zero
+            value = _sum_value(total, tally)
             if mean:
-                out[i] = total / count if count > 0 else total
+                # the sum in the output's type, then divided there, as polars does
+                out[i] = value
+                if count > 0:
+                    out[i] = out[i] / count
                 out_valid[i] = count >= min_samples and count > 0
             else:
-                out[i] = total
+                out[i] = value
                 out_valid[i] = count >= min_samples
 
 
@@ -236,51 +258,38 @@ def rolling_var(values: Any, valid: Any, order: Any, tasks: Any, std: bool,
                 out_valid: Any) -> None:  # fmt: skip
     """Windowed variance (``std``: its square root) of the non-null values.
 
-    Tasks and windows as `rolling_sum`. Welford's running mean and sum of squared
-    deviations slide (a row added, a row removed); when a NaN or an infinity leaves,
-    they start again from the window's rows. Fewer than ``ddof + 1`` values: null.
+    Tasks and windows as `rolling_sum`. Each window is summed afresh around its first
+    non-null value ``k`` (shifted data: ``var = (S2 - S1**2 / n) / (n - ddof)`` with
+    ``S1 = sum(x - k)``, ``S2 = sum((x - k)**2)``, in float64): a window of equal
+    values, or of one value, has a variance of exactly 0, as in polars, where sliding
+    updates (removing the row leaving) would leave rounding behind; ``k`` inside the
+    window keeps the subtraction from cancelling. It reads ``window`` values per row,
+    with no division among them. Fewer than ``ddof + 1`` values: null.
     """
     for t in numba.prange(tasks.shape[0]):
         a, b, c0, c1 = tasks[t, 0], tasks[t, 1], tasks[t, 2], tasks[t, 3]
-        mean = 0.0
-        m2 = 0.0
-        count = 0
-        lo, _ = _window(c0, a, b, offset, window)
-        hi = lo
         for p in range(c0, c1):
-            start, end = _window(p, a, b, offset, window)
-            if window == 0:
-                start = end = p
-            while hi < end:
-                i = _row(order, hi)
+            start = max(p - offset, a)
+            end = min(p - offset + window, b) if window > 0 else start
+            shift = 0.0
+            s1 = 0.0
+            s2 = 0.0
+            count = 0
+            for k in range(start, end):
+                i = _row(order, k)
                 if valid[i]:
                     v = np.float64(values[i])
+                    if count == 0:
+                        shift = v
+                    d = v - shift
+                    s1 += d
+                    s2 += d * d
                     count += 1
-                    delta = v - mean
-                    mean += delta / count
-                    m2 += delta * (v - mean)
-                hi += 1
-            restart = False
-            while lo < start:
-                i = _row(order, lo)
-                if valid[i]:
-                    v = np.float64(values[i])
-                    count -= 1
-                    if not _finite(v):
-                        restart = True
-                    elif count == 0:
-                        mean = 0.0
-                        m2 = 0.0
-                    else:
-                        delta = v - mean
-                        mean -= delta / count
-                        m2 -= delta * (v - mean)
-                lo += 1
-            if restart:
-                mean, m2 = _window_moments(values, valid, order, lo, hi)
             i = _row(order, p)
             ok = count >= min_samples and count - ddof > 0
-            var = max(m2, 0.0) / (count - ddof) if count - ddof > 0 else 0.0
+            var = (s2 - s1 * s1 / count) / (count - ddof) if count - ddof > 0 else 0.0
+            if var < 0.0:
+                var = 0.0
             out[i] = np.sqrt(var) if std else var
             out_valid[i] = ok
 
@@ -297,46 +306,34 @@ def rolling_extreme(values: Any, valid: Any, order: Any, tasks: Any, largest: bo
     """
     for t in numba.prange(tasks.shape[0]):
         a, b, c0, c1 = tasks[t, 0], tasks[t, 1], tasks[t, 2], tasks[t, 3]
-        cap = min(window, b - a) + 1
+        cap = 1
+        while cap < min(window, b - a) + 1:
+            cap *= 2
+        mask = cap - 1  # a power-of-two ring: positions wrap with a mask, not a division
         queue = np.empty(cap, dtype=np.int64)
         head = 0
         size = 0
         count = 0
         nans = 0
-        lo, _ = _window(c0, a, b, offset, window)
-        hi = lo
+        first = max(c0 - offset, a)
+        for k in range(first, min(c0 - offset + window - 1, b)):
+            count, nans, size = _extreme_enter(values, valid, order, k, largest, queue, head,
+                                               size, mask, count, nans)  # fmt: skip
         for p in range(c0, c1):
-            start, end = _window(p, a, b, offset, window)
-            if window == 0:
-                start = end = p
-            while hi < end:
-                i = _row(order, hi)
-                if valid[i]:
-                    v = values[i]
-                    count += 1
-                    if v != v:
-                        nans += 1
-                    else:
-                        while size > 0:
-                            last = queue[(head + size - 1) % cap]
-                            w = values[_row(order, last)]
-                            if (w <= v) if largest else (w >= v):
-                                size -= 1
-                            else:
-                                break
-                        queue[(head + size) % cap] = hi
-                        size += 1
-                hi += 1
-            while lo < start:
-                i = _row(order, lo)
+            enter = p - offset + window - 1
+            if a <= enter < b and window > 0:
+                count, nans, size = _extreme_enter(values, valid, order, enter, largest, queue,
+                                                   head, size, mask, count, nans)  # fmt: skip
+            leave = p - offset - 1
+            if leave >= a and window > 0:
+                i = _row(order, leave)
                 if valid[i]:
                     count -= 1
                     if values[i] != values[i]:
                         nans -= 1
-                    elif size > 0 and queue[head] == lo:
-                        head = (head + 1) % cap
+                    elif size > 0 and queue[head] == leave:
+                        head = (head + 1) & mask
                         size -= 1
-                lo += 1
             i = _row(order, p)
             if nans > 0:
                 out[i] = np.nan
@@ -347,43 +344,74 @@ def rolling_extreme(values: Any, valid: Any, order: Any, tasks: Any, largest: bo
             out_valid[i] = count >= min_samples and count > 0
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def ewm_mean(values: Any, valid: Any, order: Any, tasks: Any, alpha: Any,
-             adjust: bool, min_samples: int, ignore_nulls: bool, out: Any,
-             out_valid: Any) -> None:  # fmt: skip
-    """Exponentially weighted mean, polars' recurrence (pandas' ``ewm(...).mean()``).
+@numba.njit(cache=True, nogil=True, inline="always")
+def _extreme_enter(values: Any, valid: Any, order: Any, pos: int, largest: bool, queue: Any,
+                   head: int, size: int, mask: int, count: int,
+                   nans: int) -> tuple[int, int, int]:  # fmt: skip
+    """Position ``pos`` enters a min/max window: counted, and queued unless dominated."""
+    i = _row(order, pos)
+    if valid[i]:
+        v = values[i]
+        count += 1
+        if v != v:
+            nans += 1
+        else:
+            # queued values the new one beats can never be the extreme again
+            while size > 0:
+                w = values[_row(order, queue[(head + size - 1) & mask])]
+                if (w <= v) if largest else (w >= v):
+                    size -= 1
+                else:
+                    break
+            queue[(head + size) & mask] = pos
+            size += 1
+    return count, nans, size
 
-    ``old_wt`` decays by ``1 - alpha`` per row (per non-null row with
-    ``ignore_nulls``); a null row is null; rows before ``min_samples`` non-null
-    values are null.
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _ewm_step(x: Any, x_valid: bool, mean: Any, weight: Any, seen: int, alpha: Any,
+              new_wt: Any, adjust: bool, ignore_nulls: bool) -> tuple[Any, Any, int]:  # fmt: skip
+    """One row of polars' exponentially weighted mean: the new (mean, weight, non-null count).
+
+    The first non-null value starts the mean with weight 1; after it, the weight decays
+    by ``1 - alpha`` per row (per non-null row with ``ignore_nulls``), and a value moves
+    the mean by ``(x - mean) * new_wt / (weight + new_wt)``, in this order of
+    operations, so that results (NaN and infinities included) are polars' own.
     """
     one = alpha / alpha
-    new_wt = one if adjust else alpha
-    factor = one - alpha
+    if seen == 0 and x_valid:
+        return x, one, 1
+    if x_valid or not ignore_nulls:
+        weight = weight * (one - alpha)
+    if x_valid:
+        total = weight + new_wt
+        mean = mean + (x - mean) * (new_wt / total)
+        weight = weight + one if adjust else one
+        seen += 1
+    return mean, weight, seen
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def ewm_mean(values: Any, valid: Any, order: Any, tasks: Any, alpha: Any, adjust: bool,
+             min_samples: int, ignore_nulls: bool, out: Any, out_valid: Any) -> None:  # fmt: skip
+    """Exponentially weighted mean (`_ewm_step`), each segment from its first row.
+
+    A null row is null; a row is null until ``max(min_samples, 1)`` non-null values.
+    """
+    new_wt = alpha / alpha if adjust else alpha
+    least = max(min_samples, 1)
     for t in numba.prange(tasks.shape[0]):
         a, b = tasks[t, 0], tasks[t, 1]
-        old_wt = one
-        avg = one - one
-        has_avg = False
+        mean = alpha - alpha
+        weight = alpha - alpha
         seen = 0
         for j in range(a, b):
             i = _row(order, j)
             x_valid = valid[i]
-            if x_valid:
-                seen += 1
-            x = values[i]
-            if not has_avg:
-                if x_valid:
-                    avg = x
-                    has_avg = True
-            elif x_valid or not ignore_nulls:
-                old_wt = old_wt * factor
-                if x_valid:
-                    if avg != x:
-                        avg = (old_wt * avg + new_wt * x) / (old_wt + new_wt)
-                    old_wt = old_wt + new_wt if adjust else one
-            out[i] = avg
-            out_valid[i] = x_valid and seen >= min_samples
+            mean, weight, seen = _ewm_step(values[i], x_valid, mean, weight, seen, alpha,
+                                           new_wt, adjust, ignore_nulls)  # fmt: skip
+            out[i] = mean
+            out_valid[i] = x_valid and seen >= least
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -411,3 +439,181 @@ def fill(values: Any, valid: Any, order: Any, tasks: Any, backward: bool,
             else:
                 out[i] = held
                 out_valid[i] = False
+
+
+# -- per-group carries: one pass in frame order, a small state per group -------------------
+#
+# With few groups, a scan by key is fastest as one sequential pass over the rows in frame
+# order (or reversed), keeping each group's running state in small tables indexed by the
+# group id: no sort, no random reads of the values. `colbridge.backends.scans` picks these
+# where the state fits; they give the same answers as the kernels above.
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _step_row(n: int, reverse: bool, step: int) -> Any:
+    return np.uintp(n - 1 - step if reverse else step)
+
+
+@numba.njit(cache=True, nogil=True)
+def cumulative_by_key(values: Any, valid: Any, ids: Any, count: int, op: int, reverse: bool,
+                      zero: Any, out: Any, out_valid: Any) -> None:  # fmt: skip
+    """`cumulative` per group of ``ids``, with each group's running value in a table."""
+    acc = np.full(count, zero + 1 if op == CUM_PROD else zero)
+    seen = np.zeros(count, dtype=np.bool_)
+    counts = np.zeros(count, dtype=np.int64)
+    n = values.shape[0]
+    for step in range(n):
+        i = _step_row(n, reverse, step)
+        g = ids[i]
+        if op == CUM_COUNT:
+            if valid[i]:
+                counts[g] += 1
+            out[i] = counts[g]
+            out_valid[i] = True
+            continue
+        a = acc[g]
+        if not valid[i]:
+            out[i] = a
+            out_valid[i] = False
+            continue
+        v = values[i]
+        if op == CUM_SUM:
+            a = a + v
+        elif op == CUM_PROD:
+            a = a * v
+        elif op == CUM_MIN:
+            if not seen[g] or v < a or a != a:
+                a = v
+        elif v > a or a != a or not seen[g]:
+            a = v
+        seen[g] = True
+        acc[g] = a
+        out[i] = a
+        out_valid[i] = True
+
+
+@numba.njit(cache=True, nogil=True)
+def ewm_mean_by_key(values: Any, valid: Any, ids: Any, count: int, alpha: Any, adjust: bool,
+                    min_samples: int, ignore_nulls: bool, out: Any,
+                    out_valid: Any) -> None:  # fmt: skip
+    """`ewm_mean` per group of ``ids``, each group's mean, weight and count in tables."""
+    new_wt = alpha / alpha if adjust else alpha
+    least = max(min_samples, 1)
+    means = np.zeros(count, dtype=values.dtype)
+    weights = np.zeros(count, dtype=values.dtype)
+    seen = np.zeros(count, dtype=np.int64)
+    for r in range(values.shape[0]):
+        i = np.uintp(r)
+        g = ids[i]
+        x_valid = valid[i]
+        mean, weight, n = _ewm_step(values[i], x_valid, means[g], weights[g], seen[g], alpha,
+                                    new_wt, adjust, ignore_nulls)  # fmt: skip
+        means[g] = mean
+        weights[g] = weight
+        seen[g] = n
+        out[i] = mean
+        out_valid[i] = x_valid and n >= least
+
+
+@numba.njit(cache=True, nogil=True)
+def fill_by_key(values: Any, valid: Any, ids: Any, count: int, backward: bool, limit: int,
+                zero: Any, out: Any, out_valid: Any) -> None:  # fmt: skip
+    """`fill` per group of ``ids``: each group's last value and its distance in tables."""
+    held = np.full(count, zero)
+    last = np.full(count, -1, dtype=np.int64)  # the group's step of its last non-null value
+    steps = np.zeros(count, dtype=np.int64)  # rows of the group seen so far
+    n = values.shape[0]
+    for step in range(n):
+        i = _step_row(n, backward, step)
+        g = ids[i]
+        s = steps[g]
+        steps[g] = s + 1
+        if valid[i]:
+            held[g] = values[i]
+            last[g] = s
+            out[i] = values[i]
+            out_valid[i] = True
+        else:
+            out[i] = held[g]
+            out_valid[i] = last[g] >= 0 and (limit < 0 or s - last[g] <= limit)
+
+
+@numba.njit(cache=True, nogil=True)
+def shift_by_key(values: Any, valid: Any, ids: Any, count: int, n: int, has_fill: bool,
+                 fill_value: Any, out: Any, out_valid: Any) -> None:  # fmt: skip
+    """`shift` per group of ``ids``: each group's last ``|n|`` rows in a ring."""
+    rows = values.shape[0]
+    lag = abs(n)
+    if lag == 0:
+        for r in range(rows):
+            out[r] = values[r]
+            out_valid[r] = valid[r]
+        return
+    ring = np.empty((count, lag), dtype=values.dtype)
+    ring_valid = np.zeros((count, lag), dtype=np.bool_)
+    steps = np.zeros(count, dtype=np.int64)
+    for step in range(rows):
+        i = _step_row(rows, n < 0, step)
+        g = ids[i]
+        s = steps[g]
+        slot = s % lag
+        if s >= lag:
+            out[i] = ring[g, slot]
+            out_valid[i] = ring_valid[g, slot]
+        else:
+            out[i] = fill_value
+            out_valid[i] = has_fill
+        ring[g, slot] = values[i]
+        ring_valid[g, slot] = valid[i]
+        steps[g] = s + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def rolling_sum_by_key(values: Any, valid: Any, ids: Any, count: int, mean: bool, kahan: bool,
+                       window: int, min_samples: int, zero: Any, out: Any,
+                       out_valid: Any) -> None:  # fmt: skip
+    """`rolling_sum` (trailing windows) per group of ``ids``: each group's window in a ring.
+
+    Each group keeps its last ``window`` rows, its running sum with both compensations,
+    its tally of non-finite values and its count; the same updates as `rolling_sum`.
+    """
+    width = max(window, 1)
+    ring = np.empty((count, width), dtype=values.dtype)
+    ring_valid = np.zeros((count, width), dtype=np.bool_)
+    totals = np.full((count, 3), zero)  # sum, add compensation, subtract compensation
+    tallies = np.zeros((count, 3), dtype=np.int64)
+    counts = np.zeros(count, dtype=np.int64)
+    steps = np.zeros(count, dtype=np.int64)
+    for r in range(values.shape[0]):
+        i = np.uintp(r)
+        g = ids[i]
+        s = steps[g]
+        steps[g] = s + 1
+        total, err_add, err_sub = totals[g, 0], totals[g, 1], totals[g, 2]
+        tally = tallies[g]
+        c = counts[g]
+        if window > 0:
+            slot = s % window
+            if s >= window and ring_valid[g, slot]:  # the row leaving the window
+                c -= 1
+                total, err_sub = _sum_leave(zero + ring[g, slot], total, err_sub, tally, kahan)
+            ring[g, slot] = values[i]
+            ring_valid[g, slot] = valid[i]
+            if valid[i]:
+                total, err_add = _sum_enter(zero + values[i], total, err_add, tally, kahan)
+                c += 1
+            if window == 1:  # as `rolling_sum`: a window sharing no row starts afresh
+                v = values[i]
+                total = zero + v if valid[i] and _finite(v) else zero
+                err_add, err_sub = zero, zero
+        totals[g, 0], totals[g, 1], totals[g, 2] = total, err_add, err_sub
+        counts[g] = c
+        value = _sum_value(total, tally)
+        if mean:
+            out[i] = value
+            if c > 0:
+                out[i] = out[i] / c
+            out_valid[i] = c >= min_samples and c > 0
+        else:
+            out[i] = value
+            out_valid[i] = c >= min_samples

@@ -14,6 +14,7 @@ same wrapped sums as computing in the narrow type (arithmetic modulo 2**bits).
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -22,11 +23,47 @@ import pyarrow as pa
 from colbridge.backends.groups import GroupIds
 from colbridge.types import DType
 
-__all__ = ["run_scan"]
+__all__ = ["by_key_method", "run_scan"]
 
 _CUMULATIVE = {"cum_sum": 0, "cum_prod": 1, "cum_min": 2, "cum_max": 3, "cum_count": 4}
 #: rows per task when one long segment is split for the threads (shifts and windows)
 _CHUNK_ROWS = 1 << 16
+#: the most state entries (groups x ring length) a scan by key keeps in tables
+_CARRY_MAX_STATE = 1 << 22
+#: how scans by key run: "auto", or "carry" / "sort" where both can (tests and benchmarks
+#: compare them; `COLBRIDGE_SCAN_BY_KEY` sets it)
+_BY_KEY_CHOICES = ("auto", "carry", "sort")
+
+
+def by_key_method(func: str, options: tuple[Any, ...], groups: int) -> str:
+    """How a scan per group runs: ``"carry"`` or ``"sort"``.
+
+    *carry*: one pass over the rows in frame order (reversed for backward scans), each
+    group's state in tables indexed by group id; no sort, and the values are read in
+    order. It needs a state of ``groups x ring`` entries (the ring: ``|n|`` rows for a
+    shift, the window for a trailing rolling sum or mean; 1 for running values).
+    *sort*: a stable counting sort by group id, then each group's rows scanned as one
+    contiguous run, groups in parallel; every scan can run this way. ``auto`` (the
+    default) takes *carry* where it applies and its state is small.
+    """
+    ring: int | None
+    if func in _CUMULATIVE or func in ("ewm_mean", "forward_fill", "backward_fill"):
+        ring = 1
+    elif func == "shift":
+        ring = max(abs(options[0]), 1)
+    elif func in ("rolling_sum", "rolling_mean") and not options[2]:  # trailing windows
+        ring = max(options[0], 1)
+    else:
+        ring = None
+    wanted = os.environ.get("COLBRIDGE_SCAN_BY_KEY", "auto")
+    if wanted not in _BY_KEY_CHOICES:
+        msg = f"COLBRIDGE_SCAN_BY_KEY={wanted!r}: use one of {', '.join(_BY_KEY_CHOICES)}"
+        raise ValueError(msg)
+    if ring is None or wanted == "sort":
+        return "sort"
+    if wanted == "carry" or groups * ring <= _CARRY_MAX_STATE:
+        return "carry"
+    return "sort"
 
 
 def _kernels() -> Any:
@@ -111,6 +148,36 @@ def _arrow(values: np.ndarray[Any, Any], valid: np.ndarray[Any, Any], dtype: DTy
     return pa.Array.from_buffers(arrow_type, n, [bitmap, data])
 
 
+def _by_key(func: str, options: tuple[Any, ...], values: np.ndarray[Any, Any],
+            valid: np.ndarray[Any, Any], groups: GroupIds, compute: np.dtype[Any],
+            out: np.ndarray[Any, Any], out_valid: np.ndarray[Any, Any]) -> None:  # fmt: skip
+    """A scan per group by carries (see `by_key_method`)."""
+    k = _kernels()
+    ids, count, zero = groups.ids, groups.count, compute.type(0)
+    if func in _CUMULATIVE:
+        k.cumulative_by_key(values, valid, ids, count, _CUMULATIVE[func], options[0], zero, out,
+                            out_valid)  # fmt: skip
+    elif func == "ewm_mean":
+        alpha, adjust, min_samples, ignore_nulls = options
+        k.ewm_mean_by_key(values, valid, ids, count, compute.type(alpha), adjust, min_samples,
+                          ignore_nulls, out, out_valid)  # fmt: skip
+    elif func in ("forward_fill", "backward_fill"):
+        limit = -1 if options[0] is None else options[0]
+        k.fill_by_key(values, valid, ids, count, func == "backward_fill", limit, zero, out,
+                      out_valid)  # fmt: skip
+    elif func == "shift":
+        steps, fill = options
+        fill_value = compute.type(0 if fill is None else fill)
+        k.shift_by_key(values, valid, ids, count, steps, fill is not None, fill_value, out,
+                       out_valid)  # fmt: skip
+    else:  # trailing rolling sum or mean
+        window, min_samples, _, _ = options
+        mean = func == "rolling_mean"
+        k.rolling_sum_by_key(values, valid, ids, count, mean, compute.kind == "f", window,
+                             min_samples, np.float64(0) if mean else zero, out,
+                             out_valid)  # fmt: skip
+
+
 def run_scan(
     func: str,
     options: tuple[Any, ...],
@@ -135,7 +202,10 @@ def run_scan(
         values, valid = _values(arg, compute)
     out = np.empty(n, dtype=np.dtype(np.uint32) if func == "cum_count" else compute)
     out_valid = np.empty(n, dtype=np.bool_)
-    if func == "shift":
+    keyed = groups is not None and groups.ids is not None
+    if keyed and by_key_method(func, options, groups.count) == "carry":  # type: ignore[union-attr]
+        _by_key(func, options, values, valid, groups, compute, out, out_valid)  # type: ignore[arg-type]
+    elif func == "shift":
         steps, fill = options
         order, tasks = _tasks(groups, n, split=True, halo=abs(steps))
         fill_value = compute.type(0 if fill is None else fill)
@@ -152,8 +222,9 @@ def run_scan(
         order, tasks = _tasks(groups, n, split=True, halo=window)
         args = (values, valid, order, tasks)
         if func in ("rolling_sum", "rolling_mean"):
-            k.rolling_sum(*args, func == "rolling_mean", window, min_samples, offset, zero, out,
-                          out_valid)  # fmt: skip
+            mean = func == "rolling_mean"
+            k.rolling_sum(*args, mean, compute.kind == "f", window, min_samples, offset,
+                          np.float64(0) if mean else zero, out, out_valid)  # fmt: skip
         elif func in ("rolling_var", "rolling_std"):
             k.rolling_var(*args, func == "rolling_std", window, min_samples, offset, ddof, out,
                           out_valid)  # fmt: skip
