@@ -445,8 +445,10 @@ def fill(values: Any, valid: Any, order: Any, tasks: Any, backward: bool,
 #
 # With few groups, a scan by key is fastest as one sequential pass over the rows in frame
 # order (or reversed), keeping each group's running state in small tables indexed by the
-# group id: no sort, no random reads of the values. `colbridge.backends.scans` picks these
-# where the state fits; they give the same answers as the kernels above.
+# group id: no sort, no random reads of the values. The tables are arguments: a scan over
+# a whole column passes new ones (`colbridge.backends.scans.new_carry`); a stream passes
+# the same ones batch after batch, so each batch goes on where the last one stopped.
+# They give the same answers as the kernels above.
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -455,12 +457,9 @@ def _step_row(n: int, reverse: bool, step: int) -> Any:
 
 
 @numba.njit(cache=True, nogil=True)
-def cumulative_by_key(values: Any, valid: Any, ids: Any, count: int, op: int, reverse: bool,
-                      zero: Any, out: Any, out_valid: Any) -> None:  # fmt: skip
-    """`cumulative` per group of ``ids``, with each group's running value in a table."""
-    acc = np.full(count, zero + 1 if op == CUM_PROD else zero)
-    seen = np.zeros(count, dtype=np.bool_)
-    counts = np.zeros(count, dtype=np.int64)
+def cumulative_by_key(values: Any, valid: Any, ids: Any, op: int, reverse: bool, acc: Any,
+                      seen: Any, counts: Any, out: Any, out_valid: Any) -> None:  # fmt: skip
+    """`cumulative` per group of ``ids``: running values ``acc``, whether ``seen``, ``counts``."""
     n = values.shape[0]
     for step in range(n):
         i = _step_row(n, reverse, step)
@@ -493,15 +492,12 @@ def cumulative_by_key(values: Any, valid: Any, ids: Any, count: int, op: int, re
 
 
 @numba.njit(cache=True, nogil=True)
-def ewm_mean_by_key(values: Any, valid: Any, ids: Any, count: int, alpha: Any, adjust: bool,
-                    min_samples: int, ignore_nulls: bool, out: Any,
-                    out_valid: Any) -> None:  # fmt: skip
-    """`ewm_mean` per group of ``ids``, each group's mean, weight and count in tables."""
+def ewm_mean_by_key(values: Any, valid: Any, ids: Any, alpha: Any, adjust: bool,
+                    min_samples: int, ignore_nulls: bool, means: Any, weights: Any, seen: Any,
+                    out: Any, out_valid: Any) -> None:  # fmt: skip
+    """`ewm_mean` per group of ``ids``: each group's mean, weight and non-null count."""
     new_wt = alpha / alpha if adjust else alpha
     least = max(min_samples, 1)
-    means = np.zeros(count, dtype=values.dtype)
-    weights = np.zeros(count, dtype=values.dtype)
-    seen = np.zeros(count, dtype=np.int64)
     for r in range(values.shape[0]):
         i = np.uintp(r)
         g = ids[i]
@@ -516,12 +512,13 @@ def ewm_mean_by_key(values: Any, valid: Any, ids: Any, count: int, alpha: Any, a
 
 
 @numba.njit(cache=True, nogil=True)
-def fill_by_key(values: Any, valid: Any, ids: Any, count: int, backward: bool, limit: int,
-                zero: Any, out: Any, out_valid: Any) -> None:  # fmt: skip
-    """`fill` per group of ``ids``: each group's last value and its distance in tables."""
-    held = np.full(count, zero)
-    last = np.full(count, -1, dtype=np.int64)  # the group's step of its last non-null value
-    steps = np.zeros(count, dtype=np.int64)  # rows of the group seen so far
+def fill_by_key(values: Any, valid: Any, ids: Any, backward: bool, limit: int, held: Any,
+                last: Any, steps: Any, out: Any, out_valid: Any) -> None:  # fmt: skip
+    """`fill` per group of ``ids``.
+
+    State: each group's last value ``held``, its step ``last`` (-1: none yet) and the
+    group's rows so far ``steps``.
+    """
     n = values.shape[0]
     for step in range(n):
         i = _step_row(n, backward, step)
@@ -538,20 +535,27 @@ def fill_by_key(values: Any, valid: Any, ids: Any, count: int, backward: bool, l
             out_valid[i] = last[g] >= 0 and (limit < 0 or s - last[g] <= limit)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _ring_push(ring: Any, ring_valid: Any, steps: Any, g: Any, v: Any, ok: bool) -> Any:
+    """Row value ``v`` enters group ``g``'s ring, in the slot of the row ``width`` earlier.
+
+    Returns that slot.
+    """
+    s = steps[g]
+    steps[g] = s + 1
+    slot = s % ring.shape[1]
+    ring[g, slot] = v
+    ring_valid[g, slot] = ok
+    return slot
+
+
 @numba.njit(cache=True, nogil=True)
-def shift_by_key(values: Any, valid: Any, ids: Any, count: int, n: int, has_fill: bool,
-                 fill_value: Any, out: Any, out_valid: Any) -> None:  # fmt: skip
-    """`shift` per group of ``ids``: each group's last ``|n|`` rows in a ring."""
+def shift_by_key(values: Any, valid: Any, ids: Any, n: int, has_fill: bool, fill_value: Any,
+                 ring: Any, ring_valid: Any, steps: Any, out: Any,
+                 out_valid: Any) -> None:  # fmt: skip
+    """`shift` per group of ``ids``: each group's last ``|n|`` rows in a ring (``n != 0``)."""
     rows = values.shape[0]
-    lag = abs(n)
-    if lag == 0:
-        for r in range(rows):
-            out[r] = values[r]
-            out_valid[r] = valid[r]
-        return
-    ring = np.empty((count, lag), dtype=values.dtype)
-    ring_valid = np.zeros((count, lag), dtype=np.bool_)
-    steps = np.zeros(count, dtype=np.int64)
+    lag = ring.shape[1]
     for step in range(rows):
         i = _step_row(rows, n < 0, step)
         g = ids[i]
@@ -563,49 +567,40 @@ def shift_by_key(values: Any, valid: Any, ids: Any, count: int, n: int, has_fill
         else:
             out[i] = fill_value
             out_valid[i] = has_fill
-        ring[g, slot] = values[i]
-        ring_valid[g, slot] = valid[i]
-        steps[g] = s + 1
+        _ring_push(ring, ring_valid, steps, g, values[i], valid[i])
 
 
 @numba.njit(cache=True, nogil=True)
-def rolling_sum_by_key(values: Any, valid: Any, ids: Any, count: int, mean: bool, kahan: bool,
-                       window: int, min_samples: int, zero: Any, out: Any,
+def rolling_sum_by_key(values: Any, valid: Any, ids: Any, mean: bool, kahan: bool,
+                       min_samples: int, zero: Any, ring: Any, ring_valid: Any, steps: Any,
+                       totals: Any, tallies: Any, counts: Any, out: Any,
                        out_valid: Any) -> None:  # fmt: skip
-    """`rolling_sum` (trailing windows) per group of ``ids``: each group's window in a ring.
+    """`rolling_sum` (trailing windows of ``ring.shape[1]`` rows) per group of ``ids``.
 
-    Each group keeps its last ``window`` rows, its running sum with both compensations,
-    its tally of non-finite values and its count; the same updates as `rolling_sum`.
+    Each group keeps its window in a ring, its running sum with both compensations
+    (``totals``), its tally of non-finite values and its count; the same updates, in
+    the same order, as `rolling_sum`.
     """
-    width = max(window, 1)
-    ring = np.empty((count, width), dtype=values.dtype)
-    ring_valid = np.zeros((count, width), dtype=np.bool_)
-    totals = np.full((count, 3), zero)  # sum, add compensation, subtract compensation
-    tallies = np.zeros((count, 3), dtype=np.int64)
-    counts = np.zeros(count, dtype=np.int64)
-    steps = np.zeros(count, dtype=np.int64)
+    window = ring.shape[1]
     for r in range(values.shape[0]):
         i = np.uintp(r)
         g = ids[i]
-        s = steps[g]
-        steps[g] = s + 1
+        leaving = steps[g] >= window and ring_valid[g, steps[g] % window]
+        old = ring[g, steps[g] % window]
         total, err_add, err_sub = totals[g, 0], totals[g, 1], totals[g, 2]
         tally = tallies[g]
         c = counts[g]
-        if window > 0:
-            slot = s % window
-            if s >= window and ring_valid[g, slot]:  # the row leaving the window
-                c -= 1
-                total, err_sub = _sum_leave(zero + ring[g, slot], total, err_sub, tally, kahan)
-            ring[g, slot] = values[i]
-            ring_valid[g, slot] = valid[i]
-            if valid[i]:
-                total, err_add = _sum_enter(zero + values[i], total, err_add, tally, kahan)
-                c += 1
-            if window == 1:  # as `rolling_sum`: a window sharing no row starts afresh
-                v = values[i]
-                total = zero + v if valid[i] and _finite(v) else zero
-                err_add, err_sub = zero, zero
+        if leaving:
+            c -= 1
+            total, err_sub = _sum_leave(zero + old, total, err_sub, tally, kahan)
+        _ring_push(ring, ring_valid, steps, g, values[i], valid[i])
+        if valid[i]:
+            total, err_add = _sum_enter(zero + values[i], total, err_add, tally, kahan)
+            c += 1
+        if window == 1:  # as `rolling_sum`: a window sharing no row starts afresh
+            v = values[i]
+            total = zero + v if valid[i] and _finite(v) else zero
+            err_add, err_sub = zero, zero
         totals[g, 0], totals[g, 1], totals[g, 2] = total, err_add, err_sub
         counts[g] = c
         value = _sum_value(total, tally)
@@ -617,3 +612,53 @@ def rolling_sum_by_key(values: Any, valid: Any, ids: Any, count: int, mean: bool
         else:
             out[i] = value
             out_valid[i] = c >= min_samples
+
+
+@numba.njit(cache=True, nogil=True)
+def rolling_ring_by_key(values: Any, valid: Any, ids: Any, op: int, min_samples: int,
+                        ddof: int, zero: Any, ring: Any, ring_valid: Any, steps: Any,
+                        out: Any, out_valid: Any) -> None:  # fmt: skip
+    """Trailing rolling var/std/min/max per group of ``ids``, from each group's ring.
+
+    ``op``: 0 var, 1 std, 2 min, 3 max. Each row's window is its group's last
+    ``ring.shape[1]`` rows, read from the ring oldest first: the variance as
+    `rolling_var` (shifted data), the extremes with NaN winning, as `rolling_extreme`.
+    """
+    window = ring.shape[1]
+    for r in range(values.shape[0]):
+        i = np.uintp(r)
+        g = ids[i]
+        _ring_push(ring, ring_valid, steps, g, values[i], valid[i])
+        filled = min(steps[g], window)
+        shift = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        best = zero
+        nans = 0
+        count = 0
+        for age in range(filled - 1, -1, -1):  # oldest first
+            slot = (steps[g] - 1 - age) % window
+            if not ring_valid[g, slot]:
+                continue
+            v = ring[g, slot]
+            if op <= 1:
+                d = np.float64(v)
+                if count == 0:
+                    shift = d
+                d = d - shift
+                s1 += d
+                s2 += d * d
+            elif v != v:
+                nans += 1
+            elif count == nans or ((v < best) if op == 2 else (v > best)):
+                best = v
+            count += 1
+        if op <= 1:
+            var = (s2 - s1 * s1 / count) / (count - ddof) if count - ddof > 0 else 0.0
+            if var < 0.0:
+                var = 0.0
+            out[i] = np.sqrt(var) if op == 1 else var
+            out_valid[i] = count >= min_samples and count - ddof > 0
+        else:
+            out[i] = np.nan if nans > 0 else best
+            out_valid[i] = count >= min_samples and count > 0

@@ -15,6 +15,7 @@ same wrapped sums as computing in the narrow type (arithmetic modulo 2**bits).
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ import pyarrow as pa
 from colbridge.backends.groups import GroupIds
 from colbridge.types import DType
 
-__all__ = ["by_key_method", "run_scan"]
+__all__ = ["Carry", "by_key_method", "new_carry", "run_carried", "run_scan", "streamable"]
 
 _CUMULATIVE = {"cum_sum": 0, "cum_prod": 1, "cum_min": 2, "cum_max": 3, "cum_count": 4}
 #: rows per task when one long segment is split for the threads (shifts and windows)
@@ -35,26 +36,33 @@ _CARRY_MAX_STATE = 1 << 22
 _BY_KEY_CHOICES = ("auto", "carry", "sort")
 
 
+def _ring(func: str, options: tuple[Any, ...]) -> int | None:
+    """The rows of each group a carried scan keeps (1: a running value); None: no carry.
+
+    Scans that look ahead (reversed, backward, negative shifts, centred windows) run
+    reversed in memory, but cannot carry across batches (see `streamable`).
+    """
+    if func in _CUMULATIVE or func in ("ewm_mean", "forward_fill", "backward_fill"):
+        return 1
+    if func == "shift":
+        return abs(options[0]) or None  # a shift by 0 is the column itself
+    if func.startswith("rolling_") and not options[2] and options[0] > 0:
+        return int(options[0])  # a trailing window of at least one row
+    return None
+
+
 def by_key_method(func: str, options: tuple[Any, ...], groups: int) -> str:
     """How a scan per group runs: ``"carry"`` or ``"sort"``.
 
     *carry*: one pass over the rows in frame order (reversed for backward scans), each
     group's state in tables indexed by group id; no sort, and the values are read in
     order. It needs a state of ``groups x ring`` entries (the ring: ``|n|`` rows for a
-    shift, the window for a trailing rolling sum or mean; 1 for running values).
+    shift, the window for a trailing rolling window; 1 for running values).
     *sort*: a stable counting sort by group id, then each group's rows scanned as one
     contiguous run, groups in parallel; every scan can run this way. ``auto`` (the
     default) takes *carry* where it applies and its state is small.
     """
-    ring: int | None
-    if func in _CUMULATIVE or func in ("ewm_mean", "forward_fill", "backward_fill"):
-        ring = 1
-    elif func == "shift":
-        ring = max(abs(options[0]), 1)
-    elif func in ("rolling_sum", "rolling_mean") and not options[2]:  # trailing windows
-        ring = max(options[0], 1)
-    else:
-        ring = None
+    ring = _ring(func, options)
     wanted = os.environ.get("COLBRIDGE_SCAN_BY_KEY", "auto")
     if wanted not in _BY_KEY_CHOICES:
         msg = f"COLBRIDGE_SCAN_BY_KEY={wanted!r}: use one of {', '.join(_BY_KEY_CHOICES)}"
@@ -64,6 +72,79 @@ def by_key_method(func: str, options: tuple[Any, ...], groups: int) -> str:
     if wanted == "carry" or groups * ring <= _CARRY_MAX_STATE:
         return "carry"
     return "sort"
+
+
+def streamable(func: str, options: tuple[Any, ...]) -> bool:
+    """Whether a scan can run batch after batch with its state carried (no look-ahead)."""
+    if _ring(func, options) is None:
+        return (func == "shift" and options[0] == 0) or (
+            func.startswith("rolling_") and not options[2] and options[0] == 0)
+    if func in _CUMULATIVE:
+        return not options[0]  # reverse=True needs the rows after
+    if func == "backward_fill":
+        return False
+    return not (func == "shift" and options[0] < 0)
+
+
+@dataclass
+class Carry:
+    """The running state of one scan per group: tables indexed by group (or slot) id.
+
+    Made by `new_carry` for ``count`` groups; `grow` makes room for more groups (a
+    stream meets new keys batch after batch) with each new group's starting state.
+    """
+
+    func: str
+    options: tuple[Any, ...]
+    compute: np.dtype[Any]
+    tables: list[np.ndarray[Any, Any]]
+    starts: list[Any]  # each table's starting value for a new group
+
+    @property
+    def count(self) -> int:
+        """Groups the tables have room for."""
+        return len(self.tables[0]) if self.tables else 0
+
+    def grow(self, count: int) -> None:
+        """Room for ``count`` groups: new rows of each table take their starting value."""
+        if count <= self.count:
+            return
+        size = max(count, 2 * self.count)
+        grown = []
+        for table, start in zip(self.tables, self.starts, strict=True):
+            bigger = np.empty((size, *table.shape[1:]), dtype=table.dtype)
+            bigger[: len(table)] = table
+            bigger[len(table):] = start
+            grown.append(bigger)
+        self.tables = grown
+
+
+def new_carry(func: str, options: tuple[Any, ...], count: int, compute: np.dtype[Any]) -> Carry:
+    """The starting state of a carried scan (see `_ring`) for ``count`` groups."""
+    zero, one = compute.type(0), compute.type(1)
+    ring = _ring(func, options)
+    assert ring is not None
+    if func in _CUMULATIVE:
+        starts: list[Any] = [one if func == "cum_prod" else zero, False, 0]
+        dtypes: list[Any] = [compute, np.bool_, np.int64]
+        shapes: list[tuple[int, ...]] = [(), (), ()]
+    elif func == "ewm_mean":
+        starts, dtypes, shapes = [zero, zero, 0], [compute, compute, np.int64], [(), (), ()]
+    elif func in ("forward_fill", "backward_fill"):
+        starts, dtypes, shapes = [zero, -1, 0], [compute, np.int64, np.int64], [(), (), ()]
+    else:  # shifts and trailing windows: a ring of rows, its flags, the rows seen
+        starts, dtypes, shapes = [zero, False, 0], [compute, np.bool_, np.int64], \
+            [(ring,), (ring,), ()]  # fmt: skip
+        if func in ("rolling_sum", "rolling_mean"):  # sums, compensations; tallies; counts
+            total = np.float64(0) if func == "rolling_mean" else zero
+            starts += [total, 0, 0]
+            dtypes += [np.dtype(type(total)), np.int64, np.int64]
+            shapes += [(3,), (3,), ()]
+    carry = Carry(func, options, compute, [np.empty((0, *shape), dtype=dt)
+                                           for shape, dt in zip(shapes, dtypes, strict=True)],
+                  starts)  # fmt: skip
+    carry.grow(count)
+    return carry
 
 
 def _kernels() -> Any:
@@ -148,34 +229,41 @@ def _arrow(values: np.ndarray[Any, Any], valid: np.ndarray[Any, Any], dtype: DTy
     return pa.Array.from_buffers(arrow_type, n, [bitmap, data])
 
 
-def _by_key(func: str, options: tuple[Any, ...], values: np.ndarray[Any, Any],
-            valid: np.ndarray[Any, Any], groups: GroupIds, compute: np.dtype[Any],
-            out: np.ndarray[Any, Any], out_valid: np.ndarray[Any, Any]) -> None:  # fmt: skip
-    """A scan per group by carries (see `by_key_method`)."""
+def run_carried(carry: Carry, values: np.ndarray[Any, Any], valid: np.ndarray[Any, Any],
+                ids: np.ndarray[Any, Any], out: np.ndarray[Any, Any],
+                out_valid: np.ndarray[Any, Any]) -> None:  # fmt: skip
+    """One pass of a carried scan over rows whose groups are ``ids`` (< ``carry.count``).
+
+    The carry's tables hold each group's state before the rows and after them.
+    """
     k = _kernels()
-    ids, count, zero = groups.ids, groups.count, compute.type(0)
+    func, options, compute, t = carry.func, carry.options, carry.compute, carry.tables
+    zero = compute.type(0)
     if func in _CUMULATIVE:
-        k.cumulative_by_key(values, valid, ids, count, _CUMULATIVE[func], options[0], zero, out,
+        k.cumulative_by_key(values, valid, ids, _CUMULATIVE[func], options[0], *t, out,
                             out_valid)  # fmt: skip
     elif func == "ewm_mean":
         alpha, adjust, min_samples, ignore_nulls = options
-        k.ewm_mean_by_key(values, valid, ids, count, compute.type(alpha), adjust, min_samples,
-                          ignore_nulls, out, out_valid)  # fmt: skip
+        k.ewm_mean_by_key(values, valid, ids, compute.type(alpha), adjust, min_samples,
+                          ignore_nulls, *t, out, out_valid)  # fmt: skip
     elif func in ("forward_fill", "backward_fill"):
         limit = -1 if options[0] is None else options[0]
-        k.fill_by_key(values, valid, ids, count, func == "backward_fill", limit, zero, out,
-                      out_valid)  # fmt: skip
+        k.fill_by_key(values, valid, ids, func == "backward_fill", limit, *t, out, out_valid)
     elif func == "shift":
         steps, fill = options
         fill_value = compute.type(0 if fill is None else fill)
-        k.shift_by_key(values, valid, ids, count, steps, fill is not None, fill_value, out,
+        k.shift_by_key(values, valid, ids, steps, fill is not None, fill_value, *t, out,
                        out_valid)  # fmt: skip
-    else:  # trailing rolling sum or mean
-        window, min_samples, _, _ = options
+    elif func in ("rolling_sum", "rolling_mean"):
+        _, min_samples, _, _ = options
         mean = func == "rolling_mean"
-        k.rolling_sum_by_key(values, valid, ids, count, mean, compute.kind == "f", window,
-                             min_samples, np.float64(0) if mean else zero, out,
-                             out_valid)  # fmt: skip
+        k.rolling_sum_by_key(values, valid, ids, mean, compute.kind == "f", min_samples,
+                             np.float64(0) if mean else zero, *t, out, out_valid)  # fmt: skip
+    else:  # trailing rolling var, std, min, max
+        _, min_samples, _, ddof = options
+        op = ("rolling_var", "rolling_std", "rolling_min", "rolling_max").index(func)
+        k.rolling_ring_by_key(values, valid, ids, op, min_samples, ddof, zero, *t, out,
+                              out_valid)  # fmt: skip
 
 
 def run_scan(
@@ -203,8 +291,10 @@ def run_scan(
     out = np.empty(n, dtype=np.dtype(np.uint32) if func == "cum_count" else compute)
     out_valid = np.empty(n, dtype=np.bool_)
     keyed = groups is not None and groups.ids is not None
-    if keyed and by_key_method(func, options, groups.count) == "carry":  # type: ignore[union-attr]
-        _by_key(func, options, values, valid, groups, compute, out, out_valid)  # type: ignore[arg-type]
+    if keyed and groups is not None and groups.ids is not None \
+            and by_key_method(func, options, groups.count) == "carry":  # fmt: skip
+        carry = new_carry(func, options, groups.count, compute)
+        run_carried(carry, values, valid, groups.ids, out, out_valid)
     elif func == "shift":
         steps, fill = options
         order, tasks = _tasks(groups, n, split=True, halo=abs(steps))
