@@ -636,11 +636,13 @@ def rolling_ring_by_key(values: Any, valid: Any, ids: Any, op: int, min_samples:
         best = zero
         nans = 0
         count = 0
-        for age in range(filled - 1, -1, -1):  # oldest first
-            slot = (steps[g] - 1 - age) % window
-            if not ring_valid[g, slot]:
+        slot = (steps[g] - filled) % window  # the oldest row's
+        for _ in range(filled):
+            at = slot
+            slot = slot + 1 if slot + 1 < window else 0
+            if not ring_valid[g, at]:
                 continue
-            v = ring[g, slot]
+            v = ring[g, at]
             if op <= 1:
                 d = np.float64(v)
                 if count == 0:
