@@ -22,9 +22,17 @@ import numpy as np
 import pyarrow as pa
 
 from colbridge.backends.groups import GroupIds
+from colbridge.expr.nodes import looks_ahead
 from colbridge.types import DType
 
-__all__ = ["Carry", "by_key_method", "new_carry", "run_carried", "run_scan", "streamable"]
+__all__ = [
+    "Carry",
+    "ScanStreams",
+    "by_key_method",
+    "new_carry",
+    "run_carried",
+    "run_scan",
+]
 
 _CUMULATIVE = {"cum_sum": 0, "cum_prod": 1, "cum_min": 2, "cum_max": 3, "cum_count": 4}
 #: rows per task when one long segment is split for the threads (shifts and windows)
@@ -40,7 +48,7 @@ def _ring(func: str, options: tuple[Any, ...]) -> int | None:
     """The rows of each group a carried scan keeps (1: a running value); None: no carry.
 
     Scans that look ahead (reversed, backward, negative shifts, centred windows) run
-    reversed in memory, but cannot carry across batches (see `streamable`).
+    reversed in memory, but cannot carry across batches (see `Scan.looks_ahead`).
     """
     if func in _CUMULATIVE or func in ("ewm_mean", "forward_fill", "backward_fill"):
         return 1
@@ -75,18 +83,6 @@ def by_key_method(func: str, options: tuple[Any, ...], groups: int) -> str:
     if func in ("rolling_min", "rolling_max") or groups * ring > _CARRY_MAX_STATE:
         return "sort"
     return "carry"
-
-
-def streamable(func: str, options: tuple[Any, ...]) -> bool:
-    """Whether a scan can run batch after batch with its state carried (no look-ahead)."""
-    if _ring(func, options) is None:
-        return (func == "shift" and options[0] == 0) or (
-            func.startswith("rolling_") and not options[2] and options[0] == 0)
-    if func in _CUMULATIVE:
-        return not options[0]  # reverse=True needs the rows after
-    if func == "backward_fill":
-        return False
-    return not (func == "shift" and options[0] < 0)
 
 
 @dataclass
@@ -338,3 +334,92 @@ def run_scan(
         msg = f"no scan kernel for `{func}`"
         raise AssertionError(msg)
     return _arrow(out, out_valid, result)
+
+
+class ScanStreams:
+    """Scans carried across the pieces of one pass over a stream (record batches in order).
+
+    Each scan of the plan keeps its `Carry` here from batch to batch, with its groups
+    numbered by key value (a stream's batches number their groups each their own way),
+    so that batch after batch gives what one scan over the whole data gives. Only
+    scans that never look ahead can be carried (`Scan.looks_ahead`); the job checks
+    that before it reads any data.
+    """
+
+    def __init__(self) -> None:
+        self._carries: dict[Any, Carry] = {}
+        self._slots: dict[Any, dict[tuple[Any, ...], int]] = {}
+        self._saved: tuple[dict[Any, Carry], dict[Any, dict[tuple[Any, ...], int]]] = ({}, {})
+
+    def checkpoint(self) -> None:
+        """Remember the state before a batch, to `rewind` to if the batch runs again.
+
+        A batch that fails on the GPU runs again on the CPU: it must start from the
+        state the batch before it left, not from what the failed run made of it.
+        """
+        self._saved = (
+            {w: Carry(c.func, c.options, c.compute, [t.copy() for t in c.tables], c.starts)
+             for w, c in self._carries.items()},
+            {w: dict(s) for w, s in self._slots.items()},
+        )  # fmt: skip
+
+    def rewind(self) -> None:
+        """Go back to the state of the last `checkpoint`."""
+        carries, slots = self._saved
+        self._carries = {w: Carry(c.func, c.options, c.compute, [t.copy() for t in c.tables],
+                                  c.starts) for w, c in carries.items()}  # fmt: skip
+        self._slots = {w: dict(s) for w, s in slots.items()}
+
+    def run(self, where: Any, func: str, options: tuple[Any, ...], arg: pa.Array,
+            arg_type: DType, result: DType, groups: GroupIds | None,
+            keys: list[pa.Array]) -> pa.Array:  # fmt: skip
+        """The scan over this batch's rows, going on from the batches before it.
+
+        ``where`` names the scan within the plan; ``groups`` and ``keys`` (the key
+        columns, empty without keys) are this batch's grouping.
+        """
+        if _ring(func, options) is None:  # a shift by 0, a window of 0 rows: no state
+            return run_scan(func, options, arg, arg_type, result, groups)
+        if looks_ahead(func, options):  # pragma: no cover - refused when the job starts
+            msg = f"`{func}` looks ahead and cannot be carried across batches"
+            raise AssertionError(msg)
+        n = len(arg)
+        compute = _compute_type(arg_type)
+        if func == "cum_count":
+            values, valid = np.zeros(n, dtype=compute), _validity(arg)
+        else:
+            values, valid = _values(arg, compute)
+        ids = self._slot_ids(where, groups, keys, n)
+        carry = self._carries.get(where)
+        if carry is None:
+            carry = self._carries[where] = new_carry(func, options, 0, compute)
+        carry.grow(int(ids.max()) + 1 if n else 0)
+        out = np.empty(n, dtype=np.dtype(np.uint32) if func == "cum_count" else compute)
+        out_valid = np.empty(n, dtype=np.bool_)
+        run_carried(carry, values, valid, ids, out, out_valid)
+        return _arrow(out, out_valid, result)
+
+    def _slot_ids(self, where: Any, groups: GroupIds | None, keys: list[pa.Array],
+                  n: int) -> np.ndarray[Any, Any]:  # fmt: skip
+        """Each row's group as a slot numbered across batches, by the group's key values."""
+        if groups is None or groups.ids is None or not keys:
+            return np.zeros(n, dtype=np.int32)
+        slots = self._slots.setdefault(where, {})
+        first = groups.first_rows
+        columns = [k.take(pa.array(first)).to_pylist() if len(first) else [] for k in keys]
+        local = np.empty(groups.count, dtype=np.int32)
+        for g, values in enumerate(zip(*columns, strict=True)):
+            key = tuple(_key_value(v) for v in values)
+            local[g] = slots.setdefault(key, len(slots))
+        ids: np.ndarray[Any, Any] = local[groups.ids]
+        return ids
+
+
+def _key_value(value: Any) -> Any:
+    """A key value as a dictionary key: NaN is one key, -0.0 is 0.0 (as the grouping has it)."""
+    if isinstance(value, float):
+        if value != value:
+            return ("nan",)
+        if value == 0.0:
+            return 0.0
+    return value

@@ -48,6 +48,7 @@ __all__ = [
     "When",
     "children",
     "deep_walk",
+    "looks_ahead",
     "output_name",
     "push_window",
     "reconstruct",
@@ -360,6 +361,26 @@ class Scan(Node):
     arg: Node
     options: tuple[Any, ...] = ()
     keys: KeySet = field(default_factory=KeySet)
+
+    @property
+    def looks_ahead(self) -> bool:
+        """Whether a row's value depends on rows after it (a stream cannot carry it)."""
+        return looks_ahead(self.func, self.options)
+
+
+def looks_ahead(func: str, options: tuple[Any, ...]) -> bool:
+    """Whether ordered operation ``func`` with ``options`` reads rows after each row.
+
+    Reversed cumulative operations, backward fills, shifts (and ``diff``,
+    ``pct_change``) by a negative ``n`` and centred windows do.
+    """
+    if func in ("shift", "diff", "pct_change"):
+        return bool(options[0] < 0)
+    if func.startswith("cum_"):
+        return bool(options[0])
+    if func.startswith("rolling_"):
+        return bool(options[2])
+    return func == "backward_fill"
 
 #: The argument of ``cb.len()``: the rows themselves (``len`` counts nulls too).
 ROWS = Literal(None, DType.BOOL)

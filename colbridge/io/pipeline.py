@@ -20,6 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from colbridge.backends.scans import ScanStreams
 from colbridge.columns.frames import ArrowTableAdapter
 from colbridge.errors import JobSpecError
 from colbridge.expr.nodes import Agg, Column, Literal, deep_walk
@@ -118,7 +119,8 @@ def _prepare(
         from colbridge.io.steps import steps_of
 
         built = (*built, *steps_of(steps))
-    refuse_ordered(built, "a streamed job (`colbridge run`, `colbridge.io.pipeline`)")
+    refuse_ordered(built, "a streamed job (`colbridge run`, `colbridge.io.pipeline`)",
+                   look_ahead_only=True)  # fmt: skip
     source = open_source(input, input_format)
     # Type-check the whole plan against the schema before reading any data.
     empty = source.schema.empty_table()
@@ -240,9 +242,10 @@ def pipeline(
             npass += 1
             bar.start(f"pass {npass}: group statistics", total)
             seen = False
+            streams = ScanStreams()  # ordered operations go on from batch to batch
             for piece in pieces(prefix, found):
                 yield compute_piece(prepare(prefix, piece.column_names), piece, job.device,
-                                    job.fallback)  # fmt: skip
+                                    job.fallback, streams)  # fmt: skip
                 seen = True
             if not seen:  # no rows at all: the groups of an empty frame
                 piece = attach(empty, found)
@@ -289,11 +292,12 @@ def pipeline(
                 # Batch i is encoded and written on a second thread while batch i+1 is
                 # read and computed (pyarrow releases the GIL while it encodes); at most
                 # one write is in flight, so memory stays bounded by the batch size.
+                streams = ScanStreams()  # ordered operations go on from batch to batch
                 with ThreadPoolExecutor(max_workers=1, thread_name_prefix="colbridge-write") as io:
                     pending: Future[None] | None = None
                     for batch in source.batches(job.batch_rows, needed):
                         result = compute_piece(plan, attach(batch, lookups), job.device,
-                                               job.fallback)  # fmt: skip
+                                               job.fallback, streams)  # fmt: skip
                         if pending is not None:
                             pending.result()  # re-raises a failed write here
                         pending = io.submit(writer.write, result)

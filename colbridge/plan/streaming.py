@@ -53,25 +53,34 @@ def ordered_operations(steps: Iterable[Step]) -> list[Scan]:
     return found
 
 
-def refuse_ordered(steps: Iterable[Step], where: str) -> None:
-    """Raise `JobSpecError` naming the steps' ordered operations, which ``where`` cannot run.
+def refuse_ordered(steps: Iterable[Step], where: str, *, look_ahead_only: bool = False) -> None:
+    """Raise `JobSpecError` naming the steps' ordered operations that ``where`` cannot run.
 
-    Pieces (record batches, partitions) are computed one at a time; an ordered
-    operation carried across them is not built yet, and computing it within each
-    piece would give wrong answers at every piece's start.
+    A stream carries an ordered operation from batch to batch, unless it looks ahead
+    (``look_ahead_only``: those are refused); partitions computed apart carry none.
     """
-    found = ordered_operations(steps)
+    found = [n for n in ordered_operations(steps) if n.looks_ahead or not look_ahead_only]
     if not found:
         return
     from colbridge.errors import JobSpecError
 
     listed = ", ".join(f"`{n!r}`" for n in found)
-    msg = (
-        f"{listed}: ordered operations (shift, diff, cumulative, rolling, ewm, fill_null "
-        f"strategies) are not supported in {where}: each piece would start without the "
-        "rows before it. Compute them in memory (`cb.lazy(frame)` over the whole table, "
-        "e.g. `pl.read_parquet(...)`), then write the result"
-    )
+    if look_ahead_only:
+        msg = (
+            f"{listed}: ordered operations that read the rows after each row (reverse=True, "
+            f"backward fills, negative shifts, centred windows) are not supported in {where}, "
+            "which carries them from batch to batch in order; compute them in memory "
+            "(`cb.lazy(frame)` over the whole table, e.g. `pl.read_parquet(...)`), or "
+            "reverse the data and use the forward form"
+        )
+    else:
+        msg = (
+            f"{listed}: ordered operations (shift, diff, cumulative, rolling, ewm, fill_null "
+            f"strategies) are not supported in {where}: each piece would start without the "
+            "rows before it. Run them as a streamed job (`colbridge run`, which carries them "
+            "across batches), or in memory (`cb.lazy(frame)`); with keys, partition by the "
+            "key first and compute each partition with `cb.lazy`"
+        )
     raise JobSpecError(msg)
 
 

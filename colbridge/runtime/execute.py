@@ -35,7 +35,7 @@ from colbridge.backends.groups import (
     one_group,
     take,
 )
-from colbridge.backends.scans import run_scan
+from colbridge.backends.scans import ScanStreams, run_scan
 from colbridge.codegen.kernel import AggSlot
 from colbridge.columns.frames import ArrowTableAdapter, FrameAdapter, adapt_frame
 from colbridge.errors import (
@@ -388,13 +388,17 @@ def grouping(
     backend: Any,
     report: ComputeReport,
     cache: dict[Any, Any] | None = None,
+    streams: ScanStreams | None = None,
 ) -> Grouping | None:
-    """The factorize pass of a segment: group ids of its key sets, and host-made reductions.
+    """The passes before a segment's kernels: group ids, host reductions and scans.
 
+    That is the factorize pass (group ids of its key sets), the reductions taken from
+    the groups themselves, and the results of its ordered operations (the scan pass).
     Key columns are read in place; key expressions (and the inputs of ``first``,
-    ``last``, ``n_unique``) are computed by the segment's ``pre`` segment. Ids of
-    input columns are kept in ``cache`` (the lazy handle's) while the columns'
-    buffers are the same.
+    ``last``, ``n_unique``, and of scans) are computed by the segment's ``pre``
+    segment. Ids of input columns are kept in ``cache`` (the lazy handle's) while the
+    columns' buffers are the same. With ``streams``, the frame is one batch of a
+    stream, and each scan goes on from where the batch before it stopped.
     """
     if not segment.key_sets and not segment.host_aggs and not segment.scans:
         return None
@@ -403,7 +407,7 @@ def grouping(
     if segment.pre is not None:
         pre = segment.pre
         inputs = _frame_inputs(pre, columns)
-        pre_groups = grouping(pre, columns, num_rows, backend, report, cache)
+        pre_groups = grouping(pre, columns, num_rows, backend, report, cache, streams)
         if pre_groups is not None:
             inputs.update(pre_groups.scanned)
         ran = _run_segment(
@@ -456,9 +460,14 @@ def grouping(
     for name, scan in segment.scans.items():
         # the argument as a column with its nulls (pandas NaN as null), in frame order
         groups = out.of(scan.keys.ids_column)
-        out.scanned[name] = run_scan(scan.func, scan.options, whole(scan.arg),
-                                     segment.types[scan.arg], segment.types[scan],
-                                     groups if scan.keys.exprs else None)  # fmt: skip
+        arg, types = whole(scan.arg), (segment.types[scan.arg], segment.types[scan])
+        keyed = groups if scan.keys.exprs else None
+        if streams is None:
+            out.scanned[name] = run_scan(scan.func, scan.options, arg, *types, keyed)
+        else:
+            key_arrays = [whole(k) for k in scan.keys.exprs]
+            out.scanned[name] = streams.run((id(segment), name), scan.func, scan.options, arg,
+                                            *types, keyed, key_arrays)  # fmt: skip
         where = f" over {groups.count} group(s)" if scan.keys.exprs else ""
         report.stats.kernels.append(f"scan [{scan!r}]{where}: on the host CPU")
     return out
@@ -505,16 +514,19 @@ def execute(
     report: ComputeReport,
     target: str,
     cache: dict[Any, Any] | None = None,
+    streams: ScanStreams | None = None,
 ) -> Any:
     """Run ``plan`` over the frame behind ``adapter`` on ``target``; a frame of its kind.
 
     Input columns are read in place; results are fresh Arrow arrays; a filter is
     applied to the result once, at the end of its segment. ``cache`` (the lazy
-    handle's) keeps the group ids of the input frame's key columns.
+    handle's) keeps the group ids of the input frame's key columns; ``streams``
+    carries ordered operations over from the batch before (see `grouping`).
     """
     columns = Columns(adapter, report.copies)
     segments = plan.typed(columns).segments
-    return _run(segments, adapter, columns, report, target, partials=False, cache=cache)
+    return _run(segments, adapter, columns, report, target, partials=False, cache=cache,
+                streams=streams)  # fmt: skip
 
 
 def _run(
@@ -526,6 +538,7 @@ def _run(
     *,
     partials: bool,
     cache: dict[Any, Any] | None = None,
+    streams: ScanStreams | None = None,
 ) -> Any:
     """The segment loop of `execute`.
 
@@ -538,11 +551,13 @@ def _run(
     for index, segment in enumerate(segments):
         arrays = _frame_inputs(segment, columns)
         nan_null = columns.nan_null(segment.frame_inputs)
+        groups = grouping(segment, columns, adapter.num_rows, backend, report,
+                          cache if adapter is original else None, streams)  # fmt: skip
         if partials and index == last:
+            if groups is not None:
+                arrays.update(groups.scanned)  # reductions of ordered operations
             return backend.reduce_partials(segment, arrays, adapter.num_rows, report.stats,
                                            nan_null), adapter.num_rows  # fmt: skip
-        groups = grouping(segment, columns, adapter.num_rows, backend, report,
-                          cache if adapter is original else None)  # fmt: skip
         if groups is not None:
             arrays.update(groups.scanned)
         result = _run_segment(backend, segment, arrays, adapter.num_rows, report.stats,
@@ -643,10 +658,12 @@ def reduction_partials(
     adapter: FrameAdapter,
     report: ComputeReport,
     target: str,
+    streams: ScanStreams | None = None,
 ) -> Partials:
     """`Partials` of ``aggs`` over the frame that ``prefix`` makes of ``adapter``'s frame.
 
-    ``aggs`` hold no reduction inside them (`colbridge.plan.streaming` finds them).
+    ``aggs`` hold no reduction inside them (`colbridge.plan.streaming` finds them);
+    ``streams`` carries ordered operations over from the piece before.
     """
     items = tuple((f"r{q}", agg) for q, agg in enumerate(aggs))
     plan = prepare((*prefix, Step("select", items)), adapter.names)
@@ -666,7 +683,8 @@ def reduction_partials(
     if not segments[-1].agg_levels:
         empty = (np.zeros((1, 1)), np.zeros((1, 1), np.int64), np.zeros((1, 1), np.uint64))
         return Partials(list(aggs), [None] * len(aggs), empty, adapter.num_rows, fixed)
-    (slots, *rows), num_rows = _run(segments, adapter, columns, report, target, partials=True)
+    (slots, *rows), num_rows = _run(segments, adapter, columns, report, target, partials=True,
+                                    streams=streams)  # fmt: skip
     by_agg = {slot.agg: slot for slot in slots}
     placed = [by_agg.get(outputs[f"r{q}"]) for q in range(len(aggs))]  # type: ignore[call-overload]
     return Partials(list(aggs), placed, tuple(rows), num_rows, fixed)  # type: ignore[arg-type]

@@ -14,6 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from colbridge.backends.scans import ScanStreams
 from colbridge.columns.frames import adapt_frame
 from colbridge.expr.nodes import Agg, Literal
 from colbridge.plan.logical import Step
@@ -30,24 +31,41 @@ __all__ = ["compute_piece", "fold_reductions", "piece_partials"]
 
 
 def compute_piece(plan: PreparedPlan, piece: Any, device: str = "auto",
-                  fallback: str = "cpu") -> Any:  # fmt: skip
-    """``plan`` over one piece (a frame of any kind): a frame of the piece's kind."""
+                  fallback: str = "cpu", streams: ScanStreams | None = None) -> Any:  # fmt: skip
+    """``plan`` over one piece (a frame of any kind): a frame of the piece's kind.
+
+    ``streams``: the pieces are the batches of one pass over a stream, in order, and
+    the plan's ordered operations go on from the piece before.
+    """
     adapter = adapt_frame(piece)
     if tuple(adapter.names) != plan.names:
         plan = prepare(plan.steps, adapter.names)
-    result, _ = on_device(lambda target, report: execute(plan, adapter, report, target),
-                          device, fallback)  # fmt: skip
+
+    def work(target: str, report: Any) -> Any:
+        if streams is not None:
+            streams.rewind()  # a run again on the CPU starts from the same state
+        return execute(plan, adapter, report, target, streams=streams)
+
+    if streams is not None:
+        streams.checkpoint()
+    result, _ = on_device(work, device, fallback)
     return result
 
 
 def piece_partials(prefix: tuple[Step, ...], aggs: list[Agg], piece: Any,
-                   device: str = "auto", fallback: str = "cpu") -> Partials:  # fmt: skip
+                   device: str = "auto", fallback: str = "cpu",
+                   streams: ScanStreams | None = None) -> Partials:  # fmt: skip
     """The partial rows of ``aggs`` over one piece, after the steps ``prefix``."""
     adapter = adapt_frame(piece)
-    partials, _ = on_device(
-        lambda target, report: reduction_partials(prefix, aggs, adapter, report, target),
-        device, fallback,
-    )  # fmt: skip
+
+    def work(target: str, report: Any) -> Partials:
+        if streams is not None:
+            streams.rewind()
+        return reduction_partials(prefix, aggs, adapter, report, target, streams)
+
+    if streams is not None:
+        streams.checkpoint()
+    partials, _ = on_device(work, device, fallback)
     return partials
 
 
@@ -59,10 +77,14 @@ def fold_reductions(
     device: str = "auto",
     fallback: str = "cpu",
 ) -> dict[Agg, Literal]:
-    """Values of ``aggs`` over all ``pieces`` (``empty``: a piece with no rows, same schema)."""
+    """Values of ``aggs`` over all ``pieces`` (``empty``: a piece with no rows, same schema).
+
+    The pieces come in order: ordered operations in ``prefix`` go on from piece to piece.
+    """
     total: Partials | None = None
+    streams = ScanStreams()
     for piece in pieces:
-        part = piece_partials(prefix, aggs, piece, device, fallback)
+        part = piece_partials(prefix, aggs, piece, device, fallback, streams)
         total = part if total is None else total.fold(part)
     if total is None:  # no pieces at all: reductions of empty columns
         total = piece_partials(prefix, aggs, empty, "cpu")

@@ -209,7 +209,8 @@ _cli_rows = _cli(
 _cli_no_out = _cli("run", "{input}", "-q", "--with", "z = a")
 _cli_no_dir = _cli("run", "{input}", "-o", "{dir}/missing/o.parquet", "-q", "--with", "z = a")
 _cli_dunder = _cli("run", "{input}", "-o", "{dir}/o.parquet", "-q", "--with", "z = a.__class__")
-_cli_ordered = _cli("run", "{input}", "-o", "{dir}/o.parquet", "-q", "--with", "z = cum_sum(a)")
+_cli_ordered = _cli("run", "{input}", "-o", "{dir}/o.parquet", "-q", "--with",
+                    "z = cum_sum(a, reverse=True)")
 
 CASES: list[BadInput] = [
     # -- names -------------------------------------------------------------------------
@@ -405,8 +406,9 @@ CASES: list[BadInput] = [
              _m(lambda q: q.with_columns(s=cb.col("name").shift(1))), E.UnsupportedTypeError,
              r"column `name` has type .*string.*not supported for strings",
              r"to_physical"),
-    BadInput("cli-ordered-stream", "cli", "`colbridge run --with 'z = cum_sum(a)'`",
-             *_cli_ordered, 2, r"not supported in a streamed job",
+    BadInput("cli-ordered-look-ahead", "cli",
+             "`colbridge run --with 'z = cum_sum(a, reverse=True)'` (reads later rows)",
+             *_cli_ordered, 2, r"read the rows after each row .* not supported in a streamed job",
              r"in memory"),
     # -- command line ------------------------------------------------------------------
     BadInput("cli-unknown-spec-key", "cli", "a spec file with a misspelt key (`wiht`)",
