@@ -97,7 +97,7 @@ def shift(values: Any, valid: Any, order: Any, tasks: Any, n: int,
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def cumulative(values: Any, valid: Any, order: Any, tasks: Any, op: int,
-               reverse: bool, zero: Any, out: Any, out_valid: Any) -> None:  # fmt: skip
+               reverse: bool, start: Any, out: Any, out_valid: Any) -> None:  # fmt: skip
     """Running sum/product/min/max/count of the non-null values; a null row stays null.
 
     Sums and products wrap in the compute type (the caller narrows to the result type,
@@ -105,7 +105,7 @@ def cumulative(values: Any, valid: Any, order: Any, tasks: Any, op: int,
     """
     for t in numba.prange(tasks.shape[0]):
         a, b = tasks[t, 0], tasks[t, 1]
-        acc = zero + 1 if op == CUM_PROD else zero
+        acc = start  # 0, or 1 for a product, in the values' type
         count = 0
         seen = False
         for step in range(b - a):
@@ -182,20 +182,25 @@ def _sum_leave(v: Any, total: Any, err_sub: Any, tally: Any, kahan: bool) -> tup
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _sum_value(total: Any, tally: Any) -> Any:
-    """The window's sum: infinite or NaN where non-finite values are in it."""
+def _sum_value(total: Any, tally: Any, specials: Any) -> Any:
+    """The window's sum: infinite or NaN where non-finite values are in it.
+
+    ``specials`` holds +inf, -inf and NaN in the sum's own type (zeros for integers,
+    which never have any): the result keeps that type, so 64-bit integer sums stay
+    exact instead of passing through float64.
+    """
     if tally[0] == 0:
         return total
     if tally[0] == tally[1]:
-        return np.inf
+        return specials[0]
     if tally[0] == tally[2]:
-        return -np.inf
-    return np.nan
+        return specials[1]
+    return specials[2]
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def rolling_sum(values: Any, valid: Any, order: Any, tasks: Any, mean: bool, kahan: bool,
-                window: int, min_samples: int, offset: int, zero: Any, out: Any,
+                window: int, min_samples: int, offset: int, zero: Any, specials: Any, out: Any,
                 out_valid: Any) -> None:  # fmt: skip
     """Windowed sum (``mean``: average) of the non-null values of each row's window.
 
@@ -216,14 +221,15 @@ def rolling_sum(values: Any, valid: Any, order: Any, tasks: Any, mean: bool, kah
         tally = np.zeros(3, dtype=np.int64)
         count = 0
         # the rows before the first window's last one (the halo, for a chunk)
-        for k in range(max(c0 - offset, a), min(c0 - offset + window - 1, b)):
+        first = max(c0 - offset, a)
+        for k in range(first, min(c0 - offset + window - 1, b)):
             i = _row(order, k)
             if valid[i]:
                 total, err_add = _sum_enter(zero + values[i], total, err_add, tally, kahan)
                 count += 1
         for p in range(c0, c1):
             leave = p - offset - 1
-            if leave >= a and window > 0:
+            if leave >= first and window > 0:  # a row this task added
                 i = _row(order, leave)
                 if valid[i]:
                     count -= 1
@@ -240,7 +246,7 @@ def rolling_sum(values: Any, valid: Any, order: Any, tasks: Any, mean: bool, kah
                 v = values[i]
                 total = zero + v if valid[i] and _finite(v) else zero
                 err_add, err_sub = zero, zero
-            value = _sum_value(total, tally)
+            value = _sum_value(total, tally, specials)
             if mean:
                 # the sum in the output's type, then divided there, as polars does
                 out[i] = value
@@ -325,7 +331,7 @@ def rolling_extreme(values: Any, valid: Any, order: Any, tasks: Any, largest: bo
                 count, nans, size = _extreme_enter(values, valid, order, enter, largest, queue,
                                                    head, size, mask, count, nans)  # fmt: skip
             leave = p - offset - 1
-            if leave >= a and window > 0:
+            if leave >= first and window > 0:  # a row this task added
                 i = _row(order, leave)
                 if valid[i]:
                     count -= 1
@@ -572,7 +578,8 @@ def shift_by_key(values: Any, valid: Any, ids: Any, n: int, has_fill: bool, fill
 
 @numba.njit(cache=True, nogil=True)
 def rolling_sum_by_key(values: Any, valid: Any, ids: Any, mean: bool, kahan: bool,
-                       min_samples: int, zero: Any, ring: Any, ring_valid: Any, steps: Any,
+                       min_samples: int, zero: Any, specials: Any, ring: Any, ring_valid: Any,
+                       steps: Any,
                        totals: Any, tallies: Any, counts: Any, out: Any,
                        out_valid: Any) -> None:  # fmt: skip
     """`rolling_sum` (trailing windows of ``ring.shape[1]`` rows) per group of ``ids``.
@@ -603,7 +610,7 @@ def rolling_sum_by_key(values: Any, valid: Any, ids: Any, mean: bool, kahan: boo
             err_add, err_sub = zero, zero
         totals[g, 0], totals[g, 1], totals[g, 2] = total, err_add, err_sub
         counts[g] = c
-        value = _sum_value(total, tally)
+        value = _sum_value(total, tally, specials)
         if mean:
             out[i] = value
             if c > 0:
@@ -662,5 +669,8 @@ def rolling_ring_by_key(values: Any, valid: Any, ids: Any, op: int, min_samples:
             out[i] = np.sqrt(var) if op == 1 else var
             out_valid[i] = count >= min_samples and count - ddof > 0
         else:
-            out[i] = np.nan if nans > 0 else best
+            if nans > 0:
+                out[i] = np.nan
+            else:
+                out[i] = best  # a statement of its own: an integer stays one
             out_valid[i] = count >= min_samples and count > 0

@@ -36,12 +36,45 @@ __all__ = [
 
 _CUMULATIVE = {"cum_sum": 0, "cum_prod": 1, "cum_min": 2, "cum_max": 3, "cum_count": 4}
 #: rows per task when one long segment is split for the threads (shifts and windows)
-_CHUNK_ROWS = 1 << 16
+_CHUNK_ROWS = 1 << 14
 #: the most state entries (groups x ring length) a scan by key keeps in tables
 _CARRY_MAX_STATE = 1 << 22
 #: how scans by key run: "auto", or "carry" / "sort" where both can (tests and benchmarks
 #: compare them; `COLBRIDGE_SCAN_BY_KEY` sets it)
 _BY_KEY_CHOICES = ("auto", "carry", "sort")
+
+
+def _kernel_call(func: str, options: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
+    """The kernel a scan runs on, and its options (``shift_in_range`` is a plain shift)."""
+    if func == "shift_in_range":
+        return "shift", (options[0], None)
+    return func, options
+
+
+def _inputs(func: str, arg: pa.Array,
+            compute: np.dtype[Any]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """The values and validity a scan kernel reads for ``func`` over ``arg``."""
+    n = len(arg)
+    if func == "cum_count":  # counts validity only: the values are never read
+        return np.zeros(n, dtype=compute), _validity(arg)
+    if func == "shift_in_range":  # every row present: the shift says which exist
+        return np.zeros(n, dtype=compute), np.ones(n, dtype=np.bool_)
+    return _values(arg, compute)
+
+
+def _outputs(func: str, n: int, compute: np.dtype[Any]) -> tuple[np.ndarray[Any, Any],
+                                                                 np.ndarray[Any, Any]]:  # fmt: skip
+    """Empty result arrays for ``func``: values and validity."""
+    dtype = np.dtype(np.uint32) if func == "cum_count" else compute
+    return np.empty(n, dtype=dtype), np.empty(n, dtype=np.bool_)
+
+
+def _result(func: str, out: np.ndarray[Any, Any], out_valid: np.ndarray[Any, Any],
+            result: DType) -> pa.Array:  # fmt: skip
+    """The kernel's output as the Arrow result (``shift_in_range``: its validity, as values)."""
+    if func == "shift_in_range":
+        return _arrow(out_valid, np.ones(len(out_valid), dtype=np.bool_), DType.BOOL)
+    return _arrow(out, out_valid, result)
 
 
 def _ring(func: str, options: tuple[Any, ...]) -> int | None:
@@ -52,7 +85,7 @@ def _ring(func: str, options: tuple[Any, ...]) -> int | None:
     """
     if func in _CUMULATIVE or func in ("ewm_mean", "forward_fill", "backward_fill"):
         return 1
-    if func == "shift":
+    if func in ("shift", "shift_in_range"):
         return abs(options[0]) or None  # a shift by 0 is the column itself
     if func.startswith("rolling_") and not options[2] and options[0] > 0:
         return int(options[0])  # a trailing window of at least one row
@@ -144,6 +177,13 @@ def new_carry(func: str, options: tuple[Any, ...], count: int, compute: np.dtype
                   starts)  # fmt: skip
     carry.grow(count)
     return carry
+
+
+def _specials(dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+    """+inf, -inf and NaN in ``dtype`` (zeros for integers, whose sums never have them)."""
+    if dtype.kind == "f":
+        return np.array([np.inf, -np.inf, np.nan], dtype=dtype)
+    return np.zeros(3, dtype=dtype)
 
 
 def _kernels() -> Any:
@@ -256,8 +296,9 @@ def run_carried(carry: Carry, values: np.ndarray[Any, Any], valid: np.ndarray[An
     elif func in ("rolling_sum", "rolling_mean"):
         _, min_samples, _, _ = options
         mean = func == "rolling_mean"
+        total = np.dtype(np.float64) if mean else compute
         k.rolling_sum_by_key(values, valid, ids, mean, compute.kind == "f", min_samples,
-                             np.float64(0) if mean else zero, *t, out, out_valid)  # fmt: skip
+                             total.type(0), _specials(total), *t, out, out_valid)  # fmt: skip
     else:  # trailing rolling var, std, min, max
         _, min_samples, _, ddof = options
         op = ("rolling_var", "rolling_std", "rolling_min", "rolling_max").index(func)
@@ -283,14 +324,10 @@ def run_scan(
     k = _kernels()
     compute = _compute_type(arg_type)
     zero = compute.type(0)
-    if func == "cum_count":  # counts validity only: the values are never read
-        values, valid = np.zeros(n, dtype=compute), _validity(arg)
-    else:
-        values, valid = _values(arg, compute)
-    out = np.empty(n, dtype=np.dtype(np.uint32) if func == "cum_count" else compute)
-    out_valid = np.empty(n, dtype=np.bool_)
-    keyed = groups is not None and groups.ids is not None
-    if keyed and groups is not None and groups.ids is not None \
+    values, valid = _inputs(func, arg, compute)
+    out, out_valid = _outputs(func, n, compute)
+    named, func, options = func, *_kernel_call(func, options)
+    if groups is not None and groups.ids is not None \
             and by_key_method(func, options, groups.count) == "carry":  # fmt: skip
         carry = new_carry(func, options, groups.count, compute)
         run_carried(carry, values, valid, groups.ids, out, out_valid)
@@ -303,7 +340,8 @@ def run_scan(
     elif func in _CUMULATIVE:
         (reverse,) = options
         order, tasks = _tasks(groups, n, split=False)
-        k.cumulative(values, valid, order, tasks, _CUMULATIVE[func], reverse, zero,
+        start = compute.type(1) if func == "cum_prod" else zero
+        k.cumulative(values, valid, order, tasks, _CUMULATIVE[func], reverse, start,
                      out, out_valid)  # fmt: skip
     elif func.startswith("rolling_"):
         window, min_samples, center, ddof = options
@@ -312,8 +350,9 @@ def run_scan(
         args = (values, valid, order, tasks)
         if func in ("rolling_sum", "rolling_mean"):
             mean = func == "rolling_mean"
+            total = np.dtype(np.float64) if mean else compute
             k.rolling_sum(*args, mean, compute.kind == "f", window, min_samples, offset,
-                          np.float64(0) if mean else zero, out, out_valid)  # fmt: skip
+                          total.type(0), _specials(total), out, out_valid)  # fmt: skip
         elif func in ("rolling_var", "rolling_std"):
             k.rolling_var(*args, func == "rolling_std", window, min_samples, offset, ddof, out,
                           out_valid)  # fmt: skip
@@ -333,7 +372,7 @@ def run_scan(
     else:  # pragma: no cover - typing lowers every other ordered function
         msg = f"no scan kernel for `{func}`"
         raise AssertionError(msg)
-    return _arrow(out, out_valid, result)
+    return _result(named, out, out_valid, result)
 
 
 class ScanStreams:
@@ -385,19 +424,15 @@ class ScanStreams:
             raise AssertionError(msg)
         n = len(arg)
         compute = _compute_type(arg_type)
-        if func == "cum_count":
-            values, valid = np.zeros(n, dtype=compute), _validity(arg)
-        else:
-            values, valid = _values(arg, compute)
+        values, valid = _inputs(func, arg, compute)
+        out, out_valid = _outputs(func, n, compute)
         ids = self._slot_ids(where, groups, keys, n)
         carry = self._carries.get(where)
         if carry is None:
-            carry = self._carries[where] = new_carry(func, options, 0, compute)
+            carry = self._carries[where] = new_carry(*_kernel_call(func, options), 0, compute)
         carry.grow(int(ids.max()) + 1 if n else 0)
-        out = np.empty(n, dtype=np.dtype(np.uint32) if func == "cum_count" else compute)
-        out_valid = np.empty(n, dtype=np.bool_)
         run_carried(carry, values, valid, ids, out, out_valid)
-        return _arrow(out, out_valid, result)
+        return _result(func, out, out_valid, result)
 
     def _slot_ids(self, where: Any, groups: GroupIds | None, keys: list[pa.Array],
                   n: int) -> np.ndarray[Any, Any]:  # fmt: skip

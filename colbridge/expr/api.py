@@ -670,10 +670,19 @@ class Expr:
         """The value ``n`` rows earlier (later for negative ``n``); ``fill_value`` where none.
 
         The result takes the supertype of the column and ``fill_value``, as in polars.
+        ``fill_value`` is a number (filled in by the scan), or a string, date or
+        expression (``x.shift(1, fill_value=x.mean())``), taken on the rows shifted in.
         """
         n = _count_param(n, "shift", "n", signed=True)
-        fill = _scan_fill(fill_value)
-        return Expr(Scan("shift", self.node, (n, fill)))
+        fill = _number_of(fill_value)
+        if isinstance(fill, np.generic):
+            fill = fill.item()
+        if fill is None or isinstance(fill, (bool, int, float)):
+            return Expr(Scan("shift", self.node, (n, fill)))
+        # rows shifted in from past the edge take the fill, any other row the shifted value
+        other = Function("scalar_fill", (to_node(fill),))  # one value, as polars requires
+        inside = Scan("shift_in_range", self.node, (n,))
+        return Expr(When(inside, Scan("shift", self.node, (n, None)), other))
 
     def diff(self, n: int = 1, null_behavior: str = "ignore") -> Expr:
         """``x - x.shift(n)``; unsigned integers are first widened to a signed type."""
@@ -1174,20 +1183,6 @@ def _count_param(value: Any, func: str, name: str, *, signed: bool = False,
         msg = f"`{func}({name}={value})`: `{name}` must be >= 0"
         raise SchemaError(msg)
     return value
-
-
-def _scan_fill(value: Any) -> bool | int | float | None:
-    """The ``fill_value`` of ``shift``: a Python scalar (expressions are not supported)."""
-    value = _number_of(value)
-    if isinstance(value, np.generic):
-        value = value.item()
-    if value is None or isinstance(value, (bool, int, float)):
-        return value
-    msg = (
-        f"`shift(fill_value=...)` takes a number, a boolean or None, got {value!r}; for an "
-        "expression use `x.shift(n).fill_null(expr)` (equal where the column has no nulls)"
-    )
-    raise SchemaError(msg)
 
 
 def _ewm_alpha(com: float | None, span: float | None, half_life: float | None,

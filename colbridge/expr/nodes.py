@@ -230,7 +230,7 @@ class Round(Node):
 FUNCTIONS = frozenset(
     {
         "log", "degrees", "radians", "cot", "is_in", "clip", "max_horizontal",
-        "min_horizontal", "sum_horizontal", "mean_horizontal", "cast_like",
+        "min_horizontal", "sum_horizontal", "mean_horizontal", "cast_like", "scalar_fill",
     }
 )  # fmt: skip
 
@@ -337,7 +337,7 @@ SCAN_FUNCS = frozenset(
     {
         "shift", "cum_sum", "cum_prod", "cum_min", "cum_max", "cum_count", "rolling_sum",
         "rolling_mean", "rolling_var", "rolling_std", "rolling_min", "rolling_max", "ewm_mean",
-        "forward_fill", "backward_fill", "diff", "pct_change",
+        "forward_fill", "backward_fill", "diff", "pct_change", "shift_in_range",
     }
 )  # fmt: skip
 
@@ -348,7 +348,8 @@ class Scan(Node):
 
     ``func`` is from `SCAN_FUNCS`; ``options`` holds its parameters as hashable
     values, by function (see `colbridge.expr.api`): ``shift`` ``(n, fill)``,
-    ``diff`` and ``pct_change`` ``(n,)``, ``cum_*`` ``(reverse,)``,
+    ``diff``, ``pct_change`` and ``shift_in_range`` (whether row ``n`` places
+    earlier exists: a shift's fill by an expression) ``(n,)``, ``cum_*`` ``(reverse,)``,
     ``rolling_*`` ``(window_size, min_samples, center, ddof)``,
     ``ewm_mean`` ``(alpha, adjust, min_samples, ignore_nulls)``, ``forward_fill`` and
     ``backward_fill`` ``(limit,)``. Like a reduction it needs whole columns: planning
@@ -374,7 +375,7 @@ def looks_ahead(func: str, options: tuple[Any, ...]) -> bool:
     Reversed cumulative operations, backward fills, shifts (and ``diff``,
     ``pct_change``) by a negative ``n`` and centred windows do.
     """
-    if func in ("shift", "diff", "pct_change"):
+    if func in ("shift", "diff", "pct_change", "shift_in_range"):
         return bool(options[0] < 0)
     if func.startswith("cum_"):
         return bool(options[0])

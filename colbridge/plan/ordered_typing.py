@@ -10,8 +10,10 @@ first), ``x.pct_change(n)`` is ``(x - x.shift(n)) / x.shift(n)`` in floating poi
 
 Dates and times keep their type through the operations that only move or
 compare values (``shift`` without a fill, fills, running and rolling min/max);
-``cum_count`` counts any column. Everything else over a logical type, and every
-ordered operation over strings, is refused with the column's type named.
+strings and categoricals through those that only move them (``shift`` without a
+fill, fills): their codes move and the dictionary stays the column's.
+``cum_count`` counts any column. Everything else over a logical type is refused
+with the column's type named.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ _SMALL_INTS = (DType.INT8, DType.INT16, DType.UINT8, DType.UINT16)
 #: operations that only move or compare values: a date stays a date
 _KEEP_LOGICAL = frozenset({"shift", "forward_fill", "backward_fill", "cum_min", "cum_max",
                            "rolling_min", "rolling_max"})  # fmt: skip
+#: operations that only move values: a string's codes move, its dictionary stays
+_MOVE_ONLY = frozenset({"shift", "forward_fill", "backward_fill"})
 _DIFF_TYPE = {DType.UINT8: DType.INT16, DType.UINT16: DType.INT32, DType.UINT32: DType.INT64,
               DType.UINT64: DType.INT64}  # fmt: skip
 
@@ -75,6 +79,8 @@ class OrderedTyping:
         keys = tc.key_set(node.keys) if node.keys.exprs else KeySet()
         logical = tc.logical.get(arg)
         func = node.func
+        if func == "shift_in_range":  # reads no value: any column's rows will do
+            return self._record(Scan(func, arg, node.options, keys), DType.BOOL)
         if logical is not None:
             return self._logical(node, arg, keys)
         dtype = tc.types[arg]
@@ -125,10 +131,11 @@ class OrderedTyping:
         func = node.func
         if func == "cum_count":
             return self._record(Scan(func, arg, node.options, keys), DType.UINT32)
-        if logical.is_string:
-            raise self._refuse(node, arg, "strings and categoricals yet; compute it in "
-                               "polars first, or on a categorical's codes "
-                               "(`to_physical()`) where that is what you mean")  # fmt: skip
+        if logical.is_string and func not in _MOVE_ONLY:
+            # codes are numbered by first appearance, not by value: no order to compare
+            raise self._refuse(node, arg, "strings and categoricals (it compares or adds "
+                               "values); cast to a number first, or use `shift` and the "
+                               "fills, which only move values")  # fmt: skip
         if func not in _KEEP_LOGICAL or (func == "shift" and node.options[1] is not None):
             raise self._refuse(node, arg, f"{logical}; cast to an integer first "
                                "(`to_physical()`) and back")  # fmt: skip

@@ -323,6 +323,9 @@ def _grouped_items(
     def to_group(n: Node) -> Node:
         if isinstance(n, Agg):
             return GroupAgg(n.func, n.arg, keyset, n.ddof)
+        if isinstance(n, Scan):  # an ordered operation inside an aggregation: per group
+            inner = tuple(e for e in n.keys.exprs if e not in keyset.exprs)
+            return Scan(n.func, n.arg, n.options, KeySet(keyset.exprs + inner))
         return n
 
     def outermost(n: Node, expr: Node) -> Node:
@@ -653,11 +656,14 @@ def _scans_as_columns(
     """``node`` with each outermost `Scan` read as an input column (recorded in ``scans``).
 
     Scans inside a scan's argument stay there: the ``pre`` segment computing the
-    argument runs them first.
+    argument runs them first. So do scans inside the argument of a reduction taken
+    from the groups (``x.diff().last()``): ``pre`` computes that argument whole.
     """
     hit = memo.get(node)
     if hit is not None:
         return hit
+    if isinstance(node, GroupAgg) and is_host_reduction(node, types):
+        return node
     if isinstance(node, Scan):
         name = scan_column(node)
         scans[name] = node

@@ -832,6 +832,16 @@ class TypeChecker:
             return self._mean_horizontal(node)
         if node.name == "cast_like":
             return self._cast_like(node)
+        if node.name == "scalar_fill":
+            fill = self._check(node.args[0])
+            if not is_scalar(fill):
+                msg = (
+                    f"`shift(fill_value={node.args[0]!r})`: the fill value must be one value "
+                    "(a number, a string, a reduction such as `x.mean()`), not a column; "
+                    "fill per row with `x.shift(n).fill_null(other)`"
+                )
+                raise SchemaError(msg)
+            return fill
         msg = f"unsupported function `{node.name}` in `{node!r}`"
         raise UnsupportedOperationError(msg)
 
@@ -1137,6 +1147,7 @@ class TypeChecker:
         return self._record(When(none_left, self._typed_literal(None, res), mean), res)
 
     def _agg(self, node: Agg) -> Node:
+        node = Agg(node.func, _scan_of_kept_rows(node.arg), node.ddof)
         if node.func in GROUPED_ONLY_FUNCS or node.func == "len" or (
             node.func in ("count", "null_count") and self._opaque_column(node.arg)
         ):
@@ -1219,6 +1230,7 @@ class TypeChecker:
         return self._record(Filtered(arg, pred), self.types[arg]), pred
 
     def _group_agg(self, node: GroupAgg) -> Node:
+        node = GroupAgg(node.func, _scan_of_kept_rows(node.arg), node.keys, node.ddof)
         keys = self.key_set(node.keys)
         func = node.func
         inner, pred = node.arg, None
@@ -1475,6 +1487,20 @@ def _check_key_type(name: str, info: ColumnType) -> None:
         "group by numbers, booleans, strings, categoricals, dates or times"
     )
     raise UnsupportedTypeError(msg)
+
+
+def _scan_of_kept_rows(arg: Node) -> Node:
+    """``x.filter(p).shift(1)`` in a reduction: the scan over the kept rows, then filtered.
+
+    The rows ``p`` keeps and the others fall in different groups of a key ``p``, so
+    the scan sees the kept rows in order as one sequence (per group of its own keys),
+    and the reduction reads only them: ``x.shift(1).over(p).filter(p)``.
+    """
+    if isinstance(arg, Scan) and isinstance(arg.arg, Filtered):
+        kept = arg.arg
+        keys = KeySet((*arg.keys.exprs, kept.predicate))
+        return Filtered(Scan(arg.func, kept.arg, arg.options, keys), kept.predicate)
+    return arg
 
 
 def is_scalar(node: Node) -> bool:

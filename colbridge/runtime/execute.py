@@ -41,6 +41,7 @@ from colbridge.columns.frames import ArrowTableAdapter, FrameAdapter, adapt_fram
 from colbridge.errors import (
     DeviceError,
     DeviceFallbackWarning,
+    JobSpecError,
     KernelCompileError,
     UnsupportedTypeError,
 )
@@ -364,6 +365,29 @@ def _run_segment(
     return ran if isinstance(ran, SegmentResult) else SegmentResult(*ran)
 
 
+class _WithFrame(Mapping[str, pa.Array]):
+    """A segment's kernel inputs, and the frame's other columns as kernels read them.
+
+    Dictionaries and lookup tables are built from string columns by name; a string a
+    scan moved (``s.shift(1)``) reaches the kernel as the scan's codes, while its
+    dictionary is still the column's.
+    """
+
+    def __init__(self, arrays: Mapping[str, pa.Array], columns: Columns) -> None:
+        self.arrays = arrays
+        self.columns = columns
+
+    def __getitem__(self, name: str) -> pa.Array:
+        array = self.arrays.get(name)
+        return array if array is not None else self.columns.kernel_array(name)
+
+    def __iter__(self) -> Any:
+        return iter(self.arrays)
+
+    def __len__(self) -> int:
+        return len(self.arrays)
+
+
 def _finished(
     segment: Segment, results: Mapping[str, pa.Array], arrays: Mapping[str, pa.Array]
 ) -> dict[str, pa.Array]:
@@ -415,9 +439,11 @@ def grouping(
             groups=pre_groups,
         )  # fmt: skip
         raw = dict(ran.columns)
-        computed = _finished(pre, raw, inputs)
+        computed = _finished(pre, raw, _WithFrame(inputs, columns))
 
     def whole(node: Node, *, as_made: bool = False) -> pa.Array:
+        if isinstance(node, Column) and node.name in segment.scans:
+            return out.scanned[node.name]  # a scan's result (made before host reductions)
         if isinstance(node, Column) and as_made:
             array = columns.kernel_array(node.name)  # a string column as its codes
             return array.indices if pa.types.is_dictionary(array.type) else array
@@ -447,6 +473,29 @@ def grouping(
             + (" (cached)" if hit is not None else "")
         )
     out = Grouping(ids, one_group(num_rows), computed=computed)
+    for name, scan in segment.scans.items():
+        # the argument as a column with its nulls (pandas NaN as null), in frame order
+        groups = out.of(scan.keys.ids_column)
+        arg, types = whole(scan.arg), (segment.types[scan.arg], segment.types[scan])
+        if not (pa.types.is_integer(arg.type) or pa.types.is_floating(arg.type)
+                or pa.types.is_boolean(arg.type) or pa.types.is_temporal(arg.type)):
+            if streams is not None and scan.func != "cum_count":
+                msg = (
+                    f"`{scan!r}` moves strings, which a stream cannot carry from batch to "
+                    "batch (each batch numbers its strings its own way); compute it in "
+                    "memory (`cb.lazy(frame)` over the whole table)"
+                )
+                raise JobSpecError(msg)
+            arg = whole(scan.arg, as_made=True)  # strings and categories: their codes
+        keyed = groups if scan.keys.exprs else None
+        if streams is None:
+            out.scanned[name] = run_scan(scan.func, scan.options, arg, *types, keyed)
+        else:
+            key_arrays = [whole(k) for k in scan.keys.exprs]
+            out.scanned[name] = streams.run((id(segment), name), scan.func, scan.options, arg,
+                                            *types, keyed, key_arrays)  # fmt: skip
+        where = f" over {groups.count} group(s)" if scan.keys.exprs else ""
+        report.stats.kernels.append(f"scan [{scan!r}]{where}: on the host CPU")
     for agg in segment.host_aggs:
         arg, pred = agg.arg, None
         if isinstance(arg, Filtered):
@@ -457,19 +506,6 @@ def grouping(
         values = None if arg == ROWS or agg.func == "len" else \
             whole(arg, as_made=agg not in segment.opaque)  # fmt: skip
         out.host[agg] = host_reduction(agg.func, out.of(agg.keys.ids_column), values, pred)
-    for name, scan in segment.scans.items():
-        # the argument as a column with its nulls (pandas NaN as null), in frame order
-        groups = out.of(scan.keys.ids_column)
-        arg, types = whole(scan.arg), (segment.types[scan.arg], segment.types[scan])
-        keyed = groups if scan.keys.exprs else None
-        if streams is None:
-            out.scanned[name] = run_scan(scan.func, scan.options, arg, *types, keyed)
-        else:
-            key_arrays = [whole(k) for k in scan.keys.exprs]
-            out.scanned[name] = streams.run((id(segment), name), scan.func, scan.options, arg,
-                                            *types, keyed, key_arrays)  # fmt: skip
-        where = f" over {groups.count} group(s)" if scan.keys.exprs else ""
-        report.stats.kernels.append(f"scan [{scan!r}]{where}: on the host CPU")
     return out
 
 
@@ -479,7 +515,7 @@ def _frame_inputs(segment: Segment, columns: Columns) -> dict[str, pa.Array]:
     Results of its ordered operations are inputs too; `grouping` makes those.
     """
     arrays = {name: columns.kernel_array(name) for name in segment.frame_inputs}
-    arrays.update(segment_tables(segment, arrays))
+    arrays.update(segment_tables(segment, _WithFrame(arrays, columns)))
     return arrays
 
 
@@ -564,8 +600,8 @@ def _run(
                               nan_null, carry=_carry(segment, adapter, columns, target),
                               groups=groups)  # fmt: skip
         mask = result.mask
-        new: dict[str, pa.Array | pa.ChunkedArray] = dict(_finished(segment, result.columns,
-                                                                    arrays))  # fmt: skip
+        new: dict[str, pa.Array | pa.ChunkedArray] = dict(_finished(
+            segment, result.columns, _WithFrame(arrays, columns)))  # fmt: skip
         if segment.group_by is not None:
             # the groups are the rows from here on: a table of their keys and results
             assert groups is not None

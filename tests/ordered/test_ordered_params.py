@@ -1,0 +1,368 @@
+"""Ordered expressions against polars: the arguments at their edges, the string language, errors.
+
+``n`` of ``shift``/``diff``/``pct_change`` zero, negative and beyond the frame;
+``window_size`` 1 and beyond the frame; ``min_samples`` 0, 1, at the window size
+and unset; ``center`` with odd and even windows; ``ddof``; ``ewm_mean`` with each
+decay parameter, ``adjust`` and ``ignore_nulls`` both ways and ``min_samples``;
+``fill_null`` forward and backward with and without ``limit``. The same
+functions through ``eval`` strings. Bad arguments raise a `cb.ColbridgeError`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import colbridge as cb
+from colbridge.testing.asserts import assert_same_as_polars
+from tests.ordered.ordered_data import F32_TOL, F64_TOL, frame
+
+RTOL = 1e-9  # float sums, means, variances and ewm_mean add in another order than polars
+
+
+@pytest.fixture(params=["numpy", "compiled"])
+def tier(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("COLBRIDGE_CPU_TIER", request.param)
+    return str(request.param)
+
+
+NUMBERS = ("int16", "uint32", "float32", "float64")
+
+
+def table_of(n: int, seed: int, nulls: str = "runs", **kw: Any) -> pa.Table:
+    return frame(n, seed=seed, dtypes=NUMBERS, nulls=nulls, **kw)
+
+
+def tolerances(names: list[str]) -> dict[str, Any]:
+    """`F32_TOL` for outputs of the float32 column (named ``..._float32``), else `F64_TOL`."""
+    return {name: F32_TOL if name.endswith("float32") else F64_TOL for name in names}
+
+
+def each_column(build: Any) -> Any:
+    """Steps selecting ``build(m, col, name)`` of every NUMBERS column, as a dict of outputs."""
+
+    def steps(m: Any, q: Any) -> Any:
+        out: dict[str, Any] = {}
+        for c in NUMBERS:
+            for key, expr in build(m, m.col(c)).items():
+                out[f"{key}_{c}"] = expr
+        return q.select(**out)
+
+    return steps
+
+
+# -- n --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("n", [0, 1, 2, 3, -1, -3, 11, 12, -12, 40, -40])
+def test_shift_diff_pct_change_n(n: int, tier: str) -> None:
+    # the frame has 12 rows: n = ±12 and beyond shift everything out
+    table = table_of(12, seed=abs(n) + 1)
+
+    def build(m: Any, x: Any) -> dict[str, Any]:
+        return {"s": x.shift(n), "sf": x.shift(n, fill_value=3), "d": x.diff(n),
+                "p": x.pct_change(n)}  # fmt: skip
+
+    steps = each_column(build)
+    names = [f"{k}_{c}" for k in ("s", "sf", "d", "p") for c in NUMBERS]
+    assert_same_as_polars(table, steps, tolerance=tolerances(names))
+
+
+def test_shift_fill_value_types(tier: str) -> None:
+    # the result takes the supertype of the column and the fill value, as in polars
+    table = frame(15, seed=2, dtypes=("int8", "uint8", "float32", "bool"), nulls="random")
+
+    def steps(m: Any, q: Any) -> Any:
+        i8, u8, f32, b = m.col("int8"), m.col("uint8"), m.col("float32"), m.col("bool")
+        return q.select(
+            a=i8.shift(2, fill_value=100),
+            b=i8.shift(2, fill_value=1000),  # beyond int8: polars widens to int16
+            c=i8.shift(-1, fill_value=1.5),  # a float fill: float64
+            d=u8.shift(3, fill_value=0),
+            e=f32.shift(1, fill_value=2.5),
+            f=f32.shift(-2, fill_value=float("nan")),
+            g=b.shift(1, fill_value=False),
+            h=b.shift(1, fill_value=0),  # polars: bool and int -> int32
+        )
+
+    assert_same_as_polars(table, steps)
+
+
+def test_shift_fill_value_expression(tier: str) -> None:
+    # polars takes a scalar expression (a reduction) as the fill value; a column it refuses
+    table = frame(15, seed=2, dtypes=("int8", "float32"), nulls="random")
+
+    def steps(m: Any, q: Any) -> Any:
+        i8, f32 = m.col("int8"), m.col("float32")
+        return q.select(i=i8.shift(1, fill_value=i8.max()),
+                        j=f32.shift(-2, fill_value=f32.mean()))  # fmt: skip
+
+    assert_same_as_polars(table, steps)
+    assert_same_as_polars(table, lambda m, q: q.select(
+        i=m.col("int8").shift(1, fill_value=m.col("int8"))))  # fmt: skip
+
+
+STRINGS = pa.table({"s": pa.array(["a", None, "bb", "", None, "ccc", "a", None]),
+                   "g": [1, 2, 1, 2, 1, 2, 2, 1]})  # fmt: skip
+
+
+def test_ordered_ops_on_string_columns(tier: str) -> None:
+    def steps(m: Any, q: Any) -> Any:
+        s = m.col("s")
+        return q.select(a=s.shift(1), b=s.shift(-3), c=s.cum_count(),
+                        d=s.fill_null(strategy="forward"),
+                        e=s.fill_null(strategy="backward", limit=1),
+                        f=s.shift(1).over("g"), h=s.cum_count(reverse=True))  # fmt: skip
+
+    assert_same_as_polars(STRINGS, steps)
+
+
+def test_shift_string_column_with_a_fill_value(tier: str) -> None:
+    assert_same_as_polars(STRINGS, lambda m, q: q.select(b=m.col("s").shift(-2, fill_value="z")))
+
+
+# -- windows --------------------------------------------------------------------------------
+WINDOWS = [(1, None), (1, 1), (2, None), (2, 0), (3, 1), (3, 3), (4, 2), (5, None), (6, 1),
+           (17, None), (17, 5), (100, None), (100, 1), (100, 0)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("window", "min_samples"), WINDOWS,
+                         ids=[f"w{w}-ms{m}" for w, m in WINDOWS])  # fmt: skip
+def test_rolling_window_and_min_samples(window: int, min_samples: int | None, tier: str) -> None:
+    table = table_of(17, seed=window * 7 + (min_samples or 0), offset=2)
+    funcs = {"sum": ("rolling_sum", {}), "mean": ("rolling_mean", {}), "min": ("rolling_min", {}),
+             "max": ("rolling_max", {}), "std": ("rolling_std", {}), "var": ("rolling_var", {}),
+             "var0": ("rolling_var", {"ddof": 0}), "std2": ("rolling_std", {"ddof": 2})}
+
+    def build(m: Any, x: Any) -> dict[str, Any]:
+        return {f"{key}{'c' * center}": getattr(x, func)(window, min_samples=min_samples,
+                                                         center=center, **extra)
+                for key, (func, extra) in funcs.items()
+                for center in (False, True)}  # fmt: skip
+
+    names = [f"{key}{'c' * center}_{c}" for key in funcs for center in (False, True)
+             for c in NUMBERS]  # fmt: skip
+    assert_same_as_polars(table, each_column(build), tolerance=tolerances(names),
+                          kinds=("pyarrow", "polars"))  # fmt: skip
+
+
+def test_rolling_min_samples_above_window_is_an_error() -> None:
+    table = table_of(6, seed=1)
+    assert_same_as_polars(table, lambda m, q: q.select(m.col("int16").rolling_mean(3,
+                                                                               min_samples=4)))
+    with pytest.raises(cb.ColbridgeError, match="min_samples"):
+        cb.lazy(table).select(cb.col("float64").rolling_sum(2, min_samples=3)).compute()
+
+
+def test_rolling_on_a_long_frame_with_wide_windows(tier: str) -> None:
+    # many windows sliding over NaN/inf and null runs; windows wider than a chunk
+    table = table_of(600, seed=5, nulls="runs", chunks=3, offset=1)
+
+    def build(m: Any, x: Any) -> dict[str, Any]:
+        return {"sum": x.rolling_sum(50, min_samples=10), "mean": x.rolling_mean(7),
+                "min": x.rolling_min(64, min_samples=1), "max": x.rolling_max(9, center=True),
+                "std": x.rolling_std(30, min_samples=2, center=True)}  # fmt: skip
+
+    names = [f"{k}_{c}" for k in ("sum", "mean", "min", "max", "std") for c in NUMBERS]
+    assert_same_as_polars(table, each_column(build), tolerance=tolerances(names),
+                          kinds=("pyarrow",))  # fmt: skip
+
+
+# -- ewm_mean --------------------------------------------------------------------------------
+DECAYS = [{"alpha": 0.5}, {"alpha": 1.0}, {"alpha": 0.05}, {"span": 1}, {"span": 3.5},
+          {"com": 0}, {"com": 2.0}, {"half_life": 0.7}, {"half_life": 10}]  # fmt: skip
+
+
+@pytest.mark.parametrize("decay", DECAYS, ids=lambda d: "-".join(f"{k}{v}" for k, v in d.items()))
+def test_ewm_mean_parameters(decay: dict[str, float], tier: str) -> None:
+    table = table_of(31, seed=len(str(decay)), nulls="runs")
+
+    def build(m: Any, x: Any) -> dict[str, Any]:
+        out = {}
+        for adjust in (True, False):
+            for ignore in (True, False):
+                for ms in (0, 1, 3):
+                    out[f"a{int(adjust)}i{int(ignore)}m{ms}"] = x.ewm_mean(
+                        **decay, adjust=adjust, ignore_nulls=ignore, min_samples=ms)
+        return out
+
+    keys = [f"a{a}i{i}m{ms}" for a in (1, 0) for i in (1, 0) for ms in (0, 1, 3)]
+    assert_same_as_polars(table, each_column(build),
+                          tolerance=tolerances([f"{k}_{c}" for k in keys for c in NUMBERS]))
+
+
+def test_ewm_mean_leading_nulls_and_specials(tier: str) -> None:
+    values = [None, None, 1.0, np.nan, 2.0, None, np.inf, 3.0, None, None, None, -1.0, 0.5]
+    table = pa.table({"x": pa.array(values, type=pa.float64()),
+                      "y": pa.array([None, None, 1.0, 5.0, 2.0, None, -4.0, 3.0, None, None,
+                                     None, -1.0, 0.5])})  # fmt: skip
+
+    def steps(m: Any, q: Any) -> Any:
+        out = {}
+        for c in ("x", "y"):
+            for adjust in (True, False):
+                for ignore in (True, False):
+                    out[f"{c}{int(adjust)}{int(ignore)}"] = m.col(c).ewm_mean(
+                        com=1.5, adjust=adjust, ignore_nulls=ignore, min_samples=2)
+        return q.select(**out)
+
+    assert_same_as_polars(table, steps, tolerance=F64_TOL)
+
+
+# -- fill_null ------------------------------------------------------------------------------
+@pytest.mark.parametrize("nulls", ["random", "leading", "trailing", "runs", "all", "none"])
+def test_fill_null_forward_backward_limits(nulls: str, tier: str) -> None:
+    table = frame(29, seed=len(nulls), dtypes=("int8", "uint64", "float32", "float64", "bool"),
+                  nulls=nulls, offset=3)  # fmt: skip
+
+    def steps(m: Any, q: Any) -> Any:
+        out = {}
+        for c in ("int8", "uint64", "float32", "float64", "bool"):
+            x = m.col(c)
+            out[f"f_{c}"] = x.fill_null(strategy="forward")
+            out[f"b_{c}"] = x.fill_null(strategy="backward")
+            for limit in (0, 1, 2, 4):
+                out[f"f{limit}_{c}"] = x.fill_null(strategy="forward", limit=limit)
+                out[f"b{limit}_{c}"] = x.fill_null(strategy="backward", limit=limit)
+            out[f"v_{c}"] = x.fill_null(x.shift(1))
+        return q.select(**out)
+
+    assert_same_as_polars(table, steps)
+
+
+# -- the string language ---------------------------------------------------------------------
+EVAL_CASES = [
+    ("y = shift(x, 1)", lambda x: x.shift(1)),
+    ("y = shift(x, n=-2, fill_value=0.5)", lambda x: x.shift(-2, fill_value=0.5)),
+    ("y = x.shift(3)", lambda x: x.shift(3)),
+    ("y = diff(x)", lambda x: x.diff()),
+    ("y = x.diff(n=2)", lambda x: x.diff(2)),
+    ("y = pct_change(x, 1)", lambda x: x.pct_change(1)),
+    ("y = cum_sum(x)", lambda x: x.cum_sum()),
+    ("y = x.cum_sum(reverse=True)", lambda x: x.cum_sum(reverse=True)),
+    ("y = cum_max(x, reverse=True)", lambda x: x.cum_max(reverse=True)),
+    ("y = x.cum_count()", lambda x: x.cum_count()),
+    ("y = x.rolling_mean(3)", lambda x: x.rolling_mean(3)),
+    ("y = rolling_sum(x, 4, min_samples=1, center=True)",
+     lambda x: x.rolling_sum(4, min_samples=1, center=True)),
+    ("y = x.rolling_std(5, min_samples=2, ddof=0)",
+     lambda x: x.rolling_std(5, min_samples=2, ddof=0)),
+    ("y = x.rolling_min(window_size=2)", lambda x: x.rolling_min(2)),
+    ("y = ewm_mean(x, alpha=0.5)", lambda x: x.ewm_mean(alpha=0.5)),
+    ("y = x.ewm_mean(span=3, adjust=False, ignore_nulls=True, min_samples=2)",
+     lambda x: x.ewm_mean(span=3, adjust=False, ignore_nulls=True, min_samples=2)),
+    ("y = fill_null(x, strategy='forward')", lambda x: x.fill_null(strategy="forward")),
+    ("y = x.fill_null(strategy='backward', limit=1)",
+     lambda x: x.fill_null(strategy="backward", limit=1)),
+    ("y = (x - x.shift(1)) / x.rolling_std(3)", lambda x: (x - x.shift(1)) / x.rolling_std(3)),
+    ("y = x.diff().abs().sum()", lambda x: x.diff().abs().sum()),
+    ("y = shift(x, 1).over(g)", lambda x: x.shift(1).over("g")),
+    ("y = over(cum_sum(x), g)", lambda x: x.cum_sum().over("g")),
+]
+
+
+@pytest.mark.parametrize(("text", "build"), EVAL_CASES, ids=[t for t, _ in EVAL_CASES])
+def test_eval_strings(text: str, build: Any) -> None:
+    table = frame(20, seed=6, dtypes=("float64",), nulls="random").rename_columns(
+        ["g", "x", "p_x"])  # fmt: skip
+
+    def steps(m: Any, q: Any) -> Any:
+        if m is cb:
+            return q.eval(text)
+        return q.with_columns(y=build(m.col("x")))
+
+    assert_same_as_polars(table, steps, tolerance=F64_TOL)
+
+
+def test_eval_through_the_accessor() -> None:
+    import polars as pl
+
+    df = pl.DataFrame({"x": [3, None, 1, 4, 1, 5], "g": ["a", "b", "a", None, "b", "a"]})
+    got = df.gpu.eval("y = shift(x, 1); z = x.rolling_mean(2, min_samples=1); "
+                      "w = cum_sum(x).over(g)")  # fmt: skip
+    want = df.with_columns(y=pl.col("x").shift(1), z=pl.col("x").rolling_mean(2, min_samples=1),
+                           w=pl.col("x").cum_sum().over("g"))  # fmt: skip
+    assert got.schema == want.schema
+    assert got.rows() == want.rows()
+
+
+@pytest.mark.parametrize("text", ["y = x.rolling_mean(-1)", "y = ewm_mean(x)",
+                                  "y = ewm_mean(x, alpha=0.5, span=2)",
+                                  "y = fill_null(x, strategy='bogus')",
+                                  "y = shift(x, nope=1)", "y = x.rolling_sum()"])  # fmt: skip
+def test_eval_bad_arguments_raise(text: str) -> None:
+    table = pa.table({"x": [1.0, 2.0, 3.0]})
+    with pytest.raises(cb.ColbridgeError):
+        cb.lazy(table).eval(text).compute()
+
+
+# -- errors ---------------------------------------------------------------------------------
+def _raises(build: Any, table: pa.Table | None = None) -> cb.ColbridgeError:
+    """The `ColbridgeError` raised building or running ``select(y=build(col("x")))``."""
+    table = pa.table({"x": [1.0, None, 3.0, 4.0]}) if table is None else table
+    with pytest.raises(cb.ColbridgeError) as info:
+        cb.lazy(table).select(y=build(cb.col("x"))).compute()
+    return info.value
+
+
+def test_window_size_zero_is_all_null_as_in_polars(tier: str) -> None:
+    # polars 2.1 returns nulls for window_size 0 (no window has a value); polars wins
+    table = table_of(7, seed=3)
+
+    def build(m: Any, x: Any) -> dict[str, Any]:
+        return {"sum": x.rolling_sum(0), "mean": x.rolling_mean(0), "min": x.rolling_min(0),
+                "max": x.rolling_max(0), "std": x.rolling_std(0), "var": x.rolling_var(0)}
+
+    assert_same_as_polars(table, each_column(build))
+
+
+def test_bad_window_sizes() -> None:
+    for func in ("rolling_sum", "rolling_mean", "rolling_min", "rolling_max", "rolling_std",
+                 "rolling_var"):  # fmt: skip
+        assert "window_size" in str(_raises(lambda x, f=func: getattr(x, f)(-3)))
+        assert "window_size" in str(_raises(lambda x, f=func: getattr(x, f)(2.5)))
+    assert "min_samples" in str(_raises(lambda x: x.rolling_mean(3, min_samples=-1)))
+    assert "min_samples" in str(_raises(lambda x: x.rolling_mean(3, min_samples=4)))
+
+
+def test_bad_ewm_parameters() -> None:
+    assert "alpha" in str(_raises(lambda x: x.ewm_mean()))
+    _raises(lambda x: x.ewm_mean(alpha=0.5, span=3))
+    _raises(lambda x: x.ewm_mean(com=1, half_life=2))
+    for bad in ({"alpha": 0}, {"alpha": 1.5}, {"alpha": -0.1}, {"span": 0.5}, {"com": -1},
+                {"half_life": 0}):  # fmt: skip
+        _raises(lambda x, kw=bad: x.ewm_mean(**kw))
+
+
+def test_bad_fill_null_arguments() -> None:
+    err = _raises(lambda x: x.fill_null(strategy="bogus"))
+    assert "bogus" in str(err)
+    _raises(lambda x: x.fill_null())
+    _raises(lambda x: x.fill_null(0, strategy="forward"))
+    _raises(lambda x: x.fill_null(0, limit=1))
+    _raises(lambda x: x.fill_null(strategy="forward", limit=-1))
+
+
+def test_weights_are_refused() -> None:
+    err = _raises(lambda x: x.rolling_sum(3, weights=[1.0, 2.0, 3.0]))
+    assert "weights" in str(err)
+    _raises(lambda x: x.rolling_mean(2, weights=[0.5, 0.5]))
+
+
+STRING_REFUSED = ["diff", "cum_sum", "cum_prod", "rolling_sum", "rolling_min", "rolling_max"]
+
+
+@pytest.mark.parametrize("func", STRING_REFUSED)
+def test_ordered_ops_polars_refuses_on_strings(func: str) -> None:
+    table = pa.table({"x": pa.array(["a", None, "b", "c"])})
+    args = (2,) if func.startswith("rolling") else ()
+    # polars raises: colbridge must raise a ColbridgeError (checked by the helper)
+    assert_same_as_polars(table, lambda m, q: q.select(y=getattr(m.col("x"), func)(*args)))
+    with pytest.raises(cb.ColbridgeError, match="x"):
+        cb.lazy(table).select(y=getattr(cb.col("x"), func)(*args)).compute()
+
+
+def test_diff_of_bool_is_refused() -> None:
+    table = pa.table({"x": [True, False, None]})
+    assert_same_as_polars(table, lambda m, q: q.select(y=m.col("x").diff()))

@@ -1,0 +1,108 @@
+"""Ordered expressions in streaming jobs: batch after batch, what one in-memory run gives.
+
+A pipeline reads Parquet row groups in batches; a running scan (``cum_sum``,
+``shift(1)``, a trailing window, ``ewm_mean``, forward fill), per group or
+not, must carry its state from one batch to the next; scans that look ahead
+(reversed, negative shifts, centred windows, backward fill) need the rows after.
+Running scans must give what polars gives on the whole data, whatever the batch
+size; scans that look ahead must be refused up front with a `JobSpecError` that
+says so (never a silently different result).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+import colbridge as cb
+from colbridge.errors import JobSpecError
+from colbridge.io import pipeline
+from colbridge.testing.asserts import EXACT, column_mismatch
+from tests.ordered.ordered_data import F64_TOL, frame
+
+N = 20_000
+
+#: name -> (expression built from a module, summed)
+RUNNING = {
+    "cs": (lambda m: m.col("float64").cum_sum(), True),
+    "ci": (lambda m: m.col("int32").cum_sum(), False),
+    "cm": (lambda m: m.col("float64").cum_max(), False),
+    "cc": (lambda m: m.col("float64").cum_count(), False),
+    "s1": (lambda m: m.col("int32").shift(1), False),
+    "s3": (lambda m: m.col("float64").shift(3, fill_value=0.5), False),
+    "d": (lambda m: m.col("int32").diff(), False),
+    "p": (lambda m: m.col("float64").pct_change(2), True),
+    "rs": (lambda m: m.col("float64").rolling_sum(5, min_samples=2), True),
+    "rm": (lambda m: m.col("int32").rolling_mean(3), True),
+    "rmin": (lambda m: m.col("float64").rolling_min(4, min_samples=1), False),
+    "rstd": (lambda m: m.col("float64").rolling_std(6), True),
+    "e": (lambda m: m.col("float64").ewm_mean(alpha=0.2), True),
+    "ff": (lambda m: m.col("float64").fill_null(strategy="forward", limit=2), False),
+    "gcs": (lambda m: m.col("int32").cum_sum().over("g"), False),
+    "gs": (lambda m: m.col("float64").shift(2).over("g"), False),
+    "grm": (lambda m: m.col("float64").rolling_mean(3, min_samples=1).over("g"), True),
+    "ge": (lambda m: m.col("float64").ewm_mean(span=5, adjust=False).over("g"), True),
+}
+LOOK_AHEAD = {
+    "csr": (lambda m: m.col("float64").cum_sum(reverse=True), True),
+    "sm1": (lambda m: m.col("int32").shift(-1), False),
+    "rc": (lambda m: m.col("float64").rolling_max(3, center=True), False),
+    "bf": (lambda m: m.col("float64").fill_null(strategy="backward"), False),
+    "gsm": (lambda m: m.col("int32").shift(-2).over("g"), False),
+}
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("ordered_jobs") / "in.parquet"
+    table = frame(N, seed=41, dtypes=("float64", "int32"), nulls="runs", key="string",
+                  groups=5, specials=0.02)  # fmt: skip
+    pq.write_table(table, path, row_group_size=3_000)
+    return str(path)
+
+
+def _run(data: str, out: Path, with_: Any, batch_rows: int) -> None:
+    pipeline(data, out, with_=with_, batch_rows=batch_rows, device="cpu")
+
+
+def _compare(got: pl.DataFrame, want: pl.DataFrame, ops: dict[str, Any]) -> None:
+    assert got.columns == want.columns
+    g, w = got.to_arrow(), want.to_arrow()
+    for name in got.columns:
+        tol = F64_TOL if ops.get(name, (None, False))[1] else EXACT
+        problem = column_mismatch(g.column(name), w.column(name), tol)
+        assert problem is None, f"column `{name}`: {problem}"
+
+
+@pytest.mark.parametrize("batch_rows", [1_000, 7_777, N])
+def test_running_scans_carry_across_batches(data: str, batch_rows: int, tmp_path: Path) -> None:
+    out = tmp_path / "out.parquet"
+    _run(data, out, {k: f(cb) for k, (f, _) in RUNNING.items()}, batch_rows)
+    want = pl.read_parquet(data).with_columns(**{k: f(pl) for k, (f, _) in RUNNING.items()})
+    _compare(pl.read_parquet(out), want, RUNNING)
+
+
+@pytest.mark.parametrize("name", list(LOOK_AHEAD))
+def test_look_ahead_scans_are_refused_before_reading(data: str, name: str,
+                                                     tmp_path: Path) -> None:  # fmt: skip
+    out = tmp_path / "out.parquet"
+    build, _ = LOOK_AHEAD[name]
+    with pytest.raises(JobSpecError, match="read the rows after each row") as info:
+        _run(data, out, {name: build(cb)}, 2_500)
+    assert "in memory" in str(info.value)
+    assert not out.exists()
+
+
+def test_eval_strings_in_a_pipeline(data: str, tmp_path: Path) -> None:
+    out = tmp_path / "out.parquet"
+    text = ("a = shift(int32, 1); b = float64.rolling_mean(3, min_samples=1); "
+            "c = cum_sum(int32).over(g)")
+    _run(data, out, text, 4_000)
+    i, x = pl.col("int32"), pl.col("float64")
+    want = pl.read_parquet(data).with_columns(a=i.shift(1)).with_columns(
+        b=x.rolling_mean(3, min_samples=1)).with_columns(c=i.cum_sum().over("g"))  # fmt: skip
+    _compare(pl.read_parquet(out), want, {"b": (None, True)})
