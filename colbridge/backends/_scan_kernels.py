@@ -149,36 +149,31 @@ def _window(p: int, a: int, b: int, offset: int, window: int) -> tuple[int, int]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _sum_enter(v: Any, total: Any, err_add: Any, tally: Any, kahan: bool) -> tuple[Any, Any]:
+def _sum_enter(v: Any, total: Any, err_add: Any, tally: Any, kahan: bool) -> tuple[Any, Any, Any]:
     """A value enters a sliding sum: compensated (Kahan) for floats, non-finite ones tallied.
 
-    ``tally`` counts the window's non-finite values: ``[all, +inf, -inf]``.
+    ``tally`` counts the window's non-finite values: ``(all, +inf, -inf)``; returns the
+    new sum, compensation and tally.
     """
     if not kahan:
-        return total + v, err_add
+        return total + v, err_add, tally
     if not _finite(v):
-        tally[0] += 1
-        tally[1] += v > 0
-        tally[2] += v < 0
-        return total, err_add
+        return total, err_add, (tally[0] + 1, tally[1] + (v > 0), tally[2] + (v < 0))
     y = v - err_add
     new = total + y
-    return new, (new - total) - y
+    return new, (new - total) - y, tally
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _sum_leave(v: Any, total: Any, err_sub: Any, tally: Any, kahan: bool) -> tuple[Any, Any]:
+def _sum_leave(v: Any, total: Any, err_sub: Any, tally: Any, kahan: bool) -> tuple[Any, Any, Any]:
     """A value leaves a sliding sum (`_sum_enter`'s inverse, with its own compensation)."""
     if not kahan:
-        return total - v, err_sub
+        return total - v, err_sub, tally
     if not _finite(v):
-        tally[0] -= 1
-        tally[1] -= v > 0
-        tally[2] -= v < 0
-        return total, err_sub
+        return total, err_sub, (tally[0] - 1, tally[1] - (v > 0), tally[2] - (v < 0))
     y = -v - err_sub
     new = total + y
-    return new, (new - total) - y
+    return new, (new - total) - y, tally
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -218,14 +213,15 @@ def rolling_sum(values: Any, valid: Any, order: Any, tasks: Any, mean: bool, kah
         total = zero
         err_add = zero
         err_sub = zero
-        tally = np.zeros(3, dtype=np.int64)
+        tally = (0, 0, 0)
         count = 0
         # the rows before the first window's last one (the halo, for a chunk)
         first = max(c0 - offset, a)
         for k in range(first, min(c0 - offset + window - 1, b)):
             i = _row(order, k)
             if valid[i]:
-                total, err_add = _sum_enter(zero + values[i], total, err_add, tally, kahan)
+                total, err_add, tally = _sum_enter(zero + values[i], total, err_add, tally,
+                                                   kahan)  # fmt: skip
                 count += 1
         for p in range(c0, c1):
             leave = p - offset - 1
@@ -233,12 +229,14 @@ def rolling_sum(values: Any, valid: Any, order: Any, tasks: Any, mean: bool, kah
                 i = _row(order, leave)
                 if valid[i]:
                     count -= 1
-                    total, err_sub = _sum_leave(zero + values[i], total, err_sub, tally, kahan)
+                    total, err_sub, tally = _sum_leave(zero + values[i], total, err_sub, tally,
+                                                       kahan)  # fmt: skip
             enter = p - offset + window - 1
             if enter < b and enter >= a and window > 0:
                 i = _row(order, enter)
                 if valid[i]:
-                    total, err_add = _sum_enter(zero + values[i], total, err_add, tally, kahan)
+                    total, err_add, tally = _sum_enter(zero + values[i], total, err_add, tally,
+                                                       kahan)  # fmt: skip
                     count += 1
             i = _row(order, p)
             if window == 1:
@@ -469,7 +467,7 @@ def cumulative_by_key(values: Any, valid: Any, ids: Any, op: int, reverse: bool,
     n = values.shape[0]
     for step in range(n):
         i = _step_row(n, reverse, step)
-        g = ids[i]
+        g = np.uintp(ids[i])  # unsigned: no negative-index wraparound per table read
         if op == CUM_COUNT:
             if valid[i]:
                 counts[g] += 1
@@ -506,7 +504,7 @@ def ewm_mean_by_key(values: Any, valid: Any, ids: Any, alpha: Any, adjust: bool,
     least = max(min_samples, 1)
     for r in range(values.shape[0]):
         i = np.uintp(r)
-        g = ids[i]
+        g = np.uintp(ids[i])  # unsigned: no negative-index wraparound per table read
         x_valid = valid[i]
         mean, weight, n = _ewm_step(values[i], x_valid, means[g], weights[g], seen[g], alpha,
                                     new_wt, adjust, ignore_nulls)  # fmt: skip
@@ -528,7 +526,7 @@ def fill_by_key(values: Any, valid: Any, ids: Any, backward: bool, limit: int, h
     n = values.shape[0]
     for step in range(n):
         i = _step_row(n, backward, step)
-        g = ids[i]
+        g = np.uintp(ids[i])  # unsigned: no negative-index wraparound per table read
         s = steps[g]
         steps[g] = s + 1
         if valid[i]:
@@ -542,45 +540,46 @@ def fill_by_key(values: Any, valid: Any, ids: Any, backward: bool, limit: int, h
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _ring_push(ring: Any, ring_valid: Any, steps: Any, g: Any, v: Any, ok: bool) -> Any:
-    """Row value ``v`` enters group ``g``'s ring, in the slot of the row ``width`` earlier.
+def _ring_push(ring: Any, ring_valid: Any, heads: Any, g: Any, v: Any, ok: bool) -> None:
+    """Row value ``v`` enters group ``g``'s ring.
 
-    Returns that slot.
+    ``heads[g]`` is (the next slot, rows held): a full ring's next slot holds the row
+    ``width`` rows earlier, which the new row replaces. (No value is returned: with a
+    returned tuple, numba compiles the carried loops several times slower.)
     """
-    s = steps[g]
-    steps[g] = s + 1
-    slot = s % ring.shape[1]
+    width = ring.shape[1]
+    slot = heads[g, 0]
     ring[g, slot] = v
     ring_valid[g, slot] = ok
-    return slot
+    heads[g, 0] = slot + 1 if slot + 1 < width else 0
+    if heads[g, 1] < width:
+        heads[g, 1] += 1
 
 
 @numba.njit(cache=True, nogil=True)
 def shift_by_key(values: Any, valid: Any, ids: Any, n: int, has_fill: bool, fill_value: Any,
-                 ring: Any, ring_valid: Any, steps: Any, out: Any,
+                 ring: Any, ring_valid: Any, heads: Any, out: Any,
                  out_valid: Any) -> None:  # fmt: skip
     """`shift` per group of ``ids``: each group's last ``|n|`` rows in a ring (``n != 0``)."""
     rows = values.shape[0]
     lag = ring.shape[1]
     for step in range(rows):
         i = _step_row(rows, n < 0, step)
-        g = ids[i]
-        s = steps[g]
-        slot = s % lag
-        if s >= lag:
+        g = np.uintp(ids[i])  # unsigned: no negative-index wraparound per table read
+        if heads[g, 1] == lag:  # the next slot holds the row `lag` rows earlier
+            slot = heads[g, 0]
             out[i] = ring[g, slot]
             out_valid[i] = ring_valid[g, slot]
         else:
             out[i] = fill_value
             out_valid[i] = has_fill
-        _ring_push(ring, ring_valid, steps, g, values[i], valid[i])
+        _ring_push(ring, ring_valid, heads, g, values[i], valid[i])
 
 
 @numba.njit(cache=True, nogil=True)
 def rolling_sum_by_key(values: Any, valid: Any, ids: Any, mean: bool, kahan: bool,
                        min_samples: int, zero: Any, specials: Any, ring: Any, ring_valid: Any,
-                       steps: Any,
-                       totals: Any, tallies: Any, counts: Any, out: Any,
+                       heads: Any, totals: Any, tallies: Any, counts: Any, out: Any,
                        out_valid: Any) -> None:  # fmt: skip
     """`rolling_sum` (trailing windows of ``ring.shape[1]`` rows) per group of ``ids``.
 
@@ -591,24 +590,26 @@ def rolling_sum_by_key(values: Any, valid: Any, ids: Any, mean: bool, kahan: boo
     window = ring.shape[1]
     for r in range(values.shape[0]):
         i = np.uintp(r)
-        g = ids[i]
-        leaving = steps[g] >= window and ring_valid[g, steps[g] % window]
-        old = ring[g, steps[g] % window]
+        g = np.uintp(ids[i])  # unsigned: no negative-index wraparound per table read
+        slot = heads[g, 0]
+        leaving = heads[g, 1] == window and ring_valid[g, slot]
+        old = ring[g, slot]
         total, err_add, err_sub = totals[g, 0], totals[g, 1], totals[g, 2]
-        tally = tallies[g]
+        tally = (tallies[g, 0], tallies[g, 1], tallies[g, 2])
         c = counts[g]
         if leaving:
             c -= 1
-            total, err_sub = _sum_leave(zero + old, total, err_sub, tally, kahan)
-        _ring_push(ring, ring_valid, steps, g, values[i], valid[i])
+            total, err_sub, tally = _sum_leave(zero + old, total, err_sub, tally, kahan)
+        _ring_push(ring, ring_valid, heads, g, values[i], valid[i])
         if valid[i]:
-            total, err_add = _sum_enter(zero + values[i], total, err_add, tally, kahan)
+            total, err_add, tally = _sum_enter(zero + values[i], total, err_add, tally, kahan)
             c += 1
         if window == 1:  # as `rolling_sum`: a window sharing no row starts afresh
             v = values[i]
             total = zero + v if valid[i] and _finite(v) else zero
             err_add, err_sub = zero, zero
         totals[g, 0], totals[g, 1], totals[g, 2] = total, err_add, err_sub
+        tallies[g, 0], tallies[g, 1], tallies[g, 2] = tally
         counts[g] = c
         value = _sum_value(total, tally, specials)
         if mean:
@@ -623,7 +624,7 @@ def rolling_sum_by_key(values: Any, valid: Any, ids: Any, mean: bool, kahan: boo
 
 @numba.njit(cache=True, nogil=True)
 def rolling_ring_by_key(values: Any, valid: Any, ids: Any, op: int, min_samples: int,
-                        ddof: int, zero: Any, ring: Any, ring_valid: Any, steps: Any,
+                        ddof: int, zero: Any, ring: Any, ring_valid: Any, heads: Any,
                         out: Any, out_valid: Any) -> None:  # fmt: skip
     """Trailing rolling var/std/min/max per group of ``ids``, from each group's ring.
 
@@ -634,16 +635,16 @@ def rolling_ring_by_key(values: Any, valid: Any, ids: Any, op: int, min_samples:
     window = ring.shape[1]
     for r in range(values.shape[0]):
         i = np.uintp(r)
-        g = ids[i]
-        _ring_push(ring, ring_valid, steps, g, values[i], valid[i])
-        filled = min(steps[g], window)
+        g = np.uintp(ids[i])  # unsigned: no negative-index wraparound per table read
+        _ring_push(ring, ring_valid, heads, g, values[i], valid[i])
+        filled = heads[g, 1]
+        slot = heads[g, 0] if filled == window else 0  # the oldest row's
         shift = 0.0
         s1 = 0.0
         s2 = 0.0
         best = zero
         nans = 0
         count = 0
-        slot = (steps[g] - filled) % window  # the oldest row's
         for _ in range(filled):
             at = slot
             slot = slot + 1 if slot + 1 < window else 0

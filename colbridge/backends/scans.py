@@ -164,9 +164,9 @@ def new_carry(func: str, options: tuple[Any, ...], count: int, compute: np.dtype
         starts, dtypes, shapes = [zero, zero, 0], [compute, compute, np.int64], [(), (), ()]
     elif func in ("forward_fill", "backward_fill"):
         starts, dtypes, shapes = [zero, -1, 0], [compute, np.int64, np.int64], [(), (), ()]
-    else:  # shifts and trailing windows: a ring of rows, its flags, the rows seen
+    else:  # shifts and trailing windows: a ring of rows, its flags, (next slot, rows held)
         starts, dtypes, shapes = [zero, False, 0], [compute, np.bool_, np.int64], \
-            [(ring,), (ring,), ()]  # fmt: skip
+            [(ring,), (ring,), (2,)]  # fmt: skip
         if func in ("rolling_sum", "rolling_mean"):  # sums, compensations; tallies; counts
             total = np.float64(0) if func == "rolling_mean" else zero
             starts += [total, 0, 0]
