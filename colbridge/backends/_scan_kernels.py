@@ -256,6 +256,38 @@ def rolling_sum(values: Any, valid: Any, order: Any, tasks: Any, mean: bool, kah
                 out_valid[i] = count >= min_samples
 
 
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc"}, inline="never")
+def _shifted_sums(values: Any, valid: Any, order: Any, start: int,
+                  end: int) -> tuple[float, float, int]:  # fmt: skip
+    """Shifted sums of the non-null values in ``[start, end)``: S1, S2 and their count.
+
+    ``S1 = sum(x - k)``, ``S2 = sum((x - k)**2)``, ``k`` the first of them. Branch-free
+    after ``k`` is found, and free to add in any order (``reassoc``), so the compiler
+    vectorises it (a call of its own: inlined, it would lose its flags); NaN and
+    infinities still propagate (no ``nnan`` or ``ninf``). Equal values give exactly 0
+    whatever the order.
+    """
+    shift = 0.0
+    first = end
+    for k in range(start, end):
+        i = _row(order, k)
+        if valid[i]:
+            shift = np.float64(values[i])
+            first = k
+            break
+    s1 = 0.0
+    s2 = 0.0
+    count = 0
+    for k in range(first, end):
+        i = _row(order, k)
+        ok = valid[i]
+        d = np.float64(values[i]) - shift if ok else 0.0
+        s1 += d
+        s2 += d * d
+        count += ok
+    return s1, s2, count
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
 def rolling_var(values: Any, valid: Any, order: Any, tasks: Any, std: bool,
                 window: int, min_samples: int, offset: int, ddof: int, out: Any,
@@ -264,31 +296,18 @@ def rolling_var(values: Any, valid: Any, order: Any, tasks: Any, std: bool,
 
     Tasks and windows as `rolling_sum`. Each window is summed afresh around its first
     non-null value ``k`` (shifted data: ``var = (S2 - S1**2 / n) / (n - ddof)`` with
-    ``S1 = sum(x - k)``, ``S2 = sum((x - k)**2)``, in float64): a window of equal
-    values, or of one value, has a variance of exactly 0, as in polars, where sliding
-    updates (removing the row leaving) would leave rounding behind; ``k`` inside the
-    window keeps the subtraction from cancelling. It reads ``window`` values per row,
-    with no division among them. Fewer than ``ddof + 1`` values: null.
+    ``S1 = sum(x - k)``, ``S2 = sum((x - k)**2)``, in float64, `_shifted_sums`): a
+    window of equal values, or of one value, has a variance of exactly 0, as in
+    polars, where sliding updates (removing the row leaving) would leave rounding
+    behind; ``k`` inside the window keeps the subtraction from cancelling. It reads
+    ``window`` values per row. Fewer than ``ddof + 1`` values: null.
     """
     for t in numba.prange(tasks.shape[0]):
         a, b, c0, c1 = tasks[t, 0], tasks[t, 1], tasks[t, 2], tasks[t, 3]
         for p in range(c0, c1):
             start = max(p - offset, a)
             end = min(p - offset + window, b) if window > 0 else start
-            shift = 0.0
-            s1 = 0.0
-            s2 = 0.0
-            count = 0
-            for k in range(start, end):
-                i = _row(order, k)
-                if valid[i]:
-                    v = np.float64(values[i])
-                    if count == 0:
-                        shift = v
-                    d = v - shift
-                    s1 += d
-                    s2 += d * d
-                    count += 1
+            s1, s2, count = _shifted_sums(values, valid, order, start, end)
             i = _row(order, p)
             ok = count >= min_samples and count - ddof > 0
             var = (s2 - s1 * s1 / count) / (count - ddof) if count - ddof > 0 else 0.0
@@ -622,6 +641,33 @@ def rolling_sum_by_key(values: Any, valid: Any, ids: Any, mean: bool, kahan: boo
             out_valid[i] = c >= min_samples
 
 
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc"}, inline="never")
+def _ring_sums(row: Any, row_valid: Any, filled: int, oldest: int) -> tuple[float, float, int]:
+    """`_shifted_sums` of one group's ring: S1, S2 and the count of its non-null rows.
+
+    ``k`` is the oldest non-null row; the sums then run over the ring's ``filled``
+    slots in memory order (free to add in any order: ``reassoc``), branch-free.
+    """
+    width = row.shape[0]
+    shift = 0.0
+    for j in range(filled):
+        at = oldest + j
+        at = at - width if at >= width else at
+        if row_valid[at]:
+            shift = np.float64(row[at])
+            break
+    s1 = 0.0
+    s2 = 0.0
+    count = 0
+    for at in range(filled):  # a ring fills from slot 0: its rows are slots [0, filled)
+        ok = row_valid[at]
+        d = np.float64(row[at]) - shift if ok else 0.0
+        s1 += d
+        s2 += d * d
+        count += ok
+    return s1, s2, count
+
+
 @numba.njit(cache=True, nogil=True)
 def rolling_ring_by_key(values: Any, valid: Any, ids: Any, op: int, min_samples: int,
                         ddof: int, zero: Any, ring: Any, ring_valid: Any, heads: Any,
@@ -629,8 +675,8 @@ def rolling_ring_by_key(values: Any, valid: Any, ids: Any, op: int, min_samples:
     """Trailing rolling var/std/min/max per group of ``ids``, from each group's ring.
 
     ``op``: 0 var, 1 std, 2 min, 3 max. Each row's window is its group's last
-    ``ring.shape[1]`` rows, read from the ring oldest first: the variance as
-    `rolling_var` (shifted data), the extremes with NaN winning, as `rolling_extreme`.
+    ``ring.shape[1]`` rows, read from the ring: the variance as `rolling_var`
+    (shifted data, `_ring_sums`), the extremes with NaN winning, as `rolling_extreme`.
     """
     window = ring.shape[1]
     for r in range(values.shape[0]):
@@ -638,40 +684,29 @@ def rolling_ring_by_key(values: Any, valid: Any, ids: Any, op: int, min_samples:
         g = np.uintp(ids[i])  # unsigned: no negative-index wraparound per table read
         _ring_push(ring, ring_valid, heads, g, values[i], valid[i])
         filled = heads[g, 1]
-        slot = heads[g, 0] if filled == window else 0  # the oldest row's
-        shift = 0.0
-        s1 = 0.0
-        s2 = 0.0
-        best = zero
-        nans = 0
-        count = 0
-        for _ in range(filled):
-            at = slot
-            slot = slot + 1 if slot + 1 < window else 0
-            if not ring_valid[g, at]:
-                continue
-            v = ring[g, at]
-            if op <= 1:
-                d = np.float64(v)
-                if count == 0:
-                    shift = d
-                d = d - shift
-                s1 += d
-                s2 += d * d
-            elif v != v:
-                nans += 1
-            elif count == nans or ((v < best) if op == 2 else (v > best)):
-                best = v
-            count += 1
+        oldest = heads[g, 0] if filled == window else 0
         if op <= 1:
+            s1, s2, count = _ring_sums(ring[g], ring_valid[g], filled, oldest)
             var = (s2 - s1 * s1 / count) / (count - ddof) if count - ddof > 0 else 0.0
             if var < 0.0:
                 var = 0.0
             out[i] = np.sqrt(var) if op == 1 else var
             out_valid[i] = count >= min_samples and count - ddof > 0
+            continue
+        best = zero
+        nans = 0
+        count = 0
+        for at in range(filled):  # extremes: the order of the rows does not matter
+            if not ring_valid[g, at]:
+                continue
+            v = ring[g, at]
+            if v != v:
+                nans += 1
+            elif count == nans or ((v < best) if op == 2 else (v > best)):
+                best = v
+            count += 1
+        if nans > 0:
+            out[i] = np.nan
         else:
-            if nans > 0:
-                out[i] = np.nan
-            else:
-                out[i] = best  # a statement of its own: an integer stays one
-            out_valid[i] = count >= min_samples and count > 0
+            out[i] = best  # a statement of its own: an integer stays one
+        out_valid[i] = count >= min_samples and count > 0
