@@ -149,46 +149,40 @@ def _window(p: int, a: int, b: int, offset: int, window: int) -> tuple[int, int]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _sum_enter(v: Any, total: Any, err_add: Any, tally: Any, kahan: bool) -> tuple[Any, Any, Any]:
-    """A value enters a sliding sum: compensated (Kahan) for floats, non-finite ones tallied.
+def _sum_step(v: Any, total: Any, err: Any, sign: int, tally: Any, row: Any,
+              kahan: bool) -> tuple[Any, Any]:  # fmt: skip
+    """A value enters (``sign`` 1) or leaves (-1) a sliding sum; the new sum and compensation.
 
-    ``tally`` counts the window's non-finite values: ``(all, +inf, -inf)``; returns the
-    new sum, compensation and tally.
+    Floats (``kahan``) add with a Kahan compensation of their own per direction (``err``)
+    and non-finite values are counted instead, in ``tally[row]`` ``[all, +inf, -inf]``
+    (updated in place; a table row, so the per-group carries need no views);
+    integers just add and wrap.
     """
     if not kahan:
-        return total + v, err_add, tally
+        return (total + v, err) if sign > 0 else (total - v, err)
     if not _finite(v):
-        return total, err_add, (tally[0] + 1, tally[1] + (v > 0), tally[2] + (v < 0))
-    y = v - err_add
+        tally[row, 0] += sign
+        tally[row, 1] += sign * (v > 0)
+        tally[row, 2] += sign * (v < 0)
+        return total, err
+    y = (v if sign > 0 else -v) - err
     new = total + y
-    return new, (new - total) - y, tally
+    return new, (new - total) - y
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _sum_leave(v: Any, total: Any, err_sub: Any, tally: Any, kahan: bool) -> tuple[Any, Any, Any]:
-    """A value leaves a sliding sum (`_sum_enter`'s inverse, with its own compensation)."""
-    if not kahan:
-        return total - v, err_sub, tally
-    if not _finite(v):
-        return total, err_sub, (tally[0] - 1, tally[1] - (v > 0), tally[2] - (v < 0))
-    y = -v - err_sub
-    new = total + y
-    return new, (new - total) - y, tally
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _sum_value(total: Any, tally: Any, specials: Any) -> Any:
+def _sum_value(total: Any, tally: Any, row: Any, specials: Any) -> Any:
     """The window's sum: infinite or NaN where non-finite values are in it.
 
     ``specials`` holds +inf, -inf and NaN in the sum's own type (zeros for integers,
     which never have any): the result keeps that type, so 64-bit integer sums stay
     exact instead of passing through float64.
     """
-    if tally[0] == 0:
+    if tally[row, 0] == 0:
         return total
-    if tally[0] == tally[1]:
+    if tally[row, 0] == tally[row, 1]:
         return specials[0]
-    if tally[0] == tally[2]:
+    if tally[row, 0] == tally[row, 2]:
         return specials[1]
     return specials[2]
 
@@ -213,15 +207,14 @@ def rolling_sum(values: Any, valid: Any, order: Any, tasks: Any, mean: bool, kah
         total = zero
         err_add = zero
         err_sub = zero
-        tally = (0, 0, 0)
+        tally = np.zeros((1, 3), dtype=np.int64)
         count = 0
         # the rows before the first window's last one (the halo, for a chunk)
         first = max(c0 - offset, a)
         for k in range(first, min(c0 - offset + window - 1, b)):
             i = _row(order, k)
             if valid[i]:
-                total, err_add, tally = _sum_enter(zero + values[i], total, err_add, tally,
-                                                   kahan)  # fmt: skip
+                total, err_add = _sum_step(zero + values[i], total, err_add, 1, tally, 0, kahan)
                 count += 1
         for p in range(c0, c1):
             leave = p - offset - 1
@@ -229,14 +222,14 @@ def rolling_sum(values: Any, valid: Any, order: Any, tasks: Any, mean: bool, kah
                 i = _row(order, leave)
                 if valid[i]:
                     count -= 1
-                    total, err_sub, tally = _sum_leave(zero + values[i], total, err_sub, tally,
-                                                       kahan)  # fmt: skip
+                    total, err_sub = _sum_step(zero + values[i], total, err_sub, -1, tally, 0,
+                                               kahan)  # fmt: skip
             enter = p - offset + window - 1
             if enter < b and enter >= a and window > 0:
                 i = _row(order, enter)
                 if valid[i]:
-                    total, err_add, tally = _sum_enter(zero + values[i], total, err_add, tally,
-                                                       kahan)  # fmt: skip
+                    total, err_add = _sum_step(zero + values[i], total, err_add, 1, tally, 0,
+                                               kahan)  # fmt: skip
                     count += 1
             i = _row(order, p)
             if window == 1:
@@ -244,7 +237,7 @@ def rolling_sum(values: Any, valid: Any, order: Any, tasks: Any, mean: bool, kah
                 v = values[i]
                 total = zero + v if valid[i] and _finite(v) else zero
                 err_add, err_sub = zero, zero
-            value = _sum_value(total, tally, specials)
+            value = _sum_value(total, tally, 0, specials)
             if mean:
                 # the sum in the output's type, then divided there, as polars does
                 out[i] = value
@@ -614,23 +607,21 @@ def rolling_sum_by_key(values: Any, valid: Any, ids: Any, mean: bool, kahan: boo
         leaving = heads[g, 1] == window and ring_valid[g, slot]
         old = ring[g, slot]
         total, err_add, err_sub = totals[g, 0], totals[g, 1], totals[g, 2]
-        tally = (tallies[g, 0], tallies[g, 1], tallies[g, 2])
         c = counts[g]
         if leaving:
             c -= 1
-            total, err_sub, tally = _sum_leave(zero + old, total, err_sub, tally, kahan)
+            total, err_sub = _sum_step(zero + old, total, err_sub, -1, tallies, g, kahan)
         _ring_push(ring, ring_valid, heads, g, values[i], valid[i])
         if valid[i]:
-            total, err_add, tally = _sum_enter(zero + values[i], total, err_add, tally, kahan)
+            total, err_add = _sum_step(zero + values[i], total, err_add, 1, tallies, g, kahan)
             c += 1
         if window == 1:  # as `rolling_sum`: a window sharing no row starts afresh
             v = values[i]
             total = zero + v if valid[i] and _finite(v) else zero
             err_add, err_sub = zero, zero
         totals[g, 0], totals[g, 1], totals[g, 2] = total, err_add, err_sub
-        tallies[g, 0], tallies[g, 1], tallies[g, 2] = tally
         counts[g] = c
-        value = _sum_value(total, tally, specials)
+        value = _sum_value(total, tallies, g, specials)
         if mean:
             out[i] = value
             if c > 0:
