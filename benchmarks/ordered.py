@@ -58,9 +58,7 @@ import argparse
 import json
 import os
 import shlex
-import statistics
 import sys
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -71,10 +69,9 @@ import numpy as np
 import pandas as pd
 import polars as pl
 import pyarrow as pa
-from fused_cpu import machine
+from fused_cpu import machine, time_all
 
 import colbridge as cb
-from colbridge.backends.cpu import wait_for_background_compiles
 
 BASE = "colbridge"
 SORTED = "colbridge, sort by key"
@@ -651,35 +648,6 @@ def checker(name: str, workload: Workload, data: Data) -> Callable[[str, object]
                 raise RuntimeError(msg)
 
     return check
-
-
-# -- timing -----------------------------------------------------------------------------
-def time_all(
-    fns: Mapping[str, Callable[[], object]],
-    repeats: int,
-    check: Callable[[str, object], None],
-) -> dict[str, float]:
-    """Median time of each function; rounds interleave the contenders so that
-    machine noise and order effects fall on all of them alike.
-
-    Every function runs twice before timing (compiles, page faults; colbridge's
-    background compiles are awaited), then once more with its answer checked.
-    """
-    for _ in range(2):
-        for fn in fns.values():
-            fn()
-    wait_for_background_compiles()
-    for name, fn in fns.items():
-        result = fn()
-        check(name, result)
-        del result
-    samples: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            samples[name].append(time.perf_counter() - t0)
-    return {name: statistics.median(s) for name, s in samples.items()}
 
 
 def run(n: int, groups: int, repeats: int, workloads: list[str]) -> dict[str, Any]:
