@@ -42,14 +42,29 @@ def compute_piece(plan: PreparedPlan, piece: Any, device: str = "auto",
         plan = prepare(plan.steps, adapter.names)
 
     def work(target: str, report: Any) -> Any:
-        if streams is not None:
-            streams.rewind()  # a run again on the CPU starts from the same state
+        _before_attempt(streams, target, saved)
         return execute(plan, adapter, report, target, streams=streams)
 
-    if streams is not None:
-        streams.checkpoint()
+    saved: list[bool] = []
     result, _ = on_device(work, device, fallback)
     return result
+
+
+def _before_attempt(streams: ScanStreams | None, target: str, saved: list[bool]) -> None:
+    """Keep a stream's scan state right for a piece that may run twice.
+
+    A piece that fails on the GPU runs again on the CPU: that run starts from the
+    state the piece before it left. The state is copied only before a GPU attempt
+    (``saved`` records it), never on a CPU-only run, where it would cost a copy of
+    every per-group table per batch for nothing.
+    """
+    if streams is None:
+        return
+    if saved:
+        streams.rewind()
+    elif target != "cpu":
+        streams.checkpoint()
+        saved.append(True)
 
 
 def piece_partials(prefix: tuple[Step, ...], aggs: list[Agg], piece: Any,
@@ -59,12 +74,10 @@ def piece_partials(prefix: tuple[Step, ...], aggs: list[Agg], piece: Any,
     adapter = adapt_frame(piece)
 
     def work(target: str, report: Any) -> Partials:
-        if streams is not None:
-            streams.rewind()
+        _before_attempt(streams, target, saved)
         return reduction_partials(prefix, aggs, adapter, report, target, streams)
 
-    if streams is not None:
-        streams.checkpoint()
+    saved: list[bool] = []
     partials, _ = on_device(work, device, fallback)
     return partials
 

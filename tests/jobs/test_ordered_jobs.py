@@ -184,3 +184,27 @@ def test_dask_refuses_ordered_operations() -> None:
     ddf = dd.from_pandas(pd.DataFrame({"a": np.arange(10.0)}), npartitions=2)
     with pytest.raises(JobSpecError, match=r"cum_sum.*not supported in a Dask plan"):
         apply(cb.lazy(pd.DataFrame({"a": [1.0]})).with_columns(c=cb.col("a").cum_sum()), ddf)
+
+
+def test_a_piece_run_again_after_a_gpu_attempt_starts_from_the_same_state() -> None:
+    from colbridge.runtime.pieces import _before_attempt
+
+    keys = pa.array([1, 1])
+    values = pa.array([1.0, 2.0])
+    streams = ScanStreams()
+
+    def run() -> list[Any]:
+        groups = factorize([keys], len(keys))
+        return streams.run("w", "cum_sum", (False,), values, DType.FLOAT64, DType.FLOAT64,
+                           groups, [keys]).to_pylist()  # fmt: skip
+
+    saved: list[bool] = []
+    _before_attempt(streams, "cuda", saved)  # the GPU attempt: state saved first
+    assert saved == [True]
+    assert run() == [1.0, 3.0]  # ... and it "fails" after its scans ran
+    _before_attempt(streams, "cpu", saved)  # the CPU run: back to the saved state
+    assert run() == [1.0, 3.0]
+    cpu_only: list[bool] = []
+    _before_attempt(streams, "cpu", cpu_only)  # a CPU-only piece: nothing saved or rewound
+    assert cpu_only == []
+    assert run() == [4.0, 6.0]
