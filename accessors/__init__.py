@@ -22,9 +22,11 @@ class GpuAccessor:
     def __init__(self, obj: Any) -> None:
         self._obj = obj
 
-    def lazy(self, *, numpy_output: bool = False) -> LazyFrame:
-        """An empty lazy handle over this frame."""
-        return LazyFrame(self._obj, numpy_output=numpy_output)
+    def lazy(self, *, numpy_output: bool = False, batch_rows: int | None = None) -> LazyFrame:
+        """An empty lazy handle over this frame (a polars LazyFrame streams: `colbridge.lazy`)."""
+        import colbridge
+
+        return colbridge.lazy(self._obj, numpy_output=numpy_output, batch_rows=batch_rows)
 
     def with_columns(self, *exprs: Any, **named: Any) -> LazyFrame:
         """Queue new or replaced columns; see `LazyFrame.with_columns`."""
@@ -79,6 +81,7 @@ def _register_polars(pl: ModuleType) -> None:
     _registered.add("polars")
     pl.api.register_dataframe_namespace("gpu")(GpuAccessor)
     pl.api.register_series_namespace("gpu")(GpuAccessor)
+    pl.api.register_lazyframe_namespace("gpu")(GpuAccessor)
 
 
 def register() -> None:

@@ -48,8 +48,15 @@ if TYPE_CHECKING:  # served lazily by `__getattr__` below; listed for type check
 __version__ = "0.1.0"
 
 
-def lazy(frame: Any, *, numpy_output: bool = False) -> LazyFrame:
-    """A lazy handle over any supported frame (pandas, polars, pyarrow Table).
+def lazy(
+    frame: Any, *, numpy_output: bool = False, batch_rows: int | None = None
+) -> LazyFrame:
+    """A lazy handle over a frame (pandas, polars, pyarrow Table) or a stream.
+
+    Streams are polars ``LazyFrame`` queries (``pl.scan_parquet(...)``, ``scan_csv``),
+    pyarrow datasets and anything with ``__arrow_c_stream__`` (a ``RecordBatchReader``,
+    a DuckDB relation): the handle (`colbridge.io.stream_frame.StreamFrame`) reads
+    them in batches of at most ``batch_rows`` rows, so they are never held whole.
 
     Examples
     --------
@@ -58,6 +65,18 @@ def lazy(frame: Any, *, numpy_output: bool = False) -> LazyFrame:
     >>> cb.lazy(pa.table({"a": [1, 2]})).with_columns(b=cb.col("a") + 1).compute().num_columns
     2
     """
+    from colbridge.io.streams import is_stream_input
+
+    if is_stream_input(frame):
+        from colbridge.io.stream_frame import StreamFrame
+
+        return StreamFrame(frame, batch_rows=batch_rows)
+    if batch_rows is not None:
+        msg = (
+            f"`batch_rows` applies to streamed inputs; a {type(frame).__name__} is computed "
+            "whole (pass its `.lazy()` polars query, or a RecordBatchReader, to stream it)"
+        )
+        raise SchemaError(msg)
     return LazyFrame(frame, numpy_output=numpy_output)
 
 

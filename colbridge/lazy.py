@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+import pyarrow as pa
+
 from colbridge.columns.frames import FrameAdapter, adapt_frame
 from colbridge.errors import SchemaError
 from colbridge.expr.api import Expr, as_expr
@@ -96,7 +98,11 @@ class LazyFrame:
 
     # -- queueing -------------------------------------------------------------
     def _then(self, step: Step) -> LazyFrame:
-        return LazyFrame(self._frame, (*self._steps, step), numpy_output=self._numpy_output)
+        return self._with_steps((*self._steps, step))
+
+    def _with_steps(self, steps: tuple[Step, ...]) -> LazyFrame:
+        """A handle over the same input with these steps (subclasses keep their kind)."""
+        return LazyFrame(self._frame, steps, numpy_output=self._numpy_output)
 
     def with_columns(self, *exprs: Any, **named: Any) -> LazyFrame:
         """Add or replace columns (polars' ``with_columns``).
@@ -262,6 +268,25 @@ class LazyFrame:
         return _executor().submit(
             context.run, self.compute, device, fallback=fallback, numpy_output=numpy_output
         )
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        """The Arrow PyCapsule stream protocol: the computed result as Arrow record batches.
+
+        DuckDB (``duckdb.sql("select * from q")``), polars (``pl.DataFrame(q)``) and
+        pyarrow (``pa.RecordBatchReader.from_stream(q)``) read the result this way, with
+        no copy of its Arrow columns. An in-memory frame is computed whole on the first
+        read; a streamed input (`colbridge.io.stream_frame.StreamFrame`) is computed
+        batch by batch as the consumer reads.
+        """
+        result = self.compute()
+        if isinstance(result, pa.Table):
+            table = result
+        elif type(result).__module__.startswith("pandas"):
+            # the result's columns, without the index (as `compute` gives them)
+            table = pa.Table.from_pandas(result, preserve_index=False)
+        else:  # polars
+            table = result.to_arrow()
+        return table.__arrow_c_stream__(requested_schema)
 
     def _run(self, adapter: FrameAdapter, report: ComputeReport, target: str) -> Any:
         return execute(self._prepared(adapter), adapter, report, target, self._groups)

@@ -368,7 +368,10 @@ def adapt_frame(frame: Any, *, numpy_output: bool = False) -> FrameAdapter:
         if isinstance(frame, pl.Series):
             return PolarsSeriesAdapter(frame)
         if isinstance(frame, pl.LazyFrame):
-            msg = "a polars LazyFrame has no data yet; call `.collect()` first, then `.gpu`"
+            msg = (
+                "a polars LazyFrame has no data yet; call `.collect()` first, or stream "
+                "it through a plan with `lf.gpu` / `cb.lazy(lf)`"
+            )
             raise UnsupportedTypeError(msg)
     pd = sys.modules.get("pandas")
     if pd is not None:

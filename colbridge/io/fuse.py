@@ -19,7 +19,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,11 +36,10 @@ from colbridge.io.progress import JobProgress
 from colbridge.io.sink import AtomicWriter
 from colbridge.io.source import (
     DEFAULT_BATCH_ROWS,
-    Source,
-    open_source,
     parse_memory,
     rows_for_memory,
 )
+from colbridge.io.streams import InputSource, StreamSource, open_input
 from colbridge.plan.logical import Step
 from colbridge.runtime.execute import prepare
 from colbridge.runtime.pieces import compute_piece, fold_reductions
@@ -340,7 +339,9 @@ def transform_batch(
     )
 
 
-def _fit(source: Source, spec: FeatureSpec, batch_rows: int, device: str) -> FeatureStats:
+def _fit(
+    source: InputSource, spec: FeatureSpec, batch_rows: int, device: str
+) -> FeatureStats:
     stats = FeatureStats(ddof=spec.ddof)
     scaled = [t for t in spec.columns if t.scale is not None]
     onehot = [t for t in spec.columns if t.one_hot and t.categories is None]
@@ -394,12 +395,12 @@ def _fit(source: Source, spec: FeatureSpec, batch_rows: int, device: str) -> Fea
 
 
 def _open(
-    input: PathLike | Sequence[PathLike],
+    input: Any,
     spec: FeatureSpec,
     batch_rows: int | None,
     memory_limit: str | int | None,
-) -> tuple[Source, int]:
-    source = open_source(input)
+) -> tuple[InputSource, int]:
+    source = open_input(input)
     for t in spec.columns:
         if t.name not in source.schema.names:
             msg = f"feature column `{t.name}` not found; available columns: {source.schema.names}"
@@ -423,7 +424,11 @@ def _open(
 
 
 def _stats_for(
-    source: Source, spec: FeatureSpec, stats: FeatureStats | PathLike | None, rows: int, device: str
+    source: InputSource,
+    spec: FeatureSpec,
+    stats: FeatureStats | PathLike | None,
+    rows: int,
+    device: str,
 ) -> FeatureStats:
     if isinstance(stats, FeatureStats):
         _check_stats(spec, stats)
@@ -471,7 +476,7 @@ def _check_stats(spec: FeatureSpec, stats: FeatureStats, where: str = "the stati
 
 
 def fit_stats(
-    input: PathLike | Sequence[PathLike],
+    input: Any,
     spec: FeatureSpec,
     *,
     batch_rows: int | None = None,
@@ -486,7 +491,12 @@ class FeatureBatches:
     """A re-iterable stream of `FeatureBatch` over a dataset, with fixed statistics."""
 
     def __init__(
-        self, source: Source, spec: FeatureSpec, stats: FeatureStats, batch_rows: int, device: str
+        self,
+        source: InputSource,
+        spec: FeatureSpec,
+        stats: FeatureStats,
+        batch_rows: int,
+        device: str,
     ) -> None:
         self.source = source
         self.spec = spec
@@ -550,7 +560,7 @@ def _kept_for_torch(name: str, column: pa.Array | pa.ChunkedArray) -> dict[str, 
 
 
 def iter_features(
-    input: PathLike | Sequence[PathLike],
+    input: Any,
     spec: FeatureSpec,
     *,
     stats: FeatureStats | PathLike | None = None,
@@ -558,8 +568,14 @@ def iter_features(
     memory_limit: str | int | None = None,
     device: str = "auto",
 ) -> FeatureBatches:
-    """Feature batches of ``input``; fits statistics first (one pass) unless ``stats`` is given."""
+    """Feature batches of ``input``; fits statistics first (one pass) unless ``stats`` is given.
+
+    ``input`` is a path, glob or folder of Parquet/IPC files, or a stream (a polars
+    ``LazyFrame``, a pyarrow dataset, anything with ``__arrow_c_stream__``).
+    """
     source, rows = _open(input, spec, batch_rows, memory_limit)
+    if isinstance(source, StreamSource):  # fitting reads the input once more
+        source.plan_passes(1 if stats is not None else 2)
     fitted = _stats_for(source, spec, stats, rows, device)
     return FeatureBatches(source, spec, fitted, rows, device)
 
@@ -577,7 +593,7 @@ class FuseResult:
 
 
 def fuse(
-    input: PathLike | Sequence[PathLike],
+    input: Any,
     output: PathLike,
     spec: FeatureSpec,
     *,
@@ -630,7 +646,7 @@ def fuse(
 
 
 def explain_fuse(
-    input: PathLike | Sequence[PathLike],
+    input: Any,
     spec: FeatureSpec,
     *,
     stats: FeatureStats | PathLike | None = None,
@@ -642,11 +658,14 @@ def explain_fuse(
     source, rows = _open(input, spec, batch_rows, memory_limit)
     fitted = _stats_for(source, spec, stats, rows, device)
     dtype = parse_dtype(spec.dtype)
+    if isinstance(source, StreamSource):
+        read = source.describe()
+    else:
+        read = f"{len(source.files)} {source.format} file(s), {source.count_rows()} rows"
     numeric = [t for t in spec.columns if not t.one_hot]
     names = _feature_names(spec, fitted)
     lines = [
-        f"colbridge fuse over {len(source.files)} {source.format} file(s), "
-        f"{source.count_rows()} rows",
+        f"colbridge fuse over {read}",
         f"matrix: {len(names)} {dtype} features per row, batches of up to {rows} rows",
         "features: " + ", ".join(names),
     ]

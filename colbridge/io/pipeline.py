@@ -37,18 +37,31 @@ from colbridge.io.sink import AtomicWriter
 from colbridge.io.source import (
     DEFAULT_BATCH_ROWS,
     Source,
-    open_source,
     parse_memory,
     rows_for_memory,
 )
 from colbridge.io.steps import build_steps, is_aggregating
+from colbridge.io.streams import StreamSource, open_input
 from colbridge.plan.logical import Step
-from colbridge.plan.streaming import reduction_passes, refuse_ordered, resolve_aggregates
-from colbridge.runtime.execute import prepare
+from colbridge.plan.streaming import (
+    reduction_passes,
+    refuse_ordered,
+    refuse_unmergeable,
+    resolve_aggregates,
+)
+from colbridge.runtime.execute import ComputeReport, prepare
 from colbridge.runtime.pieces import compute_piece, fold_reductions
 from colbridge.runtime.report import describe
 
-__all__ = ["PipelineResult", "explain_pipeline", "pipeline"]
+__all__ = [
+    "Counters",
+    "PipelineResult",
+    "describe_input",
+    "explain_pipeline",
+    "input_passes",
+    "pipeline",
+    "run_job",
+]
 
 PathLike = str | os.PathLike[str]
 
@@ -69,7 +82,7 @@ class PipelineResult:
 
 @dataclass
 class _Job:
-    source: Source
+    source: Source | StreamSource
     steps: tuple[Step, ...]
     batch_rows: int
     device: str
@@ -96,7 +109,7 @@ def _needed_columns(
 
 
 def _prepare(
-    input: PathLike | Sequence[PathLike],
+    input: Any,
     *,
     with_: Any,
     filter: Any,
@@ -119,9 +132,10 @@ def _prepare(
         from colbridge.io.steps import steps_of
 
         built = (*built, *steps_of(steps))
-    refuse_ordered(built, "a streamed job (`colbridge run`, `colbridge.io.pipeline`)",
-                   look_ahead_only=True)  # fmt: skip
-    source = open_source(input, input_format)
+    where = "a streamed job (`colbridge run`, `colbridge.io.pipeline`, a streamed input)"
+    refuse_ordered(built, where, look_ahead_only=True)
+    refuse_unmergeable(built, where)
+    source = open_input(input, input_format)
     # Type-check the whole plan against the schema before reading any data.
     empty = source.schema.empty_table()
     describe(prepare(built, empty.column_names), ArrowTableAdapter(empty), device="cpu")
@@ -147,7 +161,7 @@ def _check_output(job: _Job, output: PathLike) -> str:
 
 
 def pipeline(
-    input: PathLike | Sequence[PathLike],
+    input: Any,
     output: PathLike,
     *,
     with_: Any = None,
@@ -167,8 +181,10 @@ def pipeline(
 
     Parameters
     ----------
-    input : path, glob, folder, or list of paths
-        Parquet or Arrow IPC data.
+    input : path, glob, folder, list of paths, or a stream
+        Parquet or Arrow IPC data; or a polars ``LazyFrame`` (``pl.scan_csv(...)``),
+        a pyarrow dataset, or anything with ``__arrow_c_stream__`` (a
+        ``RecordBatchReader``, a DuckDB relation): see `colbridge.io.streams`.
     output : path
         A ``.parquet`` or ``.arrow``/``.ipc``/``.feather`` file (or ``output_format``),
         written atomically: it appears only when the run succeeds.
@@ -222,109 +238,144 @@ def pipeline(
         input_format=input_format,
     )  # fmt: skip
     out = _check_output(job, output)
-    source = job.source
-    total = source.count_rows()
-    counters = {"rows": 0, "bytes": 0, "batches": 0}
-    with JobProgress(progress) as bar:
-        npass = 0
-        empty = source.schema.empty_table()
-        lookups: list[Lookup] = []
-
-        def pieces(prefix: tuple[Step, ...], found: Sequence[Lookup]) -> Iterator[pa.Table]:
-            """Every batch with the window columns found so far, and its rows counted."""
-            for batch in source.batches(job.batch_rows,
-                                        _needed_columns(prefix, source.schema, found)):
-                yield attach(batch, found)
-                bar.advance(batch.num_rows, batch.nbytes)
-
-        def run_tables(prefix: tuple[Step, ...], found: Sequence[Lookup]) -> Iterator[pa.Table]:
-            nonlocal npass
-            npass += 1
-            bar.start(f"pass {npass}: group statistics", total)
-            seen = False
-            streams = ScanStreams()  # ordered operations go on from batch to batch
-            for piece in pieces(prefix, found):
-                yield compute_piece(prepare(prefix, piece.column_names), piece, job.device,
-                                    job.fallback, streams)  # fmt: skip
-                seen = True
-            if not seen:  # no rows at all: the groups of an empty frame
-                piece = attach(empty, found)
-                yield compute_piece(prepare(prefix, piece.column_names), piece, "cpu")
-
-        def reduce(prefix: tuple[Step, ...], aggs: list[Agg]) -> dict[Agg, Literal]:
-            nonlocal npass
-            npass += 1
-            bar.start(f"pass {npass}: statistics", total)
-            reads = _needed_columns((*prefix, Step("select", tuple(
-                (f"r{q}", a) for q, a in enumerate(aggs)))), source.schema, lookups)  # fmt: skip
-
-            def batches() -> Any:
-                for batch in source.batches(job.batch_rows, reads):
-                    yield attach(batch, lookups)
-                    bar.advance(batch.num_rows, batch.nbytes)
-
-            empty_read = attach(empty if reads is None else empty.select(reads), lookups)
-            return fold_reductions(prefix, aggs, batches(), empty_read, job.device,
-                                   job.fallback)  # fmt: skip
-
-        # windows first (per-group statistics, looked up batch by batch), then reductions
-        windowed, lookups, window_passes = resolve_windows(job.steps, source.schema.names,
-                                                           run_tables)  # fmt: skip
-        upto = next((j for j, s in enumerate(windowed) if s.kind == "group_by"), len(windowed))
-        resolved, passes = resolve_aggregates(windowed[:upto], reduce)
-        passes += window_passes
-        needed = _needed_columns(resolved, source.schema, lookups)
-        empty_in = attach(empty if needed is None else empty.select(needed), lookups)
-        plan = prepare(resolved, empty_in.column_names)
-        with AtomicWriter(out, format=output_format, compression=compression) as writer:
-            if has_group_by(windowed):
-                # a row per group: statistics merged over the batches, the rest in memory
-                groups, rest, group_passes = resolve_group_by(
-                    (*resolved, *windowed[upto:]), run_tables, lookups)  # fmt: skip
-                passes += group_passes
-                writer.write(compute_piece(prepare(rest, groups.column_names), groups,
-                                           job.device, job.fallback))  # fmt: skip
-            elif is_aggregating(job.steps):
-                # Every reduction is now a literal: the one-row result needs no data.
-                writer.write(compute_piece(plan, empty_in, job.device, job.fallback))
-            else:
-                bar.start("writing" if passes else "running", total)
-                # Batch i is encoded and written on a second thread while batch i+1 is
-                # read and computed (pyarrow releases the GIL while it encodes); at most
-                # one write is in flight, so memory stays bounded by the batch size.
-                streams = ScanStreams()  # ordered operations go on from batch to batch
-                with ThreadPoolExecutor(max_workers=1, thread_name_prefix="colbridge-write") as io:
-                    pending: Future[None] | None = None
-                    for batch in source.batches(job.batch_rows, needed):
-                        result = compute_piece(plan, attach(batch, lookups), job.device,
-                                               job.fallback, streams)  # fmt: skip
-                        if pending is not None:
-                            pending.result()  # re-raises a failed write here
-                        pending = io.submit(writer.write, result)
-                        counters["rows"] += batch.num_rows
-                        counters["bytes"] += batch.nbytes
-                        counters["batches"] += 1
-                        bar.advance(batch.num_rows, batch.nbytes)
-                        del result, batch
-                    if pending is not None:
-                        pending.result()
-                if counters["batches"] == 0:
-                    writer.write(compute_piece(plan, empty_in, "cpu"))
-            rows_out = writer.rows
+    counters = Counters()
+    with JobProgress(progress) as bar, AtomicWriter(
+        out, format=output_format, compression=compression
+    ) as writer:
+        # Batch i is encoded and written on a second thread while batch i+1 is read
+        # and computed (pyarrow releases the GIL while it encodes); at most one write
+        # is in flight, so memory stays bounded by the batch size.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="colbridge-write") as io:
+            pending: Future[None] | None = None
+            for result in run_job(job, bar, counters):
+                if pending is not None:
+                    pending.result()  # re-raises a failed write here
+                pending = io.submit(writer.write, result)
+                del result
+            if pending is not None:
+                pending.result()
+        rows_out = writer.rows
     return PipelineResult(
         output=out,
-        rows_in=counters["rows"] if counters["batches"] else total,
+        rows_in=counters.rows if counters.batches else (job.source.count_rows() or 0),
         rows_out=rows_out,
-        batches=counters["batches"],
+        batches=counters.batches,
         batch_rows=job.batch_rows,
-        passes=passes + 1,
-        bytes_in=counters["bytes"],
+        passes=counters.passes,
+        bytes_in=counters.bytes,
         seconds=time.perf_counter() - start,
     )
 
 
+@dataclass
+class Counters:
+    """What `run_job` read in its last pass over the input, and how many passes it took."""
+
+    rows: int = 0
+    bytes: int = 0
+    batches: int = 0
+    passes: int = 0
+
+
+def input_passes(steps: Sequence[Step]) -> int:
+    """How many times a job over ``steps`` reads its input (statistics passes + the last)."""
+    windows, rest = window_passes(steps)
+    levels = reduction_passes(rest) + windows
+    # an aggregation whose every value comes from statistics reads nothing more
+    last = 0 if is_aggregating(steps) and not has_group_by(steps) and levels else 1
+    return levels + last
+
+
+def run_job(
+    job: _Job, bar: JobProgress, counters: Counters, reports: list[ComputeReport] | None = None
+) -> Iterator[pa.Table]:
+    """The result of ``job``, table by table, in input order (see the module docstring).
+
+    Statistics passes come first (per-group statistics of windows, looked up batch
+    by batch, then whole-column reductions); the last pass yields a result per batch,
+    or, for a ``group_by`` or an aggregation, one table. ``reports`` receives the
+    compute report of each result.
+    """
+    source = job.source
+    if isinstance(source, StreamSource):
+        source.plan_passes(input_passes(job.steps))
+    total = source.count_rows()
+    empty = source.schema.empty_table()
+    lookups: list[Lookup] = []
+
+    def pieces(prefix: tuple[Step, ...], found: Sequence[Lookup]) -> Iterator[pa.Table]:
+        """Every batch with the window columns found so far, and its rows counted."""
+        for batch in source.batches(job.batch_rows,
+                                    _needed_columns(prefix, source.schema, found)):
+            yield attach(batch, found)
+            bar.advance(batch.num_rows, batch.nbytes)
+
+    def run_tables(prefix: tuple[Step, ...], found: Sequence[Lookup]) -> Iterator[pa.Table]:
+        counters.passes += 1
+        bar.start(f"pass {counters.passes}: group statistics", total)
+        seen = False
+        streams = ScanStreams()  # ordered operations go on from batch to batch
+        for piece in pieces(prefix, found):
+            yield compute_piece(prepare(prefix, piece.column_names), piece, job.device,
+                                job.fallback, streams)  # fmt: skip
+            seen = True
+        if not seen:  # no rows at all: the groups of an empty frame
+            piece = attach(empty, found)
+            yield compute_piece(prepare(prefix, piece.column_names), piece, "cpu")
+
+    def reduce(prefix: tuple[Step, ...], aggs: list[Agg]) -> dict[Agg, Literal]:
+        counters.passes += 1
+        bar.start(f"pass {counters.passes}: statistics", total)
+        reads = _needed_columns((*prefix, Step("select", tuple(
+            (f"r{q}", a) for q, a in enumerate(aggs)))), source.schema, lookups)  # fmt: skip
+
+        def batches() -> Any:
+            for batch in source.batches(job.batch_rows, reads):
+                yield attach(batch, lookups)
+                bar.advance(batch.num_rows, batch.nbytes)
+
+        empty_read = attach(empty if reads is None else empty.select(reads), lookups)
+        return fold_reductions(prefix, aggs, batches(), empty_read, job.device,
+                               job.fallback)  # fmt: skip
+
+    # windows first (per-group statistics, looked up batch by batch), then reductions
+    windowed, lookups, _ = resolve_windows(job.steps, source.schema.names,
+                                           run_tables)  # fmt: skip
+    upto = next((j for j, s in enumerate(windowed) if s.kind == "group_by"), len(windowed))
+    resolved, _ = resolve_aggregates(windowed[:upto], reduce)
+    needed = _needed_columns(resolved, source.schema, lookups)
+    empty_in = attach(empty if needed is None else empty.select(needed), lookups)
+    plan = prepare(resolved, empty_in.column_names)
+    if has_group_by(windowed):
+        # a row per group: statistics merged over the batches, the rest in memory
+        groups, rest, _ = resolve_group_by((*resolved, *windowed[upto:]), run_tables, lookups)
+        counters.passes += 1  # the steps after the grouping, on the table of groups
+        yield compute_piece(prepare(rest, groups.column_names), groups, job.device,
+                            job.fallback, reports=reports)  # fmt: skip
+        return
+    if is_aggregating(job.steps):
+        # Every reduction is now a literal: the one-row result needs no data.
+        counters.passes += 1
+        yield compute_piece(plan, empty_in, job.device, job.fallback, reports=reports)
+        return
+    counters.passes += 1
+    bar.start("writing" if counters.passes > 1 else "running", total)
+    streams = ScanStreams()  # ordered operations go on from batch to batch
+    for batch in source.batches(job.batch_rows, needed):
+        piece = attach(batch, lookups)
+        counters.rows += batch.num_rows
+        counters.bytes += batch.nbytes
+        counters.batches += 1
+        result = compute_piece(plan, piece, job.device, job.fallback, streams, reports)
+        bar.advance(batch.num_rows, batch.nbytes)
+        del piece, batch
+        yield result
+    if counters.batches == 0:
+        yield compute_piece(plan, empty_in, "cpu", reports=reports)
+
+
 def explain_pipeline(
-    input: PathLike | Sequence[PathLike],
+    input: Any,
     *,
     with_: Any = None,
     filter: Any = None,
@@ -349,8 +400,16 @@ def explain_pipeline(
                       device=device)  # fmt: skip
     body = report.to_text().splitlines()[1:]
     head = [
-        f"colbridge pipeline over {len(source.files)} {source.format} file(s), "
-        f"{source.count_rows()} rows, columns {source.schema.names}",
+        f"colbridge pipeline over {describe_input(source, input_passes(job.steps))}, "
+        f"columns {source.schema.names}",
         f"batches of up to {job.batch_rows} rows; {levels} statistics pass(es) + 1 streaming pass",
     ]
     return "\n".join(head + body)
+
+
+def describe_input(source: Source | StreamSource, passes: int) -> str:
+    """What a job reads, in words: files and rows, or the stream and how each pass reads it."""
+    if isinstance(source, StreamSource):
+        source.plan_passes(passes)
+        return source.describe()
+    return f"{len(source.files)} {source.format} file(s), {source.count_rows()} rows"

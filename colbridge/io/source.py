@@ -17,6 +17,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -27,6 +28,7 @@ __all__ = [
     "DEFAULT_BATCH_ROWS",
     "Source",
     "Terminated",
+    "check_interrupt",
     "detect_format",
     "interrupt_between_batches",
     "open_source",
@@ -188,6 +190,12 @@ def _stop() -> KeyboardInterrupt:
     return KeyboardInterrupt()
 
 
+def check_interrupt() -> None:
+    """Raise the stop `interrupt_between_batches` holds back, if a signal came."""
+    if _INTERRUPTED.is_set():
+        raise _stop()
+
+
 @contextlib.contextmanager
 def interrupt_between_batches() -> Iterator[None]:
     """Turn Ctrl-C and SIGTERM into a stop at the next batch boundary while the block runs.
@@ -221,7 +229,11 @@ def interrupt_between_batches() -> Iterator[None]:
         _SIGNALS.clear()
 
 
-def rows_for_memory(source: Source, memory_limit: int, requested: int | None) -> int:
+class _RowSized(Protocol):
+    def row_bytes(self) -> float: ...
+
+
+def rows_for_memory(source: _RowSized, memory_limit: int, requested: int | None) -> int:
     """Rows per batch that keep the working set under ``memory_limit`` bytes."""
     fitting = int(memory_limit // (source.row_bytes() * _COPIES_PER_BATCH))
     if fitting < 1024:
@@ -244,3 +256,4 @@ def open_source(
         raise JobSpecError(msg)
     dataset = ds.dataset(files, format="parquet" if fmt == "parquet" else "ipc")
     return Source(files, fmt, dataset)
+

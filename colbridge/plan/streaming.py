@@ -19,7 +19,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from colbridge.expr.nodes import Agg, Literal, Node, Scan, deep_walk, transform, walk
+from colbridge.expr.nodes import (
+    GROUPED_ONLY_FUNCS,
+    Agg,
+    Literal,
+    Node,
+    Scan,
+    deep_walk,
+    transform,
+    walk,
+)
 from colbridge.plan.logical import Step
 
 __all__ = [
@@ -29,6 +38,7 @@ __all__ = [
     "ordered_operations",
     "reduction_passes",
     "refuse_ordered",
+    "refuse_unmergeable",
     "resolve_aggregates",
 ]
 
@@ -81,6 +91,33 @@ def refuse_ordered(steps: Iterable[Step], where: str, *, look_ahead_only: bool =
             "across batches), or in memory (`cb.lazy(frame)`); with keys, partition by the "
             "key first and compute each partition with `cb.lazy`"
         )
+    raise JobSpecError(msg)
+
+
+def refuse_unmergeable(steps: Iterable[Step], where: str) -> None:
+    """Raise `JobSpecError` naming whole-column reductions that ``where`` cannot fold.
+
+    ``first``, ``last`` and ``n_unique`` of a whole column come from a factorization
+    of all its rows, not from partial rows a stream can fold batch by batch.
+    """
+    found: list[Agg] = []
+    for step in steps:
+        if step.kind == "group_by":
+            continue  # per-group reductions are merged by key (`colbridge.io.grouped`)
+        for _, expr in step.items:
+            for n in deep_walk(expr):
+                if isinstance(n, Agg) and n.func in GROUPED_ONLY_FUNCS and n not in found:
+                    found.append(n)
+    if not found:
+        return
+    from colbridge.errors import JobSpecError
+
+    listed = ", ".join(f"`{n!r}`" for n in found)
+    msg = (
+        f"{listed}: whole-column `first`, `last` and `n_unique` are not supported in "
+        f"{where}, which folds reductions batch by batch; compute them in memory "
+        "(`cb.lazy(frame)` over the whole table), or per group with `group_by(...).agg(...)`"
+    )
     raise JobSpecError(msg)
 
 

@@ -43,9 +43,10 @@ from colbridge.errors import (
     DeviceFallbackWarning,
     JobSpecError,
     KernelCompileError,
+    UnsupportedOperationError,
     UnsupportedTypeError,
 )
-from colbridge.expr.nodes import ROWS, Agg, Column, Filtered, Literal, Node, deep_walk
+from colbridge.expr.nodes import ROWS, Agg, Column, Filtered, Literal, Node, Scan, deep_walk
 from colbridge.plan.logical import Step
 from colbridge.plan.planner import Segment, SegmentSpec, plan_segments, type_segment
 from colbridge.plan.typecheck import ColumnType
@@ -663,20 +664,25 @@ class Partials:
     num_rows: int
     #: values of the reductions that need no data (e.g. of a literal)
     fixed: dict[int, Literal]
+    #: values over this part of reductions computed on the host, not by a kernel's
+    #: partial rows (the count of a string column): folded by `_fold_hosted`
+    hosted: dict[int, Literal] = field(default_factory=dict)
 
     def fold(self, other: Partials) -> Partials:
         """The partials of both parts together."""
         known = [s for s in self.slots if s is not None]
         rows = tuple(np.concatenate([a, b]) for a, b in zip(self.rows, other.rows, strict=True))
+        hosted = {q: _fold_hosted(self.aggs[q].func, v, other.hosted[q])
+                  for q, v in self.hosted.items()}  # fmt: skip
         return Partials(self.aggs, self.slots, fold_partials(known, *rows),
-                        self.num_rows + other.num_rows, self.fixed)  # fmt: skip
+                        self.num_rows + other.num_rows, self.fixed, hosted)  # fmt: skip
 
     def values(self) -> dict[Agg, Literal]:
         """Each reduction's value over all the parts folded in, as a typed literal."""
         out: dict[Agg, Literal] = {}
         for q, (agg, slot) in enumerate(zip(self.aggs, self.slots, strict=True)):
             if slot is None:
-                out[agg] = self.fixed[q]
+                out[agg] = self.hosted[q] if q in self.hosted else self.fixed[q]
                 continue
             value, valid = finalize_reduction(slot, *self.rows, self.num_rows)
             dtype = slot.result_dtype
@@ -686,6 +692,29 @@ class Partials:
 
 def _python(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
+
+
+#: whole-column reductions computed on the host whose values over parts fold into the
+#: value over their union
+_HOSTED_FOLDS: dict[str, Callable[[Any, Any], Any]] = {
+    "count": lambda a, b: a + b,
+    "null_count": lambda a, b: a + b,
+    "len": lambda a, b: a + b,
+    "min": min,
+    "max": max,
+}
+
+
+def _reads_columns(node: Node) -> bool:
+    return any(isinstance(n, Column) for n in deep_walk(node))
+
+
+def _fold_hosted(func: str, a: Literal, b: Literal) -> Literal:
+    if a.value is None:
+        return b
+    if b.value is None:
+        return a
+    return Literal(_HOSTED_FOLDS[func](a.value, b.value), a.dtype)
 
 
 def reduction_partials(
@@ -707,7 +736,33 @@ def reduction_partials(
     segments = plan.typed(columns).segments
     outputs = dict(segments[-1].outputs)
     fixed: dict[int, Literal] = {}
-    free = [q for q in range(len(aggs)) if not isinstance(outputs[f"r{q}"], Agg)]
+    hosted: dict[int, Literal] = {}
+    off_kernel = [q for q in range(len(aggs)) if not isinstance(outputs[f"r{q}"], Agg)]
+    free = [q for q in off_kernel if not _reads_columns(outputs[f"r{q}"])]
+    on_host = [q for q in off_kernel if q not in free]
+    for q in on_host:
+        if aggs[q].func not in _HOSTED_FOLDS:
+            msg = (
+                f"`{aggs[q]!r}` is computed from a whole column at once and cannot be "
+                "folded from the pieces of a stream or partitions; compute it in memory"
+            )
+            raise UnsupportedOperationError(msg)
+    if on_host and streams is not None and any(
+        isinstance(n, Scan) for step in prefix for _, e in step.items for n in deep_walk(e)
+    ):
+        msg = (
+            f"`{aggs[on_host[0]]!r}` after an ordered operation cannot be folded from the "
+            "batches of a stream; compute it in memory"
+        )
+        raise UnsupportedOperationError(msg)
+    if on_host:
+        # reductions the host computes (the count of a string column): their value over
+        # this piece, folded with the other pieces' by `_fold_hosted`
+        steps = (*prefix, Step("select", tuple((f"r{q}", aggs[q]) for q in on_host)))
+        row = execute(prepare(steps, adapter.names), adapter, report, target)
+        for q in on_host:
+            column = row.column(f"r{q}")
+            hosted[q] = Literal(column[0].as_py(), dtype_from_arrow(column.type))
     if free:
         # a reduction of a literal was typed into a value that reads no column: compute it
         # once, over a frame without columns
@@ -718,12 +773,13 @@ def reduction_partials(
             fixed[q] = Literal(column[0].as_py(), dtype_from_arrow(column.type))
     if not segments[-1].agg_levels:
         empty = (np.zeros((1, 1)), np.zeros((1, 1), np.int64), np.zeros((1, 1), np.uint64))
-        return Partials(list(aggs), [None] * len(aggs), empty, adapter.num_rows, fixed)
+        return Partials(list(aggs), [None] * len(aggs), empty, adapter.num_rows, fixed, hosted)
     (slots, *rows), num_rows = _run(segments, adapter, columns, report, target, partials=True,
                                     streams=streams)  # fmt: skip
     by_agg = {slot.agg: slot for slot in slots}
     placed = [by_agg.get(outputs[f"r{q}"]) for q in range(len(aggs))]  # type: ignore[call-overload]
-    return Partials(list(aggs), placed, tuple(rows), num_rows, fixed)  # type: ignore[arg-type]
+    return Partials(list(aggs), placed, tuple(rows), num_rows, fixed,  # type: ignore[arg-type]
+                    hosted)  # fmt: skip
 
 
 T = TypeVar("T")

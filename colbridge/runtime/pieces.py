@@ -19,6 +19,7 @@ from colbridge.columns.frames import adapt_frame
 from colbridge.expr.nodes import Agg, Literal
 from colbridge.plan.logical import Step
 from colbridge.runtime.execute import (
+    ComputeReport,
     Partials,
     PreparedPlan,
     execute,
@@ -31,11 +32,13 @@ __all__ = ["compute_piece", "fold_reductions", "piece_partials"]
 
 
 def compute_piece(plan: PreparedPlan, piece: Any, device: str = "auto",
-                  fallback: str = "cpu", streams: ScanStreams | None = None) -> Any:  # fmt: skip
+                  fallback: str = "cpu", streams: ScanStreams | None = None,
+                  reports: list[ComputeReport] | None = None) -> Any:  # fmt: skip
     """``plan`` over one piece (a frame of any kind): a frame of the piece's kind.
 
     ``streams``: the pieces are the batches of one pass over a stream, in order, and
-    the plan's ordered operations go on from the piece before.
+    the plan's ordered operations go on from the piece before. ``reports`` receives
+    the compute's report (device, kernels, copies).
     """
     adapter = adapt_frame(piece)
     if tuple(adapter.names) != plan.names:
@@ -46,7 +49,9 @@ def compute_piece(plan: PreparedPlan, piece: Any, device: str = "auto",
         return execute(plan, adapter, report, target, streams=streams)
 
     saved: list[bool] = []
-    result, _ = on_device(work, device, fallback)
+    result, report = on_device(work, device, fallback)
+    if reports is not None:
+        reports.append(report)
     return result
 
 

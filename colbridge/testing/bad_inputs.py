@@ -124,6 +124,15 @@ def _frame(_: Path) -> pl.DataFrame:
     )
 
 
+def _lazy_frame(_: Path) -> pl.LazyFrame:
+    return pl.LazyFrame({"a": [1.0, 2.0, None]})
+
+
+def _twice(handle: Any) -> None:
+    handle.compute()
+    handle.compute()
+
+
 def _compute(build: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return lambda frame: build(cb.lazy(frame)).compute(device="cpu")
 
@@ -288,9 +297,8 @@ CASES: list[BadInput] = [
              lambda _: {"a": [1]}, lambda d: cb.lazy(d).with_columns(b=cb.col("a")).compute(),
              E.UnsupportedTypeError, r"cannot compute on a builtins.dict",
              r"pandas|polars|pyarrow"),
-    BadInput("polars-lazyframe", "types", "a polars LazyFrame (no data yet)",
-             lambda _: pl.LazyFrame({"a": [1]}),
-             lambda d: cb.lazy(d).with_columns(b=cb.col("a")).compute(),
+    BadInput("polars-lazyframe", "types", "`to_tensor` of a polars LazyFrame (no data yet)",
+             lambda _: pl.LazyFrame({"a": [1]}), lambda d: cb.to_tensor(d, ["a"]),
              E.UnsupportedTypeError, r"LazyFrame has no data yet", r"collect"),
     # -- copies and nulls --------------------------------------------------------------
     BadInput("bool-tensor-no-copy", "copies", "`as_tensor` of a bool column (bit-packed)",
@@ -410,6 +418,21 @@ CASES: list[BadInput] = [
              "`colbridge run --with 'z = cum_sum(a, reverse=True)'` (reads later rows)",
              *_cli_ordered, 2, r"read the rows after each row .* not supported in a streamed job",
              r"in memory"),
+    # -- streamed inputs ---------------------------------------------------------------
+    BadInput("stream-look-ahead", "streams", "`lf.gpu` with `shift(-1)` (reads later rows)",
+             _lazy_frame, lambda lf: lf.gpu.with_columns(n=cb.col("a").shift(-1)).compute(),
+             E.JobSpecError, r"read the rows after each row .* not supported in a streamed job",
+             r"in memory"),
+    BadInput("stream-first", "streams", "`lf.gpu.select(a.first())` (not foldable by batch)",
+             _lazy_frame, lambda lf: lf.gpu.select(f=cb.col("a").first()).compute(),
+             E.JobSpecError, r"whole-column `first`, `last` and `n_unique` are not supported",
+             r"in memory|group_by"),
+    BadInput("stream-read-twice", "streams", "a one-shot RecordBatchReader computed twice",
+             lambda _: pa.RecordBatchReader.from_batches(
+                 pa.schema([("a", pa.float64())]), iter([pa.record_batch({"a": [1.0, 2.0]})])),
+             lambda r: _twice(cb.lazy(r).with_columns(b=cb.col("a") * 2)),
+             E.JobSpecError, r"already read; a one-shot stream can be read once",
+             r"new reader|read again"),
     # -- command line ------------------------------------------------------------------
     BadInput("cli-unknown-spec-key", "cli", "a spec file with a misspelt key (`wiht`)",
              *_cli_unknown_key, 2, r"unknown key 'wiht'", r"allowed keys: .*with"),

@@ -101,7 +101,7 @@ def test_unsupported_objects_and_options() -> None:
     with pytest.raises(cb.UnsupportedTypeError, match=r"cannot compute on a builtins.dict"):
         cb.lazy({"a": [1]}).compute()
     with pytest.raises(cb.UnsupportedTypeError, match=r"LazyFrame has no data yet"):
-        cb.lazy(pl.LazyFrame({"a": [1]})).compute()
+        cb.to_tensor(pl.LazyFrame({"a": [1]}), ["a"])
     df = pl.DataFrame({"a": [1.0]})
     with pytest.raises(cb.DeviceError, match=r"unknown device 'tpu'"):
         df.gpu.with_columns(b=cb.col("a")).compute(device="tpu")
