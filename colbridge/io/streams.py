@@ -141,6 +141,13 @@ class PolarsLazySource(StreamSource):
     def __init__(self, frame: Any) -> None:
         import polars as pl
 
+        if not hasattr(frame, "collect_batches"):
+            msg = (
+                f"streaming a polars LazyFrame needs `LazyFrame.collect_batches`, which "
+                f"polars {pl.__version__} lacks; upgrade polars, or `.collect()` the query "
+                "and use `df.gpu`"
+            )
+            raise JobSpecError(msg)
         self.frame = frame
         self.files = []
         self.format = "polars LazyFrame"

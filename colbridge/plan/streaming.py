@@ -22,9 +22,12 @@ from collections.abc import Callable, Iterable, Sequence
 from colbridge.expr.nodes import (
     GROUPED_ONLY_FUNCS,
     Agg,
+    GroupAgg,
     Literal,
     Node,
+    Over,
     Scan,
+    children,
     deep_walk,
     transform,
     walk,
@@ -94,6 +97,16 @@ def refuse_ordered(steps: Iterable[Step], where: str, *, look_ahead_only: bool =
     raise JobSpecError(msg)
 
 
+def _whole_column_unmergeable(node: Node, found: list[Agg]) -> None:
+    """Collect whole-column `first`/`last`/`n_unique` in ``node`` (not those of windows)."""
+    if isinstance(node, (Over, GroupAgg)):
+        return  # per group: merged by key (`colbridge.io.grouped`)
+    if isinstance(node, Agg) and node.func in GROUPED_ONLY_FUNCS and node not in found:
+        found.append(node)
+    for child in children(node):
+        _whole_column_unmergeable(child, found)
+
+
 def refuse_unmergeable(steps: Iterable[Step], where: str) -> None:
     """Raise `JobSpecError` naming whole-column reductions that ``where`` cannot fold.
 
@@ -105,9 +118,7 @@ def refuse_unmergeable(steps: Iterable[Step], where: str) -> None:
         if step.kind == "group_by":
             continue  # per-group reductions are merged by key (`colbridge.io.grouped`)
         for _, expr in step.items:
-            for n in deep_walk(expr):
-                if isinstance(n, Agg) and n.func in GROUPED_ONLY_FUNCS and n not in found:
-                    found.append(n)
+            _whole_column_unmergeable(expr, found)
     if not found:
         return
     from colbridge.errors import JobSpecError
