@@ -9,6 +9,13 @@ plan as typed literals, so the result equals a single-process run. Windows
 (``over``) and ``group_by`` are resolved from per-partition group tables merged
 by key (`colbridge.io.grouped`).
 
+Ordered operations that read a bounded number of rows around each row (``shift``,
+``diff``, ``pct_change``, ``rolling_*`` windows, fills with a ``limit``) run with
+partition halos, as ``map_overlap`` does: each partition is computed together with
+the last rows of the partitions before it and the first rows of those after it, and
+only its own rows are kept. Unbounded ones (cumulative, ``ewm_mean``, fills without a
+limit) and ordered work per key are refused with an error naming the alternatives.
+
 Multi-GPU: with dask-cuda (``LocalCUDACluster``, one worker per GPU) the same
 call runs each partition with ``device="cuda"``; see ``docs/jobs.md``.
 """
@@ -18,19 +25,38 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from colbridge.errors import JobSpecError
-from colbridge.expr.nodes import Agg, Literal
-from colbridge.io.grouped import Lookup, attach, looked_up, resolve_group_by, resolve_windows
-from colbridge.io.steps import steps_of
+from colbridge.expr.nodes import (
+    Agg,
+    Binary,
+    Column,
+    Filtered,
+    Literal,
+    Over,
+    Scan,
+    deep_walk,
+)
+from colbridge.io.grouped import (
+    Lookup,
+    attach,
+    has_group_by,
+    has_windows,
+    looked_up,
+    resolve_group_by,
+    resolve_windows,
+)
+from colbridge.io.steps import is_aggregating, steps_of
 from colbridge.plan.logical import Step
-from colbridge.plan.streaming import refuse_ordered, resolve_aggregates
+from colbridge.plan.streaming import ordered_operations, resolve_aggregates
 from colbridge.runtime.execute import Partials, prepare
 from colbridge.runtime.pieces import compute_piece, piece_partials
+from colbridge.types import DType
 
-__all__ = ["apply", "resolve"]
+__all__ = ["HALO", "apply", "halo_sizes", "resolve", "with_halos"]
 
 
 def _with_lookups(pdf: pd.DataFrame, lookups: Sequence[Lookup]) -> pd.DataFrame:
@@ -72,6 +98,159 @@ def _tables(pdf: pd.DataFrame, steps: tuple[Step, ...], device: str,
     return compute_piece(prepare(steps, table.column_names), table, device)
 
 
+# -- partition halos for ordered operations -------------------------------------------
+
+#: The column that tells a partition's own rows (1) from its halos (0 before, 2 after).
+HALO = "__colbridge_halo__"
+_OWN = Binary("eq", Column(HALO), Literal(1, DType.INT8))
+
+
+def _reach(scan: Scan) -> tuple[int, int] | None:
+    """Rows before and after a row that ``scan`` reads, or None when unbounded."""
+    func, options = scan.func, scan.options
+    if func in ("shift", "diff", "pct_change", "shift_in_range"):
+        n = int(options[0])
+        return (n, 0) if n >= 0 else (0, -n)
+    if func.startswith("rolling_"):
+        width = int(options[0]) - 1
+        return (width, width) if options[2] else (width, 0)  # centred: either side, at most
+    if func in ("forward_fill", "backward_fill") and options[0] is not None:
+        limit = int(options[0])
+        return (limit, 0) if func == "forward_fill" else (0, limit)
+    return None
+
+
+def halo_sizes(steps: Sequence[Step]) -> tuple[int, int]:
+    """Rows each partition needs from before and after it for the steps' ordered operations.
+
+    The reaches of all ordered operations add up (a scan of a scan reads further), which
+    can only over-count; an over-counted halo costs rows, never a wrong value.
+
+    Raises `JobSpecError` for what halos cannot do: unbounded operations (cumulative,
+    ``ewm_mean``, fills without a limit), operations per key (``over``), ordered
+    operations after a filter, and ordered work together with windows or ``group_by``.
+    """
+    scans = ordered_operations(steps)
+    if not scans:
+        return 0, 0
+    where = "a Dask plan (partitions are computed apart)"
+    over = [m for step in steps for _, e in step.items for n in deep_walk(e)
+            if isinstance(n, Over) for m in deep_walk(n.arg) if isinstance(m, Scan)]  # fmt: skip
+    keyed = [n for n in scans if n.keys.exprs or n in over]
+    unbounded = [n for n in scans if _reach(n) is None]
+    if keyed:
+        msg = (
+            f"{', '.join(f'`{n!r}`' for n in keyed)}: ordered operations per key are not "
+            f"supported in {where}: a group's rows may lie in several partitions. Repartition "
+            "by the key first (`ddf.shuffle(key)`, rows of a group then in one partition, in "
+            "order) and compute each partition with `cb.lazy`, or run the job as a stream "
+            "(`colbridge run`), which carries them across batches"
+        )
+        raise JobSpecError(msg)
+    if unbounded:
+        msg = (
+            f"{', '.join(f'`{n!r}`' for n in unbounded)}: ordered operations that read every "
+            f"row before (or after) a row (cumulative, ewm_mean, fills without a limit) are "
+            f"not supported in {where}; partitions get bounded halos only. Run them as a "
+            "stream (`colbridge run`, which carries them across batches), or in memory "
+            "(`cb.lazy(frame)`)"
+        )
+        raise JobSpecError(msg)
+    _refuse_filtered_scans(steps, where)
+    if has_windows(steps) or has_group_by(steps):
+        msg = (
+            f"ordered operations together with windows (`over`) or `group_by` are not "
+            f"supported in {where}; compute the ordered columns in one `apply` and the "
+            "grouped work in a second"
+        )
+        raise JobSpecError(msg)
+    reaches = [r for r in (_reach(n) for n in scans) if r is not None]
+    return sum(r[0] for r in reaches), sum(r[1] for r in reaches)
+
+
+def _refuse_filtered_scans(steps: Sequence[Step], where: str) -> None:
+    """Ordered operations over filtered rows would need halos of kept rows: refused."""
+    filtered = False
+    for step in steps:
+        exprs = [e for _, e in step.items]
+        nodes = [n for e in exprs for n in deep_walk(e)]
+        scans = [n for n in nodes if isinstance(n, Scan)]
+        inside = any(isinstance(m, Scan) for n in nodes if isinstance(n, Filtered)
+                     for m in deep_walk(n.arg))  # fmt: skip
+        under = any(isinstance(m, Filtered) for n in scans for m in deep_walk(n.arg))
+        if (scans and filtered) or inside or under:
+            msg = (
+                f"ordered operations over filtered rows are not supported in {where}: "
+                "a partition's halo would need rows the filter keeps. Filter after the "
+                "ordered operations, or run the job as a stream (`colbridge run`)"
+            )
+            raise JobSpecError(msg)
+        filtered = filtered or step.kind == "filter"
+
+
+def _tail(before: pd.DataFrame | None, part: pd.DataFrame, rows: int) -> pd.DataFrame:
+    joined = part if before is None else pd.concat([before, part])
+    return joined.iloc[max(len(joined) - rows, 0):]
+
+
+def _head(part: pd.DataFrame, after: pd.DataFrame | None, rows: int) -> pd.DataFrame:
+    joined = part if after is None else pd.concat([part, after])
+    return joined.iloc[:rows]
+
+
+def _with_halo(before: pd.DataFrame | None, part: pd.DataFrame,
+               after: pd.DataFrame | None) -> pd.DataFrame:  # fmt: skip
+    pieces = []
+    for frame, mark in ((before, 0), (part, 1), (after, 2)):
+        if frame is not None and len(frame):
+            pieces.append(frame.assign(**{HALO: np.full(len(frame), mark, np.int8)}))
+    if not pieces:  # an empty partition with no neighbours
+        return part.assign(**{HALO: np.zeros(0, np.int8)})
+    return pd.concat(pieces)
+
+
+def with_halos(ddf: Any, before: int, after: int) -> Any:
+    """``ddf`` with each partition's halo rows added, marked in the column ``HALO``.
+
+    A halo is taken from as many neighbouring partitions as it needs (partitions
+    shorter than the halo are passed through), by a chain of small tasks.
+    """
+    import dask.dataframe as dd
+    from dask.delayed import delayed
+
+    parts = ddf.to_delayed()
+    befores: list[Any] = [None] * len(parts)
+    afters: list[Any] = [None] * len(parts)
+    carry: Any = None
+    for i, part in enumerate(parts):
+        befores[i] = carry
+        carry = delayed(_tail)(carry, part, before) if before else None
+    carry = None
+    for i in range(len(parts) - 1, -1, -1):
+        afters[i] = carry
+        carry = delayed(_head)(parts[i], carry, after) if after else None
+    meta = ddf._meta.assign(**{HALO: np.zeros(0, np.int8)})
+    halo_parts = [delayed(_with_halo)(b, p, a) for b, p, a in zip(befores, parts, afters,
+                                                                  strict=True)]  # fmt: skip
+    return dd.from_delayed(halo_parts, meta=meta, divisions=ddf.divisions)
+
+
+def _keep_halo(steps: tuple[Step, ...]) -> tuple[Step, ...]:
+    """The steps with the ``HALO`` column carried through every ``select``."""
+    return tuple(
+        Step(s.kind, (*s.items, (HALO, Column(HALO))), s.keys) if s.kind == "select" else s
+        for s in steps
+    )
+
+
+def _own_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame[np.asarray(frame[HALO] == 1)].drop(columns=[HALO])
+
+
+def _run_halo_partition(pdf: pd.DataFrame, steps: tuple[Step, ...], device: str) -> pd.DataFrame:
+    return _own_rows(_run_partition(pdf, steps, device))
+
+
 def _resolve(
     lazyframe_or_steps: Any, ddf: Any, device: str
 ) -> tuple[tuple[Step, ...], list[Lookup], pa.Table | None]:
@@ -80,7 +259,7 @@ def _resolve(
     from dask.delayed import delayed
 
     steps = steps_of(lazyframe_or_steps)
-    refuse_ordered(steps, "a Dask plan (partitions are computed one at a time)")
+    halo = HALO in ddf.columns
     state_meta = pd.DataFrame({"state": pd.Series([], dtype=object)})
 
     def run_tables(prefix: tuple[Step, ...], found: Sequence[Lookup]) -> list[pa.Table]:
@@ -93,16 +272,20 @@ def _resolve(
     upto = next((j for j, s in enumerate(steps) if s.kind == "group_by"), len(steps))
 
     def reduce(prefix: tuple[Step, ...], aggs: list[Agg]) -> dict[Agg, Literal]:
+        # with halos, each reduction reads its partition's own rows only (its argument,
+        # ordered operations included, is computed over the halos first)
+        folded = [Agg(a.func, Filtered(a.arg, _OWN), a.ddof) for a in aggs] if halo else aggs
         reduced = ddf.reduction(
             chunk=_chunk,
             aggregate=_combine,
             combine=_combine,
             meta=state_meta,
-            chunk_kwargs={"prefix": prefix, "aggs": aggs, "device": device,
+            chunk_kwargs={"prefix": prefix, "aggs": folded, "device": device,
                           "lookups": lookups},
         ).compute()  # fmt: skip
         total: Partials = reduced["state"].iloc[0]
-        return total.values()
+        values = total.values()
+        return {agg: values[f] for agg, f in zip(aggs, folded, strict=True)}
 
     resolved, _ = resolve_aggregates(steps[:upto], reduce)
     if upto == len(steps):
@@ -119,6 +302,12 @@ def resolve(lazyframe_or_steps: Any, ddf: Any, *, device: str = "cpu") -> tuple[
     fold pairwise up the tree, and the top one is finished as a single compute would.
     Plans with windows or ``group_by`` need more than steps: use `apply`.
     """
+    if ordered_operations(steps_of(lazyframe_or_steps)):
+        msg = (
+            "this plan has ordered operations, which run over partitions with halos; "
+            "run it with `colbridge.dask.apply`"
+        )
+        raise JobSpecError(msg)
     resolved, lookups, table = _resolve(lazyframe_or_steps, ddf, device)
     if lookups or table is not None:
         msg = (
@@ -147,7 +336,22 @@ def apply(lazyframe_or_steps: Any, ddf: Any, *, device: str = "cpu") -> Any:
     dask.dataframe.DataFrame
         Lazy; reductions in the plan were already computed over all partitions.
     """
-    steps, lookups, groups = _resolve(lazyframe_or_steps, ddf, device)
+    steps = steps_of(lazyframe_or_steps)
+    aggregating = is_aggregating(steps)
+    before, after = halo_sizes(steps)
+    ordered = bool(ordered_operations(steps))
+    if ordered:
+        ddf = with_halos(ddf, before, after)
+        if not aggregating:  # one row of values: no rows to tell apart
+            steps = _keep_halo(steps)
+    steps, lookups, groups = _resolve(steps, ddf, device)
+    if aggregating and groups is None:
+        # every reduction is a value now: one row, computed once (not once per partition)
+        import dask.dataframe as dd
+
+        empty = ddf._meta.drop(columns=[HALO]) if ordered else ddf._meta
+        row = _run_partition(empty, steps, "cpu", lookups)
+        return dd.from_pandas(row, npartitions=1)  # type: ignore[no-untyped-call]
     if groups is not None:
         # a row per group: merged from the partitions' group tables, small, in memory
         import dask.dataframe as dd
@@ -155,5 +359,8 @@ def apply(lazyframe_or_steps: Any, ddf: Any, *, device: str = "cpu") -> Any:
         result = compute_piece(prepare(steps, groups.column_names), groups, device)
         frame = result.to_pandas(types_mapper=pd.ArrowDtype)
         return dd.from_pandas(frame, npartitions=1)  # type: ignore[no-untyped-call]
+    if ordered:
+        meta = _run_halo_partition(ddf._meta, steps, "cpu")
+        return ddf.map_partitions(_run_halo_partition, steps, device, meta=meta)
     meta = _run_partition(ddf._meta, steps, "cpu", lookups)
     return ddf.map_partitions(_run_partition, steps, device, lookups, meta=meta)

@@ -96,3 +96,110 @@ def test_elementwise_plan_keeps_partitions_and_meta(client, frames) -> None:
     got = out.compute()
     want = pdf["a"].to_numpy() * 2 + 1  # NumPy: NaN stays NaN (colbridge: a null)
     assert np.array_equal(got["w"].to_numpy(dtype=float, na_value=np.nan), want, equal_nan=True)
+
+
+# -- ordered operations with partition halos ---------------------------------------------
+def _ordered_frame(n: int = 600) -> pd.DataFrame:
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=n)
+    a[rng.random(n) < 0.15] = np.nan
+    return pd.DataFrame({"a": a, "b": rng.integers(-20, 20, n), "c": rng.random(n)})
+
+
+def _bounded(m, q):  # type: ignore[no-untyped-def]
+    a, b = m.col("a"), m.col("b")
+    return q.with_columns(
+        s=a.shift(3), sn=b.shift(-2, fill_value=0), d=a.diff(2), p=m.col("c").pct_change(1),
+        r=a.rolling_mean(5, min_samples=2), rs=b.rolling_sum(4, center=True),
+        rx=a.rolling_max(30), v=a.rolling_std(7), ff=a.fill_null(strategy="forward", limit=2),
+        bf=a.fill_null(strategy="backward", limit=1),
+    )  # fmt: skip
+
+
+def _filtered_after(m, q):  # type: ignore[no-untyped-def]
+    return q.with_columns(d=m.col("a").diff()).filter(m.col("d") > 0).select("b", "d")
+
+
+def _reductions(m, q):  # type: ignore[no-untyped-def]
+    a = m.col("a")
+    return q.with_columns(z=a.shift(1) - a.mean(), t=(a - a.shift(1)).abs().max())
+
+
+def _aggregated(m, q):  # type: ignore[no-untyped-def]
+    a = m.col("a")
+    return q.select(s=a.diff().abs().sum(), n=a.shift(5).count(), x=a.rolling_min(3).max())
+
+
+ORDERED = {"bounded": _bounded, "filtered_after": _filtered_after, "reductions": _reductions,
+           "aggregated": _aggregated}  # fmt: skip
+
+
+def _assert_as_polars(got: pd.DataFrame, want: pl.DataFrame) -> None:
+    got_pl = pl.from_pandas(got.reset_index(drop=True), nan_to_null=True)
+    assert got_pl.columns == want.columns
+    assert got_pl.height == want.height
+    for name in want.columns:
+        g, w = got_pl[name], want[name]
+        assert g.null_count() == w.null_count(), name
+        np.testing.assert_allclose(g.cast(pl.Float64).to_numpy(), w.cast(pl.Float64).to_numpy(),
+                                   rtol=1e-12, atol=1e-12, err_msg=name)  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(ORDERED))
+@pytest.mark.parametrize("npartitions", [1, 4, 60])  # 60: partitions shorter than the halos
+def test_ordered_operations_run_with_partition_halos(name: str, npartitions: int) -> None:
+    pdf = _ordered_frame()
+    steps = ORDERED[name]
+    ddf = dd.from_pandas(pdf, npartitions=npartitions)
+    got = apply(steps(cb, cb.lazy(pdf.head(1))), ddf).compute(scheduler="sync")
+    want = steps(pl, pl.from_pandas(pdf, nan_to_null=True).lazy()).collect()
+    _assert_as_polars(got, want)
+    if name == "bounded":
+        assert list(got.index) == list(pdf.index)  # each partition kept only its own rows
+
+
+def test_ordered_halos_on_the_cluster_and_across_empty_partitions(client) -> None:
+    pdf = _ordered_frame()
+    ddf = dd.from_pandas(pdf, npartitions=8)
+    ddf = ddf.map_partitions(lambda p: p[p.index >= 250])  # the first partitions now empty
+    got = apply(_bounded(cb, cb.lazy(pdf.head(1))), ddf).compute()
+    want = _bounded(pl, pl.from_pandas(pdf.iloc[250:], nan_to_null=True).lazy()).collect()
+    _assert_as_polars(got, want)
+
+
+def test_dask_aggregation_gives_one_row() -> None:
+    pdf = _ordered_frame()
+    ddf = dd.from_pandas(pdf, npartitions=5)
+    got = apply(cb.lazy(pdf.head(1)).select(s=cb.col("b").sum()), ddf).compute(scheduler="sync")
+    assert got["s"].tolist() == [int(pdf["b"].sum())]
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda a: a.cum_sum(), r"cum_sum.*read every row before .* not supported in a Dask plan"),
+        (lambda a: a.ewm_mean(alpha=0.5), r"ewm_mean.*read every row before"),
+        (lambda a: a.fill_null(strategy="forward"), r"forward_fill.*read every row before"),
+        (lambda a: a.shift(1).over("b"), r"per key .* Repartition by the key first"),
+    ],
+)
+def test_dask_refuses_what_halos_cannot_do(build, message) -> None:  # type: ignore[no-untyped-def]
+    pdf = _ordered_frame()
+    ddf = dd.from_pandas(pdf, npartitions=3)
+    from colbridge.io import JobSpecError
+
+    with pytest.raises(JobSpecError, match=message):
+        apply(cb.lazy(pdf.head(1)).with_columns(x=build(cb.col("a"))), ddf)
+
+
+def test_dask_refuses_ordered_operations_over_filtered_rows() -> None:
+    from colbridge.io import JobSpecError
+
+    pdf = _ordered_frame()
+    ddf = dd.from_pandas(pdf, npartitions=3)
+    plan = cb.lazy(pdf.head(1)).filter(cb.col("b") > 0).with_columns(s=cb.col("a").shift(1))
+    with pytest.raises(JobSpecError, match=r"over filtered rows .* Filter after"):
+        apply(plan, ddf)
+    inside = cb.lazy(pdf.head(1)).select(s=cb.col("a").filter(cb.col("b") > 0).shift(1).sum())
+    with pytest.raises(JobSpecError, match=r"over filtered rows"):
+        apply(inside, ddf)
