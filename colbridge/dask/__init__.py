@@ -56,7 +56,7 @@ from colbridge.runtime.execute import Partials, prepare
 from colbridge.runtime.pieces import compute_piece, piece_partials
 from colbridge.types import DType
 
-__all__ = ["HALO", "apply", "halo_sizes", "resolve", "with_halos"]
+__all__ = ["apply", "resolve"]
 
 
 def _with_lookups(pdf: pd.DataFrame, lookups: Sequence[Lookup]) -> pd.DataFrame:

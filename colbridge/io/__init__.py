@@ -20,6 +20,7 @@ from colbridge.io.fuse import (
     transform_batch,
 )
 from colbridge.io.ipc import MappedTable, map_ipc, write_ipc
+from colbridge.io.loader import FeatureLoader, loader
 from colbridge.io.pipeline import PipelineResult, explain_pipeline, pipeline
 from colbridge.io.sink import AtomicWriter
 from colbridge.io.source import Source, open_source, parse_memory
@@ -31,6 +32,7 @@ __all__ = [
     "ColumnTransform",
     "FeatureBatch",
     "FeatureBatches",
+    "FeatureLoader",
     "FeatureSpec",
     "FeatureStats",
     "FuseResult",
@@ -43,6 +45,7 @@ __all__ = [
     "fit_stats",
     "fuse",
     "iter_features",
+    "loader",
     "map_ipc",
     "open_source",
     "parse_memory",

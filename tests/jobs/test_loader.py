@@ -1,0 +1,153 @@
+"""The training loader: every row once per epoch, seeded shuffles, workers, streams, tensors.
+
+The oracle for the feature values is polars computing the same transform on the
+whole file; rows are matched by an ``id`` column served alongside.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from colbridge.io import JobSpecError, loader
+
+torch = pytest.importorskip("torch")
+
+N = 5_000
+ROW_GROUP = 700
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, pl.DataFrame]:
+    rng = np.random.default_rng(11)
+    x = rng.normal(3.0, 2.0, N)
+    table = pa.table({
+        "id": np.arange(N, dtype=np.int64),
+        "x": pa.array(x, mask=rng.random(N) < 0.1),
+        "k": rng.integers(0, 50, N).astype(np.int32),
+        "y": rng.integers(0, 2, N).astype(np.int8),
+    })  # fmt: skip
+    path = str(tmp_path_factory.mktemp("loader") / "train.parquet")
+    pq.write_table(table, path, row_group_size=ROW_GROUP)
+    return path, pl.from_arrow(table)
+
+
+def expected_features(df: pl.DataFrame) -> np.ndarray:
+    x = pl.col("x").fill_null(0.0)
+    k = pl.col("k").cast(pl.Float64)
+    out = df.select(
+        ((x - x.mean()) / x.std(ddof=0)).cast(pl.Float32),
+        ((k - k.min()) / (k.max() - k.min())).cast(pl.Float32),
+    )
+    return out.to_numpy()
+
+
+def _load(path: str, **options: Any) -> Any:
+    base = {"columns": ["x", "k"], "zscore": ["x"], "minmax": ["k"], "fill_null": {"x": 0.0},
+            "label": "y", "keep": ["id"], "batch_size": 256}  # fmt: skip
+    base.update(options)
+    return loader(path, **base)
+
+
+def _gather(batches: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
+    feats, ids, ys, sizes = [], [], [], []
+    for b in batches:
+        feats.append(np.asarray(b["features"]))
+        ids.append(np.asarray(b["id"]))
+        ys.append(np.asarray(b["y"]))
+        sizes.append(len(ids[-1]))
+    return np.concatenate(feats), np.concatenate(ids), np.concatenate(ys), sizes
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_every_row_once_with_the_right_features(data, shuffle: bool) -> None:
+    path, df = data
+    feats, ids, ys, sizes = _gather(_load(path, shuffle=shuffle, seed=3))
+    assert sorted(ids.tolist()) == list(range(N))  # each row exactly once
+    if not shuffle:
+        assert ids.tolist() == list(range(N))  # file order
+    assert sizes[:-1] == [256] * (len(sizes) - 1)
+    assert sizes[-1] == N - 256 * (len(sizes) - 1)
+    want = expected_features(df)
+    np.testing.assert_allclose(feats, want[ids], rtol=2e-7, atol=1e-6)
+    assert np.array_equal(ys, df["y"].to_numpy()[ids])
+
+
+def test_shuffle_is_seeded_and_changes_with_the_epoch(data) -> None:
+    path, _ = data
+    first = _gather(_load(path, seed=5))[1]
+    again = _gather(_load(path, seed=5))[1]
+    other = _gather(_load(path, seed=6))[1]
+    assert first.tolist() == again.tolist()
+    assert first.tolist() != other.tolist()
+    assert first.tolist() != list(range(N))
+    epochs = _load(path, seed=5)
+    epochs.set_epoch(1)
+    assert _gather(epochs)[1].tolist() != first.tolist()
+    # rows leave their row group: the first batch mixes several of them
+    assert len({int(i) // ROW_GROUP for i in first[:256]}) > 2
+
+
+def test_drop_last_and_types(data) -> None:
+    path, _ = data
+    batches = list(_load(path, drop_last=True, shuffle=False, dtypes={"y": "int64"}))
+    assert [len(b["id"]) for b in batches] == [256] * (N // 256)
+    b = batches[0]
+    assert b["features"].dtype == torch.float32
+    assert b["features"].shape == (256, 2)
+    assert b["y"].dtype == torch.int64
+    assert b["id"].dtype == torch.int64
+    numpy_batch = next(iter(_load(path, output="numpy", shuffle=False)))
+    assert isinstance(numpy_batch["features"], np.ndarray)
+
+
+def test_data_loader_workers_split_the_row_groups(data) -> None:
+    path, df = data
+    dl = _load(path, shuffle=True, seed=1).data_loader(num_workers=2)
+    feats, ids, _, _ = _gather(dl)
+    assert sorted(ids.tolist()) == list(range(N))
+    np.testing.assert_allclose(feats, expected_features(df)[ids], rtol=2e-7, atol=1e-6)
+
+
+def test_streams_feed_the_loader_for_several_epochs(data) -> None:
+    path, df = data
+    lf = pl.scan_parquet(path)
+    ids = _gather(_load(lf, shuffle=False, read_rows=1000))[1]
+    assert ids.tolist() == list(range(N))
+    reader = pa.RecordBatchReader.from_batches(
+        df.to_arrow().schema, df.to_arrow().to_batches(max_chunksize=900))
+    one_shot = _load(reader, seed=2)  # fitted on the first read, spooled for the epochs
+    for epoch in range(2):
+        one_shot.set_epoch(epoch)
+        feats, ids, _, _ = _gather(one_shot)
+        assert sorted(ids.tolist()) == list(range(N))
+        np.testing.assert_allclose(feats, expected_features(df)[ids], rtol=2e-7, atol=1e-6)
+
+
+def test_jax_arrays_through_dlpack(data) -> None:
+    jax = pytest.importorskip("jax")
+    path, df = data
+    batch = next(iter(_load(path, output="jax", shuffle=False)))
+    assert isinstance(batch["features"], jax.Array)
+    np.testing.assert_allclose(np.asarray(batch["features"]), expected_features(df)[:256],
+                               rtol=2e-7, atol=1e-6)  # fmt: skip
+
+
+def test_loader_errors(data, tmp_path) -> None:
+    path, _ = data
+    with pytest.raises(JobSpecError, match=r"label column\(s\) \['x'\] are also features"):
+        _load(path, label="x")
+    with pytest.raises(JobSpecError, match=r"label column\(s\) \['nope'\] not found"):
+        _load(path, label="nope")
+    with pytest.raises(JobSpecError, match=r"unknown output 'tf'"):
+        _load(path, output="tf")
+    nulls = tmp_path / "nulls.parquet"
+    pq.write_table(pa.table({"x": [1.0, 2.0], "y": [1, None], "id": [0, 1]}), nulls)
+    batches = _load(str(nulls), columns=["x"], minmax=[], prefetch=2)
+    with pytest.raises(JobSpecError, match=r"column `y` has 1 null\(s\)"):
+        list(batches)  # raised on the background thread, re-raised here
