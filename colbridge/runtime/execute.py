@@ -39,6 +39,7 @@ from colbridge.backends.scans import ScanStreams, run_scan
 from colbridge.codegen.kernel import AggSlot
 from colbridge.columns.frames import ArrowTableAdapter, FrameAdapter, adapt_frame
 from colbridge.errors import (
+    ColbridgeError,
     DeviceError,
     DeviceFallbackWarning,
     JobSpecError,
@@ -248,7 +249,16 @@ class PreparedPlan:
             if cached is not None:
                 _TYPED.move_to_end(key)
         if cached is None:
-            cached = _type_plan(self.specs, self.names, columns)
+            try:
+                cached = _type_plan(self.specs, self.names, columns)
+            except ColbridgeError as exc:
+                # off the happy path: every problem of the plan, found at once
+                from colbridge.runtime.problems import located
+
+                found = located(exc, self.steps, self.names, columns)
+                if found is exc:
+                    raise
+                raise found from None
             with _LOCK:
                 _TYPED[key] = cached
                 while len(_TYPED) > _CACHE_MAX:
@@ -258,13 +268,25 @@ class PreparedPlan:
 
 
 def _type_plan(specs: list[SegmentSpec], names: tuple[str, ...], columns: Columns) -> TypedPlan:
-    schema: Mapping[str, ColumnType] = _LazySchema(list(names), columns)
+    return TypedPlan(type_specs(specs, names, columns)[0])
+
+
+def type_specs(
+    specs: list[SegmentSpec], names: tuple[str, ...], columns: Columns
+) -> tuple[list[Segment], Mapping[str, ColumnType]]:
+    """Segments typed one after another, and the types of the columns the last one makes."""
+    schema: Mapping[str, ColumnType] = input_schema(names, columns)
     segments = []
     for spec in specs:
         segment = type_segment(spec, schema)
         segments.append(segment)
         schema = {n: _next_column_type(n, segment, schema) for n in segment.order}
-    return TypedPlan(segments)
+    return segments, schema
+
+
+def input_schema(names: Iterable[str], columns: Columns) -> Mapping[str, ColumnType]:
+    """The planner types of a frame's columns, each fetched only when asked for."""
+    return _LazySchema(list(names), columns)
 
 
 def _next_column_type(name: str, segment: Segment, schema: Mapping[str, ColumnType]) -> ColumnType:
