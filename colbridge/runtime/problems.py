@@ -21,7 +21,7 @@ from colbridge.plan.planner import plan_segments
 from colbridge.plan.typecheck import ColumnType, failed_node
 from colbridge.runtime.execute import Columns, input_schema, type_specs
 
-__all__ = ["collect", "located"]
+__all__ = ["Found", "collect", "located"]
 
 
 def located(
