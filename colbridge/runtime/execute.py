@@ -238,8 +238,18 @@ class PreparedPlan:
     _typed: dict[Any, TypedPlan] = field(default_factory=dict, repr=False)
 
     def typed(self, columns: Columns) -> TypedPlan:
-        """The plan typed for the columns of one frame (cached by their Arrow types)."""
-        schema_key = tuple(columns.get(n).type for n in self.first_inputs)
+        """The plan typed for the columns of one frame (cached by their Arrow types).
+
+        A plan that does not type raises every problem at once (`PlanProblemsError`),
+        or its one problem's error as it is.
+        """
+        try:
+            schema_key = tuple(columns.get(n).type for n in self.first_inputs)
+        except ColbridgeError as exc:  # a column no kernel can read (a pandas object column)
+            found = self._located(exc, columns)
+            if found is exc:
+                raise
+            raise found from None
         local = self._typed.get(schema_key)
         if local is not None:
             return local
@@ -252,10 +262,7 @@ class PreparedPlan:
             try:
                 cached = _type_plan(self.specs, self.names, columns)
             except ColbridgeError as exc:
-                # off the happy path: every problem of the plan, found at once
-                from colbridge.runtime.problems import located
-
-                found = located(exc, self.steps, self.names, columns)
+                found = self._located(exc, columns)
                 if found is exc:
                     raise
                 raise found from None
@@ -265,6 +272,13 @@ class PreparedPlan:
                     _TYPED.popitem(last=False)
         self._typed[schema_key] = cached
         return cached
+
+    def _located(self, exc: ColbridgeError, columns: Columns) -> ColbridgeError:
+        """What typing raises, now that it raised ``exc``: every problem of the plan at once."""
+        # off the happy path only (and `problems` imports this module)
+        from colbridge.runtime.problems import located
+
+        return located(exc, self.steps, self.names, columns)
 
 
 def _type_plan(specs: list[SegmentSpec], names: tuple[str, ...], columns: Columns) -> TypedPlan:

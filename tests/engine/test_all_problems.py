@@ -328,3 +328,31 @@ def test_cli_failure_status_keeps_the_list(parquet: str, tmp_path: Any, capsys: 
         '1. step 1 (with_columns), output `z`: `(col("s") + lit(1))`',
         '2. step 2 (with_columns), output `v`: `(col("a") & col("b"))`',
     ]
+
+
+def test_unsupported_types_are_problems_with_their_type() -> None:
+    t = pa.table({"d": pa.array([1, 2], pa.decimal128(10, 2)), "s": ["a", "b"], "x": [1.0, 2.0]})
+    q = cb.lazy(t).with_columns(
+        a=cb.col("d") * 2,
+        b=cb.col("s").cum_max(),
+        c=cb.col("x").cast("float16") + 1,
+        e=cb.col("x").rolling_mean(2),
+    )
+    exc = raised(q)
+    assert isinstance(exc, UnsupportedTypeError)
+    assert located(exc) == [
+        (1, "a", UnsupportedTypeError, (("d", "decimal128(10, 2)"),)),
+        (1, "b", UnsupportedTypeError, (("s", "string"),)),
+        (1, "c", UnsupportedTypeError, (("x", "float64"),)),
+    ]
+
+
+def test_a_pandas_object_column_is_named_as_unreadable() -> None:
+    frame = pd.DataFrame({"o": pd.Series([1, "x"], dtype=object), "q": [1, 2]})
+    q = cb.lazy(frame).with_columns(a=cb.col("o") * 2, b=cb.col("q") & 1.5)
+    exc = raised(q)
+    assert located(exc) == [
+        (1, "a", UnsupportedTypeError, (("o", "a type colbridge cannot read"),)),
+        (1, "b", SchemaError, (("q", "int64"),)),
+    ]
+    assert "column `o` has pandas dtype `object`" in str(exc)
