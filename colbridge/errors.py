@@ -150,7 +150,7 @@ class PlanProblem:
 
     @property
     def where(self) -> str:
-        """``step 2 (with_columns), output `z``` : the first line of the entry."""
+        """The start of the entry: the step's number and kind, and the output (or predicate)."""
         kind = self.step_text.split("(", 1)[0]
         place = f"output `{self.column}`" if self.column else "predicate"
         return f"step {self.step} ({kind}), {place}"
@@ -177,10 +177,20 @@ class PlanProblemsError(ColbridgeError):
     twice. A plan with one problem raises that problem's error as it is.
 
     The error raised is also an instance of the class of the error planning meets
-    first (`SchemaError`, `ColumnNotFoundError`, ...): a plan with two problems
+    first (`SchemaError`, `ColumnNotFoundError`, ...; not always entry 1, as typing
+    takes a segment's outputs before its filter): a plan with several problems
     raised that one before they were collected, so ``except SchemaError`` around a
     compute keeps catching it, and the command line keeps its exit status. Catch
-    `PlanProblemsError` to handle every collected report.
+    `PlanProblemsError` to handle every collected report. A subclass per first
+    class (``PlanProblemsError[SchemaError]``) is made once, on first use.
+
+    Attributes
+    ----------
+    problems : tuple of PlanProblem
+        Each problem, in step order; ``errors`` gives their errors alone.
+    unchecked : tuple of str
+        The outputs (and filters) not checked as they read an output that fails,
+        e.g. ``"step 2 output `w` (reads `z`)"``.
     """
 
     def __init__(self, problems: Sequence[PlanProblem], unchecked: Sequence[str] = ()) -> None:

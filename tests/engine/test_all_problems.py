@@ -356,3 +356,15 @@ def test_a_pandas_object_column_is_named_as_unreadable() -> None:
         (1, "b", SchemaError, (("q", "int64"),)),
     ]
     assert "column `o` has pandas dtype `object`" in str(exc)
+
+
+def test_class_is_the_error_raised_before_collecting_not_entry_one() -> None:
+    # typing takes a segment's outputs before its filter: `z` is met first
+    q = cb.lazy(pl.DataFrame(DATA)).filter(cb.col("qty") + 1).with_columns(z=cb.col("nme"))
+    exc = raised(q)
+    assert located(exc) == [
+        (1, "", SchemaError, (("qty", "int64"),)),
+        (2, "z", ColumnNotFoundError, (("nme", "not found"),)),
+    ]
+    assert isinstance(exc, ColumnNotFoundError)
+    assert not isinstance(exc, SchemaError)
