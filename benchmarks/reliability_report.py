@@ -127,6 +127,18 @@ def errors_md() -> str:
         "the column, or the input files and their folder) is byte-for-byte unchanged: the tests "
         "hash it before and after.",
         "",
+        "A plan with several problems reports them all at once: planning types every output "
+        "of every step against the frame's schema (the `plans` cases), and where more than one "
+        "fails it raises one `PlanProblemsError` listing each, numbered, with its step, output "
+        "column, expression, the columns it reads and their types, and the error it gives "
+        "alone (with its remedy). An output that fails is unknown from then on: what reads it "
+        "is listed once as not checked, never as a problem of its own. The error is also an "
+        "instance of the class the first problem raises alone, so `except SchemaError` keeps "
+        "working and the command line keeps that class's exit status; a plan with one problem "
+        "raises exactly the error in this table. `explain()` lists the same problems without "
+        "raising. Checks made before types are known stay immediate: expression syntax, "
+        "keyword arguments, duplicate output names, a column outside a reduction in `agg`.",
+        "",
         f"Cases not behaving as catalogued on the last run: {', '.join(failing) or 'none'}.",
         "",
     ]

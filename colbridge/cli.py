@@ -319,6 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ColumnNotFoundError,
         DuplicateColumnError,
         ExpressionSyntaxError,
+        PlanProblemsError,
         SchemaError,
         UnsupportedTypeError,
     )
@@ -346,7 +347,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("colbridge: interrupted; no output was written", file=sys.stderr)
         return 130
     except (ColbridgeError, OSError, pa.ArrowException, MemoryError) as exc:
-        print(f"colbridge: failed: {exc}; no output was written", file=sys.stderr)
+        if isinstance(exc, PlanProblemsError):  # a numbered list: the note on a line of its own
+            print(f"colbridge: failed: {exc}\nno output was written", file=sys.stderr)
+        else:
+            print(f"colbridge: failed: {exc}; no output was written", file=sys.stderr)
         return 1
 
 

@@ -18,11 +18,12 @@ from typing import Any
 import pyarrow as pa
 
 from colbridge.columns.frames import FrameAdapter, adapt_frame
-from colbridge.errors import SchemaError
+from colbridge.errors import ColbridgeError, SchemaError
 from colbridge.expr.api import Expr, as_expr
 from colbridge.expr.nodes import Alias, Node, output_name
 from colbridge.plan.logical import Step
 from colbridge.runtime.execute import (
+    Columns,
     ComputeReport,
     PreparedPlan,
     execute,
@@ -304,10 +305,18 @@ class LazyFrame:
         >>> q = cb.lazy(pa.table({"a": [1.0, 2.0]})).with_columns(z=cb.col("a") * 2)
         >>> [section.label for section in q.report(device="cpu").sections][:3]
         ['device', 'steps', 'segment 1']
+
+        A plan that does not type is reported, not raised: its ``problems`` section
+        (and `PlanReport.problems`) lists every problem `compute` would raise.
         """
         adapter = adapt_frame(self._frame)
-        return describe(self._prepared(adapter), adapter, device=device, target=target,
-                        source=source, last=self.last_report)  # fmt: skip
+        try:
+            plan = self._prepared(adapter)
+            plan.typed(Columns(adapter, []))  # cached: `describe` types nothing again
+        except ColbridgeError as exc:
+            return PlanReport.for_error(f"{adapter.kind} frame", self._steps, exc)
+        return describe(plan, adapter, device=device, target=target, source=source,
+                        last=self.last_report)  # fmt: skip
 
     def explain(
         self, *, source: bool = False, device: str = "auto", target: str | None = None

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from colbridge.errors import (
+    ColbridgeError,
     ColumnNotFoundError,
     InvalidOperationError,
     SchemaError,
@@ -74,7 +75,14 @@ from colbridge.types.promotion import (
     truediv_result,
 )
 
-__all__ = ["ColumnType", "TypeChecker", "cast_can_fail", "is_host_reduction", "is_scalar"]
+__all__ = [
+    "ColumnType",
+    "TypeChecker",
+    "cast_can_fail",
+    "failed_node",
+    "is_host_reduction",
+    "is_scalar",
+]
 
 
 class ColumnType:
@@ -99,6 +107,12 @@ def cast_can_fail(src: DType, dst: DType) -> bool:
     lo, hi = int_range(src)
     dlo, dhi = int_range(dst)
     return lo < dlo or hi > dhi
+
+
+def failed_node(exc: BaseException) -> Node | None:
+    """The innermost expression the checker was typing when ``exc`` was raised, if any."""
+    node = exc.__dict__.get("_failed_node")
+    return node if isinstance(node, Node) else None
 
 
 def _is_dynamic_literal(node: Node) -> bool:
@@ -293,6 +307,16 @@ class TypeChecker:
 
     # -- nodes ----------------------------------------------------------------
     def _check(self, node: Node) -> Node:
+        try:
+            return self._check_node(node)
+        except ColbridgeError as exc:
+            # the innermost node being typed is the part that fails: kept for the report
+            # of a plan's problems (`colbridge.runtime.problems`)
+            if failed_node(exc) is None:
+                exc.__dict__["_failed_node"] = node
+            raise
+
+    def _check_node(self, node: Node) -> Node:
         if isinstance(node, Alias):
             return self._check(node.arg)
         if isinstance(node, Column):

@@ -39,6 +39,7 @@ from colbridge.backends.scans import ScanStreams, run_scan
 from colbridge.codegen.kernel import AggSlot
 from colbridge.columns.frames import ArrowTableAdapter, FrameAdapter, adapt_frame
 from colbridge.errors import (
+    ColbridgeError,
     DeviceError,
     DeviceFallbackWarning,
     JobSpecError,
@@ -238,8 +239,18 @@ class PreparedPlan:
     _typed: dict[Any, TypedPlan] = field(default_factory=dict, repr=False)
 
     def typed(self, columns: Columns) -> TypedPlan:
-        """The plan typed for the columns of one frame (cached by their Arrow types)."""
-        schema_key = tuple(columns.get(n).type for n in self.first_inputs)
+        """The plan typed for the columns of one frame (cached by their Arrow types).
+
+        A plan that does not type raises every problem at once (`PlanProblemsError`),
+        or its one problem's error as it is.
+        """
+        try:
+            schema_key = tuple(columns.get(n).type for n in self.first_inputs)
+        except ColbridgeError as exc:  # a column no kernel can read (a pandas object column)
+            found = self._located(exc, columns)
+            if found is exc:
+                raise
+            raise found from None
         local = self._typed.get(schema_key)
         if local is not None:
             return local
@@ -249,7 +260,13 @@ class PreparedPlan:
             if cached is not None:
                 _TYPED.move_to_end(key)
         if cached is None:
-            cached = _type_plan(self.specs, self.names, columns)
+            try:
+                cached = _type_plan(self.specs, self.names, columns)
+            except ColbridgeError as exc:
+                found = self._located(exc, columns)
+                if found is exc:
+                    raise
+                raise found from None
             with _LOCK:
                 _TYPED[key] = cached
                 while len(_TYPED) > _CACHE_MAX:
@@ -257,15 +274,34 @@ class PreparedPlan:
         self._typed[schema_key] = cached
         return cached
 
+    def _located(self, exc: ColbridgeError, columns: Columns) -> ColbridgeError:
+        """What typing raises, now that it raised ``exc``: every problem of the plan at once."""
+        # off the happy path only (and `problems` imports this module)
+        from colbridge.runtime.problems import located
+
+        return located(exc, self.steps, self.names, columns)
+
 
 def _type_plan(specs: list[SegmentSpec], names: tuple[str, ...], columns: Columns) -> TypedPlan:
-    schema: Mapping[str, ColumnType] = _LazySchema(list(names), columns)
+    return TypedPlan(type_specs(specs, names, columns)[0])
+
+
+def type_specs(
+    specs: list[SegmentSpec], names: tuple[str, ...], columns: Columns
+) -> tuple[list[Segment], Mapping[str, ColumnType]]:
+    """Segments typed one after another, and the types of the columns the last one makes."""
+    schema: Mapping[str, ColumnType] = input_schema(names, columns)
     segments = []
     for spec in specs:
         segment = type_segment(spec, schema)
         segments.append(segment)
         schema = {n: _next_column_type(n, segment, schema) for n in segment.order}
-    return TypedPlan(segments)
+    return segments, schema
+
+
+def input_schema(names: Iterable[str], columns: Columns) -> Mapping[str, ColumnType]:
+    """The planner types of a frame's columns, each fetched only when asked for."""
+    return _LazySchema(list(names), columns)
 
 
 def _next_column_type(name: str, segment: Segment, schema: Mapping[str, ColumnType]) -> ColumnType:

@@ -18,6 +18,7 @@ from colbridge.backends import get_backend
 from colbridge.backends.common import per_group_level, split_level
 from colbridge.backends.device import DeviceChoice, resolve_device
 from colbridge.columns.frames import FrameAdapter
+from colbridge.errors import PlanProblem
 from colbridge.expr.nodes import GroupAgg
 from colbridge.plan.logical import Step
 from colbridge.plan.nullability import Nullability
@@ -44,15 +45,34 @@ class PlanReport:
 
     title: str
     sections: list[Section]
+    #: what keeps the plan from running, where planning located it (see `PlanProblemsError`)
+    problems: tuple[PlanProblem, ...] = ()
 
     @classmethod
     def for_error(cls, frame_kind: str, steps: tuple[Step, ...], exc: Exception) -> PlanReport:
-        """A report for a plan that cannot be built: the steps, and why."""
-        described = [(0, s.describe()) for s in steps]
-        return cls(f"over a {frame_kind}", [
-            Section("steps", "" if described else "(none)", described),
-            Section("error", f"{type(exc).__name__}: {exc}"),
-        ])  # fmt: skip
+        """A report for a plan that cannot be built: the steps, and why.
+
+        A planning error that knows where it is (``exc.problems``) is listed as a
+        ``problems`` section, one numbered entry per problem.
+        """
+        described = [(0, f"{i + 1}. {s.describe()}") for i, s in enumerate(steps)]
+        sections = [Section("steps", "" if described else "(none)", described)]
+        problems: tuple[PlanProblem, ...] = getattr(exc, "problems", ())
+        if problems:
+            listed = []
+            for k, problem in enumerate(problems, 1):
+                first, *rest = problem.lines()
+                listed.append((0, f"{k}. {first}"))
+                listed += [(1, part) for line in rest for part in line.split("\n") if part]
+            unchecked = getattr(exc, "unchecked", ())
+            if unchecked:
+                listed.append((0, "not checked, as they read an output that fails: "
+                                  + ", ".join(unchecked)))  # fmt: skip
+            sections.append(Section("problems", f"{len(problems)}; the plan does not run",
+                                    listed))  # fmt: skip
+        else:
+            sections.append(Section("error", f"{type(exc).__name__}: {exc}"))
+        return cls(f"over a {frame_kind}", sections, problems)
 
     def to_text(self) -> str:
         """Plain text (what ``explain()`` returns)."""

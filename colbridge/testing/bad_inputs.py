@@ -220,6 +220,8 @@ _cli_no_dir = _cli("run", "{input}", "-o", "{dir}/missing/o.parquet", "-q", "--w
 _cli_dunder = _cli("run", "{input}", "-o", "{dir}/o.parquet", "-q", "--with", "z = a.__class__")
 _cli_ordered = _cli("run", "{input}", "-o", "{dir}/o.parquet", "-q", "--with",
                     "z = cum_sum(a, reverse=True)")
+_cli_several = _cli("run", "{input}", "-o", "{dir}/o.parquet", "-q", "--with",
+                    "z = a & b; w = z + 1; v = bb + 1", "--filter", "b + 1")
 
 CASES: list[BadInput] = [
     # -- names -------------------------------------------------------------------------
@@ -300,6 +302,25 @@ CASES: list[BadInput] = [
     BadInput("polars-lazyframe", "types", "`to_tensor` of a polars LazyFrame (no data yet)",
              lambda _: pl.LazyFrame({"a": [1]}), lambda d: cb.to_tensor(d, ["a"]),
              E.UnsupportedTypeError, r"LazyFrame has no data yet", r"collect"),
+    # -- several problems in one plan --------------------------------------------------
+    BadInput("several-problems", "plans",
+             "three problems in two steps (a number added to a string, `&` of a float, a misspelt "
+             "column) and an output that reads a failing one", F,
+             _m(lambda q: q.with_columns(z=cb.col("name") + 1, y=cb.col("price") & cb.col("ok"))
+                .with_columns(w=cb.col("z") * 2, v=cb.col("prcie") + 1)),
+             E.PlanProblemsError,
+             r"^3 problems in the plan.*\n1\. step 1 \(with_columns\), output `z`.*\n2\. step 1 "
+             r"\(with_columns\), output `y`.*\n3\. step 2 \(with_columns\), output `v`",
+             r"compare.*compare first.*did you mean.*'price'.*not checked, as they read an output "
+             r"that fails: step 2 output `w` \(reads `z`\)$"),
+    BadInput("several-problems-text", "plans",
+             "`eval` statements with two problems, the second reading the first's output", F,
+             lambda f: f.gpu.lazy().eval("z = qty + 'x'; w = z * 2; v = -qty.cast('uint8')")
+             .compute(device="cpu"),
+             E.PlanProblemsError,
+             r"^2 problems.*\n1\. step 1 \(with_columns\), output `z`.*\n2\. step 3 "
+             r"\(with_columns\), output `v`",
+             r"to_integer.*cast to a signed type first.*step 2 output `w` \(reads `z`\)"),
     # -- copies and nulls --------------------------------------------------------------
     BadInput("bool-tensor-no-copy", "copies", "`as_tensor` of a bool column (bit-packed)",
              lambda _: pa.array([True, False]), lambda a: cb.as_tensor(a),
@@ -456,6 +477,10 @@ CASES: list[BadInput] = [
              r"cannot parse", r"\^"),
     BadInput("cli-dunder-expression", "cli", "`--with` with attribute access", *_cli_dunder, 2,
              r"attribute access is not allowed", r"call functions by name"),
+    BadInput("cli-several-problems", "cli",
+             "`--with` and `--filter` with three problems: all printed, numbered", *_cli_several,
+             2, r"3 problems in the plan.*\n1\. step 1 .*\n2\. step 3 .*\n3\. step 4 \(filter\)",
+             r"compare first.*did you mean.*'b'.*compare it"),
     BadInput("cli-unknown-column", "cli", "`--filter` on a column that does not exist",
              *_cli_column, 2, r"column `zz` not found", r"available|did you mean|columns"),
     BadInput("cli-negative-batch-rows", "cli", "`--batch-rows -5`", *_cli_rows, 2,
