@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from colbridge.columns.frames import ArrowTableAdapter
-from colbridge.errors import SchemaError
+from colbridge.errors import ColbridgeError, SchemaError
 from colbridge.io.grouped import window_passes
 from colbridge.io.pipeline import (
     Counters,
@@ -162,7 +162,10 @@ class StreamFrame(LazyFrame):
         It says how the input is read, how many passes the plan makes over it, and,
         for a one-shot stream that must be read more than once, that it is spooled.
         """
-        job = self._job(device, "cpu")
+        try:
+            job = self._job(device, "cpu")
+        except ColbridgeError as exc:  # listed, not raised (as `LazyFrame.report` does)
+            return PlanReport.for_error(self._source.format, self._steps, exc)
         empty = self._source.schema.empty_table()
         report = describe(prepare(self._steps, empty.column_names), ArrowTableAdapter(empty),
                           device=device, target=target, source=source,

@@ -349,3 +349,12 @@ def test_streamed_lazyframe_memory_is_bounded_by_the_batch(tmp_path: Any) -> Non
     assert report["rows"] == n
     # Two passes over 64 MB of decoded data; the run must hold far less than it.
     assert report["growth"] < decoded / 3, report
+
+
+def test_explain_lists_every_problem_of_a_streamed_plan(files: dict[str, str]) -> None:
+    q = scan("parquet", files).gpu.with_columns(x=cb.col("nope") + 1, y=cb.col("g") * 2)
+    text = q.explain(device="cpu")
+    assert "problems: 2" in text
+    assert "`nope` not found" in text
+    with pytest.raises(cb.PlanProblemsError):
+        q.compute()
