@@ -39,6 +39,7 @@ from colbridge.expr.api import (
     when,
 )
 from colbridge.expr.parser import parse_assignments, parse_expr
+from colbridge.expr.udf import UserFunction, udf
 from colbridge.lazy import GroupBy, LazyFrame
 from colbridge.types import DType
 
@@ -159,6 +160,7 @@ __all__ = [
     "TensorView",
     "UnsupportedOperationError",
     "UnsupportedTypeError",
+    "UserFunction",
     "WritableAliasWarning",
     "all_horizontal",
     "any_horizontal",
@@ -179,5 +181,6 @@ __all__ = [
     "sum_horizontal",
     "to_tensor",
     "to_torch",
+    "udf",
     "when",
 ]

@@ -466,7 +466,7 @@ def check_scalar_outputs(
         src = numpy_eval.generate_elementwise(outputs, None, segment.types, nulls,
                                               plan_text=segment.kernel_text,
                                               literals=segment.params)  # fmt: skip
-        return src, load_module_from_source(src.source, "cbn").elementwise
+        return src, load_module_from_source(src.source, "cbn", bind=src.functions).elementwise
 
     key = ("numpy", "scalar-check", segment.signature, tuple(name for name, _ in outputs))
     (src, func), _ = kernel_cache.get_or_build(key, build)

@@ -131,7 +131,8 @@ def _generator(tier: str) -> ModuleType:
 def _build(tier: str, make: Callable[[ModuleType], KernelSource]) -> Callable[[], _Kernel]:
     def build() -> _Kernel:
         src = make(_generator(tier))
-        module = load_module_from_source(src.source, "cbn" if tier == "numpy" else "cbk")
+        module = load_module_from_source(src.source, "cbn" if tier == "numpy" else "cbk",
+                                         bind=src.functions)  # fmt: skip
         # a filter's module holds several functions (`count_kept`, `compact`, `pack`)
         return _Kernel(src, getattr(module, src.kind, module), tier)
 

@@ -25,13 +25,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import singledispatchmethod
-from typing import Protocol
+from typing import Any, Protocol
 
 from colbridge.codegen.dialect import Dialect
 from colbridge.codegen.kernel import (
     ERR_NEGATIVE_EXPONENT,
     ERR_STRICT_CAST,
     ERR_STRICT_PARSE,
+    ERR_USER_FUNCTION,
     AggSlot,
     GroupedSpec,
     InputSpec,
@@ -45,6 +46,7 @@ from colbridge.errors import UnsupportedOperationError
 from colbridge.expr.nodes import (
     Agg,
     Binary,
+    Call,
     Cast,
     Check,
     Clip,
@@ -220,6 +222,8 @@ class Lowering:
         self.counted_elsewhere: frozenset[Node] = frozenset()
         self._lowering: list[Node] = []
         self._counter = 0
+        #: compiled user functions called: wrapper name -> (function, result dtype, arity)
+        self.functions: dict[str, tuple[Any, DType, int]] = {}
 
     # -- helpers ----------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -727,6 +731,33 @@ class Lowering:
             self.count_error(ERR_STRICT_PARSE, d.not_(present), a.valid, node.error)
             return Val(value, a.valid)
         return Val(value, self.both(a.valid, row=present))
+
+    @lower.register
+    def _(self, node: Call) -> Val:
+        # A compiled user function sees valid rows only: the call is guarded by the
+        # arguments' validity (a null argument gives null, as polars' `map_elements`
+        # with `skip_nulls=True`). The target's wrapper returns (value, no exception);
+        # an exception (integer division by zero) is counted and raised after the kernel.
+        d = self.d
+        args = [self.value(a) for a in node.args]
+        valid = self.both(*(a.valid for a in args))
+        guard = self.row_valid(valid)
+        result = self.types[node]
+        name = f"_call{node.func.token}_{result.value}_{len(args)}"
+        self.functions[name] = (node.func, result, len(args))
+        pair = self.fresh("r")
+        self.emit(d.decl(pair, result, d.call(name, result, [a.expr for a in args], guard)))
+        ok = self.declare(DType.BOOL, d.item(pair, 1), "m")
+        names = sorted({f.name for f, _, _ in self.functions.values()})
+        which = f"`{names[0]}`" if len(names) == 1 else "one of " + ", ".join(
+            f"`{n}`" for n in names)  # fmt: skip
+        message = (
+            f"compiled user function {which} raised an exception (for example an integer "
+            "division by zero); guard the case inside the function, e.g. "
+            "`if b == 0: return 0`"
+        )
+        self.count_error(ERR_USER_FUNCTION, d.not_(ok), valid, message)
+        return Val(self.declare(result, d.item(pair, 0)), valid)
 
     @lower.register
     def _(self, node: Search) -> Val:
