@@ -21,6 +21,7 @@ from colbridge.errors import (
     ShapeError,
     UnsupportedOperationError,
     UnsupportedTypeError,
+    UserFunctionError,
     WritableAliasWarning,
 )
 from colbridge.expr.api import (
@@ -161,6 +162,7 @@ __all__ = [
     "UnsupportedOperationError",
     "UnsupportedTypeError",
     "UserFunction",
+    "UserFunctionError",
     "WritableAliasWarning",
     "all_horizontal",
     "any_horizontal",

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, overload
 
-from colbridge.errors import SchemaError, UnsupportedOperationError, UnsupportedTypeError
+from colbridge.errors import UnsupportedTypeError, UserFunctionError
 from colbridge.expr.api import Expr, ScalarUseError, _arg_node, _WhenThen, to_node
 from colbridge.expr.nodes import Call, Column, Node, transform
 from colbridge.types import DType, parse_dtype
@@ -50,15 +50,20 @@ _NUMBA_RETURN = {
 }
 
 
-class UdfError(SchemaError):
-    """A user function cannot be used as written (arguments, return value, compilation)."""
-
-
 class UserFunction:
-    """A Python function usable in expressions; see `udf`.
+    """A Python function usable in expressions; made by `udf`.
 
     Compares and hashes by identity: the IR and the kernel caches tell two
     functions apart even if their names and code are the same.
+
+    Examples
+    --------
+    >>> import colbridge as cb
+    >>> double = cb.udf(lambda x: x * 2)
+    >>> double("a")
+    <Expr (col("a") * lit(2))>
+    >>> double.is_compiled
+    False
     """
 
     def __init__(
@@ -71,7 +76,7 @@ class UserFunction:
     ) -> None:
         if not callable(fn):
             msg = f"`cb.udf` needs a function, got {type(fn).__name__} {fn!r}"
-            raise UdfError(msg)
+            raise UserFunctionError(msg)
         self.fn = fn
         self.name = name or getattr(fn, "__name__", None) or type(fn).__name__
         self.return_dtype = return_dtype
@@ -121,7 +126,7 @@ class UserFunction:
                 f"user function `{self.name}({params})` called with {count} argument(s): "
                 f"{exc}; pass one expression, column name or number per parameter"
             )
-            raise UdfError(msg) from None
+            raise UserFunctionError(msg) from None
 
     def _trace(self, count: int) -> Node | None:
         if self._force_compiled:
@@ -140,7 +145,7 @@ class UserFunction:
                 "(`.sin()`, `cb.when(...)`), or pass `return_dtype=` to compile it as a "
                 "numba scalar function"
             )
-            raise UdfError(msg) from exc
+            raise UserFunctionError(msg) from exc
         else:
             traced = self._result_node(out)
         self._traced[count] = traced
@@ -154,11 +159,11 @@ class UserFunction:
         ):
             return to_node(out)
         msg = (
-            f"user function `{self.name}` returned {type(out).__name__} {_short(out)} when "
-            "traced; a traced function must return an expression or a number (to return "
-            "several values, write one function per output)"
+            f"user function `{self.name}` returned a {type(out).__name__} when traced; a "
+            "traced function must return an expression or a number (to return several "
+            "values, write one function per output)"
         )
-        raise UdfError(msg)
+        raise UserFunctionError(msg)
 
     # -- compiled functions ---------------------------------------------------------------
     def dispatcher(self) -> Any:
@@ -194,7 +199,7 @@ class UserFunction:
                 f"({shown}): {first}; write it in numba's subset of Python (numbers, `math`, "
                 "`if`, loops), or write it with expressions so it can be traced"
             )
-            raise UdfError(msg) from None
+            raise UserFunctionError(msg) from None
         if self.return_dtype is not None:
             result = self.return_dtype
         else:
@@ -206,7 +211,7 @@ class UserFunction:
                     f"({', '.join(str(t) for t in args)}); a compiled function must return "
                     "one number or boolean: return one value, or pass `return_dtype=`"
                 )
-                raise UdfError(msg)
+                raise UserFunctionError(msg)
             result = found
         self._types[args] = result
         return result
@@ -215,11 +220,6 @@ class UserFunction:
 def _placeholder(token: int, k: int) -> Column:
     # a NUL byte no frame library lets a column name begin with: never a real column
     return Column(f"\0udf{token}:arg{k}")
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 _RETURN_DTYPES = ", ".join(sorted(d.value for d in _NUMBA_RETURN.values() if d is not DType.BOOL))
@@ -327,10 +327,4 @@ def function_args_error(func: UserFunction, k: int, arg: Node, what: str) -> Uns
         "compute the column with pyarrow first"
     )
     return UnsupportedTypeError(msg)
-
-
-def unsupported_on(target: str, node: Call) -> UnsupportedOperationError:
-    """The error for a compiled function reaching a code generator that cannot call it."""
-    msg = f"the {target} code generator cannot call compiled user function `{node.func.name}`"
-    return UnsupportedOperationError(msg)
 

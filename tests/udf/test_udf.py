@@ -363,8 +363,9 @@ def test_wrong_number_of_arguments() -> None:
 
 def test_traced_function_returning_something_else() -> None:
     pair = cb.udf(lambda x: (x, x))
-    with pytest.raises(cb.SchemaError, match=r"user function `<lambda>` returned tuple .* a "
-                       r"traced function must return an expression or a number"):  # fmt: skip
+    message = (r"user function `<lambda>` returned a tuple when traced; a traced function must "
+               r"return an expression or a number")  # fmt: skip
+    with pytest.raises(cb.UserFunctionError, match=message):
         pair("a")
 
 
