@@ -94,6 +94,16 @@ class UserFunction:
     def __repr__(self) -> str:
         return f"udf:{self.name}#{self.token}"
 
+    def __getstate__(self) -> dict[str, Any]:
+        # plans travel to other processes (Dask, process pools) with their functions; the
+        # dispatcher, the lock and the token are this process's own
+        return {"fn": self.fn, "name": self.name, "return_dtype": self.return_dtype,
+                "compiled": self._force_compiled}  # fmt: skip
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["fn"], return_dtype=state["return_dtype"],  # type: ignore[misc]
+                      compiled=state["compiled"], name=state["name"])  # fmt: skip
+
     # -- calling -------------------------------------------------------------------------
     def __call__(self, *args: Any) -> Expr:
         """The function applied to ``args``: expressions, column names or numbers."""

@@ -259,6 +259,19 @@ def test_a_new_function_of_the_same_name_gets_its_own_kernel() -> None:
     assert second[3].as_py() == 5.0
 
 
+def test_plans_with_user_functions_pickle() -> None:
+    import pickle
+
+    table = pa.table({"a": [4.0, None, 1.0], "b": [0.0, 2.0, 2.0]})
+    expr = step("a", "b") + blend("a", "b")
+    again = pickle.loads(pickle.dumps(expr))
+    got = cb.lazy(table).with_columns(z=again).compute()
+    want = cb.lazy(table).with_columns(z=expr).compute()
+    assert_arrays_match(got.column("z"), want.column("z"), what="unpickled")
+    copy = pickle.loads(pickle.dumps(step))
+    assert copy.token != step.token  # a process's own number, never reused for another function
+
+
 # -- frames, grouping, streams -----------------------------------------------------------------
 def test_pandas_polars_and_pyarrow_frames() -> None:
     data = {"a": [4.0, None, 1.0], "b": [0.0, 2.0, 2.0]}
