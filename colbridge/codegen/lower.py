@@ -222,8 +222,9 @@ class Lowering:
         self.counted_elsewhere: frozenset[Node] = frozenset()
         self._lowering: list[Node] = []
         self._counter = 0
-        #: compiled user functions called: wrapper name -> (function, result dtype, arity)
-        self.functions: dict[str, tuple[Any, DType, int]] = {}
+        #: compiled user functions called: wrapper name -> (function, result dtype, arity,
+        #: how it is called: "valid" rows only, "all" rows, "all" returning "validity")
+        self.functions: dict[str, tuple[Any, DType, int, str]] = {}
 
     # -- helpers ----------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -738,17 +739,29 @@ class Lowering:
         # arguments' validity (a null argument gives null, as polars' `map_elements`
         # with `skip_nulls=True`). The target's wrapper returns (value, no exception);
         # an exception (integer division by zero) is counted and raised after the kernel.
+        # With `skip_nulls=False` every row is passed, each value followed by its validity,
+        # and the function's own (value, valid) decides the result's validity.
         d = self.d
         args = [self.value(a) for a in node.args]
-        valid = self.both(*(a.valid for a in args))
-        guard = self.row_valid(valid)
         result = self.types[node]
-        name = f"_call{node.func.token}_{result.value}_{len(args)}"
-        self.functions[name] = (node.func, result, len(args))
+        exprs = [a.expr for a in args]
+        if node.func.skip_nulls:
+            mode = "valid"
+            valid = self.both(*(a.valid for a in args))
+            guard = self.row_valid(valid)
+        else:
+            mode = "validity" if node.func.returns_validity(
+                tuple(self.types[a] for a in node.args)) else "all"  # fmt: skip
+            exprs = [x for a in args for x in (a.expr, self.row_valid(a.valid) or d.true)]
+            valid, guard = NEVER_NULL, None
+        name = f"_call{node.func.token}_{result.value}_{len(exprs)}_{mode}"
+        self.functions[name] = (node.func, result, len(exprs), mode)
         pair = self.fresh("r")
-        self.emit(d.decl(pair, result, d.call(name, result, [a.expr for a in args], guard)))
+        self.emit(d.decl(pair, result, d.call(name, result, exprs, guard)))
         ok = self.declare(DType.BOOL, d.item(pair, 1), "m")
-        names = sorted({f.name for f, _, _ in self.functions.values()})
+        if mode == "validity":
+            valid = Valid(row=self.declare(DType.BOOL, d.item(pair, 2), "m"))
+        names = sorted({f.name for f, _, _, _ in self.functions.values()})
         which = f"`{names[0]}`" if len(names) == 1 else "one of " + ", ".join(
             f"`{n}`" for n in names)  # fmt: skip
         message = (
@@ -756,7 +769,8 @@ class Lowering:
             "division by zero); guard the case inside the function, e.g. "
             "`if b == 0: return 0`"
         )
-        self.count_error(ERR_USER_FUNCTION, d.not_(ok), valid, message)
+        # the rows the function was called on: the valid ones, or every row
+        self.count_error(ERR_USER_FUNCTION, d.not_(ok), valid if guard else NEVER_NULL, message)
         return Val(self.declare(result, d.item(pair, 0)), valid)
 
     @lower.register

@@ -171,7 +171,7 @@ class NumbaDialect(Dialect):
         if guard is None:
             return made
         # a real branch (Python's conditional expression): nulls never reach the function
-        return f"({made} if ({guard}) else ({self.const(0, dtype)}, True))"
+        return f"({made} if ({guard}) else ({self.const(0, dtype)}, True, True))"
 
     def select(self, cond: str, a: str, b: str) -> str:
         return f"(({a}) if ({cond}) else ({b}))"
@@ -219,40 +219,44 @@ def _dialect(roots: Sequence[Node]) -> NumbaDialect:
     return FUNCTION_DIALECT if calls_functions(roots) else DIALECT
 
 
-def _functions(*lowerings: Lowering) -> dict[str, tuple[Any, DType, int]]:
-    found: dict[str, tuple[Any, DType, int]] = {}
+def _functions(*lowerings: Lowering) -> dict[str, tuple[Any, DType, int, str]]:
+    found: dict[str, tuple[Any, DType, int, str]] = {}
     for lw in lowerings:
         found.update(lw.functions)
     return found
 
 
-def function_wrappers(functions: dict[str, tuple[Any, DType, int]]) -> list[str]:
+def function_wrappers(functions: dict[str, tuple[Any, DType, int, str]]) -> list[str]:
     """Module-level wrappers of the compiled user functions a kernel calls.
 
-    ``_call<token>_<dtype>_<arity>`` calls the function's dispatcher ``_udf<token>`` (a
-    global the backend binds when it loads the module), converts the result to the
-    planned dtype and returns (value, no exception): numba cannot raise out of a
-    parallel loop, so an exception is caught here and counted by the kernel.
+    ``_call<token>_<dtype>_<arity>_<mode>`` calls the function's dispatcher ``_udf<token>``
+    (a global the backend binds when it loads the module), converts the result to the
+    planned dtype and returns (value, no exception, valid): numba cannot raise out of a
+    parallel loop, so an exception is caught here and counted by the kernel. In mode
+    ``validity`` the function returns (value, valid) itself.
     """
     lines: list[str] = []
-    for name, (func, dtype, arity) in sorted(functions.items()):
+    for name, (func, dtype, arity, mode) in sorted(functions.items()):
         params = ", ".join(f"a{k}" for k in range(arity))
+        call = f"_udf{func.token}({params})"
+        done = (f"        r = {call}", f"        return {_np(dtype)}(r[0]), True, bool(r[1])") \
+            if mode == "validity" else (f"        return {_np(dtype)}({call}), True, True",)
         lines += [
             "@numba.njit(nogil=True)",
             f"def {name}({params}):",
             "    try:",
-            f"        return {_np(dtype)}(_udf{func.token}({params})), True",
+            *done,
             "    except Exception:  # counted per row, raised after the kernel",
-            f"        return {DIALECT.const(0, dtype)}, False",
+            f"        return {DIALECT.const(0, dtype)}, False, False",
             "",
             "",
         ]
     return lines
 
 
-def bound_functions(functions: dict[str, tuple[Any, DType, int]]) -> dict[str, Any]:
+def bound_functions(functions: dict[str, tuple[Any, DType, int, str]]) -> dict[str, Any]:
     """The globals a kernel module calling ``functions`` needs: ``_udf<token>`` dispatchers."""
-    return {f"_udf{func.token}": func.dispatcher() for func, _, _ in functions.values()}
+    return {f"_udf{func.token}": func.dispatcher() for func, _, _, _ in functions.values()}
 
 
 class _CpuRows:
@@ -892,7 +896,7 @@ def _module(
     *,
     parallel: bool,
     plan_text: str,
-    functions: dict[str, tuple[Any, DType, int]] | None = None,
+    functions: dict[str, tuple[Any, DType, int, str]] | None = None,
 ) -> str:
     wrappers = function_wrappers(functions or {})
     kernel = _function(name, args, body, parallel=parallel, functions=bool(functions))

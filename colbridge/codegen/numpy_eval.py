@@ -444,26 +444,29 @@ def generate_grouped_reduce(
     )
 
 
-def function_loops(functions: dict[str, tuple[Any, DType, int]]) -> list[str]:
+def function_loops(functions: dict[str, tuple[Any, DType, int, str]]) -> list[str]:
     """Whole-array callers of the compiled user functions a NumPy function calls.
 
-    ``_call<token>_<dtype>_<arity>(n, guard, *args)`` returns (values, no exception) as
-    arrays: a small numba loop calls the function's dispatcher ``_udf<token>`` (bound
-    when the module is loaded) on the rows where ``guard`` holds, with the conversion
-    and exception handling of the compiled kernels' wrappers.
+    ``_call<token>_<dtype>_<arity>_<mode>(n, guard, *args)`` returns (values, no
+    exception, valid) as arrays: a small numba loop calls the function's dispatcher
+    ``_udf<token>`` (bound when the module is loaded) on the rows where ``guard`` holds,
+    with the conversion and exception handling of the compiled kernels' wrappers.
     """
     lines = ["import numba", "", ""] if functions else []
-    for name, (func, dtype, arity) in sorted(functions.items()):
+    for name, (func, dtype, arity, mode) in sorted(functions.items()):
         params = ", ".join(f"a{k}" for k in range(arity))
         items = ", ".join(f"a{k}[i]" for k in range(arity))
         spread = ", ".join(f"np.broadcast_to(a{k}, (n,))" for k in range(arity))
         lines += [
             "@numba.njit(nogil=True)",
-            f"def {name}_rows(n, guard, out, ok, {params}):",
+            f"def {name}_rows(n, guard, out, ok, valid, {params}):",
             "    for i in range(n):",
             "        if guard[i]:",
             "            try:",
-            f"                out[i] = {_np(dtype)}(_udf{func.token}({items}))",
+            *((f"                r = _udf{func.token}({items})",
+               f"                out[i] = {_np(dtype)}(r[0])",
+               "                valid[i] = bool(r[1])") if mode == "validity"
+              else (f"                out[i] = {_np(dtype)}(_udf{func.token}({items}))",)),
             "            except Exception:  # counted per row, raised after the kernel",
             "                ok[i] = False",
             "",
@@ -471,8 +474,9 @@ def function_loops(functions: dict[str, tuple[Any, DType, int]]) -> list[str]:
             f"def {name}(n, guard, {params}):",
             f"    out = np.zeros(n, dtype={_np(dtype)})",
             "    ok = np.ones(n, dtype=np.bool_)",
-            f"    {name}_rows(n, np.broadcast_to(guard, (n,)), out, ok, {spread})",
-            "    return out, ok",
+            "    valid = np.ones(n, dtype=np.bool_)",
+            f"    {name}_rows(n, np.broadcast_to(guard, (n,)), out, ok, valid, {spread})",
+            "    return out, ok, valid",
             "",
             "",
         ]
@@ -484,7 +488,7 @@ def _module(
     args: list[str],
     body: list[str],
     plan_text: str,
-    functions: dict[str, tuple[Any, DType, int]] | None = None,
+    functions: dict[str, tuple[Any, DType, int, str]] | None = None,
 ) -> str:
     lines = [
         *function_loops(functions or {}),

@@ -73,6 +73,7 @@ class UserFunction:
         return_dtype: DType | None = None,
         compiled: bool = False,
         name: str | None = None,
+        skip_nulls: bool = True,
     ) -> None:
         if not callable(fn):
             msg = f"`cb.udf` needs a function, got {type(fn).__name__} {fn!r}"
@@ -80,14 +81,18 @@ class UserFunction:
         self.fn = fn
         self.name = name or getattr(fn, "__name__", None) or type(fn).__name__
         self.return_dtype = return_dtype
+        #: False: called on every row with each argument's value and validity flag
+        self.skip_nulls = skip_nulls
         #: a number unique in this process: part of the kernel cache keys
         self.token = next(_TOKENS)
-        self._force_compiled = compiled or return_dtype is not None
+        self._force_compiled = compiled or return_dtype is not None or not skip_nulls
         #: traced expression per number of arguments (None: the function is compiled)
         self._traced: dict[int, Node | None] = {}
         #: numba dispatcher and result type per argument dtypes (compiled functions)
         self._dispatcher: Any = None
         self._types: dict[tuple[DType, ...], DType] = {}
+        #: whether the function returns (value, valid), per argument dtypes
+        self._with_validity: dict[tuple[DType, ...], bool] = {}
         self._lock = threading.Lock()
         functools.update_wrapper(self, fn, updated=())  # type: ignore[arg-type]
 
@@ -98,11 +103,12 @@ class UserFunction:
         # plans travel to other processes (Dask, process pools) with their functions; the
         # dispatcher, the lock and the token are this process's own
         return {"fn": self.fn, "name": self.name, "return_dtype": self.return_dtype,
-                "compiled": self._force_compiled}  # fmt: skip
+                "compiled": self._force_compiled, "skip_nulls": self.skip_nulls}  # fmt: skip
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["fn"], return_dtype=state["return_dtype"],  # type: ignore[misc]
-                      compiled=state["compiled"], name=state["name"])  # fmt: skip
+                      compiled=state["compiled"], name=state["name"],
+                      skip_nulls=state["skip_nulls"])  # fmt: skip
 
     # -- calling -------------------------------------------------------------------------
     def __call__(self, *args: Any) -> Expr:
@@ -129,13 +135,16 @@ class UserFunction:
         except (TypeError, ValueError):  # a builtin without a signature: numba decides
             return
         try:
-            signature.bind(*range(count))
+            signature.bind(*range(count if self.skip_nulls else 2 * count))
         except TypeError as exc:
             params = ", ".join(signature.parameters)
             msg = (
                 f"user function `{self.name}({params})` called with {count} argument(s): "
                 f"{exc}; pass one expression, column name or number per parameter"
             )
+            if not self.skip_nulls:
+                msg += (" (with `skip_nulls=False` it takes each argument's value and "
+                        "validity flag: `f(x, x_valid, ...)`)")  # fmt: skip
             raise UserFunctionError(msg) from None
 
     def _trace(self, count: int) -> Node | None:
@@ -198,7 +207,9 @@ class UserFunction:
         from numba.core.errors import NumbaError
 
         dispatcher = self.dispatcher()
-        signature = tuple(numba.from_dtype(t.numpy) for t in args)
+        signature: tuple[Any, ...] = tuple(numba.from_dtype(t.numpy) for t in args)
+        if not self.skip_nulls:  # each value is followed by its validity flag
+            signature = tuple(x for t in signature for x in (t, numba.boolean))
         try:
             dispatcher.compile(signature)
         except NumbaError as exc:
@@ -211,20 +222,35 @@ class UserFunction:
             )
             raise UserFunctionError(msg) from None
         if self.return_dtype is not None:
+            returned = dispatcher.overloads[signature].signature.return_type
+            items = getattr(returned, "types", None)
+            if not self.skip_nulls and items is not None and len(items) == 2:
+                self._with_validity[args] = True
             result = self.return_dtype
         else:
             returned = dispatcher.overloads[signature].signature.return_type
+            items = getattr(returned, "types", None)
+            if not self.skip_nulls and items is not None and len(items) == 2 \
+                    and str(items[1]) == "bool":  # fmt: skip
+                self._with_validity[args] = True
+                returned = items[0]
             found = _NUMBA_RETURN.get(str(returned))
             if found is None:
                 msg = (
                     f"user function `{self.name}` returns {returned} for arguments "
                     f"({', '.join(str(t) for t in args)}); a compiled function must return "
-                    "one number or boolean: return one value, or pass `return_dtype=`"
+                    "one number or boolean (with `skip_nulls=False`, or a pair (value, "
+                    "valid)): return one value, or pass `return_dtype=`"
                 )
                 raise UserFunctionError(msg)
             result = found
         self._types[args] = result
         return result
+
+
+    def returns_validity(self, args: tuple[DType, ...]) -> bool:
+        """Whether the function returns (value, valid) for arguments of ``args`` (typed first)."""
+        return self._with_validity.get(args, False)
 
 
 def _placeholder(token: int, k: int) -> Column:
@@ -251,18 +277,26 @@ def _return_dtype(value: Any, name: str) -> DType:
 
 @overload
 def udf(
-    fn: Callable[..., Any], *, return_dtype: Any = None, compiled: bool = False
+    fn: Callable[..., Any],
+    *,
+    return_dtype: Any = None,
+    compiled: bool = False,
+    skip_nulls: bool = True,
 ) -> UserFunction: ...
 
 
 @overload
 def udf(
-    fn: None = None, *, return_dtype: Any = None, compiled: bool = False
+    fn: None = None, *, return_dtype: Any = None, compiled: bool = False, skip_nulls: bool = True
 ) -> Callable[[Callable[..., Any]], UserFunction]: ...
 
 
 def udf(
-    fn: Callable[..., Any] | None = None, *, return_dtype: Any = None, compiled: bool = False
+    fn: Callable[..., Any] | None = None,
+    *,
+    return_dtype: Any = None,
+    compiled: bool = False,
+    skip_nulls: bool = True,
 ) -> UserFunction | Callable[[Callable[..., Any]], UserFunction]:
     """A Python function usable in expressions, traced when it can be, else compiled.
 
@@ -278,6 +312,12 @@ def udf(
         numba's inference for the argument types.
     compiled
         Compile even if the function could be traced.
+    skip_nulls
+        True (the default): a compiled function is called on valid rows only, a null
+        argument gives a null result. False: it is compiled and called on every row
+        with each argument's value followed by a bool saying whether it is valid
+        (``f(x, x_valid, y, y_valid)``; a value under a null is unspecified), and may
+        return a pair ``(value, valid)`` to make nulls itself.
 
     Returns
     -------
@@ -317,7 +357,7 @@ def udf(
         if isinstance(f, UserFunction):
             f = f.fn
         dtype = None if return_dtype is None else _return_dtype(return_dtype, _name_of(f))
-        return UserFunction(f, return_dtype=dtype, compiled=compiled)
+        return UserFunction(f, return_dtype=dtype, compiled=compiled, skip_nulls=skip_nulls)
 
     if fn is None:
         return wrap

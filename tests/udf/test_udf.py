@@ -212,6 +212,46 @@ def test_the_function_never_sees_a_null_row() -> None:
     assert out.column("z").to_pylist() == [2, None, 5]
 
 
+def _first_valid(x: float, xv: bool, y: float, yv: bool) -> float:
+    if xv:
+        return x
+    if yv:
+        return y
+    return -1.0
+
+
+def _inverse(x: float, xv: bool) -> tuple[float, bool]:
+    if xv and x != 0.0:
+        return 1.0 / x, True
+    return 0.0, False  # null where there is no inverse
+
+
+first_valid = cb.udf(_first_valid, skip_nulls=False)
+inverse = cb.udf(_inverse, skip_nulls=False)
+
+
+@pytest.mark.parametrize("tier", ["numpy", "compiled"])
+def test_skip_nulls_false_sees_validity_and_may_return_it(
+    tier: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLBRIDGE_CPU_TIER", tier)
+    rng = np.random.default_rng(4)
+    table = pa.table({"a": make_column(rng, pa.float64(), 400, True),
+                      "b": make_column(rng, pa.float64(), 400, True)}).slice(5)  # fmt: skip
+    table = pa.concat_tables([table.slice(0, 150), table.slice(150)])
+    table = table.set_column(0, "a", pa.chunked_array(
+        [pa.array(np.where(np.arange(len(c)) % 7 == 0, 0.0, c.to_numpy(zero_copy_only=False)),
+                  mask=c.is_null().to_numpy(zero_copy_only=False)) for c in table["a"].chunks]))
+    out = cb.lazy(table).with_columns(f=first_valid("a", "b"), n=inverse("a")).compute()
+    a, b = table.column("a").to_pylist(), table.column("b").to_pylist()
+    want_f = [x if x is not None else (y if y is not None else -1.0)
+              for x, y in zip(a, b, strict=True)]  # fmt: skip
+    want_n = [None if x is None or x == 0.0 else 1.0 / x for x in a]
+    assert out.column("f").null_count == 0  # the function decided every row
+    assert_arrays_match(out.column("f"), pa.array(want_f, pa.float64()), what="first_valid")
+    assert_arrays_match(out.column("n"), pa.array(want_n, pa.float64()), what="inverse")
+
+
 @pytest.mark.parametrize("rows", [5, 100_000])
 def test_division_by_zero_is_a_clear_error(rows: int) -> None:
     @cb.udf(compiled=True)
