@@ -273,7 +273,7 @@ def test_compiled_fuses_into_one_kernel() -> None:
     text = lf.explain(source=True)
     assert "1 pass(es) over the rows, 1 fused kernel(s)" in text
     kernel = text[text.index("error_model='python')\ndef elementwise"):]
-    assert f"_call{step.token}_float64_2(" in kernel  # called inside the row loop
+    assert f"_call{step.token}_float64_2_valid(" in kernel  # called inside the row loop
     assert "np.sin(" in kernel  # with the rest of the expression
     assert "cache=False" in text[text.index("def elementwise") - 80:]  # never cached on disk
     out = lf.compute()
