@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from colbridge.backends.groups import GroupIds
 from colbridge.codegen.kernel import (
-    N_ERR_KINDS,
+    N_HOST_ERR_KINDS,
     AggSlot,
     KernelSource,
     OutputSpec,
@@ -479,7 +479,7 @@ def check_scalar_outputs(
         args.append(np.zeros(1, dtype=np.uint64 if out.dtype.is_bool else out.dtype.numpy))
         if out.nullable:
             args.append(np.zeros(1, dtype=np.uint64))
-    err = np.zeros((N_ERR_KINDS, 1), dtype=np.int64)
+    err = np.zeros((N_HOST_ERR_KINDS, 1), dtype=np.int64)
     args.append(err)
     func(*args)
     raise_kernel_errors(src, err)

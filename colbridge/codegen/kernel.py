@@ -35,6 +35,7 @@ __all__ = [
     "ERR_STRICT_PARSE",
     "ERR_USER_FUNCTION",
     "N_ERR_KINDS",
+    "N_HOST_ERR_KINDS",
     "AggSlot",
     "GroupedSpec",
     "InputSpec",
@@ -56,8 +57,11 @@ __all__ = [
 ERR_STRICT_CAST = 0
 ERR_NEGATIVE_EXPONENT = 1
 ERR_STRICT_PARSE = 2  # a string that does not convert (strict `str.to_integer`, casts)
+N_ERR_KINDS = 3  # the kinds a kernel of any target counts
 ERR_USER_FUNCTION = 3  # a compiled user function raised (integer division by zero, ...)
-N_ERR_KINDS = 4
+#: the kinds a CPU (numba or NumPy) kernel counts: those, and the exceptions of compiled
+#: user functions, which only the host calls (a segment calling one runs on the CPU)
+N_HOST_ERR_KINDS = 4
 
 @dataclass(frozen=True)
 class InputSpec:

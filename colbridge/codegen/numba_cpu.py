@@ -41,7 +41,7 @@ from typing import Any
 
 from colbridge.codegen.dialect import Dialect
 from colbridge.codegen.kernel import (
-    N_ERR_KINDS,
+    N_HOST_ERR_KINDS,
     GroupedSpec,
     InputSpec,
     KernelSource,
@@ -904,7 +904,7 @@ def _module(
 
 
 def _header(plan_text: str) -> str:
-    return _HEADER.format(plan=plan_text, block=BLOCK, lanes=LANES, nerr=N_ERR_KINDS)
+    return _HEADER.format(plan=plan_text, block=BLOCK, lanes=LANES, nerr=N_HOST_ERR_KINDS)
 
 
 def _function(
