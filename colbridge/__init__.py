@@ -23,6 +23,7 @@ from colbridge.errors import (
     ShapeError,
     UnsupportedOperationError,
     UnsupportedTypeError,
+    UserFunctionError,
     WritableAliasWarning,
 )
 from colbridge.expr.api import (
@@ -41,6 +42,7 @@ from colbridge.expr.api import (
     when,
 )
 from colbridge.expr.parser import parse_assignments, parse_expr
+from colbridge.expr.udf import UserFunction, udf
 from colbridge.lazy import GroupBy, LazyFrame
 from colbridge.types import DType
 
@@ -182,6 +184,8 @@ __all__ = [
     "TensorView",
     "UnsupportedOperationError",
     "UnsupportedTypeError",
+    "UserFunction",
+    "UserFunctionError",
     "WritableAliasWarning",
     "all_horizontal",
     "any_horizontal",
@@ -202,5 +206,6 @@ __all__ = [
     "sum_horizontal",
     "to_tensor",
     "to_torch",
+    "udf",
     "when",
 ]

@@ -28,6 +28,7 @@ __all__ = [
     "ShapeError",
     "UnsupportedOperationError",
     "UnsupportedTypeError",
+    "UserFunctionError",
 ]
 
 
@@ -72,6 +73,14 @@ class UnsupportedTypeError(ColbridgeError, TypeError):
 
 class SchemaError(ColbridgeError, TypeError):
     """An expression combines types that do not go together."""
+
+
+class UserFunctionError(SchemaError):
+    """A user function (`colbridge.udf`) cannot be used as written.
+
+    Wrong number of arguments, a traced function returning something that is not an
+    expression, a function numba cannot compile, or a result that is not one number.
+    """
 
 
 class CopyNotAllowedError(ColbridgeError, ValueError):

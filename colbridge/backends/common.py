@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from colbridge.backends.groups import GroupIds
 from colbridge.codegen.kernel import (
-    N_ERR_KINDS,
+    N_HOST_ERR_KINDS,
     AggSlot,
     KernelSource,
     OutputSpec,
@@ -466,7 +466,7 @@ def check_scalar_outputs(
         src = numpy_eval.generate_elementwise(outputs, None, segment.types, nulls,
                                               plan_text=segment.kernel_text,
                                               literals=segment.params)  # fmt: skip
-        return src, load_module_from_source(src.source, "cbn").elementwise
+        return src, load_module_from_source(src.source, "cbn", bind=src.functions).elementwise
 
     key = ("numpy", "scalar-check", segment.signature, tuple(name for name, _ in outputs))
     (src, func), _ = kernel_cache.get_or_build(key, build)
@@ -479,7 +479,7 @@ def check_scalar_outputs(
         args.append(np.zeros(1, dtype=np.uint64 if out.dtype.is_bool else out.dtype.numpy))
         if out.nullable:
             args.append(np.zeros(1, dtype=np.uint64))
-    err = np.zeros((N_ERR_KINDS, 1), dtype=np.int64)
+    err = np.zeros((N_HOST_ERR_KINDS, 1), dtype=np.int64)
     args.append(err)
     func(*args)
     raise_kernel_errors(src, err)

@@ -57,7 +57,7 @@ from colbridge.backends.common import (
 )
 from colbridge.backends.groups import GroupIds, Grouping
 from colbridge.backends.kernel_cache import kernel_cache, load_module_from_source
-from colbridge.codegen.kernel import N_ERR_KINDS, AggSlot, InputSpec, KernelSource
+from colbridge.codegen.kernel import N_HOST_ERR_KINDS, AggSlot, InputSpec, KernelSource
 from colbridge.codegen.numba_cpu import BLOCK  # rows per partial of a compiled reduction
 from colbridge.errors import ComputeError, InvalidOperationError, KernelCompileError
 from colbridge.expr.nodes import Agg, Column, GroupAgg, Node
@@ -93,7 +93,7 @@ CPU_TIERS = ("auto", "compiled", "numpy")
 
 _COMPILE_LOCK = threading.Lock()
 # Passed as `err` to kernels that cannot fail: they never write to it.
-_NO_ERRORS = np.zeros((N_ERR_KINDS, 1), dtype=np.int64)
+_NO_ERRORS = np.zeros((N_HOST_ERR_KINDS, 1), dtype=np.int64)
 # How often each kernel was evaluated with NumPy; the second time it compiles behind.
 _EVALUATED: collections.Counter[Any] = collections.Counter()
 _BACKGROUND: ThreadPoolExecutor | None = None
@@ -131,7 +131,8 @@ def _generator(tier: str) -> ModuleType:
 def _build(tier: str, make: Callable[[ModuleType], KernelSource]) -> Callable[[], _Kernel]:
     def build() -> _Kernel:
         src = make(_generator(tier))
-        module = load_module_from_source(src.source, "cbn" if tier == "numpy" else "cbk")
+        module = load_module_from_source(src.source, "cbn" if tier == "numpy" else "cbk",
+                                         bind=src.functions)  # fmt: skip
         # a filter's module holds several functions (`count_kept`, `compact`, `pack`)
         return _Kernel(src, getattr(module, src.kind, module), tier)
 
@@ -363,7 +364,8 @@ def run_segment(
             valid_buf, valid = _alloc_bits(n)
             args.append(valid)
         out_buffers.append((data_buf, valid_buf))
-    err = np.zeros((N_ERR_KINDS, max(nblocks, 1)), dtype=np.int64) if src.uses_err else _NO_ERRORS
+    err = np.zeros((N_HOST_ERR_KINDS, max(nblocks, 1)), dtype=np.int64) if src.uses_err \
+        else _NO_ERRORS  # fmt: skip
     args.append(err)
     _call(kernel, args, key, make_elementwise)
     raise_kernel_errors(src, err)
@@ -431,7 +433,7 @@ def _reduce_level(
     pf = np.zeros((nblocks, max(src.n_f, 1)), dtype=np.float64)
     pi = np.zeros((nblocks, max(src.n_i, 1)), dtype=np.int64)
     pu = np.zeros((nblocks, max(src.n_u, 1)), dtype=np.uint64)
-    err = np.zeros((N_ERR_KINDS, max(nblocks, 1)), dtype=np.int64) if src.uses_err \
+    err = np.zeros((N_HOST_ERR_KINDS, max(nblocks, 1)), dtype=np.int64) if src.uses_err \
         else _NO_ERRORS  # fmt: skip
     args: list[Any] = [num_rows]
     for spec in src.inputs:
@@ -545,7 +547,7 @@ class _Run:
         tf = np.zeros((chunks, ids.count, max(src.n_f, 1)), dtype=np.float64)
         ti = np.zeros((chunks, ids.count, max(src.n_i, 1)), dtype=np.int64)
         tu = np.zeros((chunks, ids.count, max(src.n_u, 1)), dtype=np.uint64)
-        err = np.zeros((N_ERR_KINDS, chunks), dtype=np.int64) if src.uses_err else _NO_ERRORS
+        err = np.zeros((N_HOST_ERR_KINDS, chunks), dtype=np.int64) if src.uses_err else _NO_ERRORS
         args: list[Any] = [num_rows]
         for spec in src.inputs:
             args += _bind_input(spec, self.columns[spec.name])
@@ -644,7 +646,7 @@ def _run_filter(
     nblocks = (n + BLOCK - 1) // BLOCK
     words = np.empty((n + 63) // 64, dtype=np.uint64)
     kept = np.zeros(max(nblocks, 1), dtype=np.int64)
-    err = np.zeros((N_ERR_KINDS, max(nblocks, 1)), dtype=np.int64)
+    err = np.zeros((N_HOST_ERR_KINDS, max(nblocks, 1)), dtype=np.int64)
     _invoke(kernel, "count_kept", [*common, words, kept, err])
     raise_kernel_errors(src, err)
     offsets = np.zeros(max(nblocks, 1) + 1, dtype=np.int64)

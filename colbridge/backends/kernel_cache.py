@@ -144,8 +144,16 @@ class KernelCache:
 kernel_cache = KernelCache()
 
 
-def load_module_from_source(source: str, prefix: str = "cbk") -> Any:
-    """Write ``source`` to the cache folder (if not already there, intact) and import it."""
+def load_module_from_source(
+    source: str, prefix: str = "cbk", bind: dict[str, Any] | None = None
+) -> Any:
+    """Write ``source`` to the cache folder (if not already there, intact) and import it.
+
+    ``bind`` holds globals the module uses but does not define (the dispatchers of the
+    user functions a kernel calls), set before its code runs. Their names carry a
+    number unique in the process, so a module text is only ever shared by callers
+    binding the same objects.
+    """
     digest = hashlib.sha256(source.encode()).hexdigest()[:32]
     folder = cache_dir()
     path = folder / f"{prefix}_{digest}.py"
@@ -167,6 +175,7 @@ def load_module_from_source(source: str, prefix: str = "cbk") -> Any:
         msg = f"cannot import generated kernel {path}"
         raise KernelCompileError(msg)
     module = importlib.util.module_from_spec(spec)
+    module.__dict__.update(bind or {})
     try:
         spec.loader.exec_module(module)
     except SyntaxError as exc:

@@ -131,6 +131,26 @@ class Dialect:
         """``a`` reinterpreted as an unsigned 64-bit integer (two's complement)."""
         raise NotImplementedError
 
+    # -- compiled user functions ----------------------------------------------------------
+    def call(self, function: str, dtype: DType, args: list[str], guard: str | None) -> str:
+        """A pair (value of ``dtype``, no exception) from user function wrapper ``function``.
+
+        The function is called only where ``guard`` (a per-row boolean; None: every row)
+        holds; elsewhere the pair is (0, true). A target that cannot call compiled Python
+        functions leaves this unimplemented (the runtime runs such work on the host).
+        """
+        from colbridge.errors import UnsupportedOperationError
+
+        msg = (
+            f"the {self.name} code generator cannot call compiled user functions; "
+            "the runtime runs the segments that call one on the host CPU"
+        )
+        raise UnsupportedOperationError(msg)
+
+    def item(self, pair: str, k: int) -> str:
+        """Element ``k`` of a pair made by `call`."""
+        return f"{pair}[{k}]"
+
     # -- per-group arrays and lookup tables ----------------------------------------------
     def gather(self, array: str, index: str) -> str:
         """Element ``index`` of an array argument: a per-group array or a lookup table.

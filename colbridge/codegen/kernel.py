@@ -15,6 +15,7 @@ import numpy as np
 
 from colbridge.expr.nodes import (
     Agg,
+    Call,
     Column,
     Gather,
     GroupAgg,
@@ -23,6 +24,7 @@ from colbridge.expr.nodes import (
     Search,
     TableRef,
     children,
+    walk,
 )
 from colbridge.plan.nullability import Nullability
 from colbridge.types import DType
@@ -31,13 +33,16 @@ __all__ = [
     "ERR_NEGATIVE_EXPONENT",
     "ERR_STRICT_CAST",
     "ERR_STRICT_PARSE",
+    "ERR_USER_FUNCTION",
     "N_ERR_KINDS",
+    "N_HOST_ERR_KINDS",
     "AggSlot",
     "GroupedSpec",
     "InputSpec",
     "KernelSource",
     "OutputSpec",
     "ScalarSpec",
+    "calls_functions",
     "collect_grouped",
     "collect_inputs",
     "collect_scalars",
@@ -52,7 +57,11 @@ __all__ = [
 ERR_STRICT_CAST = 0
 ERR_NEGATIVE_EXPONENT = 1
 ERR_STRICT_PARSE = 2  # a string that does not convert (strict `str.to_integer`, casts)
-N_ERR_KINDS = 3
+N_ERR_KINDS = 3  # the kinds a kernel of any target counts
+ERR_USER_FUNCTION = 3  # a compiled user function raised (integer division by zero, ...)
+#: the kinds a CPU (numba or NumPy) kernel counts: those, and the exceptions of compiled
+#: user functions, which only the host calls (a segment calling one runs on the CPU)
+N_HOST_ERR_KINDS = 4
 
 @dataclass(frozen=True)
 class InputSpec:
@@ -138,6 +147,9 @@ class KernelSource:
     #: lookup tables, passed after the per-group results as ``lut{k}`` (values),
     #: ``lutv{k}`` (validity bytes, nullable tables only) and ``lutn{k}`` (length)
     tables: list[TableRef] = field(default_factory=list)
+    #: compiled user functions the kernel calls, by the global name its source uses
+    #: (bound when the module is loaded; such kernels are never cached on disk)
+    functions: dict[str, Any] = field(default_factory=dict)
 
 
 def collect_inputs(
@@ -219,6 +231,11 @@ def collect_grouped(
     return specs, index
 
 
+
+
+def calls_functions(roots: Sequence[Node]) -> bool:
+    """Whether computing ``roots`` row by row calls a compiled user function."""
+    return any(isinstance(n, Call) for root in roots for n in walk(root))
 
 
 def collect_tables(roots: list[Node]) -> list[TableRef]:

@@ -25,13 +25,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import singledispatchmethod
-from typing import Protocol
+from typing import Any, Protocol
 
 from colbridge.codegen.dialect import Dialect
 from colbridge.codegen.kernel import (
     ERR_NEGATIVE_EXPONENT,
     ERR_STRICT_CAST,
     ERR_STRICT_PARSE,
+    ERR_USER_FUNCTION,
     AggSlot,
     GroupedSpec,
     InputSpec,
@@ -45,6 +46,7 @@ from colbridge.errors import UnsupportedOperationError
 from colbridge.expr.nodes import (
     Agg,
     Binary,
+    Call,
     Cast,
     Check,
     Clip,
@@ -220,6 +222,9 @@ class Lowering:
         self.counted_elsewhere: frozenset[Node] = frozenset()
         self._lowering: list[Node] = []
         self._counter = 0
+        #: compiled user functions called: wrapper name -> (function, result dtype, arity,
+        #: how it is called: "valid" rows only, "all" rows, "all" returning "validity")
+        self.functions: dict[str, tuple[Any, DType, int, str]] = {}
 
     # -- helpers ----------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -727,6 +732,46 @@ class Lowering:
             self.count_error(ERR_STRICT_PARSE, d.not_(present), a.valid, node.error)
             return Val(value, a.valid)
         return Val(value, self.both(a.valid, row=present))
+
+    @lower.register
+    def _(self, node: Call) -> Val:
+        # A compiled user function sees valid rows only: the call is guarded by the
+        # arguments' validity (a null argument gives null, as polars' `map_elements`
+        # with `skip_nulls=True`). The target's wrapper returns (value, no exception);
+        # an exception (integer division by zero) is counted and raised after the kernel.
+        # With `skip_nulls=False` every row is passed, each value followed by its validity,
+        # and the function's own (value, valid) decides the result's validity.
+        d = self.d
+        args = [self.value(a) for a in node.args]
+        result = self.types[node]
+        exprs = [a.expr for a in args]
+        if node.func.skip_nulls:
+            mode = "valid"
+            valid = self.both(*(a.valid for a in args))
+            guard = self.row_valid(valid)
+        else:
+            mode = "validity" if node.func.returns_validity(
+                tuple(self.types[a] for a in node.args)) else "all"  # fmt: skip
+            exprs = [x for a in args for x in (a.expr, self.row_valid(a.valid) or d.true)]
+            valid, guard = NEVER_NULL, None
+        name = f"_call{node.func.token}_{result.value}_{len(exprs)}_{mode}"
+        self.functions[name] = (node.func, result, len(exprs), mode)
+        pair = self.fresh("r")
+        self.emit(d.decl(pair, result, d.call(name, result, exprs, guard)))
+        ok = self.declare(DType.BOOL, d.item(pair, 1), "m")
+        if mode == "validity":
+            valid = Valid(row=self.declare(DType.BOOL, d.item(pair, 2), "m"))
+        names = sorted({f.name for f, _, _, _ in self.functions.values()})
+        which = f"`{names[0]}`" if len(names) == 1 else "one of " + ", ".join(
+            f"`{n}`" for n in names)  # fmt: skip
+        message = (
+            f"compiled user function {which} raised an exception (for example an integer "
+            "division by zero); guard the case inside the function, e.g. "
+            "`if b == 0: return 0`"
+        )
+        # the rows the function was called on: the valid ones, or every row
+        self.count_error(ERR_USER_FUNCTION, d.not_(ok), valid if guard else NEVER_NULL, message)
+        return Val(self.declare(result, d.item(pair, 0)), valid)
 
     @lower.register
     def _(self, node: Search) -> Val:

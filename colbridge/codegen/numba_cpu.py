@@ -37,15 +37,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from colbridge.codegen.dialect import Dialect
 from colbridge.codegen.kernel import (
-    N_ERR_KINDS,
+    N_HOST_ERR_KINDS,
     GroupedSpec,
     InputSpec,
     KernelSource,
     OutputSpec,
     ScalarSpec,
+    calls_functions,
     collect_grouped,
     collect_inputs,
     collect_scalars,
@@ -105,6 +107,12 @@ class NumbaDialect(Dialect):
     true = "True"
     false = "False"
 
+    def __init__(self, *, python_errors: bool = False) -> None:
+        #: the kernel is compiled with numba's Python error model (it calls user functions,
+        #: whose exceptions must be caught): float division is then spelled as a ufunc,
+        #: which keeps IEEE results (x / 0.0 is inf) instead of raising
+        self.python_errors = python_errors
+
     def decl(self, name: str, dtype: DType, expr: str) -> str:
         return f"{name} = {expr}"
 
@@ -145,6 +153,8 @@ class NumbaDialect(Dialect):
         return f"{_np(dtype)}(~{a})"
 
     def float_op(self, sym: str, a: str, b: str, dtype: DType) -> str:
+        if sym == "/" and self.python_errors:
+            return f"{_np(dtype)}(np.true_divide({a}, {b}))"
         return f"{_np(dtype)}({a} {sym} {b})"
 
     def and_(self, *parts: str) -> str:
@@ -155,6 +165,13 @@ class NumbaDialect(Dialect):
 
     def not_(self, a: str) -> str:
         return f"(not ({a}))"
+
+    def call(self, function: str, dtype: DType, args: list[str], guard: str | None) -> str:
+        made = f"{function}({', '.join(args)})"
+        if guard is None:
+            return made
+        # a real branch (Python's conditional expression): nulls never reach the function
+        return f"({made} if ({guard}) else ({self.const(0, dtype)}, True, True))"
 
     def select(self, cond: str, a: str, b: str) -> str:
         return f"(({a}) if ({cond}) else ({b}))"
@@ -194,6 +211,52 @@ class NumbaDialect(Dialect):
 
 
 DIALECT = NumbaDialect()
+#: the dialect of kernels that call compiled user functions
+FUNCTION_DIALECT = NumbaDialect(python_errors=True)
+
+
+def _dialect(roots: Sequence[Node]) -> NumbaDialect:
+    return FUNCTION_DIALECT if calls_functions(roots) else DIALECT
+
+
+def _functions(*lowerings: Lowering) -> dict[str, tuple[Any, DType, int, str]]:
+    found: dict[str, tuple[Any, DType, int, str]] = {}
+    for lw in lowerings:
+        found.update(lw.functions)
+    return found
+
+
+def function_wrappers(functions: dict[str, tuple[Any, DType, int, str]]) -> list[str]:
+    """Module-level wrappers of the compiled user functions a kernel calls.
+
+    ``_call<token>_<dtype>_<arity>_<mode>`` calls the function's dispatcher ``_udf<token>``
+    (a global the backend binds when it loads the module), converts the result to the
+    planned dtype and returns (value, no exception, valid): numba cannot raise out of a
+    parallel loop, so an exception is caught here and counted by the kernel. In mode
+    ``validity`` the function returns (value, valid) itself.
+    """
+    lines: list[str] = []
+    for name, (func, dtype, arity, mode) in sorted(functions.items()):
+        params = ", ".join(f"a{k}" for k in range(arity))
+        call = f"_udf{func.token}({params})"
+        done = (f"        r = {call}", f"        return {_np(dtype)}(r[0]), True, bool(r[1])") \
+            if mode == "validity" else (f"        return {_np(dtype)}({call}), True, True",)
+        lines += [
+            "@numba.njit(nogil=True)",
+            f"def {name}({params}):",
+            "    try:",
+            *done,
+            "    except Exception:  # counted per row, raised after the kernel",
+            f"        return {DIALECT.const(0, dtype)}, False, False",
+            "",
+            "",
+        ]
+    return lines
+
+
+def bound_functions(functions: dict[str, tuple[Any, DType, int, str]]) -> dict[str, Any]:
+    """The globals a kernel module calling ``functions`` needs: ``_udf<token>`` dispatchers."""
+    return {f"_udf{func.token}": func.dispatcher() for func, _, _, _ in functions.values()}
 
 
 class _CpuRows:
@@ -332,8 +395,8 @@ def generate_elementwise(
     table_index = {t: k for k, t in enumerate(tables)}
     params: dict[Node, int] = {lit: k for k, lit in enumerate(literals)}
     rows = _CpuRows()
-    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, params,
-                  group_index, groups, tables=table_index)  # fmt: skip
+    lw = Lowering(_dialect(roots), rows, types, input_index, inputs, scalar_index, scalars,
+                  params, group_index, groups, tables=table_index)  # fmt: skip
     out_specs: list[OutputSpec] = []
     store: list[str] = []  # per row
     bit_acc: list[str] = []  # accumulator names
@@ -403,8 +466,11 @@ def generate_elementwise(
         if after:
             body += _indent([_WORD_LOOP.strip(), *_indent(per_word + after, 1)], 2)
     body += _indent(_block_tail(rows.errors), 2)
-    source = _module("elementwise", args, body, parallel=parallel, plan_text=plan_text)
+    functions = _functions(lw)
+    source = _module("elementwise", args, body, parallel=parallel, plan_text=plan_text,
+                     functions=functions)  # fmt: skip
     return KernelSource(
+        functions=bound_functions(functions),
         kind="elementwise",
         source=source,
         inputs=inputs,
@@ -464,8 +530,8 @@ def generate_filter(
 
     # pass 1: the filter alone; its failures count on every row (polars evaluates it there)
     rows1 = _CpuRows()
-    lw1 = Lowering(DIALECT, rows1, types, input_index, inputs, scalar_index, scalars, params,
-                   group_index, groups, tables=table_index)  # fmt: skip
+    lw1 = Lowering(_dialect(roots), rows1, types, input_index, inputs, scalar_index, scalars,
+                   params, group_index, groups, tables=table_index)  # fmt: skip
     val = lw1.value(mask)
     valid = lw1.row_valid(val.valid)
     keep = lw1.declare(DType.BOOL, DIALECT.and_(valid, val.expr)) if valid else val.expr
@@ -481,8 +547,8 @@ def generate_filter(
 
     # pass 2: the outputs on kept rows, packed; failures count on kept rows only
     rows2 = _CpuRows()
-    lw2 = Lowering(DIALECT, rows2, types, input_index, inputs, scalar_index, scalars, params,
-                   group_index, groups, tables=table_index)  # fmt: skip
+    lw2 = Lowering(_dialect(roots), rows2, types, input_index, inputs, scalar_index, scalars,
+                   params, group_index, groups, tables=table_index)  # fmt: skip
     lw2.counted_elsewhere = frozenset(walk(mask))
     lw2.gate_failures("keep")
     out_specs: list[OutputSpec] = []
@@ -524,9 +590,13 @@ def generate_filter(
         "            acc |= U(bytes_[i]) << (i - base)",
         "        words[w] = acc",
     ]
+    functions = _functions(lw1, lw2)
     text = _header(plan_text) + "\n".join([
-        *_function("count_kept", [*common, "mw", "kept", "err"], body1, parallel=parallel), "",
+        *function_wrappers(functions),
+        *_function("count_kept", [*common, "mw", "kept", "err"], body1, parallel=parallel,
+                   functions=bool(functions)), "",
         *_function("compact", [*common, "mw", "offsets", "total", *out_args, "err"], body2,
+                   functions=bool(functions),
                    parallel=parallel), "",
         *_function("pack", ["bytes_", "words", "total"], pack, parallel=parallel),
     ]) + "\n"  # fmt: skip
@@ -543,6 +613,7 @@ def generate_filter(
         uses_err=bool(rows1.errors or rows2.errors),
         err_messages=errors,
         carried=list(carried),
+        functions=bound_functions(functions),
     )
 
 
@@ -601,14 +672,14 @@ def generate_reduce(
     lanes: list[tuple[Lowering, ReductionLowering]] = []
     for lane in range(LANES):
         rows = _CpuRows(f"i{lane}", f"q{lane}", f"_{lane}", shared)
-        lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars,
+        lw = Lowering(_dialect(roots), rows, types, input_index, inputs, scalar_index, scalars,
                       suffix=f"_{lane}", grouped=group_index, grouped_specs=groups,
                       tables=table_index)  # fmt: skip
         red = ReductionLowering(lw)
         for agg in aggs:
             red.add(agg)
         lanes.append((lw, red))
-    d = DIALECT
+    d = lanes[0][0].d
     red0 = lanes[0][1]
 
     def block_name(acc_name: str) -> str:
@@ -708,8 +779,11 @@ def generate_reduce(
     body += _indent(merge, 3)
     body += _indent(finish, 2)
     body += _indent(_block_tail(shared.errors), 2)
-    source = _module("reduce", args, body, parallel=parallel, plan_text=plan_text)
+    functions = _functions(*(lw for lw, _ in lanes))
+    source = _module("reduce", args, body, parallel=parallel, plan_text=plan_text,
+                     functions=functions)  # fmt: skip
     return KernelSource(
+        functions=bound_functions(functions),
         kind="reduce",
         source=source,
         inputs=inputs,
@@ -755,14 +829,15 @@ def generate_grouped_reduce(
     the same keys.
     """
     rows = _CpuRows()
-    start = start_grouped_reduce(DIALECT, rows, aggs, types, nulls, tables)
+    start = start_grouped_reduce(_dialect([a.arg for a in aggs]), rows, aggs, types, nulls,
+                                 tables)  # fmt: skip
     ids_name, lw = start.ids_name, start.lw
     inputs, scalars, groups, tables = start.inputs, start.scalars, start.groups, start.tables
     gid = "U(0)" if ids_name is None else f"U({lw.value(Column(ids_name)).expr})"
     red = ReductionLowering(lw)
     for agg in aggs:
         red.add(agg)
-    d = DIALECT
+    d = lw.d
     folds = grouped_table_folds(red.folds, lambda acc: f"t{acc.kind}[c, g, {acc.column}]")
     init = [
         f"t{acc.kind}[c, gg, {acc.column}] = {acc.init}"
@@ -794,8 +869,11 @@ def generate_grouped_reduce(
     body += _indent(["for i in range(base, end):"], 3)
     body += _indent(["q = i - base", *lw.lines, f"g = {gid}", *row_updates(d, folds)], 4)
     body += _indent([f"err[{kind}, c] = nerr{kind}" for kind in sorted(rows.errors)], 2)
-    source = _module("grouped", args, body, parallel=parallel, plan_text=plan_text)
+    functions = _functions(lw)
+    source = _module("grouped", args, body, parallel=parallel, plan_text=plan_text,
+                     functions=functions)  # fmt: skip
     return KernelSource(
+        functions=bound_functions(functions),
         kind="grouped",
         source=source,
         inputs=inputs,
@@ -811,18 +889,34 @@ def generate_grouped_reduce(
     )
 
 
-def _module(name: str, args: list[str], body: list[str], *, parallel: bool, plan_text: str) -> str:
-    return _header(plan_text) + "\n".join(_function(name, args, body, parallel=parallel)) + "\n"
+def _module(
+    name: str,
+    args: list[str],
+    body: list[str],
+    *,
+    parallel: bool,
+    plan_text: str,
+    functions: dict[str, tuple[Any, DType, int, str]] | None = None,
+) -> str:
+    wrappers = function_wrappers(functions or {})
+    kernel = _function(name, args, body, parallel=parallel, functions=bool(functions))
+    return _header(plan_text) + "\n".join([*wrappers, *kernel]) + "\n"
 
 
 def _header(plan_text: str) -> str:
-    return _HEADER.format(plan=plan_text, block=BLOCK, lanes=LANES, nerr=N_ERR_KINDS)
+    return _HEADER.format(plan=plan_text, block=BLOCK, lanes=LANES, nerr=N_HOST_ERR_KINDS)
 
 
-def _function(name: str, args: list[str], body: list[str], *, parallel: bool) -> list[str]:
+def _function(
+    name: str, args: list[str], body: list[str], *, parallel: bool, functions: bool = False
+) -> list[str]:
     options = "parallel=True, " if parallel else ""
+    # A kernel calling user functions is not cached on disk: numba's cache would not see a
+    # change of the function it calls. It uses the Python error model, under which the
+    # wrappers can catch the functions' exceptions (see `function_wrappers`).
+    cache, errors = ("False", "python") if functions else ("True", "numpy")
     return [
-        f"@numba.njit({options}cache=True, nogil=True, error_model='numpy')",
+        f"@numba.njit({options}cache={cache}, nogil=True, error_model='{errors}')",
         f"def {name}({', '.join(args)}):",
         *body,
     ]

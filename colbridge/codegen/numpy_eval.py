@@ -17,6 +17,7 @@ reduction function writes a single partial row.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from colbridge.codegen.dialect import Dialect
 from colbridge.codegen.kernel import (
@@ -37,7 +38,7 @@ from colbridge.codegen.lower import (
     moment_combine,
     start_grouped_reduce,
 )
-from colbridge.codegen.numba_cpu import _literal_args, _signature_args
+from colbridge.codegen.numba_cpu import _literal_args, _signature_args, bound_functions
 from colbridge.expr.nodes import Agg, Column, GroupAgg, Literal, Node, TableRef
 from colbridge.plan.nullability import Nullability
 from colbridge.types import DType
@@ -153,6 +154,11 @@ class NumpyDialect(Dialect):
     def search(self, table: str, length: str, value: str) -> str:
         return f"(np.searchsorted({table}, {value}, side='right') - 1)"
 
+    def call(self, function: str, dtype: DType, args: list[str], guard: str | None) -> str:
+        # every row at once, through a compiled loop over the rows (`function_loops`): the
+        # very function and conversions of the compiled kernels, called on guarded rows only
+        return f"{function}(n, {guard or 'True'}, {', '.join(args)})"
+
 
 DIALECT = NumpyDialect()
 
@@ -253,8 +259,9 @@ def generate_elementwise(
     body = [f"{name} = {expr}" for name, expr in rows.unpack.items()]
     body += ["nerr = [0] * err.shape[0]", *lw.lines, *store]
     body += [f"err[{kind}, 0] = nerr[{kind}]" for kind in sorted(rows.errors)]
-    source = _module("elementwise", args, body, plan_text)
+    source = _module("elementwise", args, body, plan_text, lw.functions)
     return KernelSource(
+        functions=bound_functions(lw.functions),
         kind="elementwise",
         source=source,
         inputs=inputs,
@@ -337,8 +344,9 @@ def generate_reduce(
     body += [f"err[{kind}, 0] = nerr[{kind}]" for kind in sorted(rows.errors)]
     body = [f"{name} = {expr}" for name, expr in rows.unpack.items()] + body
     args = [*_signature_args(inputs, scalars, groups, tables), "pf", "pi", "pu", "err"]
-    source = _module("reduce", args, body, plan_text)
+    source = _module("reduce", args, body, plan_text, lw.functions)
     return KernelSource(
+        functions=bound_functions(lw.functions),
         kind="reduce",
         source=source,
         inputs=inputs,
@@ -418,8 +426,9 @@ def generate_grouped_reduce(
     body += [f"err[{kind}, 0] = nerr[{kind}]" for kind in sorted(rows.errors)]
     body = [f"{name} = {expr}" for name, expr in rows.unpack.items()] + body
     args = [*_signature_args(inputs, scalars, groups, tables), "tf", "ti", "tu", "err"]
-    source = _module("grouped", args, body, plan_text)
+    source = _module("grouped", args, body, plan_text, lw.functions)
     return KernelSource(
+        functions=bound_functions(lw.functions),
         kind="grouped",
         source=source,
         inputs=inputs,
@@ -435,8 +444,54 @@ def generate_grouped_reduce(
     )
 
 
-def _module(name: str, args: list[str], body: list[str], plan_text: str) -> str:
+def function_loops(functions: dict[str, tuple[Any, DType, int, str]]) -> list[str]:
+    """Whole-array callers of the compiled user functions a NumPy function calls.
+
+    ``_call<token>_<dtype>_<arity>_<mode>(n, guard, *args)`` returns (values, no
+    exception, valid) as arrays: a small numba loop calls the function's dispatcher
+    ``_udf<token>`` (bound when the module is loaded) on the rows where ``guard`` holds,
+    with the conversion and exception handling of the compiled kernels' wrappers.
+    """
+    lines = ["import numba", "", ""] if functions else []
+    for name, (func, dtype, arity, mode) in sorted(functions.items()):
+        params = ", ".join(f"a{k}" for k in range(arity))
+        items = ", ".join(f"a{k}[i]" for k in range(arity))
+        spread = ", ".join(f"np.broadcast_to(a{k}, (n,))" for k in range(arity))
+        lines += [
+            "@numba.njit(nogil=True)",
+            f"def {name}_rows(n, guard, out, ok, valid, {params}):",
+            "    for i in range(n):",
+            "        if guard[i]:",
+            "            try:",
+            *((f"                r = _udf{func.token}({items})",
+               f"                out[i] = {_np(dtype)}(r[0])",
+               "                valid[i] = bool(r[1])") if mode == "validity"
+              else (f"                out[i] = {_np(dtype)}(_udf{func.token}({items}))",)),
+            "            except Exception:  # counted per row, raised after the kernel",
+            "                ok[i] = False",
+            "",
+            "",
+            f"def {name}(n, guard, {params}):",
+            f"    out = np.zeros(n, dtype={_np(dtype)})",
+            "    ok = np.ones(n, dtype=np.bool_)",
+            "    valid = np.ones(n, dtype=np.bool_)",
+            f"    {name}_rows(n, np.broadcast_to(guard, (n,)), out, ok, valid, {spread})",
+            "    return out, ok, valid",
+            "",
+            "",
+        ]
+    return lines
+
+
+def _module(
+    name: str,
+    args: list[str],
+    body: list[str],
+    plan_text: str,
+    functions: dict[str, tuple[Any, DType, int, str]] | None = None,
+) -> str:
     lines = [
+        *function_loops(functions or {}),
         f"def {name}({', '.join(args)}):",
         "    n = int(n)",
         "    with np.errstate(all='ignore'):",

@@ -135,6 +135,14 @@ def _flatten(values: Iterable[Any]) -> list[Any]:
     return flat
 
 
+class ScalarUseError(TypeError):
+    """An expression was used where Python needs one value (``if``, ``math.sin``, ``int``).
+
+    A `TypeError`, as before; `colbridge.udf` tells by it that a function cannot be
+    traced into expressions and must be compiled instead.
+    """
+
+
 class Expr:
     """A lazy column expression with polars' names and semantics.
 
@@ -164,7 +172,29 @@ class Expr:
             "`(cb.col('a') > 1) & (cb.col('b') < 2)`), not `and`, `or`, `not` or chained "
             "comparisons like `0 < x < 1`"
         )
-        raise TypeError(msg)
+        raise ScalarUseError(msg)
+
+    def _not_a_number(self, what: str) -> NoReturn:
+        msg = (
+            f"an expression is not a Python {what}: it stands for a whole column; use its "
+            "methods (`.sin()`, `.sqrt()`, `.abs()`, `cb.when(...)`) instead of `math` or "
+            "`int()`/`float()`, or wrap a scalar function in `cb.udf`"
+        )
+        raise ScalarUseError(msg)
+
+    # `math.sin(expr)`, `int(expr)` and `range(expr)` ask for these: a traced user function
+    # (`colbridge.udf`) that does so is compiled row by row instead
+    def __float__(self) -> float:
+        self._not_a_number("float")
+
+    def __int__(self) -> int:
+        self._not_a_number("int")
+
+    def __index__(self) -> int:
+        self._not_a_number("integer")
+
+    def __complex__(self) -> complex:
+        self._not_a_number("complex number")
 
     # -- operators ------------------------------------------------------------
     def _bin(self, op: str, other: Any, *, reflected: bool = False) -> Expr:

@@ -21,6 +21,7 @@ __all__ = [
     "Agg",
     "Alias",
     "Binary",
+    "Call",
     "Cast",
     "Check",
     "Clip",
@@ -251,6 +252,19 @@ class Function(Node):
     name: str
     args: tuple[Node, ...]
     options: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Call(Node):
+    """A compiled scalar function (`colbridge.udf`) applied to ``args`` row by row.
+
+    ``func`` is a `colbridge.expr.udf.UserFunction`: it compares and hashes by
+    identity, and its ``repr`` carries a number unique in the process, so two
+    functions never share a kernel cache key even when their names are equal.
+    """
+
+    func: Any
+    args: tuple[Node, ...]
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -647,6 +661,8 @@ def _format(node: Node) -> str:
         return f"{node.arg!r}.round({node.decimals}, mode={node.mode!r})"
     if isinstance(node, Function):
         return _format_function(node)
+    if isinstance(node, Call):
+        return f"{node.func!r}({', '.join(repr(a) for a in node.args)})"
     if isinstance(node, Agg):
         if node.func == "len" and node.arg == ROWS:
             return "len()"

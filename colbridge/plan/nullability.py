@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from colbridge.expr.nodes import (
     Agg,
     Binary,
+    Call,
     Cast,
     Clip,
     Coalesce,
@@ -99,6 +100,9 @@ class Nullability:
             return self.may_be_null(node.arg) or self.may_be_null(node.value)
         if isinstance(node, Clip):
             return self.may_be_null(node.arg)
+        if isinstance(node, Call) and not node.func.skip_nulls:
+            # the function sees the nulls and decides: null only if it returns validity
+            return bool(node.func.returns_validity(tuple(self.types[a] for a in node.args)))
         if isinstance(node, Gather):  # a table entry without a value is null (or an error)
             return self.may_be_null(node.index) or (node.table.nullable and not node.error)
         return any(self.may_be_null(c) for c in children(node))

@@ -20,6 +20,7 @@ from colbridge.expr.nodes import (
     ROWS,
     Agg,
     Binary,
+    Call,
     Cast,
     Check,
     Column,
@@ -128,6 +129,19 @@ class Segment:
         return self.mask is not None and self.gate == self.mask
 
     @functools.cached_property
+    def host_functions(self) -> tuple[str, ...]:
+        """Names of the compiled user functions the segment's kernels call (sorted).
+
+        CUDA C cannot call a numba-compiled function: such a segment runs on the host
+        CPU on every device, and `explain()` and the compute's report say so.
+        """
+        roots = [node for _, node in self.outputs] + [a for level in self.agg_levels
+                                                      for a in level]  # fmt: skip
+        roots += [self.mask] if self.mask is not None else []
+        return tuple(sorted({n.func.name for root in roots for n in walk(root)
+                             if isinstance(n, Call)}))  # fmt: skip
+
+    @functools.cached_property
     def can_fail(self) -> bool:
         """Whether an output or the filter can raise on a row (strict casts, parses, powers).
 
@@ -137,8 +151,8 @@ class Segment:
         roots = [node for _, node in self.outputs]
         roots += [self.mask] if self.mask is not None else []
         for node in (n for root in roots for n in walk(root)):
-            if isinstance(node, Check) or (isinstance(node, Gather) and node.error):
-                return True
+            if isinstance(node, (Check, Call)) or (isinstance(node, Gather) and node.error):
+                return True  # a compiled user function may raise on a row
             if isinstance(node, Cast) and node.strict:
                 src, dst = self.types.get(node.arg), self.types.get(node)
                 if src is None or dst is None or cast_can_fail(src, dst):

@@ -41,6 +41,7 @@ from colbridge.expr.nodes import (
     Agg,
     Alias,
     Binary,
+    Call,
     Cast,
     Clip,
     Coalesce,
@@ -360,8 +361,38 @@ class TypeChecker:
             raise SchemaError(msg)
         if isinstance(node, Constant):
             return self._lt.constant(node)
+        if isinstance(node, Call):
+            return self._call(node)
         msg = f"unsupported expression node {type(node).__name__}: {node!r}"
         raise UnsupportedOperationError(msg)
+
+    def _call(self, node: Call) -> Node:
+        """A compiled user function: numbers and booleans in, its result type out."""
+        from colbridge.expr.udf import function_args_error
+
+        args: list[Node] = []
+        for k, arg in enumerate(node.args):
+            if isinstance(arg, Column):
+                info = self.schema.get(arg.name)
+                if info is not None and info.dtype is None and not _is_null_type(info.arrow_type):
+                    raise function_args_error(node.func, k, arg, f"of type {info.arrow_type}")
+            typed = self._check(arg)
+            if typed in self.logical:
+                raise function_args_error(node.func, k, arg, f"of type {self.logical[typed]}")
+            if _is_null_literal(typed):
+                msg = (
+                    f"compiled user function `{node.func.name}`: argument {k + 1} `{arg!r}` is "
+                    "a bare null without a type; give it one, e.g. "
+                    "`lit(None, dtype='float64')`"
+                )
+                raise SchemaError(msg)
+            if self._is_dynamic(typed):
+                typed = self._materialize(typed)
+            if self.types[typed] is DType.FLOAT16:
+                raise function_args_error(node.func, k, arg, "float16")
+            args.append(typed)
+        dtypes = tuple(self.types[a] for a in args)
+        return self._record(Call(node.func, tuple(args)), node.func.result_type(dtypes))
 
     def _column(self, node: Column) -> Node:
         info = self.schema.get(node.name)

@@ -381,6 +381,26 @@ def _carry(
     return carried
 
 
+def host_reason(segment: Segment) -> str:
+    """Why ``segment`` runs on the host CPU whatever the device ('' if it does not)."""
+    if not segment.host_functions:
+        return ""
+    names = ", ".join(f"`{n}`" for n in segment.host_functions)
+    return (
+        f"calls compiled user function(s) {names}, which CUDA C cannot call: the segment's "
+        "passes run on the host CPU on every device"
+    )
+
+
+def _backend_for(segment: Segment, backend: Any, target: str, stats: RunStats) -> Any:
+    """The backend that runs ``segment``: the CPU for one calling compiled user functions."""
+    reason = host_reason(segment)
+    if not reason or target == "cpu":
+        return backend
+    stats.kernels.append(f"segment on the host CPU: {reason}")
+    return get_backend("cpu")
+
+
 def _run_segment(
     backend: Any,
     segment: Segment,
@@ -450,6 +470,7 @@ def grouping(
     report: ComputeReport,
     cache: dict[Any, Any] | None = None,
     streams: ScanStreams | None = None,
+    target: str = "cpu",
 ) -> Grouping | None:
     """The passes before a segment's kernels: group ids, host reductions and scans.
 
@@ -468,12 +489,12 @@ def grouping(
     if segment.pre is not None:
         pre = segment.pre
         inputs = _frame_inputs(pre, columns)
-        pre_groups = grouping(pre, columns, num_rows, backend, report, cache, streams)
+        pre_groups = grouping(pre, columns, num_rows, backend, report, cache, streams, target)
         if pre_groups is not None:
             inputs.update(pre_groups.scanned)
         ran = _run_segment(
-            backend, pre, inputs, num_rows, report.stats, columns.nan_null(pre.frame_inputs),
-            groups=pre_groups,
+            _backend_for(pre, backend, target, report.stats), pre, inputs, num_rows,
+            report.stats, columns.nan_null(pre.frame_inputs), groups=pre_groups,
         )  # fmt: skip
         raw = dict(ran.columns)
         computed = _finished(pre, raw, _WithFrame(inputs, columns))
@@ -618,14 +639,16 @@ def _run(
     With ``partials``, the last segment's reductions are left as their folded partial
     rows (see `reduction_partials`).
     """
-    backend = get_backend(target)
+    device_backend = get_backend(target)
     original = adapter
     last = len(segments) - 1
     for index, segment in enumerate(segments):
         arrays = _frame_inputs(segment, columns)
         nan_null = columns.nan_null(segment.frame_inputs)
-        groups = grouping(segment, columns, adapter.num_rows, backend, report,
-                          cache if adapter is original else None, streams)  # fmt: skip
+        groups = grouping(segment, columns, adapter.num_rows, device_backend, report,
+                          cache if adapter is original else None, streams, target)  # fmt: skip
+        backend = _backend_for(segment, device_backend, target, report.stats)
+        on = "cpu" if backend is not device_backend else target
         if partials and index == last:
             if groups is not None:
                 arrays.update(groups.scanned)  # reductions of ordered operations
@@ -634,7 +657,7 @@ def _run(
         if groups is not None:
             arrays.update(groups.scanned)
         result = _run_segment(backend, segment, arrays, adapter.num_rows, report.stats,
-                              nan_null, carry=_carry(segment, adapter, columns, target),
+                              nan_null, carry=_carry(segment, adapter, columns, on),
                               groups=groups)  # fmt: skip
         mask = result.mask
         new: dict[str, pa.Array | pa.ChunkedArray] = dict(_finished(

@@ -166,6 +166,12 @@ def build_report(
             + (f" and {len(seg.scans)} scan result(s)" if seg.scans else ""),
         )
         section.details += grouped_lines
+        if seg.host_functions:
+            names = ", ".join(f"`{n}`" for n in seg.host_functions)
+            section.details.append((0, (
+                f"compiled user function(s) {names} called inside the fused kernel; CUDA "
+                "C cannot call them: this segment runs on the host CPU on every device"
+            )))  # fmt: skip
         for level, reductions in enumerate(seg.agg_levels):
             aggs, by_keys = split_level(reductions)
             if aggs:
@@ -272,9 +278,10 @@ def describe(
     if source:
         if target is None:  # the kernels of the device asked for, even without a GPU
             target = "cuda" if device.startswith("cuda") else choice.target
-        backend = get_backend(target)
         sources = {}
         for k, seg in enumerate(segments):
+            # a segment calling compiled user functions runs (and is shown) as the CPU's
+            backend = get_backend("cpu" if seg.host_functions else target)
             arrays = {name: columns.get(name) for name in seg.frame_inputs}
             # a scan's result may hold nulls whatever its input holds
             nullable = frozenset(n for n in seg.frame_inputs if arrays[n].null_count > 0)

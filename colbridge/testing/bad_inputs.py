@@ -177,6 +177,24 @@ F = _frame
 E = errors
 _m = _compute
 
+
+# user functions of the catalogue's cases (`cb.udf`)
+def _udf_step(x: float, y: float) -> float:
+    if x > y:
+        return x - y
+    return y
+
+
+def _udf_ratio(a: int, b: int) -> int:
+    return a // b
+
+
+def _udf_uncompilable(x: float) -> float:
+    return {"k": x}["k"] + object()  # type: ignore[operator, no-any-return]
+
+
+_STEP = cb.udf(_udf_step)
+
 _cli_unknown_key = _cli(
     "run",
     "--spec",
@@ -454,6 +472,30 @@ CASES: list[BadInput] = [
              lambda r: _twice(cb.lazy(r).with_columns(b=cb.col("a") * 2)),
              E.JobSpecError, r"already read; a one-shot stream can be read once",
              r"new reader|read again"),
+    # -- user functions ----------------------------------------------------------------
+    BadInput("udf-arity", "udf", "a two-argument `cb.udf` called with one argument", F,
+             _m(lambda q: q.with_columns(z=_STEP("price"))), E.UserFunctionError,
+             r"user function `_udf_step\(x, y\)` called with 1 argument",
+             r"one expression, column name or number per parameter"),
+    BadInput("udf-traced-returns-tuple", "udf", "a traced function that returns a tuple", F,
+             _m(lambda q: q.with_columns(z=cb.udf(lambda x: (x, x))("price"))), E.UserFunctionError,
+             r"`<lambda>` returned a tuple", r"must return an expression or a number"),
+    BadInput("udf-not-compilable", "udf", "a compiled function numba cannot compile", F,
+             _m(lambda q: q.with_columns(z=cb.udf(_udf_uncompilable, return_dtype="float64")(
+                 "price"))), E.UserFunctionError,
+             r"`_udf_uncompilable` cannot be compiled by numba for arguments \(float64\): \S",
+             r"numba's subset of Python|traced"),
+    BadInput("udf-return-dtype", "udf", "`cb.udf(f, return_dtype='string')`", F,
+             lambda q: cb.udf(_udf_step, return_dtype="string"), E.UnsupportedTypeError,
+             r"`return_dtype='string'` of user function `_udf_step` is not a type",
+             r"use bool or one of"),
+    BadInput("udf-string-argument", "udf", "a string column passed to a compiled function", F,
+             _m(lambda q: q.with_columns(z=_STEP("name", "price"))), E.UnsupportedTypeError,
+             r"argument 1 `col\(\"name\"\)` is of type string", r"traced|pyarrow"),
+    BadInput("udf-division-by-zero", "udf", "integer division by zero inside a compiled function",
+             F, _m(lambda q: q.with_columns(z=cb.udf(_udf_ratio, compiled=True)("qty", 0))),
+             E.InvalidOperationError, r"compiled user function `_udf_ratio` raised an exception",
+             r"guard the case inside the function"),
     # -- command line ------------------------------------------------------------------
     BadInput("cli-unknown-spec-key", "cli", "a spec file with a misspelt key (`wiht`)",
              *_cli_unknown_key, 2, r"unknown key 'wiht'", r"allowed keys: .*with"),
