@@ -95,6 +95,27 @@ def _needed_columns(
     return names
 
 
+def _reduction_prefix(prefix: tuple[Step, ...], aggs: Sequence[Agg]) -> tuple[Step, ...]:
+    """The part of ``prefix`` that reductions ``aggs`` depend on: a statistics pass runs only it.
+
+    Walking back from the columns the reductions read, ``with_columns`` items no one
+    needs are dropped; any other step (a filter changes the rows counted) keeps the
+    whole prefix.
+    """
+    need = {n.name for a in aggs for n in deep_walk(a) if isinstance(n, Column)}
+    kept: list[Step] = []
+    for step in reversed(prefix):
+        if step.kind != "with_columns":
+            return prefix
+        items = tuple((name, e) for name, e in step.items if name in need)
+        if items:
+            defined = {name for name, _ in items}
+            reads = {n.name for _, e in items for n in deep_walk(e) if isinstance(n, Column)}
+            need = (need - defined) | reads
+            kept.append(Step(step.kind, items, step.keys))
+    return tuple(reversed(kept))
+
+
 def _prepare(
     input: PathLike | Sequence[PathLike],
     *,
@@ -255,6 +276,7 @@ def pipeline(
             nonlocal npass
             npass += 1
             bar.start(f"pass {npass}: statistics", total)
+            prefix = _reduction_prefix(prefix, aggs)  # read and compute only what they need
             reads = _needed_columns((*prefix, Step("select", tuple(
                 (f"r{q}", a) for q, a in enumerate(aggs)))), source.schema, lookups)  # fmt: skip
 
@@ -276,7 +298,8 @@ def pipeline(
         needed = _needed_columns(resolved, source.schema, lookups)
         empty_in = attach(empty if needed is None else empty.select(needed), lookups)
         plan = prepare(resolved, empty_in.column_names)
-        with AtomicWriter(out, format=output_format, compression=compression) as writer:
+        with AtomicWriter(out, format=output_format, compression=compression,
+                          row_group_rows=job.batch_rows) as writer:
             if has_group_by(windowed):
                 # a row per group: statistics merged over the batches, the rest in memory
                 groups, rest, group_passes = resolve_group_by(
