@@ -187,7 +187,10 @@ class Source:
         for path in self.files:
             with pq.ParquetFile(path, pre_buffer=False) as file:
                 if file.schema_arrow.equals(self.schema, check_metadata=False):
-                    yield from file.iter_batches(batch_rows, columns=columns, use_threads=True)
+                    for group in range(file.num_row_groups):  # batches never span row groups
+                        yield from file.iter_batches(
+                            batch_rows, row_groups=[group], columns=columns, use_threads=True
+                        )
                     continue
             single = ds.dataset(path, schema=self.schema, format="parquet")
             yield from _scan(single, batch_rows, columns)
