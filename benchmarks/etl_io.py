@@ -81,7 +81,7 @@ reader = pa.RecordBatchReader.from_batches(T.schema, iter(BATCHES))
 pl.scan_arrow_c_stream(reader).sink_parquet(OUT, compression="zstd", compression_level=3,
     statistics=True, row_group_size=N, data_page_size=1 << 20, arrow_schema=T.schema)
 """,
-    "colbridge AtomicWriter": """
+    "colbridge AtomicWriter (polars inside; also fsync and rename)": """
 from colbridge.io import AtomicWriter
 with AtomicWriter(OUT, row_group_rows=N) as w:
     for b in BATCHES:
