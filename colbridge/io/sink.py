@@ -6,11 +6,12 @@ it into place. A failure, a bad batch, Ctrl-C or SIGTERM removes the temporary
 file and leaves any existing output untouched.
 
 Parquet is encoded by polars' writer where it keeps every Arrow type exactly
-(`polars_writes`): it encodes columns in parallel, and measured on the ETL
-benchmark it writes the same file (same codec and level, statistics, page and
-row-group sizes, dictionary only where pyarrow's writer would use one) about
-1.5x faster than ``pyarrow.parquet.ParquetWriter``. Other schemas (``string``,
-dictionary, nested columns, ...) and Arrow IPC go through pyarrow.
+(`polars_writes`): it encodes columns in parallel and writes the same file (same
+codec and level, statistics, page and row-group sizes, dictionary only where
+pyarrow's writer would use one) about 1.5x faster than
+``pyarrow.parquet.ParquetWriter`` when a second core is free
+(benchmarks/etl_io.py). Other schemas (``string``, dictionary, nested columns,
+...) and Arrow IPC go through pyarrow.
 
 A process killed outright (SIGKILL, a power cut) cannot clean up. Its temporary
 file is named ``.<output name>.<pid>.<random>.partial`` and locked (``flock``)
@@ -76,8 +77,9 @@ class AtomicWriter:
             raise JobSpecError(msg)
         self.compression = compression
         self.metadata = metadata
-        #: rows per Parquet row group when polars writes (the job's batch size, so its
-        #: buffer stays one batch); None: the first table's rows
+        #: rows per Parquet row group when polars writes (a job passes its batch size:
+        #: one batch per row group, as pyarrow's writer makes them); None: the first
+        #: table's rows
         self.row_group_rows = row_group_rows
         self.rows = 0
         self._tmp: str | None = None
@@ -263,10 +265,13 @@ def dictionary_columns(schema: pa.Schema) -> list[str]:
     ]  # fmt: skip
 
 
-#: Arrow types polars' Parquet writer keeps exactly, read back by pyarrow as written
-#: (checked type by type in tests/jobs/test_etl_io.py). ``string`` (polars has only
-#: large and view strings), dictionaries, nested, binary and second-unit times are not.
 def _polars_keeps(t: pa.DataType) -> bool:
+    """Tell whether polars' Parquet writer keeps ``t``: pyarrow reads it back as written.
+
+    Checked type by type in tests/jobs/test_etl_io.py. ``string`` (polars has only
+    large and view strings), dictionaries, nested types, binary and second-unit
+    times are refused by polars or come back as another type.
+    """
     if isinstance(t, pa.ExtensionType):
         return False
     if pa.types.is_timestamp(t) or pa.types.is_duration(t):
