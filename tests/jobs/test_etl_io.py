@@ -302,3 +302,19 @@ def test_peak_memory_is_bounded_by_the_batch_not_the_data(tmp_path) -> None:
     # Decoded Arrow data held at once (reader and writer): a few batches, not the file.
     assert report["arrow_peak"] < decoded / 4, report
     assert report["growth"] < decoded, report
+
+
+def test_files_of_another_schema_are_cast_to_the_first_files(tmp_path) -> None:
+    import pyarrow.dataset as ds
+
+    first = numeric_table(7_000, seed=2)
+    other = numeric_table(5_000, seed=3)
+    other = other.set_column(1, "b", other.column("b").cast(pa.int64()))  # int32 in the first
+    parts = (("p1", first), ("p2", first), ("p3", other))
+    files = [_write_input(t, tmp_path / f"{name}.parquet") for name, t in parts]
+    out = tmp_path / "out.parquet"
+    pipeline(files, out, with_=WITH, batch_rows=BATCH)
+    whole = ds.dataset(files).to_table()  # pyarrow's own reading of the three as one dataset
+    assert whole.schema.field("b").type == pa.int32()
+    assert pq.read_schema(out).field("b").type == pa.int32()
+    assert_frames_close(pl.read_parquet(out), _polars_with(pl.from_arrow(whole)))
