@@ -318,3 +318,17 @@ def test_files_of_another_schema_are_cast_to_the_first_files(tmp_path) -> None:
     assert whole.schema.field("b").type == pa.int32()
     assert pq.read_schema(out).field("b").type == pa.int32()
     assert_frames_close(pl.read_parquet(out), _polars_with(pl.from_arrow(whole)))
+
+
+def test_ipc_input_and_output(tmp_path) -> None:
+    table = mixed_table(8_000)
+    src = tmp_path / "in.arrow"
+    with pa.OSFile(str(src), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        for batch in table.to_batches(max_chunksize=2_500):
+            writer.write_batch(batch)
+    expected = _polars_with(pl.from_arrow(table))
+    for out in (tmp_path / "out.parquet", tmp_path / "out.arrow"):
+        result = pipeline(src, out, with_=WITH, batch_rows=BATCH)
+        assert result.rows_out == 8_000
+        got = pl.read_parquet(out) if out.suffix == ".parquet" else pl.read_ipc(out)
+        assert_frames_close(got, expected)
