@@ -8,7 +8,7 @@ file and leaves any existing output untouched.
 Parquet is encoded by polars' writer where it keeps every Arrow type exactly
 (`polars_writes`): it encodes columns in parallel and writes the same file (same
 codec and level, statistics, page and row-group sizes, dictionary only where
-pyarrow's writer would use one) about 1.5x faster than
+pyarrow's writer would use one) about 1.4x faster than
 ``pyarrow.parquet.ParquetWriter`` when a second core is free
 (benchmarks/etl_io.py). Other schemas (``string``, dictionary, nested columns,
 ...) and Arrow IPC go through pyarrow.
