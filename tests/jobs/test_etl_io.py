@@ -332,3 +332,16 @@ def test_ipc_input_and_output(tmp_path) -> None:
         assert result.rows_out == 8_000
         got = pl.read_parquet(out) if out.suffix == ".parquet" else pl.read_ipc(out)
         assert_frames_close(got, expected)
+
+
+def test_source_batches_zero_columns_and_projection_order(tmp_path) -> None:
+    from colbridge.io.source import open_source
+
+    table = mixed_table(N)
+    source = open_source(_write_input(table, tmp_path / "in.parquet"))
+    empty = list(source.batches(BATCH, []))
+    assert sum(b.num_rows for b in empty) == N
+    assert all(b.num_columns == 0 and b.num_rows <= BATCH for b in empty)
+    picked = pa.Table.from_batches(list(source.batches(BATCH, ["ts", "a", "cat"])))
+    assert picked.column_names == ["ts", "a", "cat"]
+    assert picked.equals(pq.read_table(tmp_path / "in.parquet", columns=["ts", "a", "cat"]))
