@@ -108,6 +108,27 @@ def _needed_columns(
     return names
 
 
+def _reduction_prefix(prefix: tuple[Step, ...], aggs: Sequence[Agg]) -> tuple[Step, ...]:
+    """The part of ``prefix`` that reductions ``aggs`` depend on: a statistics pass runs only it.
+
+    Walking back from the columns the reductions read, ``with_columns`` items no one
+    needs are dropped; any other step (a filter changes the rows counted) keeps the
+    whole prefix.
+    """
+    need = {n.name for a in aggs for n in deep_walk(a) if isinstance(n, Column)}
+    kept: list[Step] = []
+    for step in reversed(prefix):
+        if step.kind != "with_columns":
+            return prefix
+        items = tuple((name, e) for name, e in step.items if name in need)
+        if items:
+            defined = {name for name, _ in items}
+            reads = {n.name for _, e in items for n in deep_walk(e) if isinstance(n, Column)}
+            need = (need - defined) | reads
+            kept.append(Step(step.kind, items, step.keys))
+    return tuple(reversed(kept))
+
+
 def _prepare(
     input: Any,
     *,
@@ -240,7 +261,7 @@ def pipeline(
     out = _check_output(job, output)
     counters = Counters()
     with JobProgress(progress) as bar, AtomicWriter(
-        out, format=output_format, compression=compression
+        out, format=output_format, compression=compression, row_group_rows=job.batch_rows
     ) as writer:
         # Batch i is encoded and written on a second thread while batch i+1 is read
         # and computed (pyarrow releases the GIL while it encodes); at most one write
@@ -326,6 +347,7 @@ def run_job(
     def reduce(prefix: tuple[Step, ...], aggs: list[Agg]) -> dict[Agg, Literal]:
         counters.passes += 1
         bar.start(f"pass {counters.passes}: statistics", total)
+        prefix = _reduction_prefix(prefix, aggs)  # read and compute only what they need
         reads = _needed_columns((*prefix, Step("select", tuple(
             (f"r{q}", a) for q, a in enumerate(aggs)))), source.schema, lookups)  # fmt: skip
 

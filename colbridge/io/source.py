@@ -2,8 +2,9 @@
 
 The input is a Parquet file, a folder of Parquet or Arrow IPC files, a glob, or
 an Arrow IPC (Feather v2) file. It is opened as a `pyarrow.dataset.Dataset` and
-scanned in batches of at most ``batch_rows`` rows with little read-ahead, so
-memory stays bounded by the batch size, not the dataset size.
+read in batches of at most ``batch_rows`` rows with no read-ahead (Parquet: each
+file's own batch reader; IPC: the dataset's scanner), so memory stays bounded by
+the batch size, not the dataset size.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
 from colbridge.errors import JobSpecError
 
@@ -39,8 +41,10 @@ __all__ = [
 #: Rows per batch when neither ``batch_rows`` nor a memory limit says otherwise.
 DEFAULT_BATCH_ROWS = 1 << 19
 #: Working copies of a batch alive at once: the decoded input, the computed
-#: columns, the writer's encoded pages and the scanner's next batch.
-_COPIES_PER_BATCH = 6
+#: columns, and what the writer holds. polars' Parquet writer (`colbridge.io.sink`)
+#: takes up to about ten batches of output into its pipeline (the row group it
+#: gathers, the pages it encodes in parallel): measured 10 batches of 1 and 4 MB.
+_COPIES_PER_BATCH = 16
 
 _PARQUET_EXT = (".parquet", ".pq", ".parq")
 _IPC_EXT = (".arrow", ".ipc", ".feather", ".arrows")
@@ -158,15 +162,9 @@ class Source:
     def batches(
         self, batch_rows: int, columns: Sequence[str] | None = None
     ) -> Iterator[pa.RecordBatch]:
-        """Yield batches of at most ``batch_rows`` rows, in file order, one batch read ahead."""
-        scanner = self.dataset.scanner(
-            columns=list(columns) if columns is not None else None,
-            batch_size=batch_rows,
-            batch_readahead=1,
-            fragment_readahead=1,
-            use_threads=True,
-        )
-        for batch in scanner.to_batches():
+        """Yield batches of at most ``batch_rows`` rows, in file order."""
+        names = list(columns) if columns is not None else None
+        for batch in self._read(batch_rows, names):
             if _INTERRUPTED.is_set():
                 raise _stop()
             if batch.num_rows > batch_rows:  # a format that ignores batch_size
@@ -174,6 +172,44 @@ class Source:
                     yield batch.slice(start, batch_rows)
             elif batch.num_rows or batch.num_columns == 0:
                 yield batch
+
+    def _read(self, batch_rows: int, columns: list[str] | None) -> Iterator[pa.RecordBatch]:
+        """Decoded batches: Parquet file by file, the rest with the dataset's scanner.
+
+        A Parquet file whose schema is the dataset's is read with its own batch
+        reader: it decodes a batch only when asked (its columns in parallel), so
+        the data held is about one batch. The dataset's scanner reads row groups
+        ahead of the consumer: with batches of 0.64 MB it held 60 MB of decoded
+        data, and it was no faster (benchmarks/etl_io.py). Files of another schema
+        go through the scanner, which casts them to the dataset's schema.
+        """
+        if self.format != "parquet":
+            yield from _scan(self.dataset, batch_rows, columns)
+            return
+        for path in self.files:
+            with pq.ParquetFile(path, pre_buffer=False) as file:
+                if file.schema_arrow.equals(self.schema, check_metadata=False):
+                    for group in range(file.num_row_groups):  # batches never span row groups
+                        yield from file.iter_batches(
+                            batch_rows, row_groups=[group], columns=columns, use_threads=True
+                        )
+                    continue
+            single = ds.dataset(path, schema=self.schema, format="parquet")
+            yield from _scan(single, batch_rows, columns)
+
+
+def _scan(
+    dataset: ds.Dataset, batch_rows: int, columns: list[str] | None
+) -> Iterator[pa.RecordBatch]:
+    """Batches from pyarrow's dataset scanner, one batch and one file read ahead."""
+    scanner = dataset.scanner(
+        columns=columns,
+        batch_size=batch_rows,
+        batch_readahead=1,
+        fragment_readahead=1,
+        use_threads=True,
+    )
+    yield from scanner.to_batches()
 
 
 class Terminated(KeyboardInterrupt):
