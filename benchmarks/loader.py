@@ -35,7 +35,6 @@ import json
 import os
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 
 import numpy as np
@@ -43,7 +42,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
-from fused_cpu import machine
+from fused_cpu import machine, time_all
 from torch.utils.data import BatchSampler, DataLoader, RandomSampler, TensorDataset
 
 from colbridge.io import FeatureStats, loader
@@ -135,15 +134,10 @@ def run(rows: int, batch_size: int, repeats: int) -> dict[str, object]:
         "hand-written, full shuffle (in memory)": hand_epoch,
         "hand-written, buffer shuffle (in memory)": hand_buffer_epoch,
     }
-    for name, fn in fns.items():  # warm up and check every contender serves every row
-        assert fn() == rows, name
-    samples: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            samples[name].append(time.perf_counter() - t0)
-    med = {name: float(np.median(v)) for name, v in samples.items()}
+    def serves_every_row(name: str, served: object) -> None:
+        assert served == rows, name
+
+    med = time_all(fns, repeats, serves_every_row)
     nbytes = rows * (4 * len(FEATURES) + 8)
     base = med["colbridge loader"]
     return {
