@@ -73,6 +73,8 @@ __all__ = [
     "FeatureStats",
     "FuseResult",
     "explain_fuse",
+    "feature_columns",
+    "feature_names",
     "fit_stats",
     "fuse",
     "iter_features",
@@ -282,6 +284,12 @@ class FeatureSpec:
                 )
             )
         smoothing = spec.get("smoothing", "auto")
+        if smoothing != "auto":
+            try:
+                smoothing = float(smoothing)
+            except (TypeError, ValueError):
+                msg = f"`smoothing` must be 'auto' or a number >= 0, got {smoothing!r}"
+                raise JobSpecError(msg) from None
         return cls(
             columns=tuple(transforms),
             dtype=str(spec.get("dtype", "float32")),
@@ -290,9 +298,74 @@ class FeatureSpec:
             ddof=int(spec.get("ddof", 0)),
             target=spec.get("target"),
             folds=int(spec.get("folds", 5)),
-            smoothing=smoothing if smoothing == "auto" else float(smoothing),
+            smoothing=smoothing,
             seed=int(spec.get("seed", 0)),
         )
+
+
+def feature_columns(
+    columns: Any = (),
+    *,
+    zscore: Any = (),
+    minmax: Any = (),
+    robust: Any = (),
+    one_hot: Any = (),
+    ids: Any = (),
+    target_encode: Any = (),
+    log1p: Any = (),
+    indicator: Any = (),
+    fill_null: Mapping[str, float | None] | None = None,
+    clip: Mapping[str, tuple[float | None, float | None]] | None = None,
+    quantile_bins: Mapping[str, int] | None = None,
+    hash_buckets: Mapping[str, int] | None = None,
+    min_frequency: float | None = None,
+    max_categories: int | None = None,
+    handle_unknown: str | None = None,
+    base: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Per-column settings (the ``columns`` of `FeatureSpec.from_dict`) from flag-style lists.
+
+    The command line's ``--zscore a,b --one-hot c ...`` and `colbridge.ml.FeatureFusion`'s
+    keywords both go through here, so one spec reads the same in a shell and in Python.
+    Columns are in the order of ``base``, then ``columns``, then first mention.
+    ``min_frequency`` and ``max_categories`` apply to every one-hot and (unhashed) ids
+    column, ``handle_unknown`` to every one-hot column, unless the column sets its own.
+    """
+    out: dict[str, dict[str, Any]] = {k: dict(v) for k, v in (base or {}).items()}
+
+    def names(value: Any) -> list[str]:
+        return [value] if isinstance(value, str) else list(value or ())
+
+    for name in names(columns):
+        out.setdefault(name, {})
+    for key, value in (("zscore", zscore), ("minmax", minmax), ("robust", robust)):
+        for name in names(value):
+            out.setdefault(name, {})["scale"] = key
+    flags = (
+        ("one_hot", one_hot), ("ids", ids), ("target_encode", target_encode),
+        ("log1p", log1p), ("indicator", indicator),
+    )  # fmt: skip
+    for key, value in flags:
+        for name in names(value):
+            out.setdefault(name, {})[key] = True
+    for name, (lo, hi) in (clip or {}).items():
+        out.setdefault(name, {})["clip"] = [lo, hi]
+    mappings: tuple[tuple[str, Mapping[str, float | None] | Mapping[str, int] | None], ...] = (
+        ("fill_null", fill_null), ("quantile_bins", quantile_bins), ("hash_buckets", hash_buckets),
+    )  # fmt: skip
+    for key, mapping in mappings:
+        for name, v in (mapping or {}).items():
+            out.setdefault(name, {})[key] = v
+    for cfg in out.values():
+        counted = cfg.get("one_hot") or (cfg.get("ids") and "hash_buckets" not in cfg)
+        if counted and "categories" not in cfg:
+            if min_frequency is not None:
+                cfg.setdefault("min_frequency", min_frequency)
+            if max_categories is not None:
+                cfg.setdefault("max_categories", max_categories)
+        if cfg.get("one_hot") and handle_unknown is not None:
+            cfg.setdefault("handle_unknown", handle_unknown)
+    return out
 
 
 #: Versions of the statistics file this code reads; it writes the last one.
@@ -675,7 +748,8 @@ def _bools(array: pa.Array | pa.ChunkedArray) -> np.ndarray[Any, Any]:
     return np.asarray(_combined(array).to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _feature_names(spec: FeatureSpec, stats: FeatureStats) -> list[str]:
+def feature_names(spec: FeatureSpec, stats: FeatureStats) -> list[str]:
+    """Names of the matrix's columns, in order (``c=value`` for one-hot, ``a_missing``)."""
     return _Plan(spec, stats).names
 
 
@@ -1185,7 +1259,7 @@ def explain_fuse(
     else:
         read = f"{len(source.files)} {source.format} file(s), {source.count_rows()} rows"
     numeric = [t for t in spec.columns if t.kind == "numeric"]
-    names = _feature_names(spec, fitted)
+    names = feature_names(spec, fitted)
     lines = [
         f"colbridge fuse over {read}",
         f"matrix: {len(names)} {dtype} features per row, batches of up to {rows} rows",
