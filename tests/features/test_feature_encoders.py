@@ -176,7 +176,8 @@ def test_hash_buckets() -> None:
     want = (fnv1a64(c) % np.uint64(7)).astype(np.int64) + 2
     want[np.asarray(c.is_null())] = NULL_ID
     np.testing.assert_array_equal(got[:, 0], want)
-    assert got[:, 0].min() >= 0 and got[:, 0].max() <= 8
+    assert got[:, 0].min() >= 0
+    assert got[:, 0].max() <= 8
 
 
 def _te_spec(smoothing: object, folds: int = 5, seed: int = 0) -> FeatureSpec:
@@ -239,9 +240,7 @@ def test_target_encoding_null_category_and_label() -> None:
 
 def test_target_must_be_numeric() -> None:
     table = TRAIN.append_column("label", TRAIN.column("c"))
-    spec = FeatureSpec.from_dict(
-        {"columns": {"c": {"target_encode": True}}, "target": "label"}
-    )
+    spec = FeatureSpec.from_dict({"columns": {"c": {"target_encode": True}}, "target": "label"})
     with pytest.raises(Exception, match=r"target column `label` has type `string`"):
         fit_stats(table, spec)
     with pytest.raises(JobSpecError, match="no target is given"):
@@ -279,9 +278,7 @@ def test_robust_with_nulls_matches_sklearn_nan() -> None:
 @pytest.mark.parametrize("bins", [2, 5, 10])
 @pytest.mark.parametrize("column", ["e", "x"])
 def test_quantile_bins_match_kbins(bins: int, column: str) -> None:
-    spec = FeatureSpec.from_dict(
-        {"columns": {column: {"quantile_bins": bins}}, "dtype": "float64"}
-    )
+    spec = FeatureSpec.from_dict({"columns": {column: {"quantile_bins": bins}}, "dtype": "float64"})
     got, _ = fitted(TRAIN, spec, TEST)
     kb = KBinsDiscretizer(n_bins=bins, strategy="quantile", encode="ordinal")
     kb.fit(TRAIN.column(column).to_numpy()[:, None])
