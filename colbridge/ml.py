@@ -204,8 +204,14 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
             if np.iscomplexobj(X):
                 msg = "Complex data not supported; pass the real and imaginary parts as columns"
                 raise ValueError(msg)
-        validate_data(self, X, reset=reset, skip_check_array=True)
         table = _to_arrow(X)
+        needed = {t.name for t in self.spec_.columns} if not reset else set()
+        if reset or not (hasattr(X, "columns") or isinstance(X, pa.Table)) or not (
+            needed <= set(table.column_names)
+        ):
+            # a frame holding every feature column is read by name, whatever else it holds
+            # or its column order (a serving frame without the label, say)
+            validate_data(self, X, reset=reset, skip_check_array=True)
         if table.num_columns == 0:
             shape = (table.num_rows, 0)
             msg = f"0 feature(s) (shape={shape}) while a minimum of 1 is required."
