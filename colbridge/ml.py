@@ -99,6 +99,17 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
         Element type of the matrix.
     stats
         A `FeatureStats` or the path of a statistics file: `fit` then reads no data.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> X = pa.table({"x": [1.0, 2.0, None, 4.0], "c": ["a", "b", "a", "z"]})
+    >>> ff = FeatureFusion(["x", "c"], robust=["x"], indicator=["x"], one_hot=["c"],
+    ...                    min_frequency=2)
+    >>> ff.fit_transform(X).tolist()[0]
+    [-0.5, 0.0, 1.0, 0.0]
+    >>> list(ff.get_feature_names_out())
+    ['x', 'x_missing', 'c=a', 'c=<infrequent>']
     """
 
     def __init__(
