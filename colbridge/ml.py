@@ -105,9 +105,9 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
     >>> import pyarrow as pa
     >>> X = pa.table({"x": [1.0, 2.0, None, 4.0], "c": ["a", "b", "a", "z"]})
     >>> ff = FeatureFusion(["x", "c"], robust=["x"], indicator=["x"], one_hot=["c"],
-    ...                    min_frequency=2)
-    >>> ff.fit_transform(X).tolist()[0]
-    [-0.5, 0.0, 1.0, 0.0]
+    ...                    min_frequency=2, dtype="float64")
+    >>> ff.fit_transform(X)[0]  # (1 - median 2) / IQR 1.5
+    array([-0.66666667,  0.        ,  1.        ,  0.        ])
     >>> list(ff.get_feature_names_out())
     ['x', 'x_missing', 'c=a', 'c=<infrequent>']
     """
