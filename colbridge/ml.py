@@ -19,13 +19,12 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from colbridge.io.fuse import (
+    FeaturePlan,
     FeatureSpec,
     FeatureStats,
     PathLike,
     feature_columns,
-    feature_names,
     fit_stats,
-    transform_batch,
 )
 
 __all__ = ["FeatureFusion"]
@@ -217,8 +216,10 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
                 raise ValueError(msg)
         table = _to_arrow(X)
         needed = {t.name for t in self.spec_.columns} if not reset else set()
-        if reset or not (hasattr(X, "columns") or isinstance(X, pa.Table)) or not (
-            needed <= set(table.column_names)
+        if (
+            reset
+            or not (hasattr(X, "columns") or isinstance(X, pa.Table))
+            or not (needed <= set(table.column_names))
         ):
             # a frame holding every feature column is read by name, whatever else it holds
             # or its column order (a serving frame without the label, say)
@@ -262,14 +263,26 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
             stats = FeatureStats.load(self.stats)
         self.spec_ = spec
         self.stats_ = stats
-        self.feature_names_out_ = feature_names(spec, stats)
+        self._plan = FeaturePlan(spec, stats)
+        self.feature_names_out_ = self._plan.names
         return table
+
+    def __getstate__(self) -> dict[str, Any]:
+        state: dict[str, Any] = super().__getstate__()
+        state.pop("_plan", None)  # rebuilt from spec_ and stats_ when needed
+        return state
+
+    def _fitted_plan(self) -> FeaturePlan:
+        plan = getattr(self, "_plan", None)
+        if plan is None:
+            plan = self._plan = FeaturePlan(self.spec_, self.stats_)
+        return plan
 
     def transform(self, X: Any) -> Any:
         """The feature matrix of ``X`` (target encodings fitted on all training rows)."""
         check_is_fitted(self, "stats_")
         table = self._table(X, reset=False)
-        return transform_batch(table, self.spec_, self.stats_).features
+        return self._fitted_plan().transform(table).features
 
     def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> Any:
         """Fit, then transform ``X``; target-encoded columns of these rows are out of fold.
@@ -280,7 +293,7 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
         """
         table = self._fit(X, y)
         out_of_fold = self.stats is None and self.spec_.target_encoded
-        return transform_batch(table, self.spec_, self.stats_, out_of_fold=out_of_fold).features
+        return self._fitted_plan().transform(table, out_of_fold=out_of_fold).features
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray[Any, Any]:
         """Names of the matrix's columns (``c=value`` for one-hot, ``<name>_missing``)."""

@@ -28,9 +28,11 @@ __all__ = [
     "id_vocabulary",
     "infrequent_mask",
     "merge_counts",
+    "merge_sums",
     "quantile_edges",
     "sort_categories",
     "target_encodings",
+    "value_set",
 ]
 
 #: Id of a null value in an ``ids`` column.
@@ -66,25 +68,49 @@ def category_counts(array: pa.Array | pa.ChunkedArray) -> pa.Table:
         values = array.dictionary.take(index)
         if pa.types.is_large_string(values.type):
             values = values.cast(pa.string())
-        # a dictionary may repeat a value: merge_counts sums duplicates
-        return pa.table({"value": values, "count": counted.field("counts")})
+        table = pa.table({"value": values, "count": counted.field("counts")})
+        if len(pc.unique(values)) != len(values):  # a dictionary may repeat a value
+            table = table.group_by("value").aggregate([("count", "sum")])
+        return table
     counted = pc.value_counts(_plain(array).drop_null())
     return pa.table({"value": counted.field("values"), "count": counted.field("counts")})
 
 
 def merge_counts(parts: list[pa.Table], value_type: pa.DataType) -> tuple[list[Any], list[int]]:
-    """Sum the batches' ``(value, count)`` tables; values sorted as `sort_categories` does."""
+    """Sum the batches' ``(value, count)`` tables; values in ascending order.
+
+    Arrow sorts strings by their UTF-8 bytes, which is code-point order: the order
+    of Python's ``sorted`` and of ``np.unique``.
+    """
     if not parts:
         return [], []
-    table = pa.concat_tables(
-        [p.cast(pa.schema([("value", value_type), ("count", pa.int64())])) for p in parts]
-    )
-    summed = table.group_by("value").aggregate([("count", "sum")])
-    values = summed.column("value").to_pylist()
-    counts = summed.column("count_sum").to_pylist()
-    order = sort_categories(values)
-    position = {v: i for i, v in enumerate(values)}
-    return order, [int(counts[position[v]]) for v in order]
+    summed = merge_sums([p.rename_columns(["value", "count"]) for p in parts], value_type)
+    return summed.column("value").to_pylist(), summed.column("count").to_pylist()
+
+
+def merge_sums(parts: list[pa.Table], value_type: pa.DataType) -> pa.Table:
+    """Sum the batches' ``(value, sums...)`` tables by value, sorted by value.
+
+    The values are dictionary-encoded once and every column summed with
+    ``np.bincount`` (integer columns stay integers).
+    """
+    values = pa.concat_arrays([_combined(p.column(0)).cast(value_type) for p in parts])
+    names = parts[0].column_names[1:]
+    if len(parts) == 1:
+        merged = parts[0].set_column(0, "value", values)
+    else:
+        # a value may be in several batches; within one batch values are unique
+        enc = pc.dictionary_encode(values)
+        idx = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        size = len(enc.dictionary)
+        cols: dict[str, Any] = {"value": enc.dictionary}
+        for name in names:
+            weights = np.concatenate([p.column(name).to_numpy() for p in parts])
+            summed = np.bincount(idx, weights=weights, minlength=size)
+            is_int = np.issubdtype(weights.dtype, np.integer)
+            cols[name] = np.rint(summed).astype(np.int64) if is_int else summed
+        merged = pa.table(cols)
+    return merged.take(pc.sort_indices(merged, [("value", "ascending")]))
 
 
 def sort_categories(values: list[Any]) -> list[Any]:
@@ -128,7 +154,7 @@ def infrequent_mask(
 
 
 def id_vocabulary(
-    categories: list[Any],
+    categories: list[Any] | pa.Array,
     counts: list[int],
     rows: int,
     min_frequency: float | None,
@@ -149,20 +175,36 @@ def id_vocabulary(
     else:
         keep = count >= rows * float(min_frequency)
     # stable sort by descending count keeps the ascending category order among ties
-    order = [i for i in np.argsort(-count, kind="mergesort") if keep[i]]
+    order = np.argsort(-count, kind="mergesort")
+    order = order[keep[order]]
     if max_categories is not None:
         order = order[:max_categories]
+    if isinstance(categories, (pa.Array, pa.ChunkedArray)):
+        return categories.take(pa.array(order, pa.int64()))  # type: ignore[no-any-return]
     return [categories[i] for i in order]
 
 
-def codes(array: pa.Array | pa.ChunkedArray, categories: list[Any]) -> np.ndarray[Any, Any]:
+def value_set(categories: list[Any] | pa.Array, typ: pa.DataType) -> pa.Array:
+    """``categories`` as an Arrow array of ``typ`` (the plain type of a column)."""
+    if pa.types.is_dictionary(typ):
+        typ = typ.value_type
+    if pa.types.is_large_string(typ):
+        typ = pa.string()
+    if isinstance(categories, pa.Array):
+        return categories if categories.type == typ else categories.cast(typ)
+    return pa.array(categories, type=typ)
+
+
+def codes(
+    array: pa.Array | pa.ChunkedArray, categories: list[Any] | pa.Array
+) -> np.ndarray[Any, Any]:
     """Position of each row's value in ``categories``: -1 for a value not there, -2 for null."""
     array = _combined(array)
     n = len(array)
     if pa.types.is_dictionary(array.type):
         dictionary = _plain(array.dictionary)
-        value_set = pa.array(categories, type=dictionary.type)
-        mapping = pc.index_in(dictionary, value_set=value_set).fill_null(-1)
+        values = value_set(categories, dictionary.type)
+        mapping = pc.index_in(dictionary, value_set=values).fill_null(-1)
         table = np.asarray(mapping.to_numpy(zero_copy_only=False), dtype=np.int64)
         indices = array.indices
         idx = np.asarray(indices.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
@@ -171,8 +213,7 @@ def codes(array: pa.Array | pa.ChunkedArray, categories: list[Any]) -> np.ndarra
             out[~np.asarray(indices.is_valid())] = -2
         return out
     plain = _plain(array)
-    value_set = pa.array(categories, type=plain.type)
-    found = pc.index_in(plain, value_set=value_set).fill_null(-1)
+    found = pc.index_in(plain, value_set=value_set(categories, plain.type)).fill_null(-1)
     out = np.asarray(found.to_numpy(zero_copy_only=False), dtype=np.int64)
     if plain.null_count:
         out[~np.asarray(plain.is_valid())] = -2

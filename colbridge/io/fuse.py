@@ -47,6 +47,7 @@ from colbridge.io.encoders import (
     id_vocabulary,
     infrequent_mask,
     merge_counts,
+    merge_sums,
     quantile_edges,
     sort_categories,
     target_encodings,
@@ -69,6 +70,7 @@ __all__ = [
     "ColumnTransform",
     "FeatureBatch",
     "FeatureBatches",
+    "FeaturePlan",
     "FeatureSpec",
     "FeatureStats",
     "FuseResult",
@@ -380,7 +382,8 @@ class FeatureStats:
     (minmax), ``median``/``q25``/``q75`` (robust), ``bin_edges`` (quantile bins),
     ``categories`` with their ``counts`` and the fitting ``rows`` (one-hot, ids), and
     per-fold target sums (target encoding). Version 2 added all but the first two
-    groups and the categories; a version-1 file still reads.
+    groups and the categories; a version-1 file still reads. In memory a list may be
+    held as a NumPy array; `to_dict` and `save` write plain JSON lists.
     """
 
     columns: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -388,10 +391,14 @@ class FeatureStats:
     version: int = STATS_VERSIONS[-1]
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready dict."""
+        """Return a JSON-ready dict (NumPy arrays held in memory become lists)."""
+        columns = {
+            name: {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in entry.items()}
+            for name, entry in self.columns.items()
+        }
         return {
             "format": _STATS_FORMAT, "version": self.version, "ddof": self.ddof,
-            "columns": self.columns,
+            "columns": columns,
         }  # fmt: skip
 
     def save(self, path: PathLike) -> None:
@@ -532,7 +539,7 @@ def _categories(t: ColumnTransform, stats: FeatureStats) -> list[Any]:
 class _OneHot:
     """A one-hot column: all fitted categories, the output column of each, the width."""
 
-    categories: list[Any]
+    categories: pa.Array
     column_of: np.ndarray[Any, Any]  # output column per category (sorted order)
     names: list[str]
     infrequent: int | None  # output column of the infrequent bucket
@@ -557,14 +564,14 @@ def _one_hot(t: ColumnTransform, stats: FeatureStats) -> _OneHot:
     names = [f"{t.name}={cats[i]}" for i in frequent]
     if infrequent is not None:
         names.append(f"{t.name}={INFREQUENT}")
-    return _OneHot(cats, column_of, names, infrequent)
+    return _OneHot(pa.array(cats), column_of, names, infrequent)
 
 
 @dataclass
 class _Target:
     """A target-encoded column: categories, encodings (all rows, and per held-out fold)."""
 
-    categories: list[Any]
+    categories: pa.Array
     full: np.ndarray[Any, Any]  # (categories + 1,): the last one is the unseen value's
     per_fold: np.ndarray[Any, Any]  # (folds, categories + 1)
 
@@ -587,11 +594,16 @@ def _target(t: ColumnTransform, spec: FeatureSpec, stats: FeatureStats) -> _Targ
             tuple(ys.sum(0) - ys[f]), spec.smoothing,
         )  # fmt: skip
         per_fold[f] = np.append(enc_f, mean_f)
-    return _Target(list(s["categories"]), full, per_fold)
+    return _Target(pa.array(list(s["categories"])), full, per_fold)
 
 
-class _Plan:
-    """What transforming a batch needs, worked out once from the spec and the statistics."""
+class FeaturePlan:
+    """What transforming a batch needs, worked out once from the spec and the statistics.
+
+    Infrequent categories, id vocabularies, per-fold target encodings and the fused
+    numeric expressions; `transform_batch` builds one per call, `FeatureBatches` and
+    `colbridge.ml.FeatureFusion` keep theirs.
+    """
 
     def __init__(self, spec: FeatureSpec, stats: FeatureStats) -> None:
         _check_stats(spec, stats)
@@ -599,12 +611,12 @@ class _Plan:
         self.dtype = parse_dtype(spec.dtype)
         self.numeric = [t for t in spec.columns if t.kind == "numeric"]
         self.one_hot = {t.name: _one_hot(t, stats) for t in spec.columns if t.one_hot}
-        self.vocab: dict[str, list[Any]] = {}
+        self.vocab: dict[str, pa.Array] = {}
         for t in spec.columns:
             if t.ids and t.hash_buckets is None:
                 s = stats.columns[t.name]
                 self.vocab[t.name] = id_vocabulary(
-                    list(s["categories"]), list(s["counts"]), int(s["rows"]),
+                    pa.array(list(s["categories"])), list(s["counts"]), int(s["rows"]),
                     t.min_frequency, t.max_categories,
                 )  # fmt: skip
         self.target = {t.name: _target(t, spec, stats) for t in spec.columns if t.target_encode}
@@ -627,8 +639,13 @@ class _Plan:
         return len(self.vocab[t.name]) + 2
 
     def transform(
-        self, batch: pa.RecordBatch | pa.Table, device: str, start: int, out_of_fold: bool
+        self,
+        batch: pa.RecordBatch | pa.Table,
+        device: str = "auto",
+        start: int = 0,
+        out_of_fold: bool = False,
     ) -> FeatureBatch:
+        """Features of one batch (see `transform_batch`)."""
         spec = self.spec
         names = batch.schema.names
         for name in [t.name for t in spec.columns] + list(spec.keep):
@@ -750,7 +767,7 @@ def _bools(array: pa.Array | pa.ChunkedArray) -> np.ndarray[Any, Any]:
 
 def feature_names(spec: FeatureSpec, stats: FeatureStats) -> list[str]:
     """Names of the matrix's columns, in order (``c=value`` for one-hot, ``a_missing``)."""
-    return _Plan(spec, stats).names
+    return FeaturePlan(spec, stats).names
 
 
 def transform_batch(
@@ -768,7 +785,7 @@ def transform_batch(
     with the encodings fitted on the folds it is not in; its fold comes from its
     position ``start + i`` in the input); otherwise with the encodings of all rows.
     """
-    return _Plan(spec, stats).transform(batch, device, start, out_of_fold)
+    return FeaturePlan(spec, stats).transform(batch, device, start, out_of_fold)
 
 
 def _categorical_type(typ: pa.DataType) -> pa.DataType:
@@ -805,7 +822,7 @@ def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -
         return stats
     counts: dict[str, list[pa.Table]] = {t.name: [] for t in counted}
     targets: dict[str, list[pa.Table]] = {t.name: [] for t in encoded}
-    per_fold_y: list[pa.Table] = []
+    ys = np.zeros((spec.folds, 3))  # per fold: labelled rows, sum, sum of squares
     values: dict[str, list[np.ndarray[Any, Any]]] = {t.name: [] for t in exact}
     exact_plan = (
         prepare((Step("select", tuple((t.name, _base(t).node) for t in exact)),), needed)
@@ -822,7 +839,7 @@ def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -
             for name, parts in counts.items():
                 parts.append(category_counts(batch.column(name)))
             if encoded:
-                _target_partials(batch, spec, rows, encoded, targets, per_fold_y)
+                _target_partials(batch, spec, rows, encoded, targets, ys)
             if exact_plan is not None:
                 table = compute_piece(exact_plan, batch, device)
                 for t in exact:
@@ -868,13 +885,6 @@ def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -
         cats, freq = merge_counts(counts[t.name], typ)
         stats.columns[t.name] = {"categories": cats, "counts": freq, "rows": rows}
     if encoded:
-        y_parts = pa.concat_tables(per_fold_y) if per_fold_y else None
-        ys = np.zeros((spec.folds, 3))
-        if y_parts is not None and y_parts.num_rows:
-            g = y_parts.group_by("fold").aggregate([("n", "sum"), ("s", "sum"), ("q", "sum")])
-            f = np.asarray(g.column("fold").to_numpy(), dtype=np.int64)
-            for k, key in enumerate(("n_sum", "s_sum", "q_sum")):
-                ys[f, k] = g.column(key).to_numpy()
         for t in encoded:
             typ = _categorical_type(source.schema.field(t.name).type)
             stats.columns[t.name] = _target_stats(targets[t.name], typ, spec.folds, ys)
@@ -891,9 +901,13 @@ def _target_partials(
     start: int,
     encoded: list[ColumnTransform],
     targets: dict[str, list[pa.Table]],
-    per_fold_y: list[pa.Table],
+    ys: np.ndarray[Any, Any],
 ) -> None:
-    """Per (category, fold) target sums of one batch, and per fold those of the target."""
+    """Per category and fold, the target's sums in one batch; per fold those of the target.
+
+    Each column is dictionary-encoded once and summed with ``np.bincount`` over
+    ``code * folds + fold``: one ``(value, s0.., n0.., q0..)`` row per distinct value.
+    """
     assert spec.target is not None
     y_col = _combined(batch.column(spec.target))
     typ = y_col.type
@@ -905,51 +919,57 @@ def _target_partials(
         raise UnsupportedTypeError(msg)
     y = np.asarray(y_col.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
     ok = np.isfinite(y)  # a null target (NaN here) or NaN label is left out of the fit
-    fold = folds_of(start, len(y), spec.folds, spec.seed)
-    yv, fv = y[ok], fold[ok]
-    per_fold_y.append(pa.table({"fold": fv, "n": np.ones(yv.size), "s": yv, "q": yv * yv}))
-    mask = pa.array(ok)
+    k = spec.folds
+    fold = folds_of(start, len(y), k, spec.seed)
+    fv, yv = fold[ok], y[ok]
+    ys[:, 0] += np.bincount(fv, minlength=k)
+    ys[:, 1] += np.bincount(fv, weights=yv, minlength=k)
+    ys[:, 2] += np.bincount(fv, weights=yv * yv, minlength=k)
     for t in encoded:
         keys = _combined(batch.column(t.name))
         if pa.types.is_dictionary(keys.type):
             keys = keys.dictionary_decode()
-        part = pa.table({"value": keys.filter(mask), "fold": fv, "y": yv, "y2": yv * yv})
-        part = part.filter(pc.is_valid(part.column("value")))
-        targets[t.name].append(
-            part.group_by(["value", "fold"]).aggregate(
-                [("y", "sum"), ("y", "count"), ("y2", "sum")]
-            )
-        )
+        if pa.types.is_large_string(keys.type):
+            keys = keys.cast(pa.string())
+        encoded_keys = pc.dictionary_encode(keys)
+        values = encoded_keys.dictionary
+        idx = np.asarray(encoded_keys.indices.fill_null(-1).to_numpy(zero_copy_only=False))
+        use = ok & (idx >= 0)
+        bins = idx[use].astype(np.int64) * k + fold[use]
+        size = len(values) * k
+        w = y[use]
+        sums = np.bincount(bins, weights=w, minlength=size).reshape(-1, k)
+        counts = np.bincount(bins, minlength=size).reshape(-1, k).astype(np.float64)
+        squares = np.bincount(bins, weights=w * w, minlength=size).reshape(-1, k)
+        seen = counts.sum(axis=1) > 0
+        cols: dict[str, Any] = {"value": values.filter(pa.array(seen))}
+        for name, block in (("s", sums), ("n", counts), ("q", squares)):
+            for f in range(k):
+                cols[f"{name}{f}"] = block[seen, f]
+        targets[t.name].append(pa.table(cols))
 
 
 def _target_stats(
     parts: list[pa.Table], value_type: pa.DataType, folds: int, ys: np.ndarray[Any, Any]
 ) -> dict[str, Any]:
     """Merge a column's batch partials into ``(folds, categories)`` sums, counts, squares."""
+    parts = [p for p in parts if p.num_rows]
     if parts:
-        table = pa.concat_tables(
-            [p.cast(p.schema.set(0, pa.field("value", value_type))) for p in parts]
-        )
-        table = table.group_by(["value", "fold"]).aggregate(
-            [("y_sum", "sum"), ("y_count", "sum"), ("y2_sum", "sum")]
-        )
+        table = merge_sums(parts, value_type)
+        cats = table.column("value").to_pylist()
+
+        def block(name: str) -> np.ndarray[Any, Any]:
+            return np.stack([table.column(f"{name}{f}").to_numpy() for f in range(folds)])
+
+        sums, counts, sumsq = block("s"), block("n"), block("q")
     else:
-        table = None
-    cats = sort_categories(pc.unique(table.column("value")).to_pylist()) if table else []
-    shape = (folds, len(cats))
-    sums, counts, sumsq = np.zeros(shape), np.zeros(shape), np.zeros(shape)
-    if table is not None and table.num_rows:
-        idx = codes(table.column("value"), cats)
-        f = np.asarray(table.column("fold").to_numpy(), dtype=np.int64)
-        sums[f, idx] = table.column("y_sum_sum").to_numpy()
-        counts[f, idx] = table.column("y_count_sum").to_numpy()
-        sumsq[f, idx] = table.column("y2_sum_sum").to_numpy()
+        cats, sums, counts, sumsq = [], *(np.zeros((folds, 0)) for _ in range(3))
     return {
         "categories": cats,
-        "fold_sums": sums.tolist(),
-        "fold_counts": counts.astype(np.int64).tolist(),
-        "fold_sumsq": sumsq.tolist(),
-        "fold_target": ys.tolist(),
+        "fold_sums": sums,
+        "fold_counts": counts.astype(np.int64),
+        "fold_sumsq": sumsq,
+        "fold_target": ys.copy(),
     }
 
 
@@ -1094,7 +1114,7 @@ class FeatureBatches:
         self.batch_rows = batch_rows
         self.device = device
         self.out_of_fold = out_of_fold
-        self._plan = _Plan(spec, stats)
+        self._plan = FeaturePlan(spec, stats)
         self.names = self._plan.names
 
     def __iter__(self) -> Iterator[FeatureBatch]:
