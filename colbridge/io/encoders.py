@@ -254,19 +254,29 @@ def fnv1a64(array: pa.Array | pa.ChunkedArray) -> np.ndarray[Any, Any]:
     return result
 
 
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def _splitmix_folds(first: np.uint64, rows: int, folds: np.uint64) -> np.ndarray:  # type: ignore[type-arg]
+    out = np.empty(rows, dtype=np.int64)
+    for i in range(rows):
+        x = first + np.uint64(i) + np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        x = x ^ (x >> np.uint64(31))
+        out[i] = np.int64(x % folds)
+    return out
+
+
 def folds_of(start: int, rows: int, folds: int, seed: int) -> np.ndarray[Any, Any]:
     """Fold of rows ``start .. start + rows - 1`` (their position in the input).
 
-    ``splitmix64(seed * 2**32 + position) % folds``: deterministic from the seed and
-    the row's position, the same in the fitting pass and the transforming one, and
-    independent of batch sizes.
+    ``splitmix64(seed * 2**32 + position) % folds`` (the finaliser of Java's
+    ``SplittableRandom``, with its golden-ratio increment): deterministic from the seed
+    and the row's position, the same in the fitting pass and the transforming one,
+    and independent of batch sizes.
     """
-    x = np.arange(start, start + rows, dtype=np.uint64) + np.uint64((seed & 0xFFFFFFFF) << 32)
-    x = x + np.uint64(0x9E3779B97F4A7C15)
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    x = x ^ (x >> np.uint64(31))
-    return (x % np.uint64(folds)).astype(np.int64)
+    first = np.uint64(((seed & 0xFFFFFFFF) << 32) + start)
+    result: np.ndarray[Any, Any] = _splitmix_folds(first, rows, np.uint64(folds))
+    return result
 
 
 def target_encodings(

@@ -347,3 +347,21 @@ def test_fit_on_empty_input() -> None:
     fb = transform_batch(TEST.append_column("c2", TEST["c"]), spec, stats)
     assert fb.names == ["x", "c2", "e"]
     assert (fb.features[:, 1] == RARE_ID).all()
+
+
+def test_folds_are_splitmix64_of_the_position() -> None:
+    def splitmix(start: int, rows: int, folds: int, seed: int) -> np.ndarray:
+        x = np.arange(start, start + rows, dtype=np.uint64) + np.uint64((seed & 0xFFFFFFFF) << 32)
+        x = x + np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        x = x ^ (x >> np.uint64(31))
+        return (x % np.uint64(folds)).astype(np.int64)
+
+    for args in [(0, 1_000, 5, 0), (123, 777, 3, 7), (10**9, 100, 4, 2**31)]:
+        np.testing.assert_array_equal(folds_of(*args), splitmix(*args))
+    # a split at any row gives the same folds as one pass
+    np.testing.assert_array_equal(
+        np.concatenate([folds_of(0, 300, 5, 1), folds_of(300, 700, 5, 1)]), folds_of(0, 1_000, 5, 1)
+    )
+    assert np.bincount(folds_of(0, 100_000, 5, 0)).min() > 19_000
