@@ -27,6 +27,7 @@ __all__ = [
     "folds_of",
     "id_vocabulary",
     "infrequent_mask",
+    "linear_quantiles",
     "merge_counts",
     "merge_sums",
     "quantile_edges",
@@ -311,6 +312,26 @@ def target_encodings(
             enc = (sums + m * mean) / (counts + m)
     enc = np.where(counts == 0, mean, enc)
     return enc, mean
+
+
+def linear_quantiles(values: np.ndarray[Any, Any], qs: list[float]) -> list[float]:
+    """Quantiles of ``values`` as ``np.percentile``'s default (linear) method computes them.
+
+    One ``np.partition`` in place for all of them (``values`` is reordered; the caller
+    owns it), instead of NumPy's copy per call; the interpolation is NumPy's
+    (``a + (b - a) * t``, from ``b`` when ``t >= 0.5``), so the results are the same.
+    """
+    n = values.size
+    positions = [q * (n - 1) for q in qs]
+    below = [int(np.floor(p)) for p in positions]
+    kth = sorted({k for b in below for k in (b, min(b + 1, n - 1))})
+    values.partition(kth)
+    out = []
+    for p, b in zip(positions, below, strict=True):
+        lo, hi = float(values[b]), float(values[min(b + 1, n - 1)])
+        t = p - b
+        out.append(hi - (hi - lo) * (1 - t) if t >= 0.5 else lo + (hi - lo) * t)
+    return out
 
 
 def quantile_edges(values: np.ndarray[Any, Any], bins: int) -> list[float]:

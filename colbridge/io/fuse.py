@@ -46,6 +46,7 @@ from colbridge.io.encoders import (
     folds_of,
     id_vocabulary,
     infrequent_mask,
+    linear_quantiles,
     merge_counts,
     merge_sums,
     quantile_edges,
@@ -871,10 +872,11 @@ def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -
             }
     for t in exact:
         # exact quantiles: the column's finite values are all held (8 bytes each)
-        v = np.concatenate(values[t.name]) if values[t.name] else np.zeros(0)
+        parts = values[t.name]
+        v = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0)
         entry = stats.columns.setdefault(t.name, {})
         if t.scale == "robust":
-            q = np.percentile(v, [25.0, 50.0, 75.0]) if v.size else [None] * 3
+            q = linear_quantiles(v, [0.25, 0.5, 0.75]) if v.size else [None] * 3
             entry.update(
                 {"q25": _json_float(q[0]), "median": _json_float(q[1]), "q75": _json_float(q[2])}
             )

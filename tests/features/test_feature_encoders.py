@@ -365,3 +365,13 @@ def test_folds_are_splitmix64_of_the_position() -> None:
         np.concatenate([folds_of(0, 300, 5, 1), folds_of(300, 700, 5, 1)]), folds_of(0, 1_000, 5, 1)
     )
     assert np.bincount(folds_of(0, 100_000, 5, 0)).min() > 19_000
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 10, 101, 4_096, 99_999])
+def test_linear_quantiles_equal_numpy_percentile(n: int) -> None:
+    from colbridge.io.encoders import linear_quantiles
+
+    values = np.random.default_rng(n).normal(size=n)
+    want = np.percentile(values, [25.0, 50.0, 75.0, 0.0, 100.0])
+    got = linear_quantiles(values.copy(), [0.25, 0.5, 0.75, 0.0, 1.0])
+    np.testing.assert_array_equal(got, want)
