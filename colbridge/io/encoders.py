@@ -31,6 +31,7 @@ __all__ = [
     "merge_counts",
     "merge_sums",
     "quantile_edges",
+    "scatter_one_hot",
     "sort_categories",
     "target_encodings",
     "value_set",
@@ -219,6 +220,34 @@ def codes(
     if plain.null_count:
         out[~np.asarray(plain.is_valid())] = -2
     return out
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def _scatter(features, mapped, code, column_of, unknown_column, pos):  # type: ignore[no-untyped-def]
+    for i in range(code.shape[0]):
+        c = code[i]
+        k = column_of[c] if c >= 0 else (unknown_column if c == -1 else -1)
+        if k >= 0:
+            features[i, pos + k] = 1
+        else:
+            mapped[i] = False
+
+
+def scatter_one_hot(
+    features: np.ndarray[Any, Any],
+    code: np.ndarray[Any, Any],
+    column_of: np.ndarray[Any, Any],
+    unknown_column: int,
+    pos: int,
+) -> np.ndarray[Any, Any]:
+    """Set ``features[i, pos + column_of[code[i]]] = 1`` in one pass; which rows got a 1.
+
+    ``code`` is `codes`'s: -1 (unseen) goes to ``unknown_column`` when that is >= 0,
+    -2 (null) nowhere.
+    """
+    mapped = np.ones(code.shape[0], dtype=np.bool_)
+    _scatter(features, mapped, code, column_of, unknown_column, pos)
+    return mapped
 
 
 @numba.njit(cache=True, nogil=True)  # type: ignore[misc]

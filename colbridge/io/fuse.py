@@ -50,6 +50,7 @@ from colbridge.io.encoders import (
     merge_counts,
     merge_sums,
     quantile_edges,
+    scatter_one_hot,
     sort_categories,
     target_encodings,
 )
@@ -667,7 +668,8 @@ class FeaturePlan:
             features = mat
         else:
             features = np.zeros((n, width), dtype=self.dtype.numpy)
-            full_valid = np.ones((n, width), dtype=bool)
+            # the validity matrix is only built when the spec asks for it
+            full_valid = np.ones((n, width), dtype=bool) if spec.validity else None
             pos = j = 0
             folds = folds_of(start, n, spec.folds, spec.seed) if out_of_fold else None
             for t in spec.columns:
@@ -675,7 +677,7 @@ class FeaturePlan:
                 if t.kind == "numeric":
                     assert mat is not None
                     features[:, pos] = mat[:, j]
-                    if valid is not None:
+                    if valid is not None and full_valid is not None:
                         full_valid[:, pos] = valid[:, j]
                     pos += 1
                     j += 1
@@ -697,7 +699,7 @@ class FeaturePlan:
                     missing = pc.is_null(column, nan_is_null=True)
                     features[:, pos] = _bools(missing)
                     pos += 1
-            valid = full_valid if not full_valid.all() else None
+            valid = full_valid if full_valid is not None and not full_valid.all() else None
         if spec.validity and valid is None:
             valid = np.ones(features.shape, dtype=bool)
         kept = {name: batch.column(name) for name in spec.keep}
@@ -713,13 +715,12 @@ class FeaturePlan:
         t: ColumnTransform,
         column: pa.Array | pa.ChunkedArray,
         features: np.ndarray[Any, Any],
-        full_valid: np.ndarray[Any, Any],
+        full_valid: np.ndarray[Any, Any] | None,
         pos: int,
     ) -> int:
         oh = self.one_hot[t.name]
         code = codes(column, oh.categories)
-        unknown = code == -1
-        if unknown.any() and t.handle_unknown == "error":
+        if t.handle_unknown == "error" and (unknown := code == -1).any():
             seen = _combined(column).filter(pa.array(unknown))
             values = sort_categories(pc.unique(_plain_values(seen)).to_pylist())
             shown = ", ".join(repr(v) for v in values[:10])
@@ -730,15 +731,12 @@ class FeaturePlan:
                 "(all-zero row) or 'infrequent_if_exist'"
             )
             raise InvalidOperationError(msg)
-        out = np.full(code.shape, -1, dtype=np.int64)
-        known = code >= 0
-        out[known] = oh.column_of[code[known]]
-        if t.handle_unknown == "infrequent_if_exist" and oh.infrequent is not None:
-            out[unknown] = oh.infrequent
-        rows = np.flatnonzero(out >= 0)
-        features[rows, pos + out[rows]] = 1
+        to_infrequent = t.handle_unknown == "infrequent_if_exist" and oh.infrequent is not None
+        unknown_column = oh.infrequent if to_infrequent and oh.infrequent is not None else -1
+        mapped = scatter_one_hot(features, code, oh.column_of, unknown_column, pos)
         # a null or an unseen value that maps nowhere: all-zero and marked invalid
-        full_valid[:, pos : pos + len(oh.names)] = (out >= 0)[:, None]
+        if full_valid is not None:
+            full_valid[:, pos : pos + len(oh.names)] = mapped[:, None]
         return len(oh.names)
 
     def _ids(self, t: ColumnTransform, column: pa.Array | pa.ChunkedArray) -> np.ndarray[Any, Any]:
