@@ -1067,6 +1067,12 @@ def _check_stats(spec: FeatureSpec, stats: FeatureStats, where: str = "the stati
     for t in spec.columns:
         what, needed = _needs(t)
         entry = stats.columns.get(t.name)
+        if needed == ("categories",) and (entry is None or "categories" not in entry):
+            msg = (
+                f"{where} has no `categories` for one-hot column `{t.name}`; fit statistics "
+                "that include the column, or list its categories in the spec"
+            )
+            raise JobSpecError(msg)
         for key in needed:
             if entry is None or key not in entry:
                 msg = (
