@@ -267,9 +267,8 @@ _cli_rows = _cli(
 _cli_no_out = _cli("run", "{input}", "-q", "--with", "z = a")
 _cli_no_dir = _cli("run", "{input}", "-o", "{dir}/missing/o.parquet", "-q", "--with", "z = a")
 _cli_dunder = _cli("run", "{input}", "-o", "{dir}/o.parquet", "-q", "--with", "z = a.__class__")
-_cli_ordered = _cli(
-    "run", "{input}", "-o", "{dir}/o.parquet", "-q", "--with", "z = cum_sum(a, reverse=True)"
-)
+_cli_ordered = _cli("run", "{input}", "-o", "{dir}/o.parquet", "-q", "--with",
+                    "z = cum_sum(a, reverse=True)")
 
 CASES: list[BadInput] = [
     # -- names -------------------------------------------------------------------------
