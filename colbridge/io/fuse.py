@@ -1285,17 +1285,57 @@ def explain_fuse(
     else:
         read = f"{len(source.files)} {source.format} file(s), {source.count_rows()} rows"
     numeric = [t for t in spec.columns if t.kind == "numeric"]
-    names = feature_names(spec, fitted)
+    plan = FeaturePlan(spec, fitted)
+    names = plan.names
     lines = [
         f"colbridge fuse over {read}",
         f"matrix: {len(names)} {dtype} features per row, batches of up to {rows} rows",
         "features: " + ", ".join(names),
     ]
+    encoders = _describe_encoders(plan, out_of_fold=stats is None)
+    if encoders:
+        lines.append("encoders (per batch, beside the kernel):")
+        lines += [f"  {line}" for line in encoders]
     if numeric:
         exprs = {t.name: _feature_expr(t, fitted, dtype) for t in numeric}
         empty = source.schema.empty_table()
         items = tuple((name, e.node) for name, e in exprs.items())
-        plan = prepare((Step("select", items),), empty.column_names)
-        report = describe(plan, ArrowTableAdapter(empty), device=device)
+        steps = prepare((Step("select", items),), empty.column_names)
+        report = describe(steps, ArrowTableAdapter(empty), device=device)
         lines += report.to_text().splitlines()[1:]
     return "\n".join(lines)
+
+
+def _describe_encoders(plan: FeaturePlan, *, out_of_fold: bool) -> list[str]:
+    """One line per categorical encoding and missing-value indicator of ``plan``."""
+    spec = plan.spec
+    lines = []
+    for t in spec.columns:
+        if t.one_hot:
+            oh = plan.one_hot[t.name]
+            extra = ", the last for infrequent categories" if oh.infrequent is not None else ""
+            lines.append(
+                f"{t.name}: one-hot, {len(oh.names)} columns{extra}; unseen values: "
+                f"{t.handle_unknown}"
+            )
+        elif t.ids and t.hash_buckets is not None:
+            lines.append(
+                f"{t.name}: ids from FNV-1a 64 into {t.hash_buckets} buckets (2 ..), 0 null"
+            )
+        elif t.ids:
+            lines.append(
+                f"{t.name}: ids, a table of {plan.id_table_size(t)} rows "
+                "(0 null, 1 rare or unseen, 2 .. by falling count)"
+            )
+        elif t.target_encode:
+            how = (
+                f"out of fold ({spec.folds} folds, seed {spec.seed})"
+                if out_of_fold
+                else ("with all training rows")
+            )
+            lines.append(
+                f"{t.name}: target encoding of `{spec.target}`, smoothing {spec.smoothing}, {how}"
+            )
+        if t.indicator:
+            lines.append(f"{t.name}{MISSING_SUFFIX}: 1 where `{t.name}` is null or NaN")
+    return lines

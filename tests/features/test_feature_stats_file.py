@@ -164,3 +164,16 @@ def test_cli_flag_errors(tmp_path, capsys) -> None:
     assert main([*base, "--smoothing", "much", "--target-encode", "c", "--target", "y"]) == 2
     assert main([*base, "--target-encode", "c", "--target", "nope"]) == 2
     assert not (tmp_path / "o.parquet").exists()
+
+
+def test_explain_lists_the_encoders(tmp_path, capsys) -> None:
+    data = tmp_path / "in.parquet"
+    pq.write_table(TRAIN, data)
+    assert main(["fuse", str(data), *CLI_FLAGS, "--explain"]) == 0
+    text = capsys.readouterr().out
+    assert "c: one-hot, " in text
+    assert "the last for infrequent categories; unseen values: infrequent_if_exist" in text
+    assert "c2: ids, a table of 7 rows (0 null, 1 rare or unseen" in text
+    assert "c3: target encoding of `y`, smoothing 2.0, out of fold (3 folds, seed 7)" in text
+    assert "c4: ids from FNV-1a 64 into 16 buckets" in text
+    assert "x_missing: 1 where `x` is null or NaN" in text
