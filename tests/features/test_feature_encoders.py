@@ -375,3 +375,20 @@ def test_linear_quantiles_equal_numpy_percentile(n: int) -> None:
     want = np.percentile(values, [25.0, 50.0, 75.0, 0.0, 100.0])
     got = linear_quantiles(values.copy(), [0.25, 0.5, 0.75, 0.0, 1.0])
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "int32", "int64", "float32", "float64"])
+def test_scalers_over_numeric_dtypes(dtype: str) -> None:
+    values = np.random.default_rng(3).integers(0, 100, 3_001).astype(dtype)
+    table = pa.table({"a": values, "b": values, "c": values, "d": values})
+    spec = FeatureSpec.from_dict(
+        {"columns": {"a": {"scale": "zscore"}, "b": {"scale": "minmax"},
+                     "c": {"scale": "robust"}, "d": {"quantile_bins": 4}}, "dtype": "float64"}
+    )  # fmt: skip
+    got, _ = matrix(table, spec, batch_rows=1_000)
+    x = values.astype(np.float64)[:, None]
+    np.testing.assert_allclose(got[:, 0], StandardScaler().fit_transform(x)[:, 0], atol=1e-9)
+    np.testing.assert_allclose(got[:, 1], MinMaxScaler().fit_transform(x)[:, 0], atol=1e-12)
+    np.testing.assert_allclose(got[:, 2], RobustScaler().fit_transform(x)[:, 0], atol=1e-12)
+    kb = KBinsDiscretizer(n_bins=4, strategy="quantile", encode="ordinal")
+    np.testing.assert_array_equal(got[:, 3], kb.fit_transform(x)[:, 0])

@@ -135,3 +135,19 @@ def test_column_names_consistency_check() -> None:
 )
 def test_sklearn_estimator_checks(estimator, check) -> None:
     check(estimator)
+
+
+def test_empty_frame_and_lazy_import() -> None:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    ff = FeatureFusion(["x", "c"], robust=["x"], one_hot=["c"]).fit(TRAIN)
+    out = ff.transform(TEST.slice(0, 0))
+    assert out.shape == (0, len(ff.get_feature_names_out()))
+    code = "import sys, colbridge; assert 'sklearn' not in sys.modules"
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    ran = subprocess.run([sys.executable, "-c", code], check=False, env=env, cwd=root)
+    assert ran.returncode == 0
