@@ -22,9 +22,14 @@ _RUN_KEYS = {
 }  # fmt: skip
 _FUSE_KEYS = {
     "input", "output", "columns", "dtype", "validity", "keep", "stats", "save_stats",
-    "device", "batch_rows", "memory_limit", "ddof",
+    "device", "batch_rows", "memory_limit", "ddof", "target", "folds", "smoothing", "seed",
+    "min_frequency", "max_categories", "handle_unknown",
 }  # fmt: skip
-_COLUMN_KEYS = {"fill_null", "scale", "clip", "one_hot", "categories"}
+_COLUMN_KEYS = {
+    "fill_null", "scale", "clip", "one_hot", "categories", "ids", "hash_buckets",
+    "target_encode", "min_frequency", "max_categories", "handle_unknown", "log1p", "indicator",
+    "quantile_bins",
+}  # fmt: skip
 _INPUT_HELP = (
     "Parquet/IPC files, a folder or a glob; several files are read as one dataset "
     "(as the shell expands `data/*.parquet`)"
@@ -96,7 +101,42 @@ def _parser() -> argparse.ArgumentParser:
     fuse.add_argument("--columns", help="feature columns in matrix order, comma separated")
     fuse.add_argument("--zscore", default="", help="columns to standardise")
     fuse.add_argument("--minmax", default="", help="columns to scale to [0, 1]")
+    fuse.add_argument("--robust", default="", help="columns to centre on the median, / IQR")
+    fuse.add_argument("--log1p", default="", help="columns to take log(1 + x) of first")
+    fuse.add_argument("--quantile-bins", action="append", default=[], metavar="COL=N",
+                      help="replace a column by its quantile bin (0 .. N-1)")  # fmt: skip
+    fuse.add_argument("--indicator", default="", help="columns to add a <col>_missing 0/1 to")
     fuse.add_argument("--one-hot", default="", help="dictionary/string columns to one-hot")
+    fuse.add_argument(
+        "--min-frequency",
+        default=None,
+        help="rarer categories are infrequent: a count (5) or a fraction (0.01)",
+    )
+    fuse.add_argument(
+        "--max-categories",
+        type=int,
+        default=None,
+        help="at most this many one-hot columns (infrequent one included) or ids",
+    )
+    fuse.add_argument(
+        "--handle-unknown",
+        default=None,
+        choices=["ignore", "error", "infrequent_if_exist"],
+        help="unseen one-hot categories (default ignore: an all-zero row)",
+    )
+    fuse.add_argument("--ids", default="", help="categorical columns to integer ids")
+    fuse.add_argument(
+        "--hash-buckets",
+        action="append",
+        default=[],
+        metavar="COL=N",
+        help="ids from a stable hash into N buckets",
+    )
+    fuse.add_argument("--target-encode", default="", help="categorical columns to target-encode")
+    fuse.add_argument("--target", default=None, help="label column for --target-encode")
+    fuse.add_argument("--folds", type=int, default=None, help="out-of-fold folds (default 5)")
+    fuse.add_argument("--smoothing", default=None, help="'auto' (default) or a number")
+    fuse.add_argument("--seed", type=int, default=None, help="seed of the fold assignment")
     fuse.add_argument("--fill-null", action="append", default=[], metavar="COL=VALUE")
     fuse.add_argument("--clip", action="append", default=[], metavar="COL=LO:HI")
     fuse.add_argument("--dtype", default=None, help="matrix element type (default float32)")
@@ -236,6 +276,8 @@ def _number(text: str, what: str) -> float | None:
 
 
 def _fuse_columns(args: argparse.Namespace, spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    from colbridge.io.fuse import feature_columns
+
     table = spec.get("columns", {})
     if isinstance(table, list):
         table = {name: {} for name in table}
@@ -250,29 +292,60 @@ def _fuse_columns(args: argparse.Namespace, spec: dict[str, Any]) -> dict[str, d
             msg = f"unknown key {unknown[0]!r} in spec `columns.{name}`; allowed keys: {allowed}"
             raise _UsageError(msg)
         columns[name] = dict(cfg)
-    for name in _split(args.columns or ""):
-        columns.setdefault(name, {})
-    for name in _split(args.zscore):
-        columns.setdefault(name, {})["scale"] = "zscore"
-    for name in _split(args.minmax):
-        columns.setdefault(name, {})["scale"] = "minmax"
-    for name in _split(args.one_hot):
-        columns.setdefault(name, {})["one_hot"] = True
-    for name, value in _kv(args.fill_null, "--fill-null").items():
-        columns.setdefault(name, {})["fill_null"] = _number(value, f"--fill-null {name}")
+    clips: dict[str, tuple[float | None, float | None]] = {}
     for name, value in _kv(args.clip, "--clip").items():
         lo, sep, hi = value.partition(":")
         if not sep:
             msg = f"cannot read --clip {name}={value!r}; write COLUMN=LO:HI (a side may be empty)"
             raise _UsageError(msg)
-        columns.setdefault(name, {})["clip"] = [
-            _number(lo, f"--clip {name}"),
-            _number(hi, f"--clip {name}"),
-        ]
+        clips[name] = (_number(lo, f"--clip {name}"), _number(hi, f"--clip {name}"))
+    min_frequency = spec.get("min_frequency")
+    if args.min_frequency is not None:
+        min_frequency = _count_or_fraction(args.min_frequency, "--min-frequency")
+    columns = feature_columns(
+        _split(args.columns or ""),
+        zscore=_split(args.zscore), minmax=_split(args.minmax), robust=_split(args.robust),
+        one_hot=_split(args.one_hot), ids=_split(args.ids),
+        target_encode=_split(args.target_encode), log1p=_split(args.log1p),
+        indicator=_split(args.indicator),
+        fill_null={
+            k: _number(v, f"--fill-null {k}") for k, v in _kv(args.fill_null, "--fill-null").items()
+        },
+        clip=clips,
+        quantile_bins={
+            k: _integer(v, f"--quantile-bins {k}")
+            for k, v in _kv(args.quantile_bins, "--quantile-bins").items()
+        },
+        hash_buckets={
+            k: _integer(v, f"--hash-buckets {k}")
+            for k, v in _kv(args.hash_buckets, "--hash-buckets").items()
+        },
+        min_frequency=min_frequency,
+        max_categories=args.max_categories or spec.get("max_categories"),
+        handle_unknown=args.handle_unknown or spec.get("handle_unknown"),
+        base=columns,
+    )  # fmt: skip
     if not columns:
         msg = "no feature columns given; pass `--columns a,b,...` (or `columns` in the spec)"
         raise _UsageError(msg)
     return columns
+
+
+def _count_or_fraction(text: str, what: str) -> float:
+    """``"5"`` → 5 (a count), ``"0.01"`` → 0.01 (a fraction), as scikit-learn reads them."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    return _number(text, what)  # type: ignore[return-value]
+
+
+def _integer(text: str, what: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        msg = f"cannot read {what}={text!r} as a whole number"
+        raise _UsageError(msg) from None
 
 
 def _cmd_fuse(args: argparse.Namespace) -> int:
@@ -287,6 +360,10 @@ def _cmd_fuse(args: argparse.Namespace) -> int:
             "validity": args.validity or spec.get("validity", False),
             "keep": _split(args.keep) or list(spec.get("keep", [])),
             "ddof": spec.get("ddof", 0),
+            "target": args.target or spec.get("target"),
+            "folds": args.folds or spec.get("folds", 5),
+            "smoothing": args.smoothing or spec.get("smoothing", "auto"),
+            "seed": args.seed if args.seed is not None else spec.get("seed", 0),
         }
     )
     source, output, options = _common_options(args, spec)

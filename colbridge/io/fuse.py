@@ -29,9 +29,31 @@ import pyarrow.compute as pc
 
 from colbridge.columns import to_tensor
 from colbridge.columns.frames import ArrowTableAdapter
-from colbridge.errors import ColumnNotFoundError, JobSpecError, UnsupportedTypeError
+from colbridge.errors import (
+    ColumnNotFoundError,
+    InvalidOperationError,
+    JobSpecError,
+    UnsupportedTypeError,
+)
 from colbridge.expr.api import Expr, col
 from colbridge.expr.nodes import Agg, Literal
+from colbridge.io.encoders import (
+    NULL_ID,
+    RARE_ID,
+    category_counts,
+    codes,
+    fnv1a64,
+    folds_of,
+    id_vocabulary,
+    infrequent_mask,
+    linear_quantiles,
+    merge_counts,
+    merge_sums,
+    quantile_edges,
+    scatter_one_hot,
+    sort_categories,
+    target_encodings,
+)
 from colbridge.io.progress import JobProgress
 from colbridge.io.sink import AtomicWriter
 from colbridge.io.source import (
@@ -50,10 +72,13 @@ __all__ = [
     "ColumnTransform",
     "FeatureBatch",
     "FeatureBatches",
+    "FeaturePlan",
     "FeatureSpec",
     "FeatureStats",
     "FuseResult",
     "explain_fuse",
+    "feature_columns",
+    "feature_names",
     "fit_stats",
     "fuse",
     "iter_features",
@@ -64,9 +89,40 @@ PathLike = str | os.PathLike[str]
 _STATS_FORMAT = "colbridge-feature-stats"
 
 
+#: How unseen categories of a one-hot column are written.
+HANDLE_UNKNOWN = ("ignore", "error", "infrequent_if_exist")
+#: Name of the one-hot column of infrequent categories (after the column's ``=``).
+INFREQUENT = "<infrequent>"
+#: Suffix of a missing-value indicator column's name.
+MISSING_SUFFIX = "_missing"
+
+
+def _check_min_frequency(name: str, value: float | None) -> None:
+    if value is None:
+        return
+    ok = (
+        value >= 1
+        if isinstance(value, int) and not isinstance(value, bool)
+        else isinstance(value, float) and 0.0 < value < 1.0
+    )
+    if not ok:
+        msg = (
+            f"column `{name}`: `min_frequency` must be an integer count >= 1 or a fraction "
+            f"between 0 and 1 (exclusive), got {value!r}"
+        )
+        raise JobSpecError(msg)
+
+
 @dataclass(frozen=True)
 class ColumnTransform:
-    """How one column becomes features: fill_null → scale → clip → cast (or one-hot)."""
+    """How one column becomes features.
+
+    A numeric column: fill_null → log1p → scale (``zscore``, ``minmax``, ``robust``)
+    or ``quantile_bins`` → clip → cast, one feature. A categorical column is one of
+    ``one_hot`` (a block of 0/1 features), ``ids`` (one integer id per row; hashed
+    into ``hash_buckets`` when given) or ``target_encode`` (one float). ``indicator``
+    adds a feature after the column's: 1 where the value is null (or NaN).
+    """
 
     name: str
     fill_null: float | None = None
@@ -74,28 +130,114 @@ class ColumnTransform:
     clip: tuple[float | None, float | None] | None = None
     one_hot: bool = False
     categories: tuple[Any, ...] | None = None
+    ids: bool = False
+    hash_buckets: int | None = None
+    target_encode: bool = False
+    min_frequency: float | None = None
+    max_categories: int | None = None
+    handle_unknown: str = "ignore"
+    log1p: bool = False
+    indicator: bool = False
+    quantile_bins: int | None = None
 
     def __post_init__(self) -> None:
-        if self.scale not in (None, "zscore", "minmax"):
-            msg = f"column `{self.name}`: unknown scale {self.scale!r}; use 'zscore' or 'minmax'"
-            raise JobSpecError(msg)
-        if self.one_hot and (self.scale or self.clip or self.fill_null is not None):
+        if self.scale not in (None, "zscore", "minmax", "robust"):
             msg = (
-                f"column `{self.name}` is one-hot encoded and cannot also be scaled, clipped "
-                "or filled; a null category gives an all-zero row"
+                f"column `{self.name}`: unknown scale {self.scale!r}; "
+                "use 'zscore', 'minmax' or 'robust'"
             )
             raise JobSpecError(msg)
+        if self.hash_buckets is not None:
+            object.__setattr__(self, "ids", True)
+            if self.hash_buckets < 1:
+                msg = f"column `{self.name}`: `hash_buckets` must be >= 1, got {self.hash_buckets}"
+                raise JobSpecError(msg)
+        kinds = [k for k in ("one_hot", "ids", "target_encode") if getattr(self, k)]
+        if len(kinds) > 1:
+            msg = (
+                f"column `{self.name}` is given two encodings ({', '.join(kinds)}); "
+                "choose one per column"
+            )
+            raise JobSpecError(msg)
+        numeric = (
+            self.scale or self.clip or self.fill_null is not None or self.log1p
+            or self.quantile_bins is not None
+        )  # fmt: skip
+        if kinds and numeric:
+            msg = (
+                f"column `{self.name}` is encoded as {kinds[0]} and cannot also be scaled, "
+                "clipped, filled, log1p-ed or binned; a null category has its own encoding"
+            )
+            raise JobSpecError(msg)
+        if self.quantile_bins is not None:
+            if self.scale is not None:
+                msg = f"column `{self.name}`: `quantile_bins` replaces scaling; drop `{self.scale}`"
+                raise JobSpecError(msg)
+            if self.quantile_bins < 1:
+                msg = (
+                    f"column `{self.name}`: `quantile_bins` must be >= 1, got {self.quantile_bins}"
+                )
+                raise JobSpecError(msg)
+        if self.handle_unknown not in HANDLE_UNKNOWN:
+            msg = (
+                f"column `{self.name}`: unknown `handle_unknown` {self.handle_unknown!r}; "
+                f"use one of {', '.join(repr(h) for h in HANDLE_UNKNOWN)}"
+            )
+            raise JobSpecError(msg)
+        _check_min_frequency(self.name, self.min_frequency)
+        if self.max_categories is not None and self.max_categories < 1:
+            msg = f"column `{self.name}`: `max_categories` must be >= 1, got {self.max_categories}"
+            raise JobSpecError(msg)
+        limited = self.min_frequency is not None or self.max_categories is not None
+        if limited and self.categories is not None:
+            msg = (
+                f"column `{self.name}` lists its categories: `min_frequency` and "
+                "`max_categories` need counts from a fit; drop one or the other"
+            )
+            raise JobSpecError(msg)
+        if limited and self.hash_buckets is not None:
+            msg = (
+                f"column `{self.name}` is hashed into buckets: `min_frequency` and "
+                "`max_categories` do not apply; drop them or `hash_buckets`"
+            )
+            raise JobSpecError(msg)
+
+    @property
+    def kind(self) -> str:
+        """``"one_hot"``, ``"ids"``, ``"target"`` or ``"numeric"``."""
+        if self.one_hot:
+            return "one_hot"
+        if self.ids:
+            return "ids"
+        if self.target_encode:
+            return "target"
+        return "numeric"
+
+
+_COLUMN_FIELDS = (
+    "fill_null", "scale", "one_hot", "ids", "hash_buckets", "target_encode", "min_frequency",
+    "max_categories", "handle_unknown", "log1p", "indicator", "quantile_bins",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class FeatureSpec:
-    """Columns in matrix order with their transforms, the element type and extras."""
+    """Columns in matrix order with their transforms, the element type and extras.
+
+    ``target`` names the label column that ``target_encode`` columns are fitted on;
+    ``folds`` and ``seed`` fix the out-of-fold assignment of the training rows, and
+    ``smoothing`` is a float or ``"auto"`` (scikit-learn's ``TargetEncoder.smooth``).
+    """
 
     columns: tuple[ColumnTransform, ...]
     dtype: str = "float32"
     validity: bool = False
     keep: tuple[str, ...] = ()
     ddof: int = 0
+    target: str | None = None
+    folds: int = 5
+    smoothing: float | str = "auto"
+    seed: int = 0
 
     def __post_init__(self) -> None:
         if not self.columns:
@@ -105,6 +247,26 @@ class FeatureSpec:
         if not dtype.is_numeric:
             msg = f"feature dtype must be numeric, got {self.dtype!r}; use e.g. 'float32'"
             raise JobSpecError(msg)
+        encoded = [t.name for t in self.columns if t.target_encode]
+        if encoded and self.target is None:
+            msg = (
+                f"column `{encoded[0]}` is target encoded but no target is given; "
+                "pass `target=` (`--target` on the command line)"
+            )
+            raise JobSpecError(msg)
+        if self.folds < 2:
+            msg = f"`folds` must be >= 2 (out-of-fold target encoding), got {self.folds}"
+            raise JobSpecError(msg)
+        if self.smoothing != "auto" and not (
+            isinstance(self.smoothing, (int, float)) and self.smoothing >= 0
+        ):
+            msg = f"`smoothing` must be 'auto' or a number >= 0, got {self.smoothing!r}"
+            raise JobSpecError(msg)
+
+    @property
+    def target_encoded(self) -> bool:
+        """Whether a column is target encoded (its training rows are encoded out of fold)."""
+        return any(t.target_encode for t in self.columns)
 
     @classmethod
     def from_dict(cls, spec: Mapping[str, Any]) -> FeatureSpec:
@@ -116,35 +278,130 @@ class FeatureSpec:
         for name, cfg in cols.items():
             clip = cfg.get("clip")
             cats = cfg.get("categories")
+            options = {k: cfg[k] for k in _COLUMN_FIELDS if cfg.get(k) is not None}
             transforms.append(
                 ColumnTransform(
                     name=name,
-                    fill_null=cfg.get("fill_null"),
-                    scale=cfg.get("scale"),
                     clip=None if clip is None else (clip[0], clip[1]),
-                    one_hot=bool(cfg.get("one_hot", False)),
                     categories=None if cats is None else tuple(cats),
+                    **options,
                 )
             )
+        smoothing = spec.get("smoothing", "auto")
+        if smoothing != "auto":
+            try:
+                smoothing = float(smoothing)
+            except (TypeError, ValueError):
+                msg = f"`smoothing` must be 'auto' or a number >= 0, got {smoothing!r}"
+                raise JobSpecError(msg) from None
         return cls(
             columns=tuple(transforms),
             dtype=str(spec.get("dtype", "float32")),
             validity=bool(spec.get("validity", False)),
             keep=tuple(spec.get("keep", ())),
             ddof=int(spec.get("ddof", 0)),
+            target=spec.get("target"),
+            folds=int(spec.get("folds", 5)),
+            smoothing=smoothing,
+            seed=int(spec.get("seed", 0)),
         )
+
+
+def feature_columns(
+    columns: Any = (),
+    *,
+    zscore: Any = (),
+    minmax: Any = (),
+    robust: Any = (),
+    one_hot: Any = (),
+    ids: Any = (),
+    target_encode: Any = (),
+    log1p: Any = (),
+    indicator: Any = (),
+    fill_null: Mapping[str, float | None] | None = None,
+    clip: Mapping[str, tuple[float | None, float | None]] | None = None,
+    quantile_bins: Mapping[str, int] | None = None,
+    hash_buckets: Mapping[str, int] | None = None,
+    min_frequency: float | None = None,
+    max_categories: int | None = None,
+    handle_unknown: str | None = None,
+    base: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Per-column settings (the ``columns`` of `FeatureSpec.from_dict`) from flag-style lists.
+
+    The command line's ``--zscore a,b --one-hot c ...`` and `colbridge.ml.FeatureFusion`'s
+    keywords both go through here, so one spec reads the same in a shell and in Python.
+    Columns are in the order of ``base``, then ``columns``, then first mention.
+    ``min_frequency`` and ``max_categories`` apply to every one-hot and (unhashed) ids
+    column, ``handle_unknown`` to every one-hot column, unless the column sets its own.
+    """
+    out: dict[str, dict[str, Any]] = {k: dict(v) for k, v in (base or {}).items()}
+
+    def names(value: Any) -> list[str]:
+        return [value] if isinstance(value, str) else list(value or ())
+
+    for name in names(columns):
+        out.setdefault(name, {})
+    for key, value in (("zscore", zscore), ("minmax", minmax), ("robust", robust)):
+        for name in names(value):
+            out.setdefault(name, {})["scale"] = key
+    flags = (
+        ("one_hot", one_hot), ("ids", ids), ("target_encode", target_encode),
+        ("log1p", log1p), ("indicator", indicator),
+    )  # fmt: skip
+    for key, value in flags:
+        for name in names(value):
+            out.setdefault(name, {})[key] = True
+    for name, (lo, hi) in (clip or {}).items():
+        out.setdefault(name, {})["clip"] = [lo, hi]
+    mappings: tuple[tuple[str, Mapping[str, float | None] | Mapping[str, int] | None], ...] = (
+        ("fill_null", fill_null), ("quantile_bins", quantile_bins), ("hash_buckets", hash_buckets),
+    )  # fmt: skip
+    for key, mapping in mappings:
+        for name, v in (mapping or {}).items():
+            out.setdefault(name, {})[key] = v
+    for cfg in out.values():
+        counted = cfg.get("one_hot") or (cfg.get("ids") and "hash_buckets" not in cfg)
+        if counted and "categories" not in cfg:
+            if min_frequency is not None:
+                cfg.setdefault("min_frequency", min_frequency)
+            if max_categories is not None:
+                cfg.setdefault("max_categories", max_categories)
+        if cfg.get("one_hot") and handle_unknown is not None:
+            cfg.setdefault("handle_unknown", handle_unknown)
+    return out
+
+
+#: Versions of the statistics file this code reads; it writes the last one.
+STATS_VERSIONS = (1, 2)
 
 
 @dataclass
 class FeatureStats:
-    """Per-column statistics (mean, std, min, max) and one-hot categories; JSON on disk."""
+    """Fitted statistics, per column; one versioned JSON file on disk.
+
+    Per column, as its transform needs: ``mean``/``std`` (zscore), ``min``/``max``
+    (minmax), ``median``/``q25``/``q75`` (robust), ``bin_edges`` (quantile bins),
+    ``categories`` with their ``counts`` and the fitting ``rows`` (one-hot, ids), and
+    per-fold target sums (target encoding). Version 2 added all but the first two
+    groups and the categories; a version-1 file still reads. In memory a list may be
+    held as a NumPy array; `to_dict` and `save` write plain JSON lists.
+    """
 
     columns: dict[str, dict[str, Any]] = field(default_factory=dict)
     ddof: int = 0
+    version: int = STATS_VERSIONS[-1]
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready dict."""
-        return {"format": _STATS_FORMAT, "version": 1, "ddof": self.ddof, "columns": self.columns}
+        """Return a JSON-ready dict (NumPy arrays held in memory become lists)."""
+        columns = {
+            name: {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in entry.items()}
+            for name, entry in self.columns.items()
+        }
+        return {
+            "format": _STATS_FORMAT, "version": self.version, "ddof": self.ddof,
+            "columns": columns,
+        }  # fmt: skip
 
     def save(self, path: PathLike) -> None:
         """Write to a JSON file (atomically)."""
@@ -153,6 +410,24 @@ class FeatureStats:
         with open(tmp, "w", encoding="utf-8") as fh:
             json.dump(self.to_dict(), fh, indent=2, sort_keys=True)
         os.replace(tmp, target)
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "the statistics") -> FeatureStats:
+        """Read the dict of `to_dict`; refuses another format or an unknown version."""
+        if not isinstance(data, dict) or data.get("format") != _STATS_FORMAT:
+            msg = f"{where} is not a colbridge feature-stats file"
+            raise JobSpecError(msg)
+        version = data.get("version")
+        if version not in STATS_VERSIONS:
+            msg = (
+                f"{where} has version {version!r}, which this colbridge cannot read "
+                f"(it reads versions {', '.join(map(str, STATS_VERSIONS))}); refit the "
+                "statistics with this version, or upgrade colbridge"
+            )
+            raise JobSpecError(msg)
+        return cls(
+            columns=dict(data["columns"]), ddof=int(data.get("ddof", 0)), version=int(version)
+        )
 
     @classmethod
     def load(cls, path: PathLike) -> FeatureStats:
@@ -166,10 +441,7 @@ class FeatureStats:
         except json.JSONDecodeError as exc:
             msg = f"stats file {os.fspath(path)!r} is not valid JSON: {exc}"
             raise JobSpecError(msg) from None
-        if not isinstance(data, dict) or data.get("format") != _STATS_FORMAT:
-            msg = f"{os.fspath(path)!r} is not a colbridge feature-stats file"
-            raise JobSpecError(msg)
-        return cls(columns=dict(data["columns"]), ddof=int(data.get("ddof", 0)))
+        return cls.from_dict(data, f"stats file {os.fspath(path)!r}")
 
 
 @dataclass
@@ -208,6 +480,8 @@ def _base(t: ColumnTransform) -> Expr:
     e = col(t.name).cast("float64")
     if t.fill_null is not None:
         e = e.fill_null(float(t.fill_null))
+    if t.log1p:
+        e = e.log1p()
     return e
 
 
@@ -233,19 +507,24 @@ def _feature_expr(t: ColumnTransform, stats: FeatureStats, dtype: DType) -> Expr
         base = lo if lo is not None else 0.0
         span = hi - base if hi is not None and hi > base else 1.0
         e = (e - base) / span
+    elif t.scale == "robust":
+        # RobustScaler: centre on the median, divide by the interquartile range (1 if 0)
+        med, q25, q75 = _stat(s, "median"), _stat(s, "q25"), _stat(s, "q75")
+        iqr = q75 - q25 if q75 is not None and q25 is not None else 0.0
+        e = (e - (med or 0.0)) / (iqr if iqr > 10 * np.finfo(np.float64).eps else 1.0)
+    elif t.quantile_bins is not None:
+        # the bin is the number of inner edges <= x (np.searchsorted(..., side="right"))
+        inner = list(s.get("bin_edges") or [])[1:-1]
+        if inner:
+            binned = (e >= inner[0]).cast("float64")
+            for edge in inner[1:]:
+                binned = binned + (e >= edge).cast("float64")
+            e = binned
+        else:
+            e = e.clip(0.0, 0.0)
     if t.clip is not None:
         e = e.clip(t.clip[0], t.clip[1])
     return e.cast(dtype.value)
-
-
-def _feature_names(spec: FeatureSpec, stats: FeatureStats) -> list[str]:
-    names: list[str] = []
-    for t in spec.columns:
-        if t.one_hot:
-            names += [f"{t.name}={c}" for c in _categories(t, stats)]
-        else:
-            names.append(t.name)
-    return names
 
 
 def _categories(t: ColumnTransform, stats: FeatureStats) -> list[Any]:
@@ -258,124 +537,328 @@ def _categories(t: ColumnTransform, stats: FeatureStats) -> list[Any]:
     return list(cats)
 
 
-def _codes(array: pa.Array, categories: list[Any]) -> pa.Array:
-    """Category index per row (null for a null or unknown value)."""
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    if pa.types.is_dictionary(array.type):
-        value_set = pa.array(categories, type=array.type.value_type)
-        mapping = pc.index_in(array.dictionary, value_set=value_set)
-        return mapping.take(array.indices)
-    value_set = pa.array(categories, type=array.type)
-    return pc.index_in(array, value_set=value_set)
+@dataclass
+class _OneHot:
+    """A one-hot column: all fitted categories, the output column of each, the width."""
+
+    categories: pa.Array
+    column_of: np.ndarray[Any, Any]  # output column per category (sorted order)
+    names: list[str]
+    infrequent: int | None  # output column of the infrequent bucket
 
 
-def _batch_categories(array: pa.Array | pa.ChunkedArray) -> list[Any]:
+def _one_hot(t: ColumnTransform, stats: FeatureStats) -> _OneHot:
+    cats = _categories(t, stats)
+    limited = t.min_frequency is not None or t.max_categories is not None
+    if limited:
+        s = stats.columns[t.name]
+        mask = infrequent_mask(
+            np.asarray(s["counts"]), int(s["rows"]), t.min_frequency, t.max_categories
+        )
+    else:
+        mask = np.zeros(len(cats), dtype=bool)
+    frequent = np.flatnonzero(~mask)
+    column_of = np.empty(len(cats), dtype=np.int64)
+    column_of[frequent] = np.arange(frequent.size)
+    infrequent = int(frequent.size) if mask.any() else None
+    if infrequent is not None:
+        column_of[mask] = infrequent
+    names = [f"{t.name}={cats[i]}" for i in frequent]
+    if infrequent is not None:
+        names.append(f"{t.name}={INFREQUENT}")
+    return _OneHot(pa.array(cats), column_of, names, infrequent)
+
+
+@dataclass
+class _Target:
+    """A target-encoded column: categories, encodings (all rows, and per held-out fold)."""
+
+    categories: pa.Array
+    full: np.ndarray[Any, Any]  # (categories + 1,): the last one is the unseen value's
+    per_fold: np.ndarray[Any, Any]  # (folds, categories + 1)
+
+
+def _target(t: ColumnTransform, spec: FeatureSpec, stats: FeatureStats) -> _Target:
+    s = stats.columns[t.name]
+    sums = np.asarray(s["fold_sums"], dtype=np.float64).reshape(-1, len(s["categories"]))
+    counts = np.asarray(s["fold_counts"], dtype=np.float64).reshape(sums.shape)
+    sumsq = np.asarray(s["fold_sumsq"], dtype=np.float64).reshape(sums.shape)
+    ys = np.asarray(s["fold_target"], dtype=np.float64).reshape(-1, 3)
+    enc, mean = target_encodings(
+        sums.sum(0), counts.sum(0), sumsq.sum(0), tuple(ys.sum(0)), spec.smoothing
+    )
+    full = np.append(enc, mean)
+    per_fold = np.empty((sums.shape[0], full.size))
+    for f in range(sums.shape[0]):
+        # fitted on the other folds only: a training row never sees its own label
+        enc_f, mean_f = target_encodings(
+            sums.sum(0) - sums[f], counts.sum(0) - counts[f], sumsq.sum(0) - sumsq[f],
+            tuple(ys.sum(0) - ys[f]), spec.smoothing,
+        )  # fmt: skip
+        per_fold[f] = np.append(enc_f, mean_f)
+    return _Target(pa.array(list(s["categories"])), full, per_fold)
+
+
+class FeaturePlan:
+    """What transforming a batch needs, worked out once from the spec and the statistics.
+
+    Infrequent categories, id vocabularies, per-fold target encodings and the fused
+    numeric expressions; `transform_batch` builds one per call, `FeatureBatches` and
+    `colbridge.ml.FeatureFusion` keep theirs.
+    """
+
+    def __init__(self, spec: FeatureSpec, stats: FeatureStats) -> None:
+        _check_stats(spec, stats)
+        self.spec = spec
+        self.dtype = parse_dtype(spec.dtype)
+        self.numeric = [t for t in spec.columns if t.kind == "numeric"]
+        self.one_hot = {t.name: _one_hot(t, stats) for t in spec.columns if t.one_hot}
+        self.vocab: dict[str, pa.Array] = {}
+        for t in spec.columns:
+            if t.ids and t.hash_buckets is None:
+                s = stats.columns[t.name]
+                self.vocab[t.name] = id_vocabulary(
+                    pa.array(list(s["categories"])), list(s["counts"]), int(s["rows"]),
+                    t.min_frequency, t.max_categories,
+                )  # fmt: skip
+        self.target = {t.name: _target(t, spec, stats) for t in spec.columns if t.target_encode}
+        self.names: list[str] = []
+        for t in spec.columns:
+            if t.one_hot:
+                self.names += self.one_hot[t.name].names
+            else:
+                self.names.append(t.name)
+            if t.indicator:
+                self.names.append(f"{t.name}{MISSING_SUFFIX}")
+        self.exprs = {
+            f"f{j}": _feature_expr(t, stats, self.dtype) for j, t in enumerate(self.numeric)
+        }
+
+    def id_table_size(self, t: ColumnTransform) -> int:
+        """Rows an embedding table needs for the ids of ``t`` (the two reserved ids included)."""
+        if t.hash_buckets is not None:
+            return t.hash_buckets + 2
+        return len(self.vocab[t.name]) + 2
+
+    def transform(
+        self,
+        batch: pa.RecordBatch | pa.Table,
+        device: str = "auto",
+        start: int = 0,
+        out_of_fold: bool = False,
+    ) -> FeatureBatch:
+        """Features of one batch (see `transform_batch`)."""
+        spec = self.spec
+        names = batch.schema.names
+        for name in [t.name for t in spec.columns] + list(spec.keep):
+            if name not in names:
+                msg = f"feature column `{name}` not found; available columns: {names}"
+                raise ColumnNotFoundError(msg)
+        n = batch.num_rows
+        mat: np.ndarray[Any, Any] | None = None
+        valid: np.ndarray[Any, Any] | None = None
+        if self.numeric:
+            items = tuple((name, e.node) for name, e in self.exprs.items())
+            table = compute_piece(prepare((Step("select", items),), names), batch, device)
+            fm = to_tensor(table, dtype=self.dtype.numpy, nulls="keep")
+            mat, valid = fm.numpy(), fm.validity
+        width = len(self.names)
+        if len(self.numeric) == len(spec.columns) == width:
+            assert mat is not None
+            features = mat
+        else:
+            features = np.zeros((n, width), dtype=self.dtype.numpy)
+            # the validity matrix is only built when the spec asks for it
+            full_valid = np.ones((n, width), dtype=bool) if spec.validity else None
+            pos = j = 0
+            folds = folds_of(start, n, spec.folds, spec.seed) if out_of_fold else None
+            for t in spec.columns:
+                column = batch.column(t.name)
+                if t.kind == "numeric":
+                    assert mat is not None
+                    features[:, pos] = mat[:, j]
+                    if valid is not None and full_valid is not None:
+                        full_valid[:, pos] = valid[:, j]
+                    pos += 1
+                    j += 1
+                elif t.one_hot:
+                    pos += self._write_one_hot(t, column, features, full_valid, pos)
+                elif t.ids:
+                    features[:, pos] = self._ids(t, column)
+                    pos += 1
+                else:
+                    te = self.target[t.name]
+                    code = codes(column, te.categories)
+                    code = np.where(code < 0, len(te.categories), code)
+                    if folds is None:
+                        features[:, pos] = te.full[code]
+                    else:
+                        features[:, pos] = te.per_fold[folds, code]
+                    pos += 1
+                if t.indicator:
+                    missing = pc.is_null(column, nan_is_null=True)
+                    features[:, pos] = _bools(missing)
+                    pos += 1
+            valid = full_valid if full_valid is not None and not full_valid.all() else None
+        if spec.validity and valid is None:
+            valid = np.ones(features.shape, dtype=bool)
+        kept = {name: batch.column(name) for name in spec.keep}
+        return FeatureBatch(
+            features=features,
+            validity=valid if spec.validity else None,
+            names=list(self.names),
+            columns=kept,
+        )
+
+    def _write_one_hot(
+        self,
+        t: ColumnTransform,
+        column: pa.Array | pa.ChunkedArray,
+        features: np.ndarray[Any, Any],
+        full_valid: np.ndarray[Any, Any] | None,
+        pos: int,
+    ) -> int:
+        oh = self.one_hot[t.name]
+        code = codes(column, oh.categories)
+        if t.handle_unknown == "error" and (unknown := code == -1).any():
+            seen = _combined(column).filter(pa.array(unknown))
+            values = sort_categories(pc.unique(_plain_values(seen)).to_pylist())
+            shown = ", ".join(repr(v) for v in values[:10])
+            more = f" and {len(values) - 10} more" if len(values) > 10 else ""
+            msg = (
+                f"column `{t.name}` has categories not seen when fitting: {shown}{more}; "
+                "refit on data that includes them, or pass `handle_unknown='ignore'` "
+                "(all-zero row) or 'infrequent_if_exist'"
+            )
+            raise InvalidOperationError(msg)
+        to_infrequent = t.handle_unknown == "infrequent_if_exist" and oh.infrequent is not None
+        unknown_column = oh.infrequent if to_infrequent and oh.infrequent is not None else -1
+        mapped = scatter_one_hot(features, code, oh.column_of, unknown_column, pos)
+        # a null or an unseen value that maps nowhere: all-zero and marked invalid
+        if full_valid is not None:
+            full_valid[:, pos : pos + len(oh.names)] = mapped[:, None]
+        return len(oh.names)
+
+    def _ids(self, t: ColumnTransform, column: pa.Array | pa.ChunkedArray) -> np.ndarray[Any, Any]:
+        if t.hash_buckets is not None:
+            ids = (fnv1a64(column) % np.uint64(t.hash_buckets)).astype(np.int64) + 2
+            plain = _combined(column)
+            if plain.null_count:
+                ids[~_bools(plain.is_valid())] = NULL_ID
+            return ids
+        code = codes(column, self.vocab[t.name])
+        return np.where(code >= 0, code + 2, np.where(code == -2, NULL_ID, RARE_ID))
+
+
+def _combined(array: pa.Array | pa.ChunkedArray) -> pa.Array:
     if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    if pa.types.is_dictionary(array.type):
-        used = pc.unique(array.indices).drop_null()
-        return array.dictionary.take(used).drop_null().to_pylist()  # type: ignore[no-any-return]
-    return pc.unique(array).drop_null().to_pylist()  # type: ignore[no-any-return]
+        return array.combine_chunks()
+    return array
+
+
+def _plain_values(array: pa.Array) -> pa.Array:
+    return array.dictionary_decode() if pa.types.is_dictionary(array.type) else array
+
+
+def _bools(array: pa.Array | pa.ChunkedArray) -> np.ndarray[Any, Any]:
+    return np.asarray(_combined(array).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def feature_names(spec: FeatureSpec, stats: FeatureStats) -> list[str]:
+    """Names of the matrix's columns, in order (``c=value`` for one-hot, ``a_missing``)."""
+    return FeaturePlan(spec, stats).names
 
 
 def transform_batch(
-    batch: pa.RecordBatch | pa.Table, spec: FeatureSpec, stats: FeatureStats, device: str = "auto"
+    batch: pa.RecordBatch | pa.Table,
+    spec: FeatureSpec,
+    stats: FeatureStats,
+    device: str = "auto",
+    *,
+    start: int = 0,
+    out_of_fold: bool = False,
 ) -> FeatureBatch:
-    """Features of one batch, with statistics already known (no pass over other data)."""
-    _check_stats(spec, stats)
-    dtype = parse_dtype(spec.dtype)
-    names = batch.schema.names
-    for name in [t.name for t in spec.columns] + list(spec.keep):
-        if name not in names:
-            msg = f"feature column `{name}` not found; available columns: {names}"
-            raise ColumnNotFoundError(msg)
-    numeric = [t for t in spec.columns if not t.one_hot]
-    n = batch.num_rows
-    mat: np.ndarray[Any, Any] | None = None
-    valid: np.ndarray[Any, Any] | None = None
-    if numeric:
-        exprs = {f"f{j}": _feature_expr(t, stats, dtype) for j, t in enumerate(numeric)}
-        items = tuple((name, e.node) for name, e in exprs.items())
-        table = compute_piece(prepare((Step("select", items),), names), batch, device)
-        fm = to_tensor(table, dtype=dtype.numpy, nulls="keep")
-        mat, valid = fm.numpy(), fm.validity
-    width = len(_feature_names(spec, stats))
-    if len(numeric) == len(spec.columns):
-        assert mat is not None
-        features = mat
-    else:
-        features = np.zeros((n, width), dtype=dtype.numpy)
-        full_valid = np.ones((n, width), dtype=bool)
-        pos = 0
-        j = 0
-        for t in spec.columns:
-            if not t.one_hot:
-                assert mat is not None
-                features[:, pos] = mat[:, j]
-                if valid is not None:
-                    full_valid[:, pos] = valid[:, j]
-                pos += 1
-                j += 1
-                continue
-            cats = _categories(t, stats)
-            column = batch.column(t.name)
-            codes = _codes(column, cats)
-            ok = np.asarray(codes.is_valid())
-            rows = np.flatnonzero(ok)
-            idx = np.asarray(codes.drop_null(), dtype=np.int64)
-            features[rows, pos + idx] = 1
-            full_valid[:, pos : pos + len(cats)] = ok[:, None]
-            pos += len(cats)
-        valid = full_valid if not full_valid.all() else None
-    if spec.validity and valid is None:
-        valid = np.ones(features.shape, dtype=bool)
-    kept = {name: batch.column(name) for name in spec.keep}
-    return FeatureBatch(
-        features=features,
-        validity=valid if spec.validity else None,
-        names=_feature_names(spec, stats),
-        columns=kept,
-    )
+    """Features of one batch, with statistics already known (no pass over other data).
+
+    ``out_of_fold`` encodes target-encoded columns as for the training rows (each row
+    with the encodings fitted on the folds it is not in; its fold comes from its
+    position ``start + i`` in the input); otherwise with the encodings of all rows.
+    """
+    return FeaturePlan(spec, stats).transform(batch, device, start, out_of_fold)
 
 
-def _fit(
-    source: InputSource, spec: FeatureSpec, batch_rows: int, device: str
-) -> FeatureStats:
+def _categorical_type(typ: pa.DataType) -> pa.DataType:
+    """The type in which a categorical column's values are counted and stored."""
+    if pa.types.is_dictionary(typ):
+        typ = typ.value_type
+    if pa.types.is_large_string(typ):
+        return pa.string()
+    return typ
+
+
+def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -> FeatureStats:
     stats = FeatureStats(ddof=spec.ddof)
-    scaled = [t for t in spec.columns if t.scale is not None]
-    onehot = [t for t in spec.columns if t.one_hot and t.categories is None]
+    moments = [t for t in spec.columns if t.scale in ("zscore", "minmax")]
+    exact = [t for t in spec.columns if t.scale == "robust" or t.quantile_bins is not None]
+    counted = [
+        t for t in spec.columns
+        if (t.one_hot and t.categories is None) or (t.ids and t.hash_buckets is None)
+    ]  # fmt: skip
+    encoded = [t for t in spec.columns if t.target_encode]
     aggs: list[Agg] = []
-    for t in scaled:
+    for t in moments:
         base = _base(t).node
         aggs += [Agg("mean", base), Agg("std", base, spec.ddof), Agg("min", base), Agg("max", base)]
-    found: dict[str, set[Any]] = {t.name: set() for t in onehot}
-    needed = sorted({t.name for t in scaled} | set(found))
+    needed = sorted({t.name for t in moments + exact + counted + encoded})
+    if encoded:
+        assert spec.target is not None
+        needed = sorted({*needed, spec.target})
     missing = [c for c in needed if c not in source.schema.names]
     if missing:
         msg = f"feature column `{missing[0]}` not found; available columns: {source.schema.names}"
         raise ColumnNotFoundError(msg)
     if not needed:
         return stats
+    counts: dict[str, list[pa.Table]] = {t.name: [] for t in counted}
+    targets: dict[str, list[pa.Table]] = {t.name: [] for t in encoded}
+    ys = np.zeros((spec.folds, 3))  # per fold: labelled rows, sum, sum of squares
+    values: dict[str, list[np.ndarray[Any, Any]]] = {t.name: [] for t in exact}
+    exact_plan = (
+        prepare((Step("select", tuple((t.name, _base(t).node) for t in exact)),), needed)
+        if exact
+        else None
+    )
+    rows = 0
 
     def batches() -> Any:
-        # one pass over the data: the reductions' partials, and the one-hot categories
+        # one pass over the data: the reductions' partials, counts, target sums, values
+        nonlocal rows
         for batch in source.batches(batch_rows, needed):
-            for name in found:
-                found[name].update(_batch_categories(batch.column(name)))
+            n = batch.num_rows
+            for name, parts in counts.items():
+                parts.append(category_counts(batch.column(name)))
+            if encoded:
+                _target_partials(batch, spec, rows, encoded, targets, ys)
+            if exact_plan is not None:
+                table = compute_piece(exact_plan, batch, device)
+                for t in exact:
+                    v = table.column(t.name).to_numpy(zero_copy_only=False)
+                    v = np.asarray(v, dtype=np.float64)
+                    values[t.name].append(v[np.isfinite(v)])
+            rows += n
             yield batch
 
     if not aggs:
         for _ in batches():
-            pass  # categories only: there are no reductions
+            pass  # no reductions: the generator gathers everything
     else:
         empty = source.schema.empty_table().select(needed)
-        values = fold_reductions((), aggs, batches(), empty, device)
-        for t in scaled:
+        reduced = fold_reductions((), aggs, batches(), empty, device)
+        for t in moments:
             base = _base(t).node
 
             def value(a: Agg) -> Any:
-                lit_ = values[a]
+                lit_ = reduced[a]
                 assert isinstance(lit_, Literal)
                 return lit_.value
 
@@ -385,13 +868,109 @@ def _fit(
                 "min": value(Agg("min", base)),
                 "max": value(Agg("max", base)),
             }
-    for name, cats in found.items():
-        try:
-            ordered = sorted(cats)
-        except TypeError:
-            ordered = sorted(cats, key=repr)
-        stats.columns[name] = {"categories": ordered}
+    for t in exact:
+        # exact quantiles: the column's finite values are all held (8 bytes each)
+        parts = values[t.name]
+        v = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0)
+        entry = stats.columns.setdefault(t.name, {})
+        if t.scale == "robust":
+            q = linear_quantiles(v, [0.25, 0.5, 0.75]) if v.size else [None] * 3
+            entry.update(
+                {"q25": _json_float(q[0]), "median": _json_float(q[1]), "q75": _json_float(q[2])}
+            )
+        if t.quantile_bins is not None:
+            entry["bin_edges"] = quantile_edges(v, t.quantile_bins)
+    for t in counted:
+        typ = _categorical_type(source.schema.field(t.name).type)
+        cats, freq = merge_counts(counts[t.name], typ)
+        stats.columns[t.name] = {"categories": cats, "counts": freq, "rows": rows}
+    if encoded:
+        for t in encoded:
+            typ = _categorical_type(source.schema.field(t.name).type)
+            stats.columns[t.name] = _target_stats(targets[t.name], typ, spec.folds, ys)
     return stats
+
+
+def _json_float(x: Any) -> float | None:
+    return None if x is None else float(x)
+
+
+def _target_partials(
+    batch: pa.RecordBatch | pa.Table,
+    spec: FeatureSpec,
+    start: int,
+    encoded: list[ColumnTransform],
+    targets: dict[str, list[pa.Table]],
+    ys: np.ndarray[Any, Any],
+) -> None:
+    """Per category and fold, the target's sums in one batch; per fold those of the target.
+
+    Each column is dictionary-encoded once and summed with ``np.bincount`` over
+    ``code * folds + fold``: one ``(value, s0.., n0.., q0..)`` row per distinct value.
+    """
+    assert spec.target is not None
+    y_col = _combined(batch.column(spec.target))
+    typ = y_col.type
+    if not (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_boolean(typ)):
+        msg = (
+            f"target column `{spec.target}` has type `{typ}`; target encoding needs a numeric "
+            "or boolean target (encode class labels as 0/1 first)"
+        )
+        raise UnsupportedTypeError(msg)
+    y = np.asarray(y_col.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+    ok = np.isfinite(y)  # a null target (NaN here) or NaN label is left out of the fit
+    k = spec.folds
+    fold = folds_of(start, len(y), k, spec.seed)
+    fv, yv = fold[ok], y[ok]
+    ys[:, 0] += np.bincount(fv, minlength=k)
+    ys[:, 1] += np.bincount(fv, weights=yv, minlength=k)
+    ys[:, 2] += np.bincount(fv, weights=yv * yv, minlength=k)
+    for t in encoded:
+        keys = _combined(batch.column(t.name))
+        if pa.types.is_dictionary(keys.type):
+            keys = keys.dictionary_decode()
+        if pa.types.is_large_string(keys.type):
+            keys = keys.cast(pa.string())
+        encoded_keys = pc.dictionary_encode(keys)
+        values = encoded_keys.dictionary
+        idx = np.asarray(encoded_keys.indices.fill_null(-1).to_numpy(zero_copy_only=False))
+        use = ok & (idx >= 0)
+        bins = idx[use].astype(np.int64) * k + fold[use]
+        size = len(values) * k
+        w = y[use]
+        sums = np.bincount(bins, weights=w, minlength=size).reshape(-1, k)
+        counts = np.bincount(bins, minlength=size).reshape(-1, k).astype(np.float64)
+        squares = np.bincount(bins, weights=w * w, minlength=size).reshape(-1, k)
+        seen = counts.sum(axis=1) > 0
+        cols: dict[str, Any] = {"value": values.filter(pa.array(seen))}
+        for name, block in (("s", sums), ("n", counts), ("q", squares)):
+            for f in range(k):
+                cols[f"{name}{f}"] = block[seen, f]
+        targets[t.name].append(pa.table(cols))
+
+
+def _target_stats(
+    parts: list[pa.Table], value_type: pa.DataType, folds: int, ys: np.ndarray[Any, Any]
+) -> dict[str, Any]:
+    """Merge a column's batch partials into ``(folds, categories)`` sums, counts, squares."""
+    parts = [p for p in parts if p.num_rows]
+    if parts:
+        table = merge_sums(parts, value_type)
+        cats = table.column("value").to_pylist()
+
+        def block(name: str) -> np.ndarray[Any, Any]:
+            return np.stack([table.column(f"{name}{f}").to_numpy() for f in range(folds)])
+
+        sums, counts, sumsq = block("s"), block("n"), block("q")
+    else:
+        cats, sums, counts, sumsq = [], *(np.zeros((folds, 0)) for _ in range(3))
+    return {
+        "categories": cats,
+        "fold_sums": sums,
+        "fold_counts": counts.astype(np.int64),
+        "fold_sumsq": sumsq,
+        "fold_target": ys.copy(),
+    }
 
 
 def _open(
@@ -406,17 +985,21 @@ def _open(
             msg = f"feature column `{t.name}` not found; available columns: {source.schema.names}"
             raise ColumnNotFoundError(msg)
         typ = source.schema.field(t.name).type
-        if t.one_hot and not (
+        if t.kind != "numeric" and not (
             pa.types.is_dictionary(typ)
             or pa.types.is_string(typ)
             or pa.types.is_large_string(typ)
             or pa.types.is_integer(typ)
         ):
+            what = {"one_hot": "one-hot", "ids": "id", "target": "target"}[t.kind]
             msg = (
-                f"column `{t.name}` of type `{typ}` cannot be one-hot encoded; "
+                f"column `{t.name}` of type `{typ}` cannot be {what} encoded; "
                 "use a dictionary, string or integer column"
             )
             raise UnsupportedTypeError(msg)
+    if spec.target_encoded and spec.target not in source.schema.names:
+        msg = f"target column `{spec.target}` not found; available columns: {source.schema.names}"
+        raise ColumnNotFoundError(msg)
     rows = batch_rows
     if memory_limit is not None:
         rows = rows_for_memory(source, parse_memory(memory_limit), batch_rows)
@@ -440,8 +1023,33 @@ def _stats_for(
     return _fit(source, spec, rows, device)
 
 
-#: The statistics each scaling reads.
-_NEEDED_STATS = {"zscore": ("mean", "std"), "minmax": ("min", "max")}
+#: The statistics each transform reads (beyond those of one-hot columns).
+_NEEDED_STATS = {
+    "zscore": ("mean", "std"),
+    "minmax": ("min", "max"),
+    "robust": ("median", "q25", "q75"),
+    "quantile_bins": ("bin_edges",),
+    "limited": ("categories", "counts", "rows"),
+    "ids": ("categories", "counts", "rows"),
+    "target": ("categories", "fold_sums", "fold_counts", "fold_sumsq", "fold_target"),
+}
+
+
+def _needs(t: ColumnTransform) -> tuple[str, tuple[str, ...]]:
+    """What ``t`` is called in an error, and the statistics it reads."""
+    if t.scale is not None:
+        return f"`{t.scale}`", _NEEDED_STATS[t.scale]
+    if t.quantile_bins is not None:
+        return "`quantile_bins`", _NEEDED_STATS["quantile_bins"]
+    if t.one_hot:
+        if t.min_frequency is not None or t.max_categories is not None:
+            return "one-hot with `min_frequency`/`max_categories`", _NEEDED_STATS["limited"]
+        return "one-hot", () if t.categories is not None else ("categories",)
+    if t.ids and t.hash_buckets is None:
+        return "`ids`", _NEEDED_STATS["ids"]
+    if t.target_encode:
+        return "`target_encode`", _NEEDED_STATS["target"]
+    return "", ()
 
 
 def _check_stats(spec: FeatureSpec, stats: FeatureStats, where: str = "the statistics") -> None:
@@ -457,20 +1065,27 @@ def _check_stats(spec: FeatureSpec, stats: FeatureStats, where: str = "the stati
         Naming the column, the statistic and the transform.
     """
     for t in spec.columns:
-        needed = _NEEDED_STATS.get(t.scale or "", ())
+        what, needed = _needs(t)
         entry = stats.columns.get(t.name)
+        if needed == ("categories",) and (entry is None or "categories" not in entry):
+            msg = (
+                f"{where} has no `categories` for one-hot column `{t.name}`; fit statistics "
+                "that include the column, or list its categories in the spec"
+            )
+            raise JobSpecError(msg)
         for key in needed:
             if entry is None or key not in entry:
                 msg = (
-                    f"{where} has no `{key}` for column `{t.name}`, which `{t.scale}` needs; "
+                    f"{where} has no `{key}` for column `{t.name}`, which {what} needs; "
                     "fit statistics that include the column (e.g. `colbridge fuse ... "
                     "--save-stats stats.json` on the training data), or leave out `--stats`"
                 )
                 raise JobSpecError(msg)
-        if t.one_hot and t.categories is None and (entry is None or "categories" not in entry):
+        if t.target_encode and len(stats.columns[t.name]["fold_target"]) != spec.folds:
             msg = (
-                f"{where} has no `categories` for one-hot column `{t.name}`; fit statistics "
-                "that include the column, or list its categories in the spec"
+                f"{where} was fitted with {len(stats.columns[t.name]['fold_target'])} folds "
+                f"for column `{t.name}` but the spec asks for {spec.folds}; refit, or pass "
+                "the same `folds`"
             )
             raise JobSpecError(msg)
 
@@ -482,7 +1097,7 @@ def fit_stats(
     batch_rows: int | None = None,
     device: str = "auto",
 ) -> FeatureStats:
-    """Statistics of the spec's scaled columns and categories of its one-hot columns (one pass)."""
+    """Statistics the spec's transforms read, from one pass over ``input``."""
     source, rows = _open(input, spec, batch_rows, None)
     return _fit(source, spec, rows, device)
 
@@ -497,18 +1112,23 @@ class FeatureBatches:
         stats: FeatureStats,
         batch_rows: int,
         device: str,
+        out_of_fold: bool = False,
     ) -> None:
         self.source = source
         self.spec = spec
         self.stats = stats
         self.batch_rows = batch_rows
         self.device = device
-        self.names = _feature_names(spec, stats)
+        self.out_of_fold = out_of_fold
+        self._plan = FeaturePlan(spec, stats)
+        self.names = self._plan.names
 
     def __iter__(self) -> Iterator[FeatureBatch]:
         needed = list(dict.fromkeys([t.name for t in self.spec.columns] + list(self.spec.keep)))
+        start = 0
         for batch in self.source.batches(self.batch_rows, needed):
-            yield transform_batch(batch, self.spec, self.stats, self.device)
+            yield self._plan.transform(batch, self.device, start, self.out_of_fold)
+            start += batch.num_rows
 
     def to_torch(self) -> Any:
         """Wrap as a ``torch.utils.data.IterableDataset`` of dicts of tensors.
@@ -571,13 +1191,15 @@ def iter_features(
     """Feature batches of ``input``; fits statistics first (one pass) unless ``stats`` is given.
 
     ``input`` is a path, glob or folder of Parquet/IPC files, or a stream (a polars
-    ``LazyFrame``, a pyarrow dataset, anything with ``__arrow_c_stream__``).
+    ``LazyFrame``, a pyarrow dataset, anything with ``__arrow_c_stream__``). When the
+    statistics are fitted here, ``input`` is the training data: target-encoded columns
+    are then encoded out of fold (as scikit-learn's ``TargetEncoder.fit_transform``).
     """
     source, rows = _open(input, spec, batch_rows, memory_limit)
     if isinstance(source, StreamSource):  # fitting reads the input once more
         source.plan_passes(1 if stats is not None else 2)
     fitted = _stats_for(source, spec, stats, rows, device)
-    return FeatureBatches(source, spec, fitted, rows, device)
+    return FeatureBatches(source, spec, fitted, rows, device, out_of_fold=stats is None)
 
 
 @dataclass(frozen=True)
@@ -662,18 +1284,58 @@ def explain_fuse(
         read = source.describe()
     else:
         read = f"{len(source.files)} {source.format} file(s), {source.count_rows()} rows"
-    numeric = [t for t in spec.columns if not t.one_hot]
-    names = _feature_names(spec, fitted)
+    numeric = [t for t in spec.columns if t.kind == "numeric"]
+    plan = FeaturePlan(spec, fitted)
+    names = plan.names
     lines = [
         f"colbridge fuse over {read}",
         f"matrix: {len(names)} {dtype} features per row, batches of up to {rows} rows",
         "features: " + ", ".join(names),
     ]
+    encoders = _describe_encoders(plan, out_of_fold=stats is None)
+    if encoders:
+        lines.append("encoders (per batch, beside the kernel):")
+        lines += [f"  {line}" for line in encoders]
     if numeric:
         exprs = {t.name: _feature_expr(t, fitted, dtype) for t in numeric}
         empty = source.schema.empty_table()
         items = tuple((name, e.node) for name, e in exprs.items())
-        plan = prepare((Step("select", items),), empty.column_names)
-        report = describe(plan, ArrowTableAdapter(empty), device=device)
+        steps = prepare((Step("select", items),), empty.column_names)
+        report = describe(steps, ArrowTableAdapter(empty), device=device)
         lines += report.to_text().splitlines()[1:]
     return "\n".join(lines)
+
+
+def _describe_encoders(plan: FeaturePlan, *, out_of_fold: bool) -> list[str]:
+    """One line per categorical encoding and missing-value indicator of ``plan``."""
+    spec = plan.spec
+    lines = []
+    for t in spec.columns:
+        if t.one_hot:
+            oh = plan.one_hot[t.name]
+            extra = ", the last for infrequent categories" if oh.infrequent is not None else ""
+            lines.append(
+                f"{t.name}: one-hot, {len(oh.names)} columns{extra}; unseen values: "
+                f"{t.handle_unknown}"
+            )
+        elif t.ids and t.hash_buckets is not None:
+            lines.append(
+                f"{t.name}: ids from FNV-1a 64 into {t.hash_buckets} buckets (2 ..), 0 null"
+            )
+        elif t.ids:
+            lines.append(
+                f"{t.name}: ids, a table of {plan.id_table_size(t)} rows "
+                "(0 null, 1 rare or unseen, 2 .. by falling count)"
+            )
+        elif t.target_encode:
+            how = (
+                f"out of fold ({spec.folds} folds, seed {spec.seed})"
+                if out_of_fold
+                else ("with all training rows")
+            )
+            lines.append(
+                f"{t.name}: target encoding of `{spec.target}`, smoothing {spec.smoothing}, {how}"
+            )
+        if t.indicator:
+            lines.append(f"{t.name}{MISSING_SUFFIX}: 1 where `{t.name}` is null or NaN")
+    return lines

@@ -35,7 +35,13 @@ import numpy as np
 import pyarrow as pa
 
 from colbridge.errors import JobSpecError
-from colbridge.io.fuse import FeatureSpec, FeatureStats, iter_features, transform_batch
+from colbridge.io.fuse import (
+    FeatureSpec,
+    FeatureStats,
+    feature_columns,
+    iter_features,
+    transform_batch,
+)
 from colbridge.io.source import DEFAULT_BATCH_ROWS, Source
 from colbridge.io.streams import InputSource, open_input
 from colbridge.types import parse_dtype
@@ -344,16 +350,23 @@ def _prefetched(items: Iterator[Any], depth: int) -> Iterator[Any]:
                 thread.join(timeout=0.01)
 
 
+def _refuse_target_encoding(encoded: Sequence[str]) -> None:
+    # Served rows would be encoded with statistics that saw their own labels; the
+    # out-of-fold encoding needs each row's fold, which `colbridge fuse` applies.
+    msg = (
+        f"column(s) {encoded} are target encoded: a training loader would leak each "
+        "row's label into its feature. Write the features out of fold with `colbridge "
+        "fuse` (or `FeatureFusion.fit_transform`) and load them as plain columns"
+    )
+    raise JobSpecError(msg)
+
+
 def loader(
     input: Any,
     *,
     columns: Sequence[str] | None = None,
     spec: FeatureSpec | None = None,
     stats: FeatureStats | str | None = None,
-    zscore: Sequence[str] = (),
-    minmax: Sequence[str] = (),
-    one_hot: Sequence[str] = (),
-    fill_null: Mapping[str, float] | None = None,
     dtype: str = "float32",
     validity: bool = False,
     label: str | Sequence[str] | None = None,
@@ -370,6 +383,7 @@ def loader(
     output: str = "torch",
     read_rows: int = DEFAULT_BATCH_ROWS // 4,
     transform_device: str = "auto",
+    **encoders: Any,
 ) -> FeatureLoader:
     """Feature batches of ``input`` for a training loop (see `colbridge.io.loader`).
 
@@ -378,8 +392,16 @@ def loader(
     input : path, glob, folder, list of paths, or a stream
         Parquet/IPC data, a polars ``LazyFrame``, a pyarrow dataset, or anything with
         ``__arrow_c_stream__``.
-    columns, zscore, minmax, one_hot, fill_null, dtype, validity
-        The features, spelled as ``colbridge fuse``'s flags.
+    columns, dtype, validity : optional
+        The feature columns in matrix order, the matrix's element type, and whether
+        a validity matrix is served too.
+    **encoders
+        The transforms, spelled as ``colbridge fuse``'s flags and
+        `colbridge.ml.FeatureFusion`'s keywords (``zscore=``, ``minmax=``, ``robust=``,
+        ``one_hot=``, ``ids=``, ``log1p=``, ``indicator=``,
+        ``fill_null=``, ``clip=``, ``quantile_bins=``, ``hash_buckets=``,
+        ``min_frequency=``, ``max_categories=``, ``handle_unknown=``): see
+        `colbridge.io.fuse.feature_columns`.
     spec : FeatureSpec, optional
         The features as one spec, instead of the keywords above.
     stats : FeatureStats or path, optional
@@ -429,20 +451,20 @@ def loader(
         if not columns:
             msg = "give the feature `columns` (or a `spec`)"
             raise JobSpecError(msg)
-        config: dict[str, Any] = {}
-        for name in columns:
-            entry: dict[str, Any] = {}
-            if name in zscore:
-                entry["scale"] = "zscore"
-            if name in minmax:
-                entry["scale"] = "minmax"
-            if name in one_hot:
-                entry["one_hot"] = True
-            if fill_null and name in fill_null:
-                entry["fill_null"] = fill_null[name]
-            config[name] = entry
-        spec = FeatureSpec.from_dict({"columns": config, "dtype": dtype, "validity": validity,
-                                      "keep": list(keep)})  # fmt: skip
+        if encoders.get("target_encode"):
+            te = encoders["target_encode"]
+            _refuse_target_encoding([te] if isinstance(te, str) else list(te))
+        config: dict[str, Any] = {
+            "columns": feature_columns(columns, **encoders), "dtype": dtype,
+            "validity": validity, "keep": list(keep),
+        }  # fmt: skip
+        spec = FeatureSpec.from_dict(config)
+    elif encoders or columns:
+        msg = "give the features either as a `spec` or as keywords, not both"
+        raise JobSpecError(msg)
+    encoded = [t.name for t in spec.columns if t.target_encode]
+    if encoded:
+        _refuse_target_encoding(encoded)
     overlap = set(labels) & {t.name for t in spec.columns}
     if overlap:
         msg = f"label column(s) {sorted(overlap)} are also features; a model would see its label"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import json
 import os
 import re
 import tempfile
@@ -171,6 +172,54 @@ def cb_cli_main(argv: list[str]) -> int:
 
 def _empty_wide(_: Path) -> pl.DataFrame:
     return pl.DataFrame({f"c{i}": pl.Series([], dtype=pl.Float64) for i in range(2000)})
+
+
+# -- feature fusion ----------------------------------------------------------------------
+def _categories(_: Path) -> pa.Table:
+    return pa.table({"c": ["a", "b", "a", "z"], "a": [1.0, 2.0, 3.0, 4.0],
+                     "label": ["yes", "no", "yes", "no"]})  # fmt: skip
+
+
+def _fit_ab_transform(table: pa.Table) -> Any:
+    from colbridge.io.fuse import FeatureSpec, fit_stats, transform_batch
+
+    spec = FeatureSpec.from_dict({"columns": {"c": {"one_hot": True, "handle_unknown": "error"}}})
+    stats = fit_stats(table.slice(0, 3), spec)
+    return transform_batch(table, spec, stats)
+
+
+def _stats_file(version: int, drop: str | None = None) -> Callable[[Path], Any]:
+    def make(tmp: Path) -> dict[str, Any]:
+        path = tmp / "stats.json"
+        columns: dict[str, Any] = {"a": {"median": 2.0, "q25": 1.0, "q75": 3.0}}
+        if drop is not None:
+            del columns["a"][drop]
+        body = {"format": "colbridge-feature-stats", "version": version, "ddof": 0,
+                "columns": columns}  # fmt: skip
+        path.write_text(json.dumps(body))
+        return {"dir": str(tmp), "paths": [str(path)], "input": str(path)}
+
+    return make
+
+
+def _load_and_apply(files: dict[str, Any]) -> Any:
+    from colbridge.io.fuse import FeatureSpec, FeatureStats, transform_batch
+
+    spec = FeatureSpec.from_dict({"columns": {"a": {"scale": "robust"}}})
+    stats = FeatureStats.load(files["input"])
+    return transform_batch(pa.table({"a": [1.0]}), spec, stats)
+
+
+def _fit_spec(spec: dict[str, Any]) -> Callable[[pa.Table], Any]:
+    def action(table: pa.Table) -> Any:
+        from colbridge.io.fuse import FeatureSpec, fit_stats
+
+        return fit_stats(table, FeatureSpec.from_dict(spec))
+
+    return action
+
+
+_cli_no_target = _cli("fuse", "{input}", "-o", "{dir}/o.parquet", "-q", "--target-encode", "b")
 
 
 F = _frame
@@ -496,6 +545,35 @@ CASES: list[BadInput] = [
              F, _m(lambda q: q.with_columns(z=cb.udf(_udf_ratio, compiled=True)("qty", 0))),
              E.InvalidOperationError, r"compiled user function `_udf_ratio` raised an exception",
              r"guard the case inside the function"),
+    # -- feature fusion ----------------------------------------------------------------
+    BadInput("one-hot-unseen-error", "features",
+             "`handle_unknown='error'` and a category not seen when fitting", _categories,
+             _fit_ab_transform, E.InvalidOperationError,
+             r"column `c` has categories not seen when fitting: 'z'",
+             r"handle_unknown='ignore'"),
+    BadInput("stats-unknown-version", "features", "a statistics file of a newer version",
+             _stats_file(99), _load_and_apply, E.JobSpecError,
+             r"has version 99, which this colbridge cannot read", r"refit|upgrade"),
+    BadInput("stats-missing-statistic", "features",
+             "a statistics file without the `q75` that `robust` reads",
+             _stats_file(2, drop="q75"), _load_and_apply, E.JobSpecError,
+             r"has no `q75` for column `a`, which `robust` needs",
+             r"fit statistics that include the column"),
+    BadInput("target-encode-no-target", "features", "`target_encode` without a `target`",
+             _categories, _fit_spec({"columns": {"c": {"target_encode": True}}}),
+             E.JobSpecError, r"column `c` is target encoded but no target is given",
+             r"pass `target=`"),
+    BadInput("target-not-numeric", "features", "a string label for target encoding",
+             _categories,
+             _fit_spec({"columns": {"c": {"target_encode": True}}, "target": "label"}),
+             E.UnsupportedTypeError, r"target column `label` has type `string`",
+             r"encode class labels as 0/1"),
+    BadInput("two-encodings", "features", "one column both one-hot and ids encoded",
+             _categories, _fit_spec({"columns": {"c": {"one_hot": True, "ids": True}}}),
+             E.JobSpecError, r"column `c` is given two encodings \(one_hot, ids\)",
+             r"choose one per column"),
+    BadInput("cli-fuse-no-target", "cli", "`colbridge fuse --target-encode b` without `--target`",
+             *_cli_no_target, 2, r"no target is given", r"--target"),
     # -- command line ------------------------------------------------------------------
     BadInput("cli-unknown-spec-key", "cli", "a spec file with a misspelt key (`wiht`)",
              *_cli_unknown_key, 2, r"unknown key 'wiht'", r"allowed keys: .*with"),

@@ -130,10 +130,14 @@ def test_fuse_one_hot_with_nothing_scaled(
 def test_fit_stats_with_only_one_hot_columns(flights: Path) -> None:
     spec = FeatureSpec.from_dict({"columns": {"hour": {}, "carrier": {"one_hot": True}}})
     stats = fit_stats(str(flights), spec, batch_rows=100)
-    assert stats.columns == {"carrier": {"categories": ["AA", "DL", "UA"]}}
+    # with their counts and the rows fitted (statistics file version 2: infrequent categories)
+    assert stats.columns == {
+        "carrier": {"categories": ["AA", "DL", "UA"], "counts": [124, 122, 142], "rows": 500}
+    }
     empty = flights.parent / "empty.parquet"
     pq.write_table(pq.read_table(flights).slice(0, 0), empty)
-    assert fit_stats(str(empty), spec).columns == {"carrier": {"categories": []}}
+    empty_stats = fit_stats(str(empty), spec).columns
+    assert empty_stats == {"carrier": {"categories": [], "counts": [], "rows": 0}}
 
 
 # -- item 8: several inputs ---------------------------------------------------------------------

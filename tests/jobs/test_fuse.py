@@ -106,7 +106,7 @@ def test_feature_batches_feed_a_torch_dataloader(data: str) -> None:
 
 def test_spec_errors(data: str, tmp_path) -> None:
     with pytest.raises(JobSpecError, match="unknown scale"):
-        FeatureSpec.from_dict({"columns": {"a": {"scale": "robust"}}})
+        FeatureSpec.from_dict({"columns": {"a": {"scale": "quantile"}}})
     with pytest.raises(ColumnNotFoundError, match="nope"):
         fuse(data, tmp_path / "o.parquet", FeatureSpec.from_dict({"columns": ["nope"]}))
     bad = tmp_path / "bad.json"

@@ -144,6 +144,8 @@ def test_loader_errors(data, tmp_path) -> None:
         _load(path, label="x")
     with pytest.raises(JobSpecError, match=r"label column\(s\) \['nope'\] not found"):
         _load(path, label="nope")
+    with pytest.raises(JobSpecError, match=r"\['k'\] are target encoded: a training loader"):
+        _load(path, target_encode=["k"], minmax=[])
     with pytest.raises(JobSpecError, match=r"unknown output 'tf'"):
         _load(path, output="tf")
     nulls = tmp_path / "nulls.parquet"

@@ -1,0 +1,408 @@
+"""Feature encoders: colbridge's `FeatureFusion` against scikit-learn and hand-written polars.
+
+Run: python benchmarks/features.py [--sizes 1e6] [--repeats 5] [--workloads NAME,...]
+                                   [--json out.json]
+
+The data (no nulls, so that every contender takes its plain path): float64
+columns ``x1`` (normal), ``x2`` (uniform), ``x3`` (exponential), a string
+column ``c`` with 30 categories (Zipf-like frequencies, for one-hot), a string
+column ``u`` with 100,000 categories (Zipf-like, for ids and target encoding),
+and a float64 label ``y``. Workloads, each timed as ``fit`` (statistics only)
+and ``transform`` (the fitted transform of the same rows), and target encoding
+also as ``fit_transform`` (out of fold):
+
+* scaling: zscore ``x1``, min-max ``x2``, robust ``x3`` — scikit-learn
+  ``ColumnTransformer([StandardScaler, MinMaxScaler, RobustScaler])``;
+* one_hot: ``c`` with ``min_frequency=0.01``, ``handle_unknown="infrequent_if_exist"``
+  — ``OneHotEncoder(sparse_output=False, dtype=float32)``;
+* ids: ``u`` to integer ids (most frequent first, ``min_frequency=2``) —
+  scikit-learn has no frequency-ordered ids; its nearest is
+  ``OrdinalEncoder(min_frequency=2, handle_unknown="use_encoded_value")``
+  (ids in value order), timed as the comparable scikit-learn work;
+* target: ``u`` target-encoded on ``y`` with ``smoothing=10`` and 5 folds —
+  ``TargetEncoder(smooth=10.0, cv=5)``; ``fit_transform`` gives out-of-fold
+  encodings (scikit-learn draws its own folds; colbridge and polars use
+  colbridge's fold assignment).
+
+Contenders, in one run with the rounds interleaved (``fused_cpu.time_all``):
+
+* colbridge: ``FeatureFusion`` on a pyarrow table, float32 matrix;
+* scikit-learn on a pandas frame (strings as object, its usual input), float32
+  output where the encoder takes a ``dtype``;
+* hand-written polars: the statistics with polars expressions (``mean``,
+  ``std(ddof=0)``, ``quantile(..., "linear")``, ``value_counts``,
+  ``group_by``), the transform with polars expressions and joins, then
+  ``to_numpy()`` of the float32 result (a one-hot block is written with NumPy
+  from polars' codes).
+
+Answers are checked before timing: colbridge against scikit-learn (scaling,
+one-hot, target encoding's transform) and against the polars version (every
+workload), with float32 tolerances. Ratios are contender time ÷ colbridge time
+(> 1: colbridge faster). The issue's goals: >= 5x scikit-learn, >= 1.5x
+hand-written polars. Results depend on the machine: the committed ones
+(benchmarks/results/features.md) name theirs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+from fused_cpu import machine, time_all
+from sklearn.compose import ColumnTransformer
+from sklearn.preprocessing import (
+    MinMaxScaler,
+    OneHotEncoder,
+    OrdinalEncoder,
+    RobustScaler,
+    StandardScaler,
+    TargetEncoder,
+)
+
+from colbridge.io.encoders import folds_of
+from colbridge.ml import FeatureFusion
+
+BASE = "colbridge"
+SKLEARN = "scikit-learn"
+POLARS = "polars (hand-written)"
+SMOOTH = 10.0
+FOLDS = 5
+
+
+def make_data(n: int, seed: int = 0) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    small = np.array([f"c{i:02d}" for i in range(30)], dtype=object)
+    p_small = 1.0 / np.arange(1, 31)
+    big = np.array([f"u{i:06d}" for i in range(100_000)], dtype=object)
+    p_big = 1.0 / np.arange(1, 100_001) ** 0.8
+    u_codes = rng.choice(big.size, n, p=p_big / p_big.sum())
+    return pa.table(
+        {
+            "x1": rng.normal(3.0, 2.0, n),
+            "x2": rng.uniform(-5.0, 5.0, n),
+            "x3": rng.exponential(2.0, n),
+            "c": pa.array(small[rng.choice(30, n, p=p_small / p_small.sum())], pa.string()),
+            "u": pa.array(big[u_codes], pa.string()),
+            "y": rng.normal(size=n) + (u_codes % 7) * 0.2,
+        }
+    )
+
+
+@dataclass
+class Workload:
+    """One encoder: how each contender fits, transforms (and fits out of fold)."""
+
+    colbridge: Callable[[], FeatureFusion]
+    sklearn: Callable[[], Any]
+    polars_fit: Callable[[pl.DataFrame], Any]
+    polars_transform: Callable[[pl.DataFrame, Any], np.ndarray]
+    columns: list[str]
+    polars_oof: Callable[[pl.DataFrame], np.ndarray] | None = None
+    sklearn_matches: bool = True
+
+
+# -- hand-written polars ---------------------------------------------------------------
+def _scaling_fit(df: pl.DataFrame) -> dict[str, float]:
+    row = df.select(
+        m=pl.col("x1").mean(), s=pl.col("x1").std(ddof=0),
+        lo=pl.col("x2").min(), hi=pl.col("x2").max(),
+        med=pl.col("x3").median(), q25=pl.col("x3").quantile(0.25, "linear"),
+        q75=pl.col("x3").quantile(0.75, "linear"),
+    ).row(0, named=True)  # fmt: skip
+    return dict(row)
+
+
+def _scaling_transform(df: pl.DataFrame, s: dict[str, float]) -> np.ndarray:
+    return df.select(
+        ((pl.col("x1") - s["m"]) / s["s"]).cast(pl.Float32),
+        ((pl.col("x2") - s["lo"]) / (s["hi"] - s["lo"])).cast(pl.Float32),
+        ((pl.col("x3") - s["med"]) / (s["q75"] - s["q25"])).cast(pl.Float32),
+    ).to_numpy()
+
+
+def _one_hot_fit(df: pl.DataFrame) -> tuple[list[str], bool]:
+    counts = df["c"].value_counts()
+    frequent = counts.filter(pl.col("count") >= 0.01 * df.height)["c"].sort().to_list()
+    return frequent, len(frequent) < counts.height
+
+
+def _one_hot_transform(df: pl.DataFrame, fitted: tuple[list[str], bool]) -> np.ndarray:
+    frequent, infrequent = fitted
+    width = len(frequent) + int(infrequent)
+    mapping = pl.DataFrame({"c": frequent, "k": np.arange(len(frequent), dtype=np.int64)})
+    codes = df.select("c").join(mapping, on="c", how="left", maintain_order="left")["k"]
+    idx = codes.fill_null(len(frequent) if infrequent else -1).to_numpy()
+    out = np.zeros((df.height, width), dtype=np.float32)
+    rows = np.flatnonzero(idx >= 0)
+    out[rows, idx[rows]] = 1.0
+    return out
+
+
+def _ids_fit(df: pl.DataFrame) -> pl.DataFrame:
+    return (
+        df["u"].value_counts().filter(pl.col("count") >= 2)
+        .sort(["count", "u"], descending=[True, False])
+        .with_row_index("id", offset=2).select("u", pl.col("id").cast(pl.Int64))
+    )  # fmt: skip
+
+
+def _ids_transform(df: pl.DataFrame, vocab: pl.DataFrame) -> np.ndarray:
+    return (
+        df.select("u").join(vocab, on="u", how="left", maintain_order="left")
+        .select(pl.col("id").fill_null(1).cast(pl.Float32)).to_numpy()
+    )  # fmt: skip
+
+
+def _target_fit(df: pl.DataFrame) -> tuple[pl.DataFrame, float]:
+    mean = float(df["y"].mean())  # type: ignore[arg-type]
+    enc = (
+        df.group_by("u")
+        .agg(s=pl.col("y").sum(), n=pl.len())
+        .select("u", enc=(pl.col("s") + SMOOTH * mean) / (pl.col("n") + SMOOTH))
+    )
+    return enc, mean
+
+
+def _target_transform(df: pl.DataFrame, fitted: tuple[pl.DataFrame, float]) -> np.ndarray:
+    enc, mean = fitted
+    return (
+        df.select("u").join(enc, on="u", how="left", maintain_order="left")
+        .select(pl.col("enc").fill_null(mean).cast(pl.Float32)).to_numpy()
+    )  # fmt: skip
+
+
+def _target_oof(df: pl.DataFrame) -> np.ndarray:
+    folds = pl.Series("fold", folds_of(0, df.height, FOLDS, 0))
+    d = df.select("u", "y").with_columns(folds)
+    per = d.group_by("u", "fold").agg(fs=pl.col("y").sum(), fn=pl.len())
+    tot = per.group_by("u").agg(ts=pl.col("fs").sum(), tn=pl.col("fn").sum())
+    ys = d.group_by("fold").agg(ys=pl.col("y").sum(), yn=pl.len())
+    all_s, all_n = float(ys["ys"].sum()), float(ys["yn"].sum())
+    ys = ys.with_columns(mean=(all_s - pl.col("ys")) / (all_n - pl.col("yn")))
+    out = (
+        d.join(per, on=["u", "fold"], how="left", maintain_order="left")
+        .join(tot, on="u", how="left", maintain_order="left")
+        .join(ys.select("fold", "mean"), on="fold", how="left", maintain_order="left")
+        .select(
+            ((pl.col("ts") - pl.col("fs") + SMOOTH * pl.col("mean"))
+             / (pl.col("tn") - pl.col("fn") + SMOOTH)).cast(pl.Float32)
+        )
+    )  # fmt: skip
+    return out.to_numpy()
+
+
+WORKLOADS: dict[str, Workload] = {
+    "scaling": Workload(
+        lambda: FeatureFusion(["x1", "x2", "x3"], zscore=["x1"], minmax=["x2"], robust=["x3"]),
+        lambda: ColumnTransformer(
+            [
+                ("z", StandardScaler(), ["x1"]),
+                ("m", MinMaxScaler(), ["x2"]),
+                ("r", RobustScaler(), ["x3"]),
+            ]
+        ),
+        _scaling_fit,
+        _scaling_transform,
+        ["x1", "x2", "x3"],
+    ),
+    "one_hot": Workload(
+        lambda: FeatureFusion(
+            ["c"], one_hot=["c"], min_frequency=0.01, handle_unknown="infrequent_if_exist"
+        ),
+        lambda: ColumnTransformer(
+            [
+                (
+                    "c",
+                    OneHotEncoder(
+                        sparse_output=False,
+                        dtype=np.float32,
+                        min_frequency=0.01,
+                        handle_unknown="infrequent_if_exist",
+                    ),
+                    ["c"],
+                )
+            ]
+        ),
+        _one_hot_fit,
+        _one_hot_transform,
+        ["c"],
+    ),
+    "ids": Workload(
+        lambda: FeatureFusion(["u"], ids=["u"], min_frequency=2),
+        lambda: ColumnTransformer(
+            [
+                (
+                    "u",
+                    OrdinalEncoder(
+                        min_frequency=2,
+                        handle_unknown="use_encoded_value",
+                        unknown_value=-1,
+                        dtype=np.float32,
+                    ),
+                    ["u"],
+                )
+            ]
+        ),
+        _ids_fit,
+        _ids_transform,
+        ["u"],
+        sklearn_matches=False,
+    ),
+    "target": Workload(
+        lambda: FeatureFusion(["u"], target_encode=["u"], smoothing=SMOOTH, folds=FOLDS),
+        lambda: ColumnTransformer(
+            [("u", TargetEncoder(smooth=SMOOTH, cv=FOLDS, target_type="continuous"), ["u"])]
+        ),
+        _target_fit,
+        _target_transform,
+        ["u"],
+        polars_oof=_target_oof,
+    ),
+}
+
+
+def run(n: int, repeats: int, chosen: list[str]) -> dict[str, dict[str, dict[str, float]]]:
+    table = make_data(n)
+    frame = table.to_pandas()  # strings as object: scikit-learn's usual input
+    df = pl.from_arrow(table)
+    assert isinstance(df, pl.DataFrame)
+    y = table.column("y").to_numpy()
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for name in chosen:
+        w = WORKLOADS[name]
+        X_arrow, X_pandas = table.select([*w.columns, "y"]), frame[w.columns]
+        cb_fitted = w.colbridge().fit(X_arrow, y)
+        sk_fitted = w.sklearn().fit(X_pandas, y)
+        pl_fitted = w.polars_fit(df)
+        ours = cb_fitted.transform(X_arrow)
+        np.testing.assert_allclose(ours, w.polars_transform(df, pl_fitted), rtol=2e-5, atol=2e-5)
+        if w.sklearn_matches:
+            np.testing.assert_allclose(ours, sk_fitted.transform(X_pandas), rtol=2e-5, atol=2e-5)
+        phases: dict[str, dict[str, Callable[[], object]]] = {
+            "fit": {
+                BASE: lambda w=w, X=X_arrow: w.colbridge().fit(X, y),
+                SKLEARN: lambda w=w, X=X_pandas: w.sklearn().fit(X, y),
+                POLARS: lambda w=w: w.polars_fit(df),
+            },
+            "transform": {
+                BASE: lambda f=cb_fitted, X=X_arrow: f.transform(X),
+                SKLEARN: lambda f=sk_fitted, X=X_pandas: f.transform(X),
+                POLARS: lambda w=w, f=pl_fitted: w.polars_transform(df, f),
+            },
+        }
+        if w.polars_oof is not None:
+            oof = w.colbridge().fit_transform(X_arrow, y)
+            np.testing.assert_allclose(oof, w.polars_oof(df), rtol=2e-5, atol=2e-5)
+            phases["fit_transform"] = {
+                BASE: lambda w=w, X=X_arrow: w.colbridge().fit_transform(X, y),
+                SKLEARN: lambda w=w, X=X_pandas: w.sklearn().fit_transform(X, y),
+                POLARS: lambda w=w: w.polars_oof(df),  # type: ignore[misc]
+            }
+        out[name] = {}
+        for phase, fns in phases.items():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out[name][phase] = time_all(fns, repeats)
+            times = out[name][phase]
+            print(
+                f"{n:,} {name} {phase}: "
+                + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in times.items()),
+                file=sys.stderr,
+            )
+    return out
+
+
+def summary(times: dict[str, float]) -> dict[str, Any]:
+    """Ratios of colbridge (> 1: colbridge faster) and whether the goals are met."""
+    vs_sk = times[SKLEARN] / times[BASE]
+    vs_pl = times[POLARS] / times[BASE]
+    return {
+        "colbridge_s": times[BASE],
+        "vs_sklearn": vs_sk,
+        "vs_polars": vs_pl,
+        "goals_met": vs_sk >= 5.0 and vs_pl >= 1.5,
+    }
+
+
+def markdown(runs: dict[int, Any], meta: dict[str, str], repeats: int) -> str:
+    lines = ["# feature encoders benchmark", ""]
+    lines += [f"- {k}: {v}" for k, v in meta.items()]
+    lines += [
+        "",
+        "Goals: colbridge >= 5x scikit-learn and >= 1.5x hand-written polars. Times are "
+        f"medians of {repeats} interleaved rounds; `÷ colbridge` = contender time ÷ colbridge "
+        "time (> 1: colbridge faster). Answers were checked before timing (ids: against "
+        "polars only; scikit-learn's OrdinalEncoder numbers its ids in value order).",
+    ]
+    for n, res in runs.items():
+        lines += ["", f"## {n:,} rows"]
+        for name, phases in res.items():
+            for phase, times in phases.items():
+                lines += ["", f"### {name}: {phase}", ""]
+                lines += ["| contender | time | ÷ colbridge |", "|---|---:|---:|"]
+                for c, t in times.items():
+                    lines.append(f"| {c} | {t * 1e3:.1f} ms | {t / times[BASE]:.2f}x |")
+    lines += ["", "## Summary: speed ratios of colbridge, > 1: colbridge faster", ""]
+    lines += [
+        "| rows | workload | phase | colbridge | vs scikit-learn | vs polars | goals |",
+        "|---:|---|---|---:|---:|---:|---|",
+    ]
+    for n, res in runs.items():
+        for name, phases in res.items():
+            for phase, times in phases.items():
+                s = summary(times)
+                lines.append(
+                    f"| {n:,} | {name} | {phase} | {s['colbridge_s'] * 1e3:.1f} ms | "
+                    f"{s['vs_sklearn']:.2f} | {s['vs_polars']:.2f} | "
+                    f"{'met' if s['goals_met'] else 'missed'} |"
+                )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", "--size", default="1e6", help="comma-separated row counts")
+    parser.add_argument(
+        "--workloads", default=",".join(WORKLOADS), help=f"subset of: {', '.join(WORKLOADS)}"
+    )
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--json", default=None, help="write medians and ratios here")
+    args = parser.parse_args()
+    sizes = [int(float(s)) for s in args.sizes.split(",")]
+    chosen = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    unknown = [w for w in chosen if w not in WORKLOADS]
+    if unknown:
+        parser.error(f"unknown workload(s) {unknown}; choose from {list(WORKLOADS)}")
+    runs = {n: run(n, args.repeats, chosen) for n in sizes}
+    import sklearn
+
+    meta = {
+        "command": f"`{shlex.join(sys.orig_argv)}`",
+        **machine(),
+        "scikit-learn": sklearn.__version__,
+        "data": "x1 N(3, 2), x2 U(-5, 5), x3 Exp(2) float64; c 30 string categories, u 100,000 "
+        "string categories (Zipf-like); y float64; no nulls",
+    }
+    print(markdown(runs, meta, args.repeats))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            summaries = {
+                str(n): {name: {ph: summary(t) for ph, t in phases.items()}
+                         for name, phases in res.items()}
+                for n, res in runs.items()
+            }  # fmt: skip
+            out = {"meta": meta, "runs": {str(k): v for k, v in runs.items()}}
+            json.dump({**out, "summary": summaries}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,376 @@
+"""Jobs layer: the encoders of feature fusion — category counts, vocabularies, folds, hashes.
+
+Fitting reduces each batch to small Arrow tables (value counts, per-fold target
+sums) that are merged at the end of the first pass; applying maps each batch's
+values to codes with ``pyarrow.compute.index_in`` and gathers NumPy arrays, so
+no per-row Python runs. The rules follow scikit-learn where it has the encoder
+(`OneHotEncoder`'s infrequent categories, `TargetEncoder`'s smoothing,
+`KBinsDiscretizer`'s quantile edges) and NVTabular's ``Categorify`` for ids.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numba
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = [
+    "NULL_ID",
+    "RARE_ID",
+    "category_counts",
+    "codes",
+    "fnv1a64",
+    "folds_of",
+    "id_vocabulary",
+    "infrequent_mask",
+    "linear_quantiles",
+    "merge_counts",
+    "merge_sums",
+    "quantile_edges",
+    "scatter_one_hot",
+    "sort_categories",
+    "target_encodings",
+    "value_set",
+]
+
+#: Id of a null value in an ``ids`` column.
+NULL_ID = 0
+#: Id of a value not in the vocabulary (unseen, rarer than ``min_frequency`` or cut by
+#: ``max_categories``); the vocabulary's ids start at 2.
+RARE_ID = 1
+
+
+def _combined(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    if isinstance(array, pa.ChunkedArray):
+        return array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+    return array
+
+
+def _plain(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """The values of ``array`` with dictionaries decoded and large strings narrowed."""
+    array = _combined(array)
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    if pa.types.is_large_string(array.type):
+        array = array.cast(pa.string())
+    return array
+
+
+def category_counts(array: pa.Array | pa.ChunkedArray) -> pa.Table:
+    """Non-null values of one batch and how often each occurs: a ``(value, count)`` table."""
+    array = _combined(array)
+    if pa.types.is_dictionary(array.type):
+        # count the indices (cheap), then name them by the dictionary
+        counted = pc.value_counts(array.indices.drop_null())
+        index = counted.field("values")
+        values = array.dictionary.take(index)
+        if pa.types.is_large_string(values.type):
+            values = values.cast(pa.string())
+        table = pa.table({"value": values, "count": counted.field("counts")})
+        if len(pc.unique(values)) != len(values):  # a dictionary may repeat a value
+            table = table.group_by("value").aggregate([("count", "sum")])
+        return table
+    counted = pc.value_counts(_plain(array).drop_null())
+    return pa.table({"value": counted.field("values"), "count": counted.field("counts")})
+
+
+def merge_counts(parts: list[pa.Table], value_type: pa.DataType) -> tuple[list[Any], list[int]]:
+    """Sum the batches' ``(value, count)`` tables; values in ascending order.
+
+    Arrow sorts strings by their UTF-8 bytes, which is code-point order: the order
+    of Python's ``sorted`` and of ``np.unique``.
+    """
+    if not parts:
+        return [], []
+    summed = merge_sums([p.rename_columns(["value", "count"]) for p in parts], value_type)
+    return summed.column("value").to_pylist(), summed.column("count").to_pylist()
+
+
+def merge_sums(parts: list[pa.Table], value_type: pa.DataType) -> pa.Table:
+    """Sum the batches' ``(value, sums...)`` tables by value, sorted by value.
+
+    The values are dictionary-encoded once and every column summed with
+    ``np.bincount`` (integer columns stay integers).
+    """
+    values = pa.concat_arrays([_combined(p.column(0)).cast(value_type) for p in parts])
+    names = parts[0].column_names[1:]
+    if len(parts) == 1:
+        merged = parts[0].set_column(0, "value", values)
+    else:
+        # a value may be in several batches; within one batch values are unique
+        enc = pc.dictionary_encode(values)
+        idx = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        size = len(enc.dictionary)
+        cols: dict[str, Any] = {"value": enc.dictionary}
+        for name in names:
+            weights = np.concatenate([p.column(name).to_numpy() for p in parts])
+            summed = np.bincount(idx, weights=weights, minlength=size)
+            is_int = np.issubdtype(weights.dtype, np.integer)
+            cols[name] = np.rint(summed).astype(np.int64) if is_int else summed
+        merged = pa.table(cols)
+    return merged.take(pc.sort_indices(merged, [("value", "ascending")]))
+
+
+def sort_categories(values: list[Any]) -> list[Any]:
+    """Categories in ascending order (as ``np.unique`` orders them), ``repr`` order if mixed."""
+    try:
+        return sorted(values)
+    except TypeError:
+        return sorted(values, key=repr)
+
+
+def infrequent_mask(
+    counts: np.ndarray[Any, Any],
+    rows: int,
+    min_frequency: float | None,
+    max_categories: int | None,
+) -> np.ndarray[Any, Any]:
+    """Which categories (in sorted order, with ``counts``) are infrequent.
+
+    scikit-learn's ``OneHotEncoder._identify_infrequent``: an integer ``min_frequency``
+    is a count, a float one a fraction of ``rows``; a category is infrequent when its
+    count is below it. ``max_categories`` counts the infrequent output column, so at
+    most ``max_categories - 1`` categories stay frequent: the most frequent ones, and
+    among equal counts the ones that sort last (a stable ascending sort by count
+    marks the first ones infrequent).
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    if min_frequency is None:
+        mask = np.zeros(counts.shape[0], dtype=bool)
+    elif isinstance(min_frequency, numbers.Integral) and not isinstance(min_frequency, bool):
+        mask = counts < int(min_frequency)
+    else:
+        mask = counts < rows * float(min_frequency)
+    n_features = counts.size - int(mask.sum()) + 1
+    if max_categories is not None and max_categories < n_features:
+        keep = max_categories - 1
+        if keep == 0:
+            mask[:] = True
+        else:
+            mask[np.argsort(counts, kind="mergesort")[:-keep]] = True
+    return mask
+
+
+def id_vocabulary(
+    categories: list[Any] | pa.Array,
+    counts: list[int],
+    rows: int,
+    min_frequency: float | None,
+    max_categories: int | None,
+) -> list[Any]:
+    """The categories that get their own id, in id order (id = position + 2).
+
+    Most frequent first; equal counts in ascending category order (the order of
+    `sort_categories`), so the vocabulary does not depend on the order of the rows.
+    A category rarer than ``min_frequency`` (a count, or a fraction of ``rows``)
+    is left out, and at most ``max_categories`` categories are kept.
+    """
+    count = np.asarray(counts, dtype=np.int64)
+    if min_frequency is None:
+        keep = np.ones(count.shape[0], dtype=bool)
+    elif isinstance(min_frequency, numbers.Integral) and not isinstance(min_frequency, bool):
+        keep = count >= int(min_frequency)
+    else:
+        keep = count >= rows * float(min_frequency)
+    # stable sort by descending count keeps the ascending category order among ties
+    order = np.argsort(-count, kind="mergesort")
+    order = order[keep[order]]
+    if max_categories is not None:
+        order = order[:max_categories]
+    if isinstance(categories, (pa.Array, pa.ChunkedArray)):
+        return categories.take(pa.array(order, pa.int64()))  # type: ignore[no-any-return]
+    return [categories[i] for i in order]
+
+
+def value_set(categories: list[Any] | pa.Array, typ: pa.DataType) -> pa.Array:
+    """``categories`` as an Arrow array of ``typ`` (the plain type of a column)."""
+    if pa.types.is_dictionary(typ):
+        typ = typ.value_type
+    if pa.types.is_large_string(typ):
+        typ = pa.string()
+    if isinstance(categories, pa.Array):
+        return categories if categories.type == typ else categories.cast(typ)
+    return pa.array(categories, type=typ)
+
+
+def codes(
+    array: pa.Array | pa.ChunkedArray, categories: list[Any] | pa.Array
+) -> np.ndarray[Any, Any]:
+    """Position of each row's value in ``categories``: -1 for a value not there, -2 for null."""
+    array = _combined(array)
+    n = len(array)
+    if pa.types.is_dictionary(array.type):
+        dictionary = _plain(array.dictionary)
+        values = value_set(categories, dictionary.type)
+        mapping = pc.index_in(dictionary, value_set=values).fill_null(-1)
+        table = np.asarray(mapping.to_numpy(zero_copy_only=False), dtype=np.int64)
+        indices = array.indices
+        idx = np.asarray(indices.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+        out = table[idx] if n else np.zeros(0, dtype=np.int64)
+        if indices.null_count:
+            out[~np.asarray(indices.is_valid())] = -2
+        return out
+    plain = _plain(array)
+    found = pc.index_in(plain, value_set=value_set(categories, plain.type)).fill_null(-1)
+    out = np.asarray(found.to_numpy(zero_copy_only=False), dtype=np.int64)
+    if plain.null_count:
+        out[~np.asarray(plain.is_valid())] = -2
+    return out
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def _scatter(features, mapped, code, column_of, unknown_column, pos):  # type: ignore[no-untyped-def]
+    for i in range(code.shape[0]):
+        c = code[i]
+        k = column_of[c] if c >= 0 else (unknown_column if c == -1 else -1)
+        if k >= 0:
+            features[i, pos + k] = 1
+        else:
+            mapped[i] = False
+
+
+def scatter_one_hot(
+    features: np.ndarray[Any, Any],
+    code: np.ndarray[Any, Any],
+    column_of: np.ndarray[Any, Any],
+    unknown_column: int,
+    pos: int,
+) -> np.ndarray[Any, Any]:
+    """Set ``features[i, pos + column_of[code[i]]] = 1`` in one pass; which rows got a 1.
+
+    ``code`` is `codes`'s: -1 (unseen) goes to ``unknown_column`` when that is >= 0,
+    -2 (null) nowhere.
+    """
+    mapped = np.ones(code.shape[0], dtype=np.bool_)
+    _scatter(features, mapped, code, column_of, unknown_column, pos)
+    return mapped
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def _fnv_strings(offsets: np.ndarray, data: np.ndarray) -> np.ndarray:  # type: ignore[type-arg]
+    n = offsets.shape[0] - 1
+    out = np.empty(n, dtype=np.uint64)
+    prime = np.uint64(1099511628211)
+    for i in range(n):
+        h = np.uint64(14695981039346656037)
+        for j in range(offsets[i], offsets[i + 1]):
+            h = (h ^ np.uint64(data[j])) * prime
+        out[i] = h
+    return out
+
+
+def fnv1a64(array: pa.Array | pa.ChunkedArray) -> np.ndarray[Any, Any]:
+    """64-bit FNV-1a hash of each value's UTF-8 text (integers as decimal text).
+
+    Stable across processes, machines and versions (unlike Python's ``hash``);
+    null rows hash to 0 and are given the null id by the caller.
+    """
+    plain = _plain(array)
+    if not (pa.types.is_string(plain.type)):
+        plain = plain.cast(pa.string())
+    plain = plain.fill_null("")
+    _, offsets_buf, data_buf = plain.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=np.int32)[
+        plain.offset : plain.offset + len(plain) + 1
+    ]
+    data = (
+        np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    )
+    result: np.ndarray[Any, Any] = _fnv_strings(offsets.astype(np.int64), data)
+    return result
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def _splitmix_folds(first: np.uint64, rows: int, folds: np.uint64) -> np.ndarray:  # type: ignore[type-arg]
+    out = np.empty(rows, dtype=np.int64)
+    for i in range(rows):
+        x = first + np.uint64(i) + np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        x = x ^ (x >> np.uint64(31))
+        out[i] = np.int64(x % folds)
+    return out
+
+
+def folds_of(start: int, rows: int, folds: int, seed: int) -> np.ndarray[Any, Any]:
+    """Fold of rows ``start .. start + rows - 1`` (their position in the input).
+
+    ``splitmix64(seed * 2**32 + position) % folds`` (the finaliser of Java's
+    ``SplittableRandom``, with its golden-ratio increment): deterministic from the seed
+    and the row's position, the same in the fitting pass and the transforming one,
+    and independent of batch sizes.
+    """
+    first = np.uint64(((seed & 0xFFFFFFFF) << 32) + start)
+    result: np.ndarray[Any, Any] = _splitmix_folds(first, rows, np.uint64(folds))
+    return result
+
+
+def target_encodings(
+    sums: np.ndarray[Any, Any],
+    counts: np.ndarray[Any, Any],
+    sumsq: np.ndarray[Any, Any],
+    y: tuple[float, float, float],
+    smoothing: float | str,
+) -> tuple[np.ndarray[Any, Any], float]:
+    """Encoding per category and the encoding of an unseen one (the target mean).
+
+    ``y`` is ``(rows, sum, sum of squares)`` of the target over the fitting rows.
+    A float ``smoothing`` m gives ``(sum + m * mean) / (count + m)``; ``"auto"``
+    gives scikit-learn's empirical-Bayes blend ``λ * cat_mean + (1 - λ) * mean``
+    with ``λ = var * n / (var * n + cat_var)`` (population variances). A category
+    with no fitting rows gets the mean.
+    """
+    n_y, s_y, q_y = y
+    mean = s_y / n_y if n_y else float("nan")
+    sums = np.asarray(sums, dtype=np.float64)
+    counts = np.asarray(counts, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if smoothing == "auto":
+            var = max(q_y / n_y - mean * mean, 0.0) if n_y else float("nan")
+            cat_mean = sums / counts
+            cat_var = np.maximum(np.asarray(sumsq, dtype=np.float64) / counts - cat_mean**2, 0.0)
+            lam = var * counts / (var * counts + cat_var)
+            enc = lam * cat_mean + (1 - lam) * mean
+            enc = np.where(np.isnan(lam), mean, enc)
+        else:
+            m = float(smoothing)
+            enc = (sums + m * mean) / (counts + m)
+    enc = np.where(counts == 0, mean, enc)
+    return enc, mean
+
+
+def linear_quantiles(values: np.ndarray[Any, Any], qs: list[float]) -> list[float]:
+    """Quantiles of ``values`` as ``np.percentile``'s default (linear) method computes them.
+
+    One ``np.partition`` in place for all of them (``values`` is reordered; the caller
+    owns it), instead of NumPy's copy per call; the interpolation is NumPy's
+    (``a + (b - a) * t``, from ``b`` when ``t >= 0.5``), so the results are the same.
+    """
+    n = values.size
+    positions = [q * (n - 1) for q in qs]
+    below = [int(np.floor(p)) for p in positions]
+    kth = sorted({k for b in below for k in (b, min(b + 1, n - 1))})
+    values.partition(kth)
+    out = []
+    for p, b in zip(positions, below, strict=True):
+        lo, hi = float(values[b]), float(values[min(b + 1, n - 1)])
+        t = p - b
+        out.append(hi - (hi - lo) * (1 - t) if t >= 0.5 else lo + (hi - lo) * t)
+    return out
+
+
+def quantile_edges(values: np.ndarray[Any, Any], bins: int) -> list[float]:
+    """Bin edges of ``KBinsDiscretizer(strategy="quantile")`` (scikit-learn ≥ 1.7 default).
+
+    ``np.percentile(values, linspace(0, 100, bins + 1), method="averaged_inverted_cdf")``,
+    then edges closer than 1e-8 to the previous one are dropped (fewer bins).
+    """
+    if values.size == 0:
+        return []
+    edges = np.percentile(values, np.linspace(0, 100, bins + 1), method="averaged_inverted_cdf")
+    mask = np.ediff1d(edges, to_begin=np.inf) > 1e-8
+    return [float(e) for e in edges[mask]]
