@@ -34,7 +34,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from colbridge.errors import JobSpecError
+from colbridge.errors import ColbridgeError, ComputeError, JobSpecError
 from colbridge.io.source import detect_format
 
 __all__ = ["AtomicWriter", "dictionary_columns", "polars_writes", "remove_stale_partials"]
@@ -301,6 +301,27 @@ class _Abandoned(Exception):
     """Raised into polars' writer when the job failed: it stops without finishing the file."""
 
 
+def _writer_error(exc: BaseException) -> BaseException:
+    """Translate an error of polars' writer into what the jobs' callers handle.
+
+    polars reports a failed write (a full disk, a lost mount) as a ``ComputeError``
+    holding the OS error's text; it becomes the `OSError` pyarrow's writer would
+    raise, and any other polars error a colbridge `ComputeError`.
+    """
+    if isinstance(exc, (OSError, ColbridgeError)) or not type(exc).__module__.startswith(
+        "polars"
+    ):
+        return exc
+    found = re.search(r"os error (\d+)", str(exc))
+    if found is not None:
+        errno = int(found.group(1))
+        error: BaseException = OSError(errno, f"{os.strerror(errno)} (writing Parquet: {exc})")
+    else:
+        error = ComputeError(f"polars' Parquet writer failed: {exc}")
+    error.__cause__ = exc
+    return error
+
+
 class _PolarsParquetWriter:
     """polars' streaming Parquet writer fed table by table from another thread.
 
@@ -346,7 +367,7 @@ class _PolarsParquetWriter:
         try:
             frame.sink_parquet(path, **options)
         except BaseException as exc:  # handed to the caller's thread by `write` and `close`
-            self._error = exc
+            self._error = _writer_error(exc)
 
     def _put(self, item: object) -> None:
         while True:
