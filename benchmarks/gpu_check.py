@@ -25,7 +25,7 @@ Steps, each within the time budget (``--budget-s``):
 4. end to end from a pandas frame with each placement (warm, median of 3);
 5. ``compute_async`` overlap: four computes at once against one after another;
 6. scans: each generated CUDA scan (cumulative, fills, shifts, rolling
-   windows) over ``--scan-rows`` rows against the CPU scan kernels, both timed;
+   windows, ewm_mean) over ``--scan-rows`` rows against the CPU scan kernels, both timed;
 7. ``pytest -m gpu`` of ``tests/cuda/test_gpu_real.py`` and
    ``tests/cuda/test_scan_gpu_real.py`` when pytest is installed;
 8. leaks: host registrations and memory held after everything.
@@ -458,6 +458,7 @@ SCANS: list[tuple[str, tuple[Any, ...]]] = [
     ("cum_sum", (False,)), ("cum_max", (True,)), ("cum_count", (False,)),
     ("forward_fill", (None,)), ("shift", (1, None)), ("rolling_mean", (20, 1, False, 1)),
     ("rolling_std", (20, 2, True, 1)), ("rolling_min", (20, 1, False, 1)),
+    ("ewm_mean", (0.1, True, 1, False)),
 ]  # fmt: skip
 
 

@@ -735,7 +735,7 @@ def run_scan(
 
     Computes what `colbridge.backends.scans.run_scan` computes without keys, for the
     functions `colbridge.codegen.cuda_scans.device_scan_reason` lets through; returns
-    the result and a line for the report. See `colbridge.backends.cuda_scans`.
+    the result and where it ran, for the report. See `colbridge.backends.cuda_scans`.
     """
     from colbridge.backends.cuda_scans import run_device_scan  # it imports this module
 

@@ -29,6 +29,7 @@ from colbridge.backends.cuda import (
     current_options,
 )
 from colbridge.backends.kernel_cache import kernel_cache
+from colbridge.backends.scans import run_scan
 from colbridge.codegen.cuda import CudaKernelSource
 from colbridge.codegen.cuda_scans import MAX_BLOCK, ScanProgram, generate_scan
 from colbridge.memory.cuda import cuda_error, cuda_failures, cupy_module
@@ -84,7 +85,8 @@ def run_device_scan(
 ) -> tuple[pa.Array, str]:
     """``func`` over ``arg`` on the GPU, as `colbridge.backends.scans.run_scan` computes it.
 
-    Returns the result and a line for the report (launches, chunks). ``chunk_rows``
+    Returns the result and where it ran, for the report (`ON_DEVICE` with its launches
+    and chunks; an ``ewm_mean`` over NaN or infinities runs on the host). ``chunk_rows``
     fixes a running scan's chunk length (tests cut small inputs into many chunks);
     by default `chunk_rows_for`. Raises `DeviceError` when CUDA fails.
     """
@@ -108,6 +110,13 @@ def run_device_scan(
         raise cuda_error(cp, exc, f"the CUDA scan failed on cuda:{opts.device}") from exc
 
 
+#: the phrase the report gives a scan the device ran
+ON_DEVICE = "generated CUDA scan on the device"
+#: why an `ewm_mean` over NaN or infinite values stays on the host
+EWM_NONFINITE = ("on the host CPU (`ewm_mean` over NaN or infinite values follows polars' "
+                 "recurrence there)")  # fmt: skip
+
+
 def _run(s: _Session, func: str, options: tuple[Any, ...], arg: pa.Array, arg_type: DType,
          result: DType, stats: RunStats,
          chunk_rows: int | None) -> tuple[pa.Array, str]:  # fmt: skip
@@ -116,42 +125,50 @@ def _run(s: _Session, func: str, options: tuple[Any, ...], arg: pa.Array, arg_ty
     values, valid = scans._inputs(func, arg, compute)
     out, out_valid = scans._outputs(func, n, compute)
     if n == 0:
-        return scans._result(func, out, out_valid, result), "no rows"
+        return scans._result(func, out, out_valid, result), f"{ON_DEVICE} (no rows)"
+    if func == "ewm_mean" and not np.isfinite(values[valid]).all():
+        # the parallel form composes affine maps, in which an infinite mean does not
+        # turn into NaN at the next value as polars' recurrence does
+        return run_scan(func, options, arg, arg_type, result, None), EWM_NONFINITE
     nullable = func != "shift_in_range" and not bool(valid.all())
-    program = generate_scan(func, options, compute, nullable)
-    loaded = _load(s, program, stats)
+    programs = [generate_scan(f, options, compute, nullable)
+                for f in (("ewm_weight", "ewm_mean") if func == "ewm_mean" else (func,))]
+    loaded = [_load(s, program, stats) for program in programs]
     geo = s.geometry
     block = min(geo.block, MAX_BLOCK)
     chunk = chunk_rows or chunk_rows_for(n, block, geo.max_reduce_blocks)
     chunks = -(-n // chunk)
-    state_bytes = 16 * chunks  # a running scan's state: at most two 8-byte fields
-    wanted = values.nbytes + n + out.nbytes + n + state_bytes
+    state_bytes = _STATE_BYTES * chunks
+    wanted = values.nbytes + n + 2 * out.nbytes + n + state_bytes
     s.budget(wanted, wanted)
     slot = s.slot(0)
     args: list[Any] = [n]
     with slot.stream:
-        if program.reads_values:
+        if programs[-1].reads_values:
             args.append(_upload(s, slot, "x", values))
-        if program.nullable:
+        if nullable:
             args.append(_upload(s, slot, "xv", valid.view(np.uint8)))
         dev_out = s.device_buffer(slot, ("scan", "out"), out.nbytes)
         dev_valid = s.device_buffer(slot, ("scan", "ov"), n)
-        inputs = list(args)
         launches = 0
-        if program.running:
-            reduce, carry, fix = program.kernels
+        if programs[0].running:
             tu = s.device_buffer(slot, ("scan", "tu"), state_bytes)
             grid = max(1, min(chunks, geo.max_blocks))
-            _launch(loaded, reduce, grid, block, [*inputs, tu, chunk])
-            _launch(loaded, carry, 1, 32, [n, tu, chunk])
             tail: list[Any] = []
             if func in ("forward_fill", "backward_fill"):
                 tail.append(-1 if options[0] is None else int(options[0]))
-            _launch(loaded, fix, grid, block, [*inputs, dev_out, dev_valid, tu, chunk, *tail])
-            launches = 3
+            inputs = list(args)
+            if func == "ewm_mean":  # the weights first, into a buffer the means read
+                weights = s.device_buffer(slot, ("scan", "wt"), out.nbytes)
+                weight_inputs = [n] + ([args[-1]] if nullable else [])
+                _running(loaded[0], weight_inputs, [weights, dev_valid], tu, grid, block, chunk)
+                inputs.append(weights)
+                launches += 3
+            _running(loaded[-1], inputs, [dev_out, dev_valid], tu, grid, block, chunk, tail)
+            launches += 3
             how = f"{chunks} chunk(s) of {chunk} rows, carries scanned, then fixed up"
         else:
-            (kernel,) = program.kernels
+            (kernel,) = programs[0].kernels
             grid = max(1, min(-(-n // block), geo.max_blocks))
             if func in ("shift", "shift_in_range"):
                 steps = int(options[0])
@@ -164,7 +181,7 @@ def _run(s: _Session, func: str, options: tuple[Any, ...], arg: pa.Array, arg_ty
                 rest = [int(window), int(min_samples), int(offset)]
                 if func in ("rolling_var", "rolling_std"):
                     rest.append(int(ddof))
-            _launch(loaded, kernel, grid, block, [*inputs, dev_out, dev_valid, *rest])
+            _launch(loaded[0], kernel, grid, block, [*args, dev_out, dev_valid, *rest])
             launches = 1
             how = "one row per thread"
         host_out, buf_out = s.host_result(out.nbytes)
@@ -175,7 +192,20 @@ def _run(s: _Session, func: str, options: tuple[Any, ...], arg: pa.Array, arg_ty
     got = np.frombuffer(buf_out, dtype=out.dtype, count=n).copy()
     got_valid = np.frombuffer(buf_valid, dtype=np.uint8, count=n).view(np.bool_).copy()
     array = scans._result(func, got, got_valid, result)
-    return array, f"{launches} launch(es), {how}"
+    return array, f"{ON_DEVICE} ({launches} launch(es), {how})"
+
+
+#: bytes of one chunk's carry (the largest state: two 8-byte values and a count)
+_STATE_BYTES = 32
+
+
+def _running(loaded: _Loaded, inputs: list[Any], outputs: list[Any], tu: int, grid: int,
+             block: int, chunk: int, tail: list[Any] | None = None) -> None:  # fmt: skip
+    """The three launches of a running scan: chunk carries, their scan, the fix-up."""
+    reduce, carry, fix = loaded.program.kernels
+    _launch(loaded, reduce, grid, block, [*inputs, tu, chunk])
+    _launch(loaded, carry, 1, 32, [inputs[0], tu, chunk])
+    _launch(loaded, fix, grid, block, [*inputs, *outputs, tu, chunk, *(tail or [])])
 
 
 def _upload(s: _Session, slot: Any, name: str, host: np.ndarray[Any, Any]) -> int:

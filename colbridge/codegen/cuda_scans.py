@@ -30,6 +30,15 @@ and max (NaN skipped unless every value so far is NaN) and fills (the last
 non-null position, a max) are exact. Reversed scans walk positions from the end
 (``row = n - 1 - p``).
 
+``ewm_mean`` is two running scans of affine maps: ``ewm_weight`` scans each
+row's weight update (``w -> (1 - alpha)*w + 1``, ``w -> 1`` without ``adjust``,
+decay only at a null row) into a device buffer; then each non-null row's mean
+update ``m -> (1 - r)*m + r*x``, ``r = new_wt / (w*(1 - alpha) + new_wt)`` with
+``w`` the weight after the row before, composed in scan order and applied to 0.
+Maps compose in another order than polars' recurrence rounds: results are
+close, not bitwise (the runner keeps columns with NaN or infinities on the
+host, where an infinite mean turns NaN at the next value as in polars).
+
 *Row-wise scans* compute each row on its own thread (grid-stride over rows):
 ``shift`` reads row ``i - n``; each ``rolling_*`` window reads its rows directly,
 the rows before a block's first row included (the halo comes from global
@@ -63,11 +72,11 @@ __all__ = [
 DEVICE_SCANS = frozenset({
     "cum_sum", "cum_prod", "cum_min", "cum_max", "cum_count", "forward_fill", "backward_fill",
     "shift", "shift_in_range", "rolling_sum", "rolling_mean", "rolling_var", "rolling_std",
-    "rolling_min", "rolling_max",
+    "rolling_min", "rolling_max", "ewm_mean",
 })  # fmt: skip
 
 _RUNNING = ("cum_sum", "cum_prod", "cum_min", "cum_max", "cum_count", "forward_fill",
-            "backward_fill")  # fmt: skip
+            "backward_fill", "ewm_weight", "ewm_mean")  # fmt: skip
 
 _C_TYPES = {
     np.dtype(np.int64): "long long",
@@ -138,7 +147,7 @@ def _wrap(ct: str, a: str, op: str, b: str) -> str:
     return f"({a}) {op} ({b})"
 
 
-def _state(func: str, ct: str) -> tuple[str, str, str, str, str]:
+def _state(func: str, options: tuple[Any, ...], ct: str) -> tuple[str, str, str, str, str]:
     """C pieces of a running scan's state: (fields, identity, lift, combine, emit).
 
     ``lift`` makes ``r`` the state of row ``row`` (at scan position ``p``);
@@ -168,6 +177,8 @@ def _state(func: str, ct: str) -> tuple[str, str, str, str, str]:
             "long long c;", "s.c = 0;", f"r.c = {valid} ? 1 : 0;", "a.c += b.c;",
             "out[row] = (unsigned int)s.c; ov[row] = 1;",
         )  # fmt: skip
+    if func in ("ewm_weight", "ewm_mean"):
+        return _ewm_state(func, options, ct)
     # fills: the last non-null scan position (-1: none yet); positions only grow
     return (
         "long long last;", "s.last = -1;", f"r.last = {valid} ? p : -1;",
@@ -176,6 +187,48 @@ def _state(func: str, ct: str) -> tuple[str, str, str, str, str]:
         "        else if (s.last >= 0 && (limit < 0 || p - s.last <= limit)) {\n"
         "            out[row] = x[ROW(s.last)]; ov[row] = 1;\n"
         f"        }} else {{ out[row] = ({ct})0; ov[row] = 0; }}",
+    )  # fmt: skip
+
+
+def _literal(value: float, ct: str) -> str:
+    """``value`` rounded to ``ct`` as the CPU rounds it (``compute.type(value)``), exactly."""
+    if value != value or value in (float("inf"), float("-inf")):
+        return _nan(ct) if value != value else ("-" if value < 0 else "") + _inf(ct)
+    return f"(({ct}){float(value).hex()})"
+
+
+def _ewm_state(func: str, options: tuple[Any, ...], ct: str) -> tuple[str, str, str, str, str]:
+    """``ewm_mean`` as two running scans of affine maps (see `generate_scan`).
+
+    ``ewm_weight``: each row's weight after it, ``w -> a*w + b`` per row (decay by
+    ``1 - alpha``, then ``+ 1``, or ``= 1`` without ``adjust``), written to ``out``.
+    ``ewm_mean``: ``m -> (1 - r)*m + r*x`` per non-null row, ``r = new_wt / (w*(1 -
+    alpha) + new_wt)`` from the weight after the row before (``wt``), and the rows'
+    non-null count; a map composed with the ones before it, applied to 0, is the mean.
+    """
+    alpha, adjust, min_samples, ignore_nulls = options
+    a = _literal(alpha, ct)
+    keep = f"(({ct})1 - {a})"
+    new_wt = f"({ct})1" if adjust else a
+    affine = "a.b = b.a * a.b + b.b; a.a = b.a * a.a;"  # `a` first, then `b`
+    if func == "ewm_weight":
+        on_valid = f"r.a = {keep if adjust else f'({ct})0'}; r.b = ({ct})1;"
+        on_null = f"r.a = {f'({ct})1' if ignore_nulls else keep}; r.b = ({ct})0;"
+        return (
+            f"{ct} a; {ct} b;", f"s.a = ({ct})1; s.b = ({ct})0;",
+            f"if (VALID(row)) {{ {on_valid} }} else {{ {on_null} }}",
+            affine, "out[row] = s.b; ov[row] = 1;",
+        )  # fmt: skip
+    least = max(int(min_samples), 1)
+    return (
+        f"{ct} a; {ct} b; long long c;", f"s.a = ({ct})1; s.b = ({ct})0; s.c = 0;",
+        f"if (VALID(row)) {{\n"
+        f"        const {ct} decayed = (p > 0 ? wt[p - 1] : ({ct})0) * {keep};\n"
+        f"        const {ct} q = {new_wt} / (decayed + {new_wt});\n"
+        f"        r.a = ({ct})1 - q; r.b = q * x[row]; r.c = 1;\n"
+        f"    }} else {{ r.a = ({ct})1; r.b = ({ct})0; r.c = 0; }}",
+        affine + " a.c += b.c;",
+        f"out[row] = s.b; ov[row] = VALID(row) && s.c >= {least};",
     )  # fmt: skip
 
 
@@ -208,7 +261,7 @@ def generate_scan(func: str, options: tuple[Any, ...], compute: np.dtype[Any],
     the others are kernel arguments. ``nullable``: some row of the input is null.
     """
     ct = _C_TYPES[np.dtype(compute)]
-    reads_values = func not in ("cum_count", "shift_in_range")
+    reads_values = func not in ("cum_count", "shift_in_range", "ewm_weight")
     out_ct = "unsigned int" if func == "cum_count" else ct
     head = [
         f"// colbridge scan: {func} in {ct}",
@@ -246,7 +299,9 @@ def _running(func: str, options: tuple[Any, ...], ct: str, out_ct: str, head: li
              inputs: list[tuple[str, str]], outputs: list[tuple[str, str]], reads_values: bool,
              nullable: bool) -> ScanProgram:  # fmt: skip
     reverse = bool(options[0]) if func.startswith("cum_") else func == "backward_fill"
-    fields, identity, lift, combine, emit = _state(func, ct)
+    # `ewm_weight` (the first scan of an `ewm_mean`) writes weights, not values
+    reads_values = reads_values and func != "ewm_weight"
+    fields, identity, lift, combine, emit = _state(func, options, ct)
     head += [
         "#define ROW(p) " + ("(n - 1 - (p))" if reverse else "(p)"),
         f"struct cb_state {{ {fields} }};",
@@ -254,13 +309,15 @@ def _running(func: str, options: tuple[Any, ...], ct: str, out_ct: str, head: li
         "__device__ __forceinline__ void cb_combine(cb_state& a, const cb_state& b) { "
         + combine + " }",
     ]
-    xs = ", const " + ct + "* __restrict__ x" if reads_values else ""
-    vs = ", const unsigned char* __restrict__ xv" if nullable else ""
+    if func == "ewm_mean":  # each row's weight, from the `ewm_weight` scan before it
+        inputs = [*inputs, (f"const {ct}*", "wt")]
+    lifted = [(c, p) for c, p in inputs if p != "n"]
+    decls = "".join(f", {c} __restrict__ {p}" for c, p in lifted)
     head.append(
-        f"__device__ __forceinline__ void cb_lift(cb_state& r, long long p, long long n{xs}{vs}) "
+        f"__device__ __forceinline__ void cb_lift(cb_state& r, long long p, long long n{decls}) "
         f"{{\n    const long long row = ROW(p);\n    {lift}\n}}"
     )
-    args = "p, n" + (", x" if reads_values else "") + (", xv" if nullable else "")
+    args = "p, n" + "".join(f", {p}" for _, p in lifted)
     # each thread's run of consecutive scan positions within chunk `c`
     run = """const long long per = (chunk + blockDim.x - 1) / blockDim.x;
         long long lo = c * chunk + (long long)threadIdx.x * per;

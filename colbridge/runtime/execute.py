@@ -496,10 +496,9 @@ def grouping(
         why = device_scan_reason(scan.func, bool(scan.keys.exprs), streams is not None) \
             if on_device is not None else None  # fmt: skip
         if on_device is not None and why is None:
-            out.scanned[name], how = on_device(scan.func, scan.options, arg, *types,
-                                               report.stats)  # fmt: skip
-            report.stats.kernels.append(f"scan [{scan!r}]: generated CUDA scan on the device "
-                                        f"({how})")  # fmt: skip
+            out.scanned[name], where = on_device(scan.func, scan.options, arg, *types,
+                                                 report.stats)  # fmt: skip
+            report.stats.kernels.append(f"scan [{scan!r}]: {where}")
             continue
         if streams is None:
             out.scanned[name] = run_scan(scan.func, scan.options, arg, *types, keyed)

@@ -235,6 +235,8 @@ def _grouped_work(seg: Segment, target: str) -> tuple[int, int, list[tuple[int, 
             else None  # fmt: skip
         if target == "cuda" and why is None:
             where = "generated CUDA scan on the device"
+            if scan.func == "ewm_mean":  # decided per column, by its values
+                where += " (on the host CPU where the column holds NaN or an infinity)"
         elif target == "cuda":
             where = f"compiled scan on the host CPU ({why}), its result uploaded"
         else:

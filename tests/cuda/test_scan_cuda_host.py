@@ -51,9 +51,15 @@ ROLLING = [(f, w) for f in ("rolling_sum", "rolling_mean", "rolling_var", "rolli
                             "rolling_min", "rolling_max") for w in WINDOWS]  # fmt: skip
 SHIFTS = [("shift", (2, None)), ("shift", (-3, 7)), ("shift", (0, None)), ("shift", (40, 1)),
           ("shift", (-500, None)), ("shift_in_range", (5,)), ("shift_in_range", (-1,))]  # fmt: skip
-CASES = RUNNING + ROLLING + SHIFTS
+#: (alpha, adjust, min_samples, ignore_nulls); ewm computes in floats only (typing casts)
+EWM = [("ewm_mean", (0.3, True, 1, False)), ("ewm_mean", (0.3, False, 2, True)),
+       ("ewm_mean", (0.05, True, 3, True)), ("ewm_mean", (0.9, False, 1, False)),
+       ("ewm_mean", (1.0, True, 1, False))]  # fmt: skip
+CASES = RUNNING + ROLLING + SHIFTS + EWM
 #: the running scans: chunks and carries (the others are row-wise)
-RUNNING_FUNCS = frozenset(f for f, _ in RUNNING)
+RUNNING_FUNCS = frozenset(f for f, _ in RUNNING + EWM)
+#: every case with every compute type it is typed in
+MATRIX = [(f, o, k) for f, o in CASES for k in COMPUTE if f != "ewm_mean" or k[0] == "f"]
 
 #: lengths: empty, one row, around a warp and a block (64 on the host), past two chunks
 LENGTHS = (0, 1, 2, 65, 333)
@@ -87,6 +93,8 @@ def _column(kind: str, n: int, seed: int, func: str, nulls: str = "random") -> p
         if func == "cum_prod":  # near 1, so products neither vanish nor overflow
             values = (rng.uniform(0.9, 1.1, n) * rng.choice([-1, 1], n)).astype(dtype)
         special = rng.random(n)
+        if func == "ewm_mean":  # non-finite values send it to the host (tested apart)
+            special[:] = 1.0
         values[special < 0.03] = np.nan
         values[(special >= 0.03) & (special < 0.05)] = np.inf
         values[(special >= 0.05) & (special < 0.06)] = -np.inf
@@ -167,8 +175,8 @@ def _check(func: str, options: tuple[Any, ...], kind: str, n: int, chunk: int, s
     _match(got, want, func, kind, values, what)
 
 
-@pytest.mark.parametrize(("func", "options"), CASES, ids=[f"{f}{o}" for f, o in CASES])
-@pytest.mark.parametrize("kind", list(COMPUTE))
+@pytest.mark.parametrize(("func", "options", "kind"), MATRIX,
+                         ids=[f"{k}-{f}{o}" for f, o, k in MATRIX])  # fmt: skip
 def test_scan_kernels_match_the_cpu_scans(host: HostRuntime, func: str, options: tuple[Any, ...],
                                           kind: str) -> None:  # fmt: skip
     launches = host.launches
@@ -192,6 +200,22 @@ def test_null_patterns(host: HostRuntime, func: str, options: tuple[Any, ...],
             _check(func, options, kind, n, 5, seed=n, nulls=nulls)
 
 
+def test_ewm_over_nonfinite_values_runs_on_the_host(host: HostRuntime) -> None:
+    values = pa.array([1.0, None, np.inf, 2.0, np.nan, 3.0])
+    options = (0.5, True, 1, False)
+    launches = host.launches
+    got, where = runner.run_device_scan("ewm_mean", options, values, DType.FLOAT64,
+                                        DType.FLOAT64, RunStats())  # fmt: skip
+    assert where == runner.EWM_NONFINITE
+    assert host.launches == launches
+    want = run_scan("ewm_mean", options, values, DType.FLOAT64, DType.FLOAT64, None)
+    assert got.is_valid().equals(want.is_valid())
+    np.testing.assert_array_equal(got.to_numpy(zero_copy_only=False),
+                                  want.to_numpy(zero_copy_only=False))  # fmt: skip
+    assert got[2].as_py() == np.inf
+    assert np.isnan(got[3].as_py())  # polars: an infinite mean turns NaN at the next value
+
+
 def test_many_chunks_many_blocks(host: HostRuntime) -> None:
     """More chunks than blocks (grid-stride over chunks), threads with runs of several rows."""
     for func, options in RUNNING[::2]:
@@ -205,7 +229,8 @@ def test_default_chunking_and_report(host: HostRuntime) -> None:
                                       RunStats())  # fmt: skip
     chunk = runner.chunk_rows_for(3000, 64, 2)
     assert chunk == 1500
-    assert how == f"3 launch(es), 2 chunk(s) of {chunk} rows, carries scanned, then fixed up"
+    assert how == (f"generated CUDA scan on the device (3 launch(es), 2 chunk(s) of {chunk} "
+                   "rows, carries scanned, then fixed up)")
     want = run_scan("cum_sum", (False,), values, DType.FLOAT64, DType.FLOAT64, None)
     _match(got, want, "cum_sum", "float64", values, "default chunks")
     assert runner.chunk_rows_for(10, 256, 1000) == 16 * 256
@@ -241,6 +266,8 @@ def _ordered(m: Any, q: Any, floats: bool) -> Any:
         "rv": a.rolling_var(3, min_samples=2), "rd": a.rolling_std(6, min_samples=3),
         "rn": a.rolling_min(3, min_samples=1, center=True), "rx": a.rolling_max(2),
         "big": a.rolling_sum(999, min_samples=1), "k": a.cum_sum().over("g"),
+        "e": a.ewm_mean(alpha=0.3, min_samples=2), "e2": a.ewm_mean(span=4, adjust=False,
+                                                                 ignore_nulls=True),
     }
     if not floats:  # products of 16-bit and wider integers wrap; polars' too, but keep it small
         del out["cp"]
@@ -258,7 +285,9 @@ def test_plans_match_polars(monkeypatch: pytest.MonkeyPatch, dtype: pa.DataType,
     got = pl.from_arrow(compute_on_host(q, HostRuntime(block=32, max_blocks=2)))
     want = _ordered(pl, pl.from_arrow(table).lazy(), floats).collect()
     tol = 1e-5 if dtype == pa.float32() else 1e-9
-    assert_frame_equal(got, want, rel_tol=tol, abs_tol=tol * 1e-2)
+    # floats in another order: close relative to the values' magnitude (docs/ordered.md)
+    scale = max((abs(float(v)) for v in table["a"].to_pylist() if v is not None), default=1.0)
+    assert_frame_equal(got, want, rel_tol=tol, abs_tol=tol * scale)
     scans = [k for k in q.last_report.stats.kernels if k.startswith("scan [")]
     on_device = [k for k in scans if ": generated CUDA scan on the device" in k]
     assert len(on_device) == len(scans) - 1  # all but the scan per group
@@ -274,7 +303,9 @@ def test_explain_names_device_and_host_scans() -> None:
         "scan on the device" in text  # fmt: skip
     assert "compiled scan on the host CPU (scans per group (`.over`) run on the host), its " \
         "result uploaded" in text  # fmt: skip
-    assert "compiled scan on the host CPU (`ewm_mean` has no CUDA scan yet)" in text
+    assert 'scan pass: col("x").ewm_mean(0.5, True, 1, False) over the rows in frame order; ' \
+        "generated CUDA scan on the device (on the host CPU where the column holds NaN or an " \
+        "infinity)" in text  # fmt: skip
     cpu = q.explain(device="cpu")
     assert "generated CUDA" not in cpu
     assert "compiled scan on the host CPU (its result" in cpu
