@@ -730,16 +730,18 @@ def run_scan(
     arg_type: DType,
     result: DType,
     stats: RunStats,
+    groups: GroupIds | None = None,
 ) -> tuple[pa.Array, str]:
     """One ordered operation over a whole column on the GPU (generated CUDA scans).
 
-    Computes what `colbridge.backends.scans.run_scan` computes without keys, for the
-    functions `colbridge.codegen.cuda_scans.device_scan_reason` lets through; returns
-    the result and where it ran, for the report. See `colbridge.backends.cuda_scans`.
+    Computes what `colbridge.backends.scans.run_scan` computes (per group of
+    ``groups`` with keys), for the functions
+    `colbridge.codegen.cuda_scans.device_scan_reason` lets through; returns the
+    result and where it ran, for the report. See `colbridge.backends.cuda_scans`.
     """
     from colbridge.backends.cuda_scans import run_device_scan  # it imports this module
 
-    return run_device_scan(func, options, arg, arg_type, result, stats)
+    return run_device_scan(func, options, arg, arg_type, result, stats, groups)
 
 
 def reduce_partials(

@@ -28,10 +28,11 @@ from colbridge.backends.cuda import (
     _typed_args,
     current_options,
 )
+from colbridge.backends.groups import GroupIds
 from colbridge.backends.kernel_cache import kernel_cache
 from colbridge.backends.scans import run_scan
 from colbridge.codegen.cuda import CudaKernelSource
-from colbridge.codegen.cuda_scans import MAX_BLOCK, ScanProgram, generate_scan
+from colbridge.codegen.cuda_scans import MAX_BLOCK, STATE_BYTES, ScanProgram, generate_scan
 from colbridge.memory.cuda import cuda_error, cuda_failures, cupy_module
 from colbridge.types import DType
 
@@ -80,14 +81,18 @@ def run_device_scan(
     arg_type: DType,
     result: DType,
     stats: RunStats,
+    groups: GroupIds | None = None,
     *,
     chunk_rows: int | None = None,
 ) -> tuple[pa.Array, str]:
     """``func`` over ``arg`` on the GPU, as `colbridge.backends.scans.run_scan` computes it.
 
-    Returns the result and where it ran, for the report (`ON_DEVICE` with its launches
-    and chunks; an ``ewm_mean`` over NaN or infinities runs on the host). ``chunk_rows``
-    fixes a running scan's chunk length (tests cut small inputs into many chunks);
+    ``groups``: scan each group on its own (``.over``), rows in frame order; the rows
+    are ordered by group on the host (a stable counting sort, as the CPU scan does)
+    and the kernels walk that order. Returns the result and where it ran, for the
+    report (`ON_DEVICE` with its launches and chunks; an ``ewm_mean`` over NaN or
+    infinities runs on the host). ``chunk_rows`` fixes a running scan's chunk length
+    (tests cut small inputs into many chunks);
     by default `chunk_rows_for`. Raises `DeviceError` when CUDA fails.
     """
     opts = current_options()
@@ -98,7 +103,8 @@ def run_device_scan(
         with cp.cuda.Device(opts.device):  # the caller's current device comes back after
             session = _Session(cp, opts, legacy)
             try:
-                ran = _run(session, func, options, arg, arg_type, result, stats, chunk_rows)
+                ran = _run(session, func, options, arg, arg_type, result, stats, chunk_rows,
+                           groups)  # fmt: skip
             except BaseException:
                 session.close(strict=False)  # the first error is the one to report
                 raise
@@ -118,8 +124,8 @@ EWM_NONFINITE = ("on the host CPU (`ewm_mean` over NaN or infinite values follow
 
 
 def _run(s: _Session, func: str, options: tuple[Any, ...], arg: pa.Array, arg_type: DType,
-         result: DType, stats: RunStats,
-         chunk_rows: int | None) -> tuple[pa.Array, str]:  # fmt: skip
+         result: DType, stats: RunStats, chunk_rows: int | None,
+         groups: GroupIds | None) -> tuple[pa.Array, str]:  # fmt: skip
     n = len(arg)
     compute = scans._compute_type(arg_type)
     values, valid = scans._inputs(func, arg, compute)
@@ -129,17 +135,18 @@ def _run(s: _Session, func: str, options: tuple[Any, ...], arg: pa.Array, arg_ty
     if func == "ewm_mean" and not np.isfinite(values[valid]).all():
         # the parallel form composes affine maps, in which an infinite mean does not
         # turn into NaN at the next value as polars' recurrence does
-        return run_scan(func, options, arg, arg_type, result, None), EWM_NONFINITE
+        return run_scan(func, options, arg, arg_type, result, groups), EWM_NONFINITE
     nullable = func != "shift_in_range" and not bool(valid.all())
-    programs = [generate_scan(f, options, compute, nullable)
+    keyed = groups is not None and groups.ids is not None
+    programs = [generate_scan(f, options, compute, nullable, keyed)
                 for f in (("ewm_weight", "ewm_mean") if func == "ewm_mean" else (func,))]
     loaded = [_load(s, program, stats) for program in programs]
     geo = s.geometry
     block = min(geo.block, MAX_BLOCK)
     chunk = chunk_rows or chunk_rows_for(n, block, geo.max_reduce_blocks)
     chunks = -(-n // chunk)
-    state_bytes = _STATE_BYTES * chunks
-    wanted = values.nbytes + n + 2 * out.nbytes + n + state_bytes
+    state_bytes = STATE_BYTES * chunks
+    wanted = values.nbytes + n + 2 * out.nbytes + n + state_bytes + 12 * n * keyed
     s.budget(wanted, wanted)
     slot = s.slot(0)
     args: list[Any] = [n]
@@ -148,6 +155,15 @@ def _run(s: _Session, func: str, options: tuple[Any, ...], arg: pa.Array, arg_ty
             args.append(_upload(s, slot, "x", values))
         if nullable:
             args.append(_upload(s, slot, "xv", valid.view(np.uint8)))
+        sort = ""
+        if keyed:
+            assert groups is not None
+            ids = groups.ids
+            assert ids is not None
+            order, _ = scans._kernels().counting_order(ids, groups.count)
+            args.append(_upload(s, slot, "order", order.astype(np.int64, copy=False)))
+            args.append(_upload(s, slot, "gid", ids[order].astype(np.int32, copy=False)))
+            sort = f"{groups.count} group(s) in rows ordered by group (a stable sort on the host), "
         dev_out = s.device_buffer(slot, ("scan", "out"), out.nbytes)
         dev_valid = s.device_buffer(slot, ("scan", "ov"), n)
         launches = 0
@@ -160,7 +176,7 @@ def _run(s: _Session, func: str, options: tuple[Any, ...], arg: pa.Array, arg_ty
             inputs = list(args)
             if func == "ewm_mean":  # the weights first, into a buffer the means read
                 weights = s.device_buffer(slot, ("scan", "wt"), out.nbytes)
-                weight_inputs = [n] + ([args[-1]] if nullable else [])
+                weight_inputs = [n, *args[2:]]  # all but the values
                 _running(loaded[0], weight_inputs, [weights, dev_valid], tu, grid, block, chunk)
                 inputs.append(weights)
                 launches += 3
@@ -192,11 +208,7 @@ def _run(s: _Session, func: str, options: tuple[Any, ...], arg: pa.Array, arg_ty
     got = np.frombuffer(buf_out, dtype=out.dtype, count=n).copy()
     got_valid = np.frombuffer(buf_valid, dtype=np.uint8, count=n).view(np.bool_).copy()
     array = scans._result(func, got, got_valid, result)
-    return array, f"{ON_DEVICE} ({launches} launch(es), {how})"
-
-
-#: bytes of one chunk's carry (the largest state: two 8-byte values and a count)
-_STATE_BYTES = 32
+    return array, f"{ON_DEVICE} ({sort}{launches} launch(es), {how})"
 
 
 def _running(loaded: _Loaded, inputs: list[Any], outputs: list[Any], tu: int, grid: int,

@@ -87,18 +87,18 @@ _C_TYPES = {
 
 #: the widest block a running scan's shared arrays hold
 MAX_BLOCK = 1024
+#: bytes of one chunk's carry in device memory (the largest state: two 8-byte values, a
+#: count and a group flag)
+STATE_BYTES = 32
 
 
-def device_scan_reason(func: str, keyed: bool, streamed: bool = False) -> str | None:
+def device_scan_reason(func: str, streamed: bool = False) -> str | None:
     """Why ordered function ``func`` stays on the host under the CUDA backend (None: it does not).
 
-    ``keyed``: it runs per group (``.over``); ``streamed``: it carries state across
-    the batches of a stream.
+    ``streamed``: it carries state across the batches of a stream.
     """
     if streamed:
         return "a stream carries its state from batch to batch on the host"
-    if keyed:
-        return "scans per group (`.over`) run on the host"
     if func not in DEVICE_SCANS:
         return f"`{func}` has no CUDA scan yet"
     return None
@@ -217,13 +217,13 @@ def _ewm_state(func: str, options: tuple[Any, ...], ct: str) -> tuple[str, str, 
         return (
             f"{ct} a; {ct} b;", f"s.a = ({ct})1; s.b = ({ct})0;",
             f"if (VALID(row)) {{ {on_valid} }} else {{ {on_null} }}",
-            affine, "out[row] = s.b; ov[row] = 1;",
+            affine, "out[p] = s.b; ov[row] = 1;",  # by scan position: `ewm_mean` reads it
         )  # fmt: skip
     least = max(int(min_samples), 1)
     return (
         f"{ct} a; {ct} b; long long c;", f"s.a = ({ct})1; s.b = ({ct})0; s.c = 0;",
         f"if (VALID(row)) {{\n"
-        f"        const {ct} decayed = (p > 0 ? wt[p - 1] : ({ct})0) * {keep};\n"
+        f"        const {ct} decayed = (HEAD(p) ? ({ct})0 : wt[p - 1]) * {keep};\n"
         f"        const {ct} q = {new_wt} / (decayed + {new_wt});\n"
         f"        r.a = ({ct})1 - q; r.b = q * x[row]; r.c = 1;\n"
         f"    }} else {{ r.a = ({ct})1; r.b = ({ct})0; r.c = 0; }}",
@@ -253,38 +253,50 @@ def _kernel(name: str, params: list[tuple[str, str]], source: str) -> CudaKernel
 
 
 def generate_scan(func: str, options: tuple[Any, ...], compute: np.dtype[Any],
-                  nullable: bool) -> ScanProgram:  # fmt: skip
+                  nullable: bool, keyed: bool = False) -> ScanProgram:  # fmt: skip
     """The CUDA scan of ``func`` (a `DEVICE_SCANS` name) computing in ``compute``.
 
     ``options`` are the scan's (as `colbridge.backends.scans.run_scan` takes them);
     those that shape the code (direction, which operation) are baked into the text,
     the others are kernel arguments. ``nullable``: some row of the input is null.
+    ``keyed``: a scan per group (``.over``). The kernels then walk *positions* of the
+    rows sorted stably by group (``order[p]`` is the row at position ``p``, ``gid[p]``
+    its group): running scans restart at each group's first position (a segmented
+    scan: a state that starts a group replaces the one before it), windows and
+    shifts keep to positions of the row's own group, and every row is read and
+    written at its own place, so nothing is gathered or scattered apart.
     """
     ct = _C_TYPES[np.dtype(compute)]
     reads_values = func not in ("cum_count", "shift_in_range", "ewm_weight")
     out_ct = "unsigned int" if func == "cum_count" else ct
     head = [
-        f"// colbridge scan: {func} in {ct}",
+        f"// colbridge scan: {func} in {ct}" + (", per group" if keyed else ""),
         "#define VALID(r) " + ("(xv[(r)] != 0)" if nullable else "true"),
+        # the row at sorted position k; whether positions i and k hold rows of one group
+        "#define ORD(k) " + ("(order[(k)])" if keyed else "(k)"),
+        "#define SAME(i, k) " + ("(gid[(i)] == gid[(k)])" if keyed else "true"),
     ]
     inputs = _params(ct, reads_values, nullable)
+    if keyed:
+        inputs += [("const long long*", "order"), ("const int*", "gid")]
     outputs = [(f"{out_ct}*", "out"), ("unsigned char*", "ov")]
     if func in _RUNNING:
         return _running(func, options, ct, out_ct, head, inputs, outputs, reads_values,
-                        nullable)  # fmt: skip
+                        nullable, keyed)  # fmt: skip
     if func in ("shift", "shift_in_range"):
         params = [*inputs, *outputs, ("long long", "steps"), (ct, "fill"), ("int", "has_fill")]
-        read = "out[i] = x[k]; ov[i] = VALID(k);" if reads_values else \
-            f"out[i] = ({ct})0; ov[i] = 1;"  # fmt: skip
+        read = "out[row] = x[ORD(k)]; ov[row] = VALID(ORD(k));" if reads_values else \
+            f"out[row] = ({ct})0; ov[row] = 1;"  # fmt: skip
         body = f"""{_signature("scan_shift", params)} {{
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {{
         const long long k = i - steps;
-        if (k >= 0 && k < n) {{
+        const long long row = ORD(i);
+        if (k >= 0 && k < n && SAME(i, k)) {{
             {read}
         }} else {{
-            out[i] = fill;
-            ov[i] = has_fill != 0;
+            out[row] = fill;
+            ov[row] = has_fill != 0;
         }}
     }}
 }}
@@ -292,19 +304,28 @@ def generate_scan(func: str, options: tuple[Any, ...], compute: np.dtype[Any],
         source = "\n".join(head) + "\n\n" + body
         return ScanProgram(func, source, (_kernel("scan_shift", params, source),), False,
                            reads_values, nullable, out_ct)  # fmt: skip
-    return _rolling(func, ct, head, inputs, outputs, nullable)
+    return _rolling(func, ct, head, inputs, outputs, nullable, keyed)
 
 
 def _running(func: str, options: tuple[Any, ...], ct: str, out_ct: str, head: list[str],
              inputs: list[tuple[str, str]], outputs: list[tuple[str, str]], reads_values: bool,
-             nullable: bool) -> ScanProgram:  # fmt: skip
+             nullable: bool, keyed: bool) -> ScanProgram:  # fmt: skip
     reverse = bool(options[0]) if func.startswith("cum_") else func == "backward_fill"
-    # `ewm_weight` (the first scan of an `ewm_mean`) writes weights, not values
-    reads_values = reads_values and func != "ewm_weight"
     fields, identity, lift, combine, emit = _state(func, options, ct)
+    if keyed:  # segmented: a state that starts a group replaces everything before it
+        fields += " int head;"
+        identity += " s.head = 0;"
+        lift += "\n    r.head = HEAD(p);"
+        # (a combine may copy `b` whole: the flag of `a` is kept around it)
+        combine = f"if (b.head) {{ a = b; }} else {{ const int h = a.head; {combine} a.head = h; }}"
     head += [
-        "#define ROW(p) " + ("(n - 1 - (p))" if reverse else "(p)"),
+        # the sorted position of scan position p, and the row there
+        "#define IDX(p) " + ("(n - 1 - (p))" if reverse else "(p)"),
+        "#define ROW(p) ORD(IDX(p))",
+        "#define HEAD(p) " + ("((p) == 0 || gid[IDX(p)] != gid[IDX((p) - 1)])" if keyed
+                              else "((p) == 0)"),
         f"struct cb_state {{ {fields} }};",
+        f"static_assert(sizeof(cb_state) <= {STATE_BYTES}, \"a chunk carry's room\");",
         "__device__ __forceinline__ void cb_identity(cb_state& s) { " + identity + " }",
         "__device__ __forceinline__ void cb_combine(cb_state& a, const cb_state& b) { "
         + combine + " }",
@@ -405,7 +426,8 @@ def _running(func: str, options: tuple[Any, ...], ct: str, out_ct: str, head: li
 
 
 def _rolling(func: str, ct: str, head: list[str], inputs: list[tuple[str, str]],
-             outputs: list[tuple[str, str]], nullable: bool) -> ScanProgram:  # fmt: skip
+             outputs: list[tuple[str, str]], nullable: bool,
+             keyed: bool) -> ScanProgram:  # fmt: skip
     params = [*inputs, *outputs, ("long long", "window"), ("long long", "min_samples"),
               ("long long", "offset")]  # fmt: skip
     if func in ("rolling_var", "rolling_std"):
@@ -482,6 +504,12 @@ def _rolling(func: str, ct: str, head: list[str], inputs: list[tuple[str, str]],
         }}
         out[i] = {nan}(have ? best : ({ct})0);
         ov[i] = count >= min_samples && count > 0;"""
+    # positions of the group only: its rows are contiguous, and the window holds row i
+    clip = """while (start < i && !SAME(i, start)) ++start;
+        while (end - 1 > i && !SAME(i, end - 1)) --end;
+        """ if keyed else ""
+    inner = inner.replace("VALID(k)", "VALID(ORD(k))").replace("x[k]", "x[ORD(k)]")
+    inner = inner.replace("out[i]", "out[row]").replace("ov[i]", "ov[row]")
     body = f"""{_signature("scan_rolling", params)} {{
     // one row per thread: its window [i - offset, i - offset + window) read in full, the
     // rows before the block's first row (its halo) included
@@ -492,6 +520,7 @@ def _rolling(func: str, ct: str, head: list[str], inputs: list[tuple[str, str]],
         if (start < 0) start = 0;
         if (end > n) end = n;
         if (end < start) end = start;
+        {clip}const long long row = ORD(i);
         long long count = 0;
         {inner}
     }}

@@ -493,12 +493,12 @@ def grouping(
         where = f" over {groups.count} group(s)" if scan.keys.exprs else ""
         # the CUDA backend runs the scans it has kernels for on the device (`run_scan`)
         on_device = getattr(backend, "run_scan", None)
-        why = device_scan_reason(scan.func, bool(scan.keys.exprs), streams is not None) \
-            if on_device is not None else None  # fmt: skip
+        why = device_scan_reason(scan.func, streams is not None) if on_device is not None \
+            else None  # fmt: skip
         if on_device is not None and why is None:
-            out.scanned[name], where = on_device(scan.func, scan.options, arg, *types,
-                                                 report.stats)  # fmt: skip
-            report.stats.kernels.append(f"scan [{scan!r}]: {where}")
+            out.scanned[name], done = on_device(scan.func, scan.options, arg, *types,
+                                                report.stats, keyed)  # fmt: skip
+            report.stats.kernels.append(f"scan [{scan!r}]{where}: {done}")
             continue
         if streams is None:
             out.scanned[name] = run_scan(scan.func, scan.options, arg, *types, keyed)

@@ -231,8 +231,7 @@ def _grouped_work(seg: Segment, target: str) -> tuple[int, int, list[tuple[int, 
         passes += 1
         groups = "each group on its own, rows in frame order" if scan.keys.exprs \
             else "the rows in frame order"  # fmt: skip
-        why = device_scan_reason(scan.func, bool(scan.keys.exprs)) if target == "cuda" \
-            else None  # fmt: skip
+        why = device_scan_reason(scan.func) if target == "cuda" else None
         if target == "cuda" and why is None:
             where = "generated CUDA scan on the device"
             if scan.func == "ewm_mean":  # decided per column, by its values

@@ -1,8 +1,7 @@
 """Ordered operations on the CUDA backend without a GPU: the host runtime runs its kernels.
 
-Scans without keys run as generated CUDA scans (`colbridge.backends.cuda_scans`);
-scans per group, and ``ewm_mean`` over NaN or infinities, run on the host CPU
-(`colbridge.backends.scans`);
+Scans run as generated CUDA scans (`colbridge.backends.cuda_scans`); ``ewm_mean``
+over NaN or infinities runs on the host CPU (`colbridge.backends.scans`);
 the CUDA segment runner reads either result as an input column. These tests run
 the real CUDA runner with its generated kernels compiled by g++ (`HostRuntime`),
 compare with the CPU backend and polars, and check that the report says where the
@@ -60,10 +59,8 @@ def test_cuda_runner_reads_scan_results(n: int) -> None:
     scans = [k for k in kernels if k.startswith("scan [")]
     assert scans
     keyed = [k for k in scans if ".over(" in k]
-    assert keyed
-    assert all(k.endswith("on the host CPU (scans per group (`.over`) run on the host)")
-               for k in keyed)  # fmt: skip
-    assert any("group(s)" in k for k in keyed)
+    assert len(keyed) == 3
+    assert all("group(s): generated CUDA scan on the device (" in k for k in keyed)
     # the data holds NaN: an ewm_mean over it follows polars' recurrence on the host
     ewm = [k for k in scans if "ewm_mean" in k]
     assert len(ewm) == 1
@@ -80,7 +77,8 @@ def test_cuda_explain_names_the_host_scan() -> None:
     q = cb.lazy(_table(20, seed=3)).with_columns(y=x.cum_sum().over("g") * 2, s=x.shift(1))
     text = q.explain(device="cpu", target="cuda", source=True)
     assert "scan pass: col(\"x\").cum_sum(False).over(col(\"g\"))" in text
-    assert "on the host CPU (scans per group (`.over`) run on the host)" in text
+    assert "over each group on its own, rows in frame order; generated CUDA scan on the " \
+        "device" in text  # fmt: skip
     assert 'scan pass: col("x").shift(1, None) over the rows in frame order; generated CUDA ' \
         "scan on the device" in text  # fmt: skip
     assert "__global__" in text  # the row pass's CUDA source reads the scan's column

@@ -25,6 +25,7 @@ import colbridge as cb
 from colbridge.backends import cuda_scans as runner
 from colbridge.backends.common import RunStats
 from colbridge.backends.cuda import compile_nvrtc, use_runtime
+from colbridge.backends.groups import factorize
 from colbridge.backends.scans import run_scan
 from colbridge.codegen.cuda_scans import DEVICE_SCANS, generate_scan
 from colbridge.testing.cuda_host import HostRuntime, compute_on_host
@@ -165,13 +166,17 @@ def _result_type(func: str, kind: str) -> DType:
 
 
 def _check(func: str, options: tuple[Any, ...], kind: str, n: int, chunk: int, seed: int,
-           nulls: str = "random") -> None:  # fmt: skip
+           nulls: str = "random", groups: int = 0) -> None:  # fmt: skip
     values = _column(kind, n, seed, func, nulls)
     arg_type, result = COMPUTE[kind], _result_type(func, kind)
-    want = run_scan(func, options, values, arg_type, result, None)
+    keys = None
+    if groups:  # group ids in a random order, so each group's rows are scattered
+        keys = factorize([pa.array(np.random.default_rng(seed).integers(0, groups, n))], n)
+    want = run_scan(func, options, values, arg_type, result, keys)
     got, how = runner.run_device_scan(func, options, values, arg_type, result, RunStats(),
-                                      chunk_rows=chunk)  # fmt: skip
-    what = f"{func}{options} {kind} n={n} chunk={chunk} nulls={nulls} ({how})"
+                                      keys, chunk_rows=chunk)  # fmt: skip
+    assert how.startswith(runner.ON_DEVICE), how
+    what = f"{func}{options} {kind} n={n} chunk={chunk} nulls={nulls} groups={groups} ({how})"
     _match(got, want, func, kind, values, what)
 
 
@@ -198,6 +203,22 @@ def test_null_patterns(host: HostRuntime, func: str, options: tuple[Any, ...],
     for kind in ("int64", "float64"):
         for n in (1, 64, 203):
             _check(func, options, kind, n, 5, seed=n, nulls=nulls)
+
+
+KEYED = [(f, o, k) for f, o in CASES for k in ("int64", "float64")
+         if f != "ewm_mean" or k == "float64"]  # fmt: skip
+
+
+@pytest.mark.parametrize(("func", "options", "kind"), KEYED,
+                         ids=[f"{k}-{f}{o}" for f, o, k in KEYED])  # fmt: skip
+def test_scan_kernels_per_group_match_the_cpu_scans(host: HostRuntime, func: str,
+                                                    options: tuple[Any, ...],
+                                                    kind: str) -> None:  # fmt: skip
+    """``.over(keys)``: segmented scans over the rows ordered by group, against the CPU's."""
+    for n in (1, 65, 333):
+        for groups in (1, 3, 40):
+            for chunk in (5, 64) if func in RUNNING_FUNCS else (5,):
+                _check(func, options, kind, n, chunk, seed=n + groups, groups=groups)
 
 
 def test_ewm_over_nonfinite_values_runs_on_the_host(host: HostRuntime) -> None:
@@ -290,8 +311,9 @@ def test_plans_match_polars(monkeypatch: pytest.MonkeyPatch, dtype: pa.DataType,
     assert_frame_equal(got, want, rel_tol=tol, abs_tol=tol * scale)
     scans = [k for k in q.last_report.stats.kernels if k.startswith("scan [")]
     on_device = [k for k in scans if ": generated CUDA scan on the device" in k]
-    assert len(on_device) == len(scans) - 1  # all but the scan per group
-    assert any(k.endswith("(scans per group (`.over`) run on the host)") for k in scans)
+    assert len(on_device) == len(scans)
+    assert any(" over 3 group(s): generated CUDA scan on the device (3 group(s) in rows " in k
+               for k in scans) == (n > 2)  # fmt: skip
 
 
 def test_explain_names_device_and_host_scans() -> None:
@@ -301,8 +323,8 @@ def test_explain_names_device_and_host_scans() -> None:
     text = q.explain(device="cpu", target="cuda")
     assert 'scan pass: col("x").cum_sum(False) over the rows in frame order; generated CUDA ' \
         "scan on the device" in text  # fmt: skip
-    assert "compiled scan on the host CPU (scans per group (`.over`) run on the host), its " \
-        "result uploaded" in text  # fmt: skip
+    assert 'scan pass: col("x").rolling_mean(2, 2, False, 1).over(col("g")) over each group ' \
+        "on its own, rows in frame order; generated CUDA scan on the device" in text  # fmt: skip
     assert 'scan pass: col("x").ewm_mean(0.5, True, 1, False) over the rows in frame order; ' \
         "generated CUDA scan on the device (on the host CPU where the column holds NaN or an " \
         "infinity)" in text  # fmt: skip
@@ -314,22 +336,23 @@ def test_explain_names_device_and_host_scans() -> None:
 # -- NVRTC ------------------------------------------------------------------------------
 
 
-def _variants() -> list[tuple[str, tuple[Any, ...], str, bool]]:
+def _variants() -> list[tuple[str, tuple[Any, ...], str, bool, bool]]:
     out = []
-    for func, options in CASES:
+    for func, options in [*CASES, ("ewm_weight", EWM[0][1])]:
         for kind in COMPUTE:
             for nullable in (False, True):
-                out.append((func, options, kind, nullable))
+                for keyed in (False, True):
+                    out.append((func, options, kind, nullable, keyed))
     return out
 
 
 def test_every_scan_kernel_compiles_with_nvrtc() -> None:
-    """Every generated scan text (functions x compute types x nullability) compiles for sm_90."""
+    """Every generated scan text (functions x types x nullability x keys) compiles for sm_90."""
     sources = {}
-    for func, options, kind, nullable in _variants():
-        program = generate_scan(func, options, np.dtype(kind), nullable)
+    for func, options, kind, nullable, keyed in _variants():
+        program = generate_scan(func, options, np.dtype(kind), nullable, keyed)
         sources[program.digest] = program
-    assert {p.func for p in sources.values()} == DEVICE_SCANS
+    assert {p.func for p in sources.values()} == DEVICE_SCANS | {"ewm_weight"}
     for program in sources.values():
         cubin = compile_nvrtc(program.source, "sm_90")
         assert cubin.startswith(b"\x7fELF"), program.func
