@@ -1,7 +1,7 @@
 """Code generation for CUDA scans: ordered operations (`Scan` nodes) as generated CUDA C.
 
 Stage: codegen. The CUDA backend runs a segment's scan pass on the device with
-these kernels where `device_scan_reason` allows it; the CPU kernels
+these kernels where `device_scan_reason` allows it (not in streams); the CPU kernels
 (`colbridge.backends._scan_kernels`) are the reference they are tested against.
 Values arrive in the CPU kernels' compute types (``long long``, ``unsigned long
 long``, ``float``, ``double``), validity as one byte per row (omitted when no row
@@ -46,6 +46,10 @@ memory), so a row costs ``window`` reads: sums and means add the window afresh
 with a Kahan compensation (NaN and infinities counted, as the CPU's sliding sum
 does), variances sum it around its first value in float64 (as the CPU does),
 min and max keep the latest of equal extremes (as the CPU's monotonic queue).
+
+With keys (``.over``) every kernel walks the rows sorted stably by group
+(`generate_scan`'s ``keyed``): running scans are segmented, windows and shifts
+stay inside their row's group.
 
 The same text compiles with NVRTC and, for the tests, with g++ against
 ``colbridge/testing/cuda_host.h``.

@@ -6,8 +6,9 @@ very same text compiled with g++) through the CUDA backend's own scan runner
 (`colbridge.backends.scans`, numba) on data with nulls in every position, NaN and
 infinities, small chunks (so carries cross many chunk boundaries and windows read
 rows of the chunks before them), empty and one-row inputs, windows longer than the
-input and every ``min_samples`` edge; whole plans are compared with polars for
-every numeric dtype. Every scan kernel variant also compiles with NVRTC.
+input and every ``min_samples`` edge, with and without keys (``.over``: groups
+scattered through the frame); whole plans are compared with polars for every
+numeric dtype. Every scan kernel variant also compiles with NVRTC.
 """
 
 from __future__ import annotations

@@ -81,6 +81,25 @@ def test_device_scan_matches_cpu(func: str, options: tuple[Any, ...], kind: str)
         np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-9 * scale, err_msg=how)
 
 
+@pytest.mark.parametrize(("func", "options"), [("cum_sum", (False,)), ("cum_max", (True,)),
+                                              ("rolling_mean", (7, 2, True, 1)),
+                                              ("shift", (2, None)),
+                                              ("forward_fill", (2,))])  # fmt: skip
+def test_device_scan_per_group_matches_cpu(func: str, options: tuple[Any, ...]) -> None:
+    from colbridge.backends.groups import factorize
+
+    n = 2_000_003
+    values = _values("int64", n, func)
+    keys = factorize([pa.array(np.random.default_rng(4).integers(0, 1000, n))], n)
+    dtype = DType.FLOAT64 if func == "rolling_mean" else DType.INT64  # typing casts so
+    want = run_scan(func, options, values, dtype, dtype, keys)
+    got, how = runner.run_device_scan(func, options, values, dtype, dtype, RunStats(), keys)
+    assert how.startswith(runner.ON_DEVICE), how
+    assert got.is_valid().equals(want.is_valid()), how
+    np.testing.assert_allclose(got.fill_null(0).to_numpy(zero_copy_only=False),
+                               want.fill_null(0).to_numpy(zero_copy_only=False), rtol=1e-12)
+
+
 def test_plan_with_scans_on_gpu() -> None:
     n = 1_000_003
     rng = np.random.default_rng(2)
