@@ -234,6 +234,8 @@ def _grouped_work(seg: Segment, target: str) -> tuple[int, int, list[tuple[int, 
         why = device_scan_reason(scan.func) if target == "cuda" else None
         if target == "cuda" and why is None:
             where = "generated CUDA scan on the device"
+            if scan.keys.exprs:
+                where += " (its rows ordered by group on the host first)"
             if scan.func == "ewm_mean":  # decided per column, by its values
                 where += " (on the host CPU where the column holds NaN or an infinity)"
         elif target == "cuda":
