@@ -24,8 +24,11 @@ Steps, each within the time budget (``--budget-s``):
    bandwidth roofline) and against CuPy eager (one kernel per operation);
 4. end to end from a pandas frame with each placement (warm, median of 3);
 5. ``compute_async`` overlap: four computes at once against one after another;
-6. ``pytest -m gpu tests/cuda/test_gpu_real.py`` when pytest is installed;
-7. leaks: host registrations and memory held after everything.
+6. scans: each generated CUDA scan (cumulative, fills, shifts, rolling
+   windows, ewm_mean) over ``--scan-rows`` rows against the CPU scan kernels, both timed;
+7. ``pytest -m gpu`` of ``tests/cuda/test_gpu_real.py`` and
+   ``tests/cuda/test_scan_gpu_real.py`` when pytest is installed;
+8. leaks: host registrations and memory held after everything.
 
 Memory: every allocation is checked against the free device memory first and
 sizes shrink to fit; managed memory stays within a few GB.
@@ -136,6 +139,12 @@ def render(report: dict[str, Any]) -> str:
             ("rows", "rows"), ("placement", "placement"), ("4 one after another s",
                                                            "sequential_s"),
             ("4 at once s", "concurrent_s"), ("speed-up", "speedup"),
+        ])  # fmt: skip
+    if report.get("scans"):
+        lines += ["## scans on the device vs the CPU scan kernels (warm, median of 3)", ""]
+        lines += _table(report["scans"], [
+            ("scan", "scan"), ("rows", "rows"), ("device s", "device_s"), ("cpu s", "cpu_s"),
+            ("matches cpu", "matches_cpu"), ("how", "how"),
         ])  # fmt: skip
     if report.get("tests"):
         t = report["tests"]
@@ -443,12 +452,68 @@ def async_overlap(cp: Any, n: int) -> dict[str, Any]:
             "matches_cpu": same}  # fmt: skip
 
 
+#: the scans `scan_check` runs: (function, options), rolling options (window, min_samples,
+#: center, ddof)
+SCANS: list[tuple[str, tuple[Any, ...]]] = [
+    ("cum_sum", (False,)), ("cum_max", (True,)), ("cum_count", (False,)),
+    ("forward_fill", (None,)), ("shift", (1, None)), ("rolling_mean", (20, 1, False, 1)),
+    ("rolling_std", (20, 2, True, 1)), ("rolling_min", (20, 1, False, 1)),
+    ("ewm_mean", (0.1, True, 1, False)),
+]  # fmt: skip
+
+
+def scan_check(cp: Any, n: int, budget: Budget) -> list[dict[str, Any]]:
+    """Each of `SCANS` over ``n`` float64 rows with nulls on the device and on the CPU."""
+    import numpy as np
+    import pyarrow as pa
+
+    from colbridge.backends.common import RunStats
+    from colbridge.backends.cuda_scans import run_device_scan
+    from colbridge.backends.scans import run_scan
+    from colbridge.types import DType
+
+    rng = np.random.default_rng(5)
+    values = pa.array(rng.normal(size=n), mask=rng.random(n) < 0.1)
+    scale = float(np.abs(values.fill_null(0).to_numpy(zero_copy_only=False)).sum())
+    rows = []
+    for func, options in SCANS:
+        if budget.left() < 30:
+            rows.append({"scan": func, "rows": n, "matches_cpu": False,
+                         "how": "skipped: time budget spent"})  # fmt: skip
+            continue
+        result = DType.UINT32 if func == "cum_count" else DType.FLOAT64
+        times: dict[str, list[float]] = {"device": [], "cpu": []}
+        got = want = None
+        how = ""
+        for _ in range(4):  # the first of each compiles
+            start = time.perf_counter()
+            got, how = run_device_scan(func, options, values, DType.FLOAT64, result, RunStats())
+            times["device"].append(time.perf_counter() - start)
+            start = time.perf_counter()
+            want = run_scan(func, options, values, DType.FLOAT64, result, None)
+            times["cpu"].append(time.perf_counter() - start)
+        assert got is not None
+        assert want is not None
+        g = got.fill_null(0).to_numpy(zero_copy_only=False).astype(np.float64)
+        w = want.fill_null(0).to_numpy(zero_copy_only=False).astype(np.float64)
+        # a float sum in another order: within n * eps of the magnitudes (docs/ordered.md)
+        tol = 4 * n * np.finfo(np.float64).eps * scale if func == "cum_sum" else 1e-9
+        same = bool(got.is_valid().equals(want.is_valid())) and \
+            bool(np.allclose(g, w, rtol=1e-9, atol=tol, equal_nan=True))  # fmt: skip
+        rows.append({"scan": f"{func}{options}", "rows": n,
+                     "device_s": statistics.median(times["device"][1:]),
+                     "cpu_s": statistics.median(times["cpu"][1:]), "matches_cpu": same,
+                     "how": how})  # fmt: skip
+    return rows
+
+
 def run_tests(budget_s: float) -> dict[str, Any]:
     if importlib.util.find_spec("pytest") is None:
         return {"returncode": None, "summary": "pytest is not installed: skipped (the checks "
                 "above cover the placements)"}  # fmt: skip
     cmd = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider",
-           str(ROOT / "tests" / "cuda" / "test_gpu_real.py")]  # fmt: skip
+           str(ROOT / "tests" / "cuda" / "test_gpu_real.py"),
+           str(ROOT / "tests" / "cuda" / "test_scan_gpu_real.py")]  # fmt: skip
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
                               timeout=max(budget_s, 10), check=False)  # fmt: skip
@@ -477,6 +542,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="report folder (default: $OUT)")
     parser.add_argument("--rows", default="1e8", help="rows of the fused kernel timing")
     parser.add_argument("--e2e-rows", default="1e6,1e7", help="rows of the end-to-end runs")
+    parser.add_argument("--scan-rows", default="1e7", help="rows of the scan checks")
     parser.add_argument("--budget-s", type=float, default=480.0, help="time for all steps")
     parser.add_argument("--no-tests", action="store_true", help="skip `pytest -m gpu`")
     args = parser.parse_args(argv)
@@ -503,6 +569,7 @@ def main(argv: list[str] | None = None) -> int:
             ("end_to_end", lambda: end_to_end(
                 cp, [int(float(s)) for s in args.e2e_rows.split(",") if s], budget), 60),
             ("async", lambda: async_overlap(cp, 10_000_000), 30),
+            ("scans", lambda: scan_check(cp, int(float(args.scan_rows)), budget), 30),
         ]  # fmt: skip
         if not args.no_tests:
             steps.append(("tests", lambda: run_tests(budget.left() - 20), 60))
@@ -519,7 +586,8 @@ def main(argv: list[str] | None = None) -> int:
             report["seconds"] = time.perf_counter() - budget.start
             write(out, report)
         failed = [c for c in report.get("correctness", []) if not c["ok"]]
-        bad_e2e = [r for r in report.get("end_to_end", []) if r.get("matches_cpu") is False]
+        bad_e2e = [r for r in report.get("end_to_end", []) + report.get("scans", [])
+                   if r.get("matches_cpu") is False]
         tests = report.get("tests", {}).get("returncode")
         ok = not failed and not bad_e2e and not report["errors"] and tests in (None, 0)
         report["status"] = "ok" if ok else "failed"

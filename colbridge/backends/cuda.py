@@ -114,6 +114,7 @@ from colbridge.memory.cuda import (
 )
 from colbridge.plan.nullability import Nullability
 from colbridge.plan.planner import Segment
+from colbridge.types import DType
 
 __all__ = [
     "BLOCK_THREADS",
@@ -127,6 +128,7 @@ __all__ = [
     "launch_config",
     "numbered",
     "options",
+    "run_scan",
     "run_segment",
     "use_runtime",
 ]
@@ -719,6 +721,27 @@ def run_segment(
     ran: tuple[dict[str, pa.Array], pa.BooleanArray | None]
     ran = _on_device(lambda run: run.run(), segment, columns, num_rows, stats, nan_null, groups)
     return ran
+
+
+def run_scan(
+    func: str,
+    options: tuple[Any, ...],
+    arg: pa.Array,
+    arg_type: DType,
+    result: DType,
+    stats: RunStats,
+    groups: GroupIds | None = None,
+) -> tuple[pa.Array, str]:
+    """One ordered operation over a whole column on the GPU (generated CUDA scans).
+
+    Computes what `colbridge.backends.scans.run_scan` computes (per group of
+    ``groups`` with keys), for the functions
+    `colbridge.codegen.cuda_scans.device_scan_reason` lets through; returns the
+    result and where it ran, for the report. See `colbridge.backends.cuda_scans`.
+    """
+    from colbridge.backends.cuda_scans import run_device_scan  # it imports this module
+
+    return run_device_scan(func, options, arg, arg_type, result, stats, groups)
 
 
 def reduce_partials(

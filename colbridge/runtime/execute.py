@@ -36,6 +36,7 @@ from colbridge.backends.groups import (
     take,
 )
 from colbridge.backends.scans import ScanStreams, run_scan
+from colbridge.codegen.cuda_scans import device_scan_reason
 from colbridge.codegen.kernel import AggSlot
 from colbridge.columns.frames import ArrowTableAdapter, FrameAdapter, adapt_frame
 from colbridge.errors import (
@@ -546,14 +547,24 @@ def grouping(
                 raise JobSpecError(msg)
             arg = whole(scan.arg, as_made=True)  # strings and categories: their codes
         keyed = groups if scan.keys.exprs else None
+        where = f" over {groups.count} group(s)" if scan.keys.exprs else ""
+        # the CUDA backend runs the scans it has kernels for on the device (`run_scan`)
+        on_device = getattr(backend, "run_scan", None)
+        why = device_scan_reason(scan.func, streams is not None) if on_device is not None \
+            else None  # fmt: skip
+        if on_device is not None and why is None:
+            out.scanned[name], done = on_device(scan.func, scan.options, arg, *types,
+                                                report.stats, keyed)  # fmt: skip
+            report.stats.kernels.append(f"scan [{scan!r}]{where}: {done}")
+            continue
         if streams is None:
             out.scanned[name] = run_scan(scan.func, scan.options, arg, *types, keyed)
         else:
             key_arrays = [whole(k) for k in scan.keys.exprs]
             out.scanned[name] = streams.run((id(segment), name), scan.func, scan.options, arg,
                                             *types, keyed, key_arrays)  # fmt: skip
-        where = f" over {groups.count} group(s)" if scan.keys.exprs else ""
-        report.stats.kernels.append(f"scan [{scan!r}]{where}: on the host CPU")
+        report.stats.kernels.append(f"scan [{scan!r}]{where}: on the host CPU"
+                                    + (f" ({why})" if why else ""))
     for agg in segment.host_aggs:
         arg, pred = agg.arg, None
         if isinstance(arg, Filtered):

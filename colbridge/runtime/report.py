@@ -17,6 +17,7 @@ from typing import Any
 from colbridge.backends import get_backend
 from colbridge.backends.common import per_group_level, split_level
 from colbridge.backends.device import DeviceChoice, resolve_device
+from colbridge.codegen.cuda_scans import device_scan_reason
 from colbridge.columns.frames import FrameAdapter
 from colbridge.errors import PlanProblem
 from colbridge.expr.nodes import GroupAgg
@@ -139,17 +140,19 @@ def build_report(
     copies: list[str],
     last: Any = None,
     sources: dict[int, list[tuple[str, str]]] | None = None,
+    target: str | None = None,
 ) -> PlanReport:
     """Describe a typed plan.
 
     ``last`` is the previous compute's report, ``sources`` the kernel sources per
-    segment index (when asked for).
+    segment index (when asked for), ``target`` the backend whose kernels are
+    described (default: the device chosen).
     """
     sections = [Section("device", f"{choice.target} ({choice.note})")]
     described = [(0, f"{i + 1}. {s.describe()}") for i, s in enumerate(steps)]
     sections.append(Section("steps", "", described or [(0, "(none)")]))
     for k, seg in enumerate(segments):
-        npasses, nkernels, grouped_lines = _grouped_work(seg)
+        npasses, nkernels, grouped_lines = _grouped_work(seg, target or choice.target)
         npasses += len(seg.agg_levels)
         nkernels += sum(bool(aggs) + len(by_keys) + len(per_group_level(level))
                         for level in seg.agg_levels
@@ -226,12 +229,15 @@ def build_report(
     return PlanReport(f"over a {frame_kind} frame of {num_rows} rows", sections)
 
 
-def _grouped_work(seg: Segment) -> tuple[int, int, list[tuple[int, str]]]:
-    """Passes, kernels and report lines of a segment's factorize work (before its passes)."""
+def _grouped_work(seg: Segment, target: str) -> tuple[int, int, list[tuple[int, str]]]:
+    """Passes, kernels and report lines of a segment's factorize work (before its passes).
+
+    ``target``: the backend whose kernels are described (``"cpu"`` or ``"cuda"``).
+    """
     lines: list[tuple[int, str]] = []
     passes = kernels = 0
     if seg.pre is not None:
-        pre_passes, pre_kernels, pre_lines = _grouped_work(seg.pre)
+        pre_passes, pre_kernels, pre_lines = _grouped_work(seg.pre, target)
         levels = len(seg.pre.agg_levels)
         passes += pre_passes + levels + 1
         kernels += pre_kernels + levels + 1
@@ -251,9 +257,20 @@ def _grouped_work(seg: Segment) -> tuple[int, int, list[tuple[int, str]]]:
         passes += 1
         groups = "each group on its own, rows in frame order" if scan.keys.exprs \
             else "the rows in frame order"  # fmt: skip
+        why = device_scan_reason(scan.func) if target == "cuda" else None
+        if target == "cuda" and why is None:
+            where = "generated CUDA scan on the device"
+            if scan.keys.exprs:
+                where += " (its rows ordered by group on the host first)"
+            if scan.func == "ewm_mean":  # decided per column, by its values
+                where += " (on the host CPU where the column holds NaN or an infinity)"
+        elif target == "cuda":
+            where = f"compiled scan on the host CPU ({why}), its result uploaded"
+        else:
+            where = "compiled scan on the host CPU"
         lines.append((0, (
-            f"scan pass: {scan!r} over {groups}; compiled scan on the host CPU on every "
-            "device (its result is an input column of the passes below)")))  # fmt: skip
+            f"scan pass: {scan!r} over {groups}; {where} (its result is an input column of "
+            "the passes below)")))  # fmt: skip
     return passes, kernels, lines
 
 
@@ -291,4 +308,5 @@ def describe(
     return build_report(
         frame_kind=adapter.kind, num_rows=adapter.num_rows, steps=plan.steps,
         segments=segments, choice=choice, copies=copies, last=last, sources=sources,
+        target=target,
     )  # fmt: skip

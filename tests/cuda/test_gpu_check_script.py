@@ -41,6 +41,16 @@ def gpu_check() -> ModuleType:
     return _script()
 
 
+def test_scan_step_runs_on_the_double(gpu_check: Any) -> None:
+    d = CupyDouble(devices=[DeviceSpec(total_memory=1 << 30)])
+    with use_cupy(d):
+        rows = gpu_check.scan_check(d, 3001, gpu_check.Budget(600))
+    assert [r["scan"].split("(")[0] for r in rows] == [f for f, _ in gpu_check.SCANS]
+    assert all(r["matches_cpu"] for r in rows), rows
+    assert all("launch(es)" in r["how"] for r in rows)
+    assert "## scans on the device" in gpu_check.render({"status": "ok", "scans": rows})
+
+
 def test_every_step_runs_on_the_double(gpu_check: Any) -> None:
     d = CupyDouble(devices=[DeviceSpec(pageable_memory_access=True, total_memory=1 << 30)])
     budget = gpu_check.Budget(600)

@@ -1,0 +1,364 @@
+"""Generated CUDA scans without a GPU: run through the host shim, compiled by NVRTC.
+
+Each generated scan (`colbridge.codegen.cuda_scans`) runs on `HostRuntime` (the
+very same text compiled with g++) through the CUDA backend's own scan runner
+(`colbridge.backends.cuda_scans`), and is compared with the CPU scan kernels
+(`colbridge.backends.scans`, numba) on data with nulls in every position, NaN and
+infinities, small chunks (so carries cross many chunk boundaries and windows read
+rows of the chunks before them), empty and one-row inputs, windows longer than the
+input and every ``min_samples`` edge, with and without keys (``.over``: groups
+scattered through the frame); whole plans are compared with polars for every
+numeric dtype. Every scan kernel variant also compiles with NVRTC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pytest
+from polars.testing import assert_frame_equal
+
+import colbridge as cb
+from colbridge.backends import cuda_scans as runner
+from colbridge.backends.common import RunStats
+from colbridge.backends.cuda import compile_nvrtc, use_runtime
+from colbridge.backends.groups import factorize
+from colbridge.backends.scans import run_scan
+from colbridge.codegen.cuda_scans import DEVICE_SCANS, generate_scan
+from colbridge.testing.cuda_host import HostRuntime, compute_on_host
+from colbridge.types import DType
+
+#: compute types of the scan kernels, and the DType a column of each scans as
+COMPUTE = {"int64": DType.INT64, "uint64": DType.UINT64, "float32": DType.FLOAT32,
+           "float64": DType.FLOAT64}  # fmt: skip
+#: the tolerances docs/ordered.md states: float sums and products in another order
+EPS = {"float32": float(np.finfo(np.float32).eps), "float64": float(np.finfo(np.float64).eps)}
+RTOL = {"float32": 1e-5, "float64": 1e-9}
+
+#: (function, options) cases; rolling options are (window, min_samples, center, ddof)
+RUNNING = [
+    ("cum_sum", (False,)), ("cum_sum", (True,)), ("cum_prod", (False,)), ("cum_prod", (True,)),
+    ("cum_min", (False,)), ("cum_min", (True,)), ("cum_max", (False,)), ("cum_max", (True,)),
+    ("cum_count", (False,)), ("cum_count", (True,)),
+    ("forward_fill", (None,)), ("forward_fill", (2,)), ("forward_fill", (0,)),
+    ("backward_fill", (None,)), ("backward_fill", (1,)),
+]  # fmt: skip
+WINDOWS = [(1, 1, False, 1), (3, 1, False, 1), (3, 3, True, 1), (4, 2, True, 0),
+           (7, 4, False, 1), (2, 2, False, 1), (500, 1, False, 1), (500, 3, True, 1)]  # fmt: skip
+ROLLING = [(f, w) for f in ("rolling_sum", "rolling_mean", "rolling_var", "rolling_std",
+                            "rolling_min", "rolling_max") for w in WINDOWS]  # fmt: skip
+SHIFTS = [("shift", (2, None)), ("shift", (-3, 7)), ("shift", (0, None)), ("shift", (40, 1)),
+          ("shift", (-500, None)), ("shift_in_range", (5,)), ("shift_in_range", (-1,))]  # fmt: skip
+#: (alpha, adjust, min_samples, ignore_nulls); ewm computes in floats only (typing casts)
+EWM = [("ewm_mean", (0.3, True, 1, False)), ("ewm_mean", (0.3, False, 2, True)),
+       ("ewm_mean", (0.05, True, 3, True)), ("ewm_mean", (0.9, False, 1, False)),
+       ("ewm_mean", (1.0, True, 1, False))]  # fmt: skip
+CASES = RUNNING + ROLLING + SHIFTS + EWM
+#: the running scans: chunks and carries (the others are row-wise)
+RUNNING_FUNCS = frozenset(f for f, _ in RUNNING + EWM)
+#: every case with every compute type it is typed in
+MATRIX = [(f, o, k) for f, o in CASES for k in COMPUTE if f != "ewm_mean" or k[0] == "f"]
+
+#: lengths: empty, one row, around a warp and a block (64 on the host), past two chunks
+LENGTHS = (0, 1, 2, 65, 333)
+#: chunk lengths: shorter than a block (idle threads), not a multiple of it, and long
+CHUNKS = (5, 40, 1024)
+
+
+@pytest.fixture
+def host() -> Iterator[HostRuntime]:
+    runtime = HostRuntime(block=64, max_blocks=2, max_reduce_blocks=2)
+    with use_runtime(runtime):
+        yield runtime
+
+
+def _column(kind: str, n: int, seed: int, func: str, nulls: str = "random") -> pa.Array:
+    """Values of ``kind`` with nulls in every position (``nulls``), NaN and infinities."""
+    rng = np.random.default_rng(seed)
+    if kind == "int64":
+        values: np.ndarray[Any, Any] = rng.integers(-1000, 1000, n)
+        if func == "cum_prod":  # products wrap: big factors reach 2**64 quickly
+            values = rng.integers(-(1 << 20), 1 << 20, n)
+        if func in ("cum_sum", "rolling_sum") and n:
+            values[rng.random(n) < 0.1] = np.iinfo(np.int64).max  # sums wrap
+    elif kind == "uint64":
+        values = rng.integers(0, 1000, n).astype(np.uint64)
+        if func in ("cum_sum", "rolling_sum", "cum_prod") and n:
+            values[rng.random(n) < 0.1] = np.iinfo(np.uint64).max - np.uint64(3)
+    else:
+        dtype = np.float32 if kind == "float32" else np.float64
+        values = rng.normal(size=n).astype(dtype)
+        if func == "cum_prod":  # near 1, so products neither vanish nor overflow
+            values = (rng.uniform(0.9, 1.1, n) * rng.choice([-1, 1], n)).astype(dtype)
+        special = rng.random(n)
+        if func == "ewm_mean":  # non-finite values send it to the host (tested apart)
+            special[:] = 1.0
+        values[special < 0.03] = np.nan
+        values[(special >= 0.03) & (special < 0.05)] = np.inf
+        values[(special >= 0.05) & (special < 0.06)] = -np.inf
+        values[(special >= 0.06) & (special < 0.08)] = -0.0
+    if nulls == "none":
+        mask = np.zeros(n, dtype=bool)
+    elif nulls == "all":
+        mask = np.ones(n, dtype=bool)
+    elif nulls == "edges":  # the first and last rows, and both sides of every chunk cut
+        mask = np.zeros(n, dtype=bool)
+        for cut in range(0, n, 5):
+            mask[max(cut - 1, 0):cut + 1] = True
+        mask[-1:] = True
+    else:
+        mask = rng.random(n) < 0.3
+        if n > 2:
+            mask[0] = mask[-1] = True
+    return pa.array(values, mask=mask)
+
+
+def _match(got: pa.Array, want: pa.Array, func: str, kind: str, values: pa.Array,
+           what: str) -> None:  # fmt: skip
+    """The device's result equals the CPU's: exactly, or within the documented tolerance."""
+    assert got.type == want.type, what
+    gv, wv = got.is_valid().to_numpy(zero_copy_only=False), \
+        want.is_valid().to_numpy(zero_copy_only=False)  # fmt: skip
+    assert (gv == wv).all(), f"{what}: validity differs at rows {np.flatnonzero(gv != wv)[:10]}"
+    zero = False if pa.types.is_boolean(got.type) else 0
+    g = np.asarray(got.fill_null(zero).to_numpy(zero_copy_only=False))[wv]
+    w = np.asarray(want.fill_null(zero).to_numpy(zero_copy_only=False))[wv]
+    if g.dtype.kind != "f":
+        assert (g == w).all(), f"{what}: rows {np.flatnonzero(wv)[np.flatnonzero(g != w)][:10]}"
+        return
+    assert (np.isnan(g) == np.isnan(w)).all(), f"{what}: NaN differs"
+    assert (np.isinf(g) == np.isinf(w)).all(), f"{what}: infinities differ"
+    assert (g[np.isinf(g)] == w[np.isinf(w)]).all(), f"{what}: infinities' signs differ"
+    fin = np.isfinite(w)
+    g, w = g[fin].astype(np.float64), w[fin].astype(np.float64)
+    exact = func in ("cum_min", "cum_max", "rolling_min", "rolling_max", "shift",
+                     "forward_fill", "backward_fill")  # fmt: skip
+    if exact:
+        assert (g == w).all(), f"{what}: {g[g != w][:5]} != {w[g != w][:5]}"
+        return
+    x = np.asarray(values.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.float64)
+    x = np.abs(x[np.isfinite(x)])
+    n = max(len(values), 1)
+    if func == "cum_sum":
+        # a sum in another order: within n * eps of the sum of the magnitudes
+        bound = 4 * n * EPS[kind] * float(x.sum()) + 1e-300
+        err = np.abs(g - w)
+        assert (err <= bound).all(), f"{what}: error {err.max()} over {bound}"
+    elif func == "cum_prod":
+        err = np.abs(g - w)
+        assert (err <= 4 * n * EPS[kind] * np.abs(w) + 1e-300).all(), f"{what}: {err.max()}"
+    else:  # rolling sums, means, variances: summed afresh per window, the CPU slides
+        # a sum that cancels is as close as the values' magnitude allows, not its own
+        scale = float(x.max()) if len(x) else 1.0
+        atol = RTOL[kind] * scale * (scale if func == "rolling_var" else 1.0)
+        np.testing.assert_allclose(g, w, rtol=RTOL[kind], atol=atol, err_msg=what)
+
+
+def _result_type(func: str, kind: str) -> DType:
+    if func == "cum_count":
+        return DType.UINT32
+    if func == "shift_in_range":
+        return DType.BOOL
+    return COMPUTE[kind]
+
+
+def _check(func: str, options: tuple[Any, ...], kind: str, n: int, chunk: int, seed: int,
+           nulls: str = "random", groups: int = 0) -> None:  # fmt: skip
+    values = _column(kind, n, seed, func, nulls)
+    arg_type, result = COMPUTE[kind], _result_type(func, kind)
+    keys = None
+    if groups:  # group ids in a random order, so each group's rows are scattered
+        keys = factorize([pa.array(np.random.default_rng(seed).integers(0, groups, n))], n)
+    want = run_scan(func, options, values, arg_type, result, keys)
+    got, how = runner.run_device_scan(func, options, values, arg_type, result, RunStats(),
+                                      keys, chunk_rows=chunk)  # fmt: skip
+    assert how.startswith(runner.ON_DEVICE), how
+    what = f"{func}{options} {kind} n={n} chunk={chunk} nulls={nulls} groups={groups} ({how})"
+    _match(got, want, func, kind, values, what)
+
+
+@pytest.mark.parametrize(("func", "options", "kind"), MATRIX,
+                         ids=[f"{k}-{f}{o}" for f, o, k in MATRIX])  # fmt: skip
+def test_scan_kernels_match_the_cpu_scans(host: HostRuntime, func: str, options: tuple[Any, ...],
+                                          kind: str) -> None:  # fmt: skip
+    launches = host.launches
+    for n in LENGTHS:
+        for chunk in CHUNKS if func in RUNNING_FUNCS else (CHUNKS[0],):
+            _check(func, options, kind, n, chunk, seed=7 * n + chunk)
+    assert host.launches > launches  # the kernels ran on the shim
+
+
+@pytest.mark.parametrize("nulls", ["none", "all", "edges"])
+@pytest.mark.parametrize(("func", "options"), [
+    ("cum_sum", (False,)), ("cum_max", (True,)), ("cum_count", (False,)),
+    ("forward_fill", (1,)), ("backward_fill", (None,)), ("shift", (1, None)),
+    ("rolling_sum", (3, 2, False, 1)), ("rolling_std", (4, 2, True, 1)),
+    ("rolling_min", (3, 1, True, 1)),
+])  # fmt: skip
+def test_null_patterns(host: HostRuntime, func: str, options: tuple[Any, ...],
+                       nulls: str) -> None:  # fmt: skip
+    for kind in ("int64", "float64"):
+        for n in (1, 64, 203):
+            _check(func, options, kind, n, 5, seed=n, nulls=nulls)
+
+
+KEYED = [(f, o, k) for f, o in CASES for k in ("int64", "float64")
+         if f != "ewm_mean" or k == "float64"]  # fmt: skip
+
+
+@pytest.mark.parametrize(("func", "options", "kind"), KEYED,
+                         ids=[f"{k}-{f}{o}" for f, o, k in KEYED])  # fmt: skip
+def test_scan_kernels_per_group_match_the_cpu_scans(host: HostRuntime, func: str,
+                                                    options: tuple[Any, ...],
+                                                    kind: str) -> None:  # fmt: skip
+    """``.over(keys)``: segmented scans over the rows ordered by group, against the CPU's."""
+    for n in (1, 65, 333):
+        for groups in (1, 3, 40):
+            for chunk in (5, 64) if func in RUNNING_FUNCS else (5,):
+                _check(func, options, kind, n, chunk, seed=n + groups, groups=groups)
+
+
+def test_ewm_over_nonfinite_values_runs_on_the_host(host: HostRuntime) -> None:
+    values = pa.array([1.0, None, np.inf, 2.0, np.nan, 3.0])
+    options = (0.5, True, 1, False)
+    launches = host.launches
+    got, where = runner.run_device_scan("ewm_mean", options, values, DType.FLOAT64,
+                                        DType.FLOAT64, RunStats())  # fmt: skip
+    assert where == runner.EWM_NONFINITE
+    assert host.launches == launches
+    want = run_scan("ewm_mean", options, values, DType.FLOAT64, DType.FLOAT64, None)
+    assert got.is_valid().equals(want.is_valid())
+    np.testing.assert_array_equal(got.to_numpy(zero_copy_only=False),
+                                  want.to_numpy(zero_copy_only=False))  # fmt: skip
+    assert got[2].as_py() == np.inf
+    assert np.isnan(got[3].as_py())  # polars: an infinite mean turns NaN at the next value
+
+
+def test_many_chunks_many_blocks(host: HostRuntime) -> None:
+    """More chunks than blocks (grid-stride over chunks), threads with runs of several rows."""
+    for func, options in RUNNING[::2]:
+        _check(func, options, "float64", 2000, 150, seed=1)
+        _check(func, options, "int64", 2000, 150, seed=2)
+
+
+def test_default_chunking_and_report(host: HostRuntime) -> None:
+    values = _column("float64", 3000, 5, "cum_sum")
+    got, how = runner.run_device_scan("cum_sum", (False,), values, DType.FLOAT64, DType.FLOAT64,
+                                      RunStats())  # fmt: skip
+    chunk = runner.chunk_rows_for(3000, 64, 2)
+    assert chunk == 1500
+    assert how == (f"generated CUDA scan on the device (3 launch(es), 2 chunk(s) of {chunk} "
+                   "rows, carries scanned, then fixed up)")
+    want = run_scan("cum_sum", (False,), values, DType.FLOAT64, DType.FLOAT64, None)
+    _match(got, want, "cum_sum", "float64", values, "default chunks")
+    assert runner.chunk_rows_for(10, 256, 1000) == 16 * 256
+
+
+# -- whole plans against polars, every numeric dtype -----------------------------------
+
+DTYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(),
+          pa.uint64(), pa.float32(), pa.float64()]  # fmt: skip
+
+
+def _frame(dtype: pa.DataType, n: int, seed: int) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    if pa.types.is_floating(dtype):
+        values = rng.normal(size=n) * 10
+    elif pa.types.is_signed_integer(dtype):
+        values = rng.integers(-100, 100, n)
+    else:
+        values = rng.integers(0, 100, n)
+    mask = rng.random(n) < 0.25
+    return pa.table({"a": pa.array(values, mask=mask).cast(dtype),
+                     "g": pa.array(rng.integers(0, 3, n))})  # fmt: skip
+
+
+def _ordered(m: Any, q: Any, floats: bool) -> Any:
+    a = m.col("a")
+    out = {
+        "s": a.shift(3), "sf": a.shift(-2, fill_value=9), "d": a.diff(),
+        "cs": a.cum_sum(), "cp": a.cum_prod(reverse=True), "cn": a.cum_min(),
+        "cx": a.cum_max(reverse=True), "cc": a.cum_count(), "ff": a.fill_null(strategy="forward"),
+        "fb": a.fill_null(strategy="backward", limit=1),
+        "rs": a.rolling_sum(4, min_samples=2), "rm": a.rolling_mean(5, min_samples=1, center=True),
+        "rv": a.rolling_var(3, min_samples=2), "rd": a.rolling_std(6, min_samples=3),
+        "rn": a.rolling_min(3, min_samples=1, center=True), "rx": a.rolling_max(2),
+        "big": a.rolling_sum(999, min_samples=1), "k": a.cum_sum().over("g"),
+        "e": a.ewm_mean(alpha=0.3, min_samples=2), "e2": a.ewm_mean(span=4, adjust=False,
+                                                                 ignore_nulls=True),
+    }
+    if not floats:  # products of 16-bit and wider integers wrap; polars' too, but keep it small
+        del out["cp"]
+    return q.with_columns(**out)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("n", [0, 1, 77])
+def test_plans_match_polars(monkeypatch: pytest.MonkeyPatch, dtype: pa.DataType, n: int) -> None:
+    # chunks of 16 rows: every scan of 77 rows crosses several chunk carries
+    monkeypatch.setattr(runner, "chunk_rows_for", lambda rows, block, resident: 16)
+    table = _frame(dtype, n, seed=n)
+    floats = pa.types.is_floating(dtype)
+    q = _ordered(cb, cb.lazy(table), floats)
+    got = pl.from_arrow(compute_on_host(q, HostRuntime(block=32, max_blocks=2)))
+    want = _ordered(pl, pl.from_arrow(table).lazy(), floats).collect()
+    tol = 1e-5 if dtype == pa.float32() else 1e-9
+    # floats in another order: close relative to the values' magnitude (docs/ordered.md)
+    scale = max((abs(float(v)) for v in table["a"].to_pylist() if v is not None), default=1.0)
+    assert_frame_equal(got, want, rel_tol=tol, abs_tol=tol * scale)
+    scans = [k for k in q.last_report.stats.kernels if k.startswith("scan [")]
+    on_device = [k for k in scans if ": generated CUDA scan on the device" in k]
+    assert len(on_device) == len(scans)
+    assert any(" over 3 group(s): generated CUDA scan on the device (3 group(s) in rows " in k
+               for k in scans) == (n > 2)  # fmt: skip
+
+
+def test_explain_names_device_and_host_scans() -> None:
+    x = cb.col("x")
+    q = cb.lazy(pa.table({"x": [1.0, None, 3.0], "g": [1, 1, 2]})).with_columns(
+        a=x.cum_sum(), b=x.rolling_mean(2).over("g"), e=x.ewm_mean(alpha=0.5))
+    text = q.explain(device="cpu", target="cuda")
+    assert 'scan pass: col("x").cum_sum(False) over the rows in frame order; generated CUDA ' \
+        "scan on the device" in text  # fmt: skip
+    assert 'scan pass: col("x").rolling_mean(2, 2, False, 1).over(col("g")) over each group ' \
+        "on its own, rows in frame order; generated CUDA scan on the device" in text  # fmt: skip
+    assert 'scan pass: col("x").ewm_mean(0.5, True, 1, False) over the rows in frame order; ' \
+        "generated CUDA scan on the device (on the host CPU where the column holds NaN or an " \
+        "infinity)" in text  # fmt: skip
+    cpu = q.explain(device="cpu")
+    assert "generated CUDA" not in cpu
+    assert "compiled scan on the host CPU (its result" in cpu
+
+
+# -- NVRTC ------------------------------------------------------------------------------
+
+
+def _variants() -> list[tuple[str, tuple[Any, ...], str, bool, bool]]:
+    out = []
+    for func, options in [*CASES, ("ewm_weight", EWM[0][1])]:
+        for kind in COMPUTE:
+            for nullable in (False, True):
+                for keyed in (False, True):
+                    out.append((func, options, kind, nullable, keyed))
+    return out
+
+
+def test_every_scan_kernel_compiles_with_nvrtc() -> None:
+    """Every generated scan text (functions x types x nullability x keys) compiles for sm_90."""
+    sources = {}
+    for func, options, kind, nullable, keyed in _variants():
+        program = generate_scan(func, options, np.dtype(kind), nullable, keyed)
+        sources[program.digest] = program
+    assert {p.func for p in sources.values()} == DEVICE_SCANS | {"ewm_weight"}
+    for program in sources.values():
+        cubin = compile_nvrtc(program.source, "sm_90")
+        assert cubin.startswith(b"\x7fELF"), program.func
+        ptx = compile_nvrtc(program.source, "compute_90").decode()
+        for kernel in program.kernels:
+            assert f".entry {kernel.name}(" in ptx, (program.func, kernel.name)
+        assert "fma.rn" not in ptx  # --fmad=false: + and * round as on the CPU
+    print(f"\nNVRTC compiled {len(sources)} scan programs for sm_90 and compute_90")
