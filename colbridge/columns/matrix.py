@@ -20,13 +20,13 @@ Fast paths, for the common case of single-chunk columns without nulls:
   inputs are split into row ranges copied by the thread pool.
 * ``order="C"``, tiny inputs: the same per-column copies, strided (no kernel
   to compile or dispatch).
-* ``order="C"``, columns of one dtype: a small numba kernel interleaves a
-  homogeneous tuple of columns row by row (one compiled kernel per column
-  dtype, column count and output dtype), over row ranges in the thread pool
-  for large inputs.
+* ``order="C"``: a small numba kernel interleaves the columns (one compiled
+  kernel per column dtype, column count and output dtype; for columns of
+  several dtypes, per sequence of dtypes), row by row, over row ranges in the
+  thread pool for large inputs.
 
-Everything else (nulls, several chunks, bool columns, large row-major
-outputs of mixed or float16 columns) takes the general kernel.
+Everything else (nulls, several chunks, bool columns, float16) takes the
+general kernel.
 """
 
 from __future__ import annotations
@@ -164,10 +164,7 @@ def _run(args: tuple[Any, ...], n: int, ncols: int) -> None:
         return
     step = -(-n // workers)
     step = -(-step // _ROW_BLOCK) * _ROW_BLOCK
-    pool = _pool()
-    futures = [pool.submit(kernel, *(*args, lo, min(n, lo + step))) for lo in range(0, n, step)]
-    for f in futures:
-        f.result()
+    _on_pool_and_here(kernel, args, [(lo, min(n, lo + step)) for lo in range(0, n, step)])
 
 
 def _row_ranges(n: int, ncols: int) -> list[tuple[int, int]]:
@@ -230,25 +227,34 @@ def _fill_fast(arrays: list[np.ndarray[Any, Any]], out: np.ndarray[Any, Any]) ->
         dtype = arrays[0].dtype
         if (
             ncols > _FAST_C_MAX_COLUMNS
-            or dtype.kind not in "iuf"
-            or dtype == np.float16
-            or any(a.dtype != dtype for a in arrays)
+            or any(a.dtype.kind not in "iuf" or a.dtype == np.float16 for a in arrays)
         ):
             return False
-        work = _kernels().interleave
+        same = all(a.dtype == dtype for a in arrays)
+        # one kernel per (column dtypes, output dtype): a homogeneous tuple compiles
+        # once per column count, a mixed one once per sequence of dtypes
+        work = _kernels().interleave if same else _kernels().interleave_mixed
         args = (tuple(arrays), out)
     if len(ranges) == 1:
         work(*args, 0, n)
         return True
-    pool = _pool()
-    futures = [pool.submit(_call, work, args, lo, hi) for lo, hi in ranges]
-    for f in futures:
-        f.result()
+    _on_pool_and_here(work, args, ranges)
     return True
 
 
-def _call(work: Any, args: tuple[Any, ...], lo: int, hi: int) -> None:
-    work(*args, lo, hi)
+def _on_pool_and_here(work: Any, args: tuple[Any, ...], ranges: list[tuple[int, int]]) -> None:
+    """``work(*args, lo, hi)`` for every range: the first on this thread, the rest on the pool.
+
+    The calling thread would only wait otherwise; doing a share itself saves a
+    hand-off (tens of microseconds, a third of the time of a 1e5-row pack).
+    """
+    pool = _pool()
+    futures = [pool.submit(work, *(*args, lo, hi)) for lo, hi in ranges[1:]]
+    try:
+        work(*args, *ranges[0])
+    finally:
+        for f in futures:
+            f.result()
 
 
 def _frame_columns(

@@ -221,3 +221,20 @@ def test_fast_path_errors_match_the_arrow_path():
     with pytest.raises(ColumnNotFoundError):
         to_tensor({"a": np.array([1.0])}, ["z"])
     assert to_tensor({"a": np.array([], dtype=np.float64)}).shape == (0, 1)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+def test_mixed_dtype_row_major_pack_matches_numpy(dtype):
+    """Six columns of five dtypes, sliced (Arrow offsets), row-major: NumPy's unsafe cast."""
+    n = 150_000
+    rng = np.random.default_rng(4)
+    full = pl.DataFrame({
+        "a": rng.integers(-1000, 1000, n), "b": rng.integers(-9, 9, n).astype(np.int32),
+        "c": rng.integers(0, 300, n).astype(np.int16), "d": rng.normal(size=n) * 100,
+        "e": rng.normal(size=n).astype(np.float32), "f": rng.integers(0, 200, n).astype(np.uint8),
+    })  # fmt: skip
+    frame = full.slice(17, n - 40)
+    m = to_tensor(frame, dtype=dtype)
+    expected = np.column_stack([frame[c].to_numpy() for c in frame.columns]).astype(dtype)
+    assert m.numpy().flags.c_contiguous
+    np.testing.assert_array_equal(m.numpy(), expected)
