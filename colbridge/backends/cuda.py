@@ -766,6 +766,20 @@ def _on_device(
     nan_null: frozenset[str],
     groups: Grouping | None = None,
 ) -> Any:
+    return in_session(
+        lambda session: what(
+            _SegmentRun(session, segment, columns, num_rows, stats, nan_null, groups)
+        ),
+        "the CUDA backend failed",
+    )
+
+
+def in_session(work: Callable[[_Session], Any], failure: str) -> Any:
+    """``work(session)`` on the current device, in a session closed whatever happens.
+
+    CUDA errors become `DeviceError` (``failure`` names what failed); the first
+    error is the one reported, and host-run tests check the session's contracts.
+    """
     opts = current_options()
     legacy = _RUNTIME.get()
     cp = _legacy_cupy(legacy) if legacy is not None else cupy_module()
@@ -774,8 +788,7 @@ def _on_device(
         with cp.cuda.Device(opts.device):  # the caller's current device comes back after
             session = _Session(cp, opts, legacy)
             try:
-                run = _SegmentRun(session, segment, columns, num_rows, stats, nan_null, groups)
-                result = what(run)
+                result = work(session)
             except BaseException:
                 session.close(strict=False)  # the first error is the one to report
                 raise
@@ -784,7 +797,7 @@ def _on_device(
                 cp.check()  # host-run tests are held to the contracts too
             return result
     except failures as exc:
-        raise cuda_error(cp, exc, f"the CUDA backend failed on cuda:{opts.device}") from exc
+        raise cuda_error(cp, exc, f"{failure} on cuda:{opts.device}") from exc
 
 
 #: Results of reductions computed before a run: whole-column values, per-group values.

@@ -21,19 +21,16 @@ import pyarrow as pa
 from colbridge.backends import scans
 from colbridge.backends.common import RunStats
 from colbridge.backends.cuda import (
-    _RUNTIME,
     _cached_binary,
-    _legacy_cupy,
     _Session,
     _typed_args,
-    current_options,
+    in_session,
 )
 from colbridge.backends.groups import GroupIds
 from colbridge.backends.kernel_cache import kernel_cache
 from colbridge.backends.scans import run_scan
 from colbridge.codegen.cuda import CudaKernelSource
 from colbridge.codegen.cuda_scans import MAX_BLOCK, STATE_BYTES, ScanProgram, generate_scan
-from colbridge.memory.cuda import cuda_error, cuda_failures, cupy_module
 from colbridge.types import DType
 
 __all__ = ["MIN_ROWS_PER_THREAD", "chunk_rows_for", "run_device_scan"]
@@ -95,25 +92,11 @@ def run_device_scan(
     (tests cut small inputs into many chunks);
     by default `chunk_rows_for`. Raises `DeviceError` when CUDA fails.
     """
-    opts = current_options()
-    legacy = _RUNTIME.get()
-    cp = _legacy_cupy(legacy) if legacy is not None else cupy_module()
-    failures = cuda_failures(cp)
-    try:
-        with cp.cuda.Device(opts.device):  # the caller's current device comes back after
-            session = _Session(cp, opts, legacy)
-            try:
-                ran = _run(session, func, options, arg, arg_type, result, stats, chunk_rows,
-                           groups)  # fmt: skip
-            except BaseException:
-                session.close(strict=False)  # the first error is the one to report
-                raise
-            session.close(strict=True)
-            if legacy is not None:
-                cp.check()  # host-run tests are held to the contracts too
-            return ran
-    except failures as exc:
-        raise cuda_error(cp, exc, f"the CUDA scan failed on cuda:{opts.device}") from exc
+    def work(session: _Session) -> tuple[pa.Array, str]:
+        return _run(session, func, options, arg, arg_type, result, stats, chunk_rows, groups)
+
+    ran: tuple[pa.Array, str] = in_session(work, "the CUDA scan failed")
+    return ran
 
 
 #: the phrase the report gives a scan the device ran
