@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from colbridge.backends.kernel_cache import CacheInfo, kernel_cache
+from colbridge.columns.frames import is_stream_input
 from colbridge.errors import (
     ColbridgeError,
     ColumnNotFoundError,
@@ -69,8 +70,6 @@ def lazy(
     >>> cb.lazy(pa.table({"a": [1, 2]})).with_columns(b=cb.col("a") + 1).compute().num_columns
     2
     """
-    from colbridge.io.streams import is_stream_input
-
     if is_stream_input(frame):
         from colbridge.io.stream_frame import StreamFrame
 

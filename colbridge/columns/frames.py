@@ -18,7 +18,7 @@ import pyarrow as pa
 from colbridge.columns.ingest import column_to_arrow, ingest_column
 from colbridge.errors import ColumnNotFoundError, UnsupportedTypeError
 
-__all__ = ["FrameAdapter", "adapt_frame", "missing_column_error"]
+__all__ = ["FrameAdapter", "adapt_frame", "is_stream_input", "missing_column_error"]
 
 
 def missing_column_error(name: str, available: Sequence[str]) -> ColumnNotFoundError:
@@ -384,3 +384,34 @@ def adapt_frame(frame: Any, *, numpy_output: bool = False) -> FrameAdapter:
         "pass a pandas or polars DataFrame/Series or a pyarrow Table"
     )
     raise UnsupportedTypeError(msg)
+
+
+def is_stream_input(obj: Any) -> bool:
+    """Whether ``obj`` is read as a stream: a polars LazyFrame, an Arrow stream, a dataset.
+
+    In-memory frames (pandas, polars, pyarrow tables) also speak the stream protocol,
+    but are computed on in place, not streamed. Checked without importing polars,
+    pandas or the jobs layer, so that `colbridge.lazy` stays cheap.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from colbridge.columns.frames import is_stream_input
+    >>> is_stream_input(pl.LazyFrame({"a": [1]})), is_stream_input(pl.DataFrame({"a": [1]}))
+    (True, False)
+    """
+    if isinstance(obj, (pa.Table, pa.RecordBatch, pa.Array, pa.ChunkedArray)):
+        return False
+    pl = sys.modules.get("polars")
+    if pl is not None:
+        if isinstance(obj, pl.LazyFrame):
+            return True
+        if isinstance(obj, (pl.DataFrame, pl.Series)):
+            return False
+    pd = sys.modules.get("pandas")
+    if pd is not None and isinstance(obj, (pd.DataFrame, pd.Series)):
+        return False
+    pads = sys.modules.get("pyarrow.dataset")
+    if pads is not None and isinstance(obj, pads.Dataset):
+        return True
+    return hasattr(obj, "__arrow_c_stream__")

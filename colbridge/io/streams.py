@@ -34,7 +34,6 @@ __all__ = [
     "InputSource",
     "PolarsLazySource",
     "StreamSource",
-    "is_stream_input",
     "open_input",
 ]
 
@@ -289,29 +288,6 @@ class ArrowStreamSource(StreamSource):
 
     def __del__(self) -> None:
         self.close()
-
-
-def is_stream_input(obj: Any) -> bool:
-    """Whether ``obj`` is read as a stream: a polars LazyFrame, an Arrow stream, a dataset.
-
-    In-memory frames (pandas, polars, pyarrow tables) also speak the stream protocol,
-    but are computed on in place, not streamed.
-    """
-    if isinstance(obj, (pa.Table, pa.RecordBatch, pa.Array, pa.ChunkedArray)):
-        return False
-    pl = sys.modules.get("polars")
-    if pl is not None:
-        if isinstance(obj, pl.LazyFrame):
-            return True
-        if isinstance(obj, (pl.DataFrame, pl.Series)):
-            return False
-    pd = sys.modules.get("pandas")
-    if pd is not None and isinstance(obj, (pd.DataFrame, pd.Series)):
-        return False
-    pads = sys.modules.get("pyarrow.dataset")
-    if pads is not None and isinstance(obj, pads.Dataset):
-        return True
-    return hasattr(obj, "__arrow_c_stream__")
 
 
 #: What a job reads: files, or a stream.
