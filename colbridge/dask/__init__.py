@@ -51,7 +51,7 @@ from colbridge.io.grouped import (
 )
 from colbridge.io.steps import is_aggregating, steps_of
 from colbridge.plan.logical import Step
-from colbridge.plan.streaming import ordered_operations, resolve_aggregates
+from colbridge.plan.streaming import one_row_steps, ordered_operations, resolve_aggregates
 from colbridge.runtime.execute import Partials, prepare
 from colbridge.runtime.pieces import compute_piece, piece_partials
 from colbridge.types import DType
@@ -350,7 +350,7 @@ def apply(lazyframe_or_steps: Any, ddf: Any, *, device: str = "cpu") -> Any:
         import dask.dataframe as dd
 
         empty = ddf._meta.drop(columns=[HALO]) if ordered else ddf._meta
-        row = _run_partition(empty, steps, "cpu", lookups)
+        row = _run_partition(empty, one_row_steps(steps), "cpu", lookups)
         return dd.from_pandas(row, npartitions=1)  # type: ignore[no-untyped-call]
     if groups is not None:
         # a row per group: merged from the partitions' group tables, small, in memory

@@ -44,6 +44,7 @@ from colbridge.io.steps import build_steps, is_aggregating
 from colbridge.io.streams import StreamSource, open_input
 from colbridge.plan.logical import Step
 from colbridge.plan.streaming import (
+    one_row_steps,
     reduction_passes,
     refuse_ordered,
     refuse_unmergeable,
@@ -61,6 +62,7 @@ __all__ = [
     "input_passes",
     "pipeline",
     "run_job",
+    "statistics_passes",
 ]
 
 PathLike = str | os.PathLike[str]
@@ -298,10 +300,15 @@ class Counters:
     passes: int = 0
 
 
+def statistics_passes(steps: Sequence[Step]) -> int:
+    """Statistics passes a job over ``steps`` takes before its last pass (windows, reductions)."""
+    windows, rest = window_passes(steps)
+    return reduction_passes(rest) + windows
+
+
 def input_passes(steps: Sequence[Step]) -> int:
     """How many times a job over ``steps`` reads its input (statistics passes + the last)."""
-    windows, rest = window_passes(steps)
-    levels = reduction_passes(rest) + windows
+    levels = statistics_passes(steps)
     # an aggregation whose every value comes from statistics reads nothing more
     last = 0 if is_aggregating(steps) and not has_group_by(steps) and levels else 1
     return levels + last
@@ -378,7 +385,8 @@ def run_job(
     if is_aggregating(job.steps):
         # Every reduction is now a literal: the one-row result needs no data.
         counters.passes += 1
-        yield compute_piece(plan, empty_in, job.device, job.fallback, reports=reports)
+        row_plan = prepare(one_row_steps(resolved), empty_in.column_names)
+        yield compute_piece(row_plan, empty_in, job.device, job.fallback, reports=reports)
         return
     counters.passes += 1
     bar.start("writing" if counters.passes > 1 else "running", total)
@@ -415,8 +423,7 @@ def explain_pipeline(
         input_format=input_format,
     )  # fmt: skip
     source = job.source
-    windows, rest = window_passes(job.steps)
-    levels = reduction_passes(rest) + windows
+    levels = statistics_passes(job.steps)
     empty = source.schema.empty_table()
     report = describe(prepare(job.steps, empty.column_names), ArrowTableAdapter(empty),
                       device=device)  # fmt: skip

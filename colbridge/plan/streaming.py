@@ -38,6 +38,7 @@ __all__ = [
     "Reduce",
     "has_aggregates",
     "innermost_aggregates",
+    "one_row_steps",
     "ordered_operations",
     "reduction_passes",
     "refuse_ordered",
@@ -105,6 +106,16 @@ def _whole_column_unmergeable(node: Node, found: list[Agg]) -> None:
         found.append(node)
     for child in children(node):
         _whole_column_unmergeable(child, found)
+
+
+def one_row_steps(resolved: Sequence[Step]) -> tuple[Step, ...]:
+    """The steps of an aggregation whose reductions are all literals now, for its one row.
+
+    Filters only chose the rows those reductions read, which their values already
+    account for: run on a frame with no rows, a filter would leave no row for the
+    values (polars gives one row whatever a filter keeps).
+    """
+    return tuple(s for s in resolved if s.kind != "filter")
 
 
 def refuse_unmergeable(steps: Iterable[Step], where: str) -> None:

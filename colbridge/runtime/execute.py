@@ -765,13 +765,12 @@ def _python(value: Any) -> Any:
 
 
 #: whole-column reductions computed on the host whose values over parts fold into the
-#: value over their union
+#: value over their union: counts (of a string column, say). The host's min/max (of
+#: dates and times) would fold too, but their values are not literals a plan can hold.
 _HOSTED_FOLDS: dict[str, Callable[[Any, Any], Any]] = {
     "count": lambda a, b: a + b,
     "null_count": lambda a, b: a + b,
     "len": lambda a, b: a + b,
-    "min": min,
-    "max": max,
 }
 
 
@@ -808,8 +807,10 @@ def reduction_partials(
     fixed: dict[int, Literal] = {}
     hosted: dict[int, Literal] = {}
     off_kernel = [q for q in range(len(aggs)) if not isinstance(outputs[f"r{q}"], Agg)]
-    free = [q for q in off_kernel if not _reads_columns(outputs[f"r{q}"])]
-    on_host = [q for q in off_kernel if q not in free]
+    # counts depend on the piece's rows even where they read no column (`cb.len()`)
+    free = [q for q in off_kernel
+            if not _reads_columns(outputs[f"r{q}"]) and aggs[q].func not in _HOSTED_FOLDS]
+    on_host = [q for q in off_kernel if q not in free]  # fmt: skip
     for q in on_host:
         if aggs[q].func not in _HOSTED_FOLDS:
             msg = (

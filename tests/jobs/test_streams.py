@@ -110,7 +110,8 @@ def _ordered(m: Any, q: Any) -> Any:
 
 
 def _aggregated(m: Any, q: Any) -> Any:
-    return q.select(s=m.col("a").sum(), v=m.col("b").var(), n=m.col("g").count())
+    return q.select(s=m.col("a").sum(), v=m.col("b").var(), n=m.col("g").count(),
+                    z=m.col("g").null_count())
 
 
 STEPS: dict[str, Steps] = {
@@ -358,3 +359,32 @@ def test_explain_lists_every_problem_of_a_streamed_plan(files: dict[str, str]) -
     assert "`nope` not found" in text
     with pytest.raises(cb.PlanProblemsError):
         q.compute()
+
+
+def test_reductions_the_host_computes_fold_across_batches() -> None:
+    """Counts of strings and dates and row counts are folded batch by batch."""
+    import datetime as dt
+
+    rng = np.random.default_rng(8)
+    n = 10_000
+    days = rng.integers(0, 20_000, n)
+    table = pa.table({
+        "t": pa.array([dt.date(1970, 1, 1) + dt.timedelta(days=int(d)) for d in days],
+                      mask=rng.random(n) < 0.2),
+        "s": pa.array(rng.choice(["p", "q"], n), mask=rng.random(n) < 0.3),
+        "x": rng.random(n),
+    })  # fmt: skip
+
+    def steps(m: Any, q: Any) -> Any:
+        return q.filter(m.col("x") > 0.1).select(
+            nt=m.col("t").count(), zs=m.col("s").null_count(), ns=m.col("s").count(),
+            rows=m.len(),
+        )  # fmt: skip
+
+    expected = steps(pl, pl.from_arrow(table).lazy()).collect()
+    got = steps(cb, cb.lazy(_reader(table, chunk=700), batch_rows=BATCH)).compute(device="cpu")
+    _check(got, expected, EXACT)
+    dates = cb.lazy(_reader(table, chunk=700), batch_rows=BATCH).select(lo=cb.col("t").min())
+    with pytest.raises(cb.UnsupportedOperationError,
+                       match=re.escape('`col("t").min()` is computed from a whole column')):
+        dates.compute(device="cpu")
