@@ -165,8 +165,7 @@ class Source:
         """Yield batches of at most ``batch_rows`` rows, in file order."""
         names = list(columns) if columns is not None else None
         for batch in self._read(batch_rows, names):
-            if _INTERRUPTED.is_set():
-                raise _stop()
+            check_interrupt()
             if batch.num_rows > batch_rows:  # a format that ignores batch_size
                 for start in range(0, batch.num_rows, batch_rows):
                     yield batch.slice(start, batch_rows)

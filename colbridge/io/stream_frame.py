@@ -21,7 +21,6 @@ import pyarrow as pa
 
 from colbridge.columns.frames import ArrowTableAdapter
 from colbridge.errors import ColbridgeError, SchemaError
-from colbridge.io.grouped import window_passes
 from colbridge.io.pipeline import (
     Counters,
     PipelineResult,
@@ -31,12 +30,12 @@ from colbridge.io.pipeline import (
     input_passes,
     pipeline,
     run_job,
+    statistics_passes,
 )
 from colbridge.io.progress import JobProgress
 from colbridge.io.streams import StreamSource, open_input
 from colbridge.lazy import LazyFrame
 from colbridge.plan.logical import Step
-from colbridge.plan.streaming import reduction_passes
 from colbridge.runtime.execute import ComputeReport, prepare
 from colbridge.runtime.report import PlanReport, Section, describe
 
@@ -170,8 +169,7 @@ class StreamFrame(LazyFrame):
         report = describe(prepare(self._steps, empty.column_names), ArrowTableAdapter(empty),
                           device=device, target=target, source=source,
                           last=self.last_report)  # fmt: skip
-        windows, rest = window_passes(job.steps)
-        levels = reduction_passes(rest) + windows
+        levels = statistics_passes(job.steps)
         stream = Section("input", describe_input(self._source, input_passes(job.steps)), [
             (0, f"batches of up to {job.batch_rows} rows"),
             (0, f"{levels} statistics pass(es) over the input, then 1 streaming pass"
