@@ -604,6 +604,13 @@ def _group_keys(segment: Segment, columns: Columns, groups: Grouping) -> dict[st
     return out
 
 
+def _rows_table(columns: Mapping[str, pa.Array | pa.ChunkedArray], num_rows: int) -> pa.Table:
+    """A table of ``columns``; without columns, still ``num_rows`` rows (for `cb.len()`)."""
+    if columns:
+        return pa.table(columns)
+    return pa.table({"rows": pa.nulls(num_rows)}).drop_columns(["rows"])
+
+
 def _without_views(table: pa.Table) -> pa.Table:
     """String/binary view columns (polars') in the large layout: pyarrow filters no views."""
     for k, f in enumerate(table.schema):
@@ -684,6 +691,7 @@ def _run(
             columns = Columns(adapter, report.copies)
             continue
         final = index == last and adapter is original
+        rows = adapter.num_rows  # of the table made below (a segment may make no column)
         if result.compacted:
             # the backend filtered the outputs and the columns it carried; the frame filters
             # the columns it could not carry (strings, ...), by the backend's mask
@@ -695,6 +703,8 @@ def _run(
             for name, source in segment.passthrough.items():
                 new[name] = result.columns[source] if source in result.columns \
                     else rest.column(source)  # type: ignore[union-attr]  # fmt: skip
+            assert mask is not None
+            rows = int(pc.sum(mask.fill_null(False)).as_py() or 0)  # the kept ones
             mask = None
         else:
             for name, source in segment.passthrough.items():
@@ -706,7 +716,7 @@ def _run(
         if final:
             out = adapter.build(segment.order, new, one_row=segment.one_row)
             return adapter.filter(out, mask) if mask is not None else out
-        table = ArrowTableAdapter(pa.table({n: new[n] for n in segment.order}))
+        table = ArrowTableAdapter(_rows_table({n: new[n] for n in segment.order}, rows))
         if mask is not None:
             table = ArrowTableAdapter(_without_views(table.frame).filter(mask))
         if index == last:
@@ -830,7 +840,8 @@ def reduction_partials(
         # reductions the host computes (the count of a string column): their value over
         # this piece, folded with the other pieces' by `_fold_hosted`
         steps = (*prefix, Step("select", tuple((f"r{q}", aggs[q]) for q in on_host)))
-        row = execute(prepare(steps, adapter.names), adapter, report, target)
+        made = execute(prepare(steps, adapter.names), adapter, report, target)
+        row = made if isinstance(made, pa.Table) else pa.table(made)  # a pandas/polars piece
         for q in on_host:
             column = row.column(f"r{q}")
             hosted[q] = Literal(column[0].as_py(), dtype_from_arrow(column.type))

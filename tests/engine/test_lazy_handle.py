@@ -265,3 +265,12 @@ def test_plans_differing_only_in_numbers_share_one_compiled_kernel() -> None:
     got = df.gpu.with_columns(z=cb.col("x") * 2.0 + 3.0).compute(device="cpu")
     assert got["z"].to_list() == [5.0, None, 11.0]
     assert cb.cache_info().compiles == shared + 1
+
+
+@pytest.mark.parametrize("above", [0, 100])
+def test_row_count_after_a_filter_alone(above: int) -> None:
+    """`filter(...).select(cb.len())`: a segment with no output column still has its rows."""
+    t = pa.table({"b": np.arange(-5, 5)})
+    got = cb.lazy(t).filter(cb.col("b") > above).select(n=cb.len()).compute()
+    want = pl.from_arrow(t).filter(pl.col("b") > above).select(n=pl.len())
+    assert got.to_pylist() == want.to_dicts()

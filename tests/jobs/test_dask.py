@@ -172,6 +172,10 @@ def test_dask_aggregation_gives_one_row() -> None:
     ddf = dd.from_pandas(pdf, npartitions=5)
     got = apply(cb.lazy(pdf.head(1)).select(s=cb.col("b").sum()), ddf).compute(scheduler="sync")
     assert got["s"].tolist() == [int(pdf["b"].sum())]
+    kept = cb.lazy(pdf.head(1)).filter(cb.col("b") > 0).select(s=cb.col("b").sum(), n=cb.len())
+    got = apply(kept, ddf).compute(scheduler="sync")
+    assert got["s"].tolist() == [int(pdf["b"][pdf["b"] > 0].sum())]
+    assert got["n"].tolist() == [int((pdf["b"] > 0).sum())]
 
 
 @pytest.mark.parametrize(
