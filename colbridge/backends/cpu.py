@@ -19,17 +19,21 @@ Tiers (``COLBRIDGE_CPU_TIER``, default ``auto``):
     at most `NUMPY_MAX_ROWS` rows are evaluated with NumPy (a notebook's first
     ``compute()`` waits for no compiler) and a plan seen a second time is
     compiled in a background thread for the computes after it; larger inputs
-    compile at once.
+    compile at once. A job (`colbridge run`, `pipeline`) of at most
+    `JOB_NUMPY_MAX_ROWS` rows in all is evaluated with NumPy from its first batch
+    to its last and compiles nothing (`job_rows`).
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -74,10 +78,12 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 __all__ = [
     "CPU_TIERS",
+    "JOB_NUMPY_MAX_ROWS",
     "NUMPY_MAX_ROWS",
     "PARALLEL_MIN_ROWS",
     "check_scalar_outputs",
     "cpu_tier",
+    "job_rows",
     "kernel_sources",
     "reduce_partials",
     "run_segment",
@@ -89,6 +95,13 @@ __all__ = [
 PARALLEL_MIN_ROWS = 200_000
 #: Up to this many rows, ``auto`` evaluates a kernel not yet compiled with NumPy.
 NUMPY_MAX_ROWS = 100_000
+#: A job of at most this many rows in all runs on the NumPy tier under ``auto``. Its
+#: batches are bounded, so NumPy's whole-batch temporaries are too, and compiling
+#: costs more than it saves: on the 2-core machine of benchmarks/first_compute.py the
+#: NumPy tier ran a flights-like plan at 0.77-1.0x the compiled kernels' speed at
+#: 336,776 and 4e6 rows, while compiling its kernels took 6.4 s in a fresh process
+#: (0.6 s from the disk cache, numba's import included).
+JOB_NUMPY_MAX_ROWS = 10_000_000
 CPU_TIERS = ("auto", "compiled", "numpy")
 
 _COMPILE_LOCK = threading.Lock()
@@ -97,6 +110,8 @@ _NO_ERRORS = np.zeros((N_HOST_ERR_KINDS, 1), dtype=np.int64)
 # How often each kernel was evaluated with NumPy; the second time it compiles behind.
 _EVALUATED: collections.Counter[Any] = collections.Counter()
 _BACKGROUND: ThreadPoolExecutor | None = None
+# Rows of the job whose kernels run now (`job_rows`); None outside a job.
+_JOB_ROWS: ContextVar[int | None] = ContextVar("colbridge_job_rows", default=None)
 
 
 def cpu_tier() -> str:
@@ -106,6 +121,27 @@ def cpu_tier() -> str:
         msg = f"COLBRIDGE_CPU_TIER={tier!r} is not a CPU tier; use one of {', '.join(CPU_TIERS)}"
         raise ComputeError(msg)
     return tier
+
+
+@contextlib.contextmanager
+def job_rows(total: int | None) -> Iterator[None]:
+    """Run the kernels called inside as part of a job of ``total`` rows in all.
+
+    Under the ``auto`` tier a job of at most `JOB_NUMPY_MAX_ROWS` rows is evaluated
+    with NumPy from start to end and starts no background compile (a one-shot job
+    would not live to use it); a larger one, or ``total=None`` (unknown), is tiered
+    batch by batch as an in-memory compute is.
+    """
+    token = _JOB_ROWS.set(total)
+    try:
+        yield
+    finally:
+        _JOB_ROWS.reset(token)
+
+
+def _small_job() -> bool:
+    total = _JOB_ROWS.get()
+    return total is not None and total <= JOB_NUMPY_MAX_ROWS
 
 
 @dataclass
@@ -146,7 +182,7 @@ def _choose(key: tuple[Any, ...], rows: int) -> str:
     ready = kernel_cache.peek(("compiled", *key))
     if ready is not None and ready.warmed:
         return "compiled"
-    return "numpy" if rows <= NUMPY_MAX_ROWS else "compiled"
+    return "numpy" if rows <= NUMPY_MAX_ROWS or _small_job() else "compiled"
 
 
 def _kernel(
@@ -178,7 +214,7 @@ def _call(kernel: _Kernel, args: list[Any], key: tuple[Any, ...], make: Any) -> 
         raise
     except Exception as exc:
         raise _kernel_failure(kernel, exc) from exc
-    if kernel.tier == "numpy" and cpu_tier() == "auto":
+    if kernel.tier == "numpy" and cpu_tier() == "auto" and not _small_job():
         _EVALUATED[key] += 1
         if _EVALUATED[key] == 2:  # the plan recurs: compile it for the next computes
             _compile_behind(key, make, args)

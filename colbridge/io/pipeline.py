@@ -345,7 +345,7 @@ def run_job(
         streams = ScanStreams()  # ordered operations go on from batch to batch
         for piece in pieces(prefix, found):
             yield compute_piece(prepare(prefix, piece.column_names), piece, job.device,
-                                job.fallback, streams)  # fmt: skip
+                                job.fallback, streams, total_rows=total)  # fmt: skip
             seen = True
         if not seen:  # no rows at all: the groups of an empty frame
             piece = attach(empty, found)
@@ -365,7 +365,7 @@ def run_job(
 
         empty_read = attach(empty if reads is None else empty.select(reads), lookups)
         return fold_reductions(prefix, aggs, batches(), empty_read, job.device,
-                               job.fallback)  # fmt: skip
+                               job.fallback, total)  # fmt: skip
 
     # windows first (per-group statistics, looked up batch by batch), then reductions
     windowed, lookups, _ = resolve_windows(job.steps, source.schema.names,
@@ -396,7 +396,8 @@ def run_job(
         counters.rows += batch.num_rows
         counters.bytes += batch.nbytes
         counters.batches += 1
-        result = compute_piece(plan, piece, job.device, job.fallback, streams, reports)
+        result = compute_piece(plan, piece, job.device, job.fallback, streams, reports,
+                               total)
         bar.advance(batch.num_rows, batch.nbytes)
         del piece, batch
         yield result

@@ -1,15 +1,18 @@
 """Jobs layer: reading a job's input as a stream of record batches.
 
 The input is a Parquet file, a folder of Parquet or Arrow IPC files, a glob, or
-an Arrow IPC (Feather v2) file. It is opened as a `pyarrow.dataset.Dataset` and
-read in batches of at most ``batch_rows`` rows with no read-ahead (Parquet: each
-file's own batch reader; IPC: the dataset's scanner), so memory stays bounded by
-the batch size, not the dataset size.
+an Arrow IPC (Feather v2) file. Parquet files are opened by their footers (schema
+and row counts); a `pyarrow.dataset.Dataset` is opened only where one is needed
+(IPC, files of another schema, row-group listing). The input is read in batches
+of at most ``batch_rows`` rows with no read-ahead (Parquet: each file's own batch
+reader; IPC: the dataset's scanner), so memory stays bounded by the batch size,
+not the dataset size.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import glob
 import os
 import re
@@ -18,13 +21,15 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from colbridge.errors import JobSpecError
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as ds
 
 __all__ = [
     "DEFAULT_BATCH_ROWS",
@@ -122,19 +127,36 @@ def _files(spec: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> l
 
 @dataclass
 class Source:
-    """An opened input: its files, format, schema and a batch scanner."""
+    """An opened input: its files, format, schema and a batch scanner.
+
+    ``given`` is a dataset the caller opened (`open_input` of a `pyarrow.dataset.Dataset`);
+    without one, a dataset over ``files`` is opened when first needed.
+    """
 
     files: list[str]
     format: str
-    dataset: ds.Dataset
+    given: ds.Dataset | None = None
 
-    @property
+    @functools.cached_property
+    def dataset(self) -> ds.Dataset:
+        """The input as a `pyarrow.dataset.Dataset`."""
+        if self.given is not None:
+            return self.given
+        import pyarrow.dataset as ds
+
+        return ds.dataset(self.files, format="parquet" if self.format == "parquet" else "ipc")
+
+    @functools.cached_property
     def schema(self) -> pa.Schema:
-        """The dataset's Arrow schema."""
+        """The input's Arrow schema: the first file's, as a dataset takes it."""
+        if self.given is None and self.format == "parquet":
+            return pq.read_schema(self.files[0])
         return self.dataset.schema
 
     def count_rows(self) -> int:
         """Rows in the whole input (from metadata where the format has it)."""
+        if self.given is None and self.format == "parquet":
+            return sum(pq.read_metadata(f).num_rows for f in self.files)
         return int(self.dataset.count_rows())
 
     def nbytes(self) -> int:
@@ -193,6 +215,8 @@ class Source:
                             batch_rows, row_groups=[group], columns=columns, use_threads=True
                         )
                     continue
+            import pyarrow.dataset as ds
+
             single = ds.dataset(path, schema=self.schema, format="parquet")
             yield from _scan(single, batch_rows, columns)
 
@@ -289,6 +313,7 @@ def open_source(
     if fmt not in ("parquet", "ipc"):
         msg = f"unknown input format {fmt!r}; use 'parquet' or 'ipc'"
         raise JobSpecError(msg)
-    dataset = ds.dataset(files, format="parquet" if fmt == "parquet" else "ipc")
-    return Source(files, fmt, dataset)
+    source = Source(files, fmt)
+    source.schema  # noqa: B018 -- an unreadable first file fails here, before any work
+    return source
 

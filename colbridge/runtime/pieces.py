@@ -14,6 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from colbridge.backends.cpu import job_rows
 from colbridge.backends.scans import ScanStreams
 from colbridge.columns.frames import adapt_frame
 from colbridge.expr.nodes import Agg, Literal
@@ -33,12 +34,14 @@ __all__ = ["compute_piece", "fold_reductions", "piece_partials"]
 
 def compute_piece(plan: PreparedPlan, piece: Any, device: str = "auto",
                   fallback: str = "cpu", streams: ScanStreams | None = None,
-                  reports: list[ComputeReport] | None = None) -> Any:  # fmt: skip
+                  reports: list[ComputeReport] | None = None,
+                  total_rows: int | None = None) -> Any:  # fmt: skip
     """``plan`` over one piece (a frame of any kind): a frame of the piece's kind.
 
     ``streams``: the pieces are the batches of one pass over a stream, in order, and
     the plan's ordered operations go on from the piece before. ``reports`` receives
-    the compute's report (device, kernels, copies).
+    the compute's report (device, kernels, copies). ``total_rows``: the rows of every
+    piece of the job together, when known (it picks the CPU tier: `job_rows`).
     """
     adapter = adapt_frame(piece)
     if tuple(adapter.names) != plan.names:
@@ -46,7 +49,8 @@ def compute_piece(plan: PreparedPlan, piece: Any, device: str = "auto",
 
     def work(target: str, report: Any) -> Any:
         _before_attempt(streams, target, saved)
-        return execute(plan, adapter, report, target, streams=streams)
+        with job_rows(total_rows):
+            return execute(plan, adapter, report, target, streams=streams)
 
     saved: list[bool] = []
     result, report = on_device(work, device, fallback)
@@ -74,13 +78,15 @@ def _before_attempt(streams: ScanStreams | None, target: str, saved: list[bool])
 
 def piece_partials(prefix: tuple[Step, ...], aggs: list[Agg], piece: Any,
                    device: str = "auto", fallback: str = "cpu",
-                   streams: ScanStreams | None = None) -> Partials:  # fmt: skip
+                   streams: ScanStreams | None = None,
+                   total_rows: int | None = None) -> Partials:  # fmt: skip
     """The partial rows of ``aggs`` over one piece, after the steps ``prefix``."""
     adapter = adapt_frame(piece)
 
     def work(target: str, report: Any) -> Partials:
         _before_attempt(streams, target, saved)
-        return reduction_partials(prefix, aggs, adapter, report, target, streams)
+        with job_rows(total_rows):
+            return reduction_partials(prefix, aggs, adapter, report, target, streams)
 
     saved: list[bool] = []
     partials, _ = on_device(work, device, fallback)
@@ -94,15 +100,17 @@ def fold_reductions(
     empty: pa.Table,
     device: str = "auto",
     fallback: str = "cpu",
+    total_rows: int | None = None,
 ) -> dict[Agg, Literal]:
     """Values of ``aggs`` over all ``pieces`` (``empty``: a piece with no rows, same schema).
 
     The pieces come in order: ordered operations in ``prefix`` go on from piece to piece.
+    ``total_rows`` as in `compute_piece`.
     """
     total: Partials | None = None
     streams = ScanStreams()
     for piece in pieces:
-        part = piece_partials(prefix, aggs, piece, device, fallback, streams)
+        part = piece_partials(prefix, aggs, piece, device, fallback, streams, total_rows)
         total = part if total is None else total.fold(part)
     if total is None:  # no pieces at all: reductions of empty columns
         total = piece_partials(prefix, aggs, empty, "cpu")

@@ -100,3 +100,46 @@ def test_unknown_tier_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(cb.ComputeError, match=r"COLBRIDGE_CPU_TIER='fast'.*auto, compiled, numpy"):
         cb.lazy(pa.table({"a": [1]})).with_columns(b=cb.col("a") + 1).compute()
 
+
+
+def _recorded_generators(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Which generator built each kernel of the computes that follow."""
+    from colbridge.codegen import numba_cpu, numpy_eval
+
+    built: list[str] = []
+    for module, tier in ((numba_cpu, "compiled"), (numpy_eval, "numpy")):
+        real = module.generate_elementwise
+
+        def recording(*args, _real=real, _tier=tier, **kwargs):  # type: ignore[no-untyped-def]
+            built.append(_tier)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(module, "generate_elementwise", recording)
+    return built
+
+
+@pytest.mark.parametrize(("job_max", "expected"), [(1_000, "numpy"), (5, "compiled")])
+def test_auto_tiers_a_job_by_its_total_rows(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: os.PathLike[str], job_max: int, expected: str
+) -> None:
+    import polars as pl
+    import pyarrow.parquet as pq
+
+    from colbridge.io import pipeline
+
+    monkeypatch.setenv("COLBRIDGE_CPU_TIER", "auto")
+    monkeypatch.setattr(cpu, "NUMPY_MAX_ROWS", 1)  # every batch is "large" on its own
+    monkeypatch.setattr(cpu, "JOB_NUMPY_MAX_ROWS", job_max)
+    src, out = os.path.join(tmp_path, "in.parquet"), os.path.join(tmp_path, "out.parquet")
+    values = [0.5, None, 2.0, -3.0, 4.0, 5.5, None, 8.0]
+    pq.write_table(pa.table({"x_tiers_job": values}), src)
+    built = _recorded_generators(monkeypatch)
+    # an expression no other test compiles, so the in-memory kernel cache has none
+    expr = cb.col("x_tiers_job") * 3.0625 - 1
+    pipeline(src, out, with_={"y": expr}, batch_rows=3)
+    cpu.wait_for_background_compiles()
+    # a job of 8 rows: under the limit, NumPy from the first batch to the last and
+    # nothing compiled behind; over it, each batch of more than NUMPY_MAX_ROWS compiles
+    assert set(built) == {expected}
+    want = pl.read_parquet(src).with_columns(y=pl.col("x_tiers_job") * 3.0625 - 1)
+    assert pl.read_parquet(out).equals(want)
