@@ -43,10 +43,15 @@ def gpu_status() -> tuple[bool, str]:
     return ok, reason
 
 
-def _probe_current() -> tuple[bool, str, int]:
+def _installed_stand_in() -> Any:
+    """The CuPy stand-in installed for tests (`colbridge.testing`), if any."""
     from colbridge.memory.cuda import _CUPY
 
-    installed = _CUPY.get()
+    return _CUPY.get()
+
+
+def _probe_current() -> tuple[bool, str, int]:
+    installed = _installed_stand_in()
     return _probe(installed) if installed is not None else _probe_cupy()
 
 
@@ -54,12 +59,14 @@ def _probe_current() -> tuple[bool, str, int]:
 _DRIVER_NODES = ("/dev/nvidiactl", "/proc/driver/nvidia", "/dev/dxg", "/dev/nvhost-ctrl-gpu")
 
 
+@functools.lru_cache(maxsize=1)
 def _no_driver() -> str | None:
     """Why no NVIDIA GPU can be used here, when that is known without importing CuPy.
 
     On Linux a loaded NVIDIA driver shows one of `_DRIVER_NODES`; without one,
-    `import cupy` (60 ms) would only lead to a failing driver call. Elsewhere CuPy
-    is asked.
+    `import cupy` (60 ms) would only lead to a failing driver call. Used by
+    ``device="auto"`` only: an explicit ``"cuda"`` asks CuPy, whose error names the
+    driver's own cause. Elsewhere than Linux, CuPy is always asked.
     """
     if sys.platform != "linux" or any(os.path.exists(node) for node in _DRIVER_NODES):
         return None
@@ -72,9 +79,6 @@ def _probe_cupy() -> tuple[bool, str, int]:
         if importlib.util.find_spec("cupy") is None:
             msg = "cupy"
             raise ImportError(msg)
-        missing = _no_driver()
-        if missing is not None:
-            return False, f"CuPy found no usable CUDA device: {missing}", 0
         import cupy
     except (ImportError, ValueError):  # absent, or present but failing to import
         return (
@@ -123,6 +127,10 @@ def resolve_device(device: str = "auto", fallback: str = "cpu") -> DeviceChoice:
     kind, index = _parse(device)
     if kind == "cpu":
         return DeviceChoice("cpu", device, "cpu requested")
+    if kind == "auto" and _installed_stand_in() is None:
+        missing = _no_driver()
+        if missing is not None:
+            return DeviceChoice("cpu", device, f"auto: no usable GPU ({missing}), running on cpu")
     usable, reason, count = _probe_current()
     if usable:
         wanted = index or 0
