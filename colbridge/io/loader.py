@@ -38,6 +38,7 @@ from colbridge.errors import JobSpecError
 from colbridge.io.fuse import (
     FeatureSpec,
     FeatureStats,
+    PathLike,
     feature_columns,
     iter_features,
     transform_batch,
@@ -366,7 +367,7 @@ def loader(
     *,
     columns: Sequence[str] | None = None,
     spec: FeatureSpec | None = None,
-    stats: FeatureStats | str | None = None,
+    stats: FeatureStats | PathLike | None = None,
     dtype: str = "float32",
     validity: bool = False,
     label: str | Sequence[str] | None = None,

@@ -153,3 +153,17 @@ def test_loader_errors(data, tmp_path) -> None:
     batches = _load(str(nulls), columns=["x"], minmax=[], prefetch=2)
     with pytest.raises(JobSpecError, match=r"column `y` has 1 null\(s\)"):
         list(batches)  # raised on the background thread, re-raised here
+
+
+def test_a_statistics_file_of_feature_fusion_serves_the_same_matrix(data, tmp_path) -> None:
+    pytest.importorskip("sklearn")
+    from colbridge.ml import FeatureFusion
+
+    path, df = data
+    features = {"columns": ["x", "k"], "zscore": ["x"], "minmax": ["k"], "fill_null": {"x": 0.0}}
+    ff = FeatureFusion(**features).fit(df.head(3_000))  # fitted on part of the rows
+    stats = tmp_path / "stats.json"  # a pathlib.Path, as `save_stats` takes
+    ff.save_stats(stats)
+    served = _gather(_load(path, **features, stats=stats, shuffle=False, output="numpy"))
+    assert served[1].tolist() == list(range(N))
+    assert np.array_equal(served[0], ff.transform(df))
