@@ -197,6 +197,10 @@ class PolarsSeriesAdapter(PolarsFrameAdapter):
         return _polars_series_if_one(super().from_arrow(table))
 
 
+# a label lookup's "not found" (None can be a pandas column label)
+_MISSING = object()
+
+
 class PandasFrameAdapter(FrameAdapter):
     """pandas DataFrame. New columns come back as ``pd.ArrowDtype`` (or NumPy, on request)."""
 
@@ -254,11 +258,16 @@ class PandasFrameAdapter(FrameAdapter):
         dtype = self._series(name).dtype
         return isinstance(dtype, np.dtype) and dtype.kind == "f"
 
+    @functools.cached_property
+    def _labels(self) -> dict[str, Any]:
+        """Each column's label by its name (labels need not be strings)."""
+        return {str(label): label for label in self.frame.columns}
+
     def _label(self, name: str) -> Any:
-        for label in self.frame.columns:
-            if str(label) == name:
-                return label
-        raise missing_column_error(name, self.names)
+        label = self._labels.get(name, _MISSING)
+        if label is _MISSING:
+            raise missing_column_error(name, self.names)
+        return label
 
     def _to_pandas_values(self, array: pa.Array | pa.ChunkedArray) -> Any:
         import pandas as pd
@@ -290,8 +299,13 @@ class PandasFrameAdapter(FrameAdapter):
             # replaced columns are set where they stand, new ones appended.
             out = self.frame.copy(deep=False)
             for n in order:  # in output order: appended columns land where polars puts them
-                if n in new:
-                    out[n] = pd.Series(self._to_pandas_values(new[n]), index=index, name=n)
+                if n not in new:
+                    continue
+                values = self._to_pandas_values(new[n])
+                if n in self._labels:
+                    out[n] = values  # replaced where it stands
+                else:  # an array, not a Series: no index to align (a third of the cost)
+                    out.insert(len(out.columns), n, values)
             return out
         data = {}
         for n in order:
