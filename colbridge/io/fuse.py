@@ -95,6 +95,8 @@ HANDLE_UNKNOWN = ("ignore", "error", "infrequent_if_exist")
 INFREQUENT = "<infrequent>"
 #: Suffix of a missing-value indicator column's name.
 MISSING_SUFFIX = "_missing"
+#: Name of the one-hot column of null values (after the column's ``=``).
+NULL_CATEGORY = "<null>"
 
 
 def _check_min_frequency(name: str, value: float | None) -> None:
@@ -373,7 +375,7 @@ def feature_columns(
 
 
 #: Versions of the statistics file this code reads; it writes the last one.
-STATS_VERSIONS = (1, 2)
+STATS_VERSIONS = (1, 2, 3)
 
 
 @dataclass
@@ -384,8 +386,14 @@ class FeatureStats:
     (minmax), ``median``/``q25``/``q75`` (robust), ``bin_edges`` (quantile bins),
     ``categories`` with their ``counts`` and the fitting ``rows`` (one-hot, ids), and
     per-fold target sums (target encoding). Version 2 added all but the first two
-    groups and the categories; a version-1 file still reads. In memory a list may be
-    held as a NumPy array; `to_dict` and `save` write plain JSON lists.
+    groups and the categories; a version-1 file still reads. Version 3 counts a null
+    as a category of its own (one-hot and target-encoded columns, as scikit-learn's
+    encoders do): a JSON ``null`` last in ``categories`` when the fit saw nulls. A file
+    of version 1 or 2 keeps its meaning: a null one-hot value gives an all-zero block
+    (whatever ``handle_unknown`` says) and a null target-encoded one the target mean.
+    A file is saved at the version it was read with; a fit writes version 3. In
+    memory a list may be held as a NumPy array; `to_dict` and `save` write plain
+    JSON lists.
     """
 
     columns: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -539,12 +547,18 @@ def _categories(t: ColumnTransform, stats: FeatureStats) -> list[Any]:
 
 @dataclass
 class _OneHot:
-    """A one-hot column: all fitted categories, the output column of each, the width."""
+    """A one-hot column: all fitted categories, the output column of each, the width.
+
+    ``null_unknown``: a null that is not among the categories is an unseen value
+    (``handle_unknown`` decides); false for statistics files of version 1 and 2, where
+    a null gives an all-zero block.
+    """
 
     categories: pa.Array
     column_of: np.ndarray[Any, Any]  # output column per category (sorted order)
     names: list[str]
     infrequent: int | None  # output column of the infrequent bucket
+    null_unknown: bool = True
 
 
 def _one_hot(t: ColumnTransform, stats: FeatureStats) -> _OneHot:
@@ -563,10 +577,11 @@ def _one_hot(t: ColumnTransform, stats: FeatureStats) -> _OneHot:
     infrequent = int(frequent.size) if mask.any() else None
     if infrequent is not None:
         column_of[mask] = infrequent
-    names = [f"{t.name}={cats[i]}" for i in frequent]
+    names = [f"{t.name}={NULL_CATEGORY if cats[i] is None else cats[i]}" for i in frequent]
     if infrequent is not None:
         names.append(f"{t.name}={INFREQUENT}")
-    return _OneHot(pa.array(cats), column_of, names, infrequent)
+    null_unknown = t.categories is not None or stats.version >= 3
+    return _OneHot(pa.array(cats), column_of, names, infrequent, null_unknown)
 
 
 @dataclass
@@ -720,10 +735,12 @@ class FeaturePlan:
     ) -> int:
         oh = self.one_hot[t.name]
         code = codes(column, oh.categories)
+        if oh.null_unknown:  # a null the fit did not see is an unseen value
+            code[code == -2] = -1
         if t.handle_unknown == "error" and (unknown := code == -1).any():
-            seen = _combined(column).filter(pa.array(unknown))
-            values = sort_categories(pc.unique(_plain_values(seen)).to_pylist())
-            shown = ", ".join(repr(v) for v in values[:10])
+            seen = _plain_values(_combined(column)).filter(pa.array(unknown))
+            values = sort_categories(pc.unique(seen).to_pylist())
+            shown = ", ".join("null" if v is None else repr(v) for v in values[:10])
             more = f" and {len(values) - 10} more" if len(values) > 10 else ""
             msg = (
                 f"column `{t.name}` has categories not seen when fitting: {shown}{more}; "
@@ -883,6 +900,9 @@ def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -
     for t in counted:
         typ = _categorical_type(source.schema.field(t.name).type)
         cats, freq = merge_counts(counts[t.name], typ)
+        nulls = rows - sum(freq)
+        if t.one_hot and nulls:  # null is a category of its own, last (as scikit-learn's)
+            cats, freq = [*cats, None], [*freq, nulls]
         stats.columns[t.name] = {"categories": cats, "counts": freq, "rows": rows}
     if encoded:
         for t in encoded:
@@ -906,7 +926,8 @@ def _target_partials(
     """Per category and fold, the target's sums in one batch; per fold those of the target.
 
     Each column is dictionary-encoded once and summed with ``np.bincount`` over
-    ``code * folds + fold``: one ``(value, s0.., n0.., q0..)`` row per distinct value.
+    ``code * folds + fold``: one ``(value, s0.., n0.., q0..)`` row per distinct value,
+    null included (a category of its own, as in scikit-learn's ``TargetEncoder``).
     """
     assert spec.target is not None
     y_col = _combined(batch.column(spec.target))
@@ -933,8 +954,11 @@ def _target_partials(
             keys = keys.cast(pa.string())
         encoded_keys = pc.dictionary_encode(keys)
         values = encoded_keys.dictionary
-        idx = np.asarray(encoded_keys.indices.fill_null(-1).to_numpy(zero_copy_only=False))
-        use = ok & (idx >= 0)
+        # nulls are the last value
+        null = len(values)
+        values = pa.concat_arrays([values, pa.nulls(1, values.type)])
+        idx = np.asarray(encoded_keys.indices.fill_null(null).to_numpy(zero_copy_only=False))
+        use = ok
         bins = idx[use].astype(np.int64) * k + fold[use]
         size = len(values) * k
         w = y[use]
@@ -1314,9 +1338,15 @@ def _describe_encoders(plan: FeaturePlan, *, out_of_fold: bool) -> list[str]:
         if t.one_hot:
             oh = plan.one_hot[t.name]
             extra = ", the last for infrequent categories" if oh.infrequent is not None else ""
+            if oh.categories.null_count:
+                null = "a category of its own"
+            elif oh.null_unknown:
+                null = "unseen when fitting"
+            else:
+                null = "all-zero (statistics file of version 1 or 2)"
             lines.append(
                 f"{t.name}: one-hot, {len(oh.names)} columns{extra}; unseen values: "
-                f"{t.handle_unknown}"
+                f"{t.handle_unknown}; null: {null}"
             )
         elif t.ids and t.hash_buckets is not None:
             lines.append(
