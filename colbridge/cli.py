@@ -28,7 +28,7 @@ _FUSE_KEYS = {
 _COLUMN_KEYS = {
     "fill_null", "scale", "clip", "one_hot", "categories", "ids", "hash_buckets",
     "target_encode", "min_frequency", "max_categories", "handle_unknown", "log1p", "indicator",
-    "quantile_bins",
+    "quantile_bins", "datetime", "cyclical",
 }  # fmt: skip
 _INPUT_HELP = (
     "Parquet/IPC files, a folder or a glob; several files are read as one dataset "
@@ -132,6 +132,15 @@ def _parser() -> argparse.ArgumentParser:
         metavar="COL=N",
         help="ids from a stable hash into N buckets",
     )
+    fuse.add_argument(
+        "--datetime",
+        action="append",
+        default=[],
+        metavar="COL=PARTS",
+        help="date/time parts of a Date/Datetime/Time column, e.g. ts=hour,weekday "
+        "(month weekday day ordinal_day hour minute)",
+    )
+    fuse.add_argument("--cyclical", default="", help="--datetime columns to write as sin/cos pairs")
     fuse.add_argument("--target-encode", default="", help="categorical columns to target-encode")
     fuse.add_argument("--target", default=None, help="label column for --target-encode")
     fuse.add_argument("--folds", type=int, default=None, help="out-of-fold folds (default 5)")
@@ -320,6 +329,8 @@ def _fuse_columns(args: argparse.Namespace, spec: dict[str, Any]) -> dict[str, d
             k: _integer(v, f"--hash-buckets {k}")
             for k, v in _kv(args.hash_buckets, "--hash-buckets").items()
         },
+        datetime={k: _split(v) for k, v in _kv(args.datetime, "--datetime").items()},
+        cyclical=_split(args.cyclical),
         min_frequency=min_frequency,
         max_categories=args.max_categories or spec.get("max_categories"),
         handle_unknown=args.handle_unknown or spec.get("handle_unknown"),

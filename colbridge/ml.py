@@ -84,7 +84,15 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
         by a ``<name>_missing`` 0/1 feature.
     one_hot, ids, target_encode
         Categorical columns: one-hot block, integer ids (0 null, 1 rare or unseen), or
-        the smoothed target mean (out of fold in `fit_transform`).
+        the smoothed target mean (out of fold in `fit_transform`). As in scikit-learn's
+        ``OneHotEncoder`` and ``TargetEncoder``, a null is a category of its own (a
+        ``<name>=<null>`` column, its own target mean) when the fit saw one.
+    datetime, cyclical
+        ``{column: [parts]}``: date/time parts of a Date, Datetime or Time column, from
+        ``month``, ``weekday`` (Monday 1), ``day``, ``ordinal_day``, ``hour``, ``minute``
+        (polars' values; a time-zoned datetime's are local), one feature each
+        (``<name>_<part>``); the columns listed in ``cyclical`` give a sin/cos pair per
+        part instead (``<name>_<part>_sin``, ``<name>_<part>_cos``).
     fill_null, clip, quantile_bins, hash_buckets
         ``{column: value}``: fill value, ``(lo, hi)`` bounds, number of quantile bins,
         number of hash buckets (ids from a stable hash).
@@ -110,6 +118,20 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
     array([-0.66666667,  0.        ,  1.        ,  0.        ])
     >>> list(ff.get_feature_names_out())
     ['x', 'x_missing', 'c=a', 'c=<infrequent>']
+
+    Date/time parts, as integers or as sin/cos pairs:
+
+    >>> import datetime as dt
+    >>> X = pa.table({"ts": [dt.datetime(2024, 5, 6, 18), dt.datetime(2024, 5, 12, 6)]})
+    >>> ff = FeatureFusion(datetime={"ts": ["hour", "weekday"]}, dtype="float64")
+    >>> ff.fit_transform(X)
+    array([[18.,  1.],
+           [ 6.,  7.]])
+    >>> ff.set_params(cyclical=["ts"]).fit_transform(X)[:, :2].round(3) + 0.0  # hour 18 of 24
+    array([[-1.,  0.],
+           [ 1.,  0.]])
+    >>> list(ff.get_feature_names_out())[:3]
+    ['ts_hour_sin', 'ts_hour_cos', 'ts_weekday_sin']
     """
 
     def __init__(
@@ -128,6 +150,8 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
         clip: Mapping[str, tuple[float | None, float | None]] | None = None,
         quantile_bins: Mapping[str, int] | None = None,
         hash_buckets: Mapping[str, int] | None = None,
+        datetime: Mapping[str, Sequence[str]] | None = None,
+        cyclical: Sequence[str] = (),
         min_frequency: float | None = None,
         max_categories: int | None = None,
         handle_unknown: str = "ignore",
@@ -151,6 +175,8 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
         self.clip = clip
         self.quantile_bins = quantile_bins
         self.hash_buckets = hash_buckets
+        self.datetime = datetime
+        self.cyclical = cyclical
         self.min_frequency = min_frequency
         self.max_categories = max_categories
         self.handle_unknown = handle_unknown
@@ -179,8 +205,8 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
             one_hot=self.one_hot, ids=self.ids, target_encode=self.target_encode,
             log1p=self.log1p, indicator=self.indicator, fill_null=self.fill_null,
             clip=self.clip, quantile_bins=self.quantile_bins, hash_buckets=self.hash_buckets,
-            min_frequency=self.min_frequency, max_categories=self.max_categories,
-            handle_unknown=self.handle_unknown,
+            datetime=self.datetime, cyclical=self.cyclical, min_frequency=self.min_frequency,
+            max_categories=self.max_categories, handle_unknown=self.handle_unknown,
         )  # fmt: skip
         return FeatureSpec.from_dict(
             {
@@ -297,7 +323,7 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
         return self._fitted_plan().transform(table, out_of_fold=out_of_fold).features
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray[Any, Any]:
-        """Names of the matrix's columns (``c=value`` for one-hot, ``<name>_missing``)."""
+        """Names of the matrix's columns (``c=value``, ``<name>_missing``, ``ts_hour``...)."""
         check_is_fitted(self, "stats_")
         return np.asarray(self.feature_names_out_, dtype=object)
 

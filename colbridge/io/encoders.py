@@ -71,7 +71,9 @@ def category_counts(array: pa.Array | pa.ChunkedArray) -> pa.Table:
         if pa.types.is_large_string(values.type):
             values = values.cast(pa.string())
         table = pa.table({"value": values, "count": counted.field("counts")})
-        if len(pc.unique(values)) != len(values):  # a dictionary may repeat a value
+        if values.null_count:  # a dictionary may hold a null: those rows are null
+            table = table.filter(pc.is_valid(values))
+        if len(pc.unique(table.column("value"))) != table.num_rows:  # or repeat a value
             table = table.group_by("value").aggregate([("count", "sum")])
         return table
     counted = pc.value_counts(_plain(array).drop_null())
@@ -101,8 +103,9 @@ def merge_sums(parts: list[pa.Table], value_type: pa.DataType) -> pa.Table:
     if len(parts) == 1:
         merged = parts[0].set_column(0, "value", values)
     else:
-        # a value may be in several batches; within one batch values are unique
-        enc = pc.dictionary_encode(values)
+        # a value may be in several batches; within one batch values are unique (a null
+        # is a value of its own, sorted last)
+        enc = pc.dictionary_encode(values, null_encoding="encode")
         idx = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
         size = len(enc.dictionary)
         cols: dict[str, Any] = {"value": enc.dictionary}
@@ -200,7 +203,11 @@ def value_set(categories: list[Any] | pa.Array, typ: pa.DataType) -> pa.Array:
 def codes(
     array: pa.Array | pa.ChunkedArray, categories: list[Any] | pa.Array
 ) -> np.ndarray[Any, Any]:
-    """Position of each row's value in ``categories``: -1 for a value not there, -2 for null."""
+    """Position of each row's value in ``categories``: -1 for a value not there.
+
+    A null row gets the position of the null in ``categories`` when they hold one (null
+    as a category of its own, as scikit-learn's encoders count it), else -2.
+    """
     array = _combined(array)
     n = len(array)
     if pa.types.is_dictionary(array.type):
@@ -208,17 +215,22 @@ def codes(
         values = value_set(categories, dictionary.type)
         mapping = pc.index_in(dictionary, value_set=values).fill_null(-1)
         table = np.asarray(mapping.to_numpy(zero_copy_only=False), dtype=np.int64)
+        if dictionary.null_count:  # a row pointing at a null entry is null
+            table[~np.asarray(dictionary.is_valid())] = -2
         indices = array.indices
         idx = np.asarray(indices.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
         out = table[idx] if n else np.zeros(0, dtype=np.int64)
         if indices.null_count:
             out[~np.asarray(indices.is_valid())] = -2
-        return out
-    plain = _plain(array)
-    found = pc.index_in(plain, value_set=value_set(categories, plain.type)).fill_null(-1)
-    out = np.asarray(found.to_numpy(zero_copy_only=False), dtype=np.int64)
-    if plain.null_count:
-        out[~np.asarray(plain.is_valid())] = -2
+    else:
+        plain = _plain(array)
+        values = value_set(categories, plain.type)
+        found = pc.index_in(plain, value_set=values).fill_null(-1)
+        out = np.asarray(found.to_numpy(zero_copy_only=False), dtype=np.int64)
+        if plain.null_count:
+            out[~np.asarray(plain.is_valid())] = -2
+    if values.null_count:
+        out[out == -2] = int(np.flatnonzero(~np.asarray(values.is_valid()))[0])
     return out
 
 

@@ -19,7 +19,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,6 +95,19 @@ HANDLE_UNKNOWN = ("ignore", "error", "infrequent_if_exist")
 INFREQUENT = "<infrequent>"
 #: Suffix of a missing-value indicator column's name.
 MISSING_SUFFIX = "_missing"
+#: Name of the one-hot column of null values (after the column's ``=``).
+NULL_CATEGORY = "<null>"
+#: Date/time parts a ``datetime`` column gives, with the period of their sin/cos pair
+#: (``cyclical``): a number, or the days of the value's own month or year.
+DATE_PARTS: dict[str, int | str] = {
+    "month": 12, "weekday": 7, "day": "days_in_month", "ordinal_day": "days_in_year",
+    "hour": 24, "minute": 60,
+}  # fmt: skip
+#: Parts counted from 1 (polars' values); their angle is taken from ``value - 1``.
+_ONE_BASED = frozenset({"month", "weekday", "day", "ordinal_day"})
+#: Parts that a Date has (no time of day) and that a Time has (no date).
+_DATE_ONLY = frozenset({"month", "weekday", "day", "ordinal_day"})
+_TIME_ONLY = frozenset({"hour", "minute"})
 
 
 def _check_min_frequency(name: str, value: float | None) -> None:
@@ -120,8 +133,10 @@ class ColumnTransform:
     A numeric column: fill_null → log1p → scale (``zscore``, ``minmax``, ``robust``)
     or ``quantile_bins`` → clip → cast, one feature. A categorical column is one of
     ``one_hot`` (a block of 0/1 features), ``ids`` (one integer id per row; hashed
-    into ``hash_buckets`` when given) or ``target_encode`` (one float). ``indicator``
-    adds a feature after the column's: 1 where the value is null (or NaN).
+    into ``hash_buckets`` when given) or ``target_encode`` (one float). A Date,
+    Datetime or Time column gives the ``datetime`` parts (`DATE_PARTS`), one integer
+    feature each, or with ``cyclical`` a sin/cos pair each; ``fill_null`` fills them.
+    ``indicator`` adds a feature after the column's: 1 where the value is null (or NaN).
     """
 
     name: str
@@ -139,8 +154,11 @@ class ColumnTransform:
     log1p: bool = False
     indicator: bool = False
     quantile_bins: int | None = None
+    datetime: tuple[str, ...] | None = None
+    cyclical: bool = False
 
     def __post_init__(self) -> None:
+        self._check_datetime()
         if self.scale not in (None, "zscore", "minmax", "robust"):
             msg = (
                 f"column `{self.name}`: unknown scale {self.scale!r}; "
@@ -153,6 +171,8 @@ class ColumnTransform:
                 msg = f"column `{self.name}`: `hash_buckets` must be >= 1, got {self.hash_buckets}"
                 raise JobSpecError(msg)
         kinds = [k for k in ("one_hot", "ids", "target_encode") if getattr(self, k)]
+        if self.datetime is not None:
+            kinds.append("datetime")
         if len(kinds) > 1:
             msg = (
                 f"column `{self.name}` is given two encodings ({', '.join(kinds)}); "
@@ -163,7 +183,15 @@ class ColumnTransform:
             self.scale or self.clip or self.fill_null is not None or self.log1p
             or self.quantile_bins is not None
         )  # fmt: skip
-        if kinds and numeric:
+        if kinds == ["datetime"] and (
+            self.scale or self.clip or self.log1p or self.quantile_bins is not None
+        ):
+            msg = (
+                f"column `{self.name}` gives date parts, which cannot also be scaled, clipped, "
+                "log1p-ed or binned; only `fill_null` and `indicator` apply to them"
+            )
+            raise JobSpecError(msg)
+        if kinds and kinds != ["datetime"] and numeric:
             msg = (
                 f"column `{self.name}` is encoded as {kinds[0]} and cannot also be scaled, "
                 "clipped, filled, log1p-ed or binned; a null category has its own encoding"
@@ -202,9 +230,39 @@ class ColumnTransform:
             )
             raise JobSpecError(msg)
 
+    def _check_datetime(self) -> None:
+        parts = self.datetime
+        if isinstance(parts, str):
+            parts = (parts,)
+        if parts is not None:
+            parts = tuple(parts)
+            object.__setattr__(self, "datetime", parts)
+            choices = ", ".join(DATE_PARTS)
+            if not parts:
+                msg = (
+                    f"column `{self.name}`: `datetime` needs at least one part; "
+                    f"choose from {choices}"
+                )
+                raise JobSpecError(msg)
+            for part in parts:
+                if part not in DATE_PARTS:
+                    msg = f"column `{self.name}`: unknown date part {part!r}; choose from {choices}"
+                    raise JobSpecError(msg)
+            if len(set(parts)) != len(parts):
+                msg = f"column `{self.name}`: a date part is asked twice in {list(parts)}"
+                raise JobSpecError(msg)
+        if self.cyclical and parts is None:
+            msg = (
+                f"column `{self.name}`: `cyclical` writes date parts as sin/cos pairs; give the "
+                f"parts with `datetime` (e.g. datetime={{'{self.name}': ['hour']}})"
+            )
+            raise JobSpecError(msg)
+
     @property
     def kind(self) -> str:
-        """``"one_hot"``, ``"ids"``, ``"target"`` or ``"numeric"``."""
+        """``"one_hot"``, ``"ids"``, ``"target"``, ``"datetime"`` or ``"numeric"``."""
+        if self.datetime is not None:
+            return "datetime"
         if self.one_hot:
             return "one_hot"
         if self.ids:
@@ -216,7 +274,7 @@ class ColumnTransform:
 
 _COLUMN_FIELDS = (
     "fill_null", "scale", "one_hot", "ids", "hash_buckets", "target_encode", "min_frequency",
-    "max_categories", "handle_unknown", "log1p", "indicator", "quantile_bins",
+    "max_categories", "handle_unknown", "log1p", "indicator", "quantile_bins", "cyclical",
 )  # fmt: skip
 
 
@@ -278,12 +336,14 @@ class FeatureSpec:
         for name, cfg in cols.items():
             clip = cfg.get("clip")
             cats = cfg.get("categories")
+            parts = cfg.get("datetime")
             options = {k: cfg[k] for k in _COLUMN_FIELDS if cfg.get(k) is not None}
             transforms.append(
                 ColumnTransform(
                     name=name,
                     clip=None if clip is None else (clip[0], clip[1]),
                     categories=None if cats is None else tuple(cats),
+                    datetime=None if parts is None else tuple(_parts(parts)),
                     **options,
                 )
             )
@@ -307,6 +367,10 @@ class FeatureSpec:
         )
 
 
+def _parts(value: str | Sequence[str]) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
+
+
 def feature_columns(
     columns: Any = (),
     *,
@@ -322,6 +386,8 @@ def feature_columns(
     clip: Mapping[str, tuple[float | None, float | None]] | None = None,
     quantile_bins: Mapping[str, int] | None = None,
     hash_buckets: Mapping[str, int] | None = None,
+    datetime: Mapping[str, str | Sequence[str]] | None = None,
+    cyclical: Any = (),
     min_frequency: float | None = None,
     max_categories: int | None = None,
     handle_unknown: str | None = None,
@@ -334,6 +400,13 @@ def feature_columns(
     Columns are in the order of ``base``, then ``columns``, then first mention.
     ``min_frequency`` and ``max_categories`` apply to every one-hot and (unhashed) ids
     column, ``handle_unknown`` to every one-hot column, unless the column sets its own.
+    ``datetime`` maps a column to its date parts; ``cyclical`` lists the columns whose
+    parts are written as sin/cos pairs.
+
+    Examples
+    --------
+    >>> feature_columns(["ts"], datetime={"ts": ["hour", "weekday"]}, cyclical=["ts"])
+    {'ts': {'datetime': ['hour', 'weekday'], 'cyclical': True}}
     """
     out: dict[str, dict[str, Any]] = {k: dict(v) for k, v in (base or {}).items()}
 
@@ -352,6 +425,10 @@ def feature_columns(
     for key, value in flags:
         for name in names(value):
             out.setdefault(name, {})[key] = True
+    for name, parts in (datetime or {}).items():
+        out.setdefault(name, {})["datetime"] = _parts(parts)
+    for name in names(cyclical):
+        out.setdefault(name, {})["cyclical"] = True
     for name, (lo, hi) in (clip or {}).items():
         out.setdefault(name, {})["clip"] = [lo, hi]
     mappings: tuple[tuple[str, Mapping[str, float | None] | Mapping[str, int] | None], ...] = (
@@ -373,7 +450,7 @@ def feature_columns(
 
 
 #: Versions of the statistics file this code reads; it writes the last one.
-STATS_VERSIONS = (1, 2)
+STATS_VERSIONS = (1, 2, 3)
 
 
 @dataclass
@@ -384,8 +461,14 @@ class FeatureStats:
     (minmax), ``median``/``q25``/``q75`` (robust), ``bin_edges`` (quantile bins),
     ``categories`` with their ``counts`` and the fitting ``rows`` (one-hot, ids), and
     per-fold target sums (target encoding). Version 2 added all but the first two
-    groups and the categories; a version-1 file still reads. In memory a list may be
-    held as a NumPy array; `to_dict` and `save` write plain JSON lists.
+    groups and the categories; a version-1 file still reads. Version 3 counts a null
+    as a category of its own (one-hot and target-encoded columns, as scikit-learn's
+    encoders do): a JSON ``null`` last in ``categories`` when the fit saw nulls. A file
+    of version 1 or 2 keeps its meaning: a null one-hot value gives an all-zero block
+    (whatever ``handle_unknown`` says) and a null target-encoded one the target mean.
+    A file is saved at the version it was read with; a fit writes version 3. In
+    memory a list may be held as a NumPy array; `to_dict` and `save` write plain
+    JSON lists.
     """
 
     columns: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -527,6 +610,55 @@ def _feature_expr(t: ColumnTransform, stats: FeatureStats, dtype: DType) -> Expr
     return e.cast(dtype.value)
 
 
+def _date_part_exprs(t: ColumnTransform, dtype: DType) -> list[Expr]:
+    """The features of a date/time column: its parts, or each part's sin and cos.
+
+    A part counted from 1 (month, weekday, day, ordinal_day) turns from ``value - 1``,
+    so its first value is angle 0; ``day`` turns once per the value's month (28 to 31
+    days), ``ordinal_day`` once per its year (365 or 366). Null in, null out.
+    """
+    assert t.datetime is not None
+    ts = col(t.name)
+    out = []
+    for part in t.datetime:
+        value: Expr = getattr(ts.dt, part)()
+        features = [value]
+        if t.cyclical:
+            x = value.cast("float64")
+            if part in _ONE_BASED:
+                x = x - 1.0
+            period = DATE_PARTS[part]
+            if part == "day":
+                turn: Expr | float = ts.dt.days_in_month().cast("float64")
+            elif part == "ordinal_day":
+                turn = ts.dt.is_leap_year().cast("float64") + 365.0
+            else:
+                assert isinstance(period, int)
+                turn = float(period)
+            angle = (2.0 * math.pi) * x / turn
+            features = [angle.sin(), angle.cos()]
+        for e in features:
+            if t.fill_null is not None:
+                e = e.fill_null(float(t.fill_null))
+            out.append(e.cast(dtype.value))
+    return out
+
+
+def _feature_exprs(t: ColumnTransform, stats: FeatureStats, dtype: DType) -> list[Expr]:
+    """The kernel's features of a numeric or date/time column, in matrix order."""
+    if t.datetime is not None:
+        return _date_part_exprs(t, dtype)
+    return [_feature_expr(t, stats, dtype)]
+
+
+def _date_part_names(t: ColumnTransform) -> list[str]:
+    """``ts_hour``, or ``ts_hour_sin`` and ``ts_hour_cos`` with ``cyclical``."""
+    assert t.datetime is not None
+    if t.cyclical:
+        return [f"{t.name}_{p}_{f}" for p in t.datetime for f in ("sin", "cos")]
+    return [f"{t.name}_{p}" for p in t.datetime]
+
+
 def _categories(t: ColumnTransform, stats: FeatureStats) -> list[Any]:
     if t.categories is not None:
         return list(t.categories)
@@ -539,12 +671,18 @@ def _categories(t: ColumnTransform, stats: FeatureStats) -> list[Any]:
 
 @dataclass
 class _OneHot:
-    """A one-hot column: all fitted categories, the output column of each, the width."""
+    """A one-hot column: all fitted categories, the output column of each, the width.
+
+    ``null_unknown``: a null that is not among the categories is an unseen value
+    (``handle_unknown`` decides); false for statistics files of version 1 and 2, where
+    a null gives an all-zero block.
+    """
 
     categories: pa.Array
     column_of: np.ndarray[Any, Any]  # output column per category (sorted order)
     names: list[str]
     infrequent: int | None  # output column of the infrequent bucket
+    null_unknown: bool = True
 
 
 def _one_hot(t: ColumnTransform, stats: FeatureStats) -> _OneHot:
@@ -563,10 +701,11 @@ def _one_hot(t: ColumnTransform, stats: FeatureStats) -> _OneHot:
     infrequent = int(frequent.size) if mask.any() else None
     if infrequent is not None:
         column_of[mask] = infrequent
-    names = [f"{t.name}={cats[i]}" for i in frequent]
+    names = [f"{t.name}={NULL_CATEGORY if cats[i] is None else cats[i]}" for i in frequent]
     if infrequent is not None:
         names.append(f"{t.name}={INFREQUENT}")
-    return _OneHot(pa.array(cats), column_of, names, infrequent)
+    null_unknown = t.categories is not None or stats.version >= 3
+    return _OneHot(pa.array(cats), column_of, names, infrequent, null_unknown)
 
 
 @dataclass
@@ -611,7 +750,8 @@ class FeaturePlan:
         _check_stats(spec, stats)
         self.spec = spec
         self.dtype = parse_dtype(spec.dtype)
-        self.numeric = [t for t in spec.columns if t.kind == "numeric"]
+        # numeric and date/time columns: their features come out of one fused kernel
+        self.kernel = [t for t in spec.columns if t.kind in ("numeric", "datetime")]
         self.one_hot = {t.name: _one_hot(t, stats) for t in spec.columns if t.one_hot}
         self.vocab: dict[str, pa.Array] = {}
         for t in spec.columns:
@@ -626,13 +766,20 @@ class FeaturePlan:
         for t in spec.columns:
             if t.one_hot:
                 self.names += self.one_hot[t.name].names
+            elif t.datetime is not None:
+                self.names += _date_part_names(t)
             else:
                 self.names.append(t.name)
             if t.indicator:
                 self.names.append(f"{t.name}{MISSING_SUFFIX}")
-        self.exprs = {
-            f"f{j}": _feature_expr(t, stats, self.dtype) for j, t in enumerate(self.numeric)
-        }
+        #: per kernel column: its features' expressions, and their names in the matrix
+        self.kernel_exprs = {t.name: _feature_exprs(t, stats, self.dtype) for t in self.kernel}
+        self.kernel_names = [
+            n for t in self.kernel
+            for n in (_date_part_names(t) if t.datetime is not None else [t.name])
+        ]  # fmt: skip
+        flat = [e for t in self.kernel for e in self.kernel_exprs[t.name]]
+        self.exprs = {f"f{j}": e for j, e in enumerate(flat)}
 
     def id_table_size(self, t: ColumnTransform) -> int:
         """Rows an embedding table needs for the ids of ``t`` (the two reserved ids included)."""
@@ -654,16 +801,18 @@ class FeaturePlan:
             if name not in names:
                 msg = f"feature column `{name}` not found; available columns: {names}"
                 raise ColumnNotFoundError(msg)
+        _check_types(spec, batch.schema)
         n = batch.num_rows
         mat: np.ndarray[Any, Any] | None = None
         valid: np.ndarray[Any, Any] | None = None
-        if self.numeric:
+        if self.exprs:
             items = tuple((name, e.node) for name, e in self.exprs.items())
-            table = compute_piece(prepare((Step("select", items),), names), batch, device)
+            kernel_input = _kernel_batch(spec, batch)
+            table = compute_piece(prepare((Step("select", items),), names), kernel_input, device)
             fm = to_tensor(table, dtype=self.dtype.numpy, nulls="keep")
             mat, valid = fm.numpy(), fm.validity
         width = len(self.names)
-        if len(self.numeric) == len(spec.columns) == width:
+        if len(self.kernel) == len(spec.columns) and len(self.exprs) == width:
             assert mat is not None
             features = mat
         else:
@@ -674,13 +823,14 @@ class FeaturePlan:
             folds = folds_of(start, n, spec.folds, spec.seed) if out_of_fold else None
             for t in spec.columns:
                 column = batch.column(t.name)
-                if t.kind == "numeric":
+                if t.kind in ("numeric", "datetime"):
                     assert mat is not None
-                    features[:, pos] = mat[:, j]
+                    k = len(self.kernel_exprs[t.name])
+                    features[:, pos : pos + k] = mat[:, j : j + k]
                     if valid is not None and full_valid is not None:
-                        full_valid[:, pos] = valid[:, j]
-                    pos += 1
-                    j += 1
+                        full_valid[:, pos : pos + k] = valid[:, j : j + k]
+                    pos += k
+                    j += k
                 elif t.one_hot:
                     pos += self._write_one_hot(t, column, features, full_valid, pos)
                 elif t.ids:
@@ -720,10 +870,12 @@ class FeaturePlan:
     ) -> int:
         oh = self.one_hot[t.name]
         code = codes(column, oh.categories)
+        if oh.null_unknown:  # a null the fit did not see is an unseen value
+            code[code == -2] = -1
         if t.handle_unknown == "error" and (unknown := code == -1).any():
-            seen = _combined(column).filter(pa.array(unknown))
-            values = sort_categories(pc.unique(_plain_values(seen)).to_pylist())
-            shown = ", ".join(repr(v) for v in values[:10])
+            seen = _plain_values(_combined(column)).filter(pa.array(unknown))
+            values = sort_categories(pc.unique(seen).to_pylist())
+            shown = ", ".join("null" if v is None else repr(v) for v in values[:10])
             more = f" and {len(values) - 10} more" if len(values) > 10 else ""
             msg = (
                 f"column `{t.name}` has categories not seen when fitting: {shown}{more}; "
@@ -883,6 +1035,9 @@ def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -
     for t in counted:
         typ = _categorical_type(source.schema.field(t.name).type)
         cats, freq = merge_counts(counts[t.name], typ)
+        nulls = rows - sum(freq)
+        if t.one_hot and nulls:  # null is a category of its own, last (as scikit-learn's)
+            cats, freq = [*cats, None], [*freq, nulls]
         stats.columns[t.name] = {"categories": cats, "counts": freq, "rows": rows}
     if encoded:
         for t in encoded:
@@ -906,7 +1061,8 @@ def _target_partials(
     """Per category and fold, the target's sums in one batch; per fold those of the target.
 
     Each column is dictionary-encoded once and summed with ``np.bincount`` over
-    ``code * folds + fold``: one ``(value, s0.., n0.., q0..)`` row per distinct value.
+    ``code * folds + fold``: one ``(value, s0.., n0.., q0..)`` row per distinct value,
+    null included (a category of its own, as in scikit-learn's ``TargetEncoder``).
     """
     assert spec.target is not None
     y_col = _combined(batch.column(spec.target))
@@ -933,8 +1089,11 @@ def _target_partials(
             keys = keys.cast(pa.string())
         encoded_keys = pc.dictionary_encode(keys)
         values = encoded_keys.dictionary
-        idx = np.asarray(encoded_keys.indices.fill_null(-1).to_numpy(zero_copy_only=False))
-        use = ok & (idx >= 0)
+        # nulls are the last value
+        null = len(values)
+        values = pa.concat_arrays([values, pa.nulls(1, values.type)])
+        idx = np.asarray(encoded_keys.indices.fill_null(null).to_numpy(zero_copy_only=False))
+        use = ok
         bins = idx[use].astype(np.int64) * k + fold[use]
         size = len(values) * k
         w = y[use]
@@ -984,8 +1143,23 @@ def _open(
         if t.name not in source.schema.names:
             msg = f"feature column `{t.name}` not found; available columns: {source.schema.names}"
             raise ColumnNotFoundError(msg)
-        typ = source.schema.field(t.name).type
-        if t.kind != "numeric" and not (
+    _check_types(spec, source.schema)
+    if spec.target_encoded and spec.target not in source.schema.names:
+        msg = f"target column `{spec.target}` not found; available columns: {source.schema.names}"
+        raise ColumnNotFoundError(msg)
+    rows = batch_rows
+    if memory_limit is not None:
+        rows = rows_for_memory(source, parse_memory(memory_limit), batch_rows)
+    return source, rows or DEFAULT_BATCH_ROWS
+
+
+def _check_types(spec: FeatureSpec, schema: pa.Schema) -> None:
+    """Refuse a column whose type its encoding cannot read, naming what to do instead."""
+    for t in spec.columns:
+        typ = schema.field(t.name).type
+        if t.kind == "datetime":
+            _check_date_parts(t, typ)
+        elif t.kind != "numeric" and not (
             pa.types.is_dictionary(typ)
             or pa.types.is_string(typ)
             or pa.types.is_large_string(typ)
@@ -997,13 +1171,59 @@ def _open(
                 "use a dictionary, string or integer column"
             )
             raise UnsupportedTypeError(msg)
-    if spec.target_encoded and spec.target not in source.schema.names:
-        msg = f"target column `{spec.target}` not found; available columns: {source.schema.names}"
-        raise ColumnNotFoundError(msg)
-    rows = batch_rows
-    if memory_limit is not None:
-        rows = rows_for_memory(source, parse_memory(memory_limit), batch_rows)
-    return source, rows or DEFAULT_BATCH_ROWS
+
+
+def _check_date_parts(t: ColumnTransform, typ: pa.DataType) -> None:
+    assert t.datetime is not None
+    is_date = pa.types.is_date(typ)
+    is_time = pa.types.is_time(typ)
+    if not (is_date or is_time or pa.types.is_timestamp(typ)):
+        msg = (
+            f"column `{t.name}` of type `{typ}` has no date parts; `datetime` needs a Date, "
+            "Datetime or Time column: convert it first (polars `str.to_datetime`, pandas "
+            f"`pd.to_datetime`), or scale it as a number instead of asking for {list(t.datetime)}"
+        )
+        raise UnsupportedTypeError(msg)
+    has, lacks = (_DATE_ONLY, "time of day") if is_date else (_TIME_ONLY, "date")
+    if is_date or is_time:
+        wrong = [p for p in t.datetime if p not in has]
+        if wrong:
+            kind = "Date" if is_date else "Time"
+            msg = (
+                f"column `{t.name}` of type `{typ}` has no `{wrong[0]}`: a {kind} has no {lacks}; "
+                f"ask only for {', '.join(p for p in DATE_PARTS if p in has)}"
+                + (", or use a Datetime column" if is_date else "")
+            )
+            raise UnsupportedTypeError(msg)
+
+
+def _kernel_type(typ: pa.DataType) -> pa.DataType | None:
+    """The type the kernels read a date/time column of type ``typ`` as, when it differs.
+
+    The engine reads Date (date32), Datetime in ns/us/ms and Time in ns, as polars
+    has them; a date64, a datetime in seconds or a time32/time64[us] is cast once.
+    """
+    if pa.types.is_date64(typ):
+        return pa.date32()
+    if pa.types.is_timestamp(typ) and typ.unit == "s":
+        return pa.timestamp("ms", typ.tz)
+    if pa.types.is_time(typ) and not (pa.types.is_time64(typ) and typ.unit == "ns"):
+        return pa.time64("ns")
+    return None
+
+
+def _kernel_batch(spec: FeatureSpec, batch: pa.RecordBatch | pa.Table) -> pa.Table:
+    """``batch`` with its date/time feature columns in types the kernels read (a copy)."""
+    for t in spec.columns:
+        if t.datetime is None:
+            continue
+        i = batch.schema.get_field_index(t.name)
+        target = _kernel_type(batch.schema.field(i).type)
+        if target is not None:
+            if isinstance(batch, pa.RecordBatch):
+                batch = pa.Table.from_batches([batch])
+            batch = batch.set_column(i, t.name, batch.column(i).cast(target))
+    return batch  # type: ignore[return-value]
 
 
 def _stats_for(
@@ -1049,7 +1269,7 @@ def _needs(t: ColumnTransform) -> tuple[str, tuple[str, ...]]:
         return "`ids`", _NEEDED_STATS["ids"]
     if t.target_encode:
         return "`target_encode`", _NEEDED_STATS["target"]
-    return "", ()
+    return "", ()  # numeric without statistics, and date/time parts
 
 
 def _check_stats(spec: FeatureSpec, stats: FeatureStats, where: str = "the statistics") -> None:
@@ -1284,7 +1504,6 @@ def explain_fuse(
         read = source.describe()
     else:
         read = f"{len(source.files)} {source.format} file(s), {source.count_rows()} rows"
-    numeric = [t for t in spec.columns if t.kind == "numeric"]
     plan = FeaturePlan(spec, fitted)
     names = plan.names
     lines = [
@@ -1296,10 +1515,11 @@ def explain_fuse(
     if encoders:
         lines.append("encoders (per batch, beside the kernel):")
         lines += [f"  {line}" for line in encoders]
-    if numeric:
-        exprs = {t.name: _feature_expr(t, fitted, dtype) for t in numeric}
-        empty = source.schema.empty_table()
-        items = tuple((name, e.node) for name, e in exprs.items())
+    if plan.exprs:
+        empty = _kernel_batch(spec, source.schema.empty_table())
+        items = tuple(
+            (name, e.node) for name, e in zip(plan.kernel_names, plan.exprs.values(), strict=True)
+        )
         steps = prepare((Step("select", items),), empty.column_names)
         report = describe(steps, ArrowTableAdapter(empty), device=device)
         lines += report.to_text().splitlines()[1:]
@@ -1314,9 +1534,15 @@ def _describe_encoders(plan: FeaturePlan, *, out_of_fold: bool) -> list[str]:
         if t.one_hot:
             oh = plan.one_hot[t.name]
             extra = ", the last for infrequent categories" if oh.infrequent is not None else ""
+            if oh.categories.null_count:
+                null = "a category of its own"
+            elif oh.null_unknown:
+                null = "unseen when fitting"
+            else:
+                null = "all-zero (statistics file of version 1 or 2)"
             lines.append(
                 f"{t.name}: one-hot, {len(oh.names)} columns{extra}; unseen values: "
-                f"{t.handle_unknown}"
+                f"{t.handle_unknown}; null: {null}"
             )
         elif t.ids and t.hash_buckets is not None:
             lines.append(

@@ -32,23 +32,24 @@ def test_one_hot_invariants(train: list, test: list, opts: dict, dictionary: boo
     stats = fit_stats(pa.table({"c": tr.dictionary_encode() if dictionary else tr}), spec)
     fb = transform_batch(pa.table({"c": te}), spec, stats)
     m = fb.features
-    seen = {v for v in train if v is not None}
-    # at most one 1 per row; exactly one for a non-null value when an infrequent column exists
+    # a null is a category of its own, named <null> and sorted last
+    seen = {"<null>" if v is None else v for v in train}
+    # at most one 1 per row; exactly one when an infrequent column exists
     assert set(np.unique(m)) <= {0.0, 1.0}
     assert (m.sum(axis=1) <= 1).all()
     if opts["max_categories"] is not None:
         assert m.shape[1] <= opts["max_categories"]
     infrequent = fb.names and fb.names[-1] == "c=<infrequent>"
     for row, v in zip(m, test, strict=True):
-        if v is None:
-            assert row.sum() == 0
-        elif infrequent or f"c={v}" in fb.names:
+        name = "<null>" if v is None else v
+        if infrequent or f"c={name}" in fb.names:
             assert row.sum() == 1
         else:
-            assert v not in seen or not infrequent
-    # the frequent columns are sorted, and each names a category seen in training
+            assert row.sum() == 0
+    # the frequent columns are sorted (null last), and each names a category seen in training
     frequent = [n[2:] for n in fb.names if n != "c=<infrequent>"]
-    assert frequent == sorted(frequent)
+    values = [v for v in frequent if v != "<null>"]
+    assert frequent == sorted(values) + (["<null>"] if "<null>" in frequent else [])
     assert set(frequent) <= seen
 
 

@@ -118,11 +118,13 @@ def test_fuse_one_hot_with_nothing_scaled(
     assert rc == 0, capsys.readouterr().err
     source = pl.read_parquet(flights)
     cats = sorted(c for c in source["carrier"].unique().to_list() if c is not None)
-    assert json.loads(stats_path.read_text())["columns"]["carrier"]["categories"] == cats
+    # a null carrier is a category of its own, last
+    assert json.loads(stats_path.read_text())["columns"]["carrier"]["categories"] == [*cats, None]
     features = np.stack(pl.read_parquet(out)["features"].to_numpy())
     want = np.column_stack(
         [source["dep_delay"].fill_null(0).to_numpy()]
         + [(source["carrier"] == c).fill_null(False).to_numpy() for c in cats]
+        + [source["carrier"].is_null().to_numpy()]
     ).astype(np.float32)
     np.testing.assert_array_equal(features, want)
 
@@ -130,9 +132,14 @@ def test_fuse_one_hot_with_nothing_scaled(
 def test_fit_stats_with_only_one_hot_columns(flights: Path) -> None:
     spec = FeatureSpec.from_dict({"columns": {"hour": {}, "carrier": {"one_hot": True}}})
     stats = fit_stats(str(flights), spec, batch_rows=100)
-    # with their counts and the rows fitted (statistics file version 2: infrequent categories)
+    # with their counts and the rows fitted (statistics file version 2: infrequent categories;
+    # version 3: the null carriers are a category of their own, last)
     assert stats.columns == {
-        "carrier": {"categories": ["AA", "DL", "UA"], "counts": [124, 122, 142], "rows": 500}
+        "carrier": {
+            "categories": ["AA", "DL", "UA", None],
+            "counts": [124, 122, 142, 112],
+            "rows": 500,
+        }
     }
     empty = flights.parent / "empty.parquet"
     pq.write_table(pq.read_table(flights).slice(0, 0), empty)

@@ -50,23 +50,26 @@ def oracle(path: str) -> tuple[np.ndarray, np.ndarray]:
         b=((b - b.min()) / (b.max() - b.min())).cast(pl.Float32),
     ).to_numpy()
     c = df["c"].cast(pl.String)
-    onehot = np.stack([(c == v).fill_null(False).to_numpy() for v in ("x", "y", "z")], axis=1)
+    onehot = np.stack([(c == v).fill_null(False).to_numpy() for v in ("x", "y", "z")]
+                      + [c.is_null().to_numpy()], axis=1)  # fmt: skip
     return np.hstack([num, onehot.astype(np.float32)]), c.is_not_null().to_numpy()
 
 
 def test_fuse_writes_fixed_shape_tensor_matching_polars(data: str, tmp_path) -> None:
     out = tmp_path / "feats.parquet"
     res = fuse(data, out, FeatureSpec.from_dict(SPEC), batch_rows=6_000)
-    assert res.names == ["a", "b", "c=x", "c=y", "c=z"]
+    # a null is a category of its own (as scikit-learn's OneHotEncoder has it)
+    assert res.names == ["a", "b", "c=x", "c=y", "c=z", "c=<null>"]
     table = pq.read_table(out)
-    assert table.schema.field("features").type == pa.fixed_shape_tensor(pa.float32(), [5])
+    assert table.schema.field("features").type == pa.fixed_shape_tensor(pa.float32(), [6])
     assert json.loads(table.schema.metadata[b"colbridge.features"]) == res.names
     got = table["features"].combine_chunks().to_numpy_ndarray()
     exp, cat_valid = oracle(data)
     np.testing.assert_allclose(got, exp, rtol=1e-6, atol=1e-6)
     valid = table["validity"].combine_chunks().to_numpy_ndarray().astype(bool)
     assert valid[:, :2].all()  # a is filled, b has no nulls
-    np.testing.assert_array_equal(valid[:, 2], cat_valid)
+    assert not cat_valid.all()
+    assert valid[:, 2:].all()
     assert table["y"].equals(pq.read_table(data)["y"])
 
 
@@ -75,18 +78,18 @@ def test_saved_stats_transform_new_data_identically(data: str, tmp_path) -> None
     stats_path = tmp_path / "stats.json"
     fuse(data, tmp_path / "train.parquet", spec, save_stats=stats_path, batch_rows=9_000)
     stats = FeatureStats.load(stats_path)
-    assert stats.columns["c"]["categories"] == ["x", "y", "z"]
+    assert stats.columns["c"]["categories"] == ["x", "y", "z", None]
     # Serving: one small batch with an unseen category, same statistics.
     serve = pa.table({"a": [None, 3.0], "b": [0, 49], "c": ["y", "w"], "y": [0.0, 1.0]})
     src = tmp_path / "serve.parquet"
     pq.write_table(serve, src)
     batch = next(iter(iter_features(src, spec, stats=stats_path)))
     a0 = (0.0 - stats.columns["a"]["mean"]) / stats.columns["a"]["std"]
-    np.testing.assert_allclose(batch.features[0], [max(a0, -2), 0, 0, 1, 0], rtol=1e-6)
+    np.testing.assert_allclose(batch.features[0], [max(a0, -2), 0, 0, 1, 0, 0], rtol=1e-6)
     assert batch.features[1, 1] == 1.0
-    assert batch.features[1, 2:].tolist() == [0, 0, 0]  # unknown category: all zero
+    assert batch.features[1, 2:].tolist() == [0, 0, 0, 0]  # unknown category: all zero
     assert batch.validity is not None
-    assert batch.validity[1, 2:].tolist() == [False, False, False]
+    assert batch.validity[1, 2:].tolist() == [False, False, False, False]
 
 
 def test_feature_batches_feed_a_torch_dataloader(data: str) -> None:
@@ -96,7 +99,7 @@ def test_feature_batches_feed_a_torch_dataloader(data: str) -> None:
     seen = 0
     for item in loader:
         assert item["features"].dtype == torch.float32
-        assert item["features"].shape[1] == 5
+        assert item["features"].shape[1] == 6
         seen += item["features"].shape[0]
     assert seen == N
     fb = next(iter(batches))
