@@ -13,7 +13,6 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -58,6 +57,16 @@ def _plain(array: pa.Array | pa.ChunkedArray) -> pa.Array:
     if pa.types.is_large_string(array.type):
         array = array.cast(pa.string())
     return array
+
+
+def _kernels() -> Any:
+    """The encoders' numba loops, imported on first use.
+
+    A job that encodes nothing (`colbridge run`) should not wait for numba to import.
+    """
+    from colbridge.io import encoder_kernels
+
+    return encoder_kernels
 
 
 def category_counts(array: pa.Array | pa.ChunkedArray) -> pa.Table:
@@ -234,17 +243,6 @@ def codes(
     return out
 
 
-@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
-def _scatter(features, mapped, code, column_of, unknown_column, pos):  # type: ignore[no-untyped-def]
-    for i in range(code.shape[0]):
-        c = code[i]
-        k = column_of[c] if c >= 0 else (unknown_column if c == -1 else -1)
-        if k >= 0:
-            features[i, pos + k] = 1
-        else:
-            mapped[i] = False
-
-
 def scatter_one_hot(
     features: np.ndarray[Any, Any],
     code: np.ndarray[Any, Any],
@@ -258,21 +256,8 @@ def scatter_one_hot(
     -2 (null) nowhere.
     """
     mapped = np.ones(code.shape[0], dtype=np.bool_)
-    _scatter(features, mapped, code, column_of, unknown_column, pos)
+    _kernels()._scatter(features, mapped, code, column_of, unknown_column, pos)
     return mapped
-
-
-@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
-def _fnv_strings(offsets: np.ndarray, data: np.ndarray) -> np.ndarray:  # type: ignore[type-arg]
-    n = offsets.shape[0] - 1
-    out = np.empty(n, dtype=np.uint64)
-    prime = np.uint64(1099511628211)
-    for i in range(n):
-        h = np.uint64(14695981039346656037)
-        for j in range(offsets[i], offsets[i + 1]):
-            h = (h ^ np.uint64(data[j])) * prime
-        out[i] = h
-    return out
 
 
 def fnv1a64(array: pa.Array | pa.ChunkedArray) -> np.ndarray[Any, Any]:
@@ -292,20 +277,8 @@ def fnv1a64(array: pa.Array | pa.ChunkedArray) -> np.ndarray[Any, Any]:
     data = (
         np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
     )
-    result: np.ndarray[Any, Any] = _fnv_strings(offsets.astype(np.int64), data)
+    result: np.ndarray[Any, Any] = _kernels()._fnv_strings(offsets.astype(np.int64), data)
     return result
-
-
-@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
-def _splitmix_folds(first: np.uint64, rows: int, folds: np.uint64) -> np.ndarray:  # type: ignore[type-arg]
-    out = np.empty(rows, dtype=np.int64)
-    for i in range(rows):
-        x = first + np.uint64(i) + np.uint64(0x9E3779B97F4A7C15)
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        x = x ^ (x >> np.uint64(31))
-        out[i] = np.int64(x % folds)
-    return out
 
 
 def folds_of(start: int, rows: int, folds: int, seed: int) -> np.ndarray[Any, Any]:
@@ -317,7 +290,7 @@ def folds_of(start: int, rows: int, folds: int, seed: int) -> np.ndarray[Any, An
     and independent of batch sizes.
     """
     first = np.uint64(((seed & 0xFFFFFFFF) << 32) + start)
-    result: np.ndarray[Any, Any] = _splitmix_folds(first, rows, np.uint64(folds))
+    result: np.ndarray[Any, Any] = _kernels()._splitmix_folds(first, rows, np.uint64(folds))
     return result
 
 
