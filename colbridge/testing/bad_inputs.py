@@ -180,6 +180,10 @@ def _categories(_: Path) -> pa.Table:
                      "label": ["yes", "no", "yes", "no"]})  # fmt: skip
 
 
+def _dated(_: Path) -> pa.Table:
+    return pa.table({"a": [1.0, 2.0], "d": pa.array([19723, None], pa.date32())})
+
+
 def _fit_ab_transform(table: pa.Table) -> Any:
     from colbridge.io.fuse import FeatureSpec, fit_stats, transform_batch
 
@@ -572,6 +576,14 @@ CASES: list[BadInput] = [
              _categories, _fit_spec({"columns": {"c": {"one_hot": True, "ids": True}}}),
              E.JobSpecError, r"column `c` is given two encodings \(one_hot, ids\)",
              r"choose one per column"),
+    BadInput("date-parts-of-a-number", "features", "`datetime=` parts asked of a numeric column",
+             _dated, _fit_spec({"columns": {"a": {"datetime": ["hour"]}}}),
+             E.UnsupportedTypeError, r"column `a` of type `double` has no date parts",
+             r"convert it first"),
+    BadInput("hour-of-a-date", "features", "`hour` asked of a Date column (no time of day)",
+             _dated, _fit_spec({"columns": {"d": {"datetime": ["hour"]}}}),
+             E.UnsupportedTypeError, r"column `d` of type `date32\[day\]` has no `hour`",
+             r"ask only for month, weekday|use a Datetime column"),
     BadInput("cli-fuse-no-target", "cli", "`colbridge fuse --target-encode b` without `--target`",
              *_cli_no_target, 2, r"no target is given", r"--target"),
     # -- command line ------------------------------------------------------------------
