@@ -155,10 +155,10 @@ def test_property_matches_polars(values: list[float], window: int, data: st.Data
 # -- the string language ---------------------------------------------------------------------
 def test_string_language_takes_weights() -> None:
     table = pa.table({"x": [1.0, 2.0, 4.0, 8.0, 16.0], "g": [1, 2, 1, 2, 1]})
-    got = cb.lazy(table).eval("a = x.rolling_sum(2, weights=[0.5, 1]); "
-                              "b = rolling_std(x, 3, min_samples=1, center=True, weights=[1, 2, 3]); "
-                              "c = over(rolling_mean(x, 2, min_samples=1, weights=[1, 3]), g)"
-                              ).compute()  # fmt: skip
+    text = ("a = x.rolling_sum(2, weights=[0.5, 1]); "
+            "b = rolling_std(x, 3, min_samples=1, center=True, weights=[1, 2, 3]); "
+            "c = over(rolling_mean(x, 2, min_samples=1, weights=[1, 3]), g)")
+    got = cb.lazy(table).eval(text).compute()
     x = pl.col("x")
     want = pl.from_arrow(table).with_columns(
         a=x.rolling_sum(2, [0.5, 1]), b=x.rolling_std(3, [1, 2, 3], min_samples=1, center=True),
@@ -278,5 +278,6 @@ def test_signed_zeros_as_polars() -> None:
     got = pl.from_arrow(cb.lazy(table).select(**{k: f(cb) for k, f in e.items()}).compute())
     for k in e:
         w, g = want[k].to_numpy(), got[k].to_numpy()
-        assert (np.signbit(w) == np.signbit(g)).all() and (w == g).all(), k
+        assert (np.signbit(w) == np.signbit(g)).all(), k
+        assert (w == g).all(), k
     assert np.signbit(got["s"].to_numpy()).tolist() == [True, True, False]
