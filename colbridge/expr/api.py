@@ -715,14 +715,28 @@ class Expr:
         return Expr(When(inside, Scan("shift", self.node, (n, None)), other))
 
     def diff(self, n: int = 1, null_behavior: str = "ignore") -> Expr:
-        """``x - x.shift(n)``; unsigned integers are first widened to a signed type."""
+        """``x - x.shift(n)``; unsigned integers are first widened to a signed type.
+
+        ``null_behavior="drop"`` (polars drops the first ``n`` rows, the last ``-n``
+        for a negative ``n``: a result shorter than the frame, which polars allows only
+        alone in a ``select``) is refused: compute ``x.diff(n)`` and slice the computed
+        frame (``out[n:]``, or ``out[:n]`` for a negative ``n``).
+        """
         n = _count_param(n, "diff", "n", signed=True)
-        if null_behavior != "ignore":
+        if null_behavior == "drop":
+            rows = f"out[{n}:]" if n >= 0 else f"out[:{n}]"
+            which = f"the first {n}" if n >= 0 else f"the last {-n}"
             msg = (
-                f"`diff(null_behavior={null_behavior!r})` is not supported: only 'ignore' "
-                "(drop the nulls afterwards with a filter on `is_not_null()`)"
+                f"`diff({n}, null_behavior='drop')` is not supported: it drops {which} "
+                "row(s), so its result is shorter than the frame and cannot sit beside "
+                "other columns (polars allows it only alone in a `select`); compute "
+                f"`diff({n})` (null_behavior='ignore') and slice the computed frame, "
+                f"e.g. `{rows}`"
             )
             raise UnsupportedOperationError(msg)
+        if null_behavior != "ignore":
+            msg = f"unknown `diff` null_behavior {null_behavior!r}; use 'ignore' or 'drop'"
+            raise SchemaError(msg)
         return Expr(Scan("diff", self.node, (n,)))
 
     def pct_change(self, n: int = 1) -> Expr:
