@@ -34,6 +34,8 @@ __all__ = [
     "rolling_extreme",
     "rolling_sum",
     "rolling_var",
+    "rolling_weighted",
+    "rolling_weighted_by_key",
     "shift",
 ]
 
@@ -358,6 +360,107 @@ def rolling_extreme(values: Any, valid: Any, order: Any, tasks: Any, largest: bo
             else:
                 out[i] = zero
             out_valid[i] = count >= min_samples and count > 0
+
+
+# -- weighted windows (`rolling_*(weights=...)`): polars' arithmetic, window by window ------
+#
+# polars computes a weighted window afresh for every row, over a column without nulls
+# (it refuses nulls; so does the caller), in the values' float type. These kernels do
+# the same operations in the same order, so results are polars' bits. They are kept
+# apart from the unweighted kernels above, whose sliding loops they would slow.
+
+# weighted operations, by code
+W_SUM, W_MEAN, W_VAR, W_STD, W_MIN, W_MAX = range(6)
+
+
+@numba.njit(cache=True, nogil=True)
+def _weighted_of(buf: Any, weights: Any, w0: int, count: int, op: int, zero: Any) -> Any:
+    """Weighted ``op`` of ``buf[:count]`` (oldest first) with ``weights[w0:w0 + count]``.
+
+    Sum: ``-0.0 + x0*w0 + x1*w1 + ...`` (Rust's float sum starts from -0.0); mean:
+    ``sum(x*w) / sum(w)`` (0 where the weights sum to 0); variance: ``sum(x*x*w) /
+    sum(w) - mean**2`` (the weights normalised by the caller; not clamped at 0, so a
+    standard deviation can be NaN, as polars'); min and max of ``x*w`` with NaN
+    winning and the later of equal values kept.
+    """
+    if op == W_SUM:
+        acc = -zero
+        for j in range(count):
+            acc = acc + buf[j] * weights[w0 + j]
+        return acc
+    if op >= W_MIN:  # W_MIN or W_MAX
+        best = buf[0] * weights[w0]
+        for j in range(1, count):
+            v = buf[j] * weights[w0 + j]
+            if op == W_MIN:
+                if not (best < v or best != best):
+                    best = v
+            elif not (best > v or best != best):
+                best = v
+        return best
+    wsum = zero
+    wtot = zero
+    wssq = zero
+    for j in range(count):
+        x = buf[j]
+        w = weights[w0 + j]
+        if op != W_MEAN:
+            wssq = wssq + x * x * w
+        wsum = wsum + x * w
+        wtot = wtot + w
+    if wtot == zero:
+        return zero
+    mean = wsum / wtot
+    if op == W_MEAN:
+        return mean
+    var = wssq / wtot - mean * mean
+    return np.sqrt(var) if op == W_STD else var
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def rolling_weighted(values: Any, order: Any, tasks: Any, op: int, weights: Any,
+                     min_samples: int, offset: int, zero: Any, out: Any,
+                     out_valid: Any) -> None:  # fmt: skip
+    """Weighted window ``op`` (`W_SUM`...) of each row; no row is null (the caller checks).
+
+    Tasks as `rolling_sum`. The window of position ``p`` starts at ``s = p - offset``;
+    the row at position ``r`` weighs ``weights[r - s]``, so a window cut by the
+    segment's edge keeps the weights of its rows' places (polars' alignment, centred
+    or not). Fewer than ``min_samples`` rows: null.
+    """
+    window = weights.shape[0]
+    for t in numba.prange(tasks.shape[0]):
+        a, b, c0, c1 = tasks[t, 0], tasks[t, 1], tasks[t, 2], tasks[t, 3]
+        buf = np.empty(window, dtype=values.dtype)
+        for p in range(c0, c1):
+            s = p - offset
+            start = max(s, a)
+            end = min(s + window, b)
+            for k in range(start, end):
+                buf[k - start] = values[_row(order, k)]
+            i = _row(order, p)
+            out[i] = _weighted_of(buf, weights, start - s, end - start, op, zero)
+            out_valid[i] = end - start >= min_samples
+
+
+@numba.njit(cache=True, nogil=True)
+def rolling_weighted_by_key(values: Any, ids: Any, op: int, weights: Any, min_samples: int,
+                            zero: Any, ring: Any, ring_valid: Any, heads: Any, out: Any,
+                            out_valid: Any) -> None:  # fmt: skip
+    """Trailing `rolling_weighted` per group of ``ids``, each group's window in its ring."""
+    window = ring.shape[1]
+    buf = np.empty(window, dtype=values.dtype)
+    for r in range(values.shape[0]):
+        i = np.uintp(r)
+        g = np.uintp(ids[i])  # unsigned: no negative-index wraparound per table read
+        _ring_push(ring, ring_valid, heads, g, values[i], True)
+        filled = heads[g, 1]
+        oldest = heads[g, 0] if filled == window else 0
+        for j in range(filled):
+            at = oldest + j
+            buf[j] = ring[g, at - window if at >= window else at]
+        out[i] = _weighted_of(buf, weights, window - filled, filled, op, zero)
+        out_valid[i] = filled >= min_samples
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

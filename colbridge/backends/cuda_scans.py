@@ -31,6 +31,7 @@ from colbridge.backends.kernel_cache import kernel_cache
 from colbridge.backends.scans import run_scan
 from colbridge.codegen.cuda import CudaKernelSource
 from colbridge.codegen.cuda_scans import MAX_BLOCK, STATE_BYTES, ScanProgram, generate_scan
+from colbridge.expr.nodes import rolling_weights
 from colbridge.types import DType
 
 __all__ = ["MIN_ROWS_PER_THREAD", "chunk_rows_for", "run_device_scan"]
@@ -129,7 +130,8 @@ def _run(s: _Session, func: str, options: tuple[Any, ...], arg: pa.Array, arg_ty
     chunk = chunk_rows or chunk_rows_for(n, block, geo.max_reduce_blocks)
     chunks = -(-n // chunk)
     state_bytes = STATE_BYTES * chunks
-    wanted = values.nbytes + n + 2 * out.nbytes + n + state_bytes + 12 * n * keyed
+    wanted = values.nbytes + n + 2 * out.nbytes + n + state_bytes + 12 * n * keyed \
+        + 8 * len(rolling_weights(func, options) or ())  # fmt: skip
     s.budget(wanted, wanted)
     slot = s.slot(0)
     args: list[Any] = [n]
@@ -175,10 +177,13 @@ def _run(s: _Session, func: str, options: tuple[Any, ...], arg: pa.Array, arg_ty
                 fill_value = compute.type(0 if fill is None else fill)
                 rest: list[Any] = [steps, fill_value, int(fill is not None)]
             else:
-                window, min_samples, center, ddof = options
+                window, min_samples, center, ddof = options[:4]
                 offset = window // 2 if center else window - 1
                 rest = [int(window), int(min_samples), int(offset)]
-                if func in ("rolling_var", "rolling_std"):
+                if rolling_weights(func, options) is not None:  # the weights, as the CPU's
+                    args.append(_upload(s, slot, "wts", scans.weights_for(func, options,
+                                                                          compute)))  # fmt: skip
+                elif func in ("rolling_var", "rolling_std"):
                     rest.append(int(ddof))
             _launch(loaded[0], kernel, grid, block, [*args, dev_out, dev_valid, *rest])
             launches = 1

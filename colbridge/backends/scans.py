@@ -22,16 +22,19 @@ import numpy as np
 import pyarrow as pa
 
 from colbridge.backends.groups import GroupIds
-from colbridge.expr.nodes import looks_ahead
+from colbridge.errors import ComputeError, NullValuesError
+from colbridge.expr.nodes import Column, Scan, deep_walk, looks_ahead, rolling_weights
 from colbridge.types import DType
 
 __all__ = [
     "Carry",
     "ScanStreams",
     "by_key_method",
+    "check_weighted",
     "new_carry",
     "run_carried",
     "run_scan",
+    "weights_for",
 ]
 
 _CUMULATIVE = {"cum_sum": 0, "cum_prod": 1, "cum_min": 2, "cum_max": 3, "cum_count": 4}
@@ -42,6 +45,71 @@ _CARRY_MAX_STATE = 1 << 22
 #: how scans by key run: "auto", or "carry" / "sort" where both can (tests and benchmarks
 #: compare them; `COLBRIDGE_SCAN_BY_KEY` sets it)
 _BY_KEY_CHOICES = ("auto", "carry", "sort")
+#: weighted window operations, by kernel code (`_scan_kernels.W_SUM`...)
+_WEIGHTED = {"rolling_sum": 0, "rolling_mean": 1, "rolling_var": 2, "rolling_std": 3,
+             "rolling_min": 4, "rolling_max": 5}  # fmt: skip
+
+
+def weights_for(func: str, options: tuple[Any, ...],
+                compute: np.dtype[Any]) -> np.ndarray[Any, Any]:  # fmt: skip
+    """A weighted window's weights in the compute type, as polars' kernels take them.
+
+    Rounded to the values' float type; for a variance (and deviation) divided by their
+    sum, added one by one in that type (polars' normalisation; `check_weighted` has
+    refused a sum of 0).
+    """
+    weights = rolling_weights(func, options)
+    assert weights is not None
+    out = np.array(weights, dtype=compute)
+    if func in ("rolling_var", "rolling_std"):
+        total = compute.type(0)
+        for w in out:
+            total = compute.type(total + w)
+        if total != 0:  # else no row is scanned (`check_weighted`)
+            out = (out / total).astype(compute)
+    return out
+
+
+def check_weighted(scan: Scan, arg: pa.Array, result: DType,
+                   kept: pa.Array | None = None) -> None:  # fmt: skip
+    """Refuse what polars refuses of a weighted window over ``arg`` (its argument's rows).
+
+    Nulls (polars has no weighted window over them) and, for a variance, weights that
+    sum to 0; no rows is fine, as in polars. ``kept``: the scan is of the rows a
+    filter keeps (``x.filter(p)``, true in ``kept``); only their nulls count.
+    """
+    weights = rolling_weights(scan.func, scan.options)
+    if weights is None:
+        return
+    nulls = arg.null_count
+    rows = len(arg)
+    if kept is not None:
+        mask = np.asarray(kept.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.bool_)
+        rows = int(mask.sum())
+        nulls = int((~_validity(arg) & mask).sum()) if nulls else 0
+    if rows == 0:
+        return
+    names = sorted({n.name for n in deep_walk(scan.arg) if isinstance(n, Column)})
+    column = f" (of column `{names[0]}`)" if len(names) == 1 else ""
+    if nulls:
+        msg = (
+            f"`{scan!r}`: `{scan.func}(weights=...)` over {nulls} null value(s)"
+            f"{column}: weighted windows over nulls are not defined (polars refuses them "
+            "too); fill the nulls first, e.g. `fill_null(0)` or "
+            "`fill_null(strategy='forward')`, or filter them out"
+        )
+        raise NullValuesError(msg)
+    compute = np.dtype(result.numpy)
+    if scan.func in ("rolling_var", "rolling_std"):
+        total = compute.type(0)
+        for w in np.array(weights, dtype=compute):
+            total = compute.type(total + w)
+        if total == 0:
+            msg = (
+                f"`{scan!r}`: the weights sum to 0, and a weighted variance divides by their "
+                "sum; give weights with a non-zero sum"
+            )
+            raise ComputeError(msg)
 
 
 def _kernel_call(func: str, options: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
@@ -113,7 +181,10 @@ def by_key_method(func: str, options: tuple[Any, ...], groups: int) -> str:
     if wanted == "carry":
         return "carry"
     # a ring's min/max is read whole per row: the sort's monotonic queue is faster
-    if func in ("rolling_min", "rolling_max") or groups * ring > _CARRY_MAX_STATE:
+    # (a weighted window is read whole per row either way)
+    unweighted_extreme = func in ("rolling_min", "rolling_max") \
+        and rolling_weights(func, options) is None  # fmt: skip
+    if unweighted_extreme or groups * ring > _CARRY_MAX_STATE:
         return "sort"
     return "carry"
 
@@ -167,7 +238,8 @@ def new_carry(func: str, options: tuple[Any, ...], count: int, compute: np.dtype
     else:  # shifts and trailing windows: a ring of rows, its flags, (next slot, rows held)
         starts, dtypes, shapes = [zero, False, 0], [compute, np.bool_, np.int64], \
             [(ring,), (ring,), (2,)]  # fmt: skip
-        if func in ("rolling_sum", "rolling_mean"):  # sums, compensations; tallies; counts
+        if func in ("rolling_sum", "rolling_mean") and rolling_weights(func, options) is None:
+            # sums, compensations; tallies; counts
             total = np.float64(0) if func == "rolling_mean" else zero
             starts += [total, 0, 0]
             dtypes += [np.dtype(type(total)), np.int64, np.int64]
@@ -278,7 +350,10 @@ def run_carried(carry: Carry, values: np.ndarray[Any, Any], valid: np.ndarray[An
     k = _kernels()
     func, options, compute, t = carry.func, carry.options, carry.compute, carry.tables
     zero = compute.type(0)
-    if func in _CUMULATIVE:
+    if rolling_weights(func, options) is not None:  # trailing weighted windows
+        k.rolling_weighted_by_key(values, ids, _WEIGHTED[func], weights_for(func, options, compute),
+                                  options[1], zero, *t, out, out_valid)  # fmt: skip
+    elif func in _CUMULATIVE:
         k.cumulative_by_key(values, valid, ids, _CUMULATIVE[func], options[0], *t, out,
                             out_valid)  # fmt: skip
     elif func == "ewm_mean":
@@ -294,13 +369,13 @@ def run_carried(carry: Carry, values: np.ndarray[Any, Any], valid: np.ndarray[An
         k.shift_by_key(values, valid, ids, steps, fill is not None, fill_value, *t, out,
                        out_valid)  # fmt: skip
     elif func in ("rolling_sum", "rolling_mean"):
-        _, min_samples, _, _ = options
+        min_samples = options[1]
         mean = func == "rolling_mean"
         total = np.dtype(np.float64) if mean else compute
         k.rolling_sum_by_key(values, valid, ids, mean, compute.kind == "f", min_samples,
                              total.type(0), _specials(total), *t, out, out_valid)  # fmt: skip
     else:  # trailing rolling var, std, min, max
-        _, min_samples, _, ddof = options
+        _, min_samples, _, ddof = options[:4]
         op = ("rolling_var", "rolling_std", "rolling_min", "rolling_max").index(func)
         k.rolling_ring_by_key(values, valid, ids, op, min_samples, ddof, zero, *t, out,
                               out_valid)  # fmt: skip
@@ -344,11 +419,15 @@ def run_scan(
         k.cumulative(values, valid, order, tasks, _CUMULATIVE[func], reverse, start,
                      out, out_valid)  # fmt: skip
     elif func.startswith("rolling_"):
-        window, min_samples, center, ddof = options
+        window, min_samples, center, ddof = options[:4]
         offset = window // 2 if center else window - 1
         order, tasks = _tasks(groups, n, split=True, halo=window)
         args = (values, valid, order, tasks)
-        if func in ("rolling_sum", "rolling_mean"):
+        if rolling_weights(func, options) is not None:  # no row is null: `check_weighted`
+            k.rolling_weighted(values, order, tasks, _WEIGHTED[func],
+                               weights_for(func, options, compute), min_samples, offset, zero,
+                               out, out_valid)  # fmt: skip
+        elif func in ("rolling_sum", "rolling_mean"):
             mean = func == "rolling_mean"
             total = np.dtype(np.float64) if mean else compute
             k.rolling_sum(*args, mean, compute.kind == "f", window, min_samples, offset,

@@ -64,6 +64,7 @@ from typing import Any
 import numpy as np
 
 from colbridge.codegen.cuda import CudaKernelSource
+from colbridge.expr.nodes import rolling_weights
 
 __all__ = [
     "DEVICE_SCANS",
@@ -308,6 +309,8 @@ def generate_scan(func: str, options: tuple[Any, ...], compute: np.dtype[Any],
         source = "\n".join(head) + "\n\n" + body
         return ScanProgram(func, source, (_kernel("scan_shift", params, source),), False,
                            reads_values, nullable, out_ct)  # fmt: skip
+    if rolling_weights(func, options) is not None:
+        return _weighted(func, ct, head, inputs, outputs, nullable, keyed)
     return _rolling(func, ct, head, inputs, outputs, nullable, keyed)
 
 
@@ -508,6 +511,61 @@ def _rolling(func: str, ct: str, head: list[str], inputs: list[tuple[str, str]],
         }}
         out[i] = {nan}(have ? best : ({ct})0);
         ov[i] = count >= min_samples && count > 0;"""
+    return _row_wise(func, ct, head, params, inner, nullable, keyed)
+
+
+def _weighted(func: str, ct: str, head: list[str], inputs: list[tuple[str, str]],
+              outputs: list[tuple[str, str]], nullable: bool,
+              keyed: bool) -> ScanProgram:  # fmt: skip
+    """A weighted window (``rolling_*(weights=...)``): polars' arithmetic, in the values' type.
+
+    The weights come as ``wts`` (in ``ct``; normalised by their sum for a variance); the
+    row at position ``k`` weighs ``wts[k - (i - offset)]``, so a window cut by the
+    frame's (or group's) edge keeps its rows' weights. Operations and their order are
+    the CPU kernel's (`colbridge.backends._scan_kernels.rolling_weighted`), so with
+    ``--fmad=false`` the bits are the same. No row is null (refused before the scan).
+    """
+    params = [*inputs, (f"const {ct}*", "wts"), *outputs, ("long long", "window"),
+              ("long long", "min_samples"), ("long long", "offset")]  # fmt: skip
+    first = "const long long w0 = start - (i - offset);"
+    if func == "rolling_sum":  # Rust's float sum starts from -0.0
+        inner = f"""{ct} acc = -({ct})0;
+        for (long long k = start; k < end; ++k) acc = acc + x[k] * wts[k - (i - offset)];
+        out[i] = acc;"""
+    elif func in ("rolling_min", "rolling_max"):
+        keep = "best < v" if func == "rolling_min" else "best > v"
+        inner = f"""{first}
+        {ct} best = end > start ? x[ORD(start)] * wts[w0] : ({ct})0;
+        for (long long k = start + 1; k < end; ++k) {{
+            const {ct} v = x[k] * wts[k - (i - offset)];
+            if (!({keep} || best != best)) best = v;  // NaN wins; the later of equals
+        }}
+        out[i] = best;"""
+    else:
+        squares = "wssq = wssq + v * v * w;" if func != "rolling_mean" else ""
+        if func == "rolling_mean":
+            value = "mean"
+        elif func == "rolling_var":
+            value = "wssq / wtot - mean * mean"
+        else:
+            value = "sqrt(wssq / wtot - mean * mean)"
+        inner = f"""{ct} wsum = 0, wtot = 0, wssq = 0;
+        for (long long k = start; k < end; ++k) {{
+            const {ct} v = x[k];
+            const {ct} w = wts[k - (i - offset)];
+            {squares}
+            wsum = wsum + v * w;
+            wtot = wtot + w;
+        }}
+        const {ct} mean = wtot == ({ct})0 ? ({ct})0 : wsum / wtot;
+        out[i] = wtot == ({ct})0 ? ({ct})0 : ({ct})({value});"""
+    inner += "\n        ov[i] = end - start >= min_samples;"
+    return _row_wise(func, ct, head, params, inner, nullable, keyed)
+
+
+def _row_wise(func: str, ct: str, head: list[str], params: list[tuple[str, str]], inner: str,
+              nullable: bool, keyed: bool) -> ScanProgram:  # fmt: skip
+    """The one kernel of a window scan: ``inner`` computes row ``i`` from ``[start, end)``."""
     # positions of the group only: its rows are contiguous, and the window holds row i
     clip = """while (start < i && !SAME(i, start)) ++start;
         while (end - 1 > i && !SAME(i, end - 1)) --end;

@@ -715,14 +715,28 @@ class Expr:
         return Expr(When(inside, Scan("shift", self.node, (n, None)), other))
 
     def diff(self, n: int = 1, null_behavior: str = "ignore") -> Expr:
-        """``x - x.shift(n)``; unsigned integers are first widened to a signed type."""
+        """``x - x.shift(n)``; unsigned integers are first widened to a signed type.
+
+        ``null_behavior="drop"`` (polars drops the first ``n`` rows, the last ``-n``
+        for a negative ``n``: a result shorter than the frame, which polars allows only
+        alone in a ``select``) is refused: compute ``x.diff(n)`` and slice the computed
+        frame (``out[n:]``, or ``out[:n]`` for a negative ``n``).
+        """
         n = _count_param(n, "diff", "n", signed=True)
-        if null_behavior != "ignore":
+        if null_behavior == "drop":
+            rows = f"out[{n}:]" if n >= 0 else f"out[:{n}]"
+            which = f"the first {n}" if n >= 0 else f"the last {-n}"
             msg = (
-                f"`diff(null_behavior={null_behavior!r})` is not supported: only 'ignore' "
-                "(drop the nulls afterwards with a filter on `is_not_null()`)"
+                f"`diff({n}, null_behavior='drop')` is not supported: it drops {which} "
+                "row(s), so its result is shorter than the frame and cannot sit beside "
+                "other columns (polars allows it only alone in a `select`); compute "
+                f"`diff({n})` (null_behavior='ignore') and slice the computed frame, "
+                f"e.g. `{rows}`"
             )
             raise UnsupportedOperationError(msg)
+        if null_behavior != "ignore":
+            msg = f"unknown `diff` null_behavior {null_behavior!r}; use 'ignore' or 'drop'"
+            raise SchemaError(msg)
         return Expr(Scan("diff", self.node, (n,)))
 
     def pct_change(self, n: int = 1) -> Expr:
@@ -755,13 +769,8 @@ class Expr:
 
     def _rolling(self, func: str, window_size: int, weights: Any, min_samples: int | None,
                  center: bool, ddof: int = 1) -> Expr:  # fmt: skip
-        if weights is not None:
-            msg = (
-                f"`{func}(weights=...)` is not supported; multiply by the weights with "
-                "`shift` terms, e.g. `w0 * x + w1 * x.shift(1)`"
-            )
-            raise UnsupportedOperationError(msg)
         window_size = _count_param(window_size, func, "window_size")
+        weighted = _rolling_weights(func, window_size, weights)
         min_samples = _count_param(min_samples, func, "min_samples", allow_none=True)
         if min_samples is None:
             min_samples = window_size
@@ -772,7 +781,10 @@ class Expr:
             )
             raise SchemaError(msg)
         ddof = _count_param(ddof, func, "ddof")
-        return Expr(Scan(func, self.node, (window_size, min_samples, bool(center), ddof)))
+        options: tuple[Any, ...] = (window_size, min_samples, bool(center), ddof)
+        if weighted is not None:
+            options += (weighted,)
+        return Expr(Scan(func, self.node, options))
 
     def rolling_sum(self, window_size: int, weights: Any = None, *,
                     min_samples: int | None = None, center: bool = False) -> Expr:  # fmt: skip
@@ -780,12 +792,30 @@ class Expr:
 
         A window with fewer than ``min_samples`` non-null values (default: the
         window size) is null; nulls inside a window are left out.
+
+        ``weights`` (one number per row of the window, the oldest row's first) make
+        every ``rolling_*`` a weighted window, as polars computes it, in Float64
+        (Float32 stays): the sum of ``w * x``; the mean ``sum(w * x) / sum(w)``; the
+        variance ``sum(p * x**2) / sum(p) - mean**2`` with ``p = w / sum(weights)``
+        (``ddof`` is not used) and the deviation its square root; min and max of
+        ``w * x``. A window cut by the frame's edge takes the weights of its rows'
+        places. Weighted windows over a column with nulls raise an error (polars
+        defines none): fill the nulls first.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"x": [1.0, 2.0, 4.0, 8.0]})
+        >>> out = df.gpu.select(cb.col("x").rolling_sum(2, weights=[0.5, 1.0])).compute()
+        >>> out["x"].to_list()
+        [None, 2.5, 5.0, 10.0]
         """
         return self._rolling("rolling_sum", window_size, weights, min_samples, center)
 
     def rolling_mean(self, window_size: int, weights: Any = None, *,
                      min_samples: int | None = None, center: bool = False) -> Expr:  # fmt: skip
-        """Mean over the last ``window_size`` rows (see `rolling_sum` for nulls)."""
+        """Mean over the last ``window_size`` rows (see `rolling_sum` for nulls and weights)."""
         return self._rolling("rolling_mean", window_size, weights, min_samples, center)
 
     def rolling_min(self, window_size: int, weights: Any = None, *,
@@ -1213,6 +1243,33 @@ def _count_param(value: Any, func: str, name: str, *, signed: bool = False,
         msg = f"`{func}({name}={value})`: `{name}` must be >= 0"
         raise SchemaError(msg)
     return value
+
+
+def _rolling_weights(func: str, window_size: int, weights: Any) -> tuple[float, ...] | None:
+    """A rolling window's ``weights``, checked: one number per row of the window (polars' rule)."""
+    if weights is None:
+        return None
+    if isinstance(weights, (str, bytes)) or _is_expression(weights) \
+            or not isinstance(weights, Iterable):  # fmt: skip
+        msg = (
+            f"`{func}(weights=...)` takes a list of numbers, one per row of the window, "
+            f"got {type(weights).__name__}"
+        )
+        raise SchemaError(msg)
+    values = list(np.asarray(weights, dtype=object).ravel()) if isinstance(weights, np.ndarray) \
+        else list(weights)  # fmt: skip
+    for w in values:
+        if isinstance(w, (bool, np.bool_)) or not isinstance(w, (int, float, np.integer,
+                                                                 np.floating)):  # fmt: skip
+            msg = f"`{func}(weights=...)`: each weight must be a number, got {w!r}"
+            raise SchemaError(msg)
+    if builtins.len(values) != window_size or window_size == 0:
+        msg = (
+            f"`{func}(weights=...)` has {builtins.len(values)} weight(s) for a `window_size` "
+            f"of {window_size}: give exactly one weight per row of the window (at least one)"
+        )
+        raise SchemaError(msg)
+    return tuple(float(w) for w in values)
 
 
 def _ewm_alpha(com: float | None, span: float | None, half_life: float | None,

@@ -53,6 +53,7 @@ __all__ = [
     "output_name",
     "push_window",
     "reconstruct",
+    "rolling_weights",
     "walk",
 ]
 
@@ -364,7 +365,8 @@ class Scan(Node):
     values, by function (see `colbridge.expr.api`): ``shift`` ``(n, fill)``,
     ``diff``, ``pct_change`` and ``shift_in_range`` (whether row ``n`` places
     earlier exists: a shift's fill by an expression) ``(n,)``, ``cum_*`` ``(reverse,)``,
-    ``rolling_*`` ``(window_size, min_samples, center, ddof)``,
+    ``rolling_*`` ``(window_size, min_samples, center, ddof)`` and, with weights, a
+    fifth item: the weights as a tuple of floats (`rolling_weights`),
     ``ewm_mean`` ``(alpha, adjust, min_samples, ignore_nulls)``, ``forward_fill`` and
     ``backward_fill`` ``(limit,)``. Like a reduction it needs whole columns: planning
     computes its argument over every row of the segment first, runs the scan as a pass
@@ -396,6 +398,15 @@ def looks_ahead(func: str, options: tuple[Any, ...]) -> bool:
     if func.startswith("rolling_"):
         return bool(options[2])
     return func == "backward_fill"
+
+
+def rolling_weights(func: str, options: tuple[Any, ...]) -> tuple[float, ...] | None:
+    """The weights of a ``rolling_*`` scan's ``options`` (None: an unweighted window)."""
+    if func.startswith("rolling_") and len(options) > 4:
+        weights: tuple[float, ...] = options[4]
+        return weights
+    return None
+
 
 #: The argument of ``cb.len()``: the rows themselves (``len`` counts nulls too).
 ROWS = Literal(None, DType.BOOL)

@@ -163,9 +163,10 @@ FUNCTIONS: dict[str, _Function] = {
     **{name: _Function(
         (_x(), _Param("window_size", "int"), _Param("min_samples", "value", None),
          _Param("center", "bool", False), *((_Param("ddof", "int", 1),) if name in (
-             "rolling_var", "rolling_std") else ())),
-        (lambda f: lambda x, w, m, c, *ddof: getattr(x, f)(
-            w, min_samples=m, center=c, **({"ddof": ddof[0]} if ddof else {})))(name),
+             "rolling_var", "rolling_std") else ()), _Param("weights", "list", None)),
+        (lambda f: lambda x, w, m, c, *rest: getattr(x, f)(
+            w, rest[-1], min_samples=m, center=c,
+            **({"ddof": rest[0]} if len(rest) > 1 else {})))(name),
         example=f"{name}(x, 20)")
        for name in ("rolling_sum", "rolling_mean", "rolling_min", "rolling_max", "rolling_var",
                     "rolling_std")},

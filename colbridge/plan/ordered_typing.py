@@ -13,7 +13,8 @@ compare values (``shift`` without a fill, fills, running and rolling min/max);
 strings and categoricals through those that only move them (``shift`` without a
 fill, fills): their codes move and the dictionary stays the column's.
 ``cum_count`` counts any column. Everything else over a logical type is refused
-with the column's type named.
+with the column's type named. Weighted windows (``rolling_*(weights=...)``)
+compute in Float64 (Float32 stays), as polars turns the column into floats first.
 """
 
 from __future__ import annotations
@@ -21,7 +22,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from colbridge.errors import SchemaError, UnsupportedTypeError
-from colbridge.expr.nodes import Binary, Column, KeySet, Literal, Node, Reinterpret, Scan
+from colbridge.expr.nodes import (
+    Binary,
+    Column,
+    KeySet,
+    Literal,
+    Node,
+    Reinterpret,
+    Scan,
+    rolling_weights,
+)
 from colbridge.types import DType
 
 if TYPE_CHECKING:
@@ -101,6 +111,9 @@ class OrderedTyping:
         if func == "shift":
             return self._shift(node, arg, keys)
         result = scan_result_type(func, dtype)
+        if rolling_weights(func, node.options) is not None:
+            # polars weighs floats: integers and booleans first become Float64
+            result = DType.FLOAT32 if dtype is DType.FLOAT32 else DType.FLOAT64
         value = arg if func == "cum_count" else tc.cast_plain(arg, result, strict=False)
         return self._record(Scan(func, value, node.options, keys), result)
 
@@ -131,6 +144,10 @@ class OrderedTyping:
         func = node.func
         if func == "cum_count":
             return self._record(Scan(func, arg, node.options, keys), DType.UINT32)
+        if rolling_weights(func, node.options) is not None:
+            raise self._refuse(node, arg, f"weights over {logical} (weights multiply "
+                               "values); cast to a number first (`to_physical()` or "
+                               "`cast(pl.Float64)`)")  # fmt: skip
         if logical.is_string and func not in _MOVE_ONLY:
             # codes are numbered by first appearance, not by value: no order to compare
             raise self._refuse(node, arg, "strings and categoricals (it compares or adds "

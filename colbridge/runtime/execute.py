@@ -35,7 +35,7 @@ from colbridge.backends.groups import (
     one_group,
     take,
 )
-from colbridge.backends.scans import ScanStreams, run_scan
+from colbridge.backends.scans import ScanStreams, check_weighted, run_scan
 from colbridge.codegen.cuda_scans import device_scan_reason
 from colbridge.codegen.kernel import AggSlot
 from colbridge.columns.frames import ArrowTableAdapter, FrameAdapter, adapt_frame
@@ -48,7 +48,17 @@ from colbridge.errors import (
     UnsupportedOperationError,
     UnsupportedTypeError,
 )
-from colbridge.expr.nodes import ROWS, Agg, Column, Filtered, Literal, Node, Scan, deep_walk
+from colbridge.expr.nodes import (
+    ROWS,
+    Agg,
+    Column,
+    Filtered,
+    Literal,
+    Node,
+    Scan,
+    deep_walk,
+    rolling_weights,
+)
 from colbridge.plan.logical import Step
 from colbridge.plan.planner import Segment, SegmentSpec, plan_segments, type_segment
 from colbridge.plan.typecheck import ColumnType
@@ -546,6 +556,9 @@ def grouping(
                 )
                 raise JobSpecError(msg)
             arg = whole(scan.arg, as_made=True)  # strings and categories: their codes
+        if rolling_weights(scan.func, scan.options) is not None:  # what polars refuses of them
+            kept = _kept_by(segment, name, scan)
+            check_weighted(scan, arg, types[1], None if kept is None else whole(kept))
         keyed = groups if scan.keys.exprs else None
         where = f" over {groups.count} group(s)" if scan.keys.exprs else ""
         # the CUDA backend runs the scans it has kernels for on the device (`run_scan`)
@@ -576,6 +589,24 @@ def grouping(
             whole(arg, as_made=agg not in segment.opaque)  # fmt: skip
         out.host[agg] = host_reduction(agg.func, out.of(agg.keys.ids_column), values, pred)
     return out
+
+
+def _kept_by(segment: Segment, name: str, scan: Scan) -> Node | None:
+    """The predicate ``p`` of ``x.filter(p).<scan>`` in a reduction (None: not filtered).
+
+    Typing scans the kept rows of a filter as a group of the key ``p``
+    (`colbridge.plan.typecheck`); only those rows are the scan's own.
+    """
+    if not scan.keys.exprs:
+        return None
+    predicate, column = scan.keys.exprs[-1], Column(name)
+    for level in segment.agg_levels:
+        for reduction in level:
+            for node in deep_walk(reduction):
+                if isinstance(node, Filtered) and node.predicate == predicate \
+                        and any(m == column for m in deep_walk(node.arg)):  # fmt: skip
+                    return predicate
+    return None
 
 
 def _frame_inputs(segment: Segment, columns: Columns) -> dict[str, pa.Array]:

@@ -337,8 +337,70 @@ def test_explain_names_device_and_host_scans() -> None:
 # -- NVRTC ------------------------------------------------------------------------------
 
 
+# -- weighted windows: polars' arithmetic in the same order, so the very same bits ---------
+
+#: (window, min_samples, center, ddof, weights): cut windows, centred odd and even, longer
+#: than the input
+WEIGHTINGS = [(1, 1, False, 1, (2.5,)), (3, 1, False, 1, (0.25, -1.0, 2.0)),
+              (4, 2, True, 1, (1.0, 10.0, 100.0, 1000.0)), (3, 3, True, 1, (1.0, 0.0, 3.0)),
+              (500, 1, True, 1, tuple(np.linspace(-1.0, 2.0, 500)))]  # fmt: skip
+WEIGHTED = [(f, o) for f in ("rolling_sum", "rolling_mean", "rolling_var", "rolling_std",
+                             "rolling_min", "rolling_max") for o in WEIGHTINGS]  # fmt: skip
+
+
+@pytest.mark.parametrize(("func", "options"), WEIGHTED,
+                         ids=[f"{f}-{o[:4]}" for f, o in WEIGHTED])  # fmt: skip
+def test_weighted_windows_match_the_cpu_bit_for_bit(host: HostRuntime, func: str,
+                                                    options: tuple[Any, ...]) -> None:  # fmt: skip
+    """Weighted windows, with and without keys: equal to the CPU's, NaN and ±0.0 included."""
+    launches = host.launches
+    for kind in ("float32", "float64"):
+        for n in LENGTHS:
+            for groups in (0, 3, 40):
+                values = _column(kind, n, 3 * n + groups, func, nulls="none")
+                keys = factorize([pa.array(np.random.default_rng(n).integers(0, groups, n))],
+                                 n) if groups else None  # fmt: skip
+                want = run_scan(func, options, values, COMPUTE[kind], COMPUTE[kind], keys)
+                got, how = runner.run_device_scan(func, options, values, COMPUTE[kind],
+                                                  COMPUTE[kind], RunStats(), keys)  # fmt: skip
+                assert how.startswith(runner.ON_DEVICE), how
+                what = f"{func}{options[:4]} {kind} n={n} groups={groups}"
+                assert got.type == want.type, what
+                assert got.is_valid().equals(want.is_valid()), what
+                g = np.asarray(got.fill_null(0).to_numpy(zero_copy_only=False))
+                w = np.asarray(want.fill_null(0).to_numpy(zero_copy_only=False))
+                same = ((g == w) & (np.signbit(g) == np.signbit(w))) | (np.isnan(g) & np.isnan(w))
+                assert same.all(), f"{what}: rows {np.flatnonzero(~same)[:5]}"
+    assert host.launches > launches
+
+
+def test_weighted_plans_match_polars() -> None:
+    rng = np.random.default_rng(4)
+    n = 90
+    table = pa.table({"x": rng.normal(size=n) * 10, "f": rng.normal(size=n).astype(np.float32),
+                      "i": rng.integers(-50, 50, n).astype(np.int16),
+                      "g": pa.array(rng.integers(0, 4, n), mask=rng.random(n) < 0.2)})  # fmt: skip
+
+    def steps(m: Any, q: Any) -> Any:
+        x, f, i = m.col("x"), m.col("f"), m.col("i")
+        return q.with_columns(
+            a=x.rolling_sum(3, [1.0, -2.0, 0.5]), b=f.rolling_mean(4, [1, 2, 3, 4], center=True),
+            c=i.rolling_std(5, [1, 1, 2, 2, 3], min_samples=1).over("g"),
+            d=x.rolling_max(2, [1, -1]).over("g") - x.rolling_min(6, [1, 2, 3, 4, 5, 6]),
+            e=f.rolling_var(3, [3, 2, 1], min_samples=2, center=True).over("g"),
+        )
+
+    got = compute_on_host(steps(cb, cb.lazy(table)), HostRuntime(block=32, max_blocks=2))
+    want = steps(pl, pl.from_arrow(table).lazy()).collect()
+    assert_frame_equal(pl.from_arrow(got), want, check_exact=True)
+
+
 def _variants() -> list[tuple[str, tuple[Any, ...], str, bool, bool]]:
     out = []
+    for func, options in WEIGHTED[::2]:
+        for kind in ("float32", "float64"):
+            for keyed in (False, True):
+                out.append((func, options, kind, False, keyed))
     for func, options in [*CASES, ("ewm_weight", EWM[0][1])]:
         for kind in COMPUTE:
             for nullable in (False, True):

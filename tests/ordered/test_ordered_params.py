@@ -366,3 +366,21 @@ def test_ordered_ops_polars_refuses_on_strings(func: str) -> None:
 def test_diff_of_bool_is_refused() -> None:
     table = pa.table({"x": [True, False, None]})
     assert_same_as_polars(table, lambda m, q: q.select(y=m.col("x").diff()))
+
+
+@pytest.mark.parametrize("n", [1, 3, -2])
+def test_diff_drop_is_refused_naming_the_slice_that_gives_it(n: int) -> None:
+    """polars' ``null_behavior="drop"`` drops rows; the refusal names the slice that does it."""
+    import polars as pl
+
+    table = pa.table({"x": pa.array([1, 3, None, 6, 15, 2], type=pa.int32())})
+    with pytest.raises(cb.UnsupportedOperationError) as info:
+        cb.col("x").diff(n, null_behavior="drop")
+    rows = f"out[{n}:]" if n >= 0 else f"out[:{n}]"
+    assert f"slice the computed frame, e.g. `{rows}`" in str(info.value)
+    # the advice gives polars' result
+    out = pl.from_arrow(cb.lazy(table).select(cb.col("x").diff(n)).compute())
+    sliced = out[n:] if n >= 0 else out[:n]
+    assert sliced.equals(pl.from_arrow(table).select(pl.col("x").diff(n, null_behavior="drop")))
+    with pytest.raises(cb.SchemaError, match="use 'ignore' or 'drop'"):
+        cb.col("x").diff(n, null_behavior="keep")
