@@ -26,11 +26,15 @@ Fast paths, for the common case of single-chunk columns without nulls:
   thread pool for large inputs.
 
 Everything else (nulls, several chunks, bool columns, float16) takes the
-general kernel.
+masked kernels (`pack_fill`, `pack_keep`): one flat loop over rows, each column
+read with its Arrow validity bitmap and bit offset in place, nulls filled (and
+the validity matrix written) in the same pass, row ranges split between the
+calling thread and the pool as on the fast path.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import os
@@ -154,17 +158,6 @@ def _pool() -> ThreadPoolExecutor:
                 max_workers=os.cpu_count() or 1, thread_name_prefix="colbridge-matrix"
             )
         return _POOL
-
-
-def _run(args: tuple[Any, ...], n: int, ncols: int) -> None:
-    kernel: Any = _kernels().fill_rows
-    workers = _WORKERS
-    if n * ncols < _PARALLEL_MIN_ELEMENTS or workers == 1:
-        kernel(*args, 0, n)
-        return
-    step = -(-n // workers)
-    step = -(-step // _ROW_BLOCK) * _ROW_BLOCK
-    _on_pool_and_here(kernel, args, [(lo, min(n, lo + step)) for lo in range(0, n, step)])
 
 
 def _row_ranges(n: int, ncols: int) -> list[tuple[int, int]]:
@@ -385,7 +378,9 @@ def to_tensor(
     buffer = allocate_host(n * ncols * out_dtype.itemsize)
     out = writable_view(buffer, out_dtype, (n, ncols), order=order)
     any_nulls = any(c.null_count for c in chunked)
-    valid = np.ones((n, ncols), dtype=bool, order=np_order) if (keep and any_nulls) else None
+    valid = None
+    if keep and any_nulls:  # every cell is written by the kernel
+        valid = writable_view(allocate_host(n * ncols), "bool", (n, ncols), order=order)
     fill = 0 if keep or strict else nulls
     fill_value = np.asarray(fill).astype(out_dtype)[()]
     reasons = _reasons(specs, order, out_dtype)
@@ -484,8 +479,19 @@ def _segments(chunked: list[pa.ChunkedArray], n: int) -> list[int]:
     return sorted(bounds)
 
 
-_DUMMY_MASK = np.zeros(1, dtype=np.uint8)
-_DUMMY_MASK.flags.writeable = False
+def _ones(nbytes: int) -> np.ndarray[Any, Any]:
+    """A read-only all-ones bitmap of at least ``nbytes`` bytes (for columns without nulls)."""
+    global _ONES
+    ones = _ONES
+    if len(ones) < nbytes:
+        ones = np.full(max(nbytes, 2 * len(ones)), 0xFF, dtype=np.uint8)
+        ones.flags.writeable = False
+        _ONES = ones
+    return ones
+
+
+_ONES = np.full(1 << 12, 0xFF, dtype=np.uint8)
+_ONES.flags.writeable = False
 
 
 def _readonly(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
@@ -496,6 +502,53 @@ def _readonly(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     return array
 
 
+def _segment_pieces(
+    chunked: list[pa.ChunkedArray], n: int
+) -> list[tuple[int, int, list[pa.Array]]]:
+    """Rows cut where any column changes chunk: ``(lo, hi, one slice per column)``."""
+    bounds = _segments(chunked, n)
+    starts = []  # per column: the first row of each chunk
+    for col in chunked:
+        s, pos = [], 0
+        for chunk in col.chunks:
+            s.append(pos)
+            pos += len(chunk)
+        starts.append(s)
+    out = []
+    for lo, hi in itertools.pairwise(bounds):
+        if hi <= lo:
+            continue
+        pieces = []
+        for j, col in enumerate(chunked):
+            k = bisect.bisect_right(starts[j], lo) - 1
+            while len(col.chunk(k)) == 0 or starts[j][k] + len(col.chunk(k)) <= lo:
+                k += 1
+            pieces.append(col.chunk(k).slice(lo - starts[j][k], hi - lo))
+        out.append((lo, hi, pieces))
+    return out
+
+
+def _piece_values(piece: pa.Array, spec: Any) -> np.ndarray[Any, Any]:
+    """The values of one column piece as a read-only 1-D array the kernels take."""
+    if spec.entry.kind in _FLAT_KINDS:
+        data = piece.buffers()[1]
+        if data is not None and data.is_cpu:
+            itemsize = spec.dtype.itemsize
+            values = np.frombuffer(
+                data, dtype=spec.dtype, count=len(piece), offset=piece.offset * itemsize
+            )
+            if values.dtype == np.float16:
+                values = values.astype(np.float32)  # numba has no float16 (exact widening)
+            return _readonly(values)
+    values = _values(piece, spec)
+    if values.dtype == np.bool_:
+        values = values.view(np.uint8)
+    elif values.dtype == np.float16:
+        # numba has no float16: widen (exactly) to float32 first.
+        values = values.astype(np.float32)
+    return _readonly(values)
+
+
 def _fill(
     chunked: list[pa.ChunkedArray],
     specs: list[Any],
@@ -503,76 +556,47 @@ def _fill(
     valid: np.ndarray[Any, Any] | None,
     fill: Any,
 ) -> None:
+    """Fill ``out`` (and ``valid``) from any tensor-able flat columns, nulls as ``fill``.
+
+    Rows are cut into segments where no column changes chunk; each segment is
+    one kernel call (`pack_fill`, or `pack_keep` writing ``valid`` in the same
+    pass) over row ranges split between this thread and the pool. Each column
+    comes with its validity bitmap and bit offset, read in place (an all-ones
+    bitmap for a column without nulls in the segment).
+    """
     n, ncols = out.shape
-    bounds = _segments(chunked, n)
-    # Per column: (chunk start rows, chunks) to find the chunk holding a segment.
-    starts = []
-    for col in chunked:
-        s, pos = [], 0
-        for chunk in col.chunks:
-            s.append(pos)
-            pos += len(chunk)
-        starts.append(s)
-    valid_arg = valid if valid is not None else np.zeros((0, 0), dtype=bool)
-    for lo, hi in itertools.pairwise(bounds):
-        if hi <= lo:
-            continue
-        arrays: list[np.ndarray[Any, Any]] = []
-        masks: list[np.ndarray[Any, Any]] = []
-        offs = np.zeros(ncols, dtype=np.int64)
-        has = np.zeros(ncols, dtype=np.bool_)
-        for j, (col, spec) in enumerate(zip(chunked, specs, strict=True)):
-            k = int(np.searchsorted(starts[j], lo, side="right")) - 1
-            while len(col.chunk(k)) == 0 or starts[j][k] + len(col.chunk(k)) <= lo:
-                k += 1
-            chunk = col.chunk(k)
-            local = lo - starts[j][k]
-            piece = chunk.slice(local, hi - lo)
-            values = _values(piece, spec)
-            if values.dtype == np.bool_:
-                values = values.view(np.uint8)
-            elif values.dtype == np.float16:
-                # numba has no float16: widen (exactly) to float32 first.
-                values = values.astype(np.float32)
-            arrays.append(_readonly(values))
+    if all(col.num_chunks == 1 for col in chunked):
+        segments: Any = [(0, n, [col.chunk(0) for col in chunked])]
+    else:
+        segments = _segment_pieces(chunked, n)
+    kernels = _kernels()
+    for lo, hi, pieces in segments:
+        items = []
+        for j, (piece, spec) in enumerate(zip(pieces, specs, strict=True)):
+            values = _piece_values(piece, spec)
             if piece.null_count:
-                bitmap = piece.buffers()[0]
                 first = piece.offset // 8
                 nbytes = (piece.offset + len(piece) + 7) // 8 - first
-                mask = np.frombuffer(bitmap, dtype=np.uint8, count=nbytes, offset=first)
-                masks.append(_readonly(mask))
-                offs[j] = piece.offset % 8
-                has[j] = True
+                bits = np.frombuffer(piece.buffers()[0], dtype=np.uint8, count=nbytes, offset=first)
+                offset = piece.offset % 8
             else:
-                masks.append(_DUMMY_MASK)
-        groups, group_cols = _group(arrays)
-        args = (
-            groups,
-            group_cols,
-            tuple(masks),
-            offs,
-            has,
-            out[lo:hi],
-            valid_arg[lo:hi] if valid is not None else valid_arg,
-            fill,
-            out.flags.c_contiguous,
-        )
-        _run(args, hi - lo, ncols)
-
-
-def _group(
-    arrays: list[np.ndarray[Any, Any]],
-) -> tuple[tuple[tuple[np.ndarray[Any, Any], ...], ...], tuple[np.ndarray[Any, Any], ...]]:
-    """Group column arrays by dtype (and layout), so each group is a homogeneous tuple."""
-    keys: dict[tuple[str, bool], list[int]] = {}
-    for j, a in enumerate(arrays):
-        keys.setdefault((a.dtype.str, bool(a.flags.c_contiguous)), []).append(j)
-    # Sorted by dtype, so the kernel's type (its cache key) depends on the
-    # dtypes and their counts, not on the column order.
-    ordered = [keys[k] for k in sorted(keys)]
-    groups = tuple(tuple(arrays[j] for j in idx) for idx in ordered)
-    cols = tuple(np.asarray(idx, dtype=np.int64) for idx in ordered)
-    return groups, cols
+                bits, offset = _ones((hi - lo + 7) // 8), 0
+            items.append((values, bits, np.int64(offset), np.int64(j)))
+        # Ordered by dtype (and layout): the kernel's type then depends on the
+        # column dtypes, not on their order in the matrix.
+        items.sort(key=lambda item: (item[0].dtype.str, not item[0].flags.c_contiguous))
+        cols = tuple(items)
+        work: Any
+        args: tuple[Any, ...]
+        if valid is not None:
+            work, args = kernels.pack_keep, (cols, out, valid, fill, lo)
+        else:
+            work, args = kernels.pack_fill, (cols, out, fill, lo)
+        ranges = _row_ranges(hi - lo, ncols)
+        if len(ranges) == 1:
+            work(*args, 0, hi - lo)
+        else:
+            _on_pool_and_here(work, args, ranges)
 
 
 def _single_nested(
