@@ -89,6 +89,9 @@ class _Job:
     batch_rows: int
     device: str
     fallback: str
+    #: the batch size was derived from a memory limit, which assumes the compiled
+    #: kernels' working set (the NumPy tier holds a temporary per operation)
+    bounded: bool = False
 
 
 def _needed_columns(
@@ -165,7 +168,8 @@ def _prepare(
     rows = batch_rows
     if memory_limit is not None:
         rows = rows_for_memory(source, parse_memory(memory_limit), batch_rows)
-    return _Job(source, built, rows or DEFAULT_BATCH_ROWS, device, fallback)
+    return _Job(source, built, rows or DEFAULT_BATCH_ROWS, device, fallback,
+                bounded=memory_limit is not None)
 
 
 def _check_output(job: _Job, output: PathLike) -> str:
@@ -328,6 +332,9 @@ def run_job(
     if isinstance(source, StreamSource):
         source.plan_passes(input_passes(job.steps))
     total = source.count_rows()
+    # the job's size picks the CPU tier (`backends.cpu.job_rows`); under a memory limit
+    # it is not passed on, so the compiled kernels run, whose working set the limit sized
+    tier_rows = None if job.bounded else total
     empty = source.schema.empty_table()
     lookups: list[Lookup] = []
 
@@ -345,7 +352,7 @@ def run_job(
         streams = ScanStreams()  # ordered operations go on from batch to batch
         for piece in pieces(prefix, found):
             yield compute_piece(prepare(prefix, piece.column_names), piece, job.device,
-                                job.fallback, streams, total_rows=total)  # fmt: skip
+                                job.fallback, streams, total_rows=tier_rows)  # fmt: skip
             seen = True
         if not seen:  # no rows at all: the groups of an empty frame
             piece = attach(empty, found)
@@ -365,7 +372,7 @@ def run_job(
 
         empty_read = attach(empty if reads is None else empty.select(reads), lookups)
         return fold_reductions(prefix, aggs, batches(), empty_read, job.device,
-                               job.fallback, total)  # fmt: skip
+                               job.fallback, tier_rows)  # fmt: skip
 
     # windows first (per-group statistics, looked up batch by batch), then reductions
     windowed, lookups, _ = resolve_windows(job.steps, source.schema.names,
@@ -397,7 +404,7 @@ def run_job(
         counters.bytes += batch.nbytes
         counters.batches += 1
         result = compute_piece(plan, piece, job.device, job.fallback, streams, reports,
-                               total)
+                               tier_rows)
         bar.advance(batch.num_rows, batch.nbytes)
         del piece, batch
         yield result

@@ -10,6 +10,7 @@ std/var). Errors must agree too (a strict cast failing in one tier fails in both
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -118,9 +119,18 @@ def _recorded_generators(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return built
 
 
-@pytest.mark.parametrize(("job_max", "expected"), [(1_000, "numpy"), (5, "compiled")])
+@pytest.mark.parametrize(("job_max", "limit", "expected"), [
+    (1_000, None, "numpy"),
+    (5, None, "compiled"),
+    # a memory limit sized the batches for the compiled kernels' working set: they run
+    (1_000, "1GB", "compiled"),
+])  # fmt: skip
 def test_auto_tiers_a_job_by_its_total_rows(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: os.PathLike[str], job_max: int, expected: str
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: os.PathLike[str],
+    job_max: int,
+    limit: str | None,
+    expected: str,
 ) -> None:
     import polars as pl
     import pyarrow.parquet as pq
@@ -134,12 +144,18 @@ def test_auto_tiers_a_job_by_its_total_rows(
     values = [0.5, None, 2.0, -3.0, 4.0, 5.5, None, 8.0]
     pq.write_table(pa.table({"x_tiers_job": values}), src)
     built = _recorded_generators(monkeypatch)
-    # an expression no other test compiles, so the in-memory kernel cache has none
-    expr = cb.col("x_tiers_job") * 3.0625 - 1
-    pipeline(src, out, with_={"y": expr}, batch_rows=3)
+    # an expression shape no other test (or case) runs, so no kernel of it is cached
+    # (literals are kernel arguments: a new constant would reuse a kernel)
+    def shape(x: Any) -> Any:
+        x = x * 3.0625
+        x = x.abs() if limit else x
+        return -x - 1 if job_max < 10 else x - 1
+
+    expr = shape(cb.col("x_tiers_job"))
+    pipeline(src, out, with_={"y": expr}, batch_rows=3, memory_limit=limit)
     cpu.wait_for_background_compiles()
     # a job of 8 rows: under the limit, NumPy from the first batch to the last and
     # nothing compiled behind; over it, each batch of more than NUMPY_MAX_ROWS compiles
     assert set(built) == {expected}
-    want = pl.read_parquet(src).with_columns(y=pl.col("x_tiers_job") * 3.0625 - 1)
+    want = pl.read_parquet(src).with_columns(y=shape(pl.col("x_tiers_job")))
     assert pl.read_parquet(out).equals(want)
