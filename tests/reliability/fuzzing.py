@@ -726,6 +726,11 @@ def _cb_swapper(specials: list[Special], *, skip: Tree) -> Callable[[Tree], Any]
     def swap(t: Tree) -> Any:
         if t == skip or t not in names:
             return None
+        if t[0] == "lit":
+            # a literal divisor stays a literal: its value is exact, and a Float64 column
+            # in its place would widen `float32 % lit` to Float64 (a literal takes the
+            # other operand's type)
+            return None
         scalar = not _columns_in(t, outside_reductions=True)
         return cb.col(names[t]).first() if scalar else cb.col(names[t])
 
