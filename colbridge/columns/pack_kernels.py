@@ -49,6 +49,10 @@ def pack_fill(cols, out, fill, base, lo, hi):  # type: ignore[no-untyped-def]  #
             out[r, j] = x if ok else fill
 
 
+# `pack_keep` repeats `pack_fill`'s body and adds the validity store. One kernel
+# for both, with the store under a test of an empty `valid`, made the fill alone
+# 1.3x slower at 1e6 rows (2.8 -> 3.8 ms, C order, measured): the test was not
+# taken out of the loop.
 @njit(nogil=True, cache=True)
 def pack_keep(cols, out, valid, fill, base, lo, hi):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """As `pack_fill`, and ``valid[base + i, j]`` set to whether the value is valid."""
