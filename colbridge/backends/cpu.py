@@ -97,10 +97,12 @@ PARALLEL_MIN_ROWS = 200_000
 NUMPY_MAX_ROWS = 100_000
 #: A job of at most this many rows in all runs on the NumPy tier under ``auto``. Its
 #: batches are bounded, so NumPy's whole-batch temporaries are too, and compiling
-#: costs more than it saves: on the 2-core machine of benchmarks/first_compute.py the
-#: NumPy tier ran a flights-like plan at 0.77-1.0x the compiled kernels' speed at
-#: 336,776 and 4e6 rows, while compiling its kernels took 6.4 s in a fresh process
-#: (0.6 s from the disk cache, numba's import included).
+#: costs more than it saves: in benchmarks/results/first_compute.md `colbridge run`
+#: of a 336,776-row flights-like file takes 0.68 s on the NumPy tier and 8.1 s when
+#: it compiles its kernels. The limit is an estimate, not a measured break-even: a
+#: NumPy pass costs at most a few times a compiled one per row, so a compile (seconds;
+#: tenths of a second from the disk cache, numba's import included) is taken to pay
+#: only past about 1e7 rows.
 JOB_NUMPY_MAX_ROWS = 10_000_000
 CPU_TIERS = ("auto", "compiled", "numpy")
 
