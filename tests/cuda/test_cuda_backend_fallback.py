@@ -151,3 +151,39 @@ def test_gpu_check_script_fails_cleanly_without_a_gpu(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
     report = json.loads((tmp_path / "gpu_check.json").read_text())
     assert report["status"] == "no-gpu"
+
+
+_DRIVER_PROBE = """
+import json, sys
+import colbridge.backends.device as device
+device._DRIVER_NODES = tuple(sys.argv[1:])
+auto = device.resolve_device("auto")
+imported = "cupy" in sys.modules
+try:
+    cuda = device.resolve_device("cuda", fallback="raise").note
+except Exception as exc:
+    cuda = str(exc)
+print(json.dumps({"target": auto.target, "note": auto.note, "cupy": imported, "cuda": cuda}))
+"""
+
+
+def _probe_with_nodes(*nodes: str) -> dict[str, object]:
+    out = subprocess.run([sys.executable, "-c", _DRIVER_PROBE, *nodes], capture_output=True,
+                         text=True, check=True)  # fmt: skip
+    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the driver-node check is Linux only")
+def test_auto_without_a_driver_node_does_not_import_cupy(tmp_path: Path) -> None:
+    absent = _probe_with_nodes(str(tmp_path / "no-such-node"))
+    assert absent["target"] == "cpu"
+    assert "no NVIDIA driver is loaded on this machine" in str(absent["note"])
+    assert absent["cupy"] is False  # the 60 ms import is skipped
+    # an explicit device="cuda" still asks CuPy, whose error names the driver's cause
+    assert "CuPy" in str(absent["cuda"])
+    # with a driver node present, auto asks CuPy as before
+    node = tmp_path / "nvidiactl"
+    node.touch()
+    present = _probe_with_nodes(str(node))
+    assert present["target"] == "cuda" or "CuPy" in str(present["note"])
+    assert "no NVIDIA driver is loaded on this machine (none of" not in str(present["note"])

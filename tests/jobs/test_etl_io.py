@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -345,3 +346,25 @@ def test_source_batches_zero_columns_and_projection_order(tmp_path) -> None:
     picked = pa.Table.from_batches(list(source.batches(BATCH, ["ts", "a", "cat"])))
     assert picked.column_names == ["ts", "a", "cat"]
     assert picked.equals(pq.read_table(tmp_path / "in.parquet", columns=["ts", "a", "cat"]))
+
+
+def test_parquet_source_from_footers_agrees_with_a_pyarrow_dataset(tmp_path: Path) -> None:
+    # schema and row count come from the footers; a dataset opens only where one is needed
+    import pyarrow.dataset as ds
+
+    from colbridge.io.source import open_source
+
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    pq.write_table(pa.table({"a": [1, 2, 3], "b": ["x", None, "z"]}), folder / "p0.parquet")
+    pq.write_table(pa.table({"a": [4, None]}), folder / "p1.parquet")  # another schema
+    pq.write_table(pa.table({"a": pa.array([], pa.int64()), "b": pa.array([], pa.string())}),
+                   folder / "p2.parquet")  # fmt: skip
+    source = open_source(str(folder))
+    files = sorted(str(p) for p in folder.iterdir())
+    want = ds.dataset(files, format="parquet")
+    assert "dataset" not in vars(source)  # nothing opened yet
+    assert source.schema.equals(want.schema, check_metadata=True)
+    assert source.count_rows() == want.count_rows() == 5
+    read = pa.Table.from_batches(list(source.batches(2)), schema=source.schema)
+    assert read.equals(want.to_table())  # the other file's missing column is null
