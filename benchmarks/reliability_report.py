@@ -78,6 +78,21 @@ KNOWN_BUGS = [
      "`z` is Float32; `2 ** int8` alone is Int32 (polars: the base decides unless the "
      "exponent is a float, and a Python number there keeps the power dynamic)",
      "`z` is Float64; `2 ** int8` was Int8"),
+    ("B11", "Signed int64 arithmetic that overflows was compared as if it had not: numba marks "
+     "it `nsw`, so LLVM folded `x + 1 > x` to true and took `log(x * x)` for a number "
+     "(found by a random slow fuzz run, `tan(a + a) <= log(b * b)`)",
+     "`pl.DataFrame({'x': [2**63 - 1]}).gpu.select(z=cb.col('x') + 1 > cb.col('x'))"
+     ".compute()`",
+     "`z` is false (polars wraps int64 arithmetic)", "`z` is true, in the compiled kernels"),
+    ("B12", "A `select` of literals alone after a filter",
+     "`pl.DataFrame({'a': [1, 2]}).gpu.filter(cb.col('a') > 5).select(n=cb.lit(3)).compute()`",
+     "one row, `n = 3` (polars, whatever the filter keeps)",
+     "no row from the compiled kernels; a NumPy broadcast error from the NumPy tier"),
+    ("B13", "A column left out by a `select` or a grouping could still be read by a later step",
+     "`pl.DataFrame({'a': [1], 'b': [2]}).gpu.select('a').with_columns(c=cb.col('b') * 2)"
+     ".compute()`",
+     "`ColumnNotFoundError` naming `b` and the columns left (polars raises)",
+     "the input frame's `b`, doubled"),
 ]  # fmt: skip
 
 
@@ -240,10 +255,11 @@ def reliability_md(data: dict[str, Any], seconds: float, summary: str, slow: boo
         "",
         "## Bugs found",
         "",
-        "All ten are fixed. Each has a regression test in "
+        "All thirteen are fixed. Each has a regression test in "
         "`tests/reliability/test_rel_known_bugs.py` (B7 in `tests/engine/test_engine_ops.py`, "
-        "B10 in "
-        "`tests/engine/test_promotion.py`); "
+        "B10 in `tests/engine/test_promotion.py`, B11 in "
+        "`tests/engine/test_integer_overflow.py`, B12 and B13 in "
+        "`tests/engine/test_plan_scoping.py`); "
         '"got" is the behaviour before the fix.',
         "",
         "| id | bug | repro | expected | got |",

@@ -140,13 +140,19 @@ class NumbaDialect(Dialect):
         return f"{_np(dtype)}({expr})"
 
     def wrapping(self, sym: str, a: str, b: str, dtype: DType) -> str:
-        # numba computes small integers in int64 (or uint64): the conversion wraps
+        # numba computes small integers in int64 (or uint64): the conversion wraps. Its
+        # signed arithmetic carries LLVM's `nsw` flag (overflow is undefined, so LLVM may
+        # assume `x * x >= 0`): int64 goes through uint64, which wraps by definition
+        if dtype.is_signed and dtype.bits == 64 and sym in "+-*":
+            return f"np.int64(U({a}) {sym} U({b}))"
         return f"{_np(dtype)}({a} {sym} {b})"
 
     def shift_right(self, a: str, bits: int, dtype: DType) -> str:
         return f"{_np(dtype)}({a} >> {_np(dtype)}({bits}))"
 
     def negate_wrapping(self, a: str, dtype: DType) -> str:
+        if dtype.is_signed and dtype.bits == 64:  # -INT64_MIN overflows: see `wrapping`
+            return f"np.int64(U(0) - U({a}))"
         return f"{_np(dtype)}(0 - {a})"
 
     def invert(self, a: str, dtype: DType) -> str:

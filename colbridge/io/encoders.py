@@ -264,7 +264,7 @@ def fnv1a64(array: pa.Array | pa.ChunkedArray) -> np.ndarray[Any, Any]:
     """64-bit FNV-1a hash of each value's UTF-8 text (integers as decimal text).
 
     Stable across processes, machines and versions (unlike Python's ``hash``);
-    null rows hash to 0 and are given the null id by the caller.
+    null rows hash as the empty text; the caller gives them the null id.
     """
     plain = _plain(array)
     if not (pa.types.is_string(plain.type)):

@@ -894,7 +894,8 @@ class FeaturePlan:
     def _ids(self, t: ColumnTransform, column: pa.Array | pa.ChunkedArray) -> np.ndarray[Any, Any]:
         if t.hash_buckets is not None:
             ids = (fnv1a64(column) % np.uint64(t.hash_buckets)).astype(np.int64) + 2
-            plain = _combined(column)
+            # decoded: a row of a dictionary column pointing at a null entry is null too
+            plain = _plain_values(_combined(column))
             if plain.null_count:
                 ids[~_bools(plain.is_valid())] = NULL_ID
             return ids

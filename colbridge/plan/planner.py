@@ -9,13 +9,18 @@ only where a reduction must see rows that an earlier filter removed.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
 
-from colbridge.errors import DuplicateColumnError, SchemaError, UnsupportedTypeError
+from colbridge.errors import (
+    ColumnNotFoundError,
+    DuplicateColumnError,
+    SchemaError,
+    UnsupportedTypeError,
+)
 from colbridge.expr.nodes import (
     ROWS,
     Agg,
@@ -54,7 +59,8 @@ from colbridge.plan.typecheck import (
 from colbridge.types import DType
 from colbridge.types.logical import Logical
 
-__all__ = ["GroupBySpec", "Segment", "SegmentSpec", "plan_segments", "type_segment"]
+__all__ = ["GroupBySpec", "Segment", "SegmentSpec", "plan_segments", "type_segment",
+           "unknown_column"]
 
 
 @dataclass(frozen=True)
@@ -281,7 +287,14 @@ def is_kernel_parameter(node: Literal) -> bool:
             and not isinstance(node, Const))  # fmt: skip
 
 
-def _substitute(node: Node, env: Mapping[str, Node]) -> Node:
+def _substitute(node: Node, env: Mapping[str, Node], inputs: Set[str]) -> Node:
+    """``node`` with each column replaced by its expression in ``env``.
+
+    ``inputs`` are the columns the segment reads, which typing resolves: a name among
+    them that ``env`` lacks was left out by a `select` or a grouping of this segment and
+    is gone, as in polars (typing reports every other unknown name, in plan order).
+    """
+
     def fn(n: Node) -> Node:
         if isinstance(n, Column):
             if n.name in env:
@@ -289,6 +302,8 @@ def _substitute(node: Node, env: Mapping[str, Node]) -> Node:
             if n.constant is not None:
                 # `e`, `pi`, `nan`, `inf` of a string expression: no column has the name
                 return Literal(n.constant)
+            if n.name in inputs:
+                raise ColumnNotFoundError.from_missing(n.name, list(env))
         if isinstance(n, Over):
             return push_window(n.arg, KeySet(n.keys))
         return n
@@ -319,8 +334,35 @@ def _referenced(node: Node) -> set[str]:
     return {n.name for n in deep_walk(node) if isinstance(n, Column)}
 
 
+def _made_first(exprs: Sequence[Node], env: Mapping[str, Node], *, grouped: bool) -> bool:
+    """Whether ``exprs`` read a column of this segment that inlining would change.
+
+    Inlining a column's expression where it is read is right for rows; not for:
+
+    - a column made of one value: polars broadcasts ``with_columns(x=lit(2))`` to the
+      frame's rows, so ``x.sum()`` later is ``2 * rows``, where ``lit(2).sum()`` is 2;
+    - a column made by a reduction, window or ordered operation, read per group (in a
+      grouping or under ``.over``): ``w = b.shift(1)`` is shifted over the whole frame,
+      where ``b.shift(1)`` in an aggregation shifts within each group.
+
+    Such a column is made first, in a segment of its own. ``grouped``: a grouping's
+    keys and aggregations, every use of which is per group.
+    """
+    for e in exprs:
+        windowed = grouped or any(isinstance(n, Over) for n in deep_walk(e))
+        if not (windowed or _has_agg(e)):
+            continue
+        for name in _referenced(e):
+            node = env.get(name)
+            if node is None or isinstance(node, Column):
+                continue
+            if is_scalar(node) or (windowed and _has_agg(node)):
+                return True
+    return False
+
+
 def _grouped_items(
-    step: Step, env: Mapping[str, Node]
+    step: Step, env: Mapping[str, Node], inputs: Set[str]
 ) -> tuple[SegmentSpec, dict[str, Node], list[str]]:
     """A ``group_by`` step as a segment over the rows, and the expressions over its groups.
 
@@ -329,7 +371,7 @@ def _grouped_items(
     are elementwise expressions over that table (``a.sum() / b.sum()`` divides two
     of its columns), fused into the next segment.
     """
-    keys = [(name, _substitute(k, env)) for name, k in step.keys]
+    keys = [(name, _substitute(k, env, inputs)) for name, k in step.keys]
     keyset = KeySet(tuple(k for _, k in keys))
     names = [name for name, _ in keys]
     results: dict[Node, str] = {}
@@ -366,7 +408,7 @@ def _grouped_items(
 
     over_groups: dict[str, Node] = {}
     for name, expr in step.items:
-        grouped = transform(_substitute(expr, env), to_group)
+        grouped = transform(_substitute(expr, env, inputs), to_group)
         if name in over_groups or name in names:
             msg = (
                 f"output name `{name}` appears more than once in `group_by(...).agg(...)`; "
@@ -390,6 +432,7 @@ def plan_segments(steps: Sequence[Step], input_names: Sequence[str]) -> list[Seg
     specs: list[SegmentSpec] = []
     env: dict[str, Node] = {n: Column(n) for n in input_names}
     order = list(input_names)
+    inputs = set(order)  # the columns the current segment reads
     mask: Node | None = None
     one_row = False
     # Failures of columns computed before a filter count only on the rows it keeps where
@@ -406,9 +449,10 @@ def plan_segments(steps: Sequence[Step], input_names: Sequence[str]) -> list[Seg
         return mask if whole else _conjunction(pushed)
 
     def close() -> None:
-        nonlocal env, order, mask, one_row, computed, pushed, whole
+        nonlocal env, order, inputs, mask, one_row, computed, pushed, whole
         specs.append(SegmentSpec(env, order, mask, one_row, gate=gate()))
         env = {n: Column(n) for n in order}
+        inputs = set(order)
         mask = None
         one_row = False
         computed = set()
@@ -420,21 +464,25 @@ def plan_segments(steps: Sequence[Step], input_names: Sequence[str]) -> list[Seg
         if mask is not None and (step.kind == "group_by" or any(_has_agg(e) for e in exprs)):
             # Reductions after a filter must see only the rows it keeps.
             close()
-        if one_row:
+        grouped = step.kind == "group_by"
+        if one_row or _made_first([e for _, e in (*step.items, *step.keys)], env, grouped=grouped):
             close()
         if step.kind == "group_by":
             # the rows of what follows are the groups: the grouping ends its segment
-            spec, env, order = _grouped_items(step, env)
+            spec, env, order = _grouped_items(step, env, inputs)
             specs.append(spec)
+            # the groups start afresh: nothing computed on them yet, no filter
+            inputs = set(order)
             mask = None
+            computed, pushed, whole = set(), [], True
             continue
         if step.kind == "filter":
             raw = step.items[0][1]
-            pred = _substitute(raw, env)
+            pred = _substitute(raw, env, inputs)
             # with nothing computed yet, the whole filter comes first
             row_local = not computed or not any(_has_agg(env[name]) for name in computed)
             for part in _conjuncts(raw):
-                sub = _substitute(part, env)
+                sub = _substitute(part, env, inputs)
                 if not computed or (row_local and not _has_agg(sub)
                                     and not (_referenced(part) & computed)):  # fmt: skip
                     pushed.append(sub)
@@ -454,7 +502,17 @@ def plan_segments(steps: Sequence[Step], input_names: Sequence[str]) -> list[Seg
                 )
                 raise DuplicateColumnError(msg)
             seen.add(name)
-        substituted = [(name, _substitute(e, env)) for name, e in step.items]
+        substituted = [(name, _substitute(e, env, inputs)) for name, e in step.items]
+        # one value per output as written: a column read is as long as the frame, even
+        # where this segment made it of one value (`with_columns(x=lit(2))` broadcasts)
+        as_columns = {name: Column(name) for name in env}
+        one_value = bool(step.items) and all(
+            is_scalar(_substitute(e, as_columns, inputs)) for _, e in step.items
+        )
+        if step.kind == "select" and mask is not None and one_value:
+            # literals alone make one row whatever the filter keeps (polars): the
+            # filter ends its segment, and the literals' row is not masked
+            close()
         if step.kind == "with_columns":
             for name, e in substituted:
                 if name not in env:
@@ -463,12 +521,36 @@ def plan_segments(steps: Sequence[Step], input_names: Sequence[str]) -> list[Seg
         else:  # select
             env = dict(substituted)
             order = names
-            one_row = bool(substituted) and all(is_scalar(e) for _, e in substituted)
+            one_row = one_value
             computed = set()
         computed |= {name for name, e in substituted if e != Column(name)}
     specs.append(SegmentSpec(env, order, mask, one_row, gate=gate()))
     _prune(specs)
     return specs
+
+
+def unknown_column(steps: Sequence[Step], input_names: Sequence[str]) -> ColumnNotFoundError | None:
+    """The error for the first column a step reads that is not there at that step, or None.
+
+    polars resolves every step's names while planning, those of outputs no later step
+    reads included; typing sees only what is computed (`_prune` and `select` drop the
+    rest), so this walk over the names alone finds what it cannot.
+    """
+    names = list(input_names)
+    for step in steps:
+        there = set(names)
+        for _, expr in (*step.keys, *step.items):
+            for node in deep_walk(expr):
+                if isinstance(node, Column) and node.name not in there \
+                        and node.constant is None:  # fmt: skip
+                    return ColumnNotFoundError.from_missing(node.name, names)
+        if step.kind == "with_columns":
+            names += [name for name, _ in step.items if name not in there]
+        elif step.kind == "select":
+            names = [name for name, _ in step.items]
+        elif step.kind == "group_by":
+            names = [*(name for name, _ in step.keys), *(name for name, _ in step.items)]
+    return None
 
 
 def _prune(specs: list[SegmentSpec]) -> None:

@@ -60,7 +60,13 @@ from colbridge.expr.nodes import (
     rolling_weights,
 )
 from colbridge.plan.logical import Step
-from colbridge.plan.planner import Segment, SegmentSpec, plan_segments, type_segment
+from colbridge.plan.planner import (
+    Segment,
+    SegmentSpec,
+    plan_segments,
+    type_segment,
+    unknown_column,
+)
 from colbridge.plan.typecheck import ColumnType
 from colbridge.runtime.tables import finish_output, segment_tables
 from colbridge.types import dtype_from_arrow
@@ -278,6 +284,10 @@ class PreparedPlan:
                 if found is exc:
                     raise
                 raise found from None
+            # a name no computed expression reads, which typing never saw
+            missing = unknown_column(self.steps, self.names)
+            if missing is not None:
+                raise missing
             with _LOCK:
                 _TYPED[key] = cached
                 while len(_TYPED) > _CACHE_MAX:
@@ -715,14 +725,17 @@ def _run(
             # the groups are the rows from here on: a table of their keys and results
             assert groups is not None
             new.update(_group_keys(segment, columns, groups))
-            table = pa.table({n: new[n] for n in segment.order})
+            # one row per group, even where no later step reads a column of them
+            count = len(groups.of(segment.group_by.keys.ids_column).first_rows)
+            table = _rows_table({n: new[n] for n in segment.order}, count)
             if index == last:
                 return original.from_arrow(table)
             adapter = ArrowTableAdapter(table)
             columns = Columns(adapter, report.copies)
             continue
         final = index == last and adapter is original
-        rows = adapter.num_rows  # of the table made below (a segment may make no column)
+        # the rows of the table made below (a segment may make no column a later one reads)
+        rows = 1 if segment.one_row else adapter.num_rows
         if result.compacted:
             # the backend filtered the outputs and the columns it carried; the frame filters
             # the columns it could not carry (strings, ...), by the backend's mask

@@ -379,3 +379,17 @@ def test_scalers_over_numeric_dtypes(dtype: str) -> None:
     np.testing.assert_allclose(got[:, 2], RobustScaler().fit_transform(x)[:, 0], atol=1e-12)
     kb = KBinsDiscretizer(n_bins=4, strategy="quantile", encode="ordinal")
     np.testing.assert_array_equal(got[:, 3], kb.fit_transform(x)[:, 0])
+
+
+def test_hash_buckets_give_the_null_id_to_a_null_dictionary_entry() -> None:
+    # a row whose index points at a null entry of the dictionary is null, not the text ""
+    entries = pa.array(["a", None, "b"])
+    column = pa.DictionaryArray.from_arrays(pa.array([0, 1, None, 2, 1]), entries)
+    table = pa.table({"c": column})
+    spec = FeatureSpec.from_dict({"columns": {"c": {"hash_buckets": 5}}, "dtype": "int64"})
+    got, _ = matrix(table, spec, batch_rows=2)
+    decoded = column.dictionary_decode()
+    want = (fnv1a64(decoded) % np.uint64(5)).astype(np.int64) + 2
+    want[np.asarray(decoded.is_null())] = NULL_ID
+    assert decoded.null_count == 3
+    np.testing.assert_array_equal(got[:, 0], want)
