@@ -146,7 +146,13 @@ def _parser() -> argparse.ArgumentParser:
     fuse.add_argument("--folds", type=int, default=None, help="out-of-fold folds (default 5)")
     fuse.add_argument("--smoothing", default=None, help="'auto' (default) or a number")
     fuse.add_argument("--seed", type=int, default=None, help="seed of the fold assignment")
-    fuse.add_argument("--fill-null", action="append", default=[], metavar="COL=VALUE")
+    fuse.add_argument(
+        "--fill-null", action="append", default=[], metavar="COL=VALUE",
+        help="fill nulls of a numeric column before its other transforms, with a number or "
+        "with the column's mean, median or most_frequent value fitted on the data "
+        "(scikit-learn's SimpleImputer; scaling is then fitted on the filled values), "
+        "e.g. --fill-null income=median",
+    )  # fmt: skip
     fuse.add_argument("--clip", action="append", default=[], metavar="COL=LO:HI")
     fuse.add_argument("--dtype", default=None, help="matrix element type (default float32)")
     fuse.add_argument("--validity", action="store_true", help="also write a validity matrix")
@@ -284,6 +290,19 @@ def _number(text: str, what: str) -> float | None:
         raise _UsageError(msg) from None
 
 
+def _fill(text: str, what: str) -> float | str | None:
+    from colbridge.io.fuse import FILL_STRATEGIES
+
+    if text in FILL_STRATEGIES:
+        return text
+    try:
+        return _number(text, what)
+    except _UsageError:
+        choices = ", ".join(FILL_STRATEGIES)
+        msg = f"{what}: {text!r} is not a number or one of {choices}"
+        raise _UsageError(msg) from None
+
+
 def _fuse_columns(args: argparse.Namespace, spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
     from colbridge.io.fuse import feature_columns
 
@@ -318,7 +337,7 @@ def _fuse_columns(args: argparse.Namespace, spec: dict[str, Any]) -> dict[str, d
         target_encode=_split(args.target_encode), log1p=_split(args.log1p),
         indicator=_split(args.indicator),
         fill_null={
-            k: _number(v, f"--fill-null {k}") for k, v in _kv(args.fill_null, "--fill-null").items()
+            k: _fill(v, f"--fill-null {k}") for k, v in _kv(args.fill_null, "--fill-null").items()
         },
         clip=clips,
         quantile_bins={

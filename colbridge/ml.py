@@ -95,7 +95,13 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
         part instead (``<name>_<part>_sin``, ``<name>_<part>_cos``).
     fill_null, clip, quantile_bins, hash_buckets
         ``{column: value}``: fill value, ``(lo, hi)`` bounds, number of quantile bins,
-        number of hash buckets (ids from a stable hash).
+        number of hash buckets (ids from a stable hash). A fill value is a number or,
+        for a numeric column, ``"mean"``, ``"median"`` or ``"most_frequent"``: fitted
+        on the column's non-null, non-NaN values as ``SimpleImputer`` does (NaN of a
+        pandas float column is a null), before the column's other transforms, whose
+        statistics are then fitted on the filled values (as
+        ``make_pipeline(SimpleImputer(strategy="median"), StandardScaler())``). A column
+        with no value to fit the fill on is an error.
     min_frequency, max_categories, handle_unknown
         Infrequent categories of one-hot and id columns, as in scikit-learn's
         ``OneHotEncoder``; ``handle_unknown`` is ``"ignore"``, ``"error"`` or
@@ -118,6 +124,12 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
     array([-0.66666667,  0.        ,  1.        ,  0.        ])
     >>> list(ff.get_feature_names_out())
     ['x', 'x_missing', 'c=a', 'c=<infrequent>']
+
+    A fill value fitted on the data, before scaling:
+
+    >>> ff = FeatureFusion(["x"], fill_null={"x": "mean"}, minmax=["x"], dtype="float64")
+    >>> ff.fit_transform(X)[:, 0]  # the null becomes the mean 7/3, then (x - 1) / 3
+    array([0.        , 0.33333333, 0.44444444, 1.        ])
 
     Date/time parts, as integers or as sin/cos pairs:
 
@@ -146,7 +158,7 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
         target_encode: Sequence[str] = (),
         log1p: Sequence[str] = (),
         indicator: Sequence[str] = (),
-        fill_null: Mapping[str, float] | None = None,
+        fill_null: Mapping[str, float | str] | None = None,
         clip: Mapping[str, tuple[float | None, float | None]] | None = None,
         quantile_bins: Mapping[str, int] | None = None,
         hash_buckets: Mapping[str, int] | None = None,

@@ -97,6 +97,9 @@ INFREQUENT = "<infrequent>"
 MISSING_SUFFIX = "_missing"
 #: Name of the one-hot column of null values (after the column's ``=``).
 NULL_CATEGORY = "<null>"
+#: Fill values fitted on the data (scikit-learn's ``SimpleImputer`` strategies), the
+#: other choice of ``fill_null`` besides a number.
+FILL_STRATEGIES = ("mean", "median", "most_frequent")
 #: Date/time parts a ``datetime`` column gives, with the period of their sin/cos pair
 #: (``cyclical``): a number, or the days of the value's own month or year.
 DATE_PARTS: dict[str, int | str] = {
@@ -137,10 +140,15 @@ class ColumnTransform:
     Datetime or Time column gives the ``datetime`` parts (`DATE_PARTS`), one integer
     feature each, or with ``cyclical`` a sin/cos pair each; ``fill_null`` fills them.
     ``indicator`` adds a feature after the column's: 1 where the value is null (or NaN).
+
+    ``fill_null`` is a number, or one of `FILL_STRATEGIES` for a numeric column: the
+    column's mean, median or most frequent value (the smallest among ties), fitted
+    over its non-null, non-NaN values as scikit-learn's ``SimpleImputer`` does; the
+    scaling statistics are then fitted on the filled column.
     """
 
     name: str
-    fill_null: float | None = None
+    fill_null: float | str | None = None
     scale: str | None = None
     clip: tuple[float | None, float | None] | None = None
     one_hot: bool = False
@@ -159,6 +167,7 @@ class ColumnTransform:
 
     def __post_init__(self) -> None:
         self._check_datetime()
+        self._check_fill()
         if self.scale not in (None, "zscore", "minmax", "robust"):
             msg = (
                 f"column `{self.name}`: unknown scale {self.scale!r}; "
@@ -229,6 +238,38 @@ class ColumnTransform:
                 "`max_categories` do not apply; drop them or `hash_buckets`"
             )
             raise JobSpecError(msg)
+
+    def _check_fill(self) -> None:
+        fill = self.fill_null
+        if not isinstance(fill, str):
+            return
+        if fill not in FILL_STRATEGIES:
+            msg = (
+                f"column `{self.name}`: unknown `fill_null` strategy {fill!r}; give a number or "
+                f"one of {', '.join(repr(s) for s in FILL_STRATEGIES)}"
+            )
+            raise JobSpecError(msg)
+        kinds = [k for k in ("one_hot", "ids", "target_encode") if getattr(self, k)]
+        kinds += ["hash_buckets"] if self.hash_buckets is not None and not kinds else []
+        if kinds:
+            msg = (
+                f"column `{self.name}` is encoded as {kinds[0]}: `fill_null={fill!r}` fills "
+                "numeric columns only; a categorical column's null already has its own "
+                "encoding (a `<null>` one-hot column, the null id 0, its own target mean). "
+                "To impute the most frequent category instead, fill the column before fusing"
+            )
+            raise JobSpecError(msg)
+        if self.datetime is not None:
+            msg = (
+                f"column `{self.name}` gives date parts, which are filled with a number only "
+                f"(`fill_null={{'{self.name}': -1}}`), not with {fill!r}"
+            )
+            raise JobSpecError(msg)
+
+    @property
+    def fill_strategy(self) -> str | None:
+        """The fitted fill (one of `FILL_STRATEGIES`), or None for a number or no fill."""
+        return self.fill_null if isinstance(self.fill_null, str) else None
 
     def _check_datetime(self) -> None:
         parts = self.datetime
@@ -382,7 +423,7 @@ def feature_columns(
     target_encode: Any = (),
     log1p: Any = (),
     indicator: Any = (),
-    fill_null: Mapping[str, float | None] | None = None,
+    fill_null: Mapping[str, float | str | None] | None = None,
     clip: Mapping[str, tuple[float | None, float | None]] | None = None,
     quantile_bins: Mapping[str, int] | None = None,
     hash_buckets: Mapping[str, int] | None = None,
@@ -401,12 +442,15 @@ def feature_columns(
     ``min_frequency`` and ``max_categories`` apply to every one-hot and (unhashed) ids
     column, ``handle_unknown`` to every one-hot column, unless the column sets its own.
     ``datetime`` maps a column to its date parts; ``cyclical`` lists the columns whose
-    parts are written as sin/cos pairs.
+    parts are written as sin/cos pairs. ``fill_null`` maps a column to a number or to
+    one of `FILL_STRATEGIES` (``"mean"``, ``"median"``, ``"most_frequent"``).
 
     Examples
     --------
     >>> feature_columns(["ts"], datetime={"ts": ["hour", "weekday"]}, cyclical=["ts"])
     {'ts': {'datetime': ['hour', 'weekday'], 'cyclical': True}}
+    >>> feature_columns(zscore=["x"], fill_null={"x": "median"})
+    {'x': {'scale': 'zscore', 'fill_null': 'median'}}
     """
     out: dict[str, dict[str, Any]] = {k: dict(v) for k, v in (base or {}).items()}
 
@@ -431,7 +475,8 @@ def feature_columns(
         out.setdefault(name, {})["cyclical"] = True
     for name, (lo, hi) in (clip or {}).items():
         out.setdefault(name, {})["clip"] = [lo, hi]
-    mappings: tuple[tuple[str, Mapping[str, float | None] | Mapping[str, int] | None], ...] = (
+    Fills = Mapping[str, float | str | None]
+    mappings: tuple[tuple[str, Fills | Mapping[str, int] | None], ...] = (
         ("fill_null", fill_null), ("quantile_bins", quantile_bins), ("hash_buckets", hash_buckets),
     )  # fmt: skip
     for key, mapping in mappings:
@@ -450,7 +495,7 @@ def feature_columns(
 
 
 #: Versions of the statistics file this code reads; it writes the last one.
-STATS_VERSIONS = (1, 2, 3)
+STATS_VERSIONS = (1, 2, 3, 4)
 
 
 @dataclass
@@ -466,7 +511,10 @@ class FeatureStats:
     encoders do): a JSON ``null`` last in ``categories`` when the fit saw nulls. A file
     of version 1 or 2 keeps its meaning: a null one-hot value gives an all-zero block
     (whatever ``handle_unknown`` says) and a null target-encoded one the target mean.
-    A file is saved at the version it was read with; a fit writes version 3. In
+    Version 4 adds the fitted fill value of a column filled by a strategy
+    (``fill_value``, with the ``fill_strategy`` it was fitted by); a file of an older
+    version has none, so a spec asking for a fitted fill cannot apply it (an error).
+    A file is saved at the version it was read with; a fit writes version 4. In
     memory a list may be held as a NumPy array; `to_dict` and `save` write plain
     JSON lists.
     """
@@ -559,13 +607,26 @@ class FeatureBatch:
         return pa.table(data)
 
 
-def _base(t: ColumnTransform) -> Expr:
+def _base(t: ColumnTransform, fill: float | None) -> Expr:
+    """The column as float64, its nulls filled with ``fill``, then ``log1p`` when asked.
+
+    What the column's scaling statistics are fitted on and applied to: the fill comes
+    first, as in ``make_pipeline(SimpleImputer(...), StandardScaler())``.
+    """
     e = col(t.name).cast("float64")
-    if t.fill_null is not None:
-        e = e.fill_null(float(t.fill_null))
+    if fill is not None:
+        e = e.fill_null(fill)
     if t.log1p:
         e = e.log1p()
     return e
+
+
+def _fill_value(t: ColumnTransform, stats: FeatureStats) -> float | None:
+    """The value ``t``'s nulls are filled with: its number, or the fitted one in ``stats``."""
+    if t.fill_strategy is None:
+        return None if t.fill_null is None else float(t.fill_null)
+    value = stats.columns[t.name]["fill_value"]
+    return None if value is None else float(value)
 
 
 def _finite(value: Any) -> bool:
@@ -580,7 +641,7 @@ def _stat(s: Mapping[str, Any], key: str) -> float | None:
 
 
 def _feature_expr(t: ColumnTransform, stats: FeatureStats, dtype: DType) -> Expr:
-    e = _base(t)
+    e = _base(t, _fill_value(t, stats))
     s = stats.columns.get(t.name, {})
     if t.scale == "zscore":
         mean, std = _stat(s, "mean"), _stat(s, "std")
@@ -762,6 +823,12 @@ class FeaturePlan:
                     t.min_frequency, t.max_categories,
                 )  # fmt: skip
         self.target = {t.name: _target(t, spec, stats) for t in spec.columns if t.target_encode}
+        #: fitted fills: the strategy and the value of each column filled by one
+        self.fills = {
+            t.name: (t.fill_strategy, _fill_value(t, stats))
+            for t in spec.columns
+            if t.fill_strategy is not None
+        }
         self.names: list[str] = []
         for t in spec.columns:
             if t.one_hot:
@@ -949,8 +1016,107 @@ def _categorical_type(typ: pa.DataType) -> pa.DataType:
     return typ
 
 
+class _FillFit:
+    """Fitted fill values (scikit-learn's ``SimpleImputer``), gathered batch by batch.
+
+    Nulls and NaN are left out, as ``SimpleImputer(missing_values=np.nan)`` leaves
+    them out: ``mean`` keeps a float64 sum and a count per column, ``median`` the
+    values (8 bytes each, as the exact quantiles do; NumPy's median at the end), and
+    ``most_frequent`` each batch's distinct values with their counts (summed at the
+    end; the smallest value wins a tie, -0.0 counts as 0.0).
+    """
+
+    def __init__(self, columns: Sequence[ColumnTransform]) -> None:
+        self.columns = list(columns)
+        self.names = [t.name for t in self.columns]
+        self.sums = dict.fromkeys(self.names, 0.0)
+        self.counts = dict.fromkeys(self.names, 0)
+        self.parts: dict[str, list[np.ndarray[Any, Any]]] = {n: [] for n in self.names}
+        self.freqs: dict[str, list[np.ndarray[Any, Any]]] = {n: [] for n in self.names}
+
+    def add(self, batch: pa.RecordBatch | pa.Table) -> None:
+        """Take one batch's partials."""
+        for t in self.columns:
+            column = _combined(batch.column(t.name)).drop_null()
+            v = np.asarray(column.cast(pa.float64()).to_numpy(zero_copy_only=False))
+            v = v[~np.isnan(v)]
+            if t.fill_strategy == "mean":
+                self.sums[t.name] += float(v.sum())
+                self.counts[t.name] += v.size
+            elif t.fill_strategy == "median":
+                self.parts[t.name].append(v)
+            else:
+                values, counts = np.unique(v + 0.0, return_counts=True)
+                self.parts[t.name].append(values)
+                self.freqs[t.name].append(counts)
+
+    def finish(self) -> dict[str, dict[str, Any]]:
+        """Per column ``{"fill_value": v, "fill_strategy": s}``.
+
+        Raises
+        ------
+        InvalidOperationError
+            For a column with no value to fit on (every row null or NaN, or no rows).
+            scikit-learn's ``SimpleImputer`` drops such a column (or fills it with 0
+            when asked); here the matrix's columns stay those of the spec.
+        """
+        out = {}
+        for t in self.columns:
+            parts = self.parts[t.name]
+            v = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0)
+            if t.fill_strategy == "mean":
+                n = self.counts[t.name]
+                value = self.sums[t.name] / n if n else None
+            elif not v.size:
+                value = None
+            elif t.fill_strategy == "median":
+                value = float(np.median(v, overwrite_input=True))
+            else:
+                counts = self.freqs[t.name]
+                c = counts[0] if len(counts) == 1 else np.concatenate(counts)
+                distinct, where = np.unique(v, return_inverse=True)
+                total = np.zeros(distinct.size, dtype=np.int64)
+                np.add.at(total, where, c)
+                value = float(distinct[np.argmax(total)])  # the first (smallest) of the most
+            if value is None:
+                msg = (
+                    f"column `{t.name}` has no value to fit `fill_null={t.fill_strategy!r}` on "
+                    "(every row is null or NaN, or there are no rows); fill it with a number "
+                    f"(`fill_null={{'{t.name}': 0.0}}`, `--fill-null {t.name}=0`) or leave "
+                    "the column out"
+                )
+                raise InvalidOperationError(msg)
+            out[t.name] = {"fill_value": value, "fill_strategy": t.fill_strategy}
+        return out
+
+
+def _fit_passes(spec: FeatureSpec) -> int:
+    """Passes a fit makes over the input: 2 when the statistics of a column need its fill.
+
+    A column whose fill value is fitted (``fill_null="mean"``, say) and that is also
+    scaled or binned has its scaling statistics fitted on the filled values, so its
+    fill value is fitted first, in a pass of its own. Otherwise one pass fits all.
+    """
+    staged = any(
+        t.fill_strategy is not None and (t.scale is not None or t.quantile_bins is not None)
+        for t in spec.columns
+    )
+    return 2 if staged else 1
+
+
 def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -> FeatureStats:
     stats = FeatureStats(ddof=spec.ddof)
+    fills = _FillFit([t for t in spec.columns if t.fill_strategy is not None])
+    missing = [c for c in fills.names if c not in source.schema.names]
+    if missing:
+        msg = f"feature column `{missing[0]}` not found; available columns: {source.schema.names}"
+        raise ColumnNotFoundError(msg)
+    if _fit_passes(spec) == 2:
+        # first the fill values, then every other statistic over the filled columns
+        for batch in source.batches(batch_rows, fills.names):
+            fills.add(batch)
+        stats.columns.update(fills.finish())
+        fills = _FillFit(())
     moments = [t for t in spec.columns if t.scale in ("zscore", "minmax")]
     exact = [t for t in spec.columns if t.scale == "robust" or t.quantile_bins is not None]
     counted = [
@@ -958,11 +1124,13 @@ def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -
         if (t.one_hot and t.categories is None) or (t.ids and t.hash_buckets is None)
     ]  # fmt: skip
     encoded = [t for t in spec.columns if t.target_encode]
+    # a scaled column's statistics are those of its values after the fill (and log1p)
+    bases = {t.name: _base(t, _fill_value(t, stats)).node for t in moments + exact}
     aggs: list[Agg] = []
     for t in moments:
-        base = _base(t).node
+        base = bases[t.name]
         aggs += [Agg("mean", base), Agg("std", base, spec.ddof), Agg("min", base), Agg("max", base)]
-    needed = sorted({t.name for t in moments + exact + counted + encoded})
+    needed = sorted({t.name for t in moments + exact + counted + encoded} | set(fills.names))
     if encoded:
         assert spec.target is not None
         needed = sorted({*needed, spec.target})
@@ -977,7 +1145,7 @@ def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -
     ys = np.zeros((spec.folds, 3))  # per fold: labelled rows, sum, sum of squares
     values: dict[str, list[np.ndarray[Any, Any]]] = {t.name: [] for t in exact}
     exact_plan = (
-        prepare((Step("select", tuple((t.name, _base(t).node) for t in exact)),), needed)
+        prepare((Step("select", tuple((t.name, bases[t.name]) for t in exact)),), needed)
         if exact
         else None
     )
@@ -992,6 +1160,7 @@ def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -
                 parts.append(category_counts(batch.column(name)))
             if encoded:
                 _target_partials(batch, spec, rows, encoded, targets, ys)
+            fills.add(batch)
             if exact_plan is not None:
                 table = compute_piece(exact_plan, batch, device)
                 for t in exact:
@@ -1008,19 +1177,23 @@ def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -
         empty = source.schema.empty_table().select(needed)
         reduced = fold_reductions((), aggs, batches(), empty, device)
         for t in moments:
-            base = _base(t).node
+            base = bases[t.name]
 
             def value(a: Agg) -> Any:
                 lit_ = reduced[a]
                 assert isinstance(lit_, Literal)
                 return lit_.value
 
-            stats.columns[t.name] = {
-                "mean": value(Agg("mean", base)),
-                "std": value(Agg("std", base, spec.ddof)),
-                "min": value(Agg("min", base)),
-                "max": value(Agg("max", base)),
-            }
+            stats.columns.setdefault(t.name, {}).update(
+                {
+                    "mean": value(Agg("mean", base)),
+                    "std": value(Agg("std", base, spec.ddof)),
+                    "min": value(Agg("min", base)),
+                    "max": value(Agg("max", base)),
+                }
+            )
+    for name, entry in fills.finish().items():
+        stats.columns.setdefault(name, {}).update(entry)
     for t in exact:
         # exact quantiles: the column's finite values are all held (8 bytes each)
         parts = values[t.name]
@@ -1158,6 +1331,19 @@ def _check_types(spec: FeatureSpec, schema: pa.Schema) -> None:
     """Refuse a column whose type its encoding cannot read, naming what to do instead."""
     for t in spec.columns:
         typ = schema.field(t.name).type
+        if t.fill_strategy is not None and not (
+            pa.types.is_integer(typ)
+            or pa.types.is_floating(typ)
+            or pa.types.is_boolean(typ)
+            or pa.types.is_decimal(typ)
+        ):
+            msg = (
+                f"column `{t.name}` of type `{typ}` cannot be filled with its "
+                f"{t.fill_strategy.replace('_', ' ')} value: `fill_null={t.fill_strategy!r}` "
+                "fills numeric columns; encode a categorical column (one-hot, ids or target "
+                "encoding, where a null has its own encoding) or fill it with a number"
+            )
+            raise UnsupportedTypeError(msg)
         if t.kind == "datetime":
             _check_date_parts(t, typ)
         elif t.kind != "numeric" and not (
@@ -1294,14 +1480,27 @@ def _check_stats(spec: FeatureSpec, stats: FeatureStats, where: str = "the stati
                 "that include the column, or list its categories in the spec"
             )
             raise JobSpecError(msg)
-        for key in needed:
-            if entry is None or key not in entry:
-                msg = (
-                    f"{where} has no `{key}` for column `{t.name}`, which {what} needs; "
-                    "fit statistics that include the column (e.g. `colbridge fuse ... "
-                    "--save-stats stats.json` on the training data), or leave out `--stats`"
-                )
-                raise JobSpecError(msg)
+        if t.fill_strategy is not None:
+            # the fill comes first: its value is asked for before the scaling's statistics
+            needs = [(f"`fill_null={t.fill_strategy!r}`", ("fill_value",)), (what, needed)]
+        else:
+            needs = [(what, needed)]
+        for what, keys in needs:
+            for key in keys:
+                if entry is None or key not in entry:
+                    msg = (
+                        f"{where} has no `{key}` for column `{t.name}`, which {what} needs; "
+                        "fit statistics that include the column (e.g. `colbridge fuse ... "
+                        "--save-stats stats.json` on the training data), or leave out `--stats`"
+                    )
+                    raise JobSpecError(msg)
+        fitted_by = (entry or {}).get("fill_strategy")
+        if t.fill_strategy is not None and fitted_by not in (None, t.fill_strategy):
+            msg = (
+                f"{where} holds the `fill_null={fitted_by!r}` value of column `{t.name}` but "
+                f"the spec asks for {t.fill_strategy!r}; refit, or pass the same strategy"
+            )
+            raise JobSpecError(msg)
         if t.target_encode and len(stats.columns[t.name]["fold_target"]) != spec.folds:
             msg = (
                 f"{where} was fitted with {len(stats.columns[t.name]['fold_target'])} folds "
@@ -1318,8 +1517,23 @@ def fit_stats(
     batch_rows: int | None = None,
     device: str = "auto",
 ) -> FeatureStats:
-    """Statistics the spec's transforms read, from one pass over ``input``."""
+    """Statistics the spec's transforms read, from one pass over ``input``.
+
+    Two passes when a column's fill value is fitted (``fill_null="median"``, say) and the
+    column is also scaled or binned: the fill values first, then the statistics of the
+    filled columns.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> spec = FeatureSpec.from_dict({"columns": {"x": {"fill_null": "median", "scale": "minmax"}}})
+    >>> stats = fit_stats(pa.table({"x": [1.0, None, 2.0, 10.0]}), spec)
+    >>> stats.columns["x"]["fill_value"], stats.columns["x"]["min"], stats.columns["x"]["max"]
+    (2.0, 1.0, 10.0)
+    """
     source, rows = _open(input, spec, batch_rows, None)
+    if isinstance(source, StreamSource):
+        source.plan_passes(_fit_passes(spec))
     return _fit(source, spec, rows, device)
 
 
@@ -1417,8 +1631,8 @@ def iter_features(
     are then encoded out of fold (as scikit-learn's ``TargetEncoder.fit_transform``).
     """
     source, rows = _open(input, spec, batch_rows, memory_limit)
-    if isinstance(source, StreamSource):  # fitting reads the input once more
-        source.plan_passes(1 if stats is not None else 2)
+    if isinstance(source, StreamSource):  # fitting reads the input once or twice more
+        source.plan_passes(1 if stats is not None else 1 + _fit_passes(spec))
     fitted = _stats_for(source, spec, stats, rows, device)
     return FeatureBatches(source, spec, fitted, rows, device, out_of_fold=stats is None)
 
@@ -1499,6 +1713,8 @@ def explain_fuse(
 ) -> str:
     """Describe the fused per-batch plan; with ``stats`` given only metadata is read."""
     source, rows = _open(input, spec, batch_rows, memory_limit)
+    if isinstance(source, StreamSource) and stats is None:
+        source.plan_passes(_fit_passes(spec))
     fitted = _stats_for(source, spec, stats, rows, device)
     dtype = parse_dtype(spec.dtype)
     if isinstance(source, StreamSource):
@@ -1532,6 +1748,12 @@ def _describe_encoders(plan: FeaturePlan, *, out_of_fold: bool) -> list[str]:
     spec = plan.spec
     lines = []
     for t in spec.columns:
+        if t.name in plan.fills:
+            strategy, value = plan.fills[t.name]
+            lines.append(
+                f"{t.name}: nulls filled with the fitted {strategy.replace('_', ' ')} {value!r}, "
+                "before its other transforms"
+            )
         if t.one_hot:
             oh = plan.one_hot[t.name]
             extra = ", the last for infrequent categories" if oh.infrequent is not None else ""

@@ -128,9 +128,10 @@ def test_column_names_consistency_check() -> None:
 
 
 # Every check applies to a passthrough transformer over NumPy inputs (columns x0, x1, ...);
-# the second estimator adds per-column transforms of the first feature.
+# the other estimators add per-column transforms of the first feature.
 @parametrize_with_checks(
-    [FeatureFusion(), FeatureFusion(robust=["x0"], indicator=["x0"], dtype="float64")],
+    [FeatureFusion(), FeatureFusion(robust=["x0"], indicator=["x0"], dtype="float64"),
+     FeatureFusion(fill_null={"x0": "median"}, zscore=["x0"], dtype="float64")],
     expected_failed_checks=lambda est: EXPECTED_FAILED,
 )
 def test_sklearn_estimator_checks(estimator, check) -> None:

@@ -251,7 +251,7 @@ def _v2_file(tmp_path: Any) -> Any:
     """The statistics an older colbridge wrote: no null among the categories, version 2."""
     train = TRAIN.append_column("c3", TRAIN["c"])
     data = fit_stats(train, FeatureSpec.from_dict(V2_SPEC)).to_dict()
-    assert data["version"] == 3
+    assert data["version"] == 4  # a fit writes the latest version
     c = data["columns"]["c"]
     assert c["categories"][-1] is None
     c["categories"], c["counts"] = c["categories"][:-1], c["counts"][:-1]
@@ -316,11 +316,11 @@ def test_version_2_file_through_the_command_line(tmp_path) -> None:
     np.testing.assert_array_equal(got, want.features)
 
 
-def test_fitted_file_is_version_3_with_the_null_last(tmp_path) -> None:
+def test_fitted_file_has_the_null_last(tmp_path) -> None:
     ff = FeatureFusion(["c"], one_hot=["c"]).fit(TRAIN)
     ff.save_stats(tmp_path / "s.json")
     data = json.loads((tmp_path / "s.json").read_text())
-    assert data["version"] == 3
+    assert data["version"] >= 3  # the null category came with version 3
     cats = data["columns"]["c"]["categories"]
     assert cats[-1] is None
     assert None not in cats[:-1]

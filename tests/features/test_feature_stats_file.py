@@ -45,8 +45,8 @@ def test_round_trip(tmp_path) -> None:
     path = tmp_path / "stats.json"
     stats.save(path)
     loaded = FeatureStats.load(path)
-    assert loaded.version == 3
-    assert json.loads(path.read_text())["version"] == 3
+    assert loaded.version == 4
+    assert json.loads(path.read_text())["version"] == 4
     a = transform_batch(TEST, spec, stats).features
     b = transform_batch(TEST, spec, loaded).features
     np.testing.assert_array_equal(a, b)
