@@ -93,6 +93,21 @@ KNOWN_BUGS = [
      ".compute()`",
      "`ColumnNotFoundError` naming `b` and the columns left (polars raises)",
      "the input frame's `b`, doubled"),
+    ("B14", "A column made of one value was inlined where it was reduced, windowed, scanned "
+     "or selected (found by the plan fuzzer, `tests/engine/test_plan_fuzz.py`)",
+     "`pl.DataFrame({'a': [1, 2, 3]}).gpu.with_columns(x=cb.lit(2)).select(s=cb.col('x')"
+     ".sum()).compute()`",
+     "`s = 6` (polars broadcasts `x` to the frame's rows)", "`s = 2`; `select('x')` gave one row"),
+    ("B15", "A column made by an ordered operation or a window was inlined into a grouping or "
+     "a window, so it was computed per group (found by the plan fuzzer)",
+     "`df.gpu.with_columns(w=cb.col('b').shift(1)).group_by('k').agg(cb.col('w').sum())`",
+     "`w` shifted over the whole frame, then summed per group",
+     "`b` shifted within each group"),
+    ("B16", "A grouping, or a one-row `select`, no later step reads a column of lost its rows "
+     "(found by the plan fuzzer)",
+     "`df.gpu.group_by('k').agg(g=cb.col('a').sum()).with_columns(g=cb.lit(0)).select('g')"
+     ".compute()`",
+     "one row per group", "no rows"),
 ]  # fmt: skip
 
 
@@ -255,10 +270,10 @@ def reliability_md(data: dict[str, Any], seconds: float, summary: str, slow: boo
         "",
         "## Bugs found",
         "",
-        "All thirteen are fixed. Each has a regression test in "
+        "All sixteen are fixed. Each has a regression test in "
         "`tests/reliability/test_rel_known_bugs.py` (B7 in `tests/engine/test_engine_ops.py`, "
         "B10 in `tests/engine/test_promotion.py`, B11 in "
-        "`tests/engine/test_integer_overflow.py`, B12 and B13 in "
+        "`tests/engine/test_integer_overflow.py`, B12 to B16 in "
         "`tests/engine/test_plan_scoping.py`); "
         '"got" is the behaviour before the fix.',
         "",
@@ -301,6 +316,20 @@ def fuzz_method() -> list[str]:
     )
 
     return [
+        "### Plans of several steps",
+        "",
+        "The expression fuzzer checks one step's trees in depth. "
+        "`tests/engine/test_plan_fuzz.py` checks what sits between steps: hypothesis draws "
+        "plans of one to four steps (`with_columns` that add or overwrite columns, `select` "
+        "that drops them or makes one row of literals, filters, groupings, reductions, "
+        "windows and ordered operations read by later steps, and now and then a column an "
+        "earlier step left out) over small frames with nulls (and empty ones), builds each "
+        "with polars and with colbridge from one description, and requires both to raise or "
+        "both to give the same columns, types and values. It runs on the NumPy tier, which "
+        "compiles nothing (300 plans in a few seconds); a companion test checks that the "
+        "plans drawn compute rows, raise, and group in useful proportions. It found B14 to "
+        "B16 below.",
+        "",
         "### Seeds",
         "",
         f"Every run checks the steps drawn from the fixed seeds {list(FIXED_SEEDS)} and from "
