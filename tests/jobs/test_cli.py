@@ -208,7 +208,10 @@ MEMORY_SCRIPT = textwrap.dedent(
     import pyarrow as pa, pyarrow.parquet as pq
     from colbridge.io import pipeline
     src, small, out, limit = sys.argv[1:5]
-    pipeline(small, out, with_="w = b * 2 + a", batch_rows=1000)  # load kernels, warm pools
+    # load the kernels and bring the pools, the reader and the writer to their steady
+    # size on a tenth of the rows, laid out alike: what grows after that grows with the
+    # rows. With a memory limit, as below, so the same (compiled) tier loads.
+    pipeline(small, out, with_="w = b * 2 + a", memory_limit=limit)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     res = pipeline(src, out, with_="w = b * 2 + a", memory_limit=limit)
     after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -225,7 +228,7 @@ def test_memory_limit_bounds_peak_rss(tmp_path) -> None:
     decoded = big.nbytes  # 64 MB
     src, small = tmp_path / "big.parquet", tmp_path / "small.parquet"
     pq.write_table(big, src, row_group_size=20_000, compression="none")
-    pq.write_table(big.slice(0, 5_000), small)
+    pq.write_table(big.slice(0, n // 10), small, row_group_size=20_000, compression="none")
     del big
     proc = subprocess.run(
         [sys.executable, "-c", MEMORY_SCRIPT, str(src), str(small), str(tmp_path / "o.parquet"),
@@ -236,5 +239,6 @@ def test_memory_limit_bounds_peak_rss(tmp_path) -> None:
     report = json.loads(proc.stdout)
     assert report["rows"] == n
     assert report["batch_rows"] < 50_000
-    # The whole dataset decoded is 64 MB; the run must stay far below that.
-    assert report["growth"] < decoded / 3, report
+    # The whole dataset decoded is 64 MB; the run must stay far below that (it grew
+    # 3-7 MB in runs on a 2-core machine).
+    assert report["growth"] < decoded / 6, report
