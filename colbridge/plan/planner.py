@@ -108,8 +108,9 @@ class Segment:
     #: ordered operations the passes read as input columns, by those columns' names:
     #: scanned over the whole rows (their arguments from `pre`) before the first pass
     scans: dict[str, Scan] = field(default_factory=dict)
-    #: of those that move strings: the dictionary spec of their argument (each result's
-    #: dictionary, ``("scan", name)``, is made from it by the scan pass)
+    #: of those that move strings: the dictionary spec of the codes they move (their
+    #: argument's, or the one it reads through a string function); the scan pass makes
+    #: each result's own dictionary, ``("scan", name)``, from it
     scan_dicts: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     #: set for a ``group_by`` segment: its rows out are the groups (typed keys)
     group_by: GroupBySpec | None = None
