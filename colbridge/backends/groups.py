@@ -115,6 +115,9 @@ class Grouping:
     computed: dict[str, pa.Array] = field(default_factory=dict)
     #: results of the segment's ordered operations, by the input names passes read them
     scanned: dict[str, pa.Array] = field(default_factory=dict)
+    #: those of them, and of the segment's ``pre``, that moved strings: dictionary
+    #: arrays, whose dictionaries the segment's tables and results look up by name
+    moved: dict[str, pa.Array] = field(default_factory=dict)
 
     def of(self, ids_column: str | None) -> GroupIds:
         """The groups of a key set (None: the one group)."""

@@ -35,6 +35,7 @@ __all__ = [
     "run_carried",
     "run_scan",
     "weights_for",
+    "with_dictionary",
 ]
 
 _CUMULATIVE = {"cum_sum": 0, "cum_prod": 1, "cum_min": 2, "cum_max": 3, "cum_count": 4}
@@ -454,6 +455,14 @@ def run_scan(
     return _result(named, out, out_valid, result)
 
 
+def with_dictionary(codes: pa.Array, dictionary: pa.Array) -> pa.Array:
+    """The codes a scan moved, with the dictionary they index (a string scan's result).
+
+    No row is checked: the codes are the scan's own, each one in range or under a null.
+    """
+    return pa.DictionaryArray.from_arrays(codes, dictionary, safe=False)
+
+
 class ScanStreams:
     """Scans carried across the pieces of one pass over a stream (record batches in order).
 
@@ -462,12 +471,24 @@ class ScanStreams:
     so that batch after batch gives what one scan over the whole data gives. Only
     scans that never look ahead can be carried (`Scan.looks_ahead`); the job checks
     that before it reads any data.
+
+    A scan that moves strings (a shift, a fill of a string or categorical column)
+    runs over codes, and each batch numbers its strings its own way, so a code held
+    in the carry would mean nothing in the next batch. Such a scan carries the
+    strings themselves: the values its carry still holds (a shift's last rows, a
+    fill's last value per group), whose codes in the carry are their positions among
+    them. A batch is scanned against the carried strings followed by its own
+    dictionary (its codes offset by the number carried), its result has that
+    dictionary, and the strings its carry then holds are kept for the next batch.
     """
 
     def __init__(self) -> None:
         self._carries: dict[Any, Carry] = {}
         self._slots: dict[Any, dict[tuple[Any, ...], int]] = {}
-        self._saved: tuple[dict[Any, Carry], dict[Any, dict[tuple[Any, ...], int]]] = ({}, {})
+        #: of scans that move strings: the strings their carry's codes index
+        self._strings: dict[Any, pa.Array] = {}
+        self._saved: tuple[dict[Any, Carry], dict[Any, dict[tuple[Any, ...], int]],
+                           dict[Any, pa.Array]] = ({}, {}, {})  # fmt: skip
 
     def checkpoint(self) -> None:
         """Remember the state before a batch, to `rewind` to if the batch runs again.
@@ -479,31 +500,45 @@ class ScanStreams:
             {w: Carry(c.func, c.options, c.compute, [t.copy() for t in c.tables], c.starts)
              for w, c in self._carries.items()},
             {w: dict(s) for w, s in self._slots.items()},
+            dict(self._strings),  # Arrow arrays never change: kept as they are
         )  # fmt: skip
 
     def rewind(self) -> None:
         """Go back to the state of the last `checkpoint`."""
-        carries, slots = self._saved
+        carries, slots, strings = self._saved
         self._carries = {w: Carry(c.func, c.options, c.compute, [t.copy() for t in c.tables],
                                   c.starts) for w, c in carries.items()}  # fmt: skip
         self._slots = {w: dict(s) for w, s in slots.items()}
+        self._strings = dict(strings)
 
     def run(self, where: Any, func: str, options: tuple[Any, ...], arg: pa.Array,
             arg_type: DType, result: DType, groups: GroupIds | None,
-            keys: list[pa.Array]) -> pa.Array:  # fmt: skip
+            keys: list[pa.Array], dictionary: pa.Array | None = None) -> pa.Array:  # fmt: skip
         """The scan over this batch's rows, going on from the batches before it.
 
         ``where`` names the scan within the plan; ``groups`` and ``keys`` (the key
-        columns, empty without keys) are this batch's grouping.
+        columns, empty without keys) are this batch's grouping. ``dictionary``: the
+        scan moves strings, ``arg`` holds their codes into it (this batch's), and the
+        result is a dictionary array (see the class docstring).
         """
         if _ring(func, options) is None:  # a shift by 0, a window of 0 rows: no state
-            return run_scan(func, options, arg, arg_type, result, groups)
+            out = run_scan(func, options, arg, arg_type, result, groups)
+            return out if dictionary is None else with_dictionary(out, dictionary)
         if looks_ahead(func, options):  # pragma: no cover - refused when the job starts
             msg = f"`{func}` looks ahead and cannot be carried across batches"
             raise AssertionError(msg)
         n = len(arg)
         compute = _compute_type(arg_type)
         values, valid = _inputs(func, arg, compute)
+        combined = None
+        if dictionary is not None:
+            carried = self._strings.get(where)
+            if carried is not None and len(carried):
+                # this batch's codes come after the carried strings
+                values = values + compute.type(len(carried))
+                combined = pa.concat_arrays([carried, dictionary.cast(carried.type)])
+            else:
+                combined = dictionary
         out, out_valid = _outputs(func, n, compute)
         ids = self._slot_ids(where, groups, keys, n)
         carry = self._carries.get(where)
@@ -511,7 +546,11 @@ class ScanStreams:
             carry = self._carries[where] = new_carry(*_kernel_call(func, options), 0, compute)
         carry.grow(int(ids.max()) + 1 if n else 0)
         run_carried(carry, values, valid, ids, out, out_valid)
-        return _result(func, out, out_valid, result)
+        scanned = _result(func, out, out_valid, result)
+        if combined is None:
+            return scanned
+        self._strings[where] = _keep_strings(carry, combined)
+        return with_dictionary(scanned, combined)
 
     def _slot_ids(self, where: Any, groups: GroupIds | None, keys: list[pa.Array],
                   n: int) -> np.ndarray[Any, Any]:  # fmt: skip
@@ -527,6 +566,36 @@ class ScanStreams:
             local[g] = slots.setdefault(key, len(slots))
         ids: np.ndarray[Any, Any] = local[groups.ids]
         return ids
+
+
+def _held(carry: Carry) -> np.ndarray[Any, Any]:
+    """Which entries of a carry's first table hold a value a later row may read.
+
+    That table holds the values (a shift's ring, a fill's last value); a shift's ring
+    flags its rows that were not null, a fill has a value once its group had one.
+    """
+    if carry.func in ("forward_fill", "backward_fill"):
+        held: np.ndarray[Any, Any] = carry.tables[1] >= 0
+        return held
+    if carry.func == "shift":
+        flags: np.ndarray[Any, Any] = carry.tables[1]
+        return flags
+    msg = f"`{carry.func}` does not move values"  # pragma: no cover - typing allows none
+    raise AssertionError(msg)
+
+
+def _keep_strings(carry: Carry, dictionary: pa.Array) -> pa.Array:
+    """The strings ``carry`` holds the codes of (into ``dictionary``), each once.
+
+    The carry's codes become their positions among them, the numbering the next batch
+    puts first. Entries that hold nothing are set to 0 (no row reads them as a value).
+    """
+    codes = carry.tables[0]
+    held = _held(carry)
+    kept, positions = np.unique(codes[held], return_inverse=True)
+    codes[~held] = 0
+    codes[held] = positions.reshape(-1)
+    return dictionary.take(pa.array(kept.astype(np.int64, copy=False)))
 
 
 def _key_value(value: Any) -> Any:

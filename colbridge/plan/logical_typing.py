@@ -20,8 +20,10 @@ node's meaning is part of its identity.
 A `DictSpec` says how the runtime builds a dictionary: ``("col", name)`` (the
 column's own, after dictionary-encoding a plain string column), ``("lit",
 values)``, ``("union", specs)`` (values in order, duplicates dropped: the
-literals of a ``("lit", ...)`` first spec keep their positions) or ``("map",
-function, spec)`` (a string function applied to each value).
+literals of a ``("lit", ...)`` first spec keep their positions), ``("map",
+function, spec)`` (a string function applied to each value) or ``("scan",
+name)`` (the dictionary of the strings a ``shift`` or fill moved, held by the
+scan's result `name`: see `colbridge.plan.ordered_typing`).
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ first), ``x.pct_change(n)`` is ``(x - x.shift(n)) / x.shift(n)`` in floating poi
 Dates and times keep their type through the operations that only move or
 compare values (``shift`` without a fill, fills, running and rolling min/max);
 strings and categoricals through those that only move them (``shift`` without a
-fill, fills): their codes move and the dictionary stays the column's.
+fill, fills): their codes move, and the result has a dictionary of its own
+(``("scan", name)``: the argument's, after the strings a stream carried in from
+the batches before; see `colbridge.backends.scans.ScanStreams`).
 ``cum_count`` counts any column. Everything else over a logical type is refused
 with the column's type named. Weighted windows (``rolling_*(weights=...)``)
 compute in Float64 (Float32 stays), as polars turns the column into floats first.
@@ -37,7 +39,7 @@ from colbridge.types import DType
 if TYPE_CHECKING:
     from colbridge.plan.typecheck import TypeChecker
 
-__all__ = ["OrderedTyping", "scan_result_type"]
+__all__ = ["OrderedTyping", "scan_column", "scan_result_type"]
 
 _SMALL_INTS = (DType.INT8, DType.INT16, DType.UINT8, DType.UINT16)
 #: operations that only move or compare values: a date stays a date
@@ -47,6 +49,11 @@ _KEEP_LOGICAL = frozenset({"shift", "forward_fill", "backward_fill", "cum_min", 
 _MOVE_ONLY = frozenset({"shift", "forward_fill", "backward_fill"})
 _DIFF_TYPE = {DType.UINT8: DType.INT16, DType.UINT16: DType.INT32, DType.UINT32: DType.INT64,
               DType.UINT64: DType.INT64}  # fmt: skip
+
+
+def scan_column(scan: Scan) -> str:
+    """The input name the passes read an ordered operation's result under."""
+    return f"__scan__[{scan!r}]"
 
 
 def scan_result_type(func: str, dtype: DType) -> DType:
@@ -66,6 +73,19 @@ def scan_result_type(func: str, dtype: DType) -> DType:
     if func == "diff":
         return _DIFF_TYPE.get(dtype, dtype)
     return dtype  # shift, fills, min and max
+
+
+def _replaced(spec: tuple[object, ...], old: tuple[object, ...],
+              new: tuple[object, ...]) -> tuple[object, ...]:  # fmt: skip
+    """Dictionary spec ``spec`` made from ``new`` where it was made from ``old``."""
+    if spec == old:
+        return new
+    if spec[0] == "map":
+        inner = spec[2]
+        assert isinstance(inner, tuple)
+        return (*spec[:2], _replaced(inner, old, new))
+    msg = f"dictionary spec {spec!r} is not made from {old!r}"  # pragma: no cover
+    raise AssertionError(msg)
 
 
 class OrderedTyping:
@@ -158,8 +178,21 @@ class OrderedTyping:
                                "(`to_physical()`) and back")  # fmt: skip
         value = arg.arg if isinstance(arg, Reinterpret) else arg
         dtype = tc.types[value]
-        scanned = self._record(Scan(func, value, node.options, keys), dtype)
-        return tc.mark_logical(scanned, logical, tc.dicts.get(arg))
+        scan = Scan(func, value, node.options, keys)
+        scanned = self._record(scan, dtype)
+        spec = tc.dicts.get(arg)
+        if logical.is_string:
+            # the moved codes index a dictionary the scan makes (in a stream, the strings
+            # carried in from the batch before come first) from the one ``value``'s codes
+            # index, which ``arg`` may read through a string function of each value
+            # (``s.str.to_uppercase()`` is the codes of ``s``)
+            assert spec is not None
+            base = tc.dicts.get(value, spec)
+            own = ("scan", scan_column(scan))
+            tc.scan_dicts[scanned] = base
+            tc.dicts[scanned] = own  # the codes' own dictionary, for a scan of them
+            spec = _replaced(spec, base, own)
+        return tc.mark_logical(scanned, logical, spec)
 
     def _refuse(self, node: Scan, arg: Node, what: str) -> Exception:
         column = arg.arg if isinstance(arg, Reinterpret) else arg

@@ -49,6 +49,7 @@ from colbridge.expr.nodes import (
     walk,
 )
 from colbridge.plan.logical import Step
+from colbridge.plan.ordered_typing import scan_column
 from colbridge.plan.typecheck import (
     ColumnType,
     TypeChecker,
@@ -113,6 +114,10 @@ class Segment:
     #: ordered operations the passes read as input columns, by those columns' names:
     #: scanned over the whole rows (their arguments from `pre`) before the first pass
     scans: dict[str, Scan] = field(default_factory=dict)
+    #: of those that move strings: the dictionary spec of the codes they move (their
+    #: argument's, or the one it reads through a string function); the scan pass makes
+    #: each result's own dictionary, ``("scan", name)``, from it
+    scan_dicts: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     #: set for a ``group_by`` segment: its rows out are the groups (typed keys)
     group_by: GroupBySpec | None = None
     #: Arrow types of grouped results no kernel computes (``first`` of a string column)
@@ -735,15 +740,11 @@ def _build_segment(
         host_names=host_names,
         pre=pre,
         scans=scans,
+        scan_dicts={n: checker.scan_dicts[s] for n, s in scans.items() if s in checker.scan_dicts},
         group_by=group,
         opaque=dict(checker.opaque),
         gate=gate,
     )
-
-
-def scan_column(scan: Scan) -> str:
-    """The input name the passes read an ordered operation's result under."""
-    return f"__scan__[{scan!r}]"
 
 
 def _scans_as_columns(

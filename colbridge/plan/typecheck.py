@@ -172,6 +172,8 @@ class TypeChecker:
         #: how the runtime builds their dictionary (`colbridge.plan.logical_typing`)
         self.logical: dict[Node, Logical] = {}
         self.dicts: dict[Node, tuple[object, ...]] = {}
+        #: the dictionary of the argument of each scan that moves strings (`shift`, fills)
+        self.scan_dicts: dict[Node, tuple[object, ...]] = {}
         from colbridge.plan.logical_typing import LogicalTyping
 
         self._lt = LogicalTyping(self)

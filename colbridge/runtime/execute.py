@@ -35,7 +35,7 @@ from colbridge.backends.groups import (
     one_group,
     take,
 )
-from colbridge.backends.scans import ScanStreams, check_weighted, run_scan
+from colbridge.backends.scans import ScanStreams, check_weighted, run_scan, with_dictionary
 from colbridge.codegen.cuda_scans import device_scan_reason
 from colbridge.codegen.kernel import AggSlot
 from colbridge.columns.frames import ArrowTableAdapter, FrameAdapter, adapt_frame
@@ -43,7 +43,6 @@ from colbridge.errors import (
     ColbridgeError,
     DeviceError,
     DeviceFallbackWarning,
-    JobSpecError,
     KernelCompileError,
     UnsupportedOperationError,
     UnsupportedTypeError,
@@ -68,7 +67,7 @@ from colbridge.plan.planner import (
     unknown_column,
 )
 from colbridge.plan.typecheck import ColumnType
-from colbridge.runtime.tables import finish_output, segment_tables
+from colbridge.runtime.tables import TableBuilder, finish_output, segment_tables
 from colbridge.types import dtype_from_arrow
 from colbridge.types.logical import logical_from_arrow
 
@@ -446,17 +445,22 @@ def _run_segment(
 class _WithFrame(Mapping[str, pa.Array]):
     """A segment's kernel inputs, and the frame's other columns as kernels read them.
 
-    Dictionaries and lookup tables are built from string columns by name; a string a
-    scan moved (``s.shift(1)``) reaches the kernel as the scan's codes, while its
-    dictionary is still the column's.
+    Dictionaries and lookup tables are built from string columns by name. Strings a
+    scan moved (``s.shift(1)``) are a dictionary array of their own: the scan's
+    result, an input of its segment, or in ``moved`` (those of the segment's ``pre``,
+    whose dictionaries a result of the segment may still name).
     """
 
-    def __init__(self, arrays: Mapping[str, pa.Array], columns: Columns) -> None:
+    def __init__(self, arrays: Mapping[str, pa.Array], columns: Columns,
+                 moved: Mapping[str, pa.Array] | None = None) -> None:  # fmt: skip
         self.arrays = arrays
         self.columns = columns
+        self.moved = moved or {}
 
     def __getitem__(self, name: str) -> pa.Array:
         array = self.arrays.get(name)
+        if array is None:
+            array = self.moved.get(name)
         return array if array is not None else self.columns.kernel_array(name)
 
     def __iter__(self) -> Any:
@@ -507,22 +511,27 @@ def grouping(
         return None
     computed: dict[str, pa.Array] = {}
     raw: dict[str, pa.Array] = {}  # as kernels made them (a string as its codes)
+    moved: dict[str, pa.Array] = {}  # results of the scans of `pre` that moved strings
+    made = _WithFrame({}, columns)  # where the dictionaries of scan arguments are built
     if segment.pre is not None:
         pre = segment.pre
-        inputs = _frame_inputs(pre, columns)
         pre_groups = grouping(pre, columns, num_rows, backend, report, cache, streams, target)
+        inputs = _frame_inputs(pre, columns, pre_groups)
         if pre_groups is not None:
-            inputs.update(pre_groups.scanned)
+            moved = dict(pre_groups.moved)
         ran = _run_segment(
             _backend_for(pre, backend, target, report.stats), pre, inputs, num_rows,
             report.stats, columns.nan_null(pre.frame_inputs), groups=pre_groups,
         )  # fmt: skip
         raw = dict(ran.columns)
-        computed = _finished(pre, raw, _WithFrame(inputs, columns))
+        made = _WithFrame(inputs, columns, moved)
+        computed = _finished(pre, raw, made)
 
     def whole(node: Node, *, as_made: bool = False) -> pa.Array:
         if isinstance(node, Column) and node.name in segment.scans:
-            return out.scanned[node.name]  # a scan's result (made before host reductions)
+            # a scan's result (made before host reductions); moved strings: their codes
+            array = out.scanned[node.name]
+            return array.indices if as_made and pa.types.is_dictionary(array.type) else array
         if isinstance(node, Column) and as_made:
             array = columns.kernel_array(node.name)  # a string column as its codes
             return array.indices if pa.types.is_dictionary(array.type) else array
@@ -551,20 +560,17 @@ def grouping(
             f"group ids [{keys!r}]: {groups.count} group(s) by {groups.method}"
             + (" (cached)" if hit is not None else "")
         )
-    out = Grouping(ids, one_group(num_rows), computed=computed)
+    out = Grouping(ids, one_group(num_rows), computed=computed, moved=moved)
     for name, scan in segment.scans.items():
         # the argument as a column with its nulls (pandas NaN as null), in frame order
         groups = out.of(scan.keys.ids_column)
         arg, types = whole(scan.arg), (segment.types[scan.arg], segment.types[scan])
+        # a scan that moves strings: its result is their codes with a dictionary of its
+        # own, made from the argument's (`ScanStreams` puts carried strings first)
+        spec = segment.scan_dicts.get(name)
+        dictionary = None if spec is None else TableBuilder(made).dictionary(spec)
         if not (pa.types.is_integer(arg.type) or pa.types.is_floating(arg.type)
                 or pa.types.is_boolean(arg.type) or pa.types.is_temporal(arg.type)):
-            if streams is not None and scan.func != "cum_count":
-                msg = (
-                    f"`{scan!r}` moves strings, which a stream cannot carry from batch to "
-                    "batch (each batch numbers its strings its own way); compute it in "
-                    "memory (`cb.lazy(frame)` over the whole table)"
-                )
-                raise JobSpecError(msg)
             arg = whole(scan.arg, as_made=True)  # strings and categories: their codes
         if rolling_weights(scan.func, scan.options) is not None:  # what polars refuses of them
             kept = _kept_by(segment, name, scan)
@@ -576,18 +582,23 @@ def grouping(
         why = device_scan_reason(scan.func, streams is not None) if on_device is not None \
             else None  # fmt: skip
         if on_device is not None and why is None:
-            out.scanned[name], done = on_device(scan.func, scan.options, arg, *types,
-                                                report.stats, keyed)  # fmt: skip
+            scanned, done = on_device(scan.func, scan.options, arg, *types, report.stats, keyed)
             report.stats.kernels.append(f"scan [{scan!r}]{where}: {done}")
-            continue
-        if streams is None:
-            out.scanned[name] = run_scan(scan.func, scan.options, arg, *types, keyed)
+        elif streams is None:
+            scanned = run_scan(scan.func, scan.options, arg, *types, keyed)
         else:
             key_arrays = [whole(k) for k in scan.keys.exprs]
-            out.scanned[name] = streams.run((id(segment), name), scan.func, scan.options, arg,
-                                            *types, keyed, key_arrays)  # fmt: skip
-        report.stats.kernels.append(f"scan [{scan!r}]{where}: on the host CPU"
-                                    + (f" ({why})" if why else ""))
+            # moved strings come back with the carried ones before the batch's dictionary
+            scanned = streams.run((id(segment), name), scan.func, scan.options, arg, *types,
+                                  keyed, key_arrays, dictionary)  # fmt: skip
+        if on_device is None or why is not None:
+            report.stats.kernels.append(f"scan [{scan!r}]{where}: on the host CPU"
+                                        + (f" ({why})" if why else ""))
+        if dictionary is not None:
+            if not pa.types.is_dictionary(scanned.type):  # in memory: the argument's
+                scanned = with_dictionary(scanned, dictionary)
+            out.moved[name] = scanned
+        out.scanned[name] = scanned
     for agg in segment.host_aggs:
         arg, pred = agg.arg, None
         if isinstance(arg, Filtered):
@@ -619,13 +630,19 @@ def _kept_by(segment: Segment, name: str, scan: Scan) -> Node | None:
     return None
 
 
-def _frame_inputs(segment: Segment, columns: Columns) -> dict[str, pa.Array]:
-    """The segment's input columns that come from the frame, and its lookup tables.
+def _frame_inputs(segment: Segment, columns: Columns,
+                  groups: Grouping | None) -> dict[str, pa.Array]:  # fmt: skip
+    """The segment's inputs: frame columns, results of its scans, and its lookup tables.
 
-    Results of its ordered operations are inputs too; `grouping` makes those.
+    The scans' results are in ``groups`` (`grouping` makes them first: a table may
+    read the strings a scan moved).
     """
     arrays = {name: columns.kernel_array(name) for name in segment.frame_inputs}
-    arrays.update(segment_tables(segment, _WithFrame(arrays, columns)))
+    moved: Mapping[str, pa.Array] = {}
+    if groups is not None:
+        arrays.update(groups.scanned)
+        moved = groups.moved
+    arrays.update(segment_tables(segment, _WithFrame(arrays, columns, moved)))
     return arrays
 
 
@@ -702,25 +719,22 @@ def _run(
     original = adapter
     last = len(segments) - 1
     for index, segment in enumerate(segments):
-        arrays = _frame_inputs(segment, columns)
-        nan_null = columns.nan_null(segment.frame_inputs)
         groups = grouping(segment, columns, adapter.num_rows, device_backend, report,
                           cache if adapter is original else None, streams, target)  # fmt: skip
+        arrays = _frame_inputs(segment, columns, groups)  # reductions read scans' results too
+        nan_null = columns.nan_null(segment.frame_inputs)
         backend = _backend_for(segment, device_backend, target, report.stats)
         on = "cpu" if backend is not device_backend else target
         if partials and index == last:
-            if groups is not None:
-                arrays.update(groups.scanned)  # reductions of ordered operations
             return backend.reduce_partials(segment, arrays, adapter.num_rows, report.stats,
                                            nan_null), adapter.num_rows  # fmt: skip
-        if groups is not None:
-            arrays.update(groups.scanned)
         result = _run_segment(backend, segment, arrays, adapter.num_rows, report.stats,
                               nan_null, carry=_carry(segment, adapter, columns, on),
                               groups=groups)  # fmt: skip
         mask = result.mask
+        moved = groups.moved if groups is not None else {}
         new: dict[str, pa.Array | pa.ChunkedArray] = dict(_finished(
-            segment, result.columns, _WithFrame(arrays, columns)))  # fmt: skip
+            segment, result.columns, _WithFrame(arrays, columns, moved)))  # fmt: skip
         if segment.group_by is not None:
             # the groups are the rows from here on: a table of their keys and results
             assert groups is not None

@@ -253,7 +253,7 @@ def _grouped_work(seg: Segment, target: str) -> tuple[int, int, list[tuple[int, 
     if seg.host_aggs:
         lines.append((0, "taken from the groups, no kernel: " + ", ".join(
             repr(a) for a in seg.host_aggs)))  # fmt: skip
-    for scan in seg.scans.values():
+    for name, scan in seg.scans.items():
         passes += 1
         groups = "each group on its own, rows in frame order" if scan.keys.exprs \
             else "the rows in frame order"  # fmt: skip
@@ -268,9 +268,13 @@ def _grouped_work(seg: Segment, target: str) -> tuple[int, int, list[tuple[int, 
             where = f"compiled scan on the host CPU ({why}), its result uploaded"
         else:
             where = "compiled scan on the host CPU"
+        moves = ""
+        if name in seg.scan_dicts:  # each batch of a stream numbers its strings its own way
+            moves = ("; it moves string codes: a stream carries the strings themselves from "
+                     "batch to batch")  # fmt: skip
         lines.append((0, (
             f"scan pass: {scan!r} over {groups}; {where} (its result is an input column of "
-            "the passes below)")))  # fmt: skip
+            f"the passes below){moves}")))  # fmt: skip
     return passes, kernels, lines
 
 

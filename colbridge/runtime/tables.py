@@ -59,6 +59,8 @@ class TableBuilder:
         kind = spec[0]
         if kind == "col":
             return self.arrays[spec[1]].dictionary.cast(_STR)
+        if kind == "scan":  # strings a scan moved: its result holds its dictionary
+            return self.arrays[spec[1]].dictionary.cast(_STR)
         if kind == "lit":
             return pa.array(list(spec[1]), type=_STR)
         if kind == "union":

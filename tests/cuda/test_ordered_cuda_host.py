@@ -83,3 +83,27 @@ def test_cuda_explain_names_the_host_scan() -> None:
         "scan on the device" in text  # fmt: skip
     assert "__global__" in text  # the row pass's CUDA source reads the scan's column
     assert 's = col("x").shift(1, None)' in text  # a bare scan result is not copied
+
+
+def test_cuda_runner_reads_moved_strings() -> None:
+    # a shift or fill of strings runs on the device over codes; the result keeps a
+    # dictionary of its own, which the row pass's tables and the output read
+    rng = np.random.default_rng(4)
+    n = 60
+    words = pa.array(rng.choice(np.array(["a", "bb", "", "c"]), n), pa.large_string(),
+                     mask=rng.random(n) < 0.3)  # fmt: skip
+    table = _table(n, seed=4).append_column("s", words).append_column(
+        "c", words.cast(pa.dictionary(pa.uint32(), pa.large_string())))
+
+    def steps(m: Any, q: Any) -> Any:
+        s, c = m.col("s"), m.col("c")
+        return q.with_columns(a=s.shift(2), b=s.fill_null(strategy="forward").over("g"),
+                              e=s.shift(1) == "bb", f=c.shift(3, fill_value="z"),
+                              h=c.fill_null(strategy="forward", limit=1))  # fmt: skip
+
+    q = steps(cb, cb.lazy(table))
+    got = compute_on_host(q)
+    assert_frame_equal(pl.from_arrow(got), steps(pl, pl.from_arrow(table).lazy()).collect())
+    scans = [k for k in q.last_report.stats.kernels if k.startswith("scan [")]
+    assert len(scans) == 6  # the fill value: a scan of whether rows exist
+    assert all("generated CUDA scan on the device" in k for k in scans)

@@ -4,10 +4,13 @@ Streamed results (`colbridge.io.pipeline`, `colbridge run`) must equal polars ov
 whole file, whatever the batch size: batches cut windows, runs of nulls and groups,
 filters come before and after, reductions and windows read ordered results, and keys
 (floats with NaN and -0.0, strings, several keys) meet new groups batch after batch.
+Shifts and forward fills of strings and categoricals carry the strings themselves,
+through batches that share no string, empty, one-row and all-null batches.
 """
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +19,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import colbridge as cb
@@ -149,11 +154,12 @@ def test_cli_run_carries_ordered_operations(parquet: tuple[pa.Table, Path],
     out = tmp_path / "cli.parquet"
     code = cb_cli_main(["run", str(path), "-o", str(out), "-q", "--batch-rows", "100",
                         "--with", "d = diff(i); r = x.rolling_mean(3, min_samples=1); "
-                        "k = over(cum_sum(i), s)"])  # fmt: skip
+                        "k = over(cum_sum(i), s); t = over(shift(s, 2), g)"])  # fmt: skip
     assert code == 0
     x, i = pl.col("x"), pl.col("i")
     want = pl.from_arrow(table).with_columns(
-        d=i.diff(), r=x.rolling_mean(3, min_samples=1), k=i.cum_sum().over("s"))
+        d=i.diff(), r=x.rolling_mean(3, min_samples=1), k=i.cum_sum().over("s"),
+        t=pl.col("s").shift(2).over("g"))  # fmt: skip
     assert_frame_equal(pl.read_parquet(out), want, rel_tol=1e-12)
 
 
@@ -208,3 +214,171 @@ def test_a_piece_run_again_after_a_gpu_attempt_starts_from_the_same_state() -> N
     _before_attempt(streams, "cpu", cpu_only)  # a CPU-only piece: nothing saved or rewound
     assert cpu_only == []
     assert run() == [4.0, 6.0]
+
+
+# -- strings and categoricals moved from batch to batch -------------------------------------
+# Each batch dictionary-encodes its strings its own way, so a shift or a forward fill
+# of a string or categorical column carries the strings themselves, not their codes.
+
+_CATEGORICAL = pa.dictionary(pa.uint32(), pa.large_string())  # polars' Categorical
+
+
+def _strings_table(n: int, seed: int) -> pa.Table:
+    """Strings whose vocabulary changes every 40 rows (batches that share no string),
+    nulls at random, leading, trailing and in a run of 150 rows (one that spans many
+    batches and leaves some batches all null), and a categorical column beside them."""
+    rng = np.random.default_rng(seed)
+    rows = np.arange(n)
+    words = np.array([f"r{r // 40}w{j}" for r, j in zip(rows, rng.integers(0, 4, n),
+                                                          strict=True)])  # fmt: skip
+    words[rng.random(n) < 0.1] = ""  # the empty string is a value, not a null
+    s_null = rng.random(n) < 0.25
+    s_null[:3] = True
+    s_null[-1] = True
+    s_null[100:250] = True
+    c_null = rng.random(n) < 0.3
+    c_null[170:230] = True
+    cats = rng.choice(np.array(["x", "y", "zz", "w"]), n)
+    cats[rows >= 300] = "late"  # a category no earlier batch has
+    return pa.table({
+        "s": pa.array(words, pa.large_string(), mask=s_null),
+        "c": pa.array(cats, pa.large_string(), mask=c_null).cast(_CATEGORICAL),
+        "k": pa.array(rng.choice(np.array(["k0", "k1", "k2"]), n), mask=rng.random(n) < 0.1),
+        "keep": pa.array((rows < 60) | (rows >= 90)),  # a filter that empties batches
+    })  # fmt: skip
+
+
+def _write_row_groups(table: pa.Table, path: Path, sizes: list[int]) -> None:
+    """``table`` as a Parquet file whose row groups have ``sizes`` rows, then the rest."""
+    with pq.ParquetWriter(path, table.schema) as writer:
+        start = 0
+        for size in [*sizes, len(table)]:
+            part = table.slice(start, size)
+            if part.num_rows:
+                writer.write_table(part)
+            start += part.num_rows
+
+
+def _moves(m: Any, q: Any) -> Any:
+    s, c = m.col("s"), m.col("c")
+    return q.with_columns(
+        s1=s.shift(1), s9=s.shift(9), sf=s.shift(4, fill_value="edge"),
+        ff=s.fill_null(strategy="forward"), f2=s.fill_null(strategy="forward", limit=2),
+        gs=s.shift(3).over("k"), gsf=s.shift(2, fill_value="none").over("k"),
+        gf=s.fill_null(strategy="forward", limit=4).over("k"),
+        c1=c.shift(2), cf=c.fill_null(strategy="forward"), cz=c.shift(3, fill_value="z"),
+        gc=c.shift(1).over("k"), gcf=c.fill_null(strategy="forward", limit=1).over("k"),
+        up=s.str.to_uppercase().shift(1),  # the codes of `s`, an uppercased dictionary
+        twice=s.shift(2).fill_null(strategy="forward").over("k"),
+        same=s.shift(1) == s, n=s.shift(1).is_null(),
+    )
+
+
+@pytest.fixture(scope="module")
+def strings(tmp_path_factory: pytest.TempPathFactory) -> tuple[pa.Table, Path]:
+    table = _strings_table(400, seed=5)
+    path = tmp_path_factory.mktemp("strings") / "in.parquet"
+    # one-row row groups, and groups that cut the vocabulary regions and the null run
+    _write_row_groups(table, path, [1, 1, 1, 7, 40, 1, 33, 60, 3, 97])
+    return table, path
+
+
+@pytest.mark.parametrize("filtered", [False, True], ids=["all", "filtered"])
+@pytest.mark.parametrize("batch_rows", [1, 2, 13, 10_000])
+def test_strings_moved_across_batches_equal_polars(strings: tuple[pa.Table, Path],
+                                                   tmp_path: Path, batch_rows: int,
+                                                   filtered: bool) -> None:  # fmt: skip
+    table, path = strings
+
+    def steps(m: Any, q: Any) -> Any:
+        return _moves(m, q.filter(m.col("keep")) if filtered else q)
+
+    want = steps(pl, pl.from_arrow(table).lazy()).collect()
+    assert want.schema["cf"] == want.schema["cz"] == pl.Categorical
+    out = tmp_path / "out.parquet"
+    pipeline(path, out, steps=steps(cb, cb.lazy(table)), batch_rows=batch_rows, device="cpu")
+    got = pl.read_parquet(out)
+    assert got.schema == want.schema
+    assert_frame_equal(got, want)
+    # and the in-memory compute, which the stream must equal
+    assert_frame_equal(pl.from_arrow(steps(cb, cb.lazy(table)).compute(device="cpu")), want)
+
+
+def test_strings_moved_in_a_polars_stream_and_an_arrow_stream(
+    strings: tuple[pa.Table, Path]
+) -> None:
+    table, path = strings
+    lf = pl.scan_parquet(path)
+    want = _moves(pl, lf).collect()
+    got = _moves(cb, cb.lazy(lf, batch_rows=7)).compute(device="cpu")
+    assert isinstance(got, pl.DataFrame)
+    assert_frame_equal(got, want)
+    reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=11))
+    got = pl.from_arrow(_moves(cb, cb.lazy(reader, batch_rows=5)).compute(device="cpu"))
+    assert_frame_equal(got, want)
+    text = _moves(cb, cb.lazy(lf, batch_rows=7)).explain(device="cpu")
+    assert 'scan pass: col("s").shift(9, None) over the rows in frame order' in text
+    assert "it moves string codes: a stream carries the strings themselves" in text
+
+
+def test_string_scan_carries_only_the_strings_it_holds() -> None:
+    # a shift by 2 holds its last 2 rows: the next batch's dictionary is those strings,
+    # then its own (bounded by the carry, not growing with the stream)
+    streams = ScanStreams()
+
+    def batch(values: list[str | None]) -> pa.Array:
+        encoded = pa.array(values, pa.large_string()).dictionary_encode()
+        return streams.run("w", "shift", (2, None), encoded.indices, DType.INT32, DType.INT32,
+                           None, [], encoded.dictionary)  # fmt: skip
+
+    first = batch(["a", "b", None, "c"])
+    assert first.dictionary_decode().to_pylist() == [None, None, "a", "b"]
+    second = batch(["x", "x"])  # shares no string with the batch before
+    assert second.dictionary.to_pylist() == ["c", "x"]  # `None` is not a string held
+    assert second.dictionary_decode().to_pylist() == [None, "c"]
+    streams.checkpoint()
+    third = batch(["y"])
+    assert third.dictionary.to_pylist() == ["x", "y"]
+    assert third.dictionary_decode().to_pylist() == ["x"]
+    streams.rewind()  # a batch run again (after a GPU failure) starts from the strings held
+    assert batch(["y"]).dictionary_decode().to_pylist() == ["x"]
+    assert batch([]).dictionary_decode().to_pylist() == []  # an empty batch keeps the carry
+    assert batch([None, None, "z"]).dictionary_decode().to_pylist() == ["x", "y", None]
+
+
+_WORDS = st.sampled_from(["", "a", "b", "cc", "dd", "é", "a b", "zz"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    values=st.lists(st.none() | _WORDS, min_size=0, max_size=60),
+    keys=st.lists(st.sampled_from(["p", "q", None]), min_size=60, max_size=60),
+    cuts=st.lists(st.integers(0, 9), max_size=12),
+    batch_rows=st.integers(1, 12),
+    n=st.integers(1, 8),
+    limit=st.none() | st.integers(0, 4),
+    categorical=st.booleans(),
+)
+def test_streamed_string_moves_equal_polars(values: list[str | None], keys: list[str | None],
+                                            cuts: list[int], batch_rows: int, n: int,
+                                            limit: int | None,
+                                            categorical: bool) -> None:  # fmt: skip
+    column = pa.array(values, pa.large_string())
+    table = pa.table({"s": column.cast(_CATEGORICAL) if categorical else column,
+                      "k": pa.array(keys[: len(values)], pa.large_string())})  # fmt: skip
+
+    def steps(m: Any, q: Any) -> Any:
+        s = m.col("s")
+        return q.with_columns(a=s.shift(n), b=s.shift(n, fill_value="fill"),
+                              f=s.fill_null(strategy="forward", limit=limit),
+                              g=s.shift(n).over("k"),
+                              h=s.fill_null(strategy="forward", limit=limit).over("k"))  # fmt: skip
+
+    want = steps(pl, pl.from_arrow(table).lazy()).collect()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "in.parquet"
+        _write_row_groups(table, path, cuts)  # row groups of random sizes, then batches
+        pipeline(path, Path(tmp) / "out.parquet", steps=steps(cb, cb.lazy(table)),
+                 batch_rows=batch_rows, device="cpu")  # fmt: skip
+        got = pl.read_parquet(Path(tmp) / "out.parquet")
+    assert_frame_equal(got, want)

@@ -109,6 +109,15 @@ def _ordered(m: Any, q: Any) -> Any:
                           sk=a.shift(2).over("k"))  # fmt: skip
 
 
+def _strings(m: Any, q: Any) -> Any:
+    # strings moved across batches: each batch numbers its strings its own way
+    g = m.col("g")
+    c = g.cast(pl.Categorical)
+    return q.with_columns(s=g.shift(3), f=g.fill_null(strategy="forward", limit=1),
+                          sk=g.shift(2, fill_value="none").over("k"),
+                          fk=c.fill_null(strategy="forward").over("k"))  # fmt: skip
+
+
 def _aggregated(m: Any, q: Any) -> Any:
     return q.select(s=m.col("a").sum(), v=m.col("b").var(), n=m.col("g").count(),
                     z=m.col("g").null_count())
@@ -116,7 +125,7 @@ def _aggregated(m: Any, q: Any) -> Any:
 
 STEPS: dict[str, Steps] = {
     "zscore": _zscore, "filtered": _filtered, "select": _select, "window": _window,
-    "grouped": _grouped, "ordered": _ordered, "aggregated": _aggregated,
+    "grouped": _grouped, "ordered": _ordered, "aggregated": _aggregated, "strings": _strings,
 }  # fmt: skip
 
 
@@ -174,7 +183,8 @@ def _reader(table: pa.Table, pulled: list[int] | None = None, chunk: int = 1_000
     return pa.RecordBatchReader.from_batches(table.schema, batches())
 
 
-@pytest.mark.parametrize("name", ["filtered", "zscore", "window", "grouped", "ordered"])
+@pytest.mark.parametrize("name", ["filtered", "zscore", "window", "grouped", "ordered",
+                                  "strings"])  # fmt: skip
 def test_record_batch_reader_equals_in_memory(name: str, table: pa.Table) -> None:
     steps = STEPS[name]
     expected = steps(pl, pl.from_arrow(table).lazy()).collect()

@@ -1,8 +1,8 @@
 """Ordered expressions in streaming jobs: batch after batch, what one in-memory run gives.
 
 A pipeline reads Parquet row groups in batches; a running scan (``cum_sum``,
-``shift(1)``, a trailing window, ``ewm_mean``, forward fill), per group or
-not, must carry its state from one batch to the next; scans that look ahead
+``shift(1)``, a trailing window, ``ewm_mean``, forward fill, a shift of strings),
+per group or not, must carry its state from one batch to the next; scans that look ahead
 (reversed, negative shifts, centred windows, backward fill) need the rows after.
 Running scans must give what polars gives on the whole data, whatever the batch
 size; scans that look ahead must be refused up front with a `JobSpecError` that
@@ -42,6 +42,8 @@ RUNNING = {
     "rstd": (lambda m: m.col("float64").rolling_std(6), True),
     "e": (lambda m: m.col("float64").ewm_mean(alpha=0.2), True),
     "ff": (lambda m: m.col("float64").fill_null(strategy="forward", limit=2), False),
+    "sg": (lambda m: m.col("g").shift(3), False),  # strings: carried as strings, not codes
+    "fg": (lambda m: m.col("g").shift(1).fill_null(strategy="forward", limit=1), False),
     "gcs": (lambda m: m.col("int32").cum_sum().over("g"), False),
     "gs": (lambda m: m.col("float64").shift(2).over("g"), False),
     "grm": (lambda m: m.col("float64").rolling_mean(3, min_samples=1).over("g"), True),
