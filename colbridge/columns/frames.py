@@ -159,9 +159,9 @@ class PolarsFrameAdapter(FrameAdapter):
         added = [n for n in order if n not in names]
         if list(order) == names + added and not any(n in new for n in names):
             # Only appended columns: hstack shares the frame's columns as they are.
-            return self.frame.hstack([pl.Series(n, new[n]) for n in added])
+            return self.frame.hstack([_polars_series(n, new[n]) for n in added])
         columns = [
-            pl.Series(n, new[n]) if n in new else self.frame.get_column(n) for n in order
+            _polars_series(n, new[n]) if n in new else self.frame.get_column(n) for n in order
         ]
         return pl.DataFrame(columns)
 
@@ -173,6 +173,8 @@ class PolarsFrameAdapter(FrameAdapter):
     def from_arrow(self, table: pa.Table) -> Any:
         import polars as pl
 
+        if any(_enum_categories(c) is not None for c in table.columns):
+            return pl.DataFrame([_polars_series(n, table.column(n)) for n in table.column_names])
         return pl.from_arrow(table)
 
 
@@ -369,6 +371,36 @@ def _pandas_series_if_one(frame: Any) -> Any:
 
 def _polars_series_if_one(frame: Any) -> Any:
     return frame.to_series() if frame.width == 1 else frame
+
+
+def _enum_categories(array: pa.Array | pa.ChunkedArray) -> list[str] | None:
+    """An ordered string dictionary's values (an enum's categories), else None."""
+    t = array.type
+    if not (pa.types.is_dictionary(t) and t.ordered):
+        return None
+    chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
+    if not chunks:
+        return None
+    dictionary = chunks[0].dictionary
+    vt = dictionary.type
+    if not (pa.types.is_string(vt) or pa.types.is_large_string(vt) or pa.types.is_string_view(vt)):
+        return None
+    return [str(v) for v in dictionary.to_pylist()]
+
+
+def _polars_series(name: str, array: pa.Array | pa.ChunkedArray) -> Any:
+    """A polars column from an Arrow one; an ordered string dictionary is an `Enum`.
+
+    Arrow has no enum type: colbridge's enum results are ordered dictionaries whose
+    dictionary is the categories, which polars would otherwise read as Categorical.
+    """
+    import polars as pl
+
+    series = pl.Series(name, array)
+    categories = _enum_categories(array)
+    if categories is not None and series.dtype != pl.Enum(categories):
+        series = series.cast(pl.Enum(categories))
+    return series
 
 
 def adapt_frame(frame: Any, *, numpy_output: bool = False) -> FrameAdapter:

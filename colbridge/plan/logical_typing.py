@@ -20,7 +20,8 @@ node's meaning is part of its identity.
 A `DictSpec` says how the runtime builds a dictionary: ``("col", name)`` (the
 column's own, after dictionary-encoding a plain string column), ``("lit",
 values)``, ``("union", specs)`` (values in order, duplicates dropped: the
-literals of a ``("lit", ...)`` first spec keep their positions), ``("map",
+literals of a ``("lit", ...)`` first spec keep their positions), ``("enum",
+specs)`` (the categories of enums that must all have the same), ``("map",
 function, spec)`` (a string function applied to each value) or ``("scan",
 name)`` (the dictionary of the strings a ``shift`` or fill moved, held by the
 scan's result `name`: see `colbridge.plan.ordered_typing`).
@@ -129,7 +130,7 @@ def dict_columns(spec: DictSpec) -> set[str]:
     """The columns whose dictionaries a `DictSpec` is built from."""
     if spec[0] == "col":
         return {spec[1]}
-    if spec[0] == "union":
+    if spec[0] in ("union", "enum"):
         out: set[str] = set()
         for part in spec[1]:
             out |= dict_columns(part)
@@ -1083,8 +1084,18 @@ class LogicalTyping:
             ordered = logical.kind == "enum" and sym not in ("eq", "ne")
             recipe = ("enum_cmp" if ordered else "cmp", sym, value)
             return self.mark(self.table(column, recipe, BOOL), None)
-        if (ll.kind == "enum" or rl.kind == "enum") and op not in ("eq", "ne"):
-            msg = f"`{node!r}`: colbridge compares enums with == and != only"
+        kinds = {ll.kind, rl.kind}
+        if kinds == {"categorical", "enum"}:
+            msg = f"`{node!r}`: a Categorical and an Enum do not compare; cast one of them"
+            raise SchemaError(msg)
+        if kinds == {"enum"}:
+            # two enums: one set of categories (checked by the runtime), in category order
+            spec: DictSpec = ("enum", (tc.dicts[left], tc.dicts[right]))
+            a = self.table(left, ("remap", spec), I32)
+            b = self.table(right, ("remap", spec), I32)
+            return self.mark(self.rec(Binary(op, a, b), BOOL), None)
+        if "enum" in kinds and op not in ("eq", "ne"):
+            msg = f"`{node!r}`: colbridge compares an enum with a string by == and != only"
             raise UnsupportedOperationError(msg)
         # two string values: compare their ranks among the values of both dictionaries
         union = ("union", (tc.dicts[left], tc.dicts[right]))
@@ -1136,33 +1147,68 @@ class LogicalTyping:
 
     def _merge_strings(self, node: Node, branches: list[Node]) -> tuple[list[Node], Logical,
                                                                         DictSpec]:  # fmt: skip
+        """String branches in polars' supertype, each as a code into the result's dictionary.
+
+        String literals (and null strings) adapt to the other branches (in ``coalesce``
+        only when it has two arguments, as polars 2.1); of the rest, any String makes
+        the result String, else all Categorical stay Categorical and all Enum stay
+        Enum. Categorical with Enum has no supertype (polars 2.1).
+        """
         tc = self.tc
+        # each branch: None (a null), a str (a literal that adapts), or a node with a dictionary
+        parts: list[str | Node | None] = []
         literals: list[str] = []
         specs: list[DictSpec] = []
-        result = STRING
+        kinds: set[str] = set()
         for b in branches:
             if _is_null(b):
+                parts.append(None)
                 continue
             lg = self.of(b)
             if lg is None or not lg.is_string:
                 raise _op_error(node, STRING, lg or tc.types[b])
-            if lg.kind != "string":
-                result = Logical("categorical")
-            if isinstance(b, Constant):
-                if b.value not in literals:
-                    literals.append(b.value)
-            elif tc.dicts[b] not in specs:
-                specs.append(tc.dicts[b])
-        union: DictSpec = ("union", (("lit", tuple(literals)), *specs))
-        out = []
-        for b in branches:
-            if _is_null(b):
-                out.append(tc.null_of(I32))
-            elif isinstance(b, Constant):
-                out.append(self.const(literals.index(b.value), I32))
+            # a literal is one string in a dictionary of its own; `lit("q").str.to_uppercase()`
+            # is not a literal any more (its dictionary maps the literal's), as in polars
+            own: DictSpec = tc.dicts[b]
+            if lg.kind == "string" and own == ("lit", ()):
+                parts.append(None)  # `lit(None, dtype=pl.String)`
+            elif lg.kind == "string" and own[0] == "lit" and len(own[1]) == 1:
+                value = own[1][0]
+                parts.append(value)
+                if value not in literals:
+                    literals.append(value)
             else:
-                out.append(self.table(b, ("remap", union), I32))
-        return out, result, union
+                parts.append(b)
+                kinds.add(lg.kind)
+                if tc.dicts[b] not in specs:
+                    specs.append(tc.dicts[b])
+        if isinstance(node, Coalesce) and len(branches) > 2 and any(
+            isinstance(p, str) or (p is None and not _is_null(b))
+            for p, b in zip(parts, branches, strict=True)
+        ):
+            kinds.add("string")  # polars 2.1 adapts string literals in two-way coalesces only
+        result = _string_supertype(node, kinds)
+        spec: DictSpec
+        if result.kind == "enum":
+            # the categories are data: the runtime checks that the enums agree, and
+            # looks each literal up among them; in `when` a literal that is not a
+            # category fails, in `coalesce` it is null (polars 2.1 does both)
+            spec = ("enum", tuple(specs))
+            strict = not isinstance(node, Coalesce)
+        else:
+            spec = ("union", (("lit", tuple(literals)), *specs))
+        out = []
+        for part in parts:
+            if part is None:
+                out.append(tc.null_of(I32))
+            elif isinstance(part, str) and result.kind == "enum":
+                ref = TableRef(("lit", (part,)), ("enum_code", spec, strict), I32, not strict)
+                out.append(self.rec(Gather(ref, self.const(0, I32)), I32))
+            elif isinstance(part, str):
+                out.append(self.const(literals.index(part), I32))
+            else:
+                out.append(self.table(part, ("remap", spec), I32))
+        return out, result, spec
 
     def when(self, node: When, cond: Node, then: Node, other: Node) -> Node:
         """``when/then/otherwise`` with logical branches."""
@@ -1216,6 +1262,16 @@ class LogicalTyping:
 
 def _is_null(node: Node) -> bool:
     return isinstance(node, Literal) and node.value is None and node.dtype is None
+
+
+def _string_supertype(node: Node, kinds: set[str]) -> Logical:
+    """Polars' supertype of the string kinds of branches that are not literals."""
+    if {"categorical", "enum"} <= kinds:
+        msg = f"`{node!r}`: Categorical and Enum values have no common type; cast one of them"
+        raise SchemaError(msg)
+    if "string" in kinds or not kinds:
+        return STRING
+    return Logical("enum") if "enum" in kinds else Logical("categorical")
 
 
 def _is_temporal_value(value: Any) -> bool:

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from colbridge.codegen.kernel import table_key
-from colbridge.errors import InvalidOperationError
+from colbridge.errors import InvalidOperationError, SchemaError
 from colbridge.expr.nodes import TableRef
 from colbridge.plan.planner import Segment
 from colbridge.types.logical import Logical, parse_logical
@@ -66,6 +66,16 @@ class TableBuilder:
         if kind == "union":
             parts = [self.dictionary(s) for s in spec[1]]
             return pc.unique(pa.concat_arrays(parts)) if parts else pa.array([], _STR)
+        if kind == "enum":  # enums that meet in `when`/`coalesce`: one set of categories
+            first, *others = [self.dictionary(s) for s in spec[1]]
+            if any(not other.equals(first) for other in others):
+                msg = (
+                    f"enums with different categories meet in one column: {first.to_pylist()} "
+                    f"and {next(o for o in others if not o.equals(first)).to_pylist()}; cast "
+                    "them to one `pl.Enum`, or to `pl.String`"
+                )
+                raise SchemaError(msg)
+            return first
         if kind == "map":
             values = self.dictionary(spec[2])
             fn = {"to_lowercase": pc.utf8_lower, "to_uppercase": pc.utf8_upper}[spec[1]]
@@ -110,6 +120,16 @@ class TableBuilder:
             if literal:
                 return pc.match_substring(d, pattern=pattern)
             return pc.match_substring_regex(d, pattern=pattern)
+        if op == "enum_code":  # a literal among an enum's categories
+            _, enum_spec, strict = ref.recipe
+            codes = pc.index_in(d, value_set=self.dictionary(enum_spec)).cast(pa.int32())
+            if strict and codes.null_count:
+                msg = (
+                    f"{d[0].as_py()!r} is not a category of the enum "
+                    f"{self.dictionary(enum_spec).to_pylist()}"
+                )
+                raise InvalidOperationError(msg)
+            return codes
         if op == "rank":
             union = self.dictionary(ref.recipe[1])
             ordered = pc.take(union, pc.sort_indices(union))
@@ -214,4 +234,5 @@ def finish_output(array: pa.Array, logical: Logical, spec: tuple[Any, ...] | Non
     if logical.kind == "string":
         return pc.take(dictionary, array)
     codes = array.cast(pa.uint32()) if len(dictionary) else pa.nulls(len(array), pa.uint32())
-    return pa.DictionaryArray.from_arrays(codes, dictionary)
+    # an enum's dictionary is its categories, in order
+    return pa.DictionaryArray.from_arrays(codes, dictionary, ordered=logical.kind == "enum")
