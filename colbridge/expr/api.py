@@ -695,6 +695,40 @@ class Expr:
         )
         raise SchemaError(msg)
 
+    def forward_fill(self, limit: int | None = None) -> Expr:
+        """Fill nulls with the previous non-null value, at most ``limit`` rows back.
+
+        The same as ``fill_null(strategy="forward", limit=limit)``, as in polars.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"x": [1, None, None, 4]})
+        >>> df.gpu.select(cb.col("x").forward_fill()).compute()["x"].to_list()
+        [1, 1, 1, 4]
+        >>> df.gpu.select(cb.col("x").forward_fill(limit=1)).compute()["x"].to_list()
+        [1, 1, None, 4]
+        """
+        return self.fill_null(strategy="forward", limit=limit)
+
+    def backward_fill(self, limit: int | None = None) -> Expr:
+        """Fill nulls with the next non-null value, at most ``limit`` rows ahead.
+
+        The same as ``fill_null(strategy="backward", limit=limit)``, as in polars.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"x": [1, None, None, 4]})
+        >>> df.gpu.select(cb.col("x").backward_fill()).compute()["x"].to_list()
+        [1, 4, 4, 4]
+        >>> df.gpu.select(cb.col("x").backward_fill(limit=1)).compute()["x"].to_list()
+        [1, None, 4, 4]
+        """
+        return self.fill_null(strategy="backward", limit=limit)
+
     # -- ordered operations (rows in frame order; per group with `.over`) -------------------
     def shift(self, n: int = 1, *, fill_value: Any = None) -> Expr:
         """The value ``n`` rows earlier (later for negative ``n``); ``fill_value`` where none.

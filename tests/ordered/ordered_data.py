@@ -224,6 +224,8 @@ def catalogue(dtype: str) -> list[Op]:
         ("bfill", lambda c, p: c.fill_null(strategy="backward"), False),
         ("ffill_1", lambda c, p: c.fill_null(strategy="forward", limit=1), False),
         ("bfill_2", lambda c, p: c.fill_null(strategy="backward", limit=2), False),
+        ("forward_fill", lambda c, p: c.forward_fill(), False),
+        ("backward_fill_2", lambda c, p: c.backward_fill(limit=2), False),
     ]
     if dtype != "bool":  # polars: `diff` is not defined on booleans
         ops += [

@@ -113,7 +113,10 @@ def test_ordered_ops_on_string_columns(tier: str) -> None:
         return q.select(a=s.shift(1), b=s.shift(-3), c=s.cum_count(),
                         d=s.fill_null(strategy="forward"),
                         e=s.fill_null(strategy="backward", limit=1),
-                        f=s.shift(1).over("g"), h=s.cum_count(reverse=True))  # fmt: skip
+                        f=s.shift(1).over("g"), h=s.cum_count(reverse=True),
+                        i=s.forward_fill(limit=1), j=s.backward_fill(),
+                        k=s.forward_fill().over("g"),
+                        l=s.backward_fill(limit=1).over("g"))  # fmt: skip
 
     assert_same_as_polars(STRINGS, steps)
 
@@ -225,6 +228,8 @@ def test_fill_null_forward_backward_limits(nulls: str, tier: str) -> None:
             for limit in (0, 1, 2, 4):
                 out[f"f{limit}_{c}"] = x.fill_null(strategy="forward", limit=limit)
                 out[f"b{limit}_{c}"] = x.fill_null(strategy="backward", limit=limit)
+                out[f"fw{limit}_{c}"] = x.forward_fill(limit=limit)
+                out[f"bw{limit}_{c}"] = x.backward_fill(limit=limit)
             out[f"v_{c}"] = x.fill_null(x.shift(1))
         return q.select(**out)
 
@@ -255,6 +260,9 @@ EVAL_CASES = [
     ("y = fill_null(x, strategy='forward')", lambda x: x.fill_null(strategy="forward")),
     ("y = x.fill_null(strategy='backward', limit=1)",
      lambda x: x.fill_null(strategy="backward", limit=1)),
+    ("y = forward_fill(x)", lambda x: x.forward_fill()),
+    ("y = x.backward_fill(limit=2)", lambda x: x.backward_fill(limit=2)),
+    ("y = forward_fill(x, limit=1).over(g)", lambda x: x.forward_fill(limit=1).over("g")),
     ("y = (x - x.shift(1)) / x.rolling_std(3)", lambda x: (x - x.shift(1)) / x.rolling_std(3)),
     ("y = x.diff().abs().sum()", lambda x: x.diff().abs().sum()),
     ("y = shift(x, 1).over(g)", lambda x: x.shift(1).over("g")),
@@ -342,6 +350,8 @@ def test_bad_fill_null_arguments() -> None:
     _raises(lambda x: x.fill_null(0, strategy="forward"))
     _raises(lambda x: x.fill_null(0, limit=1))
     _raises(lambda x: x.fill_null(strategy="forward", limit=-1))
+    assert "limit" in str(_raises(lambda x: x.forward_fill(limit=-1)))
+    assert "limit" in str(_raises(lambda x: x.backward_fill(limit=1.5)))
 
 
 def test_weights_are_refused() -> None:

@@ -44,6 +44,7 @@ RUNNING = {
     "ff": (lambda m: m.col("float64").fill_null(strategy="forward", limit=2), False),
     "sg": (lambda m: m.col("g").shift(3), False),  # strings: carried as strings, not codes
     "fg": (lambda m: m.col("g").shift(1).fill_null(strategy="forward", limit=1), False),
+    "fwg": (lambda m: m.col("g").shift(1).forward_fill(), False),
     "gcs": (lambda m: m.col("int32").cum_sum().over("g"), False),
     "gs": (lambda m: m.col("float64").shift(2).over("g"), False),
     "grm": (lambda m: m.col("float64").rolling_mean(3, min_samples=1).over("g"), True),
@@ -54,6 +55,7 @@ LOOK_AHEAD = {
     "sm1": (lambda m: m.col("int32").shift(-1), False),
     "rc": (lambda m: m.col("float64").rolling_max(3, center=True), False),
     "bf": (lambda m: m.col("float64").fill_null(strategy="backward"), False),
+    "bwg": (lambda m: m.col("g").shift(-1).backward_fill(limit=2), False),
     "gsm": (lambda m: m.col("int32").shift(-2).over("g"), False),
 }
 
