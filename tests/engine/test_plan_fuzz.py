@@ -8,7 +8,7 @@ read what earlier ones made, or what they left out. Plans are drawn by hypothesi
 over small frames with nulls (and none, and no rows), built once with polars and
 once with colbridge from the same description, and must agree: both raise, or
 both give the same columns, types and values (groups compared in polars' order,
-``maintain_order=True``).
+``maintain_order=True``). Inputs are polars, pyarrow and Arrow-backed pandas frames.
 
 It runs on the NumPy tier, which compiles nothing, so hundreds of plan shapes take
 seconds; the compiled kernels are compared with that tier elsewhere.
@@ -21,6 +21,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
 import polars as pl
 import pyarrow as pa
 import pytest
@@ -253,7 +254,7 @@ def _raises_on_a_row(steps: list[Step]) -> bool:
 
 
 @settings(max_examples=300, deadline=None)
-@given(plan=plans(), table=frames(), kind=st.sampled_from(["polars", "pyarrow"]))
+@given(plan=plans(), table=frames(), kind=st.sampled_from(["polars", "pyarrow", "pandas"]))
 def test_random_plans_agree_with_polars(plan: tuple[list[Step], dict[str, str]],
                                         table: pa.Table, kind: str) -> None:  # fmt: skip
     steps, _ = plan
@@ -267,7 +268,13 @@ def test_random_plans_agree_with_polars(plan: tuple[list[Step], dict[str, str]],
         want = None
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("COLBRIDGE_CPU_TIER", "numpy")
-        q_cb: Any = cb.lazy(pl.from_arrow(table) if kind == "polars" else table)
+        frame = {
+            "polars": lambda: pl.from_arrow(table),
+            "pyarrow": lambda: table,
+            # Arrow-backed pandas columns: numpy ones would make the nullable ints floats
+            "pandas": lambda: table.to_pandas(types_mapper=pd.ArrowDtype),
+        }[kind]()
+        q_cb: Any = cb.lazy(frame)
         for s in steps:
             q_cb = s.apply(q_cb, cb)
         if want is None:
@@ -288,7 +295,12 @@ def test_random_plans_agree_with_polars(plan: tuple[list[Step], dict[str, str]],
             return
     OUTCOMES["rows" if want.height else "no rows"] += 1
     OUTCOMES["grouped" if any(s.kind == "group_by" for s in steps) else "not grouped"] += 1
-    _same(got if kind == "polars" else pl.from_arrow(got), want, where)
+    got = {
+        "polars": lambda: got,
+        "pyarrow": lambda: pl.from_arrow(got),
+        "pandas": lambda: pl.from_pandas(got),
+    }[kind]()
+    _same(got, want, where)
 
 
 def test_the_plans_drawn_compute_rows_and_raise_too() -> None:
