@@ -509,7 +509,9 @@ class Lowering:
         self.count_error(
             ERR_NEGATIVE_EXPONENT,
             d.not_(ok),
-            valid,
+            # polars casts the whole exponent column to u32 first: a row whose base is
+            # null fails too
+            b.valid,
             "integer raised to a negative integer power (or one above 2**32-1); "
             "cast the base to float first, e.g. `x.cast('float64') ** y`",
         )

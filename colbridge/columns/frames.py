@@ -121,6 +121,12 @@ class ArrowTableAdapter(FrameAdapter):
         return pa.Table.from_arrays(columns, names=list(order))
 
     def filter(self, frame: Any, keep: pa.BooleanArray) -> Any:
+        # pyarrow filters no string or binary views (polars' layout): the large one
+        for k, field in enumerate(frame.schema):
+            if pa.types.is_string_view(field.type) or pa.types.is_binary_view(field.type):
+                large = pa.large_string() if pa.types.is_string_view(field.type) \
+                    else pa.large_binary()  # fmt: skip
+                frame = frame.set_column(k, field.name, frame.column(k).cast(large))
         return frame.filter(keep)
 
     def from_arrow(self, table: pa.Table) -> Any:

@@ -669,15 +669,6 @@ def _rows_table(columns: Mapping[str, pa.Array | pa.ChunkedArray], num_rows: int
     return pa.table({"rows": pa.nulls(num_rows)}).drop_columns(["rows"])
 
 
-def _without_views(table: pa.Table) -> pa.Table:
-    """String/binary view columns (polars') in the large layout: pyarrow filters no views."""
-    for k, f in enumerate(table.schema):
-        if pa.types.is_string_view(f.type) or pa.types.is_binary_view(f.type):
-            large = pa.large_string() if pa.types.is_string_view(f.type) else pa.large_binary()
-            table = table.set_column(k, f.name, table.column(k).cast(large))
-    return table
-
-
 def execute(
     plan: PreparedPlan,
     adapter: FrameAdapter,
@@ -776,7 +767,7 @@ def _run(
             return adapter.filter(out, mask) if mask is not None else out
         table = ArrowTableAdapter(_rows_table({n: new[n] for n in segment.order}, rows))
         if mask is not None:
-            table = ArrowTableAdapter(_without_views(table.frame).filter(mask))
+            table = ArrowTableAdapter(table.filter(table.frame, mask))
         if index == last:
             return original.from_arrow(table.frame)
         adapter = table

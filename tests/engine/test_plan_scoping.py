@@ -76,6 +76,11 @@ LITERALS: dict[str, Plan] = {
 # a column made by one step is read by a later one as the column it is, not inlined
 # as the expression that made it where that would change its meaning
 MADE: dict[str, Plan] = {
+    # the compiled kernels compact the numbers; the strings (polars' view layout) are
+    # filtered by Arrow from the table the reduction's segment made
+    "a filter after a reduction, with strings": lambda m, q: q.with_columns(
+        x=m.col("a").sum()
+    ).filter(m.col("x").min() <= m.col("b") * 10),
     "one value, summed": lambda m, q: q.with_columns(x=m.lit(2)).select(
         s=m.col("x").sum(), c=m.col("x").count()
     ),

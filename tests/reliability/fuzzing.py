@@ -804,8 +804,18 @@ def explain_difference(step: Step, table: pa.Table) -> str | None:
     if not specials:
         return "differs from polars and has no operation with a tolerance"
     outputs = {s.name: build(s.tree, cb) for s in specials}
-    lf = cb.lazy(table).with_columns(**outputs)
-    mine = lf.compute(device="cpu")
+    try:
+        mine = cb.lazy(table).with_columns(**outputs).compute(device="cpu")
+    except cb.ColbridgeError as exc:
+        # a failure (a strict cast, a bad exponent) on rows the step's filter drops,
+        # which the step itself never computes (polars pushes the filter below it):
+        # re-check on the kept rows alone
+        if step.keep is None:
+            return f"the operations alone raise: {exc}"
+        kept = pl.from_arrow(table, rechunk=False).filter(build(step.keep, pl)).to_arrow()
+        if kept.num_rows == table.num_rows:
+            return f"the operations alone raise: {exc}"
+        return explain_difference(step, kept)
     divisions = _divisions(step, table, specials)
     extra = {}
     for s in specials:
