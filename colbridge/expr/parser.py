@@ -149,10 +149,12 @@ FUNCTIONS: dict[str, _Function] = {
         lambda x, v, strategy, limit: x.fill_null(v, strategy, limit),
         example="fill_null(x, strategy='forward')",
     ),
-    **{name: _Function((_x(), _Param("limit", "value", None)),
-                       (lambda f: lambda x, limit: getattr(x, f)(limit))(name),
-                       example=f"{name}(x, limit=2)")
-       for name in ("forward_fill", "backward_fill")},
+    "forward_fill": _Function((_x(), _Param("limit", "value", None)),
+                              lambda x, limit: x.forward_fill(limit),
+                              example="forward_fill(x, limit=2)"),
+    "backward_fill": _Function((_x(), _Param("limit", "value", None)),
+                               lambda x, limit: x.backward_fill(limit),
+                               example="backward_fill(x, limit=2)"),
     # ordered operations (rows in frame order; per group with `over`)
     "shift": _Function((_x(), _Param("n", "int", 1), _Param("fill_value", "value", None)),
                        lambda x, n, fill: x.shift(n, fill_value=fill), example="shift(x, 1)"),

@@ -179,7 +179,7 @@ class ColumnTransform:
             if self.hash_buckets < 1:
                 msg = f"column `{self.name}`: `hash_buckets` must be >= 1, got {self.hash_buckets}"
                 raise JobSpecError(msg)
-        kinds = [k for k in ("one_hot", "ids", "target_encode") if getattr(self, k)]
+        kinds = self._encodings()
         if self.datetime is not None:
             kinds.append("datetime")
         if len(kinds) > 1:
@@ -249,7 +249,7 @@ class ColumnTransform:
                 f"one of {', '.join(repr(s) for s in FILL_STRATEGIES)}"
             )
             raise JobSpecError(msg)
-        kinds = [k for k in ("one_hot", "ids", "target_encode") if getattr(self, k)]
+        kinds = self._encodings()
         kinds += ["hash_buckets"] if self.hash_buckets is not None and not kinds else []
         if kinds:
             msg = (
@@ -265,6 +265,10 @@ class ColumnTransform:
                 f"(`fill_null={{'{self.name}': -1}}`), not with {fill!r}"
             )
             raise JobSpecError(msg)
+
+    def _encodings(self) -> list[str]:
+        """The categorical encodings the column is given (one at most, once checked)."""
+        return [k for k in ("one_hot", "ids", "target_encode") if getattr(self, k)]
 
     @property
     def fill_strategy(self) -> str | None:
@@ -1107,11 +1111,7 @@ def _fit_passes(spec: FeatureSpec) -> int:
 def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -> FeatureStats:
     stats = FeatureStats(ddof=spec.ddof)
     fills = _FillFit([t for t in spec.columns if t.fill_strategy is not None])
-    missing = [c for c in fills.names if c not in source.schema.names]
-    if missing:
-        msg = f"feature column `{missing[0]}` not found; available columns: {source.schema.names}"
-        raise ColumnNotFoundError(msg)
-    if _fit_passes(spec) == 2:
+    if _fit_passes(spec) == 2:  # `_open` checked that the columns are there
         # first the fill values, then every other statistic over the filled columns
         for batch in source.batches(batch_rows, fills.names):
             fills.add(batch)

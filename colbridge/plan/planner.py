@@ -9,7 +9,7 @@ only where a reduction must see rows that an earlier filter removed.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -292,12 +292,11 @@ def is_kernel_parameter(node: Literal) -> bool:
             and not isinstance(node, Const))  # fmt: skip
 
 
-def _substitute(node: Node, env: Mapping[str, Node], inputs: Set[str]) -> Node:
+def _substitute(node: Node, env: Mapping[str, Node]) -> Node:
     """``node`` with each column replaced by its expression in ``env``.
 
-    ``inputs`` are the columns the segment reads, which typing resolves: a name among
-    them that ``env`` lacks was left out by a `select` or a grouping of this segment and
-    is gone, as in polars (typing reports every other unknown name, in plan order).
+    A name ``env`` lacks stays a column: typing resolves it against the segment's
+    inputs, and `unknown_column` refuses one an earlier step left out.
     """
 
     def fn(n: Node) -> Node:
@@ -307,8 +306,6 @@ def _substitute(node: Node, env: Mapping[str, Node], inputs: Set[str]) -> Node:
             if n.constant is not None:
                 # `e`, `pi`, `nan`, `inf` of a string expression: no column has the name
                 return Literal(n.constant)
-            if n.name in inputs:
-                raise ColumnNotFoundError.from_missing(n.name, list(env))
         if isinstance(n, Over):
             return push_window(n.arg, KeySet(n.keys))
         return n
@@ -367,7 +364,7 @@ def _made_first(exprs: Sequence[Node], env: Mapping[str, Node], *, grouped: bool
 
 
 def _grouped_items(
-    step: Step, env: Mapping[str, Node], inputs: Set[str]
+    step: Step, env: Mapping[str, Node]
 ) -> tuple[SegmentSpec, dict[str, Node], list[str]]:
     """A ``group_by`` step as a segment over the rows, and the expressions over its groups.
 
@@ -376,7 +373,7 @@ def _grouped_items(
     are elementwise expressions over that table (``a.sum() / b.sum()`` divides two
     of its columns), fused into the next segment.
     """
-    keys = [(name, _substitute(k, env, inputs)) for name, k in step.keys]
+    keys = [(name, _substitute(k, env)) for name, k in step.keys]
     keyset = KeySet(tuple(k for _, k in keys))
     names = [name for name, _ in keys]
     results: dict[Node, str] = {}
@@ -413,7 +410,7 @@ def _grouped_items(
 
     over_groups: dict[str, Node] = {}
     for name, expr in step.items:
-        grouped = transform(_substitute(expr, env, inputs), to_group)
+        grouped = transform(_substitute(expr, env), to_group)
         if name in over_groups or name in names:
             msg = (
                 f"output name `{name}` appears more than once in `group_by(...).agg(...)`; "
@@ -437,7 +434,6 @@ def plan_segments(steps: Sequence[Step], input_names: Sequence[str]) -> list[Seg
     specs: list[SegmentSpec] = []
     env: dict[str, Node] = {n: Column(n) for n in input_names}
     order = list(input_names)
-    inputs = set(order)  # the columns the current segment reads
     mask: Node | None = None
     one_row = False
     # Failures of columns computed before a filter count only on the rows it keeps where
@@ -454,10 +450,9 @@ def plan_segments(steps: Sequence[Step], input_names: Sequence[str]) -> list[Seg
         return mask if whole else _conjunction(pushed)
 
     def close() -> None:
-        nonlocal env, order, inputs, mask, one_row, computed, pushed, whole
+        nonlocal env, order, mask, one_row, computed, pushed, whole
         specs.append(SegmentSpec(env, order, mask, one_row, gate=gate()))
         env = {n: Column(n) for n in order}
-        inputs = set(order)
         mask = None
         one_row = False
         computed = set()
@@ -474,20 +469,19 @@ def plan_segments(steps: Sequence[Step], input_names: Sequence[str]) -> list[Seg
             close()
         if step.kind == "group_by":
             # the rows of what follows are the groups: the grouping ends its segment
-            spec, env, order = _grouped_items(step, env, inputs)
+            spec, env, order = _grouped_items(step, env)
             specs.append(spec)
             # the groups start afresh: nothing computed on them yet, no filter
-            inputs = set(order)
             mask = None
             computed, pushed, whole = set(), [], True
             continue
         if step.kind == "filter":
             raw = step.items[0][1]
-            pred = _substitute(raw, env, inputs)
+            pred = _substitute(raw, env)
             # with nothing computed yet, the whole filter comes first
             row_local = not computed or not any(_has_agg(env[name]) for name in computed)
             for part in _conjuncts(raw):
-                sub = _substitute(part, env, inputs)
+                sub = _substitute(part, env)
                 if not computed or (row_local and not _has_agg(sub)
                                     and not (_referenced(part) & computed)):  # fmt: skip
                     pushed.append(sub)
@@ -507,12 +501,12 @@ def plan_segments(steps: Sequence[Step], input_names: Sequence[str]) -> list[Seg
                 )
                 raise DuplicateColumnError(msg)
             seen.add(name)
-        substituted = [(name, _substitute(e, env, inputs)) for name, e in step.items]
+        substituted = [(name, _substitute(e, env)) for name, e in step.items]
         # one value per output as written: a column read is as long as the frame, even
         # where this segment made it of one value (`with_columns(x=lit(2))` broadcasts)
         as_columns = {name: Column(name) for name in env}
         one_value = bool(step.items) and all(
-            is_scalar(_substitute(e, as_columns, inputs)) for _, e in step.items
+            is_scalar(_substitute(e, as_columns)) for _, e in step.items
         )
         if step.kind == "select" and mask is not None and one_value:
             # literals alone make one row whatever the filter keeps (polars): the

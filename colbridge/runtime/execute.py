@@ -286,7 +286,7 @@ class PreparedPlan:
             # a name no computed expression reads, which typing never saw
             missing = unknown_column(self.steps, self.names)
             if missing is not None:
-                raise missing
+                raise self._located(missing, columns) from None
             with _LOCK:
                 _TYPED[key] = cached
                 while len(_TYPED) > _CACHE_MAX:

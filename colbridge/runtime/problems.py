@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from colbridge.errors import ColbridgeError, PlanProblem, PlanProblemsError
 from colbridge.expr.nodes import Column, Node, children
 from colbridge.plan.logical import Step
-from colbridge.plan.planner import plan_segments
+from colbridge.plan.planner import plan_segments, unknown_column
 from colbridge.plan.typecheck import ColumnType, failed_node
 from colbridge.runtime.execute import Columns, input_schema, type_specs
 
@@ -69,7 +69,11 @@ class _Plan:
         steps = (*self.steps, *extra)
         if not steps:
             return input_schema(self.names, self.columns)
-        return type_specs(plan_segments(steps, self.names), self.names, self.columns)[1]
+        schema = type_specs(plan_segments(steps, self.names), self.names, self.columns)[1]
+        missing = unknown_column(steps, self.names)  # as `PreparedPlan.typed` checks
+        if missing is not None:
+            raise missing
+        return schema
 
     def add(self, step: Step) -> None:
         """Keep ``step``; raises (keeping nothing) where the plan with it does not type."""

@@ -57,9 +57,7 @@ class TableBuilder:
 
     def _dictionary(self, spec: tuple[Any, ...]) -> pa.Array:
         kind = spec[0]
-        if kind == "col":
-            return self.arrays[spec[1]].dictionary.cast(_STR)
-        if kind == "scan":  # strings a scan moved: its result holds its dictionary
+        if kind in ("col", "scan"):  # a column's, or the strings a scan moved: its result's
             return self.arrays[spec[1]].dictionary.cast(_STR)
         if kind == "lit":
             return pa.array(list(spec[1]), type=_STR)

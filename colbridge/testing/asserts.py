@@ -39,9 +39,12 @@ __all__ = [
     "SUMMATION_OPS",
     "TOLERANCES",
     "Tolerance",
+    "as_arrow",
+    "as_polars",
     "assert_arrays_match",
     "assert_same_as_polars",
     "column_mismatch",
+    "frame_mismatch",
     "summation_bound",
     "to_kind",
     "tolerance_table_markdown",
@@ -265,8 +268,8 @@ def assert_arrays_match(
     assert problem is None, f"{what}: {problem}"
 
 
-def _frame_mismatch(
-    got: Any, expected: Any, tolerance: Tolerance | Mapping[str, Tolerance]
+def frame_mismatch(
+    got: Any, expected: Any, tolerance: Tolerance | Mapping[str, Tolerance] = EXACT
 ) -> str | None:
     """How two polars frames differ (column names, then each column), or None."""
     if got.columns != expected.columns:
@@ -308,7 +311,19 @@ def to_kind(table: pa.Table, kind: str) -> Any:
     raise ValueError(msg)
 
 
-def _as_polars(result: Any) -> Any:
+def as_arrow(result: Any) -> pa.Table:
+    """A colbridge result as a pyarrow Table, its Arrow types as the frame holds them."""
+    if isinstance(result, pa.Table):
+        return result
+    import polars as pl
+
+    if isinstance(result, pl.DataFrame):
+        return result.to_arrow()
+    return pa.Table.from_pandas(result, preserve_index=False)
+
+
+def as_polars(result: Any) -> Any:
+    """A colbridge result of any frame kind (or a Series) as a polars DataFrame."""
     import polars as pl
 
     if isinstance(result, pa.Table):
@@ -364,14 +379,14 @@ def assert_same_as_polars(
                 continue
             msg = f"polars raised {polars_error!r} but colbridge did not ({kind} input)"
             raise AssertionError(msg)
-        got = _as_polars(steps(cb, cb.lazy(frame)).compute(device=device))
-        mismatch = _frame_mismatch(got, expected, tolerance)
+        got = as_polars(steps(cb, cb.lazy(frame)).compute(device=device))
+        mismatch = frame_mismatch(got, expected, tolerance)
         if mismatch is not None:
             eager = _eager_polars(steps, source)
             if (
                 eager is not None
-                and _frame_mismatch(eager, expected, tolerance) is not None
-                and _frame_mismatch(got, eager, tolerance) is None
+                and frame_mismatch(eager, expected, tolerance) is not None
+                and frame_mismatch(got, eager, tolerance) is None
             ):
                 continue  # polars' engines disagree with each other; colbridge matches eager
             msg = (

@@ -17,12 +17,10 @@ in their own way.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
 import polars as pl
 import pyarrow as pa
 import pytest
@@ -30,6 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import colbridge as cb
+from colbridge.testing.asserts import Tolerance, as_polars, frame_mismatch, to_kind
 
 #: how the drawn plans ended, so a test can tell the fuzzer draws both outcomes
 OUTCOMES: Counter[str] = Counter()
@@ -229,17 +228,8 @@ def frames(draw: Any) -> pa.Table:
     })  # fmt: skip
 
 
-def _same(got: pl.DataFrame, want: pl.DataFrame, where: str) -> None:
-    assert got.columns == want.columns, where
-    assert got.dtypes == want.dtypes, where
-    assert got.height == want.height, where
-    for name in want.columns:
-        for g, w in zip(got[name].to_list(), want[name].to_list(), strict=True):
-            if isinstance(w, float) and isinstance(g, float):
-                assert (math.isnan(g) and math.isnan(w)) or math.isclose(
-                    g, w, rel_tol=1e-9, abs_tol=1e-12), f"{where}: {name}: {g} != {w}"  # fmt: skip
-            else:
-                assert g == w, f"{where}: {name}: {g!r} != {w!r}"
+#: sums and means may add in another order than polars': a few ulps of the result
+CLOSE = Tolerance(rtol=1e-9, atol=1e-12)
 
 
 def _raises_on_a_row(steps: list[Step]) -> bool:
@@ -284,13 +274,8 @@ def _check(steps: list[Step], table: pa.Table, kind: str, tier: str) -> None:
         want = None
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("COLBRIDGE_CPU_TIER", tier)
-        frame = {
-            "polars": lambda: pl.from_arrow(table),
-            "pyarrow": lambda: table,
-            # Arrow-backed pandas columns: numpy ones would make the nullable ints floats
-            "pandas": lambda: table.to_pandas(types_mapper=pd.ArrowDtype),
-        }[kind]()
-        q_cb: Any = cb.lazy(frame)
+        # pandas: Arrow-backed columns (numpy ones would make the nullable ints floats)
+        q_cb: Any = cb.lazy(to_kind(table, kind))
         for s in steps:
             q_cb = s.apply(q_cb, cb)
         if want is None:
@@ -311,12 +296,8 @@ def _check(steps: list[Step], table: pa.Table, kind: str, tier: str) -> None:
             return
     OUTCOMES["rows" if want.height else "no rows"] += 1
     OUTCOMES["grouped" if any(s.kind == "group_by" for s in steps) else "not grouped"] += 1
-    got = {
-        "polars": lambda: got,
-        "pyarrow": lambda: pl.from_arrow(got),
-        "pandas": lambda: pl.from_pandas(got),
-    }[kind]()
-    _same(got, want, where)
+    problem = frame_mismatch(as_polars(got), want, CLOSE)
+    assert problem is None, f"{kind} input, {where}: {problem}"
 
 
 def test_the_plans_drawn_compute_rows_and_raise_too() -> None:

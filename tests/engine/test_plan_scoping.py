@@ -15,12 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pandas as pd
 import polars as pl
 import pyarrow as pa
 import pytest
 
 import colbridge as cb
 from colbridge.errors import ColumnNotFoundError
+from colbridge.testing.asserts import as_polars, frame_mismatch, to_kind
 
 TABLE = pa.table({"a": pa.array([1, 2, 3, None], pa.int64()),
                   "b": pa.array([1.0, 2.0, None, 4.0]),
@@ -131,16 +133,24 @@ MADE: dict[str, Plan] = {
 }
 
 
-def _frames() -> list[Any]:
-    return [TABLE, pl.from_arrow(TABLE), TABLE.to_pandas()]
+#: every frame kind, numpy-backed pandas included (its nullable ints become floats)
+KINDS = ("polars", "pyarrow", "pandas-arrow", "pandas-numpy")
 
 
-def _as_polars(frame: Any) -> pl.DataFrame:
-    if isinstance(frame, pl.DataFrame):
-        return frame
-    if isinstance(frame, pa.Table):
-        return pl.from_arrow(frame)  # type: ignore[return-value]
-    return pl.from_pandas(frame)
+def _same_data_in_polars(frame: Any) -> pl.DataFrame:
+    """The data of ``frame`` as polars holds it (pandas NaN as null, as colbridge reads it)."""
+    return as_polars(frame) if not isinstance(frame, pd.DataFrame) else pl.from_pandas(frame)
+
+
+def _agrees(plan: Plan, tier: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``plan`` gives polars' columns, types and values on every frame kind, bit for bit."""
+    monkeypatch.setenv("COLBRIDGE_CPU_TIER", tier)
+    for kind in KINDS:
+        frame = to_kind(TABLE, kind)
+        want = plan(pl, _same_data_in_polars(frame).lazy()).collect()
+        got = as_polars(plan(cb, cb.lazy(frame)).compute())
+        problem = frame_mismatch(got, want)
+        assert problem is None, f"{kind} input: {problem}"
 
 
 @pytest.mark.parametrize("name", list(MISSING))
@@ -148,9 +158,9 @@ def test_a_column_left_out_by_a_step_is_not_found(name: str) -> None:
     plan = MISSING[name]
     with pytest.raises(pl.exceptions.ColumnNotFoundError):
         plan(pl, pl.from_arrow(TABLE).lazy()).collect()
-    for frame in _frames():
+    for kind in KINDS:
         with pytest.raises(ColumnNotFoundError, match="not found; available columns"):
-            plan(cb, cb.lazy(frame)).compute()
+            plan(cb, cb.lazy(to_kind(TABLE, kind))).compute()
 
 
 @pytest.mark.parametrize("tier", ["numpy", "compiled"])
@@ -158,15 +168,7 @@ def test_a_column_left_out_by_a_step_is_not_found(name: str) -> None:
 def test_literals_alone_make_one_row_after_a_filter(
     name: str, tier: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("COLBRIDGE_CPU_TIER", tier)
-    plan = LITERALS[name]
-    want = plan(pl, pl.from_arrow(TABLE).lazy()).collect()
-    for frame in _frames():
-        got = _as_polars(plan(cb, cb.lazy(frame)).compute())
-        assert got.columns == want.columns
-        assert got.height == want.height, name
-        for column in want.columns:
-            assert got[column].to_list() == want[column].to_list(), column
+    _agrees(LITERALS[name], tier, monkeypatch)
 
 
 @pytest.mark.parametrize("tier", ["numpy", "compiled"])
@@ -174,12 +176,4 @@ def test_literals_alone_make_one_row_after_a_filter(
 def test_a_column_made_earlier_keeps_its_meaning(
     name: str, tier: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("COLBRIDGE_CPU_TIER", tier)
-    plan = MADE[name]
-    want = plan(pl, pl.from_arrow(TABLE).lazy()).collect()
-    for frame in (TABLE, pl.from_arrow(TABLE)):
-        got = _as_polars(plan(cb, cb.lazy(frame)).compute())
-        assert got.columns == want.columns
-        assert got.height == want.height, name
-        for column in want.columns:
-            assert got[column].to_list() == want[column].to_list(), column
+    _agrees(MADE[name], tier, monkeypatch)

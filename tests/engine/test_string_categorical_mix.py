@@ -25,7 +25,7 @@ import pyarrow as pa
 import pytest
 
 import colbridge as cb
-from colbridge.testing.asserts import to_kind
+from colbridge.testing.asserts import as_arrow, to_kind
 from colbridge.testing.cuda_host import HEADER, compute_on_host
 
 Build = Callable[[Any], Any]
@@ -179,14 +179,6 @@ def _kind_of(arrow_type: pa.DataType, values: pa.ChunkedArray) -> Any:
     return arrow_type
 
 
-def _as_arrow(result: Any) -> pa.Table:
-    if isinstance(result, pa.Table):
-        return result
-    if isinstance(result, pl.DataFrame):
-        return result.to_arrow()
-    return pa.Table.from_pandas(result, preserve_index=False)
-
-
 def _run(runner: str, lazy: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     if runner == "cuda-host":
         return compute_on_host(lazy)
@@ -209,7 +201,7 @@ def test_mixes_match_polars(runner: str, kind: str, shape: str,
     result = _run(runner, _select(cb, cb.lazy(to_kind(table, kind)), CASES), monkeypatch)
     if kind == "polars":
         assert result.schema == want.schema
-    got = _as_arrow(result)
+    got = as_arrow(result)
     assert got.column_names == list(CASES)
     for name, (_, dtype) in CASES.items():
         column = got.column(name)

@@ -29,7 +29,7 @@ import pytest
 import colbridge as cb
 from colbridge.io import JobSpecError, pipeline
 from colbridge.io.stream_frame import StreamFrame
-from colbridge.testing.asserts import EXACT, Tolerance, _frame_mismatch
+from colbridge.testing.asserts import EXACT, Tolerance, frame_mismatch
 
 N = 20_000
 BATCH = 3_000  # cuts the 7,000-row row groups and the frame into many batches
@@ -134,7 +134,7 @@ def _check(got: Any, expected: pl.DataFrame, tolerance: Tolerance = CLOSE, sort:
     got = got if isinstance(got, pl.DataFrame) else pl.from_arrow(got)
     if sort:
         got, expected = got.sort("g", nulls_last=True), expected.sort("g", nulls_last=True)
-    mismatch = _frame_mismatch(got, expected, tolerance)
+    mismatch = frame_mismatch(got, expected, tolerance)
     assert mismatch is None, f"{mismatch}\ncolbridge:\n{got}\npolars:\n{expected}"
 
 

@@ -56,6 +56,7 @@ from colbridge.testing.asserts import (
     LIBM_OPS,
     LIBM_ULPS,
     Tolerance,
+    as_arrow,
     column_mismatch,
     std_bound,
     summation_bound,
@@ -850,14 +851,6 @@ def _combined(array: pa.Array | pa.ChunkedArray) -> pa.Array:
     return array
 
 
-def _as_table(result: Any) -> pa.Table:
-    if isinstance(result, pa.Table):
-        return result
-    if isinstance(result, pl.DataFrame):
-        return result.to_arrow()
-    return pa.Table.from_pandas(result, preserve_index=False)
-
-
 def _frames_differ(got: pa.Table, want: pa.Table) -> str | None:
     if got.column_names != want.column_names:
         return f"columns {got.column_names} != {want.column_names}"
@@ -884,7 +877,7 @@ def check_step(step: Step, table: pa.Table, spec: FrameSpec | str,
     for kind in kinds:
         frame = to_kind(table, kind)
         try:
-            got = _as_table(step.apply(cb, cb.lazy(frame)).compute(device="cpu"))
+            got = as_arrow(step.apply(cb, cb.lazy(frame)).compute(device="cpu"))
         except cb.ColbridgeError as exc:
             if polars_error is not None:
                 STATS.polars_errors_matched += 1
