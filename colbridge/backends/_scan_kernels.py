@@ -443,24 +443,31 @@ def rolling_weighted(values: Any, order: Any, tasks: Any, op: int, weights: Any,
             out_valid[i] = end - start >= min_samples
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, parallel=True)
 def rolling_weighted_by_key(values: Any, ids: Any, op: int, weights: Any, min_samples: int,
                             zero: Any, ring: Any, ring_valid: Any, heads: Any, out: Any,
                             out_valid: Any) -> None:  # fmt: skip
-    """Trailing `rolling_weighted` per group of ``ids``, each group's window in its ring."""
+    """Trailing `rolling_weighted` per group of ``ids``, each group's window in its ring.
+
+    Threads share the groups (`_parts`).
+    """
     window = ring.shape[1]
-    buf = np.empty(window, dtype=values.dtype)
-    for r in range(values.shape[0]):
-        i = np.uintp(r)
-        g = np.uintp(ids[i])  # unsigned: no negative-index wraparound per table read
-        _ring_push(ring, ring_valid, heads, g, values[i], True)
-        filled = heads[g, 1]
-        oldest = heads[g, 0] if filled == window else 0
-        for j in range(filled):
-            at = oldest + j
-            buf[j] = ring[g, at - window if at >= window else at]
-        out[i] = _weighted_of(buf, weights, window - filled, filled, op, zero)
-        out_valid[i] = filled >= min_samples
+    parts = _parts(ring.shape[0])
+    for part in numba.prange(parts):
+        buf = np.empty(window, dtype=values.dtype)
+        for r in range(values.shape[0]):
+            i = np.uintp(r)
+            g = np.uintp(ids[i])  # unsigned: no negative-index wraparound per table read
+            if g % parts != part:
+                continue
+            _ring_push(ring, ring_valid, heads, g, values[i], True)
+            filled = heads[g, 1]
+            oldest = heads[g, 0] if filled == window else 0
+            for j in range(filled):
+                at = oldest + j
+                buf[j] = ring[g, at - window if at >= window else at]
+            out[i] = _weighted_of(buf, weights, window - filled, filled, op, zero)
+            out_valid[i] = filled >= min_samples
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -568,6 +575,18 @@ def fill(values: Any, valid: Any, order: Any, tasks: Any, backward: bool,
 # a whole column passes new ones (`colbridge.backends.scans.new_carry`); a stream passes
 # the same ones batch after batch, so each batch goes on where the last one stopped.
 # They give the same answers as the kernels above.
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _parts(groups: int) -> Any:
+    """How many threads share a per-group pass: each takes the groups ``g % parts``.
+
+    Every thread reads every row's group id and skips the rows of other threads'
+    groups, so each group's rows still go in frame order, through one thread. That
+    pays where a row's work is much more than reading its id (windows recomputed from
+    a ring, compensated sums); running values and shifts stay on one thread.
+    """
+    return np.uintp(max(1, min(numba.get_num_threads(), groups)))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -691,7 +710,7 @@ def shift_by_key(values: Any, valid: Any, ids: Any, n: int, has_fill: bool, fill
         _ring_push(ring, ring_valid, heads, g, values[i], valid[i])
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, parallel=True)
 def rolling_sum_by_key(values: Any, valid: Any, ids: Any, mean: bool, kahan: bool,
                        min_samples: int, zero: Any, specials: Any, ring: Any, ring_valid: Any,
                        heads: Any, totals: Any, tallies: Any, counts: Any, out: Any,
@@ -701,40 +720,46 @@ def rolling_sum_by_key(values: Any, valid: Any, ids: Any, mean: bool, kahan: boo
     Each group keeps its window in a ring, its running sum with both compensations
     (``totals``), its tally of non-finite values and its count; the same updates, in
     the same order, as `rolling_sum`.
+
+    Threads share the groups (`_parts`).
     """
     window = ring.shape[1]
-    for r in range(values.shape[0]):
-        i = np.uintp(r)
-        g = np.uintp(ids[i])  # unsigned: no negative-index wraparound per table read
-        slot = heads[g, 0]
-        leaving = heads[g, 1] == window and ring_valid[g, slot]
-        old = ring[g, slot]
-        total, err_add, err_sub = totals[g, 0], totals[g, 1], totals[g, 2]
-        c = counts[g]
-        if leaving:
-            c -= 1
-            total, err_sub = _sum_step(zero + old, total, err_sub, -1, tallies, g, kahan)
-        _ring_push(ring, ring_valid, heads, g, values[i], valid[i])
-        if valid[i]:
-            total, err_add = _sum_step(zero + values[i], total, err_add, 1, tallies, g, kahan)
-            c += 1
-        if window == 1:  # as `rolling_sum`: a window sharing no row starts afresh
-            v = values[i]
-            total = zero + v if valid[i] and _finite(v) else zero
-            err_add, err_sub = zero, zero
-        totals[g, 0], totals[g, 1], totals[g, 2] = total, err_add, err_sub
-        counts[g] = c
-        # the output as `rolling_sum` writes it, repeated rather than shared: an inlined
-        # helper writing `out` made this loop three times slower (measured)
-        value = _sum_value(total, tallies, g, specials)
-        if mean:
-            out[i] = value
-            if c > 0:
-                out[i] = out[i] / c
-            out_valid[i] = c >= min_samples and c > 0
-        else:
-            out[i] = value
-            out_valid[i] = c >= min_samples
+    parts = _parts(ring.shape[0])
+    for part in numba.prange(parts):
+        for r in range(values.shape[0]):
+            i = np.uintp(r)
+            g = np.uintp(ids[i])  # unsigned: no negative-index wraparound per table read
+            if g % parts != part:
+                continue
+            slot = heads[g, 0]
+            leaving = heads[g, 1] == window and ring_valid[g, slot]
+            old = ring[g, slot]
+            total, err_add, err_sub = totals[g, 0], totals[g, 1], totals[g, 2]
+            c = counts[g]
+            if leaving:
+                c -= 1
+                total, err_sub = _sum_step(zero + old, total, err_sub, -1, tallies, g, kahan)
+            _ring_push(ring, ring_valid, heads, g, values[i], valid[i])
+            if valid[i]:
+                total, err_add = _sum_step(zero + values[i], total, err_add, 1, tallies, g, kahan)
+                c += 1
+            if window == 1:  # as `rolling_sum`: a window sharing no row starts afresh
+                v = values[i]
+                total = zero + v if valid[i] and _finite(v) else zero
+                err_add, err_sub = zero, zero
+            totals[g, 0], totals[g, 1], totals[g, 2] = total, err_add, err_sub
+            counts[g] = c
+            # the output as `rolling_sum` writes it, repeated rather than shared: an inlined
+            # helper writing `out` made this loop three times slower (measured)
+            value = _sum_value(total, tallies, g, specials)
+            if mean:
+                out[i] = value
+                if c > 0:
+                    out[i] = out[i] / c
+                out_valid[i] = c >= min_samples and c > 0
+            else:
+                out[i] = value
+                out_valid[i] = c >= min_samples
 
 
 @numba.njit(cache=True, nogil=True, fastmath={"reassoc"}, inline="never")
@@ -764,7 +789,7 @@ def _ring_sums(row: Any, row_valid: Any, filled: int, oldest: int) -> tuple[floa
     return s1, s2, count
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, parallel=True)
 def rolling_ring_by_key(values: Any, valid: Any, ids: Any, op: int, min_samples: int,
                         ddof: int, zero: Any, ring: Any, ring_valid: Any, heads: Any,
                         out: Any, out_valid: Any) -> None:  # fmt: skip
@@ -773,36 +798,42 @@ def rolling_ring_by_key(values: Any, valid: Any, ids: Any, op: int, min_samples:
     ``op``: 0 var, 1 std, 2 min, 3 max. Each row's window is its group's last
     ``ring.shape[1]`` rows, read from the ring: the variance as `rolling_var`
     (shifted data, `_ring_sums`), the extremes with NaN winning, as `rolling_extreme`.
+
+    Threads share the groups (`_parts`).
     """
     window = ring.shape[1]
-    for r in range(values.shape[0]):
-        i = np.uintp(r)
-        g = np.uintp(ids[i])  # unsigned: no negative-index wraparound per table read
-        _ring_push(ring, ring_valid, heads, g, values[i], valid[i])
-        filled = heads[g, 1]
-        oldest = heads[g, 0] if filled == window else 0
-        if op <= 1:
-            s1, s2, count = _ring_sums(ring[g], ring_valid[g], filled, oldest)
-            var = (s2 - s1 * s1 / count) / (count - ddof) if count - ddof > 0 else 0.0
-            if var < 0.0:
-                var = 0.0
-            out[i] = np.sqrt(var) if op == 1 else var
-            out_valid[i] = count >= min_samples and count - ddof > 0
-            continue
-        best = zero
-        nans = 0
-        count = 0
-        for at in range(filled):  # extremes: the order of the rows does not matter
-            if not ring_valid[g, at]:
+    parts = _parts(ring.shape[0])
+    for part in numba.prange(parts):
+        for r in range(values.shape[0]):
+            i = np.uintp(r)
+            g = np.uintp(ids[i])  # unsigned: no negative-index wraparound per table read
+            if g % parts != part:
                 continue
-            v = ring[g, at]
-            if v != v:
-                nans += 1
-            elif count == nans or ((v < best) if op == 2 else (v > best)):
-                best = v
-            count += 1
-        if nans > 0:
-            out[i] = np.nan
-        else:
-            out[i] = best  # a statement of its own: an integer stays one
-        out_valid[i] = count >= min_samples and count > 0
+            _ring_push(ring, ring_valid, heads, g, values[i], valid[i])
+            filled = heads[g, 1]
+            oldest = heads[g, 0] if filled == window else 0
+            if op <= 1:
+                s1, s2, count = _ring_sums(ring[g], ring_valid[g], filled, oldest)
+                var = (s2 - s1 * s1 / count) / (count - ddof) if count - ddof > 0 else 0.0
+                if var < 0.0:
+                    var = 0.0
+                out[i] = np.sqrt(var) if op == 1 else var
+                out_valid[i] = count >= min_samples and count - ddof > 0
+                continue
+            best = zero
+            nans = 0
+            count = 0
+            for at in range(filled):  # extremes: the order of the rows does not matter
+                if not ring_valid[g, at]:
+                    continue
+                v = ring[g, at]
+                if v != v:
+                    nans += 1
+                elif count == nans or ((v < best) if op == 2 else (v > best)):
+                    best = v
+                count += 1
+            if nans > 0:
+                out[i] = np.nan
+            else:
+                out[i] = best  # a statement of its own: an integer stays one
+            out_valid[i] = count >= min_samples and count > 0

@@ -135,7 +135,18 @@ def _outputs(func: str, n: int, compute: np.dtype[Any]) -> tuple[np.ndarray[Any,
                                                                  np.ndarray[Any, Any]]:  # fmt: skip
     """Empty result arrays for ``func``: values and validity."""
     dtype = np.dtype(np.uint32) if func == "cum_count" else compute
-    return np.empty(n, dtype=dtype), np.empty(n, dtype=np.bool_)
+    return _pooled(n, dtype), _pooled(n, np.dtype(np.bool_))
+
+
+def _pooled(n: int, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+    """An uninitialised array from Arrow's memory pool.
+
+    The pool keeps pages it has touched, where a fresh ``np.empty`` of this size is
+    mapped anew and faults on every page as the kernel first writes it (at 1e7
+    float64 rows that is most of a shift's time); the result's Arrow buffer wraps it.
+    """
+    buffer = pa.allocate_buffer(n * dtype.itemsize)
+    return np.frombuffer(buffer, dtype=dtype, count=n)
 
 
 def _result(func: str, out: np.ndarray[Any, Any], out_valid: np.ndarray[Any, Any],
@@ -396,6 +407,10 @@ def run_scan(
     computes in (typing casts it: `colbridge.plan.ordered_typing`); ``result`` is the
     output type (``cum_count`` counts into UInt32 whatever the argument).
     """
+    if func == "shift" and (groups is None or groups.ids is None):
+        moved = _shift_whole(arg, options, result)
+        if moved is not None:
+            return moved
     n = len(arg)
     k = _kernels()
     compute = _compute_type(arg_type)
@@ -453,6 +468,27 @@ def run_scan(
         msg = f"no scan kernel for `{func}`"
         raise AssertionError(msg)
     return _result(named, out, out_valid, result)
+
+
+def _shift_whole(arg: pa.Array, options: tuple[Any, ...], result: DType) -> pa.Array | None:
+    """A shift of the whole frame as Arrow moves it: the rows that stay, then the edge.
+
+    One copy of the values and the bitmap (``concat_arrays``), with no validity to unpack
+    or pack; None where the argument is not already of the result's physical type (the
+    kernel then converts it).
+    """
+    steps, fill = options
+    physical = pa.bool_() if result is DType.BOOL else pa.from_numpy_dtype(np.dtype(result.numpy))
+    if pa.types.is_temporal(arg.type) and arg.type.bit_width == physical.bit_width:
+        arg = arg.view(physical)  # dates and times move as their integers
+    if arg.type != physical:
+        return None
+    n = len(arg)
+    edge_rows = min(abs(steps), n)
+    edge = pa.nulls(edge_rows, physical) if fill is None \
+        else pa.repeat(pa.scalar(fill, physical), edge_rows)  # fmt: skip
+    kept = arg.slice(0, n - edge_rows) if steps >= 0 else arg.slice(edge_rows)
+    return pa.concat_arrays([edge, kept] if steps >= 0 else [kept, edge])
 
 
 def with_dictionary(codes: pa.Array, dictionary: pa.Array) -> pa.Array:
