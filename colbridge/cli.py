@@ -151,7 +151,8 @@ def _parser() -> argparse.ArgumentParser:
         help="fill nulls of a numeric column before its other transforms, with a number or "
         "with the column's mean, median or most_frequent value fitted on the data "
         "(scikit-learn's SimpleImputer; scaling is then fitted on the filled values), "
-        "e.g. --fill-null income=median",
+        "e.g. --fill-null income=median; most_frequent also fills a one-hot, ids or "
+        "target-encoded column with its most frequent category before the encoder",
     )  # fmt: skip
     fuse.add_argument("--clip", action="append", default=[], metavar="COL=LO:HI")
     fuse.add_argument("--dtype", default=None, help="matrix element type (default float32)")

@@ -86,7 +86,8 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
         Categorical columns: one-hot block, integer ids (0 null, 1 rare or unseen), or
         the smoothed target mean (out of fold in `fit_transform`). As in scikit-learn's
         ``OneHotEncoder`` and ``TargetEncoder``, a null is a category of its own (a
-        ``<name>=<null>`` column, its own target mean) when the fit saw one.
+        ``<name>=<null>`` column, its own target mean) when the fit saw one, unless
+        ``fill_null={name: "most_frequent"}`` fills it with the most frequent category.
     datetime, cyclical
         ``{column: [parts]}``: date/time parts of a Date, Datetime or Time column, from
         ``month``, ``weekday`` (Monday 1), ``day``, ``ordinal_day``, ``hour``, ``minute``
@@ -100,8 +101,11 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
         on the column's non-null, non-NaN values as ``SimpleImputer`` does (NaN of a
         pandas float column is a null), before the column's other transforms, whose
         statistics are then fitted on the filled values (as
-        ``make_pipeline(SimpleImputer(strategy="median"), StandardScaler())``). A column
-        with no value to fit the fill on is an error.
+        ``make_pipeline(SimpleImputer(strategy="median"), StandardScaler())``). A
+        one-hot, ids or target-encoded column takes ``"most_frequent"``: its nulls become
+        its most frequent category (the smallest among ties) before the encoder, as
+        ``make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder())``, so
+        it has no null category. A column with no value to fit the fill on is an error.
     min_frequency, max_categories, handle_unknown
         Infrequent categories of one-hot and id columns, as in scikit-learn's
         ``OneHotEncoder``; ``handle_unknown`` is ``"ignore"``, ``"error"`` or

@@ -144,7 +144,12 @@ class ColumnTransform:
     ``fill_null`` is a number, or one of `FILL_STRATEGIES` for a numeric column: the
     column's mean, median or most frequent value (the smallest among ties), fitted
     over its non-null, non-NaN values as scikit-learn's ``SimpleImputer`` does; the
-    scaling statistics are then fitted on the filled column.
+    scaling statistics are then fitted on the filled column. A categorical column
+    (``one_hot``, ``ids``, ``hash_buckets``, ``target_encode``) takes ``"most_frequent"``
+    only: its nulls become its most frequent category (counted by value; the smallest
+    among ties), and the encoder is fitted on and applied to the filled column, as in
+    ``make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder())``: no null
+    reaches the encoder, so there is no null category.
     """
 
     name: str
@@ -188,10 +193,9 @@ class ColumnTransform:
                 "choose one per column"
             )
             raise JobSpecError(msg)
-        numeric = (
-            self.scale or self.clip or self.fill_null is not None or self.log1p
-            or self.quantile_bins is not None
-        )  # fmt: skip
+        # a categorical column is filled with its most frequent category, never a number
+        filled = self.fill_null is not None and self.fill_strategy != "most_frequent"
+        numeric = self.scale or self.clip or filled or self.log1p or self.quantile_bins is not None
         if kinds == ["datetime"] and (
             self.scale or self.clip or self.log1p or self.quantile_bins is not None
         ):
@@ -203,7 +207,9 @@ class ColumnTransform:
         if kinds and kinds != ["datetime"] and numeric:
             msg = (
                 f"column `{self.name}` is encoded as {kinds[0]} and cannot also be scaled, "
-                "clipped, filled, log1p-ed or binned; a null category has its own encoding"
+                "clipped, filled with a number, log1p-ed or binned; a null category has its "
+                "own encoding, or `fill_null='most_frequent'` fills it with the most frequent "
+                "category"
             )
             raise JobSpecError(msg)
         if self.quantile_bins is not None:
@@ -251,12 +257,12 @@ class ColumnTransform:
             raise JobSpecError(msg)
         kinds = self._encodings()
         kinds += ["hash_buckets"] if self.hash_buckets is not None and not kinds else []
-        if kinds:
+        if kinds and fill != "most_frequent":
             msg = (
                 f"column `{self.name}` is encoded as {kinds[0]}: `fill_null={fill!r}` fills "
-                "numeric columns only; a categorical column's null already has its own "
-                "encoding (a `<null>` one-hot column, the null id 0, its own target mean). "
-                "To impute the most frequent category instead, fill the column before fusing"
+                "numeric columns only; a categorical column is filled with its most frequent "
+                "category (`fill_null='most_frequent'`), or its null keeps its own encoding "
+                "(a `<null>` one-hot column, the null id 0, its own target mean)"
             )
             raise JobSpecError(msg)
         if self.datetime is not None:
@@ -274,6 +280,17 @@ class ColumnTransform:
     def fill_strategy(self) -> str | None:
         """The fitted fill (one of `FILL_STRATEGIES`), or None for a number or no fill."""
         return self.fill_null if isinstance(self.fill_null, str) else None
+
+    @property
+    def fills_category(self) -> bool:
+        """Whether the column is categorical and filled with its most frequent category.
+
+        Its fill value is a category (a string or an integer), fitted by value and
+        written into the column before its encoder, never into a kernel.
+        """
+        return self.fill_strategy is not None and bool(
+            self._encodings() or self.hash_buckets is not None
+        )
 
     def _check_datetime(self) -> None:
         parts = self.datetime
@@ -516,8 +533,9 @@ class FeatureStats:
     of version 1 or 2 keeps its meaning: a null one-hot value gives an all-zero block
     (whatever ``handle_unknown`` says) and a null target-encoded one the target mean.
     Version 4 adds the fitted fill value of a column filled by a strategy
-    (``fill_value``, with the ``fill_strategy`` it was fitted by); a file of an older
-    version has none, so a spec asking for a fitted fill cannot apply it (an error).
+    (``fill_value``: a number, or the category of a categorical column; with the
+    ``fill_strategy`` it was fitted by); a file of an older version has none, so a
+    spec asking for a fitted fill cannot apply it (an error).
     A file is saved at the version it was read with; a fit writes version 4. In
     memory a list may be held as a NumPy array; `to_dict` and `save` write plain
     JSON lists.
@@ -626,11 +644,75 @@ def _base(t: ColumnTransform, fill: float | None) -> Expr:
 
 
 def _fill_value(t: ColumnTransform, stats: FeatureStats) -> float | None:
-    """The value ``t``'s nulls are filled with: its number, or the fitted one in ``stats``."""
+    """The number ``t``'s nulls are filled with: its own, or the fitted one in ``stats``.
+
+    For a numeric column; a categorical one's fill is a category (`_category_fill`).
+    """
+    if t.fill_null is None or t.fills_category:
+        return None
     if t.fill_strategy is None:
-        return None if t.fill_null is None else float(t.fill_null)
+        return float(t.fill_null)
     value = stats.columns[t.name]["fill_value"]
     return None if value is None else float(value)
+
+
+def _category_fill(t: ColumnTransform, stats: FeatureStats) -> Any:
+    """The category ``t``'s nulls become (a string or an integer, as fitted), or None."""
+    return stats.columns[t.name]["fill_value"] if t.fills_category else None
+
+
+def _fill_scalar(name: str, value: Any, typ: pa.DataType) -> pa.Scalar:
+    try:
+        return pa.scalar(value, type=typ)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+        msg = (
+            f"column `{name}` of type `{typ}` cannot be filled with its fitted most frequent "
+            f"category {value!r}: the statistics were fitted on a column of another type; "
+            "refit them on data of this type"
+        )
+        raise JobSpecError(msg) from None
+
+
+def _fill_categories(name: str, column: pa.Array | pa.ChunkedArray, value: Any) -> pa.Array:
+    """A categorical column with its nulls set to the category ``value``.
+
+    A dictionary column keeps its codes: ``value`` is appended to its dictionary (a
+    null entry of the dictionary becomes ``value`` too), and the null rows point at it;
+    the codes of a category may then differ from one batch to the next, which is why
+    everything downstream reads categories by value. A column without nulls is
+    returned as it is (no copy).
+    """
+    array = _combined(column)
+    if value is None:
+        return array
+    if pa.types.is_dictionary(array.type):
+        dictionary, indices = array.dictionary, array.indices
+        if not indices.null_count and not dictionary.null_count:
+            return array
+        fill = _fill_scalar(name, value, dictionary.type)
+        position = len(dictionary)
+        entries = pa.concat_arrays(
+            [dictionary.fill_null(fill), pa.array([fill.as_py()], dictionary.type)]
+        )
+        if position > np.iinfo(indices.type.to_pandas_dtype()).max:
+            indices = indices.cast(pa.int64())
+        return pa.DictionaryArray.from_arrays(
+            indices.fill_null(position), entries, ordered=array.type.ordered
+        )
+    if not array.null_count:
+        return array
+    return pc.fill_null(array, _fill_scalar(name, value, array.type))
+
+
+def _fill_batch(
+    batch: pa.RecordBatch | pa.Table, fills: Mapping[str, Any]
+) -> pa.RecordBatch | pa.Table:
+    """``batch`` with each categorical column of ``fills`` filled with its category."""
+    for name, value in fills.items():
+        i = batch.schema.get_field_index(name)
+        filled = _fill_categories(name, batch.column(i), value)
+        batch = batch.set_column(i, pa.field(name, filled.type), filled)
+    return batch
 
 
 def _finite(value: Any) -> bool:
@@ -829,9 +911,16 @@ class FeaturePlan:
         self.target = {t.name: _target(t, spec, stats) for t in spec.columns if t.target_encode}
         #: fitted fills: the strategy and the value of each column filled by one
         self.fills = {
-            t.name: (t.fill_strategy, _fill_value(t, stats))
+            t.name: (
+                t.fill_strategy,
+                _category_fill(t, stats) if t.fills_category else _fill_value(t, stats),
+            )
             for t in spec.columns
             if t.fill_strategy is not None
+        }
+        #: categorical columns filled with their most frequent category, before the encoder
+        self.category_fills = {
+            t.name: _category_fill(t, stats) for t in spec.columns if t.fills_category
         }
         self.names: list[str] = []
         for t in spec.columns:
@@ -894,6 +983,12 @@ class FeaturePlan:
             folds = folds_of(start, n, spec.folds, spec.seed) if out_of_fold else None
             for t in spec.columns:
                 column = batch.column(t.name)
+                # the encoder reads the filled column; the indicator the one given
+                encoded = (
+                    _fill_categories(t.name, column, self.category_fills[t.name])
+                    if t.name in self.category_fills
+                    else column
+                )
                 if t.kind in ("numeric", "datetime"):
                     assert mat is not None
                     k = len(self.kernel_exprs[t.name])
@@ -903,13 +998,13 @@ class FeaturePlan:
                     pos += k
                     j += k
                 elif t.one_hot:
-                    pos += self._write_one_hot(t, column, features, full_valid, pos)
+                    pos += self._write_one_hot(t, encoded, features, full_valid, pos)
                 elif t.ids:
-                    features[:, pos] = self._ids(t, column)
+                    features[:, pos] = self._ids(t, encoded)
                     pos += 1
                 else:
                     te = self.target[t.name]
-                    code = codes(column, te.categories)
+                    code = codes(encoded, te.categories)
                     code = np.where(code < 0, len(te.categories), code)
                     if folds is None:
                         features[:, pos] = te.full[code]
@@ -1028,6 +1123,13 @@ class _FillFit:
     values (8 bytes each, as the exact quantiles do; NumPy's median at the end), and
     ``most_frequent`` each batch's distinct values with their counts (summed at the
     end; the smallest value wins a tie, -0.0 counts as 0.0).
+
+    A categorical column (`ColumnTransform.fills_category`) is counted by value, as
+    its encoder counts it: each batch's ``(value, count)`` table (a dictionary
+    column's codes named by its dictionary, so a category that has other codes in
+    other batches or row groups is one value), summed by value at the end; the most
+    frequent value wins, the smallest (code-point order for strings, as Python's
+    ``min`` in ``SimpleImputer``) among ties.
     """
 
     def __init__(self, columns: Sequence[ColumnTransform]) -> None:
@@ -1037,10 +1139,16 @@ class _FillFit:
         self.counts = dict.fromkeys(self.names, 0)
         self.parts: dict[str, list[np.ndarray[Any, Any]]] = {n: [] for n in self.names}
         self.freqs: dict[str, list[np.ndarray[Any, Any]]] = {n: [] for n in self.names}
+        self.tables: dict[str, list[pa.Table]] = {n: [] for n in self.names}
+        self.types: dict[str, pa.DataType] = {}
 
     def add(self, batch: pa.RecordBatch | pa.Table) -> None:
         """Take one batch's partials."""
         for t in self.columns:
+            if t.fills_category:
+                self.tables[t.name].append(category_counts(batch.column(t.name)))
+                self.types.setdefault(t.name, _categorical_type(batch.schema.field(t.name).type))
+                continue
             column = _combined(batch.column(t.name)).drop_null()
             v = np.asarray(column.cast(pa.float64()).to_numpy(zero_copy_only=False))
             v = v[~np.isnan(v)]
@@ -1068,7 +1176,11 @@ class _FillFit:
         for t in self.columns:
             parts = self.parts[t.name]
             v = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0)
-            if t.fill_strategy == "mean":
+            if t.fills_category:
+                cats, freq = merge_counts(self.tables[t.name], self.types.get(t.name, pa.null()))
+                # ascending values: the first of the most frequent is the smallest
+                value = cats[int(np.argmax(freq))] if cats else None
+            elif t.fill_strategy == "mean":
                 n = self.counts[t.name]
                 value = self.sums[t.name] / n if n else None
             elif not v.size:
@@ -1082,6 +1194,13 @@ class _FillFit:
                 total = np.zeros(distinct.size, dtype=np.int64)
                 np.add.at(total, where, c)
                 value = float(distinct[np.argmax(total)])  # the first (smallest) of the most
+            if value is None and t.fills_category:
+                msg = (
+                    f"column `{t.name}` has no category to fit `fill_null={t.fill_strategy!r}` "
+                    "on (every row is null, or there are no rows); drop its `fill_null` (a "
+                    "null then has its own encoding) or leave the column out"
+                )
+                raise InvalidOperationError(msg)
             if value is None:
                 msg = (
                     f"column `{t.name}` has no value to fit `fill_null={t.fill_strategy!r}` on "
@@ -1099,13 +1218,24 @@ def _fit_passes(spec: FeatureSpec) -> int:
 
     A column whose fill value is fitted (``fill_null="mean"``, say) and that is also
     scaled or binned has its scaling statistics fitted on the filled values, so its
-    fill value is fitted first, in a pass of its own. Otherwise one pass fits all.
+    fill value is fitted first, in a pass of its own. So has a categorical column
+    filled with its most frequent category whose encoder is fitted (one-hot without
+    listed categories, ids from a vocabulary, target encoding): its category counts or
+    target sums are those of the filled column. Otherwise one pass fits all.
     """
-    staged = any(
-        t.fill_strategy is not None and (t.scale is not None or t.quantile_bins is not None)
-        for t in spec.columns
-    )
+    staged = any(t.fill_strategy is not None and _fitted_on_fill(t) for t in spec.columns)
     return 2 if staged else 1
+
+
+def _fitted_on_fill(t: ColumnTransform) -> bool:
+    """Whether ``t``'s other statistics are fitted on its filled values."""
+    return (
+        t.scale is not None
+        or t.quantile_bins is not None
+        or (t.one_hot and t.categories is None)
+        or (t.ids and t.hash_buckets is None)
+        or t.target_encode
+    )
 
 
 def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -> FeatureStats:
@@ -1126,6 +1256,10 @@ def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -
     encoded = [t for t in spec.columns if t.target_encode]
     # a scaled column's statistics are those of its values after the fill (and log1p)
     bases = {t.name: _base(t, _fill_value(t, stats)).node for t in moments + exact}
+    # categorical columns filled before they are counted (fitted in the first pass)
+    category_fills = {
+        t.name: _category_fill(t, stats) for t in counted + encoded if t.fills_category
+    }
     aggs: list[Agg] = []
     for t in moments:
         base = bases[t.name]
@@ -1156,11 +1290,12 @@ def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -
         nonlocal rows
         for batch in source.batches(batch_rows, needed):
             n = batch.num_rows
+            fills.add(batch)  # fill values are fitted on the column as given
+            batch = _fill_batch(batch, category_fills)
             for name, parts in counts.items():
                 parts.append(category_counts(batch.column(name)))
             if encoded:
                 _target_partials(batch, spec, rows, encoded, targets, ys)
-            fills.add(batch)
             if exact_plan is not None:
                 table = compute_piece(exact_plan, batch, device)
                 for t in exact:
@@ -1212,11 +1347,15 @@ def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -
         nulls = rows - sum(freq)
         if t.one_hot and nulls:  # null is a category of its own, last (as scikit-learn's)
             cats, freq = [*cats, None], [*freq, nulls]
-        stats.columns[t.name] = {"categories": cats, "counts": freq, "rows": rows}
+        # `update`: a filled column keeps its `fill_value` beside its counts
+        stats.columns.setdefault(t.name, {}).update(
+            {"categories": cats, "counts": freq, "rows": rows}
+        )
     if encoded:
         for t in encoded:
             typ = _categorical_type(source.schema.field(t.name).type)
-            stats.columns[t.name] = _target_stats(targets[t.name], typ, spec.folds, ys)
+            entry = _target_stats(targets[t.name], typ, spec.folds, ys)
+            stats.columns.setdefault(t.name, {}).update(entry)
     return stats
 
 
@@ -1331,11 +1470,27 @@ def _check_types(spec: FeatureSpec, schema: pa.Schema) -> None:
     """Refuse a column whose type its encoding cannot read, naming what to do instead."""
     for t in spec.columns:
         typ = schema.field(t.name).type
-        if t.fill_strategy is not None and not (
-            pa.types.is_integer(typ)
-            or pa.types.is_floating(typ)
-            or pa.types.is_boolean(typ)
-            or pa.types.is_decimal(typ)
+        categorical = (
+            pa.types.is_dictionary(typ) or pa.types.is_string(typ) or pa.types.is_large_string(typ)
+        )
+        if t.fill_strategy is not None and t.kind == "numeric" and categorical:
+            msg = (
+                f"column `{t.name}` of type `{typ}` cannot be filled with its "
+                f"{t.fill_strategy.replace('_', ' ')} value as a number: a categorical column "
+                "needs an encoding (one_hot, ids, hash_buckets or target_encode); there "
+                "`fill_null='most_frequent'` fills its nulls with its most frequent category, "
+                "or a null keeps an encoding of its own"
+            )
+            raise UnsupportedTypeError(msg)
+        if (
+            t.fill_strategy is not None
+            and not t.fills_category
+            and not (
+                pa.types.is_integer(typ)
+                or pa.types.is_floating(typ)
+                or pa.types.is_boolean(typ)
+                or pa.types.is_decimal(typ)
+            )
         ):
             msg = (
                 f"column `{t.name}` of type `{typ}` cannot be filled with its "
@@ -1520,8 +1675,8 @@ def fit_stats(
     """Statistics the spec's transforms read, from one pass over ``input``.
 
     Two passes when a column's fill value is fitted (``fill_null="median"``, say) and the
-    column is also scaled or binned: the fill values first, then the statistics of the
-    filled columns.
+    column is also scaled or binned, or is a categorical column whose encoder is fitted:
+    the fill values first, then the statistics of the filled columns.
 
     Examples
     --------
@@ -1750,14 +1905,17 @@ def _describe_encoders(plan: FeaturePlan, *, out_of_fold: bool) -> list[str]:
     for t in spec.columns:
         if t.name in plan.fills:
             strategy, value = plan.fills[t.name]
+            then = "its encoding" if t.fills_category else "its other transforms"
             lines.append(
                 f"{t.name}: nulls filled with the fitted {strategy.replace('_', ' ')} {value!r}, "
-                "before its other transforms"
+                f"before {then}"
             )
         if t.one_hot:
             oh = plan.one_hot[t.name]
             extra = ", the last for infrequent categories" if oh.infrequent is not None else ""
-            if oh.categories.null_count:
+            if t.name in plan.category_fills:
+                null = f"filled with {plan.category_fills[t.name]!r} first"
+            elif oh.categories.null_count:
                 null = "a category of its own"
             elif oh.null_unknown:
                 null = "unseen when fitting"

@@ -1,5 +1,8 @@
 """Fitted fills (`fill_null="mean" | "median" | "most_frequent"`) against scikit-learn.
 
+Numeric columns here; categorical ones (most_frequent before an encoder) are in
+test_feature_fill_categories.py.
+
 The oracle is ``SimpleImputer`` alone, and composed with the scalers and the binning in
 scikit-learn pipelines: the fill comes first, so the scaling statistics are fitted on
 the filled column.
@@ -362,9 +365,10 @@ def test_errors() -> None:
         FeatureFusion(["x"], fill_null={"x": "mean"}, zscore=["x"]).fit(empty)
     with pytest.raises(JobSpecError, match=r"unknown `fill_null` strategy 'avg'"):
         FeatureSpec.from_dict({"columns": {"x": {"fill_null": "avg"}}})
-    with pytest.raises(JobSpecError, match=r"encoded as one_hot: `fill_null='most_frequent'` "
+    # a categorical column takes most_frequent (tests/features/test_feature_fill_categories.py)
+    with pytest.raises(JobSpecError, match=r"encoded as one_hot: `fill_null='median'` "
                                            r"fills numeric columns only"):  # fmt: skip
-        FeatureSpec.from_dict({"columns": {"c": {"fill_null": "most_frequent", "one_hot": True}}})
+        FeatureSpec.from_dict({"columns": {"c": {"fill_null": "median", "one_hot": True}}})
     with pytest.raises(JobSpecError, match=r"encoded as hash_buckets"):
         FeatureSpec.from_dict({"columns": {"c": {"fill_null": "mean", "hash_buckets": 4}}})
     with pytest.raises(JobSpecError, match=r"date parts, which are filled with a number only"):
