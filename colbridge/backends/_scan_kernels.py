@@ -444,21 +444,22 @@ def rolling_weighted(values: Any, order: Any, tasks: Any, op: int, weights: Any,
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def rolling_weighted_by_key(values: Any, ids: Any, op: int, weights: Any, min_samples: int,
-                            zero: Any, ring: Any, ring_valid: Any, heads: Any, out: Any,
-                            out_valid: Any) -> None:  # fmt: skip
+def rolling_weighted_by_key(values: Any, ids: Any, parts: int, op: int, weights: Any,
+                            min_samples: int, zero: Any, ring: Any, ring_valid: Any,
+                            heads: Any, out: Any, out_valid: Any) -> None:  # fmt: skip
     """Trailing `rolling_weighted` per group of ``ids``, each group's window in its ring.
 
-    Threads share the groups (`_parts`).
+    ``parts`` threads share the groups.
     """
     window = ring.shape[1]
-    parts = _parts(ring.shape[0])
+    share = np.uintp(parts)
     for part in numba.prange(parts):
+        mine = np.uintp(part)
         buf = np.empty(window, dtype=values.dtype)
         for r in range(values.shape[0]):
             i = np.uintp(r)
             g = np.uintp(ids[i])  # unsigned: no negative-index wraparound per table read
-            if g % parts != part:
+            if g % share != mine:
                 continue
             _ring_push(ring, ring_valid, heads, g, values[i], True)
             filled = heads[g, 1]
@@ -574,19 +575,11 @@ def fill(values: Any, valid: Any, order: Any, tasks: Any, backward: bool,
 # group id: no sort, no random reads of the values. The tables are arguments: a scan over
 # a whole column passes new ones (`colbridge.backends.scans.new_carry`); a stream passes
 # the same ones batch after batch, so each batch goes on where the last one stopped.
-# They give the same answers as the kernels above.
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _parts(groups: int) -> Any:
-    """How many threads share a per-group pass: each takes the groups ``g % parts``.
-
-    Every thread reads every row's group id and skips the rows of other threads'
-    groups, so each group's rows still go in frame order, through one thread. That
-    pays where a row's work is much more than reading its id (windows recomputed from
-    a ring, compensated sums); running values and shifts stay on one thread.
-    """
-    return np.uintp(max(1, min(numba.get_num_threads(), groups)))
+# They give the same answers as the kernels above. Where a row's work is much more than
+# reading its group id (windows read from a ring, compensated sums), ``parts`` threads
+# each take the groups ``g % parts`` and walk all the rows, skipping other threads'
+# groups, so that every group is still scanned in frame order, by one thread; running
+# values and shifts, whose rows cost little more than that read, stay on one thread.
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -711,25 +704,26 @@ def shift_by_key(values: Any, valid: Any, ids: Any, n: int, has_fill: bool, fill
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def rolling_sum_by_key(values: Any, valid: Any, ids: Any, mean: bool, kahan: bool,
-                       min_samples: int, zero: Any, specials: Any, ring: Any, ring_valid: Any,
-                       heads: Any, totals: Any, tallies: Any, counts: Any, out: Any,
-                       out_valid: Any) -> None:  # fmt: skip
+def rolling_sum_by_key(values: Any, valid: Any, ids: Any, parts: int, mean: bool,
+                       kahan: bool, min_samples: int, zero: Any, specials: Any, ring: Any,
+                       ring_valid: Any, heads: Any, totals: Any, tallies: Any, counts: Any,
+                       out: Any, out_valid: Any) -> None:  # fmt: skip
     """`rolling_sum` (trailing windows of ``ring.shape[1]`` rows) per group of ``ids``.
 
     Each group keeps its window in a ring, its running sum with both compensations
     (``totals``), its tally of non-finite values and its count; the same updates, in
     the same order, as `rolling_sum`.
 
-    Threads share the groups (`_parts`).
+    ``parts`` threads share the groups.
     """
     window = ring.shape[1]
-    parts = _parts(ring.shape[0])
+    share = np.uintp(parts)
     for part in numba.prange(parts):
+        mine = np.uintp(part)
         for r in range(values.shape[0]):
             i = np.uintp(r)
             g = np.uintp(ids[i])  # unsigned: no negative-index wraparound per table read
-            if g % parts != part:
+            if g % share != mine:
                 continue
             slot = heads[g, 0]
             leaving = heads[g, 1] == window and ring_valid[g, slot]
@@ -790,24 +784,25 @@ def _ring_sums(row: Any, row_valid: Any, filled: int, oldest: int) -> tuple[floa
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def rolling_ring_by_key(values: Any, valid: Any, ids: Any, op: int, min_samples: int,
-                        ddof: int, zero: Any, ring: Any, ring_valid: Any, heads: Any,
-                        out: Any, out_valid: Any) -> None:  # fmt: skip
+def rolling_ring_by_key(values: Any, valid: Any, ids: Any, parts: int, op: int,
+                        min_samples: int, ddof: int, zero: Any, ring: Any, ring_valid: Any,
+                        heads: Any, out: Any, out_valid: Any) -> None:  # fmt: skip
     """Trailing rolling var/std/min/max per group of ``ids``, from each group's ring.
 
     ``op``: 0 var, 1 std, 2 min, 3 max. Each row's window is its group's last
     ``ring.shape[1]`` rows, read from the ring: the variance as `rolling_var`
     (shifted data, `_ring_sums`), the extremes with NaN winning, as `rolling_extreme`.
 
-    Threads share the groups (`_parts`).
+    ``parts`` threads share the groups.
     """
     window = ring.shape[1]
-    parts = _parts(ring.shape[0])
+    share = np.uintp(parts)
     for part in numba.prange(parts):
+        mine = np.uintp(part)
         for r in range(values.shape[0]):
             i = np.uintp(r)
             g = np.uintp(ids[i])  # unsigned: no negative-index wraparound per table read
-            if g % parts != part:
+            if g % share != mine:
                 continue
             _ring_push(ring, ring_valid, heads, g, values[i], valid[i])
             filled = heads[g, 1]

@@ -277,6 +277,13 @@ def _kernels() -> Any:
     return _scan_kernels
 
 
+def _threads() -> int:
+    """The threads numba runs parallel loops on (`numba.set_num_threads` may lower it)."""
+    import numba
+
+    return int(numba.get_num_threads())
+
+
 def _compute_type(dtype: DType) -> np.dtype[Any]:
     if dtype in (DType.FLOAT32, DType.FLOAT64):
         return np.dtype(dtype.numpy)
@@ -362,9 +369,12 @@ def run_carried(carry: Carry, values: np.ndarray[Any, Any], valid: np.ndarray[An
     k = _kernels()
     func, options, compute, t = carry.func, carry.options, carry.compute, carry.tables
     zero = compute.type(0)
+    # threads that share the groups of the kernels that split them (`_scan_kernels`)
+    parts = max(1, min(_threads(), carry.count))
     if rolling_weights(func, options) is not None:  # trailing weighted windows
-        k.rolling_weighted_by_key(values, ids, _WEIGHTED[func], weights_for(func, options, compute),
-                                  options[1], zero, *t, out, out_valid)  # fmt: skip
+        k.rolling_weighted_by_key(values, ids, parts, _WEIGHTED[func],
+                                  weights_for(func, options, compute), options[1], zero, *t,
+                                  out, out_valid)  # fmt: skip
     elif func in _CUMULATIVE:
         k.cumulative_by_key(values, valid, ids, _CUMULATIVE[func], options[0], *t, out,
                             out_valid)  # fmt: skip
@@ -384,12 +394,13 @@ def run_carried(carry: Carry, values: np.ndarray[Any, Any], valid: np.ndarray[An
         min_samples = options[1]
         mean = func == "rolling_mean"
         total = np.dtype(np.float64) if mean else compute
-        k.rolling_sum_by_key(values, valid, ids, mean, compute.kind == "f", min_samples,
-                             total.type(0), _specials(total), *t, out, out_valid)  # fmt: skip
+        k.rolling_sum_by_key(values, valid, ids, parts, mean, compute.kind == "f",
+                             min_samples, total.type(0), _specials(total), *t, out,
+                             out_valid)  # fmt: skip
     else:  # trailing rolling var, std, min, max
         _, min_samples, _, ddof = options[:4]
         op = ("rolling_var", "rolling_std", "rolling_min", "rolling_max").index(func)
-        k.rolling_ring_by_key(values, valid, ids, op, min_samples, ddof, zero, *t, out,
+        k.rolling_ring_by_key(values, valid, ids, parts, op, min_samples, ddof, zero, *t, out,
                               out_valid)  # fmt: skip
 
 

@@ -434,7 +434,7 @@ def explain_pipeline(
     levels = statistics_passes(job.steps)
     empty = source.schema.empty_table()
     report = describe(prepare(job.steps, empty.column_names), ArrowTableAdapter(empty),
-                      device=device)  # fmt: skip
+                      device=device, streamed=True)  # fmt: skip
     body = report.to_text().splitlines()[1:]
     head = [
         f"colbridge pipeline over {describe_input(source, input_passes(job.steps))}, "

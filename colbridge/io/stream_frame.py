@@ -168,7 +168,7 @@ class StreamFrame(LazyFrame):
         empty = self._source.schema.empty_table()
         report = describe(prepare(self._steps, empty.column_names), ArrowTableAdapter(empty),
                           device=device, target=target, source=source,
-                          last=self.last_report)  # fmt: skip
+                          last=self.last_report, streamed=True)  # fmt: skip
         levels = statistics_passes(job.steps)
         stream = Section("input", describe_input(self._source, input_passes(job.steps)), [
             (0, f"batches of up to {job.batch_rows} rows"),

@@ -141,18 +141,20 @@ def build_report(
     last: Any = None,
     sources: dict[int, list[tuple[str, str]]] | None = None,
     target: str | None = None,
+    streamed: bool = False,
 ) -> PlanReport:
     """Describe a typed plan.
 
     ``last`` is the previous compute's report, ``sources`` the kernel sources per
     segment index (when asked for), ``target`` the backend whose kernels are
-    described (default: the device chosen).
+    described (default: the device chosen); ``streamed``: the plan runs batch by
+    batch over a stream (its scans carry their state on the host).
     """
     sections = [Section("device", f"{choice.target} ({choice.note})")]
     described = [(0, f"{i + 1}. {s.describe()}") for i, s in enumerate(steps)]
     sections.append(Section("steps", "", described or [(0, "(none)")]))
     for k, seg in enumerate(segments):
-        npasses, nkernels, grouped_lines = _grouped_work(seg, target or choice.target)
+        npasses, nkernels, grouped_lines = _grouped_work(seg, target or choice.target, streamed)
         npasses += len(seg.agg_levels)
         nkernels += sum(bool(aggs) + len(by_keys) + len(per_group_level(level))
                         for level in seg.agg_levels
@@ -229,15 +231,17 @@ def build_report(
     return PlanReport(f"over a {frame_kind} frame of {num_rows} rows", sections)
 
 
-def _grouped_work(seg: Segment, target: str) -> tuple[int, int, list[tuple[int, str]]]:
+def _grouped_work(seg: Segment, target: str,
+                  streamed: bool = False) -> tuple[int, int, list[tuple[int, str]]]:  # fmt: skip
     """Passes, kernels and report lines of a segment's factorize work (before its passes).
 
-    ``target``: the backend whose kernels are described (``"cpu"`` or ``"cuda"``).
+    ``target``: the backend whose kernels are described (``"cpu"`` or ``"cuda"``);
+    ``streamed``: the plan runs over a stream's batches.
     """
     lines: list[tuple[int, str]] = []
     passes = kernels = 0
     if seg.pre is not None:
-        pre_passes, pre_kernels, pre_lines = _grouped_work(seg.pre, target)
+        pre_passes, pre_kernels, pre_lines = _grouped_work(seg.pre, target, streamed)
         levels = len(seg.pre.agg_levels)
         passes += pre_passes + levels + 1
         kernels += pre_kernels + levels + 1
@@ -257,7 +261,7 @@ def _grouped_work(seg: Segment, target: str) -> tuple[int, int, list[tuple[int, 
         passes += 1
         groups = "each group on its own, rows in frame order" if scan.keys.exprs \
             else "the rows in frame order"  # fmt: skip
-        why = device_scan_reason(scan.func) if target == "cuda" else None
+        why = device_scan_reason(scan.func, streamed) if target == "cuda" else None
         if target == "cuda" and why is None:
             where = "generated CUDA scan on the device"
             if scan.keys.exprs:
@@ -286,8 +290,12 @@ def describe(
     target: str | None = None,
     source: bool = False,
     last: Any = None,
+    streamed: bool = False,
 ) -> PlanReport:
-    """The report of ``plan`` over the frame behind ``adapter`` (see `LazyFrame.explain`)."""
+    """The report of ``plan`` over the frame behind ``adapter`` (see `LazyFrame.explain`).
+
+    ``streamed``: the plan runs batch by batch over a stream (see `build_report`).
+    """
     copies: list[str] = []
     columns = Columns(adapter, copies)
     segments = plan.typed(columns).segments
@@ -312,5 +320,5 @@ def describe(
     return build_report(
         frame_kind=adapter.kind, num_rows=adapter.num_rows, steps=plan.steps,
         segments=segments, choice=choice, copies=copies, last=last, sources=sources,
-        target=target,
+        target=target, streamed=streamed,
     )  # fmt: skip

@@ -110,3 +110,24 @@ def test_eval_strings_in_a_pipeline(data: str, tmp_path: Path) -> None:
     want = pl.read_parquet(data).with_columns(a=i.shift(1)).with_columns(
         b=x.rolling_mean(3, min_samples=1)).with_columns(c=i.cum_sum().over("g"))  # fmt: skip
     _compare(pl.read_parquet(out), want, {"b": (None, True)})
+
+
+
+def _scan_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if "scan pass:" in line]
+
+
+def test_explain_of_a_stream_puts_its_scans_on_the_host(data: str) -> None:
+    """Scans carried across batches run on the host, whatever device the kernels target."""
+    x = cb.col("float64")
+    exprs = {"s": x.cum_sum(), "r": x.rolling_mean(3)}
+    streamed = cb.lazy(pl.scan_parquet(data), batch_rows=4_000).with_columns(**exprs)
+    scans = _scan_lines(streamed.explain(target="cuda"))
+    assert len(scans) == 2
+    for line in scans:
+        assert "on the host CPU (a stream carries its state from batch to batch" in line
+        assert "on the device" not in line
+    # the same plan over a frame in memory scans on the device
+    whole = _scan_lines(cb.lazy(pl.read_parquet(data)).with_columns(**exprs).explain(target="cuda"))
+    assert len(whole) == 2
+    assert all("generated CUDA scan on the device" in line for line in whole)
