@@ -81,9 +81,13 @@ from colbridge.types.timezones import check_zone
 if TYPE_CHECKING:
     from colbridge.plan.typecheck import ColumnType, TypeChecker
 
-__all__ = ["DictSpec", "LogicalTyping", "dict_columns"]
+__all__ = ["ENUM_CAST_FAILED", "DictSpec", "LogicalTyping", "dict_columns"]
 
 DictSpec = tuple[Any, ...]
+
+#: in the error of an enum compared with strings that are not all its categories: the
+#: runtime names those strings (`colbridge.runtime.tables.enum_failures_named`)
+ENUM_CAST_FAILED = "comparing an Enum with a String casts the strings to the enum"
 
 I8, I16, I32, I64 = DType.INT8, DType.INT16, DType.INT32, DType.INT64
 U32, F64, BOOL = DType.UINT32, DType.FLOAT64, DType.BOOL
@@ -1095,13 +1099,45 @@ class LogicalTyping:
             b = self.table(right, ("remap", spec), I32)
             return self.mark(self.rec(Binary(op, a, b), BOOL), None)
         if "enum" in kinds and op not in ("eq", "ne"):
-            msg = f"`{node!r}`: colbridge compares an enum with a string by == and != only"
-            raise UnsupportedOperationError(msg)
-        # two string values: compare their ranks among the values of both dictionaries
+            return self.enum_order(node, left, right, ll)
+        # two string values (an enum by == and != too, as polars: a string that is not a
+        # category is just unequal): compare their ranks among the values of both dictionaries
         union = ("union", (tc.dicts[left], tc.dicts[right]))
         a = self.table(left, ("rank", union), I64)
         b = self.table(right, ("rank", union), I64)
         return self.mark(self.rec(Binary(op, a, b), BOOL), None)
+
+    def enum_order(self, node: Binary, left: Node, right: Node, ll: Logical) -> Node:
+        """An enum and a string by ``< <= > >=``: in category order, as polars 2.1.
+
+        polars casts the strings to the enum: each side becomes a position among the
+        enum's categories (the remap of two enums, with one of them). A string that is
+        not a category fails on a row where the enum is not null (polars looks it up
+        row by row, only where both sides are valid); elsewhere it is never looked up.
+        """
+        tc = self.tc
+        enum, strings = (left, right) if ll.kind == "enum" else (right, left)
+        enum_expr, strings_expr = (node.left, node.right) if enum is left else \
+            (node.right, node.left)  # fmt: skip
+        categories: DictSpec = ("enum", (tc.dicts[enum],))
+        position = self.table(enum, ("remap", categories), I32)
+        codes = tc.types[strings]
+        # the strings' codes where the enum is not null, else null: only those are looked up
+        enum_valid = self.rec(Unary("is_not_null", enum), BOOL)
+        looked_up = self.rec(When(enum_valid, strings, tc.null_of(codes)), codes)
+        message = (
+            f"`{node!r}`: `{strings_expr!r}` holds a string that is not a category of "
+            f"`{enum_expr!r}`, on a row where that is not null: {ENUM_CAST_FAILED}, as "
+            "polars does (polars raises InvalidOperationError there too); keep only the rows "
+            f"whose strings are categories (`.filter({strings_expr!r}.is_in([...]))`), make "
+            f"the others null first (`when({strings_expr!r}.is_in([...]))"
+            f".then({strings_expr!r})`), or compare as strings with "
+            f"`{enum_expr!r}.cast(pl.String)`"
+        )
+        ref = TableRef(tc.dicts[strings], ("remap", categories), I32, nullable=True)
+        cast = self.rec(Gather(ref, looked_up, message), I32)
+        a, b = (position, cast) if enum is left else (cast, position)
+        return self.mark(self.rec(Binary(node.op, a, b), BOOL), None)
 
     # -- when, coalesce, reductions -----------------------------------------------------
     def merge(

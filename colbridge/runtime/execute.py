@@ -67,7 +67,12 @@ from colbridge.plan.planner import (
     unknown_column,
 )
 from colbridge.plan.typecheck import ColumnType
-from colbridge.runtime.tables import TableBuilder, finish_output, segment_tables
+from colbridge.runtime.tables import (
+    TableBuilder,
+    enum_failures_named,
+    finish_output,
+    segment_tables,
+)
 from colbridge.types import dtype_from_arrow
 from colbridge.types.logical import logical_from_arrow
 
@@ -438,7 +443,8 @@ def _run_segment(
         extra["carry"] = carry
     if groups is not None:
         extra["groups"] = groups
-    ran = backend.run_segment(segment, arrays, num_rows, stats, nan_null, **extra)
+    with enum_failures_named(segment, arrays):
+        ran = backend.run_segment(segment, arrays, num_rows, stats, nan_null, **extra)
     return ran if isinstance(ran, SegmentResult) else SegmentResult(*ran)
 
 
@@ -717,8 +723,9 @@ def _run(
         backend = _backend_for(segment, device_backend, target, report.stats)
         on = "cpu" if backend is not device_backend else target
         if partials and index == last:
-            return backend.reduce_partials(segment, arrays, adapter.num_rows, report.stats,
-                                           nan_null), adapter.num_rows  # fmt: skip
+            with enum_failures_named(segment, arrays):
+                return backend.reduce_partials(segment, arrays, adapter.num_rows, report.stats,
+                                               nan_null), adapter.num_rows  # fmt: skip
         result = _run_segment(backend, segment, arrays, adapter.num_rows, report.stats,
                               nan_null, carry=_carry(segment, adapter, columns, on),
                               groups=groups)  # fmt: skip

@@ -14,7 +14,8 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -24,12 +25,13 @@ import pyarrow.compute as pc
 from colbridge.codegen.kernel import table_key
 from colbridge.errors import InvalidOperationError, SchemaError
 from colbridge.expr.nodes import TableRef
+from colbridge.plan.logical_typing import ENUM_CAST_FAILED
 from colbridge.plan.planner import Segment
 from colbridge.types.logical import Logical, parse_logical
 from colbridge.types.promotion import int_range
 from colbridge.types.timezones import zone_table
 
-__all__ = ["TableBuilder", "finish_output", "segment_tables"]
+__all__ = ["TableBuilder", "enum_failures_named", "finish_output", "segment_tables"]
 
 _INTEGER = re.compile(r"^[+-]?[0-9]+$")
 _FLOAT = re.compile(r"^[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|inf|infinity|nan)$",
@@ -215,6 +217,48 @@ def segment_tables(segment: Segment, arrays: Mapping[str, pa.Array]) -> dict[str
         return {}
     builder = TableBuilder(arrays)
     return {table_key(ref): builder.table(ref) for ref in segment.tables}
+
+
+@contextmanager
+def enum_failures_named(segment: Segment, arrays: Mapping[str, pa.Array]) -> Iterator[None]:
+    """Errors of ``segment``'s kernels, naming the strings compared with an enum it lacks.
+
+    A kernel counts the rows that fail; the strings themselves are in the tables that
+    cast them to the enums' categories (``("remap", ...)``, nullable: null where a
+    string is not a category). Any other error passes as it is.
+    """
+    try:
+        yield
+    except InvalidOperationError as exc:
+        if ENUM_CAST_FAILED not in str(exc):
+            raise
+        named = _not_categories(segment, arrays)
+        if not named:
+            raise
+        msg = f"{exc}; strings that are not categories: {named}"
+        raise InvalidOperationError(msg) from None
+
+
+def _not_categories(segment: Segment, arrays: Mapping[str, pa.Array]) -> str:
+    builder = TableBuilder(arrays)
+    named = []
+    for ref in segment.tables:
+        if ref.recipe[0] != "remap" or not ref.nullable:
+            continue
+        table = arrays.get(table_key(ref))
+        found = table if table is not None else builder.table(ref)
+        missing = pc.filter(builder.dictionary(ref.source), pc.is_null(found)).to_pylist()
+        if missing:
+            categories = builder.dictionary(ref.recipe[1]).to_pylist()
+            named.append(f"{_few(missing)} (the categories: {_few(categories)})")
+    return "; ".join(named)
+
+
+def _few(values: list[Any], most: int = 10) -> str:
+    """Up to ``most`` values, as Python writes them, and how many more there are."""
+    shown = ", ".join(repr(v) for v in values[:most])
+    more = f", ... ({len(values) - most} more)" if len(values) > most else ""
+    return f"[{shown}{more}]"
 
 
 def finish_output(array: pa.Array, logical: Logical, spec: tuple[Any, ...] | None,

@@ -180,6 +180,11 @@ def _categories(_: Path) -> pa.Table:
                      "label": ["yes", "no", "yes", "no"]})  # fmt: skip
 
 
+def _enum_strings(_: Path) -> pl.DataFrame:
+    return pl.DataFrame({"e": pl.Series(["lo", "hi", None], dtype=pl.Enum(["lo", "mid", "hi"])),
+                         "s": ["mid", "top", "x"]})  # fmt: skip
+
+
 def _dated(_: Path) -> pa.Table:
     return pa.table({"a": [1.0, 2.0], "d": pa.array([19723, None], pa.date32())})
 
@@ -474,6 +479,12 @@ CASES: list[BadInput] = [
     BadInput("negative-int-power", "overflow", "an integer raised to a negative integer", F,
              _m(lambda q: q.with_columns(z=cb.col("qty") ** (cb.col("qty") - 5))),
              E.InvalidOperationError, r"negative integer power", r"float|cast"),
+    BadInput("enum-string-order", "operations",
+             "`e < s` where `s` holds a string that is not a category of the Enum `e`",
+             _enum_strings, _m(lambda q: q.with_columns(z=cb.col("e") < cb.col("s"))),
+             E.InvalidOperationError,
+             r"casts the strings to the enum.*not categories: \['top', 'x'\]",
+             r"\.filter\(.*is_in|\.cast\(pl\.String\)"),
     BadInput("round-mode", "operations", "`round(2, mode='bankers')` (an unknown tie rule)", F,
              lambda f: cb.col("price").round(2, mode="bankers"), E.UnsupportedOperationError,
              r"round\(mode='bankers'\)", r"half_to_even"),

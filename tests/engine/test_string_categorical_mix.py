@@ -6,7 +6,8 @@ Enums alone Enum; a string literal adapts to the other branches (a Categorical
 with ``lit("q")`` stays Categorical; an Enum takes a literal that is one of its
 categories, and ``when`` fails on one that is not while ``coalesce`` makes it
 null); Categorical with Enum, and Enums with different categories, are errors.
-Comparisons go by label, Enums by category order.
+Comparisons go by label, Enums by category order; an Enum with a String casts the
+strings to the enum (``<`` fails on a string that is not a category, ``==`` does not).
 
 Each case runs on polars and on colbridge (pyarrow, polars and pandas inputs;
 the NumPy and compiled CPU tiers; the CUDA kernel text run on the host) over
@@ -42,8 +43,9 @@ def _table() -> pa.Table:
     e = ["b", None, "c", "a", None, "é", "a", "c", None, "b", None, "a", "c"]
     e2 = ["a", "c", None, "b", "a", None, None, "é", "b", "c", None, None, "a"]
     ex = ["x", "c", None, "b", None, "x", "c", None, "b", "x", None, "c", None]
+    t = ["c", "a", None, "é", "b", None, "a", "b", "c", "é", "a", None, "b"]  # categories of e
     n = len(f)
-    assert all(len(col) == n for col in (s, c, d, e, e2, ex))
+    assert all(len(col) == n for col in (s, c, d, e, e2, ex, t))
 
     def dictionary(values: list[str | None], labels: list[str], *, ordered: bool) -> pa.Array:
         # the labels in the given order, unused ones included: each column its own dictionary
@@ -60,6 +62,7 @@ def _table() -> pa.Table:
     columns = {
         "f": pa.array(f, pa.bool_()),
         "s": pa.array(s, pa.large_string()),
+        "t": pa.array(t, pa.large_string()),
         "c": dictionary(c, ["é", "c", "b", "a", "unused"], ordered=False),
         "d": dictionary(d, ["q", "z", "a", "c"], ordered=False),
     }
@@ -133,6 +136,14 @@ CASES: dict[str, tuple[Build, Any]] = {
     "eq_e_s": (lambda m: m.col("e") == m.col("s"), pl.Boolean),
     "eq_e_e2": (lambda m: m.col("e") == m.col("e2"), pl.Boolean),
     "lt_e_e2": (lambda m: m.col("e") < m.col("e2"), pl.Boolean),  # category order
+    # an Enum with a String: the strings cast to the enum, compared in category order
+    "lt_e_t": (lambda m: m.col("e") < m.col("t"), pl.Boolean),
+    "le_t_e": (lambda m: m.col("t") <= m.col("e"), pl.Boolean),
+    "gt_e2_t": (lambda m: m.col("e2") > m.col("t"), pl.Boolean),
+    "ge_t_e2": (lambda m: m.col("t") >= m.col("e2"), pl.Boolean),
+    "lt_e_t_lower": (lambda m: m.col("e") < m.col("t").str.to_lowercase(), pl.Boolean),
+    "ge_e_when_t": (lambda m: m.col("e") >= _when(m, m.col("t"), m.lit("b")), pl.Boolean),
+    "ne_e_s": (lambda m: m.col("e") != m.col("s"), pl.Boolean),  # "z", "" are just unequal
 }
 
 ERROR_CASES: dict[str, Build] = {
@@ -146,6 +157,10 @@ ERROR_CASES: dict[str, Build] = {
     "when_e_other_lit": lambda m: _when(m, m.col("e"), m.lit("q")),
     "eq_c_e": lambda m: m.col("c") == m.col("e"),
     "eq_e_ex": lambda m: m.col("e") == m.col("ex"),
+    "lt_c_e": lambda m: m.col("c") < m.col("e"),
+    # "z" and "" are not categories of e, on rows where e is set: the cast fails
+    "lt_e_s": lambda m: m.col("e") < m.col("s"),
+    "ge_s_e2": lambda m: m.col("s") >= m.col("e2"),
 }
 
 KINDS = ("pyarrow", "polars", "pandas-nullable")
@@ -179,7 +194,8 @@ def _kind_of(arrow_type: pa.DataType, values: pa.ChunkedArray) -> Any:
     return arrow_type
 
 
-def _run(runner: str, lazy: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+def run_with(runner: str, lazy: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``lazy`` computed by ``runner`` (one of `RUNNERS`)."""
     if runner == "cuda-host":
         return compute_on_host(lazy)
     monkeypatch.setenv("COLBRIDGE_CPU_TIER", runner)
@@ -198,7 +214,7 @@ def test_mixes_match_polars(runner: str, kind: str, shape: str,
                             monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     table = SHAPES[shape]
     want = _select(pl, pl.from_arrow(table).lazy(), CASES).collect()
-    result = _run(runner, _select(cb, cb.lazy(to_kind(table, kind)), CASES), monkeypatch)
+    result = run_with(runner, _select(cb, cb.lazy(to_kind(table, kind)), CASES), monkeypatch)
     if kind == "polars":
         assert result.schema == want.schema
     got = as_arrow(result)
