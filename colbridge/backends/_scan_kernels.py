@@ -452,14 +452,16 @@ def rolling_weighted_by_key(values: Any, ids: Any, parts: int, op: int, weights:
     ``parts`` threads share the groups.
     """
     window = ring.shape[1]
-    share = np.uintp(parts)
+    groups = ring.shape[0]
     for part in numba.prange(parts):
-        mine = np.uintp(part)
+        # a range of groups of its own: no cache line of the tables is written by two threads
+        lo = np.uintp(part * groups // parts)
+        hi = np.uintp((part + 1) * groups // parts)
         buf = np.empty(window, dtype=values.dtype)
         for r in range(values.shape[0]):
             i = np.uintp(r)
             g = np.uintp(ids[i])  # unsigned: no negative-index wraparound per table read
-            if g % share != mine:
+            if g < lo or g >= hi:
                 continue
             _ring_push(ring, ring_valid, heads, g, values[i], True)
             filled = heads[g, 1]
@@ -576,10 +578,10 @@ def fill(values: Any, valid: Any, order: Any, tasks: Any, backward: bool,
 # a whole column passes new ones (`colbridge.backends.scans.new_carry`); a stream passes
 # the same ones batch after batch, so each batch goes on where the last one stopped.
 # They give the same answers as the kernels above. Where a row's work is much more than
-# reading its group id (windows read from a ring, compensated sums), ``parts`` threads
-# each take the groups ``g % parts`` and walk all the rows, skipping other threads'
-# groups, so that every group is still scanned in frame order, by one thread; running
-# values and shifts, whose rows cost little more than that read, stay on one thread.
+# reading its group id (a window read whole from its ring), ``parts`` threads each take a
+# range of the groups and walk all the rows, skipping other threads' groups, so that
+# every group is still scanned in frame order, by one thread. Elsewhere a row costs
+# little more than that read (and the branch on it), and one thread is faster.
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -703,57 +705,50 @@ def shift_by_key(values: Any, valid: Any, ids: Any, n: int, has_fill: bool, fill
         _ring_push(ring, ring_valid, heads, g, values[i], valid[i])
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def rolling_sum_by_key(values: Any, valid: Any, ids: Any, parts: int, mean: bool,
-                       kahan: bool, min_samples: int, zero: Any, specials: Any, ring: Any,
-                       ring_valid: Any, heads: Any, totals: Any, tallies: Any, counts: Any,
-                       out: Any, out_valid: Any) -> None:  # fmt: skip
+@numba.njit(cache=True, nogil=True)
+def rolling_sum_by_key(values: Any, valid: Any, ids: Any, mean: bool, kahan: bool,
+                       min_samples: int, zero: Any, specials: Any, ring: Any, ring_valid: Any,
+                       heads: Any, totals: Any, tallies: Any, counts: Any, out: Any,
+                       out_valid: Any) -> None:  # fmt: skip
     """`rolling_sum` (trailing windows of ``ring.shape[1]`` rows) per group of ``ids``.
 
     Each group keeps its window in a ring, its running sum with both compensations
     (``totals``), its tally of non-finite values and its count; the same updates, in
     the same order, as `rolling_sum`.
-
-    ``parts`` threads share the groups.
     """
     window = ring.shape[1]
-    share = np.uintp(parts)
-    for part in numba.prange(parts):
-        mine = np.uintp(part)
-        for r in range(values.shape[0]):
-            i = np.uintp(r)
-            g = np.uintp(ids[i])  # unsigned: no negative-index wraparound per table read
-            if g % share != mine:
-                continue
-            slot = heads[g, 0]
-            leaving = heads[g, 1] == window and ring_valid[g, slot]
-            old = ring[g, slot]
-            total, err_add, err_sub = totals[g, 0], totals[g, 1], totals[g, 2]
-            c = counts[g]
-            if leaving:
-                c -= 1
-                total, err_sub = _sum_step(zero + old, total, err_sub, -1, tallies, g, kahan)
-            _ring_push(ring, ring_valid, heads, g, values[i], valid[i])
-            if valid[i]:
-                total, err_add = _sum_step(zero + values[i], total, err_add, 1, tallies, g, kahan)
-                c += 1
-            if window == 1:  # as `rolling_sum`: a window sharing no row starts afresh
-                v = values[i]
-                total = zero + v if valid[i] and _finite(v) else zero
-                err_add, err_sub = zero, zero
-            totals[g, 0], totals[g, 1], totals[g, 2] = total, err_add, err_sub
-            counts[g] = c
-            # the output as `rolling_sum` writes it, repeated rather than shared: an inlined
-            # helper writing `out` made this loop three times slower (measured)
-            value = _sum_value(total, tallies, g, specials)
-            if mean:
-                out[i] = value
-                if c > 0:
-                    out[i] = out[i] / c
-                out_valid[i] = c >= min_samples and c > 0
-            else:
-                out[i] = value
-                out_valid[i] = c >= min_samples
+    for r in range(values.shape[0]):
+        i = np.uintp(r)
+        g = np.uintp(ids[i])  # unsigned: no negative-index wraparound per table read
+        slot = heads[g, 0]
+        leaving = heads[g, 1] == window and ring_valid[g, slot]
+        old = ring[g, slot]
+        total, err_add, err_sub = totals[g, 0], totals[g, 1], totals[g, 2]
+        c = counts[g]
+        if leaving:
+            c -= 1
+            total, err_sub = _sum_step(zero + old, total, err_sub, -1, tallies, g, kahan)
+        _ring_push(ring, ring_valid, heads, g, values[i], valid[i])
+        if valid[i]:
+            total, err_add = _sum_step(zero + values[i], total, err_add, 1, tallies, g, kahan)
+            c += 1
+        if window == 1:  # as `rolling_sum`: a window sharing no row starts afresh
+            v = values[i]
+            total = zero + v if valid[i] and _finite(v) else zero
+            err_add, err_sub = zero, zero
+        totals[g, 0], totals[g, 1], totals[g, 2] = total, err_add, err_sub
+        counts[g] = c
+        # the output as `rolling_sum` writes it, repeated rather than shared: an inlined
+        # helper writing `out` made this loop three times slower (measured)
+        value = _sum_value(total, tallies, g, specials)
+        if mean:
+            out[i] = value
+            if c > 0:
+                out[i] = out[i] / c
+            out_valid[i] = c >= min_samples and c > 0
+        else:
+            out[i] = value
+            out_valid[i] = c >= min_samples
 
 
 @numba.njit(cache=True, nogil=True, fastmath={"reassoc"}, inline="never")
@@ -796,13 +791,15 @@ def rolling_ring_by_key(values: Any, valid: Any, ids: Any, parts: int, op: int,
     ``parts`` threads share the groups.
     """
     window = ring.shape[1]
-    share = np.uintp(parts)
+    groups = ring.shape[0]
     for part in numba.prange(parts):
-        mine = np.uintp(part)
+        # a range of groups of its own: no cache line of the tables is written by two threads
+        lo = np.uintp(part * groups // parts)
+        hi = np.uintp((part + 1) * groups // parts)
         for r in range(values.shape[0]):
             i = np.uintp(r)
             g = np.uintp(ids[i])  # unsigned: no negative-index wraparound per table read
-            if g % share != mine:
+            if g < lo or g >= hi:
                 continue
             _ring_push(ring, ring_valid, heads, g, values[i], valid[i])
             filled = heads[g, 1]

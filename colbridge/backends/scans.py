@@ -394,7 +394,7 @@ def run_carried(carry: Carry, values: np.ndarray[Any, Any], valid: np.ndarray[An
         min_samples = options[1]
         mean = func == "rolling_mean"
         total = np.dtype(np.float64) if mean else compute
-        k.rolling_sum_by_key(values, valid, ids, parts, mean, compute.kind == "f",
+        k.rolling_sum_by_key(values, valid, ids, mean, compute.kind == "f",
                              min_samples, total.type(0), _specials(total), *t, out,
                              out_valid)  # fmt: skip
     else:  # trailing rolling var, std, min, max
