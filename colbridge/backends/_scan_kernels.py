@@ -57,15 +57,18 @@ def _row(order: Any, j: int) -> Any:
 
 
 @numba.njit(cache=True, nogil=True)
-def counting_order(ids: Any, count: int) -> Any:
-    """Rows sorted by group id, stably (frame order inside a group), and group starts."""
+def counting_order(ids: Any, count: int, order: Any) -> Any:
+    """Rows sorted by group id, stably (frame order inside a group), and group starts.
+
+    ``order`` (as many int64 as ``ids``) receives the rows; the caller allocates it
+    from the memory pool, whose pages need no faulting in.
+    """
     starts = np.zeros(count + 1, dtype=np.int64)
     for i in range(ids.shape[0]):
         starts[ids[i] + 1] += 1
     for g in range(count):
         starts[g + 1] += starts[g]
     fill_at = starts[:-1].copy()
-    order = np.empty(ids.shape[0], dtype=np.int64)
     for i in range(ids.shape[0]):
         g = ids[i]
         order[fill_at[g]] = i

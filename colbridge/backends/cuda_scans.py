@@ -32,6 +32,7 @@ from colbridge.backends.scans import run_scan
 from colbridge.codegen.cuda import CudaKernelSource
 from colbridge.codegen.cuda_scans import MAX_BLOCK, STATE_BYTES, ScanProgram, generate_scan
 from colbridge.expr.nodes import rolling_weights
+from colbridge.memory import empty_array
 from colbridge.types import DType
 
 __all__ = ["MIN_ROWS_PER_THREAD", "chunk_rows_for", "run_device_scan"]
@@ -145,7 +146,8 @@ def _run(s: _Session, func: str, options: tuple[Any, ...], arg: pa.Array, arg_ty
             assert groups is not None
             ids = groups.ids
             assert ids is not None
-            order, _ = scans._kernels().counting_order(ids, groups.count)
+            order, _ = scans._kernels().counting_order(ids, groups.count,
+                                                       empty_array(len(ids), np.int64))
             args.append(_upload(s, slot, "order", order.astype(np.int64, copy=False)))
             args.append(_upload(s, slot, "gid", ids[order].astype(np.int32, copy=False)))
             sort = f"{groups.count} group(s) in rows ordered by group (a stable sort on the host), "

@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from colbridge.errors import UnsupportedTypeError
+from colbridge.memory import empty_array
 
 __all__ = [
     "NUMPY_MAX_ROWS",
@@ -303,7 +304,7 @@ def _renumber(codes: _Codes) -> tuple[np.ndarray[Any, Any], int, np.ndarray[Any,
     valid = codes.valid if codes.valid is not None else np.zeros(0, dtype=np.bool_)
     rank, first, count = kernels.first_ranks(codes.values, codes.lo, valid, codes.null_code,
                                              codes.span)  # fmt: skip
-    ids = np.empty(n, dtype=np.int32)
+    ids = empty_array(n, np.int32)  # pooled pages: fresh ones fault in slower than this fills
     kernels.renumber(codes.values, codes.lo, valid, codes.null_code, rank, ids)
     return ids, int(count), first
 

@@ -24,6 +24,7 @@ import pyarrow as pa
 from colbridge.backends.groups import GroupIds
 from colbridge.errors import ComputeError, NullValuesError
 from colbridge.expr.nodes import Column, Scan, deep_walk, looks_ahead, rolling_weights
+from colbridge.memory import empty_array
 from colbridge.types import DType
 
 __all__ = [
@@ -135,18 +136,7 @@ def _outputs(func: str, n: int, compute: np.dtype[Any]) -> tuple[np.ndarray[Any,
                                                                  np.ndarray[Any, Any]]:  # fmt: skip
     """Empty result arrays for ``func``: values and validity."""
     dtype = np.dtype(np.uint32) if func == "cum_count" else compute
-    return _pooled(n, dtype), _pooled(n, np.dtype(np.bool_))
-
-
-def _pooled(n: int, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
-    """An uninitialised array from Arrow's memory pool.
-
-    The pool keeps pages it has touched, where a fresh ``np.empty`` of this size is
-    mapped anew and faults on every page as the kernel first writes it (at 1e7
-    float64 rows that is most of a shift's time); the result's Arrow buffer wraps it.
-    """
-    buffer = pa.allocate_buffer(n * dtype.itemsize)
-    return np.frombuffer(buffer, dtype=dtype, count=n)
+    return empty_array(n, dtype), empty_array(n, np.bool_)
 
 
 def _result(func: str, out: np.ndarray[Any, Any], out_valid: np.ndarray[Any, Any],
@@ -332,7 +322,8 @@ def _tasks(groups: GroupIds | None, n: int, split: bool,
     then reads ``halo`` rows before it again), or one per group in frame order.
     """
     if groups is not None and groups.ids is not None:
-        order, starts = _kernels().counting_order(groups.ids, groups.count)
+        order, starts = _kernels().counting_order(groups.ids, groups.count,
+                                                  empty_array(len(groups.ids), np.int64))
         bounds = np.stack([starts[:-1], starts[1:]], axis=1)
         return order, np.ascontiguousarray(np.concatenate([bounds, bounds], axis=1))
     if n == 0:

