@@ -211,10 +211,9 @@ def empty_array(n: int, dtype: npt.DTypeLike) -> np.ndarray[Any, Any]:
 
     For large outputs and temporaries of the kernels: the pool keeps the pages it
     has touched, where the C allocator behind ``np.empty`` maps an array of more than
-    32 MiB anew each time, and the kernel that first writes it faults each page in
-    (10,000,000 int32 group ids took 60 ms that way, against 5 ms in pooled memory,
-    on a 2-core VM). Wrap the array's memory in Arrow with ``pa.py_buffer(array)``
-    (no copy).
+    32 MiB anew each time, and the kernel that first writes it faults each page in,
+    which can take longer than the kernel's own work. Wrap the array's memory in
+    Arrow with ``pa.py_buffer(array)`` (no copy).
 
     Examples
     --------

@@ -69,3 +69,20 @@ def fitted(train: pa.Table, spec: FeatureSpec, test: pa.Table) -> Any:
     stats = fit_stats(train, spec)
     fb = transform_batch(test, spec, stats)
     return fb.features, fb.names
+
+
+def objects(column: Any, null: Any = None) -> np.ndarray:
+    """A column as scikit-learn's input: one object column, ``null`` (None, or NaN for
+    ``SimpleImputer``'s default ``missing_values``) where a value is null."""
+    values = column.to_pylist() if hasattr(column, "to_pylist") else list(column)
+    return np.array([null if v is None else v for v in values], dtype=object)[:, None]
+
+
+def sklearn_names(encoder: Any) -> list[str]:
+    """A fitted ``OneHotEncoder``'s feature names as colbridge spells them (column ``c``)."""
+    return [
+        n.replace("x0_", "c=")
+        .replace("infrequent_sklearn", "<infrequent>")
+        .replace("c=None", "c=<null>")
+        for n in encoder.get_feature_names_out()
+    ]

@@ -41,7 +41,7 @@ from colbridge.io.fuse import (
     transform_batch,
 )
 from colbridge.ml import FeatureFusion
-from tests.features.data import make_table
+from tests.features.data import make_table, objects, sklearn_names
 
 TRAIN = make_table(4_000, seed=31, null_rate=0.1)
 # serving data: other nulls, and a category the fit never saw
@@ -52,22 +52,14 @@ TEST = TEST.set_column(
 
 
 def _objects(column: Any) -> np.ndarray:
-    """A column as scikit-learn's input: one object column, NaN for a null."""
-    values = column.to_pylist() if hasattr(column, "to_pylist") else list(column)
-    return np.array([np.nan if v is None else v for v in values], dtype=object)[:, None]
+    """SimpleImputer's input: NaN, its default ``missing_values``, for a null."""
+    return objects(column, np.nan)
 
 
 def _quiet(step: Any, values: np.ndarray) -> np.ndarray:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # sklearn warns about unknown values
         return np.asarray(step.transform(values))
-
-
-def _sklearn_names(ohe: OneHotEncoder) -> list[str]:
-    return [
-        n.replace("x0_", "c=").replace("infrequent_sklearn", "<infrequent>")
-        for n in ohe.get_feature_names_out()
-    ]
 
 
 def _dictionary(values: list[Any], dictionary: list[Any], index: pa.DataType) -> pa.Array:
@@ -161,7 +153,7 @@ def test_one_hot_after_the_fill_matches_the_pipeline(kind: str, cfg: dict) -> No
     np.testing.assert_array_equal(got_train, _quiet(pipe, _objects(TRAIN["c"])))
     np.testing.assert_array_equal(got_test, _quiet(pipe, _objects(TEST["c"])))
     # no null category: the encoder never saw a null
-    assert list(ff.get_feature_names_out()) == _sklearn_names(ohe)
+    assert list(ff.get_feature_names_out()) == sklearn_names(ohe)
     assert "c=<null>" not in ff.get_feature_names_out()
     # the fitted counts are those of the filled column (the nulls count as k00)
     filled = pipe[0].transform(_objects(TRAIN["c"]))[:, 0]
@@ -615,6 +607,6 @@ def test_property_matches_the_pipeline(train: list, test: list, batch_rows: int,
     pipe.fit(_objects(train))
     assert stats.columns["c"]["fill_value"] == pipe[0].statistics_[0]
     got = transform_batch(table(test), spec, stats)
-    assert got.names == _sklearn_names(pipe[-1])
+    assert got.names == sklearn_names(pipe[-1])
     if test:
         np.testing.assert_array_equal(got.features, _quiet(pipe, _objects(test)))

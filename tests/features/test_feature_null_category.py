@@ -35,24 +35,10 @@ from colbridge.io.fuse import (
     transform_batch,
 )
 from colbridge.ml import FeatureFusion
-from tests.features.data import as_type, make_table, matrix
+from tests.features.data import as_type, make_table, matrix, objects, sklearn_names
 
 TRAIN = make_table(5_000, seed=21, null_rate=0.08)
 TEST = make_table(1_500, seed=22, null_rate=0.08)
-
-
-def _objects(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """The column as scikit-learn's input: one object column, ``None`` for a null."""
-    return np.array(column.to_pylist(), dtype=object)[:, None]
-
-
-def _sklearn_names(ohe: OneHotEncoder) -> list[str]:
-    return [
-        n.replace("x0_", "c=")
-        .replace("infrequent_sklearn", "<infrequent>")
-        .replace("c=None", "c=<null>")
-        for n in ohe.get_feature_names_out()
-    ]
 
 
 def _ohe_spec(**cfg: Any) -> FeatureSpec:
@@ -86,10 +72,10 @@ def test_one_hot_null_category_matches_sklearn(cfg: dict, kind: str) -> None:
     spec = _ohe_spec(**cfg)
     stats = fit_stats(pa.table({"c": train_c}), spec, batch_rows=700)
     fb = transform_batch(pa.table({"c": test_c}), spec, stats)
-    ohe = OneHotEncoder(sparse_output=False, **cfg).fit(_objects(train_c))
+    ohe = OneHotEncoder(sparse_output=False, **cfg).fit(objects(train_c))
     assert ohe.categories_[0][-1] is None  # the oracle sees the null as a category
-    np.testing.assert_array_equal(fb.features, _sklearn_transform(ohe, _objects(test_c)))
-    assert fb.names == _sklearn_names(ohe)
+    np.testing.assert_array_equal(fb.features, _sklearn_transform(ohe, objects(test_c)))
+    assert fb.names == sklearn_names(ohe)
     # every row now has a value: the null ones are valid too
     assert fb.validity is not None
     assert fb.validity.all()
@@ -106,9 +92,9 @@ def test_null_can_be_an_infrequent_category() -> None:
     assert "c=<null>" not in names
     nulls = np.asarray(table.column("c").is_null())
     assert got[nulls, names.index("c=<infrequent>")].all()
-    ohe = OneHotEncoder(sparse_output=False, min_frequency=100).fit(_objects(table["c"]))
+    ohe = OneHotEncoder(sparse_output=False, min_frequency=100).fit(objects(table["c"]))
     assert None in list(ohe.infrequent_categories_[0])
-    np.testing.assert_array_equal(got, ohe.transform(_objects(table["c"])))
+    np.testing.assert_array_equal(got, ohe.transform(objects(table["c"])))
 
 
 @pytest.mark.parametrize("handle", ["ignore", "infrequent_if_exist"])
@@ -119,8 +105,8 @@ def test_null_unseen_when_fitting_is_an_unknown_value(handle: str) -> None:
     assert None not in stats.columns["c"]["categories"]
     fb = transform_batch(TEST, spec, stats)
     ohe = OneHotEncoder(sparse_output=False, min_frequency=200, handle_unknown=handle)
-    ohe.fit(_objects(train["c"]))
-    np.testing.assert_array_equal(fb.features, _sklearn_transform(ohe, _objects(TEST["c"])))
+    ohe.fit(objects(train["c"]))
+    np.testing.assert_array_equal(fb.features, _sklearn_transform(ohe, objects(TEST["c"])))
     nulls = np.asarray(TEST["c"].is_null())
     assert nulls.any()
     if handle == "ignore":  # all-zero, and invalid in the validity matrix
@@ -133,9 +119,9 @@ def test_null_unseen_when_fitting_with_handle_unknown_error() -> None:
     train = TRAIN.filter(pc.is_valid(TRAIN["c"]))
     spec = _ohe_spec(handle_unknown="error")
     stats = fit_stats(train, spec)
-    ohe = OneHotEncoder(sparse_output=False, handle_unknown="error").fit(_objects(train["c"]))
+    ohe = OneHotEncoder(sparse_output=False, handle_unknown="error").fit(objects(train["c"]))
     with pytest.raises(ValueError, match="unknown categories"):
-        ohe.transform(_objects(TEST["c"]))
+        ohe.transform(objects(TEST["c"]))
     with pytest.raises(InvalidOperationError, match=r"column `c` has categories not seen .*null"):
         transform_batch(TEST, spec, stats)
     # a batch without nulls passes, as in scikit-learn
@@ -149,7 +135,7 @@ def test_dictionary_with_a_null_entry() -> None:
     column = pa.DictionaryArray.from_arrays(indices, dictionary)
     table = pa.table({"c": column})
     got, names = matrix(table, _ohe_spec())
-    values = _objects(column.dictionary_decode())
+    values = objects(column.dictionary_decode())
     ohe = OneHotEncoder(sparse_output=False).fit(values)
     assert names == ["c=a", "c=b", "c=<null>"]
     np.testing.assert_array_equal(got, ohe.transform(values))
@@ -162,7 +148,7 @@ def test_listed_categories_may_name_the_null() -> None:
     fb = transform_batch(TEST, listed, FeatureStats())
     assert fb.names == ["c=k00", "c=<null>"]
     ohe = OneHotEncoder(sparse_output=False, categories=[["k00", None]], handle_unknown="ignore")
-    values = _objects(TEST["c"])
+    values = objects(TEST["c"])
     np.testing.assert_array_equal(fb.features, _sklearn_transform(ohe.fit(values), values))
 
 
@@ -177,9 +163,9 @@ def test_feature_fusion_one_hot_null_category(kind: str) -> None:
                        handle_unknown="infrequent_if_exist", dtype="float64")  # fmt: skip
     got = ff.fit(frames[kind](TRAIN)).transform(frames[kind](TEST))
     ohe = OneHotEncoder(sparse_output=False, min_frequency=100,
-                        handle_unknown="infrequent_if_exist").fit(_objects(TRAIN["c"]))  # fmt: skip
-    np.testing.assert_array_equal(got[:, 1:], _sklearn_transform(ohe, _objects(TEST["c"])))
-    assert list(ff.get_feature_names_out())[1:] == _sklearn_names(ohe)
+                        handle_unknown="infrequent_if_exist").fit(objects(TRAIN["c"]))  # fmt: skip
+    np.testing.assert_array_equal(got[:, 1:], _sklearn_transform(ohe, objects(TEST["c"])))
+    assert list(ff.get_feature_names_out())[1:] == sklearn_names(ohe)
     assert "c=<null>" in ff.get_feature_names_out()
 
 
@@ -211,12 +197,12 @@ def test_target_encoding_null_category_matches_sklearn(smoothing: Any, kind: str
     oof = ff.fit_transform(frame(X), y)
     te = TargetEncoder(cv=PredefinedSplit(folds_of(0, len(y), 4, 3)), smooth=smoothing,
                        target_type="continuous")  # fmt: skip
-    want = te.fit_transform(_objects(X["c"]), y)[:, 0]
+    want = te.fit_transform(objects(X["c"]), y)[:, 0]
     assert te.categories_[0][-1] is None
     np.testing.assert_allclose(oof[:, 0], want, rtol=1e-9)
     test_c = TEST["c"] if kind != "int" else as_type(TEST["c"].combine_chunks(), "int")
     served = ff.transform(frame(pa.table({"c": test_c})))
-    np.testing.assert_allclose(served[:, 0], te.transform(_objects(test_c))[:, 0], rtol=1e-9)
+    np.testing.assert_allclose(served[:, 0], te.transform(objects(test_c))[:, 0], rtol=1e-9)
     # the null rows are encoded with the null's own mean, not the target mean
     nulls = np.asarray(test_c.is_null())
     assert not np.allclose(served[nulls, 0], te.target_mean_)
@@ -225,9 +211,9 @@ def test_target_encoding_null_category_matches_sklearn(smoothing: Any, kind: str
 def test_target_encoding_null_unseen_gets_the_mean() -> None:
     train = TRAIN.filter(pc.is_valid(TRAIN["c"]))
     ff = FeatureFusion(["c"], target_encode=["c"], target="y", dtype="float64").fit(train)
-    te = TargetEncoder(target_type="continuous").fit(_objects(train["c"]), train["y"].to_numpy())
+    te = TargetEncoder(target_type="continuous").fit(objects(train["c"]), train["y"].to_numpy())
     got = ff.transform(TEST.select(["c"]))[:, 0]
-    np.testing.assert_allclose(got, te.transform(_objects(TEST["c"]))[:, 0], rtol=1e-9)
+    np.testing.assert_allclose(got, te.transform(objects(TEST["c"]))[:, 0], rtol=1e-9)
     nulls = np.asarray(TEST["c"].is_null())
     np.testing.assert_allclose(got[nulls], te.target_mean_, rtol=1e-12)
 
@@ -284,8 +270,8 @@ def test_version_2_file_keeps_the_all_zero_null(tmp_path) -> None:
     # (min_frequency as a count is unaffected by the rows left out)
     known = TRAIN.filter(pc.is_valid(TRAIN["c"]))
     ohe = OneHotEncoder(sparse_output=False, min_frequency=100,
-                        handle_unknown="infrequent_if_exist").fit(_objects(known["c"]))  # fmt: skip
-    want = _sklearn_transform(ohe, _objects(TEST["c"].filter(pc.is_valid(TEST["c"]))))
+                        handle_unknown="infrequent_if_exist").fit(objects(known["c"]))  # fmt: skip
+    want = _sklearn_transform(ohe, objects(TEST["c"].filter(pc.is_valid(TEST["c"]))))
     np.testing.assert_array_equal(fb.features[np.ix_(~nulls, oh)], want)
     # a null target-encoded value gets the target mean of all labelled rows
     y = TRAIN["y"].to_numpy()
@@ -355,10 +341,10 @@ def test_one_hot_with_nulls_is_sklearns(
     spec = _ohe_spec(**{k: v for k, v in cfg.items() if v is not None})
     stats = fit_stats(pa.table({"c": tr.dictionary_encode() if dictionary else tr}), spec)
     fb = transform_batch(pa.table({"c": pa.array(test, type=pa.string())}), spec, stats)
-    ohe = OneHotEncoder(sparse_output=False, **cfg).fit(_objects(tr))
-    want = _sklearn_transform(ohe, _objects(pa.array(test, type=pa.string())))
+    ohe = OneHotEncoder(sparse_output=False, **cfg).fit(objects(tr))
+    want = _sklearn_transform(ohe, objects(pa.array(test, type=pa.string())))
     np.testing.assert_array_equal(fb.features, want)
-    assert fb.names == _sklearn_names(ohe)
+    assert fb.names == sklearn_names(ohe)
 
 
 def test_pandas_nan_is_a_null() -> None:
