@@ -34,6 +34,7 @@ __all__ = [
     "rolling_extreme",
     "rolling_sum",
     "rolling_var",
+    "rolling_var_by_key",
     "rolling_weighted",
     "rolling_weighted_by_key",
     "shift",
@@ -254,36 +255,26 @@ def rolling_sum(values: Any, valid: Any, order: Any, tasks: Any, mean: bool, kah
                 out_valid[i] = count >= min_samples
 
 
-@numba.njit(cache=True, nogil=True, fastmath={"reassoc"}, inline="never")
-def _shifted_sums(values: Any, valid: Any, order: Any, start: int,
-                  end: int) -> tuple[float, float, int]:  # fmt: skip
-    """Shifted sums of the non-null values in ``[start, end)``: S1, S2 and their count.
+@numba.njit(cache=True, nogil=True, inline="always")
+def _two_part_var(n1: float, s1: float, q1: float, k1: float, n2: float, s2: float,
+                  q2: float, k2: float, ddof: int) -> float:  # fmt: skip
+    """The variance of two parts given as shifted sums (``n1 + n2 > ddof``).
 
-    ``S1 = sum(x - k)``, ``S2 = sum((x - k)**2)``, ``k`` the first of them. Branch-free
-    after ``k`` is found, and free to add in any order (``reassoc``), so the compiler
-    vectorises it (a call of its own: inlined, it would lose its flags); NaN and
-    infinities still propagate (no ``nnan`` or ``ninf``). Equal values give exactly 0
-    whatever the order.
+    A part is ``n`` values as ``s = sum(x - k)``, ``q = sum((x - k)**2)`` around a
+    ``k`` among its own values, so its ``M2 = q - s**2 / n`` does not cancel; the parts
+    meet by Chan's update, ``M2 = M2_1 + M2_2 + (mean_2 - mean_1)**2 * n1 * n2 / n``,
+    with two divisions in all. Equal values give exactly 0: every sum is 0 and both
+    means are the same ``k``.
     """
-    shift = 0.0
-    first = end
-    for k in range(start, end):
-        i = _row(order, k)
-        if valid[i]:
-            shift = np.float64(values[i])
-            first = k
-            break
-    s1 = 0.0
-    s2 = 0.0
-    count = 0
-    for k in range(first, end):
-        i = _row(order, k)
-        ok = valid[i]
-        d = np.float64(values[i]) - shift if ok else 0.0
-        s1 += d
-        s2 += d * d
-        count += ok
-    return s1, s2, count
+    n = n1 + n2
+    z = 1.0 / (n * (n - ddof))
+    if n1 == 0.0 or n2 == 0.0:  # one part: the other's sums are 0
+        s = s1 + s2
+        return ((q1 + q2) * n - s * s) * z
+    r = 1.0 / (n1 * n2)
+    delta = (k2 - k1) + (s2 * n1 - s1 * n2) * r
+    m2 = (q1 + q2) - (s1 * s1 * n2 + s2 * s2 * n1) * r
+    return m2 * n * z + delta * delta * (n1 * n2) * z
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -292,23 +283,88 @@ def rolling_var(values: Any, valid: Any, order: Any, tasks: Any, std: bool,
                 out_valid: Any) -> None:  # fmt: skip
     """Windowed variance (``std``: its square root) of the non-null values.
 
-    Tasks and windows as `rolling_sum`. Each window is summed afresh around its first
-    non-null value ``k`` (shifted data: ``var = (S2 - S1**2 / n) / (n - ddof)`` with
-    ``S1 = sum(x - k)``, ``S2 = sum((x - k)**2)``, in float64, `_shifted_sums`): a
-    window of equal values, or of one value, has a variance of exactly 0, as in
-    polars, where sliding updates (removing the row leaving) would leave rounding
-    behind; ``k`` inside the window keeps the subtraction from cancelling. It reads
-    ``window`` values per row. Fewer than ``ddof + 1`` values: null.
+    Tasks and windows as `rolling_sum`. Nothing leaves a running sum, so no rounding
+    is left behind (polars' two stacks, with sums for its Welford states): a segment
+    is cut into blocks of ``window`` positions from ``a``, and a window is the end of
+    one block (a *suffix*) and the start of the next (a *prefix*). Each block's
+    suffix sums are made once, walking it backwards, and the next block's prefix
+    sums as the windows reach into it; a window's variance joins the two
+    (`_two_part_var`). Each part is summed around a value it holds for certain (the
+    suffix's last non-null value, the prefix's first), so no subtraction cancels and
+    a window of equal values has a variance of exactly 0, as in polars; NaN and
+    infinities give NaN. Every value is read twice, whatever the window. Fewer than
+    ``ddof + 1`` values: null.
     """
     for t in numba.prange(tasks.shape[0]):
         a, b, c0, c1 = tasks[t, 0], tasks[t, 1], tasks[t, 2], tasks[t, 3]
+        size = max(min(window, b - a), 0) + 1
+        suffix_s = np.zeros(size)
+        suffix_q = np.zeros(size)
+        suffix_n = np.zeros(size)
+        front = -2  # the block whose suffix sums are held (-1: none, the window starts at a)
+        block_start = a
+        k_front = 0.0
+        pos = a  # the next row the prefix takes
+        k_back = 0.0
+        n_back = 0.0
+        s_back = 0.0
+        q_back = 0.0
         for p in range(c0, c1):
+            i = _row(order, p)
             start = max(p - offset, a)
             end = min(p - offset + window, b) if window > 0 else start
-            s1, s2, count = _shifted_sums(values, valid, order, start, end)
-            i = _row(order, p)
+            if end <= start:
+                out[i] = 0.0
+                out_valid[i] = False
+                continue
+            block = -1 if start == a else (start - a) // window
+            if block != front:
+                front = block
+                block_start = a + max(block, 0) * window
+                pos = block_start if block < 0 else min(block_start + window, b)
+                if block >= 0:  # the block's suffix sums, from its end backwards
+                    span = pos - block_start
+                    suffix_s[span] = 0.0
+                    suffix_q[span] = 0.0
+                    suffix_n[span] = 0.0
+                    s = 0.0
+                    q = 0.0
+                    c = 0.0
+                    for j in range(span - 1, -1, -1):
+                        r = _row(order, block_start + j)
+                        if valid[r]:
+                            if c == 0.0:
+                                k_front = np.float64(values[r])
+                            d = np.float64(values[r]) - k_front
+                            s += d
+                            q += d * d
+                            c += 1.0
+                        suffix_s[j] = s
+                        suffix_q[j] = q
+                        suffix_n[j] = c
+                n_back = 0.0
+                s_back = 0.0
+                q_back = 0.0
+            while pos < end:  # the next block's prefix reaches the window's end
+                r = _row(order, pos)
+                if valid[r]:
+                    if n_back == 0.0:
+                        k_back = np.float64(values[r])
+                    d = np.float64(values[r]) - k_back
+                    s_back += d
+                    q_back += d * d
+                    n_back += 1.0
+                pos += 1
+            j = start - block_start
+            n_front = suffix_n[j] if front >= 0 else 0.0
+            s_front = suffix_s[j] if front >= 0 else 0.0
+            q_front = suffix_q[j] if front >= 0 else 0.0
+            count = n_front + n_back
             ok = count >= min_samples and count - ddof > 0
-            var = (s2 - s1 * s1 / count) / (count - ddof) if count - ddof > 0 else 0.0
+            var = 0.0
+            if count - ddof > 0:
+                var = _two_part_var(n_front, s_front, q_front, k_front, n_back, s_back, q_back,
+                                    k_back, ddof)  # fmt: skip
             if var < 0.0:
                 var = 0.0
             out[i] = np.sqrt(var) if std else var
@@ -772,46 +828,91 @@ def rolling_sum_by_key(values: Any, valid: Any, ids: Any, mean: bool, kahan: boo
             out_valid[i] = c >= min_samples
 
 
-@numba.njit(cache=True, nogil=True, fastmath={"reassoc"}, inline="never")
-def _ring_sums(row: Any, row_valid: Any, filled: int, oldest: int) -> tuple[float, float, int]:
-    """`_shifted_sums` of one group's ring: S1, S2 and the count of its non-null rows.
+@numba.njit(cache=True, nogil=True, parallel=True)
+def rolling_var_by_key(values: Any, valid: Any, ids: Any, parts: int, std: bool,
+                       min_samples: int, ddof: int, ring: Any, ring_valid: Any, heads: Any,
+                       suffix: Any, sums: Any, out: Any, out_valid: Any) -> None:  # fmt: skip
+    """Trailing rolling var (``std``: its square root) per group of ``ids``: two stacks.
 
-    ``k`` is the oldest non-null row; the sums then run over the ring's ``filled``
-    slots in memory order (free to add in any order: ``reassoc``), branch-free.
+    `rolling_var`'s blocks within each group: a group's rows fill its ring's slots in
+    turn, so when a row lands in slot 0 the ring holds the block just completed, in
+    order, and its suffix sums are made then (``suffix[g, j]``: ``(s, q, n)`` of slots
+    ``j..``, around the block's last non-null value ``sums[g, 4]``). ``sums[g, :4]``:
+    the current block's prefix ``(n, s, q)`` and its first non-null value. A row's
+    window is the suffix after its slot and the prefix up to it (`_two_part_var`):
+    each value is read twice, whatever the window. ``parts`` threads share the groups
+    (each a range of them; a range of its own keeps each cache line of the tables
+    to one thread).
     """
-    width = row.shape[0]
-    shift = 0.0
-    for j in range(filled):
-        at = oldest + j
-        at = at - width if at >= width else at
-        if row_valid[at]:
-            shift = np.float64(row[at])
-            break
-    s1 = 0.0
-    s2 = 0.0
-    count = 0
-    for at in range(filled):  # a ring fills from slot 0: its rows are slots [0, filled)
-        ok = row_valid[at]
-        d = np.float64(row[at]) - shift if ok else 0.0
-        s1 += d
-        s2 += d * d
-        count += ok
-    return s1, s2, count
+    window = ring.shape[1]
+    groups = ring.shape[0]
+    for part in numba.prange(parts):
+        lo = np.uintp(part * groups // parts)
+        hi = np.uintp((part + 1) * groups // parts)
+        for r in range(values.shape[0]):
+            i = np.uintp(r)
+            g = np.uintp(ids[i])  # unsigned: no negative-index wraparound per table read
+            if g < lo or g >= hi:
+                continue
+            slot = heads[g, 0]
+            full = heads[g, 1] == window  # a block before this one: the window reaches it
+            if slot == 0 and full:  # the ring holds the last block: its suffix sums
+                s = 0.0
+                q = 0.0
+                c = 0.0
+                k = 0.0
+                suffix[g, window, 0] = 0.0
+                suffix[g, window, 1] = 0.0
+                suffix[g, window, 2] = 0.0
+                for j in range(window - 1, -1, -1):
+                    if ring_valid[g, j]:
+                        if c == 0.0:
+                            k = np.float64(ring[g, j])
+                        d = np.float64(ring[g, j]) - k
+                        s += d
+                        q += d * d
+                        c += 1.0
+                    suffix[g, j, 0] = s
+                    suffix[g, j, 1] = q
+                    suffix[g, j, 2] = c
+                sums[g, 4] = k
+            if slot == 0:
+                sums[g, 0] = 0.0
+                sums[g, 1] = 0.0
+                sums[g, 2] = 0.0
+            ok = valid[i]
+            _ring_push(ring, ring_valid, heads, g, values[i], ok)
+            if ok:
+                x = np.float64(values[i])
+                if sums[g, 0] == 0.0:
+                    sums[g, 3] = x
+                d = x - sums[g, 3]
+                sums[g, 0] += 1.0
+                sums[g, 1] += d
+                sums[g, 2] += d * d
+            n_front = suffix[g, slot + 1, 2] if full else 0.0
+            count = n_front + sums[g, 0]
+            var = 0.0
+            if count - ddof > 0:
+                var = _two_part_var(n_front, suffix[g, slot + 1, 0], suffix[g, slot + 1, 1],
+                                    sums[g, 4], sums[g, 0], sums[g, 1], sums[g, 2],
+                                    sums[g, 3], ddof)  # fmt: skip
+            if var < 0.0:
+                var = 0.0
+            out[i] = np.sqrt(var) if std else var
+            out_valid[i] = count >= min_samples and count - ddof > 0
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def rolling_ring_by_key(values: Any, valid: Any, ids: Any, parts: int, op: int,
-                        min_samples: int, ddof: int, zero: Any, ring: Any, ring_valid: Any,
-                        heads: Any, out: Any, out_valid: Any) -> None:  # fmt: skip
-    """Trailing rolling var/std/min/max per group of ``ids``, from each group's ring.
+def rolling_extreme_by_key(values: Any, valid: Any, ids: Any, parts: int, largest: bool,
+                           min_samples: int, zero: Any, ring: Any, ring_valid: Any,
+                           heads: Any, out: Any, out_valid: Any) -> None:  # fmt: skip
+    """Trailing rolling min (max: ``largest``) per group of ``ids``, from each group's ring.
 
-    ``op``: 0 var, 1 std, 2 min, 3 max. Each row's window is its group's last
-    ``ring.shape[1]`` rows, read from the ring: the variance as `rolling_var`
-    (shifted data, `_ring_sums`), the extremes with NaN winning, as `rolling_extreme`.
-
-    ``parts`` threads share the groups.
+    Each row's window is its group's last ``ring.shape[1]`` rows, read whole from the
+    ring, NaN winning, as `rolling_extreme`. ``parts`` threads share the groups (each
+    a range of them, as `rolling_var_by_key`).
     """
-    window = ring.shape[1]
     groups = ring.shape[0]
     for part in numba.prange(parts):
         # a range of groups of its own: no cache line of the tables is written by two threads
@@ -824,15 +925,6 @@ def rolling_ring_by_key(values: Any, valid: Any, ids: Any, parts: int, op: int,
                 continue
             _ring_push(ring, ring_valid, heads, g, values[i], valid[i])
             filled = heads[g, 1]
-            oldest = heads[g, 0] if filled == window else 0
-            if op <= 1:
-                s1, s2, count = _ring_sums(ring[g], ring_valid[g], filled, oldest)
-                var = (s2 - s1 * s1 / count) / (count - ddof) if count - ddof > 0 else 0.0
-                if var < 0.0:
-                    var = 0.0
-                out[i] = np.sqrt(var) if op == 1 else var
-                out_valid[i] = count >= min_samples and count - ddof > 0
-                continue
             best = zero
             nans = 0
             count = 0
@@ -842,7 +934,7 @@ def rolling_ring_by_key(values: Any, valid: Any, ids: Any, parts: int, op: int,
                 v = ring[g, at]
                 if v != v:
                     nans += 1
-                elif count == nans or ((v < best) if op == 2 else (v > best)):
+                elif count == nans or ((v > best) if largest else (v < best)):
                     best = v
                 count += 1
             if nans > 0:

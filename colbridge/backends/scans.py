@@ -246,6 +246,12 @@ def new_carry(func: str, options: tuple[Any, ...], count: int, compute: np.dtype
             starts += [total, 0, 0]
             dtypes += [np.dtype(type(total)), np.int64, np.int64]
             shapes += [(3,), (3,), ()]
+        elif func in ("rolling_var", "rolling_std") and rolling_weights(func, options) is None:
+            # the suffix sums of the last full block, (s, q, n) per slot; the block so
+            # far, (n, s, q, its first value), and the suffix's value (`rolling_var_by_key`)
+            starts += [0.0, 0.0]
+            dtypes += [np.float64, np.float64]
+            shapes += [(ring + 1, 3), (5,)]
     carry = Carry(func, options, compute, [np.empty((0, *shape), dtype=dt)
                                            for shape, dt in zip(shapes, dtypes, strict=True)],
                   starts)  # fmt: skip
@@ -388,11 +394,14 @@ def run_carried(carry: Carry, values: np.ndarray[Any, Any], valid: np.ndarray[An
         k.rolling_sum_by_key(values, valid, ids, mean, compute.kind == "f",
                              min_samples, total.type(0), _specials(total), *t, out,
                              out_valid)  # fmt: skip
-    else:  # trailing rolling var, std, min, max
+    elif func in ("rolling_var", "rolling_std"):  # trailing
         _, min_samples, _, ddof = options[:4]
-        op = ("rolling_var", "rolling_std", "rolling_min", "rolling_max").index(func)
-        k.rolling_ring_by_key(values, valid, ids, parts, op, min_samples, ddof, zero, *t, out,
-                              out_valid)  # fmt: skip
+        k.rolling_var_by_key(values, valid, ids, parts, func == "rolling_std", min_samples,
+                             ddof, *t, out, out_valid)  # fmt: skip
+    else:  # trailing rolling min, max
+        min_samples = options[1]
+        k.rolling_extreme_by_key(values, valid, ids, parts, func == "rolling_max",
+                                 min_samples, zero, *t, out, out_valid)  # fmt: skip
 
 
 def run_scan(
