@@ -14,25 +14,35 @@
 // `__shared__` variables become `static` ones: blocks run one at a time, so one static
 // array is the shared memory of the block that runs. Launches of one compiled kernel are
 // serialised for the same reason.
+//
+// The header has two halves. What a kernel uses (indices, atomics, the warp primitives'
+// entry points) and a small template that hands the kernel's arguments over are all a
+// kernel's translation unit compiles. The runtime (the launch, its threads, barriers, warp
+// primitives, reports) is compiled once, with `CB_HOST_RUNTIME_IMPL` defined, into an object
+// that every kernel's library links: instantiating the thread machinery (std::thread, locks,
+// condition variables) in every kernel made each build about five times slower. The launch
+// is type-erased for that: it takes the kernel as a plain function pointer and a trampoline,
+// `cb_invoke<A...>`, that unpacks the arguments. The runtime's symbols are hidden, so each
+// kernel's library keeps its own copy and two loaded kernels never share one.
 #ifndef COLBRIDGE_CUDA_HOST_H
 #define COLBRIDGE_CUDA_HOST_H
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef CB_HOST_RUNTIME_IMPL
 #include <condition_variable>
-#include <cstddef>
 #include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
-#include <type_traits>
-#include <utility>
 #include <vector>
+#endif
 
 #define __global__
 #define __device__
@@ -40,16 +50,19 @@
 #define __forceinline__ inline
 #define __shared__ static
 
+// after the system headers: only the shim's own declarations are hidden
+#pragma GCC visibility push(hidden)
+
 struct cb_dim3 {
     unsigned int x, y, z;
 };
 
 // Every launch thread has its own indices; the sizes are per thread too, so two launches of
 // different kernels from two host threads do not share anything.
-static thread_local cb_dim3 threadIdx = {0, 0, 0};
-static thread_local cb_dim3 blockIdx = {0, 0, 0};
-static thread_local cb_dim3 blockDim = {1, 1, 1};
-static thread_local cb_dim3 gridDim = {1, 1, 1};
+extern __thread cb_dim3 threadIdx;
+extern __thread cb_dim3 blockIdx;
+extern __thread cb_dim3 blockDim;
+extern __thread cb_dim3 gridDim;
 
 static const int warpSize = 32;
 
@@ -158,10 +171,7 @@ static inline double atomicAdd(double* address, double v) {
 static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 static inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 
-// -- the block: threads, warps, barriers ---------------------------------------------------
-
-// Thrown inside a launch thread to unwind it once a misuse has been reported.
-struct cb_launch_failed {};
+// -- barriers and warp primitives (the runtime does the work) ------------------------------
 
 enum cb_op {
     CB_NONE = 0,
@@ -174,6 +184,139 @@ enum cb_op {
     CB_SHFL_DOWN,
     CB_SHFL_XOR,
 };
+
+// One warp-wide exchange: every lane of `mask` brings `value` (and a parameter) and takes
+// away what the primitive `op` gives it.
+unsigned long long cb_warp_collective(int op, unsigned int mask, unsigned long long value,
+                                      long long param, int width);
+
+void __syncthreads();
+
+static inline void __syncwarp(unsigned int mask = 0xffffffffu) {
+    cb_warp_collective(CB_SYNCWARP, mask, 0, 0, 32);
+}
+
+static inline unsigned int __ballot_sync(unsigned int mask, int predicate) {
+    return (unsigned int)cb_warp_collective(CB_BALLOT, mask, predicate != 0, 0, 32);
+}
+
+static inline int __any_sync(unsigned int mask, int predicate) {
+    return (int)cb_warp_collective(CB_ANY, mask, predicate != 0, 0, 32);
+}
+
+static inline int __all_sync(unsigned int mask, int predicate) {
+    return (int)cb_warp_collective(CB_ALL, mask, predicate != 0, 0, 32);
+}
+
+// Shuffles move the value's bit pattern; the overloads are CUDA's (int, unsigned int,
+// long long, unsigned long long, float, double).
+template <typename T>
+static inline T cb_shuffle(int op, unsigned int mask, T var, long long param, int width) {
+    static_assert(sizeof(T) <= 8, "shuffled values are at most 8 bytes");
+    unsigned long long bits = 0;
+    memcpy(&bits, &var, sizeof(T));
+    bits = cb_warp_collective(op, mask, bits, param, width);
+    T out;
+    memcpy(&out, &bits, sizeof(T));
+    return out;
+}
+
+#define CB_SHUFFLES(T)                                                                     \
+    static inline T __shfl_sync(unsigned int mask, T var, int src_lane, int width = 32) {  \
+        return cb_shuffle<T>(CB_SHFL, mask, var, src_lane, width);                         \
+    }                                                                                      \
+    static inline T __shfl_up_sync(unsigned int mask, T var, unsigned int delta,           \
+                                   int width = 32) {                                       \
+        return cb_shuffle<T>(CB_SHFL_UP, mask, var, delta, width);                         \
+    }                                                                                      \
+    static inline T __shfl_down_sync(unsigned int mask, T var, unsigned int delta,         \
+                                     int width = 32) {                                     \
+        return cb_shuffle<T>(CB_SHFL_DOWN, mask, var, delta, width);                       \
+    }                                                                                      \
+    static inline T __shfl_xor_sync(unsigned int mask, T var, int lane_mask,               \
+                                    int width = 32) {                                      \
+        return cb_shuffle<T>(CB_SHFL_XOR, mask, var, lane_mask, width);                    \
+    }
+
+CB_SHUFFLES(int)
+CB_SHUFFLES(unsigned int)
+CB_SHUFFLES(long long)
+CB_SHUFFLES(unsigned long long)
+CB_SHUFFLES(float)
+CB_SHUFFLES(double)
+#undef CB_SHUFFLES
+
+// -- launches ------------------------------------------------------------------------------
+
+typedef void (*cb_fn)();
+// Calls `kernel` (really a `void (*)(A...)`) with `*(A*)args[k]` as its k-th argument.
+typedef void (*cb_invoker)(cb_fn kernel, void** args);
+
+// Run `kernel` on `grid` blocks of `threads` threads; `args[k]` points at the k-th argument,
+// as with cuLaunchKernel. Returns 0, or 1 with a message in `error`.
+int cb_launch(cb_invoker invoke, cb_fn kernel, unsigned int grid, unsigned int threads,
+              void** args, char* error, size_t error_size);
+
+// The stand-alone program's main (below): `pointer[k]` tells whether parameter k is a pointer.
+int cb_main(cb_invoker invoke, cb_fn kernel, size_t count, const bool* pointer, int argc,
+            char** argv);
+
+template <size_t... I>
+struct cb_indices {};
+template <size_t N, size_t... I>
+struct cb_make_indices : cb_make_indices<N - 1, N - 1, I...> {};
+template <size_t... I>
+struct cb_make_indices<0, I...> {
+    typedef cb_indices<I...> type;
+};
+
+template <typename... A, size_t... I>
+static void cb_call(void (*kernel)(A...), void** args, cb_indices<I...>) {
+    kernel(*static_cast<A*>(args[I])...);
+}
+
+template <typename... A>
+static void cb_invoke(cb_fn kernel, void** args) {
+    cb_call(reinterpret_cast<void (*)(A...)>(kernel), args,
+            typename cb_make_indices<sizeof...(A)>::type());
+}
+
+template <typename... A>
+static int cb_host_launch(void (*kernel)(A...), unsigned int grid, unsigned int threads,
+                          void** args, char* error, size_t error_size) {
+    return cb_launch(cb_invoke<A...>, reinterpret_cast<cb_fn>(kernel), grid, threads, args,
+                     error, error_size);
+}
+
+template <typename T>
+struct cb_is_pointer {
+    static const bool value = false;
+};
+template <typename T>
+struct cb_is_pointer<T*> {
+    static const bool value = true;
+};
+
+template <typename... A>
+static int cb_host_main(void (*kernel)(A...), int argc, char** argv) {
+    static const bool pointer[] = {cb_is_pointer<A>::value..., false};
+    return cb_main(cb_invoke<A...>, reinterpret_cast<cb_fn>(kernel), sizeof...(A), pointer, argc,
+                   argv);
+}
+
+// -- the runtime ---------------------------------------------------------------------------
+//
+// Compiled once into an object every kernel's library links, or into a stand-alone program
+// together with its kernel (sanitizer builds).
+#ifdef CB_HOST_RUNTIME_IMPL
+
+__thread cb_dim3 threadIdx = {0, 0, 0};
+__thread cb_dim3 blockIdx = {0, 0, 0};
+__thread cb_dim3 blockDim = {1, 1, 1};
+__thread cb_dim3 gridDim = {1, 1, 1};
+
+// Thrown inside a launch thread to unwind it once a misuse has been reported.
+struct cb_launch_failed {};
 
 static const char* cb_op_name(int op) {
     switch (op) {
@@ -216,7 +359,7 @@ struct cb_block {
     std::string message;
 };
 
-static thread_local cb_block* cb_this_block = nullptr;
+static __thread cb_block* cb_this_block = nullptr;
 
 static inline unsigned int cb_lane() { return threadIdx.x & 31u; }
 static inline unsigned int cb_warp_id() { return threadIdx.x >> 5; }
@@ -238,7 +381,7 @@ static std::string cb_hex(unsigned int mask) {
 // A failure releases every waiting thread of the block, in barriers and in warp primitives.
 static void cb_wake_all(cb_block* b) {
     b->cv.notify_all();
-    for (std::size_t k = 0; k < b->warps.size(); ++k) b->warp_cv[k].notify_all();
+    for (size_t k = 0; k < b->warps.size(); ++k) b->warp_cv[k].notify_all();
 }
 
 [[noreturn]] static void cb_fail(std::unique_lock<std::mutex>& lock, const std::string& what) {
@@ -280,10 +423,9 @@ static void cb_need_whole_warps(std::unique_lock<std::mutex>& lock, const char* 
     }
 }
 
-// One warp-wide exchange: every lane of `mask` brings `value` (and a parameter); the last
-// lane to arrive computes what each lane takes away; the others wait for it.
-static unsigned long long cb_warp_collective(int op, unsigned int mask, unsigned long long value,
-                                             long long param, int width) {
+// The last lane to arrive computes what each lane takes away; the others wait for it.
+unsigned long long cb_warp_collective(int op, unsigned int mask, unsigned long long value,
+                                      long long param, int width) {
     cb_block* b = cb_this_block;
     std::unique_lock<std::mutex> lock(b->m);
     const char* name = cb_op_name(op);
@@ -368,7 +510,7 @@ static unsigned long long cb_warp_collective(int op, unsigned int mask, unsigned
     return w.out[lane];
 }
 
-static inline void __syncthreads() {
+void __syncthreads() {
     cb_block* b = cb_this_block;
     std::unique_lock<std::mutex> lock(b->m);
     if (b->live != b->threads) {
@@ -388,60 +530,6 @@ static inline void __syncthreads() {
     const unsigned long long generation = b->bar_generation;
     cb_wait(lock, b->cv, "__syncthreads()", [&] { return b->bar_generation != generation; });
 }
-
-static inline void __syncwarp(unsigned int mask = 0xffffffffu) {
-    cb_warp_collective(CB_SYNCWARP, mask, 0, 0, 32);
-}
-
-static inline unsigned int __ballot_sync(unsigned int mask, int predicate) {
-    return (unsigned int)cb_warp_collective(CB_BALLOT, mask, predicate != 0, 0, 32);
-}
-
-static inline int __any_sync(unsigned int mask, int predicate) {
-    return (int)cb_warp_collective(CB_ANY, mask, predicate != 0, 0, 32);
-}
-
-static inline int __all_sync(unsigned int mask, int predicate) {
-    return (int)cb_warp_collective(CB_ALL, mask, predicate != 0, 0, 32);
-}
-
-// Shuffles move the value's bit pattern; the overloads are CUDA's (int, unsigned int,
-// long long, unsigned long long, float, double).
-template <typename T>
-static inline T cb_shuffle(int op, unsigned int mask, T var, long long param, int width) {
-    static_assert(sizeof(T) <= 8, "shuffled values are at most 8 bytes");
-    unsigned long long bits = 0;
-    memcpy(&bits, &var, sizeof(T));
-    bits = cb_warp_collective(op, mask, bits, param, width);
-    T out;
-    memcpy(&out, &bits, sizeof(T));
-    return out;
-}
-
-#define CB_SHUFFLES(T)                                                                     \
-    static inline T __shfl_sync(unsigned int mask, T var, int src_lane, int width = 32) {  \
-        return cb_shuffle<T>(CB_SHFL, mask, var, src_lane, width);                         \
-    }                                                                                      \
-    static inline T __shfl_up_sync(unsigned int mask, T var, unsigned int delta,           \
-                                   int width = 32) {                                       \
-        return cb_shuffle<T>(CB_SHFL_UP, mask, var, delta, width);                         \
-    }                                                                                      \
-    static inline T __shfl_down_sync(unsigned int mask, T var, unsigned int delta,         \
-                                     int width = 32) {                                     \
-        return cb_shuffle<T>(CB_SHFL_DOWN, mask, var, delta, width);                       \
-    }                                                                                      \
-    static inline T __shfl_xor_sync(unsigned int mask, T var, int lane_mask,               \
-                                    int width = 32) {                                      \
-        return cb_shuffle<T>(CB_SHFL_XOR, mask, var, lane_mask, width);                    \
-    }
-
-CB_SHUFFLES(int)
-CB_SHUFFLES(unsigned int)
-CB_SHUFFLES(long long)
-CB_SHUFFLES(unsigned long long)
-CB_SHUFFLES(float)
-CB_SHUFFLES(double)
-#undef CB_SHUFFLES
 
 // A thread has returned from the kernel: waiting lanes or threads that counted on it can
 // never be released.
@@ -469,23 +557,18 @@ static void cb_thread_returned() {
     }
 }
 
-// -- launches ------------------------------------------------------------------------------
+// -- the launch ----------------------------------------------------------------------------
 
-template <typename... A, std::size_t... I>
-static void cb_call(void (*kernel)(A...), void** args, std::index_sequence<I...>) {
-    kernel(*static_cast<A*>(args[I])...);
-}
-
-template <typename... A>
-static void cb_run_thread(void (*kernel)(A...), void** args, cb_block* block, unsigned int b,
-                          unsigned int t, unsigned int grid, unsigned int threads) {
+static void cb_run_thread(cb_invoker invoke, cb_fn kernel, void** args, cb_block* block,
+                          unsigned int b, unsigned int t, unsigned int grid,
+                          unsigned int threads) {
     cb_this_block = block;
     threadIdx = {t, 0, 0};
     blockIdx = {b, 0, 0};
     blockDim = {threads, 1, 1};
     gridDim = {grid, 1, 1};
     try {
-        cb_call(kernel, args, std::index_sequence_for<A...>{});
+        invoke(kernel, args);
         cb_thread_returned();
     } catch (const cb_launch_failed&) {
         // reported in block->message
@@ -499,16 +582,13 @@ static void cb_run_thread(void (*kernel)(A...), void** args, cb_block* block, un
     }
 }
 
-// Run `kernel` on `grid` blocks of `threads` threads; `args[k]` points at the k-th argument,
-// as with cuLaunchKernel. Returns 0, or 1 with a message in `error`.
-//
 // One OS thread per thread of a block, reused block after block: the threads of a block run
 // at once (barriers and warp primitives need that), blocks run one after another, and a
 // launch creates `threads` OS threads, not `grid * threads` (creating them dominated runs).
-template <typename... A>
-static int cb_host_launch(void (*kernel)(A...), unsigned int grid, unsigned int threads,
-                          void** args, char* error, std::size_t error_size) {
-    static std::mutex one_launch_at_a_time;  // static __shared__ arrays are per kernel
+int cb_launch(cb_invoker invoke, cb_fn kernel, unsigned int grid, unsigned int threads,
+              void** args, char* error, size_t error_size) {
+    // static __shared__ arrays are per kernel, and each kernel's library has its own runtime
+    static std::mutex one_launch_at_a_time;
     std::lock_guard<std::mutex> serial(one_launch_at_a_time);
     if (grid == 0 || threads == 0) return 0;
     // A lock for each step: `m` hands out the next block, `gate_m` holds every thread until
@@ -545,7 +625,7 @@ static int cb_host_launch(void (*kernel)(A...), unsigned int grid, unsigned int 
                     gate_cv.wait(gate, [&] { return started == threads; });
                 }
             }
-            cb_run_thread<A...>(kernel, args, current, seen - 1, t, grid, threads);
+            cb_run_thread(invoke, kernel, args, current, seen - 1, t, grid, threads);
             std::lock_guard<std::mutex> lock(done_m);
             if (++finished == threads) done_cv.notify_one();
         }
@@ -593,12 +673,6 @@ static int cb_host_launch(void (*kernel)(A...), unsigned int grid, unsigned int 
     return status;
 }
 
-#define CB_HOST_ENTRY(kernel)                                                              \
-    extern "C" int cb_host_##kernel(unsigned int grid, unsigned int block, void** args,    \
-                                    char* error, std::size_t error_size) {                 \
-        return cb_host_launch(kernel, grid, block, args, error, error_size);               \
-    }
-
 // -- a stand-alone program (sanitizer builds) ------------------------------------------------
 //
 // `prog GRID BLOCK ARGS OUT` reads the arguments from the file ARGS (per parameter, in order:
@@ -607,37 +681,12 @@ static int cb_host_launch(void (*kernel)(A...), unsigned int grid, unsigned int 
 // holding the value in its own type), launches, and writes every pointer's buffer to OUT
 // (the byte count and the bytes). Exit status 3 reports a misuse, with the message on stderr.
 
-static bool cb_read_exact(FILE* f, void* dst, std::size_t n) {
+static bool cb_read_exact(FILE* f, void* dst, size_t n) {
     return n == 0 || fread(dst, 1, n, f) == n;
 }
 
-template <typename T>
-static bool cb_read_arg(FILE* f, unsigned long long& slot, std::vector<void*>& owned,
-                        std::vector<unsigned long long>& sizes) {
-    if constexpr (std::is_pointer<T>::value) {
-        unsigned long long n = 0;
-        if (!cb_read_exact(f, &n, sizeof n)) return false;
-        void* p = n ? malloc((std::size_t)n) : nullptr;
-        if (n && !cb_read_exact(f, p, (std::size_t)n)) return false;
-        owned.push_back(p);
-        sizes.push_back(n);
-        memcpy(&slot, &p, sizeof p);
-    } else {
-        if (!cb_read_exact(f, &slot, sizeof slot)) return false;
-    }
-    return true;
-}
-
-template <typename... A, std::size_t... I>
-static bool cb_read_args(FILE* f, unsigned long long* slots, std::vector<void*>& owned,
-                         std::vector<unsigned long long>& sizes, std::index_sequence<I...>) {
-    bool ok = true;
-    ((ok = ok && cb_read_arg<A>(f, slots[I], owned, sizes)), ...);
-    return ok;
-}
-
-template <typename... A>
-static int cb_host_main(void (*kernel)(A...), int argc, char** argv) {
+int cb_main(cb_invoker invoke, cb_fn kernel, size_t count, const bool* pointer, int argc,
+            char** argv) {
     if (argc != 5) {
         fprintf(stderr, "usage: %s GRID BLOCK ARGS OUT\n", argv[0]);
         return 2;
@@ -649,26 +698,40 @@ static int cb_host_main(void (*kernel)(A...), int argc, char** argv) {
         fprintf(stderr, "cannot open %s\n", argv[3]);
         return 2;
     }
-    unsigned long long slots[sizeof...(A) + 1] = {};
-    void* pointers[sizeof...(A) + 1] = {};
+    std::vector<unsigned long long> slots(count + 1, 0);
+    std::vector<void*> pointers(count + 1, nullptr);
     std::vector<void*> owned;
     std::vector<unsigned long long> sizes;
-    if (!cb_read_args<A...>(in, slots, owned, sizes, std::index_sequence_for<A...>{})) {
-        fprintf(stderr, "short argument file %s\n", argv[3]);
-        return 2;
+    for (size_t k = 0; k < count; ++k) {
+        bool ok = true;
+        if (pointer[k]) {
+            unsigned long long n = 0;
+            ok = cb_read_exact(in, &n, sizeof n);
+            void* p = ok && n ? malloc((size_t)n) : nullptr;
+            ok = ok && (n == 0 || cb_read_exact(in, p, (size_t)n));
+            owned.push_back(p);
+            sizes.push_back(n);
+            memcpy(&slots[k], &p, sizeof p);
+        } else {
+            ok = cb_read_exact(in, &slots[k], sizeof slots[k]);
+        }
+        if (!ok) {
+            fprintf(stderr, "short argument file %s\n", argv[3]);
+            return 2;
+        }
     }
     fclose(in);
-    for (std::size_t k = 0; k < sizeof...(A); ++k) pointers[k] = &slots[k];
+    for (size_t k = 0; k < count; ++k) pointers[k] = &slots[k];
     char error[4096] = {0};
-    const int failed = cb_host_launch(kernel, grid, block, pointers, error, sizeof error);
+    const int failed = cb_launch(invoke, kernel, grid, block, pointers.data(), error, sizeof error);
     FILE* out = fopen(argv[4], "wb");
     if (!out) {
         fprintf(stderr, "cannot open %s\n", argv[4]);
         return 2;
     }
-    for (std::size_t k = 0; k < owned.size(); ++k) {
+    for (size_t k = 0; k < owned.size(); ++k) {
         fwrite(&sizes[k], sizeof sizes[k], 1, out);
-        if (sizes[k]) fwrite(owned[k], 1, (std::size_t)sizes[k], out);
+        if (sizes[k]) fwrite(owned[k], 1, (size_t)sizes[k], out);
         free(owned[k]);
     }
     fclose(out);
@@ -679,6 +742,19 @@ static int cb_host_main(void (*kernel)(A...), int argc, char** argv) {
     return 0;
 }
 
+#endif  // CB_HOST_RUNTIME_IMPL
+
+#pragma GCC visibility pop
+
+// The library's entry point, `cb_host_<kernel>`, taking the launch's arguments as `cb_launch`.
+#define CB_HOST_ENTRY(kernel)                                                              \
+    extern "C" int cb_host_##kernel(unsigned int grid, unsigned int block, void** args,    \
+                                    char* error, size_t error_size) {                      \
+        return cb_host_launch(kernel, grid, block, args, error, error_size);               \
+    }
+
+// A stand-alone program launching `kernel` (it needs the runtime in the same translation
+// unit: define CB_HOST_RUNTIME_IMPL before including this header).
 #define CB_HOST_MAIN(kernel) \
     int main(int argc, char** argv) { return cb_host_main(kernel, argc, argv); }
 

@@ -24,7 +24,10 @@ of an input as well as a write past the end of an output, and TSan reports a
 plain ``+=`` on memory several threads update where an ``atomicAdd`` is needed.
 A sanitizer report raises `KernelFault` with the report.
 
-Compiled kernels are cached by source hash in ``<colbridge cache>/cuda_host``.
+Compiled kernels are cached by source hash in ``<colbridge cache>/cuda_host``. The
+runtime half of ``cuda_host.h`` (the launch and its threads, barriers, warp primitives) is
+compiled there once per header text and flags into an object each kernel's library links,
+next to the header precompiled: a kernel's build then compiles only the kernel.
 """
 
 from __future__ import annotations
@@ -169,9 +172,22 @@ def uses_warp_primitives(source: str) -> bool:
     return _WARP_PRIMITIVE.search(source) is not None
 
 
+#: The translation unit of the runtime object shared libraries link (see `_runtime`).
+_RUNTIME_SOURCE = f'#define CB_HOST_RUNTIME_IMPL\n#include "{HEADER.name}"\n'
+#: Flags of the runtime object and the precompiled header: a library's, less ``-shared``.
+_RUNTIME_FLAGS = (*GXX_FLAGS, *(f for f in _BUILD_FLAGS[""] if f != "-shared"))
+
+
+def _runtime_digest(header: str) -> str:
+    key = "\0".join((header, _RUNTIME_SOURCE, *_RUNTIME_FLAGS))
+    return hashlib.sha256(key.encode()).hexdigest()[:24]
+
+
 def _digest(kernel: KernelText, sanitize: str, wrapper: str) -> str:
+    header = HEADER.read_text()
     flags = (*GXX_FLAGS, *_BUILD_FLAGS[sanitize])
-    key = "\0".join((HEADER.read_text(), kernel.source, wrapper, *flags))
+    runtime = "" if sanitize else _runtime_digest(header)
+    key = "\0".join((header, runtime, kernel.source, wrapper, *flags))
     return hashlib.sha256(key.encode()).hexdigest()[:40]
 
 
@@ -184,8 +200,11 @@ def compile_host(kernel: KernelText, sanitize: str = "") -> Any:
     if sanitize not in _BUILD_FLAGS:
         msg = f"unknown sanitizer {sanitize!r}; use one of {SANITIZERS} or ''"
         raise ValueError(msg)
-    macro = "CB_HOST_MAIN" if sanitize else "CB_HOST_ENTRY"
-    wrapper = f'#include "{HEADER.name}"\n#include "kernel.cu"\n{macro}({kernel.name})\n'
+    if sanitize:  # a stand-alone program: the runtime compiles with the kernel
+        wrapper = f'#define CB_HOST_RUNTIME_IMPL\n#include "{HEADER.name}"\n'
+        wrapper += f'#include "kernel.cu"\nCB_HOST_MAIN({kernel.name})\n'
+    else:
+        wrapper = f'#include "{HEADER.name}"\n#include "kernel.cu"\nCB_HOST_ENTRY({kernel.name})\n'
     digest = _digest(kernel, sanitize, wrapper)
     with _LOCK:
         cached = _LOADED.get(digest)
@@ -201,19 +220,75 @@ def compile_host(kernel: KernelText, sanitize: str = "") -> Any:
         return loaded
 
 
-def _build(source: str, wrapper: str, target: Path, extra: tuple[str, ...]) -> None:
+def _gxx() -> str:
     gxx = shutil.which("g++")
     if gxx is None:
         msg = "g++ is needed to run CUDA kernels on the host and was not found on PATH"
         raise KernelCompileError(msg)
+    return gxx
+
+
+def _runtime() -> Path:
+    """A folder with the header, the runtime object and the precompiled header.
+
+    The runtime (the launch: threads, locks, barriers, warp primitives) is most of what
+    g++ would compile for each kernel, and reading the header (``<math.h>`` above all) most
+    of the rest, so both are compiled once per header text and flags, into the cache folder,
+    and every kernel's library links ``runtime.o`` and includes the header from here. g++
+    takes ``cuda_host.h.gch`` in place of ``cuda_host.h`` only when the flags match and reads
+    the header itself otherwise. Several processes may build it at once: each builds in a
+    folder of its own and renames it into place, and the first one there wins.
+    """
+    header = HEADER.read_text()
+    folder = cache_dir() / "cuda_host" / f"rt_{_runtime_digest(header)}"
+    if folder.exists():
+        return folder
+    gxx = _gxx()
+    with tempfile.TemporaryDirectory(prefix="cbrt_", dir=folder.parent) as tmp:
+        staged = Path(tmp) / "rt"
+        staged.mkdir()
+        (staged / HEADER.name).write_text(header)
+        (staged / "runtime.cpp").write_text(_RUNTIME_SOURCE)
+        proc = subprocess.run(
+            [gxx, *_RUNTIME_FLAGS, "-c", "-o", str(staged / "runtime.o"),
+             str(staged / "runtime.cpp")],
+            capture_output=True,
+            text=True,
+            check=False,
+        )  # fmt: skip
+        if proc.returncode != 0:
+            msg = f"the host shim's runtime failed to compile with g++:\n{proc.stderr}"
+            raise KernelCompileError(msg)
+        # optional: where g++ cannot precompile the header, each build reads it
+        subprocess.run(
+            [gxx, *_RUNTIME_FLAGS, "-x", "c++-header", "-o",
+             str(staged / f"{HEADER.name}.gch"), str(staged / HEADER.name)],
+            capture_output=True,
+            check=False,
+        )  # fmt: skip
+        try:
+            staged.rename(folder)
+        except OSError:
+            if not folder.exists():
+                raise
+    return folder
+
+
+def _build(source: str, wrapper: str, target: Path, extra: tuple[str, ...]) -> None:
+    gxx = _gxx()
     with tempfile.TemporaryDirectory(prefix="cbhost_") as tmp:
         folder = Path(tmp)
-        (folder / HEADER.name).write_text(HEADER.read_text())
         (folder / "kernel.cu").write_text(source)
         (folder / "wrapper.cpp").write_text(wrapper)
+        inputs = [str(folder / "wrapper.cpp")]
+        if "-shared" in extra:
+            runtime = _runtime()
+            inputs += ["-I", str(runtime), str(runtime / "runtime.o")]
+        else:
+            (folder / HEADER.name).write_text(HEADER.read_text())
         out = folder / "k.out"
         proc = subprocess.run(
-            [gxx, *GXX_FLAGS, *extra, "-o", str(out), str(folder / "wrapper.cpp")],
+            [gxx, *GXX_FLAGS, *extra, "-o", str(out), *inputs],
             capture_output=True,
             text=True,
             check=False,
