@@ -22,8 +22,10 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 
+# the suite is mostly compiling kernels (numba, and g++ for the CUDA host shim): one
+# worker per core
 test: lint
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto
 
 bench: $(STAMP)
 	$(PY) benchmarks/bridge.py
