@@ -411,6 +411,15 @@ class Lowering:
                     return Val(q, valid)
                 prod = d.float_op("*", b.expr, q, result)
                 return Val(self.declare(result, d.float_op("-", a.expr, prod, result)), valid)
+            divisor = node.right
+            if isinstance(divisor, Literal) and divisor not in self.params \
+                    and type(divisor.value) is int and divisor.value not in (0, -1):  # fmt: skip
+                # a constant divisor (compiled in: `planner._constant_divisor`) is never 0
+                # or -1 here, so neither null nor overflow needs a check per row, and the
+                # compiler divides by multiplying
+                if op == "floordiv":
+                    return Val(self.declare(result, d.floordiv(a.expr, b.expr, result)), valid)
+                return Val(self.declare(result, d.mod(a.expr, b.expr, result)), valid)
             return self._int_divmod(op, result, a, b, valid)
         if op == "pow":
             if result.is_float:
