@@ -20,8 +20,11 @@ def client():
     with dask.config.set(
         {"distributed.worker.daemon": False, "distributed.logging.distributed": "error"}
     ):
+        # the scheduler's HTTP server on a free port: with a fixed one (8787, also what
+        # `dashboard_address=None` gives) a second cluster, as another xdist worker starts
+        # at the same time, warns that the port is taken, and the suite fails on warnings
         cluster = distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
             silence_logs=50,
         )  # fmt: skip
         with distributed.Client(cluster) as c:

@@ -123,7 +123,7 @@ def held(pdf, control):
 if __name__ == "__main__":
     control = sys.argv[1]
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                           dashboard_address=None, silence_logs=50)
+                           dashboard_address=":0", silence_logs=50)
     client = Client(cluster)
     pdf = pd.DataFrame({"a": np.arange(4000, dtype=np.float64), "b": np.arange(4000) % 13})
     ddf = dd.from_pandas(pdf, npartitions=24).map_partitions(held, control, meta=pdf.head(0))
