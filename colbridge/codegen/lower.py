@@ -412,15 +412,9 @@ class Lowering:
                 prod = d.float_op("*", b.expr, q, result)
                 return Val(self.declare(result, d.float_op("-", a.expr, prod, result)), valid)
             divisor = node.right
-            if isinstance(divisor, Literal) and divisor not in self.params \
-                    and type(divisor.value) is int and divisor.value not in (0, -1):  # fmt: skip
-                # a constant divisor (compiled in: `planner._constant_divisor`) is never 0
-                # or -1 here, so neither null nor overflow needs a check per row, and the
-                # compiler divides by multiplying
-                if op == "floordiv":
-                    return Val(self.declare(result, d.floordiv(a.expr, b.expr, result)), valid)
-                return Val(self.declare(result, d.mod(a.expr, b.expr, result)), valid)
-            return self._int_divmod(op, result, a, b, valid)
+            constant = divisor.value if isinstance(divisor, Literal) \
+                and divisor not in self.params and type(divisor.value) is int else None  # fmt: skip
+            return self._int_divmod(op, result, a, b, valid, constant)
         if op == "pow":
             if result.is_float:
                 return Val(self.declare(result, d.math("pow", result, a.expr, b.expr)), valid)
@@ -483,9 +477,18 @@ class Lowering:
         valid = self.declare(DType.BOOL, d.or_(true, d.and_(av, bv)), "m")
         return Val(true, Valid(row=valid))
 
-    def _int_divmod(self, op: str, result: DType, a: Val, b: Val, valid: Valid) -> Val:
-        """Integer ``//`` and ``%``: by zero gives null; ``MIN // -1`` wraps, as in polars."""
+    def _int_divmod(self, op: str, result: DType, a: Val, b: Val, valid: Valid,
+                    constant: int | None) -> Val:  # fmt: skip
+        """Integer ``//`` and ``%``: by zero gives null; ``MIN // -1`` wraps, as in polars.
+
+        ``constant`` is the divisor where it is a literal compiled into the kernel
+        (`planner._constant_divisor`): other than 0 or -1, no row needs a check (and
+        the compiler divides by multiplying).
+        """
         d = self.d
+        if constant is not None and constant not in (0, -1):
+            divide = d.floordiv if op == "floordiv" else d.mod
+            return Val(self.declare(result, divide(a.expr, b.expr, result)), valid)
         zero, one = d.const(0, result), d.const(1, result)
         by_zero = self.declare(DType.BOOL, d.compare("==", b.expr, zero))
         special = by_zero

@@ -56,12 +56,14 @@ __all__ = [
     "GUARD_BYTES",
     "GXX_FLAGS",
     "HEADER",
+    "KERNEL_TIERS",
     "SANITIZERS",
     "HostKernel",
     "HostRuntime",
     "KernelFault",
     "compile_host",
     "compute_on_host",
+    "compute_on_tier",
     "sanitizer_works",
     "uses_warp_primitives",
 ]
@@ -528,6 +530,34 @@ class HostRuntime(Runtime):
             whole[:GUARD_BYTES] = _GUARD  # one report per overrun
             whole[GUARD_BYTES + nbytes :] = _GUARD
         return problems
+
+
+#: Where the tests run a plan's kernels: the CPU backend's two tiers (NumPy, compiled
+#: numba), and the CUDA backend's kernel text compiled for the host (`compute_on_host`).
+KERNEL_TIERS = ("numpy", "compiled", "cuda host")
+
+
+def compute_on_tier(lazy_frame: Any, tier: str) -> Any:
+    """Compute a `colbridge.LazyFrame` with the kernels of one of `KERNEL_TIERS`.
+
+    The CPU tier is chosen by ``COLBRIDGE_CPU_TIER`` for this call only (the CUDA
+    backend's host passes run on the compiled tier). Returns a frame of the input's
+    kind, as ``compute()`` does.
+    """
+    if tier not in KERNEL_TIERS:
+        msg = f"unknown kernel tier {tier!r}: expected one of {', '.join(KERNEL_TIERS)}"
+        raise ValueError(msg)
+    before = os.environ.get("COLBRIDGE_CPU_TIER")
+    os.environ["COLBRIDGE_CPU_TIER"] = "compiled" if tier == "cuda host" else tier
+    try:
+        if tier == "cuda host":
+            return compute_on_host(lazy_frame)
+        return lazy_frame.compute(device="cpu")
+    finally:
+        if before is None:
+            del os.environ["COLBRIDGE_CPU_TIER"]
+        else:
+            os.environ["COLBRIDGE_CPU_TIER"] = before
 
 
 def compute_on_host(lazy_frame: Any, runtime: HostRuntime | None = None) -> Any:

@@ -9,8 +9,6 @@ limits, 0 and -1 (which keep the checked path), values at the limits, nulls.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import polars as pl
 import pyarrow as pa
@@ -19,12 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import colbridge as cb
-from colbridge.testing.cuda_host import compute_on_host
+from colbridge.testing.cuda_host import KERNEL_TIERS, compute_on_tier
 
 INT_TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(),
              pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()]  # fmt: skip
 DIVISORS = [1, 2, 3, 7, 64, 100, 127, 255, 1000, 2**31 - 1, -1, -2, -3, -7, -128, 0]
-TIERS = ["numpy", "compiled", "cuda host"]
 
 
 def _limits(t: pa.DataType) -> tuple[int, int]:
@@ -39,19 +36,7 @@ def _column(t: pa.DataType, draw_values: list[int | None]) -> pa.Array:
     return pa.array(kept, t)
 
 
-def _compute(query: Any, tier: str, monkeypatch: pytest.MonkeyPatch) -> pl.DataFrame:
-    if tier == "cuda host":
-        got = compute_on_host(query)
-    else:
-        monkeypatch.setenv("COLBRIDGE_CPU_TIER", tier)
-        got = query.compute()
-    out = pl.from_arrow(got)
-    assert isinstance(out, pl.DataFrame)
-    return out
-
-
-def _check(column: pa.Array, divisors: list[int], tier: str,
-           monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def _check(column: pa.Array, divisors: list[int], tier: str) -> None:
     table = pa.table({"x": column})
     exprs = {}
     for k in divisors:
@@ -60,22 +45,21 @@ def _check(column: pa.Array, divisors: list[int], tier: str,
         exprs[f"r{tag}"] = lambda m, k=k: m.col("x") % k
     want = pl.from_arrow(table).select(**{n: f(pl) for n, f in exprs.items()})
     assert isinstance(want, pl.DataFrame)
-    got = _compute(cb.lazy(table).select(**{n: f(cb) for n, f in exprs.items()}), tier,
-                   monkeypatch)  # fmt: skip
+    query = cb.lazy(table).select(**{n: f(cb) for n, f in exprs.items()})
+    got = pl.from_arrow(compute_on_tier(query, tier))
+    assert isinstance(got, pl.DataFrame)
     assert got.schema == want.schema
     for name in exprs:
         assert got[name].to_list() == want[name].to_list(), (column.type, name)
 
 
-@pytest.mark.parametrize("tier", TIERS)
+@pytest.mark.parametrize("tier", KERNEL_TIERS)
 @pytest.mark.parametrize("dtype", INT_TYPES, ids=str)
-def test_every_integer_type_at_its_limits(
-    dtype: pa.DataType, tier: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_every_integer_type_at_its_limits(dtype: pa.DataType, tier: str) -> None:
     lo, _ = _limits(dtype)
     # negative divisors with signed columns only (with an unsigned one, the type changes)
     divisors = [k for k in DIVISORS if k >= 0 or lo < 0]
-    _check(_column(dtype, []), divisors, tier, monkeypatch)
+    _check(_column(dtype, []), divisors, tier)
 
 
 @settings(max_examples=40, deadline=None)
@@ -89,18 +73,20 @@ def test_generated_values(dtype: pa.DataType, values: list[int | None], offset: 
     # in: the data varies here, not the kernels)
     lo, _ = _limits(dtype)
     column = _column(dtype, values)
-    with pytest.MonkeyPatch.context() as mp:
-        _check(column.slice(min(offset, len(column))), [k for k in DIVISORS if k >= 0 or lo < 0],
-               "compiled", mp)  # fmt: skip
+    _check(column.slice(min(offset, len(column))), [k for k in DIVISORS if k >= 0 or lo < 0],
+           "compiled")  # fmt: skip
 
 
-def test_a_literal_divisor_leaves_the_result_without_nulls() -> None:
-    # the shortcut's point: no validity where polars has none (the column has no nulls)
+@pytest.mark.parametrize("tier", KERNEL_TIERS)
+def test_a_literal_divisor_leaves_the_result_without_a_bitmap(tier: str) -> None:
+    # no per-row check, so no validity of its own: the column has no nulls, and the
+    # results no bitmap (polars has none either); by zero, every row is null
     table = pa.table({"x": pa.array([-7, -1, 0, 5, 9], pa.int64())})
     out = cb.lazy(table).select(q=cb.col("x") // 3, r=cb.col("x") % -4, z=cb.col("x") // 0)
-    result = pa.table(out.compute())
-    assert result.column("q").null_count == 0
-    assert result.column("r").null_count == 0
-    assert result.column("z").null_count == 5  # by zero: null, as in polars
+    result = pa.table(compute_on_tier(out, tier))
+    for name in ("q", "r"):
+        (chunk,) = result.column(name).chunks
+        assert chunk.buffers()[0] is None, (name, "has a validity bitmap")
+    assert result.column("z").null_count == 5
     assert result.column("q").to_pylist() == [-3, -1, 0, 1, 3]
     assert result.column("r").to_pylist() == [-3, -1, 0, -3, -3]

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import colbridge as cb
-from colbridge.testing.cuda_host import compute_on_host
+from colbridge.testing.cuda_host import KERNEL_TIERS, compute_on_tier
 
 MAX, MIN = 2**63 - 1, -(2**63)
 EDGES = [MAX, MIN, 0, -1, 1, 3_037_000_500, -3_037_000_500, MAX // 2 + 1, None]
@@ -43,30 +43,20 @@ EXPRS: dict[str, Expr] = {
 }
 
 
-def _check(table: pa.Table, tier: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def _check(table: pa.Table, tier: str) -> None:
     want = pl.from_arrow(table).select(**{k: f(pl) for k, f in EXPRS.items()})
     query = cb.lazy(table).select(**{k: f(cb) for k, f in EXPRS.items()})
-    if tier == "cuda host":
-        got = compute_on_host(query)
-    else:
-        monkeypatch.setenv("COLBRIDGE_CPU_TIER", tier)
-        got = query.compute()
-    got = pl.from_arrow(got)
+    got = pl.from_arrow(compute_on_tier(query, tier))
     assert isinstance(got, pl.DataFrame)
     for name in EXPRS:
         assert got[name].to_list() == want[name].to_list(), name
 
 
-TIERS = ["numpy", "compiled", "cuda host"]
-
-
-@pytest.mark.parametrize("tier", TIERS)
-def test_overflow_at_the_limits_wraps_like_polars(
-    tier: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.mark.parametrize("tier", KERNEL_TIERS)
+def test_overflow_at_the_limits_wraps_like_polars(tier: str) -> None:
     y = [1, MAX, MIN, MAX, 2, -2, MIN, MAX, 5]
     table = pa.table({"x": pa.array(EDGES, pa.int64()), "y": pa.array(y, pa.int64())})
-    _check(table, tier, monkeypatch)
+    _check(table, tier)
 
 
 def test_the_limits_do_overflow() -> None:
@@ -77,7 +67,7 @@ def test_the_limits_do_overflow() -> None:
     assert out["b"].to_list().count(False) >= 2
 
 
-@pytest.mark.parametrize("tier", TIERS)
+@pytest.mark.parametrize("tier", KERNEL_TIERS)
 @settings(max_examples=25, deadline=None)
 @given(data=st.data())
 def test_generated_int64_wraps_like_polars(tier: str, data: st.DataObject) -> None:
@@ -86,5 +76,4 @@ def test_generated_int64_wraps_like_polars(tier: str, data: st.DataObject) -> No
     x = data.draw(st.lists(values, min_size=n, max_size=n))
     y = data.draw(st.lists(values, min_size=n, max_size=n))
     table = pa.table({"x": pa.array(x, pa.int64()), "y": pa.array(y, pa.int64())})
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        _check(table, tier, monkeypatch)
+    _check(table, tier)
