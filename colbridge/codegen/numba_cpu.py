@@ -34,9 +34,12 @@ results are or-ed into a register per word and stored once.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from colbridge.codegen.dialect import Dialect
@@ -914,7 +917,19 @@ def _module(
 
 
 def _header(plan_text: str) -> str:
-    return _HEADER.format(plan=plan_text, block=BLOCK, lanes=LANES, nerr=N_HOST_ERR_KINDS)
+    return _HEADER.format(plan=plan_text, block=BLOCK, lanes=LANES, nerr=N_HOST_ERR_KINDS,
+                          intrinsics=_intrinsics_digest())
+
+
+@functools.cache
+def _intrinsics_digest() -> str:
+    """A digest of `numba_intrinsics`' text, written into every kernel's header.
+
+    numba's disk cache knows a kernel by its own module only: with the digest in the
+    kernel's text (hence in its cache key), a change of the intrinsics compiles anew.
+    """
+    text = Path(__file__).with_name("numba_intrinsics.py").read_bytes()
+    return hashlib.sha256(text).hexdigest()[:16]
 
 
 def _function(
@@ -940,6 +955,11 @@ import numpy as np
 import numba
 from numba import prange
 
+# emitted into the kernels' LLVM IR (intrinsics {intrinsics}): 64 validity bits of a
+# bitmap from a bit offset; the set bits of a word
+from colbridge.codegen.numba_intrinsics import popcount as _popcount
+from colbridge.codegen.numba_intrinsics import validity_word as _word
+
 BLOCK = {block}
 LANES = {lanes}
 U = np.uint64
@@ -958,15 +978,6 @@ def _ipow(base, exp):
 
 
 @numba.njit(cache=True, nogil=True)
-def _popcount(x):
-    # set bits of a 64-bit word (SWAR)
-    x = x - ((x >> U(1)) & U(0x5555555555555555))
-    x = (x & U(0x3333333333333333)) + ((x >> U(2)) & U(0x3333333333333333))
-    x = (x + (x >> U(4))) & U(0x0F0F0F0F0F0F0F0F)
-    return np.int64((x * U(0x0101010101010101)) >> U(56))
-
-
-@numba.njit(cache=True, nogil=True)
 def _search(table, x):
     # the last position whose entry is <= x (table[0] is the type's smallest value)
     lo = 0
@@ -979,33 +990,5 @@ def _search(table, x):
             hi = mid
     return lo
 
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _word(bits, offset, w):
-    # 64 validity bits from bit `offset + 64 * w` of `bits` (zeros past its end); nine
-    # bytes in reach is the common case, read without a branch per byte
-    first = offset + (w << U(6))
-    byte = first >> U(3)
-    shift = first & U(7)
-    size = U(bits.shape[0])
-    if byte + U(9) <= size:
-        word = (U(bits[byte]) | (U(bits[byte + U(1)]) << U(8))
-                | (U(bits[byte + U(2)]) << U(16)) | (U(bits[byte + U(3)]) << U(24))
-                | (U(bits[byte + U(4)]) << U(32)) | (U(bits[byte + U(5)]) << U(40))
-                | (U(bits[byte + U(6)]) << U(48)) | (U(bits[byte + U(7)]) << U(56)))
-        if shift:
-            word = (word >> shift) | (U(bits[byte + U(8)]) << (U(64) - shift))
-        return word
-    word = U(0)
-    for k in range(8):
-        j = byte + U(k)
-        if j < size:
-            word |= U(bits[j]) << U(8 * k)
-    if shift:
-        word >>= shift
-        j = byte + U(8)
-        if j < size:
-            word |= U(bits[j]) << (U(64) - shift)
-    return word
 
 '''
