@@ -196,7 +196,8 @@ def _digest(kernel: KernelText, sanitize: str, wrapper: str) -> str:
 def compile_host(kernel: KernelText, sanitize: str = "") -> Any:
     """The kernel built with g++.
 
-    A loaded shared library exporting ``cb_host_<name>``, or, with ``sanitize``
+    A loaded shared library exporting ``cb_host_<name>`` for every kernel of the text
+    (the kernels of one program are built together), or, with ``sanitize``
     (``"address"``/``"thread"``), the path of a sanitized stand-alone program.
     """
     if sanitize not in _BUILD_FLAGS:
@@ -205,8 +206,9 @@ def compile_host(kernel: KernelText, sanitize: str = "") -> Any:
     if sanitize:  # a stand-alone program: the runtime compiles with the kernel
         wrapper = f'#define CB_HOST_RUNTIME_IMPL\n#include "{HEADER.name}"\n'
         wrapper += f'#include "kernel.cu"\nCB_HOST_MAIN({kernel.name})\n'
-    else:
-        wrapper = f'#include "{HEADER.name}"\n#include "kernel.cu"\nCB_HOST_ENTRY({kernel.name})\n'
+    else:  # one library per text, with an entry for each of its kernels: one g++ run
+        entries = "".join(f"CB_HOST_ENTRY({name})\n" for name in _kernel_names(kernel))
+        wrapper = f'#include "{HEADER.name}"\n#include "kernel.cu"\n{entries}'
     digest = _digest(kernel, sanitize, wrapper)
     with _LOCK:
         cached = _LOADED.get(digest)
@@ -220,6 +222,12 @@ def compile_host(kernel: KernelText, sanitize: str = "") -> Any:
         loaded: Any = target if sanitize else ctypes.CDLL(str(target))
         _LOADED[digest] = loaded
         return loaded
+
+
+def _kernel_names(kernel: KernelText) -> list[str]:
+    """The ``extern "C" __global__`` kernels of the text (a scan's program holds three)."""
+    names = {found for found, _ in _KERNEL_SIGNATURE.findall(kernel.source)}
+    return sorted(names | {kernel.name})
 
 
 def _gxx() -> str:

@@ -214,7 +214,7 @@ def tables(
     lengths: Sequence[int] = LENGTHS,
     offsets: Sequence[int] = OFFSETS,
     max_rows: int | None = None,
-    null_patterns: Sequence[Sequence[bool]] | None = None,
+    null_patterns: Sequence[Sequence[bool | float]] | None = None,
     densities: Sequence[float] = (0.0, 0.0, 0.2, 0.5, 1.0),
     chunks: bool = True,
 ) -> pa.Table:
@@ -223,8 +223,10 @@ def tables(
     The row count comes from ``lengths`` and the table is a slice starting at
     one of ``offsets``, so values and bitmaps start mid-byte (``max_rows``
     replaces the longest of ``lengths``). Nulls: either a
-    pattern from ``null_patterns`` (which columns have some) or one density of
-    ``densities`` given to a random subset of the columns. With ``chunks``,
+    pattern from ``null_patterns`` (per column: whether it has some, or their density,
+    as `make_column` takes it) or one density of ``densities`` given to a random subset
+    of the columns. A kernel is compiled for each set of columns holding nulls, so a
+    test that checks one expression on many tables gives them one pattern. With ``chunks``,
     tables of 3+ rows are often cut into 2 or 3 chunks.
     """
     if max_rows is not None:

@@ -74,6 +74,37 @@ def test_default_shape_is_whole_warps_and_wraps_grid_stride_loops_on_short_input
     assert sorted(set(steps.tolist())) == [n // threads, n // threads + 1]
 
 
+_TWO_KERNELS = """// {token}
+extern "C" __global__ void add_one(long long n, double* __restrict__ x) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) x[i] += 1.0;
+}
+extern "C" __global__ void twice(long long n, double* __restrict__ x) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) x[i] *= 2.0;
+}
+"""
+
+
+def test_the_kernels_of_one_text_are_built_into_one_library() -> None:
+    # a scan's program holds three kernels: one g++ run builds them all
+    import uuid
+
+    from colbridge.backends.kernel_cache import cache_dir
+
+    text = _TWO_KERNELS.replace("{token}", uuid.uuid4().hex)  # built afresh
+    folder = cache_dir() / "cuda_host"
+    before = set(folder.glob("k_*.so")) if folder.exists() else set()
+    runtime = HostRuntime()
+    first, second = HostKernel.from_source(text, "add_one"), HostKernel.from_source(text, "twice")
+    x = runtime.zeros(100, np.float64)
+    x[:] = np.arange(100.0)
+    launch(runtime, first, 100, [x])
+    launch(runtime, second, 100, [x])
+    np.testing.assert_array_equal(x, (np.arange(100.0) + 1.0) * 2.0)
+    assert len(set(folder.glob("k_*.so")) - before) == 1
+
+
 # -- warp primitives --------------------------------------------------------------------------
 @pytest.mark.parametrize("n", SIZES)
 def test_ballot_packs_32_rows_per_word(n: int) -> None:

@@ -50,6 +50,8 @@ def test_notebook_runs(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path_parts = [str(ROOT), os.environ.get("PYTHONPATH", "")]
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in path_parts if p))
     monkeypatch.setenv("MPLBACKEND", "agg")
+    # the performance notebook times its small sizes only: the larger ones run the same code
+    monkeypatch.setenv("COLBRIDGE_NOTEBOOK_QUICK", "1")
     nb = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(
         nb,

@@ -18,9 +18,8 @@ import pytest
 import colbridge as cb
 import colbridge.backends.cpu as cpu
 from tests.reliability.fuzzing import (
-    ALL_OPS,
     check_against_cpu,
-    draw_step,
+    coverage_steps,
     make_table,
     random_specs,
     seeds,
@@ -40,11 +39,12 @@ def _numpy_tier(lazy: cb.LazyFrame) -> pa.Table:
 
 @pytest.mark.parametrize("seed", seeds())
 def test_numpy_tier_matches_compiled_kernels(seed: int) -> None:
-    # steps rooted at every operation of the engine, each on several generated frames
-    ops = list(ALL_OPS)
-    for k in range(0, len(ops), 4):
-        step = draw_step(seed + k, ops[k : k + 4])
-        for spec in random_specs(seed + k, 4):
+    # steps rooted at every operation of the engine, each on several generated frames: the
+    # steps and the first frames of the differential fuzz (`test_rel_differential_fuzz`),
+    # so the compiled kernels compared with are the ones it compiles too (one compile,
+    # shared through the kernel cache)
+    for step in coverage_steps(seed):
+        for spec in random_specs(step.seed, 4):
             check_against_cpu(step, make_table(spec, step.type_map()), spec, _numpy_tier,
                               "numpy-tier")  # fmt: skip
 
