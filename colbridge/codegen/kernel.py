@@ -159,7 +159,12 @@ def collect_inputs(
     specs: list[InputSpec] = []
     index: dict[str, int] = {}
 
+    seen: set[Node] = set()  # shared subtrees are visited once
+
     def visit(node: Node) -> None:
+        if node in seen:
+            return
+        seen.add(node)
         if isinstance(node, Agg):
             return  # computed by an earlier pass, passed in as a scalar
         if isinstance(node, GroupAgg):
@@ -189,7 +194,12 @@ def collect_scalars(
     specs: list[ScalarSpec] = []
     index: dict[Agg, int] = {}
 
+    seen: set[Node] = set()  # shared subtrees are visited once
+
     def visit(node: Node) -> None:
+        if node in seen:
+            return
+        seen.add(node)
         if isinstance(node, Agg):
             if node not in index:
                 index[node] = len(specs)
@@ -213,7 +223,12 @@ def collect_grouped(
     specs: list[GroupedSpec] = []
     index: dict[GroupAgg, int] = {}
 
+    seen: set[Node] = set()  # shared subtrees are visited once
+
     def visit(node: Node) -> None:
+        if node in seen:
+            return
+        seen.add(node)
         if isinstance(node, Agg):
             return
         if isinstance(node, GroupAgg):
@@ -246,7 +261,12 @@ def collect_tables(roots: list[Node]) -> list[TableRef]:
     """
     found: dict[TableRef, None] = {}
 
+    seen: set[Node] = set()  # shared subtrees are visited once
+
     def visit(node: Node) -> None:
+        if node in seen:
+            return
+        seen.add(node)
         if isinstance(node, (Agg, GroupAgg)):
             return
         if isinstance(node, (Gather, Search)):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -123,7 +124,14 @@ class Node:
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
-        return _format(self)
+        writing: _Writing | None = getattr(_WRITING, "current", None)
+        if writing is not None:  # a node inside the one being written
+            return writing.text(self)
+        _WRITING.current = writing = _Writing(self)
+        try:
+            return writing.text(self)
+        finally:
+            _WRITING.current = None
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -567,22 +575,31 @@ def reconstruct(node: Node, new_children: tuple[Node, ...]) -> Node:
 
 
 def walk(node: Node) -> Iterator[Node]:
-    """Every node of the tree, parents before children."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(children(current)))
+    """Every distinct node of the tree once, parents before children.
+
+    Trees share subtrees: typing lowers a time-zoned ``dt.truncate("1mo")`` into a few
+    hundred distinct nodes that, written out as a tree, are millions. A node equal to
+    one already yielded is skipped with everything under it.
+    """
+    return _walk(node, deep=False)
 
 
 def deep_walk(node: Node) -> Iterator[Node]:
-    """Every node of the tree, the key expressions of windows and groups included."""
+    """As `walk`, the key expressions of windows and groups included."""
+    return _walk(node, deep=True)
+
+
+def _walk(node: Node, deep: bool) -> Iterator[Node]:
+    seen: set[Node] = set()
     stack = [node]
     while stack:
         current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
         yield current
         stack.extend(reversed(children(current)))
-        if isinstance(current, (GroupAgg, Scan)):
+        if deep and isinstance(current, (GroupAgg, Scan)):
             stack.extend(reversed(current.keys.exprs))
 
 
@@ -635,6 +652,47 @@ def output_name(node: Node) -> str:
     for child in children(node):
         return output_name(child)
     return "literal"
+
+
+#: the `_Writing` of the node whose text is being written, per thread
+_WRITING = threading.local()
+#: a subtree used in several places is written once, labelled, where its text is this long
+_SHARED_TEXT = 200
+
+
+class _Writing:
+    """The text of one node (`Node.__repr__`): each shared subtree written once.
+
+    Typing lowers some operations into trees that use one subtree in many places (a
+    time-zoned ``dt.truncate("1mo")``: millions of nodes written out, a few hundred
+    distinct). A subtree used in several places whose text is at least
+    `_SHARED_TEXT` long is written where it first appears as ``#k=<text>`` and as
+    ``#k`` after that, so the text grows with the distinct nodes and stays one for
+    one with the tree (it is part of kernel cache keys). Smaller trees, what users
+    write, read as before.
+    """
+
+    def __init__(self, root: Node) -> None:
+        uses: dict[Node, int] = {}
+        for node in walk(root):
+            for child in children(node):
+                uses[child] = uses.get(child, 0) + 1
+        self.shared = {node for node, count in uses.items() if count > 1}
+        self.written: dict[Node, str] = {}
+        self.labels = 0
+
+    def text(self, node: Node) -> str:
+        done = self.written.get(node)
+        if done is not None:
+            return done
+        text = _format(node)
+        if node in self.shared and len(text) >= _SHARED_TEXT:
+            label = f"#{self.labels}"
+            self.labels += 1
+            self.written[node] = label
+            return f"{label}={text}"
+        self.written[node] = text
+        return text
 
 
 def _format(node: Node) -> str:

@@ -193,7 +193,22 @@ class Segment:
         # `s == "UA"` and `s == "AA"` share one compiled kernel
         tables: dict[TableRef, int] = {}
 
+        # a subtree used in several places is written once (see `nodes._Writing`): the
+        # text stays one for one with the tree and grows with its distinct nodes
+        written: dict[Node, str] = {}
+
         def shape(node: Node) -> str:
+            done = written.get(node)
+            if done is None:
+                text = shape_of(node)
+                if len(text) < 200:
+                    written[node] = done = text
+                else:
+                    written[node] = f"#{len(written)}"
+                    done = f"{written[node]}={text}"
+            return done
+
+        def shape_of(node: Node) -> str:
             if isinstance(node, (Agg, GroupAgg)):
                 return repr(node)  # reductions are computed by their own kernels, verbatim
             if _constant_divisor(node, self.types):

@@ -1,0 +1,78 @@
+"""Expressions whose trees share subtrees: planned, written and keyed by their distinct nodes.
+
+``e = e + e`` thirty times is a tree of 2**31 - 1 nodes with 31 distinct ones; typing
+builds trees like it (a time-zoned ``dt.truncate("1mo")`` uses its local time and civil
+date in many places). Walking, writing (``repr``, kernel headers, cache keys) and
+planning must each take the distinct nodes once: written out in full, such a tree
+never finishes.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pyarrow as pa
+
+import colbridge as cb
+from colbridge.expr.nodes import walk
+from colbridge.testing.asserts import assert_same_as_polars
+from tests.engine.temporal_data import temporal_column
+
+
+def doubled(times: int, leaf: cb.Expr) -> cb.Expr:
+    e = leaf
+    for _ in range(times):
+        e = e + e
+    return e
+
+
+def test_walk_yields_each_distinct_node_once_in_first_use_order() -> None:
+    e = doubled(30, cb.col("a"))
+    nodes = list(walk(e.node))
+    assert len(nodes) == 31
+    assert nodes[-1] == cb.col("a").node
+    both = cb.col("a") * 2 + cb.col("b") * 2
+    assert [repr(n) for n in walk(both.node)] == [
+        '((col("a") * lit(2)) + (col("b") * lit(2)))',
+        '(col("a") * lit(2))', 'col("a")', "lit(2)", '(col("b") * lit(2))', 'col("b")',
+    ]  # fmt: skip
+
+
+def test_a_shared_subtree_is_written_once_and_texts_tell_trees_apart() -> None:
+    text = repr(doubled(30, cb.col("a")).node)
+    assert len(text) < 20_000
+    assert text.count("#0=") == 1
+    assert "#0)" in text
+    assert repr(doubled(30, cb.col("a")).node) == text  # equal trees: equal text
+    assert repr(doubled(30, cb.col("b")).node) != text
+    assert repr(doubled(29, cb.col("a")).node) != text
+    small = cb.col("a") + cb.col("a")  # what users write reads as written
+    assert repr(small.node) == '(col("a") + col("a"))'
+
+
+def test_a_doubled_expression_computes_its_value() -> None:
+    table = pa.table({"a": pa.array([7.0, 1.0, None, -2.5, 3.0]).slice(1),
+                      "b": pa.array([1, 2, None, -4], pa.int64())})  # fmt: skip
+    # typing still visits the tree as written (a node per use): 2**13 - 1 nodes here
+    out = cb.lazy(table).select(x=doubled(12, cb.col("a")),
+                                y=doubled(12, cb.col("b")) - doubled(11, cb.col("b"))).compute()
+    # doubling is exact in float64 and int64 here: the oracle is one multiplication
+    assert out.column("x").to_pylist() == [None if v is None else v * 2**12
+                                           for v in table.column("a").to_pylist()]
+    assert out.column("y").to_pylist() == [None if v is None else v * 2**11
+                                           for v in table.column("b").to_pylist()]
+    # polars as the oracle where its own planner takes the tree (2**9 - 1 nodes)
+    assert_same_as_polars(table, lambda m, q: q.with_columns(
+        x=doubled(8, m.col("a")), y=doubled(8, m.col("b")) - m.col("b"),
+    ))  # fmt: skip
+
+
+def test_zoned_month_truncation_is_planned_from_its_distinct_nodes() -> None:
+    import numpy as np
+
+    column = temporal_column(np.random.default_rng(3), pa.timestamp("us", "Europe/London"),
+                             40, 0.25)  # fmt: skip
+    frame = pl.from_arrow(pa.table({"a": column}))
+    assert isinstance(frame, pl.DataFrame)
+    q = frame.gpu.with_columns(t=cb.col("a").dt.truncate("1mo"), e=cb.col("a").dt.month_end())
+    # written out as a tree, the kernel's text was 109 MB (its plan in the header)
+    assert len(q.explain(source=True, device="cpu")) < 2_000_000
