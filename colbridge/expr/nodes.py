@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -45,6 +45,7 @@ __all__ = [
     "Round",
     "Scan",
     "Search",
+    "SubtreeText",
     "TableRef",
     "Unary",
     "When",
@@ -124,12 +125,12 @@ class Node:
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
-        writing: _Writing | None = getattr(_WRITING, "current", None)
+        writing: SubtreeText | None = getattr(_WRITING, "current", None)
         if writing is not None:  # a node inside the one being written
-            return writing.text(self)
-        _WRITING.current = writing = _Writing(self)
+            return writing(self)
+        _WRITING.current = writing = SubtreeText(_format, [self])
         try:
-            return writing.text(self)
+            return writing(self)
         finally:
             _WRITING.current = None
 
@@ -654,44 +655,48 @@ def output_name(node: Node) -> str:
     return "literal"
 
 
-#: the `_Writing` of the node whose text is being written, per thread
+#: the `SubtreeText` writing the node whose ``repr`` is being made, per thread
 _WRITING = threading.local()
-#: a subtree used in several places is written once, labelled, where its text is this long
-_SHARED_TEXT = 200
 
 
-class _Writing:
-    """The text of one node (`Node.__repr__`): each shared subtree written once.
+class SubtreeText:
+    """Text of the nodes of ``roots`` (by ``write``) in which each shared subtree is written once.
 
     Typing lowers some operations into trees that use one subtree in many places (a
     time-zoned ``dt.truncate("1mo")``: millions of nodes written out, a few hundred
-    distinct). A subtree used in several places whose text is at least
-    `_SHARED_TEXT` long is written where it first appears as ``#k=<text>`` and as
-    ``#k`` after that, so the text grows with the distinct nodes and stays one for
-    one with the tree (it is part of kernel cache keys). Smaller trees, what users
-    write, read as before.
+    distinct). A subtree used in several places whose text is at least `SHARED_TEXT`
+    long is written where it first appears as ``#k=<text>`` and as ``#k`` after that,
+    so the text grows with the distinct nodes and stays one for one with the trees
+    (``repr`` and the planner's kernel shapes are cache keys). Smaller trees, what
+    users write, read as before. ``write(node)`` writes one node, calling this
+    object for its children.
     """
 
-    def __init__(self, root: Node) -> None:
-        uses: dict[Node, int] = {}
-        for node in walk(root):
-            for child in children(node):
-                uses[child] = uses.get(child, 0) + 1
-        self.shared = {node for node, count in uses.items() if count > 1}
-        self.written: dict[Node, str] = {}
-        self.labels = 0
+    SHARED_TEXT = 200
 
-    def text(self, node: Node) -> str:
-        done = self.written.get(node)
+    def __init__(self, write: Callable[[Node], str], roots: Iterable[Node]) -> None:
+        self._write = write
+        uses: dict[Node, int] = {}
+        for root in roots:
+            for node in walk(root):
+                for child in children(node):
+                    uses[child] = uses.get(child, 0) + 1
+        self._shared = {node for node, count in uses.items() if count > 1}
+        self._written: dict[Node, str] = {}
+        self._labels = 0
+
+    def __call__(self, node: Node) -> str:
+        """The node's text: in full the first time, ``#k`` after that where it is labelled."""
+        done = self._written.get(node)
         if done is not None:
             return done
-        text = _format(node)
-        if node in self.shared and len(text) >= _SHARED_TEXT:
-            label = f"#{self.labels}"
-            self.labels += 1
-            self.written[node] = label
+        text = self._write(node)
+        if node in self._shared and len(text) >= self.SHARED_TEXT:
+            label = f"#{self._labels}"
+            self._labels += 1
+            self._written[node] = label
             return f"{label}={text}"
-        self.written[node] = text
+        self._written[node] = text
         return text
 
 

@@ -40,6 +40,7 @@ from colbridge.expr.nodes import (
     Reduction,
     Scan,
     Search,
+    SubtreeText,
     TableRef,
     children,
     deep_walk,
@@ -193,21 +194,6 @@ class Segment:
         # `s == "UA"` and `s == "AA"` share one compiled kernel
         tables: dict[TableRef, int] = {}
 
-        # a subtree used in several places is written once (see `nodes._Writing`): the
-        # text stays one for one with the tree and grows with its distinct nodes
-        written: dict[Node, str] = {}
-
-        def shape(node: Node) -> str:
-            done = written.get(node)
-            if done is None:
-                text = shape_of(node)
-                if len(text) < 200:
-                    written[node] = done = text
-                else:
-                    written[node] = f"#{len(written)}"
-                    done = f"{written[node]}={text}"
-            return done
-
         def shape_of(node: Node) -> str:
             if isinstance(node, (Agg, GroupAgg)):
                 return repr(node)  # reductions are computed by their own kernels, verbatim
@@ -235,6 +221,10 @@ class Segment:
                     parts.append(repr(value))
             return f"{type(node).__name__}({', '.join(parts)})"
 
+        # a subtree used in several places is written once, as `repr` writes it
+        roots = [node for _, node in self.outputs]
+        roots += [n for n in (self.mask, self.gate) if n is not None]
+        shape = SubtreeText(shape_of, roots)
         outputs = [(name, shape(node)) for name, node in self.outputs]
         mask = shape(self.mask) if self.mask is not None else None
         levels = [[repr(a) for a in level] for level in self.agg_levels]

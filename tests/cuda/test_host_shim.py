@@ -16,6 +16,7 @@ launch in a subprocess; they are part of the default run.
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ import pytest
 
 import colbridge as cb
 from colbridge.backends.cuda import launch_config
+from colbridge.backends.kernel_cache import cache_dir
 from colbridge.testing.asserts import assert_arrays_match
 from colbridge.testing.cuda_host import (
     GUARD_BYTES,
@@ -88,10 +90,6 @@ extern "C" __global__ void twice(long long n, double* __restrict__ x) {
 
 def test_the_kernels_of_one_text_are_built_into_one_library() -> None:
     # a scan's program holds three kernels: one g++ run builds them all
-    import uuid
-
-    from colbridge.backends.kernel_cache import cache_dir
-
     text = _TWO_KERNELS.replace("{token}", uuid.uuid4().hex)  # built afresh
     folder = cache_dir() / "cuda_host"
     before = set(folder.glob("k_*.so")) if folder.exists() else set()

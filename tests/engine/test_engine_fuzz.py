@@ -36,7 +36,7 @@ def test_random_trees_match_polars(seed: int, ops: list[str], data: st.DataObjec
     step = draw_step(seed, [*ops, "filter"], depth=2, types=TYPES)
     # one null density per column for the tree's frames: a kernel is compiled for each set
     # of columns holding nulls, and the frames vary rows, offsets and chunks under it
-    pattern = data.draw(st.tuples(*(st.sampled_from([0.0, 0.2, 1.0]) for _ in TYPES)),
+    pattern = data.draw(st.tuples(*(st.sampled_from([0.0, 0.2, 0.5, 1.0]) for _ in TYPES)),
                         label="nulls")  # fmt: skip
     for _ in range(FRAMES_PER_TREE):
         table = data.draw(tables(list(TYPES.values()), names=tuple(TYPES),
