@@ -7,8 +7,12 @@ produced them, and results are Arrow arrays over filled buffers.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Mapping, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,8 +50,10 @@ __all__ = [
     "fold_partials",
     "grouped_array",
     "grouped_operand",
+    "input_nullability",
     "kernel_sources",
     "per_group_level",
+    "piece_of_job",
     "raise_kernel_errors",
     "split_level",
     "wrap_outputs",
@@ -55,6 +61,55 @@ __all__ = [
 
 #: Per-group results as kernels read them: values, and validity (None: every group valid).
 GroupedValues = tuple[np.ndarray, np.ndarray | None]
+
+
+#: Inputs that had nulls in some piece of a job, by segment shape (`input_nullability`).
+_JOB_NULLABLE: OrderedDict[tuple[Any, ...], frozenset[str]] = OrderedDict()
+_JOB_NULLABLE_MAX = 1024
+_JOB_NULLABLE_LOCK = threading.Lock()
+_IN_JOB: ContextVar[bool] = ContextVar("colbridge_in_job", default=False)
+
+
+@contextlib.contextmanager
+def piece_of_job() -> Iterator[None]:
+    """Run the segments inside as one piece of a job (a batch, a partition).
+
+    Kernels inside keep the nullable inputs of the job's earlier pieces: see
+    `input_nullability`.
+    """
+    token = _IN_JOB.set(True)
+    try:
+        yield
+    finally:
+        _IN_JOB.reset(token)
+
+
+def input_nullability(segment: Segment, columns: Mapping[str, pa.Array],
+                      shape: tuple[Any, ...]) -> frozenset[str]:  # fmt: skip
+    """The inputs of ``segment`` its kernels read with validity: those with nulls.
+
+    Kernels are generated for one set of nullable inputs, so a new set compiles new
+    kernels. In one compute that is one set; across the pieces of a job (a stream's
+    batches, a Dask frame's partitions) it changes with every piece whose columns
+    happen to have nulls or not, more so the smaller the pieces: a 400-row stream of
+    one-row batches compiled 179 kernels. So inside a job (`piece_of_job`) an input
+    that had nulls in an earlier piece of the same segment shape (``shape``: the
+    segment's signature and input types) stays nullable: a piece without its bitmap
+    reads it as all valid, and a job compiles at most one kernel variant more per
+    input that turns out to hold nulls.
+    """
+    found = frozenset(name for name in segment.inputs if columns[name].null_count > 0)
+    if not _IN_JOB.get():
+        return found
+    key = (segment.signature, *shape)
+    with _JOB_NULLABLE_LOCK:
+        seen = _JOB_NULLABLE.get(key, frozenset())
+        nullable = seen | found
+        _JOB_NULLABLE[key] = nullable
+        _JOB_NULLABLE.move_to_end(key)
+        while len(_JOB_NULLABLE) > _JOB_NULLABLE_MAX:
+            _JOB_NULLABLE.popitem(last=False)
+    return nullable
 
 
 @dataclass

@@ -54,6 +54,7 @@ from colbridge.backends.common import (
     finalize_slots,
     fold_partials,
     grouped_operand,
+    input_nullability,
     per_group_level,
     raise_kernel_errors,
     split_level,
@@ -535,9 +536,9 @@ class _Run:
         self.segment = segment
         self.num_rows = num_rows
         self.stats = stats
-        self.nullable = frozenset(c for c in segment.inputs if columns[c].null_count > 0)
         self.nan_null = nan_null & frozenset(segment.inputs)
         self.input_types = tuple((c, columns[c].type) for c in segment.inputs)
+        self.nullable = input_nullability(segment, columns, (self.nan_null, self.input_types))
         self.scalar_values: dict[Agg, tuple[Any, bool]] = dict(prior[0]) if prior else {}
         self.grouped_values: dict[GroupAgg, GroupedValues] = dict(prior[1]) if prior else {}
         if groups is not None:

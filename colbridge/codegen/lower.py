@@ -930,6 +930,8 @@ class ReductionLowering:
         self.lw = lowering
         self.d = lowering.d
         self.states: list[ReductionState] = []
+        #: the state each (argument, accumulator family) was first lowered to
+        self._by_content: dict[tuple[Node, str], ReductionState] = {}
         self.n_f = self.n_i = self.n_u = 0
         #: the per-row updates of every accumulator, in order
         self.folds: list[Fold] = []
@@ -958,6 +960,9 @@ class ReductionLowering:
         ``p`` counts as false); ``null_count`` then also counts those rows (``rows``).
         """
         lw, d = self.lw, self.d
+        shared = self._shared(agg)
+        if shared is not None:
+            return shared
         arg_node, kept = agg.arg, None
         if isinstance(arg_node, Filtered):
             pred = lw.value(arg_node.predicate)
@@ -1021,6 +1026,26 @@ class ReductionLowering:
             raise UnsupportedOperationError(msg)
         state.ok = ok
         self.states.append(state)
+        self._by_content[(agg.arg, _family(agg, arg_dtype))] = state
+        return state
+
+    def _shared(self, agg: Reduction) -> ReductionState | None:
+        """A state for ``agg`` over the accumulators of an earlier reduction, if they are its.
+
+        ``sum`` and ``mean`` of one argument keep the same count and sum, ``std`` and
+        ``var`` (any ``ddof``) the same moments, ``count`` and ``null_count`` the same
+        count: the later reduction reads the earlier one's partial columns (its slot
+        names them) and adds no accumulator and no per-row work. Folding and finishing
+        partials only read them, so two slots may name one column.
+        """
+        arg = agg.arg.arg if isinstance(agg.arg, Filtered) else agg.arg
+        first = self._by_content.get((agg.arg, _family(agg, self.lw.types[arg])))
+        if first is None:
+            return None
+        slot = first.slot
+        state = ReductionState(AggSlot(agg, slot.arg_dtype, self.lw.types[agg], dict(slot.f),
+                                       dict(slot.i), dict(slot.u)), ok=first.ok)  # fmt: skip
+        self.states.append(state)
         return state
 
     def _min_max(
@@ -1042,6 +1067,26 @@ class ReductionLowering:
         xi = d.select(x, d.const(1, dt), d.const(0, dt)) if arg_dtype.is_bool \
             else d.convert(x, dt)  # fmt: skip
         folds.append(Fold(func, best, xi, ok))
+
+
+def _family(agg: Reduction, arg_dtype: DType) -> str:
+    """Which accumulators a reduction keeps.
+
+    Reductions of one argument and one family keep the same ones
+    (`ReductionLowering._shared`).
+    """
+    func = agg.func
+    if func in ("std", "var"):
+        return "moments"
+    if func == "mean" and arg_dtype.is_integer and arg_dtype.bits == 64:
+        return "exact mean"
+    if func in ("sum", "mean"):
+        return "sum"
+    if func == "null_count" and isinstance(agg.arg, Filtered):
+        return "null_count"  # also counts the rows the filter keeps
+    if func in ("count", "null_count"):
+        return "count"
+    return func
 
 
 def moment_combine(

@@ -14,6 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from colbridge.backends.common import piece_of_job
 from colbridge.backends.cpu import job_rows
 from colbridge.backends.scans import ScanStreams
 from colbridge.columns.frames import adapt_frame
@@ -49,7 +50,7 @@ def compute_piece(plan: PreparedPlan, piece: Any, device: str = "auto",
 
     def work(target: str, report: Any) -> Any:
         _before_attempt(streams, target, saved)
-        with job_rows(total_rows):
+        with job_rows(total_rows), piece_of_job():
             return execute(plan, adapter, report, target, streams=streams)
 
     saved: list[bool] = []
@@ -85,7 +86,7 @@ def piece_partials(prefix: tuple[Step, ...], aggs: list[Agg], piece: Any,
 
     def work(target: str, report: Any) -> Partials:
         _before_attempt(streams, target, saved)
-        with job_rows(total_rows):
+        with job_rows(total_rows), piece_of_job():
             return reduction_partials(prefix, aggs, adapter, report, target, streams)
 
     saved: list[bool] = []

@@ -9,6 +9,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from polars.testing import assert_frame_equal
 
 import colbridge as cb
 from colbridge.errors import ColumnNotFoundError, ExpressionSyntaxError, InvalidOperationError
@@ -218,3 +219,33 @@ def test_parquet_output_dictionary_encodes_all_but_float_columns(data: str, tmp_
         assert "RLE_DICTIONARY" in encodings[name], (name, encodings[name])
     got = pl.read_parquet(out)
     assert_frames_close(got, polars_expected(pl.read_parquet(data)))
+
+
+def test_batches_differing_in_which_columns_hold_nulls_share_kernels(tmp_path) -> None:
+    # Kernels are made per set of inputs with nulls. Row i holds nulls in the columns
+    # of the bits of i % 32, so one-row batches bring every one of the 32 subsets of
+    # five columns; within the job a column stays nullable once it had a null, which
+    # takes the sets {}, {c0}, {c0, c1}, ... : at most six variants, not 32.
+    n, width = 64, 5
+    rng = np.random.default_rng(3)
+    table = pa.table({
+        f"c{j}": pa.array(rng.normal(size=n), mask=(np.arange(n) % 32 >> j) & 1 == 1)
+        for j in range(width)
+    })
+    path = tmp_path / "in.parquet"
+    pq.write_table(table, path, row_group_size=1)
+    c = [cb.col(f"c{j}") for j in range(width)]
+    plan = cb.lazy(table).with_columns(
+        total=c[0] + c[1] + c[2] + c[3] + c[4], scaled=c[4] * 2.5, spread=c[0] - c[3])
+    before = cb.cache_info().compiles
+    pipeline(path, tmp_path / "out.parquet", steps=plan, batch_rows=1, device="cpu")
+    compiled = cb.cache_info().compiles - before
+    assert 1 <= compiled <= width + 1, compiled
+    p = [pl.col(f"c{j}") for j in range(width)]
+    want = pl.from_arrow(table).with_columns(
+        total=p[0] + p[1] + p[2] + p[3] + p[4], scaled=p[4] * 2.5, spread=p[0] - p[3])
+    assert_frame_equal(pl.read_parquet(tmp_path / "out.parquet"), want)
+    # outside a job a compute reads validity only where its columns have nulls
+    clean = table.slice(0, 1)  # row 0: no nulls at all
+    got = cb.lazy(clean).with_columns(total=c[0] + c[1] + c[2] + c[3] + c[4]).compute()
+    assert got["total"].chunk(0).buffers()[0] is None
