@@ -183,7 +183,7 @@ class NumbaDialect(Dialect):
         return f"({made} if ({guard}) else ({self.const(0, dtype)}, True, True))"
 
     def select(self, cond: str, a: str, b: str) -> str:
-        return f"(({a}) if ({cond}) else ({b}))"
+        return f"_select({cond}, {a}, {b})"
 
     def math(self, func: str, dtype: DType, *args: str) -> str:
         if func == "pow":
@@ -956,8 +956,9 @@ import numba
 from numba import prange
 
 # emitted into the kernels' LLVM IR (intrinsics {intrinsics}): 64 validity bits of a
-# bitmap from a bit offset; the set bits of a word
+# bitmap from a bit offset; the set bits of a word; a select of two computed values
 from colbridge.codegen.numba_intrinsics import popcount as _popcount
+from colbridge.codegen.numba_intrinsics import select as _select
 from colbridge.codegen.numba_intrinsics import validity_word as _word
 
 BLOCK = {block}
