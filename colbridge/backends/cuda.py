@@ -125,6 +125,7 @@ __all__ = [
     "Geometry",
     "Runtime",
     "compile_nvrtc",
+    "compile_nvrtc_with_ptx",
     "current_options",
     "launch_config",
     "numbered",
@@ -315,6 +316,25 @@ def compile_nvrtc(source: str, arch: str, *, name: str = "kernel.cu") -> bytes:
     Needs no GPU or driver. Raises `KernelCompileError` with the numbered
     source and NVRTC's log on failure.
     """
+    return _nvrtc_compile(source, arch, name)[0]
+
+
+def compile_nvrtc_with_ptx(source: str, arch: str = "sm_90") -> tuple[bytes, str]:
+    """The cubin of ``source`` for the real ``arch`` and the PTX it was made from.
+
+    One NVRTC compile gives both: the checks of every generated kernel (it builds
+    for the GPU; its PTX holds each entry and no fused multiply-add) took two.
+    """
+    if not arch.startswith("sm_"):
+        msg = f"{arch!r} is not a real architecture (sm_XX): it has no cubin"
+        raise ValueError(msg)
+    cubin, ptx = _nvrtc_compile(source, arch, "kernel.cu", with_ptx=True)
+    assert ptx is not None
+    return cubin, ptx
+
+
+def _nvrtc_compile(source: str, arch: str, name: str,
+                   with_ptx: bool = False) -> tuple[bytes, str | None]:  # fmt: skip
     nvrtc = _nvrtc()
     opts = [f"--gpu-architecture={arch}", *COMPILE_OPTIONS]
     try:
@@ -332,10 +352,14 @@ def compile_nvrtc(source: str, arch: str, *, name: str = "kernel.cu") -> bytes:
                 f"({' '.join(opts)}):\n{log}\n{numbered(source)}"
             )
             raise KernelCompileError(msg) from exc
+        ptx = None
+        if with_ptx or not arch.startswith("sm_"):
+            text = nvrtc.getPTX(prog)
+            ptx = text.decode() if isinstance(text, bytes) else str(text)
         if arch.startswith("sm_"):
-            return bytes(nvrtc.getCUBIN(prog))
-        ptx = nvrtc.getPTX(prog)
-        return ptx if isinstance(ptx, bytes) else str(ptx).encode()
+            return bytes(nvrtc.getCUBIN(prog)), ptx
+        assert ptx is not None
+        return ptx.encode(), ptx
     finally:
         nvrtc.destroyProgram(prog)
 
