@@ -387,6 +387,12 @@ class Scan(Node):
     arg: Node
     options: tuple[Any, ...] = ()
     keys: KeySet = field(default_factory=KeySet)
+    # as `Literal.kind`: a shift filling 0, 0.0 or False has a result type of its own,
+    # but the options compare (and hash) equal; this keeps them apart in every cache
+    option_kinds: tuple[str, ...] = field(default=(), repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "option_kinds", tuple(type(o).__name__ for o in self.options))
 
     @property
     def looks_ahead(self) -> bool:

@@ -89,6 +89,17 @@ def test_shift_fill_value_types(tier: str) -> None:
     assert_same_as_polars(table, steps)
 
 
+@pytest.mark.parametrize("fills", [(False, 0, 0.0, 1), (1.0, 1, True)], ids=["bool", "int"])
+def test_fill_values_equal_in_python_are_planned_apart(fills: tuple[Any, ...]) -> None:
+    # 0 == 0.0 == False in Python, but the results' types differ: computed one after
+    # another in one process, each plan must be its own (the second once reused the first)
+    table = frame(15, seed=3, dtypes=("int8", "bool"), nulls="random")
+    column = "bool" if fills[0] is False else "int8"
+    for fill in fills:
+        assert_same_as_polars(table, lambda m, q, fill=fill: q.select(
+            s=m.col(column).shift(1, fill_value=fill)), kinds=("pyarrow",))  # fmt: skip
+
+
 def test_shift_fill_value_expression(tier: str) -> None:
     # polars takes a scalar expression (a reduction) as the fill value; a column it refuses
     table = frame(15, seed=2, dtypes=("int8", "float32"), nulls="random")
