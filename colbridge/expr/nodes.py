@@ -52,6 +52,7 @@ __all__ = [
     "children",
     "deep_walk",
     "looks_ahead",
+    "option_kinds",
     "output_name",
     "push_window",
     "reconstruct",
@@ -262,6 +263,11 @@ class Function(Node):
     name: str
     args: tuple[Node, ...]
     options: tuple[Any, ...] = ()
+    #: the options' Python types (`option_kinds`): ``is_in([1, 3])`` is not ``is_in([1.0, 3.0])``
+    kinds: tuple[Any, ...] = field(default=(), repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kinds", option_kinds(self.options))
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -387,12 +393,11 @@ class Scan(Node):
     arg: Node
     options: tuple[Any, ...] = ()
     keys: KeySet = field(default_factory=KeySet)
-    # as `Literal.kind`: a shift filling 0, 0.0 or False has a result type of its own,
-    # but the options compare (and hash) equal; this keeps them apart in every cache
-    option_kinds: tuple[str, ...] = field(default=(), repr=False)
+    #: the options' Python types (`option_kinds`): a shift filling 0, 0.0 or False
+    kinds: tuple[Any, ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "option_kinds", tuple(type(o).__name__ for o in self.options))
+        object.__setattr__(self, "kinds", option_kinds(self.options))
 
     @property
     def looks_ahead(self) -> bool:
@@ -579,6 +584,18 @@ def reconstruct(node: Node, new_children: tuple[Node, ...]) -> Node:
         elif isinstance(value, tuple) and any(isinstance(v, Node) for v in value):
             changes[f.name] = tuple(next(it) if isinstance(v, Node) else v for v in value)
     return replace(node, **changes) if changes else node
+
+
+def option_kinds(options: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The Python types of ``options``, tuples within them item by item.
+
+    ``0``, ``0.0`` and ``False`` compare and hash equal in Python, but as options of an
+    operation they type it differently (``x.shift(1, fill_value=0)`` is Int32 on a
+    boolean column, ``fill_value=False`` Boolean; ``is_in([1.0])`` on an integer column
+    is refused, ``is_in([1])`` is not). A node keeps them beside its options, as
+    `Literal` keeps ``kind``, so that no cache keyed by nodes takes one for the other.
+    """
+    return tuple(option_kinds(o) if isinstance(o, tuple) else type(o).__name__ for o in options)
 
 
 def walk(node: Node) -> Iterator[Node]:

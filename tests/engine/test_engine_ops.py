@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -430,3 +431,16 @@ def test_equal_python_literals_of_different_types_stay_apart() -> None:
             x=m.col("b") * 1.0,
         ),
     )
+
+
+@pytest.mark.parametrize("lists", [([1, 3], [1.0, 3.0]), ([1.0, 3.0], [1, 3]),
+                                   ([True], [1]), ([1], [True])], ids=str)  # fmt: skip
+def test_is_in_lists_equal_in_python_are_planned_apart(lists: tuple[list[Any], ...]) -> None:
+    # 1 == 1.0 == True in Python, but polars refuses a list of another kind than the
+    # column's: computed one after another in one process, an accepted list must not make
+    # its Python-equal twin accepted, nor a refused one refuse its twin
+    table = pa.table({"i": pa.array([1, None, 3, 4], I8), "b": pa.array([True, None, False, True])})
+    column = "b" if any(isinstance(v[0], bool) for v in lists) else "i"
+    for values in lists:
+        assert_same_as_polars(table, lambda m, q, values=values: q.select(
+            s=m.col(column).is_in(values)), kinds=("pyarrow",))  # fmt: skip
