@@ -51,6 +51,7 @@ __all__ = [
     "grouped_array",
     "grouped_operand",
     "input_nullability",
+    "job_total_rows",
     "kernel_sources",
     "per_group_level",
     "piece_of_job",
@@ -67,21 +68,36 @@ GroupedValues = tuple[np.ndarray, np.ndarray | None]
 _JOB_NULLABLE: OrderedDict[tuple[Any, ...], frozenset[str]] = OrderedDict()
 _JOB_NULLABLE_MAX = 1024
 _JOB_NULLABLE_LOCK = threading.Lock()
-_IN_JOB: ContextVar[bool] = ContextVar("colbridge_in_job", default=False)
+
+
+@dataclass(frozen=True)
+class _Job:
+    total_rows: int | None
+
+
+#: the job whose piece runs now (`piece_of_job`); None outside a job
+_JOB: ContextVar[_Job | None] = ContextVar("colbridge_job", default=None)
 
 
 @contextlib.contextmanager
-def piece_of_job() -> Iterator[None]:
-    """Run the segments inside as one piece of a job (a batch, a partition).
+def piece_of_job(total_rows: int | None = None) -> Iterator[None]:
+    """Run the segments inside as one piece (a batch, a partition) of a job.
 
-    Kernels inside keep the nullable inputs of the job's earlier pieces: see
-    `input_nullability`.
+    ``total_rows``: the rows of all the job's pieces together, None when unknown; it
+    picks the CPU tier (`colbridge.backends.cpu`). Kernels inside keep the nullable
+    inputs of the job's earlier pieces (`input_nullability`).
     """
-    token = _IN_JOB.set(True)
+    token = _JOB.set(_Job(total_rows))
     try:
         yield
     finally:
-        _IN_JOB.reset(token)
+        _JOB.reset(token)
+
+
+def job_total_rows() -> int | None:
+    """The rows of the job whose piece runs now (`piece_of_job`); None outside a job or unknown."""
+    job = _JOB.get()
+    return None if job is None else job.total_rows
 
 
 def input_nullability(segment: Segment, columns: Mapping[str, pa.Array],
@@ -99,7 +115,7 @@ def input_nullability(segment: Segment, columns: Mapping[str, pa.Array],
     input that turns out to hold nulls.
     """
     found = frozenset(name for name in segment.inputs if columns[name].null_count > 0)
-    if not _IN_JOB.get():
+    if _JOB.get() is None:
         return found
     key = (segment.signature, *shape)
     with _JOB_NULLABLE_LOCK:

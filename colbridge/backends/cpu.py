@@ -21,19 +21,17 @@ Tiers (``COLBRIDGE_CPU_TIER``, default ``auto``):
     compiled in a background thread for the computes after it; larger inputs
     compile at once. A job (`colbridge run`, `pipeline`) of at most
     `JOB_NUMPY_MAX_ROWS` rows in all is evaluated with NumPy from its first batch
-    to its last and compiles nothing (`job_rows`).
+    to its last and compiles nothing (`common.piece_of_job`).
 """
 
 from __future__ import annotations
 
 import collections
-import contextlib
 import dataclasses
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -84,7 +82,6 @@ __all__ = [
     "PARALLEL_MIN_ROWS",
     "check_scalar_outputs",
     "cpu_tier",
-    "job_rows",
     "kernel_sources",
     "reduce_partials",
     "run_segment",
@@ -113,8 +110,6 @@ _NO_ERRORS = np.zeros((N_HOST_ERR_KINDS, 1), dtype=np.int64)
 # How often each kernel was evaluated with NumPy; the second time it compiles behind.
 _EVALUATED: collections.Counter[Any] = collections.Counter()
 _BACKGROUND: ThreadPoolExecutor | None = None
-# Rows of the job whose kernels run now (`job_rows`); None outside a job.
-_JOB_ROWS: ContextVar[int | None] = ContextVar("colbridge_job_rows", default=None)
 
 
 def cpu_tier() -> str:
@@ -126,24 +121,14 @@ def cpu_tier() -> str:
     return tier
 
 
-@contextlib.contextmanager
-def job_rows(total: int | None) -> Iterator[None]:
-    """Run the kernels called inside as part of a job of ``total`` rows in all.
-
-    Under the ``auto`` tier a job of at most `JOB_NUMPY_MAX_ROWS` rows is evaluated
-    with NumPy from start to end and starts no background compile (a one-shot job
-    would not live to use it); a larger one, or ``total=None`` (unknown), is tiered
-    batch by batch as an in-memory compute is.
-    """
-    token = _JOB_ROWS.set(total)
-    try:
-        yield
-    finally:
-        _JOB_ROWS.reset(token)
-
-
 def _small_job() -> bool:
-    total = _JOB_ROWS.get()
+    """Whether a job of at most `JOB_NUMPY_MAX_ROWS` rows runs now (`common.piece_of_job`).
+
+    Under the ``auto`` tier such a job is evaluated with NumPy from start to end and
+    starts no background compile (a one-shot job would not live to use it); a larger
+    one, or one of unknown size, is tiered batch by batch as an in-memory compute is.
+    """
+    total = common.job_total_rows()
     return total is not None and total <= JOB_NUMPY_MAX_ROWS
 
 

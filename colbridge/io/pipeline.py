@@ -332,7 +332,7 @@ def run_job(
     if isinstance(source, StreamSource):
         source.plan_passes(input_passes(job.steps))
     total = source.count_rows()
-    # the job's size picks the CPU tier (`backends.cpu.job_rows`); under a memory limit
+    # the job's size picks the CPU tier (`backends.common.piece_of_job`); under a memory limit
     # it is not passed on, so the compiled kernels run, whose working set the limit sized
     tier_rows = None if job.bounded else total
     empty = source.schema.empty_table()

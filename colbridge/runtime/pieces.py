@@ -15,7 +15,6 @@ from typing import Any
 import pyarrow as pa
 
 from colbridge.backends.common import piece_of_job
-from colbridge.backends.cpu import job_rows
 from colbridge.backends.scans import ScanStreams
 from colbridge.columns.frames import adapt_frame
 from colbridge.expr.nodes import Agg, Literal
@@ -42,7 +41,7 @@ def compute_piece(plan: PreparedPlan, piece: Any, device: str = "auto",
     ``streams``: the pieces are the batches of one pass over a stream, in order, and
     the plan's ordered operations go on from the piece before. ``reports`` receives
     the compute's report (device, kernels, copies). ``total_rows``: the rows of every
-    piece of the job together, when known (it picks the CPU tier: `job_rows`).
+    piece of the job together, when known (it picks the CPU tier: `piece_of_job`).
     """
     adapter = adapt_frame(piece)
     if tuple(adapter.names) != plan.names:
@@ -50,7 +49,7 @@ def compute_piece(plan: PreparedPlan, piece: Any, device: str = "auto",
 
     def work(target: str, report: Any) -> Any:
         _before_attempt(streams, target, saved)
-        with job_rows(total_rows), piece_of_job():
+        with piece_of_job(total_rows):
             return execute(plan, adapter, report, target, streams=streams)
 
     saved: list[bool] = []
@@ -86,7 +85,7 @@ def piece_partials(prefix: tuple[Step, ...], aggs: list[Agg], piece: Any,
 
     def work(target: str, report: Any) -> Partials:
         _before_attempt(streams, target, saved)
-        with job_rows(total_rows), piece_of_job():
+        with piece_of_job(total_rows):
             return reduction_partials(prefix, aggs, adapter, report, target, streams)
 
     saved: list[bool] = []
