@@ -35,7 +35,9 @@
 #include <string.h>
 
 #ifdef CB_HOST_RUNTIME_IMPL
+#include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -582,9 +584,83 @@ static void cb_run_thread(cb_invoker invoke, cb_fn kernel, void** args, cb_block
     }
 }
 
-// One OS thread per thread of a block, reused block after block: the threads of a block run
-// at once (barriers and warp primitives need that), blocks run one after another, and a
-// launch creates `threads` OS threads, not `grid * threads` (creating them dominated runs).
+// -- the launch threads, kept between launches ------------------------------------------
+//
+// Creating and joining a block's OS threads took most of a launch (8 ms for 64 threads, 25 ms
+// for 256), and a generated scan or reduction launches several kernels in a row. So the
+// threads stay: a pool of them, thread `t` running the task's `t`-th part, each leaving once
+// no launch has needed it for `CB_POOL_IDLE_MS` (a test run loads hundreds of libraries, each
+// with a pool of its own: idle pools must not pile up). Launches are serialised, so one task
+// runs at a time; a thread's `alive` flag is set and cleared under the pool's lock, so a
+// thread never leaves while the task it should run is being posted.
+#ifndef CB_POOL_IDLE_MS
+#define CB_POOL_IDLE_MS 500
+#endif
+
+struct cb_pool {
+    std::mutex m;
+    std::condition_variable work_cv;  // a task was posted (`generation` moved on)
+    std::condition_variable done_cv;  // every part of the task has returned
+    std::vector<bool> alive;          // a thread is there for part `t`
+    const std::function<void(unsigned int)>* task = nullptr;
+    unsigned int parts = 0;
+    unsigned int finished = 0;
+    unsigned long long generation = 0;
+};
+
+// Never destroyed: idle threads may still wait on it while the process exits.
+static cb_pool* cb_the_pool() {
+    static cb_pool* pool = new cb_pool();
+    return pool;
+}
+
+static void cb_pool_thread(cb_pool* p, unsigned int t, unsigned long long seen) {
+    std::unique_lock<std::mutex> lock(p->m);
+    for (;;) {
+        if (!p->work_cv.wait_for(lock, std::chrono::milliseconds(CB_POOL_IDLE_MS),
+                                 [&] { return p->generation != seen; })) {
+            p->alive[t] = false;  // the next launch that needs part `t` starts a thread
+            return;
+        }
+        seen = p->generation;
+        if (t >= p->parts) continue;  // a launch of fewer threads than the pool holds
+        const std::function<void(unsigned int)>* task = p->task;
+        lock.unlock();
+        (*task)(t);
+        lock.lock();
+        if (++p->finished == p->parts) p->done_cv.notify_all();
+    }
+}
+
+// Runs `task(0)` ... `task(parts - 1)` at once, each on a thread of its own; returns at once.
+static void cb_pool_start(unsigned int parts, const std::function<void(unsigned int)>* task) {
+    cb_pool* p = cb_the_pool();
+    std::lock_guard<std::mutex> lock(p->m);
+    if (p->alive.size() < parts) p->alive.resize(parts, false);
+    for (unsigned int t = 0; t < parts; ++t) {
+        if (!p->alive[t]) {
+            p->alive[t] = true;
+            std::thread(cb_pool_thread, p, t, p->generation).detach();
+        }
+    }
+    p->task = task;
+    p->parts = parts;
+    p->finished = 0;
+    p->generation += 1;
+    p->work_cv.notify_all();
+}
+
+// Waits until every part of the task `cb_pool_start` posted has returned.
+static void cb_pool_wait() {
+    cb_pool* p = cb_the_pool();
+    std::unique_lock<std::mutex> lock(p->m);
+    p->done_cv.wait(lock, [&] { return p->finished == p->parts; });
+    p->task = nullptr;
+}
+
+// One OS thread per thread of a block, reused block after block and launch after launch: the
+// threads of a block run at once (barriers and warp primitives need that), and blocks run one
+// after another.
 int cb_launch(cb_invoker invoke, cb_fn kernel, unsigned int grid, unsigned int threads,
               void** args, char* error, size_t error_size) {
     // static __shared__ arrays are per kernel, and each kernel's library has its own runtime
@@ -630,9 +706,8 @@ int cb_launch(cb_invoker invoke, cb_fn kernel, unsigned int grid, unsigned int t
             if (++finished == threads) done_cv.notify_one();
         }
     };
-    std::vector<std::thread> pool;
-    pool.reserve(threads);
-    for (unsigned int t = 0; t < threads; ++t) pool.emplace_back(worker, t);
+    const std::function<void(unsigned int)> task = worker;
+    cb_pool_start(threads, &task);
     int status = 0;
     for (unsigned int b = 0; b < grid && status == 0; ++b) {
         auto next = std::make_unique<cb_block>();
@@ -669,7 +744,7 @@ int cb_launch(cb_invoker invoke, cb_fn kernel, unsigned int grid, unsigned int t
         stop = true;
     }
     start_cv.notify_all();
-    for (auto& th : pool) th.join();
+    cb_pool_wait();
     return status;
 }
 

@@ -33,6 +33,7 @@ next to the header precompiled: a kernel's build then compiles only the kernel.
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 import re
@@ -180,8 +181,20 @@ _RUNTIME_SOURCE = f'#define CB_HOST_RUNTIME_IMPL\n#include "{HEADER.name}"\n'
 _RUNTIME_FLAGS = (*GXX_FLAGS, *(f for f in _BUILD_FLAGS[""] if f != "-shared"))
 
 
+@functools.cache
+def _compiler() -> str:
+    """The g++ the builds use and its version: a new compiler must not load old builds.
+
+    (A precompiled header or a runtime object from another g++ is refused or, worse,
+    linked against another ABI; the cache folder outlives compiler upgrades.)
+    """
+    gxx = _gxx()
+    proc = subprocess.run([gxx, "--version"], capture_output=True, text=True, check=False)
+    return f"{os.path.realpath(gxx)}\0{proc.stdout}"
+
+
 def _runtime_digest(header: str) -> str:
-    key = "\0".join((header, _RUNTIME_SOURCE, *_RUNTIME_FLAGS))
+    key = "\0".join((_compiler(), header, _RUNTIME_SOURCE, *_RUNTIME_FLAGS))
     return hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
@@ -189,7 +202,7 @@ def _digest(kernel: KernelText, sanitize: str, wrapper: str) -> str:
     header = HEADER.read_text()
     flags = (*GXX_FLAGS, *_BUILD_FLAGS[sanitize])
     runtime = "" if sanitize else _runtime_digest(header)
-    key = "\0".join((header, runtime, kernel.source, wrapper, *flags))
+    key = "\0".join((_compiler(), header, runtime, kernel.source, wrapper, *flags))
     return hashlib.sha256(key.encode()).hexdigest()[:40]
 
 

@@ -103,6 +103,33 @@ def test_the_kernels_of_one_text_are_built_into_one_library() -> None:
     assert len(set(folder.glob("k_*.so")) - before) == 1
 
 
+def test_another_compiler_builds_anew(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Builds (and the runtime with its precompiled header) are kept per g++ and version."""
+    from colbridge.testing import cuda_host
+
+    text = _TWO_KERNELS.replace("{token}", uuid.uuid4().hex)
+    kernel = HostKernel.from_source(text, "add_one")
+    header = cuda_host.HEADER.read_text()
+    ours = cuda_host._digest(kernel, "", ""), cuda_host._runtime_digest(header)
+    assert "g++" in cuda_host._compiler()  # `--version` names it
+    monkeypatch.setattr(cuda_host, "_compiler", lambda: "/usr/bin/g++\0g++ (GCC) 99.1.0")
+    theirs = cuda_host._digest(kernel, "", ""), cuda_host._runtime_digest(header)
+    assert ours[0] != theirs[0]
+    assert ours[1] != theirs[1]
+
+
+def test_launches_reuse_their_threads_and_stay_correct() -> None:
+    """A launch's threads are kept for the next (a pool per library); results stay exact."""
+    runtime = HostRuntime()
+    text = _TWO_KERNELS.replace("{token}", uuid.uuid4().hex)
+    first = HostKernel.from_source(text, "add_one")
+    x = runtime.zeros(300, np.float64)
+    for block, grid in [(64, 2), (256, 1), (32, 3), (64, 5), (128, 1)]:  # grow and shrink
+        x[:] = np.arange(300.0)
+        runtime.launch(runtime.load(first), first, grid, block, [np.int64(300), x])
+        np.testing.assert_array_equal(x, np.arange(300.0) + 1.0)
+
+
 # -- warp primitives --------------------------------------------------------------------------
 @pytest.mark.parametrize("n", SIZES)
 def test_ballot_packs_32_rows_per_word(n: int) -> None:
