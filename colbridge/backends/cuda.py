@@ -322,15 +322,23 @@ def compile_nvrtc(source: str, arch: str, *, name: str = "kernel.cu") -> bytes:
 def compile_nvrtc_with_ptx(source: str, arch: str = "sm_90") -> tuple[bytes, str]:
     """The cubin of ``source`` for the real ``arch`` and the PTX it was made from.
 
-    One NVRTC compile gives both: the checks of every generated kernel (it builds
-    for the GPU; its PTX holds each entry and no fused multiply-add) took two.
+    One NVRTC compile gives both, and both are kept in the kernel cache folder
+    beside the backend's own compiles: the checks of every generated kernel (it
+    builds for the GPU; its PTX holds each entry and no fused multiply-add) read
+    what a run of the kernel compiled already, and the other way round.
     """
     if not arch.startswith("sm_"):
         msg = f"{arch!r} is not a real architecture (sm_XX): it has no cubin"
         raise ValueError(msg)
-    cubin, ptx = _nvrtc_compile(source, arch, "kernel.cu", with_ptx=True)
-    assert ptx is not None
-    return cubin, ptx
+    cubin = _cached_binary(source, arch)
+    ptx = cubin.with_suffix(".ptx")
+    if not ptx.exists():  # a cubin cached before its PTX was kept beside it
+        binary, text = _nvrtc_compile(source, arch, "kernel.cu", with_ptx=True)
+        assert text is not None
+        _write_atomic(ptx, text.encode())
+        _write_atomic(cubin, binary)
+        return binary, text
+    return cubin.read_bytes(), ptx.read_text()
 
 
 def _nvrtc_compile(source: str, arch: str, name: str,
@@ -367,7 +375,8 @@ def _nvrtc_compile(source: str, arch: str, name: str,
 def _cached_binary(source: str, arch: str) -> Path:
     """The compiled kernel on disk (``<cache>/cuda/<sha256>_<arch>.cubin|ptx``), built once.
 
-    The source is kept beside it as ``<sha256>.cu``, for reading and debugging.
+    The source is kept beside it as ``<sha256>.cu``, for reading and debugging, and a
+    cubin's PTX as ``<sha256>_<arch>.ptx`` (see `compile_nvrtc_with_ptx`).
     """
     folder = cache_dir() / "cuda"
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -379,7 +388,11 @@ def _cached_binary(source: str, arch: str) -> Path:
         _write_atomic(text, source.encode())
     if path.exists() and path.stat().st_size > 0:
         return path
-    _write_atomic(path, compile_nvrtc(source, arch))
+    binary, ptx = _nvrtc_compile(source, arch, "kernel.cu", with_ptx=True)
+    if arch.startswith("sm_"):  # the PTX on the way to the cubin: the checks read it
+        assert ptx is not None
+        _write_atomic(path.with_suffix(".ptx"), ptx.encode())
+    _write_atomic(path, binary)
     return path
 
 

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 import colbridge as cb
-from colbridge.backends.cuda import _cached_binary, compile_nvrtc
+from colbridge.backends.cuda import _cached_binary, compile_nvrtc, compile_nvrtc_with_ptx
 from colbridge.codegen.cuda import MATH_FUNCTIONS, CudaKernelSource
 from colbridge.codegen.numba_cpu import _signature_args
 from colbridge.errors import KernelCompileError
@@ -89,10 +89,10 @@ def corpus() -> list[CudaKernelSource]:
 
 def test_every_corpus_kernel_compiles_with_nvrtc_for_sm90(corpus: list[CudaKernelSource]) -> None:
     start = time.perf_counter()
-    sizes = [len(compile_nvrtc(k.source, ARCH)) for k in corpus]
+    sizes = [len(compile_nvrtc_with_ptx(k.source, ARCH)[0]) for k in corpus]
     elapsed = time.perf_counter() - start
     assert all(size > 1000 for size in sizes)  # real cubins, not empty output
-    print(f"\nNVRTC compiled {len(corpus)} kernels for {ARCH} in {elapsed:.1f} s")
+    print(f"\nNVRTC built {len(corpus)} kernels for {ARCH} in {elapsed:.1f} s (or the cache had)")
 
 
 #: math functions CUDA computes exactly (correctly rounded): a kernel calling only these has
@@ -111,7 +111,7 @@ def test_ptx_of_every_kernel_without_libm_calls_has_no_fused_multiply_add(
                          if not line.lstrip().startswith("//"))  # fmt: skip
         if (set(_IDENT_CALL.findall(code)) & MATH_FUNCTIONS) - _EXACT_MATH:
             continue
-        ptx = compile_nvrtc(kernel.source, "compute_90").decode()
+        ptx = compile_nvrtc_with_ptx(kernel.source, ARCH)[1]  # the cubin's own PTX
         assert ".target sm_90" in ptx
         checked += 1
         if "fma.rn" in ptx:  # --fmad=false: no contraction into fused multiply-add
@@ -215,6 +215,15 @@ def test_disk_cache_compiles_once(tmp_path: Any, monkeypatch: pytest.MonkeyPatch
     other = _cached_binary(corpus[1].source, "compute_90")
     assert other != first
     assert other.suffix == ".ptx"
+    # a cubin's PTX is kept beside it; one cached without it is built again, with it
+    ptx = first.with_suffix(".ptx")
+    assert compile_nvrtc_with_ptx(corpus[1].source, ARCH) == (first.read_bytes(), ptx.read_text())
+    assert f".entry {corpus[1].name}(" in ptx.read_text()
+    ptx.unlink()
+    cubin, text = compile_nvrtc_with_ptx(corpus[1].source, ARCH)
+    assert ptx.read_text() == text
+    assert first.read_bytes() == cubin
+    assert f".entry {corpus[1].name}(" in text
 
 
 def test_cuda_kernels_take_literals_as_arguments() -> None:
