@@ -786,8 +786,8 @@ def generate_reduce(
     body += _indent(row_loops([[*lw.lines, *pass1[k]] for k, (lw, _) in enumerate(lanes)]), 3)
     if means:
         # the second pass recomputes the arguments, counting no failure twice
-        again = [[line for j, line in enumerate(lw.lines) if j not in lw.error_lines] + pass2[k]
-                 for k, (lw, _) in enumerate(lanes)]  # fmt: skip
+        again = [_feeding([line for j, line in enumerate(lw.lines) if j not in lw.error_lines],
+                          pass2[k]) + pass2[k] for k, (lw, _) in enumerate(lanes)]  # fmt: skip
         body += _indent(means + row_loops(again) + combine, 3)
     body += _indent(per_word, 3)
     body += _indent(merge + finish, 2)
@@ -810,6 +810,30 @@ def generate_reduce(
         err_messages=lanes[0][0].err_messages,
         uses_err=bool(shared.errors),
     )
+
+
+_ASSIGNED = re.compile(r"([A-Za-z_]\w*) = ")
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def _feeding(lines: list[str], uses: list[str]) -> list[str]:
+    """The statements of ``lines`` that ``uses`` reads, directly or through others, in order.
+
+    A reduction's second pass (std and var: squared deviations) needs only the moments'
+    arguments; the rest of the row work (other reductions' columns, their validity bits)
+    would be computed again for nothing, and numba's compile time grows with every
+    statement. Only plain ``name = expr`` assignments are left out (a row's values have
+    no side effects; failures are counted by the first pass only); anything else stays.
+    """
+    needed = set(_NAME.findall("\n".join(uses)))
+    kept = []
+    for line in reversed(lines):
+        target = _ASSIGNED.match(line)
+        if target is not None and "\n" not in line and target.group(1) not in needed:
+            continue
+        kept.append(line)
+        needed.update(_NAME.findall(line))
+    return kept[::-1]
 
 
 def grouped_table_folds(folds: list[Fold], table: Callable[[Accumulator], str]) -> list[Fold]:

@@ -46,6 +46,31 @@ def test_std_and_every_var_keep_one_moment_state(target: str) -> None:
     assert _moments_in(plan.explain(source=True, target=target)) == [2]
 
 
+def test_the_second_pass_reads_only_what_the_moments_need() -> None:
+    """std/var take a second pass over each word; other reductions' rows are not read again."""
+    from colbridge.codegen.numba_cpu import _feeding
+
+    a, b, c = cb.col("a"), cb.col("b"), cb.col("c")
+    table = pa.table({"a": pa.array([1.5, None, 4.0]), "b": pa.array([1.0, 2.0, None]),
+                      "c": pa.array([2, None, 3])})  # fmt: skip
+    plan = cb.lazy(table).select(s=a.sum(), hi=(c * 2).max(), sd=(b + 1).std())
+    text = plan.explain(source=True, target="cpu")
+    source = text.split("--- reduction kernel source (cpu) ---")[1]
+    loads = {name: len(re.findall(rf"= {name}\[i\d\]", source)) for name in ("x0", "x1", "x2")}
+    # each column is read by its LANES lanes and the word's last rows: 5 places; the std's
+    # argument once more in the second pass
+    assert sorted(loads.values()) == [5, 5, 10], loads
+    # what decides: a statement is kept when the uses read it, directly or through others
+    lines = ["c1 = x0[i]", "c2 = x1[i]", "t3 = c2 + p0", "t4 = c1 * t3", "t5 = t3 * t3"]
+    assert _feeding(lines, ["wd += t3"]) == ["c2 = x1[i]", "t3 = c2 + p0"]
+    assert _feeding(lines, ["wd += t5 + c1"]) == ["c1 = x0[i]", "c2 = x1[i]", "t3 = c2 + p0",
+                                                  "t5 = t3 * t3"]  # fmt: skip
+    assert _feeding(lines, ["wd += 1.0"]) == []
+    # a statement that is not a plain assignment stays, with everything it reads
+    assert _feeding([*lines, "nerr1 += t4 > 2"], ["wd += 1.0"]) == [
+        "c1 = x0[i]", "c2 = x1[i]", "t3 = c2 + p0", "t4 = c1 * t3", "nerr1 += t4 > 2"]
+
+
 def _reductions(m: Any, q: Any) -> Any:
     b = m.col("b")
     out: dict[str, Any] = {"bs": b.sum(), "bmu": b.mean(), "bnn": b.null_count(), "bsd": b.std()}
