@@ -574,7 +574,15 @@ def children(node: Node) -> tuple[Node, ...]:
 
 
 def reconstruct(node: Node, new_children: tuple[Node, ...]) -> Node:
-    """The same node with its children replaced, in `children` order."""
+    """The same node with its children replaced, in `children` order.
+
+    The node itself when every child is the very same object: a rewrite that changes
+    nothing keeps the tree's objects, so shared subtrees stay shared and comparing the
+    result with the original is an identity check, not a walk of the tree as written
+    out (exponential in its depth where subtrees are shared, ``e = e + e``).
+    """
+    if all(new is old for new, old in zip(new_children, children(node), strict=True)):
+        return node
     it = iter(new_children)
     changes: dict[str, Any] = {}
     for f in fields(node):

@@ -307,7 +307,10 @@ def _substitute(node: Node, env: Mapping[str, Node]) -> Node:
     def fn(n: Node) -> Node:
         if isinstance(n, Column):
             if n.name in env:
-                return env[n.name]
+                # the column itself (an input read as it is) keeps its object: trees
+                # that share subtrees stay shared, and equal ones stay one object
+                found = env[n.name]
+                return n if isinstance(found, Column) and found == n else found
             if n.constant is not None:
                 # `e`, `pi`, `nan`, `inf` of a string expression: no column has the name
                 return Literal(n.constant)

@@ -164,6 +164,8 @@ class TypeChecker:
         # untyped dynamic expressions (not bare numbers) -> (kind "int"/"float", representative)
         self._dynamic: dict[Node, tuple[str, Number | None]] = {}
         self._keep_dynamic = True
+        #: (node, keep dynamic, allow opaque) -> its typed form, for subtrees met again
+        self._typed_memo: dict[tuple[Node, bool, bool], Node] = {}
         #: Arrow types of grouped results no kernel computes (`first` of a string column)
         self.opaque: dict[Node, object] = {}
         #: whether such results may be typed (they can only be outputs of `group_by`)
@@ -310,14 +312,27 @@ class TypeChecker:
 
     # -- nodes ----------------------------------------------------------------
     def _check(self, node: Node) -> Node:
+        # A subtree used in several places (``e = e + e``) is typed once: as a tree it
+        # may be exponentially larger than its distinct nodes. Typing a number depends on
+        # the node and the two modes below, nothing else of where it stands.
+        key = (node, self._keep_dynamic, self.allow_opaque)
+        typed = self._typed_memo.get(key)
+        if typed is not None:
+            return typed
         try:
-            return self._check_node(node)
+            typed = self._check_node(node)
         except ColbridgeError as exc:
             # the innermost node being typed is the part that fails: kept for the report
             # of a plan's problems (`colbridge.runtime.problems`)
             if failed_node(exc) is None:
                 exc.__dict__["_failed_node"] = node
             raise
+        if typed not in self.logical:
+            # strings, dates and durations are typed at every use, as before: their
+            # dictionaries are per use (`s.shift(1) == s` in a stream compares the codes
+            # of two dictionaries, and a shared typed `s` gave wrong answers there)
+            self._typed_memo[key] = typed
+        return typed
 
     def _check_node(self, node: Node) -> Node:
         if isinstance(node, Alias):

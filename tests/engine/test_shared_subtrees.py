@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pytest
 
 import colbridge as cb
 from colbridge.expr.nodes import walk
@@ -53,11 +54,13 @@ def test_a_shared_subtree_is_written_once_and_texts_tell_trees_apart() -> None:
 def test_a_doubled_expression_computes_its_value() -> None:
     table = pa.table({"a": pa.array([7.0, 1.0, None, -2.5, 3.0]).slice(1),
                       "b": pa.array([1, 2, None, -4], pa.int64())})  # fmt: skip
-    # typing still visits the tree as written (a node per use): 2**13 - 1 nodes here
-    out = cb.lazy(table).select(x=doubled(12, cb.col("a")),
+    # 2**41 - 1 nodes as written: typing and planning take each distinct node once. Two
+    # equal trees built apart (`y`) are still compared node by node as written (a
+    # dataclass `==`), so `y` stays small.
+    out = cb.lazy(table).select(x=doubled(40, cb.col("a")),
                                 y=doubled(12, cb.col("b")) - doubled(11, cb.col("b"))).compute()
     # doubling is exact in float64 and int64 here: the oracle is one multiplication
-    assert out.column("x").to_pylist() == [None if v is None else v * 2**12
+    assert out.column("x").to_pylist() == [None if v is None else v * 2**40
                                            for v in table.column("a").to_pylist()]
     assert out.column("y").to_pylist() == [None if v is None else v * 2**11
                                            for v in table.column("b").to_pylist()]
@@ -88,3 +91,29 @@ def test_zoned_month_truncation_is_planned_from_its_distinct_nodes() -> None:
     q = frame.gpu.with_columns(t=cb.col("a").dt.truncate("1mo"), e=cb.col("a").dt.month_end())
     # written out as a tree, the kernel's text was 109 MB (its plan in the header)
     assert len(q.explain(source=True, device="cpu")) < 2_000_000
+
+
+@pytest.mark.timeout(300)  # a step that walks the tree as written never finishes
+def test_every_kind_of_step_plans_a_doubled_expression() -> None:
+    """Reductions, filters, groups, windows and scans of ``e = e + e`` 40 times."""
+    rng = np.random.default_rng(5)
+    n = 50
+    a = np.round(rng.normal(size=n) * 8) / 4  # quarters: sums are exact in any order
+    table = pa.table({"a": pa.array(a, mask=rng.random(n) < 0.2),
+                      "g": pa.array(rng.integers(0, 4, n))})  # fmt: skip
+    e, x = doubled(40, cb.col("a")), cb.col("a") * 2.0**40
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    plans = {
+        "select": lambda c: cb.lazy(frame).select(s=c.sum(), m=c.max(), sd=c.std(), z=c - c.mean()),
+        "filter": lambda c: cb.lazy(frame).filter(c > 0.0).with_columns(z=c * 0.5),
+        "group_by": lambda c: cb.lazy(frame).group_by("g").agg(s=c.sum(), k=c.filter(c > 0.0)
+                                                               .count()),
+        "over": lambda c: cb.lazy(frame).with_columns(z=c - c.mean().over("g")),
+        "ordered": lambda c: cb.lazy(frame).with_columns(d=c - c.shift(1), r=c.cum_sum()),
+    }  # fmt: skip
+    for name, plan in plans.items():
+        got, want = plan(e).compute(), plan(x).compute()  # the oracle: one multiplication
+        if name == "group_by":  # groups come in no particular order
+            got, want = got.sort("g"), want.sort("g")
+        assert got.equals(want), name
