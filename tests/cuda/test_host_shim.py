@@ -118,8 +118,9 @@ def test_another_compiler_builds_anew(monkeypatch: pytest.MonkeyPatch) -> None:
     assert ours[1] != theirs[1]
 
 
-def test_launches_reuse_their_threads_and_stay_correct() -> None:
-    """A launch's threads are kept for the next (a pool per library); results stay exact."""
+def test_launches_growing_and_shrinking_the_block_stay_correct() -> None:
+    """Launches reuse the threads the one before left (a pool per library): a launch with
+    fewer threads than the pool holds, or more, still runs every thread of every block."""
     runtime = HostRuntime()
     text = _TWO_KERNELS.replace("{token}", uuid.uuid4().hex)
     first = HostKernel.from_source(text, "add_one")
