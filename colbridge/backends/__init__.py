@@ -8,6 +8,7 @@ backend ran.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Mapping
 from typing import Any, Protocol, cast
 
@@ -67,5 +68,6 @@ _BACKENDS = {"cpu": "colbridge.backends.cpu", "cuda": "colbridge.backends.cuda"}
 
 def get_backend(target: str) -> Backend:
     """The backend module for ``target`` (``"cpu"`` or ``"cuda"``), imported on first use."""
-    module: Any = importlib.import_module(_BACKENDS[target])
+    name = _BACKENDS[target]
+    module: Any = sys.modules.get(name) or importlib.import_module(name)
     return cast(Backend, module)

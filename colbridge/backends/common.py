@@ -135,12 +135,13 @@ class SegmentResult:
     ``columns``: the new columns by name; ``mask``: the rows the segment's filter keeps
     (None without a filter). When ``compacted``, the backend applied the filter itself:
     ``columns`` (outputs, and the carried columns it was given) hold the kept rows only,
-    and ``mask`` is left for the columns it was not given.
+    ``kept`` counts them, and ``mask`` is left for the columns it was not given.
     """
 
     columns: dict[str, pa.Array]
     mask: pa.BooleanArray | None = None
     compacted: bool = False
+    kept: int = 0
 
 
 @dataclass
@@ -248,10 +249,12 @@ def finalize_slots(
     slots: list[AggSlot], pf: np.ndarray, pi: np.ndarray, pu: np.ndarray, num_rows: int
 ) -> dict[Agg, tuple[Any, bool]]:
     """The value (and validity) of every whole-column reduction of a pass, by reduction."""
+    f, i, u = fold_partials(slots, pf, pi, pu)  # each slot folds its own columns
     out: dict[Agg, tuple[Any, bool]] = {}
-    for slot in slots:
-        assert isinstance(slot.agg, Agg)
-        out[slot.agg] = finalize_reduction(slot, pf, pi, pu, num_rows)
+    with np.errstate(all="ignore"):
+        for slot in slots:
+            assert isinstance(slot.agg, Agg)
+            out[slot.agg] = _finish(slot, f[0], i[0], u[0], num_rows)
     return out
 
 

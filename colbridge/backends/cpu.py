@@ -140,6 +140,8 @@ class _Kernel:
     warmed: bool = False
     #: functions of a several-function module that have compiled already
     warmed_parts: set[str] = field(default_factory=set)
+    #: what `explain()` lists for a run of it (made once: the text of its expressions)
+    label: str = ""
 
 
 def _generator(tier: str) -> ModuleType:
@@ -202,10 +204,8 @@ def _call(kernel: _Kernel, args: list[Any], key: tuple[Any, ...], make: Any) -> 
         raise
     except Exception as exc:
         raise _kernel_failure(kernel, exc) from exc
-    if kernel.tier == "numpy" and cpu_tier() == "auto" and not _small_job():
-        _EVALUATED[key] += 1
-        if _EVALUATED[key] == 2:  # the plan recurs: compile it for the next computes
-            _compile_behind(key, make, args)
+    if kernel.tier == "numpy" and _recurs(key):
+        _compile_behind(key, make, args)
 
 
 def _kernel_failure(kernel: _Kernel, exc: Exception) -> Exception:
@@ -220,11 +220,28 @@ def _kernel_failure(kernel: _Kernel, exc: Exception) -> Exception:
     return ComputeError(f"CPU kernel ({kernel.tier}) failed: {type(exc).__name__}: {exc}")
 
 
-def _compile_behind(key: tuple[Any, ...], make: Any, args: list[Any]) -> None:
-    """Compile the numba kernel for ``key`` in a background thread, for later computes."""
+def _recurs(key: tuple[Any, ...]) -> bool:
+    """Count one NumPy evaluation of ``key`` under ``auto``; True the time it recurs.
+
+    That is when its compiled kernel is made in the background, for later computes
+    (not in a small job, which would not live to use it).
+    """
+    if cpu_tier() != "auto" or _small_job():
+        return False
+    _EVALUATED[key] += 1
+    return _EVALUATED[key] == 2
+
+
+def _in_background(job: Callable[[], object]) -> None:
+    """Run ``job`` on the compile thread (`wait_for_background_compiles` waits for it)."""
     global _BACKGROUND
     if _BACKGROUND is None:
         _BACKGROUND = ThreadPoolExecutor(max_workers=1, thread_name_prefix="colbridge-compile")
+    _BACKGROUND.submit(job)
+
+
+def _compile_behind(key: tuple[Any, ...], make: Any, args: list[Any]) -> None:
+    """Compile the numba kernel for ``key`` in a background thread, for later computes."""
 
     def job() -> None:
         import numba
@@ -235,7 +252,7 @@ def _compile_behind(key: tuple[Any, ...], make: Any, args: list[Any]) -> None:
                 kernel.func.compile(tuple(numba.typeof(a) for a in args))  # type: ignore[no-untyped-call]
                 kernel.warmed = True
 
-    _BACKGROUND.submit(job)
+    _in_background(job)
 
 
 def wait_for_background_compiles() -> None:
@@ -393,10 +410,10 @@ def run_segment(
     args.append(err)
     _call(kernel, args, key, make_elementwise)
     raise_kernel_errors(src, err)
-    stats.kernels.append(
-        f"elementwise[{', '.join(s.name for s in src.outputs)}] over {len(src.inputs)} "
-        f"input(s) ({kernel.tier})"
-    )
+    if not kernel.label:
+        kernel.label = (f"elementwise[{', '.join(s.name for s in src.outputs)}] over "
+                        f"{len(src.inputs)} input(s) ({kernel.tier})")  # fmt: skip
+    stats.kernels.append(kernel.label)
     results, mask = wrap_outputs(src.outputs, out_buffers, n)
     results.update(opaque)
     return SegmentResult(results, mask)
@@ -469,7 +486,9 @@ def _reduce_level(
     args += [pf, pi, pu, err]
     _call(kernel, args, key, make_reduce)
     raise_kernel_errors(src, err)
-    stats.kernels.append(f"reduce[{', '.join(repr(a) for a in aggs)}] ({kernel.tier})")
+    if not kernel.label:
+        kernel.label = f"reduce[{', '.join(repr(a) for a in aggs)}] ({kernel.tier})"
+    stats.kernels.append(kernel.label)
     return src, pf, pi, pu
 
 
@@ -634,7 +653,31 @@ def _run_filter(
     key = ("filter", parallel, segment.signature, *variant,
            tuple((name, array.type, array.null_count > 0) for name, array in carried.items()))
     if _choose(key, n) != "compiled":
-        return None  # small inputs: NumPy evaluates, the frame's filter applies the mask
+        # small inputs: NumPy evaluates, the frame's filter applies the mask; once the
+        # plan recurs, the filter kernels compile by running once in the background
+        if _recurs(key):
+            scalars, grouped = dict(scalar_values), dict(grouped_values)
+            _in_background(lambda: _run_filter_compiled(
+                segment, columns, carried, n, RunStats(), nulls, key, parallel, scalars,
+                grouped))  # fmt: skip
+        return None
+    return _run_filter_compiled(segment, columns, carried, n, stats, nulls, key, parallel,
+                                scalar_values, grouped_values)  # fmt: skip
+
+
+def _run_filter_compiled(
+    segment: Segment,
+    columns: Mapping[str, pa.Array],
+    carried: Mapping[str, pa.Array],
+    n: int,
+    stats: RunStats,
+    nulls: Nullability,
+    key: tuple[Any, ...],
+    parallel: bool,
+    scalar_values: Mapping[Agg, tuple[Any, bool]],
+    grouped_values: Mapping[GroupAgg, GroupedValues],
+) -> SegmentResult:
+    """`_run_filter` by its compiled kernels."""
     types: dict[Node, DType] = dict(segment.types)
     for name, array in carried.items():
         dtype = dtype_from_arrow(array.type)
@@ -708,7 +751,9 @@ def _run_filter(
         f"filter[{', '.join(name for name, _ in segment.outputs)}; carried "
         f"{len(carried)}] over {len(src.inputs)} input(s), {total} of {n} rows kept (compiled)"
     )
-    return SegmentResult(results, mask, compacted=True)
+    # every function the module runs for these types has compiled (`_choose` reads it)
+    kernel.warmed = True
+    return SegmentResult(results, mask, compacted=True, kept=total)
 
 
 def _carriable(array: pa.Array) -> bool:

@@ -45,9 +45,10 @@ def gpu_status() -> tuple[bool, str]:
 
 def _installed_stand_in() -> Any:
     """The CuPy stand-in installed for tests (`colbridge.testing`), if any."""
-    from colbridge.memory.cuda import _CUPY
-
-    return _CUPY.get()
+    cuda_memory = sys.modules.get("colbridge.memory.cuda")
+    if cuda_memory is None:  # asked at every compute: import once, then look up
+        cuda_memory = importlib.import_module("colbridge.memory.cuda")
+    return cuda_memory._CUPY.get()
 
 
 def _probe_current() -> tuple[bool, str, int]:
@@ -113,6 +114,12 @@ def _parse(device: str) -> tuple[str, int | None]:
     raise DeviceError(msg)
 
 
+@functools.lru_cache(maxsize=8)
+def _auto_on_cpu(device: str, missing: str) -> DeviceChoice:
+    """``auto`` on a machine without a GPU driver (the same choice at every compute)."""
+    return DeviceChoice("cpu", device, f"auto: no usable GPU ({missing}), running on cpu")
+
+
 def resolve_device(device: str = "auto", fallback: str = "cpu") -> DeviceChoice:
     """Pick the backend for ``device`` under the ``fallback`` policy.
 
@@ -130,7 +137,7 @@ def resolve_device(device: str = "auto", fallback: str = "cpu") -> DeviceChoice:
     if kind == "auto" and _installed_stand_in() is None:
         missing = _no_driver()
         if missing is not None:
-            return DeviceChoice("cpu", device, f"auto: no usable GPU ({missing}), running on cpu")
+            return _auto_on_cpu(device, missing)
     usable, reason, count = _probe_current()
     if usable:
         wanted = index or 0

@@ -759,8 +759,7 @@ def _run(
             for name, source in segment.passthrough.items():
                 new[name] = result.columns[source] if source in result.columns \
                     else rest.column(source)  # type: ignore[union-attr]  # fmt: skip
-            assert mask is not None
-            rows = int(pc.sum(mask.fill_null(False)).as_py() or 0)  # the kept ones
+            rows = result.kept
             mask = None
         else:
             for name, source in segment.passthrough.items():

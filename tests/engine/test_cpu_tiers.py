@@ -66,6 +66,43 @@ def test_auto_evaluates_small_inputs_then_compiles_a_recurring_plan(
     assert third.column("z").to_pylist() == [4.25, 10.5, None]
 
 
+@pytest.mark.parametrize("kind", ["pyarrow", "polars"])
+def test_auto_compiles_a_recurring_filter_into_its_compacting_kernels(
+    monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    # a small filter is evaluated by NumPy and the frame applies the mask; once the plan
+    # recurs, the kernels that filter inside the pass compile, and the computes after it
+    # run them: the same rows, columns and types as polars at every step
+    import polars as pl
+
+    monkeypatch.setenv("COLBRIDGE_CPU_TIER", "auto")
+    # names of this test's own: a kernel compiled by another test would be found ready
+    na, nb = f"a_tiers_filter_{kind}", f"b_tiers_filter_{kind}"
+    data = {na: [1.5, None, -2.0, 4.0, 0.5], nb: [1, 2, 3, None, 5],
+            "s": ["x", "y", None, "w", "v"]}  # fmt: skip
+    frame = pa.table(data) if kind == "pyarrow" else pl.DataFrame(data)
+    a, b = cb.col(na), cb.col(nb)
+    lazy = cb.lazy(frame) if kind == "pyarrow" else frame.gpu
+    q = lazy.with_columns(w=a * 2 + b).filter(cb.col("w") > 1)
+    expected = pl.DataFrame(data).with_columns(w=pl.col(na) * 2 + pl.col(nb)).filter(
+        pl.col("w") > 1
+    )
+
+    def check(out: Any) -> list[str]:
+        got = pl.from_arrow(out) if kind == "pyarrow" else out
+        assert got.equals(expected), (got, expected)
+        return q.last_report.stats.kernels  # type: ignore[union-attr,no-any-return]
+
+    first = check(q.compute())
+    assert all(k.endswith("(numpy)") for k in first), first
+    check(q.compute())  # the plan recurs: the filter kernels compile behind
+    cpu.wait_for_background_compiles()
+    kernels = check(q.compute())
+    assert len(kernels) == 1, kernels
+    assert kernels[0].startswith("filter[w; carried 2]"), kernels
+    assert kernels[0].endswith(f"{expected.height} of 5 rows kept (compiled)"), kernels
+
+
 def test_auto_compiles_large_inputs_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLBRIDGE_CPU_TIER", "auto")
     monkeypatch.setattr(cpu, "NUMPY_MAX_ROWS", 2)
