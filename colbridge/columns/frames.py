@@ -83,8 +83,13 @@ class FrameAdapter:
         """How reading column ``name`` as Arrow copied it (for `explain()`); [] when it did not."""
         return []
 
+    @functools.cached_property
+    def name_set(self) -> frozenset[str]:
+        """`names` as a set: membership tests stay cheap on frames of thousands of columns."""
+        return frozenset(self.names)
+
     def _check(self, name: str) -> None:
-        if name not in self.names:
+        if name not in self.name_set:
             raise missing_column_error(name, self.names)
 
 
@@ -117,7 +122,16 @@ class ArrowTableAdapter(FrameAdapter):
         *,
         one_row: bool = False,
     ) -> Any:
-        columns = [new[n] if n in new else self.frame.column(n) for n in order]
+        if not one_row and self.names and list(order[: len(self.names)]) == self.names \
+                and not self.name_set & new.keys():  # fmt: skip
+            # only appended columns: the table's own columns stay as they are
+            table = self.frame
+            for name in order[len(self.names):]:
+                table = table.append_column(name, new[name])
+            return table
+        # columns by position: a lookup by name walks the schema (quadratic on wide tables)
+        position = {name: i for i, name in enumerate(self.names)}
+        columns = [new[n] if n in new else self.frame.column(position[n]) for n in order]
         return pa.Table.from_arrays(columns, names=list(order))
 
     def filter(self, frame: Any, keep: pa.BooleanArray) -> Any:
@@ -162,7 +176,7 @@ class PolarsFrameAdapter(FrameAdapter):
         # Untouched columns are shared with the input frame (polars columns are
         # reference counted); new Arrow columns are taken over without a copy.
         names = self.names
-        added = [n for n in order if n not in names]
+        added = [n for n in order if n not in self.name_set]
         if list(order) == names + added and not any(n in new for n in names):
             # Only appended columns: hstack shares the frame's columns as they are.
             return self.frame.hstack([_polars_series(n, new[n]) for n in added])
@@ -225,8 +239,13 @@ class PandasFrameAdapter(FrameAdapter):
             raise UnsupportedTypeError(msg)
 
     @functools.cached_property
+    def _column_labels(self) -> list[Any]:
+        # one conversion: iterating a pandas Index of Arrow strings label by label is slow
+        return list(self.frame.columns.tolist())
+
+    @functools.cached_property
     def names(self) -> list[str]:
-        return [str(c) for c in self.frame.columns]
+        return [str(c) for c in self._column_labels]
 
     @property
     def num_rows(self) -> int:
@@ -269,7 +288,7 @@ class PandasFrameAdapter(FrameAdapter):
     @functools.cached_property
     def _labels(self) -> dict[str, Any]:
         """Each column's label by its name (labels need not be strings)."""
-        return {str(label): label for label in self.frame.columns}
+        return {str(label): label for label in self._column_labels}
 
     def _label(self, name: str) -> Any:
         label = self._labels.get(name, _MISSING)
@@ -299,9 +318,9 @@ class PandasFrameAdapter(FrameAdapter):
 
         index = pd.RangeIndex(1) if one_row else self.frame.index
         names = self.names
-        added = [n for n in order if n not in names]
+        added = [n for n in order if n not in self.name_set]
         if not one_row and list(order) == names + added and all(
-            isinstance(label, str) for label in self.frame.columns
+            isinstance(label, str) for label in self._column_labels
         ):
             # with_columns: a shallow copy keeps every column in place (copy-on-write);
             # replaced columns are set where they stand, new ones appended.

@@ -90,6 +90,33 @@ def test_untouched_columns_are_shared_and_results_are_fresh() -> None:
     assert df["a"][5] == 5.0
 
 
+@pytest.mark.parametrize("kind", ["pyarrow", "polars", "pandas"])
+def test_wide_frames_keep_their_columns_in_place_whatever_the_steps(kind: str) -> None:
+    # 300 columns, one of each appended, replaced, moved and left out, as polars orders
+    # them; untouched columns are the input's buffers (a result is assembled by name
+    # lookups into the frame, which must hold for every column of a wide frame)
+    rng = np.random.default_rng(7)
+    data = {f"w{i}": rng.normal(size=40) for i in range(300)}
+    base = pl.DataFrame(data)
+    frame = {"pyarrow": base.to_arrow(), "polars": base, "pandas": base.to_pandas()}[kind]
+    steps = [
+        (lambda f, ns: f.with_columns(z=ns.col("w7") * 2)),  # appended
+        (lambda f, ns: f.with_columns(w150=ns.col("w150") + 1)),  # replaced in place
+        (lambda f, ns: f.select("w299", "w0", y=ns.col("w3") - ns.col("w4"))),  # reordered
+    ]
+    for step in steps:
+        got = step(cb.lazy(frame), cb).compute()
+        want = step(base, pl)
+        as_polars = pl.from_pandas(got) if kind == "pandas" else pl.DataFrame(got)
+        assert as_polars.equals(want), (kind, as_polars.columns[:5], want.columns[:5])
+        if kind == "pandas":
+            continue
+        for name in ("w0", "w299"):
+            if name in want.columns:
+                src = base[name].to_arrow().buffers()[1].address
+                assert pl.DataFrame(got)[name].to_arrow().buffers()[1].address == src
+
+
 def test_kernel_cache_counts_compiles() -> None:
     cb.clear_cache()
     df1 = pl.DataFrame({"a": [1.0, 2.0], "b": [3.0, 4.0]})
