@@ -486,7 +486,7 @@ def _one_chunk(
     if not chunks:
         if chunked.num_chunks:
             return chunked.chunk(0), []
-        return pa.array([], type=chunked.type), []
+        return pa.nulls(0, chunked.type), []  # as pa.array([]), without importing pandas
     if not allow_copy:
         msg = (
             f"copy not allowed: {_label(name)} has {len(chunks)} chunks, and a tensor needs "

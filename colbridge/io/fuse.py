@@ -61,7 +61,7 @@ from colbridge.io.source import (
     parse_memory,
     rows_for_memory,
 )
-from colbridge.io.streams import InputSource, StreamSource, open_input
+from colbridge.io.streams import InputSource, StreamSource, empty_table, open_input
 from colbridge.plan.logical import Step
 from colbridge.runtime.execute import prepare
 from colbridge.runtime.pieces import compute_piece, fold_reductions
@@ -1309,7 +1309,7 @@ def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -
         for _ in batches():
             pass  # no reductions: the generator gathers everything
     else:
-        empty = source.schema.empty_table().select(needed)
+        empty = empty_table(source.schema).select(needed)
         reduced = fold_reductions((), aggs, batches(), empty, device)
         for t in moments:
             base = bases[t.name]
@@ -1848,7 +1848,7 @@ def fuse(
                 np.zeros((0, len(batches.names)), dtype=dtype.numpy),
                 np.zeros((0, len(batches.names)), dtype=bool) if spec.validity else None,
                 batches.names,
-                {k: pa.array([], type=batches.source.schema.field(k).type) for k in spec.keep},
+                {k: pa.nulls(0, batches.source.schema.field(k).type) for k in spec.keep},
             )
             w.write(empty.to_arrow())
         rows = w.rows
@@ -1888,7 +1888,7 @@ def explain_fuse(
         lines.append("encoders (per batch, beside the kernel):")
         lines += [f"  {line}" for line in encoders]
     if plan.exprs:
-        empty = _kernel_batch(spec, source.schema.empty_table())
+        empty = _kernel_batch(spec, empty_table(source.schema))
         items = tuple(
             (name, e.node) for name, e in zip(plan.kernel_names, plan.exprs.values(), strict=True)
         )

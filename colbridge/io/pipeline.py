@@ -41,7 +41,7 @@ from colbridge.io.source import (
     rows_for_memory,
 )
 from colbridge.io.steps import build_steps, is_aggregating
-from colbridge.io.streams import StreamSource, open_input
+from colbridge.io.streams import StreamSource, empty_table, open_input
 from colbridge.plan.logical import Step
 from colbridge.plan.streaming import (
     one_row_steps,
@@ -163,7 +163,7 @@ def _prepare(
     refuse_unmergeable(built, where)
     source = open_input(input, input_format)
     # Type-check the whole plan against the schema before reading any data.
-    empty = source.schema.empty_table()
+    empty = empty_table(source.schema)
     describe(prepare(built, empty.column_names), ArrowTableAdapter(empty), device="cpu")
     rows = batch_rows
     if memory_limit is not None:
@@ -335,7 +335,7 @@ def run_job(
     # the job's size picks the CPU tier (`backends.common.piece_of_job`); under a memory limit
     # it is not passed on, so the compiled kernels run, whose working set the limit sized
     tier_rows = None if job.bounded else total
-    empty = source.schema.empty_table()
+    empty = empty_table(source.schema)
     lookups: list[Lookup] = []
 
     def pieces(prefix: tuple[Step, ...], found: Sequence[Lookup]) -> Iterator[pa.Table]:
@@ -432,7 +432,7 @@ def explain_pipeline(
     )  # fmt: skip
     source = job.source
     levels = statistics_passes(job.steps)
-    empty = source.schema.empty_table()
+    empty = empty_table(source.schema)
     report = describe(prepare(job.steps, empty.column_names), ArrowTableAdapter(empty),
                       device=device, streamed=True)  # fmt: skip
     body = report.to_text().splitlines()[1:]

@@ -33,7 +33,7 @@ from colbridge.io.pipeline import (
     statistics_passes,
 )
 from colbridge.io.progress import JobProgress
-from colbridge.io.streams import StreamSource, open_input
+from colbridge.io.streams import StreamSource, empty_table, open_input
 from colbridge.lazy import LazyFrame
 from colbridge.plan.logical import Step
 from colbridge.runtime.execute import ComputeReport, prepare
@@ -165,7 +165,7 @@ class StreamFrame(LazyFrame):
             job = self._job(device, "cpu")
         except ColbridgeError as exc:  # listed, not raised (as `LazyFrame.report` does)
             return PlanReport.for_error(self._source.format, self._steps, exc)
-        empty = self._source.schema.empty_table()
+        empty = empty_table(self._source.schema)
         report = describe(prepare(self._steps, empty.column_names), ArrowTableAdapter(empty),
                           device=device, target=target, source=source,
                           last=self.last_report, streamed=True)  # fmt: skip

@@ -34,6 +34,7 @@ __all__ = [
     "InputSource",
     "PolarsLazySource",
     "StreamSource",
+    "empty_table",
     "open_input",
 ]
 
@@ -292,6 +293,15 @@ class ArrowStreamSource(StreamSource):
 
 #: What a job reads: files, or a stream.
 InputSource = Source | StreamSource
+
+
+def empty_table(schema: pa.Schema) -> pa.Table:
+    """A table of no rows with ``schema`` (a plan is typed against it before any data).
+
+    Not ``schema.empty_table()``: pyarrow imports pandas for it, a third of a second,
+    which a job that never touches pandas (``colbridge run`` on Parquet) should not pay.
+    """
+    return pa.Table.from_batches([], schema=schema)
 
 
 def open_input(spec: Any, format: str | None = None) -> InputSource:

@@ -124,7 +124,7 @@ class Columns:
             if chunked.num_chunks == 1:
                 array = chunked.chunk(0)
             elif chunked.num_chunks == 0:
-                array = pa.array([], type=chunked.type)
+                array = pa.nulls(0, chunked.type)  # pa.array([]) would import pandas
             else:
                 self.copies.append(
                     f"column `{name}`: {chunked.num_chunks} chunks combined into one (a copy)"

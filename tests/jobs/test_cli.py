@@ -181,6 +181,25 @@ def test_subprocess_run_and_exit_codes(data: str, tmp_path) -> None:
     assert "cannot parse" in bad.stderr
 
 
+def test_a_parquet_job_never_imports_pandas(data: str, tmp_path) -> None:
+    # a third of a second of the job's wall time on a 336k-row file went to importing
+    # pandas, which a job from Parquet to Parquet never uses (pyarrow imports it for
+    # `Schema.empty_table()` and `pa.array([])`): the run is checked from inside
+    out = tmp_path / "out.parquet"
+    code = textwrap.dedent(f"""
+        import sys
+        from colbridge.cli import main
+        code = main(["run", {data!r}, "-o", {str(out)!r}, "--with", {Z!r}, "--with", {W!r},
+                     "--filter", {FILTER!r}, "--quiet"])
+        print(code, "pandas" in sys.modules)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=_env(), timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "False"], done.stdout
+    check(out, data)
+
+
 def test_sigint_leaves_no_partial_output(tmp_path) -> None:
     src = tmp_path / "big.parquet"
     pq.write_table(make_table(20_000, seed=3), src, row_group_size=10_000)
