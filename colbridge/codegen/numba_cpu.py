@@ -566,11 +566,15 @@ def generate_filter(
     for m, (name, node) in enumerate([*outputs, *((c.name, c) for c in columns)]):
         v = lw2.value(node)
         dtype = types[node]
-        out_specs.append(OutputSpec(name, dtype, not v.valid.never_null))
+        # a kept row has every bitmap the filter reads valid: a value null only through
+        # those bitmaps has no null left (`w > 1` keeps no row where `w`'s inputs are null)
+        kept_valid = v.valid.row is None and v.valid.sources <= val.valid.sources
+        nullable = not v.valid.never_null and not kept_valid
+        out_specs.append(OutputSpec(name, dtype, nullable))
         expr = f"np.uint8({v.expr})" if dtype.is_bool else v.expr
         store.append(f"o{m}[d] = {expr}")
         out_args.append(f"o{m}")
-        row_valid = lw2.row_valid(v.valid)
+        row_valid = lw2.row_valid(v.valid) if nullable else None
         if row_valid is not None:
             store.append(f"ov{m}[d] = np.uint8({row_valid})")
             out_args.append(f"ov{m}")
