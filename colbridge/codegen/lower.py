@@ -841,8 +841,10 @@ def take_better(d: Dialect, fold: Fold, value: str, acc: str, when: str | None) 
     """True where ``value`` should replace ``acc`` in a min/max fold (``when`` rows only)."""
     better = d.compare("<" if fold.op == "min" else ">", value, acc)
     if fold.nan_empty:
-        number = d.compare("==", value, value)
-        better = d.and_(number, d.or_(better, d.compare("!=", acc, acc)))
+        # a NaN value never beats a number (every comparison with NaN is false); while
+        # ``acc`` is NaN any value replaces it, a NaN one with a NaN: no test of the value
+        # itself, which costs the row loop a third of its speed
+        better = d.or_(better, d.compare("!=", acc, acc))
     return d.and_(when, better) if when else better
 
 
