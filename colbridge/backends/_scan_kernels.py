@@ -277,6 +277,21 @@ def _two_part_var(n1: float, s1: float, q1: float, k1: float, n2: float, s2: flo
     return m2 * n * z + delta * delta * (n1 * n2) * z
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _enter(values: Any, valid: Any, order: Any, pos: int, k: float, s: float, q: float,
+           n: float) -> tuple[float, float, float, float]:  # fmt: skip
+    """Segment position ``pos`` joins a part summed around ``k``: its new ``(k, s, q, n)``."""
+    r = _row(order, pos)
+    if valid[r]:
+        if n == 0.0:
+            k = np.float64(values[r])
+        d = np.float64(values[r]) - k
+        s += d
+        q += d * d
+        n += 1.0
+    return k, s, q, n
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
 def rolling_var(values: Any, valid: Any, order: Any, tasks: Any, std: bool,
                 window: int, min_samples: int, offset: int, ddof: int, out: Any,
@@ -317,7 +332,12 @@ def rolling_var(values: Any, valid: Any, order: Any, tasks: Any, std: bool,
                 out[i] = 0.0
                 out_valid[i] = False
                 continue
-            block = -1 if start == a else (start - a) // window
+            if start == a:
+                block = -1
+            elif front >= 0 and start < block_start + window:
+                block = front  # the window's start moves a row at a time: no division per row
+            else:
+                block = (start - a) // window
             if block != front:
                 front = block
                 block_start = a + max(block, 0) * window
@@ -345,15 +365,13 @@ def rolling_var(values: Any, valid: Any, order: Any, tasks: Any, std: bool,
                 n_back = 0.0
                 s_back = 0.0
                 q_back = 0.0
-            while pos < end:  # the next block's prefix reaches the window's end
-                r = _row(order, pos)
-                if valid[r]:
-                    if n_back == 0.0:
-                        k_back = np.float64(values[r])
-                    d = np.float64(values[r]) - k_back
-                    s_back += d
-                    q_back += d * d
-                    n_back += 1.0
+            if pos + 1 == end:  # the window's end moved a row: one row enters the prefix
+                k_back, s_back, q_back, n_back = _enter(values, valid, order, pos, k_back,
+                                                        s_back, q_back, n_back)  # fmt: skip
+                pos = end
+            while pos < end:  # a new block's prefix catches up with the window's end
+                k_back, s_back, q_back, n_back = _enter(values, valid, order, pos, k_back,
+                                                        s_back, q_back, n_back)  # fmt: skip
                 pos += 1
             j = start - block_start
             n_front = suffix_n[j] if front >= 0 else 0.0
