@@ -122,13 +122,6 @@ class ArrowTableAdapter(FrameAdapter):
         *,
         one_row: bool = False,
     ) -> Any:
-        if not one_row and self.names and list(order[: len(self.names)]) == self.names \
-                and not self.name_set & new.keys():  # fmt: skip
-            # only appended columns: the table's own columns stay as they are
-            table = self.frame
-            for name in order[len(self.names):]:
-                table = table.append_column(name, new[name])
-            return table
         # columns by position: a lookup by name walks the schema (quadratic on wide tables)
         position = {name: i for i, name in enumerate(self.names)}
         columns = [new[n] if n in new else self.frame.column(position[n]) for n in order]
