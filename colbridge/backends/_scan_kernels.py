@@ -351,14 +351,8 @@ def rolling_var(values: Any, valid: Any, order: Any, tasks: Any, std: bool,
                     q = 0.0
                     c = 0.0
                     for j in range(span - 1, -1, -1):
-                        r = _row(order, block_start + j)
-                        if valid[r]:
-                            if c == 0.0:
-                                k_front = np.float64(values[r])
-                            d = np.float64(values[r]) - k_front
-                            s += d
-                            q += d * d
-                            c += 1.0
+                        k_front, s, q, c = _enter(values, valid, order, block_start + j,
+                                                  k_front, s, q, c)  # fmt: skip
                         suffix_s[j] = s
                         suffix_q[j] = q
                         suffix_n[j] = c
