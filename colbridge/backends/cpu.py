@@ -641,43 +641,28 @@ def _run_filter(
     variant: tuple[Any, ...],
     scalar_values: Mapping[Agg, tuple[Any, bool]],
     grouped_values: Mapping[GroupAgg, GroupedValues],
+    *,
+    compile_now: bool = False,
 ) -> SegmentResult | None:
     """The filtered segment by the compiled filter kernels, or None to filter afterwards.
 
     Pass 1 writes the filter's bitmap and counts the kept rows of each block; pass 2
     computes the outputs on kept rows and writes them, and the carried columns' kept rows,
-    at their place in the packed result.
+    at their place in the packed result. Small inputs whose kernels are not compiled yet
+    return None (NumPy evaluates, the frame's filter applies the mask); once the plan
+    recurs, a background run with ``compile_now`` compiles the kernels.
     """
     parallel = n >= PARALLEL_MIN_ROWS
     carried = {name: array for name, array in carry.items() if _carriable(array)}
     key = ("filter", parallel, segment.signature, *variant,
            tuple((name, array.type, array.null_count > 0) for name, array in carried.items()))
-    if _choose(key, n) != "compiled":
-        # small inputs: NumPy evaluates, the frame's filter applies the mask; once the
-        # plan recurs, the filter kernels compile by running once in the background
+    if not compile_now and _choose(key, n) != "compiled":
         if _recurs(key):
             scalars, grouped = dict(scalar_values), dict(grouped_values)
-            _in_background(lambda: _run_filter_compiled(
-                segment, columns, carried, n, RunStats(), nulls, key, parallel, scalars,
-                grouped))  # fmt: skip
+            _in_background(lambda: _run_filter(
+                segment, columns, carry, n, RunStats(), nulls, variant, scalars, grouped,
+                compile_now=True))  # fmt: skip
         return None
-    return _run_filter_compiled(segment, columns, carried, n, stats, nulls, key, parallel,
-                                scalar_values, grouped_values)  # fmt: skip
-
-
-def _run_filter_compiled(
-    segment: Segment,
-    columns: Mapping[str, pa.Array],
-    carried: Mapping[str, pa.Array],
-    n: int,
-    stats: RunStats,
-    nulls: Nullability,
-    key: tuple[Any, ...],
-    parallel: bool,
-    scalar_values: Mapping[Agg, tuple[Any, bool]],
-    grouped_values: Mapping[GroupAgg, GroupedValues],
-) -> SegmentResult:
-    """`_run_filter` by its compiled kernels."""
     types: dict[Node, DType] = dict(segment.types)
     for name, array in carried.items():
         dtype = dtype_from_arrow(array.type)
