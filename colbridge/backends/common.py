@@ -56,6 +56,7 @@ __all__ = [
     "per_group_level",
     "piece_of_job",
     "raise_kernel_errors",
+    "reduction_outputs",
     "split_level",
     "wrap_outputs",
 ]
@@ -192,12 +193,17 @@ def fold_partials(
     that saw a value, means and squared deviations combine by Chan et al.'s formula.
     Folding folded rows again gives the same row, so pieces can be folded as they come.
     """
-    f = np.zeros((1, pf.shape[1]), dtype=np.float64)
-    i = np.zeros((1, pi.shape[1]), dtype=np.int64)
-    u = np.zeros((1, pu.shape[1]), dtype=np.uint64)
     with np.errstate(all="ignore"):  # inf - inf and the like are values here (NaN)
+        # every column adds up first (one call per array, not one per column: a warm
+        # compute of a few reductions spent 50 us here); the roles that do not add are
+        # then folded over it, slot by slot. Float columns are summed each along its
+        # own contiguous row, the same pairwise order as summing each column alone.
+        f = np.ascontiguousarray(pf.T).sum(axis=1).reshape(1, -1)
+        i = pi.sum(axis=0, dtype=np.int64).reshape(1, -1)
+        u = pu.sum(axis=0, dtype=np.uint64).reshape(1, -1)
         for slot in slots:
-            _fold_slot(slot, pf, pi, pu, f, i, u)
+            if slot.folds_apart:
+                _fold_slot(slot, pf, pi, pu, f, i, u)
     return f, i, u
 
 
@@ -205,21 +211,18 @@ def _fold_slot(
     slot: AggSlot, pf: np.ndarray, pi: np.ndarray, pu: np.ndarray,
     f: np.ndarray, i: np.ndarray, u: np.ndarray,
 ) -> None:  # fmt: skip
+    """The roles of ``slot`` that do not add up: best, exact mean halves, mean and m2."""
     counts = pi[:, slot.i["count"]]
     pick = np.min if slot.agg.func == "min" else np.max
-    for parts, roles, out, dtype in ((pi, slot.i, i, np.int64), (pu, slot.u, u, np.uint64)):
-        for role, k in roles.items():
-            if role in ("count", "sum", "rows"):
-                out[0, k] = parts[:, k].sum(dtype=dtype)
-            elif role == "best":
-                seen = counts > 0
-                out[0, k] = pick(parts[seen, k]) if seen.any() else 0
+    for parts, roles, out in ((pi, slot.i, i), (pu, slot.u, u)):
+        if "best" in roles:
+            k = roles["best"]
+            seen = counts > 0
+            out[0, k] = pick(parts[seen, k]) if seen.any() else 0
         if "sum_hi" in roles:
             hi, lo = roles["sum_hi"], roles["sum_lo"]
             total = sum(int(v) for v in parts[:, hi]) * 2**32 + sum(int(v) for v in parts[:, lo])
             out[0, hi], out[0, lo] = total >> 32, total & 0xFFFFFFFF
-    if "sum" in slot.f:
-        f[0, slot.f["sum"]] = pf[:, slot.f["sum"]].sum()
     if "best" in slot.f:
         # NaN marks a part without a number (NaN values never compete)
         best = pf[:, slot.f["best"]]
@@ -306,6 +309,36 @@ def _finish(
         var = 0.0
     value = math.sqrt(var) if func == "std" else var
     return res.numpy.type(value), True
+
+
+def reduction_outputs(
+    segment: Segment, scalar_values: Mapping[Agg, tuple[Any, bool]]
+) -> dict[str, pa.Array] | None:
+    """A one-row segment's outputs when each is a whole-column reduction as it is.
+
+    ``select(a.sum(), b.max())``: the reductions are the results, so they are made into
+    one-row arrays here instead of by a one-row elementwise kernel that would only copy
+    them (binding and launching it was a third of such a compute at 1,000 rows). Each
+    value is taken as `bind_scalar` gives it to a kernel. None: some output computes
+    more than a reduction (``a.sum() * 2``), or the segment filters or groups.
+    """
+    if not segment.one_row or segment.mask is not None or segment.group_by is not None:
+        return None
+    out: dict[str, pa.Array] = {}
+    for name, node in segment.outputs:
+        found = scalar_values.get(node) if isinstance(node, Agg) else None
+        if found is None:
+            return None
+        value, valid = found
+        dtype = segment.types[node]
+        if dtype.is_bool:  # one bit
+            data = np.array([1 if valid and value else 0], dtype=np.uint8)
+        else:
+            data = np.array([dtype.numpy.type(value if valid else 0)], dtype=dtype.numpy)
+        validity = None if valid else pa.py_buffer(np.zeros(1, dtype=np.uint8))
+        out[name] = pa.Array.from_buffers(dtype.arrow, 1, [validity, pa.py_buffer(data)],
+                                          null_count=0 if valid else 1)  # fmt: skip
+    return out
 
 
 def split_level(level: list[Reduction]) -> tuple[list[Agg], dict[KeySet, list[GroupAgg]]]:

@@ -55,6 +55,7 @@ from colbridge.backends.common import (
     input_nullability,
     per_group_level,
     raise_kernel_errors,
+    reduction_outputs,
     split_level,
     wrap_outputs,
 )
@@ -362,6 +363,9 @@ def run_segment(
     nulls, extra = run.variant()
     if num_rows == 0 and not segment.one_row and segment.group_by is None:
         check_scalar_outputs(segment, nulls, run.scalar_values, stats, run.grouped_values)
+    direct = reduction_outputs(segment, run.scalar_values) if not opaque else None
+    if direct is not None:
+        return SegmentResult(direct)
     compact = segment.filters_first or (segment.mask is not None and not segment.can_fail)
     if compact and carry is not None and not segment.one_row:
         # compacted: the outputs are computed on the rows the filter keeps only

@@ -124,6 +124,12 @@ class AggSlot:
     i: dict[str, int] = field(default_factory=dict)
     u: dict[str, int] = field(default_factory=dict)
 
+    @property
+    def folds_apart(self) -> bool:
+        """Whether a role of this slot folds otherwise than by adding its partials up."""
+        return any("best" in roles or "sum_hi" in roles or "mean" in roles
+                   for roles in (self.f, self.i, self.u))  # fmt: skip
+
 
 @dataclass
 class KernelSource:
