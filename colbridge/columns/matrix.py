@@ -29,7 +29,9 @@ Everything else (nulls, several chunks, bool columns, float16) takes the
 masked kernels (`pack_fill`, `pack_keep`): one flat loop over rows, each column
 read with its Arrow validity bitmap and bit offset in place, nulls filled (and
 the validity matrix written) in the same pass, row ranges split between the
-calling thread and the pool as on the fast path.
+calling thread and the pool as on the fast path. A column-major matrix is
+filled a column at a time (`fill_column`, `keep_column`), so that its stores
+are sequential.
 """
 
 from __future__ import annotations
@@ -560,11 +562,13 @@ def _fill(
 
     Rows are cut into segments where no column changes chunk; each segment is
     one kernel call (`pack_fill`, or `pack_keep` writing ``valid`` in the same
-    pass) over row ranges split between this thread and the pool. Each column
+    pass; for a column-major matrix, one call per column: `_fill_columns`) over
+    row ranges split between this thread and the pool. Each column
     comes with its validity bitmap and bit offset, read in place (an all-ones
     bitmap for a column without nulls in the segment).
     """
     n, ncols = out.shape
+    column_major = out.flags.f_contiguous and not out.flags.c_contiguous
     if all(col.num_chunks == 1 for col in chunked):
         segments: Any = [(0, n, [col.chunk(0) for col in chunked])]
     else:
@@ -581,14 +585,16 @@ def _fill(
                 offset = piece.offset % 8
             else:
                 bits, offset = _ones((hi - lo + 7) // 8), 0
-            items.append((values, bits, np.int64(offset), np.int64(j)))
+            items.append((values, bits, np.int64(offset), np.uint64(j)))
         # Ordered by dtype (and layout): the kernel's type then depends on the
         # column dtypes, not on their order in the matrix.
         items.sort(key=lambda item: (item[0].dtype.str, not item[0].flags.c_contiguous))
         cols = tuple(items)
         work: Any
         args: tuple[Any, ...]
-        if valid is not None:
+        if column_major:
+            work, args = _fill_columns, (cols, out, valid, fill, lo)
+        elif valid is not None:
             work, args = kernels.pack_keep, (cols, out, valid, fill, lo)
         else:
             work, args = kernels.pack_fill, (cols, out, fill, lo)
@@ -597,6 +603,30 @@ def _fill(
             work(*args, 0, hi - lo)
         else:
             _on_pool_and_here(work, args, ranges)
+
+
+def _fill_columns(
+    cols: tuple[Any, ...],
+    out: np.ndarray[Any, Any],
+    valid: np.ndarray[Any, Any] | None,
+    fill: Any,
+    base: int,
+    lo: int,
+    hi: int,
+) -> None:
+    """Rows ``lo:hi`` of a segment starting at matrix row ``base``, one column at a time.
+
+    For a column-major matrix: each column's kernel stores into its contiguous matrix
+    column (`fill_column`, `keep_column`), where the row kernels would store across
+    all columns of a row.
+    """
+    kernels = _kernels()
+    for values, bits, offset, j in cols:
+        if valid is None:
+            kernels.fill_column(values, bits, offset, out[base:, j], fill, lo, hi)
+        else:
+            kernels.keep_column(values, bits, offset, out[base:, j], valid[base:, j], fill,
+                                lo, hi)  # fmt: skip
 
 
 def _single_nested(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import literal_unroll, njit
 
-__all__ = ["interleave", "interleave_mixed", "pack_fill", "pack_keep"]
+__all__ = ["fill_column", "interleave", "interleave_mixed", "keep_column", "pack_fill", "pack_keep"]
 
 
 # The masked kernels below take ``cols``: a tuple with one ``(values, bits,
@@ -33,17 +33,30 @@ __all__ = ["interleave", "interleave_mixed", "pack_fill", "pack_keep"]
 # loop with a scratch buffer, 3x slower. The same body written out per column
 # (generated source, one argument per array) ran about 25% faster on one core
 # than the unrolled tuple.
+#
+# Every index is unsigned (the loop runs over ``U(lo)..U(hi)``): with signed
+# indices from ``range(lo, hi)`` numba guards each access for a negative index
+# (wraparound), and LLVM neither vectorises nor unrolls the loop. Measured at
+# 2e6 rows, six columns, 10% nulls, one thread: `pack_fill` 46 -> 30 ms into a
+# row-major matrix (a hand-written kernel over fixed arguments: 26 ms), 41 ->
+# 29 ms into a column-major one.
+#
+# A column-major matrix is filled column by column instead (`fill_column`,
+# `keep_column`: one call per column and row range, into the contiguous matrix
+# column): every store is then sequential, 29 -> 14 ms in the case above.
+
+U = np.uint64
 
 
 @njit(nogil=True, cache=True)
 def pack_fill(cols, out, fill, base, lo, hi):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """Rows ``lo:hi`` of the columns into ``out[base + lo:base + hi]``, nulls as ``fill``."""
-    for i in range(lo, hi):
-        r = base + i
+    for i in range(U(lo), U(hi)):
+        r = U(base) + i
         for col in literal_unroll(cols):
             values, bits, offset, j = col
-            k = np.uint64(offset + i)
-            ok = (bits[k >> np.uint64(3)] >> (k & np.uint64(7))) & np.uint64(1)
+            k = U(offset) + i
+            ok = (bits[k >> U(3)] >> (k & U(7))) & U(1)
             out[r, j] = values[i]
             x = out[r, j]
             out[r, j] = x if ok else fill
@@ -56,12 +69,12 @@ def pack_fill(cols, out, fill, base, lo, hi):  # type: ignore[no-untyped-def]  #
 @njit(nogil=True, cache=True)
 def pack_keep(cols, out, valid, fill, base, lo, hi):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """As `pack_fill`, and ``valid[base + i, j]`` set to whether the value is valid."""
-    for i in range(lo, hi):
-        r = base + i
+    for i in range(U(lo), U(hi)):
+        r = U(base) + i
         for col in literal_unroll(cols):
             values, bits, offset, j = col
-            k = np.uint64(offset + i)
-            ok = (bits[k >> np.uint64(3)] >> (k & np.uint64(7))) & np.uint64(1)
+            k = U(offset) + i
+            ok = (bits[k >> U(3)] >> (k & U(7))) & U(1)
             out[r, j] = values[i]
             x = out[r, j]
             out[r, j] = x if ok else fill
@@ -69,11 +82,37 @@ def pack_keep(cols, out, valid, fill, base, lo, hi):  # type: ignore[no-untyped-
 
 
 @njit(nogil=True, cache=True)
+def fill_column(values, bits, offset, dst, fill, lo, hi):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Rows ``lo:hi`` of one column (values, bitmap, bit offset) into ``dst``, nulls as ``fill``.
+
+    ``dst`` is the matrix column (contiguous) from the segment's first row on.
+    """
+    for i in range(U(lo), U(hi)):
+        k = U(offset) + i
+        ok = (bits[k >> U(3)] >> (k & U(7))) & U(1)
+        dst[i] = values[i]
+        x = dst[i]
+        dst[i] = x if ok else fill
+
+
+@njit(nogil=True, cache=True)
+def keep_column(values, bits, offset, dst, dst_valid, fill, lo, hi):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """As `fill_column`, and ``dst_valid[i]`` set to whether the value is valid."""
+    for i in range(U(lo), U(hi)):
+        k = U(offset) + i
+        ok = (bits[k >> U(3)] >> (k & U(7))) & U(1)
+        dst[i] = values[i]
+        x = dst[i]
+        dst[i] = x if ok else fill
+        dst_valid[i] = ok != 0
+
+
+@njit(nogil=True, cache=True)
 def interleave(cols, out, lo, hi):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """Interleave rows ``lo:hi`` of columns of one dtype into a row-major matrix."""
     # cols: a homogeneous tuple of 1-D columns; out: C-ordered (rows, len(cols)).
-    ncols = len(cols)
-    for i in range(lo, hi):
+    ncols = U(len(cols))
+    for i in range(U(lo), U(hi)):
         for j in range(ncols):
             out[i, j] = cols[j][i]
 
@@ -85,8 +124,8 @@ def interleave_mixed(cols, out, lo, hi):  # type: ignore[no-untyped-def]  # prag
     # The tuple unrolls inside the row loop: each row is written in one go, like a
     # hand-written loop over these columns (measured 1.9x faster than unrolling
     # outside a blocked loop, at 1e7 rows of six columns of five dtypes).
-    for i in range(lo, hi):
-        j = 0
+    for i in range(U(lo), U(hi)):
+        j = U(0)
         for col in literal_unroll(cols):
             out[i, j] = col[i]
-            j += 1  # noqa: SIM113 - numba cannot enumerate a literal_unroll
+            j += U(1)  # (numba cannot enumerate a literal_unroll)
