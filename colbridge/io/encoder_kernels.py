@@ -1,7 +1,8 @@
-"""Jobs layer: the numba loops behind `colbridge.io.encoders` (one-hot scatter, hashing, folds).
+"""Jobs layer: the numba loops behind `colbridge.io.encoders`.
 
-Apart from the encoders so that importing them (and `colbridge.io`) does not import
-numba; `colbridge.io.encoders` loads this module on first use.
+One-hot scatter, hashing, folds and per-category target sums, apart from the encoders
+so that importing them (and `colbridge.io`) does not import numba;
+`colbridge.io.encoders` loads this module on first use.
 """
 
 from __future__ import annotations
@@ -46,3 +47,18 @@ def _splitmix_folds(first: np.uint64, rows: int, folds: np.uint64) -> np.ndarray
         x = x ^ (x >> np.uint64(31))
         out[i] = np.int64(x % folds)
     return out
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def _target_sums(codes, fold, y, folds, table):  # type: ignore[no-untyped-def]
+    # rows in order; a row whose target is not finite (null, NaN) is left out
+    k = np.uintp(folds)
+    for i in range(codes.shape[0]):
+        v = y[i]
+        if not np.isfinite(v):
+            continue
+        c = np.uintp(codes[i])
+        f = np.uintp(fold[i])
+        table[c, f] += v
+        table[c, k + f] += 1.0
+        table[c, k + k + f] += v * v

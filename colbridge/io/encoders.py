@@ -20,6 +20,8 @@ import pyarrow.compute as pc
 __all__ = [
     "NULL_ID",
     "RARE_ID",
+    "CategoryTotals",
+    "add_target_rows",
     "category_counts",
     "codes",
     "fnv1a64",
@@ -87,6 +89,77 @@ def category_counts(array: pa.Array | pa.ChunkedArray) -> pa.Table:
         return table
     counted = pc.value_counts(_plain(array).drop_null())
     return pa.table({"value": counted.field("values"), "count": counted.field("counts")})
+
+
+class CategoryTotals:
+    """Totals per category of one column, kept over the batches of a pass.
+
+    Categories are numbered in order of first appearance: each batch's values are
+    hashed once (``dictionary_encode``) and its distinct values looked up among those
+    seen before (``index_in``), so a value has one number in every batch; ``table``
+    holds a row of ``width`` float64 totals per number, which the caller adds the
+    batch's rows to (`add_target_rows`). Null is a category of its own. Adding rows
+    in place spares a table per batch and a merge by value at the end (at 1e6 rows of
+    100,000 string categories, that merge took as long as the batches).
+    """
+
+    def __init__(self, width: int) -> None:
+        self.table = np.zeros((0, width))
+        self._values: list[pa.Array] = []  # the categories, in the order of their numbers
+        self._seen: pa.Array | None = None  # the same, as one array
+        self._null: int | None = None  # the number of the null category, once seen
+
+    def codes(self, keys: pa.Array | pa.ChunkedArray) -> np.ndarray[Any, Any]:
+        """The number of each row's category; new categories are numbered and given a row."""
+        encoded = pc.dictionary_encode(_plain(keys))
+        local = encoded.dictionary
+        if self._seen is None or not len(local):
+            mapping = np.full(len(local), -1, dtype=np.int64)
+        else:
+            found = pc.index_in(local, value_set=self._seen).fill_null(-1)
+            mapping = np.asarray(found.to_numpy(zero_copy_only=False), dtype=np.int64)
+        new = mapping < 0
+        if new.any():
+            first = len(self.table)
+            mapping[new] = np.arange(first, first + int(new.sum()))
+            self._add(local.filter(pa.array(new)))
+        indices = encoded.indices
+        if indices.null_count:
+            if self._null is None:
+                self._null = len(self.table)
+                self._add(pa.nulls(1, local.type))
+            mapping = np.append(mapping, self._null)
+            indices = indices.fill_null(len(local))
+        return mapping[np.asarray(indices.to_numpy(zero_copy_only=False), dtype=np.intp)]
+
+    def _add(self, values: pa.Array) -> None:
+        self._values.append(values)
+        self._seen = pa.concat_arrays(self._values)
+        grown = np.zeros((len(self.table) + len(values), self.table.shape[1]))
+        grown[: len(self.table)] = self.table
+        self.table = grown
+
+    def sorted(self, value_type: pa.DataType) -> tuple[pa.Array, np.ndarray[Any, Any]]:
+        """The categories in ascending order, null last (as `merge_sums`), and their rows."""
+        values = self._seen.cast(value_type) if self._seen is not None \
+            else pa.nulls(0, value_type)  # fmt: skip
+        order = pc.sort_indices(values)
+        return values.take(order), self.table[np.asarray(order, dtype=np.intp)]
+
+
+def add_target_rows(
+    totals: CategoryTotals,
+    codes: np.ndarray[Any, Any],
+    fold: np.ndarray[Any, Any],
+    y: np.ndarray[Any, Any],
+    folds: int,
+) -> None:
+    """Add each row with a finite target to its category's fold in ``totals.table``.
+
+    The table's columns are the folds' target sums, then their row counts, then their
+    sums of squares (``3 * folds`` columns); rows are added in order.
+    """
+    _kernels()._target_sums(codes, fold, y, folds, totals.table)
 
 
 def merge_counts(parts: list[pa.Table], value_type: pa.DataType) -> tuple[list[Any], list[int]]:

@@ -40,6 +40,8 @@ from colbridge.expr.nodes import Agg, Literal
 from colbridge.io.encoders import (
     NULL_ID,
     RARE_ID,
+    CategoryTotals,
+    add_target_rows,
     category_counts,
     codes,
     fnv1a64,
@@ -48,7 +50,6 @@ from colbridge.io.encoders import (
     infrequent_mask,
     linear_quantiles,
     merge_counts,
-    merge_sums,
     quantile_edges,
     scatter_one_hot,
     sort_categories,
@@ -870,16 +871,15 @@ def _target(t: ColumnTransform, spec: FeatureSpec, stats: FeatureStats) -> _Targ
     counts = np.asarray(s["fold_counts"], dtype=np.float64).reshape(sums.shape)
     sumsq = np.asarray(s["fold_sumsq"], dtype=np.float64).reshape(sums.shape)
     ys = np.asarray(s["fold_target"], dtype=np.float64).reshape(-1, 3)
-    enc, mean = target_encodings(
-        sums.sum(0), counts.sum(0), sumsq.sum(0), tuple(ys.sum(0)), spec.smoothing
-    )
+    all_sums, all_counts, all_sumsq, all_ys = sums.sum(0), counts.sum(0), sumsq.sum(0), ys.sum(0)
+    enc, mean = target_encodings(all_sums, all_counts, all_sumsq, tuple(all_ys), spec.smoothing)
     full = np.append(enc, mean)
     per_fold = np.empty((sums.shape[0], full.size))
     for f in range(sums.shape[0]):
         # fitted on the other folds only: a training row never sees its own label
         enc_f, mean_f = target_encodings(
-            sums.sum(0) - sums[f], counts.sum(0) - counts[f], sumsq.sum(0) - sumsq[f],
-            tuple(ys.sum(0) - ys[f]), spec.smoothing,
+            all_sums - sums[f], all_counts - counts[f], all_sumsq - sumsq[f],
+            tuple(all_ys - ys[f]), spec.smoothing,
         )  # fmt: skip
         per_fold[f] = np.append(enc_f, mean_f)
     return _Target(pa.array(list(s["categories"])), full, per_fold)
@@ -1275,7 +1275,7 @@ def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -
     if not needed:
         return stats
     counts: dict[str, list[pa.Table]] = {t.name: [] for t in counted}
-    targets: dict[str, list[pa.Table]] = {t.name: [] for t in encoded}
+    targets = {t.name: CategoryTotals(3 * spec.folds) for t in encoded}
     ys = np.zeros((spec.folds, 3))  # per fold: labelled rows, sum, sum of squares
     values: dict[str, list[np.ndarray[Any, Any]]] = {t.name: [] for t in exact}
     exact_plan = (
@@ -1368,14 +1368,14 @@ def _target_partials(
     spec: FeatureSpec,
     start: int,
     encoded: list[ColumnTransform],
-    targets: dict[str, list[pa.Table]],
+    targets: dict[str, CategoryTotals],
     ys: np.ndarray[Any, Any],
 ) -> None:
-    """Per category and fold, the target's sums in one batch; per fold those of the target.
+    """Add one batch to the target's sums per category and fold, and per fold.
 
-    Each column is dictionary-encoded once and summed with ``np.bincount`` over
-    ``code * folds + fold``: one ``(value, s0.., n0.., q0..)`` row per distinct value,
-    null included (a category of its own, as in scikit-learn's ``TargetEncoder``).
+    Each row goes to its category's fold in the column's `CategoryTotals` (null a
+    category of its own, as in scikit-learn's ``TargetEncoder``); a row whose target is
+    null or NaN is left out of the fit.
     """
     assert spec.target is not None
     y_col = _combined(batch.column(spec.target))
@@ -1395,52 +1395,25 @@ def _target_partials(
     ys[:, 1] += np.bincount(fv, weights=yv, minlength=k)
     ys[:, 2] += np.bincount(fv, weights=yv * yv, minlength=k)
     for t in encoded:
-        keys = _combined(batch.column(t.name))
-        if pa.types.is_dictionary(keys.type):
-            keys = keys.dictionary_decode()
-        if pa.types.is_large_string(keys.type):
-            keys = keys.cast(pa.string())
-        encoded_keys = pc.dictionary_encode(keys)
-        values = encoded_keys.dictionary
-        # nulls are the last value
-        null = len(values)
-        values = pa.concat_arrays([values, pa.nulls(1, values.type)])
-        idx = np.asarray(encoded_keys.indices.fill_null(null).to_numpy(zero_copy_only=False))
-        use = ok
-        bins = idx[use].astype(np.int64) * k + fold[use]
-        size = len(values) * k
-        w = y[use]
-        sums = np.bincount(bins, weights=w, minlength=size).reshape(-1, k)
-        counts = np.bincount(bins, minlength=size).reshape(-1, k).astype(np.float64)
-        squares = np.bincount(bins, weights=w * w, minlength=size).reshape(-1, k)
-        seen = counts.sum(axis=1) > 0
-        cols: dict[str, Any] = {"value": values.filter(pa.array(seen))}
-        for name, block in (("s", sums), ("n", counts), ("q", squares)):
-            for f in range(k):
-                cols[f"{name}{f}"] = block[seen, f]
-        targets[t.name].append(pa.table(cols))
+        totals = targets[t.name]
+        add_target_rows(totals, totals.codes(batch.column(t.name)), fold, y, k)
 
 
 def _target_stats(
-    parts: list[pa.Table], value_type: pa.DataType, folds: int, ys: np.ndarray[Any, Any]
+    totals: CategoryTotals, value_type: pa.DataType, folds: int, ys: np.ndarray[Any, Any]
 ) -> dict[str, Any]:
-    """Merge a column's batch partials into ``(folds, categories)`` sums, counts, squares."""
-    parts = [p for p in parts if p.num_rows]
-    if parts:
-        table = merge_sums(parts, value_type)
-        cats = table.column("value").to_pylist()
+    """A column's ``(folds, categories)`` sums, counts and squares, categories in order.
 
-        def block(name: str) -> np.ndarray[Any, Any]:
-            return np.stack([table.column(f"{name}{f}").to_numpy() for f in range(folds)])
-
-        sums, counts, sumsq = block("s"), block("n"), block("q")
-    else:
-        cats, sums, counts, sumsq = [], *(np.zeros((folds, 0)) for _ in range(3))
+    Categories none of whose rows had a finite target are left out.
+    """
+    values, table = totals.sorted(value_type)
+    counted = table[:, folds : 2 * folds].sum(axis=1) > 0
+    table = table[counted]
     return {
-        "categories": cats,
-        "fold_sums": sums,
-        "fold_counts": counts.astype(np.int64),
-        "fold_sumsq": sumsq,
+        "categories": values.filter(pa.array(counted)).to_pylist(),
+        "fold_sums": np.ascontiguousarray(table[:, :folds].T),
+        "fold_counts": np.rint(table[:, folds : 2 * folds].T).astype(np.int64),
+        "fold_sumsq": np.ascontiguousarray(table[:, 2 * folds :].T),
         "fold_target": ys.copy(),
     }
 
