@@ -62,3 +62,106 @@ def _target_sums(codes, fold, y, folds, table):  # type: ignore[no-untyped-def]
         table[c, f] += v
         table[c, k + f] += 1.0
         table[c, k + k + f] += v * v
+
+
+# -- exact order statistics (the robust scaler's quantiles) ------------------------------
+# A float64's bits, with the sign bit flipped for numbers >= +0.0 and every bit flipped
+# for negative ones, order as the numbers do (-0.0 just below +0.0): ranks are found
+# by their top 16 bits first (one histogram pass, one pass that gathers the few
+# buckets holding the wanted ranks), then the next 16 bits inside a bucket still
+# larger than _SMALL, and a partition of what is left.
+
+_SIGN = np.uint64(0x8000000000000000)
+_SMALL = 1 << 15
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _key(bits):  # type: ignore[no-untyped-def]
+    return bits ^ ((np.uint64(0) - (bits >> np.uint64(63))) | _SIGN)
+
+
+@numba.njit(cache=True, nogil=True)
+def _digit_buckets(keys, shift, ranks):  # type: ignore[no-untyped-def]
+    # per rank (sorted): its bucket of the 16-bit digit at `shift`, and its rank inside
+    hist = np.zeros(1 << 16, dtype=np.int64)
+    for i in range(keys.shape[0]):
+        hist[(keys[i] >> shift) & np.uint64(0xFFFF)] += 1
+    bucket = np.empty(ranks.shape[0], dtype=np.int64)
+    within = np.empty(ranks.shape[0], dtype=np.int64)
+    below = 0
+    j = 0
+    for b in range(1 << 16):
+        while j < ranks.shape[0] and ranks[j] < below + hist[b]:
+            bucket[j] = b
+            within[j] = ranks[j] - below
+            j += 1
+        below += hist[b]
+    return bucket, within, hist
+
+
+@numba.njit(cache=True, nogil=True)
+def _gather(keys, shift, bucket, hist):  # type: ignore[no-untyped-def]
+    # the keys of each distinct bucket in `bucket` (sorted), in one pass: (keys, starts)
+    slot = np.full(1 << 16, -1, dtype=np.int64)
+    starts = [0]
+    for b in bucket:
+        if slot[b] < 0:
+            slot[b] = len(starts) - 1
+            starts.append(starts[-1] + hist[b])
+    out = np.empty(starts[-1], dtype=np.uint64)
+    pos = np.array(starts[:-1], dtype=np.int64)
+    for i in range(keys.shape[0]):
+        s = slot[(keys[i] >> shift) & np.uint64(0xFFFF)]
+        if s >= 0:
+            out[pos[s]] = keys[i]
+            pos[s] += 1
+    return out, np.array(starts, dtype=np.int64), slot
+
+
+@numba.njit(cache=True, nogil=True)
+def _select(keys, ranks):  # type: ignore[no-untyped-def]
+    # the keys at sorted positions `ranks` (ascending) of `keys`: digit by digit, a stack
+    # of (keys, digit shift, ranks among them, their places in the result) still to
+    # narrow (no recursion: numba's disk cache does not keep recursive functions)
+    out = np.empty(ranks.shape[0], dtype=np.uint64)
+    stack = [(keys, 48, ranks, np.arange(ranks.shape[0]))]
+    while len(stack):
+        keys, shift, ranks, places = stack.pop()
+        bucket, within, hist = _digit_buckets(keys, np.uint64(shift), ranks)
+        if hist[bucket[0]] == keys.shape[0]:  # every key in one bucket: no copy
+            gathered = keys
+            starts = np.array([0, keys.shape[0]], dtype=np.int64)
+            slot = np.zeros(1 << 16, dtype=np.int64)
+        else:
+            gathered, starts, slot = _gather(keys, np.uint64(shift), bucket, hist)
+        j = 0
+        while j < ranks.shape[0]:
+            end = j  # the ranks in this bucket share its keys
+            while end < ranks.shape[0] and bucket[end] == bucket[j]:
+                end += 1
+            s = slot[bucket[j]]
+            part = gathered[starts[s] : starts[s + 1]]
+            if shift == 0:  # the last digit: the bucket's keys are all the same key
+                for r in range(j, end):
+                    out[places[r]] = part[0]
+            elif part.shape[0] > _SMALL:
+                stack.append((part, shift - 16, within[j:end], places[j:end]))
+            else:
+                for r in range(j, end):
+                    out[places[r]] = np.partition(part, within[r])[within[r]]
+            j = end
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _order_statistics(values, ranks):  # type: ignore[no-untyped-def]
+    # the values at sorted positions `ranks` (ascending) of `values` (finite float64)
+    bits = values.view(np.uint64)
+    keys = np.empty(bits.shape[0], dtype=np.uint64)
+    for i in range(bits.shape[0]):
+        keys[i] = _key(bits[i])
+    found = _select(keys, ranks)
+    for j in range(found.shape[0]):  # back to the numbers' own bits
+        key = found[j]
+        found[j] = key ^ (_SIGN if key >> np.uint64(63) else ~np.uint64(0))
+    return found.view(np.float64)

@@ -404,18 +404,21 @@ def target_encodings(
 def linear_quantiles(values: np.ndarray[Any, Any], qs: list[float]) -> list[float]:
     """Quantiles of ``values`` as ``np.percentile``'s default (linear) method computes them.
 
-    One ``np.partition`` in place for all of them (``values`` is reordered; the caller
-    owns it), instead of NumPy's copy per call; the interpolation is NumPy's
+    ``values``: finite float64 numbers. The order statistics the quantiles interpolate
+    are selected by the radix select of `colbridge.io.encoder_kernels` (two passes over
+    the values and a partition of a small remainder; a ``np.partition`` of 1e6 values
+    at the three quartiles took 4x as long); the interpolation is NumPy's
     (``a + (b - a) * t``, from ``b`` when ``t >= 0.5``), so the results are the same.
     """
     n = values.size
     positions = [q * (n - 1) for q in qs]
     below = [int(np.floor(p)) for p in positions]
-    kth = sorted({k for b in below for k in (b, min(b + 1, n - 1))})
-    values.partition(kth)
+    ranks = np.array(sorted({k for b in below for k in (b, min(b + 1, n - 1))}), dtype=np.int64)
+    found = _kernels()._order_statistics(np.ascontiguousarray(values, dtype=np.float64), ranks)
+    at = dict(zip(ranks.tolist(), found.tolist(), strict=True))
     out = []
     for p, b in zip(positions, below, strict=True):
-        lo, hi = float(values[b]), float(values[min(b + 1, n - 1)])
+        lo, hi = at[b], at[min(b + 1, n - 1)]
         t = p - b
         out.append(hi - (hi - lo) * (1 - t) if t >= 0.5 else lo + (hi - lo) * t)
     return out

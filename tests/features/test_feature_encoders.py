@@ -354,13 +354,29 @@ def test_folds_are_splitmix64_of_the_position() -> None:
     assert np.bincount(folds_of(0, 100_000, 5, 0)).min() > 19_000
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 10, 101, 4_096, 99_999])
-def test_linear_quantiles_equal_numpy_percentile(n: int) -> None:
+def _quantile_data(kind: str, n: int) -> np.ndarray:
+    rng = np.random.default_rng(n)
+    if kind == "normal":
+        return rng.normal(size=n)
+    if kind == "ties":  # a handful of values: a bucket of one key all through
+        return rng.integers(0, 4, n).astype(np.float64)
+    if kind == "narrow":  # one top-level bucket holds everything: narrowed digit by digit
+        return 100.0 + rng.random(n) * 1e-9
+    if kind == "zeros":  # -0.0 and +0.0 among negatives and positives
+        return np.where(rng.random(n) < 0.5, -0.0, 0.0) + np.where(rng.random(n) < 0.2,
+                                                                  rng.normal(size=n), 0.0)
+    return rng.normal(size=n) * 10.0 ** rng.integers(-300, 300, n)  # every exponent
+
+
+@pytest.mark.parametrize("kind", ["normal", "ties", "narrow", "zeros", "wide"])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 10, 101, 4_096, 99_999, 300_000])
+def test_linear_quantiles_equal_numpy_percentile(kind: str, n: int) -> None:
     from colbridge.io.encoders import linear_quantiles
 
-    values = np.random.default_rng(n).normal(size=n)
-    want = np.percentile(values, [25.0, 50.0, 75.0, 0.0, 100.0])
-    got = linear_quantiles(values.copy(), [0.25, 0.5, 0.75, 0.0, 1.0])
+    values = _quantile_data(kind, n)
+    qs = [0.25, 0.5, 0.75, 0.0, 1.0, 0.1, 0.999]
+    want = np.quantile(values, qs)  # np.percentile(values, 100 * q) for the quartiles
+    got = linear_quantiles(values.copy(), qs)
     np.testing.assert_array_equal(got, want)
 
 
