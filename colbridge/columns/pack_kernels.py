@@ -95,6 +95,7 @@ def fill_column(values, bits, offset, dst, fill, lo, hi):  # type: ignore[no-unt
         dst[i] = x if ok else fill
 
 
+# repeats `fill_column` with the validity store added, as `pack_keep` repeats `pack_fill`
 @njit(nogil=True, cache=True)
 def keep_column(values, bits, offset, dst, dst_valid, fill, lo, hi):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """As `fill_column`, and ``dst_valid[i]`` set to whether the value is valid."""

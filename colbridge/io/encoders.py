@@ -1,7 +1,7 @@
 """Jobs layer: the encoders of feature fusion — category counts, vocabularies, folds, hashes.
 
-Fitting reduces each batch to small Arrow tables (value counts, per-fold target
-sums) that are merged at the end of the first pass; applying maps each batch's
+Fitting adds each batch to per-category totals (value counts, per-fold target
+sums: `CategoryTotals`) kept over the first pass; applying maps each batch's
 values to codes with ``pyarrow.compute.index_in`` and gathers NumPy arrays, so
 no per-row Python runs. The rules follow scikit-learn where it has the encoder
 (`OneHotEncoder`'s infrequent categories, `TargetEncoder`'s smoothing,
@@ -22,15 +22,12 @@ __all__ = [
     "RARE_ID",
     "CategoryTotals",
     "add_target_rows",
-    "category_counts",
     "codes",
     "fnv1a64",
     "folds_of",
     "id_vocabulary",
     "infrequent_mask",
     "linear_quantiles",
-    "merge_counts",
-    "merge_sums",
     "quantile_edges",
     "scatter_one_hot",
     "sort_categories",
@@ -71,34 +68,14 @@ def _kernels() -> Any:
     return encoder_kernels
 
 
-def category_counts(array: pa.Array | pa.ChunkedArray) -> pa.Table:
-    """Non-null values of one batch and how often each occurs: a ``(value, count)`` table."""
-    array = _combined(array)
-    if pa.types.is_dictionary(array.type):
-        # count the indices (cheap), then name them by the dictionary
-        counted = pc.value_counts(array.indices.drop_null())
-        index = counted.field("values")
-        values = array.dictionary.take(index)
-        if pa.types.is_large_string(values.type):
-            values = values.cast(pa.string())
-        table = pa.table({"value": values, "count": counted.field("counts")})
-        if values.null_count:  # a dictionary may hold a null: those rows are null
-            table = table.filter(pc.is_valid(values))
-        if len(pc.unique(table.column("value"))) != table.num_rows:  # or repeat a value
-            table = table.group_by("value").aggregate([("count", "sum")])
-        return table
-    counted = pc.value_counts(_plain(array).drop_null())
-    return pa.table({"value": counted.field("values"), "count": counted.field("counts")})
-
-
 class CategoryTotals:
     """Totals per category of one column, kept over the batches of a pass.
 
     Categories are numbered in order of first appearance: each batch's values are
     hashed once (``dictionary_encode``) and its distinct values looked up among those
     seen before (``index_in``), so a value has one number in every batch; ``table``
-    holds a row of ``width`` float64 totals per number, which the caller adds the
-    batch's rows to (`add_target_rows`). Null is a category of its own. Adding rows
+    holds a row of ``width`` float64 totals per number, which the batch's rows are
+    added to (`count`, `add_target_rows`). Null is a category of its own. Adding rows
     in place spares a table per batch and a merge by value at the end (at 1e6 rows of
     100,000 string categories, that merge took as long as the batches).
     """
@@ -110,9 +87,56 @@ class CategoryTotals:
         self._null: int | None = None  # the number of the null category, once seen
 
     def codes(self, keys: pa.Array | pa.ChunkedArray) -> np.ndarray[Any, Any]:
-        """The number of each row's category; new categories are numbered and given a row."""
-        encoded = pc.dictionary_encode(_plain(keys))
-        local = encoded.dictionary
+        """The number of each row's category; new categories are numbered and given a row.
+
+        A dictionary column's dictionary is hashed, not its rows: a row takes its
+        entry's number (entries holding the same value, in this batch or another, are
+        one category; a row pointing at a null entry is null).
+        """
+        array = _combined(keys)
+        if pa.types.is_dictionary(array.type):
+            entries = pc.dictionary_encode(_plain(array.dictionary))
+            local = entries.dictionary
+            indices = entries.indices.take(array.indices)
+        else:
+            encoded = pc.dictionary_encode(_plain(array))
+            local, indices = encoded.dictionary, encoded.indices
+        mapping = self._numbers(local)
+        if indices.null_count:
+            if self._null is None:
+                self._null = len(self.table)
+                self._add(pa.nulls(1, local.type))
+            mapping = np.append(mapping, self._null)
+            indices = indices.fill_null(len(local))
+        return mapping[np.asarray(indices.to_numpy(zero_copy_only=False), dtype=np.intp)]
+
+    def count(self, keys: pa.Array | pa.ChunkedArray) -> None:
+        """Count one batch's non-null rows by category, in the table's first column.
+
+        Each batch's distinct values are counted first (``value_counts``; a dictionary
+        column's codes, named by its dictionary), so only they are looked up.
+        """
+        array = _combined(keys)
+        if pa.types.is_dictionary(array.type):
+            counted = pc.value_counts(array.indices.drop_null())
+            values = _plain(array.dictionary).take(counted.field("values"))
+            # entries may hold one value twice, or a null (its rows are null)
+            encoded = pc.dictionary_encode(values)
+            numbers = self._numbers(encoded.dictionary)
+            mapping = np.append(numbers, -1)
+            entries = encoded.indices.fill_null(len(numbers))
+            where = mapping[np.asarray(entries.to_numpy(zero_copy_only=False), dtype=np.intp)]
+        else:
+            counted = pc.value_counts(_plain(array).drop_null())
+            where = self._numbers(counted.field("values"))
+        n = np.asarray(counted.field("counts").to_numpy(zero_copy_only=False), dtype=np.float64)
+        kept = where >= 0
+        np.add.at(self.table[:, 0], where[kept], n[kept])
+
+    def _numbers(self, local: pa.Array) -> np.ndarray[Any, Any]:
+        """The numbers of ``local``'s values (distinct, not null); new ones are numbered."""
+        if self._seen is not None and local.type != self._seen.type:
+            local = local.cast(self._seen.type)
         if self._seen is None or not len(local):
             mapping = np.full(len(local), -1, dtype=np.int64)
         else:
@@ -123,14 +147,7 @@ class CategoryTotals:
             first = len(self.table)
             mapping[new] = np.arange(first, first + int(new.sum()))
             self._add(local.filter(pa.array(new)))
-        indices = encoded.indices
-        if indices.null_count:
-            if self._null is None:
-                self._null = len(self.table)
-                self._add(pa.nulls(1, local.type))
-            mapping = np.append(mapping, self._null)
-            indices = indices.fill_null(len(local))
-        return mapping[np.asarray(indices.to_numpy(zero_copy_only=False), dtype=np.intp)]
+        return mapping
 
     def _add(self, values: pa.Array) -> None:
         self._values.append(values)
@@ -140,11 +157,23 @@ class CategoryTotals:
         self.table = grown
 
     def sorted(self, value_type: pa.DataType) -> tuple[pa.Array, np.ndarray[Any, Any]]:
-        """The categories in ascending order, null last (as `merge_sums`), and their rows."""
+        """The categories in ascending order, null last, and their rows of ``table``."""
         values = self._seen.cast(value_type) if self._seen is not None \
             else pa.nulls(0, value_type)  # fmt: skip
         order = pc.sort_indices(values)
         return values.take(order), self.table[np.asarray(order, dtype=np.intp)]
+
+    def counts(self, value_type: pa.DataType) -> tuple[list[Any], list[int]]:
+        """The non-null categories of the rows counted (`count`), ascending, and their counts.
+
+        Arrow sorts strings by their UTF-8 bytes, which is code-point order: the order
+        of Python's ``sorted`` and of ``np.unique``. A dictionary's entry that no row
+        points at is not a category.
+        """
+        values, table = self.sorted(value_type)
+        valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        seen = valid & (table[:, 0] > 0)
+        return values.filter(pa.array(seen)).to_pylist(), table[seen, 0].astype(np.int64).tolist()
 
 
 def add_target_rows(
@@ -160,44 +189,6 @@ def add_target_rows(
     sums of squares (``3 * folds`` columns); rows are added in order.
     """
     _kernels()._target_sums(codes, fold, y, folds, totals.table)
-
-
-def merge_counts(parts: list[pa.Table], value_type: pa.DataType) -> tuple[list[Any], list[int]]:
-    """Sum the batches' ``(value, count)`` tables; values in ascending order.
-
-    Arrow sorts strings by their UTF-8 bytes, which is code-point order: the order
-    of Python's ``sorted`` and of ``np.unique``.
-    """
-    if not parts:
-        return [], []
-    summed = merge_sums([p.rename_columns(["value", "count"]) for p in parts], value_type)
-    return summed.column("value").to_pylist(), summed.column("count").to_pylist()
-
-
-def merge_sums(parts: list[pa.Table], value_type: pa.DataType) -> pa.Table:
-    """Sum the batches' ``(value, sums...)`` tables by value, sorted by value.
-
-    The values are dictionary-encoded once and every column summed with
-    ``np.bincount`` (integer columns stay integers).
-    """
-    values = pa.concat_arrays([_combined(p.column(0)).cast(value_type) for p in parts])
-    names = parts[0].column_names[1:]
-    if len(parts) == 1:
-        merged = parts[0].set_column(0, "value", values)
-    else:
-        # a value may be in several batches; within one batch values are unique (a null
-        # is a value of its own, sorted last)
-        enc = pc.dictionary_encode(values, null_encoding="encode")
-        idx = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-        size = len(enc.dictionary)
-        cols: dict[str, Any] = {"value": enc.dictionary}
-        for name in names:
-            weights = np.concatenate([p.column(name).to_numpy() for p in parts])
-            summed = np.bincount(idx, weights=weights, minlength=size)
-            is_int = np.issubdtype(weights.dtype, np.integer)
-            cols[name] = np.rint(summed).astype(np.int64) if is_int else summed
-        merged = pa.table(cols)
-    return merged.take(pc.sort_indices(merged, [("value", "ascending")]))
 
 
 def sort_categories(values: list[Any]) -> list[Any]:

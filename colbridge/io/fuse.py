@@ -42,14 +42,12 @@ from colbridge.io.encoders import (
     RARE_ID,
     CategoryTotals,
     add_target_rows,
-    category_counts,
     codes,
     fnv1a64,
     folds_of,
     id_vocabulary,
     infrequent_mask,
     linear_quantiles,
-    merge_counts,
     quantile_edges,
     scatter_one_hot,
     sort_categories,
@@ -1125,11 +1123,10 @@ class _FillFit:
     end; the smallest value wins a tie, -0.0 counts as 0.0).
 
     A categorical column (`ColumnTransform.fills_category`) is counted by value, as
-    its encoder counts it: each batch's ``(value, count)`` table (a dictionary
-    column's codes named by its dictionary, so a category that has other codes in
-    other batches or row groups is one value), summed by value at the end; the most
-    frequent value wins, the smallest (code-point order for strings, as Python's
-    ``min`` in ``SimpleImputer``) among ties.
+    its encoder counts it (`CategoryTotals`: a dictionary column's codes named by
+    its dictionary, so a category that has other codes in other batches or row
+    groups is one value); the most frequent value wins, the smallest (code-point
+    order for strings, as Python's ``min`` in ``SimpleImputer``) among ties.
     """
 
     def __init__(self, columns: Sequence[ColumnTransform]) -> None:
@@ -1139,14 +1136,14 @@ class _FillFit:
         self.counts = dict.fromkeys(self.names, 0)
         self.parts: dict[str, list[np.ndarray[Any, Any]]] = {n: [] for n in self.names}
         self.freqs: dict[str, list[np.ndarray[Any, Any]]] = {n: [] for n in self.names}
-        self.tables: dict[str, list[pa.Table]] = {n: [] for n in self.names}
+        self.tables = {n: CategoryTotals(1) for n in self.names}
         self.types: dict[str, pa.DataType] = {}
 
     def add(self, batch: pa.RecordBatch | pa.Table) -> None:
         """Take one batch's partials."""
         for t in self.columns:
             if t.fills_category:
-                self.tables[t.name].append(category_counts(batch.column(t.name)))
+                self.tables[t.name].count(batch.column(t.name))
                 self.types.setdefault(t.name, _categorical_type(batch.schema.field(t.name).type))
                 continue
             column = _combined(batch.column(t.name)).drop_null()
@@ -1177,7 +1174,7 @@ class _FillFit:
             parts = self.parts[t.name]
             v = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0)
             if t.fills_category:
-                cats, freq = merge_counts(self.tables[t.name], self.types.get(t.name, pa.null()))
+                cats, freq = self.tables[t.name].counts(self.types.get(t.name, pa.null()))
                 # ascending values: the first of the most frequent is the smallest
                 value = cats[int(np.argmax(freq))] if cats else None
             elif t.fill_strategy == "mean":
@@ -1274,7 +1271,7 @@ def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -
         raise ColumnNotFoundError(msg)
     if not needed:
         return stats
-    counts: dict[str, list[pa.Table]] = {t.name: [] for t in counted}
+    counts = {t.name: CategoryTotals(1) for t in counted}
     targets = {t.name: CategoryTotals(3 * spec.folds) for t in encoded}
     ys = np.zeros((spec.folds, 3))  # per fold: labelled rows, sum, sum of squares
     values: dict[str, list[np.ndarray[Any, Any]]] = {t.name: [] for t in exact}
@@ -1292,8 +1289,8 @@ def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -
             n = batch.num_rows
             fills.add(batch)  # fill values are fitted on the column as given
             batch = _fill_batch(batch, category_fills)
-            for name, parts in counts.items():
-                parts.append(category_counts(batch.column(name)))
+            for name, totals in counts.items():
+                totals.count(batch.column(name))
             if encoded:
                 _target_partials(batch, spec, rows, encoded, targets, ys)
             if exact_plan is not None:
@@ -1343,7 +1340,7 @@ def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -
             entry["bin_edges"] = quantile_edges(v, t.quantile_bins)
     for t in counted:
         typ = _categorical_type(source.schema.field(t.name).type)
-        cats, freq = merge_counts(counts[t.name], typ)
+        cats, freq = counts[t.name].counts(typ)
         nulls = rows - sum(freq)
         if t.one_hot and nulls:  # null is a category of its own, last (as scikit-learn's)
             cats, freq = [*cats, None], [*freq, nulls]

@@ -81,3 +81,30 @@ def test_totals_over_batches_match_a_group_by(
                 assert got[0] == pytest.approx(want["s"][0], rel=1e-12, abs=1e-12)
                 assert got[1] == want["n"][0]
                 assert got[2] == pytest.approx(want["q"][0], rel=1e-12, abs=1e-12)
+
+
+def _dictionary_batch(rng: np.random.Generator, n: int) -> pa.DictionaryArray:
+    """A dictionary column whose dictionary repeats values and holds a null entry."""
+    entries = pa.array(["b", "a", None, "b", "c", "a"][: int(rng.integers(1, 7))], pa.string())
+    indices = pa.array(rng.integers(0, len(entries), n), pa.int32(), mask=rng.random(n) < 0.1)
+    return pa.DictionaryArray.from_arrays(indices, entries)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), batches=st.integers(1, 4), plain=st.booleans())
+def test_counts_over_batches_match_value_counts(seed: int, batches: int, plain: bool) -> None:
+    rng = np.random.default_rng(seed)
+    parts = [_dictionary_batch(rng, int(rng.integers(0, 50))) for _ in range(batches)]
+    if plain:  # the same values as plain (and large) strings
+        parts = [p.dictionary_decode().cast(pa.large_string()) for p in parts]
+    totals = CategoryTotals(1)
+    for part in parts:
+        totals.count(pa.chunked_array([part]))
+    cats, freq = totals.counts(pa.string())
+    values = [v for p in parts for v in p.to_pylist()]
+    expected = (
+        pl.DataFrame({"v": pl.Series(values, dtype=pl.String)})
+        .drop_nulls()["v"].value_counts().sort("v")
+    )  # fmt: skip
+    assert cats == expected["v"].to_list()
+    assert freq == expected["count"].to_list()
