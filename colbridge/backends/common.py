@@ -313,23 +313,19 @@ def _finish(
 
 def reduction_outputs(
     segment: Segment, scalar_values: Mapping[Agg, tuple[Any, bool]]
-) -> dict[str, pa.Array] | None:
-    """A one-row segment's outputs when each is a whole-column reduction as it is.
+) -> dict[str, pa.Array]:
+    """The one-row outputs of a segment whose outputs are its reductions as they are.
 
-    ``select(a.sum(), b.max())``: the reductions are the results, so they are made into
-    one-row arrays here instead of by a one-row elementwise kernel that would only copy
-    them (binding and launching it was a third of such a compute at 1,000 rows). Each
-    value is taken as `bind_scalar` gives it to a kernel. None: some output computes
-    more than a reduction (``a.sum() * 2``), or the segment filters or groups.
+    `Segment.outputs_are_reductions` (``select(a.sum(), b.max())``): each finished
+    reduction is made into a one-row array, its value taken as `bind_scalar` gives it to
+    a kernel; there is no elementwise pass to launch (on the CPU its binding and launch
+    were a third of such a compute at 1,000 rows).
     """
-    if not segment.one_row or segment.mask is not None or segment.group_by is not None:
-        return None
+    assert segment.outputs_are_reductions
     out: dict[str, pa.Array] = {}
     for name, node in segment.outputs:
-        found = scalar_values.get(node) if isinstance(node, Agg) else None
-        if found is None:
-            return None
-        value, valid = found
+        assert isinstance(node, Agg)
+        value, valid = scalar_values[node]
         dtype = segment.types[node]
         if dtype.is_bool:  # one bit
             data = np.array([1 if valid and value else 0], dtype=np.uint8)

@@ -363,9 +363,8 @@ def run_segment(
     nulls, extra = run.variant()
     if num_rows == 0 and not segment.one_row and segment.group_by is None:
         check_scalar_outputs(segment, nulls, run.scalar_values, stats, run.grouped_values)
-    direct = reduction_outputs(segment, run.scalar_values) if not opaque else None
-    if direct is not None:
-        return SegmentResult(direct)
+    if segment.outputs_are_reductions:
+        return SegmentResult(reduction_outputs(segment, run.scalar_values))
     compact = segment.filters_first or (segment.mask is not None and not segment.can_fail)
     if compact and carry is not None and not segment.one_row:
         # compacted: the outputs are computed on the rows the filter keeps only

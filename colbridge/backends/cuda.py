@@ -69,6 +69,7 @@ from colbridge.backends.common import (
     input_nullability,
     per_group_level,
     raise_kernel_errors,
+    reduction_outputs,
     split_level,
     wrap_outputs,
 )
@@ -919,7 +920,7 @@ class _SegmentRun:
             plan_text += f"\nfilter: {segment.mask!r}"
         reduces = [self._reduce_kernel(split_level(level)[0], plan_text)
                    for level in segment.agg_levels]  # fmt: skip
-        if not segment.outputs and segment.mask is None:
+        if (not segment.outputs and segment.mask is None) or segment.outputs_are_reductions:
             return reduces, None
         return reduces, self._elementwise_kernel()
 
@@ -1103,6 +1104,8 @@ class _SegmentRun:
                 f"cuda reduce[{', '.join(repr(a) for a in level)}] in {len(chunks)} chunk(s), "
                 f"placement={self.s.placement}"
             )
+        if self.segment.outputs_are_reductions:
+            return reduction_outputs(self.segment, scalar_values), None
         if elementwise is None:
             return {}, None
         return self._elementwise_pass(elementwise, row_chunks, nslots)

@@ -131,6 +131,18 @@ class Segment:
     gate: Node | None = None
 
     @property
+    def outputs_are_reductions(self) -> bool:
+        """A one-row segment whose every output is a whole-column reduction as it is.
+
+        ``select(a.sum(), b.max())``: the reductions are the results, made into one-row
+        columns by the backend (`colbridge.backends.common.reduction_outputs`), with no
+        elementwise pass after the reduction passes.
+        """
+        return (self.one_row and self.mask is None and self.group_by is None
+                and bool(self.outputs)
+                and all(isinstance(node, Agg) for _, node in self.outputs))  # fmt: skip
+
+    @property
     def frame_inputs(self) -> list[str]:
         """The input columns read from the frame (not made by the segment's scans)."""
         return [name for name in self.inputs if name not in self.scans]

@@ -161,7 +161,8 @@ def build_report(
                         for aggs, by_keys in [split_level(level)])  # fmt: skip
         npasses -= sum(all(isinstance(a, GroupAgg) and a.func == "each" for a in level)
                        for level in seg.agg_levels)  # a pass over the groups, not the rows
-        final = seg.group_by is None and bool(seg.outputs or seg.mask is not None)
+        final = seg.group_by is None and bool(seg.outputs or seg.mask is not None) \
+            and not seg.outputs_are_reductions  # fmt: skip
         npasses += final
         nkernels += final or (seg.group_by is not None and bool(seg.outputs))
         section = Section(
@@ -199,7 +200,9 @@ def build_report(
         elif seg.outputs or seg.mask is not None:
             outs = [name for name, _ in seg.outputs]
             extra = " + filter mask" if seg.mask is not None else ""
-            section.details.append((0, f"elementwise pass: computes {outs}{extra}"))
+            section.details.append((0, f"the reductions as they are (no elementwise pass): {outs}"
+                                    if seg.outputs_are_reductions
+                                    else f"elementwise pass: computes {outs}{extra}"))  # fmt: skip
             for name, node in seg.outputs:
                 kind = seg.output_logical.get(name) or seg.output_types[name]
                 section.details.append((1, f"{name}: {kind} = {node!r}"))

@@ -185,6 +185,8 @@ def test_reductions_fill_the_device_and_fold_chunk_partials(double: CupyDouble) 
     grids = {entry[3] for entry in wide.log if entry[0] == "launch"}
     assert 300 in grids
     assert " in 7 chunk(s)" in lf.last_report.stats.kernels[0]
+    # the reductions are the outputs: no one-row elementwise kernel after them
+    assert [k.split("[")[0] for k in lf.last_report.stats.kernels] == ["cuda reduce"]
     for got in (one, chunked):
         for name in ("mx", "mb", "su", "mu", "c"):  # integers: exact, whatever the grouping
             assert got.column(name).equals(want.column(name)), name

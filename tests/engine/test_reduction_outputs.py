@@ -54,6 +54,15 @@ def test_bare_reductions_match_polars(arrow_type: pa.DataType, nulls: str, n: in
     assert_same_as_polars(table, lambda m, q: _reductions(m, q, numeric), rtol=rtol)
 
 
+def test_strings_and_categories() -> None:
+    words = pa.array(["pear", None, "apple", "fig", None, "kiwi"])
+    table = pa.table({"s": words, "c": words.dictionary_encode()})
+    # (min and max of strings are refused with a clear error: not reductions colbridge has)
+    assert_same_as_polars(table, lambda m, q: q.select(
+        n=m.col("s").count(), nulls=m.col("s").null_count(), cn=m.col("c").count(),
+        cnulls=m.col("c").null_count()))  # fmt: skip
+
+
 def test_dates_and_sliced_chunked_columns() -> None:
     days = pa.array([dt.date(2020, 1, d) if d % 3 else None for d in range(1, 29)])
     sliced = pa.chunked_array([pa.array(np.arange(40.0)).slice(3, 20), pa.array([None, 7.5])])
@@ -73,6 +82,9 @@ def test_only_the_reduction_kernel_runs(kind: str) -> None:
     q.compute()
     kernels = q.last_report.stats.kernels  # type: ignore[union-attr]
     assert [k.split("[")[0].split(" ")[0] for k in kernels] == ["reduce"], kernels
+    plan = q.explain()
+    assert "1 pass(es) over the rows, 1 fused kernel(s)" in plan
+    assert "the reductions as they are (no elementwise pass): ['s', 'm', 'c']" in plan
     # an output that computes more than a reduction still takes the elementwise kernel
     q2 = cb.lazy(frame).select(s=cb.col("a").sum() * 2, m=cb.col("b").max())
     out = q2.compute()
