@@ -82,8 +82,7 @@ class CategoryTotals:
 
     def __init__(self, width: int) -> None:
         self.table = np.zeros((0, width))
-        self._values: list[pa.Array] = []  # the categories, in the order of their numbers
-        self._seen: pa.Array | None = None  # the same, as one array
+        self._seen: pa.Array | None = None  # the categories, in the order of their numbers
         self._null: int | None = None  # the number of the null category, once seen
 
     def codes(self, keys: pa.Array | pa.ChunkedArray) -> np.ndarray[Any, Any]:
@@ -150,8 +149,7 @@ class CategoryTotals:
         return mapping
 
     def _add(self, values: pa.Array) -> None:
-        self._values.append(values)
-        self._seen = pa.concat_arrays(self._values)
+        self._seen = values if self._seen is None else pa.concat_arrays([self._seen, values])
         grown = np.zeros((len(self.table) + len(values), self.table.shape[1]))
         grown[: len(self.table)] = self.table
         self.table = grown
@@ -402,6 +400,11 @@ def linear_quantiles(values: np.ndarray[Any, Any], qs: list[float]) -> list[floa
     (``a + (b - a) * t``, from ``b`` when ``t >= 0.5``), so the results are the same.
     """
     n = values.size
+    if n == 0:
+        msg = "quantiles of no values: the column has no finite value to fit on"
+        raise ValueError(msg)
+    if not qs:
+        return []
     positions = [q * (n - 1) for q in qs]
     below = [int(np.floor(p)) for p in positions]
     ranks = np.array(sorted({k for b in below for k in (b, min(b + 1, n - 1))}), dtype=np.int64)

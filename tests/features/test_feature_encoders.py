@@ -380,6 +380,14 @@ def test_linear_quantiles_equal_numpy_percentile(kind: str, n: int) -> None:
     np.testing.assert_array_equal(got, want)
 
 
+def test_linear_quantiles_of_nothing() -> None:
+    from colbridge.io.encoders import linear_quantiles
+
+    assert linear_quantiles(np.array([1.0, 2.0]), []) == []
+    with pytest.raises(ValueError, match="no finite value"):
+        linear_quantiles(np.zeros(0), [0.5])
+
+
 @pytest.mark.parametrize("dtype", ["int8", "uint16", "int32", "int64", "float32", "float64"])
 def test_scalers_over_numeric_dtypes(dtype: str) -> None:
     values = np.random.default_rng(3).integers(0, 100, 3_001).astype(dtype)
