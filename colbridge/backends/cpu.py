@@ -546,6 +546,9 @@ class _Run:
         self.nan_null = nan_null & frozenset(segment.inputs)
         self.input_types = tuple((c, columns[c].type) for c in segment.inputs)
         self.nullable = input_nullability(segment, columns, (self.nan_null, self.input_types))
+        #: inputs read rows back (shifts fused into the passes), by input name
+        self.lags = {name: lag for name, (_, lag) in groups.lagged.items()} \
+            if groups is not None else {}  # fmt: skip
         self.scalar_values: dict[Agg, tuple[Any, bool]] = dict(prior[0]) if prior else {}
         self.grouped_values: dict[GroupAgg, GroupedValues] = dict(prior[1]) if prior else {}
         if groups is not None:
@@ -560,8 +563,9 @@ class _Run:
         """The nullability kernels are generated for now, and its part of their cache key."""
         # group results with no null group are read without validity (flat row loops)
         valid = frozenset(g for g, (_, v) in self.grouped_values.items() if v is None)
-        found = Nullability(self.segment.types, self.nullable, self.nan_null, valid)
-        key = (self.nullable, self.nan_null, self.input_types, *((valid,) if valid else ()))
+        found = Nullability(self.segment.types, self.nullable, self.nan_null, valid, self.lags)
+        key = (self.nullable, self.nan_null, self.input_types, *((valid,) if valid else ()),
+               *((tuple(sorted(self.lags.items())),) if self.lags else ()))  # fmt: skip
         return found, key
 
     def grouped_pass(
@@ -673,7 +677,7 @@ def _run_filter(
         types[Column(name)] = dtype
     nullable = nulls.nullable_columns | {name for name, a in carried.items() if a.null_count}
     filter_nulls = Nullability(types, frozenset(nullable), nulls.nan_null_columns,
-                               nulls.valid_groups)  # fmt: skip
+                               nulls.valid_groups, nulls.lags)  # fmt: skip
     inputs = {**columns, **carried}
 
     def make(gen: ModuleType) -> KernelSource:

@@ -75,6 +75,7 @@ from colbridge.backends.common import (
 )
 from colbridge.backends.groups import GroupIds, Grouping
 from colbridge.backends.kernel_cache import cache_dir, kernel_cache
+from colbridge.backends.scans import run_scan as host_scan
 from colbridge.codegen.cuda import (
     COMPILE_OPTIONS,
     CudaKernelSource,
@@ -92,7 +93,7 @@ from colbridge.codegen.kernel import (
     table_key,
 )
 from colbridge.errors import DeviceError, KernelCompileError
-from colbridge.expr.nodes import Agg, GroupAgg, TableRef
+from colbridge.expr.nodes import Agg, Column, GroupAgg, TableRef
 from colbridge.memory.cuda import (
     DEFAULT_PLACEMENT,
     MEMORY_DEVICE,
@@ -873,6 +874,9 @@ class _SegmentRun:
         self.nan_null = nan_null & frozenset(segment.inputs)
         self.input_types = tuple((c, columns[c].type) for c in segment.inputs)
         self.nullable = input_nullability(segment, columns, (self.nan_null, self.input_types))
+        #: inputs read rows back (shifts fused into the passes), by input name
+        self.lags = {name: lag for name, (_, lag) in groups.lagged.items()} \
+            if groups is not None else {}  # fmt: skip
         self.scalar_values: dict[Agg, tuple[Any, bool]] = dict(prior[0]) if prior else {}
         self.grouped_values: dict[GroupAgg, GroupedValues] = dict(prior[1]) if prior else {}
         if groups is not None:
@@ -928,9 +932,10 @@ class _SegmentRun:
         """What kernels are generated for now, and its part of their cache keys."""
         # group results with no null group are read without validity (flat row loops)
         valid = frozenset(g for g, (_, v) in self.grouped_values.items() if v is None)
-        nulls = Nullability(self.segment.types, self.nullable, self.nan_null, valid)
+        nulls = Nullability(self.segment.types, self.nullable, self.nan_null, valid, self.lags)
         key = (tuple(sorted(self.nullable)), self.nan_null, self.input_types,
-               *((valid,) if valid else ()))  # fmt: skip
+               *((valid,) if valid else ()),
+               *((tuple(sorted(self.lags.items())),) if self.lags else ()))  # fmt: skip
         return nulls, key
 
     def _reduce_kernel(self, level: list[Agg], plan_text: str) -> _Compiled:
@@ -1088,13 +1093,38 @@ class _SegmentRun:
         return grid * block
 
     # -- passes
+    def _without_lags(self) -> None:
+        """Read the shifts the kernels would read in place as shifted columns made on the host.
+
+        For runs whose kernels do not see every row at once (rows in several chunks, the
+        passes over groups): the lagged input becomes the shift itself (one copy).
+        """
+        for name, lag in self.lags.items():
+            shifted = host_scan("shift", (lag, None), self.columns[name],
+                               self.segment.types[Column(name)],
+                               self.segment.types[Column(name)], None)  # fmt: skip
+            self.columns = {**self.columns, name: shifted}
+            for part in self.column_parts.pop(name, []):
+                self.parts.pop(part.key, None)
+                self.in_place.pop(part.key, None)
+        self.nullable = self.nullable | {n for n in self.lags if self.columns[n].null_count}
+        self.lags = {}
+        self.nulls, self.variant = self._nullability()
+
     def run(self) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
         if self.segment.group_by is not None or any(
             isinstance(r, GroupAgg) for level in self.segment.agg_levels for r in level
         ):
+            if self.lags:  # the passes over groups read their rows group by group
+                self._without_lags()
             return self._run_by_level()
         reduces, elementwise = self._kernels()
         chunks, nslots, row_chunks = self._plan(reduces, elementwise)
+        if self.lags and max(len(chunks), len(row_chunks)) > 1:
+            # a chunk's kernels see its rows only, not the rows before it a lag reads
+            self._without_lags()
+            reduces, elementwise = self._kernels()
+            chunks, nslots, row_chunks = self._plan(reduces, elementwise)
         scalar_values = self.scalar_values
         for level, compiled in zip(self.segment.agg_levels, reduces, strict=True):
             pf, pi, pu = self._reduce(compiled, chunks, nslots, scalar_values)
@@ -1298,6 +1328,8 @@ class _SegmentRun:
 
     def partials(self) -> tuple[list[AggSlot], np.ndarray, np.ndarray, np.ndarray]:
         """Every reduction level, the last one left as its folded partial row."""
+        if self.lags:  # partials are made piece by piece (never lagged: `grouping`)
+            self._without_lags()
         reduces, _ = self._kernels()
         chunks, nslots, _ = self._plan(reduces, None)
         scalar_values: dict[Agg, tuple[Any, bool]] = {}

@@ -119,6 +119,9 @@ class Grouping:
     #: those of them, and of the segment's ``pre``, that moved strings: dictionary
     #: arrays, whose dictionaries the segment's tables and results look up by name
     moved: dict[str, pa.Array] = field(default_factory=dict)
+    #: shifts the kernels read in place (`colbridge.plan.planner.Segment.lagged`): by the
+    #: input name the passes read them as, the frame column and how many rows back
+    lagged: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     def of(self, ids_column: str | None) -> GroupIds:
         """The groups of a key set (None: the one group)."""

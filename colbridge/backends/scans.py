@@ -32,9 +32,11 @@ __all__ = [
     "ScanStreams",
     "by_key_method",
     "check_weighted",
+    "lag_text",
     "new_carry",
     "run_carried",
     "run_scan",
+    "shifted_in_place",
     "weights_for",
     "with_dictionary",
 ]
@@ -488,6 +490,32 @@ def _shift_whole(arg: pa.Array, options: tuple[Any, ...], result: DType) -> pa.A
     or pack; None where the argument is not already of the result's physical type (the
     kernel then converts it).
     """
+    parts = _shift_parts(arg, options, result)
+    return None if parts is None else pa.concat_arrays(parts)
+
+
+def shifted_in_place(arg: pa.Array, options: tuple[Any, ...], result: DType) -> pa.ChunkedArray:
+    """A shift of the whole frame without a copy: the edge, then a slice of ``arg``, as chunks.
+
+    What polars' ``shift`` gives too (two chunks). For a shift the kernels read in place
+    (`colbridge.plan.planner.Segment.lagged`) whose result is also wanted as a column.
+    """
+    parts = _shift_parts(arg, options, result)
+    if parts is None:  # not of the result's physical type: converted by the kernel
+        made = run_scan("shift", options, arg, result, result, None)  # no fill: one type
+        return pa.chunked_array([made], made.type)
+    return pa.chunked_array(parts, parts[0].type)
+
+
+def lag_text(scan: Scan) -> str:
+    """How the passes read a shift they read in place (`explain()`, the compute's report)."""
+    steps = scan.options[0]
+    column = scan.arg.name if isinstance(scan.arg, Column) else repr(scan.arg)
+    return f"the passes read `{column}` {abs(steps)} row(s) {'back' if steps > 0 else 'ahead'}"
+
+
+def _shift_parts(arg: pa.Array, options: tuple[Any, ...], result: DType) -> list[pa.Array] | None:
+    """The edge and the rows that stay of a whole-frame shift, in order (None: see above)."""
     steps, fill = options
     physical = pa.bool_() if result is DType.BOOL else pa.from_numpy_dtype(np.dtype(result.numpy))
     if pa.types.is_temporal(arg.type) and arg.type.bit_width == physical.bit_width:
@@ -499,7 +527,7 @@ def _shift_whole(arg: pa.Array, options: tuple[Any, ...], result: DType) -> pa.A
     edge = pa.nulls(edge_rows, physical) if fill is None \
         else pa.repeat(pa.scalar(fill, physical), edge_rows)  # fmt: skip
     kept = arg.slice(0, n - edge_rows) if steps >= 0 else arg.slice(edge_rows)
-    return pa.concat_arrays([edge, kept] if steps >= 0 else [kept, edge])
+    return [edge, kept] if steps >= 0 else [kept, edge]
 
 
 def with_dictionary(codes: pa.Array, dictionary: pa.Array) -> pa.Array:

@@ -321,11 +321,18 @@ class _CudaRows:
     def __init__(self) -> None:
         self.bits: dict[frozenset[str], str] = {}
         self.errors: set[int] = set()
+        #: lagged inputs (`InputSpec.lag`): their lag and whether they have a bitmap
+        self.lags: dict[int, tuple[int, bool]] = {}
 
     def column(self, k: int, spec: InputSpec, emit: Callable[[str], None]) -> str:
+        r = "r"
+        if spec.lag:
+            # the row ``lag`` rows back; where it does not exist, row 0 (the value is null)
+            self.lags[k] = (spec.lag, spec.nullable)
+            r = f"({_lag_exists(spec.lag)} ? r - ({spec.lag}LL) : 0LL)"
         if spec.dtype.is_bool:
-            return f"(((x{k}[(r + xo{k}) >> 3] >> ((r + xo{k}) & 7)) & 1) != 0)"
-        return f"x{k}[r]"
+            return f"(((x{k}[({r} + xo{k}) >> 3] >> (({r} + xo{k}) & 7)) & 1) != 0)"
+        return f"x{k}[{r}]"
 
     def sources_bit(self, sources: frozenset[str], emit: Callable[[str], None]) -> str:
         name = self.bits.get(sources)
@@ -341,13 +348,23 @@ class _CudaRows:
                 parts.append(source)
             else:
                 k = source[1:]
-                parts.append(f"(((v{k}[(r + vo{k}) >> 3] >> ((r + vo{k}) & 7)) & 1) != 0)")
+                lag, has_bitmap = self.lags.get(int(k), (0, True))
+                r = f"(r - ({lag}LL))" if lag else "r"
+                if lag:
+                    parts.append(_lag_exists(lag))
+                if has_bitmap:
+                    parts.append(f"(((v{k}[({r} + vo{k}) >> 3] >> (({r} + vo{k}) & 7)) & 1) != 0)")
         emit(f"const bool {name} = {' && '.join(parts)};")
         return name
 
     def count_error(self, kind: int, failed: str) -> str:
         self.errors.add(kind)
         return f"nerr{kind} += (in && {failed}) ? 1ULL : 0ULL;"
+
+
+def _lag_exists(lag: int) -> str:
+    """Whether the row ``lag`` rows back from thread row ``r`` is a row of the column."""
+    return f"(r >= ({lag}LL) && r - ({lag}LL) < n)"
 
 
 def _params(

@@ -68,13 +68,17 @@ class InputSpec:
     """How one input column is passed to a kernel.
 
     Its dtype, whether it carries a validity bitmap, and whether NaN in it means
-    null (read in place, no bitmap).
+    null (read in place, no bitmap). ``lag`` (not 0): the kernel reads the column
+    ``lag`` rows back (``x.shift(lag)`` fused into the pass; a negative lag reads
+    ahead): row ``i`` is the column's row ``i - lag``, null where that row does not
+    exist. The bound array is the column itself; the lag is written into the source.
     """
 
     name: str
     dtype: DType
     nullable: bool
     nan_null: bool = False
+    lag: int = 0
 
 
 @dataclass(frozen=True)
@@ -183,7 +187,8 @@ def collect_inputs(
                 index[node.name] = len(specs)
                 has_bitmap = node.name in nulls.nullable_columns
                 nan_null = node.name in nulls.nan_null_columns and types[node].is_float
-                specs.append(InputSpec(node.name, types[node], has_bitmap, nan_null))
+                lag = nulls.lags.get(node.name, 0)
+                specs.append(InputSpec(node.name, types[node], has_bitmap, nan_null, lag))
             return
         for c in children(node):
             visit(c)

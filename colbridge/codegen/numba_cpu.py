@@ -284,10 +284,22 @@ class _CpuRows:
         #: source sets read per row: (name of their word, the sources)
         self.word_sets: dict[frozenset[str], str] = shared.word_sets if shared else {}
         self.errors: set[int] = shared.errors if shared else set()
+        #: lagged inputs (`InputSpec.lag`): their lag and whether they have a bitmap
+        self.lags: dict[int, tuple[int, bool]] = shared.lags if shared else {}
+        #: each lagged input's row statement, clamped to a row that exists (any row will
+        #: do: the value is null there), and as the plain offset for rows known in range
+        self.lag_rows: dict[str, str] = shared.lag_rows if shared else {}
         self._bits: set[str] = set()
 
     def column(self, k: int, spec: InputSpec, emit: Callable[[str], None]) -> str:
         i = self.row
+        if spec.lag:
+            self.lags[k] = (spec.lag, spec.nullable)
+            row = f"li{k}{self.suffix}"
+            clamped, plain = _lagged_row(i, spec.lag)
+            self.lag_rows[f"{row} = {clamped}"] = f"{row} = {plain}"
+            emit(f"{row} = {clamped}")
+            i = row
         if spec.dtype.is_bool:
             return f"((x{k}[({i} + xo{k}) >> U(3)] >> (({i} + xo{k}) & U(7))) & U(1)) != U(0)"
         return f"x{k}[{i}]"
@@ -306,6 +318,38 @@ class _CpuRows:
     def count_error(self, kind: int, failed: str) -> str:
         self.errors.add(kind)
         return f"nerr{kind} += np.int64({failed})"
+
+
+def _lagged_row(i: str, lag: int) -> tuple[str, str]:
+    """The row a lagged input is read at: clamped into the column, and as the plain offset."""
+    if lag > 0:
+        return f"{i} - U({lag}) if {i} >= U({lag}) else U(0)", f"{i} - U({lag})"
+    ahead = -lag
+    return f"{i} + U({ahead}) if {i} + U({ahead}) < U(n) else U(0)", f"{i} + U({ahead})"
+
+
+_ALL = "U(0xFFFFFFFFFFFFFFFF)"
+
+
+def _lagged_word(k: int, lag: int, has_bitmap: bool) -> str:
+    """Word ``w`` of a lagged input's validity, as an expression.
+
+    Its bitmap moved ``lag`` rows, with no valid row where the shift moves one in
+    (before row ``lag``, or from row ``n + lag`` on).
+    """
+    start = "(w << U(6))"
+    if lag > 0:
+        moved = f"_word(v{k}, vo{k} - U({lag}), w)" if has_bitmap else _ALL
+        first = f"_word(v{k}, vo{k}, U(0))" if has_bitmap else _ALL
+        # words before row `lag` + 64 hold the first rows, shifted up past the new nulls
+        return (f"{moved} if {start} >= U({lag}) else (({first} << (U({lag}) - {start})) "
+                f"if U({lag}) - {start} < U(64) else U(0))")  # fmt: skip
+    ahead = -lag
+    moved = f"_word(v{k}, vo{k} + U({ahead}), w)" if has_bitmap else _ALL
+    end = f"(U(n) - U({ahead}) if U(n) > U({ahead}) else U(0))"  # rows from here are null
+    below = (f"({_ALL} if {end} >= {start} + U(64) else (((U(1) << ({end} - {start})) - U(1)) "
+             f"if {end} > {start} else U(0)))")  # fmt: skip
+    return f"({moved}) & {below}"
 
 
 def _source_word(source: str) -> str:
@@ -366,13 +410,41 @@ class _Skeleton:
         for source in sorted(used):
             if source.startswith("v"):
                 k = source[1:]
-                out.append(f"sw{k} = _word(v{k}, vo{k}, w)")
+                lag = self.rows.lags.get(int(k))
+                if lag is not None:
+                    out.append(f"sw{k} = {_lagged_word(int(k), *lag)}")
+                else:
+                    out.append(f"sw{k} = _word(v{k}, vo{k}, w)")
         out += [f"{word} = {_sources_word(s)}" for s, word in self.rows.word_sets.items()]
         return out
 
     @staticmethod
     def scalar_words(sources: set[str] | frozenset[str]) -> list[str]:
         return [f"svw{s[2:]} = U(0) - U(sv{s[2:]})" for s in sorted(sources) if s.startswith("sv")]
+
+
+def _flat_loops(rows: _CpuRows, body: list[str]) -> list[str]:
+    """The flat row loop over ``start:stop``; with lagged inputs, split in three.
+
+    Rows whose lagged reads all fall inside the column read them at the plain offset (a
+    contiguous load LLVM vectorises); the few rows at either end, where a read would fall
+    before row 0 or past row ``n - 1``, read at the clamped row instead.
+    """
+    if not rows.lag_rows:
+        return ["for i in range(start, stop):", *_indent(body, 1)]
+    back = max((lag for lag, _ in rows.lags.values() if lag > 0), default=0)
+    ahead = max((-lag for lag, _ in rows.lags.values() if lag < 0), default=0)
+    plain = [rows.lag_rows.get(line, line) for line in body]
+    lo = f"min(max(start, U({back})), stop)" if back else "start"
+    hi = f"max(min(stop, nu - U({ahead}) if nu > U({ahead}) else U(0)), lag_lo)" if ahead \
+        else "stop"  # fmt: skip
+    lines = [f"lag_lo = {lo}", f"lag_hi = {hi}"]
+    if back:
+        lines += ["for i in range(start, lag_lo):", *_indent(body, 1)]
+    lines += ["for i in range(lag_lo, lag_hi):", *_indent(plain, 1)]
+    if ahead:
+        lines += ["for i in range(lag_hi, stop):", *_indent(body, 1)]
+    return lines
 
 
 def _indent(lines: Sequence[str], depth: int) -> list[str]:
@@ -470,8 +542,7 @@ def generate_elementwise(
         # values alone: one flat loop over the block's rows (it vectorises best), then
         # the validity of the outputs, 64 rows per AND
         body += _indent(head[: head.index(_WORD_LOOP)], 1)
-        body += _indent(["for i in range(start, stop):"], 2)
-        body += _indent([*lw.lines, *store], 3)
+        body += _indent(_flat_loops(rows, [*lw.lines, *store]), 2)
         if after:
             body += _indent([_WORD_LOOP.strip(), *_indent(per_word + after, 1)], 2)
     body += _indent(_block_tail(rows.errors), 2)

@@ -172,8 +172,16 @@ class _ArrayRows:
         self.bits: dict[frozenset[str], str] = {}
         self.errors: set[int] = set()
         self.unpack: dict[str, str] = {}
+        #: lagged inputs (`InputSpec.lag`): their lag and whether they have a bitmap
+        self.lags: dict[int, tuple[int, bool]] = {}
 
     def column(self, k: int, spec: InputSpec, emit: Callable[[str], None]) -> str:
+        if spec.lag:
+            # the values ``lag`` rows back (a gather; the rows a shift moves in read row 0)
+            self.lags[k] = (spec.lag, spec.nullable)
+            values = f"_unpack(x{k}, xo{k}, n)" if spec.dtype.is_bool else f"x{k}"
+            self.unpack[f"xl{k}"] = f"_lagged({values}, {spec.lag}, n)"
+            return f"xl{k}"
         if spec.dtype.is_bool:
             self.unpack[f"xb{k}"] = f"_unpack(x{k}, xo{k}, n)"
             return f"xb{k}"
@@ -193,7 +201,12 @@ class _ArrayRows:
                 parts.append(source)
             else:
                 k = source[1:]
-                self.unpack[f"vv{k}"] = f"_unpack(v{k}, vo{k}, n)"
+                lag = self.lags.get(int(k))
+                if lag is None:
+                    self.unpack[f"vv{k}"] = f"_unpack(v{k}, vo{k}, n)"
+                else:
+                    valid = f"_unpack(v{k}, vo{k}, n)" if lag[1] else "np.ones(n, np.bool_)"
+                    self.unpack[f"vv{k}"] = f"_lagged_valid({valid}, {lag[0]}, n)"
                 parts.append(f"vv{k}")
         emit(f"{name} = np.broadcast_to({' & '.join(parts)}, (n,))")
         return name
@@ -529,6 +542,19 @@ def _unpack(bits, offset, n):
     # bit-packed bytes from bit `offset` as n booleans
     offset = int(offset)
     return np.unpackbits(bits, count=offset + n, bitorder="little")[offset:].astype(bool)
+
+
+def _lagged(values, lag, n):
+    # row i holds row i - lag; rows a shift moves in hold row 0 (their value is null)
+    rows = np.arange(n, dtype=np.int64) - lag
+    return values[np.where((rows >= 0) & (rows < n), rows, 0)]
+
+
+def _lagged_valid(valid, lag, n):
+    # the validity of row i - lag; false where that row does not exist
+    rows = np.arange(n, dtype=np.int64) - lag
+    inside = (rows >= 0) & (rows < n)
+    return valid[np.where(inside, rows, 0)] & inside
 
 
 def _pack(out, values, n):

@@ -414,7 +414,12 @@ def _polars_series(name: str, array: pa.Array | pa.ChunkedArray) -> Any:
     """
     import polars as pl
 
-    series = pl.Series(name, array)
+    if isinstance(array, pa.ChunkedArray) and array.num_chunks > 1:
+        # kept in its chunks, as polars' own results are (the Series constructor rechunks:
+        # a copy of the whole column)
+        series = pl.from_arrow(array, rechunk=False).alias(name)  # type: ignore[union-attr]
+    else:
+        series = pl.Series(name, array)
     categories = _enum_categories(array)
     if categories is not None and series.dtype != pl.Enum(categories):
         series = series.cast(pl.Enum(categories))

@@ -44,6 +44,7 @@ class Nullability:
         nullable_columns: frozenset[str],
         nan_null_columns: frozenset[str] = frozenset(),
         valid_groups: frozenset[Node] = frozenset(),
+        lags: Mapping[str, int] | None = None,
     ) -> None:
         self.types = types
         # columns with a validity bitmap holding nulls
@@ -52,6 +53,9 @@ class Nullability:
         self.nan_null_columns = nan_null_columns
         # grouped results already computed with no null group (their kernels read no validity)
         self.valid_groups = valid_groups
+        # input columns the kernels read a number of rows back (a shift fused into the
+        # pass, `Segment.lagged`): null on the rows the shift moves in, whatever the column
+        self.lags: Mapping[str, int] = lags or {}
         self._memo: dict[Node, bool] = {}
 
     def may_be_null(self, node: Node) -> bool:
@@ -64,7 +68,8 @@ class Nullability:
 
     def _compute(self, node: Node) -> bool:
         if isinstance(node, Column):
-            return node.name in self.nullable_columns or node.name in self.nan_null_columns
+            return (node.name in self.nullable_columns or node.name in self.nan_null_columns
+                    or node.name in self.lags)  # fmt: skip
         if isinstance(node, Literal):
             return node.value is None
         if isinstance(node, Agg):

@@ -142,6 +142,24 @@ class Segment:
                 and bool(self.outputs)
                 and all(isinstance(node, Agg) for _, node in self.outputs))  # fmt: skip
 
+    @functools.cached_property
+    def lagged(self) -> dict[str, tuple[str, int]]:
+        """Shifts the kernels read in place: by scan column, the frame column and the lag.
+
+        ``x.shift(k)`` of a frame column over the whole rows, without a fill value, is
+        row ``i - k`` of ``x`` (null where that row does not exist): the passes read ``x``
+        itself ``k`` rows back (`colbridge.codegen.kernel.InputSpec.lag`) instead of a
+        shifted copy made by the scan pass first. A stream's batches still run the scan,
+        whose carry brings in the rows of the batch before (`colbridge.backends.scans`).
+        """
+        lagged: dict[str, tuple[str, int]] = {}
+        for name, scan in self.scans.items():
+            steps, fill = (*scan.options, None, None)[:2]
+            if (scan.func == "shift" and not scan.keys.exprs and fill is None and steps
+                    and isinstance(scan.arg, Column) and name not in self.scan_dicts):  # fmt: skip
+                lagged[name] = (scan.arg.name, int(steps))
+        return lagged
+
     @property
     def frame_inputs(self) -> list[str]:
         """The input columns read from the frame (not made by the segment's scans)."""

@@ -35,7 +35,13 @@ from colbridge.backends.groups import (
     one_group,
     take,
 )
-from colbridge.backends.scans import ScanStreams, check_weighted, run_scan, with_dictionary
+from colbridge.backends.scans import (
+    ScanStreams,
+    check_weighted,
+    run_scan,
+    shifted_in_place,
+    with_dictionary,
+)
 from colbridge.codegen.cuda_scans import device_scan_reason
 from colbridge.codegen.kernel import AggSlot
 from colbridge.columns.frames import ArrowTableAdapter, FrameAdapter, adapt_frame
@@ -502,6 +508,8 @@ def grouping(
     cache: dict[Any, Any] | None = None,
     streams: ScanStreams | None = None,
     target: str = "cpu",
+    *,
+    in_place: bool = True,
 ) -> Grouping | None:
     """The passes before a segment's kernels: group ids, host reductions and scans.
 
@@ -511,7 +519,10 @@ def grouping(
     ``last``, ``n_unique``, and of scans) are computed by the segment's ``pre``
     segment. Ids of input columns are kept in ``cache`` (the lazy handle's) while the
     columns' buffers are the same. With ``streams``, the frame is one batch of a
-    stream, and each scan goes on from where the batch before it stopped.
+    stream, and each scan goes on from where the batch before it stopped. Shifts the
+    kernels can read in place (`Segment.lagged`) are not scanned unless ``in_place`` is
+    false (a pass leaving its reductions as partials binds no lagged input) or it is a
+    stream's batch.
     """
     if not segment.key_sets and not segment.host_aggs and not segment.scans:
         return None
@@ -527,13 +538,21 @@ def grouping(
             moved = dict(pre_groups.moved)
         ran = _run_segment(
             _backend_for(pre, backend, target, report.stats), pre, inputs, num_rows,
-            report.stats, columns.nan_null(pre.frame_inputs), groups=pre_groups,
+            report.stats, _nan_null(pre, columns, pre_groups), groups=pre_groups,
         )  # fmt: skip
         raw = dict(ran.columns)
         made = _WithFrame(inputs, columns, moved)
         computed = _finished(pre, raw, made)
 
+    # shifts the kernels read in place; a stream's batches scan them (their carry)
+    lagged = dict(segment.lagged) if streams is None and in_place else {}
+
     def whole(node: Node, *, as_made: bool = False) -> pa.Array:
+        if isinstance(node, Column) and node.name in lagged:
+            # a shift the passes read in place, wanted whole: made here (one copy)
+            scan = segment.scans[node.name]
+            return shifted_in_place(whole(scan.arg), scan.options,
+                                    segment.types[scan]).combine_chunks()  # fmt: skip
         if isinstance(node, Column) and node.name in segment.scans:
             # a scan's result (made before host reductions); moved strings: their codes
             array = out.scanned[node.name]
@@ -567,7 +586,15 @@ def grouping(
             + (" (cached)" if hit is not None else "")
         )
     out = Grouping(ids, one_group(num_rows), computed=computed, moved=moved)
+    out.lagged = lagged
     for name, scan in segment.scans.items():
+        if name in out.lagged:
+            # read in place by the passes; as an output of its own, the column's rows moved
+            # without a copy (`whole` makes it where a key or a host reduction reads it)
+            if name in segment.passthrough.values():
+                out.scanned[name] = shifted_in_place(whole(scan.arg), scan.options,
+                                                     segment.types[scan])  # fmt: skip
+            continue
         # the argument as a column with its nulls (pandas NaN as null), in frame order
         groups = out.of(scan.keys.ids_column)
         arg, types = whole(scan.arg), (segment.types[scan.arg], segment.types[scan])
@@ -636,6 +663,15 @@ def _kept_by(segment: Segment, name: str, scan: Scan) -> Node | None:
     return None
 
 
+def _nan_null(segment: Segment, columns: Columns, groups: Grouping | None) -> frozenset[str]:
+    """The inputs in which NaN means null: frame columns, and shifts read in place of them."""
+    found = columns.nan_null(segment.frame_inputs)
+    if groups is not None and groups.lagged:
+        sources = columns.nan_null([source for source, _ in groups.lagged.values()])
+        found |= {name for name, (source, _) in groups.lagged.items() if source in sources}
+    return frozenset(found)
+
+
 def _frame_inputs(segment: Segment, columns: Columns,
                   groups: Grouping | None) -> dict[str, pa.Array]:  # fmt: skip
     """The segment's inputs: frame columns, results of its scans, and its lookup tables.
@@ -647,6 +683,9 @@ def _frame_inputs(segment: Segment, columns: Columns,
     moved: Mapping[str, pa.Array] = {}
     if groups is not None:
         arrays.update(groups.scanned)
+        # a shift read in place: the kernels bind the column itself (they read it lagged)
+        arrays.update({name: columns.kernel_array(source)
+                       for name, (source, _) in groups.lagged.items()})  # fmt: skip
         moved = groups.moved
     arrays.update(segment_tables(segment, _WithFrame(arrays, columns, moved)))
     return arrays
@@ -717,9 +756,10 @@ def _run(
     last = len(segments) - 1
     for index, segment in enumerate(segments):
         groups = grouping(segment, columns, adapter.num_rows, device_backend, report,
-                          cache if adapter is original else None, streams, target)  # fmt: skip
+                          cache if adapter is original else None, streams, target,
+                          in_place=not (partials and index == last))  # fmt: skip
         arrays = _frame_inputs(segment, columns, groups)  # reductions read scans' results too
-        nan_null = columns.nan_null(segment.frame_inputs)
+        nan_null = _nan_null(segment, columns, groups)
         backend = _backend_for(segment, device_backend, target, report.stats)
         on = "cpu" if backend is not device_backend else target
         if partials and index == last:
@@ -764,7 +804,8 @@ def _run(
         else:
             for name, source in segment.passthrough.items():
                 if source in segment.scans:
-                    new[name] = arrays[source]  # a scan's result, as the scan made it
+                    assert groups is not None
+                    new[name] = groups.scanned[source]  # a scan's result, as the scan made it
                 elif name != source or not final:
                     # the frame's own untouched columns are kept by the adapter as they are
                     new[name] = columns.get_as_arrow_nulls(source)

@@ -17,6 +17,7 @@ from typing import Any
 from colbridge.backends import get_backend
 from colbridge.backends.common import per_group_level, split_level
 from colbridge.backends.device import DeviceChoice, resolve_device
+from colbridge.backends.scans import lag_text
 from colbridge.codegen.cuda_scans import device_scan_reason
 from colbridge.columns.frames import FrameAdapter
 from colbridge.errors import PlanProblem
@@ -165,11 +166,14 @@ def build_report(
             and not seg.outputs_are_reductions  # fmt: skip
         npasses += final
         nkernels += final or (seg.group_by is not None and bool(seg.outputs))
+        lagged = {} if streamed else seg.lagged
+        reads = list(dict.fromkeys([*seg.frame_inputs, *(s for s, _ in lagged.values())]))
+        scanned_in = len(seg.scans) - len(lagged)
         section = Section(
             f"segment {k + 1}",
             f"{npasses} pass(es) over the rows, {nkernels} fused kernel(s); "
-            f"reads {seg.frame_inputs or 'no columns'}"
-            + (f" and {len(seg.scans)} scan result(s)" if seg.scans else ""),
+            f"reads {reads or 'no columns'}"
+            + (f" and {scanned_in} scan result(s)" if scanned_in else ""),
         )
         section.details += grouped_lines
         if seg.host_functions:
@@ -212,7 +216,13 @@ def build_report(
         if kept:
             section.details.append((0, f"passed through without a copy: {kept}"))
         renamed = {n: s for n, s in seg.passthrough.items() if n != s and s not in seg.scans}
-        scanned = {n: seg.scans[s] for n, s in seg.passthrough.items() if s in seg.scans}
+        scanned = {n: seg.scans[s] for n, s in seg.passthrough.items()
+                   if s in seg.scans and s not in lagged}  # fmt: skip
+        moved = {n: seg.scans[s] for n, s in seg.passthrough.items() if s in lagged}
+        if moved:
+            section.details.append((0, "shifted without a copy (the rows that stay, and the "
+                                    "nulls moved in, as two chunks): "
+                                    + ", ".join(f"{n} = {s!r}" for n, s in moved.items())))
         if scanned:
             section.details.append((0, "the scan pass's results as they are, without a copy: "
                                     + ", ".join(f"{n} = {s!r}" for n, s in scanned.items())))
@@ -261,6 +271,10 @@ def _grouped_work(seg: Segment, target: str,
         lines.append((0, "taken from the groups, no kernel: " + ", ".join(
             repr(a) for a in seg.host_aggs)))  # fmt: skip
     for name, scan in seg.scans.items():
+        if name in seg.lagged and not streamed:
+            lines.append((0, f"no scan pass for {scan!r}: {lag_text(scan)} (a shift fused "
+                          "into their kernels)"))  # fmt: skip
+            continue
         passes += 1
         groups = "each group on its own, rows in frame order" if scan.keys.exprs \
             else "the rows in frame order"  # fmt: skip
@@ -317,8 +331,14 @@ def describe(
             arrays = {name: columns.get(name) for name in seg.frame_inputs}
             # a scan's result may hold nulls whatever its input holds
             nullable = frozenset(n for n in seg.frame_inputs if arrays[n].null_count > 0)
-            nulls = Nullability(seg.types, nullable | frozenset(seg.scans),
-                                columns.nan_null(seg.frame_inputs))  # fmt: skip
+            lagged = {} if streamed else seg.lagged
+            # a shift read in place has a bitmap where its column has one
+            scans = frozenset(n for n in seg.scans if n not in lagged
+                              or columns.get(lagged[n][0]).null_count > 0)  # fmt: skip
+            nan_null = columns.nan_null([*seg.frame_inputs, *(s for s, _ in lagged.values())])
+            nan_null |= {n for n, (s, _) in lagged.items() if s in nan_null}
+            nulls = Nullability(seg.types, nullable | scans, frozenset(nan_null),
+                                lags={n: lag for n, (_, lag) in lagged.items()})  # fmt: skip
             sources[k] = backend.kernel_sources(seg, nulls, adapter.num_rows)
     return build_report(
         frame_kind=adapter.kind, num_rows=adapter.num_rows, steps=plan.steps,
