@@ -23,7 +23,7 @@ from polars.testing import assert_frame_equal
 
 import colbridge as cb
 from colbridge.testing.asserts import assert_same_as_polars
-from colbridge.testing.cuda_host import compute_on_host
+from colbridge.testing.cuda_host import HostRuntime, compute_on_host
 from tests.ordered.ordered_data import column
 
 #: lags at the edges of the kernels' words (64 rows) and blocks (16,384 rows)
@@ -131,9 +131,11 @@ def test_pandas_nan_nulls_are_read_lagged() -> None:
     # NumPy-backed pandas floats: NaN is null, and the rows the shift moves in are null too
     x = np.array([1.0, np.nan, 3.0, 4.0, np.nan, 6.0])
     pdf = pl.DataFrame({"x": x}, nan_to_null=True).to_pandas()
-    got = cb.lazy(pdf).with_columns(d=cb.col("x").diff(2), s=cb.col("x").shift(-1)).compute()
+    # a fill tells a null from a NaN read as a value (the comparison turns NaN into null)
+    got = cb.lazy(pdf).with_columns(d=cb.col("x").diff(2), s=cb.col("x").shift(-1),
+                                    f=cb.col("x").shift(1).fill_null(0.0)).compute()  # fmt: skip
     want = pl.DataFrame({"x": x}, nan_to_null=True).with_columns(
-        d=pl.col("x").diff(2), s=pl.col("x").shift(-1))  # fmt: skip
+        d=pl.col("x").diff(2), s=pl.col("x").shift(-1), f=pl.col("x").shift(1).fill_null(0.0))
     assert_frame_equal(pl.from_pandas(got, nan_to_null=True), want)
 
 
@@ -207,12 +209,17 @@ def test_cuda_row_chunks_read_shifted_columns(chunk: int) -> None:
 
 
 def test_cuda_passes_over_groups_read_shifted_columns() -> None:
+    from colbridge.backends import cuda
+
     table = _table(300, seed=11, offset=1).append_column(
         "g", pa.array(np.arange(300) % 7))  # fmt: skip
     x, i = cb.col("float64"), cb.col("int32")
     q = cb.lazy(table).with_columns(
         m=(x - x.shift(3)).mean().over("g"), c=i.shift(-2).count().over("g"), d=x.diff(1))
-    got = compute_on_host(q)
+    runtime = HostRuntime()
+    with cuda.options(max_chunk_rows=64):  # the group passes' rows in chunks too
+        got = compute_on_host(q, runtime)
+    assert runtime.launches > 5
     px, pi = pl.col("float64"), pl.col("int32")
     want = pl.from_arrow(table).with_columns(
         m=(px - px.shift(3)).mean().over("g"), c=pi.shift(-2).count().over("g"), d=px.diff(1))
