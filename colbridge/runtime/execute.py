@@ -663,13 +663,18 @@ def _kept_by(segment: Segment, name: str, scan: Scan) -> Node | None:
     return None
 
 
-def _nan_null(segment: Segment, columns: Columns, groups: Grouping | None) -> frozenset[str]:
+def nan_null_inputs(segment: Segment, columns: Columns,
+                    lagged: Mapping[str, tuple[str, int]]) -> frozenset[str]:  # fmt: skip
     """The inputs in which NaN means null: frame columns, and shifts read in place of them."""
     found = columns.nan_null(segment.frame_inputs)
-    if groups is not None and groups.lagged:
-        sources = columns.nan_null([source for source, _ in groups.lagged.values()])
-        found |= {name for name, (source, _) in groups.lagged.items() if source in sources}
+    if lagged:
+        sources = columns.nan_null([source for source, _ in lagged.values()])
+        found |= {name for name, (source, _) in lagged.items() if source in sources}
     return frozenset(found)
+
+
+def _nan_null(segment: Segment, columns: Columns, groups: Grouping | None) -> frozenset[str]:
+    return nan_null_inputs(segment, columns, groups.lagged if groups is not None else {})
 
 
 def _frame_inputs(segment: Segment, columns: Columns,

@@ -25,7 +25,7 @@ from colbridge.expr.nodes import GroupAgg
 from colbridge.plan.logical import Step
 from colbridge.plan.nullability import Nullability
 from colbridge.plan.planner import Segment
-from colbridge.runtime.execute import Columns, PreparedPlan
+from colbridge.runtime.execute import Columns, PreparedPlan, nan_null_inputs
 
 __all__ = ["PlanReport", "Section", "build_report", "describe"]
 
@@ -335,9 +335,8 @@ def describe(
             # a shift read in place has a bitmap where its column has one
             scans = frozenset(n for n in seg.scans if n not in lagged
                               or columns.get(lagged[n][0]).null_count > 0)  # fmt: skip
-            nan_null = columns.nan_null([*seg.frame_inputs, *(s for s, _ in lagged.values())])
-            nan_null |= {n for n, (s, _) in lagged.items() if s in nan_null}
-            nulls = Nullability(seg.types, nullable | scans, frozenset(nan_null),
+            nulls = Nullability(seg.types, nullable | scans,
+                                nan_null_inputs(seg, columns, lagged),
                                 lags={n: lag for n, (_, lag) in lagged.items()})  # fmt: skip
             sources[k] = backend.kernel_sources(seg, nulls, adapter.num_rows)
     return build_report(
