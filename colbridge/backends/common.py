@@ -101,6 +101,15 @@ def job_total_rows() -> int | None:
     return None if job is None else job.total_rows
 
 
+def lag_directions(lags: Mapping[str, int]) -> tuple[tuple[str, bool], ...]:
+    """The part of a kernel's cache key its lagged inputs make: which read rows back.
+
+    How many rows is a kernel argument, so ``x.shift(1)`` and ``x.shift(7)`` share one
+    compiled kernel; reading back or ahead is written into the source.
+    """
+    return tuple(sorted((name, lag > 0) for name, lag in lags.items()))
+
+
 def input_nullability(segment: Segment, columns: Mapping[str, pa.Array],
                       shape: tuple[Any, ...]) -> frozenset[str]:  # fmt: skip
     """The inputs of ``segment`` its kernels read with validity: those with nulls.

@@ -53,6 +53,7 @@ from colbridge.backends.common import (
     fold_partials,
     grouped_operand,
     input_nullability,
+    lag_directions,
     per_group_level,
     raise_kernel_errors,
     reduction_outputs,
@@ -269,7 +270,8 @@ def _readonly(array: np.ndarray) -> np.ndarray:
     return array
 
 
-def _bind_input(spec: InputSpec, array: pa.Array) -> list[Any]:
+def _bind_input(spec: InputSpec, array: pa.Array, lags: Mapping[str, int]) -> list[Any]:
+    """The arguments of input ``spec``: its values, bitmap and offsets, and its lag's rows."""
     buffers = array.buffers()
     offset = array.offset
     n = len(array)
@@ -291,6 +293,8 @@ def _bind_input(spec: InputSpec, array: pa.Array) -> list[Any]:
         if bits is None:  # no bitmap although planned nullable: all valid
             bits = np.full((offset + n + 7) // 8 + 1, 0xFF, dtype=np.uint8)
         bound += [_readonly(bits), np.uint64(offset)]
+    if spec.lag:
+        bound.append(np.uint64(abs(lags[spec.name])))  # `lg{k}`: the direction is in the source
     return bound
 
 
@@ -389,7 +393,7 @@ def run_segment(
     nblocks = (n + BLOCK - 1) // BLOCK
     args: list[Any] = [n]
     for spec in src.inputs:
-        args += _bind_input(spec, columns[spec.name])
+        args += _bind_input(spec, columns[spec.name], nulls.lags)
     for s in src.scalars:
         args += bind_scalar(s, *run.scalar_values[s.agg])
     args += _bind_groups(src, run.grouped_values)
@@ -481,7 +485,7 @@ def _reduce_level(
         else _NO_ERRORS  # fmt: skip
     args: list[Any] = [num_rows]
     for spec in src.inputs:
-        args += _bind_input(spec, columns[spec.name])
+        args += _bind_input(spec, columns[spec.name], nulls.lags)
     for s in src.scalars:
         args += bind_scalar(s, *scalar_values[s.agg])
     args += _bind_groups(src, grouped_values)
@@ -565,7 +569,7 @@ class _Run:
         valid = frozenset(g for g, (_, v) in self.grouped_values.items() if v is None)
         found = Nullability(self.segment.types, self.nullable, self.nan_null, valid, self.lags)
         key = (self.nullable, self.nan_null, self.input_types, *((valid,) if valid else ()),
-               *((tuple(sorted(self.lags.items())),) if self.lags else ()))  # fmt: skip
+               *((lag_directions(self.lags),) if self.lags else ()))  # fmt: skip
         return found, key
 
     def grouped_pass(
@@ -600,7 +604,7 @@ class _Run:
         err = np.zeros((N_HOST_ERR_KINDS, chunks), dtype=np.int64) if src.uses_err else _NO_ERRORS
         args: list[Any] = [num_rows]
         for spec in src.inputs:
-            args += _bind_input(spec, self.columns[spec.name])
+            args += _bind_input(spec, self.columns[spec.name], self.lags)
         for s in src.scalars:
             args += bind_scalar(s, *self.scalar_values[s.agg])
         args += _bind_groups(src, self.grouped_values)
@@ -696,7 +700,7 @@ def _run_filter(
     src = kernel.source
     common: list[Any] = [n]
     for spec in src.inputs:
-        common += _bind_input(spec, inputs[spec.name])
+        common += _bind_input(spec, inputs[spec.name], filter_nulls.lags)
     for s in src.scalars:
         common += bind_scalar(s, *scalar_values[s.agg])
     common += _bind_groups(src, grouped_values)

@@ -67,6 +67,7 @@ from colbridge.backends.common import (
     fold_partials,
     grouped_operand,
     input_nullability,
+    lag_directions,
     per_group_level,
     raise_kernel_errors,
     reduction_outputs,
@@ -935,7 +936,7 @@ class _SegmentRun:
         nulls = Nullability(self.segment.types, self.nullable, self.nan_null, valid, self.lags)
         key = (tuple(sorted(self.nullable)), self.nan_null, self.input_types,
                *((valid,) if valid else ()),
-               *((tuple(sorted(self.lags.items())),) if self.lags else ()))  # fmt: skip
+               *((lag_directions(self.lags),) if self.lags else ()))  # fmt: skip
         return nulls, key
 
     def _reduce_kernel(self, level: list[Agg], plan_text: str) -> _Compiled:
@@ -1031,6 +1032,8 @@ class _SegmentRun:
             args.append(address)
             if part.bits:
                 args.append(bit)
+        if spec.lag:
+            args.append(self.lags[spec.name])  # `lg{k}`: rows back, negative for ahead
         return args
 
     def _in_place_address(self, part: _Part, lo: int, hi: int, slot: _Slot) -> int:

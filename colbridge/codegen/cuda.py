@@ -321,15 +321,16 @@ class _CudaRows:
     def __init__(self) -> None:
         self.bits: dict[frozenset[str], str] = {}
         self.errors: set[int] = set()
-        #: lagged inputs (`InputSpec.lag`): their lag and whether they have a bitmap
-        self.lags: dict[int, tuple[int, bool]] = {}
+        #: lagged inputs (`InputSpec.lag`): whether they have a bitmap
+        self.lags: dict[int, bool] = {}
 
     def column(self, k: int, spec: InputSpec, emit: Callable[[str], None]) -> str:
         r = "r"
         if spec.lag:
-            # the row ``lag`` rows back; where it does not exist, row 0 (the value is null)
-            self.lags[k] = (spec.lag, spec.nullable)
-            r = f"({_lag_exists(spec.lag)} ? r - ({spec.lag}LL) : 0LL)"
+            # the row ``lg{k}`` rows back (ahead where negative); where it does not exist,
+            # row 0 (the value is null there)
+            self.lags[k] = spec.nullable
+            r = f"({_lag_exists(k)} ? r - lg{k} : 0LL)"
         if spec.dtype.is_bool:
             return f"(((x{k}[({r} + xo{k}) >> 3] >> (({r} + xo{k}) & 7)) & 1) != 0)"
         return f"x{k}[{r}]"
@@ -348,10 +349,11 @@ class _CudaRows:
                 parts.append(source)
             else:
                 k = source[1:]
-                lag, has_bitmap = self.lags.get(int(k), (0, True))
-                r = f"(r - ({lag}LL))" if lag else "r"
-                if lag:
-                    parts.append(_lag_exists(lag))
+                lagged = int(k) in self.lags
+                has_bitmap = self.lags.get(int(k), True)
+                r = f"(r - lg{k})" if lagged else "r"
+                if lagged:
+                    parts.append(_lag_exists(int(k)))
                 if has_bitmap:
                     parts.append(f"(((v{k}[({r} + vo{k}) >> 3] >> (({r} + vo{k}) & 7)) & 1) != 0)")
         emit(f"const bool {name} = {' && '.join(parts)};")
@@ -362,9 +364,9 @@ class _CudaRows:
         return f"nerr{kind} += (in && {failed}) ? 1ULL : 0ULL;"
 
 
-def _lag_exists(lag: int) -> str:
-    """Whether the row ``lag`` rows back from thread row ``r`` is a row of the column."""
-    return f"(r >= ({lag}LL) && r - ({lag}LL) < n)"
+def _lag_exists(k: int) -> str:
+    """Whether the row input ``k`` reads, ``lg{k}`` rows back from thread row ``r``, exists."""
+    return f"(r - lg{k} >= 0LL && r - lg{k} < n)"
 
 
 def _params(
@@ -381,6 +383,8 @@ def _params(
             params.append((f"const {ctype(spec.dtype)}*", f"x{k}"))
         if spec.nullable:
             params += [("const unsigned char*", f"v{k}"), ("long long", f"vo{k}")]
+        if spec.lag:
+            params.append(("long long", f"lg{k}"))  # rows back; negative: ahead
     for j, s in enumerate(scalars):
         params.append((ctype(s.dtype), f"s{j}"))
         if s.nullable:

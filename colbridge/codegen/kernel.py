@@ -69,9 +69,11 @@ class InputSpec:
 
     Its dtype, whether it carries a validity bitmap, and whether NaN in it means
     null (read in place, no bitmap). ``lag`` (not 0): the kernel reads the column
-    ``lag`` rows back (``x.shift(lag)`` fused into the pass; a negative lag reads
-    ahead): row ``i`` is the column's row ``i - lag``, null where that row does not
-    exist. The bound array is the column itself; the lag is written into the source.
+    some rows back (1: ``x.shift(k)`` fused into the pass) or ahead (-1: a negative
+    shift): row ``i`` is the column's row ``i - k``, null where that row does not
+    exist. The bound array is the column itself and ``k`` is the argument
+    ``lg<input index>`` after it (its size for the CPU, signed for CUDA), so one kernel serves every
+    ``k`` of that direction; only the direction is written into the source.
     """
 
     name: str
@@ -187,7 +189,8 @@ def collect_inputs(
                 index[node.name] = len(specs)
                 has_bitmap = node.name in nulls.nullable_columns
                 nan_null = node.name in nulls.nan_null_columns and types[node].is_float
-                lag = nulls.lags.get(node.name, 0)
+                k = nulls.lags.get(node.name, 0)
+                lag = (k > 0) - (k < 0)  # the direction; the rows are an argument
                 specs.append(InputSpec(node.name, types[node], has_bitmap, nan_null, lag))
             return
         for c in children(node):

@@ -284,7 +284,7 @@ class _CpuRows:
         #: source sets read per row: (name of their word, the sources)
         self.word_sets: dict[frozenset[str], str] = shared.word_sets if shared else {}
         self.errors: set[int] = shared.errors if shared else set()
-        #: lagged inputs (`InputSpec.lag`): their lag and whether they have a bitmap
+        #: lagged inputs (`InputSpec.lag`): their direction and whether they have a bitmap
         self.lags: dict[int, tuple[int, bool]] = shared.lags if shared else {}
         #: each lagged input's row statement, clamped to a row that exists (any row will
         #: do: the value is null there), and as the plain offset for rows known in range
@@ -296,7 +296,7 @@ class _CpuRows:
         if spec.lag:
             self.lags[k] = (spec.lag, spec.nullable)
             row = f"li{k}{self.suffix}"
-            clamped, plain = _lagged_row(i, spec.lag)
+            clamped, plain = _lagged_row(i, k, spec.lag)
             self.lag_rows[f"{row} = {clamped}"] = f"{row} = {plain}"
             emit(f"{row} = {clamped}")
             i = row
@@ -320,33 +320,37 @@ class _CpuRows:
         return f"nerr{kind} += np.int64({failed})"
 
 
-def _lagged_row(i: str, lag: int) -> tuple[str, str]:
-    """The row a lagged input is read at: clamped into the column, and as the plain offset."""
-    if lag > 0:
-        return f"{i} - U({lag}) if {i} >= U({lag}) else U(0)", f"{i} - U({lag})"
-    ahead = -lag
-    return f"{i} + U({ahead}) if {i} + U({ahead}) < U(n) else U(0)", f"{i} + U({ahead})"
+def _lagged_row(i: str, k: int, direction: int) -> tuple[str, str]:
+    """The row input ``k`` is read at, ``lg{k}`` rows back (``direction`` 1) or ahead (-1).
+
+    Clamped into the column, and as the plain offset for rows known to be inside.
+    """
+    lag = f"lg{k}"
+    if direction > 0:
+        return f"{i} - {lag} if {i} >= {lag} else U(0)", f"{i} - {lag}"
+    return f"{i} + {lag} if {i} + {lag} < U(n) else U(0)", f"{i} + {lag}"
 
 
 _ALL = "U(0xFFFFFFFFFFFFFFFF)"
 
 
-def _lagged_word(k: int, lag: int, has_bitmap: bool) -> str:
+def _lagged_word(k: int, direction: int, has_bitmap: bool) -> str:
     """Word ``w`` of a lagged input's validity, as an expression.
 
-    Its bitmap moved ``lag`` rows, with no valid row where the shift moves one in
-    (before row ``lag``, or from row ``n + lag`` on).
+    Its bitmap moved ``lg{k}`` rows back (``direction`` 1) or ahead (-1), with no valid
+    row where the shift moves one in (before row ``lg{k}``, or from row ``n - lg{k}`` on).
     """
     start = "(w << U(6))"
-    if lag > 0:
-        moved = f"_word(v{k}, vo{k} - U({lag}), w)" if has_bitmap else _ALL
+    lag = f"lg{k}"
+    if direction > 0:
+        moved = f"_word(v{k}, vo{k} - {lag}, w)" if has_bitmap else _ALL
         first = f"_word(v{k}, vo{k}, U(0))" if has_bitmap else _ALL
         # words before row `lag` + 64 hold the first rows, shifted up past the new nulls
-        return (f"{moved} if {start} >= U({lag}) else (({first} << (U({lag}) - {start})) "
-                f"if U({lag}) - {start} < U(64) else U(0))")  # fmt: skip
-    ahead = -lag
-    moved = f"_word(v{k}, vo{k} + U({ahead}), w)" if has_bitmap else _ALL
-    end = f"(U(n) - U({ahead}) if U(n) > U({ahead}) else U(0))"  # rows from here are null
+        return (f"{moved} if {start} >= {lag} else (({first} << ({lag} - {start})) "
+                f"if {lag} - {start} < U(64) else U(0))")  # fmt: skip
+    ahead = lag
+    moved = f"_word(v{k}, vo{k} + {ahead}, w)" if has_bitmap else _ALL
+    end = f"(U(n) - {ahead} if U(n) > {ahead} else U(0))"  # rows from here are null
     below = (f"({_ALL} if {end} >= {start} + U(64) else (((U(1) << ({end} - {start})) - U(1)) "
              f"if {end} > {start} else U(0)))")  # fmt: skip
     return f"({moved}) & {below}"
@@ -378,6 +382,8 @@ def _signature_args(
             args.append(f"xo{k}")
         if spec.nullable:
             args += [f"v{k}", f"vo{k}"]
+        if spec.lag:
+            args.append(f"lg{k}")  # the rows a lagged input is read back or ahead (uint64)
     for j, s in enumerate(scalars):
         args.append(f"s{j}")
         if s.nullable:
@@ -432,19 +438,28 @@ def _flat_loops(rows: _CpuRows, body: list[str]) -> list[str]:
     """
     if not rows.lag_rows:
         return ["for i in range(start, stop):", *_indent(body, 1)]
-    back = max((lag for lag, _ in rows.lags.values() if lag > 0), default=0)
-    ahead = max((-lag for lag, _ in rows.lags.values() if lag < 0), default=0)
+    back = _largest([f"lg{k}" for k, (d, _) in sorted(rows.lags.items()) if d > 0])
+    ahead = _largest([f"lg{k}" for k, (d, _) in sorted(rows.lags.items()) if d < 0])
     plain = [rows.lag_rows.get(line, line) for line in body]
-    lo = f"min(max(start, U({back})), stop)" if back else "start"
-    hi = f"max(min(stop, nu - U({ahead}) if nu > U({ahead}) else U(0)), lag_lo)" if ahead \
+    lo = "min(max(start, lag_back), stop)" if back else "start"
+    hi = "max(min(stop, nu - lag_ahead if nu > lag_ahead else U(0)), lag_lo)" if ahead \
         else "stop"  # fmt: skip
-    lines = [f"lag_lo = {lo}", f"lag_hi = {hi}"]
+    lines = [f"lag_back = {back}"] if back else []
+    lines += [f"lag_ahead = {ahead}"] if ahead else []
+    lines += [f"lag_lo = {lo}", f"lag_hi = {hi}"]
     if back:
         lines += ["for i in range(start, lag_lo):", *_indent(body, 1)]
     lines += ["for i in range(lag_lo, lag_hi):", *_indent(plain, 1)]
     if ahead:
         lines += ["for i in range(lag_hi, stop):", *_indent(body, 1)]
     return lines
+
+
+def _largest(names: list[str]) -> str:
+    """The expression of the largest of ``names`` ('' for none)."""
+    if len(names) <= 1:
+        return "".join(names)
+    return f"max({names[0]}, {_largest(names[1:])})"
 
 
 def _indent(lines: Sequence[str], depth: int) -> list[str]:

@@ -172,15 +172,17 @@ class _ArrayRows:
         self.bits: dict[frozenset[str], str] = {}
         self.errors: set[int] = set()
         self.unpack: dict[str, str] = {}
-        #: lagged inputs (`InputSpec.lag`): their lag and whether they have a bitmap
-        self.lags: dict[int, tuple[int, bool]] = {}
+        #: lagged inputs (`InputSpec.lag`): their signed lag and whether they have a bitmap
+        self.lags: dict[int, tuple[str, bool]] = {}
 
     def column(self, k: int, spec: InputSpec, emit: Callable[[str], None]) -> str:
         if spec.lag:
-            # the values ``lag`` rows back (a gather; the rows a shift moves in read row 0)
-            self.lags[k] = (spec.lag, spec.nullable)
+            # the values ``lg{k}`` rows back or ahead (a gather; the rows a shift moves in
+            # read row 0)
+            lag = f"{'-' if spec.lag < 0 else ''}int(lg{k})"
+            self.lags[k] = (lag, spec.nullable)
             values = f"_unpack(x{k}, xo{k}, n)" if spec.dtype.is_bool else f"x{k}"
-            self.unpack[f"xl{k}"] = f"_lagged({values}, {spec.lag}, n)"
+            self.unpack[f"xl{k}"] = f"_lagged({values}, {lag}, n)"
             return f"xl{k}"
         if spec.dtype.is_bool:
             self.unpack[f"xb{k}"] = f"_unpack(x{k}, xo{k}, n)"

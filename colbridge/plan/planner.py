@@ -699,13 +699,14 @@ def _build_segment(
         mask is not None and any(isinstance(n, Scan) for n in walk(mask))
     ):
         memo: dict[Node, Node] = {}
-        outputs = [(name, _scans_as_columns(node, checker.types, scans, memo))
+        keep = frozenset(checker.scan_dicts)  # scans of strings: their names stay
+        outputs = [(name, _scans_as_columns(node, checker.types, scans, memo, keep))
                    for name, node in outputs]  # fmt: skip
         whole = gate is mask
         if mask is not None:
-            mask = _scans_as_columns(mask, checker.types, scans, memo)
+            mask = _scans_as_columns(mask, checker.types, scans, memo, keep)
         if gate is not None:
-            gate = mask if whole else _scans_as_columns(gate, checker.types, scans, memo)
+            gate = mask if whole else _scans_as_columns(gate, checker.types, scans, memo, keep)
     if group is None:
         hoisted: dict[Node, Node] = {}
         outputs = [(name, _per_group(node, checker.types, hoisted)) for name, node in outputs]
@@ -780,7 +781,11 @@ def _build_segment(
 
 
 def _scans_as_columns(
-    node: Node, types: dict[Node, DType], scans: dict[str, Scan], memo: dict[Node, Node]
+    node: Node,
+    types: dict[Node, DType],
+    scans: dict[str, Scan],
+    memo: dict[Node, Node],
+    keep: frozenset[Node] = frozenset(),
 ) -> Node:
     """``node`` with each outermost `Scan` read as an input column (recorded in ``scans``).
 
@@ -794,7 +799,8 @@ def _scans_as_columns(
     if isinstance(node, GroupAgg) and is_host_reduction(node, types):
         return node
     if isinstance(node, Scan):
-        name = scan_column(node)
+        lag = _lag_column(node, len(scans)) if node not in keep else None
+        name = lag or scan_column(node)
         scans[name] = node
         out: Node = Column(name)
         types[out] = types[node]
@@ -802,11 +808,26 @@ def _scans_as_columns(
         kids = children(node)
         out = node
         if kids:
-            out = reconstruct(node, tuple(_scans_as_columns(k, types, scans, memo) for k in kids))
+            out = reconstruct(node, tuple(_scans_as_columns(k, types, scans, memo, keep)
+                                          for k in kids))  # fmt: skip
             if out is not node:
                 types[out] = types[node]
     memo[node] = out
     return out
+
+
+def _lag_column(scan: Scan, index: int) -> str | None:
+    """The input name of a shift the kernels may read in place (`Segment.lagged`).
+
+    It names the column and the direction but not the rows, so plans that differ only in
+    ``k`` have one signature and share their kernels (the rows are a kernel argument).
+    A shift of strings keeps its scan name: its dictionary is looked up by that name.
+    """
+    steps, fill = (*scan.options, None, None)[:2]
+    if (scan.func != "shift" or scan.keys.exprs or fill is not None or not steps
+            or not isinstance(scan.arg, Column)):  # fmt: skip
+        return None
+    return f"__lag{index}__[{scan.arg.name}, {'back' if steps > 0 else 'ahead'}]"
 
 
 def _group_keys_of(node: Node) -> KeySet | None:

@@ -173,10 +173,35 @@ def test_kernel_sources_read_the_column_rows_back() -> None:
     x = cb.col("x")
     q = cb.lazy(pa.table({"x": pa.array([1.0, None, 3.0])})).with_columns(d=x - x.shift(1))
     cpu = q.explain(source=True, target="cpu")
-    assert "li1 = i - U(1)" in cpu  # the plain offset for rows past the first
-    assert "sw1 = _word(v1, vo1 - U(1), w)" in cpu  # the bitmap moved one row
+    assert "li1 = i - lg1" in cpu  # the plain offset for rows past the first
+    assert "sw1 = _word(v1, vo1 - lg1, w)" in cpu  # the bitmap moved `lg1` rows
     cuda = q.explain(source=True, device="cpu", target="cuda")
-    assert "(r >= (1LL) && r - (1LL) < n)" in cuda
+    assert "(r - lg1 >= 0LL && r - lg1 < n)" in cuda
+
+
+@pytest.mark.parametrize("tier", ["numpy", "compiled"])
+def test_every_lag_of_a_direction_shares_one_kernel(
+    tier: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # how many rows back is a kernel argument: a new `k` compiles nothing
+    monkeypatch.setenv("COLBRIDGE_CPU_TIER", tier)
+    table = _table(300, seed=31)
+    x, i = cb.col("float64"), cb.col("int32")
+    frame = pl.from_arrow(table)
+    compiled = []
+    for k, j in [(1, -1), (3, -2), (64, -65), (299, -300), (301, -301)]:
+        q = cb.lazy(table).with_columns(d=x - x.shift(k), e=i.shift(j), f=x.diff(k) * 2)
+        got = pl.from_arrow(q.compute())
+        want = frame.with_columns(d=pl.col("float64") - pl.col("float64").shift(k),
+                                  e=pl.col("int32").shift(j), f=pl.col("float64").diff(k) * 2)
+        assert_frame_equal(got, want)
+        compiled.append(q.last_report.stats.compiled)  # type: ignore[union-attr]
+    assert compiled[1:] == [0, 0, 0, 0]
+    # shifts back and ahead of one column: the column and two lagged inputs, each its own
+    # lag argument
+    q = cb.lazy(table).with_columns(d=x - x.shift(2), e=x.shift(-5) + x)
+    source = q.explain(source=True, target="cpu")
+    assert "(n, x0, v0, vo0, x1, v1, vo1, lg1, x2, v2, vo2, lg2, " in source
 
 
 @pytest.mark.parametrize("n", [0, 1, 70, 300])
