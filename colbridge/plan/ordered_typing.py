@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from colbridge.errors import SchemaError, UnsupportedTypeError
 from colbridge.expr.nodes import (
     Binary,
+    Cast,
     Column,
     KeySet,
     Literal,
@@ -119,13 +120,13 @@ class OrderedTyping:
             if dtype is DType.BOOL:
                 raise self._refuse(node, arg, "booleans; cast to an integer first")
             value = tc.cast_plain(arg, scan_result_type("diff", dtype), strict=False)
-            shifted = self._record(Scan("shift", value, (n, None), keys), tc.types[value])
+            shifted = self._shifted(value, n, keys)
             return self._record(Binary("sub", value, shifted), tc.types[value])
         if func == "pct_change":
             (n,) = node.options
             value = tc.cast_plain(arg, scan_result_type("pct_change", dtype), strict=False)
             t = tc.types[value]
-            shifted = self._record(Scan("shift", value, (n, None), keys), t)
+            shifted = self._shifted(value, n, keys)
             change = self._record(Binary("sub", value, shifted), t)
             return self._record(Binary("truediv", change, shifted), t)
         if func == "shift":
@@ -136,6 +137,24 @@ class OrderedTyping:
             result = DType.FLOAT32 if dtype is DType.FLOAT32 else DType.FLOAT64
         value = arg if func == "cum_count" else tc.cast_plain(arg, result, strict=False)
         return self._record(Scan(func, value, node.options, keys), result)
+
+    def _shifted(self, value: Node, n: int, keys: KeySet) -> Node:
+        """``value.shift(n)`` for ``diff`` and ``pct_change``, a widening cast after the shift.
+
+        ``x.cast(t).shift(n)`` is ``x.shift(n).cast(t)`` where the cast cannot fail (it
+        maps each value, and null to null): a shift of the column itself, which the
+        kernels read in place (`colbridge.plan.planner.Segment.lagged`), so the diff of
+        unsigned integers and the pct_change of integers need no shifted copy.
+        """
+        from colbridge.plan.typecheck import cast_can_fail
+
+        tc = self.tc
+        if isinstance(value, Cast) and isinstance(value.arg, Column) \
+                and not cast_can_fail(tc.types[value.arg], value.dtype):  # fmt: skip
+            moved = self._record(Scan("shift", value.arg, (n, None), keys),
+                                 tc.types[value.arg])  # fmt: skip
+            return self._record(Cast(moved, value.dtype, value.strict), value.dtype)
+        return self._record(Scan("shift", value, (n, None), keys), tc.types[value])
 
     def _record(self, node: Node, dtype: DType) -> Node:
         self.tc.types[node] = dtype
