@@ -72,8 +72,8 @@ class InputSpec:
     some rows back (1: ``x.shift(k)`` fused into the pass) or ahead (-1: a negative
     shift): row ``i`` is the column's row ``i - k``, null where that row does not
     exist. The bound array is the column itself and ``k`` is the argument
-    ``lg<input index>`` after it (its size for the CPU, signed for CUDA), so one kernel serves every
-    ``k`` of that direction; only the direction is written into the source.
+    ``lg<input index>`` after it (its size for the CPU, signed for CUDA), so one
+    kernel serves every ``k`` of that direction; only the direction is in the source.
     """
 
     name: str

@@ -457,9 +457,9 @@ def _flat_loops(rows: _CpuRows, body: list[str]) -> list[str]:
 
 def _largest(names: list[str]) -> str:
     """The expression of the largest of ``names`` ('' for none)."""
-    if len(names) <= 1:
-        return "".join(names)
-    return f"max({names[0]}, {_largest(names[1:])})"
+    if len(names) == 1:
+        return names[0]
+    return f"max({', '.join(names)})" if names else ""
 
 
 def _indent(lines: Sequence[str], depth: int) -> list[str]:

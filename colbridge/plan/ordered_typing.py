@@ -141,18 +141,14 @@ class OrderedTyping:
     def _shifted(self, value: Node, n: int, keys: KeySet) -> Node:
         """``value.shift(n)`` for ``diff`` and ``pct_change``, a widening cast after the shift.
 
-        ``x.cast(t).shift(n)`` is ``x.shift(n).cast(t)`` where the cast raises on no
-        value (it maps each value, and null to null; a non-strict cast maps a value
-        that does not fit to null, wherever the row goes): a shift of the column
-        itself, which the kernels read in place (`colbridge.plan.planner.Segment.lagged`),
-        so the diff of unsigned integers and the pct_change of integers need no shifted
-        copy. (A strict cast that can fail would raise on a row the shift drops.)
+        Both widen without raising (``strict=False``): the cast maps each value, and
+        null to null (a value that does not fit to null), wherever its row goes, so
+        ``x.cast(t).shift(n)`` is ``x.shift(n).cast(t)``: a shift of the column itself,
+        which the kernels read in place (`colbridge.plan.planner.Segment.lagged`), and
+        the diff of unsigned integers and the pct_change of integers need no shifted copy.
         """
-        from colbridge.plan.typecheck import cast_can_fail
-
         tc = self.tc
-        if isinstance(value, Cast) and isinstance(value.arg, Column) and (
-                not value.strict or not cast_can_fail(tc.types[value.arg], value.dtype)):
+        if isinstance(value, Cast) and not value.strict and isinstance(value.arg, Column):
             moved = self._record(Scan("shift", value.arg, (n, None), keys),
                                  tc.types[value.arg])  # fmt: skip
             return self._record(Cast(moved, value.dtype, value.strict), value.dtype)

@@ -154,10 +154,10 @@ class Segment:
         """
         lagged: dict[str, tuple[str, int]] = {}
         for name, scan in self.scans.items():
-            steps, fill = (*scan.options, None, None)[:2]
-            if (scan.func == "shift" and not scan.keys.exprs and fill is None and steps
-                    and isinstance(scan.arg, Column) and name not in self.scan_dicts):  # fmt: skip
-                lagged[name] = (scan.arg.name, int(steps))
+            steps = _lag_steps(scan)
+            if steps and name not in self.scan_dicts:
+                assert isinstance(scan.arg, Column)
+                lagged[name] = (scan.arg.name, steps)
         return lagged
 
     @property
@@ -816,6 +816,18 @@ def _scans_as_columns(
     return out
 
 
+def _lag_steps(scan: Scan) -> int:
+    """The lag of a shift the kernels may read in place (`Segment.lagged`), else 0.
+
+    ``x.shift(k)`` of a frame column over the whole rows, without a fill value.
+    """
+    steps, fill = (*scan.options, None, None)[:2]
+    if (scan.func != "shift" or scan.keys.exprs or fill is not None or not steps
+            or not isinstance(scan.arg, Column)):  # fmt: skip
+        return 0
+    return int(steps)
+
+
 def _lag_column(scan: Scan, index: int) -> str | None:
     """The input name of a shift the kernels may read in place (`Segment.lagged`).
 
@@ -823,10 +835,10 @@ def _lag_column(scan: Scan, index: int) -> str | None:
     ``k`` have one signature and share their kernels (the rows are a kernel argument).
     A shift of strings keeps its scan name: its dictionary is looked up by that name.
     """
-    steps, fill = (*scan.options, None, None)[:2]
-    if (scan.func != "shift" or scan.keys.exprs or fill is not None or not steps
-            or not isinstance(scan.arg, Column)):  # fmt: skip
+    steps = _lag_steps(scan)
+    if not steps:
         return None
+    assert isinstance(scan.arg, Column)
     return f"__lag{index}__[{scan.arg.name}, {'back' if steps > 0 else 'ahead'}]"
 
 
