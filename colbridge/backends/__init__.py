@@ -8,7 +8,6 @@ backend ran.
 from __future__ import annotations
 
 import importlib
-import sys
 from collections.abc import Mapping
 from typing import Any, Protocol, cast
 
@@ -68,6 +67,7 @@ _BACKENDS = {"cpu": "colbridge.backends.cpu", "cuda": "colbridge.backends.cuda"}
 
 def get_backend(target: str) -> Backend:
     """The backend module for ``target`` (``"cpu"`` or ``"cuda"``), imported on first use."""
-    name = _BACKENDS[target]
-    module: Any = sys.modules.get(name) or importlib.import_module(name)
+    # import_module, not a look in sys.modules first: while one thread imports the
+    # module, it is in sys.modules half made, and import_module waits for it
+    module: Any = importlib.import_module(_BACKENDS[target])
     return cast(Backend, module)
