@@ -101,13 +101,15 @@ def job_total_rows() -> int | None:
     return None if job is None else job.total_rows
 
 
-def lag_directions(lags: Mapping[str, int]) -> tuple[tuple[str, bool], ...]:
-    """The part of a kernel's cache key its lagged inputs make: which read rows back.
+def lag_directions(lags: Mapping[str, int],
+                   fills: Mapping[str, Any]) -> tuple[tuple[str, bool, bool], ...]:  # fmt: skip
+    """The part of a kernel's cache key its lagged inputs make: which read rows back, filled.
 
-    How many rows is a kernel argument, so ``x.shift(1)`` and ``x.shift(7)`` share one
-    compiled kernel; reading back or ahead is written into the source.
+    How many rows and the fill value are kernel arguments, so ``x.shift(1)`` and
+    ``x.shift(7, fill_value=0)`` share one compiled kernel with ``x.shift(7, fill_value=2)``;
+    reading back or ahead, and whether the rows shifted in are filled, is in the source.
     """
-    return tuple(sorted((name, lag > 0) for name, lag in lags.items()))
+    return tuple(sorted((name, lag > 0, name in fills) for name, lag in lags.items()))
 
 
 def input_nullability(segment: Segment, columns: Mapping[str, pa.Array],

@@ -270,8 +270,8 @@ def _readonly(array: np.ndarray) -> np.ndarray:
     return array
 
 
-def _bind_input(spec: InputSpec, array: pa.Array, lags: Mapping[str, int]) -> list[Any]:
-    """The arguments of input ``spec``: its values, bitmap and offsets, and its lag's rows."""
+def _bind_input(spec: InputSpec, array: pa.Array, nulls: Nullability) -> list[Any]:
+    """The arguments of input ``spec``: values, bitmap and offsets, its lag's rows and fill."""
     buffers = array.buffers()
     offset = array.offset
     n = len(array)
@@ -294,7 +294,10 @@ def _bind_input(spec: InputSpec, array: pa.Array, lags: Mapping[str, int]) -> li
             bits = np.full((offset + n + 7) // 8 + 1, 0xFF, dtype=np.uint8)
         bound += [_readonly(bits), np.uint64(offset)]
     if spec.lag:
-        bound.append(np.uint64(abs(lags[spec.name])))  # `lg{k}`: the direction is in the source
+        # `lg{k}`: the direction is in the source
+        bound.append(np.uint64(abs(nulls.lags[spec.name])))
+    if spec.fill:
+        bound.append(spec.dtype.numpy.type(nulls.fills[spec.name]))  # `fl{k}`
     return bound
 
 
@@ -393,7 +396,7 @@ def run_segment(
     nblocks = (n + BLOCK - 1) // BLOCK
     args: list[Any] = [n]
     for spec in src.inputs:
-        args += _bind_input(spec, columns[spec.name], nulls.lags)
+        args += _bind_input(spec, columns[spec.name], nulls)
     for s in src.scalars:
         args += bind_scalar(s, *run.scalar_values[s.agg])
     args += _bind_groups(src, run.grouped_values)
@@ -485,7 +488,7 @@ def _reduce_level(
         else _NO_ERRORS  # fmt: skip
     args: list[Any] = [num_rows]
     for spec in src.inputs:
-        args += _bind_input(spec, columns[spec.name], nulls.lags)
+        args += _bind_input(spec, columns[spec.name], nulls)
     for s in src.scalars:
         args += bind_scalar(s, *scalar_values[s.agg])
     args += _bind_groups(src, grouped_values)
@@ -551,8 +554,10 @@ class _Run:
         self.input_types = tuple((c, columns[c].type) for c in segment.inputs)
         self.nullable = input_nullability(segment, columns, (self.nan_null, self.input_types))
         #: inputs read rows back (shifts fused into the passes), by input name
-        self.lags = {name: lag for name, (_, lag) in groups.lagged.items()} \
-            if groups is not None else {}  # fmt: skip
+        lagged = groups.lagged if groups is not None else {}
+        self.lags = {name: read.rows for name, read in lagged.items()}
+        #: the fills of those whose rows shifted in are filled
+        self.fills = {name: read.fill for name, read in lagged.items() if read.fill is not None}
         self.scalar_values: dict[Agg, tuple[Any, bool]] = dict(prior[0]) if prior else {}
         self.grouped_values: dict[GroupAgg, GroupedValues] = dict(prior[1]) if prior else {}
         if groups is not None:
@@ -567,9 +572,10 @@ class _Run:
         """The nullability kernels are generated for now, and its part of their cache key."""
         # group results with no null group are read without validity (flat row loops)
         valid = frozenset(g for g, (_, v) in self.grouped_values.items() if v is None)
-        found = Nullability(self.segment.types, self.nullable, self.nan_null, valid, self.lags)
+        found = Nullability(self.segment.types, self.nullable, self.nan_null, valid, self.lags,
+                            self.fills)  # fmt: skip
         key = (self.nullable, self.nan_null, self.input_types, *((valid,) if valid else ()),
-               *((lag_directions(self.lags),) if self.lags else ()))  # fmt: skip
+               *((lag_directions(self.lags, self.fills),) if self.lags else ()))  # fmt: skip
         return found, key
 
     def grouped_pass(
@@ -604,7 +610,7 @@ class _Run:
         err = np.zeros((N_HOST_ERR_KINDS, chunks), dtype=np.int64) if src.uses_err else _NO_ERRORS
         args: list[Any] = [num_rows]
         for spec in src.inputs:
-            args += _bind_input(spec, self.columns[spec.name], self.lags)
+            args += _bind_input(spec, self.columns[spec.name], nulls)
         for s in src.scalars:
             args += bind_scalar(s, *self.scalar_values[s.agg])
         args += _bind_groups(src, self.grouped_values)
@@ -681,7 +687,7 @@ def _run_filter(
         types[Column(name)] = dtype
     nullable = nulls.nullable_columns | {name for name, a in carried.items() if a.null_count}
     filter_nulls = Nullability(types, frozenset(nullable), nulls.nan_null_columns,
-                               nulls.valid_groups, nulls.lags)  # fmt: skip
+                               nulls.valid_groups, nulls.lags, nulls.fills)  # fmt: skip
     inputs = {**columns, **carried}
 
     def make(gen: ModuleType) -> KernelSource:
@@ -700,7 +706,7 @@ def _run_filter(
     src = kernel.source
     common: list[Any] = [n]
     for spec in src.inputs:
-        common += _bind_input(spec, inputs[spec.name], filter_nulls.lags)
+        common += _bind_input(spec, inputs[spec.name], filter_nulls)
     for s in src.scalars:
         common += bind_scalar(s, *scalar_values[s.agg])
     common += _bind_groups(src, grouped_values)

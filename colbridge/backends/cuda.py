@@ -876,8 +876,10 @@ class _SegmentRun:
         self.input_types = tuple((c, columns[c].type) for c in segment.inputs)
         self.nullable = input_nullability(segment, columns, (self.nan_null, self.input_types))
         #: inputs read rows back (shifts fused into the passes), by input name
-        self.lags = {name: lag for name, (_, lag) in groups.lagged.items()} \
-            if groups is not None else {}  # fmt: skip
+        lagged = groups.lagged if groups is not None else {}
+        self.lags = {name: read.rows for name, read in lagged.items()}
+        #: the fills of those whose rows shifted in are filled
+        self.fills = {name: read.fill for name, read in lagged.items() if read.fill is not None}
         self.scalar_values: dict[Agg, tuple[Any, bool]] = dict(prior[0]) if prior else {}
         self.grouped_values: dict[GroupAgg, GroupedValues] = dict(prior[1]) if prior else {}
         if groups is not None:
@@ -933,10 +935,11 @@ class _SegmentRun:
         """What kernels are generated for now, and its part of their cache keys."""
         # group results with no null group are read without validity (flat row loops)
         valid = frozenset(g for g, (_, v) in self.grouped_values.items() if v is None)
-        nulls = Nullability(self.segment.types, self.nullable, self.nan_null, valid, self.lags)
+        nulls = Nullability(self.segment.types, self.nullable, self.nan_null, valid, self.lags,
+                            self.fills)  # fmt: skip
         key = (tuple(sorted(self.nullable)), self.nan_null, self.input_types,
                *((valid,) if valid else ()),
-               *((lag_directions(self.lags),) if self.lags else ()))  # fmt: skip
+               *((lag_directions(self.lags, self.fills),) if self.lags else ()))  # fmt: skip
         return nulls, key
 
     def _reduce_kernel(self, level: list[Agg], plan_text: str) -> _Compiled:
@@ -1034,6 +1037,8 @@ class _SegmentRun:
                 args.append(bit)
         if spec.lag:
             args.append(self.lags[spec.name])  # `lg{k}`: rows back, negative for ahead
+        if spec.fill:
+            args.append(self.fills[spec.name])  # `fl{k}`: the rows shifted in
         return args
 
     def _in_place_address(self, part: _Part, lo: int, hi: int, slot: _Slot) -> int:
@@ -1103,7 +1108,7 @@ class _SegmentRun:
         passes over groups): the lagged input becomes the shift itself (one copy).
         """
         for name, lag in self.lags.items():
-            shifted = host_scan("shift", (lag, None), self.columns[name],
+            shifted = host_scan("shift", (lag, self.fills.get(name)), self.columns[name],
                                self.segment.types[Column(name)],
                                self.segment.types[Column(name)], None)  # fmt: skip
             self.columns = {**self.columns, name: shifted}
@@ -1112,6 +1117,7 @@ class _SegmentRun:
                 self.in_place.pop(part.key, None)
         self.nullable = self.nullable | {n for n in self.lags if self.columns[n].null_count}
         self.lags = {}
+        self.fills = {}
         self.nulls, self.variant = self._nullability()
 
     def run(self) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -36,6 +36,9 @@ import pyarrow.compute as pc
 
 from colbridge.errors import UnsupportedTypeError
 from colbridge.memory import empty_array
+
+if TYPE_CHECKING:
+    from colbridge.plan.planner import LaggedRead
 
 __all__ = [
     "NUMPY_MAX_ROWS",
@@ -120,8 +123,8 @@ class Grouping:
     #: arrays, whose dictionaries the segment's tables and results look up by name
     moved: dict[str, pa.Array] = field(default_factory=dict)
     #: shifts the kernels read in place (`colbridge.plan.planner.Segment.lagged`): by the
-    #: input name the passes read them as, the frame column and how many rows back
-    lagged: dict[str, tuple[str, int]] = field(default_factory=dict)
+    #: input name the passes read them as, the frame column, the rows back and the fill
+    lagged: dict[str, LaggedRead] = field(default_factory=dict)
 
     def of(self, ids_column: str | None) -> GroupIds:
         """The groups of a key set (None: the one group)."""

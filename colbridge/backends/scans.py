@@ -509,9 +509,11 @@ def shifted_in_place(arg: pa.Array, options: tuple[Any, ...], result: DType) -> 
 
 def lag_text(scan: Scan) -> str:
     """How the passes read a shift they read in place (`explain()`, the compute's report)."""
-    steps = scan.options[0]
+    steps, fill = scan.options
     column = scan.arg.name if isinstance(scan.arg, Column) else repr(scan.arg)
-    return f"the passes read `{column}` {abs(steps)} row(s) {'back' if steps > 0 else 'ahead'}"
+    filled = "" if fill is None else f", {fill!r} on the rows shifted in"
+    return (f"the passes read `{column}` {abs(steps)} row(s) "
+            f"{'back' if steps > 0 else 'ahead'}{filled}")  # fmt: skip
 
 
 def _shift_parts(arg: pa.Array, options: tuple[Any, ...], result: DType) -> list[pa.Array] | None:

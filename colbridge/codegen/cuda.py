@@ -321,19 +321,22 @@ class _CudaRows:
     def __init__(self) -> None:
         self.bits: dict[frozenset[str], str] = {}
         self.errors: set[int] = set()
-        #: lagged inputs (`InputSpec.lag`): whether they have a bitmap
-        self.lags: dict[int, bool] = {}
+        #: lagged inputs (`InputSpec.lag`): whether they have a bitmap and whether the rows
+        #: shifted in are filled
+        self.lags: dict[int, tuple[bool, bool]] = {}
 
     def column(self, k: int, spec: InputSpec, emit: Callable[[str], None]) -> str:
         r = "r"
         if spec.lag:
             # the row ``lg{k}`` rows back (ahead where negative); where it does not exist,
-            # row 0 (the value is null there)
-            self.lags[k] = spec.nullable
+            # row 0 (the value is null there), or the fill ``fl{k}``
+            self.lags[k] = (spec.nullable, spec.fill)
             r = f"({_lag_exists(k)} ? r - lg{k} : 0LL)"
         if spec.dtype.is_bool:
-            return f"(((x{k}[({r} + xo{k}) >> 3] >> (({r} + xo{k}) & 7)) & 1) != 0)"
-        return f"x{k}[{r}]"
+            value = f"(((x{k}[({r} + xo{k}) >> 3] >> (({r} + xo{k}) & 7)) & 1) != 0)"
+        else:
+            value = f"x{k}[{r}]"
+        return f"({_lag_exists(k)} ? {value} : fl{k})" if spec.fill else value
 
     def sources_bit(self, sources: frozenset[str], emit: Callable[[str], None]) -> str:
         name = self.bits.get(sources)
@@ -350,12 +353,16 @@ class _CudaRows:
             else:
                 k = source[1:]
                 lagged = int(k) in self.lags
-                has_bitmap = self.lags.get(int(k), True)
+                has_bitmap, filled = self.lags.get(int(k), (True, False))
                 r = f"(r - lg{k})" if lagged else "r"
+                bit = f"(((v{k}[({r} + vo{k}) >> 3] >> (({r} + vo{k}) & 7)) & 1) != 0)"
+                if filled:  # a filled row shifted in is valid (a source has a bitmap)
+                    parts.append(f"(!{_lag_exists(int(k))} || {bit})")
+                    continue
                 if lagged:
                     parts.append(_lag_exists(int(k)))
                 if has_bitmap:
-                    parts.append(f"(((v{k}[({r} + vo{k}) >> 3] >> (({r} + vo{k}) & 7)) & 1) != 0)")
+                    parts.append(bit)
         emit(f"const bool {name} = {' && '.join(parts)};")
         return name
 
@@ -385,6 +392,8 @@ def _params(
             params += [("const unsigned char*", f"v{k}"), ("long long", f"vo{k}")]
         if spec.lag:
             params.append(("long long", f"lg{k}"))  # rows back; negative: ahead
+        if spec.fill:
+            params.append((ctype(spec.dtype), f"fl{k}"))  # the rows shifted in
     for j, s in enumerate(scalars):
         params.append((ctype(s.dtype), f"s{j}"))
         if s.nullable:

@@ -74,6 +74,8 @@ class InputSpec:
     exist. The bound array is the column itself and ``k`` is the argument
     ``lg<input index>`` after it (its size for the CPU, signed for CUDA), so one
     kernel serves every ``k`` of that direction; only the direction is in the source.
+    ``fill`` (with a lag): the rows the shift moves in hold the argument ``fl<input
+    index>`` (after ``lg``, of the column's type) and are valid, as ``shift(k, fill)``.
     """
 
     name: str
@@ -81,6 +83,7 @@ class InputSpec:
     nullable: bool
     nan_null: bool = False
     lag: int = 0
+    fill: bool = False
 
 
 @dataclass(frozen=True)
@@ -191,7 +194,8 @@ def collect_inputs(
                 nan_null = node.name in nulls.nan_null_columns and types[node].is_float
                 k = nulls.lags.get(node.name, 0)
                 lag = (k > 0) - (k < 0)  # the direction; the rows are an argument
-                specs.append(InputSpec(node.name, types[node], has_bitmap, nan_null, lag))
+                fill = bool(lag) and node.name in nulls.fills
+                specs.append(InputSpec(node.name, types[node], has_bitmap, nan_null, lag, fill))
             return
         for c in children(node):
             visit(c)

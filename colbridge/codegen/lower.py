@@ -337,8 +337,10 @@ class Lowering:
         k = self.inputs[node.name]
         spec = self.input_specs[k]
         t = self.declare(spec.dtype, self.rows.column(k, spec, self.emit), "c")
-        # a lagged input has nulls where the shift moves rows in, bitmap or not
-        sources = frozenset({input_source(k)}) if spec.nullable or spec.lag else frozenset()
+        # a lagged input has nulls where the shift moves rows in (unless they are filled),
+        # bitmap or not
+        lag_nulls = spec.lag and not spec.fill
+        sources = frozenset({input_source(k)}) if spec.nullable or lag_nulls else frozenset()
         row = None
         if spec.nan_null:  # NaN means null in this column (pandas NumPy-backed floats)
             row = self.declare(DType.BOOL, self.d.compare("==", t, t), "m")

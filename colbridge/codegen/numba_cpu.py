@@ -284,8 +284,9 @@ class _CpuRows:
         #: source sets read per row: (name of their word, the sources)
         self.word_sets: dict[frozenset[str], str] = shared.word_sets if shared else {}
         self.errors: set[int] = shared.errors if shared else set()
-        #: lagged inputs (`InputSpec.lag`): their direction and whether they have a bitmap
-        self.lags: dict[int, tuple[int, bool]] = shared.lags if shared else {}
+        #: lagged inputs (`InputSpec.lag`): their direction, whether they have a bitmap and
+        #: whether the rows shifted in are filled
+        self.lags: dict[int, tuple[int, bool, bool]] = shared.lags if shared else {}
         #: each lagged input's row statement, clamped to a row that exists (any row will
         #: do: the value is null there), and as the plain offset for rows known in range
         self.lag_rows: dict[str, str] = shared.lag_rows if shared else {}
@@ -294,15 +295,22 @@ class _CpuRows:
     def column(self, k: int, spec: InputSpec, emit: Callable[[str], None]) -> str:
         i = self.row
         if spec.lag:
-            self.lags[k] = (spec.lag, spec.nullable)
+            self.lags[k] = (spec.lag, spec.nullable, spec.fill)
             row = f"li{k}{self.suffix}"
             clamped, plain = _lagged_row(i, k, spec.lag)
             self.lag_rows[f"{row} = {clamped}"] = f"{row} = {plain}"
             emit(f"{row} = {clamped}")
+            if spec.fill:
+                # the fill where the row read does not exist; only the loops at the ends
+                # of the rows choose (in the plain loop every row read exists)
+                value = f"lf{k}{self.suffix}"
+                read = _read(k, spec, row)
+                exists = f"{i} >= lg{k}" if spec.lag > 0 else f"{i} + lg{k} < U(n)"
+                self.lag_rows[f"{value} = _select({exists}, {read}, fl{k})"] = f"{value} = {read}"
+                emit(f"{value} = _select({exists}, {read}, fl{k})")
+                return value
             i = row
-        if spec.dtype.is_bool:
-            return f"((x{k}[({i} + xo{k}) >> U(3)] >> (({i} + xo{k}) & U(7))) & U(1)) != U(0)"
-        return f"x{k}[{i}]"
+        return _read(k, spec, i)
 
     def sources_bit(self, sources: frozenset[str], emit: Callable[[str], None]) -> str:
         word = self.word_sets.get(sources)
@@ -320,6 +328,13 @@ class _CpuRows:
         return f"nerr{kind} += np.int64({failed})"
 
 
+def _read(k: int, spec: InputSpec, i: str) -> str:
+    """Input ``k``'s value at row ``i``: an element, or a bit of a boolean column."""
+    if spec.dtype.is_bool:
+        return f"((x{k}[({i} + xo{k}) >> U(3)] >> (({i} + xo{k}) & U(7))) & U(1)) != U(0)"
+    return f"x{k}[{i}]"
+
+
 def _lagged_row(i: str, k: int, direction: int) -> tuple[str, str]:
     """The row input ``k`` is read at, ``lg{k}`` rows back (``direction`` 1) or ahead (-1).
 
@@ -334,26 +349,28 @@ def _lagged_row(i: str, k: int, direction: int) -> tuple[str, str]:
 _ALL = "U(0xFFFFFFFFFFFFFFFF)"
 
 
-def _lagged_word(k: int, direction: int, has_bitmap: bool) -> str:
+def _lagged_word(k: int, direction: int, has_bitmap: bool, fill: bool) -> str:
     """Word ``w`` of a lagged input's validity, as an expression.
 
-    Its bitmap moved ``lg{k}`` rows back (``direction`` 1) or ahead (-1), with no valid
-    row where the shift moves one in (before row ``lg{k}``, or from row ``n - lg{k}`` on).
+    Its bitmap moved ``lg{k}`` rows back (``direction`` 1) or ahead (-1). The rows the
+    shift moves in (before row ``lg{k}``, or from row ``n - lg{k}`` on) are null, or
+    valid where they are filled (``fill``).
     """
     start = "(w << U(6))"
     lag = f"lg{k}"
     if direction > 0:
         moved = f"_word(v{k}, vo{k} - {lag}, w)" if has_bitmap else _ALL
         first = f"_word(v{k}, vo{k}, U(0))" if has_bitmap else _ALL
-        # words before row `lag` + 64 hold the first rows, shifted up past the new nulls
-        return (f"{moved} if {start} >= {lag} else (({first} << ({lag} - {start})) "
-                f"if {lag} - {start} < U(64) else U(0))")  # fmt: skip
+        # words before row `lag` + 64 hold the first rows, shifted up past the new rows
+        edge = f" | ((U(1) << ({lag} - {start})) - U(1))" if fill else ""
+        return (f"{moved} if {start} >= {lag} else (({first} << ({lag} - {start})){edge} "
+                f"if {lag} - {start} < U(64) else {_ALL if fill else 'U(0)'})")  # fmt: skip
     ahead = lag
     moved = f"_word(v{k}, vo{k} + {ahead}, w)" if has_bitmap else _ALL
-    end = f"(U(n) - {ahead} if U(n) > {ahead} else U(0))"  # rows from here are null
+    end = f"(U(n) - {ahead} if U(n) > {ahead} else U(0))"  # rows from here are moved in
     below = (f"({_ALL} if {end} >= {start} + U(64) else (((U(1) << ({end} - {start})) - U(1)) "
              f"if {end} > {start} else U(0)))")  # fmt: skip
-    return f"({moved}) & {below}"
+    return f"({moved}) | ~{below}" if fill else f"({moved}) & {below}"
 
 
 def _source_word(source: str) -> str:
@@ -384,6 +401,8 @@ def _signature_args(
             args += [f"v{k}", f"vo{k}"]
         if spec.lag:
             args.append(f"lg{k}")  # the rows a lagged input is read back or ahead (uint64)
+        if spec.fill:
+            args.append(f"fl{k}")  # the value of the rows it moves in
     for j, s in enumerate(scalars):
         args.append(f"s{j}")
         if s.nullable:
@@ -438,8 +457,8 @@ def _flat_loops(rows: _CpuRows, body: list[str]) -> list[str]:
     """
     if not rows.lag_rows:
         return ["for i in range(start, stop):", *_indent(body, 1)]
-    back = _largest([f"lg{k}" for k, (d, _) in sorted(rows.lags.items()) if d > 0])
-    ahead = _largest([f"lg{k}" for k, (d, _) in sorted(rows.lags.items()) if d < 0])
+    back = _largest([f"lg{k}" for k, (d, *_) in sorted(rows.lags.items()) if d > 0])
+    ahead = _largest([f"lg{k}" for k, (d, *_) in sorted(rows.lags.items()) if d < 0])
     plain = [rows.lag_rows.get(line, line) for line in body]
     lo = "min(max(start, lag_back), stop)" if back else "start"
     hi = "max(min(stop, nu - lag_ahead if nu > lag_ahead else U(0)), lag_lo)" if ahead \

@@ -172,17 +172,19 @@ class _ArrayRows:
         self.bits: dict[frozenset[str], str] = {}
         self.errors: set[int] = set()
         self.unpack: dict[str, str] = {}
-        #: lagged inputs (`InputSpec.lag`): their signed lag and whether they have a bitmap
-        self.lags: dict[int, tuple[str, bool]] = {}
+        #: lagged inputs (`InputSpec.lag`): their signed lag, whether they have a bitmap and
+        #: whether the rows shifted in are filled
+        self.lags: dict[int, tuple[str, bool, bool]] = {}
 
     def column(self, k: int, spec: InputSpec, emit: Callable[[str], None]) -> str:
         if spec.lag:
             # the values ``lg{k}`` rows back or ahead (a gather; the rows a shift moves in
-            # read row 0)
+            # read row 0, or the fill ``fl{k}``)
             lag = f"{'-' if spec.lag < 0 else ''}int(lg{k})"
-            self.lags[k] = (lag, spec.nullable)
+            self.lags[k] = (lag, spec.nullable, spec.fill)
             values = f"_unpack(x{k}, xo{k}, n)" if spec.dtype.is_bool else f"x{k}"
-            self.unpack[f"xl{k}"] = f"_lagged({values}, {lag}, n)"
+            fill = f"fl{k}" if spec.fill else "None"
+            self.unpack[f"xl{k}"] = f"_lagged({values}, {lag}, n, {fill})"
             return f"xl{k}"
         if spec.dtype.is_bool:
             self.unpack[f"xb{k}"] = f"_unpack(x{k}, xo{k}, n)"
@@ -208,7 +210,7 @@ class _ArrayRows:
                     self.unpack[f"vv{k}"] = f"_unpack(v{k}, vo{k}, n)"
                 else:
                     valid = f"_unpack(v{k}, vo{k}, n)" if lag[1] else "np.ones(n, np.bool_)"
-                    self.unpack[f"vv{k}"] = f"_lagged_valid({valid}, {lag[0]}, n)"
+                    self.unpack[f"vv{k}"] = f"_lagged_valid({valid}, {lag[0]}, n, {lag[2]})"
                 parts.append(f"vv{k}")
         emit(f"{name} = np.broadcast_to({' & '.join(parts)}, (n,))")
         return name
@@ -546,17 +548,20 @@ def _unpack(bits, offset, n):
     return np.unpackbits(bits, count=offset + n, bitorder="little")[offset:].astype(bool)
 
 
-def _lagged(values, lag, n):
-    # row i holds row i - lag; rows a shift moves in hold row 0 (their value is null)
-    rows = np.arange(n, dtype=np.int64) - lag
-    return values[np.where((rows >= 0) & (rows < n), rows, 0)]
-
-
-def _lagged_valid(valid, lag, n):
-    # the validity of row i - lag; false where that row does not exist
+def _lagged(values, lag, n, fill):
+    # row i holds row i - lag; rows a shift moves in hold `fill`, or row 0 (their value is
+    # null) where it is None
     rows = np.arange(n, dtype=np.int64) - lag
     inside = (rows >= 0) & (rows < n)
-    return valid[np.where(inside, rows, 0)] & inside
+    moved = values[np.where(inside, rows, 0)]
+    return moved if fill is None else np.where(inside, moved, fill).astype(values.dtype)
+
+
+def _lagged_valid(valid, lag, n, filled):
+    # the validity of row i - lag; where that row does not exist, whether it is filled
+    rows = np.arange(n, dtype=np.int64) - lag
+    inside = (rows >= 0) & (rows < n)
+    return valid[np.where(inside, rows, 0)] & inside | (~inside if filled else False)
 
 
 def _pack(out, values, n):

@@ -7,6 +7,7 @@ per node, whether a validity bit has to be computed at all.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from colbridge.expr.nodes import (
     Agg,
@@ -45,6 +46,7 @@ class Nullability:
         nan_null_columns: frozenset[str] = frozenset(),
         valid_groups: frozenset[Node] = frozenset(),
         lags: Mapping[str, int] | None = None,
+        fills: Mapping[str, Any] | None = None,
     ) -> None:
         self.types = types
         # columns with a validity bitmap holding nulls
@@ -56,6 +58,8 @@ class Nullability:
         # input columns the kernels read a number of rows back (a shift fused into the
         # pass, `Segment.lagged`): null on the rows the shift moves in, whatever the column
         self.lags: Mapping[str, int] = lags or {}
+        # the fill values of those whose rows shifted in are filled (not null)
+        self.fills: Mapping[str, Any] = fills or {}
         self._memo: dict[Node, bool] = {}
 
     def may_be_null(self, node: Node) -> bool:
@@ -69,7 +73,7 @@ class Nullability:
     def _compute(self, node: Node) -> bool:
         if isinstance(node, Column):
             return (node.name in self.nullable_columns or node.name in self.nan_null_columns
-                    or node.name in self.lags)  # fmt: skip
+                    or (node.name in self.lags and node.name not in self.fills))  # fmt: skip
         if isinstance(node, Literal):
             return node.value is None
         if isinstance(node, Agg):

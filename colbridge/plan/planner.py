@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -61,7 +61,7 @@ from colbridge.plan.typecheck import (
 from colbridge.types import DType
 from colbridge.types.logical import Logical
 
-__all__ = ["GroupBySpec", "Segment", "SegmentSpec", "plan_segments", "type_segment",
+__all__ = ["GroupBySpec", "LaggedRead", "Segment", "SegmentSpec", "plan_segments", "type_segment",
            "unknown_column"]
 
 
@@ -75,6 +75,17 @@ class GroupBySpec:
 
     keys: KeySet
     names: tuple[str, ...]
+
+
+class LaggedRead(NamedTuple):
+    """A shift the kernels read in place (`Segment.lagged`)."""
+
+    #: the frame column read
+    source: str
+    #: rows back (negative: ahead)
+    rows: int
+    #: the value of the rows shifted in, of the column's type (None: they are null)
+    fill: bool | int | float | None
 
 
 @dataclass
@@ -143,21 +154,22 @@ class Segment:
                 and all(isinstance(node, Agg) for _, node in self.outputs))  # fmt: skip
 
     @functools.cached_property
-    def lagged(self) -> dict[str, tuple[str, int]]:
-        """Shifts the kernels read in place: by scan column, the frame column and the lag.
+    def lagged(self) -> dict[str, LaggedRead]:
+        """Shifts the kernels read in place: by scan column, the frame column, lag and fill.
 
-        ``x.shift(k)`` of a frame column over the whole rows, without a fill value, is
-        row ``i - k`` of ``x`` (null where that row does not exist): the passes read ``x``
-        itself ``k`` rows back (`colbridge.codegen.kernel.InputSpec.lag`) instead of a
-        shifted copy made by the scan pass first. A stream's batches still run the scan,
-        whose carry brings in the rows of the batch before (`colbridge.backends.scans`).
+        ``x.shift(k)`` of a frame column over the whole rows is row ``i - k`` of ``x``
+        (null where that row does not exist, or ``fill_value`` of ``x``'s own type): the
+        passes read ``x`` itself ``k`` rows back (`colbridge.codegen.kernel.InputSpec.lag`)
+        instead of a shifted copy made by the scan pass first. A stream's batches still
+        run the scan, whose carry brings in the rows of the batch before
+        (`colbridge.backends.scans`).
         """
-        lagged: dict[str, tuple[str, int]] = {}
+        lagged: dict[str, LaggedRead] = {}
         for name, scan in self.scans.items():
             steps = _lag_steps(scan)
             if steps and name not in self.scan_dicts:
                 assert isinstance(scan.arg, Column)
-                lagged[name] = (scan.arg.name, steps)
+                lagged[name] = LaggedRead(scan.arg.name, steps, scan.options[1])
         return lagged
 
     @property
@@ -819,27 +831,30 @@ def _scans_as_columns(
 def _lag_steps(scan: Scan) -> int:
     """The lag of a shift the kernels may read in place (`Segment.lagged`), else 0.
 
-    ``x.shift(k)`` of a frame column over the whole rows, without a fill value.
+    ``x.shift(k)`` or ``x.shift(k, fill_value)`` of a frame column over the whole rows.
+    Typing makes the fill of a shift a value of the column's own type (a fill that
+    widens the type shifts a cast of the column, which is not read in place).
     """
-    steps, fill = (*scan.options, None, None)[:2]
-    if (scan.func != "shift" or scan.keys.exprs or fill is not None or not steps
+    if (scan.func != "shift" or scan.keys.exprs or not scan.options[0]
             or not isinstance(scan.arg, Column)):  # fmt: skip
         return 0
-    return int(steps)
+    return int(scan.options[0])
 
 
 def _lag_column(scan: Scan, index: int) -> str | None:
     """The input name of a shift the kernels may read in place (`Segment.lagged`).
 
-    It names the column and the direction but not the rows, so plans that differ only in
-    ``k`` have one signature and share their kernels (the rows are a kernel argument).
-    A shift of strings keeps its scan name: its dictionary is looked up by that name.
+    It names the column, the direction and whether the rows shifted in are filled, but
+    not the rows or the fill value, so plans that differ only in those have one
+    signature and share their kernels (both are kernel arguments). A shift of strings
+    keeps its scan name: its dictionary is looked up by that name.
     """
     steps = _lag_steps(scan)
     if not steps:
         return None
     assert isinstance(scan.arg, Column)
-    return f"__lag{index}__[{scan.arg.name}, {'back' if steps > 0 else 'ahead'}]"
+    filled = ", filled" if scan.options[1] is not None else ""
+    return f"__lag{index}__[{scan.arg.name}, {'back' if steps > 0 else 'ahead'}{filled}]"
 
 
 def _group_keys_of(node: Node) -> KeySet | None:

@@ -66,6 +66,7 @@ from colbridge.expr.nodes import (
 )
 from colbridge.plan.logical import Step
 from colbridge.plan.planner import (
+    LaggedRead,
     Segment,
     SegmentSpec,
     plan_segments,
@@ -664,12 +665,12 @@ def _kept_by(segment: Segment, name: str, scan: Scan) -> Node | None:
 
 
 def nan_null_inputs(segment: Segment, columns: Columns,
-                    lagged: Mapping[str, tuple[str, int]]) -> frozenset[str]:  # fmt: skip
+                    lagged: Mapping[str, LaggedRead]) -> frozenset[str]:  # fmt: skip
     """The inputs in which NaN means null: frame columns, and shifts read in place of them."""
     found = columns.nan_null(segment.frame_inputs)
     if lagged:
-        sources = columns.nan_null([source for source, _ in lagged.values()])
-        found |= {name for name, (source, _) in lagged.items() if source in sources}
+        sources = columns.nan_null([read.source for read in lagged.values()])
+        found |= {name for name, read in lagged.items() if read.source in sources}
     return frozenset(found)
 
 
@@ -689,8 +690,8 @@ def _frame_inputs(segment: Segment, columns: Columns,
     if groups is not None:
         arrays.update(groups.scanned)
         # a shift read in place: the kernels bind the column itself (they read it lagged)
-        arrays.update({name: columns.kernel_array(source)
-                       for name, (source, _) in groups.lagged.items()})  # fmt: skip
+        arrays.update({name: columns.kernel_array(read.source)
+                       for name, read in groups.lagged.items()})  # fmt: skip
         moved = groups.moved
     arrays.update(segment_tables(segment, _WithFrame(arrays, columns, moved)))
     return arrays

@@ -167,7 +167,7 @@ def build_report(
         npasses += final
         nkernels += final or (seg.group_by is not None and bool(seg.outputs))
         lagged = {} if streamed else seg.lagged
-        reads = list(dict.fromkeys([*seg.frame_inputs, *(s for s, _ in lagged.values())]))
+        reads = list(dict.fromkeys([*seg.frame_inputs, *(r.source for r in lagged.values())]))
         scanned_in = len(seg.scans) - len(lagged)
         section = Section(
             f"segment {k + 1}",
@@ -334,10 +334,12 @@ def describe(
             lagged = {} if streamed else seg.lagged
             # a shift read in place has a bitmap where its column has one
             scans = frozenset(n for n in seg.scans if n not in lagged
-                              or columns.get(lagged[n][0]).null_count > 0)  # fmt: skip
+                              or columns.get(lagged[n].source).null_count > 0)  # fmt: skip
             nulls = Nullability(seg.types, nullable | scans,
                                 nan_null_inputs(seg, columns, lagged),
-                                lags={n: lag for n, (_, lag) in lagged.items()})  # fmt: skip
+                                lags={n: r.rows for n, r in lagged.items()},
+                                fills={n: r.fill for n, r in lagged.items()
+                                       if r.fill is not None})  # fmt: skip
             sources[k] = backend.kernel_sources(seg, nulls, adapter.num_rows)
     return build_report(
         frame_kind=adapter.kind, num_rows=adapter.num_rows, steps=plan.steps,

@@ -60,10 +60,16 @@ def _steps(k: int, j: int, *, bools: bool = True) -> Any:
             "p": y.pct_change(j),
             "pi": i.pct_change(k),
             "mix": x.shift(k) * y.shift(-j) + f.shift(j),
+            # filled: the rows shifted in hold the fill (of the column's own type) and are
+            # valid; `y` has no nulls, so its filled shift has no validity at all
+            "sf": x.shift(k, fill_value=1.5),
+            "if": i.shift(-j, fill_value=-7) - u.shift(k, fill_value=200),
+            "yf": y.shift(-k, fill_value=2.0) * f.shift(j, fill_value=0.25) + x.shift(j),
         }
         if bools:  # and a validity that depends on the values (`//` by zero is null)
             outputs |= {"sb": b.shift(-k), "nb": x.shift(k).is_null() | b.shift(j),
-                        "q": i.shift(j) // i}
+                        "q": i.shift(j) // i, "bf": b.shift(k, fill_value=True) & b,
+                        "nf": i.shift(-k, fill_value=0).is_null()}
         return q.with_columns(**outputs)
 
     return steps
@@ -132,11 +138,14 @@ def test_pandas_nan_nulls_are_read_lagged() -> None:
     # NumPy-backed pandas floats: NaN is null, and the rows the shift moves in are null too
     x = np.array([1.0, np.nan, 3.0, 4.0, np.nan, 6.0])
     pdf = pl.DataFrame({"x": x}, nan_to_null=True).to_pandas()
-    # a fill tells a null from a NaN read as a value (the comparison turns NaN into null)
+    # a fill tells a null from a NaN read as a value (the comparison turns NaN into null);
+    # a filled shift: the fill on the rows shifted in, NaN moved from a row still null
     got = cb.lazy(pdf).with_columns(d=cb.col("x").diff(2), s=cb.col("x").shift(-1),
-                                    f=cb.col("x").shift(1).fill_null(0.0)).compute()  # fmt: skip
+                                    f=cb.col("x").shift(1).fill_null(0.0),
+                                    g=cb.col("x").shift(-2, fill_value=8.0)).compute()  # fmt: skip
     want = pl.DataFrame({"x": x}, nan_to_null=True).with_columns(
-        d=pl.col("x").diff(2), s=pl.col("x").shift(-1), f=pl.col("x").shift(1).fill_null(0.0))
+        d=pl.col("x").diff(2), s=pl.col("x").shift(-1), f=pl.col("x").shift(1).fill_null(0.0),
+        g=pl.col("x").shift(-2, fill_value=8.0))
     assert_frame_equal(pl.from_pandas(got, nan_to_null=True), want)
 
 
@@ -203,6 +212,37 @@ def test_every_lag_of_a_direction_shares_one_kernel(
     q = cb.lazy(table).with_columns(d=x - x.shift(2), e=x.shift(-5) + x)
     source = q.explain(source=True, target="cpu")
     assert "(n, x0, v0, vo0, x1, v1, vo1, lg1, x2, v2, vo2, lg2, " in source
+
+
+@pytest.mark.parametrize("tier", ["numpy", "compiled"])
+def test_fills_are_kernel_arguments_too(tier: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `shift(k, fill_value)` of the column's own type is read in place as well: the rows
+    # shifted in hold the fill, an argument like the lag, so neither compiles anything new
+    monkeypatch.setenv("COLBRIDGE_CPU_TIER", tier)
+    table = _table(300, seed=37, offset=2)
+    x, i = cb.col("float64"), cb.col("int32")
+    frame = pl.from_arrow(table)
+    px, pi = pl.col("float64"), pl.col("int32")
+    compiled = []
+    for k, fx, fi in [(1, 0.0, 0), (5, -2.5, 7), (64, float("nan"), -2**31), (301, 1e300, 3)]:
+        q = cb.lazy(table).with_columns(d=x - x.shift(k, fill_value=fx),
+                                        e=i.shift(-k, fill_value=fi) + i)  # fmt: skip
+        got = pl.from_arrow(q.compute())
+        want = frame.with_columns(d=px - px.shift(k, fill_value=fx),
+                                  e=pi.shift(-k, fill_value=fi) + pi)  # fmt: skip
+        assert_frame_equal(got, want)
+        assert not [s for s in q.last_report.stats.kernels if s.startswith("scan [")]  # type: ignore[union-attr]
+        compiled.append(q.last_report.stats.compiled)  # type: ignore[union-attr]
+    assert compiled[1:] == [0, 0, 0]
+    text = q.explain()
+    assert "the passes read `float64` 301 row(s) back, 1e+300 on the rows shifted in" in text
+    source = q.explain(source=True, target="cpu")
+    assert "lg1, fl1, " in source  # the fill's argument follows the lag's
+    # a fill of another type widens the column first: that shift is scanned (polars' type)
+    q = cb.lazy(table).with_columns(w=i.shift(2, fill_value=0.5))
+    assert_frame_equal(pl.from_arrow(q.compute()),
+                       frame.with_columns(w=pi.shift(2, fill_value=0.5)))  # fmt: skip
+    assert "no scan pass" not in q.explain()
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "uint16", "uint32", "uint64", "int8", "int64",
@@ -282,7 +322,10 @@ def test_shifts_wanted_whole(tier: str) -> None:
     def steps(m: Any, q: Any) -> Any:
         x, i = m.col("float64"), m.col("int32")
         return q.select(u=i.shift(2).n_unique(), f=x.shift(-1).first(), la=x.shift(3).last(),
-                        s=x.shift(1).sum().over(i.shift(1)))  # fmt: skip
+                        s=x.shift(1).sum().over(i.shift(1)),
+                        lf=x.shift(-3, fill_value=9.5).last(),
+                        uf=i.shift(2, fill_value=-1).n_unique(),
+                        sf=x.sum().over(i.shift(1, fill_value=4)))  # fmt: skip
 
     assert_same_as_polars(table, steps, kinds=("polars", "pyarrow"), rtol=1e-12)
 
