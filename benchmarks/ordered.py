@@ -10,8 +10,8 @@ semantics (``rolling_*`` need all 20 values of the window; ``ewm_mean`` is
 ``adjust=True``, nulls not ignored):
 
 * ``rolling_mean(20)``, ``rolling_std(20)``, ``cum_sum()``, ``shift(1)`` and
-  ``diff(1)`` (two outputs), ``ewm_mean(alpha=0.1)``, and the fused
-  ``(x - x.shift(1)) / x.rolling_std(20)``;
+  ``diff(1)`` (two outputs), ``x - x.shift(1, fill_value=0.0)`` (``shift fill``),
+  ``ewm_mean(alpha=0.1)``, and the fused ``(x - x.shift(1)) / x.rolling_std(20)``;
 * ``rolling_mean``, ``cum_sum``, ``shift & diff`` and the fused one again with
   ``.over("g")`` (the whole expression over the key).
 
@@ -180,6 +180,22 @@ def _k_diff(x, v, diff, vd):  # type: ignore[no-untyped-def]
     for i in range(1, n):
         diff[i] = x[i] - x[i - 1]
     carry = 0
+    for b in range((n + 7) // 8):
+        byte = np.int64(v[b])
+        vd[b] = np.uint8(byte & (((byte << 1) | carry) & 0xFF))
+        carry = byte >> 7
+
+
+@numba.njit(cache=True)
+def _k_diff_fill(x, v, diff, vd):  # type: ignore[no-untyped-def]
+    # x - x.shift(1, fill_value=0.0): `_k_diff` with row 0 as x[0] - 0.0, valid where x[0] is
+    n = x.shape[0]
+    if n == 0:
+        return
+    diff[0] = x[0]
+    for i in range(1, n):
+        diff[i] = x[i] - x[i - 1]
+    carry = 1  # the row before row 0 is the fill: valid
     for b in range((n + 7) // 8):
         byte = np.int64(v[b])
         vd[b] = np.uint8(byte & (((byte << 1) | carry) & 0xFF))
@@ -506,6 +522,7 @@ _ROLLING_MEAN = lambda ns: {"y": ns.col("x").rolling_mean(WINDOW)}  # noqa: E731
 _CUM_SUM = lambda ns: {"y": ns.col("x").cum_sum()}  # noqa: E731
 _SHIFT_DIFF = lambda ns: {"s": ns.col("x").shift(1), "d": ns.col("x").diff(1)}  # noqa: E731
 _FUSED = lambda ns: {"y": _fused(ns)}  # noqa: E731
+_SHIFT_FILL = lambda ns: {"y": ns.col("x") - ns.col("x").shift(1, fill_value=0.0)}  # noqa: E731
 
 #: Every workload by name.
 WORKLOADS: dict[str, Workload] = {
@@ -532,6 +549,12 @@ WORKLOADS: dict[str, Workload] = {
         _SHIFT_DIFF,
         lambda pdf: {"s": pdf["x"].shift(1), "d": pdf["x"].diff(1)},
         _hand_shift_diff(over=False),
+    ),
+    "shift fill": Workload(
+        "`x - x.shift(1, fill_value=0.0)`",
+        _SHIFT_FILL,
+        lambda pdf: {"y": pdf["x"] - pdf["x"].shift(1, fill_value=0.0)},
+        _hand_one(_k_diff_fill),
     ),
     "ewm_mean": Workload(
         f"`x.ewm_mean(alpha={ALPHA})`",

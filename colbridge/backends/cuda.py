@@ -682,8 +682,14 @@ def _bytes(buffer: pa.Buffer | None) -> np.ndarray:
     return np.frombuffer(buffer, dtype=np.uint8)
 
 
-def _column_parts(spec: InputSpec, array: pa.Array, num_rows: int) -> list[_Part]:
-    """The buffers of input ``spec`` as the kernels read them."""
+def _column_parts(spec: InputSpec, array: pa.Array, num_rows: int,
+                  name: str | None = None) -> list[_Part]:  # fmt: skip
+    """The buffers of input ``spec`` as the kernels read them, keyed by ``name``.
+
+    ``name`` (default: the input's own) is the frame column a shift read in place reads,
+    so the column and its lags are one upload.
+    """
+    name = spec.name if name is None else name
     if len(array) < num_rows:
         msg = (f"internal error: input column `{spec.name}` has {len(array)} rows but the pass "
                f"reads {num_rows}")  # fmt: skip
@@ -692,16 +698,16 @@ def _column_parts(spec: InputSpec, array: pa.Array, num_rows: int) -> list[_Part
     offset = array.offset
     parts: list[_Part] = []
     if spec.dtype.is_bool:
-        parts.append(_Part((spec.name, "values"), _bytes(buffers[1]), True, bit0=offset))
+        parts.append(_Part((name, "values"), _bytes(buffers[1]), True, bit0=offset))
     else:
         size = spec.dtype.numpy.itemsize
-        parts.append(_Part((spec.name, "values"), _bytes(buffers[1]), False, size, offset * size))
+        parts.append(_Part((name, "values"), _bytes(buffers[1]), False, size, offset * size))
     if spec.nullable:
         if buffers[0] is None:  # planned nullable but no bitmap: all valid
             ones = np.full((num_rows + 7) // 8 + 8, 0xFF, dtype=np.uint8)
-            parts.append(_Part((spec.name, "validity"), ones, True))
+            parts.append(_Part((name, "validity"), ones, True))
         else:
-            parts.append(_Part((spec.name, "validity"), _bytes(buffers[0]), True, bit0=offset))
+            parts.append(_Part((name, "validity"), _bytes(buffers[0]), True, bit0=offset))
     return parts
 
 
@@ -880,6 +886,8 @@ class _SegmentRun:
         self.lags = {name: read.rows for name, read in lagged.items()}
         #: the fills of those whose rows shifted in are filled
         self.fills = {name: read.fill for name, read in lagged.items() if read.fill is not None}
+        #: the frame column each of them reads (its buffers are the column's: one upload)
+        self.lag_sources = {name: read.source for name, read in lagged.items()}
         self.scalar_values: dict[Agg, tuple[Any, bool]] = dict(prior[0]) if prior else {}
         self.grouped_values: dict[GroupAgg, GroupedValues] = dict(prior[1]) if prior else {}
         if groups is not None:
@@ -970,7 +978,8 @@ class _SegmentRun:
         for compiled in [*reduces, *([elementwise] if elementwise else [])]:
             for spec in compiled.source.inputs:
                 if spec.name not in self.column_parts:
-                    parts = _column_parts(spec, self.columns[spec.name], self.rows_read)
+                    parts = _column_parts(spec, self.columns[spec.name], self.rows_read,
+                                          self.lag_sources.get(spec.name))  # fmt: skip
                     self.column_parts[spec.name] = parts
                     for part in parts:
                         self.parts[part.key] = part
@@ -1112,12 +1121,16 @@ class _SegmentRun:
                                self.segment.types[Column(name)],
                                self.segment.types[Column(name)], None)  # fmt: skip
             self.columns = {**self.columns, name: shifted}
-            for part in self.column_parts.pop(name, []):
-                self.parts.pop(part.key, None)
-                self.in_place.pop(part.key, None)
+            dropped = self.column_parts.pop(name, [])
+            kept = {p.key for parts in self.column_parts.values() for p in parts}
+            for part in dropped:
+                if part.key not in kept:  # not also the buffers of the column or another lag
+                    self.parts.pop(part.key, None)
+                    self.in_place.pop(part.key, None)
         self.nullable = self.nullable | {n for n in self.lags if self.columns[n].null_count}
         self.lags = {}
         self.fills = {}
+        self.lag_sources = {}
         self.nulls, self.variant = self._nullability()
 
     def run(self) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:

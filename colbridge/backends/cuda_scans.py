@@ -112,7 +112,7 @@ def _run(s: _Session, func: str, options: tuple[Any, ...], arg: pa.Array, arg_ty
          result: DType, stats: RunStats, chunk_rows: int | None,
          groups: GroupIds | None) -> tuple[pa.Array, str]:  # fmt: skip
     n = len(arg)
-    compute = scans._compute_type(arg_type)
+    compute = scans._compute_type(arg_type, func)
     values, valid = scans._inputs(func, arg, compute)
     out, out_valid = scans._outputs(func, n, compute)
     if n == 0:

@@ -282,7 +282,14 @@ def _threads() -> int:
     return int(numba.get_num_threads())
 
 
-def _compute_type(dtype: DType) -> np.dtype[Any]:
+def _compute_type(dtype: DType, func: str) -> np.dtype[Any]:
+    """The type scan ``func`` over a column of ``dtype`` computes in.
+
+    A running sum of Float32 adds in float64, each row's total rounded to float32, as
+    polars' ``cum_sum`` does (its products, windows and fills stay in float32).
+    """
+    if dtype is DType.FLOAT32 and func == "cum_sum":
+        return np.dtype(np.float64)
     if dtype in (DType.FLOAT32, DType.FLOAT64):
         return np.dtype(dtype.numpy)
     if dtype is DType.UINT64:
@@ -426,7 +433,7 @@ def run_scan(
             return moved
     n = len(arg)
     k = _kernels()
-    compute = _compute_type(arg_type)
+    compute = _compute_type(arg_type, func)
     zero = compute.type(0)
     values, valid = _inputs(func, arg, compute)
     out, out_valid = _outputs(func, n, compute)
@@ -605,7 +612,7 @@ class ScanStreams:
             msg = f"`{func}` looks ahead and cannot be carried across batches"
             raise AssertionError(msg)
         n = len(arg)
-        compute = _compute_type(arg_type)
+        compute = _compute_type(arg_type, func)
         values, valid = _inputs(func, arg, compute)
         combined = None
         if dictionary is not None:

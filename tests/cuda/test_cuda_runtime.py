@@ -145,6 +145,24 @@ def test_inputs_are_uploaded_once_and_outputs_copied_once(double: CupyDouble) ->
     _same(got, lf.compute(device="cpu"))
 
 
+def test_a_column_and_its_shifts_are_one_upload(double: CupyDouble) -> None:
+    # shifts read in place bind the column's own buffers: its values and its bitmap are
+    # uploaded once for the column and every lag of it
+    table = _table(1000)
+    a, d = cb.col("a"), cb.col("d")
+    lf = cb.lazy(table).with_columns(x=a - a.shift(1), y=a.shift(-3, fill_value=2.0) * a,
+                                     z=d.shift(2, fill_value=0) + d.shift(5))  # fmt: skip
+    got = _gpu(lf)
+    assert double.counts["h2d_copies"] == 3  # a: values and bitmap; d: values
+    assert "3 upload(s)" in lf.last_report.stats.kernels[-1]
+    _same(got, lf.compute(device="cpu"))
+    # rows in chunks: the shifts are made on the host, the column's own upload stays
+    double.counts.clear()
+    with cuda.options(max_chunk_rows=256):
+        chunked = _gpu(lf)
+    _same(chunked, lf.compute(device="cpu"))
+
+
 def test_chunks_overlap_on_two_streams(double: CupyDouble) -> None:
     with cuda.options(max_chunk_rows=64):
         _gpu(cb.lazy(_table(640)).with_columns(x=cb.col("a") * 2))

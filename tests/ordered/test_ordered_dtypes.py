@@ -135,3 +135,47 @@ def test_wide_integers_stay_exact(tier: str) -> None:
         )
 
     assert_same_as_polars(table, steps)
+
+
+def test_float32_running_sums_add_in_float64(tier: str, tmp_path: Any) -> None:
+    # polars' `cum_sum` of Float32 adds in float64 and rounds each total to float32 (its
+    # `cum_prod` and windows stay in float32): the same bits here, forward, reversed and
+    # per group, in memory, streamed batch after batch, and on the CUDA runner (host)
+    import polars as pl
+    import pyarrow.parquet as pq
+    from polars.testing import assert_frame_equal
+
+    import colbridge as cb
+    from colbridge.io import pipeline
+    from colbridge.testing.cuda_host import compute_on_host
+
+    rng = np.random.default_rng(32)
+    n = 20_000
+    x = (rng.normal(size=n) * 1000 + 3).astype(np.float32)
+    table = pa.table({"x": pa.array(x, mask=rng.random(n) < 0.1),
+                      "g": pa.array(rng.integers(0, 4, n))})  # fmt: skip
+
+    def steps(m: Any, q: Any) -> Any:
+        x = m.col("x")
+        return q.select(s=x.cum_sum(), r=x.cum_sum(reverse=True), gs=x.cum_sum().over("g"),
+                        gr=x.cum_sum(reverse=True).over("g"),
+                        p=(x * 0.0002 + 1).cum_prod())  # fmt: skip
+
+    # bit for bit (polars' lazy engine restarts the float64 sum at each morsel (10,000 rows
+    # here) from the float32 total before it; its eager engine, which colbridge matches, does
+    # not: `assert_same_as_polars` accepts either where the two engines disagree)
+    assert_same_as_polars(table, steps)
+    want = steps(pl, pl.from_arrow(table))
+    # a float32 running sum gives other bits (the check can tell)
+    sequential = np.cumsum(np.where(np.isnan(want["s"].to_numpy()), 0, x), dtype=np.float32)
+    assert not np.array_equal(sequential[~want["s"].is_null().to_numpy()],
+                              want["s"].drop_nulls().to_numpy())  # fmt: skip
+    got = compute_on_host(steps(cb, cb.lazy(table)))
+    assert_frame_equal(pl.from_arrow(got), want)
+    path, out = tmp_path / "in.parquet", tmp_path / "out.parquet"
+    pq.write_table(table, path, row_group_size=3_000)
+    pipeline(str(path), out, with_={"s": cb.col("x").cum_sum(),
+                                    "gs": cb.col("x").cum_sum().over("g")},
+             batch_rows=2_500, device="cpu")  # fmt: skip
+    streamed = pl.read_parquet(out)
+    assert_frame_equal(streamed.select("s", "gs"), want.select("s", "gs"))
