@@ -230,6 +230,12 @@ def _pandas_to_arrow(
             ]
         return pa.chunked_array([codes]), []
     arrow_array = getattr(values, "__arrow_array__", None)
+    if isinstance(series.dtype, pd.DatetimeTZDtype):
+        # zoned datetimes: to_numpy gives Python Timestamp objects (a slow copy, and NaT
+        # fails there); pyarrow reads their UTC int64 buffer in place, NaT as null, the
+        # zone in the timestamp type
+        result = pa.array(series)
+        return pa.chunked_array([result]), copy_reason(result, values.asi8)
     if arrow_array is None:
         # NumPy-backed: NaN stays a value in the Arrow form (from_pandas=False); the
         # lazy engine reads it as null in place, `as_tensor`/`to_tensor` apply

@@ -112,6 +112,12 @@ class OrderedTyping:
         func = node.func
         if func == "shift_in_range":  # reads no value: any column's rows will do
             return self._record(Scan(func, arg, node.options, keys), DType.BOOL)
+        if func == "diff" and logical is not None and logical.is_temporal:
+            # a duration, as `x - x.shift(n)` of dates, datetimes, durations and times is
+            # typed (Duration[us] for dates, [ns] for times, the unit otherwise: polars')
+            (n,) = node.options
+            return tc.typed(Binary("sub", node.arg, Scan("shift", node.arg, (n, None),
+                                                         node.keys)))  # fmt: skip
         if logical is not None:
             return self._logical(node, arg, keys)
         dtype = tc.types[arg]

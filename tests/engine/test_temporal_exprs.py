@@ -331,3 +331,42 @@ def test_zoned_truncate_and_replace_time_zone(tz: str, data: st.DataObject) -> N
         )  # fmt: skip
 
     same_as_polars(table, steps)
+
+
+@pytest.mark.parametrize("unit", ["ms", "ns"])
+@pytest.mark.parametrize("tz", [None, "Australia/Lord_Howe"])
+@settings(SETTINGS, max_examples=4)
+@given(data=st.data())
+def test_diff_of_temporal_columns_is_a_duration(unit: str, tz: str | None,
+                                                data: st.DataObject) -> None:  # fmt: skip
+    # polars: dates give Duration[us], times Duration[ns], datetimes and durations their
+    # own unit; back and ahead, past the frame, per group, fused with arithmetic
+    types = [pa.timestamp(unit, tz), pa.date32(), pa.duration(unit), pa.time64("ns")]
+    table = data.draw(temporal_tables(types, names=("t", "d", "u", "h")))
+    table = table.append_column("g", pa.array([k % 3 for k in range(table.num_rows)]))
+
+    def steps(m: Any, q: Any) -> Any:
+        t, d, u, h = (m.col(c) for c in ("t", "d", "u", "h"))
+        return q.with_columns(dt=t.diff(), dd=d.diff(-2), du=u.diff(3), dh=h.diff(),
+                              gt=t.diff().over("g"), gd=d.diff(-1).over("g"),
+                              far=t.diff(100), tw=t.diff() + u)  # fmt: skip
+
+    same_as_polars(table, steps)
+
+
+def test_diff_of_zoned_pandas_datetimes_with_nat() -> None:
+    # a zoned pandas column is read as its UTC int64 buffer in place (NaT is null), as a
+    # polars or Arrow column would be; `to_numpy` would make Python objects of it
+    import pandas as pd
+
+    stamps = pd.to_datetime(["2024-03-31 01:30", None, "2024-03-31 03:15", "2024-04-01 00:00"])
+    pdf = pd.DataFrame({"t": pd.Series(stamps).dt.tz_localize("Europe/Paris")})
+    q = cb.lazy(pdf).with_columns(gap=cb.col("t").diff(), h=cb.col("t").dt.hour())
+    out = q.compute()
+    assert q.last_report.copies == []  # type: ignore[union-attr]
+    want = pl.from_pandas(pdf).with_columns(gap=pl.col("t").diff(), h=pl.col("t").dt.hour())
+    assert pl.from_pandas(out).cast({"h": pl.Int8}).equals(want)
+    view = cb.as_tensor(pdf["t"])
+    assert not view.copied
+    assert view.data_address == pdf["t"].array.asi8.ctypes.data  # the same buffer
+    assert view.tz == "Europe/Paris"
