@@ -196,7 +196,10 @@ class OrderedTyping:
             raise self._refuse(node, arg, "strings and categoricals (it compares or adds "
                                "values); cast to a number first, or use `shift` and the "
                                "fills, which only move values")  # fmt: skip
-        if func not in _KEEP_LOGICAL or (func == "shift" and node.options[1] is not None):
+        # a running total of durations is a duration (polars adds them; dates do not add)
+        adds_durations = func == "cum_sum" and logical.kind == "duration"
+        if (func not in _KEEP_LOGICAL and not adds_durations) \
+                or (func == "shift" and node.options[1] is not None):  # fmt: skip
             raise self._refuse(node, arg, f"{logical}; cast to an integer first "
                                "(`to_physical()`) and back")  # fmt: skip
         value = arg.arg if isinstance(arg, Reinterpret) else arg

@@ -340,7 +340,8 @@ def test_zoned_truncate_and_replace_time_zone(tz: str, data: st.DataObject) -> N
 def test_diff_of_temporal_columns_is_a_duration(unit: str, tz: str | None,
                                                 data: st.DataObject) -> None:  # fmt: skip
     # polars: dates give Duration[us], times Duration[ns], datetimes and durations their
-    # own unit; back and ahead, past the frame, per group, fused with arithmetic
+    # own unit; back and ahead, past the frame, per group, fused with arithmetic; and a
+    # running total of durations is a duration
     types = [pa.timestamp(unit, tz), pa.date32(), pa.duration(unit), pa.time64("ns")]
     table = data.draw(temporal_tables(types, names=("t", "d", "u", "h")))
     table = table.append_column("g", pa.array([k % 3 for k in range(table.num_rows)]))
@@ -349,7 +350,8 @@ def test_diff_of_temporal_columns_is_a_duration(unit: str, tz: str | None,
         t, d, u, h = (m.col(c) for c in ("t", "d", "u", "h"))
         return q.with_columns(dt=t.diff(), dd=d.diff(-2), du=u.diff(3), dh=h.diff(),
                               gt=t.diff().over("g"), gd=d.diff(-1).over("g"),
-                              far=t.diff(100), tw=t.diff() + u)  # fmt: skip
+                              far=t.diff(100), tw=t.diff() + u,
+                              cu=u.cum_sum(), gcu=u.cum_sum(reverse=True).over("g"))  # fmt: skip
 
     same_as_polars(table, steps)
 
