@@ -8,9 +8,11 @@ far-future values, DST edges, nulls, slices and chunks, in all three frame kinds
 from __future__ import annotations
 
 import datetime as dt
+import os
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 import pytest
@@ -341,19 +343,41 @@ def test_diff_of_temporal_columns_is_a_duration(unit: str, tz: str | None,
                                                 data: st.DataObject) -> None:  # fmt: skip
     # polars: dates give Duration[us], times Duration[ns], datetimes and durations their
     # own unit; back and ahead, past the frame, per group, fused with arithmetic; and a
-    # running total of durations is a duration
+    # running total of durations is a duration. The typing is what is new (the kernels of
+    # temporal subtraction are checked compiled elsewhere): the draws run on the NumPy
+    # tier, which compiles nothing, and `test_temporal_diff_compiled` once compiled
     types = [pa.timestamp(unit, tz), pa.date32(), pa.duration(unit), pa.time64("ns")]
     table = data.draw(temporal_tables(types, names=("t", "d", "u", "h")))
     table = table.append_column("g", pa.array([k % 3 for k in range(table.num_rows)]))
+    before = os.environ["COLBRIDGE_CPU_TIER"]
+    os.environ["COLBRIDGE_CPU_TIER"] = "numpy"
+    try:
+        same_as_polars(table, _temporal_diffs)
+    finally:
+        os.environ["COLBRIDGE_CPU_TIER"] = before
 
-    def steps(m: Any, q: Any) -> Any:
-        t, d, u, h = (m.col(c) for c in ("t", "d", "u", "h"))
-        return q.with_columns(dt=t.diff(), dd=d.diff(-2), du=u.diff(3), dh=h.diff(),
-                              gt=t.diff().over("g"), gd=d.diff(-1).over("g"),
-                              far=t.diff(100), tw=t.diff() + u,
-                              cu=u.cum_sum(), gcu=u.cum_sum(reverse=True).over("g"))  # fmt: skip
 
-    same_as_polars(table, steps)
+def _temporal_diffs(m: Any, q: Any) -> Any:
+    t, d, u, h = (m.col(c) for c in ("t", "d", "u", "h"))
+    return q.with_columns(dt=t.diff(), dd=d.diff(-2), du=u.diff(3), dh=h.diff(),
+                          gt=t.diff().over("g"), gd=d.diff(-1).over("g"),
+                          far=t.diff(100), tw=t.diff() + u,
+                          cu=u.cum_sum(), gcu=u.cum_sum(reverse=True).over("g"))  # fmt: skip
+
+
+def test_temporal_diff_compiled() -> None:
+    rng = np.random.default_rng(5)
+    n = 300
+    us = np.sort(rng.integers(-10**15, 10**15, n))
+    table = pa.table({
+        "t": pa.array(us, pa.timestamp("us", "Asia/Kolkata"), mask=rng.random(n) < 0.1),
+        "d": pa.array((us // 86_400_000_000).astype(np.int32), pa.date32()),
+        "u": pa.array(rng.integers(-10**12, 10**12, n), pa.duration("us"),
+                      mask=rng.random(n) < 0.1),
+        "h": pa.array(rng.integers(0, 86_400 * 10**9, n), pa.time64("ns")),
+        "g": pa.array(rng.integers(0, 4, n)),
+    })  # fmt: skip
+    same_as_polars(table, _temporal_diffs)
 
 
 def test_diff_of_zoned_pandas_datetimes_with_nat() -> None:
