@@ -1,10 +1,11 @@
 """Shifts fused into the passes: ``x.shift(k)`` read ``k`` rows back by the kernels, no scan.
 
-A whole-frame shift of a frame column without a fill value is row ``i - k`` of the
-column (`colbridge.plan.planner.Segment.lagged`): the kernels of every target
-read the column itself at that row, its validity word moved ``k`` bits, and the
-rows the shift moves in are null. Lags cross 64-row words and 16,384-row blocks,
-reach past the frame, read ahead (negative), and feed elementwise outputs,
+A whole-frame shift of a frame column is row ``i - k`` of the column
+(`colbridge.plan.planner.Segment.lagged`): the kernels of every target read the
+column itself at that row, its validity word moved ``k`` bits, and the rows the
+shift moves in are null, or hold its fill value (a kernel argument) and are valid.
+Lags cross 64-row words and 16,384-row blocks, reach past the frame, read ahead
+(negative), and feed elementwise outputs,
 filters, reductions and both CPU tiers; each answer is polars'. The shift as
 an output of its own is the column's rows without a copy, in two chunks.
 """
