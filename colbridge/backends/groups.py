@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from colbridge.errors import UnsupportedTypeError
 from colbridge.memory import empty_array
@@ -167,6 +166,7 @@ class _Codes:
 
 def _integers(array: pa.Array) -> pa.Array:
     """Temporal, boolean and integer arrays as plain integers of the same width."""
+    import pyarrow.compute as pc  # on first use: its import is slow
     t = array.type
     if pa.types.is_boolean(t):
         return pc.cast(array, pa.int8())
@@ -195,6 +195,7 @@ def _raw(array: pa.Array) -> np.ndarray[Any, Any]:
 
 def _hashed(array: pa.Array) -> _Codes:
     """First-appearance codes of any hashable array (a null is a value of its own)."""
+    import pyarrow.compute as pc  # on first use: its import is slow
     encoded = pc.dictionary_encode(array, null_encoding="encode")
     indices = encoded.indices
     codes = np.asarray(indices.to_numpy(zero_copy_only=False), dtype=np.int64)
@@ -216,6 +217,7 @@ def _canonical_floats(array: pa.Array) -> pa.Array:
 
 def codes_of(array: pa.Array) -> _Codes:
     """Integer codes equal exactly where the values group together (see `_Codes`)."""
+    import pyarrow.compute as pc  # on first use: its import is slow
     t = array.type
     n = len(array)
     if pa.types.is_dictionary(t):
@@ -359,6 +361,7 @@ def _counts(groups: GroupIds, rows: np.ndarray[Any, Any] | None) -> np.ndarray[A
 
 def take(array: pa.Array, rows: np.ndarray[Any, Any]) -> pa.Array:
     """``array[rows]`` with a null where ``rows`` is -1 (a group with no row to take)."""
+    import pyarrow.compute as pc  # on first use: its import is slow
     missing = rows < 0
     index = pa.array(np.where(missing, 0, rows), mask=missing if missing.any() else None)
     if pa.types.is_string_view(array.type) or pa.types.is_binary_view(array.type):

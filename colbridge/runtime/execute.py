@@ -17,7 +17,6 @@ from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from colbridge.backends import get_backend
 from colbridge.backends.common import (
@@ -158,6 +157,8 @@ class Columns:
         if pa.types.is_dictionary(array.type):
             if array.dictionary.null_count == 0:
                 return array
+            import pyarrow.compute as pc  # on first use: its import is slow
+
             index_type = array.type.index_type
             encoded = pc.dictionary_encode(array.dictionary_decode())
             array = pa.DictionaryArray.from_arrays(encoded.indices.cast(index_type),
@@ -196,6 +197,7 @@ def _encode(name: str, array: pa.Array, copies: list[str]) -> pa.Array:
     the same way: a frame computed again (a notebook cell rerun, a recurring plan) pays
     for the encoding once.
     """
+    import pyarrow.compute as pc  # on first use: its import is slow
     key = (tuple(b.address if b is not None else 0 for b in array.buffers()), array.offset,
            len(array), str(array.type))  # fmt: skip
     with _LOCK:

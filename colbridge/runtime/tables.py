@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from colbridge.codegen.kernel import table_key
 from colbridge.errors import InvalidOperationError, SchemaError
@@ -58,6 +57,7 @@ class TableBuilder:
         return hit
 
     def _dictionary(self, spec: tuple[Any, ...]) -> pa.Array:
+        import pyarrow.compute as pc  # on first use: its import is slow
         kind = spec[0]
         if kind in ("col", "scan"):  # a column's, or the strings a scan moved: its result's
             return self.arrays[spec[1]].dictionary.cast(_STR)
@@ -86,6 +86,7 @@ class TableBuilder:
     # -- tables ---------------------------------------------------------------------------
     def table(self, ref: TableRef) -> pa.Array:
         """The values of one lookup table (nulls where an entry has no value)."""
+        import pyarrow.compute as pc  # on first use: its import is slow
         if ref.source[0] == "zone":
             instants, offsets = zone_table(ref.source[1], ref.recipe[1])
             values = instants if ref.recipe[0] == "instants" else offsets
@@ -240,6 +241,7 @@ def enum_failures_named(segment: Segment, arrays: Mapping[str, pa.Array]) -> Ite
 
 
 def _not_categories(segment: Segment, arrays: Mapping[str, pa.Array]) -> str:
+    import pyarrow.compute as pc  # on first use: its import is slow
     builder = TableBuilder(arrays)
     named = []
     for ref in segment.tables:
@@ -274,6 +276,8 @@ def finish_output(array: pa.Array, logical: Logical, spec: tuple[Any, ...] | Non
     assert spec is not None
     dictionary = TableBuilder(arrays).dictionary(spec)
     if logical.kind == "string":
+        import pyarrow.compute as pc  # on first use: its import is slow
+
         return pc.take(dictionary, array)
     codes = array.cast(pa.uint32()) if len(dictionary) else pa.nulls(len(array), pa.uint32())
     # an enum's dictionary is its categories, in order
