@@ -33,7 +33,7 @@ from colbridge.codegen.kernel import (
 from colbridge.errors import InvalidOperationError
 from colbridge.expr.nodes import Agg, GroupAgg, KeySet, Reduction, TableRef
 from colbridge.plan.nullability import Nullability
-from colbridge.plan.planner import Segment
+from colbridge.plan.planner import LaggedRead, Segment
 from colbridge.plan.typecheck import is_scalar
 from colbridge.types import DType
 
@@ -101,15 +101,16 @@ def job_total_rows() -> int | None:
     return None if job is None else job.total_rows
 
 
-def lag_directions(lags: Mapping[str, int],
-                   fills: Mapping[str, Any]) -> tuple[tuple[str, bool, bool], ...]:  # fmt: skip
+def lag_directions(lagged: Mapping[str, LaggedRead]) -> tuple[tuple[str, bool, bool], ...]:
     """The part of a kernel's cache key its lagged inputs make: which read rows back, filled.
 
-    How many rows and the fill value are kernel arguments, so ``x.shift(1)`` and
-    ``x.shift(7, fill_value=0)`` share one compiled kernel with ``x.shift(7, fill_value=2)``;
-    reading back or ahead, and whether the rows shifted in are filled, is in the source.
+    How many rows and the fill value are kernel arguments, so ``x.shift(1)`` shares one
+    compiled kernel with ``x.shift(7)``, and ``x.shift(1, fill_value=0)`` with
+    ``x.shift(7, fill_value=2)``; reading back or ahead, and whether the rows shifted in
+    are filled, is in the source.
     """
-    return tuple(sorted((name, lag > 0, name in fills) for name, lag in lags.items()))
+    return tuple(sorted((name, read.rows > 0, read.fill is not None)
+                        for name, read in lagged.items()))  # fmt: skip
 
 
 def input_nullability(segment: Segment, columns: Mapping[str, pa.Array],

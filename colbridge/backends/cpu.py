@@ -554,10 +554,7 @@ class _Run:
         self.input_types = tuple((c, columns[c].type) for c in segment.inputs)
         self.nullable = input_nullability(segment, columns, (self.nan_null, self.input_types))
         #: inputs read rows back (shifts fused into the passes), by input name
-        lagged = groups.lagged if groups is not None else {}
-        self.lags = {name: read.rows for name, read in lagged.items()}
-        #: the fills of those whose rows shifted in are filled
-        self.fills = {name: read.fill for name, read in lagged.items() if read.fill is not None}
+        self.lagged = groups.lagged if groups is not None else {}
         self.scalar_values: dict[Agg, tuple[Any, bool]] = dict(prior[0]) if prior else {}
         self.grouped_values: dict[GroupAgg, GroupedValues] = dict(prior[1]) if prior else {}
         if groups is not None:
@@ -572,10 +569,10 @@ class _Run:
         """The nullability kernels are generated for now, and its part of their cache key."""
         # group results with no null group are read without validity (flat row loops)
         valid = frozenset(g for g, (_, v) in self.grouped_values.items() if v is None)
-        found = Nullability(self.segment.types, self.nullable, self.nan_null, valid, self.lags,
-                            self.fills)  # fmt: skip
+        found = Nullability(self.segment.types, self.nullable, self.nan_null, valid,
+                            self.lagged)  # fmt: skip
         key = (self.nullable, self.nan_null, self.input_types, *((valid,) if valid else ()),
-               *((lag_directions(self.lags, self.fills),) if self.lags else ()))  # fmt: skip
+               *((lag_directions(self.lagged),) if self.lagged else ()))  # fmt: skip
         return found, key
 
     def grouped_pass(
@@ -687,7 +684,7 @@ def _run_filter(
         types[Column(name)] = dtype
     nullable = nulls.nullable_columns | {name for name, a in carried.items() if a.null_count}
     filter_nulls = Nullability(types, frozenset(nullable), nulls.nan_null_columns,
-                               nulls.valid_groups, nulls.lags, nulls.fills)  # fmt: skip
+                               nulls.valid_groups, nulls.lagged)  # fmt: skip
     inputs = {**columns, **carried}
 
     def make(gen: ModuleType) -> KernelSource:

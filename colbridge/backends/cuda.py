@@ -882,12 +882,7 @@ class _SegmentRun:
         self.input_types = tuple((c, columns[c].type) for c in segment.inputs)
         self.nullable = input_nullability(segment, columns, (self.nan_null, self.input_types))
         #: inputs read rows back (shifts fused into the passes), by input name
-        lagged = groups.lagged if groups is not None else {}
-        self.lags = {name: read.rows for name, read in lagged.items()}
-        #: the fills of those whose rows shifted in are filled
-        self.fills = {name: read.fill for name, read in lagged.items() if read.fill is not None}
-        #: the frame column each of them reads (its buffers are the column's: one upload)
-        self.lag_sources = {name: read.source for name, read in lagged.items()}
+        self.lagged = groups.lagged if groups is not None else {}
         self.scalar_values: dict[Agg, tuple[Any, bool]] = dict(prior[0]) if prior else {}
         self.grouped_values: dict[GroupAgg, GroupedValues] = dict(prior[1]) if prior else {}
         if groups is not None:
@@ -943,11 +938,11 @@ class _SegmentRun:
         """What kernels are generated for now, and its part of their cache keys."""
         # group results with no null group are read without validity (flat row loops)
         valid = frozenset(g for g, (_, v) in self.grouped_values.items() if v is None)
-        nulls = Nullability(self.segment.types, self.nullable, self.nan_null, valid, self.lags,
-                            self.fills)  # fmt: skip
+        nulls = Nullability(self.segment.types, self.nullable, self.nan_null, valid,
+                            self.lagged)  # fmt: skip
         key = (tuple(sorted(self.nullable)), self.nan_null, self.input_types,
                *((valid,) if valid else ()),
-               *((lag_directions(self.lags, self.fills),) if self.lags else ()))  # fmt: skip
+               *((lag_directions(self.lagged),) if self.lagged else ()))  # fmt: skip
         return nulls, key
 
     def _reduce_kernel(self, level: list[Agg], plan_text: str) -> _Compiled:
@@ -978,8 +973,10 @@ class _SegmentRun:
         for compiled in [*reduces, *([elementwise] if elementwise else [])]:
             for spec in compiled.source.inputs:
                 if spec.name not in self.column_parts:
+                    # a shift read in place reads its frame column's buffers: one upload
+                    read = self.lagged.get(spec.name)
                     parts = _column_parts(spec, self.columns[spec.name], self.rows_read,
-                                          self.lag_sources.get(spec.name))  # fmt: skip
+                                          read.source if read is not None else None)  # fmt: skip
                     self.column_parts[spec.name] = parts
                     for part in parts:
                         self.parts[part.key] = part
@@ -1045,9 +1042,9 @@ class _SegmentRun:
             if part.bits:
                 args.append(bit)
         if spec.lag:
-            args.append(self.lags[spec.name])  # `lg{k}`: rows back, negative for ahead
+            args.append(self.lagged[spec.name].rows)  # `lg{k}`: rows back, negative: ahead
         if spec.fill:
-            args.append(self.fills[spec.name])  # `fl{k}`: the rows shifted in
+            args.append(self.lagged[spec.name].fill)  # `fl{k}`: the rows shifted in
         return args
 
     def _in_place_address(self, part: _Part, lo: int, hi: int, slot: _Slot) -> int:
@@ -1116,8 +1113,8 @@ class _SegmentRun:
         For runs whose kernels do not see every row at once (rows in several chunks, the
         passes over groups): the lagged input becomes the shift itself (one copy).
         """
-        for name, lag in self.lags.items():
-            shifted = host_scan("shift", (lag, self.fills.get(name)), self.columns[name],
+        for name, read in self.lagged.items():
+            shifted = host_scan("shift", (read.rows, read.fill), self.columns[name],
                                self.segment.types[Column(name)],
                                self.segment.types[Column(name)], None)  # fmt: skip
             self.columns = {**self.columns, name: shifted}
@@ -1127,22 +1124,20 @@ class _SegmentRun:
                 if part.key not in kept:  # not also the buffers of the column or another lag
                     self.parts.pop(part.key, None)
                     self.in_place.pop(part.key, None)
-        self.nullable = self.nullable | {n for n in self.lags if self.columns[n].null_count}
-        self.lags = {}
-        self.fills = {}
-        self.lag_sources = {}
+        self.nullable = self.nullable | {n for n in self.lagged if self.columns[n].null_count}
+        self.lagged = {}
         self.nulls, self.variant = self._nullability()
 
     def run(self) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
         if self.segment.group_by is not None or any(
             isinstance(r, GroupAgg) for level in self.segment.agg_levels for r in level
         ):
-            if self.lags:  # the passes over groups read their rows group by group
+            if self.lagged:  # the passes over groups read their rows group by group
                 self._without_lags()
             return self._run_by_level()
         reduces, elementwise = self._kernels()
         chunks, nslots, row_chunks = self._plan(reduces, elementwise)
-        if self.lags and max(len(chunks), len(row_chunks)) > 1:
+        if self.lagged and max(len(chunks), len(row_chunks)) > 1:
             # a chunk's kernels see its rows only, not the rows before it a lag reads
             self._without_lags()
             reduces, elementwise = self._kernels()
@@ -1350,7 +1345,7 @@ class _SegmentRun:
 
     def partials(self) -> tuple[list[AggSlot], np.ndarray, np.ndarray, np.ndarray]:
         """Every reduction level, the last one left as its folded partial row."""
-        if self.lags:  # partials are made piece by piece (never lagged: `grouping`)
+        if self.lagged:  # partials are made piece by piece (never lagged: `grouping`)
             self._without_lags()
         reduces, _ = self._kernels()
         chunks, nslots, _ = self._plan(reduces, None)

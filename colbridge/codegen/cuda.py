@@ -329,9 +329,9 @@ class _CudaRows:
         r = "r"
         if spec.lag:
             # the row ``lg{k}`` rows back (ahead where negative); where it does not exist,
-            # row 0 (the value is null there), or the fill ``fl{k}``
+            # row 0 (the value is null there), or the fill ``fl{k}`` (the row then unread)
             self.lags[k] = (spec.nullable, spec.fill)
-            r = f"({_lag_exists(k)} ? r - lg{k} : 0LL)"
+            r = f"(r - lg{k})" if spec.fill else f"({_lag_exists(k)} ? r - lg{k} : 0LL)"
         if spec.dtype.is_bool:
             value = f"(((x{k}[({r} + xo{k}) >> 3] >> (({r} + xo{k}) & 7)) & 1) != 0)"
         else:

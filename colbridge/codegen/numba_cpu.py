@@ -306,8 +306,9 @@ class _CpuRows:
                 value = f"lf{k}{self.suffix}"
                 read = _read(k, spec, row)
                 exists = f"{i} >= lg{k}" if spec.lag > 0 else f"{i} + lg{k} < U(n)"
-                self.lag_rows[f"{value} = _select({exists}, {read}, fl{k})"] = f"{value} = {read}"
-                emit(f"{value} = _select({exists}, {read}, fl{k})")
+                chosen = f"{value} = _select({exists}, {read}, fl{k})"
+                self.lag_rows[chosen] = f"{value} = {read}"
+                emit(chosen)
                 return value
             i = row
         return _read(k, spec, i)

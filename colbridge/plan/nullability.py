@@ -7,7 +7,7 @@ per node, whether a validity bit has to be computed at all.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from colbridge.expr.nodes import (
     Agg,
@@ -30,6 +30,9 @@ from colbridge.expr.nodes import (
 from colbridge.plan.typecheck import cast_can_fail
 from colbridge.types import DType
 
+if TYPE_CHECKING:
+    from colbridge.plan.planner import LaggedRead
+
 __all__ = ["Nullability"]
 
 # Reductions that are null on empty or all-null input (or one value, for std/var).
@@ -45,8 +48,7 @@ class Nullability:
         nullable_columns: frozenset[str],
         nan_null_columns: frozenset[str] = frozenset(),
         valid_groups: frozenset[Node] = frozenset(),
-        lags: Mapping[str, int] | None = None,
-        fills: Mapping[str, Any] | None = None,
+        lagged: Mapping[str, LaggedRead] | None = None,
     ) -> None:
         self.types = types
         # columns with a validity bitmap holding nulls
@@ -56,10 +58,13 @@ class Nullability:
         # grouped results already computed with no null group (their kernels read no validity)
         self.valid_groups = valid_groups
         # input columns the kernels read a number of rows back (a shift fused into the
-        # pass, `Segment.lagged`): null on the rows the shift moves in, whatever the column
-        self.lags: Mapping[str, int] = lags or {}
-        # the fill values of those whose rows shifted in are filled (not null)
-        self.fills: Mapping[str, Any] = fills or {}
+        # pass, `Segment.lagged`), by input name: the rows back (negative: ahead), and the
+        # fill values of those whose rows shifted in are filled; the others are null there,
+        # whatever the column
+        self.lagged: Mapping[str, LaggedRead] = lagged or {}
+        self.lags: dict[str, int] = {name: read.rows for name, read in self.lagged.items()}
+        self.fills: dict[str, Any] = {name: read.fill for name, read in self.lagged.items()
+                                      if read.fill is not None}  # fmt: skip
         self._memo: dict[Node, bool] = {}
 
     def may_be_null(self, node: Node) -> bool:

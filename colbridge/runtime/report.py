@@ -336,10 +336,7 @@ def describe(
             scans = frozenset(n for n in seg.scans if n not in lagged
                               or columns.get(lagged[n].source).null_count > 0)  # fmt: skip
             nulls = Nullability(seg.types, nullable | scans,
-                                nan_null_inputs(seg, columns, lagged),
-                                lags={n: r.rows for n, r in lagged.items()},
-                                fills={n: r.fill for n, r in lagged.items()
-                                       if r.fill is not None})  # fmt: skip
+                                nan_null_inputs(seg, columns, lagged), lagged=lagged)
             sources[k] = backend.kernel_sources(seg, nulls, adapter.num_rows)
     return build_report(
         frame_kind=adapter.kind, num_rows=adapter.num_rows, steps=plan.steps,
