@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 import colbridge as cb
 from colbridge.testing.asserts import assert_same_as_polars
+from colbridge.testing.cuda_host import compute_on_host
 from tests.engine.temporal_data import UNITS, ZONES, temporal_tables
 
 SETTINGS = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -378,6 +379,14 @@ def test_temporal_diff_compiled() -> None:
         "g": pa.array(rng.integers(0, 4, n)),
     })  # fmt: skip
     same_as_polars(table, _temporal_diffs)
+    want = _temporal_diffs(pl, pl.from_arrow(table).lazy()).collect()
+    # the CUDA kernel text, run on the host
+    got = compute_on_host(_temporal_diffs(cb, cb.lazy(table)))
+    assert pl.from_arrow(got).equals(want)
+    # and the string language
+    text = cb.lazy(table).eval("dt = diff(t); gd = d.diff(-1).over(g); cu = cum_sum(u)")
+    assert pl.from_arrow(text.compute()).select("dt", "gd", "cu").equals(
+        want.select("dt", "gd", "cu"))
 
 
 def test_diff_of_zoned_pandas_datetimes_with_nat() -> None:

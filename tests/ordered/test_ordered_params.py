@@ -277,6 +277,8 @@ EVAL_CASES = [
     ("y = (x - x.shift(1)) / x.rolling_std(3)", lambda x: (x - x.shift(1)) / x.rolling_std(3)),
     ("y = x.diff().abs().sum()", lambda x: x.diff().abs().sum()),
     ("y = shift(x, 1).over(g)", lambda x: x.shift(1).over("g")),
+    ("y = shift(x, 2, fill_value=0.5) - x.shift(-1, fill_value=-2.0)",
+     lambda x: x.shift(2, fill_value=0.5) - x.shift(-1, fill_value=-2.0)),
     ("y = over(cum_sum(x), g)", lambda x: x.cum_sum().over("g")),
 ]
 
