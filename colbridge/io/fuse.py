@@ -534,7 +534,9 @@ class FeatureStats:
     Version 4 adds the fitted fill value of a column filled by a strategy
     (``fill_value``: a number, or the category of a categorical column; with the
     ``fill_strategy`` it was fitted by); a file of an older version has none, so a
-    spec asking for a fitted fill cannot apply it (an error).
+    spec asking for a fitted fill cannot apply it (an error). A string label column
+    of `colbridge.io.loader` has its sorted ``classes`` (fitted with ``labels=``);
+    readers that serve no labels ignore them.
     A file is saved at the version it was read with; a fit writes version 4. In
     memory a list may be held as a NumPy array; `to_dict` and `save` write plain
     JSON lists.
@@ -1235,7 +1237,13 @@ def _fitted_on_fill(t: ColumnTransform) -> bool:
     )
 
 
-def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -> FeatureStats:
+def _fit(
+    source: InputSource,
+    spec: FeatureSpec,
+    batch_rows: int,
+    device: str,
+    labels: Sequence[str] = (),
+) -> FeatureStats:
     stats = FeatureStats(ddof=spec.ddof)
     fills = _FillFit([t for t in spec.columns if t.fill_strategy is not None])
     if _fit_passes(spec) == 2:  # `_open` checked that the columns are there
@@ -1261,7 +1269,10 @@ def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -
     for t in moments:
         base = bases[t.name]
         aggs += [Agg("mean", base), Agg("std", base, spec.ddof), Agg("min", base), Agg("max", base)]
-    needed = sorted({t.name for t in moments + exact + counted + encoded} | set(fills.names))
+    classed = classed_labels(labels, source.schema)
+    needed = sorted(
+        {t.name for t in moments + exact + counted + encoded} | set(fills.names) | set(classed)
+    )
     if encoded:
         assert spec.target is not None
         needed = sorted({*needed, spec.target})
@@ -1272,6 +1283,7 @@ def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -
     if not needed:
         return stats
     counts = {t.name: CategoryTotals(1) for t in counted}
+    label_counts = {name: CategoryTotals(1) for name in classed}
     targets = {t.name: CategoryTotals(3 * spec.folds) for t in encoded}
     ys = np.zeros((spec.folds, 3))  # per fold: labelled rows, sum, sum of squares
     values: dict[str, list[np.ndarray[Any, Any]]] = {t.name: [] for t in exact}
@@ -1290,6 +1302,8 @@ def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -
             fills.add(batch)  # fill values are fitted on the column as given
             batch = _fill_batch(batch, category_fills)
             for name, totals in counts.items():
+                totals.count(batch.column(name))
+            for name, totals in label_counts.items():
                 totals.count(batch.column(name))
             if encoded:
                 _target_partials(batch, spec, rows, encoded, targets, ys)
@@ -1353,7 +1367,38 @@ def _fit(source: InputSource, spec: FeatureSpec, batch_rows: int, device: str) -
             typ = _categorical_type(source.schema.field(t.name).type)
             entry = _target_stats(targets[t.name], typ, spec.folds, ys)
             stats.columns.setdefault(t.name, {}).update(entry)
+    for name, totals in label_counts.items():
+        # sorted, as scikit-learn's LabelEncoder: class id i is `classes[i]`
+        classes, _ = totals.counts(_categorical_type(source.schema.field(name).type))
+        stats.columns[name] = {"classes": classes}
     return stats
+
+
+def classed_labels(labels: Sequence[str], schema: pa.Schema) -> list[str]:
+    """The label columns served as class ids: those of strings (or a string dictionary).
+
+    A tensor holds no string; numeric and boolean labels are served as they are.
+    """
+    out = []
+    for name in labels:
+        typ = _categorical_type(schema.field(name).type) if name in schema.names else None
+        if typ is not None and (pa.types.is_string(typ) or pa.types.is_string_view(typ)):
+            out.append(name)
+    return out
+
+
+def check_label_stats(
+    labels: Sequence[str], schema: pa.Schema, stats: FeatureStats, where: str = "the statistics"
+) -> None:
+    """Refuse statistics without the ``classes`` of a string label (naming both)."""
+    for name in classed_labels(labels, schema):
+        if "classes" not in stats.columns.get(name, {}):
+            msg = (
+                f"{where} has no `classes` for label column `{name}` (strings are served as "
+                "class ids): fit the statistics with the label, e.g. "
+                f"`fit_stats(data, spec, labels=[{name!r}])`, or leave out `stats`"
+            )
+            raise JobSpecError(msg)
 
 
 def _json_float(x: Any) -> float | None:
@@ -1544,15 +1589,19 @@ def _stats_for(
     stats: FeatureStats | PathLike | None,
     rows: int,
     device: str,
+    labels: Sequence[str] = (),
 ) -> FeatureStats:
     if isinstance(stats, FeatureStats):
         _check_stats(spec, stats)
+        check_label_stats(labels, source.schema, stats)
         return stats
     if stats is not None:
         loaded = FeatureStats.load(stats)
-        _check_stats(spec, loaded, f"stats file {os.fspath(stats)!r}")
+        where = f"stats file {os.fspath(stats)!r}"
+        _check_stats(spec, loaded, where)
+        check_label_stats(labels, source.schema, loaded, where)
         return loaded
-    return _fit(source, spec, rows, device)
+    return _fit(source, spec, rows, device, labels)
 
 
 #: The statistics each transform reads (beyond those of one-hot columns).
@@ -1641,12 +1690,17 @@ def fit_stats(
     *,
     batch_rows: int | None = None,
     device: str = "auto",
+    labels: Sequence[str] = (),
 ) -> FeatureStats:
     """Statistics the spec's transforms read, from one pass over ``input``.
 
     Two passes when a column's fill value is fitted (``fill_null="median"``, say) and the
     column is also scaled or binned, or is a categorical column whose encoder is fitted:
     the fill values first, then the statistics of the filled columns.
+
+    ``labels`` names the columns a `colbridge.io.loader` serves as labels: those of
+    strings get their sorted ``classes`` (a label's class id is its index there, as
+    scikit-learn's ``LabelEncoder``), fitted in the same pass.
 
     Examples
     --------
@@ -1657,9 +1711,21 @@ def fit_stats(
     (2.0, 1.0, 10.0)
     """
     source, rows = _open(input, spec, batch_rows, None)
+    _check_labels(spec, labels, source.schema)
     if isinstance(source, StreamSource):
         source.plan_passes(_fit_passes(spec))
-    return _fit(source, spec, rows, device)
+    return _fit(source, spec, rows, device, labels)
+
+
+def _check_labels(spec: FeatureSpec, labels: Sequence[str], schema: pa.Schema) -> None:
+    overlap = sorted(set(labels) & {t.name for t in spec.columns})
+    if overlap:
+        msg = f"label column(s) {overlap} are also features; a model would see its label"
+        raise JobSpecError(msg)
+    missing = [n for n in labels if n not in schema.names]
+    if missing:
+        msg = f"label column(s) {missing} not found; available columns: {schema.names}"
+        raise JobSpecError(msg)
 
 
 class FeatureBatches:
@@ -1747,6 +1813,7 @@ def iter_features(
     batch_rows: int | None = None,
     memory_limit: str | int | None = None,
     device: str = "auto",
+    labels: Sequence[str] = (),
 ) -> FeatureBatches:
     """Feature batches of ``input``; fits statistics first (one pass) unless ``stats`` is given.
 
@@ -1754,11 +1821,13 @@ def iter_features(
     ``LazyFrame``, a pyarrow dataset, anything with ``__arrow_c_stream__``). When the
     statistics are fitted here, ``input`` is the training data: target-encoded columns
     are then encoded out of fold (as scikit-learn's ``TargetEncoder.fit_transform``).
+    ``labels``: as `fit_stats`'s (string labels need their ``classes`` in ``stats``).
     """
     source, rows = _open(input, spec, batch_rows, memory_limit)
+    _check_labels(spec, labels, source.schema)
     if isinstance(source, StreamSource):  # fitting reads the input once or twice more
         source.plan_passes(1 if stats is not None else 1 + _fit_passes(spec))
-    fitted = _stats_for(source, spec, stats, rows, device)
+    fitted = _stats_for(source, spec, stats, rows, device, labels)
     return FeatureBatches(source, spec, fitted, rows, device, out_of_fold=stats is None)
 
 

@@ -39,6 +39,7 @@ from colbridge.io.fuse import (
     FeatureSpec,
     FeatureStats,
     PathLike,
+    classed_labels,
     feature_columns,
     iter_features,
     transform_batch,
@@ -83,9 +84,17 @@ class _Chunk:
         )  # fmt: skip
 
 
-def _column_array(column: pa.Array | pa.ChunkedArray, name: str, dtype: str | None
-                  ) -> np.ndarray[Any, Any]:  # fmt: skip
-    """A label or kept column as NumPy; nulls are refused (a tensor has no null)."""
+def _column_array(
+    column: pa.Array | pa.ChunkedArray,
+    name: str,
+    dtype: str | None,
+    classes: pa.Array | None = None,
+) -> np.ndarray[Any, Any]:
+    """A label or kept column as NumPy; nulls are refused (a tensor has no null).
+
+    A string label is served as class ids: each value's index in its fitted
+    ``classes`` (int64, the type torch's classification losses take).
+    """
     if column.null_count:
         msg = (
             f"column `{name}` has {column.null_count} null(s); a training batch cannot hold "
@@ -94,6 +103,8 @@ def _column_array(column: pa.Array | pa.ChunkedArray, name: str, dtype: str | No
         raise JobSpecError(msg)
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
+    if classes is not None:
+        column = _class_ids(column, name, classes)
     try:
         values = column.to_numpy(zero_copy_only=False)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
@@ -109,6 +120,31 @@ def _column_array(column: pa.Array | pa.ChunkedArray, name: str, dtype: str | No
         # a unit is copied once (the feature matrix is the kernels' own, writable).
         values = values.copy()
     return np.asarray(values)
+
+
+def _label_value_type(typ: pa.DataType) -> pa.DataType:
+    return typ.value_type if pa.types.is_dictionary(typ) else typ
+
+
+def _class_ids(column: pa.Array, name: str, classes: pa.Array) -> pa.Array:
+    """Each value's index in ``classes``; a value the fit did not see is an error."""
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(column.type):
+        column = column.dictionary_decode()
+    if column.type != classes.type:
+        column = column.cast(classes.type)
+    ids = pc.index_in(column, value_set=classes)
+    if ids.null_count:
+        unseen = column.filter(ids.is_null()).unique()
+        shown = ", ".join(repr(v) for v in unseen[:5].to_pylist())
+        msg = (
+            f"label column `{name}` holds {len(unseen)} value(s) the statistics' classes "
+            f"lack ({shown}); the fitted classes are {classes.to_pylist()[:20]}: refit the "
+            "statistics on data that holds every class"
+        )
+        raise JobSpecError(msg)
+    return ids.cast(pa.int64())
 
 
 class FeatureLoader:
@@ -153,6 +189,15 @@ class FeatureLoader:
         self.spec = spec
         self.stats = stats
         self.labels = list(labels)
+        #: the classes of each string label, by its class id (`fit_stats`)
+        self.label_classes: dict[str, list[Any]] = {
+            name: list(stats.columns[name]["classes"])
+            for name in classed_labels(self.labels, source.schema)
+        }
+        self._classes: dict[str, pa.Array] = {}
+        for name, values in self.label_classes.items():
+            typ = source.schema.field(name).type
+            self._classes[name] = pa.array(values, _label_value_type(typ))
         self.dtypes = dict(dtypes)
         self.batch_size = batch_size
         self.shuffle = shuffle
@@ -207,8 +252,12 @@ class FeatureLoader:
             if table.num_rows == 0:
                 continue
             fb = transform_batch(table, self.spec, self.stats, self.transform_device)
-            columns = {name: _column_array(table.column(name), name, self.dtypes.get(name))
-                       for name in [*self.labels, *self.spec.keep]}  # fmt: skip
+            columns = {
+                name: _column_array(
+                    table.column(name), name, self.dtypes.get(name), self._classes.get(name)
+                )
+                for name in [*self.labels, *self.spec.keep]
+            }
             yield _Chunk(fb.features, fb.validity, columns)
 
     def _batches(self, worker: int, workers: int) -> Iterator[_Chunk]:
@@ -408,7 +457,10 @@ def loader(
     stats : FeatureStats or path, optional
         Statistics to use; fitted on one pass over ``input`` when not given.
     label : str or list of str, optional
-        Columns served as their own tensors (no nulls allowed).
+        Columns served as their own tensors (no nulls allowed). A string label is
+        served as int64 class ids: its index among the label's sorted classes
+        (``label_classes``), fitted with the statistics (`colbridge.io.fuse.fit_stats`'s
+        ``labels=``), as scikit-learn's ``LabelEncoder``.
     keep : list of str
         Other columns served alongside (no nulls allowed).
     dtypes : mapping, optional
@@ -466,17 +518,9 @@ def loader(
     encoded = [t.name for t in spec.columns if t.target_encode]
     if encoded:
         _refuse_target_encoding(encoded)
-    overlap = set(labels) & {t.name for t in spec.columns}
-    if overlap:
-        msg = f"label column(s) {sorted(overlap)} are also features; a model would see its label"
-        raise JobSpecError(msg)
     source = open_input(input)
     batches = iter_features(source, spec, stats=stats, batch_rows=read_rows,
-                            device=transform_device)  # fmt: skip
-    missing = [n for n in labels if n not in source.schema.names]
-    if missing:
-        msg = f"label column(s) {missing} not found; available columns: {source.schema.names}"
-        raise JobSpecError(msg)
+                            device=transform_device, labels=labels)  # fmt: skip
     return FeatureLoader(
         source, spec, batches.stats, labels=labels, dtypes=dtypes or {},
         batch_size=batch_size, shuffle=shuffle, seed=seed,

@@ -167,3 +167,84 @@ def test_a_statistics_file_of_feature_fusion_serves_the_same_matrix(data, tmp_pa
     served = _gather(_load(path, **features, stats=stats, shuffle=False, output="numpy"))
     assert served[1].tolist() == list(range(N))
     assert np.array_equal(served[0], ff.transform(df))
+
+
+def _species(rng: np.random.Generator, n: int) -> np.ndarray:
+    # unicode, an empty string and a rare class, in no sorted order of first appearance
+    names = np.array(["Gentoo", "Adélie", "", "chinstrap", "Chinstrap", "Ωmega"])
+    return names[rng.choice(len(names), n, p=[0.3, 0.3, 0.1, 0.15, 0.149, 0.001])]
+
+
+@pytest.mark.parametrize("kind", ["string", "large_string", "dictionary"])
+def test_string_labels_are_served_as_sorted_class_ids(tmp_path, kind: str) -> None:
+    rng = np.random.default_rng(5)
+    labels = _species(rng, N)
+    column = {"string": pa.array(labels, pa.string()),
+              "large_string": pa.array(labels, pa.large_string()),
+              "dictionary": pa.array(labels).dictionary_encode()}[kind]  # fmt: skip
+    table = pa.table({"id": np.arange(N), "x": rng.random(N), "sp": column})
+    path = str(tmp_path / "t.parquet")
+    pq.write_table(table, path, row_group_size=ROW_GROUP)
+    # the oracle: NumPy's sorted unique values and each row's index among them
+    classes, inverse = np.unique(labels, return_inverse=True)
+
+    batches = loader(path, columns=["x"], minmax=["x"], label="sp", keep=["id"],
+                     batch_size=300, seed=4)  # fmt: skip
+    assert batches.label_classes == {"sp": classes.tolist()}
+    served = [(b["id"].numpy(), b["sp"]) for b in batches]
+    assert all(sp.dtype == torch.int64 for _, sp in served)
+    ids = np.concatenate([i for i, _ in served])
+    sp = np.concatenate([s.numpy() for _, s in served])
+    assert sorted(ids.tolist()) == list(range(N))
+    assert np.array_equal(sp, inverse[ids])
+
+    # the classes travel in the statistics file; another file is served with them
+    stats_path = tmp_path / "stats.json"
+    batches.stats.save(stats_path)
+    part = pa.table({"id": np.arange(3), "x": [0.5, 0.1, 0.9],
+                     "sp": pa.array(["chinstrap", "Gentoo", "chinstrap"])})  # fmt: skip
+    part_path = str(tmp_path / "part.parquet")
+    pq.write_table(part, part_path)
+    again = loader(part_path, columns=["x"], minmax=["x"], label="sp", stats=stats_path,
+                   dtypes={"sp": "int32"}, output="numpy", shuffle=False)  # fmt: skip
+    (batch,) = list(again)
+    want = [classes.tolist().index(v) for v in ["chinstrap", "Gentoo", "chinstrap"]]
+    assert batch["sp"].tolist() == want
+    assert batch["sp"].dtype == np.int32
+
+
+def test_string_label_classes_from_fit_stats_and_streams() -> None:
+    from colbridge.io.fuse import FeatureSpec, fit_stats
+
+    rng = np.random.default_rng(8)
+    labels = _species(rng, 2_000)
+    df = pl.DataFrame({"x": rng.random(2_000), "sp": labels})
+    spec = FeatureSpec.from_dict({"columns": {"x": {"scale": "zscore"}}})
+    stats = fit_stats(df.lazy(), spec, labels=["sp"], batch_rows=300)
+    assert stats.columns["sp"] == {"classes": np.unique(labels).tolist()}
+    served = list(loader(df.lazy(), spec=spec, label="sp", stats=stats, batch_size=500,
+                         output="numpy", shuffle=False, read_rows=300))  # fmt: skip
+    got = np.concatenate([b["sp"] for b in served])
+    assert np.array_equal(got, np.unique(labels, return_inverse=True)[1])
+
+
+def test_string_label_errors(tmp_path) -> None:
+    from colbridge.io.fuse import FeatureSpec, fit_stats
+
+    path = str(tmp_path / "t.parquet")
+    pq.write_table(pa.table({"x": [1.0, 2.0, 3.0], "sp": ["a", "b", "a"]}), path)
+    spec = FeatureSpec.from_dict({"columns": {"x": {"scale": "minmax"}}})
+    without = fit_stats(path, spec)  # no labels asked for: no classes
+    with pytest.raises(JobSpecError, match=r"no `classes` for label column `sp`.*labels=\['sp'\]"):
+        loader(path, spec=spec, label="sp", stats=without)
+    stats = fit_stats(path, spec, labels=["sp"])
+    other = str(tmp_path / "other.parquet")
+    pq.write_table(pa.table({"x": [1.0, 2.0], "sp": ["a", "zebra"]}), other)
+    served = loader(other, spec=spec, label="sp", stats=stats, output="numpy", prefetch=0)
+    with pytest.raises(JobSpecError, match=r"label column `sp` holds 1 value\(s\) the "
+                       r"statistics' classes lack \('zebra'\).*\['a', 'b'\]"):  # fmt: skip
+        list(served)
+    with pytest.raises(JobSpecError, match=r"label column\(s\) \['x'\] are also features"):
+        fit_stats(path, spec, labels=["x"])
+    with pytest.raises(JobSpecError, match=r"label column\(s\) \['nope'\] not found"):
+        fit_stats(path, spec, labels=["nope"])
