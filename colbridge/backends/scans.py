@@ -23,13 +23,21 @@ import pyarrow as pa
 
 from colbridge.backends.groups import GroupIds
 from colbridge.errors import ComputeError, NullValuesError
-from colbridge.expr.nodes import Column, Scan, deep_walk, looks_ahead, rolling_weights
+from colbridge.expr.nodes import (
+    STRING_COMPARISONS,
+    Column,
+    Scan,
+    deep_walk,
+    looks_ahead,
+    rolling_weights,
+)
 from colbridge.memory import empty_array
 from colbridge.types import DType
 
 __all__ = [
     "Carry",
     "ScanStreams",
+    "StringRanks",
     "by_key_method",
     "check_weighted",
     "lag_text",
@@ -539,6 +547,50 @@ def _shift_parts(arg: pa.Array, options: tuple[Any, ...], result: DType) -> list
     return [edge, kept] if steps >= 0 else [kept, edge]
 
 
+@dataclass(frozen=True)
+class StringRanks:
+    """The order of a dictionary's strings, for the scans that compare them.
+
+    A string column's codes are numbered by first appearance, not by value, so
+    ``cum_min``/``cum_max`` of strings run over each code's rank instead (equal
+    strings, in entries of their own, rank alike) and map the ranks back to codes.
+    Strings compare by their UTF-8 bytes, as polars compares them.
+    """
+
+    #: per code (dictionary entry), its dense rank among the strings
+    rank: np.ndarray[Any, Any]
+    #: per rank, a code of that string
+    code: np.ndarray[Any, Any]
+
+    @classmethod
+    def of(cls, dictionary: pa.Array) -> StringRanks:
+        """The ranks of ``dictionary``'s entries (a null entry ranks last: no row reads it)."""
+        import pyarrow.compute as pc
+
+        if not len(dictionary):  # every row null: code 0 is read under them only
+            return cls(np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
+        ranked = pc.rank(dictionary, sort_keys="ascending", tiebreaker="dense")
+        rank = np.asarray(ranked.to_numpy(zero_copy_only=False), dtype=np.int64) - 1
+        code = np.zeros(int(rank.max()) + 1, dtype=np.int64)
+        code[rank] = np.arange(len(rank))
+        return cls(rank, code)
+
+    def ranks_of(self, codes: pa.Array) -> pa.Array:
+        """Each row's rank where it has a code (its validity kept), in the codes' type."""
+        return self._mapped(codes, self.rank)
+
+    def codes_of(self, ranks: pa.Array) -> pa.Array:
+        """Each row's code where it has a rank (its validity kept)."""
+        return self._mapped(ranks, self.code)
+
+    @staticmethod
+    def _mapped(array: pa.Array, table: np.ndarray[Any, Any]) -> pa.Array:
+        valid = _validity(array)
+        values = np.asarray(array.fill_null(0).to_numpy(zero_copy_only=False))
+        mapped = table[np.where(valid, values, 0)].astype(values.dtype, copy=False)
+        return pa.array(mapped, type=array.type, mask=None if valid.all() else ~valid)
+
+
 def with_dictionary(codes: pa.Array, dictionary: pa.Array) -> pa.Array:
     """The codes a scan moved, with the dictionary they index (a string scan's result).
 
@@ -629,7 +681,16 @@ class ScanStreams:
         if carry is None:
             carry = self._carries[where] = new_carry(*_kernel_call(func, options), 0, compute)
         carry.grow(int(ids.max()) + 1 if n else 0)
+        ranks = None
+        if combined is not None and func in STRING_COMPARISONS:
+            # compared by rank among this batch's strings (the carried ones among them)
+            ranks = StringRanks.of(combined)
+            values = ranks.rank[np.where(valid, values, 0)].astype(compute, copy=False)
+            _recode(carry, ranks.rank)
         run_carried(carry, values, valid, ids, out, out_valid)
+        if ranks is not None:
+            out = ranks.code[np.where(out_valid, out, 0)].astype(compute, copy=False)
+            _recode(carry, ranks.code)
         scanned = _result(func, out, out_valid, result)
         if combined is None:
             return scanned
@@ -655,17 +716,25 @@ class ScanStreams:
 def _held(carry: Carry) -> np.ndarray[Any, Any]:
     """Which entries of a carry's first table hold a value a later row may read.
 
-    That table holds the values (a shift's ring, a fill's last value); a shift's ring
-    flags its rows that were not null, a fill has a value once its group had one.
+    That table holds the values (a shift's ring, a fill's last value, a running
+    minimum); a shift's ring flags its rows that were not null, a fill has a value
+    once its group had one, a running minimum once its group saw a value.
     """
     if carry.func in ("forward_fill", "backward_fill"):
         held: np.ndarray[Any, Any] = carry.tables[1] >= 0
         return held
-    if carry.func == "shift":
+    if carry.func in ("shift", "cum_min", "cum_max"):
         flags: np.ndarray[Any, Any] = carry.tables[1]
         return flags
     msg = f"`{carry.func}` does not move values"  # pragma: no cover - typing allows none
     raise AssertionError(msg)
+
+
+def _recode(carry: Carry, table: np.ndarray[Any, Any]) -> None:
+    """Map the values ``carry`` holds through ``table`` (codes to ranks, or back)."""
+    codes = carry.tables[0]
+    held = _held(carry)
+    codes[held] = table[codes[held]]
 
 
 def _keep_strings(carry: Carry, dictionary: pa.Array) -> pa.Array:

@@ -18,6 +18,7 @@ __all__ = [
     "ROUND_MODES",
     "ROWS",
     "SCAN_FUNCS",
+    "STRING_COMPARISONS",
     "UNARY_FUNCS",
     "Agg",
     "Alias",
@@ -403,6 +404,11 @@ class Scan(Node):
     def looks_ahead(self) -> bool:
         """Whether a row's value depends on rows after it (a stream cannot carry it)."""
         return looks_ahead(self.func, self.options)
+
+
+#: ordered operations that compare values: over strings they run on each string's rank
+#: (polars compares strings by their UTF-8 bytes; categoricals it does not compare)
+STRING_COMPARISONS = frozenset({"cum_min", "cum_max"})
 
 
 def looks_ahead(func: str, options: tuple[Any, ...]) -> bool:

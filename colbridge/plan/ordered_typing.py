@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from colbridge.errors import SchemaError, UnsupportedTypeError
 from colbridge.expr.nodes import (
+    STRING_COMPARISONS,
     Binary,
     Cast,
     Column,
@@ -191,11 +192,15 @@ class OrderedTyping:
             raise self._refuse(node, arg, f"weights over {logical} (weights multiply "
                                "values); cast to a number first (`to_physical()` or "
                                "`cast(pl.Float64)`)")  # fmt: skip
-        if logical.is_string and func not in _MOVE_ONLY:
-            # codes are numbered by first appearance, not by value: no order to compare
-            raise self._refuse(node, arg, "strings and categoricals (it compares or adds "
-                               "values); cast to a number first, or use `shift` and the "
-                               "fills, which only move values")  # fmt: skip
+        comparable = func in STRING_COMPARISONS and logical.kind == "string"
+        if logical.is_string and func not in _MOVE_ONLY and not comparable:
+            # codes are numbered by first appearance, not by value; polars compares
+            # strings (`cum_min`, `cum_max`) but not categoricals
+            raise self._refuse(node, arg, f"{logical.kind}s (it compares or adds values); "
+                               "cast to a number first, or use `shift` and the fills, "
+                               "which only move values" + ("; `cum_min`/`cum_max` take "
+                               "strings: cast with `.cast(pl.String)`" if func in
+                               STRING_COMPARISONS else ""))  # fmt: skip
         # a running total of durations is a duration (polars adds them; dates do not add)
         adds_durations = func == "cum_sum" and logical.kind == "duration"
         if (func not in _KEEP_LOGICAL and not adds_durations) \

@@ -36,6 +36,7 @@ from colbridge.backends.groups import (
 )
 from colbridge.backends.scans import (
     ScanStreams,
+    StringRanks,
     check_weighted,
     run_scan,
     shifted_in_place,
@@ -54,6 +55,7 @@ from colbridge.errors import (
 )
 from colbridge.expr.nodes import (
     ROWS,
+    STRING_COMPARISONS,
     Agg,
     Column,
     Filtered,
@@ -613,6 +615,12 @@ def grouping(
             check_weighted(scan, arg, types[1], None if kept is None else whole(kept))
         keyed = groups if scan.keys.exprs else None
         where = f" over {groups.count} group(s)" if scan.keys.exprs else ""
+        # strings compared (cum_min, cum_max) run on their ranks; a stream ranks each
+        # batch's strings with those its carry holds (`ScanStreams`)
+        ranks = None
+        if dictionary is not None and scan.func in STRING_COMPARISONS and streams is None:
+            ranks = StringRanks.of(dictionary)
+            arg = ranks.ranks_of(arg)
         # the CUDA backend runs the scans it has kernels for on the device (`run_scan`)
         on_device = getattr(backend, "run_scan", None)
         why = device_scan_reason(scan.func, streams is not None) if on_device is not None \
@@ -630,6 +638,8 @@ def grouping(
         if on_device is None or why is not None:
             report.stats.kernels.append(f"scan [{scan!r}]{where}: on the host CPU"
                                         + (f" ({why})" if why else ""))
+        if ranks is not None:
+            scanned = ranks.codes_of(scanned)
         if dictionary is not None:
             if not pa.types.is_dictionary(scanned.type):  # in memory: the argument's
                 scanned = with_dictionary(scanned, dictionary)

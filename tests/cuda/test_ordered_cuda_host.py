@@ -89,8 +89,9 @@ def test_cuda_explain_names_the_host_scan() -> None:
 
 
 def test_cuda_runner_reads_moved_strings() -> None:
-    # a shift or fill of strings runs on the device over codes; the result keeps a
-    # dictionary of its own, which the row pass's tables and the output read
+    # a shift or fill of strings runs on the device over codes (a running min or max
+    # over their ranks); the result keeps a dictionary of its own, which the row
+    # pass's tables and the output read
     rng = np.random.default_rng(4)
     n = 60
     words = pa.array(rng.choice(np.array(["a", "bb", "", "c"]), n), pa.large_string(),
@@ -102,11 +103,12 @@ def test_cuda_runner_reads_moved_strings() -> None:
         s, c = m.col("s"), m.col("c")
         return q.with_columns(a=s.shift(2), b=s.fill_null(strategy="forward").over("g"),
                               e=s.shift(1) == "bb", f=c.shift(3, fill_value="z"),
-                              h=c.fill_null(strategy="forward", limit=1))  # fmt: skip
+                              h=c.fill_null(strategy="forward", limit=1),
+                              i=s.cum_min(), j=s.cum_max(reverse=True).over("g"))  # fmt: skip
 
     q = steps(cb, cb.lazy(table))
     got = compute_on_host(q)
     assert_frame_equal(pl.from_arrow(got), steps(pl, pl.from_arrow(table).lazy()).collect())
     scans = [k for k in q.last_report.stats.kernels if k.startswith("scan [")]
-    assert len(scans) == 6  # the fill value: a scan of whether rows exist
+    assert len(scans) == 8  # the fill value: a scan of whether rows exist
     assert all("generated CUDA scan on the device" in k for k in scans)

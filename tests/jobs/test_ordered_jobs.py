@@ -218,7 +218,8 @@ def test_a_piece_run_again_after_a_gpu_attempt_starts_from_the_same_state() -> N
 
 # -- strings and categoricals moved from batch to batch -------------------------------------
 # Each batch dictionary-encodes its strings its own way, so a shift or a forward fill
-# of a string or categorical column carries the strings themselves, not their codes.
+# of a string or categorical column carries the strings themselves, not their codes
+# (and a running minimum or maximum of strings, the string it holds).
 
 _CATEGORICAL = pa.dictionary(pa.uint32(), pa.large_string())  # polars' Categorical
 
@@ -271,6 +272,9 @@ def _moves(m: Any, q: Any) -> Any:
         up=s.str.to_uppercase().shift(1),  # the codes of `s`, an uppercased dictionary
         twice=s.shift(2).fill_null(strategy="forward").over("k"),
         same=s.shift(1) == s, n=s.shift(1).is_null(),
+        # compared, not only moved: the carried strings rank among each batch's own
+        mn=s.cum_min(), mx=s.cum_max(), gmx=s.cum_max().over("k"),
+        umn=s.str.to_uppercase().cum_min(),
     )
 
 

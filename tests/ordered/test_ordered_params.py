@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import colbridge as cb
 from colbridge.testing.asserts import assert_same_as_polars
@@ -130,6 +132,55 @@ def test_ordered_ops_on_string_columns(tier: str) -> None:
                         l=s.backward_fill(limit=1).over("g"))  # fmt: skip
 
     assert_same_as_polars(STRINGS, steps)
+
+
+def test_running_min_and_max_of_strings(tier: str) -> None:
+    # polars compares strings by their UTF-8 bytes; colbridge's codes are numbered by
+    # first appearance, so the scan runs on ranks (equal strings from a string
+    # function's entries rank alike)
+    def steps(m: Any, q: Any) -> Any:
+        s = m.col("s")
+        return q.select(a=s.cum_min(), b=s.cum_max(), c=s.cum_min(reverse=True),
+                        d=s.cum_max(reverse=True), e=s.cum_min().over("g"),
+                        f=s.cum_max(reverse=True).over("g"),
+                        h=s.str.to_uppercase().cum_max(), i=s.cum_min() == s,
+                        j=s.shift(1).cum_max().over("g"))  # fmt: skip
+
+    assert_same_as_polars(STRINGS, steps)
+    # and in the string language
+    assert_same_as_polars(STRINGS, lambda m, q: q.eval("a = cum_min(s); b = s.cum_max().over(g)")
+                          if m is cb else q.with_columns(a=m.col("s").cum_min(),
+                                                         b=m.col("s").cum_max().over("g")))
+
+
+@settings(max_examples=40, deadline=None)
+@given(words=st.lists(st.one_of(st.none(), st.sampled_from(
+           ["", "a", "A", "ab", "b", "é", "e", "ß", "Ω", "z", "zz", "a\x00"])),
+           max_size=40),
+       keys=st.lists(st.integers(0, 3), min_size=40, max_size=40),
+       cut=st.integers(0, 40), offset=st.integers(0, 3))  # fmt: skip
+def test_running_min_and_max_of_strings_hypothesis(words: list[str | None], keys: list[int],
+                                                   cut: int, offset: int) -> None:  # fmt: skip
+    # chunks cut anywhere and a sliced column: each chunk's strings rank together
+    full = ["pad"] * offset + words
+    column = pa.array(full, pa.large_string()).slice(offset)
+    cut = min(cut, len(words))
+    chunked = pa.chunked_array([column.slice(0, cut), column.slice(cut)])
+    table = pa.table({"s": chunked, "g": pa.array(keys[: len(words)], pa.int8())})
+
+    def steps(m: Any, q: Any) -> Any:
+        s = m.col("s")
+        return q.select(a=s.cum_min(), b=s.cum_max(reverse=True), c=s.cum_max().over("g"),
+                        d=s.cum_min(reverse=True).over("g"))  # fmt: skip
+
+    assert_same_as_polars(table, steps, kinds=("pyarrow", "polars"))
+
+
+def test_running_min_of_categoricals_is_refused_as_polars_does() -> None:
+    table = STRINGS.set_column(0, "s", STRINGS["s"].cast(pa.dictionary(pa.uint32(),
+                                                                       pa.large_string())))
+    with pytest.raises(cb.UnsupportedTypeError, match=r"`cum_min`/`cum_max` take strings"):
+        cb.lazy(table).select(cb.col("s").cum_min()).compute()
 
 
 def test_shift_string_column_with_a_fill_value(tier: str) -> None:
