@@ -133,13 +133,28 @@ def _kernel_call(func: str, options: tuple[Any, ...]) -> tuple[str, tuple[Any, .
 
 def _inputs(func: str, arg: pa.Array,
             compute: np.dtype[Any]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """The values and validity a scan kernel reads for ``func`` over ``arg``."""
+    """The values and validity a scan kernel reads for ``func`` over ``arg``.
+
+    The values are always read-only (`_read_only`).
+    """
     n = len(arg)
     if func == "cum_count":  # counts validity only: the values are never read
-        return np.zeros(n, dtype=compute), _validity(arg)
+        return _read_only(np.zeros(n, dtype=compute)), _validity(arg)
     if func == "shift_in_range":  # every row present: the shift says which exist
-        return np.zeros(n, dtype=compute), np.ones(n, dtype=np.bool_)
-    return _values(arg, compute)
+        return _read_only(np.zeros(n, dtype=compute)), np.ones(n, dtype=np.bool_)
+    values, valid = _values(arg, compute)
+    return _read_only(values), valid
+
+
+def _read_only(values: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """``values``, flagged read-only (no copy).
+
+    numba compiles a kernel once per argument type, and a read-only array (an Arrow
+    buffer read in place) is another type than a writable one (a converted copy):
+    flagging every kernel's input alike halves the compiles of each scan kernel.
+    """
+    values.flags.writeable = False
+    return values
 
 
 def _outputs(func: str, n: int, compute: np.dtype[Any]) -> tuple[np.ndarray[Any, Any],
@@ -671,7 +686,7 @@ class ScanStreams:
             carried = self._strings.get(where)
             if carried is not None and len(carried):
                 # this batch's codes come after the carried strings
-                values = values + compute.type(len(carried))
+                values = _read_only(values + compute.type(len(carried)))
                 combined = pa.concat_arrays([carried, dictionary.cast(carried.type)])
             else:
                 combined = dictionary
@@ -685,7 +700,7 @@ class ScanStreams:
         if combined is not None and func in STRING_COMPARISONS:
             # compared by rank among this batch's strings (the carried ones among them)
             ranks = StringRanks.of(combined)
-            values = ranks.rank[np.where(valid, values, 0)].astype(compute, copy=False)
+            values = _read_only(ranks.rank[np.where(valid, values, 0)].astype(compute))
             _recode(carry, ranks.rank)
         run_carried(carry, values, valid, ids, out, out_valid)
         if ranks is not None:

@@ -493,6 +493,9 @@ def _ones(nbytes: int) -> np.ndarray[Any, Any]:
 
 
 _ONES = np.full(1 << 12, 0xFF, dtype=np.uint8)
+# read-only as an Arrow bitmap read in place is: numba compiles a pack kernel once per
+# argument type, and a writable array is another type
+_ONES.flags.writeable = False
 _ONES.flags.writeable = False
 
 
