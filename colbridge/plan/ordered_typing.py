@@ -29,6 +29,7 @@ from colbridge.expr.nodes import (
     Binary,
     Cast,
     Column,
+    Function,
     KeySet,
     Literal,
     Node,
@@ -37,6 +38,7 @@ from colbridge.expr.nodes import (
     rolling_weights,
 )
 from colbridge.types import DType
+from colbridge.types.logical import Logical
 
 if TYPE_CHECKING:
     from colbridge.plan.typecheck import TypeChecker
@@ -49,6 +51,11 @@ _KEEP_LOGICAL = frozenset({"shift", "forward_fill", "backward_fill", "cum_min", 
                            "rolling_min", "rolling_max"})  # fmt: skip
 #: operations that only move values: a string's codes move, its dictionary stays
 _MOVE_ONLY = frozenset({"shift", "forward_fill", "backward_fill"})
+#: ordered operations polars computes over a temporal column's integers (`to_physical`):
+#: Float64 results, and ``rolling_mean`` a mean of them truncated back to the type
+_OVER_PHYSICAL = frozenset({"pct_change", "ewm_mean", "rolling_std", "rolling_var",
+                            "rolling_mean"})  # fmt: skip
+_MICROS_PER_DAY = 86_400_000_000.0
 _DIFF_TYPE = {DType.UINT8: DType.INT16, DType.UINT16: DType.INT32, DType.UINT32: DType.INT64,
               DType.UINT64: DType.INT64}  # fmt: skip
 
@@ -192,6 +199,8 @@ class OrderedTyping:
             raise self._refuse(node, arg, f"weights over {logical} (weights multiply "
                                "values); cast to a number first (`to_physical()` or "
                                "`cast(pl.Float64)`)")  # fmt: skip
+        if logical.is_temporal and func in _OVER_PHYSICAL:
+            return self._over_physical(node, arg, logical)
         comparable = func in STRING_COMPARISONS and logical.kind == "string"
         if logical.is_string and func not in _MOVE_ONLY and not comparable:
             # codes are numbered by first appearance, not by value; polars compares
@@ -224,6 +233,33 @@ class OrderedTyping:
             tc.dicts[scanned] = own  # the codes' own dictionary, for a scan of them
             spec = _replaced(spec, base, own)
         return tc.mark_logical(scanned, logical, spec)
+
+    def _over_physical(self, node: Scan, arg: Node, logical: Logical) -> Node:
+        """An ordered operation over a temporal column's integers, as polars computes it.
+
+        ``pct_change``, ``ewm_mean``, ``rolling_std`` and ``rolling_var`` are Float64 of
+        the integers (a date's days, a datetime's or duration's units, a time's
+        nanoseconds); polars refuses the deviation and variance of durations.
+        ``rolling_mean`` is the Float64 mean of the integers truncated toward zero,
+        back in the column's type; a date's mean is a Datetime[us] (days times
+        86,400,000,000, then truncated).
+        """
+        func = node.func
+        if logical.kind == "duration" and func in ("rolling_std", "rolling_var"):
+            raise self._refuse(node, arg, f"{logical} (polars has no deviation of "
+                               "durations); cast to an integer first "
+                               "(`to_physical()`)")  # fmt: skip
+        physical = Function("to_physical", (node.arg,))
+        scan = Scan(func, physical, node.options, node.keys)
+        if func != "rolling_mean":
+            return self.tc.typed(scan)
+        mean: Node = scan
+        target = logical
+        if logical.kind == "date":
+            mean = Binary("mul", scan, Literal(_MICROS_PER_DAY))
+            target = Logical("datetime", "us")
+        whole = Cast(mean, DType.INT64, strict=False)
+        return self.tc.typed(Function("cast", (whole,), (target, False)))
 
     def _refuse(self, node: Scan, arg: Node, what: str) -> Exception:
         column = arg.arg if isinstance(arg, Reinterpret) else arg

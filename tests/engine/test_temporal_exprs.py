@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import colbridge as cb
@@ -364,6 +364,66 @@ def _temporal_diffs(m: Any, q: Any) -> Any:
                           gt=t.diff().over("g"), gd=d.diff(-1).over("g"),
                           far=t.diff(100), tw=t.diff() + u,
                           cu=u.cum_sum(), gcu=u.cum_sum(reverse=True).over("g"))  # fmt: skip
+
+
+def _over_physical(m: Any, q: Any) -> Any:
+    # polars computes these over the integers; rolling_mean casts the mean back (a date's
+    # to Datetime[us]); windows of at most 4 keep every sum of these values exact
+    t, d, u, h = (m.col(c) for c in ("t", "d", "u", "h"))
+    out = {}
+    for name, x in (("t", t), ("d", d), ("u", u), ("h", h)):
+        out |= {
+            f"m{name}": x.rolling_mean(2), f"mc{name}": x.rolling_mean(3, min_samples=1,
+                                                                      center=True),
+            f"p{name}": x.pct_change(), f"e{name}": x.ewm_mean(alpha=0.3, ignore_nulls=True),
+            f"g{name}": x.rolling_mean(4, min_samples=2).over("g"),
+        }  # fmt: skip
+        if name != "u":  # polars has no deviation of durations
+            out |= {f"s{name}": x.rolling_std(3, min_samples=2),
+                    f"v{name}": x.rolling_var(2).over("g")}  # fmt: skip
+    return q.with_columns(**out)
+
+
+@pytest.mark.parametrize("tz", [None, "America/New_York"])
+@settings(SETTINGS, max_examples=4)
+@given(data=st.data())
+def test_windows_and_changes_of_temporal_columns_use_their_integers(
+    tz: str | None, data: st.DataObject
+) -> None:
+    types = [pa.timestamp("ms", tz), pa.date32(), pa.duration("ms"), pa.time64("ns")]
+    table = data.draw(temporal_tables(types, names=("t", "d", "u", "h")))
+    # no rows: polars types rolling_std/var (and, lazily, ewm_mean) as the column's own
+    # type there and Float64 given any row; colbridge types them Float64 (test below)
+    assume(table.num_rows > 0)
+    table = table.append_column("g", pa.array([k % 3 for k in range(table.num_rows)]))
+    before = os.environ["COLBRIDGE_CPU_TIER"]
+    os.environ["COLBRIDGE_CPU_TIER"] = "numpy"  # the typing is new; compiled once below
+    try:
+        same_as_polars(table, _over_physical, rtol=1e-9)
+    finally:
+        os.environ["COLBRIDGE_CPU_TIER"] = before
+
+
+def test_windows_of_temporal_columns_compiled_and_refused() -> None:
+    rng = np.random.default_rng(9)
+    n = 200
+    ms = rng.integers(-10**13, 10**13, n)
+    table = pa.table({
+        "t": pa.array(ms, pa.timestamp("ms"), mask=rng.random(n) < 0.1),
+        "d": pa.array((ms // 86_400_000).astype(np.int32), pa.date32()),
+        "u": pa.array(rng.integers(-10**9, 10**9, n), pa.duration("ms")),
+        "h": pa.array(rng.integers(0, 86_400 * 10**9, n), pa.time64("ns"),
+                      mask=rng.random(n) < 0.2),
+        "g": pa.array(rng.integers(0, 4, n)),
+    })  # fmt: skip
+    same_as_polars(table, _over_physical, rtol=1e-9)
+    # an empty frame: the types polars gives any non-empty one
+    empty = _over_physical(cb, cb.lazy(table.slice(0, 0))).compute()
+    want = _over_physical(pl, pl.from_arrow(table.slice(0, 1)).lazy()).collect()
+    assert pl.from_arrow(empty).schema == want.schema
+    with pytest.raises(cb.UnsupportedTypeError, match=r"`u` has type duration\[ms\].*no "
+                       "deviation of durations"):  # fmt: skip
+        cb.lazy(table).select(cb.col("u").rolling_std(3)).compute()
 
 
 def test_temporal_diff_compiled() -> None:
