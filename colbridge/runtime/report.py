@@ -21,7 +21,7 @@ from colbridge.backends.scans import lag_text
 from colbridge.codegen.cuda_scans import device_scan_reason
 from colbridge.columns.frames import FrameAdapter
 from colbridge.errors import PlanProblem
-from colbridge.expr.nodes import GroupAgg
+from colbridge.expr.nodes import STRING_COMPARISONS, GroupAgg
 from colbridge.plan.logical import Step
 from colbridge.plan.nullability import Nullability
 from colbridge.plan.planner import Segment
@@ -290,7 +290,11 @@ def _grouped_work(seg: Segment, target: str,
         else:
             where = "compiled scan on the host CPU"
         moves = ""
-        if name in seg.scan_dicts:  # each batch of a stream numbers its strings its own way
+        if name in seg.scan_dicts and scan.func in STRING_COMPARISONS:
+            moves = ("; it compares strings by their rank among the dictionary's (UTF-8 "
+                     "byte order): a stream carries the strings themselves from batch to "
+                     "batch")  # fmt: skip
+        elif name in seg.scan_dicts:  # each batch of a stream numbers its strings its own way
             moves = ("; it moves string codes: a stream carries the strings themselves from "
                      "batch to batch")  # fmt: skip
         lines.append((0, (

@@ -147,6 +147,8 @@ def test_running_min_and_max_of_strings(tier: str) -> None:
                         j=s.shift(1).cum_max().over("g"))  # fmt: skip
 
     assert_same_as_polars(STRINGS, steps)
+    text = cb.lazy(STRINGS).select(a=cb.col("s").cum_min()).explain()
+    assert "it compares strings by their rank among the dictionary's" in text
     # and in the string language
     assert_same_as_polars(STRINGS, lambda m, q: q.eval("a = cum_min(s); b = s.cum_max().over(g)")
                           if m is cb else q.with_columns(a=m.col("s").cum_min(),
