@@ -147,14 +147,16 @@ def _inputs(func: str, arg: pa.Array,
 
 
 def _read_only(values: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """``values``, flagged read-only (no copy).
+    """A read-only view of ``values`` (no copy; ``values`` keeps its own flags).
 
     numba compiles a kernel once per argument type, and a read-only array (an Arrow
-    buffer read in place) is another type than a writable one (a converted copy):
-    flagging every kernel's input alike halves the compiles of each scan kernel.
+    buffer read in place, most of the time) is another type than a writable one (a
+    converted copy, or a buffer Arrow made writable): flagging every kernel's input
+    alike halves the compiles of each scan kernel.
     """
-    values.flags.writeable = False
-    return values
+    view = values.view()
+    view.flags.writeable = False
+    return view
 
 
 def _outputs(func: str, n: int, compute: np.dtype[Any]) -> tuple[np.ndarray[Any, Any],

@@ -481,6 +481,18 @@ def _segments(chunked: list[pa.ChunkedArray], n: int) -> list[int]:
     return sorted(bounds)
 
 
+def _read_only(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """A read-only view of ``array`` (the caller's array keeps its own flags).
+
+    numba compiles a pack kernel once per argument type, and a writable array is
+    another type than a read-only one: an Arrow buffer is either, as it was made, so
+    every column reaches the kernels read-only and a set of column types compiles once.
+    """
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
 def _ones(nbytes: int) -> np.ndarray[Any, Any]:
     """A read-only all-ones bitmap of at least ``nbytes`` bytes (for columns without nulls)."""
     global _ONES
@@ -493,9 +505,6 @@ def _ones(nbytes: int) -> np.ndarray[Any, Any]:
 
 
 _ONES = np.full(1 << 12, 0xFF, dtype=np.uint8)
-# read-only as an Arrow bitmap read in place is: numba compiles a pack kernel once per
-# argument type, and a writable array is another type
-_ONES.flags.writeable = False
 _ONES.flags.writeable = False
 
 
@@ -588,7 +597,8 @@ def _fill(
                 offset = piece.offset % 8
             else:
                 bits, offset = _ones((hi - lo + 7) // 8), 0
-            items.append((values, bits, np.int64(offset), np.uint64(j)))
+            items.append((_read_only(values), _read_only(bits), np.int64(offset),
+                          np.uint64(j)))  # fmt: skip
         # Ordered by dtype (and layout): the kernel's type then depends on the
         # column dtypes, not on their order in the matrix.
         items.sort(key=lambda item: (item[0].dtype.str, not item[0].flags.c_contiguous))
