@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from colbridge.errors import UnsupportedTypeError
-from colbridge.memory import empty_array
+from colbridge.memory import empty_array, read_only
 
 if TYPE_CHECKING:
     from colbridge.plan.planner import LaggedRead
@@ -310,10 +310,11 @@ def _renumber(codes: _Codes) -> tuple[np.ndarray[Any, Any], int, np.ndarray[Any,
         return rank[array], len(order), first[order]
     kernels = _kernels()
     valid = codes.valid if codes.valid is not None else np.zeros(0, dtype=np.bool_)
-    rank, first, count = kernels.first_ranks(codes.values, codes.lo, valid, codes.null_code,
+    values = read_only(codes.values)  # a key read in place and computed codes: one compile
+    rank, first, count = kernels.first_ranks(values, codes.lo, valid, codes.null_code,
                                              codes.span)  # fmt: skip
     ids = empty_array(n, np.int32)  # pooled pages: fresh ones fault in slower than this fills
-    kernels.renumber(codes.values, codes.lo, valid, codes.null_code, rank, ids)
+    kernels.renumber(values, codes.lo, valid, codes.null_code, rank, ids)
     return ids, int(count), first
 
 

@@ -31,7 +31,7 @@ from colbridge.expr.nodes import (
     looks_ahead,
     rolling_weights,
 )
-from colbridge.memory import empty_array
+from colbridge.memory import empty_array, read_only
 from colbridge.types import DType
 
 __all__ = [
@@ -135,28 +135,15 @@ def _inputs(func: str, arg: pa.Array,
             compute: np.dtype[Any]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """The values and validity a scan kernel reads for ``func`` over ``arg``.
 
-    The values are always read-only (`_read_only`).
+    The values are always read-only (`colbridge.memory.read_only`: one compile per type).
     """
     n = len(arg)
     if func == "cum_count":  # counts validity only: the values are never read
-        return _read_only(np.zeros(n, dtype=compute)), _validity(arg)
+        return read_only(np.zeros(n, dtype=compute)), _validity(arg)
     if func == "shift_in_range":  # every row present: the shift says which exist
-        return _read_only(np.zeros(n, dtype=compute)), np.ones(n, dtype=np.bool_)
+        return read_only(np.zeros(n, dtype=compute)), np.ones(n, dtype=np.bool_)
     values, valid = _values(arg, compute)
-    return _read_only(values), valid
-
-
-def _read_only(values: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """A read-only view of ``values`` (no copy; ``values`` keeps its own flags).
-
-    numba compiles a kernel once per argument type, and a read-only array (an Arrow
-    buffer read in place, most of the time) is another type than a writable one (a
-    converted copy, or a buffer Arrow made writable): flagging every kernel's input
-    alike halves the compiles of each scan kernel.
-    """
-    view = values.view()
-    view.flags.writeable = False
-    return view
+    return read_only(values), valid
 
 
 def _outputs(func: str, n: int, compute: np.dtype[Any]) -> tuple[np.ndarray[Any, Any],
@@ -688,7 +675,7 @@ class ScanStreams:
             carried = self._strings.get(where)
             if carried is not None and len(carried):
                 # this batch's codes come after the carried strings
-                values = _read_only(values + compute.type(len(carried)))
+                values = read_only(values + compute.type(len(carried)))
                 combined = pa.concat_arrays([carried, dictionary.cast(carried.type)])
             else:
                 combined = dictionary
@@ -702,7 +689,7 @@ class ScanStreams:
         if combined is not None and func in STRING_COMPARISONS:
             # compared by rank among this batch's strings (the carried ones among them)
             ranks = StringRanks.of(combined)
-            values = _read_only(ranks.rank[np.where(valid, values, 0)].astype(compute))
+            values = read_only(ranks.rank[np.where(valid, values, 0)].astype(compute))
             _recode(carry, ranks.rank)
         run_carried(carry, values, valid, ids, out, out_valid)
         if ranks is not None:

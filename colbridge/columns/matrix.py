@@ -54,7 +54,7 @@ from colbridge.columns.ingest import column_to_arrow, nan_as_null, pandas_nan_is
 from colbridge.columns.tensor import _values, as_tensor, direct_array, numpy_spec
 from colbridge.columns.views import ArrayProtocols
 from colbridge.errors import NullValuesError, ShapeError, UnsupportedTypeError
-from colbridge.memory import allocate_host, writable_view
+from colbridge.memory import allocate_host, read_only, writable_view
 from colbridge.types.dtypes import parse_dtype
 from colbridge.types.table import TensorSpec, tensor_spec
 
@@ -481,18 +481,6 @@ def _segments(chunked: list[pa.ChunkedArray], n: int) -> list[int]:
     return sorted(bounds)
 
 
-def _read_only(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """A read-only view of ``array`` (the caller's array keeps its own flags).
-
-    numba compiles a pack kernel once per argument type, and a writable array is
-    another type than a read-only one: an Arrow buffer is either, as it was made, so
-    every column reaches the kernels read-only and a set of column types compiles once.
-    """
-    view = array.view()
-    view.flags.writeable = False
-    return view
-
-
 def _ones(nbytes: int) -> np.ndarray[Any, Any]:
     """A read-only all-ones bitmap of at least ``nbytes`` bytes (for columns without nulls)."""
     global _ONES
@@ -597,7 +585,7 @@ def _fill(
                 offset = piece.offset % 8
             else:
                 bits, offset = _ones((hi - lo + 7) // 8), 0
-            items.append((_read_only(values), _read_only(bits), np.int64(offset),
+            items.append((read_only(values), read_only(bits), np.int64(offset),
                           np.uint64(j)))  # fmt: skip
         # Ordered by dtype (and layout): the kernel's type then depends on the
         # column dtypes, not on their order in the matrix.

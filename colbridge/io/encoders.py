@@ -17,6 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from colbridge.memory import read_only
+
 __all__ = [
     "NULL_ID",
     "RARE_ID",
@@ -186,7 +188,7 @@ def add_target_rows(
     The table's columns are the folds' target sums, then their row counts, then their
     sums of squares (``3 * folds`` columns); rows are added in order.
     """
-    _kernels()._target_sums(codes, fold, y, folds, totals.table)
+    _kernels()._target_sums(codes, fold, read_only(y), folds, totals.table)
 
 
 def sort_categories(values: list[Any]) -> list[Any]:

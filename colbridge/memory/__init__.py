@@ -9,6 +9,7 @@ from colbridge.memory.host import (
     allocate_host,
     empty_array,
     host_view,
+    read_only,
     writable_view,
 )
 
@@ -19,5 +20,6 @@ __all__ = [
     "allocate_host",
     "empty_array",
     "host_view",
+    "read_only",
     "writable_view",
 ]

@@ -227,6 +227,27 @@ def empty_array(n: int, dtype: npt.DTypeLike) -> np.ndarray[Any, Any]:
     return writable_view(allocate_host(n * dt.itemsize), dt, (n,))
 
 
+def read_only(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """A read-only view of ``array`` (no copy; ``array`` keeps its own flags).
+
+    For kernel inputs: numba compiles a kernel once per argument type, and a writable
+    array is another type than a read-only one. An Arrow buffer read in place is
+    either, as it was made (a computed one read-only, one made from a NumPy mask
+    writable), and a converted copy is writable: giving a kernel every input read-only
+    compiles it once per element type instead of once per origin.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.arange(3)
+    >>> read_only(a).flags.writeable, a.flags.writeable
+    (False, True)
+    """
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
 def writable_view(
     buffer: HostBuffer, dtype: np.dtype[Any] | str, shape: tuple[int, ...], order: str = "C"
 ) -> np.ndarray[Any, Any]:
