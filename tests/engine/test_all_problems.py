@@ -183,7 +183,7 @@ def test_grouping_keys_and_aggregations() -> None:
         .group_by("nme", "qty")
         .agg(
             s=col("price").sum(),
-            m=col("name").cum_max().last(),
+            m=col("name").cum_sum().last(),
             t=(col("qty") + col("qty").cast("uint64")).sum(),
         )
         .with_columns(r=col("m") * 2, u=col("s") * 2, bad=col("qty") ** -1)
@@ -196,7 +196,7 @@ def test_grouping_keys_and_aggregations() -> None:
         (1, "t", SchemaError, (("qty", "int64"),)),
         (2, "bad", cb.errors.InvalidOperationError, (("qty", "int64"),)),
     ]
-    # a grouped form of what was written (`cum_max` per group) is not shown as the failing part
+    # a grouped form of what was written (`cum_sum` per group) is not shown as the failing part
     assert [p.node for p in exc.problems] == ["", "", '(col("qty") + col("qty").cast(uint64))', ""]
     assert exc.unchecked == ("step 2 output `r` (reads `m`)",)
 
@@ -334,7 +334,7 @@ def test_unsupported_types_are_problems_with_their_type() -> None:
     t = pa.table({"d": pa.array([1, 2], pa.decimal128(10, 2)), "s": ["a", "b"], "x": [1.0, 2.0]})
     q = cb.lazy(t).with_columns(
         a=cb.col("d") * 2,
-        b=cb.col("s").cum_max(),
+        b=cb.col("s").cum_sum(),
         c=cb.col("x").cast("float16") + 1,
         e=cb.col("x").rolling_mean(2),
     )
