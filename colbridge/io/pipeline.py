@@ -267,7 +267,8 @@ def pipeline(
     out = _check_output(job, output)
     counters = Counters()
     with JobProgress(progress) as bar, AtomicWriter(
-        out, format=output_format, compression=compression, row_group_rows=job.batch_rows
+        out, format=output_format, compression=compression, row_group_rows=job.batch_rows,
+        expected_rows=job.source.count_rows(),
     ) as writer:
         # Batch i is encoded and written on a second thread while batch i+1 is read
         # and computed (pyarrow releases the GIL while it encodes); at most one write

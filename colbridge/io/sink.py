@@ -6,12 +6,13 @@ it into place. A failure, a bad batch, Ctrl-C or SIGTERM removes the temporary
 file and leaves any existing output untouched.
 
 Parquet is encoded by polars' writer where it keeps every Arrow type exactly
-(`polars_writes`): it encodes columns in parallel and writes the same file (same
-codec and level, statistics, page and row-group sizes, dictionary only where
-pyarrow's writer would use one) about 1.4x faster than
-``pyarrow.parquet.ParquetWriter`` when a second core is free
-(benchmarks/etl_io.py). Other schemas (``string``, dictionary, nested columns,
-...) and Arrow IPC go through pyarrow.
+(`polars_writes`) and its speed repays importing polars (`polars_repays`): it
+encodes columns in parallel and writes the same file (same codec and level,
+statistics, page and row-group sizes, dictionary only where pyarrow's writer
+would use one) about 1.4x faster than ``pyarrow.parquet.ParquetWriter`` when a
+second core is free (benchmarks/etl_io.py). Other schemas (``string``,
+dictionary, nested columns, ...), small outputs in a process without polars, and
+Arrow IPC go through pyarrow.
 
 A process killed outright (SIGKILL, a power cut) cannot clean up. Its temporary
 file is named ``.<output name>.<pid>.<random>.partial`` and locked (``flock``)
@@ -25,6 +26,7 @@ import contextlib
 import os
 import queue
 import re
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -37,12 +39,19 @@ import pyarrow.parquet as pq
 from colbridge.errors import ColbridgeError, ComputeError, JobSpecError
 from colbridge.io.source import detect_format
 
-__all__ = ["AtomicWriter", "dictionary_columns", "polars_writes", "remove_stale_partials"]
+__all__ = [
+    "AtomicWriter", "dictionary_columns", "polars_repays", "polars_writes", "remove_stale_partials",
+]  # fmt: skip
 
 #: Bytes per Parquet data page, the same for both writers (pyarrow's and polars' default).
 DATA_PAGE_SIZE = 1 << 20
 #: zstd level of both writers: pyarrow's default, kept when polars writes (its own is 3).
 ZSTD_LEVEL = 1
+#: Output bytes (in memory) from which polars' writer is worth importing polars for:
+#: it saved 0.14 s on 5e6 rows of 7 columns (280 MB; benchmarks/etl_io.py), and
+#: importing polars takes about 0.25 s on the 2-core machine (a job writing a
+#: 336,776-row file took 1.0 s with polars' writer, 0.7 s with pyarrow's).
+POLARS_WRITER_MIN_BYTES = 512 << 20
 _POLARS_CODECS = {None: "uncompressed", "none": "uncompressed", "uncompressed": "uncompressed",
                   "zstd": "zstd", "snappy": "snappy"}
 
@@ -69,6 +78,7 @@ class AtomicWriter:
         compression: str | None = "zstd",
         metadata: dict[bytes, bytes] | None = None,
         row_group_rows: int | None = None,
+        expected_rows: int | None = None,
     ) -> None:
         self.path = os.path.abspath(os.fspath(path))
         self.format = format or detect_format(self.path)
@@ -81,6 +91,9 @@ class AtomicWriter:
         #: one batch per row group, as pyarrow's writer makes them); None: the first
         #: table's rows
         self.row_group_rows = row_group_rows
+        #: rows the output will have, about (a job passes its input's), when known: with
+        #: the first table's bytes per row it sizes the output (`polars_repays`)
+        self.expected_rows = expected_rows
         self.rows = 0
         self._tmp: str | None = None
         self._lock_fd: int | None = None
@@ -101,12 +114,16 @@ class AtomicWriter:
         self._lock_fd = fd
         return self
 
-    def _open(self, schema: pa.Schema, rows: int = 0) -> None:
+    def _open(self, schema: pa.Schema, rows: int = 0, nbytes: int = 0) -> None:
         assert self._tmp is not None
         if self.metadata:
             schema = schema.with_metadata({**(schema.metadata or {}), **self.metadata})
         self._schema = schema
-        if self.format == "parquet" and rows and polars_writes(schema, self.compression):
+        expected = nbytes / rows * max(self.expected_rows or 0, rows) if rows else 0
+        if (
+            self.format == "parquet" and rows
+            and polars_writes(schema, self.compression) and polars_repays(expected)
+        ):  # fmt: skip
             # row groups of a batch, as pyarrow's writer below makes them (one per table)
             group = self.row_group_rows or rows
             self._writer = _PolarsParquetWriter(self._tmp, schema, self.compression, group)
@@ -130,7 +147,7 @@ class AtomicWriter:
             raise RuntimeError(msg)
         table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
         if self._writer is None:
-            self._open(table.schema, table.num_rows)
+            self._open(table.schema, table.num_rows, table.nbytes)
         assert self._schema is not None
         if not table.schema.equals(self._schema, check_metadata=False):
             table = table.cast(self._schema)
@@ -291,6 +308,15 @@ def polars_writes(schema: pa.Schema, compression: str | None) -> bool:
         and compression in _POLARS_CODECS
         and all(_polars_keeps(f.type) and f.nullable and not f.metadata for f in schema)
     )
+
+
+def polars_repays(expected_bytes: float) -> bool:
+    """Tell whether polars' faster Parquet encoding repays importing polars.
+
+    Always once polars is imported (a polars input or caller); otherwise for an
+    output of ``expected_bytes`` (in memory) from `POLARS_WRITER_MIN_BYTES` up.
+    """
+    return "polars" in sys.modules or expected_bytes >= POLARS_WRITER_MIN_BYTES
 
 
 _END = object()

@@ -14,16 +14,19 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = ["PausedRun", "resume", "start_paused_run"]
 
 PAUSE = textwrap.dedent(
     """
-    import os, sys, time
+    import importlib, os, sys, time
     from colbridge.io import sink
 
-    started, go = sys.argv[1], sys.argv[2]
+    started, go, preload = sys.argv[1], sys.argv[2], sys.argv[3]
+    for name in filter(None, preload.split(",")):  # as a caller that imported them would
+        importlib.import_module(name)
     real_write = sink.AtomicWriter.write
 
     def write(self, data):
@@ -38,7 +41,7 @@ PAUSE = textwrap.dedent(
 
     sink.AtomicWriter.write = write
     from colbridge.cli import main
-    sys.exit(main(sys.argv[3:]))
+    sys.exit(main(sys.argv[4:]))
     """
 )
 
@@ -53,12 +56,18 @@ class PausedRun:
         self.partial = partial
 
 
-def start_paused_run(args: list[str], control: Path, env: dict[str, str]) -> PausedRun:
-    """Start ``colbridge <args>`` and return once its first batch is written (or fail)."""
+def start_paused_run(
+    args: list[str], control: Path, env: dict[str, str], preload: Sequence[str] = ()
+) -> PausedRun:
+    """Start ``colbridge <args>`` and return once its first batch is written (or fail).
+
+    ``preload``: modules the process imports first (``polars``: its Parquet writer is
+    then the one a job uses, see `colbridge.io.sink.polars_repays`).
+    """
     control.mkdir(parents=True, exist_ok=True)
     started, go = control / "started", control / "go"
     proc = subprocess.Popen(
-        [sys.executable, "-c", PAUSE, str(started), str(go), *args],
+        [sys.executable, "-c", PAUSE, str(started), str(go), ",".join(preload), *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
     deadline = time.monotonic() + 120

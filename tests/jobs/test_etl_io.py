@@ -240,6 +240,49 @@ def test_polars_writes_into_the_locked_temporary_file(tmp_path) -> None:
     assert _created_by(out).startswith("Polars")
 
 
+WRITER_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    import numpy as np, pyarrow as pa, pyarrow.parquet as pq
+    from colbridge.io import AtomicWriter, pipeline
+    src, out, how = sys.argv[1], sys.argv[2], sys.argv[3]
+    if how == "job":
+        pipeline(src, out, with_="w = a * 2 + b")
+    else:  # a writer told to expect 40 million rows as wide as the first table's
+        table = pq.read_table(src)
+        with AtomicWriter(out, expected_rows=40_000_000) as writer:
+            writer.write(table)
+    print("polars" in sys.modules)
+    """
+)
+
+
+@pytest.mark.parametrize(("how", "writer", "polars_imported"), [
+    ("job", "parquet-cpp-arrow", "False"), ("expected", "Polars", "True"),
+])  # fmt: skip
+def test_polars_writes_only_where_its_speed_repays_its_import(
+    how: str, writer: str, polars_imported: str, tmp_path
+) -> None:
+    # a fresh process that has not imported polars: a small job's output goes through
+    # pyarrow's writer (importing polars would cost more than its faster encoding
+    # saves); an output expected to be large (1.1 GB) through polars'
+    table = numeric_table(5_000)
+    src = _write_input(table, tmp_path / "in.parquet")
+    out = tmp_path / "out.parquet"
+    done = subprocess.run(
+        [sys.executable, "-c", WRITER_SCRIPT, src, str(out), how],
+        capture_output=True, text=True, env=_env(), timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [polars_imported]
+    assert _created_by(out).startswith(writer)
+    got = pq.read_table(out)
+    assert got.select(table.column_names).equals(table)
+    if how == "job":
+        want = pa.compute.add(pa.compute.multiply(table["a"], 2), table["b"])
+        assert got.column("w").equals(want)
+
+
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.getcwd() + os.pathsep + env.get("PYTHONPATH", "")
@@ -254,7 +297,7 @@ def test_signal_while_polars_writes_leaves_no_output(sig: int, code: int, tmp_pa
     out = out_dir / "out.parquet"
     run = start_paused_run(
         ["run", src, "-o", str(out), "--with", WITH, "--batch-rows", "2000", "-q"],
-        tmp_path / "control", _env(),
+        tmp_path / "control", _env(), preload=["polars"],
     )  # fmt: skip
     assert os.path.exists(run.partial)
     run.proc.send_signal(sig)
@@ -282,7 +325,13 @@ MEMORY_SCRIPT = textwrap.dedent(
 )
 
 
-def test_peak_memory_is_bounded_by_the_batch_not_the_data(tmp_path) -> None:
+@pytest.mark.parametrize(("preload", "writer"), [
+    ("import polars\n", "Polars"),  # polars imported: its writer, which holds up to ten batches
+    ("", "parquet-cpp-arrow"),  # a 64 MB output without polars: pyarrow's
+])  # fmt: skip
+def test_peak_memory_is_bounded_by_the_batch_not_the_data(
+    preload: str, writer: str, tmp_path
+) -> None:
     n, rows = 2_000_000, 20_000
     rng = np.random.default_rng(5)
     big = pa.table({name: rng.random(n) for name in "abcd"})
@@ -292,14 +341,14 @@ def test_peak_memory_is_bounded_by_the_batch_not_the_data(tmp_path) -> None:
     pq.write_table(big.slice(0, 10 * rows), small, row_group_size=rows)
     del big
     proc = subprocess.run(
-        [sys.executable, "-c", "import pyarrow.parquet\n" + MEMORY_SCRIPT, str(src), str(small),
-         str(tmp_path / "o.parquet"), str(rows)],
+        [sys.executable, "-c", "import pyarrow.parquet\n" + preload + MEMORY_SCRIPT, str(src),
+         str(small), str(tmp_path / "o.parquet"), str(rows)],
         capture_output=True, text=True, env=_env(), timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["rows"] == n
-    assert report["writer"].startswith("Polars")
+    assert report["writer"].startswith(writer)
     # Decoded Arrow data held at once (reader and writer): a few batches, not the file.
     assert report["arrow_peak"] < decoded / 4, report
     assert report["growth"] < decoded, report
