@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from colbridge.backends.kernel_cache import CacheInfo, kernel_cache
 from colbridge.columns.frames import is_stream_input
 from colbridge.errors import (
     ColbridgeError,
@@ -48,6 +47,7 @@ from colbridge.lazy import GroupBy, LazyFrame
 from colbridge.types import DType
 
 if TYPE_CHECKING:  # served lazily by `__getattr__` below; listed for type checkers
+    from colbridge.backends.kernel_cache import CacheInfo
     from colbridge.columns import TensorView, as_tensor, to_tensor, to_torch
 
 __version__ = "0.1.0"
@@ -93,6 +93,8 @@ def cache_info() -> CacheInfo:
     >>> info.maxsize
     256
     """
+    from colbridge.backends.kernel_cache import kernel_cache
+
     return kernel_cache.info()
 
 
@@ -106,15 +108,22 @@ def clear_cache() -> None:
     >>> cb.cache_info().size
     0
     """
+    from colbridge.backends.kernel_cache import kernel_cache
+
     kernel_cache.clear()
 
 
 def __getattr__(name: str) -> Any:
-    # The bridge functions live in the columns layer.
+    # Loaded on first use, so that `import colbridge` stays short: the bridge
+    # functions (the columns layer) and the kernel cache (the backends layer).
     if name in ("as_tensor", "to_tensor", "to_torch", "TensorView"):
         from colbridge import columns
 
         return getattr(columns, name)
+    if name in ("CacheInfo", "kernel_cache"):
+        from colbridge.backends import kernel_cache
+
+        return getattr(kernel_cache, name)
     if name in ("io", "dask"):  # the jobs layer loads on first use
         import importlib
 

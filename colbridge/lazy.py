@@ -13,7 +13,7 @@ import os
 import threading
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -22,17 +22,15 @@ from colbridge.errors import ColbridgeError, SchemaError
 from colbridge.expr.api import Expr, as_expr
 from colbridge.expr.nodes import Alias, Node, output_name
 from colbridge.plan.logical import Step
-from colbridge.runtime.execute import (
-    Columns,
-    ComputeReport,
-    PreparedPlan,
-    execute,
-    on_device,
-    prepare,
-)
-from colbridge.runtime.report import PlanReport, describe
 
-__all__ = ["ComputeReport", "GroupBy", "LazyFrame"]
+if TYPE_CHECKING:
+    from colbridge.runtime.execute import ComputeReport, PreparedPlan
+    from colbridge.runtime.report import PlanReport
+
+# The runtime (planner, code generators, backends) is imported on a handle's first
+# compute or report, not with colbridge: `import colbridge` stays short.
+
+__all__ = ["GroupBy", "LazyFrame"]
 
 _EXECUTOR: ThreadPoolExecutor | None = None
 _EXECUTOR_LOCK = threading.Lock()
@@ -211,6 +209,8 @@ class LazyFrame:
         names = tuple(adapter.names)
         plan = self._memo.get(names)
         if plan is None:
+            from colbridge.runtime.execute import prepare
+
             plan = self._memo[names] = prepare(self._steps, names)
         return plan
 
@@ -240,6 +240,8 @@ class LazyFrame:
         >>> out["b"].tolist(), list(out.index)
         ([2.0, 3.0], [10, 20])
         """
+        from colbridge.runtime.execute import on_device
+
         np_out = self._numpy_output if numpy_output is None else numpy_output
         adapter = adapt_frame(self._frame, numpy_output=np_out)
         result, report = on_device(
@@ -290,6 +292,8 @@ class LazyFrame:
         return table.__arrow_c_stream__(requested_schema)
 
     def _run(self, adapter: FrameAdapter, report: ComputeReport, target: str) -> Any:
+        from colbridge.runtime.execute import execute
+
         return execute(self._prepared(adapter), adapter, report, target, self._groups)
 
     # -- reporting ------------------------------------------------------------
@@ -309,6 +313,9 @@ class LazyFrame:
         A plan that does not type is reported, not raised: its ``problems`` section
         (and `PlanReport.problems`) lists every problem `compute` would raise.
         """
+        from colbridge.runtime.execute import Columns
+        from colbridge.runtime.report import PlanReport, describe
+
         adapter = adapt_frame(self._frame)
         try:
             plan = self._prepared(adapter)
@@ -343,6 +350,8 @@ class LazyFrame:
         return f"<colbridge.LazyFrame over {type(self._frame).__name__}: {steps}>"
 
     def _display_report(self) -> PlanReport:
+        from colbridge.runtime.report import PlanReport
+
         try:
             return self.report()
         except Exception as exc:  # a display must not raise; show why the plan fails

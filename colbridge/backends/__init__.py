@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-import numpy as np
-import pyarrow as pa
+if TYPE_CHECKING:  # for the annotations only: `import colbridge` loads no engine module
+    import numpy as np
+    import pyarrow as pa
 
-from colbridge.backends.common import RunStats, SegmentResult
-from colbridge.backends.groups import Grouping
-from colbridge.codegen.kernel import AggSlot
-from colbridge.plan.nullability import Nullability
-from colbridge.plan.planner import Segment
+    from colbridge.backends.common import RunStats, SegmentResult
+    from colbridge.backends.groups import Grouping
+    from colbridge.codegen.kernel import AggSlot
+    from colbridge.plan.nullability import Nullability
+    from colbridge.plan.planner import Segment
 
 __all__ = ["Backend", "get_backend"]
 

@@ -587,7 +587,7 @@ def compute_on_host(lazy_frame: Any, runtime: HostRuntime | None = None) -> Any:
     Returns a frame of the input's kind, as ``compute()`` does.
     """
     from colbridge.columns.frames import adapt_frame
-    from colbridge.lazy import ComputeReport
+    from colbridge.runtime.execute import ComputeReport
 
     runtime = runtime if runtime is not None else HostRuntime()
     report = ComputeReport()
