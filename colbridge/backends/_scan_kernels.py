@@ -301,7 +301,9 @@ def rolling_var(values: Any, valid: Any, order: Any, tasks: Any, std: bool,
     Tasks and windows as `rolling_sum`. Nothing leaves a running sum, so no rounding
     is left behind (polars' two stacks, with sums for its Welford states): a segment
     is cut into blocks of ``window`` positions from ``a``, and a window is the end of
-    one block (a *suffix*) and the start of the next (a *prefix*). Each block's
+    one block (a *suffix*, empty when the window starts on a block's first row) and
+    the start of the next (a *prefix*), summed exactly as `rolling_var_by_key` sums a
+    group's rows, so a frame, one group of it and a stream of it agree bit for bit. Each block's
     suffix sums are made once, walking it backwards, and the next block's prefix
     sums as the windows reach into it; a window's variance joins the two
     (`_two_part_var`). Each part is summed around a value it holds for certain (the
@@ -332,12 +334,15 @@ def rolling_var(values: Any, valid: Any, order: Any, tasks: Any, std: bool,
                 out[i] = 0.0
                 out_valid[i] = False
                 continue
+            # the block whose suffix the window starts in: block_start < start <= its end
+            # (a window starting on a block's first row takes none of its suffix but the
+            # whole block as its prefix, as `rolling_var_by_key` and a stream sum it)
             if start == a:
                 block = -1
-            elif front >= 0 and start < block_start + window:
+            elif front >= 0 and start <= block_start + window:
                 block = front  # the window's start moves a row at a time: no division per row
             else:
-                block = (start - a) // window
+                block = (start - a - 1) // window
             if block != front:
                 front = block
                 block_start = a + max(block, 0) * window

@@ -137,8 +137,8 @@ def test_explain_of_a_stream_puts_its_scans_on_the_host(data: str) -> None:
 @pytest.mark.parametrize("batch_rows", [1, 7, 333])
 def test_streamed_floats_equal_the_whole_compute_bit_for_bit(batch_rows: int) -> None:
     # the carries are the state itself, so a stream adds in the same order as one
-    # compute; only a keyless rolling_var/std starts its blocks where a batch's carried
-    # rows start (docs/ordered.md): its last digits may differ
+    # compute (a rolling var cuts the same blocks, from the first row, and sums a
+    # window starting on a block's first row as that block's prefix in both)
     rng = np.random.default_rng(1)
     n = 2_000
     df = pl.DataFrame({"x": rng.normal(1e6, 1e3, n), "g": rng.integers(0, 5, n)})
@@ -154,7 +154,10 @@ def test_streamed_floats_equal_the_whole_compute_bit_for_bit(batch_rows: int) ->
     for name in exprs:
         want, got = whole[name], streamed[name]
         assert got.is_null().to_list() == want.is_null().to_list(), name
-        if name in ("rv", "rsd"):
-            np.testing.assert_allclose(got.to_numpy(), want.to_numpy(), rtol=1e-13)
-        else:
-            assert got.to_list() == want.to_list(), name
+        assert got.to_list() == want.to_list(), name
+    # and one group of the frame (`.over` a constant key) sums as the frame does
+    keyed = cb.lazy(df.with_columns(k=pl.lit(0))).select(
+        rv=x.rolling_var(20).over("k"), rsd=x.rolling_std(7).over("k")
+    ).compute()  # fmt: skip
+    assert keyed["rv"].to_list() == whole["rv"].to_list()
+    assert keyed["rsd"].to_list() == whole["rsd"].to_list()
