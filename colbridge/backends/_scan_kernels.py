@@ -302,9 +302,9 @@ def rolling_var(values: Any, valid: Any, order: Any, tasks: Any, std: bool,
     is left behind (polars' two stacks, with sums for its Welford states): a segment
     is cut into blocks of ``window`` positions from ``a``, and a window is the end of
     one block (a *suffix*, empty when the window starts on a block's first row) and
-    the start of the next (a *prefix*), summed exactly as `rolling_var_by_key` sums a
-    group's rows, so a frame, one group of it and a stream of it agree bit for bit. Each block's
-    suffix sums are made once, walking it backwards, and the next block's prefix
+    the start of the next (a *prefix*), grouped as `rolling_var_by_key` groups a
+    group's rows, so a frame, one group of it and its stream agree bit for bit. Each
+    block's suffix sums are made once, walking it backwards, and the next block's prefix
     sums as the windows reach into it; a window's variance joins the two
     (`_two_part_var`). Each part is summed around a value it holds for certain (the
     suffix's last non-null value, the prefix's first), so no subtraction cancels and

@@ -49,8 +49,7 @@ DATA_PAGE_SIZE = 1 << 20
 ZSTD_LEVEL = 1
 #: Output bytes (in memory) from which polars' writer is worth importing polars for:
 #: it saved 0.14 s on 5e6 rows of 7 columns (280 MB; benchmarks/etl_io.py), and
-#: importing polars takes about 0.25 s on the 2-core machine (a job writing a
-#: 336,776-row file took 1.0 s with polars' writer, 0.7 s with pyarrow's).
+#: importing polars takes 0.2-0.3 s on the 2-core machines.
 POLARS_WRITER_MIN_BYTES = 512 << 20
 _POLARS_CODECS = {None: "uncompressed", "none": "uncompressed", "uncompressed": "uncompressed",
                   "zstd": "zstd", "snappy": "snappy"}

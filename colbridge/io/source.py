@@ -155,6 +155,12 @@ class Source:
 
     def count_rows(self) -> int:
         """Rows in the whole input (from metadata where the format has it)."""
+        return self._rows
+
+    @functools.cached_property
+    def _rows(self) -> int:
+        # read once per opened input: a job asks for it when it plans, sizes its
+        # output writer and reports, and each would reread every file's footer
         if self.given is None and self.format == "parquet":
             return sum(pq.read_metadata(f).num_rows for f in self.files)
         return int(self.dataset.count_rows())
