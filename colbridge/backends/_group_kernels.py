@@ -17,11 +17,14 @@ __all__ = ["edge_rows", "first_ranks", "renumber"]
 
 
 @numba.njit(cache=True, nogil=True)
-def first_ranks(values: Any, lo: Any, valid: Any, null_code: int, span: int) -> Any:
+def first_ranks(values: Any, lo: Any, valid: Any, null_code: int, span: int,
+                reachable: int) -> Any:  # fmt: skip
     """Each code's rank in order of first appearance, and each rank's first row.
 
     One sequential pass (ids must follow row order): ``rank[code]`` is -1 for codes
-    that do not occur; returns ``(rank, first_rows, count)``.
+    that do not occur; returns ``(rank, first_rows, count)``. The pass stops once
+    ``reachable`` codes (all that can occur) have been seen: with a few keys over
+    many rows, that is within the first rows.
     """
     rank = np.full(span, -1, dtype=np.int32)
     first = np.empty(min(span, values.shape[0]), dtype=np.int64)
@@ -35,6 +38,8 @@ def first_ranks(values: Any, lo: Any, valid: Any, null_code: int, span: int) -> 
             rank[c] = count
             first[count] = i
             count += 1
+            if count == reachable:
+                break
     return rank, first[:count], count
 
 

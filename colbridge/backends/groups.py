@@ -147,10 +147,18 @@ class _Codes:
     null_code: int
     span: int
     method: str
+    #: ``null_code`` is a slot of its own, taken only by rows ``valid`` marks null (not a
+    #: code that ``values - lo`` can give)
+    null_slot: bool = False
 
     @classmethod
     def of(cls, codes: np.ndarray[Any, Any], span: int, method: str) -> _Codes:
         return cls(codes, np.int64(0), None, 0, span, method)
+
+    @property
+    def reachable(self) -> int:
+        """At most how many distinct codes the rows hold (the null slot needs a null)."""
+        return self.span - 1 if self.null_slot and self.valid is None else self.span
 
     def array(self) -> np.ndarray[Any, Any]:
         """The codes as int64."""
@@ -230,7 +238,7 @@ def codes_of(array: pa.Array) -> _Codes:
             # distinct labels (the usual case): the indices are the codes, read in place
             nlabels = len(label_codes)
             return _Codes(_raw(array.indices), array.indices.type.to_pandas_dtype()(0), valid,
-                          nlabels, nlabels + 1, "dictionary codes")  # fmt: skip
+                          nlabels, nlabels + 1, "dictionary codes", null_slot=True)  # fmt: skip
         index = _raw(array.indices).astype(np.int64) if n else np.zeros(0, dtype=np.int64)
         if valid is not None:
             index = np.where(valid, index, 0)
@@ -258,7 +266,7 @@ def codes_of(array: pa.Array) -> _Codes:
             # small range: the value itself is the code (minus the smallest); nulls last
             values = _raw(ints)
             return _Codes(values, values.dtype.type(lo), _valid(ints), span, span + 1,
-                          "value range")  # fmt: skip
+                          "value range", null_slot=True)  # fmt: skip
         return _hashed(ints)
     try:
         return _hashed(array)
@@ -312,7 +320,7 @@ def _renumber(codes: _Codes) -> tuple[np.ndarray[Any, Any], int, np.ndarray[Any,
     valid = codes.valid if codes.valid is not None else np.zeros(0, dtype=np.bool_)
     values = read_only(codes.values)  # a key read in place and computed codes: one compile
     rank, first, count = kernels.first_ranks(values, codes.lo, valid, codes.null_code,
-                                             codes.span)  # fmt: skip
+                                             codes.span, codes.reachable)  # fmt: skip
     ids = empty_array(n, np.int32)  # pooled pages: fresh ones fault in slower than this fills
     kernels.renumber(values, codes.lo, valid, codes.null_code, rank, ids)
     return ids, int(count), first

@@ -212,6 +212,52 @@ def test_large_frames_use_the_parallel_kernels(monkeypatch: pytest.MonkeyPatch) 
         assert_same_as_polars(table, aggregations, rtol=1e-8, kinds=("polars",))
 
 
+def _keys(kind: str, n: int, rng: np.random.Generator) -> pa.Array:
+    """Keys over ``n`` rows that stop (or not) the factorizer's pass before the last row."""
+    if kind == "every-value-early":
+        return pa.array(rng.integers(-3, 40, n))
+    if kind == "one-value-missing":  # 0..39 but 17: all that can occur never do
+        values = rng.integers(0, 39, n)
+        return pa.array(np.where(values == 17, 39, values))
+    if kind == "last-value-on-the-last-row":
+        values = rng.integers(0, 40, n)
+        values = np.where(values == 9, 8, values)
+        values[-1] = 9
+        return pa.array(values)
+    if kind == "nulls":
+        return pa.array(rng.integers(0, 6, n).astype(np.int8), mask=rng.random(n) < 0.05)
+    if kind == "no-null-but-the-last-row":
+        return pa.array(rng.integers(0, 6, n), mask=np.arange(n) == n - 1)
+    labels = pa.array(["a", "b", "c", "d", "unused"])
+    indices = rng.integers(0, 4, n).astype(np.int32)
+    if kind == "dictionary":
+        return pa.DictionaryArray.from_arrays(pa.array(indices), labels)
+    assert kind == "dictionary-with-nulls"
+    return pa.DictionaryArray.from_arrays(pa.array(indices, mask=rng.random(n) < 0.01), labels)
+
+
+@pytest.mark.parametrize("kind", ["every-value-early", "one-value-missing",
+                                  "last-value-on-the-last-row", "nulls",
+                                  "no-null-but-the-last-row", "dictionary",
+                                  "dictionary-with-nulls"])  # fmt: skip
+def test_group_ids_number_groups_in_order_of_first_appearance(kind: str) -> None:
+    # over NUMPY_MAX_ROWS rows: the compiled factorizer, whose first pass stops once every
+    # code that can occur has been seen; pandas' factorize numbers groups the same way
+    import pandas as pd
+
+    from colbridge.backends.groups import NUMPY_MAX_ROWS, factorize
+
+    n = NUMPY_MAX_ROWS + 5_000
+    keys = _keys(kind, n, np.random.default_rng(len(kind)))
+    got = factorize([keys], n)
+    want, uniques = pd.factorize(keys.to_pandas(), use_na_sentinel=False)
+    assert got.ids is not None
+    np.testing.assert_array_equal(got.ids, want)
+    assert got.count == len(uniques)
+    firsts = np.array([np.flatnonzero(want == g)[0] for g in range(len(uniques))])
+    np.testing.assert_array_equal(got.first_rows, firsts)
+
+
 def test_pandas_numpy_floats_nan_is_null(tier: str) -> None:
     import pandas as pd
     import polars as pl
