@@ -84,8 +84,10 @@ __all__ = [
     "PARALLEL_MIN_ROWS",
     "check_scalar_outputs",
     "cpu_tier",
+    "elementwise_only",
     "kernel_sources",
     "reduce_partials",
+    "run_recurring",
     "run_segment",
     "wait_for_background_compiles",
 ]
@@ -380,52 +382,154 @@ def run_segment(
         if filtered is not None:
             return filtered
 
-    parallel = n >= PARALLEL_MIN_ROWS  # a one-row pass after reductions runs on one thread
-    key: tuple[Any, ...] = ("elementwise", parallel, segment.signature, *extra)
-
-    def make_elementwise(gen: ModuleType) -> KernelSource:
-        src: KernelSource = gen.generate_elementwise(
-            segment.outputs, segment.mask, segment.types, nulls, parallel=parallel,
-            plan_text=segment.kernel_text, literals=segment.params,
-            gate=segment.gate, tables=segment.tables,
-        )  # fmt: skip
-        return src
-
-    kernel = _kernel(key, make_elementwise, stats, n)
-    src = kernel.source
-    nblocks = (n + BLOCK - 1) // BLOCK
-    args: list[Any] = [n]
-    for spec in src.inputs:
-        args += _bind_input(spec, columns[spec.name], nulls)
-    for s in src.scalars:
-        args += bind_scalar(s, *run.scalar_values[s.agg])
-    args += _bind_groups(src, run.grouped_values)
-    args += _bind_tables(segment, columns)
-    args += segment.param_values
-    out_buffers: list[tuple[pa.Buffer, pa.Buffer | None]] = []
-    for out in src.outputs:
-        if out.dtype.is_bool:
-            data_buf, data = _alloc_bits(n)
-        else:
-            data_buf, raw = _alloc(n * out.dtype.numpy.itemsize)
-            data = raw.view(out.dtype.numpy)
-        args.append(data)
-        valid_buf = None
-        if out.nullable:
-            valid_buf, valid = _alloc_bits(n)
-            args.append(valid)
-        out_buffers.append((data_buf, valid_buf))
-    err = np.zeros((N_HOST_ERR_KINDS, max(nblocks, 1)), dtype=np.int64) if src.uses_err \
-        else _NO_ERRORS  # fmt: skip
-    args.append(err)
-    _call(kernel, args, key, make_elementwise)
-    raise_kernel_errors(src, err)
-    if not kernel.label:
-        kernel.label = (f"elementwise[{', '.join(s.name for s in src.outputs)}] over "
-                        f"{len(src.inputs)} input(s) ({kernel.tier})")  # fmt: skip
-    stats.kernels.append(kernel.label)
-    results, mask = wrap_outputs(src.outputs, out_buffers, n)
+    chosen = _ElementwisePass.choose(segment, nulls, extra, n, stats)
+    results, mask = chosen.run(segment, columns, n, stats, run.scalar_values,
+                               run.grouped_values)  # fmt: skip
+    if not opaque and prior is None and elementwise_only(segment):
+        _remember(segment, chosen, _recurring_key(segment, columns, run.nan_null, n))
     results.update(opaque)
+    return SegmentResult(results, mask)
+
+
+@dataclass
+class _ElementwisePass:
+    """A segment's fused elementwise pass for one variant (nullability, input types).
+
+    `choose` picks its kernel (tier, cache, compile); `run` binds the columns and calls
+    it. A segment with an elementwise pass only keeps the pass it chose once its kernel
+    is settled (`_remember`), and a compute of it again runs that pass directly
+    (`run_recurring`): at 1,000 rows, choosing took as long as the rest of a compute.
+    """
+
+    nulls: Nullability
+    key: tuple[Any, ...]
+    make: Callable[[ModuleType], KernelSource]
+    kernel: _Kernel
+    #: the kernel cache's `generation` it was chosen in (`cb.clear_cache()` starts another)
+    generation: int
+
+    @classmethod
+    def choose(cls, segment: Segment, nulls: Nullability, extra: tuple[Any, ...], n: int,
+               stats: RunStats) -> _ElementwisePass:  # fmt: skip
+        parallel = n >= PARALLEL_MIN_ROWS  # a one-row pass after reductions runs on one thread
+        key: tuple[Any, ...] = ("elementwise", parallel, segment.signature, *extra)
+
+        def make(gen: ModuleType) -> KernelSource:
+            src: KernelSource = gen.generate_elementwise(
+                segment.outputs, segment.mask, segment.types, nulls, parallel=parallel,
+                plan_text=segment.kernel_text, literals=segment.params,
+                gate=segment.gate, tables=segment.tables,
+            )  # fmt: skip
+            return src
+
+        generation = kernel_cache.generation
+        return cls(nulls, key, make, _kernel(key, make, stats, n), generation)
+
+    @property
+    def settled(self) -> bool:
+        """Whether every later compute of this variant would choose this kernel again."""
+        tier = cpu_tier()
+        kernel = self.kernel
+        if tier == "auto":
+            return kernel.tier == "compiled" and kernel.warmed
+        return kernel.tier == tier and (kernel.warmed or tier == "numpy")
+
+    def run(
+        self,
+        segment: Segment,
+        columns: Mapping[str, pa.Array],
+        n: int,
+        stats: RunStats,
+        scalar_values: Mapping[Agg, tuple[Any, bool]],
+        grouped_values: Mapping[GroupAgg, GroupedValues],
+    ) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
+        """The pass over ``n`` rows: its outputs as Arrow arrays, and the filter mask."""
+        kernel = self.kernel
+        src = kernel.source
+        nulls = self.nulls
+        args: list[Any] = [n]
+        for spec in src.inputs:
+            args += _bind_input(spec, columns[spec.name], nulls)
+        for s in src.scalars:
+            args += bind_scalar(s, *scalar_values[s.agg])
+        args += _bind_groups(src, grouped_values)
+        args += _bind_tables(segment, columns)
+        args += segment.param_values
+        out_buffers: list[tuple[pa.Buffer, pa.Buffer | None]] = []
+        for out in src.outputs:
+            if out.dtype.is_bool:
+                data_buf, data = _alloc_bits(n)
+            else:
+                data_buf, raw = _alloc(n * out.dtype.numpy.itemsize)
+                data = raw.view(out.dtype.numpy)
+            args.append(data)
+            valid_buf = None
+            if out.nullable:
+                valid_buf, valid = _alloc_bits(n)
+                args.append(valid)
+            out_buffers.append((data_buf, valid_buf))
+        nblocks = (n + BLOCK - 1) // BLOCK
+        err = np.zeros((N_HOST_ERR_KINDS, max(nblocks, 1)), dtype=np.int64) if src.uses_err \
+            else _NO_ERRORS  # fmt: skip
+        args.append(err)
+        _call(kernel, args, self.key, self.make)
+        raise_kernel_errors(src, err)
+        if not kernel.label:
+            kernel.label = (f"elementwise[{', '.join(s.name for s in src.outputs)}] over "
+                            f"{len(src.inputs)} input(s) ({kernel.tier})")  # fmt: skip
+        stats.kernels.append(kernel.label)
+        return wrap_outputs(src.outputs, out_buffers, n)
+
+
+def elementwise_only(segment: Segment) -> bool:
+    """Whether ``segment`` is one elementwise pass over frame columns and nothing else.
+
+    No reductions, groups, scans, filter, lookup tables or one-row result: what such a
+    segment's pass reads is its input columns (and literals), so a pass chosen for the
+    same variant runs it again as it is (`run_recurring`).
+    """
+    return not (segment.agg_levels or segment.key_sets or segment.host_aggs or segment.scans
+                or segment.group_by is not None or segment.mask is not None
+                or segment.one_row or segment.tables or segment.opaque)  # fmt: skip
+
+
+def _recurring_key(segment: Segment, columns: Mapping[str, pa.Array],
+                   nan_null: frozenset[str], n: int) -> tuple[Any, ...]:  # fmt: skip
+    """What picks a segment's kept pass: tier, threading, input types and nullability."""
+    types = tuple(columns[c].type for c in segment.inputs)
+    nullable = input_nullability(segment, columns, (nan_null, types))
+    return cpu_tier(), n >= PARALLEL_MIN_ROWS, types, nullable, nan_null
+
+
+def _remember(segment: Segment, chosen: _ElementwisePass, key: tuple[Any, ...]) -> None:
+    if chosen.settled:
+        # one dict store (atomic): no lock, which a background compile may hold for seconds
+        segment.chosen_passes[key] = chosen
+
+
+def run_recurring(
+    segment: Segment,
+    columns: Mapping[str, pa.Array],
+    num_rows: int,
+    stats: RunStats,
+    nan_null: frozenset[str] = frozenset(),
+) -> SegmentResult | None:
+    """`run_segment` of an elementwise-only segment by the pass an earlier compute chose.
+
+    None where there is none for these columns' variant (the first compute of it, a
+    kernel not yet compiled under ``auto``, a cleared kernel cache): run `run_segment`.
+    """
+    if not elementwise_only(segment):
+        return None
+    nan_null = nan_null & frozenset(segment.inputs)
+    key = _recurring_key(segment, columns, nan_null, num_rows)
+    chosen = segment.chosen_passes.get(key)
+    if chosen is None or chosen.generation != kernel_cache.generation:
+        return None
+    kernel_cache.count_hit()
+    stats.cache_hits += 1
+    stats.sources.append(chosen.kernel.source.source)
+    results, mask = chosen.run(segment, columns, num_rows, stats, {}, {})
     return SegmentResult(results, mask)
 
 

@@ -93,6 +93,8 @@ class KernelCache:
         self.hits = 0
         self.misses = 0
         self.compiles = 0
+        #: one more at each `clear`: what was taken from the cache before is not reused
+        self.generation = 0
 
     def get_or_build(self, key: Hashable, build: Callable[[], Any]) -> tuple[Any, bool]:
         """The cached value for ``key`` (built once if missing), and whether it was a hit."""
@@ -117,6 +119,11 @@ class KernelCache:
                 self._key_locks.pop(key, None)
         return value, False
 
+    def count_hit(self) -> None:
+        """Count a use of a kernel taken from the cache earlier (and kept by its user)."""
+        with self._lock:
+            self.hits += 1
+
     def peek(self, key: Hashable) -> Any:
         """The cached value for ``key`` or None, counting neither a hit nor a miss."""
         with self._lock:
@@ -139,6 +146,7 @@ class KernelCache:
         with self._lock:
             self._entries.clear()
             self.hits = self.misses = self.compiles = 0
+            self.generation += 1
 
 
 kernel_cache = KernelCache()

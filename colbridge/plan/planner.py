@@ -140,6 +140,10 @@ class Segment:
     #: predicate keeps: the part of the mask polars applies before computing the outputs
     #: (all of it, or None where polars computes them on every row first)
     gate: Node | None = None
+    #: the passes a backend chose for this segment, by what picks them (its kernel among
+    #: others): kept while the typed plan lives, so that a recurring compute chooses none
+    chosen_passes: dict[Any, Any] = field(default_factory=dict, init=False, compare=False,
+                                          repr=False)
 
     @property
     def outputs_are_reductions(self) -> bool:

@@ -749,8 +749,33 @@ def execute(
     """
     columns = Columns(adapter, report.copies)
     segments = plan.typed(columns).segments
+    if target == "cpu" and len(segments) == 1:
+        done = _run_recurring(segments[0], adapter, columns, report)
+        if done is not None:
+            return done
     return _run(segments, adapter, columns, report, target, partials=False, cache=cache,
                 streams=streams)  # fmt: skip
+
+
+def _run_recurring(segment: Segment, adapter: FrameAdapter, columns: Columns,
+                   report: ComputeReport) -> Any | None:  # fmt: skip
+    """`_run` of a one-segment elementwise plan on the CPU, by the pass chosen before.
+
+    What `_run` does for such a plan, less what it has nothing to do for (groups,
+    scans, tables, a filter, renamed columns); None where the CPU backend has no pass
+    chosen for these columns yet (`colbridge.backends.cpu.run_recurring`).
+    """
+    from colbridge.backends import cpu
+
+    if not cpu.elementwise_only(segment) or segment.output_dicts \
+            or any(n != s for n, s in segment.passthrough.items()):  # fmt: skip
+        return None
+    arrays = {name: columns.kernel_array(name) for name in segment.inputs}
+    ran = cpu.run_recurring(segment, arrays, adapter.num_rows, report.stats,
+                            columns.nan_null(segment.inputs))  # fmt: skip
+    if ran is None:
+        return None
+    return adapter.build(segment.order, _finished(segment, ran.columns, arrays))
 
 
 def _run(

@@ -1,0 +1,165 @@
+"""A recurring compute runs the elementwise pass chosen before, and answers as the first did.
+
+A plan of one elementwise segment keeps the pass (kernel) its compute chose once
+that kernel is settled; a compute of the same plan again binds its columns and
+calls it (`colbridge.backends.cpu.run_recurring`). Whatever picks a pass must pick
+another here too: inputs that now hold nulls, NaN that means null (pandas), the
+tier asked for, threads above `PARALLEL_MIN_ROWS`, a cleared kernel cache. Each
+answer is compared with polars' (the oracle), and each report with the first.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+import colbridge as cb
+from colbridge.backends import cpu
+
+
+def _steps(ns: Any, q: Any) -> Any:
+    a, b, c = ns.col("a"), ns.col("b"), ns.col("c")
+    return q.with_columns(z=(a * b + c).abs().sqrt() * 2 - a / c,
+                          w=ns.when(a > b).then(a).otherwise(b) * c,
+                          k=(c * 3).cast(pl.Int64) // 2)  # fmt: skip
+
+
+def _frame(n: int, seed: int, nulls: float) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    cols = {}
+    for name in "abc":
+        values = rng.normal(size=n) * 10
+        mask = rng.random(n) < nulls if nulls else None
+        cols[name] = pa.array(values, mask=mask)
+    return pl.from_arrow(pa.table(cols))  # type: ignore[return-value]
+
+
+def _want(df: pl.DataFrame) -> pl.DataFrame:
+    return _steps(pl, df.lazy()).collect()
+
+
+def _settled(q: Any) -> Any:
+    """``q`` computed until its pass is kept: compiled in the background, then chosen."""
+    q.compute(device="cpu")
+    q.compute(device="cpu")
+    cpu.wait_for_background_compiles()
+    return q.compute(device="cpu")
+
+
+@pytest.fixture(autouse=True)
+def _auto_tier(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLBRIDGE_CPU_TIER", "auto")
+
+
+def test_a_recurring_compute_reports_and_answers_as_the_first() -> None:
+    df = _frame(1_000, seed=1, nulls=0.1)
+    q = _steps(cb, df.gpu)
+    first = _settled(q)
+    assert q.last_report is not None
+    kernels = list(q.last_report.stats.kernels)
+    assert kernels == ["elementwise[z, w, k] over 3 input(s) (compiled)"]
+    hits = cb.cache_info().hits
+    again = q.compute(device="cpu")
+    assert q.last_report is not None
+    assert q.last_report.stats.kernels == kernels
+    assert q.last_report.stats.cache_hits == 1
+    assert q.last_report.stats.compiled == 0
+    assert cb.cache_info().hits == hits + 1
+    assert_frame_equal(again, first)
+    assert_frame_equal(again, _want(df))
+    # the input columns are still the frame's own, the results fresh Arrow buffers
+    assert _address(again["a"]) == _address(df["a"])
+    assert _address(again["z"]) != _address(first["z"])
+
+
+def _address(series: pl.Series) -> int:
+    return int(pa.chunked_array(series).chunk(0).buffers()[1].address)
+
+
+def test_another_frame_with_nulls_where_the_first_had_none_reads_its_bitmaps() -> None:
+    clean = _frame(2_000, seed=2, nulls=0.0)
+    _settled(_steps(cb, clean.gpu))  # the kept pass reads no validity
+    for seed, nulls in ((3, 0.2), (4, 0.0), (5, 1.0), (6, 0.5)):
+        df = _frame(2_000, seed=seed, nulls=nulls)
+        got = _steps(cb, df.gpu).compute(device="cpu")
+        assert_frame_equal(got, _want(df))
+    sliced = _frame(3_000, seed=7, nulls=0.3)[37:2_037]  # bitmaps at a bit offset
+    assert_frame_equal(_steps(cb, sliced.gpu).compute(device="cpu"), _want(sliced))
+
+
+def test_pandas_nan_means_null_in_a_recurring_compute_too() -> None:
+    arrow = _frame(500, seed=8, nulls=0.0).to_arrow()
+    backed = arrow.to_pandas(types_mapper=pd.ArrowDtype)  # NaN is a value there
+    q = _steps(cb, backed.gpu)
+    _settled(q)
+    numpy_backed = arrow.to_pandas()
+    numpy_backed.loc[::7, "a"] = np.nan  # NaN in a NumPy float column: missing
+    got = pl.from_pandas(_steps(cb, numpy_backed.gpu).compute(device="cpu"))
+    assert_frame_equal(got, _want(pl.from_pandas(numpy_backed)))
+    assert got["z"].null_count() > 0
+
+
+def test_the_tier_and_threads_asked_for_pick_their_own_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    df = _frame(800, seed=9, nulls=0.1)
+    q = _steps(cb, df.gpu)
+    _settled(q)
+    monkeypatch.setenv("COLBRIDGE_CPU_TIER", "numpy")
+    got = q.compute(device="cpu")
+    assert q.last_report is not None
+    assert q.last_report.stats.kernels == ["elementwise[z, w, k] over 3 input(s) (numpy)"]
+    assert_frame_equal(got, _want(df))
+    monkeypatch.setenv("COLBRIDGE_CPU_TIER", "compiled")
+    big = _frame(cpu.PARALLEL_MIN_ROWS + 10, seed=10, nulls=0.1)
+    assert_frame_equal(_steps(cb, big.gpu).compute(device="cpu"), _want(big))
+    assert_frame_equal(q.compute(device="cpu"), _want(df))
+
+
+def test_a_cleared_kernel_cache_is_not_bypassed() -> None:
+    df = _frame(300, seed=11, nulls=0.1)
+    q = _steps(cb, df.gpu)
+    _settled(q)
+    cb.clear_cache()
+    got = q.compute(device="cpu")
+    info = cb.cache_info()
+    assert info.misses >= 1
+    assert info.hits == 0
+    assert_frame_equal(got, _want(df))
+
+
+def test_recurring_computes_from_threads_answer_each_their_frame() -> None:
+    frames = [_frame(1_000, seed=20 + k, nulls=0.1 * (k % 3)) for k in range(6)]
+    _settled(_steps(cb, frames[0].gpu))
+    handles = [_steps(cb, df.gpu) for df in frames]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda q: q.compute(device="cpu"), handles * 5))
+    for k, got in enumerate(results):
+        assert_frame_equal(got, _want(frames[k % len(frames)]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 300), min_size=2, max_size=5),
+    nulls=st.lists(st.sampled_from([0.0, 0.05, 0.5, 1.0]), min_size=5, max_size=5),
+    start=st.integers(0, 40),
+    seed=st.integers(0, 2**16),
+)
+def test_computes_of_one_plan_over_varied_frames_equal_polars(
+    sizes: list[int], nulls: list[float], start: int, seed: int
+) -> None:
+    # frames of one schema in turn (empty, sliced, with and without nulls), each through
+    # a pass kept by an earlier one when there is one
+    for k, n in enumerate(sizes):
+        df = _frame(n + start, seed=seed + k, nulls=nulls[k])[start:]
+        got = _steps(cb, df.gpu).compute(device="cpu")
+        assert_frame_equal(got, _want(df))
