@@ -79,6 +79,14 @@ class Dialect:
         """Floating-point ``a sym b`` for ``sym`` in ``+ - * /``, rounded to ``dtype``."""
         raise NotImplementedError
 
+    def accumulate(self, acc: str, value: str, dtype: DType) -> str:
+        """A running float sum ``acc + value`` (a reduction's fold), rounded to ``dtype``.
+
+        A target may let the compiler reorder the adds of one such chain (the CPU
+        target vectorises it); elsewhere it is `float_op`.
+        """
+        return self.float_op("+", acc, value, dtype)
+
     def compare(self, sym: str, a: str, b: str) -> str:
         """``a sym b`` for ``sym`` in ``== != < <= > >=`` (plain IEEE / integer comparison)."""
         return f"({a} {sym} {b})"

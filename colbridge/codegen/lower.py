@@ -857,7 +857,7 @@ def row_updates(d: Dialect, folds: list[Fold]) -> list[str]:
     for fold in folds:
         acc, dtype = fold.acc.name, fold.acc.dtype
         if fold.op == "add":
-            expr = (d.float_op("+", acc, fold.value, dtype) if dtype.is_float
+            expr = (d.accumulate(acc, fold.value, dtype) if dtype.is_float
                     else d.wrapping("+", acc, fold.value, dtype))  # fmt: skip
         elif fold.op == "count":
             one = d.select(fold.value, d.const(1, dtype), d.const(0, dtype))

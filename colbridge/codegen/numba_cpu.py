@@ -166,6 +166,11 @@ class NumbaDialect(Dialect):
             return f"{_np(dtype)}(np.true_divide({a}, {b}))"
         return f"{_np(dtype)}({a} {sym} {b})"
 
+    def accumulate(self, acc: str, value: str, dtype: DType) -> str:
+        if dtype is DType.FLOAT64:  # `_accumulate`: an add the loop vectoriser may reorder
+            return f"_accumulate({acc}, {value})"
+        return self.float_op("+", acc, value, dtype)
+
     def and_(self, *parts: str) -> str:
         return "(" + " & ".join(f"({p})" for p in parts) + ")"
 
@@ -864,9 +869,13 @@ def generate_reduce(
             x, ok = red.states[q].moment_of, red.states[q].ok
             assert x is not None
             word_init += [f"ws{q}_{lane} = 0.0", f"wd{q}_{lane} = 0.0"]
-            pass1[lane].append(f"ws{q}_{lane} += {d.select(ok, x, '0.0') if ok else x}")
+            value = d.select(ok, x, "0.0") if ok else x
+            summed = d.accumulate(f"ws{q}_{lane}", value, DType.FLOAT64)
+            pass1[lane].append(f"ws{q}_{lane} = {summed}")
             square = f"({x} - wm{q}) * ({x} - wm{q})"
-            pass2[lane].append(f"wd{q}_{lane} += {d.select(ok, square, '0.0') if ok else square}")
+            value = d.select(ok, square, "0.0") if ok else square
+            summed = d.accumulate(f"wd{q}_{lane}", value, DType.FLOAT64)
+            pass2[lane].append(f"wd{q}_{lane} = {summed}")
         total = " + ".join
         means += [f"ws{q} = {total(f'ws{q}_{k}' for k in range(LANES))}",
                   f"wm{q} = ws{q} / np.float64(max(wc{q}, np.int64(1)))"]  # fmt: skip
@@ -1090,7 +1099,9 @@ import numba
 from numba import prange
 
 # emitted into the kernels' LLVM IR (intrinsics {intrinsics}): 64 validity bits of a
-# bitmap from a bit offset; the set bits of a word; a select of two computed values
+# bitmap from a bit offset; the set bits of a word; a select of two computed values;
+# a running sum's add, which LLVM may reorder (vectorised)
+from colbridge.codegen.numba_intrinsics import accumulate as _accumulate
 from colbridge.codegen.numba_intrinsics import popcount as _popcount
 from colbridge.codegen.numba_intrinsics import select as _select
 from colbridge.codegen.numba_intrinsics import validity_word as _word
