@@ -447,13 +447,7 @@ class _ElementwisePass:
         kernel = self.kernel
         src = kernel.source
         nulls = self.nulls
-        args: list[Any] = [n]
-        for spec in src.inputs:
-            args += _bind_input(spec, columns[spec.name], nulls)
-        for s in src.scalars:
-            args += bind_scalar(s, *scalar_values[s.agg])
-        args += _bind_groups(src, grouped_values)
-        args += _bind_tables(segment, columns)
+        args = _bind_operands(n, src, segment, columns, nulls, scalar_values, grouped_values)
         args += segment.param_values
         out_buffers: list[tuple[pa.Buffer, pa.Buffer | None]] = []
         for out in src.outputs:
@@ -590,13 +584,8 @@ def _reduce_level(
     pu = np.zeros((nblocks, max(src.n_u, 1)), dtype=np.uint64)
     err = np.zeros((N_HOST_ERR_KINDS, max(nblocks, 1)), dtype=np.int64) if src.uses_err \
         else _NO_ERRORS  # fmt: skip
-    args: list[Any] = [num_rows]
-    for spec in src.inputs:
-        args += _bind_input(spec, columns[spec.name], nulls)
-    for s in src.scalars:
-        args += bind_scalar(s, *scalar_values[s.agg])
-    args += _bind_groups(src, grouped_values)
-    args += _bind_tables(segment, columns)
+    args = _bind_operands(num_rows, src, segment, columns, nulls, scalar_values,
+                          grouped_values)  # fmt: skip
     args += [pf, pi, pu, err]
     _call(kernel, args, key, make_reduce)
     raise_kernel_errors(src, err)
@@ -604,6 +593,26 @@ def _reduce_level(
         kernel.label = f"reduce[{', '.join(repr(a) for a in aggs)}] ({kernel.tier})"
     stats.kernels.append(kernel.label)
     return src, pf, pi, pu
+
+
+def _bind_operands(
+    n: int,
+    src: KernelSource,
+    segment: Segment,
+    columns: Mapping[str, pa.Array],
+    nulls: Nullability,
+    scalar_values: Mapping[Agg, tuple[Any, bool]],
+    grouped_values: Mapping[GroupAgg, GroupedValues],
+) -> list[Any]:
+    """A kernel's first arguments: the rows, its inputs, reductions, group results, tables."""
+    args: list[Any] = [n]
+    for spec in src.inputs:
+        args += _bind_input(spec, columns[spec.name], nulls)
+    for s in src.scalars:
+        args += bind_scalar(s, *scalar_values[s.agg])
+    args += _bind_groups(src, grouped_values)
+    args += _bind_tables(segment, columns)
+    return args
 
 
 def _bind_groups(src: KernelSource, values: Mapping[GroupAgg, GroupedValues]) -> list[Any]:
@@ -709,13 +718,8 @@ class _Run:
         ti = np.zeros((chunks, ids.count, max(src.n_i, 1)), dtype=np.int64)
         tu = np.zeros((chunks, ids.count, max(src.n_u, 1)), dtype=np.uint64)
         err = np.zeros((N_HOST_ERR_KINDS, chunks), dtype=np.int64) if src.uses_err else _NO_ERRORS
-        args: list[Any] = [num_rows]
-        for spec in src.inputs:
-            args += _bind_input(spec, self.columns[spec.name], nulls)
-        for s in src.scalars:
-            args += bind_scalar(s, *self.scalar_values[s.agg])
-        args += _bind_groups(src, self.grouped_values)
-        args += _bind_tables(self.segment, self.columns)
+        args = _bind_operands(num_rows, src, self.segment, self.columns, nulls,
+                              self.scalar_values, self.grouped_values)  # fmt: skip
         args += [tf, ti, tu, err]
         _call(kernel, args, key, make)
         raise_kernel_errors(src, err)
@@ -805,13 +809,8 @@ def _run_filter(
         stats.compiled += 1
     stats.sources.append(kernel.source.source)
     src = kernel.source
-    common: list[Any] = [n]
-    for spec in src.inputs:
-        common += _bind_input(spec, inputs[spec.name], filter_nulls)
-    for s in src.scalars:
-        common += bind_scalar(s, *scalar_values[s.agg])
-    common += _bind_groups(src, grouped_values)
-    common += _bind_tables(segment, inputs)
+    common = _bind_operands(n, src, segment, inputs, filter_nulls, scalar_values,
+                            grouped_values)  # fmt: skip
     common += segment.param_values
     nblocks = (n + BLOCK - 1) // BLOCK
     words = np.empty((n + 63) // 64, dtype=np.uint64)
