@@ -32,9 +32,11 @@ PAUSE = textwrap.dedent(
     def write(self, data):
         real_write(self, data)
         if not os.path.exists(started):
-            # the first batch is in the temporary output file: say so, then hold the job
-            with open(started, "w") as fh:
+            # the first batch is in the temporary output file: say so (written whole, then
+            # renamed: the test reads the file as soon as it exists), then hold the job
+            with open(started + ".part", "w") as fh:
                 fh.write(self._tmp or "")
+            os.replace(started + ".part", started)
             deadline = time.monotonic() + 120
             while not os.path.exists(go) and time.monotonic() < deadline:
                 time.sleep(0.01)
