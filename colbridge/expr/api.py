@@ -1646,3 +1646,118 @@ class StringNamespace:
     def to_uppercase(self) -> Expr:
         """Upper case (a new dictionary; the codes stay)."""
         return self._f("to_uppercase")
+
+    # -- strings to strings: each a function of the distinct strings (`types.string_maps`)
+    def slice(self, offset: int, length: int | None = None) -> Expr:
+        """``length`` characters from character ``offset`` (negative: from the end).
+
+        ``length=None`` takes the rest of the string.
+        """
+        _count("offset", offset, negative=True)
+        if length is not None:
+            _count("length", length)
+        return self._f("slice", int(offset), None if length is None else int(length))
+
+    def head(self, n: int) -> Expr:
+        """The first ``n`` characters (negative: all but the last ``-n``)."""
+        _count("n", n, negative=True)
+        return self._f("head", int(n))
+
+    def tail(self, n: int) -> Expr:
+        """The last ``n`` characters (negative: all but the first ``-n``)."""
+        _count("n", n, negative=True)
+        return self._f("tail", int(n))
+
+    def strip_chars(self, characters: str | None = None) -> Expr:
+        """Without the leading and trailing ``characters`` (None: whitespace)."""
+        return self._f("strip_chars", _chars(characters))
+
+    def strip_chars_start(self, characters: str | None = None) -> Expr:
+        """Without the leading ``characters`` (None: whitespace)."""
+        return self._f("strip_chars_start", _chars(characters))
+
+    def strip_chars_end(self, characters: str | None = None) -> Expr:
+        """Without the trailing ``characters`` (None: whitespace)."""
+        return self._f("strip_chars_end", _chars(characters))
+
+    def strip_prefix(self, prefix: str) -> Expr:
+        """Without ``prefix`` where the string starts with it."""
+        return self._f("strip_prefix", _string("prefix", prefix))
+
+    def strip_suffix(self, suffix: str) -> Expr:
+        """Without ``suffix`` where the string ends with it."""
+        return self._f("strip_suffix", _string("suffix", suffix))
+
+    def pad_start(self, length: int, fill_char: str = " ") -> Expr:
+        """Padded at the start with ``fill_char`` to ``length`` characters."""
+        _count("length", length)
+        return self._f("pad_start", int(length), _fill_char(fill_char))
+
+    def pad_end(self, length: int, fill_char: str = " ") -> Expr:
+        """Padded at the end with ``fill_char`` to ``length`` characters."""
+        _count("length", length)
+        return self._f("pad_end", int(length), _fill_char(fill_char))
+
+    def replace(self, pattern: str, value: str, *, literal: bool = False, n: int = 1) -> Expr:
+        """The first ``n`` occurrences of ``pattern`` replaced by ``value``.
+
+        Plain text only: a ``pattern`` with regular-expression syntax needs
+        ``literal=True`` (colbridge has no engine with polars' regex dialect).
+        """
+        _count("n", n)
+        return self._f("replace", _plain("replace", pattern, value, literal), value, int(n))
+
+    def replace_all(self, pattern: str, value: str, *, literal: bool = False) -> Expr:
+        """Every occurrence of ``pattern`` replaced by ``value`` (plain text, as `replace`)."""
+        return self._f("replace_all", _plain("replace_all", pattern, value, literal), value)
+
+    def zfill(self, length: int) -> Expr:
+        """Zeros at the start to ``length`` characters, after a leading ``+`` or ``-``."""
+        _count("length", length)
+        return self._f("zfill", int(length))
+
+
+def _count(name: str, value: Any, *, negative: bool = False) -> None:
+    """Check a character count given to a ``str`` function (a literal integer)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        msg = (f"`{name}` of a string function is a number of characters, an int; got "
+               f"{value!r} (colbridge takes a literal here, not an expression)")  # fmt: skip
+        raise TypeError(msg)
+    if not negative and value < 0:
+        msg = f"`{name}` is a number of characters and cannot be negative, got {value}"
+        raise ValueError(msg)
+
+
+def _string(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        msg = f"`{name}` is a string, got {value!r} (a literal; expressions are not taken here)"
+        raise TypeError(msg)
+    return value
+
+
+#: characters with a meaning in a regular expression (those Rust's `regex::escape` escapes)
+_REGEX_SYNTAX = frozenset("\\.+*?()|[]{}^$#&-~")
+
+
+def _plain(name: str, pattern: Any, value: Any, literal: bool) -> str:
+    """``pattern`` of `replace`, checked to mean the same as plain text as in polars."""
+    text, value = _string("pattern", pattern), _string("value", value)
+    if not literal and (_REGEX_SYNTAX & set(text) or "$" in value):
+        msg = (
+            f"`str.{name}({text!r}, {value!r})`: polars reads the pattern as a regular "
+            "expression (and `$` in the value as a group); colbridge replaces plain text "
+            "only: pass `literal=True` to replace the text as written"
+        )
+        raise UnsupportedOperationError(msg)
+    return text
+
+
+def _chars(characters: Any) -> str | None:
+    return None if characters is None else _string("characters", characters)
+
+
+def _fill_char(fill_char: Any) -> str:
+    if not isinstance(fill_char, str) or builtins.len(fill_char) != 1:
+        msg = f"`fill_char` is one character, got {fill_char!r}"
+        raise ValueError(msg)
+    return fill_char

@@ -517,6 +517,9 @@ class Reinterpret(Node):
 
     arg: Node
     logical: Logical | None
+    #: of a string: how its dictionary is made (a `DictSpec`), also part of the identity:
+    #: ``s.str.to_uppercase()`` and ``s.str.head(2)`` are the same codes, other strings
+    dictionary: tuple[Any, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True, repr=False)

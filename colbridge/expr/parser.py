@@ -296,7 +296,11 @@ _NAMESPACE_METHODS: dict[str, dict[str, tuple[int, int]]] = {
            "epoch": (0, 1), "timestamp": (0, 1), "truncate": (1, 1),
            "convert_time_zone": (1, 1), "cast_time_unit": (1, 1)},
     "str": {**{f: (0, 0) for f in _STR_FUNCS}, "starts_with": (1, 1), "ends_with": (1, 1),
-            "to_datetime": (0, 1), "to_date": (0, 1)},
+            "to_datetime": (0, 1), "to_date": (0, 1), "slice": (1, 2), "head": (1, 1),
+            "tail": (1, 1), "strip_chars": (0, 1), "strip_chars_start": (0, 1),
+            "strip_chars_end": (0, 1), "strip_prefix": (1, 1), "strip_suffix": (1, 1),
+            "pad_start": (1, 2), "pad_end": (1, 2), "zfill": (1, 1), "replace": (2, 2),
+            "replace_all": (2, 2)},
 }  # fmt: skip
 
 
@@ -608,6 +612,11 @@ class _Translator:
 def _constant(node: ast.AST, translator: _Translator, what: str) -> Any:
     if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, bool)):
         return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) \
+            and isinstance(node.operand, ast.Constant):  # fmt: skip
+        value = node.operand.value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return -value  # a negative number (`s.str.head(-1)`)
     raise translator.fail(node, f"{what} must be constants")
 
 

@@ -22,7 +22,8 @@ column's own, after dictionary-encoding a plain string column), ``("lit",
 values)``, ``("union", specs)`` (values in order, duplicates dropped: the
 literals of a ``("lit", ...)`` first spec keep their positions), ``("enum",
 specs)`` (the categories of enums that must all have the same), ``("map",
-function, spec)`` (a string function applied to each value) or ``("scan",
+function, spec, *params)`` (a string function applied to each value:
+`colbridge.types.string_maps`) or ``("scan",
 name)`` (the dictionary of the strings a ``shift`` or fill moved, held by the
 scan's result `name`: see `colbridge.plan.ordered_typing`).
 """
@@ -76,6 +77,7 @@ from colbridge.types.logical import (
     logical_from_arrow,
     parse_logical,
 )
+from colbridge.types.string_maps import STRING_MAPS
 from colbridge.types.timezones import check_zone
 
 if TYPE_CHECKING:
@@ -161,7 +163,7 @@ class LogicalTyping:
 
     def mark(self, node: Node, logical: Logical | None, spec: DictSpec | None = None) -> Node:
         """``node`` read as ``logical`` (wrapped, so the meaning is part of its identity)."""
-        out = Reinterpret(node, logical)
+        out = Reinterpret(node, logical, spec)
         self.tc.types[out] = self.tc.types[node]
         if logical is not None:
             self.tc.logical[out] = logical
@@ -856,8 +858,9 @@ class LogicalTyping:
                 raise UnsupportedOperationError(msg)
             recipe = ("strptime", fmt, str(target))
             return self.parse(arg, recipe, target.physical, target, strict, node)
-        if op in ("to_lowercase", "to_uppercase"):
-            return self.mark(arg, STRING, ("map", op, self.tc.dicts[arg]))
+        if op in ("to_lowercase", "to_uppercase") or op in STRING_MAPS:
+            # a new dictionary (the function of each distinct string); the codes stay
+            return self.mark(arg, STRING, ("map", op, self.tc.dicts[arg], *params))
         msg = f"`str.{op}` is not supported by colbridge expressions (in `{node!r}`)"
         raise UnsupportedOperationError(msg)
 

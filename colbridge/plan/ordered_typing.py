@@ -92,7 +92,7 @@ def _replaced(spec: tuple[object, ...], old: tuple[object, ...],
     if spec[0] == "map":
         inner = spec[2]
         assert isinstance(inner, tuple)
-        return (*spec[:2], _replaced(inner, old, new))
+        return (*spec[:2], _replaced(inner, old, new), *spec[3:])
     msg = f"dictionary spec {spec!r} is not made from {old!r}"  # pragma: no cover
     raise AssertionError(msg)
 
@@ -218,9 +218,14 @@ class OrderedTyping:
                                "(`to_physical()`) and back")  # fmt: skip
         value = arg.arg if isinstance(arg, Reinterpret) else arg
         dtype = tc.types[value]
+        spec = tc.dicts.get(arg)
+        if func in STRING_COMPARISONS and spec is not None and spec != tc.dicts.get(value, spec):
+            # strings compared through a function of each value (`s.str.to_lowercase()`):
+            # the scan reads those strings' codes, not ``value``'s, so that it is another
+            # scan than the one of ``value`` itself (another order of the same codes)
+            value = arg
         scan = Scan(func, value, node.options, keys)
         scanned = self._record(scan, dtype)
-        spec = tc.dicts.get(arg)
         if logical.is_string:
             # the moved codes index a dictionary the scan makes (in a stream, the strings
             # carried in from the batch before come first) from the one ``value``'s codes

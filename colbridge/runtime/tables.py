@@ -28,6 +28,7 @@ from colbridge.plan.logical_typing import ENUM_CAST_FAILED
 from colbridge.plan.planner import Segment
 from colbridge.types.logical import Logical, parse_logical
 from colbridge.types.promotion import int_range
+from colbridge.types.string_maps import apply_string_map
 from colbridge.types.timezones import zone_table
 
 __all__ = ["TableBuilder", "enum_failures_named", "finish_output", "segment_tables"]
@@ -76,10 +77,8 @@ class TableBuilder:
                 )
                 raise SchemaError(msg)
             return first
-        if kind == "map":
-            values = self.dictionary(spec[2])
-            fn = {"to_lowercase": pc.utf8_lower, "to_uppercase": pc.utf8_upper}[spec[1]]
-            return fn(values)
+        if kind == "map":  # a string function of each value (`colbridge.types.string_maps`)
+            return apply_string_map(spec[1], spec[3:], self.dictionary(spec[2]))
         msg = f"unknown dictionary spec {spec!r}"
         raise AssertionError(msg)
 

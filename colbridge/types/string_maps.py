@@ -1,0 +1,95 @@
+"""String-to-string functions, applied to the distinct strings of a dictionary.
+
+Stage: types. A ``str`` function whose result is a string (``str.slice``,
+``str.strip_chars``, ``str.zfill``, ...) is typed as a dictionary spec
+``("map", function, source, *params)`` (`colbridge.plan.logical_typing`): the rows
+keep their codes, and the result's dictionary is the source dictionary with the
+function applied to each entry, here. Entries may become equal (``"UA"`` and
+``"UAL"`` sliced to ``"U"``); comparisons, groups and outputs read a dictionary by
+its values, so equal entries act as one string.
+
+Each function is polars' (2.1), written per string in Python: lengths and offsets
+count characters (code points), and whitespace is Unicode's White_Space, as Rust's
+``str::trim`` takes it (Python's ``str.strip()`` also strips the separators U+001C
+to U+001F).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+
+__all__ = ["STRING_MAPS", "apply_string_map"]
+
+#: Unicode's White_Space characters (what Rust's `char::is_whitespace` accepts)
+WHITESPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+
+
+def _slice(s: str, offset: int, length: int | None) -> str:
+    # a negative offset counts from the end; a window reaching before the start keeps
+    # only its part from the start on (polars: "abc".slice(-5, 3) is "a")
+    start = offset if offset >= 0 else len(s) + offset
+    stop = None if length is None else start + length
+    if stop is not None and stop <= 0:
+        return ""
+    return s[max(start, 0) : stop]
+
+
+def _tail(s: str, n: int) -> str:
+    if n >= 0:
+        return s[len(s) - n :] if n < len(s) else s
+    return s[-n:]
+
+
+def _strip(chars: str | None, how: str) -> Callable[[str], str]:
+    chars = WHITESPACE if chars is None else chars
+    if how == "start":
+        return lambda s: s.lstrip(chars)
+    if how == "end":
+        return lambda s: s.rstrip(chars)
+    return lambda s: s.strip(chars)
+
+
+def _strip_prefix(s: str, prefix: str) -> str:
+    return s[len(prefix) :] if s.startswith(prefix) else s
+
+
+def _strip_suffix(s: str, suffix: str) -> str:
+    return s[: len(s) - len(suffix)] if suffix and s.endswith(suffix) else s
+
+
+#: function name -> (params -> a function of one string)
+STRING_MAPS: dict[str, Callable[..., Callable[[str], str]]] = {
+    "slice": lambda offset, length: lambda s: _slice(s, offset, length),
+    "head": lambda n: lambda s: s[:n],
+    "tail": lambda n: lambda s: _tail(s, n),
+    "strip_chars": lambda chars: _strip(chars, "both"),
+    "strip_chars_start": lambda chars: _strip(chars, "start"),
+    "strip_chars_end": lambda chars: _strip(chars, "end"),
+    "strip_prefix": lambda prefix: lambda s: _strip_prefix(s, prefix),
+    "strip_suffix": lambda suffix: lambda s: _strip_suffix(s, suffix),
+    "pad_start": lambda length, fill: lambda s: s.rjust(length, fill),
+    "pad_end": lambda length, fill: lambda s: s.ljust(length, fill),
+    "zfill": lambda length: lambda s: s.zfill(length),
+    # plain text (`str.replace(..., literal=True)`; an empty pattern matches between
+    # every two characters, as in Rust)
+    "replace": lambda pattern, value, n: lambda s: s.replace(pattern, value, n),
+    "replace_all": lambda pattern, value: lambda s: s.replace(pattern, value),
+}
+
+
+def apply_string_map(name: str, params: tuple[Any, ...], values: pa.Array) -> pa.Array:
+    """``values`` (strings without nulls) with the function ``name(*params)`` applied."""
+    import pyarrow.compute as pc  # on first use: its import is slow
+
+    if name == "to_lowercase":
+        return pc.utf8_lower(values)
+    if name == "to_uppercase":
+        return pc.utf8_upper(values)
+    fn = STRING_MAPS[name](*params)
+    return pa.array([fn(s) for s in values.to_pylist()], type=values.type)
