@@ -1705,6 +1705,10 @@ class StringNamespace:
         ``literal=True`` (colbridge has no engine with polars' regex dialect).
         """
         _count("n", n)
+        if n > 1 and not literal:
+            msg = (f"`str.replace(..., n={n})`: polars replaces more than one match of a "
+                   "regular expression only with `literal=True`; pass it")  # fmt: skip
+            raise UnsupportedOperationError(msg)
         return self._f("replace", _plain("replace", pattern, value, literal), value, int(n))
 
     def replace_all(self, pattern: str, value: str, *, literal: bool = False) -> Expr:
@@ -1735,8 +1739,9 @@ def _string(name: str, value: Any) -> str:
     return value
 
 
-#: characters with a meaning in a regular expression (those Rust's `regex::escape` escapes)
-_REGEX_SYNTAX = frozenset("\\.+*?()|[]{}^$#&-~")
+#: characters with a meaning in a regular expression outside a character class (`-`,
+#: `&`, `~` and `#` mean themselves there: `str.replace("-", "")` is plain text)
+_REGEX_SYNTAX = frozenset("\\.+*?()|[]{}^$")
 
 
 def _plain(name: str, pattern: Any, value: Any, literal: bool) -> str:

@@ -65,7 +65,8 @@ def test_each_function_equals_polars(table: pa.Table, offset: int, length: int |
             rpad=s.str.pad_end(width, fill), zeros=s.str.zfill(width),
             rep=s.str.replace(chars or "", fill, literal=True, n=max(n, 0)),
             rep_all=s.str.replace_all(chars or "a", fill + "$1", literal=True),
-            plain=s.str.replace_all("é", "e"),
+            plain=s.str.replace_all("é", "e"), dash=s.str.replace("-", ""),
+            spaces=s.str.replace_all(" a", "#&~"),
         )
 
     assert_same_as_polars(table, steps)
@@ -124,6 +125,7 @@ def test_the_string_language_reads_them() -> None:
         (lambda s: s.str.strip_prefix(cb.col("t")), TypeError, "a string"),
         (lambda s: s.str.replace("a.", "b"), cb.UnsupportedOperationError, "literal=True"),
         (lambda s: s.str.replace_all("a", "$0"), cb.UnsupportedOperationError, "literal=True"),
+        (lambda s: s.str.replace("a", "b", n=2), cb.UnsupportedOperationError, "literal=True"),
     ],
 )
 def test_bad_arguments_are_refused_when_written(build: Any, error: type, words: str) -> None:
