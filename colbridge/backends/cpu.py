@@ -84,7 +84,6 @@ __all__ = [
     "PARALLEL_MIN_ROWS",
     "check_scalar_outputs",
     "cpu_tier",
-    "elementwise_only",
     "kernel_sources",
     "reduce_partials",
     "run_recurring",
@@ -385,7 +384,7 @@ def run_segment(
     chosen = _ElementwisePass.choose(segment, nulls, extra, n, stats)
     results, mask = chosen.run(segment, columns, n, stats, run.scalar_values,
                                run.grouped_values)  # fmt: skip
-    if not opaque and prior is None and elementwise_only(segment):
+    if not opaque and prior is None and segment.elementwise_only:
         _remember(segment, chosen, _recurring_key(segment, columns, run.nan_null, n))
     results.update(opaque)
     return SegmentResult(results, mask)
@@ -475,18 +474,6 @@ class _ElementwisePass:
         return wrap_outputs(src.outputs, out_buffers, n)
 
 
-def elementwise_only(segment: Segment) -> bool:
-    """Whether ``segment`` is one elementwise pass over frame columns and nothing else.
-
-    No reductions, groups, scans, filter, lookup tables or one-row result: what such a
-    segment's pass reads is its input columns (and literals), so a pass chosen for the
-    same variant runs it again as it is (`run_recurring`).
-    """
-    return not (segment.agg_levels or segment.key_sets or segment.host_aggs or segment.scans
-                or segment.group_by is not None or segment.mask is not None
-                or segment.one_row or segment.tables or segment.opaque)  # fmt: skip
-
-
 def _recurring_key(segment: Segment, columns: Mapping[str, pa.Array],
                    nan_null: frozenset[str], n: int) -> tuple[Any, ...]:  # fmt: skip
     """What picks a segment's kept pass: tier, threading, input types and nullability."""
@@ -513,7 +500,7 @@ def run_recurring(
     None where there is none for these columns' variant (the first compute of it, a
     kernel not yet compiled under ``auto``, a cleared kernel cache): run `run_segment`.
     """
-    if not elementwise_only(segment):
+    if not segment.elementwise_only:
         return None
     nan_null = nan_null & frozenset(segment.inputs)
     key = _recurring_key(segment, columns, nan_null, num_rows)

@@ -1648,55 +1648,63 @@ class StringNamespace:
         return self._f("to_uppercase")
 
     # -- strings to strings: each a function of the distinct strings (`types.string_maps`)
+    # (counts and texts are literals: polars also takes expressions there, colbridge not)
     def slice(self, offset: int, length: int | None = None) -> Expr:
         """``length`` characters from character ``offset`` (negative: from the end).
 
         ``length=None`` takes the rest of the string.
         """
-        _count("offset", offset, negative=True)
-        if length is not None:
-            _count("length", length)
-        return self._f("slice", int(offset), None if length is None else int(length))
+        offset = _count_param(offset, "str.slice", "offset", signed=True)
+        length = _count_param(length, "str.slice", "length", allow_none=True)
+        return self._f("slice", offset, length)
 
     def head(self, n: int) -> Expr:
         """The first ``n`` characters (negative: all but the last ``-n``)."""
-        _count("n", n, negative=True)
-        return self._f("head", int(n))
+        return self._f("head", _count_param(n, "str.head", "n", signed=True))
 
     def tail(self, n: int) -> Expr:
         """The last ``n`` characters (negative: all but the first ``-n``)."""
-        _count("n", n, negative=True)
-        return self._f("tail", int(n))
+        return self._f("tail", _count_param(n, "str.tail", "n", signed=True))
 
     def strip_chars(self, characters: str | None = None) -> Expr:
         """Without the leading and trailing ``characters`` (None: whitespace)."""
-        return self._f("strip_chars", _chars(characters))
+        return self._strip("strip_chars", characters)
 
     def strip_chars_start(self, characters: str | None = None) -> Expr:
         """Without the leading ``characters`` (None: whitespace)."""
-        return self._f("strip_chars_start", _chars(characters))
+        return self._strip("strip_chars_start", characters)
 
     def strip_chars_end(self, characters: str | None = None) -> Expr:
         """Without the trailing ``characters`` (None: whitespace)."""
-        return self._f("strip_chars_end", _chars(characters))
+        return self._strip("strip_chars_end", characters)
+
+    def _strip(self, name: str, characters: str | None) -> Expr:
+        return self._f(name, _text_param(characters, f"str.{name}", "characters",
+                                         allow_none=True))  # fmt: skip
 
     def strip_prefix(self, prefix: str) -> Expr:
         """Without ``prefix`` where the string starts with it."""
-        return self._f("strip_prefix", _string("prefix", prefix))
+        return self._f("strip_prefix", _text_param(prefix, "str.strip_prefix", "prefix"))
 
     def strip_suffix(self, suffix: str) -> Expr:
         """Without ``suffix`` where the string ends with it."""
-        return self._f("strip_suffix", _string("suffix", suffix))
+        return self._f("strip_suffix", _text_param(suffix, "str.strip_suffix", "suffix"))
 
     def pad_start(self, length: int, fill_char: str = " ") -> Expr:
         """Padded at the start with ``fill_char`` to ``length`` characters."""
-        _count("length", length)
-        return self._f("pad_start", int(length), _fill_char(fill_char))
+        return self._pad("pad_start", length, fill_char)
 
     def pad_end(self, length: int, fill_char: str = " ") -> Expr:
         """Padded at the end with ``fill_char`` to ``length`` characters."""
-        _count("length", length)
-        return self._f("pad_end", int(length), _fill_char(fill_char))
+        return self._pad("pad_end", length, fill_char)
+
+    def _pad(self, name: str, length: int, fill_char: str) -> Expr:
+        length = _count_param(length, f"str.{name}", "length")
+        fill_char = _text_param(fill_char, f"str.{name}", "fill_char")
+        if builtins.len(fill_char) != 1:
+            msg = f"`str.{name}(fill_char=...)` takes one character, got {fill_char!r}"
+            raise SchemaError(msg)
+        return self._f(name, length, fill_char)
 
     def replace(self, pattern: str, value: str, *, literal: bool = False, n: int = 1) -> Expr:
         """The first ``n`` occurrences of ``pattern`` replaced by ``value``.
@@ -1704,38 +1712,29 @@ class StringNamespace:
         Plain text only: a ``pattern`` with regular-expression syntax needs
         ``literal=True`` (colbridge has no engine with polars' regex dialect).
         """
-        _count("n", n)
+        n = _count_param(n, "str.replace", "n")
         if n > 1 and not literal:
             msg = (f"`str.replace(..., n={n})`: polars replaces more than one match of a "
                    "regular expression only with `literal=True`; pass it")  # fmt: skip
             raise UnsupportedOperationError(msg)
-        return self._f("replace", _plain("replace", pattern, value, literal), value, int(n))
+        return self._f("replace", *_plain("replace", pattern, value, literal), n)
 
     def replace_all(self, pattern: str, value: str, *, literal: bool = False) -> Expr:
         """Every occurrence of ``pattern`` replaced by ``value`` (plain text, as `replace`)."""
-        return self._f("replace_all", _plain("replace_all", pattern, value, literal), value)
+        return self._f("replace_all", *_plain("replace_all", pattern, value, literal))
 
     def zfill(self, length: int) -> Expr:
         """Zeros at the start to ``length`` characters, after a leading ``+`` or ``-``."""
-        _count("length", length)
-        return self._f("zfill", int(length))
+        return self._f("zfill", _count_param(length, "str.zfill", "length"))
 
 
-def _count(name: str, value: Any, *, negative: bool = False) -> None:
-    """Check a character count given to a ``str`` function (a literal integer)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        msg = (f"`{name}` of a string function is a number of characters, an int; got "
-               f"{value!r} (colbridge takes a literal here, not an expression)")  # fmt: skip
-        raise TypeError(msg)
-    if not negative and value < 0:
-        msg = f"`{name}` is a number of characters and cannot be negative, got {value}"
-        raise ValueError(msg)
-
-
-def _string(name: str, value: Any) -> str:
+def _text_param(value: Any, func: str, name: str, *, allow_none: bool = False) -> Any:
+    """A text parameter of a string function, checked (a literal string)."""
+    if value is None and allow_none:
+        return None
     if not isinstance(value, str):
-        msg = f"`{name}` is a string, got {value!r} (a literal; expressions are not taken here)"
-        raise TypeError(msg)
+        msg = f"`{func}({name}=...)` takes a string, got {value!r}"
+        raise SchemaError(msg)
     return value
 
 
@@ -1744,9 +1743,10 @@ def _string(name: str, value: Any) -> str:
 _REGEX_SYNTAX = frozenset("\\.+*?()|[]{}^$")
 
 
-def _plain(name: str, pattern: Any, value: Any, literal: bool) -> str:
-    """``pattern`` of `replace`, checked to mean the same as plain text as in polars."""
-    text, value = _string("pattern", pattern), _string("value", value)
+def _plain(name: str, pattern: Any, value: Any, literal: bool) -> tuple[str, str]:
+    """``pattern`` and ``value`` of `replace`, checked to mean plain text as in polars."""
+    text = _text_param(pattern, f"str.{name}", "pattern")
+    value = _text_param(value, f"str.{name}", "value")
     if not literal and (_REGEX_SYNTAX & set(text) or "$" in value):
         msg = (
             f"`str.{name}({text!r}, {value!r})`: polars reads the pattern as a regular "
@@ -1754,15 +1754,4 @@ def _plain(name: str, pattern: Any, value: Any, literal: bool) -> str:
             "only: pass `literal=True` to replace the text as written"
         )
         raise UnsupportedOperationError(msg)
-    return text
-
-
-def _chars(characters: Any) -> str | None:
-    return None if characters is None else _string("characters", characters)
-
-
-def _fill_char(fill_char: Any) -> str:
-    if not isinstance(fill_char, str) or builtins.len(fill_char) != 1:
-        msg = f"`fill_char` is one character, got {fill_char!r}"
-        raise ValueError(msg)
-    return fill_char
+    return text, value

@@ -77,7 +77,7 @@ from colbridge.types.logical import (
     logical_from_arrow,
     parse_logical,
 )
-from colbridge.types.string_maps import STRING_MAPS
+from colbridge.types.string_maps import STRING_FUNCTIONS
 from colbridge.types.timezones import check_zone
 
 if TYPE_CHECKING:
@@ -858,7 +858,7 @@ class LogicalTyping:
                 raise UnsupportedOperationError(msg)
             recipe = ("strptime", fmt, str(target))
             return self.parse(arg, recipe, target.physical, target, strict, node)
-        if op in ("to_lowercase", "to_uppercase") or op in STRING_MAPS:
+        if op in STRING_FUNCTIONS:
             # a new dictionary (the function of each distinct string); the codes stay
             return self.mark(arg, STRING, ("map", op, self.tc.dicts[arg], *params))
         msg = f"`str.{op}` is not supported by colbridge expressions (in `{node!r}`)"

@@ -158,6 +158,18 @@ class Segment:
                 and all(isinstance(node, Agg) for _, node in self.outputs))  # fmt: skip
 
     @functools.cached_property
+    def elementwise_only(self) -> bool:
+        """Whether the segment is one elementwise pass over frame columns and nothing else.
+
+        No reductions, groups, scans, filter, lookup tables or one-row result: what its
+        pass reads is its input columns (and literals), so a pass a backend chose for
+        the same variant runs it again as it is (`colbridge.backends.cpu.run_recurring`).
+        """
+        return not (self.agg_levels or self.key_sets or self.host_aggs or self.scans
+                    or self.group_by is not None or self.mask is not None or self.one_row
+                    or self.tables or self.opaque)  # fmt: skip
+
+    @functools.cached_property
     def lagged(self) -> dict[str, LaggedRead]:
         """Shifts the kernels read in place: by scan column, the frame column, lag and fill.
 

@@ -765,11 +765,11 @@ def _run_recurring(segment: Segment, adapter: FrameAdapter, columns: Columns,
     scans, tables, a filter, renamed columns); None where the CPU backend has no pass
     chosen for these columns yet (`colbridge.backends.cpu.run_recurring`).
     """
-    from colbridge.backends import cpu
-
-    if not cpu.elementwise_only(segment) or segment.output_dicts \
+    if not segment.elementwise_only or segment.output_dicts \
             or any(n != s for n, s in segment.passthrough.items()):  # fmt: skip
         return None
+    from colbridge.backends import cpu
+
     arrays = {name: columns.kernel_array(name) for name in segment.inputs}
     ran = cpu.run_recurring(segment, arrays, adapter.num_rows, report.stats,
                             columns.nan_null(segment.inputs))  # fmt: skip

@@ -21,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["STRING_MAPS", "apply_string_map"]
+__all__ = ["STRING_FUNCTIONS", "STRING_MAPS", "apply_string_map"]
 
 #: Unicode's White_Space characters (what Rust's `char::is_whitespace` accepts)
 WHITESPACE = (
@@ -81,6 +81,10 @@ STRING_MAPS: dict[str, Callable[..., Callable[[str], str]]] = {
     "replace": lambda pattern, value, n: lambda s: s.replace(pattern, value, n),
     "replace_all": lambda pattern, value: lambda s: s.replace(pattern, value),
 }
+
+
+#: every string-to-string function (the case mappings are pyarrow's, on whole arrays)
+STRING_FUNCTIONS = frozenset({"to_lowercase", "to_uppercase", *STRING_MAPS})
 
 
 def apply_string_map(name: str, params: tuple[Any, ...], values: pa.Array) -> pa.Array:
