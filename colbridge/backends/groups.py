@@ -383,15 +383,25 @@ def take(array: pa.Array, rows: np.ndarray[Any, Any]) -> pa.Array:
 
 
 def host_reduction(
-    func: str, groups: GroupIds, arg: pa.Array | None, pred: pa.Array | None
+    func: str,
+    groups: GroupIds,
+    arg: pa.Array | None,
+    pred: pa.Array | None,
+    options: tuple[Any, ...] = (),
 ) -> pa.Array:
     """One value per group of ``func`` over ``arg`` (where ``pred`` holds), without a kernel.
 
     ``len`` counts rows; ``count``/``null_count`` the valid/null values of ``arg``;
     ``first``/``last`` take the value at the group's first/last row (null included,
-    as polars does); ``n_unique`` counts distinct values, null being one of them.
+    as polars does); ``n_unique`` counts distinct values, null being one of them;
+    ``median`` and ``quantile`` (``options``: the quantile and the interpolation) are
+    `quantiles` of the group's sorted values.
     """
     keep = _keep(pred)
+    if func in ("median", "quantile"):
+        assert arg is not None
+        quantile, method = (0.5, "linear") if func == "median" else options
+        return quantiles(groups, arg, keep, quantile, method)
     if func == "len":
         return pa.array(_counts(groups, keep).astype(np.uint32))
     assert arg is not None
@@ -425,3 +435,74 @@ def host_reduction(
         return pa.array(distinct.astype(np.uint32))
     msg = f"reduction `{func}` is not computed from the groups"
     raise AssertionError(msg)
+
+
+def quantiles(
+    groups: GroupIds, arg: pa.Array, keep: np.ndarray[Any, Any] | None, quantile: float,
+    method: str,
+) -> pa.Array:  # fmt: skip
+    """The ``quantile`` of each group's non-null values of ``arg`` (rows where ``keep`` holds).
+
+    polars' arithmetic, step by step (``quantile_idx`` in polars-core): the values are
+    sorted (NaN above every number), a group of ``n`` values and ``nulls`` nulls
+    takes the position ``(n - 1) * quantile + nulls`` among its rows with the nulls
+    first, rounded as ``method`` says; ``midpoint`` and ``linear`` join that value and
+    the next in float64 (the value itself where the two are equal). Integers and
+    booleans give float64, floats keep their width; a group without values is null.
+    """
+    data = _combined_array(arg)
+    if pa.types.is_temporal(data.type) or pa.types.is_boolean(data.type):
+        data = _integers(data)  # days, ticks, 0 and 1
+    n = len(data)
+    ids = groups.ids if groups.ids is not None else np.zeros(n, dtype=np.int32)
+    valid = _valid(data)
+    present = np.ones(n, dtype=np.bool_) if valid is None else valid
+    rows = np.ones(n, dtype=np.bool_) if keep is None else keep
+    taken = present & rows
+    values = np.asarray(data.fill_null(0).to_numpy(zero_copy_only=False))[taken] \
+        .astype(np.float64)  # fmt: skip
+    owners = ids[taken]
+    count = groups.count
+    # each group's values in a run of their own, in ascending order (NaN last)
+    ordered = values[np.lexsort((values, owners))]
+    counts = np.bincount(owners, minlength=count).astype(np.int64)
+    starts = np.cumsum(counts) - counts
+    nulls = np.bincount(ids[rows & ~present], minlength=count).astype(np.int64)
+    has = counts > 0
+    c = np.where(has, counts, 1)  # groups without values give null; any position will do
+    position = (c - 1.0) * quantile + nulls
+    if method == "nearest":
+        # half away from zero, as Rust's `round` (positions are >= 0; the fraction is exact)
+        index = np.floor(position)
+        index = index + (position - index >= 0.5)
+    elif method == "higher":
+        index = np.ceil(position)
+    elif method == "equiprobable":
+        index = np.maximum(np.ceil(c * quantile) - 1.0, 0.0) + nulls
+    else:  # lower, midpoint, linear: truncated
+        index = np.floor(position)
+    if method in ("lower", "higher", "midpoint", "linear"):
+        index = np.clip(index, 0, c + nulls - 1)
+    at = starts + np.clip(index.astype(np.int64) - nulls, 0, c - 1)
+    lower = ordered[np.where(has, at, 0)] if len(ordered) else np.zeros(count)
+    result = lower
+    if method in ("midpoint", "linear"):
+        top = np.ceil(position).astype(np.int64)
+        between = has & (top != index.astype(np.int64))
+        upper = ordered[np.where(between, np.minimum(at + 1, len(ordered) - 1), 0)] \
+            if len(ordered) else lower  # fmt: skip
+        with np.errstate(invalid="ignore", over="ignore"):
+            if method == "midpoint":
+                joined = (lower + upper) / 2.0
+            else:
+                joined = (position - index) * (upper - lower) + lower
+        result = np.where(between & (lower != upper), joined, lower)
+    out_type = data.type if pa.types.is_floating(data.type) else pa.float64()
+    out = result.astype(out_type.to_pandas_dtype())
+    return pa.array(out, type=out_type, mask=~has)
+
+
+def _combined_array(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    if isinstance(array, pa.ChunkedArray):
+        return array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+    return array

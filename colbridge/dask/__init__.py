@@ -274,7 +274,8 @@ def _resolve(
     def reduce(prefix: tuple[Step, ...], aggs: list[Agg]) -> dict[Agg, Literal]:
         # with halos, each reduction reads its partition's own rows only (its argument,
         # ordered operations included, is computed over the halos first)
-        folded = [Agg(a.func, Filtered(a.arg, _OWN), a.ddof) for a in aggs] if halo else aggs
+        folded = [Agg(a.func, Filtered(a.arg, _OWN), a.ddof, a.options) for a in aggs] \
+            if halo else aggs  # fmt: skip
         reduced = ddf.reduction(
             chunk=_chunk,
             aggregate=_combine,

@@ -16,6 +16,7 @@ import numpy as np
 
 from colbridge.errors import SchemaError, UnsupportedOperationError
 from colbridge.expr.nodes import (
+    QUANTILE_METHODS,
     ROUND_MODES,
     Agg,
     Alias,
@@ -965,6 +966,53 @@ class Expr:
     def n_unique(self) -> Expr:
         """Number of distinct values; null counts as one value, as in polars."""
         return self._agg("n_unique")
+
+    def median(self) -> Expr:
+        """The middle of the non-null values: ``quantile(0.5, "linear")``, as in polars.
+
+        Numbers give Float64 (Float32 stays Float32; booleans count as 0 and 1);
+        NaN sorts above every number and counts as a value. Dates give Datetime[us],
+        datetimes, durations and times keep their type (truncated toward zero).
+        """
+        return Expr(Agg("median", self.node))
+
+    def quantile(self, quantile: float, interpolation: str = "nearest") -> Expr:
+        """The value at ``quantile`` (0 to 1) of the sorted non-null values.
+
+        The position is ``quantile * (count - 1)``; between two values
+        ``interpolation`` takes the ``"nearest"`` (ties away from zero), the
+        ``"lower"``, the ``"higher"``, their ``"midpoint"``, the ``"linear"``
+        interpolation, or ``"equiprobable"`` (the value at ``ceil(quantile * count)``),
+        as polars does. Types as `median`, but booleans are refused, as in polars.
+        ``quantile`` is a number, not an expression.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"x": [1.0, 2.0, 3.0, 4.0]})
+        >>> df.gpu.select(q=cb.col("x").quantile(0.5, "linear")).compute()["q"][0]
+        2.5
+        """
+        value = _number_of(quantile)
+        if isinstance(value, np.generic):
+            value = value.item()
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            msg = (
+                f"`quantile({quantile!r})`: the quantile must be a number from 0 to 1; "
+                "colbridge takes a literal, not an expression"
+            )
+            raise SchemaError(msg)
+        if not 0.0 <= value <= 1.0:
+            msg = f"`quantile({quantile!r})`: the quantile must be between 0.0 and 1.0"
+            raise SchemaError(msg)
+        if interpolation not in QUANTILE_METHODS:
+            msg = (
+                f"`quantile({quantile!r}, {interpolation!r})`: unknown interpolation; use "
+                f"one of {', '.join(repr(m) for m in QUANTILE_METHODS)}"
+            )
+            raise SchemaError(msg)
+        return Expr(Agg("quantile", self.node, options=(float(value), interpolation)))
 
     def filter(self, predicate: Any) -> Expr:
         """The values on rows where ``predicate`` is true; only as the input of a reduction.

@@ -15,6 +15,7 @@ __all__ = [
     "BINARY_OPS",
     "FUNCTIONS",
     "GROUPED_ONLY_FUNCS",
+    "QUANTILE_METHODS",
     "ROUND_MODES",
     "ROWS",
     "SCAN_FUNCS",
@@ -104,12 +105,14 @@ UNARY_FUNCS = FLOAT_FUNCS | frozenset(
 AGG_FUNCS = frozenset(
     {
         "sum", "mean", "min", "max", "std", "var", "count", "null_count", "len", "first",
-        "last", "n_unique",
+        "last", "n_unique", "median", "quantile",
     }
 )  # fmt: skip
 # Reductions computed from a factorization (one group for a whole column), not by a fold:
 # a whole-column one is a `GroupAgg` over the empty key set.
-GROUPED_ONLY_FUNCS = frozenset({"first", "last", "n_unique"})
+GROUPED_ONLY_FUNCS = frozenset({"first", "last", "n_unique", "median", "quantile"})
+# How `quantile` picks between the two values around its position (polars' names).
+QUANTILE_METHODS = ("nearest", "higher", "lower", "midpoint", "linear", "equiprobable")
 
 # How `round` breaks ties (polars' names; "half_to_even" is the default). `truncate`
 # is a `Round` node with the internal mode "to_zero" (as polars implements it).
@@ -291,6 +294,8 @@ class Agg(Node):
     func: str
     arg: Node
     ddof: int = 1
+    #: ``quantile``'s ``(quantile, interpolation)``; empty for every other reduction
+    options: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -357,6 +362,8 @@ class GroupAgg(Node):
     arg: Node
     keys: KeySet
     ddof: int = 1
+    #: as `Agg.options`
+    options: tuple[Any, ...] = ()
 
 
 #: A reduction of the whole column or per group.
@@ -668,10 +675,10 @@ def push_window(arg: Node, keys: KeySet) -> Node:
 
     def fn(n: Node) -> Node:
         if isinstance(n, Agg):
-            return GroupAgg(n.func, n.arg, keys, n.ddof)
+            return GroupAgg(n.func, n.arg, keys, n.ddof, n.options)
         if isinstance(n, GroupAgg):
             inner = tuple(e for e in n.keys.exprs if e not in keys.exprs)
-            return GroupAgg(n.func, n.arg, KeySet(keys.exprs + inner), n.ddof)
+            return GroupAgg(n.func, n.arg, KeySet(keys.exprs + inner), n.ddof, n.options)
         if isinstance(n, Scan):
             inner = tuple(e for e in n.keys.exprs if e not in keys.exprs)
             return Scan(n.func, n.arg, n.options, KeySet(keys.exprs + inner))
@@ -693,6 +700,14 @@ def output_name(node: Node) -> str:
     for child in children(node):
         return output_name(child)
     return "literal"
+
+
+def _agg_arguments(node: Agg | GroupAgg) -> str:
+    """A reduction's arguments as written: ``ddof`` where not 1, a quantile's two."""
+    if node.func == "quantile":
+        quantile, interpolation = node.options
+        return f"{quantile!r}, {interpolation!r}"
+    return f"ddof={node.ddof}" if node.func in ("std", "var") and node.ddof != 1 else ""
 
 
 #: the `SubtreeText` writing the node whose ``repr`` is being made, per thread
@@ -780,8 +795,7 @@ def _format(node: Node) -> str:
     if isinstance(node, Agg):
         if node.func == "len" and node.arg == ROWS:
             return "len()"
-        extra = f"ddof={node.ddof}" if node.func in ("std", "var") and node.ddof != 1 else ""
-        return f"{node.arg!r}.{node.func}({extra})"
+        return f"{node.arg!r}.{node.func}({_agg_arguments(node)})"
     if isinstance(node, Alias):
         return f'{node.arg!r}.alias("{node.name}")'
     if isinstance(node, Over):
@@ -789,7 +803,7 @@ def _format(node: Node) -> str:
     if isinstance(node, Filtered):
         return f"{node.arg!r}.filter({node.predicate!r})"
     if isinstance(node, GroupAgg):
-        extra = f"ddof={node.ddof}" if node.func in ("std", "var") and node.ddof != 1 else ""
+        extra = _agg_arguments(node)
         window = f".over({node.keys!r})" if node.keys.exprs else ""
         if node.func == "len" and node.arg == ROWS:
             return f"len(){window}"

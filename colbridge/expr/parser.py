@@ -99,7 +99,7 @@ _UNARY = (
     "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "degrees",
     "radians", "floor", "ceil", "sign",
     "is_null", "is_not_null", "is_nan", "is_not_nan", "is_finite", "is_infinite", "sum", "mean",
-    "min", "max", "count", "null_count", "first", "last", "n_unique", "neg", "not_",
+    "min", "max", "count", "null_count", "first", "last", "n_unique", "median", "neg", "not_",
 )  # fmt: skip
 _OPERATORS = (
     "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "eq", "ne", "lt", "le", "gt", "ge",
@@ -128,6 +128,11 @@ FUNCTIONS: dict[str, _Function] = {
                      example="std(x, ddof=0)"),
     "var": _Function((_x(), _Param("ddof", "int", 1)), lambda x, ddof: x.var(ddof),
                      example="var(x, ddof=0)"),
+    "quantile": _Function(
+        (_x(), _Param("quantile", "value"), _Param("interpolation", "str", "nearest")),
+        lambda x, quantile, interpolation: x.quantile(quantile, interpolation),
+        example='quantile(x, 0.25, "linear")',
+    ),
     "round": _Function(
         (_x(), _Param("decimals", "int", 0), _Param("mode", "str", "half_to_even")),
         lambda x, decimals, mode: x.round(decimals, mode), example="round(x, 2)",

@@ -17,7 +17,8 @@ that streams:
 
 `resolve_group_by` computes a ``group_by`` step the same way: its result is the
 merged table itself (a row per group), on which the rest of the plan runs.
-``n_unique`` per group is not mergeable from partials and is refused.
+``n_unique``, ``median`` and ``quantile`` per group are not mergeable from partials
+and are refused.
 """
 
 from __future__ import annotations
@@ -255,13 +256,14 @@ def _statistics(
     """One pass: per-group values of ``aggs`` after ``prefix``, merged over the pieces."""
     items: list[tuple[str, Node]] = []
     for j, agg in enumerate(aggs):
-        if agg.func == "n_unique":
+        if agg.func in ("n_unique", "median", "quantile"):
             msg = (
-                f"`{agg!r}`: `n_unique` per group cannot be merged from the pieces of a "
-                "streaming job; count distinct values in memory (`LazyFrame.compute`)"
+                f"`{agg!r}`: `{agg.func}` per group cannot be merged from the pieces of a "
+                "streaming job (it needs all of a group's values at once); compute it in "
+                "memory (`LazyFrame.compute`)"
             )
             raise JobSpecError(msg)
-        items.append((f"r{j}", Agg(agg.func, agg.arg, agg.ddof)))
+        items.append((f"r{j}", Agg(agg.func, agg.arg, agg.ddof, agg.options)))
         if agg.func in ("mean", "std", "var"):
             items += [(f"n{j}", Agg("count", agg.arg)), (f"m{j}", Agg("mean", _wide(agg.arg)))]
         if agg.func in ("std", "var"):
@@ -460,7 +462,7 @@ def resolve_group_by(
                     "merged from the pieces of a streaming job; compute it in memory"
                 )
                 raise JobSpecError(msg)
-            agg = GroupAgg(n.func, n.arg, keys, n.ddof)
+            agg = GroupAgg(n.func, n.arg, keys, n.ddof, n.options)
             if agg not in reductions:
                 reductions.append(agg)
             return Column(f"r{reductions.index(agg)}")

@@ -1290,6 +1290,15 @@ class LogicalTyping:
         if logical.kind in ("duration", "datetime") and func == "mean":
             mean = self.rec(make(func, arg), F64)
             return self.mark(tc.cast_plain(mean, I64, strict=False), logical)
+        if logical.is_temporal and func in ("median", "quantile"):
+            # polars: the quantile of the integers (Float64), truncated toward zero back
+            # to the type; a date's in days, times the microseconds of a day: Datetime[us]
+            value = self.rec(make(func, arg), F64)
+            if logical.kind == "date":
+                per_day = self.rec(Literal(86_400_000_000.0, F64), F64)
+                value = self.rec(Binary("mul", value, per_day), F64)
+                logical = Logical("datetime", "us")
+            return self.mark(tc.cast_plain(value, I64, strict=False), logical)
         column = arg.arg if isinstance(arg, Reinterpret) else arg
         where = ""
         if isinstance(column, Column) and column.name in tc.schema:

@@ -446,7 +446,7 @@ def _grouped_items(
 
     def to_group(n: Node) -> Node:
         if isinstance(n, Agg):
-            return GroupAgg(n.func, n.arg, keyset, n.ddof)
+            return GroupAgg(n.func, n.arg, keyset, n.ddof, n.options)
         if isinstance(n, Scan):  # an ordered operation inside an aggregation: per group
             inner = tuple(e for e in n.keys.exprs if e not in keyset.exprs)
             return Scan(n.func, n.arg, n.options, KeySet(keyset.exprs + inner))

@@ -99,7 +99,10 @@ def refuse_ordered(steps: Iterable[Step], where: str, *, look_ahead_only: bool =
 
 
 def _whole_column_unmergeable(node: Node, found: list[Agg]) -> None:
-    """Collect whole-column `first`/`last`/`n_unique` in ``node`` (not those of windows)."""
+    """Collect whole-column reductions of all the rows (`GROUPED_ONLY_FUNCS`) in ``node``.
+
+    Those of windows are per group: merged by key (`colbridge.io.grouped`).
+    """
     if isinstance(node, (Over, GroupAgg)):
         return  # per group: merged by key (`colbridge.io.grouped`)
     if isinstance(node, Agg) and node.func in GROUPED_ONLY_FUNCS and node not in found:
@@ -122,7 +125,8 @@ def refuse_unmergeable(steps: Iterable[Step], where: str) -> None:
     """Raise `JobSpecError` naming whole-column reductions that ``where`` cannot fold.
 
     ``first``, ``last`` and ``n_unique`` of a whole column come from a factorization
-    of all its rows, not from partial rows a stream can fold batch by batch.
+    of all its rows, ``median`` and ``quantile`` from all its values sorted: not from
+    partial rows a stream can fold batch by batch.
     """
     found: list[Agg] = []
     for step in steps:
@@ -135,10 +139,13 @@ def refuse_unmergeable(steps: Iterable[Step], where: str) -> None:
     from colbridge.errors import JobSpecError
 
     listed = ", ".join(f"`{n!r}`" for n in found)
+    # per group, a stream merges first/last by key (not n_unique or a quantile)
+    per_group = ", or per group with `group_by(...).agg(...)`" \
+        if all(n.func in ("first", "last") for n in found) else ""  # fmt: skip
     msg = (
-        f"{listed}: whole-column `first`, `last` and `n_unique` are not supported in "
-        f"{where}, which folds reductions batch by batch; compute them in memory "
-        "(`cb.lazy(frame)` over the whole table), or per group with `group_by(...).agg(...)`"
+        f"{listed}: whole-column `first`, `last`, `n_unique`, `median` and `quantile` are "
+        f"not supported in {where}, which folds reductions batch by batch; compute them "
+        f"in memory (`cb.lazy(frame)` over the whole table){per_group}"
     )
     raise JobSpecError(msg)
 

@@ -1219,16 +1219,17 @@ class TypeChecker:
         return self._record(When(none_left, self._typed_literal(None, res), mean), res)
 
     def _agg(self, node: Agg) -> Node:
-        node = Agg(node.func, _scan_of_kept_rows(node.arg), node.ddof)
+        node = Agg(node.func, _scan_of_kept_rows(node.arg), node.ddof, node.options)
         if node.func in GROUPED_ONLY_FUNCS or node.func == "len" or (
             node.func in ("count", "null_count") and self._opaque_column(node.arg)
         ):
             # computed from the rows' positions or a factorization: one group
-            return self._group_agg(GroupAgg(node.func, node.arg, KeySet(), node.ddof))
+            return self._group_agg(GroupAgg(node.func, node.arg, KeySet(), node.ddof, node.options))
         if isinstance(node.arg, Filtered):
             arg, _ = self._filtered(node.arg, node)
             t = self.types[arg]
-            return self._record(Agg(node.func, arg, node.ddof), agg_result(node.func, t))
+            return self._record(Agg(node.func, arg, node.ddof, node.options),
+                                agg_result(node.func, t))  # fmt: skip
         arg = self._check(node.arg)
         if _is_null_literal(arg) and node.func in ("count", "null_count"):
             if node.func == "count":
@@ -1238,18 +1239,18 @@ class TypeChecker:
         if self._keep_dynamic and arg in self._dynamic and node.func in _DYNAMIC_AGG:
             # polars keeps sum/min/max of a dynamic expression dynamic (not of a bare number)
             kind, rep = self._dynamic[arg]
-            return self._dynamic_node(Agg(node.func, arg, node.ddof), kind, rep)
+            return self._dynamic_node(Agg(node.func, arg, node.ddof, node.options), kind, rep)
         if self._is_dynamic(arg):
             arg = self._materialize(arg)
         if arg in self.logical and node.func not in ("count", "null_count"):
-            return self._lt.agg(node, arg, lambda f, value: Agg(f, value, node.ddof))
+            return self._lt.agg(node, arg, lambda f, value: Agg(f, value, node.ddof, node.options))
         t = self.types[arg]
         result = agg_result(node.func, t)
         if is_scalar(arg):
             # A reduction of a scalar (a literal, or another reduction) sees one value,
             # as in polars: lit(1).sum() is 1 whatever the frame's length.
             return self._scalar_agg(node.func, node.ddof, arg, result)
-        return self._record(Agg(node.func, arg, node.ddof), result)
+        return self._record(Agg(node.func, arg, node.ddof, node.options), result)
 
     # -- grouped reductions ---------------------------------------------------
     def key_set(self, keys: KeySet) -> KeySet:
@@ -1302,7 +1303,8 @@ class TypeChecker:
         return self._record(Filtered(arg, pred), self.types[arg]), pred
 
     def _group_agg(self, node: GroupAgg) -> Node:
-        node = GroupAgg(node.func, _scan_of_kept_rows(node.arg), node.keys, node.ddof)
+        node = GroupAgg(node.func, _scan_of_kept_rows(node.arg), node.keys, node.ddof,
+                        node.options)  # fmt: skip
         keys = self.key_set(node.keys)
         func = node.func
         inner, pred = node.arg, None
@@ -1345,12 +1347,19 @@ class TypeChecker:
             return out
         typed = self.check(inner)
         if typed in self.logical and func not in ("count", "null_count", "n_unique"):
-            return self._lt.agg(node, typed, lambda f, value: GroupAgg(f, filtered(value), keys,
-                                                                      node.ddof))  # fmt: skip
+            return self._lt.agg(node, typed, lambda f, value: GroupAgg(
+                f, filtered(value), keys, node.ddof, node.options))  # fmt: skip
         t = self.types[typed]
         result = agg_result(func, t)
         if func in ("first", "last", "n_unique"):
             return self._record(GroupAgg(func, filtered(typed), keys), result)
+        if func in ("median", "quantile"):
+            if func == "quantile" and t.is_bool:
+                msg = (f"`{node!r}`: `quantile` of a boolean is not supported (polars refuses "
+                       "it too); cast it first, e.g. `.cast(pl.Float64)`")  # fmt: skip
+                raise UnsupportedTypeError(msg)
+            return self._record(GroupAgg(func, filtered(typed), keys, options=node.options),
+                                result)  # fmt: skip
         if func in ("std", "var"):
             return self._grouped_moment(func, typed, filtered, keys, node.ddof, result)
         if pred is None and is_scalar(typed):
@@ -1527,10 +1536,10 @@ def is_host_reduction(node: GroupAgg, types: Mapping[Node, DType]) -> bool:
     """True for a grouped reduction computed from the groups themselves, not by a kernel.
 
     ``len``, ``first``, ``last`` and ``n_unique`` come from row positions and
-    factorizations; ``count``/``null_count`` of a column no kernel reads (strings)
-    from its validity.
+    factorizations, ``median`` and ``quantile`` from the values sorted per group;
+    ``count``/``null_count`` of a column no kernel reads (strings) from its validity.
     """
-    if node.func in ("len", "first", "last", "n_unique"):
+    if node.func in ("len", "first", "last", "n_unique", "median", "quantile"):
         return True
     if node.func == "each":
         return False

@@ -530,7 +530,8 @@ CASES: list[BadInput] = [
              r"in memory"),
     BadInput("stream-first", "streams", "`lf.gpu.select(a.first())` (not foldable by batch)",
              _lazy_frame, lambda lf: lf.gpu.select(f=cb.col("a").first()).compute(),
-             E.JobSpecError, r"whole-column `first`, `last` and `n_unique` are not supported",
+             E.JobSpecError,
+             r"whole-column `first`, `last`, `n_unique`, `median` and `quantile` are not supported",
              r"in memory|group_by"),
     BadInput("stream-read-twice", "streams", "a one-shot RecordBatchReader computed twice",
              lambda _: pa.RecordBatchReader.from_batches(

@@ -108,7 +108,7 @@ def agg_result(func: str, a: DType) -> DType:
         return DType.UINT32
     if func in ("min", "max", "first", "last"):
         return a
-    if func in ("mean", "std", "var"):
+    if func in ("mean", "std", "var", "median", "quantile"):
         return a if a in (DType.FLOAT32, DType.FLOAT16) else DType.FLOAT64
     # sum
     if a.is_bool:
