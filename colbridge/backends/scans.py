@@ -42,6 +42,7 @@ __all__ = [
     "check_weighted",
     "lag_text",
     "new_carry",
+    "rank",
     "run_carried",
     "run_scan",
     "shifted_in_place",
@@ -500,6 +501,70 @@ def run_scan(
         msg = f"no scan kernel for `{func}`"
         raise AssertionError(msg)
     return _result(named, out, out_valid, result)
+
+
+def rank(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],
+         groups: GroupIds | None) -> pa.Array:  # fmt: skip
+    """Polars' ``rank`` of ``array`` (per group of ``groups``), on the host; nulls stay null.
+
+    pyarrow numbers the non-null values in value order (a dense rank: NaN after every
+    number, equal values alike, ``-0.0`` as ``0.0``, strings by their UTF-8 bytes);
+    one sort by (group, that number, row) then puts each group's equal values in runs,
+    in row order, and the method reads each value's rank off its position: its own
+    (``ordinal``), its run's first or last (``min``, ``max``) or their mean
+    (``average``, Float64), or the run's count within the group (``dense``).
+    """
+    import pyarrow.compute as pc  # on first use: its import is slow
+
+    from colbridge.backends.groups import _integers
+
+    method, descending = options
+    data = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    if pa.types.is_dictionary(data.type):
+        data = data.dictionary_decode()  # categories by their text, as polars ranks them
+    if pa.types.is_string_view(data.type) or pa.types.is_string(data.type):
+        data = data.cast(pa.large_string())  # the one string layout pyarrow ranks
+    if pa.types.is_temporal(data.type) or pa.types.is_boolean(data.type):
+        data = _integers(data)
+    n = len(data)
+    valid = np.ones(n, dtype=np.bool_) if not data.null_count else \
+        np.asarray(data.is_valid().to_numpy(zero_copy_only=False), dtype=np.bool_)  # fmt: skip
+    rows = np.flatnonzero(valid)
+    present = data.drop_null() if data.null_count else data
+    key = np.asarray(pc.rank(present, sort_keys="ascending", tiebreaker="dense")
+                     .to_numpy(zero_copy_only=False)).astype(np.int64)  # fmt: skip
+    if descending:
+        key = -key
+    owner = np.zeros(len(rows), dtype=np.int64) if groups is None or groups.ids is None \
+        else groups.ids[rows].astype(np.int64)  # fmt: skip
+    order = np.lexsort((rows, key, owner))
+    sorted_key, sorted_owner = key[order], owner[order]
+    m = len(order)
+    at = np.arange(m, dtype=np.int64)
+    new_group = np.ones(m, dtype=np.bool_)
+    new_group[1:] = sorted_owner[1:] != sorted_owner[:-1]
+    new_run = new_group.copy()
+    new_run[1:] |= sorted_key[1:] != sorted_key[:-1]
+    group_start = np.maximum.accumulate(np.where(new_group, at, 0)) if m else at
+    run_start = np.maximum.accumulate(np.where(new_run, at, 0)) if m else at
+    run_ends = np.ones(m, dtype=np.bool_)
+    run_ends[:-1] = new_run[1:]
+    run_end = np.minimum.accumulate(np.where(run_ends, at, m)[::-1])[::-1] if m else at
+    ranked: np.ndarray[Any, Any]
+    if method == "ordinal":
+        ranked = at - group_start + 1
+    elif method == "min":
+        ranked = run_start - group_start + 1
+    elif method == "max":
+        ranked = run_end - group_start + 1
+    elif method == "average":
+        ranked = (run_start + run_end) / 2.0 - group_start + 1.0
+    else:  # dense
+        run_number: np.ndarray[Any, Any] = np.cumsum(new_run)
+        ranked = run_number - run_number[group_start] + 1
+    out = np.zeros(n, dtype=np.float64 if method == "average" else np.uint32)
+    out[rows[order]] = ranked
+    return pa.array(out, mask=None if valid.all() else ~valid)
 
 
 def _shift_whole(arg: pa.Array, options: tuple[Any, ...], result: DType) -> pa.Array | None:

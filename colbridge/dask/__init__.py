@@ -148,12 +148,14 @@ def halo_sizes(steps: Sequence[Step]) -> tuple[int, int]:
         )
         raise JobSpecError(msg)
     if unbounded:
+        # a rank reads every row of the column: no stream carries it either
+        stream = "" if any(n.func == "rank" for n in unbounded) else \
+            "as a stream (`colbridge run`, which carries them across batches), or "  # fmt: skip
         msg = (
             f"{', '.join(f'`{n!r}`' for n in unbounded)}: ordered operations that read every "
-            f"row before (or after) a row (cumulative, ewm_mean, fills without a limit) are "
-            f"not supported in {where}; partitions get bounded halos only. Run them as a "
-            "stream (`colbridge run`, which carries them across batches), or in memory "
-            "(`cb.lazy(frame)`)"
+            f"row before (or after) a row (cumulative, ewm_mean, fills without a limit, "
+            f"rank) are not supported in {where}; partitions get bounded halos only. Run "
+            f"them {stream}in memory (`cb.lazy(frame)`)"
         )
         raise JobSpecError(msg)
     _refuse_filtered_scans(steps, where)

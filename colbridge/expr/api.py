@@ -17,6 +17,7 @@ import numpy as np
 from colbridge.errors import SchemaError, UnsupportedOperationError
 from colbridge.expr.nodes import (
     QUANTILE_METHODS,
+    RANK_METHODS,
     ROUND_MODES,
     Agg,
     Alias,
@@ -778,6 +779,33 @@ class Expr:
         """``(x - x.shift(n)) / x.shift(n)`` in floating point."""
         n = _count_param(n, "pct_change", "n", signed=True)
         return Expr(Scan("pct_change", self.node, (n,)))
+
+    def rank(self, method: str = "average", *, descending: bool = False,
+             seed: int | None = None) -> Expr:  # fmt: skip
+        """Each value's rank among the column's non-null values, 1 for the smallest (polars).
+
+        Equal values (NaN equals NaN and ranks above every number; ``-0.0`` equals
+        ``0.0``) share the ``"average"`` of their ranks (Float64), the ``"min"`` or
+        ``"max"`` of them, or take ``"dense"`` ranks (no gaps) or ``"ordinal"`` ones (in
+        row order); those four are UInt32. A null stays null. ``descending`` ranks the
+        largest first. Numbers, booleans, strings (by their UTF-8 bytes), dates, times
+        and durations; per group with ``.over(...)``. ``method="random"`` (and so
+        ``seed``) is not supported: use ``"ordinal"`` on shuffled rows.
+        """
+        if method == "random" or seed is not None:
+            msg = (
+                f"`rank(method={method!r}, seed={seed!r})`: random tie-breaking is not "
+                "supported; use 'ordinal' (ties in row order) on rows shuffled first"
+            )
+            raise UnsupportedOperationError(msg)
+        if method not in RANK_METHODS:
+            msg = (f"`rank(method={method!r})`: unknown method; use one of "
+                   f"{', '.join(repr(m) for m in RANK_METHODS)}")  # fmt: skip
+            raise SchemaError(msg)
+        if not isinstance(descending, (bool, np.bool_)):
+            msg = f"`rank(descending={descending!r})`: expected True or False"
+            raise SchemaError(msg)
+        return Expr(Scan("rank", self.node, (method, bool(descending))))
 
     def _cumulative(self, func: str, reverse: bool) -> Expr:
         return Expr(Scan(func, self.node, (bool(reverse),)))

@@ -191,6 +191,11 @@ FUNCTIONS: dict[str, _Function] = {
             min_samples=min_samples, ignore_nulls=ignore_nulls),
         example="ewm_mean(x, alpha=0.1)",
     ),
+    "rank": _Function(
+        (_x(), _Param("method", "str", "average"), _Param("descending", "bool", False)),
+        lambda x, method, descending: x.rank(method, descending=descending),
+        example='rank(x, "dense")',
+    ),
     "fill_nan": _Function((_x(), _Param("value")), lambda x, v: x.fill_nan(v),
                           example="fill_nan(x, 0)"),
     "is_between": _Function(

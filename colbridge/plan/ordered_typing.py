@@ -120,6 +120,8 @@ class OrderedTyping:
         func = node.func
         if func == "shift_in_range":  # reads no value: any column's rows will do
             return self._record(Scan(func, arg, node.options, keys), DType.BOOL)
+        if func == "rank":
+            return self._rank(node, arg, keys, logical)
         if func == "diff" and logical is not None and logical.is_temporal:
             # a duration, as `x - x.shift(n)` of dates, datetimes, durations and times is
             # typed (Duration[us] for dates, [ns] for times, the unit otherwise: polars')
@@ -151,6 +153,20 @@ class OrderedTyping:
             result = DType.FLOAT32 if dtype is DType.FLOAT32 else DType.FLOAT64
         value = arg if func == "cum_count" else tc.cast_plain(arg, result, strict=False)
         return self._record(Scan(func, value, node.options, keys), result)
+
+    def _rank(self, node: Scan, arg: Node, keys: KeySet, logical: Logical | None) -> Node:
+        """``rank``: of the values themselves (strings and categories by their text).
+
+        It reads the argument as a column of values, not as kernel codes, so it takes
+        any type the host can sort (`colbridge.backends.scans.rank`).
+        """
+        if logical is not None and logical.kind == "enum":
+            raise self._refuse(node, arg, "enums (ranked by category order in polars); "
+                               "rank their codes with `.to_physical().rank()`, or their "
+                               "text with `.cast(pl.String).rank()`")  # fmt: skip
+        method = node.options[0]
+        result = DType.FLOAT64 if method == "average" else DType.UINT32
+        return self._record(Scan("rank", arg, node.options, keys), result)
 
     def _shifted(self, value: Node, n: int, keys: KeySet) -> Node:
         """``value.shift(n)`` for ``diff`` and ``pct_change``, a widening cast after the shift.

@@ -38,6 +38,7 @@ from colbridge.backends.scans import (
     ScanStreams,
     StringRanks,
     check_weighted,
+    rank,
     run_scan,
     shifted_in_place,
     with_dictionary,
@@ -603,6 +604,12 @@ def grouping(
         # the argument as a column with its nulls (pandas NaN as null), in frame order
         groups = out.of(scan.keys.ids_column)
         arg, types = whole(scan.arg), (segment.types[scan.arg], segment.types[scan])
+        keyed = groups if scan.keys.exprs else None
+        where = f" over {groups.count} group(s)" if scan.keys.exprs else ""
+        if scan.func == "rank":  # of the values themselves (strings as text), every row read
+            out.scanned[name] = rank(arg, scan.options, keyed)
+            report.stats.kernels.append(f"scan [{scan!r}]{where}: ranked on the host")
+            continue
         # a scan that moves strings: its result is their codes with a dictionary of its
         # own, made from the argument's (`ScanStreams` puts carried strings first)
         spec = segment.scan_dicts.get(name)
@@ -613,8 +620,6 @@ def grouping(
         if rolling_weights(scan.func, scan.options) is not None:  # what polars refuses of them
             kept = _kept_by(segment, name, scan)
             check_weighted(scan, arg, types[1], None if kept is None else whole(kept))
-        keyed = groups if scan.keys.exprs else None
-        where = f" over {groups.count} group(s)" if scan.keys.exprs else ""
         # strings compared (cum_min, cum_max) run on their ranks; a stream ranks each
         # batch's strings with those its carry holds (`ScanStreams`)
         ranks = None

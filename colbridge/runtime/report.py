@@ -279,7 +279,10 @@ def _grouped_work(seg: Segment, target: str,
         groups = "each group on its own, rows in frame order" if scan.keys.exprs \
             else "the rows in frame order"  # fmt: skip
         why = device_scan_reason(scan.func, streamed) if target == "cuda" else None
-        if target == "cuda" and why is None:
+        if scan.func == "rank":
+            where = "ranked on the host CPU by sorting its values" + (
+                ", its result uploaded" if target == "cuda" else "")  # fmt: skip
+        elif target == "cuda" and why is None:
             where = "generated CUDA scan on the device"
             if scan.keys.exprs:
                 where += " (its rows ordered by group on the host first)"

@@ -1,0 +1,181 @@
+"""``rank`` against polars: every method both ways, every rankable type, plain and ``over``.
+
+Compared exactly with polars on generated frames: ties (NaN with NaN, ``-0.0``
+with ``0.0``, repeated strings), nulls, slices and chunks, empty and one-row
+frames, keys with nulls; ranks inside other expressions and of expressions; the
+three frame kinds; the string language; streams and Dask refuse it with errors
+naming the way out; the CUDA code path (run on the host) gives the same answers.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import colbridge as cb
+from colbridge.errors import JobSpecError, SchemaError, UnsupportedOperationError
+from colbridge.expr.nodes import RANK_METHODS
+from colbridge.testing.asserts import assert_same_as_polars
+from colbridge.testing.cuda_host import compute_on_host
+
+_WORDS = ["", "a", "b", "bb", "é", "日本", "a\x00", "Z"]
+
+
+def _table(n: int, seed: int, *, nulls: float, offset: int = 0, chunks: int = 1,
+           groups: int = 3) -> pa.Table:  # fmt: skip
+    rng = np.random.default_rng(seed)
+    total = n + offset
+
+    def mask() -> np.ndarray | None:
+        return rng.random(total) < nulls if nulls else None
+
+    floats = rng.choice(np.array([0.0, -0.0, 1.5, -2.0, np.nan, np.inf, -np.inf, 3.25]), total)
+    words = [_WORDS[k] for k in rng.integers(0, len(_WORDS), total)]
+    table = pa.table({
+        "g": pa.array(rng.integers(0, groups, total), mask=rng.random(total) < 0.1),
+        "f": pa.array(floats, mask=mask()),
+        "f32": pa.array(rng.integers(-3, 3, total).astype(np.float32), mask=mask()),
+        "i8": pa.array(rng.integers(-3, 3, total).astype(np.int8), mask=mask()),
+        "u64": pa.array(rng.choice(np.array([0, 1, 2**63, 2**64 - 1], dtype=np.uint64), total),
+                        mask=mask()),
+        "b": pa.array(rng.random(total) < 0.5, mask=mask()),
+        "s": pa.array(words, pa.string(), mask=mask()),
+        "c": pa.array(words, pa.string(), mask=mask()).dictionary_encode(),
+        "d": pa.array(rng.integers(-3, 3, total).astype(np.int32), mask=mask())
+        .cast(pa.date32()),
+        "t": pa.array(rng.integers(-3, 3, total) * 10**6, mask=mask()).cast(pa.timestamp("us")),
+        "du": pa.array(rng.integers(-3, 3, total), mask=mask()).cast(pa.duration("ms")),
+    }).slice(offset, n)  # fmt: skip
+    if chunks > 1 and n > chunks:
+        cuts = np.linspace(0, n, chunks + 1).astype(int)
+        table = pa.concat_tables([table.slice(a, b - a) for a, b in itertools.pairwise(cuts)])
+    return table
+
+
+COLUMNS = ("f", "f32", "i8", "u64", "b", "s", "c", "d", "t", "du")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    n=st.sampled_from([0, 1, 2, 5, 40, 300]),
+    seed=st.integers(0, 2**31 - 1),
+    nulls=st.sampled_from([0.0, 0.3, 1.0]),
+    offset=st.sampled_from([0, 5]),
+    chunks=st.sampled_from([1, 3]),
+    groups=st.sampled_from([1, 4, 100]),
+    method=st.sampled_from(RANK_METHODS),
+    descending=st.booleans(),
+)
+def test_ranks_equal_polars(n: int, seed: int, nulls: float, offset: int, chunks: int,
+                            groups: int, method: str, descending: bool) -> None:  # fmt: skip
+    table = _table(n, seed, nulls=nulls, offset=offset, chunks=chunks, groups=groups)
+
+    def steps(m: Any, q: Any) -> Any:
+        out = {}
+        for c in COLUMNS:
+            out[f"r_{c}"] = m.col(c).rank(method, descending=descending)
+            out[f"o_{c}"] = m.col(c).rank(method, descending=descending).over("g")
+        return q.select(**out)
+
+    assert_same_as_polars(table, steps, kinds=("polars", "pyarrow"))
+
+
+def test_ranks_inside_expressions_and_of_expressions() -> None:
+    table = _table(500, 3, nulls=0.2, groups=7)
+
+    def steps(m: Any, q: Any) -> Any:
+        f, i = m.col("f"), m.col("i8")
+        return q.with_columns(
+            pct=f.rank() * 100.0 - f.count(),
+            of_sum=(i * 2 + 1).rank("dense"),
+            lower=m.col("s").str.to_lowercase().rank("min", descending=True),
+            shifted=i.shift(1).rank("max").over("g"),
+            of_rank=i.rank("ordinal").rank("average", descending=True),
+            mixed=(f.rank("min") + i.rank("max")).over("g"),
+        )
+
+    assert_same_as_polars(table, steps)
+
+
+@pytest.mark.parametrize("tier", ["numpy", "compiled"])
+def test_every_frame_kind(tier: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLBRIDGE_CPU_TIER", tier)
+    table = _table(200, 8, nulls=0.2).select(["g", "f", "i8", "s", "d"])
+    assert_same_as_polars(table, lambda m, q: q.select(
+        a=m.col("f").rank(), b=m.col("i8").rank("dense", descending=True).over("g"),
+        c=m.col("s").rank("ordinal"), d=m.col("d").rank("min").over("g") + 1))  # fmt: skip
+
+
+def test_pandas_nan_is_a_null_there() -> None:
+    import pandas as pd
+
+    pdf = pd.DataFrame({"x": [1.0, np.nan, 0.5, 1.0]})
+    got = cb.lazy(pdf).select(r=cb.col("x").rank("min")).compute()
+    assert got["r"].tolist() == [2, pd.NA, 1, 2]
+    assert pdf["x"].rank(method="min").tolist()[::2] == [2.0, 1.0]
+
+
+def test_the_string_language() -> None:
+    table = pa.table({"g": [1, 1, 2, 2], "x": [3.0, None, 2.0, 2.0]})
+    got = cb.lazy(table).eval('r = rank(x, "min")\nq = x.rank(descending=True).over(g)')
+    want = pl.from_arrow(table).with_columns(
+        r=pl.col("x").rank("min"), q=pl.col("x").rank(descending=True).over("g"))
+    assert pl.from_arrow(got.compute()).equals(want)
+
+
+@pytest.mark.parametrize(("build", "error", "pattern"), [
+    (lambda: cb.col("x").rank("random"), UnsupportedOperationError, r"random tie-breaking"),
+    (lambda: cb.col("x").rank(seed=3), UnsupportedOperationError, r"use 'ordinal'"),
+    (lambda: cb.col("x").rank("first"), SchemaError, r"unknown method; use one of 'average'"),
+    (lambda: cb.col("x").rank(descending="no"), SchemaError, r"expected True or False"),
+])  # fmt: skip
+def test_bad_arguments_are_refused_when_written(build: Any, error: type, pattern: str) -> None:
+    with pytest.raises(error, match=pattern):
+        build()
+
+
+def test_an_enum_is_refused_naming_both_ways_out() -> None:
+    df = pl.DataFrame({"e": pl.Series(["b", "a"], dtype=pl.Enum(["b", "a"]))})
+    with pytest.raises(cb.ColbridgeError, match=r"enums .* `\.to_physical\(\)\.rank\(\)`.*"
+                       r"`\.cast\(pl\.String\)\.rank\(\)`"):  # fmt: skip
+        df.gpu.select(cb.col("e").rank()).compute()
+
+
+def test_streams_and_dask_refuse_it(tmp_path: Any) -> None:
+    import dask.dataframe as dd
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "a.parquet"
+    pq.write_table(pa.table({"x": [1.0, 2.0, 3.0]}), path)
+    refused = (r"`col\(\"x\"\).rank\(.*centred windows, rank\) are not supported in a "
+               r"streamed job.*`pl\.read_parquet\(\.\.\.\)`\)$")  # no "reverse the data"
+    with pytest.raises(JobSpecError, match=refused):
+        pl.scan_parquet(path).gpu.with_columns(r=cb.col("x").rank()).compute()
+    pdf = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0]})
+    q = cb.lazy(pdf).with_columns(r=cb.col("x").rank())
+    with pytest.raises(JobSpecError, match=r"not supported in a Dask plan .* Run them in memory"):
+        cb.dask.apply(q, dd.from_pandas(pdf, npartitions=2)).compute()
+
+
+def test_the_cuda_code_path_gives_the_cpu_answers() -> None:
+    table = _table(2_000, 5, nulls=0.2, groups=30)
+    q = cb.lazy(table).select(
+        "g", a=cb.col("f").rank("average").over("g"), b=cb.col("i8").rank("dense") * 2,
+        c=cb.col("s").rank("max", descending=True),
+    )  # fmt: skip
+    on_host = compute_on_host(q)
+    assert on_host.equals(q.compute(device="cpu"))
+    want = pl.from_arrow(table).select(
+        "g", a=pl.col("f").rank("average").over("g"), b=pl.col("i8").rank("dense") * 2,
+        c=pl.col("s").rank("max", descending=True),
+    )  # fmt: skip
+    assert pl.from_arrow(on_host).equals(want)
+    assert "ranked on the host CPU by sorting its values" in q.explain(device="cpu")
