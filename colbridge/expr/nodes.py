@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields, replace
@@ -155,6 +156,18 @@ class Column(Node):
     constant: float | None = None
 
 
+def value_kind(value: Any) -> str:
+    """What tells ``value`` apart from the values equal to it in Python.
+
+    Its type, and the sign of a float zero (``0.0 == -0.0``, but ``1 / -0.0`` is ``-inf``).
+    """
+    name = type(value).__name__
+    floating = isinstance(value, float) or name in ("float16", "float32")  # NumPy's too
+    if floating and value == 0 and math.copysign(1.0, value) < 0:
+        return name + "-0"
+    return name
+
+
 @dataclass(frozen=True, slots=True, repr=False)
 class Literal(Node):
     """A constant. ``dtype=None`` marks a Python number whose type adapts, as in polars."""
@@ -162,11 +175,12 @@ class Literal(Node):
     value: bool | int | float | None
     dtype: DType | None = None
     # 3, 3.0 and True compare (and hash) equal in Python, but as literals their types
-    # differ; this field keeps them apart in CSE, memos and caches.
+    # differ, as do 0.0 and -0.0 (`x / -0.0`); this field keeps them apart in CSE,
+    # memos and caches.
     kind: str = field(default="", repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "kind", type(self.value).__name__)
+        object.__setattr__(self, "kind", value_kind(self.value))
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -625,7 +639,7 @@ def option_kinds(options: tuple[Any, ...]) -> tuple[Any, ...]:
     is refused, ``is_in([1])`` is not). A node keeps them beside its options, as
     `Literal` keeps ``kind``, so that no cache keyed by nodes takes one for the other.
     """
-    return tuple(option_kinds(o) if isinstance(o, tuple) else type(o).__name__ for o in options)
+    return tuple(option_kinds(o) if isinstance(o, tuple) else value_kind(o) for o in options)
 
 
 def walk(node: Node) -> Iterator[Node]:

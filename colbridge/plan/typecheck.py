@@ -524,6 +524,12 @@ class TypeChecker:
             if res is None:
                 res = self._super(lt, rt, node)
             left, right = self._cast(left, res), self._cast(right, res)
+            if res.is_float and is_scalar(right) and not is_scalar(left):
+                # polars divides a column by one value (a literal, a reduction) as a
+                # multiplication by its reciprocal: the same bits, not those of `x / c`
+                one = self._typed_literal(1, res)
+                reciprocal = self._record(Binary("truediv", one, right), res)
+                return self._record(Binary("mul", left, reciprocal), res)
             return self._record(Binary(op, left, right), res)
         if op == "pow":
             res = pow_result(lt, rt)
