@@ -43,6 +43,7 @@ __all__ = [
     "NUMPY_MAX_ROWS",
     "GroupIds",
     "Grouping",
+    "any_all",
     "factorize",
     "host_reduction",
     "one_group",
@@ -398,6 +399,9 @@ def host_reduction(
     `quantiles` of the group's sorted values.
     """
     keep = _keep(pred)
+    if func in ("any", "all"):
+        assert arg is not None
+        return any_all(func, groups, arg, keep, ignore_nulls=options[0])
     if func in ("median", "quantile"):
         assert arg is not None
         quantile, method = (0.5, "linear") if func == "median" else options
@@ -500,6 +504,31 @@ def quantiles(
     out_type = data.type if pa.types.is_floating(data.type) else pa.float64()
     out = result.astype(out_type.to_pandas_dtype())
     return pa.array(out, type=out_type, mask=~has)
+
+
+def any_all(func: str, groups: GroupIds, arg: pa.Array, keep: np.ndarray[Any, Any] | None, *,
+             ignore_nulls: bool) -> pa.Array:  # fmt: skip
+    """``any``/``all`` of each group's booleans, from counts of its true, false and null rows.
+
+    Nulls are left out (``any`` of none: false, ``all`` of none: true); without
+    ``ignore_nulls`` a group whose answer a null could change is null (Kleene logic).
+    """
+    data = _combined_array(arg)
+    n = len(data)
+    ids = groups.ids if groups.ids is not None else np.zeros(n, dtype=np.int32)
+    valid = _valid(data)
+    present = np.ones(n, dtype=np.bool_) if valid is None else valid
+    rows = np.ones(n, dtype=np.bool_) if keep is None else keep
+    truth = np.asarray(data.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.bool_)
+
+    def count(where: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        return np.bincount(ids[where & rows], minlength=groups.count)
+
+    trues, falses = count(present & truth), count(present & ~truth)
+    decided = trues > 0 if func == "any" else falses > 0
+    answer = decided if func == "any" else ~decided
+    unknown = None if ignore_nulls else (~decided & (count(~present) > 0))
+    return pa.array(answer, type=pa.bool_(), mask=unknown)
 
 
 def _combined_array(array: pa.Array | pa.ChunkedArray) -> pa.Array:

@@ -995,6 +995,22 @@ class Expr:
         """Number of distinct values; null counts as one value, as in polars."""
         return self._agg("n_unique")
 
+    def any(self, *, ignore_nulls: bool = True) -> Expr:
+        """Whether any value is true (numbers: non-zero, NaN included), as polars.
+
+        Nulls are left out (no rows: false); with ``ignore_nulls=False`` the answer is
+        Kleene's: null where no value is true but one is null. Numbers are cast to
+        Boolean first (strictly, as polars casts them); other types are refused.
+        """
+        return Expr(Agg("any", self.node, options=(_flag(ignore_nulls, "any"),)))
+
+    def all(self, *, ignore_nulls: bool = True) -> Expr:
+        """Whether every value is true; nulls left out (no rows: true), as polars.
+
+        With ``ignore_nulls=False``: null where no value is false but one is null.
+        """
+        return Expr(Agg("all", self.node, options=(_flag(ignore_nulls, "all"),)))
+
     def median(self) -> Expr:
         """The middle of the non-null values: ``quantile(0.5, "linear")``, as in polars.
 
@@ -1417,6 +1433,14 @@ def _ewm_alpha(com: float | None, span: float | None, half_life: float | None,
         msg = f"`ewm_mean`: require 0 < `alpha` <= 1 (found {value!r})"
         raise SchemaError(msg)
     return value
+
+
+def _flag(value: Any, function: str) -> bool:
+    """A boolean keyword argument of ``function`` (`any`, `all`)."""
+    if not isinstance(value, (bool, np.bool_)):
+        msg = f"`{function}(ignore_nulls={value!r})`: expected True or False"
+        raise SchemaError(msg)
+    return bool(value)
 
 
 def _number_of(value: Any) -> Any:

@@ -107,12 +107,13 @@ UNARY_FUNCS = FLOAT_FUNCS | frozenset(
 AGG_FUNCS = frozenset(
     {
         "sum", "mean", "min", "max", "std", "var", "count", "null_count", "len", "first",
-        "last", "n_unique", "median", "quantile",
+        "last", "n_unique", "median", "quantile", "any", "all",
     }
 )  # fmt: skip
 # Reductions computed from a factorization (one group for a whole column), not by a fold:
 # a whole-column one is a `GroupAgg` over the empty key set.
-GROUPED_ONLY_FUNCS = frozenset({"first", "last", "n_unique", "median", "quantile"})
+GROUPED_ONLY_FUNCS = frozenset({"first", "last", "n_unique", "median", "quantile", "any",
+                                "all"})  # fmt: skip
 # How `quantile` picks between the two values around its position (polars' names).
 QUANTILE_METHODS = ("nearest", "higher", "lower", "midpoint", "linear", "equiprobable")
 
@@ -309,7 +310,8 @@ class Agg(Node):
     func: str
     arg: Node
     ddof: int = 1
-    #: ``quantile``'s ``(quantile, interpolation)``; empty for every other reduction
+    #: ``quantile``'s ``(quantile, interpolation)``, ``any``'s and ``all``'s
+    #: ``(ignore_nulls,)``; empty for every other reduction
     options: tuple[Any, ...] = ()
 
 
@@ -727,6 +729,8 @@ def _agg_arguments(node: Agg | GroupAgg) -> str:
     if node.func == "quantile":
         quantile, interpolation = node.options
         return f"{quantile!r}, {interpolation!r}"
+    if node.func in ("any", "all") and node.options and not node.options[0]:
+        return "ignore_nulls=False"
     return f"ddof={node.ddof}" if node.func in ("std", "var") and node.ddof != 1 else ""
 
 

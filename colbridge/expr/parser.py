@@ -128,6 +128,10 @@ FUNCTIONS: dict[str, _Function] = {
                      example="std(x, ddof=0)"),
     "var": _Function((_x(), _Param("ddof", "int", 1)), lambda x, ddof: x.var(ddof),
                      example="var(x, ddof=0)"),
+    **{name: _Function((_x(), _Param("ignore_nulls", "bool", True)),
+                       (lambda f: lambda x, ignore: getattr(x, f)(ignore_nulls=ignore))(name),
+                       example=f"{name}(x > 0)")
+       for name in ("any", "all")},
     "quantile": _Function(
         (_x(), _Param("quantile", "value"), _Param("interpolation", "str", "nearest")),
         lambda x, quantile, interpolation: x.quantile(quantile, interpolation),

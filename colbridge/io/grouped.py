@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from colbridge.backends.groups import GroupIds, factorize, take
+from colbridge.backends.groups import GroupIds, any_all, factorize, take
 from colbridge.expr.nodes import (
     Agg,
     Cast,
@@ -325,6 +325,9 @@ def _merged(agg: GroupAgg, j: int, whole: pa.Table, groups: GroupIds) -> dict[st
         return {name: pa.array(summed.astype(t.to_pandas_dtype()), type=t)}
     if func in ("min", "max"):
         return {name: _extreme(func, exact, ids, count)}
+    if func in ("any", "all"):
+        # the pieces' answers, folded by the same (Kleene, without ignore_nulls) logic
+        return {name: any_all(func, groups, exact, None, ignore_nulls=agg.options[0])}
     # mean, std, var from (count, mean, variance) with Chan's formula
     n, _ = _numbers(whole.column(f"n{j}").chunk(0), 0)
     m, _ = _numbers(whole.column(f"m{j}").chunk(0), 0.0)

@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 __all__ = ["Nullability"]
 
 # Reductions that are null on empty or all-null input (or one value, for std/var).
-NULLABLE_AGGS = frozenset({"mean", "min", "max", "std", "var", "median", "quantile"})
+NULLABLE_AGGS = frozenset({"mean", "min", "max", "std", "var", "median", "quantile", "any",
+                           "all"})  # fmt: skip
 
 
 class Nullability:

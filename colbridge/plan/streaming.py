@@ -142,13 +142,14 @@ def refuse_unmergeable(steps: Iterable[Step], where: str) -> None:
     from colbridge.errors import JobSpecError
 
     listed = ", ".join(f"`{n!r}`" for n in found)
-    # per group, a stream merges first/last by key (not n_unique or a quantile)
+    # per group, a stream merges first/last/any/all by key (not n_unique or a quantile)
     per_group = ", or per group with `group_by(...).agg(...)`" \
-        if all(n.func in ("first", "last") for n in found) else ""  # fmt: skip
+        if all(n.func in ("first", "last", "any", "all") for n in found) else ""  # fmt: skip
     msg = (
-        f"{listed}: whole-column `first`, `last`, `n_unique`, `median` and `quantile` are "
-        f"not supported in {where}, which folds reductions batch by batch; compute them "
-        f"in memory (`cb.lazy(frame)` over the whole table){per_group}"
+        f"{listed}: whole-column reductions taken from all the rows at once (`first`, "
+        f"`last`, `n_unique`, `median`, `quantile`, `any`, `all`) are not supported in "
+        f"{where}, which folds reductions batch by batch; compute them in memory "
+        f"(`cb.lazy(frame)` over the whole table){per_group}"
     )
     raise JobSpecError(msg)
 

@@ -1359,6 +1359,12 @@ class TypeChecker:
         result = agg_result(func, t)
         if func in ("first", "last", "n_unique"):
             return self._record(GroupAgg(func, filtered(typed), keys), result)
+        if func in ("any", "all"):
+            # polars casts the values to Boolean first, strictly (non-zero numbers true)
+            value = typed if t.is_bool else self._record(Cast(typed, DType.BOOL, strict=True),
+                                                          DType.BOOL)  # fmt: skip
+            return self._record(GroupAgg(func, filtered(value), keys, options=node.options),
+                                result)  # fmt: skip
         if func in ("median", "quantile"):
             if func == "quantile" and t.is_bool:
                 msg = (f"`{node!r}`: `quantile` of a boolean is not supported (polars refuses "
@@ -1542,10 +1548,11 @@ def is_host_reduction(node: GroupAgg, types: Mapping[Node, DType]) -> bool:
     """True for a grouped reduction computed from the groups themselves, not by a kernel.
 
     ``len``, ``first``, ``last`` and ``n_unique`` come from row positions and
-    factorizations, ``median`` and ``quantile`` from the values sorted per group;
+    factorizations, ``median`` and ``quantile`` from the values sorted per group,
+    ``any`` and ``all`` from counts of true, false and null values;
     ``count``/``null_count`` of a column no kernel reads (strings) from its validity.
     """
-    if node.func in ("len", "first", "last", "n_unique", "median", "quantile"):
+    if node.func in ("len", "first", "last", "n_unique", "median", "quantile", "any", "all"):
         return True
     if node.func == "each":
         return False

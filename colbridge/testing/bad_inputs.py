@@ -531,7 +531,8 @@ CASES: list[BadInput] = [
     BadInput("stream-first", "streams", "`lf.gpu.select(a.first())` (not foldable by batch)",
              _lazy_frame, lambda lf: lf.gpu.select(f=cb.col("a").first()).compute(),
              E.JobSpecError,
-             r"whole-column `first`, `last`, `n_unique`, `median` and `quantile` are not supported",
+             r"whole-column reductions taken from all the rows at once \(`first`, `last`, "
+             r"`n_unique`, `median`, `quantile`, `any`, `all`\) are not supported",
              r"in memory|group_by"),
     BadInput("stream-read-twice", "streams", "a one-shot RecordBatchReader computed twice",
              lambda _: pa.RecordBatchReader.from_batches(

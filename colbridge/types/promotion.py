@@ -106,6 +106,8 @@ def agg_result(func: str, a: DType) -> DType:
     """Result type of a reduction."""
     if func in ("count", "null_count", "len", "n_unique"):
         return DType.UINT32
+    if func in ("any", "all"):
+        return DType.BOOL
     if func in ("min", "max", "first", "last"):
         return a
     if func in ("mean", "std", "var", "median", "quantile"):

@@ -286,7 +286,7 @@ def test_streams_refuse_what_reads_later_rows(files: dict[str, str]) -> None:
     with pytest.raises(JobSpecError, match=r"shift\(-1, None\)`: ordered operations that read"):
         q.compute()
     q = scan("parquet", files).gpu.select(n=cb.col("g").n_unique(), f=cb.col("a").first())
-    listed = re.escape('`col("g").n_unique()`, `col("a").first()`: whole-column `first`')
+    listed = re.escape('`col("g").n_unique()`, `col("a").first()`: whole-column reductions')
     with pytest.raises(JobSpecError, match=listed):
         q.compute()
     with pytest.raises(cb.SchemaError, match=r"`batch_rows` applies to streamed inputs"):
