@@ -40,6 +40,7 @@ __all__ = [
     "StringRanks",
     "by_key_method",
     "check_weighted",
+    "interpolate",
     "lag_text",
     "new_carry",
     "rank",
@@ -565,6 +566,71 @@ def rank(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],
     out = np.zeros(n, dtype=np.float64 if method == "average" else np.uint32)
     out[rows[order]] = ranked
     return pa.array(out, mask=None if valid.all() else ~valid)
+
+
+def interpolate(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],
+                groups: GroupIds | None) -> pa.Array:  # fmt: skip
+    """Polars' ``interpolate`` of ``array`` (per group of ``groups``), on the host.
+
+    Each null between two non-null values of its group takes, ``k`` rows past the
+    value before (``low``) and ``steps`` rows before the value after (``high``):
+    ``low + k * ((high - low) / steps)`` (``linear``: floats in their type, integers in
+    Float64, temporal values in their integers with the step truncated toward zero,
+    as polars' integer arithmetic), or ``low`` for ``k < ceil(steps / 2)`` and ``high``
+    from there (``nearest``, in the column's type). Others stay null. Temporal values
+    come back as their integers (the kernels' form).
+    """
+    from colbridge.backends.groups import _integers
+
+    (method,) = options
+    data = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    temporal = pa.types.is_temporal(data.type)
+    if temporal:
+        data = _integers(data)
+    n = len(data)
+    valid = np.ones(n, dtype=np.bool_) if not data.null_count else \
+        np.asarray(data.is_valid().to_numpy(zero_copy_only=False), dtype=np.bool_)  # fmt: skip
+    values = np.asarray(data.fill_null(0).to_numpy(zero_copy_only=False))
+    if method == "linear" and not temporal and values.dtype.kind != "f":
+        values = values.astype(np.float64)  # polars casts integers to Float64 first
+    # the rows of each group together, in frame order; positions in that order
+    order = np.arange(n) if groups is None or groups.ids is None \
+        else np.argsort(groups.ids, kind="stable")  # fmt: skip
+    owner = np.zeros(n, dtype=np.int64) if groups is None or groups.ids is None \
+        else groups.ids[order].astype(np.int64)  # fmt: skip
+    ok = valid[order]
+    at = np.arange(n, dtype=np.int64)
+    start = np.ones(n, dtype=np.bool_)
+    start[1:] = owner[1:] != owner[:-1]
+    first = np.maximum.accumulate(np.where(start, at, 0)) if n else at  # the group's first
+    before = np.maximum.accumulate(np.where(ok, at, -1)) if n else at
+    end = np.ones(n, dtype=np.bool_)
+    end[:-1] = start[1:]
+    last = np.minimum.accumulate(np.where(end, at, n)[::-1])[::-1] if n else at
+    after = np.minimum.accumulate(np.where(ok, at, n)[::-1])[::-1] if n else at
+    gap = ~ok & (before >= first) & (after <= last)  # a null with a value on both sides
+    low_at, high_at = order[before[gap]], order[after[gap]]
+    low, high = values[low_at], values[high_at]
+    steps, k = after[gap] - before[gap], at[gap] - before[gap]
+    out = values.copy()
+    if method == "nearest":
+        filled = np.where(k < (steps + 1) // 2, low, high)
+    elif temporal:  # integer arithmetic: the step truncated toward zero (Rust's `/`)
+        wide_low = low.astype(np.int64)
+        delta = high.astype(np.int64) - wide_low
+        slope = np.where(delta >= 0, delta // steps, -((-delta) // steps))
+        filled = (wide_low + k * slope).astype(values.dtype)
+    else:
+        t = values.dtype.type
+        with np.errstate(invalid="ignore", over="ignore"):
+            slope = (high - low) / steps.astype(values.dtype)
+            filled = low + k.astype(values.dtype) * slope
+        filled = filled.astype(t)
+    rows = order[gap]
+    out[rows] = filled
+    now_valid = valid.copy()
+    now_valid[rows] = True
+    return pa.array(out, mask=None if now_valid.all() else ~now_valid)
 
 
 def _shift_whole(arg: pa.Array, options: tuple[Any, ...], result: DType) -> pa.Array | None:

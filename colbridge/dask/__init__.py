@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from colbridge.errors import JobSpecError
 from colbridge.expr.nodes import (
+    HOST_SCANS,
     Agg,
     Binary,
     Column,
@@ -148,14 +149,14 @@ def halo_sizes(steps: Sequence[Step]) -> tuple[int, int]:
         )
         raise JobSpecError(msg)
     if unbounded:
-        # a rank reads every row of the column: no stream carries it either
-        stream = "" if any(n.func == "rank" for n in unbounded) else \
+        # a rank or an interpolation reads rows after each row: no stream carries it either
+        stream = "" if any(n.func in HOST_SCANS for n in unbounded) else \
             "as a stream (`colbridge run`, which carries them across batches), or "  # fmt: skip
         msg = (
             f"{', '.join(f'`{n!r}`' for n in unbounded)}: ordered operations that read every "
             f"row before (or after) a row (cumulative, ewm_mean, fills without a limit, "
-            f"rank) are not supported in {where}; partitions get bounded halos only. Run "
-            f"them {stream}in memory (`cb.lazy(frame)`)"
+            f"rank, interpolate) are not supported in {where}; partitions get bounded halos "
+            f"only. Run them {stream}in memory (`cb.lazy(frame)`)"
         )
         raise JobSpecError(msg)
     _refuse_filtered_scans(steps, where)

@@ -780,6 +780,22 @@ class Expr:
         n = _count_param(n, "pct_change", "n", signed=True)
         return Expr(Scan("pct_change", self.node, (n,)))
 
+    def interpolate(self, method: str = "linear") -> Expr:
+        """Nulls between two non-null values filled from them, as polars fills them.
+
+        ``"linear"``: ``low + k * (high - low) / steps`` at ``k`` rows past the value
+        before (integers become Float64, floats keep their type; dates, datetimes,
+        durations and times in their integers, the step truncated toward zero);
+        ``"nearest"``: the nearer of the two (the later one at a tie), in the column's
+        type. Nulls before the first value and after the last stay null; NaN is a
+        value. Strings, categoricals and booleans are refused (polars panics on them).
+        Per group with ``.over(...)``.
+        """
+        if method not in ("linear", "nearest"):
+            msg = f"`interpolate(method={method!r})`: use 'linear' or 'nearest'"
+            raise SchemaError(msg)
+        return Expr(Scan("interpolate", self.node, (method,)))
+
     def rank(self, method: str = "average", *, descending: bool = False,
              seed: int | None = None) -> Expr:  # fmt: skip
         """Each value's rank among the column's non-null values, 1 for the smallest (polars).

@@ -16,6 +16,7 @@ __all__ = [
     "BINARY_OPS",
     "FUNCTIONS",
     "GROUPED_ONLY_FUNCS",
+    "HOST_SCANS",
     "QUANTILE_METHODS",
     "RANK_METHODS",
     "ROUND_MODES",
@@ -393,8 +394,12 @@ SCAN_FUNCS = frozenset(
         "shift", "cum_sum", "cum_prod", "cum_min", "cum_max", "cum_count", "rolling_sum",
         "rolling_mean", "rolling_var", "rolling_std", "rolling_min", "rolling_max", "ewm_mean",
         "forward_fill", "backward_fill", "diff", "pct_change", "shift_in_range", "rank",
+        "interpolate",
     }
 )  # fmt: skip
+# Ordered operations computed on the host from their whole column (or group) at once:
+# no stream carries them, no kernel computes them.
+HOST_SCANS = frozenset({"rank", "interpolate"})
 # How `rank` numbers equal values (polars' names; "random" is not supported).
 RANK_METHODS = ("average", "min", "max", "dense", "ordinal")
 
@@ -410,7 +415,8 @@ class Scan(Node):
     ``rolling_*`` ``(window_size, min_samples, center, ddof)`` and, with weights, a
     fifth item: the weights as a tuple of floats (`rolling_weights`),
     ``ewm_mean`` ``(alpha, adjust, min_samples, ignore_nulls)``, ``forward_fill`` and
-    ``backward_fill`` ``(limit,)``, ``rank`` ``(method, descending)``. Like a reduction
+    ``backward_fill`` ``(limit,)``, ``rank`` ``(method, descending)``, ``interpolate``
+    ``(method,)``. Like a reduction
     it needs whole columns: planning computes its argument over every row of the
     segment first, runs the scan as a pass of its own, and the elementwise pass reads
     its result as a column. With ``keys`` (``.over``), each group is scanned on its
@@ -442,9 +448,10 @@ def looks_ahead(func: str, options: tuple[Any, ...]) -> bool:
     """Whether ordered operation ``func`` with ``options`` reads rows after each row.
 
     Reversed cumulative operations, backward fills, shifts (and ``diff``,
-    ``pct_change``) by a negative ``n``, centred windows and ranks (of every row) do.
+    ``pct_change``) by a negative ``n``, centred windows, ranks (of every row) and
+    interpolations (of the next non-null value) do.
     """
-    if func == "rank":
+    if func in HOST_SCANS:
         return True
     if func in ("shift", "diff", "pct_change", "shift_in_range"):
         return bool(options[0] < 0)

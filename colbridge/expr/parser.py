@@ -195,6 +195,9 @@ FUNCTIONS: dict[str, _Function] = {
             min_samples=min_samples, ignore_nulls=ignore_nulls),
         example="ewm_mean(x, alpha=0.1)",
     ),
+    "interpolate": _Function((_x(), _Param("method", "str", "linear")),
+                             lambda x, method: x.interpolate(method),
+                             example='interpolate(x, "nearest")'),
     "rank": _Function(
         (_x(), _Param("method", "str", "average"), _Param("descending", "bool", False)),
         lambda x, method, descending: x.rank(method, descending=descending),

@@ -122,6 +122,8 @@ class OrderedTyping:
             return self._record(Scan(func, arg, node.options, keys), DType.BOOL)
         if func == "rank":
             return self._rank(node, arg, keys, logical)
+        if func == "interpolate":
+            return self._interpolate(node, arg, keys, logical)
         if func == "diff" and logical is not None and logical.is_temporal:
             # a duration, as `x - x.shift(n)` of dates, datetimes, durations and times is
             # typed (Duration[us] for dates, [ns] for times, the unit otherwise: polars')
@@ -167,6 +169,30 @@ class OrderedTyping:
         method = node.options[0]
         result = DType.FLOAT64 if method == "average" else DType.UINT32
         return self._record(Scan("rank", arg, node.options, keys), result)
+
+    def _interpolate(self, node: Scan, arg: Node, keys: KeySet,
+                     logical: Logical | None) -> Node:  # fmt: skip
+        """``interpolate``: numbers (integers to Float64 when linear) and temporal integers.
+
+        Strings and categories are refused: polars returns them unchanged in one engine
+        and panics in another.
+        """
+        tc = self.tc
+        if logical is not None and logical.is_string:
+            raise self._refuse(node, arg, f"{logical.kind}s (there is nothing between two "
+                               "strings); fill them with `fill_null(strategy=...)`")  # fmt: skip
+        if logical is not None:  # in the integers, the result back in the type (polars)
+            value = arg.arg if isinstance(arg, Reinterpret) else arg
+            scanned = self._record(Scan("interpolate", value, node.options, keys),
+                                   tc.types[value])  # fmt: skip
+            return tc.mark_logical(scanned, logical, None)
+        dtype = tc.types[arg]
+        if dtype.is_bool:
+            raise self._refuse(node, arg, "booleans (polars cannot interpolate them either); "
+                               "cast to a number first")  # fmt: skip
+        linear = node.options[0] == "linear"
+        result = DType.FLOAT64 if linear and not dtype.is_float else dtype
+        return self._record(Scan("interpolate", arg, node.options, keys), result)
 
     def _shifted(self, value: Node, n: int, keys: KeySet) -> Node:
         """``value.shift(n)`` for ``diff`` and ``pct_change``, a widening cast after the shift.

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from colbridge.expr.nodes import (
     GROUPED_ONLY_FUNCS,
+    HOST_SCANS,
     Agg,
     GroupAgg,
     Literal,
@@ -80,12 +81,13 @@ def refuse_ordered(steps: Iterable[Step], where: str, *, look_ahead_only: bool =
 
     listed = ", ".join(f"`{n!r}`" for n in found)
     if look_ahead_only:
-        # a rank reads every row: reversing the data does not help it
-        reverse = "" if any(n.func == "rank" for n in found) \
+        # a rank or an interpolation reads rows both ways: reversing the data does not help
+        reverse = "" if any(n.func in HOST_SCANS for n in found) \
             else ", or reverse the data and use the forward form"  # fmt: skip
         msg = (
             f"{listed}: ordered operations that read the rows after each row (reverse=True, "
-            f"backward fills, negative shifts, centred windows, rank) are not supported in "
+            f"backward fills, negative shifts, centred windows, rank, interpolate) are not "
+            f"supported in "
             f"{where}, which carries them from batch to batch in order; compute them in "
             "memory (`cb.lazy(frame)` over the whole table, e.g. `pl.read_parquet(...)`)"
             f"{reverse}"

@@ -38,6 +38,7 @@ from colbridge.backends.scans import (
     ScanStreams,
     StringRanks,
     check_weighted,
+    interpolate,
     rank,
     run_scan,
     shifted_in_place,
@@ -55,6 +56,7 @@ from colbridge.errors import (
     UnsupportedTypeError,
 )
 from colbridge.expr.nodes import (
+    HOST_SCANS,
     ROWS,
     STRING_COMPARISONS,
     Agg,
@@ -606,9 +608,11 @@ def grouping(
         arg, types = whole(scan.arg), (segment.types[scan.arg], segment.types[scan])
         keyed = groups if scan.keys.exprs else None
         where = f" over {groups.count} group(s)" if scan.keys.exprs else ""
-        if scan.func == "rank":  # of the values themselves (strings as text), every row read
-            out.scanned[name] = rank(arg, scan.options, keyed)
-            report.stats.kernels.append(f"scan [{scan!r}]{where}: ranked on the host")
+        if scan.func in HOST_SCANS:  # of the values themselves (strings as text), every row read
+            host = rank if scan.func == "rank" else interpolate
+            out.scanned[name] = host(arg, scan.options, keyed)
+            report.stats.kernels.append(f"scan [{scan!r}]{where}: on the host, from its "
+                                        "whole column")  # fmt: skip
             continue
         # a scan that moves strings: its result is their codes with a dictionary of its
         # own, made from the argument's (`ScanStreams` puts carried strings first)

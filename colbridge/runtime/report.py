@@ -21,7 +21,7 @@ from colbridge.backends.scans import lag_text
 from colbridge.codegen.cuda_scans import device_scan_reason
 from colbridge.columns.frames import FrameAdapter
 from colbridge.errors import PlanProblem
-from colbridge.expr.nodes import STRING_COMPARISONS, GroupAgg
+from colbridge.expr.nodes import HOST_SCANS, STRING_COMPARISONS, GroupAgg
 from colbridge.plan.logical import Step
 from colbridge.plan.nullability import Nullability
 from colbridge.plan.planner import Segment
@@ -279,8 +279,9 @@ def _grouped_work(seg: Segment, target: str,
         groups = "each group on its own, rows in frame order" if scan.keys.exprs \
             else "the rows in frame order"  # fmt: skip
         why = device_scan_reason(scan.func, streamed) if target == "cuda" else None
-        if scan.func == "rank":
-            where = "ranked on the host CPU by sorting its values" + (
+        if scan.func in HOST_SCANS:
+            how = "ranked" if scan.func == "rank" else "interpolated"
+            where = f"{how} on the host CPU from its whole column" + (
                 ", its result uploaded" if target == "cuda" else "")  # fmt: skip
         elif target == "cuda" and why is None:
             where = "generated CUDA scan on the device"
