@@ -88,10 +88,13 @@ def _floordiv_by_seven(table: pa.Table, result: pa.Table) -> pa.Array:
 
 def _share(table: pa.Table, result: pa.Table) -> pa.Array:
     # b / b.sum() on the rows the filter kept (column b of the result, compared exactly on
-    # its own), divided as IEEE divides: polars multiplies by the reciprocal of a scalar
+    # its own), multiplied by the sum's reciprocal, as polars (and colbridge) divide by one
+    # value
     total = np.sum(table.column("b").drop_null().to_numpy(), dtype=np.int64)
     kept = result.column("b").combine_chunks()
-    values = kept.to_numpy(zero_copy_only=False).astype(np.float64) / np.float64(total)
+    with np.errstate(divide="ignore"):  # a sum of 0: infinities, as polars gives
+        reciprocal = 1.0 / np.float64(total)
+    values = kept.to_numpy(zero_copy_only=False).astype(np.float64) * reciprocal
     return pa.array(values, type=pa.float64(), mask=np.asarray(kept.is_null()))
 
 

@@ -699,7 +699,8 @@ def _divisions(step: Step, table: pa.Table, specials: list[Special]) -> dict[Tre
 def _swapper(specials: list[Special], divisions: dict[Tree, Any], *, skip: Tree | None = None
              ) -> Callable[[Tree], Any]:  # fmt: skip
     """Polars stand-ins: a special node is its colbridge column; a division by a scalar
-    divides by that scalar as a column of the result type (a true division)."""
+    divides by that scalar in the result type: ``/`` by one value (polars multiplies by
+    its reciprocal, as colbridge does), ``//`` and ``%`` by a column of it."""
     names = {s.tree: s.name for s in specials}
 
     def swap(t: Tree) -> Any:
@@ -709,7 +710,7 @@ def _swapper(specials: list[Special], divisions: dict[Tree, Any], *, skip: Tree 
             dt = divisions[t]
             left = build(t[1], pl, swap).cast(dt)
             right = pl.col(f"{names[t[2]]}_as_{dt}")
-            return _BIN[t[0]](left, right)
+            return _BIN[t[0]](left, right.first() if t[0] == "/" else right)
         if t in names:
             # a scalar-valued node (a reduction, or literals only) is one value, as polars
             # computes it: a full column would change what a reduction over it sees
@@ -987,7 +988,16 @@ def check_against_cpu(step: Step, table: pa.Table, spec: FrameSpec | str,
         # the rest must match exactly once the special values are the same: the CPU
         # backend's trees with the other values in place of the special nodes
         names = {s.tree: s.name for s in specials}
-        again = step.apply(cb, cb.lazy(other), lambda t: cb.col(names[t]) if t in names else None)
+
+        def stand_in(t: Tree) -> Any:
+            # one value stays one value (a column divided by it is polars' multiplication
+            # by its reciprocal, a column by a column a true division)
+            if t not in names:
+                return None
+            one = not _columns_in(t, outside_reductions=True)
+            return cb.col(names[t]).first() if one else cb.col(names[t])
+
+        again = step.apply(cb, cb.lazy(other), stand_in)
         problem = _frames_differ(got, again.compute(device="cpu").select(got.column_names))
         if problem is not None:
             _fail(where, problem)
