@@ -457,11 +457,7 @@ def quantiles(
     data = _combined_array(arg)
     if pa.types.is_temporal(data.type) or pa.types.is_boolean(data.type):
         data = _integers(data)  # days, ticks, 0 and 1
-    n = len(data)
-    ids = groups.ids if groups.ids is not None else np.zeros(n, dtype=np.int32)
-    valid = _valid(data)
-    present = np.ones(n, dtype=np.bool_) if valid is None else valid
-    rows = np.ones(n, dtype=np.bool_) if keep is None else keep
+    ids, present, rows = _rows_of(groups, data, keep)
     taken = present & rows
     values = np.asarray(data.fill_null(0).to_numpy(zero_copy_only=False))[taken] \
         .astype(np.float64)  # fmt: skip
@@ -514,11 +510,7 @@ def any_all(func: str, groups: GroupIds, arg: pa.Array, keep: np.ndarray[Any, An
     ``ignore_nulls`` a group whose answer a null could change is null (Kleene logic).
     """
     data = _combined_array(arg)
-    n = len(data)
-    ids = groups.ids if groups.ids is not None else np.zeros(n, dtype=np.int32)
-    valid = _valid(data)
-    present = np.ones(n, dtype=np.bool_) if valid is None else valid
-    rows = np.ones(n, dtype=np.bool_) if keep is None else keep
+    ids, present, rows = _rows_of(groups, data, keep)
     truth = np.asarray(data.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.bool_)
 
     def count(where: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
@@ -529,6 +521,19 @@ def any_all(func: str, groups: GroupIds, arg: pa.Array, keep: np.ndarray[Any, An
     answer = decided if func == "any" else ~decided
     unknown = None if ignore_nulls else (~decided & (count(~present) > 0))
     return pa.array(answer, type=pa.bool_(), mask=unknown)
+
+
+_Rows = tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]
+
+
+def _rows_of(groups: GroupIds, data: pa.Array, keep: np.ndarray[Any, Any] | None) -> _Rows:
+    """Each row's group id, whether its value is present, and whether ``keep`` keeps it."""
+    n = len(data)
+    ids = groups.ids if groups.ids is not None else np.zeros(n, dtype=np.int32)
+    valid = _valid(data)
+    present = np.ones(n, dtype=np.bool_) if valid is None else valid
+    rows = np.ones(n, dtype=np.bool_) if keep is None else keep
+    return ids, present, rows
 
 
 def _combined_array(array: pa.Array | pa.ChunkedArray) -> pa.Array:
