@@ -40,6 +40,7 @@ __all__ = [
     "StringRanks",
     "by_key_method",
     "check_weighted",
+    "distinct_flags",
     "interpolate",
     "lag_text",
     "new_carry",
@@ -566,6 +567,34 @@ def rank(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],
     out = np.zeros(n, dtype=np.float64 if method == "average" else np.uint32)
     out[rows[order]] = ranked
     return pa.array(out, mask=None if valid.all() else ~valid)
+
+
+def distinct_flags(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],
+                   groups: GroupIds | None, func: str = "is_duplicated") -> pa.Array:  # fmt: skip
+    """Polars' ``is_duplicated``/``is_unique``/``is_first_distinct``/``is_last_distinct``.
+
+    The values (per group of ``groups``) are factorized as group keys are (null and NaN
+    each one value, ``-0.0`` as ``0.0``, strings by their text); each row's flag reads
+    its value's count, first row or last row. Never null.
+    """
+    from colbridge.backends.groups import factorize
+
+    data = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    if pa.types.is_string_view(data.type):
+        data = data.cast(pa.large_string())  # the layout pyarrow's hash table reads
+    n = len(data)
+    keys = [data] if groups is None or groups.ids is None else [pa.array(groups.ids), data]
+    values = factorize(keys, n)
+    ids = values.ids if values.ids is not None else np.zeros(n, dtype=np.int32)
+    at = np.arange(n, dtype=np.int64)
+    if func in ("is_duplicated", "is_unique"):
+        counts = np.bincount(ids, minlength=values.count)[ids]
+        flags = counts > 1 if func == "is_duplicated" else counts == 1
+    elif func == "is_first_distinct":
+        flags = values.first_rows[ids] == at
+    else:
+        flags = values.last_rows()[ids] == at
+    return pa.array(flags, type=pa.bool_())
 
 
 def interpolate(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],

@@ -780,6 +780,25 @@ class Expr:
         n = _count_param(n, "pct_change", "n", signed=True)
         return Expr(Scan("pct_change", self.node, (n,)))
 
+    def is_duplicated(self) -> Expr:
+        """True where the row's value occurs on another row too, as polars.
+
+        Null and NaN are values, ``-0.0`` is ``0.0``; any type; per group with ``.over(...)``.
+        """
+        return Expr(Scan("is_duplicated", self.node))
+
+    def is_unique(self) -> Expr:
+        """True where the row's value occurs on no other row (see `is_duplicated`)."""
+        return Expr(Scan("is_unique", self.node))
+
+    def is_first_distinct(self) -> Expr:
+        """True on the first row of each distinct value (see `is_duplicated`)."""
+        return Expr(Scan("is_first_distinct", self.node))
+
+    def is_last_distinct(self) -> Expr:
+        """True on the last row of each distinct value (see `is_duplicated`)."""
+        return Expr(Scan("is_last_distinct", self.node))
+
     def interpolate(self, method: str = "linear") -> Expr:
         """Nulls between two non-null values filled from them, as polars fills them.
 

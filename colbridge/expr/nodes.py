@@ -14,6 +14,7 @@ from colbridge.types.logical import Logical
 __all__ = [
     "AGG_FUNCS",
     "BINARY_OPS",
+    "DISTINCT_FLAGS",
     "FUNCTIONS",
     "GROUPED_ONLY_FUNCS",
     "HOST_SCANS",
@@ -394,12 +395,15 @@ SCAN_FUNCS = frozenset(
         "shift", "cum_sum", "cum_prod", "cum_min", "cum_max", "cum_count", "rolling_sum",
         "rolling_mean", "rolling_var", "rolling_std", "rolling_min", "rolling_max", "ewm_mean",
         "forward_fill", "backward_fill", "diff", "pct_change", "shift_in_range", "rank",
-        "interpolate",
+        "interpolate", "is_duplicated", "is_unique", "is_first_distinct", "is_last_distinct",
     }
 )  # fmt: skip
 # Ordered operations computed on the host from their whole column (or group) at once:
 # no stream carries them, no kernel computes them.
-HOST_SCANS = frozenset({"rank", "interpolate"})
+# Whether each row's value occurs elsewhere, or first or last, in its column (or group).
+DISTINCT_FLAGS = frozenset({"is_duplicated", "is_unique", "is_first_distinct",
+                            "is_last_distinct"})  # fmt: skip
+HOST_SCANS = frozenset({"rank", "interpolate"}) | DISTINCT_FLAGS
 # How `rank` numbers equal values (polars' names; "random" is not supported).
 RANK_METHODS = ("average", "min", "max", "dense", "ordinal")
 
@@ -416,7 +420,7 @@ class Scan(Node):
     fifth item: the weights as a tuple of floats (`rolling_weights`),
     ``ewm_mean`` ``(alpha, adjust, min_samples, ignore_nulls)``, ``forward_fill`` and
     ``backward_fill`` ``(limit,)``, ``rank`` ``(method, descending)``, ``interpolate``
-    ``(method,)``. Like a reduction
+    ``(method,)``, the `DISTINCT_FLAGS` ``()``. Like a reduction
     it needs whole columns: planning computes its argument over every row of the
     segment first, runs the scan as a pass of its own, and the elementwise pass reads
     its result as a column. With ``keys`` (``.over``), each group is scanned on its

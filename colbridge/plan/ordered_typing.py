@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from colbridge.errors import SchemaError, UnsupportedTypeError
 from colbridge.expr.nodes import (
+    DISTINCT_FLAGS,
     STRING_COMPARISONS,
     Binary,
     Cast,
@@ -122,6 +123,8 @@ class OrderedTyping:
             return self._record(Scan(func, arg, node.options, keys), DType.BOOL)
         if func == "rank":
             return self._rank(node, arg, keys, logical)
+        if func in DISTINCT_FLAGS:  # of values of any type, compared as polars groups them
+            return self._record(Scan(func, arg, node.options, keys), DType.BOOL)
         if func == "interpolate":
             return self._interpolate(node, arg, keys, logical)
         if func == "diff" and logical is not None and logical.is_temporal:

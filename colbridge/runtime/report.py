@@ -280,7 +280,7 @@ def _grouped_work(seg: Segment, target: str,
             else "the rows in frame order"  # fmt: skip
         why = device_scan_reason(scan.func, streamed) if target == "cuda" else None
         if scan.func in HOST_SCANS:
-            how = "ranked" if scan.func == "rank" else "interpolated"
+            how = {"rank": "ranked", "interpolate": "interpolated"}.get(scan.func, "flagged")
             where = f"{how} on the host CPU from its whole column" + (
                 ", its result uploaded" if target == "cuda" else "")  # fmt: skip
         elif target == "cuda" and why is None:
