@@ -699,8 +699,10 @@ def _divisions(step: Step, table: pa.Table, specials: list[Special]) -> dict[Tre
 def _swapper(specials: list[Special], divisions: dict[Tree, Any], *, skip: Tree | None = None
              ) -> Callable[[Tree], Any]:  # fmt: skip
     """Polars stand-ins: a special node is its colbridge column; a division by a scalar
-    divides by that scalar in the result type: ``/`` by one value (polars multiplies by
-    its reciprocal, as colbridge does), ``//`` and ``%`` by a column of it."""
+    divides by that scalar in the result type: ``/`` as a multiplication by its
+    reciprocal (what polars computes from four rows on, and colbridge always; polars'
+    lazy engine divides frames of two or three rows truly), ``//`` and ``%`` by a column
+    of it."""
     names = {s.tree: s.name for s in specials}
 
     def swap(t: Tree) -> Any:
@@ -710,7 +712,9 @@ def _swapper(specials: list[Special], divisions: dict[Tree, Any], *, skip: Tree 
             dt = divisions[t]
             left = build(t[1], pl, swap).cast(dt)
             right = pl.col(f"{names[t[2]]}_as_{dt}")
-            return _BIN[t[0]](left, right.first() if t[0] == "/" else right)
+            if t[0] == "/":
+                return left * (pl.lit(1, dtype=dt) / right.first())
+            return _BIN[t[0]](left, right)
         if t in names:
             # a scalar-valued node (a reduction, or literals only) is one value, as polars
             # computes it: a full column would change what a reduction over it sees
