@@ -41,6 +41,7 @@ __all__ = [
     "by_key_method",
     "check_weighted",
     "distinct_flags",
+    "host_scan",
     "interpolate",
     "lag_text",
     "new_carry",
@@ -569,8 +570,18 @@ def rank(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],
     return pa.array(out, mask=None if valid.all() else ~valid)
 
 
-def distinct_flags(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],
-                   groups: GroupIds | None, func: str = "is_duplicated") -> pa.Array:  # fmt: skip
+def host_scan(func: str, options: tuple[Any, ...], array: pa.Array | pa.ChunkedArray,
+              groups: GroupIds | None) -> pa.Array:  # fmt: skip
+    """A scan of `HOST_SCANS` (``rank``, ``interpolate``, the distinct flags) of ``array``."""
+    if func == "rank":
+        return rank(array, options, groups)
+    if func == "interpolate":
+        return interpolate(array, options, groups)
+    return distinct_flags(func, array, groups)
+
+
+def distinct_flags(func: str, array: pa.Array | pa.ChunkedArray,
+                   groups: GroupIds | None) -> pa.Array:  # fmt: skip
     """Polars' ``is_duplicated``/``is_unique``/``is_first_distinct``/``is_last_distinct``.
 
     The values (per group of ``groups``) are factorized as group keys are (null and NaN

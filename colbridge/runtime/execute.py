@@ -38,9 +38,7 @@ from colbridge.backends.scans import (
     ScanStreams,
     StringRanks,
     check_weighted,
-    distinct_flags,
-    interpolate,
-    rank,
+    host_scan,
     run_scan,
     shifted_in_place,
     with_dictionary,
@@ -57,7 +55,6 @@ from colbridge.errors import (
     UnsupportedTypeError,
 )
 from colbridge.expr.nodes import (
-    DISTINCT_FLAGS,
     HOST_SCANS,
     ROWS,
     STRING_COMPARISONS,
@@ -611,11 +608,7 @@ def grouping(
         keyed = groups if scan.keys.exprs else None
         where = f" over {groups.count} group(s)" if scan.keys.exprs else ""
         if scan.func in HOST_SCANS:  # of the values themselves (strings as text), every row read
-            if scan.func in DISTINCT_FLAGS:
-                out.scanned[name] = distinct_flags(arg, scan.options, keyed, scan.func)
-            else:
-                host = rank if scan.func == "rank" else interpolate
-                out.scanned[name] = host(arg, scan.options, keyed)
+            out.scanned[name] = host_scan(scan.func, scan.options, arg, keyed)
             report.stats.kernels.append(f"scan [{scan!r}]{where}: on the host, from its "
                                         "whole column")  # fmt: skip
             continue
