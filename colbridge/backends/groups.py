@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from colbridge.errors import UnsupportedTypeError
-from colbridge.memory import empty_array, read_only
+from colbridge.memory import empty_array, one_array, read_only
 
 if TYPE_CHECKING:
     from colbridge.plan.planner import LaggedRead
@@ -46,6 +46,7 @@ __all__ = [
     "any_all",
     "factorize",
     "host_reduction",
+    "integer_values",
     "one_group",
     "take",
 ]
@@ -173,7 +174,7 @@ class _Codes:
         return codes
 
 
-def _integers(array: pa.Array) -> pa.Array:
+def integer_values(array: pa.Array) -> pa.Array:
     """Temporal, boolean and integer arrays as plain integers of the same width."""
     import pyarrow.compute as pc  # on first use: its import is slow
     t = array.type
@@ -257,7 +258,7 @@ def codes_of(array: pa.Array) -> _Codes:
     if pa.types.is_null(t):
         return _Codes.of(np.zeros(n, dtype=np.int64), 1, "null")
     if pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_temporal(t):
-        ints = _integers(array)
+        ints = integer_values(array)
         bounds = pc.min_max(ints)
         lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
         if lo is None:  # every value null (or no rows)
@@ -454,9 +455,9 @@ def quantiles(
     the next in float64 (the value itself where the two are equal). Integers and
     booleans give float64, floats keep their width; a group without values is null.
     """
-    data = _combined_array(arg)
+    data = one_array(arg)
     if pa.types.is_temporal(data.type) or pa.types.is_boolean(data.type):
-        data = _integers(data)  # days, ticks, 0 and 1
+        data = integer_values(data)  # days, ticks, 0 and 1
     ids, present, rows = _rows_of(groups, data, keep)
     taken = present & rows
     values = np.asarray(data.fill_null(0).to_numpy(zero_copy_only=False))[taken] \
@@ -510,7 +511,7 @@ def any_all(func: str, groups: GroupIds, arg: pa.Array, keep: np.ndarray[Any, An
     Nulls are left out (``any`` of none: false, ``all`` of none: true); without
     ``ignore_nulls`` a group whose answer a null could change is null (Kleene logic).
     """
-    data = _combined_array(arg)
+    data = one_array(arg)
     ids, present, rows = _rows_of(groups, data, keep)
     truth = np.asarray(data.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.bool_)
 
@@ -535,9 +536,3 @@ def _rows_of(groups: GroupIds, data: pa.Array, keep: np.ndarray[Any, Any] | None
     present = np.ones(n, dtype=np.bool_) if valid is None else valid
     rows = np.ones(n, dtype=np.bool_) if keep is None else keep
     return ids, present, rows
-
-
-def _combined_array(array: pa.Array | pa.ChunkedArray) -> pa.Array:
-    if isinstance(array, pa.ChunkedArray):
-        return array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
-    return array

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from colbridge.backends.groups import GroupIds
+from colbridge.backends.groups import GroupIds, factorize, integer_values
 from colbridge.errors import ComputeError, NullValuesError
 from colbridge.expr.nodes import (
     STRING_COMPARISONS,
@@ -31,7 +31,7 @@ from colbridge.expr.nodes import (
     looks_ahead,
     rolling_weights,
 )
-from colbridge.memory import empty_array, read_only
+from colbridge.memory import empty_array, one_array, read_only
 from colbridge.types import DType
 
 __all__ = [
@@ -519,19 +519,16 @@ def rank(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],
     """
     import pyarrow.compute as pc  # on first use: its import is slow
 
-    from colbridge.backends.groups import _integers
-
     method, descending = options
-    data = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    data = one_array(array)
     if pa.types.is_dictionary(data.type):
         data = data.dictionary_decode()  # categories by their text, as polars ranks them
     if pa.types.is_string_view(data.type) or pa.types.is_string(data.type):
         data = data.cast(pa.large_string())  # the one string layout pyarrow ranks
     if pa.types.is_temporal(data.type) or pa.types.is_boolean(data.type):
-        data = _integers(data)
+        data = integer_values(data)
     n = len(data)
-    valid = np.ones(n, dtype=np.bool_) if not data.null_count else \
-        np.asarray(data.is_valid().to_numpy(zero_copy_only=False), dtype=np.bool_)  # fmt: skip
+    valid = _validity(data)
     rows = np.flatnonzero(valid)
     present = data.drop_null() if data.null_count else data
     key = np.asarray(pc.rank(present, sort_keys="ascending", tiebreaker="dense")
@@ -588,9 +585,7 @@ def distinct_flags(func: str, array: pa.Array | pa.ChunkedArray,
     each one value, ``-0.0`` as ``0.0``, strings by their text); each row's flag reads
     its value's count, first row or last row. Never null.
     """
-    from colbridge.backends.groups import factorize
-
-    data = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    data = one_array(array)
     if pa.types.is_string_view(data.type):
         data = data.cast(pa.large_string())  # the layout pyarrow's hash table reads
     n = len(data)
@@ -620,16 +615,13 @@ def interpolate(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],
     from there (``nearest``, in the column's type). Others stay null. Temporal values
     come back as their integers (the kernels' form).
     """
-    from colbridge.backends.groups import _integers
-
     (method,) = options
-    data = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    data = one_array(array)
     temporal = pa.types.is_temporal(data.type)
     if temporal:
-        data = _integers(data)
+        data = integer_values(data)
     n = len(data)
-    valid = np.ones(n, dtype=np.bool_) if not data.null_count else \
-        np.asarray(data.is_valid().to_numpy(zero_copy_only=False), dtype=np.bool_)  # fmt: skip
+    valid = _validity(data)
     values = np.asarray(data.fill_null(0).to_numpy(zero_copy_only=False))
     if method == "linear" and not temporal and values.dtype.kind != "f":
         values = values.astype(np.float64)  # polars casts integers to Float64 first

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from colbridge.memory import read_only
+from colbridge.memory import one_array, read_only
 
 __all__ = [
     "NULL_ID",
@@ -44,15 +44,10 @@ NULL_ID = 0
 RARE_ID = 1
 
 
-def _combined(array: pa.Array | pa.ChunkedArray) -> pa.Array:
-    if isinstance(array, pa.ChunkedArray):
-        return array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
-    return array
-
 
 def _plain(array: pa.Array | pa.ChunkedArray) -> pa.Array:
     """The values of ``array`` with dictionaries decoded and large strings narrowed."""
-    array = _combined(array)
+    array = one_array(array)
     if pa.types.is_dictionary(array.type):
         array = array.dictionary_decode()
     if pa.types.is_large_string(array.type):
@@ -94,7 +89,7 @@ class CategoryTotals:
         entry's number (entries holding the same value, in this batch or another, are
         one category; a row pointing at a null entry is null).
         """
-        array = _combined(keys)
+        array = one_array(keys)
         if pa.types.is_dictionary(array.type):
             entries = pc.dictionary_encode(_plain(array.dictionary))
             local = entries.dictionary
@@ -117,7 +112,7 @@ class CategoryTotals:
         Each batch's distinct values are counted first (``value_counts``; a dictionary
         column's codes, named by its dictionary), so only they are looked up.
         """
-        array = _combined(keys)
+        array = one_array(keys)
         if pa.types.is_dictionary(array.type):
             counted = pc.value_counts(array.indices.drop_null())
             values = _plain(array.dictionary).take(counted.field("values"))
@@ -281,7 +276,7 @@ def codes(
     A null row gets the position of the null in ``categories`` when they hold one (null
     as a category of its own, as scikit-learn's encoders count it), else -2.
     """
-    array = _combined(array)
+    array = one_array(array)
     n = len(array)
     if pa.types.is_dictionary(array.type):
         dictionary = _plain(array.dictionary)

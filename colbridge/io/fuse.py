@@ -61,6 +61,7 @@ from colbridge.io.source import (
     rows_for_memory,
 )
 from colbridge.io.streams import InputSource, StreamSource, empty_table, open_input
+from colbridge.memory import one_array
 from colbridge.plan.logical import Step
 from colbridge.runtime.execute import prepare
 from colbridge.runtime.pieces import compute_piece, fold_reductions
@@ -683,7 +684,7 @@ def _fill_categories(name: str, column: pa.Array | pa.ChunkedArray, value: Any) 
     everything downstream reads categories by value. A column without nulls is
     returned as it is (no copy).
     """
-    array = _combined(column)
+    array = one_array(column)
     if value is None:
         return array
     if pa.types.is_dictionary(array.type):
@@ -1039,7 +1040,7 @@ class FeaturePlan:
         if oh.null_unknown:  # a null the fit did not see is an unseen value
             code[code == -2] = -1
         if t.handle_unknown == "error" and (unknown := code == -1).any():
-            seen = _plain_values(_combined(column)).filter(pa.array(unknown))
+            seen = _plain_values(one_array(column)).filter(pa.array(unknown))
             values = sort_categories(pc.unique(seen).to_pylist())
             shown = ", ".join("null" if v is None else repr(v) for v in values[:10])
             more = f" and {len(values) - 10} more" if len(values) > 10 else ""
@@ -1061,7 +1062,7 @@ class FeaturePlan:
         if t.hash_buckets is not None:
             ids = (fnv1a64(column) % np.uint64(t.hash_buckets)).astype(np.int64) + 2
             # decoded: a row of a dictionary column pointing at a null entry is null too
-            plain = _plain_values(_combined(column))
+            plain = _plain_values(one_array(column))
             if plain.null_count:
                 ids[~_bools(plain.is_valid())] = NULL_ID
             return ids
@@ -1069,18 +1070,13 @@ class FeaturePlan:
         return np.where(code >= 0, code + 2, np.where(code == -2, NULL_ID, RARE_ID))
 
 
-def _combined(array: pa.Array | pa.ChunkedArray) -> pa.Array:
-    if isinstance(array, pa.ChunkedArray):
-        return array.combine_chunks()
-    return array
-
 
 def _plain_values(array: pa.Array) -> pa.Array:
     return array.dictionary_decode() if pa.types.is_dictionary(array.type) else array
 
 
 def _bools(array: pa.Array | pa.ChunkedArray) -> np.ndarray[Any, Any]:
-    return np.asarray(_combined(array).to_numpy(zero_copy_only=False), dtype=bool)
+    return np.asarray(one_array(array).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def feature_names(spec: FeatureSpec, stats: FeatureStats) -> list[str]:
@@ -1148,7 +1144,7 @@ class _FillFit:
                 self.tables[t.name].count(batch.column(t.name))
                 self.types.setdefault(t.name, _categorical_type(batch.schema.field(t.name).type))
                 continue
-            column = _combined(batch.column(t.name)).drop_null()
+            column = one_array(batch.column(t.name)).drop_null()
             v = np.asarray(column.cast(pa.float64()).to_numpy(zero_copy_only=False))
             v = v[~np.isnan(v)]
             if t.fill_strategy == "mean":
@@ -1420,7 +1416,7 @@ def _target_partials(
     null or NaN is left out of the fit.
     """
     assert spec.target is not None
-    y_col = _combined(batch.column(spec.target))
+    y_col = one_array(batch.column(spec.target))
     typ = y_col.type
     if not (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_boolean(typ)):
         msg = (

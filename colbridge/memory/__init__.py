@@ -9,6 +9,7 @@ from colbridge.memory.host import (
     allocate_host,
     empty_array,
     host_view,
+    one_array,
     read_only,
     writable_view,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "allocate_host",
     "empty_array",
     "host_view",
+    "one_array",
     "read_only",
     "writable_view",
 ]

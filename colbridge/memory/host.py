@@ -259,3 +259,10 @@ def writable_view(
     holder = _Holder(buffer, dt, shape, buffer.address, strides)
     holder.__array_interface__["data"] = (buffer.address, False)
     return np.asarray(holder)
+
+
+def one_array(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """``array`` as one Arrow array: a chunked array's chunks joined (one chunk: no copy)."""
+    if isinstance(array, pa.ChunkedArray):
+        return array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+    return array

@@ -566,8 +566,9 @@ def grouping(
             return array.indices if as_made and pa.types.is_dictionary(array.type) else array
         if isinstance(node, Column) and as_made:
             array = columns.kernel_array(node.name)  # a string column as its codes
-            return array.indices if pa.types.is_dictionary(array.type) else array
-        if isinstance(node, Column):
+            if pa.types.is_dictionary(array.type):
+                return array.indices
+        if isinstance(node, Column):  # pandas' NaN as null, as the kernels read it
             return columns.get_as_arrow_nulls(node.name)
         return (raw if as_made else computed)[segment.host_names[node]]
 
@@ -658,10 +659,9 @@ def grouping(
             pred = whole(arg.predicate)
             arg = arg.arg
         # a reduction of a computed string or date is typed as the codes or integers it
-        # is made of: it reads them as the kernel made them; a quantile reads numbers, a
-        # pandas NaN being null there (as NaN it would be the largest value)
-        as_made = agg not in segment.opaque and agg.func not in ("median", "quantile")
-        values = None if arg == ROWS or agg.func == "len" else whole(arg, as_made=as_made)
+        # is made of: it reads them as the kernel made them
+        values = None if arg == ROWS or agg.func == "len" else \
+            whole(arg, as_made=agg not in segment.opaque)  # fmt: skip
         out.host[agg] = host_reduction(agg.func, out.of(agg.keys.ids_column), values, pred,
                                        agg.options)  # fmt: skip
     return out

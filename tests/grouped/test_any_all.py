@@ -9,7 +9,6 @@ group and refuses the whole-column form, naming the way out.
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import numpy as np
@@ -23,6 +22,7 @@ import colbridge as cb
 from colbridge.errors import JobSpecError, SchemaError, UnsupportedTypeError
 from colbridge.testing.asserts import assert_same_as_polars
 from colbridge.testing.cuda_host import compute_on_host
+from tests.ordered.ordered_data import cut_table
 
 
 def _table(n: int, seed: int, *, nulls: float, truth: float, groups: int, offset: int,
@@ -40,11 +40,8 @@ def _table(n: int, seed: int, *, nulls: float, truth: float, groups: int, offset
         "i": pa.array(np.where(rng.random(total) < truth, rng.integers(-3, 3, total), 0),
                       mask=mask()),
         "f": pa.array(floats, mask=mask()),
-    }).slice(offset, n)  # fmt: skip
-    if chunks > 1 and n > chunks:
-        cuts = np.linspace(0, n, chunks + 1).astype(int)
-        table = pa.concat_tables([table.slice(a, b - a) for a, b in itertools.pairwise(cuts)])
-    return table
+    })  # fmt: skip
+    return cut_table(table, offset, n, chunks)
 
 
 def _both(m: Any, column: Any, ignore: bool) -> dict[str, Any]:

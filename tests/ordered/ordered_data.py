@@ -147,7 +147,7 @@ def frame(
         if dtype != "bool":
             columns[f"p_{dtype}"] = column(dtype, total, rng, nulls=nulls, specials=specials,
                                            small=True)  # fmt: skip
-    return _cut(pa.table(columns), offset, n, chunks)
+    return cut_table(pa.table(columns), offset, n, chunks)
 
 
 def pattern_frame(dtype: str, n: int, seed: int, *, specials: float = 0.1, offset: int = 0,
@@ -162,10 +162,11 @@ def pattern_frame(dtype: str, n: int, seed: int, *, specials: float = 0.1, offse
         if dtype != "bool":
             columns[f"p_{pattern}"] = column(dtype, total, rng, nulls=pattern, specials=specials,
                                              small=True)  # fmt: skip
-    return _cut(pa.table(columns), offset, n, chunks)
+    return cut_table(pa.table(columns), offset, n, chunks)
 
 
-def _cut(table: pa.Table, offset: int, n: int, chunks: int) -> pa.Table:
+def cut_table(table: pa.Table, offset: int, n: int, chunks: int) -> pa.Table:
+    """``n`` rows of ``table`` from ``offset`` (bitmaps start mid-byte), in ``chunks`` chunks."""
     table = table.slice(offset, n)
     if chunks > 1 and n >= chunks:
         cuts = np.linspace(0, n, chunks + 1).astype(int)

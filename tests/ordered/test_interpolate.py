@@ -10,7 +10,6 @@ it with errors naming the way out; the CUDA code path (on the host) agrees.
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import numpy as np
@@ -25,6 +24,7 @@ import colbridge as cb
 from colbridge.errors import JobSpecError, SchemaError, UnsupportedTypeError
 from colbridge.testing.asserts import assert_same_as_polars
 from colbridge.testing.cuda_host import compute_on_host
+from tests.ordered.ordered_data import cut_table
 
 
 def _table(n: int, seed: int, *, nulls: float, groups: int, offset: int = 0,
@@ -54,11 +54,8 @@ def _table(n: int, seed: int, *, nulls: float, groups: int, offset: int = 0,
         .cast(pa.duration("ns")),
         "tm": pa.array(rng.integers(0, 86_400 * 10**6, total) * 1000, mask=mask())
         .cast(pa.time64("ns")),
-    }).slice(offset, n)  # fmt: skip
-    if chunks > 1 and n > chunks:
-        cuts = np.linspace(0, n, chunks + 1).astype(int)
-        table = pa.concat_tables([table.slice(a, b - a) for a, b in itertools.pairwise(cuts)])
-    return table
+    })  # fmt: skip
+    return cut_table(table, offset, n, chunks)
 
 
 COLUMNS = ("f", "f32", "i8", "u64", "i64", "d", "t", "du", "tm")
