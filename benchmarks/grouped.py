@@ -8,6 +8,8 @@ Every contender computes the same thing on the same data in one run:
 * ``demean``: ``x - x.mean().over(g)``
 * ``zscore``: ``(x - x.mean().over(g)) / x.std().over(g)``
 * ``agg``: ``group_by(g).agg(sum, mean, std, count)`` of ``x``
+* ``quantiles``: ``group_by(g).agg(x.median(), x.quantile(0.9, "linear"))``
+* ``rank``: ``x.rank().over(g)`` (average ranks within each group)
 
 against polars (eager, lazy and the streaming engine; all keep first-appearance
 order), pandas (``groupby().transform`` / ``groupby().agg``, ``sort=False``) and,
@@ -120,6 +122,25 @@ def run(rows: int, groups: int, key: str, repeats: int) -> dict[str, dict[str, f
         "pandas": lambda: pdf.groupby("g", sort=False)["x"].agg(["sum", "mean", "std", "count"]),
         "numba grouped sum (roofline)": lambda: _grouped_sum(
             ids, df["x"].to_numpy(), groups, numba.get_num_threads()),
+    }, repeats)  # fmt: skip
+    by = lambda: pdf.groupby("g", sort=False)["x"]  # noqa: E731
+    qs = (x.median().alias("med"), x.quantile(0.9, "linear").alias("q9"))
+    pqs = (px.median().alias("med"), px.quantile(0.9, "linear").alias("q9"))
+    out["quantiles"] = _time_all({
+        "colbridge": lambda: df.gpu.group_by("g").agg(*qs).compute(device="cpu"),
+        "polars eager": lambda: df.group_by("g", maintain_order=True).agg(*pqs),
+        "polars lazy": lambda: df.lazy().group_by("g", maintain_order=True).agg(*pqs).collect(),
+        "polars streaming": lambda: df.lazy().group_by("g", maintain_order=True).agg(
+            *pqs).collect(engine="streaming"),
+        "pandas": lambda: (by().median(), by().quantile(0.9)),
+    }, repeats)  # fmt: skip
+    out["rank"] = _time_all({
+        "colbridge": lambda: df.gpu.with_columns(r=x.rank().over("g")).compute(device="cpu"),
+        "polars eager": lambda: df.with_columns(r=px.rank().over("g")),
+        "polars lazy": lambda: df.lazy().with_columns(r=px.rank().over("g")).collect(),
+        "polars streaming": lambda: df.lazy().with_columns(r=px.rank().over("g")).collect(
+            engine="streaming"),
+        "pandas": lambda: pdf.assign(r=by().rank()),
     }, repeats)  # fmt: skip
     return out
 

@@ -1,4 +1,4 @@
-"""Compiled helpers of the factorize pass (numba; cached on disk across processes).
+"""Compiled helpers of the factorize pass and of group order statistics (numba, on disk).
 
 Stage: backends. Imported on first use by `colbridge.backends.groups`, which
 describes them; they are hand-written, not generated: they do not depend on a plan.
@@ -13,7 +13,10 @@ from typing import Any
 import numba
 import numpy as np
 
-__all__ = ["edge_rows", "first_ranks", "renumber"]
+__all__ = [
+    "edge_rows", "first_ranks", "group_select", "grouped_order", "rank_packed", "rank_runs",
+    "renumber",
+]  # fmt: skip
 
 
 @numba.njit(cache=True, nogil=True)
@@ -67,3 +70,181 @@ def edge_rows(ids: Any, keep: Any, count: int, last: bool) -> Any:  # pragma: no
         if rows[g] < 0:
             rows[g] = i
     return rows
+
+
+@numba.njit(cache=True, nogil=True)
+def grouped_order(order: Any, owners: Any, count: int) -> Any:
+    """``order`` regrouped by owner, keeping its order within each group (a counting sort).
+
+    ``order`` lists positions (a value order, from NumPy's sort); ``owners[p]`` is the
+    group of position ``p``. Returns ``(rows, starts)``: group ``g``'s positions are
+    ``rows[starts[g]:starts[g + 1]]``, in the order ``order`` gave them.
+    """
+    starts = np.zeros(count + 1, dtype=np.int64)
+    for p in range(owners.shape[0]):
+        starts[owners[p] + 1] += 1
+    for g in range(count):
+        starts[g + 1] += starts[g]
+    fill = starts[:-1].copy()
+    rows = np.empty(order.shape[0], dtype=np.int64)
+    for k in range(order.shape[0]):
+        p = order[k]
+        g = owners[p]
+        rows[fill[g]] = p
+        fill[g] += 1
+    return rows, starts
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def rank_runs(rows: Any, starts: Any, keys: Any, method: int, out: Any) -> None:
+    """Each position's rank within its group, from the groups' value-ordered positions.
+
+    ``rows``/``starts`` as `grouped_order` returns them, ordered by ``keys`` (equal keys
+    in any order). ``method``: 0 ordinal (equal keys ranked in position order), 1 min,
+    2 max, 3 average, 4 dense; ``out[p]`` receives position ``p``'s rank, from 1.
+    """
+    for g in numba.prange(starts.shape[0] - 1):
+        first, end = starts[g], starts[g + 1]
+        run = first
+        dense = 0
+        while run < end:
+            stop = run + 1
+            while stop < end and keys[rows[stop]] == keys[rows[run]]:
+                stop += 1
+            dense += 1
+            if method == 0 and stop - run > 1:
+                rows[run:stop].sort()  # equal values take their ranks in row order
+            for k in range(run, stop):
+                p = rows[k]
+                if method == 0:
+                    out[p] = k - first + 1
+                elif method == 1:
+                    out[p] = run - first + 1
+                elif method == 2:
+                    out[p] = stop - first
+                elif method == 3:
+                    out[p] = (run + stop - 1) / 2.0 - first + 1.0
+                else:
+                    out[p] = dense
+            run = stop
+
+
+@numba.njit(cache=True, nogil=True)
+def rank_packed(packed: Any, row_bits: int, key_bits: int, method: int, out: Any) -> None:
+    """`rank_runs` over sorted words ``group << (key_bits + row_bits) | key << row_bits | p``.
+
+    Sorting the words put each group's positions ``p`` in key order, equal keys in
+    position order, so the ranks are read in one sequential pass.
+    """
+    row_mask = (np.int64(1) << row_bits) - 1
+    n = packed.shape[0]
+    first = 0
+    run = 0
+    dense = 0
+    while run < n:
+        value = packed[run] >> row_bits  # group and key
+        if run == 0 or (value >> key_bits) != (packed[run - 1] >> (row_bits + key_bits)):
+            first = run
+            dense = 0
+        stop = run + 1
+        while stop < n and (packed[stop] >> row_bits) == value:
+            stop += 1
+        dense += 1
+        for k in range(run, stop):
+            p = packed[k] & row_mask
+            if method == 0:
+                out[p] = k - first + 1
+            elif method == 1:
+                out[p] = run - first + 1
+            elif method == 2:
+                out[p] = stop - first
+            elif method == 3:
+                out[p] = (run + stop - 1) / 2.0 - first + 1.0
+            else:
+                out[p] = dense
+        run = stop
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def group_select(values: Any, owners: Any, starts: Any, picks: Any, nexts: Any) -> Any:
+    """Each group's ``picks[g]``-th least value and, where ``nexts[g]``, the one after it.
+
+    Values are ordered with NaN above every number; ``owners[i]`` is value ``i``'s group,
+    ``starts`` the groups' offsets in a group-by-group copy of the values (a counting
+    sort), ``picks[g] < 0`` a group with no values (its answers are left at 0). Each
+    group is a quickselect on its own run, groups spread over every core. Returns
+    ``(lower, upper)``.
+    """
+    count = picks.shape[0]
+    run = np.empty(values.shape[0], dtype=np.float64)
+    fill = starts[:count].copy()
+    for i in range(values.shape[0]):
+        g = owners[i]
+        run[fill[g]] = values[i]
+        fill[g] += 1
+    lower = np.zeros(count, dtype=np.float64)
+    upper = np.zeros(count, dtype=np.float64)
+    for g in numba.prange(count):
+        if picks[g] < 0:
+            continue
+        lo, hi = starts[g], starts[g + 1]
+        numbers = hi  # NaN to the end of the run: the select compares numbers only
+        i = lo
+        while i < numbers:
+            if np.isnan(run[i]):
+                numbers -= 1
+                run[i], run[numbers] = run[numbers], run[i]
+            else:
+                i += 1
+        k = lo + picks[g]
+        if k >= numbers:
+            lower[g] = np.nan
+            upper[g] = np.nan
+            continue
+        _select(run, lo, numbers, k)
+        lower[g] = run[k]
+        if nexts[g]:
+            if k + 1 < numbers:
+                least = run[k + 1]
+                for j in range(k + 2, numbers):
+                    least = min(least, run[j])
+                upper[g] = least
+            else:
+                upper[g] = np.nan if k + 1 < hi else run[k]
+    return lower, upper
+
+
+@numba.njit(cache=True, nogil=True)
+def _select(a: Any, lo: int, hi: int, k: int) -> None:
+    """Put the value of rank ``k`` of ``a[lo:hi]`` (no NaN) at ``a[k]``, lesser ones before.
+
+    A three-way quickselect with median-of-three pivots; the greater values end up
+    after ``k``, in no order; a run that resists 64 rounds is sorted.
+    """
+    rounds = 0
+    while hi - lo > 16:
+        rounds += 1
+        if rounds > 64:
+            a[lo:hi].sort()
+            return
+        x, y, z = a[lo], a[(lo + hi) // 2], a[hi - 1]
+        pivot = max(min(x, y), min(max(x, y), z))
+        less, i, more = lo, lo, hi
+        while i < more:
+            v = a[i]
+            if v < pivot:
+                a[i], a[less] = a[less], v
+                less += 1
+                i += 1
+            elif v > pivot:
+                more -= 1
+                a[i], a[more] = a[more], v
+            else:
+                i += 1
+        if k < less:
+            hi = less
+        elif k >= more:
+            lo = more
+        else:
+            return
+    a[lo:hi].sort()

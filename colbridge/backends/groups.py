@@ -458,18 +458,25 @@ def quantiles(
     data = one_array(arg)
     if pa.types.is_temporal(data.type) or pa.types.is_boolean(data.type):
         data = integer_values(data)  # days, ticks, 0 and 1
-    ids, present, rows = _rows_of(groups, data, keep)
-    taken = present & rows
-    values = np.asarray(data.fill_null(0).to_numpy(zero_copy_only=False))[taken] \
-        .astype(np.float64)  # fmt: skip
-    owners = ids[taken]
     count = groups.count
-    # each group's values in a run of their own, in ascending order (NaN last); one group
-    # is a plain sort (measured at 1e6 rows: 14 ms, against 390 ms for the pairs' lexsort)
-    ordered = np.sort(values) if count == 1 else values[np.lexsort((values, owners))]
-    counts = np.bincount(owners, minlength=count).astype(np.int64)
+    raw = _raw(data)
+    if groups.ids is None and keep is None:  # a whole column: no group ids to read
+        valid = _valid(data)
+        values = (raw if valid is None else raw[valid]).astype(np.float64, copy=False)
+        counts = np.array([len(values)], dtype=np.int64)
+        nulls = np.array([len(data) - len(values)], dtype=np.int64)
+    elif keep is None and not data.null_count and groups.ids is not None:  # no masks
+        values, owners = raw.astype(np.float64, copy=False), groups.ids
+        counts = np.bincount(owners, minlength=count).astype(np.int64)
+        nulls = np.zeros(count, dtype=np.int64)
+    else:
+        ids, present, rows = _rows_of(groups, data, keep)
+        taken = present & rows
+        values = raw[taken].astype(np.float64, copy=False)
+        owners = ids[taken]
+        counts = np.bincount(owners, minlength=count).astype(np.int64)
+        nulls = np.bincount(ids[rows & ~present], minlength=count).astype(np.int64)
     starts = np.cumsum(counts) - counts
-    nulls = np.bincount(ids[rows & ~present], minlength=count).astype(np.int64)
     has = counts > 0
     c = np.where(has, counts, 1)  # groups without values give null; any position will do
     position = (c - 1.0) * quantile + nulls
@@ -485,14 +492,25 @@ def quantiles(
         index = np.floor(position)
     if method in ("lower", "higher", "midpoint", "linear"):
         index = np.clip(index, 0, c + nulls - 1)
-    at = starts + np.clip(index.astype(np.int64) - nulls, 0, c - 1)
-    lower = ordered[np.where(has, at, 0)] if len(ordered) else np.zeros(count)
+    at = np.clip(index.astype(np.int64) - nulls, 0, c - 1)  # among the group's values
+    joins = method in ("midpoint", "linear")
+    between = has & (np.ceil(position) != index) if joins else np.zeros(count, dtype=np.bool_)
+    # the values at ``at`` and, where ``between``, the next, values ordered with NaN last
+    if count == 1:
+        # NumPy's partition puts one in place, O(n) (1e6 rows: 3.6 ms, against 12 ms to
+        # sort and 18 ms to place two); the next is the least to its right (NaN if all are)
+        k = int(at[0])
+        ordered = np.partition(values, k) if len(values) else np.zeros(1)
+        lower = ordered[k : k + 1]
+        upper = np.fmin.reduce(ordered[k + 1 :], keepdims=True) if between[0] else lower
+    else:
+        # a quickselect per group, on every core (1e6 rows, 1,000 groups: ~20 ms, against
+        # 436 ms for a lexsort of the pairs and 110 ms for NumPy's sort and a regrouping)
+        bounds = np.append(starts, len(values))
+        picks = np.where(has, at, -1)
+        lower, upper = _kernels().group_select(values, owners, bounds, picks, between)
     result = lower
-    if method in ("midpoint", "linear"):
-        top = np.ceil(position).astype(np.int64)
-        between = has & (top != index.astype(np.int64))
-        upper = ordered[np.where(between, np.minimum(at + 1, len(ordered) - 1), 0)] \
-            if len(ordered) else lower  # fmt: skip
+    if joins:
         with np.errstate(invalid="ignore", over="ignore"):
             if method == "midpoint":
                 joined = (lower + upper) / 2.0

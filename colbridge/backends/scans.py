@@ -510,61 +510,108 @@ def rank(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],
          groups: GroupIds | None) -> pa.Array:  # fmt: skip
     """Polars' ``rank`` of ``array`` (per group of ``groups``), on the host; nulls stay null.
 
-    pyarrow numbers the non-null values in value order (a dense rank: NaN after every
-    number, equal values alike, ``-0.0`` as ``0.0``, strings by their UTF-8 bytes);
-    one sort by (group, that number, row) then puts each group's equal values in runs,
-    in row order, and the method reads each value's rank off its position: its own
-    (``ordinal``), its run's first or last (``min``, ``max``) or their mean
-    (``average``, Float64), or the run's count within the group (``dense``).
+    The non-null values become integer sort keys (`_rank_keys`: NaN after every number
+    and equal to every NaN, ``-0.0`` as ``0.0``, strings by their UTF-8 bytes); NumPy
+    sorts the keys, a counting sort by group keeps that order within each group, and
+    the method reads each value's rank off its run of equal keys in its group: its own
+    position (``ordinal``: equal values in row order), its run's first or last
+    (``min``, ``max``) or their mean (``average``, Float64), or the run's number
+    (``dense``). Sort, regroup and ranking compiled (`_group_kernels`), ranking on
+    every core.
+    """
+    method, descending = options
+    data = one_array(array)
+    n = len(data)
+    valid = _validity(data)
+    present = np.flatnonzero(valid)
+    keys = _rank_keys(data)
+    if descending:
+        keys = ~keys  # reverses the order of every int64, the smallest included
+    ids = None if groups is None else groups.ids
+    owners = None if ids is None else ids[present]
+    count = 1 if groups is None or ids is None else groups.count
+    kernels = _group_kernels()
+    code = _RANK_METHODS.index(method)
+    ranked = np.empty(len(present), dtype=np.float64 if method == "average" else np.uint32)
+    packed = _packed(keys, owners, count)
+    if packed is not None:  # (group, key, position) in one word: one plain sort
+        words, row_bits, key_bits = packed
+        kernels.rank_packed(np.sort(words), row_bits, key_bits, code, ranked)
+    else:  # keys too wide to share a word: sort them, then group, then order ties
+        order = np.argsort(keys)  # NumPy's (vectorised) quicksort: equal keys in any order
+        if owners is None:
+            rows, starts = order, np.array([0, len(order)], dtype=np.int64)
+        else:
+            rows, starts = kernels.grouped_order(order, owners, count)
+        kernels.rank_runs(rows, starts, keys, code, ranked)
+    out = np.zeros(n, dtype=ranked.dtype)
+    out[present] = ranked
+    return pa.array(out, mask=None if valid.all() else ~valid)
+
+
+_RANK_METHODS = ("ordinal", "min", "max", "average", "dense")  # `rank_runs`' codes
+
+
+def _packed(keys: np.ndarray[Any, Any], owners: np.ndarray[Any, Any] | None,
+            count: int) -> tuple[np.ndarray[Any, Any], int, int] | None:
+    """One int64 word per key: ``owner``, ``key - min`` and position in bit fields.
+
+    Returns the words and the widths of the position and key fields where the three
+    fit in 63 bits, ``None`` where they do not (most float columns). Sorting the words
+    orders by group, key, then position.
+    """
+    m = len(keys)
+    if m == 0:
+        return None
+    lo = int(keys.min())
+    row_bits = (m - 1).bit_length()
+    key_bits = (int(keys.max()) - lo).bit_length()
+    group_bits = (count - 1).bit_length()
+    if row_bits + key_bits + group_bits > 63:
+        return None
+    words = (keys - np.int64(lo)) << np.int64(row_bits)
+    words |= np.arange(m, dtype=np.int64)
+    if owners is not None and group_bits:
+        words |= owners.astype(np.int64) << np.int64(key_bits + row_bits)
+    return words, row_bits, key_bits
+
+
+def _rank_keys(data: pa.Array) -> np.ndarray[Any, Any]:
+    """int64 keys ordered as polars ranks the non-null values of ``data``, one per value.
+
+    Floats by their bits, flipped so integer order is float order (one NaN above
+    ``+inf``, ``-0.0`` read as ``0.0``); unsigned 64-bit integers with the top bit
+    flipped; strings and categories by the dense rank of their text.
     """
     import pyarrow.compute as pc  # on first use: its import is slow
 
-    method, descending = options
-    data = one_array(array)
     if pa.types.is_dictionary(data.type):
         data = data.dictionary_decode()  # categories by their text, as polars ranks them
-    if pa.types.is_string_view(data.type) or pa.types.is_string(data.type):
-        data = data.cast(pa.large_string())  # the one string layout pyarrow ranks
+    if pa.types.is_string_view(data.type):
+        data = data.cast(pa.large_string())  # a string layout pyarrow ranks
     if pa.types.is_temporal(data.type) or pa.types.is_boolean(data.type):
         data = integer_values(data)
-    n = len(data)
-    valid = _validity(data)
-    rows = np.flatnonzero(valid)
-    present = data.drop_null() if data.null_count else data
-    key = np.asarray(pc.rank(present, sort_keys="ascending", tiebreaker="dense")
-                     .to_numpy(zero_copy_only=False)).astype(np.int64)  # fmt: skip
-    if descending:
-        key = -key
-    owner = np.zeros(len(rows), dtype=np.int64) if groups is None or groups.ids is None \
-        else groups.ids[rows].astype(np.int64)  # fmt: skip
-    order = np.lexsort((rows, key, owner))
-    sorted_key, sorted_owner = key[order], owner[order]
-    m = len(order)
-    at = np.arange(m, dtype=np.int64)
-    new_group = np.ones(m, dtype=np.bool_)
-    new_group[1:] = sorted_owner[1:] != sorted_owner[:-1]
-    new_run = new_group.copy()
-    new_run[1:] |= sorted_key[1:] != sorted_key[:-1]
-    group_start = np.maximum.accumulate(np.where(new_group, at, 0)) if m else at
-    run_start = np.maximum.accumulate(np.where(new_run, at, 0)) if m else at
-    run_ends = np.ones(m, dtype=np.bool_)
-    run_ends[:-1] = new_run[1:]
-    run_end = np.minimum.accumulate(np.where(run_ends, at, m)[::-1])[::-1] if m else at
-    ranked: np.ndarray[Any, Any]
-    if method == "ordinal":
-        ranked = at - group_start + 1
-    elif method == "min":
-        ranked = run_start - group_start + 1
-    elif method == "max":
-        ranked = run_end - group_start + 1
-    elif method == "average":
-        ranked = (run_start + run_end) / 2.0 - group_start + 1.0
-    else:  # dense
-        run_number: np.ndarray[Any, Any] = np.cumsum(new_run)
-        ranked = run_number - run_number[group_start] + 1
-    out = np.zeros(n, dtype=np.float64 if method == "average" else np.uint32)
-    out[rows[order]] = ranked
-    return pa.array(out, mask=None if valid.all() else ~valid)
+    if data.null_count:
+        data = data.drop_null()
+    if not pa.types.is_integer(data.type) and not pa.types.is_floating(data.type):
+        ranked = pc.rank(data, sort_keys="ascending", tiebreaker="dense")
+        return np.asarray(ranked.to_numpy(zero_copy_only=False)).astype(np.int64)
+    values = np.asarray(data.to_numpy(zero_copy_only=False))
+    if values.dtype == np.uint64:
+        return (values ^ np.uint64(1 << 63)).view(np.int64)
+    if values.dtype.kind in "iu":
+        return values.astype(np.int64)
+    floats = values.astype(np.float64)  # float16/32 widen exactly
+    floats = np.where(np.isnan(floats), np.nan, floats) + 0.0  # one NaN; -0.0 + 0.0 is 0.0
+    bits = floats.view(np.int64)
+    return bits ^ ((bits >> 63) & np.int64(0x7FFF_FFFF_FFFF_FFFF))
+
+
+def _group_kernels() -> Any:
+    """The compiled group helpers (numba is imported, and they compile or load, on first use)."""
+    from colbridge.backends import _group_kernels as kernels
+
+    return kernels
 
 
 def host_scan(func: str, options: tuple[Any, ...], array: pa.Array | pa.ChunkedArray,

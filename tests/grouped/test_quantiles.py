@@ -129,6 +129,71 @@ def test_nan_and_infinities_take_their_places() -> None:
                 kinds=("polars",))  # fmt: skip
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 400), min_size=1, max_size=6),
+    pool=st.sampled_from(["ties", "spread", "nan"]),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_the_per_group_select_equals_a_sort(sizes: list[int], pool: str, seed: int) -> None:
+    # the quickselect against NumPy's sort, group by group: runs long enough to be
+    # partitioned many times, every position asked for, with and without the next value
+    from colbridge.backends._group_kernels import group_select
+
+    rng = np.random.default_rng(seed)
+    owners = rng.permutation(np.repeat(np.arange(len(sizes)), sizes)).astype(np.int32)
+    n = len(owners)
+    ties = pool == "ties"
+    values = rng.integers(-3, 4, n).astype(np.float64) if ties else rng.standard_normal(n)
+    if pool == "nan":
+        values[rng.random(n) < 0.3] = np.nan
+        values[rng.random(n) < 0.1] = -np.inf
+    counts = np.array(sizes, dtype=np.int64)
+    bounds = np.append(np.cumsum(counts) - counts, n)
+    picks = np.array([rng.integers(0, c) if c else -1 for c in sizes], dtype=np.int64)
+    nexts = np.array([0 <= p < c - 1 for p, c in zip(picks, sizes, strict=True)])
+    lower, upper = group_select(values, owners, bounds, picks, nexts)
+    for g, c in enumerate(sizes):
+        if not c:
+            continue
+        ordered = np.sort(values[owners == g])  # NaN last
+        np.testing.assert_array_equal(lower[g], ordered[picks[g]])
+        if nexts[g]:
+            np.testing.assert_array_equal(upper[g], ordered[picks[g] + 1])
+
+
+def test_the_next_value_is_found_wherever_the_select_leaves_it() -> None:
+    # 20,000 groups of distinct values in random order: after the select, the least
+    # value right of the pick sits anywhere in the run, its last slot included
+    from colbridge.backends._group_kernels import group_select
+
+    rng = np.random.default_rng(1)
+    sizes = rng.integers(18, 60, 20_000)
+    owners = np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)
+    values = np.concatenate([rng.permutation(c) for c in sizes]).astype(np.float64)
+    bounds = np.append(np.cumsum(sizes) - sizes, len(values))
+    picks = rng.integers(0, sizes - 1)
+    lower, upper = group_select(values, owners, bounds, picks, np.ones(len(sizes), np.bool_))
+    np.testing.assert_array_equal(lower, picks)  # each group holds 0 .. size - 1
+    np.testing.assert_array_equal(upper, picks + 1)
+
+
+@pytest.mark.parametrize("method", QUANTILE_METHODS)
+def test_large_groups_equal_polars(method: str) -> None:
+    rng = np.random.default_rng(7)
+    n = 20_000
+    x = np.round(rng.standard_normal(n), 2)  # ties
+    x[rng.random(n) < 0.05] = np.nan
+    table = pa.table({"g": rng.integers(0, 4, n), "x": pa.array(x, mask=rng.random(n) < 0.1),
+                      "i": rng.integers(-50, 50, n)})  # fmt: skip
+    for quantile in (0.0, 0.37, 0.5, 0.9, 1.0):
+        assert_same_as_polars(
+            table, lambda m, q, qq=quantile: q.group_by("g", maintain_order=True)
+            .agg(y=m.col("x").quantile(qq, method), j=m.col("i").quantile(qq, method),
+                 w=m.col("x").filter(m.col("i") > 0).quantile(qq, method)),
+            kinds=("polars",))  # fmt: skip
+
+
 def test_wide_integers_are_ordered_before_they_become_floats() -> None:
     big = [2**63 + 1, 2**64 - 1, 3, 2**53 + 1, 2**53]
     table = pa.table({"u": pa.array(big, pa.uint64()),

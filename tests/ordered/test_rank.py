@@ -84,6 +84,31 @@ def test_ranks_equal_polars(n: int, seed: int, nulls: float, offset: int, chunks
     assert_same_as_polars(table, steps, kinds=("polars", "pyarrow"))
 
 
+@pytest.mark.parametrize("method", RANK_METHODS)
+def test_long_runs_of_ties_in_large_groups(method: str) -> None:
+    # both sorts: integers of a narrow range share one word with their group and row
+    # (one plain sort); floats of every magnitude do not (sort, regroup, order the ties)
+    rng = np.random.default_rng(11)
+    n = 30_000
+    table = pa.table({
+        "g": rng.integers(0, 6, n),
+        "i": pa.array(rng.integers(-40, 40, n), mask=rng.random(n) < 0.1),
+        "w": rng.integers(-(2**62), 2**62, n),
+        "f": pa.array(np.round(rng.standard_normal(n) * 1e6, -4), mask=rng.random(n) < 0.1),
+    })  # fmt: skip
+
+    def steps(m: Any, q: Any) -> Any:
+        out = {}
+        for c in ("i", "w", "f"):
+            for descending in (False, True):
+                out[f"r_{c}_{descending}"] = m.col(c).rank(method, descending=descending)
+                out[f"o_{c}_{descending}"] = m.col(c).rank(method, descending=descending) \
+                    .over("g")  # fmt: skip
+        return q.select(**out)
+
+    assert_same_as_polars(table, steps, kinds=("polars",))
+
+
 def test_ranks_inside_expressions_and_of_expressions() -> None:
     table = _table(500, 3, nulls=0.2, groups=7)
 
