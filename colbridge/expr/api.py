@@ -1046,6 +1046,27 @@ class Expr:
         """
         return Expr(Agg("all", self.node, options=(_flag(ignore_nulls, "all"),)))
 
+    def skew(self, *, bias: bool = True) -> Expr:
+        """Sample skewness of the non-null values (Float64), as polars computes it.
+
+        ``m3 / m2 ** 1.5`` of the central moments ``m2``, ``m3`` (the mean of the squared
+        and cubed deviations from the mean); NaN where the values do not vary (``m2`` at
+        most ``(eps * mean) ** 2``) or one is NaN or infinite; null without values. With
+        ``bias=False``, corrected by ``sqrt(n * (n - 1)) / (n - 2)`` (null for
+        ``n <= 2``). Numbers and booleans (as 0 and 1); other types are refused.
+        """
+        return Expr(Agg("skew", self.node, options=(_flag(bias, "skew", "bias"),)))
+
+    def kurtosis(self, *, fisher: bool = True, bias: bool = True) -> Expr:
+        """Kurtosis of the non-null values (Float64), as polars computes it.
+
+        ``m4 / m2 ** 2`` of the central moments, minus 3 with ``fisher`` (a normal
+        distribution gives 0); ``bias=False`` uses the k-statistics correction (null for
+        ``n <= 3``). NaN and nulls as `skew`.
+        """
+        return Expr(Agg("kurtosis", self.node, options=(
+            _flag(fisher, "kurtosis", "fisher"), _flag(bias, "kurtosis", "bias"))))
+
     def median(self) -> Expr:
         """The middle of the non-null values: ``quantile(0.5, "linear")``, as in polars.
 
@@ -1470,10 +1491,10 @@ def _ewm_alpha(com: float | None, span: float | None, half_life: float | None,
     return value
 
 
-def _flag(value: Any, function: str) -> bool:
-    """A boolean keyword argument of ``function`` (`any`, `all`)."""
+def _flag(value: Any, function: str, name: str = "ignore_nulls") -> bool:
+    """A boolean keyword argument ``name`` of ``function`` (`any`, `all`, `skew`, ...)."""
     if not isinstance(value, (bool, np.bool_)):
-        msg = f"`{function}(ignore_nulls={value!r})`: expected True or False"
+        msg = f"`{function}({name}={value!r})`: expected True or False"
         raise SchemaError(msg)
     return bool(value)
 

@@ -18,6 +18,7 @@ __all__ = [
     "FUNCTIONS",
     "GROUPED_ONLY_FUNCS",
     "HOST_SCANS",
+    "MOMENT_FUNCS",
     "QUANTILE_METHODS",
     "RANK_METHODS",
     "ROUND_MODES",
@@ -109,9 +110,11 @@ UNARY_FUNCS = FLOAT_FUNCS | frozenset(
 AGG_FUNCS = frozenset(
     {
         "sum", "mean", "min", "max", "std", "var", "count", "null_count", "len", "first",
-        "last", "n_unique", "median", "quantile", "any", "all",
+        "last", "n_unique", "median", "quantile", "any", "all", "skew", "kurtosis",
     }
 )  # fmt: skip
+# Shape statistics: typing writes them as two passes of sums (`typecheck._moments`).
+MOMENT_FUNCS = frozenset({"skew", "kurtosis"})
 # Reductions computed from a factorization (one group for a whole column), not by a fold:
 # a whole-column one is a `GroupAgg` over the empty key set.
 GROUPED_ONLY_FUNCS = frozenset({"first", "last", "n_unique", "median", "quantile", "any",
@@ -313,7 +316,8 @@ class Agg(Node):
     arg: Node
     ddof: int = 1
     #: ``quantile``'s ``(quantile, interpolation)``, ``any``'s and ``all``'s
-    #: ``(ignore_nulls,)``; empty for every other reduction
+    #: ``(ignore_nulls,)``, ``skew``'s ``(bias,)``, ``kurtosis``' ``(fisher, bias)``;
+    #: empty for every other reduction
     options: tuple[Any, ...] = ()
 
 
@@ -742,6 +746,11 @@ def _agg_arguments(node: Agg | GroupAgg) -> str:
         return f"{quantile!r}, {interpolation!r}"
     if node.func in ("any", "all") and node.options and not node.options[0]:
         return "ignore_nulls=False"
+    if node.func == "skew" and node.options and not node.options[0]:
+        return "bias=False"
+    if node.func == "kurtosis" and node.options:
+        fisher, bias = node.options
+        return ", ".join([*([] if fisher else ["fisher=False"]), *([] if bias else ["bias=False"])])
     return f"ddof={node.ddof}" if node.func in ("std", "var") and node.ddof != 1 else ""
 
 

@@ -133,6 +133,13 @@ FUNCTIONS: dict[str, _Function] = {
                        (lambda f: lambda x, ignore: getattr(x, f)(ignore_nulls=ignore))(name),
                        example=f"{name}(x > 0)")
        for name in ("any", "all")},
+    "skew": _Function((_x(), _Param("bias", "bool", True)), lambda x, bias: x.skew(bias=bias),
+                      example="skew(x, bias=False)"),
+    "kurtosis": _Function(
+        (_x(), _Param("fisher", "bool", True), _Param("bias", "bool", True)),
+        lambda x, fisher, bias: x.kurtosis(fisher=fisher, bias=bias),
+        example="kurtosis(x, fisher=False)",
+    ),
     "quantile": _Function(
         (_x(), _Param("quantile", "value"), _Param("interpolation", "str", "nearest")),
         lambda x, quantile, interpolation: x.quantile(quantile, interpolation),

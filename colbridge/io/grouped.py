@@ -32,6 +32,7 @@ import pyarrow as pa
 
 from colbridge.backends.groups import GroupIds, any_all, factorize, take
 from colbridge.expr.nodes import (
+    MOMENT_FUNCS,
     Agg,
     Cast,
     Column,
@@ -256,11 +257,13 @@ def _statistics(
     """One pass: per-group values of ``aggs`` after ``prefix``, merged over the pieces."""
     items: list[tuple[str, Node]] = []
     for j, agg in enumerate(aggs):
-        if agg.func in ("n_unique", "median", "quantile"):
+        if agg.func in ("n_unique", "median", "quantile", "skew", "kurtosis"):
+            why = ("it is made in two passes over a group's values: the mean, then the "
+                   "deviations" if agg.func in MOMENT_FUNCS
+                   else "it needs all of a group's values at once")  # fmt: skip
             msg = (
                 f"`{agg!r}`: `{agg.func}` per group cannot be merged from the pieces of a "
-                "streaming job (it needs all of a group's values at once); compute it in "
-                "memory (`LazyFrame.compute`)"
+                f"streaming job ({why}); compute it in memory (`LazyFrame.compute`)"
             )
             raise JobSpecError(msg)
         items.append((f"r{j}", Agg(agg.func, agg.arg, agg.ddof, agg.options)))

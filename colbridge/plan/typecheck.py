@@ -37,6 +37,7 @@ from colbridge.expr.nodes import (
     FLOAT_FUNCS,
     GROUPED_ONLY_FUNCS,
     LOGICAL,
+    MOMENT_FUNCS,
     ROWS,
     Agg,
     Alias,
@@ -1226,6 +1227,8 @@ class TypeChecker:
 
     def _agg(self, node: Agg) -> Node:
         node = Agg(node.func, _scan_of_kept_rows(node.arg), node.ddof, node.options)
+        if node.func in MOMENT_FUNCS:  # sums over the empty key set: whole-column reductions
+            return self._group_agg(GroupAgg(node.func, node.arg, KeySet(), node.ddof, node.options))
         if node.func in GROUPED_ONLY_FUNCS or node.func == "len" or (
             node.func in ("count", "null_count") and self._opaque_column(node.arg)
         ):
@@ -1352,6 +1355,13 @@ class TypeChecker:
             self.opaque[out] = info.arrow_type
             return out
         typed = self.check(inner)
+        if func in MOMENT_FUNCS:
+            def reduce(f: str, value: Node, result: DType) -> Node:
+                if not keys.exprs:  # a whole column: the kernels' own reductions
+                    return self._record(Agg(f, filtered(value)), result)
+                return self._record(GroupAgg(f, filtered(value), keys), result)
+
+            return self._moments(node, typed, reduce)
         if typed in self.logical and func not in ("count", "null_count", "n_unique"):
             return self._lt.agg(node, typed, lambda f, value: GroupAgg(
                 f, filtered(value), keys, node.ddof, node.options))  # fmt: skip
@@ -1409,6 +1419,68 @@ class TypeChecker:
         if func == "std":
             value = self._record(Unary("sqrt", value), f64)
         return self._cast(value, result)
+
+    def _moments(self, node: GroupAgg, arg: Node,
+                 reduce: Callable[[str, Node, DType], Node]) -> Node:  # fmt: skip
+        """``skew``/``kurtosis``: polars' finalization of central moments made in two passes.
+
+        ``reduce(func, value, result)`` reduces per group (or over the whole column).
+        The mean first, then ``m_k = sum(d ** k) / n`` of the deviations ``d`` (``d * d``,
+        ``d * d2``, ``d2 * d2`` as polars multiplies them), every step in float64; then
+        polars' ``SkewState``/``KurtosisState.finalize`` step by step: NaN where
+        ``m2 <= (eps * mean) ** 2``, null without values (or, with ``bias=False``, with
+        at most 2 for skew and 3 for kurtosis). polars sums its moments in chunks it
+        merges (Welford-style), colbridge in two passes: the last bits may differ.
+        """
+        t = self.types[arg]
+        if arg in self.logical or not (t.is_float or t.is_integer or t.is_bool):
+            shown = self.logical.get(arg) or t
+            msg = (f"`{node!r}` needs numbers; column type {shown} has no {node.func}: cast "
+                   "it to a number first, e.g. `.cast(pl.Float64)`")  # fmt: skip
+            raise UnsupportedTypeError(msg)
+        f64 = DType.FLOAT64
+
+        def rec(op: str, left: Node, right: Node) -> Node:
+            return self._record(Binary(op, left, right), f64)
+
+        def lit(value: float) -> Node:
+            return self._typed_literal(value, f64)
+
+        x = self._cast(arg, f64)
+        n = self._cast(reduce("count", x, DType.UINT32), f64)
+        mean = reduce("mean", x, f64)
+        d = rec("sub", x, mean)
+        d2 = rec("mul", d, d)
+        m2 = rec("truediv", reduce("sum", d2, f64), n)
+        scaled = rec("mul", lit(float(np.finfo(np.float64).eps)), mean)
+        flat = self._record(Binary("le", m2, rec("mul", scaled, scaled)), DType.BOOL)
+        if node.func == "skew":
+            (bias,) = node.options
+            m3 = rec("truediv", reduce("sum", rec("mul", d, d2), f64), n)
+            est = rec("truediv", m3, rec("pow", m2, lit(1.5)))
+            value = self._record(When(flat, lit(math.nan), est), f64)
+            least = 0.0 if bias else 2.0
+            if not bias:
+                root = self._record(Unary("sqrt", rec("mul", n, rec("sub", n, lit(1.0)))), f64)
+                value = rec("mul", rec("truediv", root, rec("sub", n, lit(2.0))), value)
+        else:
+            fisher, bias = node.options
+            m4 = rec("truediv", reduce("sum", rec("mul", d2, d2), f64), n)
+            value = self._record(When(flat, lit(math.nan), rec("truediv", m4, rec("mul", m2, m2))),
+                                 f64)  # fmt: skip
+            least = 0.0 if bias else 3.0
+            if not bias:
+                nm1 = rec("sub", n, lit(1.0))
+                nm1_nm2 = rec("truediv", nm1, rec("sub", n, lit(2.0)))
+                nm3 = rec("sub", n, lit(3.0))
+                np1_nm3 = rec("truediv", rec("add", n, lit(1.0)), nm3)
+                nm1_nm3 = rec("truediv", nm1, nm3)
+                inner = rec("sub", rec("mul", np1_nm3, value), rec("mul", lit(3.0), nm1_nm3))
+                value = rec("add", rec("mul", nm1_nm2, inner), lit(3.0))
+            if fisher:
+                value = rec("sub", value, lit(3.0))
+        enough = self._record(Binary("gt", n, lit(least)), DType.BOOL)
+        return self._record(When(enough, value, self._typed_literal(None, f64)), f64)
 
     def _scalar_agg(self, func: str, ddof: int, arg: Node, result: DType) -> Node:
         if func in ("count", "null_count"):

@@ -108,6 +108,8 @@ def agg_result(func: str, a: DType) -> DType:
         return DType.UINT32
     if func in ("any", "all"):
         return DType.BOOL
+    if func in ("skew", "kurtosis"):
+        return DType.FLOAT64
     if func in ("min", "max", "first", "last"):
         return a
     if func in ("mean", "std", "var", "median", "quantile"):
