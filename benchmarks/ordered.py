@@ -9,7 +9,8 @@ groups (1,000 by default) in random order. Workloads, with polars' names and
 semantics (``rolling_*`` need all 20 values of the window; ``ewm_mean`` is
 ``adjust=True``, nulls not ignored):
 
-* ``rolling_mean(20)``, ``rolling_std(20)``, ``cum_sum()``, ``shift(1)`` and
+* ``rolling_mean(20)``, ``rolling_std(20)``, ``rolling_median(20)`` (no hand kernel),
+  ``cum_sum()``, ``shift(1)`` and
   ``diff(1)`` (two outputs), ``x - x.shift(1, fill_value=0.0)`` (``shift fill``),
   ``ewm_mean(alpha=0.1)``, and the fused ``(x - x.shift(1)) / x.rolling_std(20)``;
 * ``rolling_mean``, ``cum_sum``, ``shift & diff`` and the fused one again with
@@ -537,6 +538,12 @@ WORKLOADS: dict[str, Workload] = {
         lambda ns: {"y": ns.col("x").rolling_std(WINDOW)},
         lambda pdf: {"y": pdf["x"].rolling(WINDOW).std()},
         _hand_one(_k_rolling_std, WINDOW),
+    ),
+    "rolling_median": Workload(
+        f"`x.rolling_median({WINDOW})`",
+        lambda ns: {"y": ns.col("x").rolling_median(WINDOW)},
+        lambda pdf: {"y": pdf["x"].rolling(WINDOW).median()},
+        None,
     ),
     "cum_sum": Workload(
         "`x.cum_sum()`",

@@ -32,6 +32,7 @@ __all__ = [
     "ewm_mean",
     "fill",
     "rolling_extreme",
+    "rolling_quantile",
     "rolling_sum",
     "rolling_var",
     "rolling_var_by_key",
@@ -959,3 +960,107 @@ def rolling_extreme_by_key(values: Any, valid: Any, ids: Any, parts: int, larges
             else:
                 out[i] = best  # a statement of its own: an integer stays one
             out_valid[i] = count >= min_samples and count > 0
+
+
+#: `rolling_quantile`'s interpolation codes, in `colbridge.expr.nodes.QUANTILE_METHODS` order
+_NEAREST, _HIGHER, _LOWER, _MIDPOINT, _LINEAR, _EQUIPROBABLE = range(6)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _before(a: Any, b: Any) -> bool:
+    """``a`` sorts before ``b``: numbers in order, NaN after every number."""
+    return bool(a < b or (b != b and a == a))
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def rolling_quantile(values: Any, valid: Any, order: Any, tasks: Any, window: int,
+                     min_samples: int, offset: int, quantile: float, method: int, half: Any,
+                     out: Any, out_valid: Any) -> None:  # fmt: skip
+    """Polars' ``rolling_quantile``: each window's non-null values kept sorted.
+
+    Tasks and windows as `rolling_sum`. The window's values stay in ascending order
+    (NaN last) in a buffer: a row entering is inserted after the values not above it,
+    one leaving removed where its value is, each a binary search and a move of the
+    values after it (``O(window)`` per row). With ``n`` values (at least
+    ``min_samples``, else null), the position ``(n - 1) * quantile`` is taken as
+    polars' ``QuantileUpdate`` takes it (``method``: `QUANTILE_METHODS` order), in the
+    values' own type: ``midpoint`` is ``(lower + upper) * half`` (``half`` = 0.5 of that
+    type: halving is exact), ``linear`` ``p * (upper - lower) + lower`` with the
+    fraction ``p`` rounded to the type.
+    """
+    for t in numba.prange(tasks.shape[0]):
+        a, b, c0, c1 = tasks[t, 0], tasks[t, 1], tasks[t, 2], tasks[t, 3]
+        buf = np.empty(max(window, 1), dtype=values.dtype)
+        size = 0
+        lo = -1  # the window held: positions lo .. hi - 1
+        hi = -1
+        for p in range(c0, c1):
+            start = max(p - offset, a)
+            end = max(min(p - offset + window, b), start)
+            if lo < 0:
+                lo = start
+                hi = start
+            while lo < start:  # rows leaving the window
+                if lo < hi:
+                    r = _row(order, lo)
+                    if valid[r]:
+                        x = values[r]
+                        if x != x:
+                            size -= 1  # the NaN are last: drop one of them
+                        else:
+                            k_lo, k_hi = 0, size
+                            while k_lo < k_hi:  # the first value not before x: x itself
+                                mid = (k_lo + k_hi) // 2
+                                if _before(buf[mid], x):
+                                    k_lo = mid + 1
+                                else:
+                                    k_hi = mid
+                            for k in range(k_lo, size - 1):
+                                buf[k] = buf[k + 1]
+                            size -= 1
+                lo += 1
+            if hi < lo:
+                hi = lo
+            while hi < end:  # rows entering it
+                r = _row(order, hi)
+                if valid[r]:
+                    x = values[r]
+                    k_lo, k_hi = 0, size
+                    while k_lo < k_hi:  # after every value not after x
+                        mid = (k_lo + k_hi) // 2
+                        if _before(x, buf[mid]):
+                            k_hi = mid
+                        else:
+                            k_lo = mid + 1
+                    for k in range(size, k_lo, -1):
+                        buf[k] = buf[k - 1]
+                    buf[k_lo] = x
+                    size += 1
+                hi += 1
+            i = _row(order, p)
+            if size == 0 or size < min_samples:
+                out[i] = half - half
+                out_valid[i] = False
+                continue
+            out_valid[i] = True
+            last = size - 1
+            position = (size - 1.0) * quantile
+            below = np.floor(position)
+            low = min(int(below), last)
+            top = min(int(np.ceil(position)), last)
+            if method == _NEAREST:
+                out[i] = buf[min(int(below) + (1 if position - below >= 0.5 else 0), last)]
+            elif method == _HIGHER:
+                out[i] = buf[top]
+            elif method == _LOWER:
+                out[i] = buf[low]
+            elif method == _EQUIPROBABLE:
+                out[i] = buf[max(int(np.ceil(size * quantile)) - 1, 0)]
+            elif top == low:
+                out[i] = buf[low]
+            elif method == _MIDPOINT:
+                out[i] = (buf[low] + buf[top]) * half
+            else:
+                out[i] = position - below  # the fraction, rounded to the values' type
+                fraction = out[i]
+                out[i] = fraction * (buf[top] - buf[low]) + buf[low]

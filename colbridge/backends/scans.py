@@ -616,12 +616,38 @@ def _group_kernels() -> Any:
 
 def host_scan(func: str, options: tuple[Any, ...], array: pa.Array | pa.ChunkedArray,
               groups: GroupIds | None) -> pa.Array:  # fmt: skip
-    """A scan of `HOST_SCANS` (``rank``, ``interpolate``, the distinct flags) of ``array``."""
+    """A scan of `HOST_SCANS` (rank, interpolate, rolling quantiles, flags) of ``array``."""
     if func == "rank":
         return rank(array, options, groups)
     if func == "interpolate":
         return interpolate(array, options, groups)
+    if func == "rolling_quantile":
+        return rolling_quantile(array, options, groups)
     return distinct_flags(func, array, groups)
+
+
+def rolling_quantile(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],
+                     groups: GroupIds | None) -> pa.Array:  # fmt: skip
+    """Polars' ``rolling_quantile`` of ``array`` (Float64 or Float32, typing casts it).
+
+    The compiled kernel (`_scan_kernels.rolling_quantile`) keeps each window's values
+    sorted; chunks of the frame (each reading the window before it again) or groups
+    run on every core.
+    """
+    from colbridge.expr.nodes import QUANTILE_METHODS
+
+    window, min_samples, center, quantile, method = options
+    data = one_array(array)
+    n = len(data)
+    compute = np.dtype(data.type.to_pandas_dtype())
+    values, valid = _inputs("rolling_quantile", data, compute)
+    out, out_valid = _outputs("rolling_quantile", n, compute)
+    order, tasks = _tasks(groups, n, split=True, halo=window)
+    _kernels().rolling_quantile(values, valid, order, tasks, window, min_samples,
+                                window // 2 if center else window - 1, quantile,
+                                QUANTILE_METHODS.index(method), compute.type(0.5), out,
+                                out_valid)  # fmt: skip
+    return pa.array(out, mask=None if out_valid.all() else ~out_valid)
 
 
 def distinct_flags(func: str, array: pa.Array | pa.ChunkedArray,

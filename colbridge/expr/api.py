@@ -938,6 +938,38 @@ class Expr:
         """Standard deviation over the last ``window_size`` rows (see `rolling_var`)."""
         return self._rolling("rolling_std", window_size, weights, min_samples, center, ddof)
 
+    def rolling_quantile(self, quantile: float, interpolation: str = "nearest",
+                         window_size: int = 2, weights: Any = None, *,
+                         min_samples: int | None = None, center: bool = False) -> Expr:  # fmt: skip
+        """The ``quantile`` of the non-null values of the last ``window_size`` rows.
+
+        As polars: the window's values sorted (NaN above every number), the position
+        ``(count - 1) * quantile`` taken as ``interpolation`` says (`quantile`'s
+        methods; nulls are not counted in it, unlike the whole-column `quantile`);
+        integers and booleans give Float64, floats keep their type (a Float32 window
+        interpolates in Float32). Windows, ``min_samples`` and ``center`` as
+        `rolling_sum`; weights are not supported. Computed on the host from the whole
+        column (or group); a stream cannot carry it.
+        """
+        value = _quantile_param(quantile, interpolation, "rolling_quantile")
+        if weights is not None:
+            msg = (
+                "`rolling_quantile(weights=...)`: weighted rolling quantiles are not "
+                "supported; leave `weights` out"
+            )
+            raise SchemaError(msg)
+        window = self._rolling("rolling_quantile", window_size, None, min_samples, center)
+        scan = window.node
+        assert isinstance(scan, Scan)
+        options = (*scan.options[:3], value, interpolation)
+        return Expr(Scan("rolling_quantile", self.node, options))
+
+    def rolling_median(self, window_size: int, weights: Any = None, *,
+                       min_samples: int | None = None, center: bool = False) -> Expr:  # fmt: skip
+        """``rolling_quantile(0.5, "linear", ...)``, as polars defines it."""
+        return self.rolling_quantile(0.5, "linear", window_size, weights,
+                                     min_samples=min_samples, center=center)  # fmt: skip
+
     def ewm_mean(self, *, com: float | None = None, span: float | None = None,
                  half_life: float | None = None, alpha: float | None = None,
                  adjust: bool = True, min_samples: int = 1,
@@ -1094,25 +1126,8 @@ class Expr:
         >>> df.gpu.select(q=cb.col("x").quantile(0.5, "linear")).compute()["q"][0]
         2.5
         """
-        value = _number_of(quantile)
-        if isinstance(value, np.generic):
-            value = value.item()
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            msg = (
-                f"`quantile({quantile!r})`: the quantile must be a number from 0 to 1; "
-                "colbridge takes a literal, not an expression"
-            )
-            raise SchemaError(msg)
-        if not 0.0 <= value <= 1.0:
-            msg = f"`quantile({quantile!r})`: the quantile must be between 0.0 and 1.0"
-            raise SchemaError(msg)
-        if interpolation not in QUANTILE_METHODS:
-            msg = (
-                f"`quantile({quantile!r}, {interpolation!r})`: unknown interpolation; use "
-                f"one of {', '.join(repr(m) for m in QUANTILE_METHODS)}"
-            )
-            raise SchemaError(msg)
-        return Expr(Agg("quantile", self.node, options=(float(value), interpolation)))
+        value = _quantile_param(quantile, interpolation, "quantile")
+        return Expr(Agg("quantile", self.node, options=(value, interpolation)))
 
     def filter(self, predicate: Any) -> Expr:
         """The values on rows where ``predicate`` is true; only as the input of a reduction.
@@ -1489,6 +1504,29 @@ def _ewm_alpha(com: float | None, span: float | None, half_life: float | None,
         msg = f"`ewm_mean`: require 0 < `alpha` <= 1 (found {value!r})"
         raise SchemaError(msg)
     return value
+
+
+def _quantile_param(quantile: Any, interpolation: Any, function: str) -> float:
+    """A quantile argument (a number from 0 to 1) checked with its interpolation's name."""
+    value = _number_of(quantile)
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        msg = (
+            f"`{function}({quantile!r})`: the quantile must be a number from 0 to 1; "
+            "colbridge takes a literal, not an expression"
+        )
+        raise SchemaError(msg)
+    if not 0.0 <= value <= 1.0:
+        msg = f"`{function}({quantile!r})`: the quantile must be between 0.0 and 1.0"
+        raise SchemaError(msg)
+    if interpolation not in QUANTILE_METHODS:
+        msg = (
+            f"`{function}({quantile!r}, {interpolation!r})`: unknown interpolation; use "
+            f"one of {', '.join(repr(m) for m in QUANTILE_METHODS)}"
+        )
+        raise SchemaError(msg)
+    return float(value)
 
 
 def _flag(value: Any, function: str, name: str = "ignore_nulls") -> bool:

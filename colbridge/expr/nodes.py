@@ -400,6 +400,7 @@ SCAN_FUNCS = frozenset(
         "rolling_mean", "rolling_var", "rolling_std", "rolling_min", "rolling_max", "ewm_mean",
         "forward_fill", "backward_fill", "diff", "pct_change", "shift_in_range", "rank",
         "interpolate", "is_duplicated", "is_unique", "is_first_distinct", "is_last_distinct",
+        "rolling_quantile",
     }
 )  # fmt: skip
 # Ordered operations computed on the host from their whole column (or group) at once:
@@ -407,7 +408,7 @@ SCAN_FUNCS = frozenset(
 # Whether each row's value occurs elsewhere, or first or last, in its column (or group).
 DISTINCT_FLAGS = frozenset({"is_duplicated", "is_unique", "is_first_distinct",
                             "is_last_distinct"})  # fmt: skip
-HOST_SCANS = frozenset({"rank", "interpolate"}) | DISTINCT_FLAGS
+HOST_SCANS = frozenset({"rank", "interpolate", "rolling_quantile"}) | DISTINCT_FLAGS
 # How `rank` numbers equal values (polars' names; "random" is not supported).
 RANK_METHODS = ("average", "min", "max", "dense", "ordinal")
 
@@ -422,6 +423,8 @@ class Scan(Node):
     earlier exists: a shift's fill by an expression) ``(n,)``, ``cum_*`` ``(reverse,)``,
     ``rolling_*`` ``(window_size, min_samples, center, ddof)`` and, with weights, a
     fifth item: the weights as a tuple of floats (`rolling_weights`),
+    ``rolling_quantile`` ``(window_size, min_samples, center, quantile, interpolation)``
+    (``rolling_median`` is its ``0.5, "linear"``),
     ``ewm_mean`` ``(alpha, adjust, min_samples, ignore_nulls)``, ``forward_fill`` and
     ``backward_fill`` ``(limit,)``, ``rank`` ``(method, descending)``, ``interpolate``
     ``(method,)``, the `DISTINCT_FLAGS` ``()``. Like a reduction
@@ -472,7 +475,7 @@ def looks_ahead(func: str, options: tuple[Any, ...]) -> bool:
 
 def rolling_weights(func: str, options: tuple[Any, ...]) -> tuple[float, ...] | None:
     """The weights of a ``rolling_*`` scan's ``options`` (None: an unweighted window)."""
-    if func.startswith("rolling_") and len(options) > 4:
+    if func.startswith("rolling_") and func != "rolling_quantile" and len(options) > 4:
         weights: tuple[float, ...] = options[4]
         return weights
     return None

@@ -193,6 +193,19 @@ FUNCTIONS: dict[str, _Function] = {
         example=f"{name}(x, 20)")
        for name in ("rolling_sum", "rolling_mean", "rolling_min", "rolling_max", "rolling_var",
                     "rolling_std")},
+    "rolling_quantile": _Function(
+        (_x(), _Param("quantile", "value"), _Param("interpolation", "str", "nearest"),
+         _Param("window_size", "int", 2), _Param("min_samples", "value", None),
+         _Param("center", "bool", False)),
+        lambda x, q, how, w, m, c: x.rolling_quantile(q, how, w, min_samples=m, center=c),
+        example='rolling_quantile(x, 0.9, "linear", 20)',
+    ),
+    "rolling_median": _Function(
+        (_x(), _Param("window_size", "int"), _Param("min_samples", "value", None),
+         _Param("center", "bool", False)),
+        lambda x, w, m, c: x.rolling_median(w, min_samples=m, center=c),
+        example="rolling_median(x, 20)",
+    ),
     "ewm_mean": _Function(
         (_x(), _Param("com", "value", None), _Param("span", "value", None),
          _Param("half_life", "value", None), _Param("alpha", "value", None),

@@ -127,6 +127,14 @@ class OrderedTyping:
             return self._record(Scan(func, arg, node.options, keys), DType.BOOL)
         if func == "interpolate":
             return self._interpolate(node, arg, keys, logical)
+        if func == "rolling_quantile":
+            if logical is not None:
+                raise self._refuse(node, arg, f"{logical.kind}s; rolling quantiles are of "
+                                   "numbers (cast to one first)")  # fmt: skip
+            # polars: Float32 windows stay Float32, everything else becomes Float64
+            result = DType.FLOAT32 if tc.types[arg] is DType.FLOAT32 else DType.FLOAT64
+            value = tc.cast_plain(arg, result, strict=False)
+            return self._record(Scan(func, value, node.options, keys), result)
         if func == "diff" and logical is not None and logical.is_temporal:
             # a duration, as `x - x.shift(n)` of dates, datetimes, durations and times is
             # typed (Duration[us] for dates, [ns] for times, the unit otherwise: polars')
