@@ -508,7 +508,10 @@ def quantiles(
         # 436 ms for a lexsort of the pairs and 110 ms for NumPy's sort and a regrouping)
         bounds = np.append(starts, len(values))
         picks = np.where(has, at, -1)
-        lower, upper = _kernels().group_select(values, owners, bounds, picks, between)
+        import numba
+
+        lower, upper = _kernels().group_select(values, owners, bounds, picks, between,
+                                               numba.get_num_threads())  # fmt: skip
     result = lower
     if joins:
         with np.errstate(invalid="ignore", over="ignore"):

@@ -152,7 +152,7 @@ def test_the_per_group_select_equals_a_sort(sizes: list[int], pool: str, seed: i
     bounds = np.append(np.cumsum(counts) - counts, n)
     picks = np.array([rng.integers(0, c) if c else -1 for c in sizes], dtype=np.int64)
     nexts = np.array([0 <= p < c - 1 for p, c in zip(picks, sizes, strict=True)])
-    lower, upper = group_select(values, owners, bounds, picks, nexts)
+    lower, upper = group_select(values, owners, bounds, picks, nexts, 2)
     for g, c in enumerate(sizes):
         if not c:
             continue
@@ -173,7 +173,7 @@ def test_the_next_value_is_found_wherever_the_select_leaves_it() -> None:
     values = np.concatenate([rng.permutation(c) for c in sizes]).astype(np.float64)
     bounds = np.append(np.cumsum(sizes) - sizes, len(values))
     picks = rng.integers(0, sizes - 1)
-    lower, upper = group_select(values, owners, bounds, picks, np.ones(len(sizes), np.bool_))
+    lower, upper = group_select(values, owners, bounds, picks, np.ones(len(sizes), np.bool_), 2)
     np.testing.assert_array_equal(lower, picks)  # each group holds 0 .. size - 1
     np.testing.assert_array_equal(upper, picks + 1)
 
