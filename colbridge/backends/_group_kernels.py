@@ -14,8 +14,8 @@ import numba
 import numpy as np
 
 __all__ = [
-    "edge_rows", "first_ranks", "group_select", "grouped_order", "rank_packed", "rank_runs",
-    "renumber",
+    "edge_rows", "first_ranks", "group_products", "group_select", "grouped_order",
+    "rank_packed", "rank_runs", "renumber",
 ]  # fmt: skip
 
 
@@ -265,3 +265,11 @@ def _select(a: Any, lo: int, hi: int, k: int) -> None:
         else:
             return
     a[lo:hi].sort()
+
+
+@numba.njit(cache=True, nogil=True)
+def group_products(values: Any, take: Any, ids: Any, out: Any) -> None:
+    """``out[ids[i]] *= values[i]`` where ``take[i]``, in row order (integers wrap)."""
+    for i in range(values.shape[0]):
+        if take[i]:
+            out[ids[i]] *= values[i]

@@ -407,6 +407,9 @@ def host_reduction(
         assert arg is not None
         quantile, method = (0.5, "linear") if func == "median" else options
         return quantiles(groups, arg, keep, quantile, method)
+    if func == "product":
+        assert arg is not None
+        return products(groups, arg, keep)
     if func == "len":
         return pa.array(_counts(groups, keep).astype(np.uint32))
     assert arg is not None
@@ -523,6 +526,18 @@ def quantiles(
     out_type = data.type if pa.types.is_floating(data.type) else pa.float64()
     out = result.astype(out_type.to_pandas_dtype())
     return pa.array(out, type=out_type, mask=~has)
+
+
+def products(groups: GroupIds, arg: pa.Array, keep: np.ndarray[Any, Any] | None) -> pa.Array:
+    """Each group's product of the non-null values of ``arg``, in row order (1 for none).
+
+    Typing cast ``arg`` to the result type (Int64, UInt64 or a float): integers wrap.
+    """
+    data = one_array(arg)
+    ids, present, rows = _rows_of(groups, data, keep)
+    out = np.ones(groups.count, dtype=data.type.to_pandas_dtype())
+    _kernels().group_products(_raw(data), present & rows, ids, out)
+    return pa.array(out, type=data.type)
 
 
 def any_all(func: str, groups: GroupIds, arg: pa.Array, keep: np.ndarray[Any, Any] | None, *,

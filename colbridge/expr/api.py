@@ -1018,6 +1018,14 @@ class Expr:
         """Sum of the non-null values (0 when there are none)."""
         return self._agg("sum")
 
+    def product(self) -> Expr:
+        """Product of the non-null values (1 when there are none), as polars.
+
+        Integers and booleans multiply in Int64 (UInt64 stays UInt64), wrapping on
+        overflow; floats keep their type and multiply in row order.
+        """
+        return self._agg("product")
+
     def mean(self) -> Expr:
         """Mean of the non-null values (null when there are none)."""
         return self._agg("mean")

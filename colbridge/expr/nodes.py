@@ -110,7 +110,7 @@ UNARY_FUNCS = FLOAT_FUNCS | frozenset(
 AGG_FUNCS = frozenset(
     {
         "sum", "mean", "min", "max", "std", "var", "count", "null_count", "len", "first",
-        "last", "n_unique", "median", "quantile", "any", "all", "skew", "kurtosis",
+        "last", "n_unique", "median", "quantile", "any", "all", "skew", "kurtosis", "product",
     }
 )  # fmt: skip
 # Shape statistics: typing writes them as two passes of sums (`typecheck._moments`).
@@ -118,7 +118,7 @@ MOMENT_FUNCS = frozenset({"skew", "kurtosis"})
 # Reductions computed from a factorization (one group for a whole column), not by a fold:
 # a whole-column one is a `GroupAgg` over the empty key set.
 GROUPED_ONLY_FUNCS = frozenset({"first", "last", "n_unique", "median", "quantile", "any",
-                                "all"})  # fmt: skip
+                                "all", "product"})  # fmt: skip
 # How `quantile` picks between the two values around its position (polars' names).
 QUANTILE_METHODS = ("nearest", "higher", "lower", "midpoint", "linear", "equiprobable")
 

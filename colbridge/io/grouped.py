@@ -328,6 +328,11 @@ def _merged(agg: GroupAgg, j: int, whole: pa.Table, groups: GroupIds) -> dict[st
         return {name: pa.array(summed.astype(t.to_pandas_dtype()), type=t)}
     if func in ("min", "max"):
         return {name: _extreme(func, exact, ids, count)}
+    if func == "product":  # the pieces' products multiplied, in order (integers wrap)
+        values, _ = _numbers(exact, 1)
+        product = np.ones(count, dtype=values.dtype)
+        np.multiply.at(product, ids, values)
+        return {name: pa.array(product, type=t)}
     if func in ("any", "all"):
         # the pieces' answers, folded by the same (Kleene, without ignore_nulls) logic
         return {name: any_all(func, groups, exact, None, ignore_nulls=agg.options[0])}

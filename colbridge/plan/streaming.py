@@ -111,7 +111,8 @@ def _whole_column_unmergeable(node: Node, found: list[Agg]) -> None:
     """
     if isinstance(node, (Over, GroupAgg)):
         return  # per group: merged by key (`colbridge.io.grouped`)
-    if isinstance(node, Agg) and node.func in GROUPED_ONLY_FUNCS and node not in found:
+    if isinstance(node, Agg) and node.func in GROUPED_ONLY_FUNCS and node.func != "product" \
+            and node not in found:  # a product folds: the pieces' products multiplied
         found.append(node)
     for child in children(node):
         _whole_column_unmergeable(child, found)

@@ -1369,6 +1369,9 @@ class TypeChecker:
         result = agg_result(func, t)
         if func in ("first", "last", "n_unique"):
             return self._record(GroupAgg(func, filtered(typed), keys), result)
+        if func == "product":  # multiplied in the result's type (integers wrap), as polars
+            value = self._cast(typed, result)
+            return self._record(GroupAgg(func, filtered(value), keys), result)
         if func in ("any", "all"):
             # polars casts the values to Boolean first, strictly (non-zero numbers true)
             value = typed if t.is_bool else self._record(Cast(typed, DType.BOOL, strict=True),
@@ -1621,10 +1624,12 @@ def is_host_reduction(node: GroupAgg, types: Mapping[Node, DType]) -> bool:
 
     ``len``, ``first``, ``last`` and ``n_unique`` come from row positions and
     factorizations, ``median`` and ``quantile`` from the values sorted per group,
-    ``any`` and ``all`` from counts of true, false and null values;
+    ``any`` and ``all`` from counts of true, false and null values, ``product`` by a
+    compiled fold in row order;
     ``count``/``null_count`` of a column no kernel reads (strings) from its validity.
     """
-    if node.func in ("len", "first", "last", "n_unique", "median", "quantile", "any", "all"):
+    if node.func in ("len", "first", "last", "n_unique", "median", "quantile", "any", "all",
+                     "product"):
         return True
     if node.func == "each":
         return False

@@ -929,6 +929,7 @@ _HOSTED_FOLDS: dict[str, Callable[[Any, Any], Any]] = {
     "count": lambda a, b: a + b,
     "null_count": lambda a, b: a + b,
     "len": lambda a, b: a + b,
+    "product": lambda a, b: a * b,  # integers wrapped to their type (`_fold_hosted`)
 }
 
 
@@ -941,7 +942,13 @@ def _fold_hosted(func: str, a: Literal, b: Literal) -> Literal:
         return b
     if b.value is None:
         return a
-    return Literal(_HOSTED_FOLDS[func](a.value, b.value), a.dtype)
+    value = _HOSTED_FOLDS[func](a.value, b.value)
+    if func == "product" and a.dtype is not None and a.dtype.is_integer:
+        # Python's integers do not overflow; the pieces' Int64/UInt64 products wrap
+        value %= 2**64
+        if not a.dtype.is_unsigned and value >= 2**63:
+            value -= 2**64
+    return Literal(value, a.dtype)
 
 
 def reduction_partials(

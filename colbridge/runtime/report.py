@@ -280,7 +280,9 @@ def _grouped_work(seg: Segment, target: str,
             else "the rows in frame order"  # fmt: skip
         why = device_scan_reason(scan.func, streamed) if target == "cuda" else None
         if scan.func in HOST_SCANS:
-            how = {"rank": "ranked", "interpolate": "interpolated"}.get(scan.func, "flagged")
+            how = {"rank": "ranked", "interpolate": "interpolated",
+                   "rolling_quantile": "windowed (each window's values kept sorted)"
+                   }.get(scan.func, "flagged")  # fmt: skip
             where = f"{how} on the host CPU from its whole column" + (
                 ", its result uploaded" if target == "cuda" else "")  # fmt: skip
         elif target == "cuda" and why is None:

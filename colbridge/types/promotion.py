@@ -110,6 +110,8 @@ def agg_result(func: str, a: DType) -> DType:
         return DType.BOOL
     if func in ("skew", "kurtosis"):
         return DType.FLOAT64
+    if func == "product":  # polars: integers in Int64 (UInt64 stays), floats keep their width
+        return a if a.is_float or a is DType.UINT64 else DType.INT64
     if func in ("min", "max", "first", "last"):
         return a
     if func in ("mean", "std", "var", "median", "quantile"):

@@ -140,6 +140,11 @@ def test_every_frame_kind(tier: str, monkeypatch: pytest.MonkeyPatch) -> None:
         b=m.col("f32").rolling_quantile(0.3, "midpoint", 6, center=True).over("g")))
 
 
+def test_explain_says_where_it_runs() -> None:
+    text = cb.lazy(pa.table({"x": [1.0, 2.0]})).select(cb.col("x").rolling_median(2)).explain()
+    assert "windowed (each window's values kept sorted) on the host CPU" in text
+
+
 def test_the_string_language() -> None:
     table = pa.table({"g": [1, 1, 2, 2, 1, 2], "x": [5.0, 1.0, 2.0, None, 4.0, 3.0]})
     got = cb.lazy(table).eval(
