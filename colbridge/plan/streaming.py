@@ -86,8 +86,8 @@ def refuse_ordered(steps: Iterable[Step], where: str, *, look_ahead_only: bool =
             else ", or reverse the data and use the forward form"  # fmt: skip
         msg = (
             f"{listed}: ordered operations that read the rows after each row (reverse=True, "
-            f"backward fills, negative shifts, centred windows, rank, interpolate; rolling "
-            f"quantiles, computed from the whole column) are not "
+            f"backward fills, negative shifts, centred windows; rolling quantiles, computed "
+            f"from a whole column; rank, interpolate) are not "
             f"supported in "
             f"{where}, which carries them from batch to batch in order; compute them in "
             "memory (`cb.lazy(frame)` over the whole table, e.g. `pl.read_parquet(...)`)"

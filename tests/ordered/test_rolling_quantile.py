@@ -186,8 +186,8 @@ def test_streams_refuse_it_and_dask_uses_halos(tmp_path: Any) -> None:
 
     path = tmp_path / "a.parquet"
     pq.write_table(pa.table({"x": [1.0, None, 3.0]}), path)
-    with pytest.raises(JobSpecError, match=r"rolling quantiles, computed from the whole "
-                       r"column\) are not supported in a streamed job"):  # fmt: skip
+    with pytest.raises(JobSpecError, match=r"rolling quantiles, computed from a whole "
+                       r"column; rank, interpolate\) are not supported in a streamed job"):
         pl.scan_parquet(path).gpu.with_columns(r=cb.col("x").rolling_median(2)).compute()
     rng = np.random.default_rng(1)
     pdf = pd.DataFrame({"x": np.round(rng.normal(size=400), 1)})
