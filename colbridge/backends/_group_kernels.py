@@ -14,8 +14,8 @@ import numba
 import numpy as np
 
 __all__ = [
-    "edge_rows", "first_ranks", "group_products", "group_select", "grouped_order",
-    "rank_packed", "rank_runs", "renumber",
+    "edge_rows", "first_ranks", "group_products", "group_select", "rank_packed", "rank_runs",
+    "renumber",
 ]  # fmt: skip
 
 
@@ -72,35 +72,33 @@ def edge_rows(ids: Any, keep: Any, count: int, last: bool) -> Any:  # pragma: no
     return rows
 
 
-@numba.njit(cache=True, nogil=True)
-def grouped_order(order: Any, owners: Any, count: int) -> Any:
-    """``order`` regrouped by owner, keeping its order within each group (a counting sort).
+@numba.njit(cache=True, nogil=True, inline="always")
+def _put_rank(out: Any, p: Any, method: int, k: int, run: int, stop: int, first: int,
+              dense: int) -> None:  # fmt: skip
+    """The rank of the value at sorted place ``k`` into ``out[p]``, by ``method``.
 
-    ``order`` lists positions (a value order, from NumPy's sort); ``owners[p]`` is the
-    group of position ``p``. Returns ``(rows, starts)``: group ``g``'s positions are
-    ``rows[starts[g]:starts[g + 1]]``, in the order ``order`` gave them.
+    Its run of equal values is places ``run .. stop - 1``, its group's first place
+    ``first``, the run's number in the group ``dense``. ``method``: 0 ordinal, 1 min,
+    2 max, 3 average, 4 dense.
     """
-    starts = np.zeros(count + 1, dtype=np.int64)
-    for p in range(owners.shape[0]):
-        starts[owners[p] + 1] += 1
-    for g in range(count):
-        starts[g + 1] += starts[g]
-    fill = starts[:-1].copy()
-    rows = np.empty(order.shape[0], dtype=np.int64)
-    for k in range(order.shape[0]):
-        p = order[k]
-        g = owners[p]
-        rows[fill[g]] = p
-        fill[g] += 1
-    return rows, starts
+    if method == 0:
+        out[p] = k - first + 1
+    elif method == 1:
+        out[p] = run - first + 1
+    elif method == 2:
+        out[p] = stop - first
+    elif method == 3:
+        out[p] = (run + stop - 1) / 2.0 - first + 1.0
+    else:
+        out[p] = dense
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def rank_runs(rows: Any, starts: Any, keys: Any, method: int, out: Any) -> None:
     """Each position's rank within its group, from the groups' value-ordered positions.
 
-    ``rows``/``starts`` as `grouped_order` returns them, ordered by ``keys`` (equal keys
-    in any order). ``method``: 0 ordinal (equal keys ranked in position order), 1 min,
+    Group ``g``'s positions are ``rows[starts[g]:starts[g + 1]]``, ordered by ``keys``
+    (equal keys in any order). ``method``: 0 ordinal (equal keys ranked in position order), 1 min,
     2 max, 3 average, 4 dense; ``out[p]`` receives position ``p``'s rank, from 1.
     """
     for g in numba.prange(starts.shape[0] - 1):
@@ -115,17 +113,7 @@ def rank_runs(rows: Any, starts: Any, keys: Any, method: int, out: Any) -> None:
             if method == 0 and stop - run > 1:
                 rows[run:stop].sort()  # equal values take their ranks in row order
             for k in range(run, stop):
-                p = rows[k]
-                if method == 0:
-                    out[p] = k - first + 1
-                elif method == 1:
-                    out[p] = run - first + 1
-                elif method == 2:
-                    out[p] = stop - first
-                elif method == 3:
-                    out[p] = (run + stop - 1) / 2.0 - first + 1.0
-                else:
-                    out[p] = dense
+                _put_rank(out, rows[k], method, k, run, stop, first, dense)
             run = stop
 
 
@@ -151,17 +139,7 @@ def rank_packed(packed: Any, row_bits: int, key_bits: int, method: int, out: Any
             stop += 1
         dense += 1
         for k in range(run, stop):
-            p = packed[k] & row_mask
-            if method == 0:
-                out[p] = k - first + 1
-            elif method == 1:
-                out[p] = run - first + 1
-            elif method == 2:
-                out[p] = stop - first
-            elif method == 3:
-                out[p] = (run + stop - 1) / 2.0 - first + 1.0
-            else:
-                out[p] = dense
+            _put_rank(out, packed[k] & row_mask, method, k, run, stop, first, dense)
         run = stop
 
 

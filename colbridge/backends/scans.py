@@ -541,15 +541,17 @@ def rank(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],
         order = np.argsort(keys)  # NumPy's (vectorised) quicksort: equal keys in any order
         if owners is None:
             rows, starts = order, np.array([0, len(order)], dtype=np.int64)
-        else:
-            rows, starts = kernels.grouped_order(order, owners, count)
+        else:  # regrouped, value order kept within each group (a stable counting sort)
+            places, starts = _kernels().counting_order(
+                owners[order], count, empty_array(len(order), np.int64))
+            rows = order[places]
         kernels.rank_runs(rows, starts, keys, code, ranked)
     out = np.zeros(n, dtype=ranked.dtype)
     out[present] = ranked
     return pa.array(out, mask=None if valid.all() else ~valid)
 
 
-_RANK_METHODS = ("ordinal", "min", "max", "average", "dense")  # `rank_runs`' codes
+_RANK_METHODS = ("ordinal", "min", "max", "average", "dense")  # `_put_rank`'s codes
 
 
 def _packed(keys: np.ndarray[Any, Any], owners: np.ndarray[Any, Any] | None,
