@@ -700,9 +700,12 @@ def interpolate(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],
     values = np.asarray(data.fill_null(0).to_numpy(zero_copy_only=False))
     if method == "linear" and not temporal and values.dtype.kind != "f":
         values = values.astype(np.float64)  # polars casts integers to Float64 first
-    # the rows of each group together, in frame order; positions in that order
-    order = np.arange(n) if groups is None or groups.ids is None \
-        else np.argsort(groups.ids, kind="stable")  # fmt: skip
+    # the rows of each group together, in frame order (a stable counting sort by group);
+    # positions in that order
+    if groups is None or groups.ids is None:
+        order = np.arange(n)
+    else:
+        order, _ = _kernels().counting_order(groups.ids, groups.count, empty_array(n, np.int64))
     owner = np.zeros(n, dtype=np.int64) if groups is None or groups.ids is None \
         else groups.ids[order].astype(np.int64)  # fmt: skip
     ok = valid[order]

@@ -15,6 +15,7 @@ __all__ = [
     "AGG_FUNCS",
     "BINARY_OPS",
     "DISTINCT_FLAGS",
+    "FOLDED_HOST_AGGS",
     "FUNCTIONS",
     "GROUPED_ONLY_FUNCS",
     "HOST_SCANS",
@@ -113,6 +114,9 @@ AGG_FUNCS = frozenset(
         "last", "n_unique", "median", "quantile", "any", "all", "skew", "kurtosis", "product",
     }
 )  # fmt: skip
+# Reductions computed on the host whose whole-column value a stream (or Dask) folds from
+# its pieces' values (`runtime.execute._HOSTED_FOLDS`): sums of counts, a product.
+FOLDED_HOST_AGGS = frozenset({"count", "null_count", "len", "product"})
 # Shape statistics: typing writes them as two passes of sums (`typecheck._moments`).
 MOMENT_FUNCS = frozenset({"skew", "kurtosis"})
 # Reductions computed from a factorization (one group for a whole column), not by a fold:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 from colbridge.expr.nodes import (
+    FOLDED_HOST_AGGS,
     GROUPED_ONLY_FUNCS,
     HOST_SCANS,
     Agg,
@@ -87,9 +88,8 @@ def refuse_ordered(steps: Iterable[Step], where: str, *, look_ahead_only: bool =
         msg = (
             f"{listed}: ordered operations that read the rows after each row (reverse=True, "
             f"backward fills, negative shifts, centred windows; rolling quantiles, computed "
-            f"from a whole column; rank, interpolate) are not "
-            f"supported in "
-            f"{where}, which carries them from batch to batch in order; compute them in "
+            f"from a whole column; rank, interpolate) are not supported in {where}, which "
+            "carries them from batch to batch in order; compute them in "
             "memory (`cb.lazy(frame)` over the whole table, e.g. `pl.read_parquet(...)`)"
             f"{reverse}"
         )
@@ -111,8 +111,8 @@ def _whole_column_unmergeable(node: Node, found: list[Agg]) -> None:
     """
     if isinstance(node, (Over, GroupAgg)):
         return  # per group: merged by key (`colbridge.io.grouped`)
-    if isinstance(node, Agg) and node.func in GROUPED_ONLY_FUNCS and node.func != "product" \
-            and node not in found:  # a product folds: the pieces' products multiplied
+    if isinstance(node, Agg) and node.func in GROUPED_ONLY_FUNCS \
+            and node.func not in FOLDED_HOST_AGGS and node not in found:  # fmt: skip
         found.append(node)
     for child in children(node):
         _whole_column_unmergeable(child, found)

@@ -1628,8 +1628,7 @@ def is_host_reduction(node: GroupAgg, types: Mapping[Node, DType]) -> bool:
     compiled fold in row order;
     ``count``/``null_count`` of a column no kernel reads (strings) from its validity.
     """
-    if node.func in ("len", "first", "last", "n_unique", "median", "quantile", "any", "all",
-                     "product"):
+    if node.func in GROUPED_ONLY_FUNCS or node.func == "len":
         return True
     if node.func == "each":
         return False

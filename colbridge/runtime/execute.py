@@ -55,6 +55,7 @@ from colbridge.errors import (
     UnsupportedTypeError,
 )
 from colbridge.expr.nodes import (
+    FOLDED_HOST_AGGS,
     HOST_SCANS,
     ROWS,
     STRING_COMPARISONS,
@@ -923,14 +924,16 @@ def _python(value: Any) -> Any:
 
 
 #: whole-column reductions computed on the host whose values over parts fold into the
-#: value over their union: counts (of a string column, say). The host's min/max (of
-#: dates and times) would fold too, but their values are not literals a plan can hold.
+#: value over their union (`FOLDED_HOST_AGGS`): counts (of a string column, say), a
+#: product. The host's min/max (of dates and times) would fold too, but their values
+#: are not literals a plan can hold.
 _HOSTED_FOLDS: dict[str, Callable[[Any, Any], Any]] = {
     "count": lambda a, b: a + b,
     "null_count": lambda a, b: a + b,
     "len": lambda a, b: a + b,
     "product": lambda a, b: a * b,  # integers wrapped to their type (`_fold_hosted`)
 }
+assert set(_HOSTED_FOLDS) == FOLDED_HOST_AGGS
 
 
 def _reads_columns(node: Node) -> bool:
