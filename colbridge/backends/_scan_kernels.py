@@ -109,10 +109,18 @@ def cumulative(values: Any, valid: Any, order: Any, tasks: Any, op: int,
 
     Sums and products wrap in the compute type (the caller narrows to the result type,
     which wraps the same way); min and max skip NaN, as polars' running extremes do.
+    Only ``cum_count`` writes ``out_valid``: the others' nulls are their argument's,
+    whose bitmap the caller gives the result (a null row's value is any value).
     """
     for t in numba.prange(tasks.shape[0]):
         a, b = tasks[t, 0], tasks[t, 1]
-        acc = start  # 0, or 1 for a product, in the values' type
+        if op == CUM_SUM:
+            _running_total(values, valid, order, a, b, reverse, True, start, out)
+            continue
+        if op == CUM_PROD:
+            _running_total(values, valid, order, a, b, reverse, False, start, out)
+            continue
+        acc = start
         count = 0
         seen = False
         for step in range(b - a):
@@ -124,23 +132,38 @@ def cumulative(values: Any, valid: Any, order: Any, tasks: Any, op: int,
                 out[i] = count
                 out_valid[i] = True
                 continue
-            if not valid[i]:
-                out[i] = acc
-                out_valid[i] = False
-                continue
-            v = values[i]
-            if op == CUM_SUM:
-                acc = acc + v
-            elif op == CUM_PROD:
-                acc = acc * v
-            elif op == CUM_MIN:
-                if not seen or v < acc or acc != acc:
+            if valid[i]:
+                v = values[i]
+                if op == CUM_MIN:
+                    if not seen or v < acc or acc != acc:
+                        acc = v
+                elif v > acc or acc != acc or not seen:
                     acc = v
-            elif v > acc or acc != acc or not seen:
-                acc = v
-            seen = True
+                seen = True
             out[i] = acc
-            out_valid[i] = True
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _running_total(values: Any, valid: Any, order: Any, a: int, b: int, reverse: bool,
+                   add: bool, start: Any, out: Any) -> None:  # fmt: skip
+    """A segment's running sum (``add``) or product from ``start`` (0 or 1), branch-free.
+
+    A null row adds ``start`` (0: the sum starts from +0 and never becomes -0, so adding
+    0 changes nothing) or multiplies by it (1), so the loop carries no branch on the
+    data and runs at the speed of its one chain of additions. Two loops, not a test of
+    ``add`` per row.
+    """
+    acc = start
+    if add:
+        for step in range(b - a):
+            i = _row(order, b - 1 - step if reverse else a + step)
+            acc = acc + (values[i] if valid[i] else start)
+            out[i] = acc
+    else:
+        for step in range(b - a):
+            i = _row(order, b - 1 - step if reverse else a + step)
+            acc = acc * (values[i] if valid[i] else start)
+            out[i] = acc
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

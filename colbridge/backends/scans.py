@@ -54,6 +54,8 @@ __all__ = [
 ]
 
 _CUMULATIVE = {"cum_sum": 0, "cum_prod": 1, "cum_min": 2, "cum_max": 3, "cum_count": 4}
+#: scans whose result is null exactly where their argument is (it shares the bitmap)
+_NULLS_KEPT = frozenset({"cum_sum", "cum_prod", "cum_min", "cum_max"})
 #: rows per task when one long segment is split for the threads (shifts and windows)
 _CHUNK_ROWS = 1 << 14
 #: the most state entries (groups x ring length) a scan by key keeps in tables
@@ -158,10 +160,18 @@ def _outputs(func: str, n: int, compute: np.dtype[Any]) -> tuple[np.ndarray[Any,
 
 
 def _result(func: str, out: np.ndarray[Any, Any], out_valid: np.ndarray[Any, Any],
-            result: DType) -> pa.Array:  # fmt: skip
-    """The kernel's output as the Arrow result (``shift_in_range``: its validity, as values)."""
+            result: DType, arg: pa.Array | None = None,
+            valid: np.ndarray[Any, Any] | None = None) -> pa.Array:  # fmt: skip
+    """The kernel's output as the Arrow result (``shift_in_range``: its validity, as values).
+
+    Given the scan's argument ``arg`` and its flags ``valid``, a running sum, product,
+    min or max (null exactly where its argument is) shares the argument's validity
+    bitmap; `cumulative` leaves their ``out_valid`` unwritten.
+    """
     if func == "shift_in_range":
         return _arrow(out_valid, np.ones(len(out_valid), dtype=np.bool_), DType.BOOL)
+    if func in _NULLS_KEPT and arg is not None and valid is not None:
+        return _arrow(out, valid, result, bitmap_of=arg)
     return _arrow(out, out_valid, result)
 
 
@@ -368,10 +378,21 @@ def _tasks(groups: GroupIds | None, n: int, split: bool,
     return None, np.ascontiguousarray(tasks)
 
 
-def _arrow(values: np.ndarray[Any, Any], valid: np.ndarray[Any, Any], dtype: DType) -> pa.Array:
-    """Kernel output as an Arrow array of ``dtype`` (no validity buffer when none is null)."""
+def _arrow(values: np.ndarray[Any, Any], valid: np.ndarray[Any, Any], dtype: DType,
+           bitmap_of: pa.Array | None = None) -> pa.Array:  # fmt: skip
+    """Kernel output as an Arrow array of ``dtype`` (no validity buffer when none is null).
+
+    ``bitmap_of``: an array of as many rows whose validity is ``valid``; its bitmap is
+    shared where its rows start on a byte (else ``valid`` is packed anew).
+    """
     n = len(values)
-    bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    if bitmap_of is not None and not bitmap_of.null_count:
+        bitmap = None
+    elif bitmap_of is not None and bitmap_of.offset % 8 == 0 \
+            and bitmap_of.buffers()[0] is not None:  # fmt: skip
+        bitmap = bitmap_of.buffers()[0].slice(bitmap_of.offset // 8, (n + 7) // 8)
+    else:
+        bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
     if dtype is DType.BOOL:
         data = pa.py_buffer(np.packbits(values != 0, bitorder="little"))
     else:
@@ -503,7 +524,7 @@ def run_scan(
     else:  # pragma: no cover - typing lowers every other ordered function
         msg = f"no scan kernel for `{func}`"
         raise AssertionError(msg)
-    return _result(named, out, out_valid, result)
+    return _result(named, out, out_valid, result, arg, valid)
 
 
 def rank(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],

@@ -53,10 +53,12 @@ def test_tiny_frames(dtype: str, n: int, tier: str) -> None:
 
 
 @pytest.mark.parametrize("dtype", ["int32", "uint16", "float64", "bool"])
-@pytest.mark.parametrize(("offset", "chunks"), [(5, 1), (0, 3), (13, 4), (7, 37)],
-                         ids=["sliced", "chunks", "sliced-chunks", "chunk-per-row"])  # fmt: skip
+@pytest.mark.parametrize(("offset", "chunks"), [(5, 1), (16, 1), (0, 3), (13, 4), (7, 37)],
+                         ids=["sliced", "sliced-on-a-byte", "chunks", "sliced-chunks",
+                              "chunk-per-row"])  # fmt: skip
 def test_sliced_and_chunked_inputs(dtype: str, offset: int, chunks: int) -> None:
-    # scans and windows must carry their state across chunk boundaries
+    # scans and windows must carry their state across chunk boundaries; a slice starting
+    # on a byte of the validity bitmap is read (and shared by running results) in place
     table = pattern_frame(dtype, 37, seed=offset * 10 + chunks, offset=offset, chunks=chunks)
     assert table.column("runs").num_chunks == (chunks if chunks > 1 else 1)
     steps, tolerance = op_steps(dtype, ("random", "runs", "leading"))
