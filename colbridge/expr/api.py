@@ -332,6 +332,21 @@ class Expr:
         """``self != other``."""
         return self._bin("ne", other)
 
+    def eq_missing(self, other: Any) -> Expr:
+        """``self == other`` where null equals null: never null (polars' ``eq_missing``).
+
+        Two nulls are equal, a null and a value are not; values compare as ``==``
+        does (NaN equals NaN, ``-0.0`` equals ``0.0``). Written with the operations
+        it is made of: ``(a == b).fill_null(a.is_null() & b.is_null())``.
+        """
+        other_expr = Expr(to_node(other))
+        return (self == other_expr).fill_null(self.is_null() & other_expr.is_null())
+
+    def ne_missing(self, other: Any) -> Expr:
+        """``self != other`` where null equals null: never null (see `eq_missing`)."""
+        other_expr = Expr(to_node(other))
+        return (self != other_expr).fill_null(self.is_null() ^ other_expr.is_null())
+
     def lt(self, other: Any) -> Expr:
         """``self < other``."""
         return self._bin("lt", other)
@@ -798,6 +813,18 @@ class Expr:
     def is_last_distinct(self) -> Expr:
         """True on the last row of each distinct value (see `is_duplicated`)."""
         return Expr(Scan("is_last_distinct", self.node))
+
+    def rle_id(self) -> Expr:
+        """The number of the row's run of equal values, from 0 (UInt32), as polars' ``rle_id``.
+
+        A new run starts where the value differs from the row before (`ne_missing`:
+        nulls are equal to each other, NaN to NaN, ``-0.0`` to ``0.0``). Per group with
+        ``.over(...)``, a group's rows in frame order. Written with the operations it is
+        made of: a running count of the rows (after the first) that start a run.
+        """
+        after_first = Scan("shift_in_range", self.node, (1,))  # the row has one before it
+        starts = When(after_first, self.ne_missing(self.shift(1)).node, Literal(False))
+        return Expr(starts).cum_sum()
 
     def interpolate(self, method: str = "linear") -> Expr:
         """Nulls between two non-null values filled from them, as polars fills them.

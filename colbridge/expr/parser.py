@@ -101,11 +101,11 @@ _UNARY = (
     "is_null", "is_not_null", "is_nan", "is_not_nan", "is_finite", "is_infinite", "sum", "mean",
     "min", "max", "count", "null_count", "first", "last", "n_unique", "median", "neg", "not_",
     "product",
-    "is_duplicated", "is_unique", "is_first_distinct", "is_last_distinct",
+    "is_duplicated", "is_unique", "is_first_distinct", "is_last_distinct", "rle_id",
 )  # fmt: skip
 _OPERATORS = (
     "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "eq", "ne", "lt", "le", "gt", "ge",
-    "xor",
+    "xor", "eq_missing", "ne_missing",
 )  # fmt: skip
 
 

@@ -34,7 +34,8 @@ def key_array(
         return pa.array(codes % 2 == 0, mask=mask)
     if kind in ("float64", "float32"):
         pool = np.array([0.0, -0.0, np.nan, 1.5, -2.25, np.inf, -np.inf, 1e300])
-        values = pool[codes % len(pool)].astype(kind)
+        with np.errstate(over="ignore"):  # 1e300 is infinite in float32
+            values = pool[codes % len(pool)].astype(kind)
         return pa.array(values, mask=mask)
     if kind in ("string", "large_string"):
         words = _WORDS[codes % len(_WORDS)]
