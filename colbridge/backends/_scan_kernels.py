@@ -30,6 +30,8 @@ __all__ = [
     "counting_order",
     "cumulative",
     "ewm_mean",
+    "ewm_var",
+    "ewm_var_by_key",
     "fill",
     "rolling_extreme",
     "rolling_quantile",
@@ -641,6 +643,105 @@ def ewm_mean(values: Any, valid: Any, order: Any, tasks: Any, alpha: Any, adjust
                                            new_wt, adjust, ignore_nulls)  # fmt: skip
             out[i] = mean
             out_valid[i] = x_valid and seen >= least
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _ewm_var_step(x: Any, x_valid: bool, state: Any, alpha: Any, adjust: bool,
+                  ignore_nulls: bool) -> Any:  # fmt: skip
+    """One row of polars' exponentially weighted variance (its ``EwmCovState``, x = y).
+
+    ``state`` holds (weight, mean, cov, weight sum, weight-square sum, non-null count)
+    in the values' type, updated in place with polars' operations in polars' order;
+    the new non-null count is returned (a Float32 count stops at 2**24, far above any
+    ``min_samples`` it is compared with).
+    """
+    one = alpha / alpha
+    zero = alpha - alpha
+    count = np.int64(state[5])
+    if count == 0 and x_valid:
+        state[0] = one
+        state[1] = x
+        state[2] = zero
+        state[3] = one
+        state[4] = one
+        state[5] = one
+        return 1
+    decay = one - alpha
+    if x_valid or not ignore_nulls:
+        state[3] = state[3] * decay
+        state[4] = state[4] * (decay * decay)
+        state[0] = state[0] * decay
+    if x_valid:
+        other = one if adjust else alpha
+        weight, mean, cov = state[0], state[1], state[2]
+        new_weight = weight + other
+        frac = other / new_weight
+        new_mean = mean + (x - mean) * frac
+        d_old = mean - new_mean
+        d_new = x - new_mean
+        state[2] = (weight * (cov + d_old * d_old) + other * d_new * d_new) / new_weight
+        state[0] = new_weight
+        state[1] = new_mean
+        state[3] = state[3] + other
+        state[4] = state[4] + other * other
+        if not adjust:
+            state[3] = state[3] / new_weight
+            state[4] = state[4] / (new_weight * new_weight)
+            state[0] = one
+        count += 1
+        state[5] = state[5] + one
+    return count
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _ewm_var_value(state: Any, x_valid: bool, count: int, least: int, bias: bool,
+                   std: bool) -> tuple[Any, bool]:  # fmt: skip
+    """The row's variance (``std``: its square root) and whether it is valid."""
+    cov = state[2]
+    if not x_valid or count < least:
+        return cov, False
+    if not bias:  # polars' correction: (sum w)^2 / ((sum w)^2 - sum w^2)
+        numerator = state[3] * state[3]
+        denominator = numerator - state[4]
+        if not denominator > numerator - numerator:  # 0 of the type (the sums are finite)
+            return cov, False
+        cov = (numerator / denominator) * cov
+    return (np.sqrt(cov) if std else cov), True
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def ewm_var(values: Any, valid: Any, order: Any, tasks: Any, alpha: Any, adjust: bool,
+            bias: bool, min_samples: int, ignore_nulls: bool, std: bool, out: Any,
+            out_valid: Any) -> None:  # fmt: skip
+    """Exponentially weighted variance (``std``: deviation), each segment from its first row.
+
+    polars' recurrence (`_ewm_var_step`), in the values' type (Float32 stays); a null
+    row is null, as is a row before ``max(min_samples, 1)`` non-null values and, unless
+    ``bias``, one whose weights leave no correction (the first value).
+    """
+    least = max(min_samples, 1)
+    for t in numba.prange(tasks.shape[0]):
+        a, b = tasks[t, 0], tasks[t, 1]
+        state = np.zeros(6, dtype=values.dtype)
+        for j in range(a, b):
+            i = _row(order, j)
+            x_valid = valid[i]
+            count = _ewm_var_step(values[i], x_valid, state, alpha, adjust, ignore_nulls)
+            out[i], out_valid[i] = _ewm_var_value(state, x_valid, count, least, bias, std)
+
+
+@numba.njit(cache=True, nogil=True)
+def ewm_var_by_key(values: Any, valid: Any, ids: Any, alpha: Any, adjust: bool, bias: bool,
+                   min_samples: int, ignore_nulls: bool, std: bool, states: Any, out: Any,
+                   out_valid: Any) -> None:  # fmt: skip
+    """`ewm_var` per group of ``ids``: each group's state a row of ``states``."""
+    least = max(min_samples, 1)
+    for r in range(values.shape[0]):
+        i = np.uintp(r)
+        state = states[np.uintp(ids[i])]  # unsigned: no negative-index wraparound
+        x_valid = valid[i]
+        count = _ewm_var_step(values[i], x_valid, state, alpha, adjust, ignore_nulls)
+        out[i], out_valid[i] = _ewm_var_value(state, x_valid, count, least, bias, std)
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)

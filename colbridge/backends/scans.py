@@ -54,6 +54,8 @@ __all__ = [
 ]
 
 _CUMULATIVE = {"cum_sum": 0, "cum_prod": 1, "cum_min": 2, "cum_max": 3, "cum_count": 4}
+#: exponentially weighted variance and deviation, by whether the kernel takes the root
+_EWM_VAR = {"ewm_var": False, "ewm_std": True}
 #: scans whose result is null exactly where their argument is (it shares the bitmap)
 _NULLS_KEPT = frozenset({"cum_sum", "cum_prod", "cum_min", "cum_max"})
 #: rows per task when one long segment is split for the threads (shifts and windows)
@@ -181,7 +183,8 @@ def _ring(func: str, options: tuple[Any, ...]) -> int | None:
     Scans that look ahead (reversed, backward, negative shifts, centred windows) run
     reversed in memory, but cannot carry across batches (see `Scan.looks_ahead`).
     """
-    if func in _CUMULATIVE or func in ("ewm_mean", "forward_fill", "backward_fill"):
+    if func in _CUMULATIVE or func in ("ewm_mean", "forward_fill", "backward_fill") \
+            or func in _EWM_VAR:  # fmt: skip
         return 1
     if func in ("shift", "shift_in_range"):
         return abs(options[0]) or None  # a shift by 0 is the column itself
@@ -263,6 +266,8 @@ def new_carry(func: str, options: tuple[Any, ...], count: int, compute: np.dtype
         shapes: list[tuple[int, ...]] = [(), (), ()]
     elif func == "ewm_mean":
         starts, dtypes, shapes = [zero, zero, 0], [compute, compute, np.int64], [(), (), ()]
+    elif func in _EWM_VAR:  # weight, mean, cov, weight sum, weight-square sum, count
+        starts, dtypes, shapes = [zero], [compute], [(6,)]
     elif func in ("forward_fill", "backward_fill"):
         starts, dtypes, shapes = [zero, -1, 0], [compute, np.int64, np.int64], [(), (), ()]
     else:  # shifts and trailing windows: a ring of rows, its flags, (next slot, rows held)
@@ -425,6 +430,10 @@ def run_carried(carry: Carry, values: np.ndarray[Any, Any], valid: np.ndarray[An
         alpha, adjust, min_samples, ignore_nulls = options
         k.ewm_mean_by_key(values, valid, ids, compute.type(alpha), adjust, min_samples,
                           ignore_nulls, *t, out, out_valid)  # fmt: skip
+    elif func in _EWM_VAR:
+        alpha, adjust, bias, min_samples, ignore_nulls = options
+        k.ewm_var_by_key(values, valid, ids, compute.type(alpha), adjust, bias, min_samples,
+                         ignore_nulls, _EWM_VAR[func], *t, out, out_valid)  # fmt: skip
     elif func in ("forward_fill", "backward_fill"):
         limit = -1 if options[0] is None else options[0]
         k.fill_by_key(values, valid, ids, func == "backward_fill", limit, *t, out, out_valid)
@@ -516,6 +525,11 @@ def run_scan(
         order, tasks = _tasks(groups, n, split=False)
         k.ewm_mean(values, valid, order, tasks, compute.type(alpha), adjust,
                    min_samples, ignore_nulls, out, out_valid)  # fmt: skip
+    elif func in _EWM_VAR:
+        alpha, adjust, bias, min_samples, ignore_nulls = options
+        order, tasks = _tasks(groups, n, split=False)
+        k.ewm_var(values, valid, order, tasks, compute.type(alpha), adjust, bias, min_samples,
+                  ignore_nulls, _EWM_VAR[func], out, out_valid)  # fmt: skip
     elif func in ("forward_fill", "backward_fill"):
         (limit,) = options
         order, tasks = _tasks(groups, n, split=False)

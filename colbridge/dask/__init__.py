@@ -154,7 +154,7 @@ def halo_sizes(steps: Sequence[Step]) -> tuple[int, int]:
             "as a stream (`colbridge run`, which carries them across batches), or "  # fmt: skip
         msg = (
             f"{', '.join(f'`{n!r}`' for n in unbounded)}: ordered operations that read every "
-            f"row before (or after) a row (cumulative, ewm_mean, fills without a limit, "
+            f"row before (or after) a row (cumulative, ewm_mean/var/std, fills without a limit, "
             f"rank, interpolate) are not supported in {where}; partitions get bounded halos "
             f"only. Run them {stream}in memory (`cb.lazy(frame)`)"
         )

@@ -1010,6 +1010,35 @@ class Expr:
         options = (alpha, bool(adjust), min_samples, bool(ignore_nulls))
         return Expr(Scan("ewm_mean", self.node, options))
 
+    def ewm_var(self, *, com: float | None = None, span: float | None = None,
+                half_life: float | None = None, alpha: float | None = None,
+                adjust: bool = True, bias: bool = False, min_samples: int = 1,
+                ignore_nulls: bool = False) -> Expr:  # fmt: skip
+        """Exponentially weighted variance (polars' recurrence, parameters and null rules).
+
+        Give exactly one of ``com``, ``span``, ``half_life``, ``alpha``. Without
+        ``bias``, the variance is corrected by ``(sum w)**2 / ((sum w)**2 - sum w**2)``
+        (null where that is not defined, as on the first value); a null row is null.
+        """
+        return self._ewm_var("ewm_var", com, span, half_life, alpha, adjust, bias,
+                             min_samples, ignore_nulls)  # fmt: skip
+
+    def ewm_std(self, *, com: float | None = None, span: float | None = None,
+                half_life: float | None = None, alpha: float | None = None,
+                adjust: bool = True, bias: bool = False, min_samples: int = 1,
+                ignore_nulls: bool = False) -> Expr:  # fmt: skip
+        """Exponentially weighted standard deviation: the square root of `ewm_var`."""
+        return self._ewm_var("ewm_std", com, span, half_life, alpha, adjust, bias,
+                             min_samples, ignore_nulls)  # fmt: skip
+
+    def _ewm_var(self, func: str, com: float | None, span: float | None,
+                 half_life: float | None, alpha: float | None, adjust: bool, bias: bool,
+                 min_samples: int, ignore_nulls: bool) -> Expr:  # fmt: skip
+        alpha = _ewm_alpha(com, span, half_life, alpha, func)
+        min_samples = _count_param(min_samples, func, "min_samples")
+        options = (alpha, bool(adjust), bool(bias), min_samples, bool(ignore_nulls))
+        return Expr(Scan(func, self.node, options))
+
     def fill_nan(self, value: Any) -> Expr:
         """Replace NaN by ``value``; ``None`` turns NaN into null."""
         return Expr(FillNan(self.node, to_node(value)))
@@ -1505,38 +1534,38 @@ def _rolling_weights(func: str, window_size: int, weights: Any) -> tuple[float, 
 
 
 def _ewm_alpha(com: float | None, span: float | None, half_life: float | None,
-               alpha: float | None) -> float:  # fmt: skip
+               alpha: float | None, func: str = "ewm_mean") -> float:  # fmt: skip
     """The smoothing factor from exactly one of polars' decay parameters."""
     given = [(k, v) for k, v in (("com", com), ("span", span), ("half_life", half_life),
                                  ("alpha", alpha)) if v is not None]  # fmt: skip
     if builtins.len(given) != 1:
         msg = (
-            "`ewm_mean` needs exactly one of `com`, `span`, `half_life`, `alpha`, got "
+            f"`{func}` needs exactly one of `com`, `span`, `half_life`, `alpha`, got "
             + (", ".join(k for k, _ in given) or "none")
         )
         raise SchemaError(msg)
     name, value = given[0]
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        msg = f"`ewm_mean({name}=...)` takes a number, got {value!r}"
+        msg = f"`{func}({name}=...)` takes a number, got {value!r}"
         raise SchemaError(msg)
     value = float(value)
     if name == "com":
         if not value >= 0.0:
-            msg = f"`ewm_mean`: require `com` >= 0 (found {value!r})"
+            msg = f"`{func}`: require `com` >= 0 (found {value!r})"
             raise SchemaError(msg)
         return 1.0 / (1.0 + value)
     if name == "span":
         if not value >= 1.0:
-            msg = f"`ewm_mean`: require `span` >= 1 (found {value!r})"
+            msg = f"`{func}`: require `span` >= 1 (found {value!r})"
             raise SchemaError(msg)
         return 2.0 / (value + 1.0)
     if name == "half_life":
         if not value > 0.0:
-            msg = f"`ewm_mean`: require `half_life` > 0 (found {value!r})"
+            msg = f"`{func}`: require `half_life` > 0 (found {value!r})"
             raise SchemaError(msg)
         return 1.0 - math.exp(-math.log(2.0) / value)
     if not 0.0 < value <= 1.0:
-        msg = f"`ewm_mean`: require 0 < `alpha` <= 1 (found {value!r})"
+        msg = f"`{func}`: require 0 < `alpha` <= 1 (found {value!r})"
         raise SchemaError(msg)
     return value
 

@@ -402,6 +402,7 @@ SCAN_FUNCS = frozenset(
     {
         "shift", "cum_sum", "cum_prod", "cum_min", "cum_max", "cum_count", "rolling_sum",
         "rolling_mean", "rolling_var", "rolling_std", "rolling_min", "rolling_max", "ewm_mean",
+        "ewm_var", "ewm_std",
         "forward_fill", "backward_fill", "diff", "pct_change", "shift_in_range", "rank",
         "interpolate", "is_duplicated", "is_unique", "is_first_distinct", "is_last_distinct",
         "rolling_quantile",
@@ -429,7 +430,8 @@ class Scan(Node):
     fifth item: the weights as a tuple of floats (`rolling_weights`),
     ``rolling_quantile`` ``(window_size, min_samples, center, quantile, interpolation)``
     (``rolling_median`` is its ``0.5, "linear"``),
-    ``ewm_mean`` ``(alpha, adjust, min_samples, ignore_nulls)``, ``forward_fill`` and
+    ``ewm_mean`` ``(alpha, adjust, min_samples, ignore_nulls)``, ``ewm_var`` and
+    ``ewm_std`` ``(alpha, adjust, bias, min_samples, ignore_nulls)``, ``forward_fill`` and
     ``backward_fill`` ``(limit,)``, ``rank`` ``(method, descending)``, ``interpolate``
     ``(method,)``, the `DISTINCT_FLAGS` ``()``. Like a reduction
     it needs whole columns: planning computes its argument over every row of the

@@ -217,6 +217,17 @@ FUNCTIONS: dict[str, _Function] = {
             min_samples=min_samples, ignore_nulls=ignore_nulls),
         example="ewm_mean(x, alpha=0.1)",
     ),
+    **{name: _Function(
+        (_x(), _Param("com", "value", None), _Param("span", "value", None),
+         _Param("half_life", "value", None), _Param("alpha", "value", None),
+         _Param("adjust", "bool", True), _Param("bias", "bool", False),
+         _Param("min_samples", "int", 1), _Param("ignore_nulls", "bool", False)),
+        (lambda f: lambda x, com, span, half_life, alpha, adjust, bias, min_samples,
+         ignore_nulls: getattr(x, f)(com=com, span=span, half_life=half_life, alpha=alpha,
+                                     adjust=adjust, bias=bias, min_samples=min_samples,
+                                     ignore_nulls=ignore_nulls))(name),
+        example=f"{name}(x, span=10, bias=True)")
+       for name in ("ewm_var", "ewm_std")},
     "interpolate": _Function((_x(), _Param("method", "str", "linear")),
                              lambda x, method: x.interpolate(method),
                              example='interpolate(x, "nearest")'),

@@ -54,8 +54,8 @@ _KEEP_LOGICAL = frozenset({"shift", "forward_fill", "backward_fill", "cum_min", 
 _MOVE_ONLY = frozenset({"shift", "forward_fill", "backward_fill"})
 #: ordered operations polars computes over a temporal column's integers (`to_physical`):
 #: Float64 results, and ``rolling_mean`` a mean of them truncated back to the type
-_OVER_PHYSICAL = frozenset({"pct_change", "ewm_mean", "rolling_std", "rolling_var",
-                            "rolling_mean"})  # fmt: skip
+_OVER_PHYSICAL = frozenset({"pct_change", "ewm_mean", "ewm_var", "ewm_std", "rolling_std",
+                            "rolling_var", "rolling_mean"})  # fmt: skip
 _MICROS_PER_DAY = 86_400_000_000.0
 _DIFF_TYPE = {DType.UINT8: DType.INT16, DType.UINT16: DType.INT32, DType.UINT32: DType.INT64,
               DType.UINT64: DType.INT64}  # fmt: skip
@@ -78,7 +78,8 @@ def scan_result_type(func: str, dtype: DType) -> DType:
         if dtype.is_float or dtype is DType.UINT64:
             return dtype
         return DType.INT64
-    if func in ("rolling_mean", "rolling_var", "rolling_std", "ewm_mean", "pct_change"):
+    if func in ("rolling_mean", "rolling_var", "rolling_std", "ewm_mean", "ewm_var", "ewm_std",
+                "pct_change"):
         return DType.FLOAT32 if dtype is DType.FLOAT32 else DType.FLOAT64
     if func == "diff":
         return _DIFF_TYPE.get(dtype, dtype)
@@ -295,7 +296,8 @@ class OrderedTyping:
     def _over_physical(self, node: Scan, arg: Node, logical: Logical) -> Node:
         """An ordered operation over a temporal column's integers, as polars computes it.
 
-        ``pct_change``, ``ewm_mean``, ``rolling_std`` and ``rolling_var`` are Float64 of
+        ``pct_change``, ``ewm_mean``, ``ewm_var``, ``ewm_std``, ``rolling_std`` and
+        ``rolling_var`` are Float64 of
         the integers (a date's days, a datetime's or duration's units, a time's
         nanoseconds); polars refuses the deviation and variance of durations.
         ``rolling_mean`` is the Float64 mean of the integers truncated toward zero,
@@ -303,7 +305,8 @@ class OrderedTyping:
         86,400,000,000, then truncated).
         """
         func = node.func
-        if logical.kind == "duration" and func in ("rolling_std", "rolling_var"):
+        if logical.kind == "duration" and func in ("rolling_std", "rolling_var", "ewm_std",
+                                                   "ewm_var"):
             raise self._refuse(node, arg, f"{logical} (polars has no deviation of "
                                "durations); cast to an integer first "
                                "(`to_physical()`)")  # fmt: skip
