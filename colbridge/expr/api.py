@@ -9,12 +9,12 @@ from __future__ import annotations
 import builtins
 import datetime as _dt
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, NoReturn
 
 import numpy as np
 
-from colbridge.errors import SchemaError, UnsupportedOperationError
+from colbridge.errors import InvalidOperationError, SchemaError, UnsupportedOperationError
 from colbridge.expr.nodes import (
     QUANTILE_METHODS,
     RANK_METHODS,
@@ -62,6 +62,17 @@ Scalar = bool | int | float | None
 
 #: Values `is_in` takes at most: each is one comparison in the fused kernel.
 MAX_IS_IN_VALUES = 64
+
+
+class _NoNew:
+    """``replace(old)`` without ``new``: ``old`` is a mapping."""
+
+    def __repr__(self) -> str:
+        return "<no new>"
+
+
+_NO_NEW: Any = _NoNew()
+
 #: `is_between`'s interval ends, as polars names them.
 CLOSED = ("both", "left", "right", "none")
 
@@ -813,6 +824,32 @@ class Expr:
     def is_last_distinct(self) -> Expr:
         """True on the last row of each distinct value (see `is_duplicated`)."""
         return Expr(Scan("is_last_distinct", self.node))
+
+    def replace(self, old: Any, new: Any = _NO_NEW) -> Expr:
+        """Values equal to one of ``old`` replaced by the matching ``new`` (polars' ``replace``).
+
+        ``old`` and ``new``: one value each, lists of equal length (or one ``new`` for
+        every ``old``), or a mapping ``{old: new}`` alone. The result keeps the column's
+        type: both are cast to it strictly, as polars casts them (``2.5`` matches ``2``
+        in an integer column, ``"7"`` is the number 7, a value out of the type's range is
+        an error); values not in ``old`` stay; ``None`` in ``old`` replaces nulls, in
+        ``new`` gives null. Values match as ``==`` does (NaN matches NaN, ``-0.0``
+        matches ``0.0``). A string or categorical column maps its distinct strings (any
+        number of pairs); other types compare each row with each ``old`` (at most
+        64). ``old`` and ``new`` are values, not expressions.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"x": [1, 2, 3, None]})
+        >>> df.gpu.select(cb.col("x").replace({1: 10, None: 0})).compute()["x"].to_list()
+        [10, 2, 3, 0]
+        """
+        olds, news = _replace_pairs(old, new)
+        if not olds:
+            return self
+        return Expr(Function("replace", (self.node,), (olds, news)))
 
     def rle_id(self) -> Expr:
         """The number of the row's run of equal values, from 0 (UInt32), as polars' ``rle_id``.
@@ -1607,6 +1644,61 @@ def _number_of(value: Any) -> Any:
     if isinstance(node, Literal) and node.dtype is None:
         return node.value
     return value
+
+
+def _replace_value(value: Any) -> Any:
+    """One ``replace`` value: a scalar as the kernels take it (expressions refused).
+
+    A string is a value here, not a column name (polars reads it so too).
+    """
+    if isinstance(value, str):
+        return value
+    if _is_expression(value):
+        msg = (
+            "`replace` takes values (a scalar, a list or a mapping), not expressions; "
+            "for a replacement per row use `when(...).then(...).otherwise(...)`"
+        )
+        raise UnsupportedOperationError(msg)
+    if isinstance(value, CONSTANT_TYPES):
+        return value
+    node = _literal_node(value)
+    if not isinstance(node, Literal):
+        msg = f"`replace` takes numbers, strings, dates or None, got {type(value).__name__}"
+        raise UnsupportedOperationError(msg)
+    return node.value
+
+
+def _replace_values(values: Any) -> tuple[Any, ...]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        return (_replace_value(values),)
+    return tuple(_replace_value(v) for v in values)
+
+
+def _replace_pairs(old: Any, new: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """``replace``'s ``(olds, news)``, of equal length; polars' errors for bad ones."""
+    if new is _NO_NEW:
+        if not isinstance(old, Mapping):
+            msg = "`replace`: `new` is required where `old` is not a mapping"
+            raise SchemaError(msg)
+        olds, news = _replace_values(list(old.keys())), _replace_values(list(old.values()))
+    else:
+        olds, news = _replace_values(old), _replace_values(new)
+    if builtins.len(news) == 1 and builtins.len(olds) != 1:
+        news = news * builtins.len(olds)
+    if builtins.len(news) != builtins.len(olds):
+        msg = (
+            f"`replace`: {builtins.len(olds)} old value(s) and {builtins.len(news)} new ones; "
+            "give one new value, or as many as old ones"
+        )
+        raise SchemaError(msg)
+    seen: list[Any] = []
+    for v in olds:
+        nan = isinstance(v, float) and v != v
+        if any(w is v or w == v or (nan and isinstance(w, float) and w != w) for w in seen):
+            msg = "`replace`: `old` must not contain duplicates (as in polars)"
+            raise InvalidOperationError(msg)
+        seen.append(v)
+    return olds, news
 
 
 def _is_in_value(value: Any) -> Any:

@@ -272,6 +272,7 @@ FUNCTIONS = frozenset(
     {
         "log", "degrees", "radians", "cot", "is_in", "clip", "max_horizontal",
         "min_horizontal", "sum_horizontal", "mean_horizontal", "cast_like", "scalar_fill",
+        "replace",
     }
 )  # fmt: skip
 
@@ -896,6 +897,8 @@ def _format_function(node: Function) -> str:
         rest.append(f"closed={node.options[0]!r}")
     elif node.name == "is_in":
         rest = [repr(list(node.options[0]))]
+    elif node.name == "replace":
+        rest = [repr(list(node.options[0])), repr(list(node.options[1]))]
     return f"{args[0]}.{node.name}({', '.join(rest)})"
 
 

@@ -66,7 +66,8 @@ class _Param:
     """One parameter: its name and what it takes.
 
     Kinds: ``expr`` (an expression), ``str`` (a string literal), ``bool``, ``int``,
-    ``list`` (a list of numbers, booleans, strings or dates) and ``value`` (a number, bool or None).
+    ``list`` (a list of numbers, booleans, strings or dates), ``values`` (one of those,
+    or a list of them) and ``value`` (a number, bool or None).
     """
 
     name: str
@@ -238,6 +239,9 @@ FUNCTIONS: dict[str, _Function] = {
     ),
     "fill_nan": _Function((_x(), _Param("value")), lambda x, v: x.fill_nan(v),
                           example="fill_nan(x, 0)"),
+    "replace": _Function((_x(), _Param("old", "values"), _Param("new", "values")),
+                         lambda x, old, new: x.replace(old, new),
+                         example="replace(x, [1, 2], [10, 20])"),
     "is_between": _Function(
         (_x(), _Param("lower_bound"), _Param("upper_bound"), _Param("closed", "str", "both")),
         lambda x, lo, hi, closed: x.is_between(lo, hi, closed), example="is_between(x, 0, 1)",
@@ -620,28 +624,29 @@ class _Translator:
             if number is not None:
                 return number
             raise self.fail(node, f"`{name}` takes a number, True, False or None")
+        if kind == "values" and not isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            return self.item(node, name, depth)  # one value
         # list
         if not isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             raise self.fail(node, f"`{name}`: `{param.name}` must be a list of values, "
                                   f"e.g. `{FUNCTIONS[name].example}`")  # fmt: skip
-        out = []
-        for item in node.elts:
-            if isinstance(item, ast.Constant) and (
-                item.value is None or isinstance(item.value, (bool, int, float, str))
-            ):
-                out.append(item.value)
-                continue
-            number = self.number(item)
-            if number is None and isinstance(item, ast.Call):
-                constant = self.expr(item, depth).node  # date('...'), datetime('...')
-                if isinstance(constant, Constant):
-                    out.append(constant.value)
-                    continue
-            if number is None:
-                raise self.fail(item, f"`{name}`: list items must be numbers, strings, dates, "
-                                "True, False or None")  # fmt: skip
-            out.append(number)
-        return out
+        return [self.item(item, name, depth) for item in node.elts]
+
+    def item(self, item: ast.AST, name: str, depth: int) -> Any:
+        """One value of a list: a number, string, date, True, False or None."""
+        if isinstance(item, ast.Constant) and (
+            item.value is None or isinstance(item.value, (bool, int, float, str))
+        ):
+            return item.value
+        number = self.number(item)
+        if number is None and isinstance(item, ast.Call):
+            constant = self.expr(item, depth).node  # date('...'), datetime('...')
+            if isinstance(constant, Constant):
+                return constant.value
+        if number is None:
+            raise self.fail(item, f"`{name}`: list items must be numbers, strings, dates, "
+                            "True, False or None")  # fmt: skip
+        return number
 
     @staticmethod
     def number(node: ast.AST) -> int | float | None:

@@ -864,6 +864,17 @@ class LogicalTyping:
         msg = f"`str.{op}` is not supported by colbridge expressions (in `{node!r}`)"
         raise UnsupportedOperationError(msg)
 
+    def replace_strings(self, arg: Node, olds: tuple[str, ...], news: tuple[str, ...]) -> Node:
+        """``replace`` of a string or categorical column: its dictionary's strings mapped.
+
+        The rows keep their codes; the result's dictionary is the argument's with each
+        string of ``olds`` replaced by its ``news`` (the type stays the argument's).
+        """
+        logical = self.of(arg)
+        assert logical is not None
+        spec = ("map", "replace_values", self.tc.dicts[arg], olds, news)
+        return self.mark(arg, logical, spec)
+
     def parse(self, arg: Node, recipe: tuple[Any, ...], dtype: DType, logical: Logical | None,
               strict: bool, node: Node) -> Node:  # fmt: skip
         """Strings converted per distinct value; failures null, or an error when strict."""

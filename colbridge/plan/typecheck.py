@@ -19,8 +19,10 @@ typed as polars materialises it: every number by itself, then the usual rules.
 
 from __future__ import annotations
 
+import datetime as _dt
 import math
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -893,6 +895,8 @@ class TypeChecker:
     def _function(self, node: Function) -> Node:
         if "." in node.name or node.name in ("cast", "to_physical"):
             return self._lt.function(node)  # dt.*, str.*, casts to logical types
+        if node.name == "replace":
+            return self._replace(node)
         if node.name == "is_in" and self._check(node.args[0]) in self.logical:
             return self._lt.is_in(node)  # strings, categories, dates, ...
         if node.name == "log":
@@ -923,6 +927,51 @@ class TypeChecker:
             return fill
         msg = f"unsupported function `{node.name}` in `{node!r}`"
         raise UnsupportedOperationError(msg)
+
+    def _replace(self, node: Function) -> Node:
+        """``replace(old, new)``: the values of ``old`` by those of ``new``, in the column's type.
+
+        A string or categorical column maps its dictionary's distinct strings (any number
+        of pairs; `colbridge.types.string_maps`), unless a null is replaced or made,
+        which only rows can be; otherwise each ``old`` value, cast strictly to the
+        column's type as polars casts it, is compared with every row in a chain of
+        `When` nodes (``None`` in ``old`` picks the null rows), the rows matching none
+        keeping their value.
+        """
+        x = node.args[0]
+        arg = self._check(x)
+        olds, news = node.options
+        logical = self.logical.get(arg)
+        if logical is not None and logical.is_string:
+            if logical.kind == "enum":
+                msg = (f"`{node!r}`: `replace` on an Enum is not supported; cast it to "
+                       "`pl.String` (or `pl.Categorical`) first")  # fmt: skip
+                raise UnsupportedOperationError(msg)
+            olds = tuple(_as_text(node, v) for v in olds)
+            news = tuple(_as_text(node, v) for v in news)
+            if None not in olds and None not in news:
+                return self._lt.replace_strings(arg, olds, news)
+        if len(olds) > _MAX_REPLACED:
+            msg = (
+                f"`{node!r}`: {len(olds)} values to replace; colbridge compares at most "
+                f"{_MAX_REPLACED} per row in a kernel (string columns map any number): "
+                "join a mapping table in the source frame instead"
+            )
+            raise UnsupportedOperationError(msg)
+
+        def value(v: Any) -> Node:
+            written = Constant(v) if isinstance(v, _CONSTANT_TYPES) else Literal(v)
+            if logical is not None:  # dates, times, durations, strings: typed with the column
+                return written
+            if isinstance(v, int) and not isinstance(v, bool) and v >= 2**63:
+                written = Literal(v, DType.UINT64)  # above Int64 (a UInt64 column's values)
+            return Cast(written, self.types[arg], True)
+
+        out: Node = x
+        for o, n in reversed(list(zip(olds, news, strict=True))):
+            match = Unary("is_null", x) if o is None else Binary("eq", x, value(o))
+            out = When(match, value(n), out)
+        return self._check(out)
 
     def _typed(self, node: Node) -> Node:
         """``node`` checked, a dynamic result materialised (it stands on its own)."""
@@ -1718,3 +1767,26 @@ def _float16_error(where: str) -> UnsupportedTypeError:
         f"{where}: float16 is not computed by colbridge kernels; "
         "cast to float32 in the source frame first"
     )
+
+
+#: the most values `replace` compares per row (a string column maps any number)
+_MAX_REPLACED = 64
+#: Python values typed with the column they stand next to (`Constant`)
+_CONSTANT_TYPES = (_dt.date, _dt.time, _dt.timedelta, str)
+
+
+def _as_text(node: Node, value: Any) -> Any:
+    """A ``replace`` value for a string column, as polars casts it to a string.
+
+    Strings and None stay; integers and booleans become text (``1`` is ``"1"``,
+    ``True`` is ``"true"``); other values are refused.
+    """
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    msg = (f"`{node!r}`: a string column's `replace` takes strings (or integers), got "
+           f"{value!r}")  # fmt: skip
+    raise SchemaError(msg)

@@ -1516,14 +1516,16 @@ def _extent(params: list[tuple[str, str]], values: list[tuple[str, Any]], k: int
     named by the kernel) are ``n`` bits in 32-bit words; reduction partials
     ``pf``/``pi``/``pu`` hold one row of 8-byte columns per launched thread;
     ``err`` one counter per failure kind; per-group arrays ``g{j}``/``gv{j}`` and
-    grouped tables ``tf``/``ti``/``tu`` are indexed by group id, and a weighted
-    window's weights ``wts`` by the place in the window (`_WHOLE_ALLOCATION`).
+    grouped tables ``tf``/``ti``/``tu`` are indexed by group id, a weighted
+    window's weights ``wts`` by the place in the window, and lookup tables
+    ``lut{k}``/``lutv{k}`` by a dictionary code, below their length ``lutn{k}``
+    (`_WHOLE_ALLOCATION`).
     """
     ctype, name = params[k]
     base = ctype.removeprefix("const ").rstrip("*").strip()
     if n <= 0:
         return 0
-    if re.fullmatch(r"gv?\d+|t[fiu]|wts", name):
+    if re.fullmatch(r"gv?\d+|t[fiu]|wts|lutv?\d+", name):
         return _WHOLE_ALLOCATION
     if name == "err":
         return 8 * N_ERR_KINDS

@@ -63,6 +63,11 @@ def _strip_suffix(s: str, suffix: str) -> str:
     return s[: len(s) - len(suffix)] if suffix and s.endswith(suffix) else s
 
 
+def _lookup(table: dict[str, str]) -> Callable[[str], str]:
+    # strings not among the table's keys stay as they are
+    return lambda s: table.get(s, s)
+
+
 #: function name -> (params -> a function of one string)
 STRING_MAPS: dict[str, Callable[..., Callable[[str], str]]] = {
     "slice": lambda offset, length: lambda s: _slice(s, offset, length),
@@ -80,6 +85,8 @@ STRING_MAPS: dict[str, Callable[..., Callable[[str], str]]] = {
     # every two characters, as in Rust)
     "replace": lambda pattern, value, n: lambda s: s.replace(pattern, value, n),
     "replace_all": lambda pattern, value: lambda s: s.replace(pattern, value),
+    # `replace(old, new)` of whole values: each string of `olds` by its `news`
+    "replace_values": lambda olds, news: _lookup(dict(zip(olds, news, strict=True))),
 }
 
 

@@ -279,3 +279,20 @@ def test_casts_at_every_limit_on_the_host(source: pa.DataType) -> None:
         with pytest.raises(cb.InvalidOperationError) as host:
             compute_on_host(cb.lazy(table).with_columns(z=cb.col("a").cast(target)))
         assert str(host.value) == str(cpu.value)
+
+
+def test_string_lookup_tables_on_more_rows_than_the_table_has_entries() -> None:
+    # a string column's lookup tables (`lut{k}`) hold one entry per dictionary string:
+    # reads of them stay below their length whatever the rows (the device double once
+    # sized them by the rows, and a frame of 150 rows of 6 strings faulted)
+    rng = np.random.default_rng(2)
+    words = np.array(["ab", "cd", "ef", "gh", "ij", "kl"])
+    n = 5_000
+    keys = words[rng.integers(0, 6, n)]
+    table = pa.table({"k": pa.array(keys, mask=rng.random(n) < 0.2)})
+    k = cb.col("k")
+    q = cb.lazy(table).select(a=cb.when(k.is_null()).then(cb.lit("null")).otherwise(k),
+                              b=k.replace({"ab": "AB", None: "?"}),
+                              c=k.str.len_chars())  # fmt: skip
+    on_host = compute_on_host(q)
+    assert on_host.equals(q.compute(device="cpu"))
