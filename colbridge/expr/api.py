@@ -72,6 +72,8 @@ class _NoNew:
 
 
 _NO_NEW: Any = _NoNew()
+#: the string language's "no `new`" / "no `default`" (`colbridge.expr.parser`)
+NO_NEW: Any = _NO_NEW
 
 #: `is_between`'s interval ends, as polars names them.
 CLOSED = ("both", "left", "right", "none")
@@ -850,6 +852,41 @@ class Expr:
         if not olds:
             return self
         return Expr(Function("replace", (self.node,), (olds, news)))
+
+    def replace_strict(self, old: Any, new: Any = _NO_NEW, *, default: Any = _NO_NEW,
+                       return_dtype: Any = None) -> Expr:  # fmt: skip
+        """Every value mapped by ``old`` -> ``new``, as polars' ``replace_strict``.
+
+        ``old``/``new`` as in `replace`; ``old`` is cast strictly to the column's
+        type. The result's type is ``return_dtype``, else that of the ``new`` values
+        (a list's as a polars Series types it: Int64 for integers; one scalar as a
+        literal: Int32) and ``default`` together. Rows whose value is not in ``old``
+        take ``default`` (a value or an expression; nulls too, unless ``None`` is in
+        ``old``); without a ``default``, such a non-null row is an error and a null row
+        stays null. At most 64 values (each row is compared with each).
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"s": ["lo", "hi", None, "lo"]})
+        >>> df.gpu.select(cb.col("s").replace_strict({"lo": 0, "hi": 1})).compute()["s"].to_list()
+        [0, 1, None, 0]
+        """
+        scalar_new = new is not _NO_NEW and (
+            isinstance(new, (str, bytes)) or not isinstance(new, Iterable))  # fmt: skip
+        olds, news = _replace_pairs(old, new)
+        # one new value for every old one: polars' single-value path, whose checks differ
+        single = scalar_new or (new is not _NO_NEW and builtins.len(_replace_values(new)) == 1)
+        single = single or builtins.len(olds) == 1
+        new_type = None if scalar_new else _series_type(news)
+        returned = None if return_dtype is None else (
+            parse_logical(return_dtype) or parse_dtype(return_dtype))  # fmt: skip
+        given = default is not _NO_NEW
+        # a default is a value (a string too, as in polars) or an expression
+        args = (self.node, to_node(default)) if given else (self.node,)
+        return Expr(Function("replace_strict", args,
+                             (olds, news, new_type, returned, given, single)))  # fmt: skip
 
     def rle_id(self) -> Expr:
         """The number of the row's run of equal values, from 0 (UInt32), as polars' ``rle_id``.
@@ -1699,6 +1736,41 @@ def _replace_pairs(old: Any, new: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]
             raise InvalidOperationError(msg)
         seen.append(v)
     return olds, news
+
+
+def _series_type(values: tuple[Any, ...]) -> Any:
+    """The type polars gives a Series of ``values`` (``replace_strict``'s list of new values).
+
+    Integers are Int64 (UInt64 above it), floats Float64, strings String, dates Date,
+    datetimes Datetime[us], durations Duration[us]; None where every value is None
+    (polars' Null type). Kinds do not mix (polars refuses a Series of 1 and 2.5).
+    """
+    kinds = {_value_kind(v) for v in values if v is not None}
+    if not kinds:
+        return None
+    if builtins.len(kinds) > 1:
+        mixed = " and ".join(sorted(kinds))
+        msg = (f"`replace_strict`: the new values mix {mixed} values; give values of one "
+               "kind (polars refuses them too), or a `return_dtype`")  # fmt: skip
+        raise SchemaError(msg)
+    kind = kinds.pop()
+    if kind == "int":
+        big = any(v >= 2**63 for v in values if v is not None)
+        return DType.UINT64 if big else DType.INT64
+    return {"bool": DType.BOOL, "float": DType.FLOAT64}.get(kind) or parse_logical(
+        {"str": "string", "date": "date", "datetime": "datetime[us]", "timedelta": "duration[us]",
+         "time": "time"}[kind])  # fmt: skip
+
+
+def _value_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, _dt.datetime):
+        return "datetime"
+    for kind in (int, float, str, _dt.date, _dt.timedelta, _dt.time):
+        if isinstance(value, kind):
+            return kind.__name__
+    return type(value).__name__  # pragma: no cover - `_replace_value` admits no other
 
 
 def _is_in_value(value: Any) -> Any:

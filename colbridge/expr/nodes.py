@@ -272,7 +272,7 @@ FUNCTIONS = frozenset(
     {
         "log", "degrees", "radians", "cot", "is_in", "clip", "max_horizontal",
         "min_horizontal", "sum_horizontal", "mean_horizontal", "cast_like", "scalar_fill",
-        "replace",
+        "replace", "replace_strict",
     }
 )  # fmt: skip
 
@@ -897,8 +897,12 @@ def _format_function(node: Function) -> str:
         rest.append(f"closed={node.options[0]!r}")
     elif node.name == "is_in":
         rest = [repr(list(node.options[0]))]
-    elif node.name == "replace":
+    elif node.name in ("replace", "replace_strict"):
         rest = [repr(list(node.options[0])), repr(list(node.options[1]))]
+        if node.name == "replace_strict" and node.options[4]:
+            rest.append(f"default={args[1]}")
+        if node.name == "replace_strict" and node.options[3] is not None:
+            rest.append(f"return_dtype={node.options[3]}")
     return f"{args[0]}.{node.name}({', '.join(rest)})"
 
 

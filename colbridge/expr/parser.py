@@ -242,6 +242,12 @@ FUNCTIONS: dict[str, _Function] = {
     "replace": _Function((_x(), _Param("old", "values"), _Param("new", "values")),
                          lambda x, old, new: x.replace(old, new),
                          example="replace(x, [1, 2], [10, 20])"),
+    "replace_strict": _Function(
+        (_x(), _Param("old", "values"), _Param("new", "values"),
+         _Param("default", "expr", api.NO_NEW), _Param("return_dtype", "str", None)),
+        lambda x, old, new, default, return_dtype: x.replace_strict(
+            old, new, default=default, return_dtype=return_dtype),
+        example="replace_strict(x, ['lo', 'hi'], [0, 1], default=-1)"),
     "is_between": _Function(
         (_x(), _Param("lower_bound"), _Param("upper_bound"), _Param("closed", "str", "both")),
         lambda x, lo, hi, closed: x.is_between(lo, hi, closed), example="is_between(x, 0, 1)",

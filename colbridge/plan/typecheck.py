@@ -46,6 +46,7 @@ from colbridge.expr.nodes import (
     Binary,
     Call,
     Cast,
+    Check,
     Clip,
     Coalesce,
     Column,
@@ -338,6 +339,8 @@ class TypeChecker:
         return typed
 
     def _check_node(self, node: Node) -> Node:
+        if isinstance(node, Check) and node in self.types:  # made typed (`_replace_strict`)
+            return node
         if isinstance(node, Alias):
             return self._check(node.arg)
         if isinstance(node, Column):
@@ -897,6 +900,8 @@ class TypeChecker:
             return self._lt.function(node)  # dt.*, str.*, casts to logical types
         if node.name == "replace":
             return self._replace(node)
+        if node.name == "replace_strict":
+            return self._replace_strict(node)
         if node.name == "is_in" and self._check(node.args[0]) in self.logical:
             return self._lt.is_in(node)  # strings, categories, dates, ...
         if node.name == "log":
@@ -959,18 +964,108 @@ class TypeChecker:
             )
             raise UnsupportedOperationError(msg)
 
-        def value(v: Any) -> Node:
-            written = Constant(v) if isinstance(v, _CONSTANT_TYPES) else Literal(v)
-            if logical is not None:  # dates, times, durations, strings: typed with the column
-                return written
-            if isinstance(v, int) and not isinstance(v, bool) and v >= 2**63:
-                written = Literal(v, DType.UINT64)  # above Int64 (a UInt64 column's values)
-            return Cast(written, self.types[arg], True)
-
         out: Node = x
         for o, n in reversed(list(zip(olds, news, strict=True))):
-            match = Unary("is_null", x) if o is None else Binary("eq", x, value(o))
-            out = When(match, value(n), out)
+            match = Unary("is_null", x) if o is None \
+                else Binary("eq", x, self._replace_value(o, arg))  # fmt: skip
+            out = When(match, self._replace_value(n, arg), out)
+        return self._check(out)
+
+    def _replace_value(self, v: Any, arg: Node) -> Node:
+        """A ``replace`` key: cast strictly to ``arg``'s type (as written next to a logical one)."""
+        written = Constant(v) if isinstance(v, _CONSTANT_TYPES) else Literal(v)
+        if arg in self.logical:  # dates, times, durations, strings: typed with the column
+            return written
+        if isinstance(v, int) and not isinstance(v, bool) and v >= 2**63:
+            written = Literal(v, DType.UINT64)  # above Int64 (a UInt64 column's values)
+        return Cast(written, self.types[arg], True)
+
+    def _replace_strict(self, node: Function) -> Node:
+        """``replace_strict``: a chain of `When`s from each ``old`` to its ``new``.
+
+        The new values are typed as polars types them (`colbridge.expr.api._series_type`
+        for a list, a literal for one value), then cast to ``return_dtype`` (strictly
+        without a default); the rows matching none take the default, and without one a
+        `Check` in the first condition counts the non-null rows matching none: an error.
+        """
+        x = node.args[0]
+        arg = self._check(x)
+        olds, news, new_type, returned, given, single = node.options
+        logical = self.logical.get(arg)
+        if logical is not None and logical.kind == "enum":
+            msg = (f"`{node!r}`: `replace_strict` on an Enum is not supported; cast it to "
+                   "`pl.String` (or `pl.Categorical`) first")  # fmt: skip
+            raise UnsupportedOperationError(msg)
+        if logical is not None and logical.is_string:
+            olds = tuple(_as_text(node, v) for v in olds)
+        if not given and logical is not None and logical.kind in ("datetime", "duration") \
+                and logical.unit != "us" \
+                and any(isinstance(v, (_dt.datetime, _dt.timedelta)) for v in olds):  # fmt: skip
+            # Python datetimes and timedeltas are microseconds: polars refuses them as keys
+            # of another unit here (and only here: not with a default, nor in `replace`)
+            msg = (f"`{node!r}`: cannot use values of type {logical.kind}[us] to replace "
+                   f"values in a column of type {logical} (as in polars); cast the column "
+                   "to microseconds first, or give a `default`")  # fmt: skip
+            raise InvalidOperationError(msg)
+        if len(olds) > _MAX_REPLACED:
+            msg = (f"`{node!r}`: {len(olds)} values to replace; colbridge compares at most "
+                   f"{_MAX_REPLACED} per row in a kernel: join a mapping table in the source "
+                   "frame instead")  # fmt: skip
+            raise UnsupportedOperationError(msg)
+        if not olds and not given:
+            msg = f"`{node!r}`: no values to replace and no `default`: give `old` values"
+            raise InvalidOperationError(msg)
+        if new_type is None and returned is None and all(n is None for n in news) and not given:
+            msg = f"`{node!r}`: every new value is None, which has no type; give a `return_dtype`"
+            raise SchemaError(msg)
+
+        def to_returned(value: Node, strict: bool) -> Node:
+            if returned is None:
+                return value
+            if isinstance(returned, DType):
+                return Cast(value, returned, strict)
+            return Function("cast", (value,), (returned, strict))
+
+        def new_value(v: Any) -> Node:
+            if isinstance(returned, Logical) and returned.kind == "string" \
+                    and isinstance(v, int):  # fmt: skip
+                return Constant(_as_text(node, v))  # polars' text of an integer, a boolean
+            written: Node = Constant(v) if isinstance(v, _CONSTANT_TYPES) else Literal(v)
+            if isinstance(v, int) and not isinstance(v, bool) and v >= 2**63:
+                written = Literal(v, DType.UINT64)
+            if isinstance(new_type, DType):
+                written = Cast(written, new_type, True)
+            elif new_type is not None and v is None:
+                written = Function("cast", (written,), (new_type, False))
+            return to_returned(written, strict=not given)
+
+        otherwise = to_returned(node.args[1], strict=False) if given else Literal(None)
+        matches: list[Node] = [Unary("is_null", x) if o is None
+                               else Binary("eq", x, self._replace_value(o, arg))
+                               for o in olds]  # fmt: skip
+        if not olds:  # the default on every row
+            return self._check(When(Unary("is_null", x), otherwise, otherwise))
+        if not given:
+            # a non-null row matching no `old` is an error: counted by a check the first
+            # condition reads, as `m or (check and m)`: the check is true on every
+            # non-null row, so the condition is `m`'s (null, false or true) on every row
+            ok: Node = Unary("is_null", x)
+            for o, m in zip(olds, matches, strict=True):
+                if o is not None or not single:
+                    ok = Binary("or", ok, m)
+            if single and None in olds and len(olds) > 1:
+                # polars' one-new-value path compares with `is_in`, which leaves a null row
+                # unmatched even with None among `old`: an error there, as in polars
+                ok = Binary("and", Unary("is_not_null", x), ok)
+            present = self._check(Unary("is_not_null", x))
+            message = (f"`{node!r}`: incomplete mapping specified for `replace_strict`: a "
+                       "non-null value is not among `old`; pass a `default` for the values "
+                       "it does not list")  # fmt: skip
+            checked = self._record(Check(present, self._check(ok), message), DType.BOOL)
+            matches[0] = Binary("or", matches[0], Binary("and", checked, matches[0]))
+        out = otherwise
+        for m, v in reversed(list(zip(matches, news, strict=True))):
+            out = When(m, new_value(v), out)
         return self._check(out)
 
     def _typed(self, node: Node) -> Node:

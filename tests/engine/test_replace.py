@@ -197,3 +197,118 @@ def test_the_cuda_code_path_gives_the_cpu_answers() -> None:
                               c=cb.col("k").replace(None, "null"))  # fmt: skip
     on_host = pl.from_arrow(compute_on_host(q))
     assert_frame_equal(on_host, pl.from_arrow(q.compute(device="cpu")))
+
+
+# -- replace_strict ---------------------------------------------------------------------
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    kind=st.sampled_from(KEY_KINDS),
+    n=st.sampled_from([1, 9, 200]),
+    seed=st.integers(0, 2**31 - 1),
+    distinct=st.sampled_from([2, 5]),
+    nulls=st.sampled_from([0.0, 0.3]),
+    default=st.sampled_from(["none", "value", "expression"]),
+    new_kind=st.sampled_from(["ints", "floats", "strings", "one int"]),
+    complete=st.booleans(),
+)
+def test_strict_equal_polars(kind: str, n: int, seed: int, distinct: int, nulls: float,
+                             default: str, new_kind: str, complete: bool) -> None:  # fmt: skip
+    table = frame(n, seed, ("int8", kind), groups=distinct, key_nulls=nulls)
+    assume(not pa.types.is_null(getattr(table.schema.field("h").type, "value_type", pa.int8())))
+    rng = np.random.default_rng(seed)
+    old = _values(table, "h", rng, 64)
+    if not complete:
+        old = old[: max(1, len(old) // 2)]
+    assume(old)
+    if new_kind == "one int":
+        new: Any = 7
+    else:
+        new = [{"ints": i * 10 - 5, "floats": i / 4, "strings": f"v{i}"}[new_kind]
+               for i in range(len(old))]  # fmt: skip
+    defaults = {"value": {"ints": -1, "floats": 0.5, "strings": "?", "one int": 0}[new_kind]}
+
+    def steps(m: Any, q: Any) -> Any:
+        options: dict[str, Any] = {}
+        if default == "value":
+            options["default"] = defaults["value"]
+        elif default == "expression":  # a column of the new values' type (a literal string)
+            options["default"] = {"strings": m.lit("d"), "floats": m.col("i").cast(pl.Float64)
+                                  }.get(new_kind, m.col("i").cast(pl.Int64))  # fmt: skip
+        return q.select(r=m.col("h").replace_strict(old, new, **options))
+
+    assert_same_as_polars(table, steps, kinds=("polars", "pyarrow"))
+
+
+@pytest.mark.parametrize(
+    ("column", "args", "options"),
+    [
+        ("i", ({1: 10, 2: 20, 3: 30},), {}), ("i", ({1: 10, 2: 20},), {}),
+        ("i", ({1: 10, 2: 20},), {"default": -1}), ("i", ({1: "a", 2: "b", 3: "c"},), {}),
+        ("i", ({1: 1.5, 2: 2.0, 3: 3.0},), {}),
+        ("i", ({1: 10, 2: 20, 3: 30},), {"return_dtype": "int8"}),
+        ("s", ({"a": 1, "b": 2, "c": 3},), {}), ("s", ({"a": 1},), {"default": 0}),
+        ("i", ({None: 0, 1: 1, 2: 2, 3: 3},), {}),
+        ("i", ({1: None, 2: None, 3: None},), {"return_dtype": "int8"}),
+        ("i", ({1: 10},), {"default": 1.5}), ("i", ({1: True, 2: False, 3: True},), {"default": 5}),
+        ("i", ([], []), {"default": 7}), ("i", ([], []), {}),
+        ("s", ({"a": dt.date(2020, 1, 1), "b": dt.date(2021, 1, 1),
+                "c": dt.date(2022, 1, 1)},), {}),
+        ("i", ({1: 2**63, 2: 1, 3: 1},), {}),
+        ("i", ({1: 1000, 2: 2, 3: 3},), {"return_dtype": "int8"}),
+        ("i", ({1: 1000},), {"default": 0, "return_dtype": "int8"}),
+        ("i", ({1: 1, 2: 2, 3: 3},), {"return_dtype": "float32"}),
+        ("i", ([1, 2, 3], 9), {}), ("i", ([1, 2, 3], [1.5, 2.5, 3.5]), {}),
+        ("f", ({NAN: 1, 1.0: 2, 0.0: 3, 2.0: 4},), {}),
+        ("c", ({"a": "x", "b": "y", "c": "z"},), {}), ("b", ({True: "yes", False: "no"},), {}),
+        ("i", ({1: 10, 2: 20, 3: 30},), {"return_dtype": "string"}),
+        ("i", ([1, 2, 3], [1, 2.5, None]), {}),
+    ],
+    ids=repr,
+)  # fmt: skip
+def test_strict_types_and_refusals_as_polars(column: str, args: tuple[Any, ...],
+                                             options: dict[str, Any]) -> None:  # fmt: skip
+    df = pl.DataFrame({
+        "i": [1, 2, 3, None, 2], "s": ["a", "b", "c", None, "a"],
+        "f": [1.0, NAN, -0.0, None, 2.0], "b": [True, False, None, True, True],
+    }).with_columns(c=pl.col("s").cast(pl.Categorical))  # fmt: skip
+    names = {"int8": pl.Int8, "float32": pl.Float32, "string": pl.String}
+    polars_options = {k: names.get(v, v) if k == "return_dtype" else v for k, v in options.items()}
+    try:
+        want = df.select(y=pl.col(column).replace_strict(*args, **polars_options))
+    except Exception:  # any polars error: colbridge must refuse too
+        with pytest.raises(ColbridgeError):
+            df.gpu.select(y=cb.col(column).replace_strict(*args, **options)).compute()
+        return
+    got = df.gpu.select(y=cb.col(column).replace_strict(*args, **options)).compute()
+    assert got.schema == want.schema
+    assert got.equals(want)
+
+
+def test_strict_incomplete_mapping_is_an_error_on_the_rows_kept() -> None:
+    df = pl.DataFrame({"s": ["lo", "hi", None, "mid", "lo"], "x": [1, 2, 3, 4, 5]})
+    with pytest.raises(InvalidOperationError, match=r"incomplete mapping .*pass a `default`"):
+        df.gpu.select(cb.col("s").replace_strict({"lo": 0, "hi": 1})).compute()
+    # rows a filter drops are not mapped (polars filters first, too)
+    kept = df.gpu.filter(cb.col("s") != "mid").select(cb.col("s").replace_strict(
+        {"lo": 0, "hi": 1})).compute()  # fmt: skip
+    assert kept["s"].to_list() == [0, 1, 0]
+    got = df.gpu.select(cb.col("s").replace_strict({"lo": 0}, default=cb.col("x"))).compute()
+    assert got["s"].to_list() == [0, 2, 3, 4, 0]
+    got = cb.lazy(df).eval("a = replace_strict(s, ['lo', 'hi', 'mid'], [0, 1, 2])\n"
+                           "b = s.replace_strict('lo', 1, default=x)").compute()  # fmt: skip
+    assert got["a"].to_list() == [0, 1, None, 2, 0]
+    assert got["b"].to_list() == [1, 2, 3, 4, 1]
+
+
+def test_strict_on_the_cuda_code_path() -> None:
+    t = pa.table({"s": ["lo", "hi", None, "lo"] * 500, "x": np.arange(2_000.0)})
+    q = cb.lazy(t).select(a=cb.col("s").replace_strict({"lo": 0, "hi": 1}),
+                          b=cb.col("s").replace_strict({"lo": "L"}, default="?"),
+                          c=cb.col("x").replace_strict([0.0, 1.0], [1, 2], default=0))  # fmt: skip
+    assert_frame_equal(pl.from_arrow(compute_on_host(q)), pl.from_arrow(q.compute(device="cpu")))
+    bad = cb.lazy(pa.table({"s": ["lo", "zz"] * 500})).select(cb.col("s").replace_strict(
+        {"lo": 0}))  # fmt: skip
+    with pytest.raises(InvalidOperationError, match="incomplete mapping"):
+        compute_on_host(bad)
