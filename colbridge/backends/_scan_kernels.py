@@ -667,7 +667,8 @@ def _ewm_var_step(x: Any, x_valid: bool, state: Any, alpha: Any, adjust: bool,
         state[5] = one
         return 1
     decay = one - alpha
-    if x_valid or not ignore_nulls:
+    decays = x_valid or not ignore_nulls  # polars decays the weights on null rows too
+    if decays:
         state[3] = state[3] * decay
         state[4] = state[4] * (decay * decay)
         state[0] = state[0] * decay
