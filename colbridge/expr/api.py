@@ -1689,7 +1689,7 @@ def _replace_value(value: Any) -> Any:
     A string is a value here, not a column name (polars reads it so too).
     """
     if isinstance(value, str):
-        return value
+        return str(value)  # a NumPy string too
     if _is_expression(value):
         msg = (
             "`replace` takes values (a scalar, a list or a mapping), not expressions; "

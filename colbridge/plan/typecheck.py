@@ -54,6 +54,7 @@ from colbridge.expr.nodes import (
     FillNan,
     Filtered,
     Function,
+    Gather,
     GroupAgg,
     KeySet,
     Literal,
@@ -339,8 +340,8 @@ class TypeChecker:
         return typed
 
     def _check_node(self, node: Node) -> Node:
-        if isinstance(node, Check) and node in self.types:  # made typed (`_replace_strict`)
-            return node
+        if isinstance(node, (Check, Gather)) and node in self.types:
+            return node  # made typed, inside a tree typed after them (`_replace_strict`)
         if isinstance(node, Alias):
             return self._check(node.arg)
         if isinstance(node, Column):
@@ -1007,10 +1008,13 @@ class TypeChecker:
                    f"values in a column of type {logical} (as in polars); cast the column "
                    "to microseconds first, or give a `default`")  # fmt: skip
             raise InvalidOperationError(msg)
-        if len(olds) > _MAX_REPLACED:
+        tabled = logical is not None and logical.is_string and None not in olds \
+            and isinstance(new_type, DType) and returned in (None, new_type)  # fmt: skip
+        if len(olds) > _MAX_REPLACED and not tabled:
             msg = (f"`{node!r}`: {len(olds)} values to replace; colbridge compares at most "
-                   f"{_MAX_REPLACED} per row in a kernel: join a mapping table in the source "
-                   "frame instead")  # fmt: skip
+                   f"{_MAX_REPLACED} per row in a kernel (a string or categorical column "
+                   "maps any number to numbers or booleans): join a mapping table in the "
+                   "source frame instead")  # fmt: skip
             raise UnsupportedOperationError(msg)
         if not olds and not given:
             msg = f"`{node!r}`: no values to replace and no `default`: give `old` values"
@@ -1040,6 +1044,9 @@ class TypeChecker:
             return to_returned(written, strict=not given)
 
         otherwise = to_returned(node.args[1], strict=False) if given else Literal(None)
+        if tabled and olds:
+            return self._replace_strict_strings(node, x, arg, olds, news, new_type, otherwise,
+                                                given)  # fmt: skip
         matches: list[Node] = [Unary("is_null", x) if o is None
                                else Binary("eq", x, self._replace_value(o, arg))
                                for o in olds]  # fmt: skip
@@ -1067,6 +1074,28 @@ class TypeChecker:
         for m, v in reversed(list(zip(matches, news, strict=True))):
             out = When(m, new_value(v), out)
         return self._check(out)
+
+    def _replace_strict_strings(self, node: Function, x: Node, arg: Node, olds: tuple[Any, ...],
+                                news: tuple[Any, ...], new_type: DType, otherwise: Node,
+                                given: bool) -> Node:  # fmt: skip
+        """`_replace_strict` of a string column to numbers: two tables over its dictionary.
+
+        Whether each distinct string is among ``olds`` (``is_in``), and its new value
+        (``lookup``; null where it has none), each gathered by the row's code: any number
+        of pairs, one lookup per row.
+        """
+        found = self._lt.table(arg, ("is_in", olds), DType.BOOL)
+        mapped = self._lt.table(arg, ("lookup", olds, news, new_type.value), new_type,
+                                nullable=True)  # fmt: skip
+        if not given:
+            ok = self._check(Binary("or", Unary("is_null", x), found))
+            present = self._check(Unary("is_not_null", x))
+            message = (f"`{node!r}`: incomplete mapping specified for `replace_strict`: a "
+                       "non-null value is not among `old`; pass a `default` for the values "
+                       "it does not list")  # fmt: skip
+            checked = self._record(Check(present, ok, message), DType.BOOL)
+            found = Binary("or", found, Binary("and", checked, found))
+        return self._check(When(found, mapped, otherwise))
 
     def _typed(self, node: Node) -> Node:
         """``node`` checked, a dynamic result materialised (it stands on its own)."""

@@ -107,6 +107,9 @@ class TableBuilder:
             return pa.array(fn(positions, position))
         if op == "is_in":
             return pc.is_in(d, value_set=pa.array(list(ref.recipe[1]), _STR))
+        if op == "lookup":  # `replace_strict`: each string's new value, null where none
+            new_of = dict(zip(ref.recipe[1], ref.recipe[2], strict=True))
+            return pa.array([new_of.get(s) for s in d.to_pylist()], ref.dtype.arrow)
         if op == "len_chars":
             return pc.utf8_length(d).cast(pa.uint32())
         if op == "len_bytes":

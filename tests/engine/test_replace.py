@@ -312,3 +312,30 @@ def test_strict_on_the_cuda_code_path() -> None:
         {"lo": 0}))  # fmt: skip
     with pytest.raises(InvalidOperationError, match="incomplete mapping"):
         compute_on_host(bad)
+
+
+@pytest.mark.parametrize("column", ["s", "c"])
+def test_strict_many_strings_to_numbers(column: str, tmp_path: Any) -> None:
+    """More pairs than a kernel compares: a string column maps them by its dictionary."""
+    rng = np.random.default_rng(11)
+    words = [f"w{i}" for i in range(300)]
+    df = pl.DataFrame({"s": rng.choice(np.array([*words, None], object), 3_000)}).with_columns(
+        c=pl.col("s").cast(pl.Categorical))  # fmt: skip
+    codes, halves = list(range(300)), [i / 2 for i in range(300)]
+    cases: list[tuple[list[str], list[Any], dict[str, Any]]] = [
+        (words, codes, {}), (words[:150], halves[:150], {"default": None}),
+        (words[::-1], [i % 3 == 0 for i in codes], {}), (words[:200], codes[:200], {"default": -1}),
+    ]  # fmt: skip
+    for old, new, options in cases:
+        want = df.select(r=pl.col(column).replace_strict(old, new, **options))
+        got = df.gpu.select(r=cb.col(column).replace_strict(old, new, **options)).compute()
+        assert_frame_equal(got, want)
+        q = cb.lazy(df.to_arrow()).select(r=cb.col(column).replace_strict(old, new, **options))
+        assert_frame_equal(pl.from_arrow(compute_on_host(q)), want)
+    with pytest.raises(InvalidOperationError, match="incomplete mapping"):
+        df.gpu.select(cb.col(column).replace_strict(words[:150], codes[:150])).compute()
+    path = tmp_path / "w.parquet"  # batches with dictionaries of their own
+    df.write_parquet(path, row_group_size=700)
+    want = df.select(r=pl.col(column).replace_strict(words, codes))
+    got = pl.scan_parquet(path).gpu.select(r=cb.col(column).replace_strict(words, codes)).compute()
+    assert_frame_equal(got, want)
