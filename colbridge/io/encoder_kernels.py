@@ -165,3 +165,104 @@ def _order_statistics(values, ranks):  # type: ignore[no-untyped-def]
         key = found[j]
         found[j] = key ^ (_SIGN if key >> np.uint64(63) else ~np.uint64(0))
     return found.view(np.float64)
+
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _chunk(offsets, data, i, pos):  # type: ignore[no-untyped-def]
+    # string i's bytes [pos, pos + 7) big-endian, zero past its end, then how many of
+    # them it has (7: it goes on past them)
+    start = offsets[i] + pos
+    end = offsets[i + 1]
+    key = np.uint64(0)
+    for j in range(start, start + 7):
+        key = key << np.uint64(8)
+        if j < end:
+            key |= np.uint64(data[j])
+    return (key << np.uint64(8)) | np.uint64(min(max(end - start, 0), 8))
+
+
+@numba.njit(cache=True, nogil=True)
+def _common_prefix(offsets, data, order, lo, hi, pos):  # type: ignore[no-untyped-def]
+    # how many bytes past `pos` every string of order[lo:hi] shares
+    first = order[lo]
+    common = offsets[first + 1] - offsets[first] - pos
+    for r in range(lo + 1, hi):
+        i = order[r]
+        common = min(common, offsets[i + 1] - offsets[i] - pos)
+        k = 0
+        while k < common and data[offsets[i] + pos + k] == data[offsets[first] + pos + k]:
+            k += 1
+        common = k
+        if common == 0:
+            break
+    return max(common, 0)
+
+
+@numba.njit(cache=True, nogil=True)
+def _sort_run(keys, order, lo, hi, spare_keys, spare_order):  # type: ignore[no-untyped-def]
+    # keys[lo:hi] and order[lo:hi] sorted by key, stably: an insertion sort for a few,
+    # else a radix sort a byte at a time (least significant first), skipping the
+    # bytes every key shares
+    if hi - lo <= 32:
+        for r in range(lo + 1, hi):
+            k, o = keys[r], order[r]
+            j = r - 1
+            while j >= lo and keys[j] > k:
+                keys[j + 1], order[j + 1] = keys[j], order[j]
+                j -= 1
+            keys[j + 1], order[j + 1] = k, o
+        return
+    counts = np.empty(256, dtype=np.int64)
+    for shift in range(0, 64, 8):
+        s = np.uint64(shift)
+        counts[:] = 0
+        for r in range(lo, hi):
+            counts[(keys[r] >> s) & np.uint64(0xFF)] += 1
+        if counts.max() == hi - lo:
+            continue
+        at = lo
+        for b in range(256):
+            c = counts[b]
+            counts[b] = at
+            at += c
+        for r in range(lo, hi):
+            b = (keys[r] >> s) & np.uint64(0xFF)
+            spare_keys[counts[b]] = keys[r]
+            spare_order[counts[b]] = order[r]
+            counts[b] += 1
+        keys[lo:hi] = spare_keys[lo:hi]
+        order[lo:hi] = spare_order[lo:hi]
+
+
+@numba.njit(cache=True, nogil=True)
+def _sort_strings(offsets, data):  # type: ignore[no-untyped-def]
+    # The positions of the strings in byte order (UTF-8 bytes: code-point order, as
+    # Arrow's sort), equal strings in position order. A run of strings sharing their
+    # first `pos` bytes is sorted (stably) by one integer per string: its next 7 bytes
+    # and how many it has (8: more follow), so a string ending there comes before
+    # those it is a prefix of; a run of one such integer whose strings go on is sorted
+    # again past those bytes, after skipping a prefix all of them share.
+    n = offsets.shape[0] - 1
+    order = np.arange(n)
+    keys = np.empty(n, dtype=np.uint64)
+    spare_keys = np.empty(n, dtype=np.uint64)
+    spare_order = np.empty(n, dtype=np.int64)
+    stack = [(0, n, 0)]
+    while len(stack) > 0:
+        lo, hi, pos = stack.pop()
+        if hi - lo < 2:
+            continue
+        pos += _common_prefix(offsets, data, order, lo, hi, pos)
+        for r in range(lo, hi):
+            keys[r] = _chunk(offsets, data, order[r], pos)
+        _sort_run(keys, order, lo, hi, spare_keys, spare_order)
+        r = lo
+        while r < hi:
+            end = r + 1
+            while end < hi and keys[end] == keys[r]:
+                end += 1
+            if end - r > 1 and keys[r] & np.uint64(0xFF) == np.uint64(8):
+                stack.append((r, end, pos + 7))
+            r = end
+    return order

@@ -33,6 +33,7 @@ __all__ = [
     "quantile_edges",
     "scatter_one_hot",
     "sort_categories",
+    "sort_indices",
     "target_encodings",
     "value_set",
 ]
@@ -155,8 +156,8 @@ class CategoryTotals:
         """The categories in ascending order, null last, and their rows of ``table``."""
         values = self._seen.cast(value_type) if self._seen is not None \
             else pa.nulls(0, value_type)  # fmt: skip
-        order = pc.sort_indices(values)
-        return values.take(order), self.table[np.asarray(order, dtype=np.intp)]
+        order = sort_indices(values)
+        return values.take(order), self.table[order]
 
     def counts(self, value_type: pa.DataType) -> tuple[list[Any], list[int]]:
         """The non-null categories of the rows counted (`count`), ascending, and their counts.
@@ -169,6 +170,28 @@ class CategoryTotals:
         valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
         seen = valid & (table[:, 0] > 0)
         return values.filter(pa.array(seen)).to_pylist(), table[seen, 0].astype(np.int64).tolist()
+
+
+def sort_indices(values: pa.Array) -> np.ndarray[Any, Any]:
+    """``pc.sort_indices(values)`` (ascending, nulls last, ties in position order).
+
+    Strings are sorted by `colbridge.io.encoder_kernels`' radix sort of their bytes:
+    Arrow's comparison sort took 35 ms for 100,000 categories, a third of fitting
+    a target encoding of 1e6 rows.
+    """
+    if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+        return np.asarray(pc.sort_indices(values), dtype=np.intp)
+    _, offsets_buf, data_buf = values.buffers()
+    width = np.int32 if pa.types.is_string(values.type) else np.int64
+    first = values.offset
+    offsets = np.frombuffer(offsets_buf, dtype=width)[first : first + len(values) + 1]
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None \
+        else np.zeros(0, np.uint8)  # fmt: skip
+    order: np.ndarray[Any, Any] = _kernels()._sort_strings(offsets.astype(np.int64), data)
+    if values.null_count:  # nulls last, in position order
+        valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)[order]
+        order = np.concatenate([order[valid], order[~valid]])
+    return order.astype(np.intp, copy=False)
 
 
 def add_target_rows(
