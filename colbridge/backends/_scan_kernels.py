@@ -650,8 +650,12 @@ def _ewm_var_step(x: Any, x_valid: bool, state: Any, alpha: Any, adjust: bool,
                   ignore_nulls: bool) -> Any:  # fmt: skip
     """One row of polars' exponentially weighted variance (its ``EwmCovState``, x = y).
 
-    ``state`` holds (weight, mean, cov, weight sum, weight-square sum, non-null count)
-    in the values' type, updated in place with polars' operations in polars' order;
+    ``state`` holds (weight, mean, cov, weight sum, the square of the weight sum less
+    the sum of the weights' squares, non-null count) in the values' type, updated in
+    place with polars' operations in polars' order. The fifth, the denominator of
+    the bias correction, is kept as it changes (``2 * new * sum``), not as the
+    difference of two sums: a gap of nulls decays the old weights below the rounding
+    of the new one, where the difference is 0 (the row null) and this is not;
     the new non-null count is returned (a Float32 count stops at 2**24, far above any
     ``min_samples`` it is compared with).
     """
@@ -663,7 +667,7 @@ def _ewm_var_step(x: Any, x_valid: bool, state: Any, alpha: Any, adjust: bool,
         state[1] = x
         state[2] = zero
         state[3] = one
-        state[4] = one
+        state[4] = zero
         state[5] = one
         return 1
     decay = one - alpha
@@ -683,8 +687,8 @@ def _ewm_var_step(x: Any, x_valid: bool, state: Any, alpha: Any, adjust: bool,
         state[2] = (weight * (cov + d_old * d_old) + other * d_new * d_new) / new_weight
         state[0] = new_weight
         state[1] = new_mean
+        state[4] = state[4] + (other + other) * state[3]
         state[3] = state[3] + other
-        state[4] = state[4] + other * other
         if not adjust:
             state[3] = state[3] / new_weight
             state[4] = state[4] / (new_weight * new_weight)
@@ -703,8 +707,8 @@ def _ewm_var_value(state: Any, x_valid: bool, count: int, least: int, bias: bool
         return cov, False
     if not bias:  # polars' correction: (sum w)^2 / ((sum w)^2 - sum w^2)
         numerator = state[3] * state[3]
-        denominator = numerator - state[4]
-        if not denominator > numerator - numerator:  # 0 of the type (the sums are finite)
+        denominator = state[4]
+        if not denominator > numerator - numerator:  # 0 of the type (one value, or none)
             return cov, False
         cov = (numerator / denominator) * cov
     return (np.sqrt(cov) if std else cov), True

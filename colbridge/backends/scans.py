@@ -266,7 +266,7 @@ def new_carry(func: str, options: tuple[Any, ...], count: int, compute: np.dtype
         shapes: list[tuple[int, ...]] = [(), (), ()]
     elif func == "ewm_mean":
         starts, dtypes, shapes = [zero, zero, 0], [compute, compute, np.int64], [(), (), ()]
-    elif func in _EWM_VAR:  # weight, mean, cov, weight sum, weight-square sum, count
+    elif func in _EWM_VAR:  # weight, mean, cov, weight sum, bias denominator, count
         starts, dtypes, shapes = [zero], [compute], [(6,)]
     elif func in ("forward_fill", "backward_fill"):
         starts, dtypes, shapes = [zero, -1, 0], [compute, np.int64, np.int64], [(), (), ()]

@@ -269,8 +269,8 @@ class PreparedPlan:
     steps: tuple[Step, ...]
     names: tuple[str, ...]
     specs: list[SegmentSpec]
-    #: input columns the first segment's kernels read (their types key the typed plan)
-    first_inputs: tuple[str, ...]
+    #: input columns some segment's kernels read (their types key the typed plan)
+    typed_inputs: tuple[str, ...]
     _typed: dict[Any, TypedPlan] = field(default_factory=dict, repr=False)
 
     def typed(self, columns: Columns) -> TypedPlan:
@@ -280,7 +280,7 @@ class PreparedPlan:
         or its one problem's error as it is.
         """
         try:
-            schema_key = tuple(columns.get(n).type for n in self.first_inputs)
+            schema_key = tuple(columns.get(n).type for n in self.typed_inputs)
         except ColbridgeError as exc:  # a column no kernel can read (a pandas object column)
             found = self._located(exc, columns)
             if found is exc:
@@ -375,6 +375,29 @@ def _read_by_kernels(spec: SegmentSpec) -> list[str]:
     return names
 
 
+def _typed_inputs(specs: list[SegmentSpec], names: tuple[str, ...]) -> tuple[str, ...]:
+    """The input columns whose types the typed plan depends on.
+
+    Those a segment's kernels read, the first segment's or a later one's where the
+    column reached it unchanged (passed through, perhaps renamed): after a filter
+    the next segment reads the frame's own columns, and a frame whose column has
+    another type must not reuse the plan typed for the first.
+    """
+    held = {n: n for n in names}  # a segment's input column -> the frame column it still is
+    out: list[str] = []
+    for spec in specs:
+        for n in _read_by_kernels(spec):
+            source = held.get(n)
+            if source is not None and source not in out:
+                out.append(source)
+        held = {
+            name: held[e.name]
+            for name, e in spec.env.items()
+            if isinstance(e, Column) and e.name in held
+        }
+    return tuple(out)
+
+
 def prepare(steps: tuple[Step, ...], names: Iterable[str]) -> PreparedPlan:
     """The untyped plan of ``steps`` over frames with these column ``names`` (cached).
 
@@ -389,8 +412,7 @@ def prepare(steps: tuple[Step, ...], names: Iterable[str]) -> PreparedPlan:
             _PREPARED.move_to_end(key)
             return hit
     specs = plan_segments(steps, names)
-    first = tuple(n for n in _read_by_kernels(specs[0]) if n in names)
-    prepared = PreparedPlan(steps, names, specs, first)
+    prepared = PreparedPlan(steps, names, specs, _typed_inputs(specs, names))
     with _LOCK:
         _PREPARED[key] = prepared
         while len(_PREPARED) > _CACHE_MAX:

@@ -163,3 +163,35 @@ def test_computes_of_one_plan_over_varied_frames_equal_polars(
         df = _frame(n + start, seed=seed + k, nulls=nulls[k])[start:]
         got = _steps(cb, df.gpu).compute(device="cpu")
         assert_frame_equal(got, _want(df))
+
+
+_TYPE_ROTATION = [pl.Int64, pl.Float64, pl.Int8, pl.Float32, pl.UInt8, pl.Int32, pl.Int64]
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        lambda m, q: q.filter(m.col("k") > 0).select(r=m.col("x").shift(1), c=m.col("x").cum_sum()),
+        lambda m, q: q.filter(m.col("k") > 0).select(s=m.col("x").sum(), a=m.col("x").abs()),
+        lambda m, q: q.filter(m.col("k") > 0).group_by("g").agg(m.col("x").sum()),
+        lambda m, q: q.with_columns(y=m.col("x")).filter(m.col("k") > 0)
+        .select(r=m.col("y").rolling_max(2)),
+    ],
+    ids=["filter-scan", "filter-reduction", "filter-group-by", "renamed-then-filter"],
+)  # fmt: skip
+def test_the_same_steps_on_frames_whose_columns_change_type(steps: Any) -> None:
+    """A plan is typed again for a frame whose column a later segment reads has a new type.
+
+    After a filter the next segment reads the frame's columns itself: a frame whose
+    ``x`` is Float64 after one whose ``x`` was Int64 must not reuse the Int64 typing
+    (it read the float's bits as integers, or past the end of an Int8 buffer).
+    """
+    for dtype in _TYPE_ROTATION:
+        df = pl.DataFrame({"x": pl.Series([10, 20, 30, 40, 50], dtype=dtype),
+                           "k": [0, 1, 2, 0, 4], "g": [1, 2, 1, 2, 1]})  # fmt: skip
+        if dtype.is_float():
+            df = df.with_columns(pl.col("x") + 0.5)
+        want = steps(pl, df)
+        assert_frame_equal(steps(cb, df.gpu).compute(), want, check_row_order="g" not in want)
+        got = pl.from_arrow(steps(cb, cb.lazy(df.to_arrow())).compute())
+        assert_frame_equal(got, want, check_row_order="g" not in want)

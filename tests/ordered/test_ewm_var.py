@@ -7,10 +7,10 @@ one-row frames, the three frame kinds, the string language, a stream cut into
 batches (bit for bit the in-memory result), Dask's refusal, and the CUDA code path
 (on the host).
 
-polars' recurrence is followed operation for operation; the unbiased correction
-``(sum w)**2 / ((sum w)**2 - sum w**2)`` differs from polars 2.1's in the last bits
-(a few units in the last place), so floats are compared within 8 of them; nulls and
-NaN exactly.
+polars' recurrence is followed operation for operation, the denominator of the
+unbiased correction ``(sum w)**2 - sum w**2`` kept as polars 2.1 keeps it (updated,
+not a difference of sums): results are compared bit for bit, a long gap of nulls
+included.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from colbridge.testing.asserts import assert_same_as_polars
 from colbridge.testing.cuda_host import compute_on_host
 from tests.ordered.ordered_data import NULL_PATTERNS, NUMERIC_DTYPES, frame, pattern_frame
 
-ULPS = 8
+ULPS = 0
 DECAYS = ({"alpha": 0.3}, {"com": 2.5}, {"span": 7}, {"half_life": 3.0}, {"alpha": 1.0})
 
 
@@ -105,6 +105,24 @@ def test_float32_stays_float32_and_first_values() -> None:
     assert got["b"][0] == 0.0
     want = df.select(a=pl.col("x").ewm_var(alpha=0.5), b=pl.col("x").ewm_var(alpha=0.5, bias=True))
     assert_frame_equal(got, want, rel_tol=1e-6)
+
+
+@pytest.mark.parametrize("gap", [3, 7, 60])
+@pytest.mark.parametrize("dtype", [pl.Float64, pl.Float32])
+def test_a_long_gap_of_nulls_keeps_the_unbiased_value(gap: int, dtype: pl.DataType) -> None:
+    """Nulls decay the old weights (``ignore_nulls=False``) below the new one's rounding.
+
+    The unbiased correction's denominator is then far below the weights: kept as it
+    changes, it stays exact where a difference of two sums would be 0 (a null row)
+    or a few digits.
+    """
+    df = pl.DataFrame({"x": [1.0, 2.0, *[None] * gap, 3.0, None, 5.0]}, schema={"x": dtype})
+    for options in ({"alpha": 0.5}, {"alpha": 0.99}, {"alpha": 0.99, "adjust": False}):
+        got = df.gpu.select(v=cb.col("x").ewm_var(**options),
+                            s=cb.col("x").ewm_std(**options)).compute()  # fmt: skip
+        want = df.select(v=pl.col("x").ewm_var(**options), s=pl.col("x").ewm_std(**options))
+        assert got["s"][-1] is not None
+        assert_frame_equal(got, want, check_exact=True)
 
 
 def test_refusals() -> None:
