@@ -90,7 +90,7 @@ STRING_MAPS: dict[str, Callable[..., Callable[[str], str]]] = {
 }
 
 
-#: every string-to-string function (the case mappings are pyarrow's, on whole arrays)
+#: every string-to-string function (the case mappings pyarrow's where the strings are ASCII)
 STRING_FUNCTIONS = frozenset({"to_lowercase", "to_uppercase", *STRING_MAPS})
 
 
@@ -98,9 +98,13 @@ def apply_string_map(name: str, params: tuple[Any, ...], values: pa.Array) -> pa
     """``values`` (strings without nulls) with the function ``name(*params)`` applied."""
     import pyarrow.compute as pc  # on first use: its import is slow
 
-    if name == "to_lowercase":
-        return pc.utf8_lower(values)
-    if name == "to_uppercase":
-        return pc.utf8_upper(values)
+    if name in ("to_lowercase", "to_uppercase"):
+        if pc.all(pc.string_is_ascii(values)).as_py() is not False:
+            return pc.utf8_lower(values) if name == "to_lowercase" else pc.utf8_upper(values)
+        # Arrow maps each character to one ("ß" to "ẞ", no final sigma); polars maps as
+        # Rust and Python do ("ß" to "SS", "ΟΔΟΣ" to "οδος"): Python's then, per string
+        lower = name == "to_lowercase"
+        return pa.array([s.lower() if lower else s.upper() for s in values.to_pylist()],
+                        type=values.type)  # fmt: skip
     fn = STRING_MAPS[name](*params)
     return pa.array([fn(s) for s in values.to_pylist()], type=values.type)

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
 import colbridge as cb
 from colbridge.testing.asserts import assert_same_as_polars
@@ -184,3 +185,25 @@ def test_two_functions_of_one_column_are_two_strings() -> None:
         )
 
     assert_same_as_polars(df.to_arrow(), steps)
+
+
+CASED = st.text(alphabet="aAzZ ßΣσςΟΔİıŉﬀǅé\u0301.", max_size=8)
+
+
+@SETTINGS
+@given(values=st.lists(st.one_of(st.none(), CASED), max_size=20), categorical=st.booleans())
+def test_case_mappings_are_polars_full_mappings(values: list[str | None],
+                                                categorical: bool) -> None:  # fmt: skip
+    """``to_uppercase``/``to_lowercase`` map as polars (Rust): "ß" to "SS", a final sigma."""
+    df = pl.DataFrame({"s": values}, schema={"s": pl.String})
+    if categorical:
+        df = df.with_columns(pl.col("s").cast(pl.Categorical))
+
+    def steps(m: Any, q: Any) -> Any:
+        s = m.col("s").cast(pl.String) if categorical else m.col("s")
+        return q.select(up=s.str.to_uppercase(), low=s.str.to_lowercase(),
+                        n=s.str.to_uppercase().str.len_chars())  # fmt: skip
+
+    assert_frame_equal(steps(cb, df.gpu).compute(), steps(pl, df))
+    assert steps(cb, pl.DataFrame({"s": ["Straße", "ΟΔΟΣ"]}).gpu).compute().rows() == [
+        ("STRASSE", "straße", 7), ("ΟΔΟΣ", "οδος", 4)]  # fmt: skip
