@@ -713,8 +713,8 @@ class Expr:
             raise SchemaError(msg)
         if strategy in ("min", "max"):
             return Expr(Coalesce((self.node, Agg(strategy, self.node))))
-        if strategy in ("zero", "one"):
-            return Expr(Coalesce((self.node, Literal(0 if strategy == "zero" else 1))))
+        if strategy in ("zero", "one"):  # the zero or one of the column's own type
+            return Expr(Function("fill_zero_or_one", (self.node,), (strategy == "one",)))
         if strategy == "mean":
             # the mean in the column's type (an integer column's truncated, as polars)
             mean = Function("cast_like", (Agg("mean", self.node), self.node))

@@ -272,7 +272,7 @@ FUNCTIONS = frozenset(
     {
         "log", "degrees", "radians", "cot", "is_in", "clip", "max_horizontal",
         "min_horizontal", "sum_horizontal", "mean_horizontal", "cast_like", "scalar_fill",
-        "replace", "replace_strict",
+        "replace", "replace_strict", "fill_zero_or_one",
     }
 )  # fmt: skip
 
@@ -889,6 +889,8 @@ def _format_function(node: Function) -> str:
         params = ", ".join(_format_param(p) for p in node.options)
         inner = ", ".join(x for x in (", ".join(args[1:]), params) if x)
         return f"{args[0]}.{node.name}({inner})"
+    if node.name == "fill_zero_or_one":
+        return f"{args[0]}.fill_null(strategy={'one' if node.options[0] else 'zero'!r})"
     if node.name.endswith("_horizontal"):
         extra = [] if not node.options or node.options[0] else ["ignore_nulls=False"]
         return f"{node.name}({', '.join(args + extra)})"

@@ -19,6 +19,7 @@ typed as polars materialises it: every number by itself, then the usual rules.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import math
 from collections.abc import Callable, Mapping
@@ -921,6 +922,8 @@ class TypeChecker:
             return self._mean_horizontal(node)
         if node.name == "cast_like":
             return self._cast_like(node)
+        if node.name == "fill_zero_or_one":
+            return self._fill_zero_or_one(node)
         if node.name == "scalar_fill":
             fill = self._check(node.args[0])
             if not is_scalar(fill):
@@ -1108,11 +1111,50 @@ class TypeChecker:
         ``fill_null(strategy="mean")`` fills with the mean cast to the column's type
         (an integer column takes the mean truncated, as polars does).
         """
-        value, like = (self._typed(a) for a in node.args)
+        like = self._typed(node.args[1])
+        logical = self.logical.get(like)
+        if logical is not None and logical.is_temporal and logical.kind != "time":
+            # polars: the mean of the integers, truncated to the column's integers
+            mean = node.args[0]  # the column's mean (per group, under `over`)
+            assert isinstance(mean, (Agg, GroupAgg))
+            of_ints = dataclasses.replace(mean, arg=Function("to_physical", (mean.arg,)))
+            ints = Cast(of_ints, logical.physical, False)
+            return self._check(Function("cast", (ints,), (logical, False)))
+        value = self._typed(node.args[0])
         if like in self.logical or value in self.logical:
             msg = f"`{node.args[1]!r}`: `fill_null(strategy='mean')` needs a numeric column"
             raise UnsupportedTypeError(msg)
+        if self.types[like] is DType.BOOL:
+            msg = (f"`{node.args[1]!r}`: `fill_null(strategy='mean')` of a Boolean column is "
+                   "not supported (as in polars); fill with a value, or cast it to a "
+                   "number")  # fmt: skip
+            raise InvalidOperationError(msg)
         return self.cast_plain(value, self.types[like], strict=False)
+
+    def _fill_zero_or_one(self, node: Function) -> Node:
+        """``fill_null(strategy="zero" | "one")``: nulls filled with 0 or 1 of the column's type.
+
+        As polars: booleans false or true, numbers of the column's type, temporal
+        types their integer 0 or 1 (the epoch, one day, one unit), a string "" for
+        zero; a string's one and categoricals are refused, as polars refuses them.
+        """
+        x = node.args[0]
+        arg = self._typed(x)  # a null-typed column is refused, naming the cast
+        one = bool(node.options[0])
+        logical = self.logical.get(arg)
+        if logical is None:
+            t = self.types[arg]
+            value: Node = Literal(one) if t is DType.BOOL else Cast(Literal(int(one)), t, True)
+        elif logical.kind == "string" and not one:
+            value = Constant("")
+        elif logical.is_string:
+            msg = (f"`{node!r}`: fill-null strategy {'one' if one else 'zero'!r} is not "
+                   f"supported for type {logical} (as in polars); fill with a value "
+                   "instead, e.g. `fill_null(\"?\")`")  # fmt: skip
+            raise InvalidOperationError(msg)
+        else:
+            value = Function("cast", (Literal(int(one)),), (logical, True))
+        return self._check(Coalesce((x, value)))
 
     def _log(self, node: Function) -> Node:
         """``x.log(base)``: ``ln(x) / ln(base)``, in polars' type.
