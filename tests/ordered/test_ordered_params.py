@@ -91,6 +91,20 @@ def test_shift_fill_value_types(tier: str) -> None:
     assert_same_as_polars(table, steps)
 
 
+def test_shift_fill_casts_the_column_without_raising(tier: str) -> None:
+    # UInt64 and a negative fill: Int64, values above its range null (as polars; a
+    # `fill_null(-1)` raises instead, in both)
+    table = pa.table({"x": pa.array([1, 2**64 - 1, None, 2**63, 5], pa.uint64()),
+                      "g": [1, 1, 2, 2, 2]})  # fmt: skip
+
+    def steps(m: Any, q: Any) -> Any:
+        x = m.col("x")
+        return q.select(a=x.shift(1, fill_value=-1), b=x.shift(-2, fill_value=-7).over("g"),
+                        c=x.shift(1, fill_value=0.5))  # fmt: skip
+
+    assert_same_as_polars(table, steps)
+
+
 @pytest.mark.parametrize("fills", [(False, 0, 0.0, 1), (1.0, 1, True)], ids=["bool", "int"])
 def test_fill_values_equal_in_python_are_planned_apart(fills: tuple[Any, ...]) -> None:
     # 0 == 0.0 == False in Python, but the results' types differ: computed one after
