@@ -438,15 +438,11 @@ class Expr:
         """
         if _is_expression(base):
             return Expr(Function("log", (self.node, _arg_node(base))))
-        if isinstance(base, float) and base == math.e:
-            return self._unary("log")
-        if isinstance(base, float) and base == 10.0:
-            return self._unary("log10")
         return Expr(Function("log", (self.node, to_node(base))))
 
     def log10(self) -> Expr:
-        """Base-10 logarithm."""
-        return self._unary("log10")
+        """Base-10 logarithm: ``ln(x) / ln(10)``, as polars computes it (not libm's log10)."""
+        return self.log(10.0)
 
     def log1p(self) -> Expr:
         """``log(1 + self)``, accurate near zero."""

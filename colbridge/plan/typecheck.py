@@ -558,6 +558,14 @@ class TypeChecker:
                 if isinstance(right, Literal) and right.value == 0.5:
                     # polars rewrites x ** 0.5 as sqrt(x) (so (-inf) ** 0.5 is NaN)
                     return self._record(Unary("sqrt", left), res)
+                if isinstance(right, Literal) and isinstance(right.value, (int, float)) \
+                        and float(right.value).is_integer() and 1 <= right.value < 10:  # fmt: skip
+                    # polars multiplies by the base k - 1 times, in order, for a scalar
+                    # whole exponent k in [2, 10) (x ** 1 is x): those roundings, not pow's
+                    product = left
+                    for _ in range(int(right.value) - 1):
+                        product = self._record(Binary("mul", product, left), res)
+                    return product
             return self._record(Binary(op, left, right), res)
         # + - * // %
         if lt.is_bool and rt.is_bool:
@@ -1186,7 +1194,15 @@ class TypeChecker:
             raise _float16_error(_quote(node))
         ln_x = self._record(Unary("log", self._cast(x, t)), t)
         if isinstance(base, Literal) and base.value is not None:
-            ln_base = self._typed_literal(_ln(float(base.value)), t)
+            # polars: `x.ln() / base.ln()` with the base in x's type (e as a Float32 is
+            # not e: its logarithm is not 1, and a Float32 `log()` divides by it)
+            b = float(np.float32(base.value)) if t is DType.FLOAT32 else float(base.value)
+            ln_b = _ln(b)
+            if t is DType.FLOAT32:
+                ln_b = float(np.float32(ln_b))
+            if ln_b == 1.0:
+                return ln_x  # a division by 1
+            ln_base = self._typed_literal(ln_b, t)
         else:
             ln_base = self._record(Unary("log", self._cast(base, t)), t)
         return self._record(Binary("truediv", ln_x, ln_base), t)

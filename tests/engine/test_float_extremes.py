@@ -11,11 +11,14 @@ import math
 from typing import Any
 
 import numpy as np
+import polars as pl
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
+import colbridge as cb
 from colbridge.testing.asserts import assert_same_as_polars
 
 SPECIAL = [math.nan, -math.nan, math.inf, -math.inf, 0.0, -0.0, 1.5, -2.25, None]
@@ -59,3 +62,45 @@ def test_a_number_among_many_nans_or_nulls(fill: float | None, number_at: int | 
         values[number_at] = -7.5
     assert_same_as_polars(_table(values, number_at or 0), _steps)
     assert_same_as_polars(_table(values, 1), _grouped, kinds=("pyarrow",))
+
+
+@pytest.mark.parametrize("tier", ["numpy", "compiled"])
+@pytest.mark.parametrize("dtype", [pl.Float32, pl.Float64])
+def test_powers_and_logs_round_as_polars(tier: str, dtype: pl.DataType,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """polars' formulas, bit for bit; libm's functions within their documented ULPs.
+
+    ``x ** k`` for a scalar whole ``k`` in [2, 10) is polars' repeated product (Float32:
+    each product rounded, not pow's one rounding), ``x ** 1`` is x; every logarithm
+    is ``ln(x) / ln(base)`` with the base in x's type (``log10()`` too, and a Float32
+    ``log()`` divides by the logarithm of e rounded to Float32). A column of
+    exponents, a fraction or a larger power is libm's pow. Exact in the compiled
+    kernels; the NumPy tier's logarithms and powers are NumPy's, within 4 ULPs
+    (docs/reliability.md).
+    """
+    monkeypatch.setenv("COLBRIDGE_CPU_TIER", tier)
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0.5, 20.0, 3_000)
+    x[:6] = [np.nan, np.inf, -np.inf, 0.0, -0.0, -3.5]
+    df = pl.DataFrame({"x": x, "k": rng.integers(-3, 12, 3_000).astype(np.int8)}).with_columns(
+        pl.col("x").cast(dtype))  # fmt: skip
+
+    def steps(m: Any, q: Any) -> Any:
+        x = m.col("x")
+        return q.select(p1=x.pow(1), p3=x.pow(3), p5=x**5.0, p9=x.pow(9), half=x.pow(0.5),
+                        ln=x.log(), lg10=x.log10(), lg2=x.log(2), lgf=x.log(10.0),
+                        p10=x.pow(10), frac=x.pow(2.5), neg=x.pow(-2), col=x.pow(m.col("k")),
+                        e=x.exp())  # fmt: skip
+
+    got, want = steps(cb, df.gpu).compute(), steps(pl, df)
+    assert got.schema == want.schema
+    libm = ("ln", "lg10", "lg2", "lgf", "p10", "frac", "neg", "col", "e")
+    exact = [c for c in want.columns if tier == "compiled" or c not in libm]
+    assert_frame_equal(got.select(exact), want.select(exact), check_exact=True)
+    bits = np.int32 if dtype == pl.Float32 else np.int64
+    for c in set(want.columns) - set(exact):
+        a, b = got[c].to_numpy(), want[c].to_numpy()
+        assert np.array_equal(np.isnan(a), np.isnan(b))
+        ok = ~np.isnan(a)
+        apart = a[ok].view(bits).astype(np.int64) - b[ok].view(bits).astype(np.int64)
+        assert np.abs(apart).max() <= 4, c
