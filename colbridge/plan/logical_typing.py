@@ -715,6 +715,10 @@ class LogicalTyping:
                         "labels with `.cast(pl.String).cast(...)`"
                     )
                     raise SchemaError(msg)
+                if target.is_bool:  # polars has no such cast, strict or not
+                    msg = (f"`{node!r}`: casting from {src.kind} to Boolean is not supported "
+                           "(as in polars); compare instead, e.g. `s == \"true\"`")  # fmt: skip
+                    raise InvalidOperationError(msg)
                 return self.parse(arg, ("cast", target.value), target, None, strict, node)
             if src.kind == "time" and target.is_integer and target is not I64:
                 msg = f"`{node!r}`: casting from Time to {target} is not supported; use Int64"

@@ -964,6 +964,7 @@ class TypeChecker:
                 msg = (f"`{node!r}`: `replace` on an Enum is not supported; cast it to "
                        "`pl.String` (or `pl.Categorical`) first")  # fmt: skip
                 raise UnsupportedOperationError(msg)
+            _categorical_takes_text(node, logical, olds + news)
             olds = tuple(_as_text(node, v) for v in olds)
             news = tuple(_as_text(node, v) for v in news)
             if None not in olds and None not in news:
@@ -1009,6 +1010,7 @@ class TypeChecker:
                    "`pl.String` (or `pl.Categorical`) first")  # fmt: skip
             raise UnsupportedOperationError(msg)
         if logical is not None and logical.is_string:
+            _categorical_takes_text(node, logical, olds)
             olds = tuple(_as_text(node, v) for v in olds)
         if not given and logical is not None and logical.kind in ("datetime", "duration") \
                 and logical.unit != "us" \
@@ -1799,6 +1801,22 @@ def _tree(nodes: list[Node], combine: Callable[[Node, Node], Node]) -> Node:
         return nodes[0]
     mid = len(nodes) // 2
     return combine(_tree(nodes[:mid], combine), _tree(nodes[mid:], combine))
+
+
+def _categorical_takes_text(node: Node, logical: Logical, values: tuple[Any, ...]) -> None:
+    """Refuse a value other than a string (or None) for a categorical, as polars does.
+
+    polars casts the values to the column's type: a string column takes an integer
+    as its text, a categorical nothing but strings.
+    """
+    if logical.kind != "categorical":
+        return
+    for v in values:
+        if v is not None and not isinstance(v, str):
+            msg = (f"`{node!r}`: casting {type(v).__name__} value {v!r} to Categorical is not "
+                   "supported (as in polars); give strings, or cast the column to "
+                   "`pl.String` first")  # fmt: skip
+            raise InvalidOperationError(msg)
 
 
 def _ln(value: float) -> float:

@@ -114,6 +114,7 @@ NAN = float("nan")
         ("i", ({},)),
         # polars refuses these: so does colbridge
         ("i", (2, "x")), ("u", (2, -1)), ("u", (-1, 5)), ("i8", (1, 1000)), ("i", ([2, 2], [5, 6])),
+        ("c", ("a", False)), ("c", ("c", 2)), ("c", (1, "b")),  # a categorical takes strings
     ],
     ids=repr,
 )  # fmt: skip
@@ -264,6 +265,9 @@ def test_strict_equal_polars(kind: str, n: int, seed: int, distinct: int, nulls:
         ("c", ({"a": "x", "b": "y", "c": "z"},), {}), ("b", ({True: "yes", False: "no"},), {}),
         ("i", ({1: 10, 2: 20, 3: 30},), {"return_dtype": "string"}),
         ("i", ([1, 2, 3], [1, 2.5, None]), {}),
+        ("c", ({-1: "x", 1: "y"},), {"default": "z"}),  # a categorical's keys are strings
+        ("i", (1, "a"), {"default": "z", "return_dtype": "bool"}),  # no string -> Boolean
+        ("s", ({"a": "true", "b": "false"},), {"default": "x", "return_dtype": "bool"}),
     ],
     ids=repr,
 )  # fmt: skip
@@ -273,7 +277,7 @@ def test_strict_types_and_refusals_as_polars(column: str, args: tuple[Any, ...],
         "i": [1, 2, 3, None, 2], "s": ["a", "b", "c", None, "a"],
         "f": [1.0, NAN, -0.0, None, 2.0], "b": [True, False, None, True, True],
     }).with_columns(c=pl.col("s").cast(pl.Categorical))  # fmt: skip
-    names = {"int8": pl.Int8, "float32": pl.Float32, "string": pl.String}
+    names = {"int8": pl.Int8, "float32": pl.Float32, "string": pl.String, "bool": pl.Boolean}
     polars_options = {k: names.get(v, v) if k == "return_dtype" else v for k, v in options.items()}
     try:
         want = df.select(y=pl.col(column).replace_strict(*args, **polars_options))

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import colbridge as cb
+from colbridge.errors import InvalidOperationError
 from colbridge.testing.asserts import assert_same_as_polars
 from tests.engine.temporal_data import temporal_tables
 
@@ -225,3 +226,14 @@ def test_numpy_tier_agrees_with_compiled_kernels(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("COLBRIDGE_CPU_TIER", "numpy")
     assert q.compute(device="cpu").equals(compiled)
     assert compiled.num_rows > 0
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_strings_do_not_cast_to_booleans(strict: bool) -> None:
+    # polars has no string -> Boolean cast, strict or not (a comparison does it)
+    df = pl.DataFrame({"s": ["true", "a", None]}).with_columns(c=pl.col("s").cast(pl.Categorical))
+    for column in ("s", "c"):
+        with pytest.raises(pl.exceptions.PolarsError):
+            df.select(pl.col(column).cast(pl.Boolean, strict=strict))
+        with pytest.raises(InvalidOperationError, match="to Boolean is not supported"):
+            df.gpu.select(cb.col(column).cast(pl.Boolean, strict=strict)).compute()
