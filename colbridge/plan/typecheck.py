@@ -1613,8 +1613,10 @@ class TypeChecker:
                                 result)  # fmt: skip
         if func in ("median", "quantile"):
             if func == "quantile" and t.is_bool:
-                msg = (f"`{node!r}`: `quantile` of a boolean is not supported (polars refuses "
-                       "it too); cast it first, e.g. `.cast(pl.Float64)`")  # fmt: skip
+                if keys.exprs:  # polars: per group (`group_by`, `over`) a null Boolean
+                    return self._typed_literal(None, DType.BOOL)
+                msg = (f"`{node!r}`: `quantile` of a boolean column is not supported (as in "
+                       "polars); cast it first, e.g. `.cast(pl.Float64)`")  # fmt: skip
                 raise UnsupportedTypeError(msg)
             return self._record(GroupAgg(func, filtered(typed), keys, options=node.options),
                                 result)  # fmt: skip

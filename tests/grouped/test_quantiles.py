@@ -316,6 +316,18 @@ def test_types_without_an_order_of_numbers_are_refused(column: str, expr: Any,
         pl.from_arrow(table).select(y=expr(pl.col(column)))
 
 
+def test_a_booleans_quantile_per_group_is_null_as_in_polars() -> None:
+    # polars refuses a whole boolean column's quantile, yet gives null per group
+    df = pl.DataFrame({"g": [1, 1, 2, 3], "b": [True, False, None, True]})
+
+    def steps(m: Any, q: Any) -> Any:
+        return q.group_by("g").agg(m.col("b").quantile(0.5, "linear"), s=m.col("b").sum())
+
+    assert_frame_equal(steps(cb, df.gpu).compute(), steps(pl, df), check_row_order=False)
+    over = df.gpu.select(q=cb.col("b").quantile(0.9).over("g")).compute()
+    assert_frame_equal(over, df.select(q=pl.col("b").quantile(0.9).over("g")))
+
+
 def test_streams_refuse_them_naming_the_way_out(tmp_path: Any) -> None:
     import pyarrow.parquet as pq
 
