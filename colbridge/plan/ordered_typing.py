@@ -199,10 +199,13 @@ class OrderedTyping:
                                    tc.types[value])  # fmt: skip
             return tc.mark_logical(scanned, logical, None)
         dtype = tc.types[arg]
-        if dtype.is_bool:
-            raise self._refuse(node, arg, "booleans (polars cannot interpolate them either); "
-                               "cast to a number first")  # fmt: skip
         linear = node.options[0] == "linear"
+        if dtype.is_bool and linear and not keys.exprs:
+            return arg  # polars returns a boolean column as it is (its nulls kept)
+        if dtype.is_bool:
+            raise self._refuse(node, arg, "booleans per group or to the nearest value "
+                               "(polars cannot interpolate them: it panics); cast to a "
+                               "number first")  # fmt: skip
         result = DType.FLOAT64 if linear and not dtype.is_float else dtype
         return self._record(Scan("interpolate", arg, node.options, keys), result)
 

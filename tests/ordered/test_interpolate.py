@@ -4,7 +4,7 @@ Compared exactly with polars on generated frames: runs of nulls of every length,
 nulls before the first and after the last value, NaN and infinities as values,
 integers near their limits, slices and chunks, empty and one-row frames, keys with
 nulls; inside other expressions; the three frame kinds; the string language; what
-polars cannot interpolate (booleans, strings) is refused; streams and Dask refuse
+polars cannot interpolate (booleans per group or to the nearest value, strings) is refused; streams and Dask refuse
 it with errors naming the way out; the CUDA code path (on the host) agrees.
 """
 
@@ -137,10 +137,15 @@ def test_the_string_language() -> None:
 
 
 def test_what_polars_cannot_interpolate_is_refused() -> None:
-    table = pa.table({"b": [True, None, False], "s": ["a", None, "c"]})
-    with pytest.raises(UnsupportedTypeError, match=r"`interpolate` is not supported for "
-                       r"booleans .* cast to a number first"):  # fmt: skip
-        cb.lazy(table).select(cb.col("b").interpolate()).compute()
+    table = pa.table({"b": [True, None, False], "s": ["a", None, "c"], "g": [1, 1, 2]})
+    # a boolean column's linear interpolation is the column itself in polars (nulls kept);
+    # to the nearest value or per group polars panics: refused
+    got = cb.lazy(table).select(cb.col("b").interpolate()).compute()
+    assert pl.from_arrow(got).equals(pl.from_arrow(table).select(pl.col("b").interpolate()))
+    for expr in (cb.col("b").interpolate("nearest"), cb.col("b").interpolate().over("g")):
+        with pytest.raises(UnsupportedTypeError, match=r"`interpolate` is not supported for "
+                           r"booleans .* cast to a number first"):  # fmt: skip
+            cb.lazy(table).select(expr).compute()
     with pytest.raises(UnsupportedTypeError, match=r"strings .* `fill_null\(strategy=\.\.\.\)`"):
         cb.lazy(table).select(cb.col("s").interpolate()).compute()
     with pytest.raises(SchemaError, match=r"use 'linear' or 'nearest'"):
