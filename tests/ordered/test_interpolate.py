@@ -4,8 +4,9 @@ Compared exactly with polars on generated frames: runs of nulls of every length,
 nulls before the first and after the last value, NaN and infinities as values,
 integers near their limits, slices and chunks, empty and one-row frames, keys with
 nulls; inside other expressions; the three frame kinds; the string language; what
-polars cannot interpolate (booleans per group or to the nearest value, strings) is refused; streams and Dask refuse
-it with errors naming the way out; the CUDA code path (on the host) agrees.
+polars cannot interpolate (booleans per group or to the nearest value, strings) is
+refused; streams and Dask refuse it with errors naming the way out; the CUDA code
+path (on the host) agrees.
 """
 
 from __future__ import annotations
