@@ -1300,11 +1300,19 @@ class LogicalTyping:
                              self.tc.dicts.get(arg))  # fmt: skip
         if logical.is_temporal and func in ("min", "max"):
             return self.mark(self.rec(make(func, arg), logical.physical), logical)
+        if logical.is_string and func in ("min", "max"):
+            return self._least_or_greatest_string(func, arg, logical, make)
         if logical.kind == "duration" and func == "sum":
             return self.mark(self.rec(make(func, arg), I64), logical)
         if logical.kind in ("duration", "datetime") and func == "mean":
             mean = self.rec(make(func, arg), F64)
             return self.mark(tc.cast_plain(mean, I64, strict=False), logical)
+        if logical.kind == "date" and func == "mean":
+            # polars: the mean day in microseconds, truncated: a Datetime[us]
+            value = self.rec(make(func, arg), F64)
+            per_day = self.rec(Literal(86_400_000_000.0, F64), F64)
+            value = self.rec(Binary("mul", value, per_day), F64)
+            return self.mark(tc.cast_plain(value, I64, strict=False), Logical("datetime", "us"))
         if logical.is_temporal and func in ("median", "quantile"):
             # polars: the quantile of the integers (Float64), truncated toward zero back
             # to the type; a date's in days, times the microseconds of a day: Datetime[us]
@@ -1321,6 +1329,25 @@ class LogicalTyping:
         msg = (f"`{node!r}`: {where}`{func}` of {logical} is not supported by colbridge "
                "expressions")  # fmt: skip
         raise UnsupportedTypeError(msg)
+
+    def _least_or_greatest_string(self, func: str, arg: Node, logical: Logical,
+                                  make: Callable[[str, Node], Node]) -> Node:  # fmt: skip
+        """``min``/``max`` of strings: in text order (an enum's in category order), as polars.
+
+        The reduction runs over each string's rank among its dictionary's sorted values
+        (a table gathered by code), and the least or greatest rank is read back as a
+        code of that string (a second table, by rank): the result keeps the column's
+        dictionary, as ``first``/``last`` do. An enum's codes are its order already.
+        """
+        tc = self.tc
+        spec = tc.dicts[arg]
+        code_type = tc.types[arg]
+        if logical.kind == "enum":
+            return self.mark(self.rec(make(func, arg), code_type), logical, spec)
+        ranks = self.table(arg, ("rank", spec), I64)
+        best = self.rec(make(func, ranks), I64)
+        code = self.rec(Gather(TableRef(spec, ("code_of_rank",), code_type), best), code_type)
+        return self.mark(code, logical, spec)
 
 
 def _is_null(node: Node) -> bool:

@@ -1468,7 +1468,15 @@ class TypeChecker:
             # computed from the rows' positions or a factorization: one group
             return self._group_agg(GroupAgg(node.func, node.arg, KeySet(), node.ddof, node.options))
         if isinstance(node.arg, Filtered):
-            arg, _ = self._filtered(node.arg, node)
+            arg, pred = self._filtered(node.arg, node)
+            assert isinstance(arg, Filtered)
+            if arg.arg in self.logical and node.func not in ("count", "null_count"):
+                # a date's, a string's: in its own type, as without the filter
+                def kept(f: str, value: Node) -> Node:
+                    rows = self._record(Filtered(value, pred), self.types[value])
+                    return Agg(f, rows, node.ddof, node.options)
+
+                return self._lt.agg(node, arg.arg, kept)
             t = self.types[arg]
             return self._record(Agg(node.func, arg, node.ddof, node.options),
                                 agg_result(node.func, t))  # fmt: skip

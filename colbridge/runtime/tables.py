@@ -137,6 +137,8 @@ class TableBuilder:
             union = self.dictionary(ref.recipe[1])
             ordered = pc.take(union, pc.sort_indices(union))
             return pc.index_in(d, value_set=ordered).cast(pa.int64())
+        if op == "code_of_rank":  # a code of the string at each sorted position (`rank`)
+            return pc.sort_indices(d).cast(ref.dtype.arrow)
         if op == "remap":
             return pc.index_in(d, value_set=self.dictionary(ref.recipe[1])).cast(pa.int32())
         if op == "cast":

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import colbridge as cb
-from colbridge.errors import InvalidOperationError, UnsupportedTypeError
+from colbridge.errors import InvalidOperationError
 from colbridge.testing.asserts import assert_same_as_polars
 from tests.grouped.grouped_data import KEY_KINDS, frame
 
@@ -40,8 +40,6 @@ REFUSED = {("bool", "mean"), *(("categorical", s) for s in ("zero", "one", "mean
 )
 def test_equal_polars(kind: str, strategy: str, n: int, seed: int, nulls: float, offset: int,
                       chunks: int) -> None:  # fmt: skip
-    # the least or greatest string is not a reduction colbridge has (refused, below)
-    assume(strategy not in ("min", "max") or kind not in TEXT_KINDS)
     table = frame(n, seed, ("int64", kind), groups=3, key_nulls=nulls, offset=offset,
                   chunks=chunks)  # fmt: skip
     if (kind, strategy) in REFUSED or (kind in TEXT_KINDS[:2] and strategy in ("one", "mean")):
@@ -89,6 +87,3 @@ def test_refused_as_polars_refuses() -> None:
             df.select(pl.col(column).fill_null(strategy=strategy))
         with pytest.raises(InvalidOperationError, match=f"strategy '{strategy}' is not supported"):
             df.gpu.select(cb.col(column).fill_null(strategy=strategy)).compute()
-    for strategy in ("min", "max"):  # not built: named, with the type
-        with pytest.raises(UnsupportedTypeError, match=r"`(min|max)` of string"):
-            df.gpu.select(cb.col("s").fill_null(strategy=strategy)).compute()

@@ -47,8 +47,27 @@ def windows(m: Any, q: Any) -> Any:
     )  # fmt: skip
 
 
-@pytest.mark.parametrize("steps", [keyed_by_strings, keyed_by_temporal_expressions, windows],
-                         ids=["string-keys", "temporal-expression-keys", "windows"])
+def filtered_reductions(m: Any, q: Any) -> Any:
+    # a filter before a reduction keeps the type (it once gave a date's integers)
+    t, z, d, du, s = m.col("t"), m.col("z"), m.col("d"), m.col("du"), m.col("s")
+    kept = s.is_not_null()
+    return q.select(
+        t_max=t.filter(kept).max(), z_min=z.filter(kept).min(), d_first=d.filter(kept).first(),
+        d_mean=d.mean(), d_kept_mean=d.filter(kept).mean(), du_sum=du.filter(kept).sum(),
+        s_max=s.filter(d.is_not_null()).max(),
+    )  # fmt: skip
+
+
+def date_means(m: Any, q: Any) -> Any:
+    d = m.col("d")
+    return q.group_by("s", maintain_order=True).agg(mean=d.mean(), kept=d.filter(d.is_not_null())
+                                                    .mean(), lo=m.col("u").min())  # fmt: skip
+
+
+@pytest.mark.parametrize("steps", [keyed_by_strings, keyed_by_temporal_expressions, windows,
+                                   filtered_reductions, date_means],
+                         ids=["string-keys", "temporal-expression-keys", "windows",
+                              "filtered-reductions", "date-means"])  # fmt: skip
 @SETTINGS
 @given(data=st.data())
 def test_grouped_temporal_and_strings_match_polars(steps: Any, data: st.DataObject) -> None:
