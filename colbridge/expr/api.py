@@ -661,7 +661,8 @@ class Expr:
 
         ``dtype`` is a number type, or a logical one (``pl.Date``, ``pl.Datetime("ms")``,
         ``pl.Duration``, ``pl.Time``, ``pl.String``, ``pl.Categorical``) as polars casts:
-        a datetime to a coarser unit or to a date is floored; strings parse.
+        a datetime to a coarser unit or to a date is floored; strings parse as numbers
+        (to dates with `str.to_date`/`str.to_datetime`: polars 2 has no such cast).
         """
         logical = parse_logical(dtype)
         if logical is not None:

@@ -709,6 +709,11 @@ class LogicalTyping:
             if src is None:  # pragma: no cover - plain casts never come here
                 return tc.cast_plain(arg, target, strict)
             if src.is_string:
+                if src.kind != "string" and not target.is_integer:  # polars: no such cast
+                    msg = (f"`{node!r}`: casting from {src.kind} to {target} is not supported "
+                           "(as in polars); cast its labels with "
+                           "`.cast(pl.String).cast(...)`")  # fmt: skip
+                    raise InvalidOperationError(msg)
                 if src.kind != "string" and target.is_integer:
                     msg = (
                         f"`{node!r}`: cast a categorical's codes with `.to_physical()`, or its "
@@ -746,10 +751,13 @@ class LogicalTyping:
                 if target.kind == "categorical" and src.kind == "enum":
                     return self.mark(arg, target, spec)
                 return self.mark(arg, target, spec)
-            if target.kind not in ("date", "datetime"):
-                msg = f"`{node!r}`: colbridge does not cast strings to {target}"
-                raise UnsupportedOperationError(msg)
-            return self.parse(arg, ("cast", str(target)), target.physical, target, strict, node)
+            if target.kind in ("date", "datetime", "time"):  # polars 2 removed these casts
+                fn = {"date": "to_date", "datetime": "to_datetime", "time": "to_time"}
+                msg = (f"`{node!r}`: casting from string to {target.kind} is not supported (as "
+                       f"in polars 2); use `str.{fn[target.kind]}()` instead")  # fmt: skip
+                raise InvalidOperationError(msg)
+            msg = f"`{node!r}`: colbridge does not cast strings to {target}"
+            raise UnsupportedOperationError(msg)
         if target.is_string:
             msg = f"`{node!r}`: colbridge does not format {src} values as strings"
             raise UnsupportedOperationError(msg)

@@ -163,7 +163,8 @@ def _parse(values: pa.Array, target: str, arrow_type: pa.DataType) -> pa.Array:
         assert dtype is not None
         lo, hi = int_range(dtype)
         for s in texts:
-            if s is None or not _INTEGER.match(s):
+            # a sign of "-" is not an unsigned integer, not even "-0" (polars' parser)
+            if s is None or not _INTEGER.match(s) or (lo == 0 and s.startswith("-")):
                 out.append(None)
                 continue
             v = int(s)

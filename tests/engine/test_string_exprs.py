@@ -235,5 +235,34 @@ def test_strings_do_not_cast_to_booleans(strict: bool) -> None:
     for column in ("s", "c"):
         with pytest.raises(pl.exceptions.PolarsError):
             df.select(pl.col(column).cast(pl.Boolean, strict=strict))
-        with pytest.raises(InvalidOperationError, match="to Boolean is not supported"):
+        with pytest.raises(InvalidOperationError, match=r"to (Boolean|bool) is not supported"):
             df.gpu.select(cb.col(column).cast(pl.Boolean, strict=strict)).compute()
+
+
+def test_a_minus_sign_is_no_unsigned_integer() -> None:
+    # "-0" parses as 0 for a signed type only (polars' parser): null, or an error if strict
+    df = pl.DataFrame({"s": ["-0", "+0", "-00", "+5", "-1", "0"]})
+    for dtype in (pl.UInt8, pl.UInt64, pl.Int8):
+        got = df.gpu.select(cb.col("s").cast(dtype, strict=False)).compute()
+        assert got.equals(df.select(pl.col("s").cast(dtype, strict=False)))
+    with pytest.raises(InvalidOperationError):
+        pl.DataFrame({"s": ["-0", "3"]}).gpu.select(cb.col("s").cast(pl.UInt8)).compute()
+
+
+@pytest.mark.parametrize("dtype", [pl.Date, pl.Datetime("us"), pl.Datetime("ms", "UTC")])
+def test_strings_cast_to_dates_is_refused_as_in_polars_2(dtype: pl.DataType) -> None:
+    df = pl.DataFrame({"s": ["2024-02-29", "x", None]})
+    with pytest.raises(pl.exceptions.InvalidOperationError):
+        df.select(pl.col("s").cast(dtype, strict=False))
+    with pytest.raises(InvalidOperationError, match=r"use `str.to_date"):
+        df.gpu.select(cb.col("s").cast(dtype, strict=False)).compute()
+
+
+@pytest.mark.parametrize("dtype", [pl.Float64, pl.Float32])
+def test_categoricals_do_not_parse_as_floats(dtype: pl.DataType) -> None:
+    # polars casts a categorical to its integer codes' types only, not by parsing labels
+    df = pl.DataFrame({"c": ["1.5", "x", None]}).with_columns(pl.col("c").cast(pl.Categorical))
+    with pytest.raises(pl.exceptions.PolarsError):
+        df.select(pl.col("c").cast(dtype, strict=False))
+    with pytest.raises(InvalidOperationError, match=r"`.cast\(pl.String\).cast\(...\)`"):
+        df.gpu.select(cb.col("c").cast(dtype, strict=False)).compute()
