@@ -1885,14 +1885,16 @@ def is_host_reduction(node: GroupAgg, types: Mapping[Node, DType]) -> bool:
     factorizations, ``median`` and ``quantile`` from the values sorted per group,
     ``any`` and ``all`` from counts of true, false and null values, ``product`` by a
     compiled fold in row order;
-    ``count``/``null_count`` of a column no kernel reads (strings) from its validity.
+    ``count``/``null_count`` of a column no kernel reads (strings) from its validity,
+    and over the whole column always: another expression may have typed the column (a
+    date's ``min`` beside its ``count``), but there are no groups for a kernel to count.
     """
     if node.func in GROUPED_ONLY_FUNCS or node.func == "len":
         return True
     if node.func == "each":
         return False
     arg = node.arg.arg if isinstance(node.arg, Filtered) else node.arg
-    return node.func in ("count", "null_count") and arg not in types
+    return node.func in ("count", "null_count") and (arg not in types or not node.keys.exprs)
 
 
 def _check_key_type(name: str, info: ColumnType) -> None:

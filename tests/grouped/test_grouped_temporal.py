@@ -58,6 +58,15 @@ def filtered_reductions(m: Any, q: Any) -> Any:
     )  # fmt: skip
 
 
+def counted_beside_kernels(m: Any, q: Any) -> Any:
+    # a kernel's reduction and a count of the same column, nothing else (once an
+    # AssertionError: the count was planned as a per-group kernel without groups)
+    t, d, du, s = m.col("t"), m.col("d"), m.col("du"), m.col("s")
+    return q.select(d_min=d.min(), d_n=d.count(), s_max=s.max(), s_nulls=s.null_count(),
+                    span=t.max() - t.min(), t_n=t.count(),
+                    du_n=du.filter(d.is_null()).count())  # fmt: skip
+
+
 def date_means(m: Any, q: Any) -> Any:
     d = m.col("d")
     return q.group_by("s", maintain_order=True).agg(mean=d.mean(), kept=d.filter(d.is_not_null())
@@ -65,9 +74,9 @@ def date_means(m: Any, q: Any) -> Any:
 
 
 @pytest.mark.parametrize("steps", [keyed_by_strings, keyed_by_temporal_expressions, windows,
-                                   filtered_reductions, date_means],
+                                   filtered_reductions, counted_beside_kernels, date_means],
                          ids=["string-keys", "temporal-expression-keys", "windows",
-                              "filtered-reductions", "date-means"])  # fmt: skip
+                              "filtered-reductions", "counts", "date-means"])  # fmt: skip
 @SETTINGS
 @given(data=st.data())
 def test_grouped_temporal_and_strings_match_polars(steps: Any, data: st.DataObject) -> None:
