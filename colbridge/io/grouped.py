@@ -353,7 +353,12 @@ def _merged(agg: GroupAgg, j: int, whole: pa.Table, groups: GroupIds) -> dict[st
             f"m{j}": pa.array(mean, mask=empty),
         }
         if func == "mean":
-            out[name] = pa.array(mean, mask=empty).cast(t)
+            if _is_temporal(t):  # a duration's or datetime's mean: its integers, truncated
+                scale = _mean_scale(exact, m)
+                whole_units = np.trunc(np.where(empty, 0.0, mean * scale)).astype(np.int64)
+                out[name] = _temporal(whole_units, empty, t)
+            else:
+                out[name] = pa.array(mean, mask=empty).cast(t)
             return out
         dof = total - agg.ddof
         var = np.where(np.isnan(m2), np.nan, np.maximum(m2 / dof, 0.0))
@@ -370,9 +375,58 @@ def _sum_by(values: np.ndarray[Any, Any], ids: np.ndarray[Any, Any], count: int
     return total
 
 
+def _mean_scale(means: pa.Array, m: np.ndarray[Any, Any]) -> float:
+    """The factor from the pieces' float means ``m`` to the unit of their results.
+
+    1 for durations and datetimes (both in the column's unit); a date's mean is a
+    Datetime[us] while its float mean counts days: the factor is the microseconds of
+    a day, which is the factor that reproduces the pieces' own results.
+    """
+    physical, valid = _numbers(means.view(pa.int64()), 0) if means.type.bit_width == 64 \
+        else (np.zeros(0), np.zeros(0, dtype=bool))  # fmt: skip
+    if not valid.any():
+        return 1.0
+    day = 86_400_000_000.0
+    r, f = physical[valid].astype(np.float64), m[valid]
+    return day if np.abs(r - f * day).max() < np.abs(r - f).max() else 1.0
+
+
+def _is_temporal(t: pa.DataType) -> bool:
+    return pa.types.is_temporal(t) and not pa.types.is_interval(t)
+
+
+def _temporal(values: np.ndarray[Any, Any], missing: np.ndarray[Any, Any],
+              t: pa.DataType) -> pa.Array:  # fmt: skip
+    """Integers as the temporal type ``t`` (its 32- or 64-bit physical values)."""
+    width = np.int32 if t.bit_width == 32 else np.int64
+    return pa.array(values.astype(width), mask=missing).view(t)
+
+
+def _extreme_text(func: str, exact: pa.Array, ids: np.ndarray[Any, Any], count: int
+                  ) -> pa.Array:  # fmt: skip
+    """Min or max of the pieces' strings per group (text order), in their type."""
+    t = exact.type
+    text = exact.cast(pa.large_string()) if pa.types.is_dictionary(t) else exact
+    best = pa.table({"g": pa.array(ids), "v": text}).group_by("g").aggregate([("v", func)])
+    where = np.full(count, -1, dtype=np.int64)  # the row of `best` holding each group
+    where[np.asarray(best.column("g").to_numpy())] = np.arange(best.num_rows)
+    picked = best.column(f"v_{func}").take(pa.array(where, mask=where < 0))
+    return picked.combine_chunks().cast(t)
+
+
 def _extreme(func: str, exact: pa.Array, ids: np.ndarray[Any, Any], count: int) -> pa.Array:
     """Min or max of the pieces' values per group: nulls skipped, NaN only if all are NaN."""
     t = exact.type
+    if pa.types.is_dictionary(t) or pa.types.is_string(t) or pa.types.is_large_string(t):
+        return _extreme_text(func, exact, ids, count)
+    if _is_temporal(t):  # by their integers
+        physical = pa.int32() if t.bit_width == 32 else pa.int64()
+        values, valid = _numbers(exact.view(physical), 0)
+        present = np.bincount(ids[valid], minlength=count) > 0
+        info = np.iinfo(values.dtype)
+        best = np.full(count, info.max if func == "min" else info.min, dtype=values.dtype)
+        (np.minimum if func == "min" else np.maximum).at(best, ids[valid], values[valid])
+        return _temporal(best, ~present, t)
     if pa.types.is_boolean(t):
         values, valid = _numbers(pa.compute.cast(exact, pa.int8()), 0)
     else:

@@ -3,8 +3,8 @@
 Strings and categoricals in text order (UTF-8 bytes), enums in category order, as
 polars orders them: whole column, ``group_by().agg()``, ``over``, after a filter,
 of a string function, as a ``fill_null`` strategy; nulls, empty and one-row frames,
-slices and chunks; a stream whose row groups hold other strings; the CUDA code path
-(on the host).
+slices and chunks; a stream whose row groups hold other strings, in batches whose
+per-group extremes (and temporal means) are merged; the CUDA code path (on the host).
 """
 
 from __future__ import annotations
@@ -84,15 +84,33 @@ def test_a_stream_and_the_cuda_code_path(tmp_path: Any) -> None:
     # the last row groups hold strings the first ones do not
     late = pl.int_range(pl.len()) > 2_200
     df = df.with_columns(s=pl.when(late).then("A" + pl.col("s")).otherwise(pl.col("s")))
+    day = pl.date(2020, 1, 1) + pl.duration(days=pl.int_range(pl.len()) % 97 - 40)
+    df = df.with_columns(c=pl.col("s").cast(pl.Categorical), d=day, n=pl.lit(None, pl.String),
+                         t=day.cast(pl.Datetime("ms", "UTC")),
+                         du=day - pl.date(2020, 1, 1))  # fmt: skip
     path = tmp_path / "s.parquet"
     df.write_parquet(path, row_group_size=400)
 
     def steps(m: Any, q: Any) -> Any:
         return q.group_by("g").agg(lo=m.col("s").min(), hi=m.col("s").max())
 
+    def temporal(m: Any, q: Any) -> Any:
+        d, du = m.col("d"), m.col("du")
+        return q.group_by("g").agg(c=m.col("c").max(), n=m.col("n").min(), d_lo=d.min(),
+                                   d_hi=d.max(), t=m.col("t").min(), du=du.max(),
+                                   du_mean=du.mean(), d_mean=d.mean())  # fmt: skip
+
     want = steps(pl, df)
     streamed = steps(cb, pl.scan_parquet(path).gpu).compute()
     assert_frame_equal(streamed, want, check_row_order=False)
+    # batches of 300 rows: the batches' per-group extremes and means merged
+    for fn in (steps, temporal):
+        batched = fn(cb, cb.lazy(pl.scan_parquet(path), batch_rows=300)).compute()
+        assert_frame_equal(batched, fn(pl, df), check_row_order=False)
+    windows = cb.lazy(pl.scan_parquet(path), batch_rows=300).with_columns(
+        w=cb.col("s").max().over("g"), x=cb.col("d").min().over("g")).compute()  # fmt: skip
+    assert_frame_equal(windows, df.with_columns(w=pl.col("s").max().over("g"),
+                                                x=pl.col("d").min().over("g")))  # fmt: skip
     on_host = pl.from_arrow(compute_on_host(steps(cb, cb.lazy(df.to_arrow()))))
     assert_frame_equal(on_host, want, check_row_order=False)
     # a whole column's least string is not folded from a stream's batches
