@@ -28,6 +28,7 @@ from colbridge.plan.logical_typing import ENUM_CAST_FAILED
 from colbridge.plan.planner import Segment
 from colbridge.types.logical import Logical, parse_logical
 from colbridge.types.promotion import int_range
+from colbridge.types.regex import unicode_classes
 from colbridge.types.string_maps import apply_string_map
 from colbridge.types.timezones import zone_table
 
@@ -122,7 +123,7 @@ class TableBuilder:
             pattern, literal = ref.recipe[1], ref.recipe[2]
             if literal:
                 return pc.match_substring(d, pattern=pattern)
-            return pc.match_substring_regex(d, pattern=pattern)
+            return pc.match_substring_regex(d, pattern=unicode_classes(pattern))
         if op == "enum_code":  # a literal among an enum's categories
             _, enum_spec, strict = ref.recipe
             codes = pc.index_in(d, value_set=self.dictionary(enum_spec)).cast(pa.int32())

@@ -20,7 +20,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import colbridge as cb
-from colbridge.errors import InvalidOperationError
+from colbridge.errors import (
+    ColbridgeError,
+    InvalidOperationError,
+    UnsupportedOperationError,
+)
 from colbridge.testing.asserts import assert_same_as_polars
 from tests.engine.temporal_data import temporal_tables
 
@@ -266,3 +270,32 @@ def test_categoricals_do_not_parse_as_floats(dtype: pl.DataType) -> None:
         df.select(pl.col("c").cast(dtype, strict=False))
     with pytest.raises(InvalidOperationError, match=r"`.cast\(pl.String\).cast\(...\)`"):
         df.gpu.select(cb.col("c").cast(dtype, strict=False)).compute()
+
+
+_UNICODE_TEXTS = ["é", "١٢", "x\u2028", "\x85", "ß", "a_b", "Ⓐ", "\u200d", "e\u0301", "\x0b",
+                  " ", "\u3000", "12", "ab-cd", "[x]", "A1", "", "\t", "\x1c", "²", "Ⅻ",
+                  "_"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [r"\w", r"\d", r"\s", r"^\S$", r"^\w+$", r"\W", r"\D", r"[\w-]+$", r"^[\d]+$", r"[^\d]",
+     r"[\s]", r"\\", r"[]x]", r"^[^]a]", r"(?i)A", r"^.$", r"\w\s\d", r"(?-u)\w"],
+)  # fmt: skip
+def test_regex_classes_are_unicode_as_in_polars(pattern: str) -> None:
+    # RE2 reads \d \s \w as ASCII; polars (Rust regex) as Unicode: "é" is a word
+    # character, "١" a digit, U+2028 a space
+    df = pl.DataFrame({"s": _UNICODE_TEXTS})
+    try:
+        want = df.select(pl.col("s").str.contains(pattern))
+    except pl.exceptions.PolarsError:
+        with pytest.raises(ColbridgeError):
+            df.gpu.select(cb.col("s").str.contains(pattern)).compute()
+        return
+    assert df.gpu.select(cb.col("s").str.contains(pattern)).compute().equals(want)
+
+
+def test_regex_class_set_operations_are_refused() -> None:
+    df = pl.DataFrame({"s": ["a", "1"]})
+    with pytest.raises(UnsupportedOperationError, match="set operations"):
+        df.gpu.select(cb.col("s").str.contains(r"[\w&&[^\d]]")).compute()
