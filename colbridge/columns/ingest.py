@@ -261,7 +261,12 @@ def _categorical_to_arrow(values: Any) -> pa.DictionaryArray:
     """
     codes = values.codes
     indices = pa.array(codes, mask=codes < 0)
-    dictionary = pa.array(values.categories.to_numpy())
+    categories = values.categories
+    pd = sys.modules["pandas"]
+    # zoned datetimes: their NumPy form is Python Timestamps, which Arrow would read
+    # as microseconds; the index itself keeps the nanoseconds and the zone
+    dictionary = pa.array(categories) if isinstance(categories.dtype, pd.DatetimeTZDtype) \
+        else pa.array(categories.to_numpy())  # fmt: skip
     return pa.DictionaryArray.from_arrays(indices, dictionary, ordered=bool(values.ordered))
 
 

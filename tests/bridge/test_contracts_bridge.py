@@ -314,3 +314,16 @@ def test_expressions_read_a_numeric_category_as_its_values_like_polars() -> None
     matrix = cb.to_tensor(frame, ["c"])
     assert matrix.numpy()[:, 0].tolist() == [0.0, 1.0, 0.0, 0.0]
     assert matrix.validity[:, 0].tolist() == [True, True, False, True]
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Kolkata"])
+def test_a_category_of_zoned_nanosecond_datetimes_keeps_its_unit(zone: str) -> None:
+    # its NumPy form is Python Timestamps (microseconds): read from the index instead
+    stamps = pd.to_datetime([1_700_000_000_123_456_789, None, 1_600_000_000_000_000_001],
+                            unit="ns", utc=True).tz_convert(zone)  # fmt: skip
+    frame = pd.DataFrame({"x": pd.Series(stamps).astype("category")})
+    got = frame.gpu.select(n=cb.col("x").dt.nanosecond(), h=cb.col("x").dt.hour(),
+                           f=cb.col("x").cast(pl.Int64)).compute()  # fmt: skip
+    want = pl.from_pandas(frame).select(n=pl.col("x").dt.nanosecond(), h=pl.col("x").dt.hour(),
+                                        f=pl.col("x").cast(pl.Int64))  # fmt: skip
+    assert pl.from_pandas(got).equals(want)
