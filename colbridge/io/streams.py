@@ -247,9 +247,7 @@ class ArrowStreamSource(StreamSource):
             return
         if self._spool_path is not None:  # a later pass: the spooled copy
             # the batches keep the mapping alive after the file object is gone
-            spooled = pa.ipc.open_file(pa.memory_map(self._spool_path))
-            for k in range(spooled.num_record_batches):
-                yield spooled.get_batch(k)
+            yield from pa.ipc.open_stream(pa.memory_map(self._spool_path))
             return
         if self._reads > 1 or self._reader is None:
             msg = (
@@ -265,7 +263,9 @@ class ArrowStreamSource(StreamSource):
         fd, path = tempfile.mkstemp(prefix="colbridge-spool-", suffix=".arrow")
         os.close(fd)
         try:
-            with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, self._schema) as writer:
+            # the IPC stream format: batches may carry dictionaries of their own (the
+            # file format refuses a dictionary replaced from one batch to the next)
+            with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, self._schema) as writer:
                 for batch in reader:
                     writer.write_batch(batch)
                     yield batch

@@ -398,3 +398,15 @@ def test_reductions_the_host_computes_fold_across_batches() -> None:
     with pytest.raises(cb.UnsupportedOperationError,
                        match=re.escape('`col("t").min()` is computed from a whole column')):
         dates.compute(device="cpu")
+
+
+def test_a_one_shot_reader_whose_batches_have_their_own_dictionaries_spools() -> None:
+    # a plan reading the stream twice spools it; each batch keeps its own dictionary
+    b1 = pa.record_batch({"k": [1, 2, 1], "c": pa.array(["a", "b", None]).dictionary_encode()})
+    b2 = pa.record_batch({"k": [1, 2, 3], "c": pa.array(["z", "a", "q"]).dictionary_encode()})
+    reader = pa.RecordBatchReader.from_batches(b1.schema, [b1, b2])
+    got = cb.lazy(reader).group_by("k").agg(f=cb.col("c").first(), m=cb.col("c").max(),
+                                             n=cb.col("c").count()).compute()  # fmt: skip
+    want = pl.from_arrow(pa.Table.from_batches([b1, b2])).group_by("k").agg(
+        f=pl.col("c").first(), m=pl.col("c").max(), n=pl.col("c").count())  # fmt: skip
+    assert pl.from_arrow(got).sort("k").equals(want.sort("k"))
