@@ -67,7 +67,8 @@ class _Param:
 
     Kinds: ``expr`` (an expression), ``str`` (a string literal), ``bool``, ``int``,
     ``list`` (a list of numbers, booleans, strings or dates), ``values`` (one of those,
-    or a list of them) and ``value`` (a number, bool or None).
+    or a list of them), ``value`` (a number, bool or None) and ``fill`` (a number,
+    bool or None, else an expression: ``shift``'s ``fill_value=x.mean()``).
     """
 
     name: str
@@ -175,7 +176,7 @@ FUNCTIONS: dict[str, _Function] = {
                                lambda x, limit: x.backward_fill(limit),
                                example="backward_fill(x, limit=2)"),
     # ordered operations (rows in frame order; per group with `over`)
-    "shift": _Function((_x(), _Param("n", "int", 1), _Param("fill_value", "value", None)),
+    "shift": _Function((_x(), _Param("n", "int", 1), _Param("fill_value", "fill", None)),
                        lambda x, n, fill: x.shift(n, fill_value=fill), example="shift(x, 1)"),
     "diff": _Function((_x(), _Param("n", "int", 1)), lambda x, n: x.diff(n),
                       example="diff(x, 1)"),
@@ -621,7 +622,11 @@ class _Translator:
                 return number
             raise self.fail(node, f"`{name}`: `{param.name}` must be a whole number, e.g. "
                                   f"`{FUNCTIONS[name].example}`")  # fmt: skip
-        if kind == "value":
+        if kind == "fill" and not (isinstance(node, ast.Constant) and (
+            node.value is None or isinstance(node.value, (bool, int, float))
+        )) and self.number(node) is None:  # fmt: skip
+            return self.expr(node, depth)  # a string, a date, a reduction
+        if kind in ("value", "fill"):
             if isinstance(node, ast.Constant) and (
                 node.value is None or isinstance(node.value, (bool, int, float))
             ):

@@ -474,3 +474,18 @@ def test_diff_drop_is_refused_naming_the_slice_that_gives_it(n: int) -> None:
     assert sliced.equals(pl.from_arrow(table).select(pl.col("x").diff(n, null_behavior="drop")))
     with pytest.raises(cb.SchemaError, match="use 'ignore' or 'drop'"):
         cb.col("x").diff(n, null_behavior="keep")
+
+
+def test_the_string_language_fills_a_shift_with_values_or_expressions() -> None:
+    table = pa.table({"x": [1.0, 2.0, None, 4.0], "s": ["a", "b", None, "c"]})
+    import polars as pl
+
+    got = cb.lazy(table).eval("a = x.shift(2, fill_value=x.mean())\n"
+                              "b = shift(x, -1, fill_value=0)\n"
+                              "c = shift(s, 1, fill_value='zz')\n"
+                              "d = x.shift(1, fill_value=-1.5)")  # fmt: skip
+    x, s = pl.col("x"), pl.col("s")
+    want = pl.from_arrow(table).with_columns(
+        a=x.shift(2, fill_value=x.mean()), b=x.shift(-1, fill_value=0),
+        c=s.shift(1, fill_value="zz"), d=x.shift(1, fill_value=-1.5))  # fmt: skip
+    assert pl.from_arrow(got.compute()).equals(want)
