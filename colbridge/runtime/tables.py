@@ -185,8 +185,11 @@ def _strptime(values: pa.Array, fmt: str | None, target: str) -> pa.Array:
     unit = logical.unit if logical.kind == "datetime" else "us"
     # per distinct value, with Python's parser: like polars' it rejects impossible dates
     # (2020-02-30), where Arrow's strptime rolls them over
-    parsed = [_iso(s) if fmt is None else _with_format(s, fmt) for s in values.to_pylist()]
-    stamps = pa.array([None if p is None else _to_unit(p, unit) for p in parsed], pa.int64())
+    if fmt is not None and fmt.endswith(_FRACTIONS):
+        stamps = pa.array([_with_fraction(s, fmt, unit) for s in values.to_pylist()], pa.int64())
+    else:
+        parsed = [_iso(s) if fmt is None else _with_format(s, fmt) for s in values.to_pylist()]
+        stamps = pa.array([None if p is None else _to_unit(p, unit) for p in parsed], pa.int64())
     if logical.kind == "date":
         per_day = 86_400 * 1_000_000
         days = [None if v is None else math.floor(v / per_day) for v in stamps.to_pylist()]
@@ -211,6 +214,29 @@ def _with_format(text: str | None, fmt: str) -> _dt.datetime | None:
         return _dt.datetime.strptime(text, fmt)
     except ValueError:
         return None
+
+
+#: polars' (chrono's) fractional seconds at the end of a format: a dot and digits, or
+#: nothing; ``%.f`` any number of digits, the others exactly 3, 6 or 9
+_FRACTIONS = ("%.f", "%.3f", "%.6f", "%.9f")
+_FRACTION = re.compile(r"^(.*)\.([0-9]+)$", re.DOTALL)
+
+
+def _with_fraction(text: str | None, fmt: str, unit: str) -> int | None:
+    """``text`` parsed with a ``fmt`` ending in chrono's ``%.f``/``%.3f``/... (in ``unit``)."""
+    if text is None:
+        return None
+    suffix = next(f for f in _FRACTIONS if fmt.endswith(f))
+    found = _FRACTION.match(text)
+    base, digits = (found.group(1), found.group(2)) if found else (text, "")
+    wanted = {"%.3f": 3, "%.6f": 6, "%.9f": 9}.get(suffix)
+    if digits and wanted is not None and len(digits) != wanted:
+        return None
+    stamp = _with_format(base, fmt[: -len(suffix)])
+    if stamp is None:
+        return None
+    nanos = int(digits[:9].ljust(9, "0")) if digits else 0
+    return _to_unit(stamp, unit) + nanos // {"ns": 1, "us": 1_000, "ms": 1_000_000}[unit]
 
 
 def _to_unit(value: _dt.datetime, unit: str) -> int:

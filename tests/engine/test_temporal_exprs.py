@@ -465,3 +465,20 @@ def test_diff_of_zoned_pandas_datetimes_with_nat() -> None:
     assert not view.copied
     assert view.data_address == pdf["t"].array.asi8.ctypes.data  # the same buffer
     assert view.tz == "Europe/Paris"
+
+
+@pytest.mark.parametrize("fraction", ["%.f", "%.3f", "%.6f", "%.9f"])
+@pytest.mark.parametrize("unit", ["ms", "us", "ns"])
+def test_to_datetime_reads_chrono_fractions_as_polars(fraction: str, unit: str) -> None:
+    # a dot and digits, or nothing: `%.f` any number of them, the others exactly 3, 6, 9
+    texts = ["2024-03-10 02:30:00", "2024-03-10 02:30:00.5", "2024-03-10 02:30:00.123",
+             "2024-03-10 02:30:00.123456789", "2024-03-10 02:30:00.", "1900-01-01 00:00:00.5",
+             "2024-03-10 02:30:00.1234567891", "2024-03-10 02:30:00.123456", None, "x"]  # fmt: skip
+    df = pl.DataFrame({"s": texts})
+
+    def steps(m: Any, q: Any) -> Any:
+        parsed = m.col("s").str.to_datetime(f"%Y-%m-%d %H:%M:%S{fraction}", time_unit=unit,
+                                            strict=False)  # fmt: skip
+        return q.select(t=parsed, i=parsed.cast(pl.Int64))
+
+    assert steps(cb, df.gpu).compute().equals(steps(pl, df))
