@@ -729,9 +729,22 @@ def push_window(arg: Node, keys: KeySet) -> Node:
         if isinstance(n, Scan):
             inner = tuple(e for e in n.keys.exprs if e not in keys.exprs)
             return Scan(n.func, n.arg, n.options, KeySet(keys.exprs + inner))
+        if isinstance(n, Function) and n.name == "scalar_fill" and not n.options \
+                and _one_value_per_group(n.args[0], keys):  # fmt: skip
+            # `x.shift(1, fill_value=x.mean()).over(g)`: each group's own fill, as polars
+            return Function("scalar_fill", n.args, (keys,))
         return n
 
     return transform(arg, fn)
+
+
+def _one_value_per_group(node: Node, keys: KeySet) -> bool:
+    """True when ``node`` has one value per group of ``keys``: reductions over them only."""
+    if isinstance(node, GroupAgg):
+        return node.keys == keys
+    if isinstance(node, (Column, Scan, Agg)):
+        return isinstance(node, Agg)
+    return all(_one_value_per_group(c, keys) for c in children(node))
 
 
 def output_name(node: Node) -> str:

@@ -934,7 +934,7 @@ class TypeChecker:
             return self._fill_zero_or_one(node)
         if node.name == "scalar_fill":
             fill = self._check(node.args[0])
-            if not is_scalar(fill):
+            if not is_scalar(fill) and not node.options:  # options: one value per group
                 msg = (
                     f"`shift(fill_value={node.args[0]!r})`: the fill value must be one value "
                     "(a number, a string, a reduction such as `x.mean()`), not a column; "

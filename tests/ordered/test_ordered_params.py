@@ -489,3 +489,29 @@ def test_the_string_language_fills_a_shift_with_values_or_expressions() -> None:
         a=x.shift(2, fill_value=x.mean()), b=x.shift(-1, fill_value=0),
         c=s.shift(1, fill_value="zz"), d=x.shift(1, fill_value=-1.5))  # fmt: skip
     assert pl.from_arrow(got.compute()).equals(want)
+
+
+def test_a_window_fills_each_group_with_its_own_value(tmp_path: Any) -> None:
+    # `x.shift(1, fill_value=x.mean()).over(g)`: the rows shifted in at a group's edge
+    # take that group's mean (polars); a fill that varies within a group is refused
+    import polars as pl
+    from polars.testing import assert_frame_equal
+
+    rng = np.random.default_rng(8)
+    df = pl.DataFrame({"x": rng.normal(size=300), "g": rng.integers(0, 5, 300),
+                       "h": rng.integers(0, 3, 300)})  # fmt: skip
+    df = df.with_columns(x=pl.when(pl.col("x") > 1.5).then(None).otherwise(pl.col("x")))
+
+    def steps(m: Any, q: Any) -> Any:
+        x = m.col("x")
+        return q.select(a=x.shift(1, fill_value=x.mean()).over("g"),
+                        b=x.shift(2, fill_value=x.max() * 2).over("g", "h"))  # fmt: skip
+
+    assert_same_as_polars(df.to_arrow(), steps, rtol=1e-12)
+    path = tmp_path / "f.parquet"
+    df.write_parquet(path, row_group_size=70)
+    streamed = steps(cb, cb.lazy(pl.scan_parquet(path), batch_rows=70)).compute()
+    assert_frame_equal(pl.DataFrame(streamed), steps(pl, df), rel_tol=1e-12)
+    for fill in (cb.col("x").mean().over("h"), cb.col("x")):
+        with pytest.raises(cb.SchemaError, match="must be one value"):
+            df.gpu.select(cb.col("x").shift(1, fill_value=fill).over("g")).compute()
