@@ -410,7 +410,9 @@ def rolling_var(values: Any, valid: Any, order: Any, tasks: Any, std: bool,
                                     k_back, ddof)  # fmt: skip
             if var < 0.0:
                 var = 0.0
-            out[i] = np.sqrt(var) if std else var
+            out[i] = var
+            if std:  # the root of the variance in the output's type (Float32 too), as polars
+                out[i] = np.sqrt(out[i])
             out_valid[i] = ok
 
 
@@ -1046,7 +1048,9 @@ def rolling_var_by_key(values: Any, valid: Any, ids: Any, parts: int, std: bool,
                                     sums[g, 3], ddof)  # fmt: skip
             if var < 0.0:
                 var = 0.0
-            out[i] = np.sqrt(var) if std else var
+            out[i] = var
+            if std:  # the root of the variance in the output's type, as `rolling_var`
+                out[i] = np.sqrt(out[i])
             out_valid[i] = count >= min_samples and count - ddof > 0
 
 

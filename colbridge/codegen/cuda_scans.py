@@ -477,7 +477,9 @@ def _rolling(func: str, ct: str, head: list[str], inputs: list[tuple[str, str]],
         const {tt} value = {value};
         {write}"""
     elif func in ("rolling_var", "rolling_std"):
-        root = "sqrt(var)" if func == "rolling_std" else "var"
+        # the root of the variance in the output's type (a float's sqrt: float), as the CPU
+        root = "var" if func != "rolling_std" else f"sqrt(({ct})var)" if _float(ct) \
+            else "sqrt(var)"  # fmt: skip
         inner = f"""double shift = 0.0;
         long long first = end;
         for (long long k = start; k < end; ++k) {{

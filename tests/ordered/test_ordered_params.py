@@ -515,3 +515,19 @@ def test_a_window_fills_each_group_with_its_own_value(tmp_path: Any) -> None:
     for fill in (cb.col("x").mean().over("h"), cb.col("x")):
         with pytest.raises(cb.SchemaError, match="must be one value"):
             df.gpu.select(cb.col("x").shift(1, fill_value=fill).over("g")).compute()
+
+
+def test_float32_rolling_std_is_the_root_of_its_float32_variance() -> None:
+    # polars takes a Float32 window's square root in Float32, of the Float32 variance
+    import polars as pl
+
+    rng = np.random.default_rng(0)
+    df = pl.DataFrame({"x": pl.Series(rng.integers(-50, 50, 600) / 4.0, dtype=pl.Float32),
+                       "g": rng.integers(0, 4, 600)})  # fmt: skip
+
+    def steps(m: Any, q: Any) -> Any:
+        x = m.col("x")
+        return q.select(s=x.rolling_std(5), v=x.rolling_var(5), o=x.rolling_std(7).over("g"),
+                        c=x.rolling_std(4, center=True, min_samples=1))  # fmt: skip
+
+    assert steps(cb, df.gpu).compute().equals(steps(pl, df))
