@@ -167,7 +167,6 @@ def _order_statistics(values, ranks):  # type: ignore[no-untyped-def]
     return found.view(np.float64)
 
 
-
 @numba.njit(cache=True, nogil=True, inline="always")
 def _chunk(offsets, data, i, pos):  # type: ignore[no-untyped-def]
     # string i's bytes [pos, pos + 7) big-endian, zero past its end, then how many of

@@ -181,13 +181,7 @@ def sort_indices(values: pa.Array) -> np.ndarray[Any, Any]:
     """
     if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
         return np.asarray(pc.sort_indices(values), dtype=np.intp)
-    _, offsets_buf, data_buf = values.buffers()
-    width = np.int32 if pa.types.is_string(values.type) else np.int64
-    first = values.offset
-    offsets = np.frombuffer(offsets_buf, dtype=width)[first : first + len(values) + 1]
-    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None \
-        else np.zeros(0, np.uint8)  # fmt: skip
-    order: np.ndarray[Any, Any] = _kernels()._sort_strings(offsets.astype(np.int64), data)
+    order: np.ndarray[Any, Any] = _kernels()._sort_strings(*_string_bytes(values))
     if values.null_count:  # nulls last, in position order
         valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)[order]
         order = np.concatenate([order[valid], order[~valid]])
@@ -352,15 +346,19 @@ def fnv1a64(array: pa.Array | pa.ChunkedArray) -> np.ndarray[Any, Any]:
     if not (pa.types.is_string(plain.type)):
         plain = plain.cast(pa.string())
     plain = plain.fill_null("")
-    _, offsets_buf, data_buf = plain.buffers()
-    offsets = np.frombuffer(offsets_buf, dtype=np.int32)[
-        plain.offset : plain.offset + len(plain) + 1
-    ]
-    data = (
-        np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
-    )
-    result: np.ndarray[Any, Any] = _kernels()._fnv_strings(offsets.astype(np.int64), data)
+    result: np.ndarray[Any, Any] = _kernels()._fnv_strings(*_string_bytes(plain))
     return result
+
+
+def _string_bytes(values: pa.Array) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """A string array's offsets (int64, from its own offset) and UTF-8 bytes, in place."""
+    _, offsets_buf, data_buf = values.buffers()
+    width = np.int64 if pa.types.is_large_string(values.type) else np.int32
+    first = values.offset
+    offsets = np.frombuffer(offsets_buf, dtype=width)[first : first + len(values) + 1]
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None \
+        else np.zeros(0, np.uint8)  # fmt: skip
+    return offsets.astype(np.int64), data
 
 
 def folds_of(start: int, rows: int, folds: int, seed: int) -> np.ndarray[Any, Any]:

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from colbridge.backends.groups import GroupIds, any_all, factorize, take
+from colbridge.backends.groups import GroupIds, any_all, factorize, integer_values, take
 from colbridge.expr.nodes import (
     MOMENT_FUNCS,
     Agg,
@@ -353,7 +353,7 @@ def _merged(agg: GroupAgg, j: int, whole: pa.Table, groups: GroupIds) -> dict[st
             f"m{j}": pa.array(mean, mask=empty),
         }
         if func == "mean":
-            if _is_temporal(t):  # a duration's or datetime's mean: its integers, truncated
+            if pa.types.is_temporal(t):  # a duration's or datetime's mean: its integers, truncated
                 scale = _mean_scale(exact, m)
                 whole_units = np.trunc(np.where(empty, 0.0, mean * scale)).astype(np.int64)
                 out[name] = _temporal(whole_units, empty, t)
@@ -382,17 +382,12 @@ def _mean_scale(means: pa.Array, m: np.ndarray[Any, Any]) -> float:
     Datetime[us] while its float mean counts days: the factor is the microseconds of
     a day, which is the factor that reproduces the pieces' own results.
     """
-    physical, valid = _numbers(means.view(pa.int64()), 0) if means.type.bit_width == 64 \
-        else (np.zeros(0), np.zeros(0, dtype=bool))  # fmt: skip
+    physical, valid = _numbers(integer_values(means), 0)
     if not valid.any():
         return 1.0
     day = 86_400_000_000.0
     r, f = physical[valid].astype(np.float64), m[valid]
     return day if np.abs(r - f * day).max() < np.abs(r - f).max() else 1.0
-
-
-def _is_temporal(t: pa.DataType) -> bool:
-    return pa.types.is_temporal(t) and not pa.types.is_interval(t)
 
 
 def _temporal(values: np.ndarray[Any, Any], missing: np.ndarray[Any, Any],
@@ -419,14 +414,8 @@ def _extreme(func: str, exact: pa.Array, ids: np.ndarray[Any, Any], count: int) 
     t = exact.type
     if pa.types.is_dictionary(t) or pa.types.is_string(t) or pa.types.is_large_string(t):
         return _extreme_text(func, exact, ids, count)
-    if _is_temporal(t):  # by their integers
-        physical = pa.int32() if t.bit_width == 32 else pa.int64()
-        values, valid = _numbers(exact.view(physical), 0)
-        present = np.bincount(ids[valid], minlength=count) > 0
-        info = np.iinfo(values.dtype)
-        best = np.full(count, info.max if func == "min" else info.min, dtype=values.dtype)
-        (np.minimum if func == "min" else np.maximum).at(best, ids[valid], values[valid])
-        return _temporal(best, ~present, t)
+    if pa.types.is_temporal(t):  # by their integers
+        return _extreme(func, integer_values(exact), ids, count).view(t)
     if pa.types.is_boolean(t):
         values, valid = _numbers(pa.compute.cast(exact, pa.int8()), 0)
     else:

@@ -497,6 +497,8 @@ def test_a_window_fills_each_group_with_its_own_value(tmp_path: Any) -> None:
     import polars as pl
     from polars.testing import assert_frame_equal
 
+    from colbridge.testing.cuda_host import compute_on_host
+
     rng = np.random.default_rng(8)
     df = pl.DataFrame({"x": rng.normal(size=300), "g": rng.integers(0, 5, 300),
                        "h": rng.integers(0, 3, 300)})  # fmt: skip
@@ -508,6 +510,8 @@ def test_a_window_fills_each_group_with_its_own_value(tmp_path: Any) -> None:
                         b=x.shift(2, fill_value=x.max() * 2).over("g", "h"))  # fmt: skip
 
     assert_same_as_polars(df.to_arrow(), steps, rtol=1e-12)
+    on_host = pl.from_arrow(compute_on_host(steps(cb, cb.lazy(df.to_arrow()))))
+    assert_frame_equal(on_host, steps(pl, df), rel_tol=1e-12)
     path = tmp_path / "f.parquet"
     df.write_parquet(path, row_group_size=70)
     streamed = steps(cb, cb.lazy(pl.scan_parquet(path), batch_rows=70)).compute()
