@@ -77,16 +77,13 @@ def _root(tree: tuple) -> str:  # type: ignore[type-arg]
 @pytest.mark.parametrize(("name", "step"), STEPS, ids=[name for name, _ in STEPS])
 def test_step_agrees_with_polars_on_every_frame_kind(name: str, step: Step) -> None:
     STATS.seeds[:] = list(seeds())
+    cases, on_host, mismatches = STATS.cases, STATS.cuda_host_cases, len(STATS.mismatches)
     run_step(step, random_specs(step.seed, FRAMES), cuda_every=4)
-
-
-def test_fuzz_counted_cases() -> None:
-    # runs after the fuzz tests above in file order: the counters prove work was done
-    if STATS.steps == 0:
-        pytest.skip("fuzz tests were deselected")
-    assert STATS.cases >= STATS.steps * FRAMES
-    assert STATS.cuda_host_cases > 0
-    assert not STATS.mismatches, STATS.mismatches[:3]
+    # the counters prove this step's work was done (checked per step, so that it holds
+    # on whichever worker ran it)
+    assert STATS.cases - cases >= FRAMES
+    assert FRAMES == 0 or STATS.cuda_host_cases > on_host
+    assert len(STATS.mismatches) == mismatches, STATS.mismatches[mismatches:][:3]
 
 
 # -- regressions the strict comparison found ---------------------------------------------------
