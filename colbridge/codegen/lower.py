@@ -800,7 +800,9 @@ class Lowering:
 
 # -- reductions -----------------------------------------------------------------------------
 
-_ACC_DTYPE = {"f": DType.FLOAT64, "i": DType.INT64, "u": DType.UINT64}
+#: "key": a float min/max kept in a kernel as the float's int64 order key (the CPU
+#: reduction kernels; `numba_cpu._keyed`), stored back into its "f" partial column
+_ACC_DTYPE = {"f": DType.FLOAT64, "i": DType.INT64, "u": DType.UINT64, "key": DType.INT64}
 
 
 @dataclass
@@ -808,7 +810,7 @@ class Accumulator:
     """One running value of a reduction's state, and the partial column it is stored in."""
 
     name: str
-    kind: str  # "f" (float64), "i" (int64) or "u" (uint64): which partial array
+    kind: str  # "f" (float64), "i" (int64), "u" (uint64): which partial array; or "key"
     column: int
     init: str
     #: ``init`` as a number (tables made on the host start at it)

