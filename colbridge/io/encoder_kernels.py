@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numba import prange
 
-__all__: list[str] = []
+__all__ = ["top_histograms"]
 
 
 @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
@@ -67,9 +68,10 @@ def _target_sums(codes, fold, y, folds, table):  # type: ignore[no-untyped-def]
 # -- exact order statistics (the robust scaler's quantiles) ------------------------------
 # A float64's bits, with the sign bit flipped for numbers >= +0.0 and every bit flipped
 # for negative ones, order as the numbers do (-0.0 just below +0.0): ranks are found
-# by their top 16 bits first (one histogram pass, one pass that gathers the few
-# buckets holding the wanted ranks), then the next 16 bits inside a bucket still
-# larger than _SMALL, and a partition of what is left.
+# by their top 16 bits first (one histogram pass and one pass that gathers the few
+# buckets holding the wanted ranks, both over the values themselves and split among
+# the threads), then the next 16 bits inside a bucket still larger than _SMALL, and a
+# partition of what is left.
 
 _SIGN = np.uint64(0x8000000000000000)
 _SMALL = 1 << 15
@@ -86,6 +88,13 @@ def _digit_buckets(keys, shift, ranks):  # type: ignore[no-untyped-def]
     hist = np.zeros(1 << 16, dtype=np.int64)
     for i in range(keys.shape[0]):
         hist[(keys[i] >> shift) & np.uint64(0xFFFF)] += 1
+    bucket, within = _buckets_of(hist, ranks)
+    return bucket, within, hist
+
+
+@numba.njit(cache=True, nogil=True)
+def _buckets_of(hist, ranks):  # type: ignore[no-untyped-def]
+    # per rank (sorted): the bucket of `hist` it falls in, and its rank inside
     bucket = np.empty(ranks.shape[0], dtype=np.int64)
     within = np.empty(ranks.shape[0], dtype=np.int64)
     below = 0
@@ -96,7 +105,7 @@ def _digit_buckets(keys, shift, ranks):  # type: ignore[no-untyped-def]
             within[j] = ranks[j] - below
             j += 1
         below += hist[b]
-    return bucket, within, hist
+    return bucket, within
 
 
 @numba.njit(cache=True, nogil=True)
@@ -153,14 +162,81 @@ def _select(keys, ranks):  # type: ignore[no-untyped-def]
     return out
 
 
-@numba.njit(cache=True, nogil=True)
-def _order_statistics(values, ranks):  # type: ignore[no-untyped-def]
-    # the values at sorted positions `ranks` (ascending) of `values` (finite float64)
+#: Chunks of at least this many values per thread in the first histogram and gather.
+_PER_THREAD = 1 << 18
+
+
+def top_histograms(values: np.ndarray) -> np.ndarray:  # type: ignore[type-arg]
+    """Per chunk of the float64 ``values``, the count of finite values by their key's top 16 bits.
+
+    One chunk per thread (at least `_PER_THREAD` values each), so the threads count
+    apart; `_order_statistics` takes these counts.
+    """
+    chunks = max(1, min(numba.get_num_threads(), values.shape[0] // _PER_THREAD))
+    return _top_histograms(values, chunks)  # type: ignore[no-any-return]
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _top_histograms(values, chunks):  # type: ignore[no-untyped-def]
+    # NaN and the infinities have top digits no finite value has (0x0000-0x000F,
+    # 0xFFF0-0xFFFF): counted without a branch, those buckets are then emptied
     bits = values.view(np.uint64)
-    keys = np.empty(bits.shape[0], dtype=np.uint64)
-    for i in range(bits.shape[0]):
-        keys[i] = _key(bits[i])
-    found = _select(keys, ranks)
+    n = bits.shape[0]
+    size = (n + chunks - 1) // chunks
+    hists = np.zeros((chunks, 1 << 16), dtype=np.int64)
+    for c in prange(chunks):
+        for i in range(c * size, min(n, (c + 1) * size)):
+            hists[c, _key(bits[i]) >> np.uint64(48)] += 1
+    hists[:, :16] = 0
+    hists[:, 0xFFF0:] = 0
+    return hists
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _order_statistics(values, ranks, hists):  # type: ignore[no-untyped-def]
+    # the finite values at sorted positions `ranks` (ascending) of `values` (float64),
+    # `hists` their `_top_histograms`: the keys of the buckets holding the ranks are
+    # gathered by the chunks' threads, each into its own place, then narrowed by
+    # `_select`
+    bits = values.view(np.uint64)
+    n = bits.shape[0]
+    chunks = hists.shape[0]
+    size = (n + chunks - 1) // chunks
+    hist = hists.sum(axis=0)
+    bucket, within = _buckets_of(hist, ranks)
+    slot = np.full(1 << 16, -1, dtype=np.int64)
+    wanted = [bucket[0]]
+    for b in bucket:
+        if b != wanted[-1]:
+            wanted.append(b)
+    starts = np.zeros(len(wanted) + 1, dtype=np.int64)
+    for s in range(len(wanted)):
+        slot[wanted[s]] = s
+        starts[s + 1] = starts[s] + hist[wanted[s]]
+    at = np.empty((chunks, len(wanted)), dtype=np.int64)  # each chunk's first place
+    for s in range(len(wanted)):
+        place = starts[s]
+        for c in range(chunks):
+            at[c, s] = place
+            place += hists[c, wanted[s]]
+    gathered = np.empty(starts[-1], dtype=np.uint64)
+    for c in prange(chunks):
+        place = at[c].copy()
+        for i in range(c * size, min(n, (c + 1) * size)):
+            key = _key(bits[i])
+            s = slot[key >> np.uint64(48)]
+            if s >= 0:
+                gathered[place[s]] = key
+                place[s] += 1
+    found = np.empty(ranks.shape[0], dtype=np.uint64)
+    j = 0
+    while j < ranks.shape[0]:
+        end = j  # the ranks in this bucket
+        while end < ranks.shape[0] and bucket[end] == bucket[j]:
+            end += 1
+        s = slot[bucket[j]]
+        found[j:end] = _select(gathered[starts[s] : starts[s + 1]], within[j:end])
+        j = end
     for j in range(found.shape[0]):  # back to the numbers' own bits
         key = found[j]
         found[j] = key ^ (_SIGN if key >> np.uint64(63) else ~np.uint64(0))

@@ -1307,8 +1307,8 @@ def _fit(
                 table = compute_piece(exact_plan, batch, device)
                 for t in exact:
                     v = table.column(t.name).to_numpy(zero_copy_only=False)
-                    v = np.asarray(v, dtype=np.float64)
-                    values[t.name].append(v[np.isfinite(v)])
+                    # non-finite values stay: the quantiles leave them out themselves
+                    values[t.name].append(np.asarray(v, dtype=np.float64))
             rows += n
             yield batch
 
@@ -1342,12 +1342,13 @@ def _fit(
         v = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0)
         entry = stats.columns.setdefault(t.name, {})
         if t.scale == "robust":
-            q = linear_quantiles(v, [0.25, 0.5, 0.75]) if v.size else [None] * 3
+            finite = v.size and bool(np.isfinite(v).any())
+            q = linear_quantiles(v, [0.25, 0.5, 0.75]) if finite else [None] * 3
             entry.update(
                 {"q25": _json_float(q[0]), "median": _json_float(q[1]), "q75": _json_float(q[2])}
             )
         if t.quantile_bins is not None:
-            entry["bin_edges"] = quantile_edges(v, t.quantile_bins)
+            entry["bin_edges"] = quantile_edges(v[np.isfinite(v)], t.quantile_bins)
     for t in counted:
         typ = _categorical_type(source.schema.field(t.name).type)
         cats, freq = counts[t.name].counts(typ)

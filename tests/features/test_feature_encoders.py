@@ -369,7 +369,7 @@ def _quantile_data(kind: str, n: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("kind", ["normal", "ties", "narrow", "zeros", "wide"])
-@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 10, 101, 4_096, 99_999, 300_000])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 10, 101, 4_096, 99_999, 300_000, 600_001])
 def test_linear_quantiles_equal_numpy_percentile(kind: str, n: int) -> None:
     from colbridge.io.encoders import linear_quantiles
 
@@ -378,6 +378,24 @@ def test_linear_quantiles_equal_numpy_percentile(kind: str, n: int) -> None:
     want = np.quantile(values, qs)  # np.percentile(values, 100 * q) for the quartiles
     got = linear_quantiles(values.copy(), qs)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("n", [1_000, 600_001])  # one chunk; one per thread (2+ threads)
+def test_linear_quantiles_leave_out_nan_and_infinities(n: int) -> None:
+    from colbridge.io.encoders import linear_quantiles
+
+    rng = np.random.default_rng(n)
+    values = rng.normal(size=n)
+    odd = rng.random(n)
+    values[odd < 0.05] = np.nan
+    values[(odd >= 0.05) & (odd < 0.07)] = -np.nan
+    values[(odd >= 0.07) & (odd < 0.09)] = np.inf
+    values[(odd >= 0.09) & (odd < 0.11)] = -np.inf
+    qs = [0.25, 0.5, 0.75, 0.0, 1.0]
+    want = np.quantile(values[np.isfinite(values)], qs)
+    np.testing.assert_array_equal(linear_quantiles(values, qs), want)
+    with pytest.raises(ValueError, match="no finite value"):
+        linear_quantiles(np.array([np.nan, np.inf, -np.inf]), [0.5])
 
 
 def test_linear_quantiles_of_nothing() -> None:
