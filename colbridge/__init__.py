@@ -42,6 +42,7 @@ from colbridge.expr.api import (
     when,
 )
 from colbridge.expr.parser import parse_assignments, parse_expr
+from colbridge.expr.selectors import all, exclude
 from colbridge.expr.udf import UserFunction, udf
 from colbridge.lazy import GroupBy, LazyFrame
 from colbridge.types import DType
@@ -195,6 +196,7 @@ __all__ = [
     "UserFunction",
     "UserFunctionError",
     "WritableAliasWarning",
+    "all",
     "all_horizontal",
     "any_horizontal",
     "arctan2",
@@ -203,6 +205,7 @@ __all__ = [
     "clear_cache",
     "coalesce",
     "col",
+    "exclude",
     "lazy",
     "len",
     "lit",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextvars
 import os
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -20,8 +20,9 @@ import pyarrow as pa
 from colbridge.columns.frames import FrameAdapter, adapt_frame
 from colbridge.errors import ColbridgeError, SchemaError
 from colbridge.expr.api import Expr, as_expr
-from colbridge.expr.nodes import Alias, Node, output_name
-from colbridge.plan.logical import Step
+from colbridge.expr.nodes import Binary, Node, output_name
+from colbridge.expr.selectors import expand, expand_one
+from colbridge.plan.logical import Step, names_after
 
 if TYPE_CHECKING:
     from colbridge.runtime.execute import ComputeReport, PreparedPlan
@@ -46,17 +47,21 @@ def _executor() -> ThreadPoolExecutor:
         return _EXECUTOR
 
 
-def _named(exprs: Iterable[Any], named: Mapping[str, Any]) -> tuple[tuple[str, Node], ...]:
+def _named(
+    exprs: Iterable[Any], named: Mapping[str, Any], available: Callable[[], Sequence[str]]
+) -> tuple[tuple[str, Node], ...]:
+    """A step's ``(output name, expression)`` items, selections of columns expanded.
+
+    See `colbridge.expr.selectors.expand`; ``available()`` gives the columns there.
+    """
     items: list[tuple[str, Node]] = []
     for e in exprs:
         if isinstance(e, (list, tuple)):
-            items.extend(_named(e, {}))
+            items.extend(_named(e, {}, available))
             continue
-        node = as_expr(e).node
-        items.append((output_name(node), node.arg if isinstance(node, Alias) else node))
+        items.extend(expand(as_expr(e).node, available))
     for name, e in named.items():
-        node = as_expr(e).node
-        items.append((name, node.arg if isinstance(node, Alias) else node))
+        items.extend((name, node) for _, node in expand(as_expr(e).node, available))
     return tuple(items)
 
 
@@ -96,6 +101,13 @@ class LazyFrame:
         return self._frame
 
     # -- queueing -------------------------------------------------------------
+    def _names(self) -> list[str]:
+        """The frame's columns after the queued steps (what ``cb.all()`` selects now)."""
+        return names_after(self._steps, self._input_names())
+
+    def _input_names(self) -> list[str]:
+        return list(adapt_frame(self._frame).names)
+
     def _then(self, step: Step) -> LazyFrame:
         return self._with_steps((*self._steps, step))
 
@@ -116,7 +128,7 @@ class LazyFrame:
         >>> cb.lazy(t).with_columns(b=cb.col("a") * 10).compute().column("b").to_pylist()
         [10, 20, 30]
         """
-        return self._then(Step("with_columns", _named(exprs, named)))
+        return self._then(Step("with_columns", _named(exprs, named, self._names)))
 
     def select(self, *exprs: Any, **named: Any) -> LazyFrame:
         """Keep only these outputs (column names or expressions).
@@ -131,7 +143,7 @@ class LazyFrame:
         >>> cb.lazy(t).select(m=cb.col("a").mean(), n=cb.col("a").count()).compute().to_pylist()
         [{'m': 3.0, 'n': 3}]
         """
-        return self._then(Step("select", _named(exprs, named)))
+        return self._then(Step("select", _named(exprs, named, self._names)))
 
     def filter(self, *predicates: Any) -> LazyFrame:
         """Keep rows where every predicate is true (null counts as false).
@@ -147,10 +159,10 @@ class LazyFrame:
         if not predicates:
             msg = "`filter` needs at least one predicate"
             raise SchemaError(msg)
-        node = as_expr(predicates[0])
+        node = expand_one(as_expr(predicates[0]).node, self._names, "filter")
         for p in predicates[1:]:
-            node = node & as_expr(p)
-        return self._then(Step("filter", (("", node.node),)))
+            node = Binary("and", node, expand_one(as_expr(p).node, self._names, "filter"))
+        return self._then(Step("filter", (("", node),)))
 
     def group_by(self, *keys: Any, maintain_order: bool = True) -> GroupBy:
         """Group the rows by ``keys``; `GroupBy.agg` gives one row per group.
@@ -173,12 +185,15 @@ class LazyFrame:
         flat: list[Any] = []
         for k in keys:
             flat.extend(k if isinstance(k, (list, tuple)) else [k])
-        nodes = _key_nodes(tuple(flat), "group_by")
-        named = tuple(
-            (output_name(as_expr(k).node), node) for k, node in zip(flat, nodes, strict=True)
-        )
+        named: list[tuple[str, Node]] = []
+        for k in flat:
+            nodes = _key_nodes((k,), "group_by")  # several for `cb.col("a", "b")`
+            if len(nodes) == 1:  # its own name: the alias, where it has one
+                named.append((output_name(as_expr(k).node), nodes[0]))
+            else:
+                named += [(output_name(n), n) for n in nodes]
         _ = maintain_order  # first appearance is the order kept either way
-        return GroupBy(self, named)
+        return GroupBy(self, tuple(named))
 
     def eval(self, text: str) -> LazyFrame:
         """Queue ``name = expression`` statements (``;`` or newline separated), in order.
@@ -391,7 +406,12 @@ class GroupBy:
         combinations of them (``cb.col("a").sum() / cb.col("b").sum()``), and
         ``expr.filter(predicate).sum()`` for the rows of a group where a predicate holds.
         """
-        items = _named(exprs, named)
+        keys = {name for name, _ in self._keys}
+
+        def available() -> list[str]:  # `all()` in an aggregation: every column but the keys
+            return [n for n in self._frame._names() if n not in keys]
+
+        items = _named(exprs, named, available)
         return self._frame._then(Step("group_by", items, self._keys))
 
     def __repr__(self) -> str:

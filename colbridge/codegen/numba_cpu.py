@@ -783,9 +783,10 @@ def _keyed(d: Dialect, fold: Fold) -> Fold:
 
     The keys' running max/min vectorises, where the float's NaN-aware select chain does
     not (measured: a sum and a max over 10% nulls at 1e7 rows, 19.4 ms against 9.2 ms
-    end to end, `benchmarks/fused_cpu.py`). A NaN, or a row that does not count, folds the empty key, which never
-    wins; the block stores the float back (`_from_key`: NaN while no number came, as
-    before), so the partials are the float fold's. ``-0.0`` orders below ``0.0``.
+    end to end, `benchmarks/fused_cpu.py`). A NaN, or a row that does not count, folds
+    the empty key, which never wins; the block stores the float back (`_from_key`: NaN
+    while no number came, as before), so the partials are the float fold's. ``-0.0``
+    orders below ``0.0``.
     """
     if not fold.nan_empty:
         return fold
@@ -841,7 +842,8 @@ def generate_reduce(
     folds = [[_keyed(d, f) for f in red.folds if f.op != "count"] for _, red in lanes]
     keyed = {block_name(f.acc.name): f.acc.init for f in folds[0] if f.acc.kind == "key"}
     block_init = [
-        d.var(name, DType.INT64, keyed[name]) if name in keyed else d.var(name, acc.dtype, acc.init)
+        d.var(name, DType.INT64, keyed[name]) if name in keyed
+        else d.var(name, acc.dtype, acc.init)
         for st in red0.states for acc in st.accumulators for name in [block_name(acc.name)]
     ]  # fmt: skip
     # each lane's accumulators live for the whole block, merged into the block's once at

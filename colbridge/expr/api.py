@@ -9,7 +9,7 @@ from __future__ import annotations
 import builtins
 import datetime as _dt
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NoReturn
 
 import numpy as np
@@ -35,9 +35,11 @@ from colbridge.expr.nodes import (
     Over,
     Round,
     Scan,
+    Selector,
     Unary,
     When,
 )
+from colbridge.expr.selectors import NameNamespace, expand_arguments, is_pattern, names_of
 from colbridge.types import DType, parse_dtype
 from colbridge.types.logical import parse_logical
 
@@ -1299,6 +1301,25 @@ class Expr:
         """Name the output."""
         return Expr(Alias(self.node.arg if isinstance(self.node, Alias) else self.node, name))
 
+    def exclude(self, *names: builtins.str | Sequence[builtins.str]) -> Expr:
+        """These columns (names or ``^...$`` patterns) taken out of a selection of columns.
+
+        For ``col(...)`` of several columns, `colbridge.all` and `colbridge.exclude`.
+        """
+        node = self.node
+        if not isinstance(node, Selector):
+            msg = (
+                f"`exclude` takes columns out of a selection of several columns, such as "
+                f"`cb.all()` or `cb.col(\"a\", \"b\")`; `{node!r}` is an expression"
+            )
+            raise SchemaError(msg)
+        return Expr(Selector(node.names, node.every, node.exclude + names_of(names, "exclude")))
+
+    @property
+    def name(self) -> NameNamespace:
+        """The output's name (polars' ``.name``): ``suffix``, ``prefix``, ``keep``, ``map``..."""
+        return NameNamespace(self)
+
     # namespaces last: the name `str` below shadows the builtin in the class body
     @property
     def dt(self) -> DateTimeNamespace:
@@ -1329,22 +1350,42 @@ def _key_nodes(keys: tuple[Any, ...], where: str) -> tuple[Node, ...]:
             raise SchemaError(msg)
         node = as_expr(k).node
         nodes.append(node.arg if isinstance(node, Alias) else node)
-    return tuple(nodes)
+    return expand_arguments(nodes, where)
 
 
-def col(name: str) -> Expr:
-    """Refer to a column by name.
+def col(name: str | Sequence[str], *more_names: str) -> Expr:
+    """Refer to a column by name, or to several at once (``col("a", "b")``, ``col(["a", "b"])``).
+
+    An expression over several columns is one output per column, each named after
+    its column (`colbridge.expr.selectors`); a name written ``^...$`` is a regular
+    expression over the frame's columns, as in polars.
 
     Examples
     --------
     >>> import colbridge as cb
     >>> cb.col("price") * 2
     <Expr (col("price") * lit(2))>
+    >>> import polars as pl
+    >>> df = pl.DataFrame({"a": [1, 2], "b": [3, 4]})
+    >>> df.gpu.with_columns(cb.col("a", "b") * 10).compute().rows()
+    [(10, 30), (20, 40)]
     """
-    if not isinstance(name, str):
-        msg = f"column names are strings, got {type(name).__name__} {name!r}"
-        raise SchemaError(msg)
-    return Expr(Column(name))
+    flat: list[Any] = []
+    for n in (name, *more_names):
+        flat.extend(n if isinstance(n, (list, tuple)) else [n])
+    for n in flat:
+        if not isinstance(n, builtins.str):
+            msg = f"column names are strings, got {type(n).__name__} {n!r}"
+            if isinstance(n, (DType, type)) or "DataType" in type(n).__name__ \
+                    or type(n).__module__.startswith("polars.datatypes"):  # fmt: skip
+                msg += (
+                    "; colbridge selects columns by name or `^...$` pattern, not by data "
+                    "type: name them, e.g. `cb.col(\"a\", \"b\")`"
+                )
+            raise SchemaError(msg)
+    if builtins.len(flat) == 1 and not is_pattern(flat[0]):
+        return Expr(Column(flat[0]))
+    return Expr(Selector(names=tuple(flat)))
 
 
 def lit(
@@ -1464,7 +1505,7 @@ def _arguments(name: str, exprs: tuple[Any, ...]) -> tuple[Node, ...]:
     if not flat:
         msg = f"`{name}` needs at least one expression"
         raise SchemaError(msg)
-    return tuple(_arg_node(e) for e in flat)
+    return expand_arguments([_arg_node(e) for e in flat], name)
 
 
 def max_horizontal(*exprs: Any) -> Expr:

@@ -45,6 +45,7 @@ __all__ = [
     "GroupAgg",
     "KeySet",
     "Literal",
+    "NameOp",
     "Narrow",
     "Node",
     "Over",
@@ -53,6 +54,7 @@ __all__ = [
     "Round",
     "Scan",
     "Search",
+    "Selector",
     "SubtreeText",
     "TableRef",
     "Unary",
@@ -65,6 +67,7 @@ __all__ = [
     "push_window",
     "reconstruct",
     "rolling_weights",
+    "root_name",
     "walk",
 ]
 
@@ -332,6 +335,35 @@ class Alias(Node):
 
     arg: Node
     name: str
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Selector(Node):
+    """Several columns at once (``col("a", "b")``, ``all()``, ``exclude(...)``).
+
+    Never planned: a step expands an expression holding selectors into one expression
+    per selected column (`colbridge.expr.selectors.expand`). ``names`` are column names
+    and ``^...$`` patterns, in order; ``every`` selects every column; ``exclude``
+    (names and patterns) is taken out of what the rest selects.
+    """
+
+    names: tuple[str, ...] = ()
+    every: bool = False
+    exclude: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class NameOp(Node):
+    """``expr.name.<op>(value)``: the output's name changed, its values not.
+
+    ``op`` is ``suffix``, ``prefix``, ``keep`` (the root column's name), ``map`` (a
+    function of the name), ``to_lowercase`` or ``to_uppercase``; `output_name` applies
+    it, and a step drops the node before planning.
+    """
+
+    arg: Node
+    op: str
+    value: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -751,6 +783,23 @@ def output_name(node: Node) -> str:
     """The name polars would give the expression's output: the alias, else the first column."""
     if isinstance(node, Alias):
         return node.name
+    if isinstance(node, NameOp):
+        if node.op == "keep":
+            return root_name(node.arg)
+        name = output_name(node.arg)
+        if node.op == "suffix":
+            return f"{name}{node.value}"
+        if node.op == "prefix":
+            return f"{node.value}{name}"
+        if node.op == "to_lowercase":
+            return name.lower()
+        if node.op == "to_uppercase":
+            return name.upper()
+        renamed = node.value(name)  # "map"
+        if not isinstance(renamed, str):
+            msg = f"`name.map` must return a string, got {type(renamed).__name__} for `{name}`"
+            raise TypeError(msg)
+        return renamed
     if isinstance(node, (Agg, GroupAgg)) and node.func == "len" and node.arg == ROWS:
         return "len"
     if isinstance(node, Column):
@@ -760,6 +809,14 @@ def output_name(node: Node) -> str:
     for child in children(node):
         return output_name(child)
     return "literal"
+
+
+def root_name(node: Node) -> str:
+    """The name of the first column the expression reads, aliases aside (polars' root name)."""
+    for n in walk(node):
+        if isinstance(n, Column):
+            return n.name
+    return output_name(node)
 
 
 def _agg_arguments(node: Agg | GroupAgg) -> str:
@@ -865,6 +922,14 @@ def _format(node: Node) -> str:
         return f"{node.arg!r}.{node.func}({_agg_arguments(node)})"
     if isinstance(node, Alias):
         return f'{node.arg!r}.alias("{node.name}")'
+    if isinstance(node, Selector):
+        text = "all()" if node.every else "col(" + ", ".join(repr(n) for n in node.names) + ")"
+        if node.exclude:
+            text += ".exclude(" + ", ".join(repr(n) for n in node.exclude) + ")"
+        return text
+    if isinstance(node, NameOp):
+        value = "" if node.value is None else getattr(node.value, "__name__", repr(node.value))
+        return f"{node.arg!r}.name.{node.op}({value})"
     if isinstance(node, Over):
         return f"{node.arg!r}.over({', '.join(repr(k) for k in node.keys)})"
     if isinstance(node, Filtered):

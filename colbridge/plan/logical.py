@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from colbridge.expr.nodes import Node
 
-__all__ = ["Step"]
+__all__ = ["Step", "names_after"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,3 +33,17 @@ class Step:
             return f"group_by({keys}).agg({inner})"
         inner = ", ".join(f"{name}={node!r}" for name, node in self.items)
         return f"{self.kind}({inner})"
+
+
+def names_after(steps: Sequence[Step], input_names: Sequence[str]) -> list[str]:
+    """The frame's column names after ``steps``, in order, from its input columns'."""
+    names = list(input_names)
+    for step in steps:
+        if step.kind == "with_columns":
+            there = set(names)
+            names += [name for name, _ in step.items if name not in there]
+        elif step.kind == "select":
+            names = [name for name, _ in step.items]
+        elif step.kind == "group_by":
+            names = [*(name for name, _ in step.keys), *(name for name, _ in step.items)]
+    return names

@@ -49,7 +49,7 @@ from colbridge.expr.nodes import (
     transform,
     walk,
 )
-from colbridge.plan.logical import Step
+from colbridge.plan.logical import Step, names_after
 from colbridge.plan.ordered_typing import scan_column
 from colbridge.plan.typecheck import (
     ColumnType,
@@ -609,12 +609,7 @@ def unknown_column(steps: Sequence[Step], input_names: Sequence[str]) -> ColumnN
                 if isinstance(node, Column) and node.name not in there \
                         and node.constant is None:  # fmt: skip
                     return ColumnNotFoundError.from_missing(node.name, names)
-        if step.kind == "with_columns":
-            names += [name for name, _ in step.items if name not in there]
-        elif step.kind == "select":
-            names = [name for name, _ in step.items]
-        elif step.kind == "group_by":
-            names = [*(name for name, _ in step.keys), *(name for name, _ in step.items)]
+        names = names_after((step,), names)
     return None
 
 

@@ -313,6 +313,18 @@ CASES: list[BadInput] = [
              r"duplicate column names \['a'\]", r"rename"),
     BadInput("non-string-column-name", "names", "`col(1)`: a column name that is not a string",
              F, lambda f: cb.col(1), E.ColbridgeError, r"column name", r"str"),  # type: ignore[arg-type]
+    BadInput("column-by-data-type", "names",
+             "`col(pl.Float64)`: columns selected by data type", F,
+             lambda f: cb.col(pl.Float64), E.SchemaError,  # type: ignore[arg-type]
+             r"column names are strings", r"not by data type"),
+    BadInput("selection-in-a-filter", "names",
+             "`filter(col(\"price\", \"qty\") > 1)`: a predicate over several columns", F,
+             _m(lambda q: q.filter(cb.col("price", "qty") > 1)), E.SchemaError,
+             r"expanded to 2 expressions", r"all_horizontal"),
+    BadInput("selections-of-unequal-width", "names",
+             "`col(\"price\", \"qty\") + all()`: selections of different widths side by side",
+             F, _m(lambda q: q.select(cb.col("price", "qty") + cb.all())),
+             E.SchemaError, r"different numbers of columns", r"as many columns"),
     BadInput("empty-frame-unknown-column", "shapes",
              "a 2,000-column frame with no rows and a misspelt column", _empty_wide,
              _m(lambda q: q.with_columns(z=cb.col("c1999x") + 1)), E.ColumnNotFoundError,

@@ -1,0 +1,300 @@
+"""Expressions over several columns at once, expanded as polars expands them.
+
+``col("a", "b") * 2`` is two expressions, ``col("a") * 2`` and ``col("b") * 2``, each
+named after its column; ``all()`` and ``exclude(...)`` select from the columns the
+frame has at that step, and ``^...$`` names are regular expressions over them. Several
+selectors in one expression expand side by side (``col("a", "b") + col("c", "d")`` is
+``a + c`` and ``b + d``; one of a single column goes with each). ``expr.name.suffix``
+and its kin rename each output (`NameNamespace`).
+
+A step expands its expressions when it is queued (`expand`), so plans, kernels and
+every other layer only ever see single-column expressions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from colbridge.errors import ColumnNotFoundError, SchemaError
+from colbridge.expr.nodes import (
+    Alias,
+    Column,
+    Function,
+    NameOp,
+    Node,
+    Selector,
+    output_name,
+    transform,
+    walk,
+)
+
+if TYPE_CHECKING:
+    from colbridge.expr.api import Expr
+
+__all__ = ["NameNamespace", "all", "exclude", "expand", "is_pattern", "selected"]
+
+
+def is_pattern(name: str) -> bool:
+    """Whether a column name is a regular expression (``^...$``), as in polars."""
+    return name.startswith("^") and name.endswith("$")
+
+
+def all() -> Expr:
+    """Every column of the frame, as it stands at that step (``pl.all()``).
+
+    In ``group_by(...).agg(...)``, every column but the keys.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import colbridge as cb
+    >>> df = pl.DataFrame({"a": [1, 2], "b": [3.0, 4.0]})
+    >>> df.gpu.select(cb.all().sum()).compute().rows()
+    [(3, 7.0)]
+    """
+    from colbridge.expr.api import Expr
+
+    return Expr(Selector(every=True))
+
+
+def exclude(*names: str | Sequence[str]) -> Expr:
+    """Every column but these (names or ``^...$`` patterns), as ``pl.exclude``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import colbridge as cb
+    >>> df = pl.DataFrame({"a": [1, 2], "b": [3.0, 4.0], "c": [5, 6]})
+    >>> df.gpu.select(cb.exclude("b") * 10).compute().columns
+    ['a', 'c']
+    """
+    from colbridge.expr.api import Expr
+
+    return Expr(Selector(every=True, exclude=names_of(names, "exclude")))
+
+
+def names_of(names: Sequence[Any], where: str) -> tuple[str, ...]:
+    """Column names from strings and lists of strings (polars' ``*names``)."""
+    flat: list[Any] = []
+    for n in names:
+        flat.extend(n if isinstance(n, (list, tuple)) else [n])
+    for n in flat:
+        if not isinstance(n, str):
+            msg = (
+                f"`{where}` takes column names (strings), got {type(n).__name__} {n!r}; "
+                "colbridge selects columns by name or `^...$` pattern, not by type"
+            )
+            raise SchemaError(msg)
+    return tuple(flat)
+
+
+def selected(selector: Selector, available: Sequence[str]) -> list[str]:
+    """The columns ``selector`` picks from ``available``, in order, each once."""
+    chosen: list[str] = []
+    if selector.every:
+        chosen = list(available)
+    for name in selector.names:
+        if is_pattern(name):
+            pattern = _compiled(name)
+            chosen += [a for a in available if pattern.search(a)]
+        elif name in available:
+            chosen.append(name)
+        else:
+            raise ColumnNotFoundError.from_missing(name, list(available))
+    dropped = {n for n in selector.exclude if not is_pattern(n)}
+    patterns = [_compiled(n) for n in selector.exclude if is_pattern(n)]
+    kept = [c for c in chosen if c not in dropped and not any(p.search(c) for p in patterns)]
+    return list(dict.fromkeys(kept))
+
+
+def _compiled(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        msg = f"column pattern {pattern!r} is not a valid regular expression: {exc}"
+        raise SchemaError(msg) from None
+
+
+def _needs_names(selector: Selector) -> bool:
+    return selector.every or any(is_pattern(n) for n in selector.names)
+
+
+def expand(
+    node: Node, available: Callable[[], Sequence[str]] | None = None
+) -> list[tuple[str, Node]]:
+    """``node`` as one ``(output name, expression)`` per column its selectors pick.
+
+    ``available()`` gives the frame's columns at this step; it is called only where a
+    selector needs them (``all()``, ``exclude``, a pattern). The expressions come back
+    without their `Alias` and `NameOp` wrappers, which only name the output.
+    """
+    if any(isinstance(n, Selector) for n in walk(node)):
+        node = transform(node, _spreading(available))
+    selectors = list(dict.fromkeys(n for n in walk(node) if isinstance(n, Selector)))
+    if not selectors:
+        return [(output_name(node), _unnamed(node))]
+    names: list[str] | None = None
+    picked: dict[Selector, list[str]] = {}
+    for sel in selectors:
+        if _needs_names(sel) or any(is_pattern(n) for n in sel.exclude):
+            if available is None:
+                msg = (
+                    f"`{node!r}` selects columns by pattern or with `all()`, which needs the "
+                    "frame's columns; name the columns here, e.g. `cb.col(\"a\", \"b\")`"
+                )
+                raise SchemaError(msg)
+            if names is None:
+                names = list(available())
+            picked[sel] = selected(sel, names)
+        else:  # names alone: nothing to look up (a missing one is reported when planned)
+            explicit = [n for n in sel.names if n not in set(sel.exclude)]
+            picked[sel] = list(dict.fromkeys(explicit))
+    widths = {len(p) for p in picked.values() if len(p) != 1}
+    if len(widths) > 1:
+        shapes = ", ".join(f"{s!r}: {len(picked[s])}" for s in selectors)
+        msg = (
+            f"`{node!r}` expands its column selections side by side, but they select "
+            f"different numbers of columns ({shapes}); select as many columns in each"
+        )
+        raise SchemaError(msg)
+    count = widths.pop() if widths else 1
+    out = []
+    for i in range(count):
+        at: dict[Node, Node] = {s: Column(p[i] if len(p) > 1 else p[0]) for s, p in picked.items()}
+        one = transform(node, _replacing(at))
+        out.append((output_name(one), _unnamed(one)))
+    return out
+
+
+def _spreading(available: Callable[[], Sequence[str]] | None) -> Callable[[Node], Node]:
+    """Spread selections among the arguments of a horizontal function.
+
+    ``sum_horizontal(all())`` sums every column, as in polars: there a selection is
+    many arguments, not many expressions.
+    """
+
+    def spread(n: Node) -> Node:
+        # not `Coalesce`: `fill_null` is one too, and its argument is one expression
+        if not isinstance(n, Function) or not n.name.endswith("_horizontal") \
+                or not any(isinstance(m, Selector) for m in walk(n)):  # fmt: skip
+            return n
+        args = tuple(e for a in n.args for _, e in expand(a, available))
+        if not args:
+            msg = f"`{n!r}` selects no column for its arguments"
+            raise SchemaError(msg)
+        return replace(n, args=args)
+
+    return spread
+
+
+def _replacing(at: dict[Node, Node]) -> Callable[[Node], Node]:
+    def replace(n: Node) -> Node:
+        return at.get(n, n)
+
+    return replace
+
+
+def expand_one(node: Node, available: Callable[[], Sequence[str]] | None, where: str) -> Node:
+    """``node`` expanded where one expression is wanted (a filter's predicate, say)."""
+    expanded = expand(node, available)
+    if len(expanded) != 1:
+        msg = (
+            f"the expression passed to `{where}` expanded to {len(expanded)} expressions "
+            f"({', '.join(repr(e) for _, e in expanded) or 'none'}); combine them into one, "
+            "e.g. with `cb.all_horizontal(...)`"
+        )
+        raise SchemaError(msg)
+    return expanded[0][1]
+
+
+def expand_arguments(nodes: Sequence[Node], where: str) -> tuple[Node, ...]:
+    """Arguments (or keys) given as expressions, selectors of named columns spread out.
+
+    ``max_horizontal(col("a", "b"))`` is ``max_horizontal(col("a"), col("b"))`` and
+    ``group_by(col("g", "h"))`` is ``group_by("g", "h")``, as in polars; ``over`` takes
+    no selection (polars makes one window per key there, outputs named alike).
+    """
+    out: list[Node] = []
+    for node in nodes:
+        if where == "over" and any(isinstance(n, Selector) for n in walk(node)):
+            # polars makes one window per selected key there, each output named alike
+            msg = (
+                f"`over` takes `{node!r}`, a selection of several columns; give the keys "
+                "one by one, e.g. `over(\"g\", \"h\")`"
+            )
+            raise SchemaError(msg)
+        if any(isinstance(n, Selector) and _needs_names(n) for n in walk(node)):
+            if where.endswith("_horizontal"):
+                out.append(node)  # spread when the step is queued (`_spreading`)
+                continue
+            msg = (
+                f"`{where}` takes `{node!r}`, which selects columns by pattern or with "
+                "`all()`: name the columns there, e.g. `cb.col(\"a\", \"b\")`"
+            )
+            raise SchemaError(msg)
+        out.extend(e for _, e in expand(node))
+    return tuple(out)
+
+
+def _unnamed(node: Node) -> Node:
+    """``node`` without `NameOp` wrappers and without its top `Alias` (names are kept apart)."""
+    bare = transform(node, lambda n: n.arg if isinstance(n, NameOp) else n)
+    return bare.arg if isinstance(bare, Alias) else bare
+
+
+class NameNamespace:
+    """``expr.name``: the output's name (polars' ``Expr.name``), for each expanded column.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import colbridge as cb
+    >>> df = pl.DataFrame({"a": [1, 2], "b": [3.0, 4.0]})
+    >>> df.gpu.with_columns(cb.col("a", "b").cum_sum().name.suffix("_total")).compute().columns
+    ['a', 'b', 'a_total', 'b_total']
+    """
+
+    def __init__(self, expr: Expr) -> None:
+        self._expr = expr
+
+    def _op(self, op: str, value: Any = None) -> Expr:
+        from colbridge.expr.api import Expr
+
+        return Expr(NameOp(self._expr.node, op, value))
+
+    def suffix(self, suffix: str) -> Expr:
+        """The output's name with ``suffix`` appended."""
+        return self._op("suffix", _text(suffix, "name.suffix"))
+
+    def prefix(self, prefix: str) -> Expr:
+        """The output's name with ``prefix`` in front."""
+        return self._op("prefix", _text(prefix, "name.prefix"))
+
+    def keep(self) -> Expr:
+        """The name of the column the expression reads (any alias undone)."""
+        return self._op("keep")
+
+    def map(self, function: Callable[[str], str]) -> Expr:
+        """The output's name passed through ``function`` (a Python function of the name)."""
+        if not callable(function):
+            msg = f"`name.map` takes a function of the name, got {type(function).__name__}"
+            raise SchemaError(msg)
+        return self._op("map", function)
+
+    def to_lowercase(self) -> Expr:
+        """The output's name in lowercase."""
+        return self._op("to_lowercase")
+
+    def to_uppercase(self) -> Expr:
+        """The output's name in uppercase."""
+        return self._op("to_uppercase")
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        msg = f"`{where}` takes a string, got {type(value).__name__} {value!r}"
+        raise SchemaError(msg)
+    return value
