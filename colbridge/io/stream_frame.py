@@ -80,6 +80,9 @@ class StreamFrame(LazyFrame):
     def _with_steps(self, steps: tuple[Step, ...]) -> StreamFrame:
         return StreamFrame(self._frame, steps, batch_rows=self._batch_rows, opened=self._source)
 
+    def _input_names(self) -> list[str]:
+        return list(self._source.schema.names)
+
     def _job(self, device: str, fallback: str) -> _Job:
         return _prepare(
             self._source, with_=None, filter=None, select=None, steps=self._steps,

@@ -128,3 +128,12 @@ def test_a_single_name_is_a_plain_column() -> None:
     assert repr(cb.col("a")) == '<Expr col("a")>'
     assert repr(cb.col(["a"])) == '<Expr col("a")>'
     assert repr(cb.col("a", "b").name.suffix("_s")) == "<Expr col('a', 'b').name.suffix('_s')>"
+
+
+def test_streamed_inputs_select_from_their_schema() -> None:
+    lazy = FRAME.lazy()
+    got = lazy.gpu.select(cb.exclude("g").max().name.suffix("_max")).compute()
+    assert_frame_equal(got, FRAME.select(pl.exclude("g").max().name.suffix("_max")))
+    reader = FRAME.to_arrow().to_reader(max_chunksize=3)
+    got = pl.from_arrow(cb.lazy(reader).with_columns(cb.col("^x_.*$") * 2).compute())
+    assert_frame_equal(got, FRAME.with_columns(pl.col("^x_.*$") * 2))  # type: ignore[arg-type]
