@@ -2167,21 +2167,31 @@ class StringNamespace:
         return self._f(name, length, fill_char)
 
     def replace(self, pattern: str, value: str, *, literal: bool = False, n: int = 1) -> Expr:
-        """The first ``n`` occurrences of ``pattern`` replaced by ``value``.
+        """The first ``n`` matches of ``pattern`` replaced by ``value``.
 
-        Plain text only: a ``pattern`` with regular-expression syntax needs
-        ``literal=True`` (colbridge has no engine with polars' regex dialect).
+        A regular expression (RE2, polars' dialect for ordinary patterns; ``$1``,
+        ``${name}`` and ``$$`` in ``value`` as polars reads them), or plain text with
+        ``literal=True``.
         """
         n = _count_param(n, "str.replace", "n")
         if n > 1 and not literal:
             msg = (f"`str.replace(..., n={n})`: polars replaces more than one match of a "
                    "regular expression only with `literal=True`; pass it")  # fmt: skip
             raise UnsupportedOperationError(msg)
-        return self._f("replace", *_plain("replace", pattern, value, literal), n)
+        if literal:
+            return self._f("replace", *_texts("replace", pattern, value), n)
+        return self._f("replace_regex", *_texts("replace", pattern, value), 1)
 
     def replace_all(self, pattern: str, value: str, *, literal: bool = False) -> Expr:
-        """Every occurrence of ``pattern`` replaced by ``value`` (plain text, as `replace`)."""
-        return self._f("replace_all", *_plain("replace_all", pattern, value, literal))
+        """Every match of ``pattern`` replaced by ``value`` (regex or plain text, as `replace`)."""
+        if literal:
+            return self._f("replace_all", *_texts("replace_all", pattern, value))
+        return self._f("replace_regex", *_texts("replace_all", pattern, value), None)
+
+    def count_matches(self, pattern: str, *, literal: bool = False) -> Expr:
+        """How often ``pattern`` occurs (UInt32): a regex, or plain text with ``literal=True``."""
+        return self._f("count_matches", _text_param(pattern, "str.count_matches", "pattern"),
+                       bool(literal))  # fmt: skip
 
     def zfill(self, length: int) -> Expr:
         """Zeros at the start to ``length`` characters, after a leading ``+`` or ``-``."""
@@ -2198,20 +2208,7 @@ def _text_param(value: Any, func: str, name: str, *, allow_none: bool = False) -
     return value
 
 
-#: characters with a meaning in a regular expression outside a character class (`-`,
-#: `&`, `~` and `#` mean themselves there: `str.replace("-", "")` is plain text)
-_REGEX_SYNTAX = frozenset("\\.+*?()|[]{}^$")
-
-
-def _plain(name: str, pattern: Any, value: Any, literal: bool) -> tuple[str, str]:
-    """``pattern`` and ``value`` of `replace`, checked to mean plain text as in polars."""
-    text = _text_param(pattern, f"str.{name}", "pattern")
-    value = _text_param(value, f"str.{name}", "value")
-    if not literal and (_REGEX_SYNTAX & set(text) or "$" in value):
-        msg = (
-            f"`str.{name}({text!r}, {value!r})`: polars reads the pattern as a regular "
-            "expression (and `$` in the value as a group); colbridge replaces plain text "
-            "only: pass `literal=True` to replace the text as written"
-        )
-        raise UnsupportedOperationError(msg)
-    return text, value
+def _texts(name: str, pattern: Any, value: Any) -> tuple[str, str]:
+    """``pattern`` and ``value`` of `replace`, checked to be strings."""
+    return (_text_param(pattern, f"str.{name}", "pattern"),
+            _text_param(value, f"str.{name}", "value"))  # fmt: skip

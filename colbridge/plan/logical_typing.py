@@ -843,6 +843,9 @@ class LogicalTyping:
         if op == "contains":
             pattern, literal = _text(params[0], node), bool(params[1])
             return self.mark(self.table(arg, ("contains", pattern, literal), BOOL), None)
+        if op == "count_matches":
+            pattern, literal = _text(params[0], node), bool(params[1])
+            return self.mark(self.table(arg, ("count_matches", pattern, literal), U32), None)
         if op == "to_integer":
             base, strict = int(params[0]), bool(params[1])
             if base != 10:

@@ -22,13 +22,13 @@ import numpy as np
 import pyarrow as pa
 
 from colbridge.codegen.kernel import table_key
-from colbridge.errors import InvalidOperationError, SchemaError
+from colbridge.errors import InvalidOperationError, SchemaError, UnsupportedOperationError
 from colbridge.expr.nodes import TableRef
 from colbridge.plan.logical_typing import ENUM_CAST_FAILED
 from colbridge.plan.planner import Segment
 from colbridge.types.logical import Logical, parse_logical
 from colbridge.types.promotion import int_range
-from colbridge.types.regex import unicode_classes
+from colbridge.types.regex import check_word_boundaries, unicode_classes
 from colbridge.types.string_maps import apply_string_map
 from colbridge.types.timezones import zone_table
 
@@ -123,7 +123,10 @@ class TableBuilder:
             pattern, literal = ref.recipe[1], ref.recipe[2]
             if literal:
                 return pc.match_substring(d, pattern=pattern)
+            check_word_boundaries(pattern, d)
             return pc.match_substring_regex(d, pattern=unicode_classes(pattern))
+        if op == "count_matches":
+            return _count_matches(d, ref.recipe[1], ref.recipe[2])
         if op == "enum_code":  # a literal among an enum's categories
             _, enum_spec, strict = ref.recipe
             codes = pc.index_in(d, value_set=self.dictionary(enum_spec)).cast(pa.int32())
@@ -148,6 +151,33 @@ class TableBuilder:
             return _strptime(d, ref.recipe[1], ref.recipe[2])
         msg = f"unknown table recipe {ref.recipe!r}"
         raise AssertionError(msg)
+
+
+def _count_matches(values: pa.Array, pattern: str, literal: bool) -> pa.Array:
+    """How many times ``pattern`` occurs in each string (UInt32), matches not overlapping.
+
+    A pattern that can match the empty string is refused: Rust's ``regex`` (polars)
+    counts an empty match per character and none right after a match, RE2 (pyarrow)
+    one per byte and one there too.
+    """
+    import pyarrow.compute as pc
+
+    if literal:
+        if not pattern:
+            raise UnsupportedOperationError(_EMPTY_MATCHES.format(pattern=pattern))
+        return pc.count_substring(values, pattern=pattern).cast(pa.uint32())
+    regex = unicode_classes(pattern)
+    empty = pc.match_substring_regex(pa.array([""], _STR), pattern=regex)[0].as_py()
+    if empty or "\\b" in pattern or "\\B" in pattern:
+        raise UnsupportedOperationError(_EMPTY_MATCHES.format(pattern=pattern))
+    return pc.count_substring_regex(values, pattern=regex).cast(pa.uint32())
+
+
+_EMPTY_MATCHES = (
+    "`str.count_matches({pattern!r})`: a pattern that can match the empty string (or a "
+    "word boundary) is counted differently by polars' engine and colbridge's RE2; make "
+    "the pattern match at least one character (`a+` rather than `a*`)"
+)
 
 
 def _parse(values: pa.Array, target: str, arrow_type: pa.DataType) -> pa.Array:

@@ -8,9 +8,13 @@ pattern finds what polars finds.
 
 from __future__ import annotations
 
+import re
+
+import pyarrow as pa
+
 from colbridge.errors import UnsupportedOperationError
 
-__all__ = ["unicode_classes"]
+__all__ = ["capture_groups", "check_word_boundaries", "re2_replacement", "unicode_classes"]
 
 # Rust's \w: Alphabetic, marks, decimal digits, connector punctuation, join controls.
 # RE2 has no Alphabetic property: letters and letter numbers, with the symbols that
@@ -74,3 +78,120 @@ def unicode_classes(pattern: str) -> str:
         out.append(c)
         i += 1
     return "".join(out)
+
+
+def capture_groups(pattern: str) -> dict[str, int]:
+    """The capture groups of ``pattern``: each group's number by its name (``"1"``: the first).
+
+    Groups are numbered by their opening parenthesis, as Rust's ``regex`` and RE2 number
+    them; ``(?P<name>...)`` and ``(?<name>...)`` are named (and numbered); other ``(?``
+    groups capture nothing. Escapes and bracketed classes hold no group.
+    """
+    groups: dict[str, int] = {"0": 0}
+    count = 0
+    i, n = 0, len(pattern)
+    in_class = False
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            i += 1
+            if i < n and pattern[i] == "^":
+                i += 1
+            if i < n and pattern[i] == "]":  # a ']' first in a class is itself
+                i += 1
+            continue
+        elif c == "(":
+            rest = pattern[i + 1 :]
+            name = None
+            for start in ("?P<", "?<"):
+                if rest.startswith(start) and not rest.startswith(("?<=", "?<!")):
+                    name = rest[len(start) : rest.find(">")]
+            if name is not None or not rest.startswith("?"):
+                count += 1
+                groups[str(count)] = count
+                if name:
+                    groups[name] = count
+        i += 1
+    return groups
+
+
+def re2_replacement(pattern: str, value: str) -> str:
+    r"""A polars replacement text (``$1``, ``${1}``, ``${name}``, ``$name``, ``$$``) as RE2's.
+
+    RE2 writes groups ``\0``-``\9`` and a backslash as ``\\``. As in Rust, ``$name``
+    takes the longest run of letters, digits and ``_`` after the ``$`` (``$1a`` is the
+    group named ``1a``); a group the pattern does not have is the empty string; a ``$``
+    followed by nothing it can name stays a ``$``.
+    """
+    groups = capture_groups(pattern)
+    out: list[str] = []
+    i, n = 0, len(value)
+    while i < n:
+        c = value[i]
+        if c == "\\":
+            out.append("\\\\")
+            i += 1
+            continue
+        if c != "$":
+            out.append(c)
+            i += 1
+            continue
+        if value[i + 1 : i + 2] == "$":
+            out.append("$")
+            i += 2
+            continue
+        if value[i + 1 : i + 2] == "{":
+            end = value.find("}", i + 2)
+            if end < 0:
+                out.append("$")
+                i += 1
+                continue
+            name, i = value[i + 2 : end], end + 1
+        else:
+            j = i + 1
+            while j < n and (value[j].isascii() and (value[j].isalnum() or value[j] == "_")):
+                j += 1
+            if j == i + 1:
+                out.append("$")
+                i += 1
+                continue
+            name, i = value[i + 1 : j], j
+        number = groups.get(name)
+        if number is None:
+            continue  # no such group: nothing, as in Rust
+        if number > 9:
+            msg = (
+                f"replacement {value!r} refers to group {number} of {pattern!r}; colbridge's "
+                "RE2 engine writes groups 0 to 9 only"
+            )
+            raise UnsupportedOperationError(msg)
+        out.append(f"\\{number}")
+    return "".join(out)
+
+
+_WORD_BOUNDARY = re.compile(r"(?<!\\)(?:\\\\)*\\[bB]")
+
+
+def check_word_boundaries(pattern: str, values: pa.Array) -> None:
+    r"""Refuse ``\b``/``\B`` in ``pattern`` over strings that are not all ASCII.
+
+    RE2's word boundary is ASCII's; polars' is Unicode's (``"é"`` is a word character
+    there). Over ASCII strings the two agree.
+    """
+    if not _WORD_BOUNDARY.search(pattern):
+        return
+    import pyarrow.compute as pc
+
+    if pc.all(pc.string_is_ascii(values)).as_py() is False:
+        msg = (
+            f"regex {pattern!r}: a word boundary (`\\b`, `\\B`) over non-ASCII strings is "
+            "Unicode's in polars and ASCII's in colbridge's RE2 engine; match the "
+            "boundary another way (`(^|\\W)word(\\W|$)`), or compute it in polars"
+        )
+        raise UnsupportedOperationError(msg)

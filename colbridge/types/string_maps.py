@@ -21,6 +21,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from colbridge.errors import UnsupportedOperationError
+
 __all__ = ["STRING_FUNCTIONS", "STRING_MAPS", "apply_string_map"]
 
 #: Unicode's White_Space characters (what Rust's `char::is_whitespace` accepts)
@@ -90,8 +92,9 @@ STRING_MAPS: dict[str, Callable[..., Callable[[str], str]]] = {
 }
 
 
-#: every string-to-string function (the case mappings pyarrow's where the strings are ASCII)
-STRING_FUNCTIONS = frozenset({"to_lowercase", "to_uppercase", *STRING_MAPS})
+#: every string-to-string function (the case mappings pyarrow's where the strings are ASCII;
+#: `replace_regex`, a regex `str.replace`/`replace_all`, RE2's through pyarrow)
+STRING_FUNCTIONS = frozenset({"to_lowercase", "to_uppercase", "replace_regex", *STRING_MAPS})
 
 
 def apply_string_map(name: str, params: tuple[Any, ...], values: pa.Array) -> pa.Array:
@@ -106,5 +109,32 @@ def apply_string_map(name: str, params: tuple[Any, ...], values: pa.Array) -> pa
         lower = name == "to_lowercase"
         return pa.array([s.lower() if lower else s.upper() for s in values.to_pylist()],
                         type=values.type)  # fmt: skip
+    if name == "replace_regex":
+        return _replace_regex(values, *params)
     fn = STRING_MAPS[name](*params)
     return pa.array([fn(s) for s in values.to_pylist()], type=values.type)
+
+
+def _replace_regex(values: pa.Array, pattern: str, value: str, most: int | None) -> pa.Array:
+    """The matches of the regex ``pattern`` replaced by ``value`` (the first ``most`` of them).
+
+    RE2's leftmost-first matches, as Rust's ``regex`` finds them, with polars' Unicode
+    classes (`unicode_classes`) and replacement syntax (`re2_replacement`).
+    """
+    import pyarrow.compute as pc
+
+    from colbridge.types.regex import check_word_boundaries, re2_replacement, unicode_classes
+
+    check_word_boundaries(pattern, values)
+    replacement = re2_replacement(pattern, value)
+    try:
+        regex = unicode_classes(pattern)
+        return pc.replace_substring_regex(values, pattern=regex, replacement=replacement,
+                                          max_replacements=most)  # fmt: skip
+    except pa.ArrowInvalid as exc:
+        msg = (
+            f"`str.replace` with the regex {pattern!r} failed in colbridge's RE2 engine ({exc}); "
+            "look-around and backreferences are in neither polars' engine nor RE2: compute "
+            "it in polars"
+        )
+        raise UnsupportedOperationError(msg) from None
