@@ -361,7 +361,7 @@ _NAMESPACE_METHODS: dict[str, dict[str, tuple[int, int]]] = {
             "tail": (1, 1), "strip_chars": (0, 1), "strip_chars_start": (0, 1),
             "strip_chars_end": (0, 1), "strip_prefix": (1, 1), "strip_suffix": (1, 1),
             "pad_start": (1, 2), "pad_end": (1, 2), "zfill": (1, 1), "replace": (2, 2),
-            "replace_all": (2, 2)},
+            "replace_all": (2, 2), "count_matches": (1, 1)},
 }  # fmt: skip
 
 

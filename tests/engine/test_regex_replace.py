@@ -74,6 +74,9 @@ def test_categorical_columns_and_the_string_language() -> None:
     assert_series_equal(got.to_series(), want.to_series())
     got = df.gpu.eval(r"r = s.cast('str').str.replace_all('[0-9]', '#')")
     assert got["r"].to_list() == ["a#", "b##", None, "a#"]
+    got = df.gpu.eval(r"n = s.cast('str').str.count_matches('[0-9]')")
+    assert got["n"].to_list() == [1, 2, None, 1]
+    assert got["n"].dtype == pl.UInt32
 
 
 @pytest.mark.parametrize(
