@@ -430,7 +430,9 @@ def _combine_grouped(
             # NaN marks a chunk without a number (NaN values never compete), as in
             # `fold_partials`: fmin/fmax skip it; a group whose values were all NaN stays NaN
             nan_skipping = np.fmin if func == "min" else np.fmax
-            best = nan_skipping.reduce(tf[:, :, slot.f["best"]], axis=0)
+            # `* 1.0` quiets a signaling NaN (a chunk of them only), which NumPy's
+            # fmin/fmax let win outside their vector loops
+            best = nan_skipping.reduce(tf[:, :, slot.f["best"]] * 1.0, axis=0)
             return best.astype(res.numpy), _valid(some)
         pick = np.min if func == "min" else np.max
         source = tu[:, :, slot.u["best"]] if "best" in slot.u else ti[:, :, slot.i["best"]]

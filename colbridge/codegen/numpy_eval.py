@@ -307,8 +307,11 @@ def _whole_array_fold(fold: Fold) -> str:
     candidates = f"np.broadcast_to({fold.value}, (n,))"
     if fold.nan_empty:  # NaN never competes (fmin/fmax skip it); NaN only if nothing came
         pick = "np.fmin" if fold.op == "min" else "np.fmax"
+        # `* 1.0` quiets a signaling NaN, which NumPy's fmin/fmax let win outside their
+        # vector loops (NumPy 2.4: fmin.reduce([snan, 1.0]) is NaN)
+        candidates = f"np.broadcast_to(({fold.value}) * 1.0, (n,))"
         if fold.when:
-            candidates = f"np.where({fold.when}, {fold.value}, np.nan)"
+            candidates = f"np.where({fold.when}, ({fold.value}) * 1.0, np.nan)"
         return f"{acc} = _as({pick}.reduce(np.append({candidates}, {acc})), {t})"
     pick = "np.min" if fold.op == "min" else "np.max"
     if fold.when:
@@ -398,6 +401,7 @@ def _grouped_fold(fold: Fold) -> str:
         return f"{ufunc}.at({acc}, gid, {values})"
     if fold.nan_empty:  # NaN never competes (fmin/fmax skip it); NaN only if nothing came
         ufunc = "np.fmin" if fold.op == "min" else "np.fmax"
+        values = f"_as(np.broadcast_to(({fold.value}) * 1.0, (n,)), {t})"  # quiet NaN (above)
     else:
         ufunc = "np.minimum" if fold.op == "min" else "np.maximum"
     if fold.when is None:

@@ -104,3 +104,31 @@ def test_powers_and_logs_round_as_polars(tier: str, dtype: pl.DataType,
         ok = ~np.isnan(a)
         apart = a[ok].view(bits).astype(np.int64) - b[ok].view(bits).astype(np.int64)
         assert np.abs(apart).max() <= 4, c
+
+
+#: a signaling NaN (quiet bit clear), as Arrow or binary data can hold one
+SIGNALING_NAN = float(np.array([0x7FF0000000000001], np.uint64).view(np.float64)[0])
+
+
+@pytest.mark.parametrize("tier", ["numpy", "compiled"])
+@pytest.mark.parametrize("rows", [3, 65, 300_000])
+def test_signaling_nan_never_competes(tier: str, rows: int,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """NumPy's fmin/fmax let a signaling NaN win outside their vector loops; it must not."""
+    monkeypatch.setenv("COLBRIDGE_CPU_TIER", tier)
+    x = np.full(rows, SIGNALING_NAN)
+    x[-3:] = [1.0, 5.0, -2.0]
+    x[0] = SIGNALING_NAN
+    df = pl.DataFrame({"g": np.arange(rows) % 2, "x": x})
+
+    def steps(m: Any, q: Any) -> Any:
+        x = m.col("x")
+        return q.select(lo=x.min(), hi=x.max(), flo=x.filter(m.col("g") >= 0).min())
+
+    assert_frame_equal(steps(cb, df.gpu).compute(), steps(pl, df))
+    x = cb.col("x")
+    grouped = df.gpu.group_by("g", maintain_order=True).agg(lo=x.min(), hi=x.max()).compute()
+    assert_frame_equal(grouped, df.group_by("g", maintain_order=True).agg(
+        lo=pl.col("x").min(), hi=pl.col("x").max()))  # fmt: skip
+    over = df.gpu.with_columns(hi=cb.col("x").max().over("g")).compute()
+    assert_frame_equal(over, df.with_columns(hi=pl.col("x").max().over("g")))
