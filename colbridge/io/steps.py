@@ -12,8 +12,9 @@ from typing import Any
 
 from colbridge.errors import ExpressionSyntaxError, JobSpecError
 from colbridge.expr.api import Expr, as_expr
-from colbridge.expr.nodes import Agg, Alias, Column, Node, walk
+from colbridge.expr.nodes import Agg, Column, Node, walk
 from colbridge.expr.parser import parse_assignments, parse_expr
+from colbridge.expr.selectors import expand, expand_one
 from colbridge.lazy import LazyFrame
 from colbridge.plan.logical import Step
 from colbridge.plan.typecheck import is_scalar
@@ -25,12 +26,12 @@ def _with_items(value: Any) -> list[tuple[str, Node]]:
     if value is None:
         return []
     if isinstance(value, str):
-        return parse_assignments(value)
+        return [(name, expand_one(node, None, "with")) for name, node in parse_assignments(value)]
     if isinstance(value, Mapping):
         out: list[tuple[str, Node]] = []
         for name, e in value.items():
             node = parse_expr(e) if isinstance(e, str) else as_expr(e).node
-            out.append((str(name), node.arg if isinstance(node, Alias) else node))
+            out.append((str(name), expand_one(node, None, "with")))
         return out
     if isinstance(value, Iterable):
         items: list[tuple[str, Node]] = []
@@ -45,9 +46,8 @@ def _with_items(value: Any) -> list[tuple[str, Node]]:
 
 
 def _filter_node(value: Any) -> Node:
-    if isinstance(value, str):
-        return parse_expr(value)
-    return as_expr(value).node
+    node = parse_expr(value) if isinstance(value, str) else as_expr(value).node
+    return expand_one(node, None, "filter")
 
 
 def _select_items(value: Any) -> list[tuple[str, Node]]:
@@ -61,11 +61,8 @@ def _select_items(value: Any) -> list[tuple[str, Node]]:
                     msg = f"empty column name in select {v!r}; separate names with commas"
                     raise ExpressionSyntaxError(msg)
                 out.append((name, Column(name)))
-        else:
-            node = as_expr(v).node
-            from colbridge.expr.nodes import output_name
-
-            out.append((output_name(node), node.arg if isinstance(node, Alias) else node))
+        else:  # a job's columns are known only when it runs: named columns here
+            out.extend(expand(as_expr(v).node))
     return out
 
 

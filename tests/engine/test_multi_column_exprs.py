@@ -137,3 +137,18 @@ def test_streamed_inputs_select_from_their_schema() -> None:
     reader = FRAME.to_arrow().to_reader(max_chunksize=3)
     got = pl.from_arrow(cb.lazy(reader).with_columns(cb.col("^x_.*$") * 2).compute())
     assert_frame_equal(got, FRAME.with_columns(pl.col("^x_.*$") * 2))  # type: ignore[arg-type]
+
+
+def test_job_steps_expand_named_columns_and_refuse_what_needs_the_schema() -> None:
+    from colbridge.io.steps import build_steps
+
+    (step,) = build_steps(select=[cb.col("a", "b") * 2])
+    assert [name for name, _ in step.items] == ["a", "b"]
+    with pytest.raises(SchemaError, match="needs the frame's columns"):
+        build_steps(with_="z = col('^x_.*$') * 2")
+    with pytest.raises(SchemaError, match="needs the frame's columns"):
+        build_steps(select=[cb.all()])
+    with pytest.raises(SchemaError, match="expanded to 2 expressions"):
+        build_steps(with_={"z": cb.col("a", "b")})
+    with pytest.raises(SchemaError, match="expanded to 2 expressions"):
+        build_steps(filter=cb.col("a", "b") > 1)
