@@ -28,7 +28,7 @@ from colbridge.plan.logical_typing import ENUM_CAST_FAILED
 from colbridge.plan.planner import Segment
 from colbridge.types.logical import Logical, parse_logical
 from colbridge.types.promotion import int_range
-from colbridge.types.regex import check_word_boundaries, unicode_classes
+from colbridge.types.regex import has_word_boundary, re2_pattern
 from colbridge.types.string_maps import apply_string_map
 from colbridge.types.timezones import zone_table
 
@@ -123,8 +123,7 @@ class TableBuilder:
             pattern, literal = ref.recipe[1], ref.recipe[2]
             if literal:
                 return pc.match_substring(d, pattern=pattern)
-            check_word_boundaries(pattern, d)
-            return pc.match_substring_regex(d, pattern=unicode_classes(pattern))
+            return pc.match_substring_regex(d, pattern=re2_pattern(pattern, d))
         if op == "count_matches":
             return _count_matches(d, ref.recipe[1], ref.recipe[2])
         if op == "enum_code":  # a literal among an enum's categories
@@ -166,9 +165,9 @@ def _count_matches(values: pa.Array, pattern: str, literal: bool) -> pa.Array:
         if not pattern:
             raise UnsupportedOperationError(_EMPTY_MATCHES.format(pattern=pattern))
         return pc.count_substring(values, pattern=pattern).cast(pa.uint32())
-    regex = unicode_classes(pattern)
+    regex = re2_pattern(pattern, values)
     empty = pc.match_substring_regex(pa.array([""], _STR), pattern=regex)[0].as_py()
-    if empty or "\\b" in pattern or "\\B" in pattern:
+    if empty or has_word_boundary(pattern):  # a boundary's empty matches count differently
         raise UnsupportedOperationError(_EMPTY_MATCHES.format(pattern=pattern))
     return pc.count_substring_regex(values, pattern=regex).cast(pa.uint32())
 

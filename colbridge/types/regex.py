@@ -14,7 +14,13 @@ import pyarrow as pa
 
 from colbridge.errors import UnsupportedOperationError
 
-__all__ = ["capture_groups", "check_word_boundaries", "re2_replacement", "unicode_classes"]
+__all__ = [
+    "capture_groups",
+    "has_word_boundary",
+    "re2_pattern",
+    "re2_replacement",
+    "unicode_classes",
+]
 
 # Rust's \w: Alphabetic, marks, decimal digits, connector punctuation, join controls.
 # RE2 has no Alphabetic property: letters and letter numbers, with the symbols that
@@ -178,20 +184,25 @@ def re2_replacement(pattern: str, value: str) -> str:
 _WORD_BOUNDARY = re.compile(r"(?<!\\)(?:\\\\)*\\[bB]")
 
 
-def check_word_boundaries(pattern: str, values: pa.Array) -> None:
-    r"""Refuse ``\b``/``\B`` in ``pattern`` over strings that are not all ASCII.
+def has_word_boundary(pattern: str) -> bool:
+    r"""Whether ``pattern`` holds a word boundary, ``\b`` or ``\B`` (not an escaped backslash)."""
+    return _WORD_BOUNDARY.search(pattern) is not None
 
-    RE2's word boundary is ASCII's; polars' is Unicode's (``"é"`` is a word character
-    there). Over ASCII strings the two agree.
+
+def re2_pattern(pattern: str, values: pa.Array) -> str:
+    r"""``pattern`` as RE2 reads polars' dialect over ``values`` (`unicode_classes`).
+
+    Every regex function runs its pattern through here. A word boundary is refused
+    over strings that are not all ASCII: RE2's is ASCII's, polars' Unicode's (``"é"``
+    is a word character there); over ASCII strings the two agree.
     """
-    if not _WORD_BOUNDARY.search(pattern):
-        return
-    import pyarrow.compute as pc
+    from colbridge.types.string_maps import all_ascii
 
-    if pc.all(pc.string_is_ascii(values)).as_py() is False:
+    if has_word_boundary(pattern) and not all_ascii(values):
         msg = (
             f"regex {pattern!r}: a word boundary (`\\b`, `\\B`) over non-ASCII strings is "
             "Unicode's in polars and ASCII's in colbridge's RE2 engine; match the "
             "boundary another way (`(^|\\W)word(\\W|$)`), or compute it in polars"
         )
         raise UnsupportedOperationError(msg)
+    return unicode_classes(pattern)

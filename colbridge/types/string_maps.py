@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from colbridge.errors import UnsupportedOperationError
 
-__all__ = ["STRING_FUNCTIONS", "STRING_MAPS", "apply_string_map"]
+__all__ = ["STRING_FUNCTIONS", "STRING_MAPS", "all_ascii", "apply_string_map"]
 
 #: Unicode's White_Space characters (what Rust's `char::is_whitespace` accepts)
 WHITESPACE = (
@@ -102,7 +102,7 @@ def apply_string_map(name: str, params: tuple[Any, ...], values: pa.Array) -> pa
     import pyarrow.compute as pc  # on first use: its import is slow
 
     if name in ("to_lowercase", "to_uppercase"):
-        if pc.all(pc.string_is_ascii(values)).as_py() is not False:
+        if all_ascii(values):
             return pc.utf8_lower(values) if name == "to_lowercase" else pc.utf8_upper(values)
         # Arrow maps each character to one ("ß" to "ẞ", no final sigma); polars maps as
         # Rust and Python do ("ß" to "SS", "ΟΔΟΣ" to "οδος"): Python's then, per string
@@ -115,6 +115,13 @@ def apply_string_map(name: str, params: tuple[Any, ...], values: pa.Array) -> pa
     return pa.array([fn(s) for s in values.to_pylist()], type=values.type)
 
 
+def all_ascii(values: pa.Array) -> bool:
+    """Whether every string of ``values`` is ASCII (true of none)."""
+    import pyarrow.compute as pc
+
+    return pc.all(pc.string_is_ascii(values)).as_py() is not False
+
+
 def _replace_regex(values: pa.Array, pattern: str, value: str, most: int | None) -> pa.Array:
     """The matches of the regex ``pattern`` replaced by ``value`` (the first ``most`` of them).
 
@@ -123,12 +130,10 @@ def _replace_regex(values: pa.Array, pattern: str, value: str, most: int | None)
     """
     import pyarrow.compute as pc
 
-    from colbridge.types.regex import check_word_boundaries, re2_replacement, unicode_classes
+    from colbridge.types.regex import re2_pattern, re2_replacement
 
-    check_word_boundaries(pattern, values)
-    replacement = re2_replacement(pattern, value)
+    regex, replacement = re2_pattern(pattern, values), re2_replacement(pattern, value)
     try:
-        regex = unicode_classes(pattern)
         return pc.replace_substring_regex(values, pattern=regex, replacement=replacement,
                                           max_replacements=most)  # fmt: skip
     except pa.ArrowInvalid as exc:
