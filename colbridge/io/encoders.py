@@ -408,10 +408,11 @@ def target_encodings(
     return enc, mean
 
 
-def linear_quantiles(values: np.ndarray[Any, Any], qs: list[float]) -> list[float]:
+def linear_quantiles(values: np.ndarray[Any, Any], qs: list[float]) -> list[float | None]:
     """Quantiles of the finite ``values`` as ``np.percentile``'s default (linear) method does.
 
-    ``values``: float64 numbers; NaN and the infinities are left out. The order
+    ``values``: float64 numbers; NaN and the infinities are left out, and with no
+    finite value every quantile is None. The order
     statistics the quantiles interpolate are selected by the radix select of
     `colbridge.io.encoder_kernels` (two passes over the values, split among the
     threads, and a partition of a small remainder; a ``np.partition`` of 1e6 values at
@@ -422,11 +423,8 @@ def linear_quantiles(values: np.ndarray[Any, Any], qs: list[float]) -> list[floa
     kernels = _kernels()
     hists = kernels.top_histograms(values)
     n = int(hists.sum())
-    if n == 0:
-        msg = "quantiles of no values: the column has no finite value to fit on"
-        raise ValueError(msg)
-    if not qs:
-        return []
+    if n == 0 or not qs:
+        return [None] * len(qs)
     positions = [q * (n - 1) for q in qs]
     below = [int(np.floor(p)) for p in positions]
     ranks = np.array(sorted({k for b in below for k in (b, min(b + 1, n - 1))}), dtype=np.int64)

@@ -1342,8 +1342,7 @@ def _fit(
         v = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0)
         entry = stats.columns.setdefault(t.name, {})
         if t.scale == "robust":
-            finite = v.size and bool(np.isfinite(v).any())
-            q = linear_quantiles(v, [0.25, 0.5, 0.75]) if finite else [None] * 3
+            q = linear_quantiles(v, [0.25, 0.5, 0.75])
             entry.update(
                 {"q25": _json_float(q[0]), "median": _json_float(q[1]), "q75": _json_float(q[2])}
             )

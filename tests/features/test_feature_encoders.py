@@ -394,16 +394,14 @@ def test_linear_quantiles_leave_out_nan_and_infinities(n: int) -> None:
     qs = [0.25, 0.5, 0.75, 0.0, 1.0]
     want = np.quantile(values[np.isfinite(values)], qs)
     np.testing.assert_array_equal(linear_quantiles(values, qs), want)
-    with pytest.raises(ValueError, match="no finite value"):
-        linear_quantiles(np.array([np.nan, np.inf, -np.inf]), [0.5])
+    assert linear_quantiles(np.array([np.nan, np.inf, -np.inf]), [0.5, 0.9]) == [None, None]
 
 
 def test_linear_quantiles_of_nothing() -> None:
     from colbridge.io.encoders import linear_quantiles
 
     assert linear_quantiles(np.array([1.0, 2.0]), []) == []
-    with pytest.raises(ValueError, match="no finite value"):
-        linear_quantiles(np.zeros(0), [0.5])
+    assert linear_quantiles(np.zeros(0), [0.5]) == [None]
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint16", "int32", "int64", "float32", "float64"])
@@ -435,3 +433,12 @@ def test_hash_buckets_give_the_null_id_to_a_null_dictionary_entry() -> None:
     want[np.asarray(decoded.is_null())] = NULL_ID
     assert decoded.null_count == 3
     np.testing.assert_array_equal(got[:, 0], want)
+
+
+@pytest.mark.parametrize("values", [[None, None], [np.nan, np.inf, -np.inf], []])
+def test_robust_fit_of_no_finite_value_is_empty(values: list[float | None]) -> None:
+    from colbridge.io.fuse import fit_stats
+
+    spec = FeatureSpec.from_dict({"columns": {"x": {"scale": "robust"}}})
+    stats = fit_stats(pa.table({"x": pa.array(values, pa.float64())}), spec)
+    assert stats.columns["x"] == {"q25": None, "median": None, "q75": None}
