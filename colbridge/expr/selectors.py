@@ -150,7 +150,8 @@ def expand(
                 names = list(available())
             picked[sel] = selected(sel, names)
         else:  # names alone: nothing to look up (a missing one is reported when planned)
-            explicit = [n for n in sel.names if n not in set(sel.exclude)]
+            dropped = set(sel.exclude)
+            explicit = [n for n in sel.names if n not in dropped]
             picked[sel] = list(dict.fromkeys(explicit))
     widths = {len(p) for p in picked.values() if len(p) != 1}
     if len(widths) > 1:

@@ -296,3 +296,21 @@ def test_string_lookup_tables_on_more_rows_than_the_table_has_entries() -> None:
                               c=k.str.len_chars())  # fmt: skip
     on_host = compute_on_host(q)
     assert on_host.equals(q.compute(device="cpu"))
+
+
+def test_regex_functions_and_column_selections_on_the_host_run_cuda_text() -> None:
+    # regex replacement and counts are tables of the distinct strings, and a selection
+    # of columns is expanded before planning: the CUDA code path reads them as the CPU's
+    rng = np.random.default_rng(3)
+    words = np.array(["a1b22", "x", "ééé 12", "", "333c"])
+    n = 3_000
+    table = pa.table({"s": pa.array(words[rng.integers(0, 5, n)], mask=rng.random(n) < 0.2),
+                      "x_1": rng.normal(size=n), "x_2": rng.normal(size=n)})  # fmt: skip
+
+    def build(m: Any, q: Any) -> Any:
+        s = m.col("s")
+        return q.select((m.col("^x_.*$") * 2).name.suffix("_2"),
+                        r=s.str.replace_all(r"(\d)", "<$1>"), n=s.str.count_matches(r"\d"),
+                        c=s.str.contains(r"\d{2}"))  # fmt: skip
+
+    _three_way(table, build)
