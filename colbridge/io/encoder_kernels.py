@@ -51,7 +51,7 @@ def _splitmix_folds(first: np.uint64, rows: int, folds: np.uint64) -> np.ndarray
 
 
 @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
-def _target_sums(codes, fold, y, folds, table):  # type: ignore[no-untyped-def]
+def _target_sums(codes, fold, y, folds, table, per_fold):  # type: ignore[no-untyped-def]
     # rows in order; a row whose target is not finite (null, NaN) is left out
     k = np.uintp(folds)
     for i in range(codes.shape[0]):
@@ -63,6 +63,9 @@ def _target_sums(codes, fold, y, folds, table):  # type: ignore[no-untyped-def]
         table[c, f] += v
         table[c, k + f] += 1.0
         table[c, k + k + f] += v * v
+        per_fold[f, 0] += 1.0
+        per_fold[f, 1] += v
+        per_fold[f, 2] += v * v
 
 
 # -- exact order statistics (the robust scaler's quantiles) ------------------------------

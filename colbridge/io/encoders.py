@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from colbridge.backends.groups import string_codes
 from colbridge.memory import one_array, read_only
 
 __all__ = [
@@ -56,6 +57,10 @@ def _plain(array: pa.Array | pa.ChunkedArray) -> pa.Array:
     return array
 
 
+def _is_text(typ: pa.DataType) -> bool:
+    return bool(pa.types.is_string(typ) or pa.types.is_large_string(typ))
+
+
 def _kernels() -> Any:
     """The encoders' numba loops, imported on first use.
 
@@ -70,8 +75,9 @@ class CategoryTotals:
     """Totals per category of one column, kept over the batches of a pass.
 
     Categories are numbered in order of first appearance: each batch's values are
-    hashed once (``dictionary_encode``) and its distinct values looked up among those
-    seen before (``index_in``), so a value has one number in every batch; ``table``
+    hashed once (strings on every core by `colbridge.backends.groups.string_codes`,
+    other types by ``dictionary_encode``) and its distinct values looked up among
+    those seen before (``index_in``), so a value has one number in every batch; ``table``
     holds a row of ``width`` float64 totals per number, which the batch's rows are
     added to (`count`, `add_target_rows`). Null is a category of its own. Adding rows
     in place spares a table per batch and a merge by value at the end (at 1e6 rows of
@@ -91,6 +97,15 @@ class CategoryTotals:
         one category; a row pointing at a null entry is null).
         """
         array = one_array(keys)
+        if _is_text(array.type):
+            plain = _plain(array)
+            rows, first = string_codes(plain)
+            local = plain.take(pa.array(first))
+            mapping = self._numbers(local)
+            if plain.null_count:  # a null row's code is -1: the mapping's last entry
+                mapping = np.append(mapping, self._null_number(local.type))
+            numbers: np.ndarray[Any, Any] = mapping[rows]
+            return numbers
         if pa.types.is_dictionary(array.type):
             entries = pc.dictionary_encode(_plain(array.dictionary))
             local = entries.dictionary
@@ -100,10 +115,7 @@ class CategoryTotals:
             local, indices = encoded.dictionary, encoded.indices
         mapping = self._numbers(local)
         if indices.null_count:
-            if self._null is None:
-                self._null = len(self.table)
-                self._add(pa.nulls(1, local.type))
-            mapping = np.append(mapping, self._null)
+            mapping = np.append(mapping, self._null_number(local.type))
             indices = indices.fill_null(len(local))
         return mapping[np.asarray(indices.to_numpy(zero_copy_only=False), dtype=np.intp)]
 
@@ -123,12 +135,26 @@ class CategoryTotals:
             mapping = np.append(numbers, -1)
             entries = encoded.indices.fill_null(len(numbers))
             where = mapping[np.asarray(entries.to_numpy(zero_copy_only=False), dtype=np.intp)]
+        elif _is_text(array.type):
+            plain = _plain(array)
+            rows, first = string_codes(plain)
+            n = np.bincount(rows + 1, minlength=len(first) + 1)[1:].astype(np.float64)
+            where = self._numbers(plain.take(pa.array(first)))
+            self.table[where, 0] += n  # distinct numbers: no row is added twice
+            return
         else:
             counted = pc.value_counts(_plain(array).drop_null())
             where = self._numbers(counted.field("values"))
         n = np.asarray(counted.field("counts").to_numpy(zero_copy_only=False), dtype=np.float64)
         kept = where >= 0
         np.add.at(self.table[:, 0], where[kept], n[kept])
+
+    def _null_number(self, value_type: pa.DataType) -> int:
+        """The null category's number (given a row of the table when first seen)."""
+        if self._null is None:
+            self._null = len(self.table)
+            self._add(pa.nulls(1, value_type))
+        return self._null
 
     def _numbers(self, local: pa.Array) -> np.ndarray[Any, Any]:
         """The numbers of ``local``'s values (distinct, not null); new ones are numbered."""
@@ -152,11 +178,18 @@ class CategoryTotals:
         grown[: len(self.table)] = self.table
         self.table = grown
 
-    def sorted(self, value_type: pa.DataType) -> tuple[pa.Array, np.ndarray[Any, Any]]:
-        """The categories in ascending order, null last, and their rows of ``table``."""
+    def sorted(
+        self, value_type: pa.DataType, keep: np.ndarray[Any, Any] | None = None
+    ) -> tuple[pa.Array, np.ndarray[Any, Any]]:
+        """The categories in ascending order, null last, and their rows of ``table``.
+
+        ``keep`` (a mask over the categories' numbers) leaves the others out.
+        """
         values = self._seen.cast(value_type) if self._seen is not None \
             else pa.nulls(0, value_type)  # fmt: skip
         order = sort_indices(values)
+        if keep is not None:
+            order = order[keep[order]]
         return values.take(order), self.table[order]
 
     def counts(self, value_type: pa.DataType) -> tuple[list[Any], list[int]]:
@@ -194,13 +227,15 @@ def add_target_rows(
     fold: np.ndarray[Any, Any],
     y: np.ndarray[Any, Any],
     folds: int,
+    per_fold: np.ndarray[Any, Any],
 ) -> None:
     """Add each row with a finite target to its category's fold in ``totals.table``.
 
+    And to its fold's ``(rows, sum, sum of squares)`` in ``per_fold`` (``(folds, 3)``).
     The table's columns are the folds' target sums, then their row counts, then their
     sums of squares (``3 * folds`` columns); rows are added in order.
     """
-    _kernels()._target_sums(codes, fold, read_only(y), folds, totals.table)
+    _kernels()._target_sums(codes, fold, read_only(y), folds, totals.table, per_fold)
 
 
 def sort_categories(values: list[Any]) -> list[Any]:

@@ -1424,17 +1424,14 @@ def _target_partials(
             "or boolean target (encode class labels as 0/1 first)"
         )
         raise UnsupportedTypeError(msg)
+    # a null target (NaN here) or a NaN label is left out of the fit
     y = np.asarray(y_col.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
-    ok = np.isfinite(y)  # a null target (NaN here) or NaN label is left out of the fit
     k = spec.folds
     fold = folds_of(start, len(y), k, spec.seed)
-    fv, yv = fold[ok], y[ok]
-    ys[:, 0] += np.bincount(fv, minlength=k)
-    ys[:, 1] += np.bincount(fv, weights=yv, minlength=k)
-    ys[:, 2] += np.bincount(fv, weights=yv * yv, minlength=k)
-    for t in encoded:
+    for j, t in enumerate(encoded):
         totals = targets[t.name]
-        add_target_rows(totals, totals.codes(batch.column(t.name)), fold, y, k)
+        per_fold = ys if j == 0 else np.zeros_like(ys)  # the folds' totals are added once
+        add_target_rows(totals, totals.codes(batch.column(t.name)), fold, y, k, per_fold)
 
 
 def _target_stats(
@@ -1444,11 +1441,10 @@ def _target_stats(
 
     Categories none of whose rows had a finite target are left out.
     """
-    values, table = totals.sorted(value_type)
-    counted = table[:, folds : 2 * folds].sum(axis=1) > 0
-    table = table[counted]
+    counted = totals.table[:, folds : 2 * folds].sum(axis=1) > 0
+    values, table = totals.sorted(value_type, counted)
     return {
-        "categories": values.filter(pa.array(counted)).to_pylist(),
+        "categories": values.to_pylist(),
         "fold_sums": np.ascontiguousarray(table[:, :folds].T),
         "fold_counts": np.rint(table[:, folds : 2 * folds].T).astype(np.int64),
         "fold_sumsq": np.ascontiguousarray(table[:, 2 * folds :].T),

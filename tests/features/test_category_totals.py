@@ -53,7 +53,8 @@ def test_totals_over_batches_match_a_group_by(
     totals = CategoryTotals(3 * FOLDS)
     for lo, hi in zip([0, *cuts], [*cuts, len(keys)], strict=True):
         part = pa.chunked_array([keys.slice(lo, hi - lo)], type=keys.type)
-        add_target_rows(totals, totals.codes(part), fold[lo:hi], y[lo:hi], FOLDS)
+        add_target_rows(totals, totals.codes(part), fold[lo:hi], y[lo:hi], FOLDS,
+                        np.zeros((FOLDS, 3)))  # fmt: skip
     plain = keys.dictionary_decode() if pa.types.is_dictionary(keys.type) else keys
     value_type = pa.string() if pa.types.is_large_string(plain.type) else plain.type
     values, table = totals.sorted(value_type)
