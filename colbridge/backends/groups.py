@@ -47,6 +47,7 @@ __all__ = [
     "GroupIds",
     "Grouping",
     "any_all",
+    "dictionary_encoded",
     "factorize",
     "host_reduction",
     "integer_values",
@@ -243,11 +244,8 @@ def string_codes(array: pa.Array) -> tuple[np.ndarray[Any, Any], np.ndarray[Any,
         first = np.full(len(encoded.dictionary), n, dtype=np.int64)
         np.minimum.at(first, codes[codes >= 0], np.flatnonzero(codes >= 0))
         return codes, first
-    if pa.types.is_string_view(t) or pa.types.is_binary_view(t):
-        # views (polars' strings) point into several buffers: the bytes are gathered
-        # into one first (a copy, a tenth of the time the codes take)
-        array = array.cast(pa.large_string() if pa.types.is_string_view(t) else pa.large_binary())
-        t = array.type
+    array = _gathered(array)
+    t = array.type
     _, offsets_buf, data_buf = array.buffers()[:3]
     width = np.int64 if pa.types.is_large_string(t) or pa.types.is_large_binary(t) else np.int32
     offsets = np.frombuffer(offsets_buf, dtype=width, count=n + 1,
@@ -264,6 +262,40 @@ def string_codes(array: pa.Array) -> tuple[np.ndarray[Any, Any], np.ndarray[Any,
         np.zeros(0, np.bool_) if valid is None else valid, chunks,
     )  # fmt: skip
     return codes, first
+
+
+def dictionary_encoded(array: pa.Array) -> pa.DictionaryArray:
+    """``pc.dictionary_encode(array)`` of a string or binary array, by `string_codes`.
+
+    Int32 indices, the dictionary in order of first appearance, nulls in the indices.
+    """
+    import pyarrow.compute as pc  # on first use: its import is slow
+
+    if len(array) <= NUMPY_MAX_ROWS:
+        return pc.dictionary_encode(array)
+    t = array.type
+    plain = _gathered(array)  # pyarrow takes no views
+    codes, first = string_codes(plain)
+    dictionary = plain.take(pa.array(first))
+    if dictionary.type != t:
+        dictionary = dictionary.cast(t)
+    mask = codes < 0 if array.null_count else None
+    indices = pa.array(codes.astype(np.int32), mask=mask)
+    return pa.DictionaryArray.from_arrays(indices, dictionary)
+
+
+def _gathered(array: pa.Array) -> pa.Array:
+    """Views (polars' strings) as large strings or binary; other arrays as they are.
+
+    Views point into several buffers; the bytes are gathered into one (a copy, a tenth
+    of the time the codes take).
+    """
+    t = array.type
+    if pa.types.is_string_view(t):
+        return array.cast(pa.large_string())
+    if pa.types.is_binary_view(t):
+        return array.cast(pa.large_binary())
+    return array
 
 
 def _is_text(t: pa.DataType) -> bool:

@@ -29,6 +29,7 @@ from colbridge.backends.device import DeviceChoice, device_context, resolve_devi
 from colbridge.backends.groups import (
     GroupIds,
     Grouping,
+    dictionary_encoded,
     factorize,
     host_reduction,
     one_group,
@@ -202,7 +203,6 @@ def _encode(name: str, array: pa.Array, copies: list[str]) -> pa.Array:
     the same way: a frame computed again (a notebook cell rerun, a recurring plan) pays
     for the encoding once.
     """
-    import pyarrow.compute as pc  # on first use: its import is slow
     key = (tuple(b.address if b is not None else 0 for b in array.buffers()), array.offset,
            len(array), str(array.type))  # fmt: skip
     with _LOCK:
@@ -212,7 +212,7 @@ def _encode(name: str, array: pa.Array, copies: list[str]) -> pa.Array:
     if hit is not None:
         copies.append(f"column `{name}`: dictionary encoding of an earlier compute reused")
         return hit[1]
-    encoded = pc.dictionary_encode(array)
+    encoded = dictionary_encoded(array)
     copies.append(
         f"column `{name}`: dictionary-encoded once for the kernels "
         f"({len(encoded.dictionary)} distinct strings; a copy)"

@@ -227,3 +227,33 @@ def test_equal_hash_length_and_head_are_told_apart_by_the_bytes() -> None:
     assert count == 2
     assert local.tolist() == [0, 1, 0, 1]
     assert firsts[:2].tolist() == [0, 1]
+
+
+@pytest.mark.parametrize("typ", [pa.string(), pa.large_string(), pa.string_view()])
+def test_string_work_on_a_column_the_kernel_encodes(typ: pa.DataType) -> None:
+    # a plain string column read by kernels is dictionary-encoded once per compute: over
+    # NUMPY_MAX_ROWS rows by the string kernel (dictionary in order of first appearance)
+    from colbridge.backends.groups import dictionary_encoded
+
+    rng = np.random.default_rng(4)
+    n = groups.NUMPY_MAX_ROWS + 7_000
+    words = np.array(["UA", "AA", "délai", "", "a much longer carrier name"], dtype=object)
+    values = pa.array(words[rng.integers(0, 5, n)], type=pa.string(),
+                      mask=rng.random(n) < 0.03).cast(typ)  # fmt: skip
+    encoded = dictionary_encoded(values)
+    reference = pc.dictionary_encode(values)
+    assert encoded.type == reference.type
+    assert encoded.dictionary.equals(reference.dictionary)
+    assert encoded.indices.equals(reference.indices)
+    df = pl.from_arrow(pa.table({"c": values}))
+    assert isinstance(df, pl.DataFrame)
+    c = cb.col("c")
+    got = df.gpu.with_columns(
+        ua=c == "UA", n=c.str.len_chars(), has=c.str.contains("a"), isin=c.is_in(["AA", ""])
+    ).compute()
+    pc_ = pl.col("c")
+    want = df.with_columns(
+        ua=pc_ == "UA", n=pc_.str.len_chars(), has=pc_.str.contains("a"), isin=pc_.is_in(["AA", ""])
+    )
+    for name in ("ua", "n", "has", "isin"):
+        assert got[name].to_list() == want[name].to_list(), name
