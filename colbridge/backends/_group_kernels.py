@@ -260,6 +260,12 @@ def group_products(values: Any, take: Any, ids: Any, out: Any) -> None:
 # Which of a partition's values came first is known, so a pass over the first rows of
 # all values in row order gives the codes in order of first appearance, whatever the
 # partitioning and the number of threads.
+#
+# Bytes are read eight at a time as two aligned words (`_load`), which needs a word
+# after the last one a row touches: rows ``0 .. safe-1`` read the column's own bytes,
+# the last few rows a zero-padded copy of theirs (``tail_offsets``, ``tail_words``).
+# Each pass runs the two sets of rows as two loops: one loop choosing its source per
+# row ran eight times slower (numba kept the choice inside the hashing loop).
 
 _PART_BITS = 4
 _PARTS = 1 << _PART_BITS
@@ -267,48 +273,37 @@ _MUL = np.uint64(0x9E3779B97F4A7C15)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _load(data: Any, words: Any, pos: Any) -> Any:
-    """The eight bytes from byte ``pos`` as one little-endian word (zeros past the end).
-
-    ``words`` is ``data`` seen as whole 64-bit words: two aligned loads and shifts,
-    where a loop over the bytes took most of a pass's time.
-    """
-    a = pos >> 3
-    if a + 1 < words.shape[0]:
-        shift = np.uint64((pos & 7) * 8)
-        low = words[a] >> shift
-        if shift == 0:
-            return low
-        return low | (words[a + 1] << (np.uint64(64) - shift))
-    word = np.uint64(0)
-    for j in range(pos, min(pos + 8, data.shape[0])):
-        word |= np.uint64(data[j]) << np.uint64(8 * (j - pos))
-    return word
+def _load(words: Any, pos: Any) -> Any:
+    """The eight bytes from byte ``pos`` as one little-endian word (two aligned loads)."""
+    a = np.int64(pos) >> np.int64(3)
+    shift = np.uint64(pos & 7) * np.uint64(8)
+    # the second shift in two steps: a shift by 64 is undefined
+    return (words[a] >> shift) | ((words[a + 1] << (np.uint64(63) - shift)) << np.uint64(1))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _head(offsets: Any, data: Any, words: Any, i: int) -> Any:
+def _head(offsets: Any, words: Any, i: Any) -> Any:
     """Row ``i``'s first eight bytes as one word (zeros past its end)."""
     start = offsets[i]
-    length = offsets[i + 1] - start
-    word = _load(data, words, start)
+    length = np.int64(offsets[i + 1] - start)
+    word = _load(words, start)
     if length >= 8:
         return word
     return word & ((np.uint64(1) << np.uint64(8 * length)) - np.uint64(1))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _hash_bytes(offsets: Any, data: Any, words: Any, i: int) -> Any:
+def _hash_bytes(offsets: Any, words: Any, i: Any) -> Any:
     """A 64-bit hash of row ``i``'s bytes.
 
     Eight bytes at a time, then MurmurHash3's finaliser, so that the top bits (the
     partition) and the low bits (the slot) are both well mixed.
     """
-    start = offsets[i]
-    stop = offsets[i + 1]
+    start = np.int64(offsets[i])
+    stop = np.int64(offsets[i + 1])
     h = np.uint64(stop - start) * _MUL
     for pos in range(start, stop, 8):
-        word = _load(data, words, pos)
+        word = _load(words, pos)
         left = stop - pos
         if left < 8:
             word &= (np.uint64(1) << np.uint64(8 * left)) - np.uint64(1)
@@ -398,16 +393,47 @@ def _regrown(old: Any, size: Any, mask: Any) -> Any:
     return slots
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _hash_rows(offsets: Any, words: Any, base: int, lo: int, hi: int, valid: Any,
+               hashes: Any, hist: Any, shift: Any) -> None:  # fmt: skip
+    nulls = valid.shape[0] > 0
+    for i in range(lo, hi):
+        if nulls and not valid[i]:
+            continue
+        h = _hash_bytes(offsets, words, i - base)
+        hashes[i] = h
+        hist[h >> shift] += 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _scatter_rows(offsets: Any, words: Any, base: int, lo: int, hi: int, valid: Any,
+                  hashes: Any, at: Any, part: Any, shift: Any) -> None:  # fmt: skip
+    nulls = valid.shape[0] > 0
+    for i in range(lo, hi):
+        if nulls and not valid[i]:
+            continue
+        h = hashes[i]
+        p = h >> shift
+        r = at[p]
+        part[4 * r] = h
+        part[4 * r + 1] = _head(offsets, words, i - base)
+        part[4 * r + 2] = i
+        part[4 * r + 3] = offsets[i - base + 1] - offsets[i - base]
+        at[p] = r + 1
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
-def string_codes(offsets: Any, data: Any, words: Any, valid: Any, chunks: int) -> Any:
+def string_codes(offsets: Any, data: Any, words: Any, tail_offsets: Any, tail_words: Any,
+                 safe: int, valid: Any, chunks: int) -> Any:  # fmt: skip
     """First-appearance codes of a string column: ``(codes, first_rows)``.
 
     ``codes[i]`` is the number of row ``i``'s string among the distinct strings in
     order of first appearance, -1 for a null row (``valid[i]`` false; an empty
     ``valid`` means no nulls); ``first_rows[c]`` is code ``c``'s first row. Strings
-    are equal when their bytes are. Every pass reads and writes its arrays in order
-    (the partitions' copies of hash, length and head are what makes the numbering
-    pass sequential: reading them through the row numbers missed the cache each row).
+    are equal when their bytes are. Rows from ``safe`` on are read from the tail copy.
+    Every pass reads and writes its arrays in order (the partitions' copies of hash,
+    head, row and length are what makes the numbering pass sequential: reading them
+    through the row numbers missed the cache at each row).
     """
     n = offsets.shape[0] - 1
     nulls = valid.shape[0] > 0
@@ -416,12 +442,11 @@ def string_codes(offsets: Any, data: Any, words: Any, valid: Any, chunks: int) -
     hist = np.zeros((chunks, _PARTS), dtype=np.int64)
     shift = np.uint64(64 - _PART_BITS)
     for c in numba.prange(chunks):
-        for i in range(c * per, min(n, (c + 1) * per)):
-            if nulls and not valid[i]:
-                continue
-            h = _hash_bytes(offsets, data, words, i)
-            hashes[i] = h
-            hist[c, h >> shift] += 1
+        lo = c * per
+        hi = min(n, lo + per)
+        _hash_rows(offsets, words, 0, lo, min(hi, safe), valid, hashes, hist[c], shift)
+        _hash_rows(tail_offsets, tail_words, safe, max(lo, safe), hi, valid, hashes, hist[c],
+                   shift)  # fmt: skip
     # partition-major places: partition p's rows of chunk c start at place[c, p]
     place = np.empty((chunks, _PARTS), dtype=np.int64)
     bounds = np.empty(_PARTS + 1, dtype=np.int64)
@@ -436,18 +461,12 @@ def string_codes(offsets: Any, data: Any, words: Any, valid: Any, chunks: int) -
     # (one stream of writes per partition: four arrays of them ran at a quarter speed)
     part = np.empty(4 * total, dtype=np.uint64)
     for c in numba.prange(chunks):
+        lo = c * per
+        hi = min(n, lo + per)
         at = place[c].copy()
-        for i in range(c * per, min(n, (c + 1) * per)):
-            if nulls and not valid[i]:
-                continue
-            h = hashes[i]
-            p = h >> shift
-            r = at[p]
-            part[4 * r] = h
-            part[4 * r + 1] = _head(offsets, data, words, i)
-            part[4 * r + 2] = i
-            part[4 * r + 3] = offsets[i + 1] - offsets[i]
-            at[p] = r + 1
+        _scatter_rows(offsets, words, 0, lo, min(hi, safe), valid, hashes, at, part, shift)
+        _scatter_rows(tail_offsets, tail_words, safe, max(lo, safe), hi, valid, hashes, at,
+                      part, shift)  # fmt: skip
     local = np.empty(total, dtype=np.int64)
     firsts = np.empty(total, dtype=np.int64)
     distinct = np.zeros(_PARTS, dtype=np.int64)
@@ -491,3 +510,125 @@ def string_codes(offsets: Any, data: Any, words: Any, valid: Any, chunks: int) -
             codes[i] = number[bounds[p] + local[r]]
             at[p] = r + 1
     return codes, first_rows
+
+
+# Few distinct strings (a carrier, a country): a table per chunk of rows, small enough
+# for the first-level cache, then the chunks' values numbered in chunk order. It gives
+# up once a chunk has more than ``cap`` values, for `string_codes`.
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _number_rows(offsets: Any, words: Any, base: int, lo: int, hi: int, all_offsets: Any,
+                 data: Any, valid: Any, cap: int, slots: Any, seen: Any, count: int,
+                 codes: Any) -> int:  # fmt: skip
+    """Number the distinct strings of rows ``lo .. hi`` into ``codes`` (-1: null).
+
+    Numbers go on after the ``count`` values of ``seen`` (hash, length, head and first
+    row of each); rows are read from ``offsets``/``words`` as row ``i - base``.
+    Returns the new count, or -1 once it would pass ``cap``.
+    """
+    nulls = valid.shape[0] > 0
+    mask = np.uint64(slots.shape[0] - 1)
+    for i in range(lo, hi):
+        if nulls and not valid[i]:
+            codes[i] = -1
+            continue
+        h = _hash_bytes(offsets, words, i - base)
+        length = np.uint64(offsets[i - base + 1] - offsets[i - base])
+        head = _head(offsets, words, i - base)
+        s = h & mask
+        while True:
+            k = slots[s] - 1
+            if k < 0:
+                if count == cap:
+                    return -1
+                slots[s] = count + 1
+                seen[count, 0] = h
+                seen[count, 1] = length
+                seen[count, 2] = head
+                seen[count, 3] = i
+                codes[i] = count
+                count += 1
+                break
+            if seen[k, 0] == h and seen[k, 1] == length and seen[k, 2] == head and (
+                length <= 8 or _same_bytes(all_offsets, data, i, np.intp(seen[k, 3]))
+            ):
+                codes[i] = k
+                break
+            s = (s + np.uint64(1)) & mask
+    return count
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def few_string_codes(offsets: Any, data: Any, words: Any, tail_offsets: Any, tail_words: Any,
+                     safe: int, valid: Any, chunks: int, cap: int) -> Any:  # fmt: skip
+    """`string_codes` for columns of few values: ``(done, codes, first_rows)``.
+
+    ``done`` is false (and the rest unfinished) when a chunk of the rows holds more
+    than ``cap`` distinct strings.
+    """
+    n = offsets.shape[0] - 1
+    per = (n + chunks - 1) // chunks
+    codes = np.empty(n, dtype=np.int64)
+    seen = np.empty((chunks, cap, 4), dtype=np.uint64)
+    counts = np.zeros(chunks, dtype=np.int64)
+    size = 16
+    while size < 2 * cap:
+        size *= 2
+    for c in numba.prange(chunks):
+        lo = c * per
+        hi = min(n, lo + per)
+        slots = np.zeros(size, dtype=np.int64)  # number + 1 (0: empty)
+        count = _number_rows(offsets, words, 0, lo, min(hi, safe), offsets, data, valid, cap,
+                             slots, seen[c], 0, codes)  # fmt: skip
+        if count >= 0:
+            count = _number_rows(tail_offsets, tail_words, safe, max(lo, safe), hi, offsets,
+                                 data, valid, cap, slots, seen[c], count, codes)  # fmt: skip
+        counts[c] = count
+    for c in range(chunks):
+        if counts[c] < 0:
+            return False, codes, codes[:0]
+    # the chunks' values in chunk order, each chunk's in its own order: first appearance
+    total = 0
+    for c in range(chunks):
+        total += counts[c]
+    size = 16
+    while size < 2 * total:
+        size *= 2
+    mask = np.uint64(size - 1)
+    slots = np.zeros(size, dtype=np.int64)  # (chunk * cap + k) + 1 of the value's first
+    numbers = np.zeros(size, dtype=np.int64)
+    first_rows = np.empty(total, dtype=np.int64)
+    global_of = np.empty((chunks, cap), dtype=np.int64)
+    count = 0
+    for c in range(chunks):
+        for k in range(counts[c]):
+            h = seen[c, k, 0]
+            length = seen[c, k, 1]
+            head = seen[c, k, 2]
+            row = np.intp(seen[c, k, 3])
+            s = h & mask
+            while True:
+                at = slots[s] - 1
+                if at < 0:
+                    slots[s] = c * cap + k + 1
+                    numbers[s] = count
+                    first_rows[count] = row
+                    global_of[c, k] = count
+                    count += 1
+                    break
+                oc = at // cap
+                ok = at % cap
+                if seen[oc, ok, 0] == h and seen[oc, ok, 1] == length and \
+                        seen[oc, ok, 2] == head and (
+                            length <= 8
+                            or _same_bytes(offsets, data, row, np.intp(seen[oc, ok, 3]))):
+                    global_of[c, k] = numbers[s]
+                    break
+                s = (s + np.uint64(1)) & mask
+    for c in numba.prange(chunks):
+        for i in range(c * per, min(n, (c + 1) * per)):
+            k = codes[i]
+            if k >= 0:
+                codes[i] = global_of[c, k]
+    return True, codes, first_rows[:count]

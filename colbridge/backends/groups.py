@@ -58,6 +58,9 @@ __all__ = [
 
 #: Up to this many rows ids are renumbered with NumPy (nothing to compile).
 NUMPY_MAX_ROWS = 100_000
+#: Up to this many distinct strings in each chunk of rows, strings are numbered in a
+#: table per chunk (`string_codes`); past it, in hash partitions.
+_FEW = 1024
 #: A code range up to ``max(this, 4 rows)`` is renumbered through a table, else hashed.
 _TABLE_MIN = 1 << 20
 
@@ -251,16 +254,25 @@ def string_codes(array: pa.Array) -> tuple[np.ndarray[Any, Any], np.ndarray[Any,
     offsets = np.frombuffer(offsets_buf, dtype=width, count=n + 1,
                             offset=array.offset * np.dtype(width).itemsize)  # fmt: skip
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None \
-        else np.zeros(8, np.uint8)  # fmt: skip
+        else np.zeros(0, np.uint8)  # fmt: skip
     if data.ctypes.data % 8:  # whole words are read from the start of the bytes
         data = data.copy()  # NumPy aligns its own allocations
     words = data[: len(data) // 8 * 8].view(np.uint64)
+    # a row is read eight bytes at a time, with the word after its last one: the rows
+    # ending within the last two words read a zero-padded copy of their bytes
+    safe = int(np.searchsorted(offsets[1:], (len(words) - 1) * 8, side="left"))
+    first_tail = int(offsets[safe])
+    tail_offsets = offsets[safe:].astype(np.int64) - first_tail
+    tail = np.zeros((int(tail_offsets[-1]) + 23) // 8 * 8, dtype=np.uint8)
+    tail[: int(tail_offsets[-1])] = data[first_tail : int(offsets[-1])]
     valid = _valid(array)
     chunks = 4 * _threads()
-    codes, first = _kernels().string_codes(
-        read_only(offsets), read_only(data), read_only(words),
-        np.zeros(0, np.bool_) if valid is None else valid, chunks,
-    )  # fmt: skip
+    args = (read_only(offsets), read_only(data), read_only(words), read_only(tail_offsets),
+            read_only(tail.view(np.uint64)), safe,
+            np.zeros(0, np.bool_) if valid is None else valid, chunks)  # fmt: skip
+    done, codes, first = _kernels().few_string_codes(*args, _FEW)
+    if not done:
+        codes, first = _kernels().string_codes(*args)
     return codes, first
 
 

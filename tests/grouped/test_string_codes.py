@@ -46,16 +46,23 @@ def _expected(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return codes, first
 
 
-def _compiled(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    with mock.patch.object(groups, "NUMPY_MAX_ROWS", -1):  # every size takes the kernel
+#: the kernels: a table per chunk of rows (few values), hash partitions (any number)
+PATHS = {"chunk tables": groups._FEW, "partitions": 0}
+
+
+def _compiled(array: pa.Array, path: str) -> tuple[np.ndarray, np.ndarray]:
+    # every size takes a kernel; with no value allowed per chunk, the partitions'
+    with mock.patch.object(groups, "NUMPY_MAX_ROWS", -1), \
+            mock.patch.object(groups, "_FEW", PATHS[path]):  # fmt: skip
         return string_codes(array)
 
 
-def _check(array: pa.Array) -> None:
-    codes, first = _compiled(array)
+def _check(array: pa.Array, paths: tuple[str, ...] = tuple(PATHS)) -> None:
     want_codes, want_first = _expected(array)
-    np.testing.assert_array_equal(codes, want_codes)
-    np.testing.assert_array_equal(first, want_first)
+    for path in paths:
+        codes, first = _compiled(array, path)
+        np.testing.assert_array_equal(codes, want_codes, err_msg=path)
+        np.testing.assert_array_equal(first, want_first, err_msg=path)
 
 
 @st.composite
@@ -93,6 +100,9 @@ def test_many_rows_and_values() -> None:
     words = np.array([f"v{r:06d}" + "x" * (r % 11) for r in range(50_001)], dtype=object)
     _check(pa.array(words[ranks], type=pa.string()))
     _check(pa.array(words[ranks], type=pa.large_string()).slice(12_345, 200_000))
+    few = pa.array(words[ranks % 40], type=pa.string(), mask=ranks % 97 == 0)
+    _check(few)
+    _check(few.slice(1, len(few) - 2))
 
 
 def test_bytes_not_on_a_word_boundary() -> None:
