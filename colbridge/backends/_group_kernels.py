@@ -293,6 +293,43 @@ def _head(offsets: Any, words: Any, i: Any) -> Any:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _head2(offsets: Any, words: Any, i: Any) -> Any:
+    """Row ``i``'s bytes 8 to 15 as one word (zeros past its end)."""
+    start = offsets[i]
+    length = np.int64(offsets[i + 1] - start)
+    if length <= 8:
+        return np.uint64(0)
+    word = _load(words, start + 8)
+    if length >= 16:
+        return word
+    return word & ((np.uint64(1) << np.uint64(8 * (length - 8))) - np.uint64(1))
+
+
+# A value's key is four words: its hash, bytes 0-7, bytes 8-15 and `_meta` (its row and
+# length). Values of at most 16 bytes are equal exactly when their keys (but the row)
+# are; longer ones when their bytes are, too.
+_ROW_BITS = np.uint64(40)
+_ROW_MASK = np.uint64((1 << 40) - 1)
+_LEN_CAP = (1 << 24) - 1  # longer lengths are kept as this (their bytes are compared)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _meta(row: Any, length: Any) -> Any:
+    return np.uint64(row) | (np.uint64(min(length, _LEN_CAP)) << _ROW_BITS)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _same_key(h: Any, head: Any, head2: Any, meta: Any, h_: Any, head_: Any, head2_: Any,
+              meta_: Any, offsets: Any, data: Any) -> bool:  # fmt: skip
+    """Whether two values are equal, from their keys (and bytes past the sixteenth)."""
+    if h != h_ or head != head_ or head2 != head2_ or (meta >> _ROW_BITS) != (meta_ >> _ROW_BITS):
+        return False
+    if (meta >> _ROW_BITS) <= np.uint64(16):
+        return True
+    return _same_bytes(offsets, data, np.intp(meta & _ROW_MASK), np.intp(meta_ & _ROW_MASK))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _hash_bytes(offsets: Any, words: Any, i: Any) -> Any:
     """A 64-bit hash of row ``i``'s bytes.
 
@@ -334,14 +371,14 @@ def _number_partition(offsets: Any, data: Any, part: Any, lo: int, hi: int, loca
                       firsts: Any) -> int:  # fmt: skip
     """Number the distinct strings of partition places ``lo .. hi`` from 0.
 
-    The places hold rows in row order; place ``r`` is ``part[4r : 4r + 4]``: hash,
-    first eight bytes, row, length. Each place's number goes into ``local``, each
-    number's first row into ``firsts[lo + number]``.
+    The places hold rows in row order; place ``r`` is the key of its row,
+    ``part[4r : 4r + 4]``. Each place's number goes into ``local``, each number's
+    first row into ``firsts[lo + number]``.
 
     Open addressing, the table doubled past half full. A slot is four words side by
-    side: the value's hash, its number + 1 (0: an empty slot), its length and its first
-    eight bytes, so a probe reads one cache line and only a string longer than eight
-    bytes is compared with its first row's bytes.
+    side: the value's hash, bytes 0-7 and 8-15, and its number + 1 (0: an empty slot)
+    beside its length; so a probe reads one cache line, and only strings longer than
+    16 bytes are compared with their first row's bytes.
     """
     size = 1024
     slots = np.zeros(4 * size, dtype=np.uint64)
@@ -350,17 +387,19 @@ def _number_partition(offsets: Any, data: Any, part: Any, lo: int, hi: int, loca
     for r in range(lo, hi):
         h = part[4 * r]
         head = part[4 * r + 1]
-        length = part[4 * r + 3]
+        head2 = part[4 * r + 2]
+        meta = part[4 * r + 3]
+        length = meta >> _ROW_BITS
         s = h & mask
         while True:
             at = np.intp(s) * 4
-            k = slots[at + 1]
-            if k == 0:
+            tag = slots[at + 3]
+            if tag == 0:
                 slots[at] = h
-                slots[at + 1] = count + 1
-                slots[at + 2] = length
-                slots[at + 3] = head
-                firsts[lo + count] = part[4 * r + 2]
+                slots[at + 1] = head
+                slots[at + 2] = head2
+                slots[at + 3] = np.uint64(count + 1) | (length << _ROW_BITS)
+                firsts[lo + count] = np.int64(meta & _ROW_MASK)
                 local[r] = count
                 count += 1
                 if 2 * count > size:
@@ -368,11 +407,11 @@ def _number_partition(offsets: Any, data: Any, part: Any, lo: int, hi: int, loca
                     mask = np.uint64(size - 1)
                     slots = _regrown(slots, size, mask)
                 break
-            if slots[at] == h and slots[at + 2] == length and slots[at + 3] == head and (
-                length <= 8
-                or _same_bytes(offsets, data, np.intp(part[4 * r + 2]), firsts[lo + k - 1])
-            ):
-                local[r] = k - 1
+            k = np.int64(tag & _ROW_MASK) - 1
+            if _same_key(h, head, head2, meta, slots[at], slots[at + 1], slots[at + 2],
+                         np.uint64(firsts[lo + k]) | ((tag >> _ROW_BITS) << _ROW_BITS),
+                         offsets, data):  # fmt: skip
+                local[r] = k
                 break
             s = (s + np.uint64(1)) & mask
     return count
@@ -383,9 +422,9 @@ def _regrown(old: Any, size: Any, mask: Any) -> Any:
     """The slots of `_number_partition` re-placed by their hashes into a table of ``size``."""
     slots = np.zeros(4 * size, dtype=np.uint64)
     for t in range(0, old.shape[0], 4):
-        if old[t + 1] != 0:
+        if old[t + 3] != 0:
             s = old[t] & mask
-            while slots[np.intp(s) * 4 + 1] != 0:
+            while slots[np.intp(s) * 4 + 3] != 0:
                 s = (s + np.uint64(1)) & mask
             at = np.intp(s) * 4
             for q in range(4):
@@ -417,8 +456,8 @@ def _scatter_rows(offsets: Any, words: Any, base: int, lo: int, hi: int, valid: 
         r = at[p]
         part[4 * r] = h
         part[4 * r + 1] = _head(offsets, words, i - base)
-        part[4 * r + 2] = i
-        part[4 * r + 3] = offsets[i - base + 1] - offsets[i - base]
+        part[4 * r + 2] = _head2(offsets, words, i - base)
+        part[4 * r + 3] = _meta(i, offsets[i - base + 1] - offsets[i - base])
         at[p] = r + 1
 
 
@@ -431,9 +470,9 @@ def string_codes(offsets: Any, data: Any, words: Any, tail_offsets: Any, tail_wo
     order of first appearance, -1 for a null row (``valid[i]`` false; an empty
     ``valid`` means no nulls); ``first_rows[c]`` is code ``c``'s first row. Strings
     are equal when their bytes are. Rows from ``safe`` on are read from the tail copy.
-    Every pass reads and writes its arrays in order (the partitions' copies of hash,
-    head, row and length are what makes the numbering pass sequential: reading them
-    through the row numbers missed the cache at each row).
+    Every pass reads and writes its arrays in order (the partitions' copies of the
+    rows' keys are what makes the numbering pass sequential: reading them through the
+    row numbers missed the cache at each row).
     """
     n = offsets.shape[0] - 1
     nulls = valid.shape[0] > 0
@@ -457,7 +496,7 @@ def string_codes(offsets: Any, data: Any, words: Any, tail_offsets: Any, tail_wo
             place[c, p] = total
             total += hist[c, p]
     bounds[_PARTS] = total
-    # each row's hash, first eight bytes, row and length, side by side in its place
+    # each row's key (hash, first sixteen bytes, row and length) side by side in its place
     # (one stream of writes per partition: four arrays of them ran at a quarter speed)
     part = np.empty(4 * total, dtype=np.uint64)
     for c in numba.prange(chunks):
@@ -523,9 +562,9 @@ def _number_rows(offsets: Any, words: Any, base: int, lo: int, hi: int, all_offs
                  codes: Any) -> int:  # fmt: skip
     """Number the distinct strings of rows ``lo .. hi`` into ``codes`` (-1: null).
 
-    Numbers go on after the ``count`` values of ``seen`` (hash, length, head and first
-    row of each); rows are read from ``offsets``/``words`` as row ``i - base``.
-    Returns the new count, or -1 once it would pass ``cap``.
+    Numbers go on after the ``count`` values whose keys ``seen`` holds; rows are read
+    from ``offsets``/``words`` as row ``i - base``. Returns the new count, or -1 once
+    it would pass ``cap``.
     """
     nulls = valid.shape[0] > 0
     mask = np.uint64(slots.shape[0] - 1)
@@ -533,9 +572,11 @@ def _number_rows(offsets: Any, words: Any, base: int, lo: int, hi: int, all_offs
         if nulls and not valid[i]:
             codes[i] = -1
             continue
-        h = _hash_bytes(offsets, words, i - base)
-        length = np.uint64(offsets[i - base + 1] - offsets[i - base])
-        head = _head(offsets, words, i - base)
+        j = i - base
+        h = _hash_bytes(offsets, words, j)
+        head = _head(offsets, words, j)
+        head2 = _head2(offsets, words, j)
+        meta = _meta(i, offsets[j + 1] - offsets[j])
         s = h & mask
         while True:
             k = slots[s] - 1
@@ -544,15 +585,14 @@ def _number_rows(offsets: Any, words: Any, base: int, lo: int, hi: int, all_offs
                     return -1
                 slots[s] = count + 1
                 seen[count, 0] = h
-                seen[count, 1] = length
-                seen[count, 2] = head
-                seen[count, 3] = i
+                seen[count, 1] = head
+                seen[count, 2] = head2
+                seen[count, 3] = meta
                 codes[i] = count
                 count += 1
                 break
-            if seen[k, 0] == h and seen[k, 1] == length and seen[k, 2] == head and (
-                length <= 8 or _same_bytes(all_offsets, data, i, np.intp(seen[k, 3]))
-            ):
+            if _same_key(h, head, head2, meta, seen[k, 0], seen[k, 1], seen[k, 2], seen[k, 3],
+                         all_offsets, data):  # fmt: skip
                 codes[i] = k
                 break
             s = (s + np.uint64(1)) & mask
@@ -604,25 +644,21 @@ def few_string_codes(offsets: Any, data: Any, words: Any, tail_offsets: Any, tai
     for c in range(chunks):
         for k in range(counts[c]):
             h = seen[c, k, 0]
-            length = seen[c, k, 1]
-            head = seen[c, k, 2]
-            row = np.intp(seen[c, k, 3])
             s = h & mask
             while True:
                 at = slots[s] - 1
                 if at < 0:
                     slots[s] = c * cap + k + 1
                     numbers[s] = count
-                    first_rows[count] = row
+                    first_rows[count] = np.int64(seen[c, k, 3] & _ROW_MASK)
                     global_of[c, k] = count
                     count += 1
                     break
                 oc = at // cap
                 ok = at % cap
-                if seen[oc, ok, 0] == h and seen[oc, ok, 1] == length and \
-                        seen[oc, ok, 2] == head and (
-                            length <= 8
-                            or _same_bytes(offsets, data, row, np.intp(seen[oc, ok, 3]))):
+                if _same_key(h, seen[c, k, 1], seen[c, k, 2], seen[c, k, 3], seen[oc, ok, 0],
+                             seen[oc, ok, 1], seen[oc, ok, 2], seen[oc, ok, 3], offsets,
+                             data):  # fmt: skip
                     global_of[c, k] = numbers[s]
                     break
                 s = (s + np.uint64(1)) & mask

@@ -247,6 +247,8 @@ def string_codes(array: pa.Array) -> tuple[np.ndarray[Any, Any], np.ndarray[Any,
         first = np.full(len(encoded.dictionary), n, dtype=np.int64)
         np.minimum.at(first, codes[codes >= 0], np.flatnonzero(codes >= 0))
         return codes, first
+    # views hashed in place (a value of up to 12 bytes is its 16-byte view) ran slower
+    # than gathering their bytes first and hashing those
     array = _gathered(array)
     t = array.type
     _, offsets_buf, data_buf = array.buffers()[:3]
@@ -260,7 +262,8 @@ def string_codes(array: pa.Array) -> tuple[np.ndarray[Any, Any], np.ndarray[Any,
     words = data[: len(data) // 8 * 8].view(np.uint64)
     # a row is read eight bytes at a time, with the word after its last one: the rows
     # ending within the last two words read a zero-padded copy of their bytes
-    safe = int(np.searchsorted(offsets[1:], (len(words) - 1) * 8, side="left"))
+    end = np.asarray((len(words) - 1) * 8).astype(offsets.dtype)  # the offsets' type: no copy
+    safe = int(np.searchsorted(offsets[1:], end, side="left"))
     first_tail = int(offsets[safe])
     tail_offsets = offsets[safe:].astype(np.int64) - first_tail
     tail = np.zeros((int(tail_offsets[-1]) + 23) // 8 * 8, dtype=np.uint8)

@@ -33,8 +33,8 @@ from colbridge.backends.groups import factorize, string_codes
 _TEXTS = [
     "", "a", "a\0", "a\0\0\0\0\0\0\0", "a\0\0\0\0\0\0\0\0", "abcdefgh", "abcdefghi",
     "abcdefghj", "abcdefgh" * 3, "abcdefgh" * 3 + "x", "abcdefgh" * 2 + "x" + "abcdefgh",
-    "abcdefg", "1234567", "é", "日本語テキスト", "日本語テキスト!", "k00001", "k00002", " ",
-    "  ",
+    "abcdefg", "1234567", "fifteen-bytes-1", "fifteen-bytes-2", "sixteen-bytes-01", "é",
+    "日本語テキスト", "日本語テキスト!", "k00001", "k00002", " ", "  ",
 ]  # fmt: skip
 
 
@@ -221,16 +221,17 @@ def test_counts_over_large_batches_match_value_counts() -> None:
 
 def test_equal_hash_length_and_head_are_told_apart_by_the_bytes() -> None:
     # a 64-bit hash collision cannot be made on purpose: the partition's numbering is
-    # given places whose hash, length and first eight bytes agree (the kernel's own
-    # would differ), so only the byte comparison of longer strings can tell them apart
+    # given keys whose hash, length and first sixteen bytes agree (the kernel's own
+    # hashes would differ), so only the byte comparison of longer strings tells them apart
     from colbridge.backends import _group_kernels
 
-    values = pa.array(["abcdefgh-one", "abcdefgh-two", "abcdefgh-one", "abcdefgh-two"])
+    values = pa.array(["abcdefghijklmnop-one", "abcdefghijklmnop-two"] * 2)
     _, offsets_buf, data_buf = values.buffers()
     offsets = np.frombuffer(offsets_buf, np.int32, count=len(values) + 1)
     data = np.frombuffer(data_buf, np.uint8)
-    head = np.frombuffer(b"abcdefgh", np.uint64)[0]
-    part = np.array([[7, head, row, 12] for row in range(4)], dtype=np.uint64).reshape(-1)
+    head, head2 = np.frombuffer(b"abcdefghijklmnop", np.uint64)
+    part = np.array([[7, head, head2, row | (20 << 40)] for row in range(4)],
+                    dtype=np.uint64).reshape(-1)  # fmt: skip
     local = np.full(4, -1, dtype=np.int64)
     firsts = np.full(4, -1, dtype=np.int64)
     count = _group_kernels._number_partition(offsets, data, part, 0, 4, local, firsts)
