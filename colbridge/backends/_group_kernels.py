@@ -463,7 +463,7 @@ def _scatter_rows(offsets: Any, words: Any, base: int, lo: int, hi: int, valid: 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def string_codes(offsets: Any, data: Any, words: Any, tail_offsets: Any, tail_words: Any,
-                 safe: int, valid: Any, chunks: int) -> Any:  # fmt: skip
+                 safe: int, valid: Any, chunks: int, work: Any, codes: Any) -> Any:  # fmt: skip
     """First-appearance codes of a string column: ``(codes, first_rows)``.
 
     ``codes[i]`` is the number of row ``i``'s string among the distinct strings in
@@ -472,12 +472,14 @@ def string_codes(offsets: Any, data: Any, words: Any, tail_offsets: Any, tail_wo
     are equal when their bytes are. Rows from ``safe`` on are read from the tail copy.
     Every pass reads and writes its arrays in order (the partitions' copies of the
     rows' keys are what makes the numbering pass sequential: reading them through the
-    row numbers missed the cache at each row).
+    row numbers missed the cache at each row). ``work`` (``8 * n`` words) and
+    ``codes`` (``n``) come from the caller, from memory whose pages are mapped already:
+    fresh pages for them took as long as the work.
     """
     n = offsets.shape[0] - 1
     nulls = valid.shape[0] > 0
     per = (n + chunks - 1) // chunks
-    hashes = np.empty(n, dtype=np.uint64)
+    hashes = work[:n]
     hist = np.zeros((chunks, _PARTS), dtype=np.int64)
     shift = np.uint64(64 - _PART_BITS)
     for c in numba.prange(chunks):
@@ -498,7 +500,7 @@ def string_codes(offsets: Any, data: Any, words: Any, tail_offsets: Any, tail_wo
     bounds[_PARTS] = total
     # each row's key (hash, first sixteen bytes, row and length) side by side in its place
     # (one stream of writes per partition: four arrays of them ran at a quarter speed)
-    part = np.empty(4 * total, dtype=np.uint64)
+    part = work[n : n + 4 * total]
     for c in numba.prange(chunks):
         lo = c * per
         hi = min(n, lo + per)
@@ -506,14 +508,16 @@ def string_codes(offsets: Any, data: Any, words: Any, tail_offsets: Any, tail_wo
         _scatter_rows(offsets, words, 0, lo, min(hi, safe), valid, hashes, at, part, shift)
         _scatter_rows(tail_offsets, tail_words, safe, max(lo, safe), hi, valid, hashes, at,
                       part, shift)  # fmt: skip
-    local = np.empty(total, dtype=np.int64)
-    firsts = np.empty(total, dtype=np.int64)
+    local = work[5 * n : 5 * n + total].view(np.int64)
+    firsts = work[6 * n : 6 * n + total].view(np.int64)
     distinct = np.zeros(_PARTS, dtype=np.int64)
     for p in numba.prange(_PARTS):
         distinct[p] = _number_partition(offsets, data, part, bounds[p], bounds[p + 1], local,
                                         firsts)  # fmt: skip
     # each value's first row knows its place (+1; 0: not a first row)
-    first_place = np.zeros(n, dtype=np.int64)
+    first_place = codes
+    for i in numba.prange(n):
+        first_place[i] = 0
     for p in numba.prange(_PARTS):
         for k in range(distinct[p]):
             first_place[firsts[bounds[p] + k]] = bounds[p] + k + 1
@@ -527,7 +531,7 @@ def string_codes(offsets: Any, data: Any, words: Any, tail_offsets: Any, tail_wo
         starts[c + 1] = found
     for c in range(chunks):
         starts[c + 1] += starts[c]
-    number = np.empty(total, dtype=np.int64)  # by a value's first place: its code
+    number = work[7 * n : 7 * n + total].view(np.int64)  # by a value's first place: its code
     first_rows = np.empty(starts[chunks], dtype=np.int64)
     for c in numba.prange(chunks):
         code = starts[c]
@@ -537,7 +541,7 @@ def string_codes(offsets: Any, data: Any, words: Any, tail_offsets: Any, tail_wo
                 first_rows[code] = i
                 code += 1
     # each row's code, walking the partitions' places as the scatter above did
-    codes = first_place  # reused: every row is written once, after its own read
+    # first_place is codes: every row is written once, after its own read
     for c in numba.prange(chunks):
         at = place[c].copy()
         for i in range(c * per, min(n, (c + 1) * per)):
@@ -601,15 +605,14 @@ def _number_rows(offsets: Any, words: Any, base: int, lo: int, hi: int, all_offs
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def few_string_codes(offsets: Any, data: Any, words: Any, tail_offsets: Any, tail_words: Any,
-                     safe: int, valid: Any, chunks: int, cap: int) -> Any:  # fmt: skip
+                     safe: int, valid: Any, chunks: int, cap: int, codes: Any) -> Any:  # fmt: skip
     """`string_codes` for columns of few values: ``(done, codes, first_rows)``.
 
     ``done`` is false (and the rest unfinished) when a chunk of the rows holds more
-    than ``cap`` distinct strings.
+    than ``cap`` distinct strings. ``codes`` (``n``) comes from the caller.
     """
     n = offsets.shape[0] - 1
     per = (n + chunks - 1) // chunks
-    codes = np.empty(n, dtype=np.int64)
     seen = np.empty((chunks, cap, 4), dtype=np.uint64)
     counts = np.zeros(chunks, dtype=np.int64)
     size = 16

@@ -273,9 +273,10 @@ def string_codes(array: pa.Array) -> tuple[np.ndarray[Any, Any], np.ndarray[Any,
     args = (read_only(offsets), read_only(data), read_only(words), read_only(tail_offsets),
             read_only(tail.view(np.uint64)), safe,
             np.zeros(0, np.bool_) if valid is None else valid, chunks)  # fmt: skip
-    done, codes, first = _kernels().few_string_codes(*args, _FEW)
+    codes = empty_array(n, np.int64)  # pooled pages: fresh ones fault in slower than this fills
+    done, codes, first = _kernels().few_string_codes(*args, _FEW, codes)
     if not done:
-        codes, first = _kernels().string_codes(*args)
+        codes, first = _kernels().string_codes(*args, empty_array(8 * n, np.uint64), codes)
     return codes, first
 
 
