@@ -68,6 +68,21 @@ def _target_sums(codes, fold, y, folds, table, per_fold):  # type: ignore[no-unt
         per_fold[f, 2] += v * v
 
 
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def _fold_columns(table, order, folds):  # type: ignore[no-untyped-def]
+    k = order.shape[0]
+    sums = np.empty((folds, k))
+    counts = np.empty((folds, k), dtype=np.int64)
+    squares = np.empty((folds, k))
+    for j in range(k):
+        r = order[j]
+        for f in range(folds):
+            sums[f, j] = table[r, f]
+            counts[f, j] = np.int64(table[r, folds + f])  # whole numbers, held exactly
+            squares[f, j] = table[r, 2 * folds + f]
+    return sums, counts, squares
+
+
 # -- exact order statistics (the robust scaler's quantiles) ------------------------------
 # A float64's bits, with the sign bit flipped for numbers >= +0.0 and every bit flipped
 # for negative ones, order as the numbers do (-0.0 just below +0.0): ranks are found

@@ -27,6 +27,7 @@ __all__ = [
     "add_target_rows",
     "codes",
     "fnv1a64",
+    "fold_columns",
     "folds_of",
     "id_vocabulary",
     "infrequent_mask",
@@ -185,12 +186,22 @@ class CategoryTotals:
 
         ``keep`` (a mask over the categories' numbers) leaves the others out.
         """
+        values, order = self.order(value_type, keep)
+        return values, self.table[order]
+
+    def order(
+        self, value_type: pa.DataType, keep: np.ndarray[Any, Any] | None = None
+    ) -> tuple[pa.Array, np.ndarray[Any, Any]]:
+        """The categories in ascending order, null last, and their numbers (rows of ``table``).
+
+        ``keep`` (a mask over the categories' numbers) leaves the others out.
+        """
         values = self._seen.cast(value_type) if self._seen is not None \
             else pa.nulls(0, value_type)  # fmt: skip
         order = sort_indices(values)
         if keep is not None:
             order = order[keep[order]]
-        return values.take(order), self.table[order]
+        return values.take(order), order
 
     def counts(self, value_type: pa.DataType) -> tuple[list[Any], list[int]]:
         """The non-null categories of the rows counted (`count`), ascending, and their counts.
@@ -236,6 +247,19 @@ def add_target_rows(
     sums of squares (``3 * folds`` columns); rows are added in order.
     """
     _kernels()._target_sums(codes, fold, read_only(y), folds, totals.table, per_fold)
+
+
+def fold_columns(
+    table: np.ndarray[Any, Any], order: np.ndarray[Any, Any], folds: int
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """A target table's rows ``order`` as ``(folds, categories)`` sums, counts, squares.
+
+    One pass that gathers and transposes (``table[order]`` and three transposed copies
+    took three times as long at 100,000 categories); counts become int64.
+    """
+    result: tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]] = \
+        _kernels()._fold_columns(read_only(table), order.astype(np.intp, copy=False), folds)
+    return result
 
 
 def sort_categories(values: list[Any]) -> list[Any]:

@@ -44,6 +44,7 @@ from colbridge.io.encoders import (
     add_target_rows,
     codes,
     fnv1a64,
+    fold_columns,
     folds_of,
     id_vocabulary,
     infrequent_mask,
@@ -1442,12 +1443,13 @@ def _target_stats(
     Categories none of whose rows had a finite target are left out.
     """
     counted = totals.table[:, folds : 2 * folds].sum(axis=1) > 0
-    values, table = totals.sorted(value_type, counted)
+    values, order = totals.order(value_type, counted)
+    sums, counts, squares = fold_columns(totals.table, order, folds)
     return {
         "categories": values.to_pylist(),
-        "fold_sums": np.ascontiguousarray(table[:, :folds].T),
-        "fold_counts": np.rint(table[:, folds : 2 * folds].T).astype(np.int64),
-        "fold_sumsq": np.ascontiguousarray(table[:, 2 * folds :].T),
+        "fold_sums": sums,
+        "fold_counts": counts,
+        "fold_sumsq": squares,
         "fold_target": ys.copy(),
     }
 
