@@ -656,11 +656,19 @@ for _cls in [c for c in Node.__subclasses__() if globals().get(c.__name__) is c]
 _COMPARED[Const] = _COMPARED[Literal]  # a subclass of a node class, not of Node itself
 
 
+#: each node class's field names (``dataclasses.fields`` builds its answer per call,
+#: and walks ask for every node's children)
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def children(node: Node) -> tuple[Node, ...]:
     """The child nodes, in field order."""
+    names = _FIELD_NAMES.get(type(node))
+    if names is None:
+        names = _FIELD_NAMES[type(node)] = tuple(f.name for f in fields(node))
     out: list[Node] = []
-    for f in fields(node):
-        value = getattr(node, f.name)
+    for name in names:
+        value = getattr(node, name)
         if isinstance(value, Node):
             out.append(value)
         elif isinstance(value, tuple):

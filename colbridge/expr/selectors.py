@@ -13,6 +13,7 @@ every other layer only ever see single-column expressions.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -131,8 +132,10 @@ def expand(
     selector needs them (``all()``, ``exclude``, a pattern). The expressions come back
     without their `Alias` and `NameOp` wrappers, which only name the output.
     """
-    if any(isinstance(n, Selector) for n in walk(node)):
-        node = transform(node, _spreading(available))
+    single = _single(node)
+    if single is not None:
+        return [single]
+    node = transform(node, _spreading(available))
     selectors = list(dict.fromkeys(n for n in walk(node) if isinstance(n, Selector)))
     if not selectors:
         return [(output_name(node), _unnamed(node))]
@@ -168,6 +171,23 @@ def expand(
         one = transform(node, _replacing(at))
         out.append((output_name(one), _unnamed(one)))
     return out
+
+
+@functools.lru_cache(maxsize=128)
+def _single(node: Node) -> tuple[str, Node] | None:
+    """``node``'s one ``(output name, expression)`` when it selects no columns, else None.
+
+    The usual case, asked again at every step a handle queues (a notebook cell rerun,
+    a plan in a loop): remembered by node (nodes are immutable, their hashes kept),
+    for the last 128 expressions, so what a node holds (an `is_in` list, a function)
+    is not kept alive for long.
+    """
+    kinds = {type(n) for n in walk(node)}
+    if Selector in kinds:
+        return None
+    if NameOp in kinds:  # the tree is rewritten only for a name operation
+        return output_name(node), _unnamed(node)
+    return output_name(node), node.arg if isinstance(node, Alias) else node
 
 
 def _spreading(available: Callable[[], Sequence[str]] | None) -> Callable[[Node], Node]:
