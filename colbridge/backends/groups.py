@@ -501,7 +501,14 @@ def take(array: pa.Array, rows: np.ndarray[Any, Any]) -> pa.Array:
     if pa.types.is_string_view(array.type) or pa.types.is_binary_view(array.type):
         # pyarrow's take has no kernel for views (polars' strings): the large layout
         large = pa.large_string() if pa.types.is_string_view(array.type) else pa.large_binary()
-        array = array.cast(large)
+        kept = rows[~missing]
+        if len(kept) > 0 and len(kept) * 256 <= len(array):
+            # a few rows (the keys of a few groups): those rows alone, not the column
+            array = pa.concat_arrays([array.slice(int(r), 1) for r in kept]).cast(large)
+            at = np.cumsum(~missing) - 1  # each taken row's place among those kept
+            index = pa.array(np.where(missing, 0, at), mask=missing if missing.any() else None)
+        else:
+            array = array.cast(large)
     if len(array) == 0:
         return pa.nulls(len(rows), type=array.type)
     return pc.take(array, index)

@@ -268,3 +268,23 @@ def test_string_work_on_a_column_the_kernel_encodes(typ: pa.DataType) -> None:
     )
     for name in ("ua", "n", "has", "isin"):
         assert got[name].to_list() == want[name].to_list(), name
+
+
+@pytest.mark.parametrize("typ", [pa.string_view(), pa.binary_view()])
+def test_take_of_a_few_rows_of_views(typ: pa.DataType) -> None:
+    # pyarrow takes no views: a few rows (a few groups' keys) are sliced out and only
+    # they are converted; many rows convert the column; -1 takes a null
+    from colbridge.backends.groups import take
+
+    values = [None if i % 7 == 0 else f"value {i}" * (i % 3) for i in range(10_000)]
+    if pa.types.is_binary_view(typ):
+        column = pa.array([None if v is None else v.encode() for v in values], type=typ)
+        large = pa.large_binary()
+    else:
+        column = pa.array(values, type=typ)
+        large = pa.large_string()
+    for rows in ([5, -1, 9000, 3, 7], [-1], list(range(0, 10_000, 3)), [-1, 42]):
+        got = take(column, np.array(rows, dtype=np.int64))
+        want = [None if r < 0 else column.cast(large)[r].as_py() for r in rows]
+        assert got.type == large
+        assert got.to_pylist() == want, rows
