@@ -52,6 +52,7 @@ __all__ = [
     "host_reduction",
     "integer_values",
     "one_group",
+    "string_buffers",
     "string_codes",
     "take",
 ]
@@ -229,10 +230,10 @@ def string_codes(array: pa.Array) -> tuple[np.ndarray[Any, Any], np.ndarray[Any,
     Returns ``(codes, first_rows)``: ``codes[i]`` (int64) numbers row ``i``'s value
     among the distinct values in order of first appearance, -1 where the row is null;
     ``first_rows[c]`` is value ``c``'s first row. The same numbering as pyarrow's
-    ``dictionary_encode``, about three times as fast on two cores (it hashes on one):
-    rows are hashed in parallel and numbered in hash partitions
-    (`colbridge.backends._group_kernels.string_codes`). Inputs of at most
-    `NUMPY_MAX_ROWS` rows go through ``dictionary_encode`` (nothing to load).
+    ``dictionary_encode``, which hashes on one thread: here rows are hashed on every
+    core and numbered in a table per chunk of rows (few values) or per hash partition
+    (`colbridge.backends._group_kernels`). Inputs of at most `NUMPY_MAX_ROWS` rows go
+    through ``dictionary_encode`` (nothing to load).
     """
     t = array.type
     if not _is_text(t):
@@ -250,13 +251,7 @@ def string_codes(array: pa.Array) -> tuple[np.ndarray[Any, Any], np.ndarray[Any,
     # views hashed in place (a value of up to 12 bytes is its 16-byte view) ran slower
     # than gathering their bytes first and hashing those
     array = _gathered(array)
-    t = array.type
-    _, offsets_buf, data_buf = array.buffers()[:3]
-    width = np.int64 if pa.types.is_large_string(t) or pa.types.is_large_binary(t) else np.int32
-    offsets = np.frombuffer(offsets_buf, dtype=width, count=n + 1,
-                            offset=array.offset * np.dtype(width).itemsize)  # fmt: skip
-    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None \
-        else np.zeros(0, np.uint8)  # fmt: skip
+    offsets, data = string_buffers(array)
     if data.ctypes.data % 8:  # whole words are read from the start of the bytes
         data = data.copy()  # NumPy aligns its own allocations
     words = data[: len(data) // 8 * 8].view(np.uint64)
@@ -278,6 +273,21 @@ def string_codes(array: pa.Array) -> tuple[np.ndarray[Any, Any], np.ndarray[Any,
     if not done:
         codes, first = _kernels().string_codes(*args, empty_array(8 * n, np.uint64), codes)
     return codes, first
+
+
+def string_buffers(array: pa.Array) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """A string or binary array's offsets and bytes (uint8), both in place.
+
+    The offsets start at the array's own offset and keep their width (int32 or int64).
+    """
+    t = array.type
+    width = np.int64 if pa.types.is_large_string(t) or pa.types.is_large_binary(t) else np.int32
+    _, offsets_buf, data_buf = array.buffers()[:3]
+    offsets = np.frombuffer(offsets_buf, dtype=width, count=len(array) + 1,
+                            offset=array.offset * np.dtype(width).itemsize)  # fmt: skip
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None \
+        else np.zeros(0, np.uint8)  # fmt: skip
+    return offsets, data
 
 
 def dictionary_encoded(array: pa.Array) -> pa.DictionaryArray:

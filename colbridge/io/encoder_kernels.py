@@ -54,6 +54,7 @@ def _splitmix_folds(first: np.uint64, rows: int, folds: np.uint64) -> np.ndarray
 def _target_sums(codes, fold, y, folds, table, per_fold):  # type: ignore[no-untyped-def]
     # rows in order; a row whose target is not finite (null, NaN) is left out
     k = np.uintp(folds)
+    by_fold = per_fold.shape[0] > 0
     for i in range(codes.shape[0]):
         v = y[i]
         if not np.isfinite(v):
@@ -63,9 +64,10 @@ def _target_sums(codes, fold, y, folds, table, per_fold):  # type: ignore[no-unt
         table[c, f] += v
         table[c, k + f] += 1.0
         table[c, k + k + f] += v * v
-        per_fold[f, 0] += 1.0
-        per_fold[f, 1] += v
-        per_fold[f, 2] += v * v
+        if by_fold:
+            per_fold[f, 0] += 1.0
+            per_fold[f, 1] += v
+            per_fold[f, 2] += v * v
 
 
 @numba.njit(cache=True, nogil=True)  # type: ignore[misc]

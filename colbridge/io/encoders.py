@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from colbridge.backends.groups import string_codes
+from colbridge.backends.groups import string_buffers, string_codes
 from colbridge.memory import one_array, read_only
 
 __all__ = [
@@ -58,8 +58,19 @@ def _plain(array: pa.Array | pa.ChunkedArray) -> pa.Array:
     return array
 
 
-def _is_text(typ: pa.DataType) -> bool:
+def _is_plain_string(typ: pa.DataType) -> bool:
+    """Strings `string_codes` numbers here (views, binary and dictionaries: pyarrow's hash)."""
     return bool(pa.types.is_string(typ) or pa.types.is_large_string(typ))
+
+
+def _string_distinct(array: pa.Array) -> tuple[pa.Array, np.ndarray[Any, Any]]:
+    """A plain string batch's distinct values and each row's position among them.
+
+    Values in order of first appearance; a null row's position is -1.
+    """
+    plain = _plain(array)
+    rows, first = string_codes(plain)
+    return plain.take(pa.array(first)), rows
 
 
 def _kernels() -> Any:
@@ -98,12 +109,10 @@ class CategoryTotals:
         one category; a row pointing at a null entry is null).
         """
         array = one_array(keys)
-        if _is_text(array.type):
-            plain = _plain(array)
-            rows, first = string_codes(plain)
-            local = plain.take(pa.array(first))
+        if _is_plain_string(array.type):
+            local, rows = _string_distinct(array)
             mapping = self._numbers(local)
-            if plain.null_count:  # a null row's code is -1: the mapping's last entry
+            if array.null_count:  # a null row's code is -1: the mapping's last entry
                 mapping = np.append(mapping, self._null_number(local.type))
             numbers: np.ndarray[Any, Any] = mapping[rows]
             return numbers
@@ -136,11 +145,10 @@ class CategoryTotals:
             mapping = np.append(numbers, -1)
             entries = encoded.indices.fill_null(len(numbers))
             where = mapping[np.asarray(entries.to_numpy(zero_copy_only=False), dtype=np.intp)]
-        elif _is_text(array.type):
-            plain = _plain(array)
-            rows, first = string_codes(plain)
-            n = np.bincount(rows + 1, minlength=len(first) + 1)[1:].astype(np.float64)
-            where = self._numbers(plain.take(pa.array(first)))
+        elif _is_plain_string(array.type):
+            local, rows = _string_distinct(array)
+            n = np.bincount(rows + 1, minlength=len(local) + 1)[1:].astype(np.float64)
+            where = self._numbers(local)
             self.table[where, 0] += n  # distinct numbers: no row is added twice
             return
         else:
@@ -179,14 +187,9 @@ class CategoryTotals:
         grown[: len(self.table)] = self.table
         self.table = grown
 
-    def sorted(
-        self, value_type: pa.DataType, keep: np.ndarray[Any, Any] | None = None
-    ) -> tuple[pa.Array, np.ndarray[Any, Any]]:
-        """The categories in ascending order, null last, and their rows of ``table``.
-
-        ``keep`` (a mask over the categories' numbers) leaves the others out.
-        """
-        values, order = self.order(value_type, keep)
+    def sorted(self, value_type: pa.DataType) -> tuple[pa.Array, np.ndarray[Any, Any]]:
+        """The categories in ascending order, null last, and their rows of ``table``."""
+        values, order = self.order(value_type)
         return values, self.table[order]
 
     def order(
@@ -242,7 +245,8 @@ def add_target_rows(
 ) -> None:
     """Add each row with a finite target to its category's fold in ``totals.table``.
 
-    And to its fold's ``(rows, sum, sum of squares)`` in ``per_fold`` (``(folds, 3)``).
+    And to its fold's ``(rows, sum, sum of squares)`` in ``per_fold`` (``(folds, 3)``;
+    with no rows, ``(0, 3)``, the folds' totals are not counted).
     The table's columns are the folds' target sums, then their row counts, then their
     sums of squares (``3 * folds`` columns); rows are added in order.
     """
@@ -410,13 +414,8 @@ def fnv1a64(array: pa.Array | pa.ChunkedArray) -> np.ndarray[Any, Any]:
 
 
 def _string_bytes(values: pa.Array) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """A string array's offsets (int64, from its own offset) and UTF-8 bytes, in place."""
-    _, offsets_buf, data_buf = values.buffers()
-    width = np.int64 if pa.types.is_large_string(values.type) else np.int32
-    first = values.offset
-    offsets = np.frombuffer(offsets_buf, dtype=width)[first : first + len(values) + 1]
-    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None \
-        else np.zeros(0, np.uint8)  # fmt: skip
+    """A string array's offsets (int64, from its own offset) and UTF-8 bytes (in place)."""
+    offsets, data = string_buffers(values)
     return offsets.astype(np.int64), data
 
 

@@ -1431,7 +1431,7 @@ def _target_partials(
     fold = folds_of(start, len(y), k, spec.seed)
     for j, t in enumerate(encoded):
         totals = targets[t.name]
-        per_fold = ys if j == 0 else np.zeros_like(ys)  # the folds' totals are added once
+        per_fold = ys if j == 0 else np.zeros((0, 3))  # the folds' totals are added once
         add_target_rows(totals, totals.codes(batch.column(t.name)), fold, y, k, per_fold)
 
 
