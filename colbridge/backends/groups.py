@@ -49,6 +49,7 @@ __all__ = [
     "any_all",
     "dictionary_encoded",
     "factorize",
+    "gather_views",
     "host_reduction",
     "integer_values",
     "one_group",
@@ -250,7 +251,7 @@ def string_codes(array: pa.Array) -> tuple[np.ndarray[Any, Any], np.ndarray[Any,
         return codes, first
     # views hashed in place (a value of up to 12 bytes is its 16-byte view) ran slower
     # than gathering their bytes first and hashing those
-    array = _gathered(array)
+    array = gather_views(array)
     offsets, data = string_buffers(array)
     if data.ctypes.data % 8:  # whole words are read from the start of the bytes
         data = data.copy()  # NumPy aligns its own allocations
@@ -300,7 +301,7 @@ def dictionary_encoded(array: pa.Array) -> pa.DictionaryArray:
     if len(array) <= NUMPY_MAX_ROWS:
         return pc.dictionary_encode(array)
     t = array.type
-    plain = _gathered(array)  # pyarrow takes no views
+    plain = gather_views(array)  # pyarrow takes no views
     codes, first = string_codes(plain)
     dictionary = plain.take(pa.array(first))
     if dictionary.type != t:
@@ -310,7 +311,7 @@ def dictionary_encoded(array: pa.Array) -> pa.DictionaryArray:
     return pa.DictionaryArray.from_arrays(indices, dictionary)
 
 
-def _gathered(array: pa.Array) -> pa.Array:
+def gather_views(array: pa.Array) -> pa.Array:
     """Views (polars' strings) as large strings or binary; other arrays as they are.
 
     Views point into several buffers; the bytes are gathered into one (a copy, a tenth

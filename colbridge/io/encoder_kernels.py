@@ -11,7 +11,12 @@ import numba
 import numpy as np
 from numba import prange
 
-__all__ = ["top_histograms"]
+__all__ = ["thread_count", "top_histograms"]
+
+
+def thread_count() -> int:
+    """The threads numba's parallel loops run on."""
+    return int(numba.get_num_threads())
 
 
 @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
@@ -50,21 +55,31 @@ def _splitmix_folds(first: np.uint64, rows: int, folds: np.uint64) -> np.ndarray
     return out
 
 
-@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
-def _target_sums(codes, fold, y, folds, table, per_fold):  # type: ignore[no-untyped-def]
-    # rows in order; a row whose target is not finite (null, NaN) is left out
+@numba.njit(cache=True, nogil=True, parallel=True)  # type: ignore[misc]
+def _target_sums(codes, fold, y, folds, table, per_fold, parts):  # type: ignore[no-untyped-def]
+    # rows in order; a row whose target is not finite (null, NaN) is left out. Each of
+    # `parts` (a power of two) threads reads every row and adds those whose category's
+    # number falls to it: a category's rows are added by one thread, in row order (the
+    # same sums as one thread's), and the threads' misses on the table overlap
     k = np.uintp(folds)
-    by_fold = per_fold.shape[0] > 0
-    for i in range(codes.shape[0]):
+    low = np.uintp(parts - 1)
+    for p in prange(parts):
+        part = np.uintp(p)
+        for i in range(codes.shape[0]):
+            c = np.uintp(codes[i])
+            if (c & low) != part:
+                continue
+            v = y[i]
+            if not np.isfinite(v):
+                continue
+            f = np.uintp(fold[i])
+            table[c, f] += v
+            table[c, k + f] += 1.0
+            table[c, k + k + f] += v * v
+    for i in range(codes.shape[0] if per_fold.shape[0] > 0 else 0):
         v = y[i]
-        if not np.isfinite(v):
-            continue
-        c = np.uintp(codes[i])
-        f = np.uintp(fold[i])
-        table[c, f] += v
-        table[c, k + f] += 1.0
-        table[c, k + k + f] += v * v
-        if by_fold:
+        if np.isfinite(v):
+            f = fold[i]
             per_fold[f, 0] += 1.0
             per_fold[f, 1] += v
             per_fold[f, 2] += v * v
@@ -361,3 +376,180 @@ def _sort_strings(offsets, data):  # type: ignore[no-untyped-def]
                 stack.append((r, end, pos + 7))
             r = end
     return order
+
+
+# -- strings numbered across batches (`colbridge.io.encoders.StringNumbers`) ---------------
+# Every distinct string seen so far keeps its bytes in one growing buffer; an
+# open-addressing table, at most half full, finds them. A slot is four words side by
+# side: the string's hash, its bytes 0-7 and 8-15, and its length (capped) beside its
+# number + 1 (0: an empty slot). Strings of at most 16 bytes are equal when their
+# keys are, so a probe reads one cache line; only longer ones are compared with the
+# known bytes. (Slots holding only numbers, the hashes and bytes found through them,
+# made each lookup a chain of four dependent loads and ran a third slower.)
+
+_LEN_SHIFT = np.uint64(40)
+_NUMBER_MASK = np.uint64((1 << 40) - 1)
+_LEN_CAP = (1 << 23) - 1  # longer lengths are kept as this (their bytes are compared)
+_PART_BITS = 4  # a large table is probed a sixteenth at a time (`_find_strings`)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _string_key(offsets, data, i):  # type: ignore[no-untyped-def]
+    # (hash, bytes 0-7, bytes 8-15, capped length << 40) of string i: FNV-1a over the
+    # bytes, then MurmurHash3's finaliser, since the slot is the hash's low bits
+    start = offsets[i]
+    stop = offsets[i + 1]
+    h = np.uint64(14695981039346656037)
+    head = np.uint64(0)
+    head2 = np.uint64(0)
+    for j in range(start, stop):
+        b = np.uint64(data[j])
+        h = (h ^ b) * np.uint64(1099511628211)
+        p = j - start
+        if p < 8:
+            head |= b << np.uint64(8 * p)
+        elif p < 16:
+            head2 |= b << np.uint64(8 * (p - 8))
+    h ^= h >> np.uint64(33)
+    h *= np.uint64(0xFF51AFD7ED558CCD)
+    h ^= h >> np.uint64(33)
+    return h, head, head2, np.uint64(min(stop - start, _LEN_CAP)) << _LEN_SHIFT
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _same_bytes(offsets, data, i, known_offsets, known_data, k):  # type: ignore[no-untyped-def]
+    start = offsets[i]
+    at = known_offsets[k]
+    length = offsets[i + 1] - start
+    if known_offsets[k + 1] - at != length:
+        return False
+    for j in range(length):  # noqa: SIM110 (a loop numba compiles)
+        if known_data[at + j] != data[start + j]:
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _probe(slots, mask, h, head, head2, meta, offsets, data, i, known_offsets, known_data):  # type: ignore[no-untyped-def]
+    # (slot, number) of string i with key (h, head, head2, meta): number -1 and the
+    # empty slot that ends its probe when it is not known
+    s = h & mask
+    while True:
+        at = np.intp(s) * 4
+        tag = slots[at + 3]
+        if tag == 0:
+            return at, -1
+        if (slots[at] == h and slots[at + 1] == head and slots[at + 2] == head2
+                and (tag >> _LEN_SHIFT) == (meta >> _LEN_SHIFT)):  # fmt: skip
+            k = np.intp(tag & _NUMBER_MASK) - 1
+            if (meta >> _LEN_SHIFT) <= np.uint64(16) or _same_bytes(
+                offsets, data, i, known_offsets, known_data, k
+            ):
+                return at, k
+        s = (s + np.uint64(1)) & mask
+
+
+@numba.njit(cache=True, nogil=True)
+def _string_keys(offsets, data):  # type: ignore[no-untyped-def]
+    # each string's key (`_string_key`), a row of four words
+    n = offsets.shape[0] - 1
+    keys = np.empty((n, 4), dtype=np.uint64)
+    for i in range(n):
+        keys[i, 0], keys[i, 1], keys[i, 2], keys[i, 3] = _string_key(offsets, data, i)
+    return keys
+
+
+@numba.njit(cache=True, nogil=True)
+def _slot_order(keys, slots):  # type: ignore[no-untyped-def]
+    # the strings in the order of their first slots (a counting sort of the top bits)
+    mask = np.uint64(slots.shape[0] // 4 - 1)
+    bits = 0
+    while (np.uint64(1) << np.uint64(bits)) <= mask:
+        bits += 1
+    shift = np.uint64(max(bits - 12, 0))
+    hist = np.zeros((1 << (bits - int(shift))) + 1, dtype=np.int64)
+    for i in range(keys.shape[0]):
+        hist[((keys[i, 0] & mask) >> shift) + np.uint64(1)] += 1
+    for b in range(1, hist.shape[0]):
+        hist[b] += hist[b - 1]
+    order = np.empty(keys.shape[0], dtype=np.int64)
+    for i in range(keys.shape[0]):
+        b = (keys[i, 0] & mask) >> shift
+        order[hist[b]] = i
+        hist[b] += 1
+    return order
+
+
+@numba.njit(cache=True, nogil=True)
+def _look_up_strings(keys, order, slots, offsets, data, known_offsets, known_data, numbers):  # type: ignore[no-untyped-def]
+    # each string's number among the known ones (-1: not known), looked up in slot
+    # order; returns how many are not known
+    mask = np.uint64(slots.shape[0] // 4 - 1)
+    new = 0
+    for i in order:
+        k = _probe(slots, mask, keys[i, 0], keys[i, 1], keys[i, 2], keys[i, 3], offsets,
+                   data, i, known_offsets, known_data)[1]  # fmt: skip
+        numbers[i] = k
+        new += k < 0
+    return new
+
+
+@numba.njit(cache=True, nogil=True)
+def _add_strings(keys, order, slots, offsets, data, known_offsets, known_data, count, numbers):  # type: ignore[no-untyped-def]
+    # number the strings not known (numbers[i] < 0) in their order, append their bytes
+    # and place them, in slot order (the caller has made room); a string given twice
+    # takes its first's number (the second's bytes stay, unused); returns the count
+    first = count
+    used = known_offsets[count]
+    for i in range(numbers.shape[0]):
+        if numbers[i] < 0:
+            for j in range(offsets[i], offsets[i + 1]):
+                known_data[used] = data[j]
+                used += 1
+            known_offsets[count + 1] = used
+            numbers[i] = count
+            count += 1
+    mask = np.uint64(slots.shape[0] // 4 - 1)
+    for i in order:
+        if numbers[i] >= first:
+            at, k = _probe(slots, mask, keys[i, 0], keys[i, 1], keys[i, 2], keys[i, 3],
+                           offsets, data, i, known_offsets, known_data)  # fmt: skip
+            if k >= 0:  # given twice: the first one placed
+                numbers[i] = k
+                continue
+            slots[at] = keys[i, 0]
+            slots[at + 1] = keys[i, 1]
+            slots[at + 2] = keys[i, 2]
+            slots[at + 3] = keys[i, 3] | np.uint64(numbers[i] + 1)
+    return count
+
+
+@numba.njit(cache=True, nogil=True)
+def _string_slots(old, slots):  # type: ignore[no-untyped-def]
+    # the slots of `old` re-placed into the zeroed `slots` (read in order, they land
+    # in order: a slot's place is its hash's low bits)
+    mask = np.uint64(slots.shape[0] // 4 - 1)
+    for t in range(0, old.shape[0], 4):
+        if old[t + 3] != 0:
+            s = old[t] & mask
+            while slots[np.intp(s) * 4 + 3] != 0:
+                s = (s + np.uint64(1)) & mask
+            for q in range(4):
+                slots[np.intp(s) * 4 + q] = old[t + q]
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _find_strings(offsets, data, valid, known_offsets, known_data, slots, chunks, out):  # type: ignore[no-untyped-def]
+    # each row's number among the known strings: -1 for one not known, -2 for a null
+    # (`valid[i]` false; `valid` empty: no nulls); the rows split into `chunks`
+    n = offsets.shape[0] - 1
+    nulls = valid.shape[0] > 0
+    mask = np.uint64(slots.shape[0] // 4 - 1)
+    for c in prange(chunks):
+        for i in range(n * c // chunks, n * (c + 1) // chunks):
+            if nulls and not valid[i]:
+                out[i] = -2
+                continue
+            h, head, head2, meta = _string_key(offsets, data, i)
+            out[i] = _probe(slots, mask, h, head, head2, meta, offsets, data, i,
+                            known_offsets, known_data)[1]  # fmt: skip

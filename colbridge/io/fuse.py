@@ -39,14 +39,13 @@ from colbridge.expr.api import Expr, col
 from colbridge.expr.nodes import Agg, Literal
 from colbridge.io.encoders import (
     NULL_ID,
-    RARE_ID,
+    CategoryIndex,
     CategoryTotals,
     add_target_rows,
-    codes,
     fnv1a64,
     fold_columns,
     folds_of,
-    id_vocabulary,
+    id_order,
     infrequent_mask,
     linear_quantiles,
     quantile_edges,
@@ -828,7 +827,7 @@ class _OneHot:
     a null gives an all-zero block.
     """
 
-    categories: pa.Array
+    categories: CategoryIndex
     column_of: np.ndarray[Any, Any]  # output column per category (sorted order)
     names: list[str]
     infrequent: int | None  # output column of the infrequent bucket
@@ -855,14 +854,14 @@ def _one_hot(t: ColumnTransform, stats: FeatureStats) -> _OneHot:
     if infrequent is not None:
         names.append(f"{t.name}={INFREQUENT}")
     null_unknown = t.categories is not None or stats.version >= 3
-    return _OneHot(pa.array(cats), column_of, names, infrequent, null_unknown)
+    return _OneHot(CategoryIndex(pa.array(cats)), column_of, names, infrequent, null_unknown)
 
 
 @dataclass
 class _Target:
     """A target-encoded column: categories, encodings (all rows, and per held-out fold)."""
 
-    categories: pa.Array
+    categories: CategoryIndex
     full: np.ndarray[Any, Any]  # (categories + 1,): the last one is the unseen value's
     per_fold: np.ndarray[Any, Any]  # (folds, categories + 1)
 
@@ -884,7 +883,7 @@ def _target(t: ColumnTransform, spec: FeatureSpec, stats: FeatureStats) -> _Targ
             tuple(all_ys - ys[f]), spec.smoothing,
         )  # fmt: skip
         per_fold[f] = np.append(enc_f, mean_f)
-    return _Target(pa.array(list(s["categories"])), full, per_fold)
+    return _Target(CategoryIndex(s["categories"]), full, per_fold)
 
 
 class FeaturePlan:
@@ -902,14 +901,12 @@ class FeaturePlan:
         # numeric and date/time columns: their features come out of one fused kernel
         self.kernel = [t for t in spec.columns if t.kind in ("numeric", "datetime")]
         self.one_hot = {t.name: _one_hot(t, stats) for t in spec.columns if t.one_hot}
-        self.vocab: dict[str, pa.Array] = {}
+        self.vocab: dict[str, CategoryIndex] = {}
         for t in spec.columns:
             if t.ids and t.hash_buckets is None:
                 s = stats.columns[t.name]
-                self.vocab[t.name] = id_vocabulary(
-                    pa.array(list(s["categories"])), list(s["counts"]), int(s["rows"]),
-                    t.min_frequency, t.max_categories,
-                )  # fmt: skip
+                order = id_order(s["counts"], int(s["rows"]), t.min_frequency, t.max_categories)
+                self.vocab[t.name] = CategoryIndex(s["categories"], order)
         self.target = {t.name: _target(t, spec, stats) for t in spec.columns if t.target_encode}
         #: fitted fills: the strategy and the value of each column filled by one
         self.fills = {
@@ -1006,7 +1003,7 @@ class FeaturePlan:
                     pos += 1
                 else:
                     te = self.target[t.name]
-                    code = codes(encoded, te.categories)
+                    code = te.categories.codes(encoded)
                     code = np.where(code < 0, len(te.categories), code)
                     if folds is None:
                         features[:, pos] = te.full[code]
@@ -1037,7 +1034,7 @@ class FeaturePlan:
         pos: int,
     ) -> int:
         oh = self.one_hot[t.name]
-        code = codes(column, oh.categories)
+        code = oh.categories.codes(column)
         if oh.null_unknown:  # a null the fit did not see is an unseen value
             code[code == -2] = -1
         if t.handle_unknown == "error" and (unknown := code == -1).any():
@@ -1067,8 +1064,10 @@ class FeaturePlan:
             if plain.null_count:
                 ids[~_bools(plain.is_valid())] = NULL_ID
             return ids
-        code = codes(column, self.vocab[t.name])
-        return np.where(code >= 0, code + 2, np.where(code == -2, NULL_ID, RARE_ID))
+        code = self.vocab[t.name].codes(column)
+        # a vocabulary position p is id p + 2; -1 (unseen) is RARE_ID, -2 (null) NULL_ID
+        code += 2
+        return code
 
 
 
@@ -1948,7 +1947,7 @@ def _describe_encoders(plan: FeaturePlan, *, out_of_fold: bool) -> list[str]:
             extra = ", the last for infrequent categories" if oh.infrequent is not None else ""
             if t.name in plan.category_fills:
                 null = f"filled with {plan.category_fills[t.name]!r} first"
-            elif oh.categories.null_count:
+            elif oh.categories.null_position() is not None:
                 null = "a category of its own"
             elif oh.null_unknown:
                 null = "unseen when fitting"
