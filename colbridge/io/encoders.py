@@ -242,6 +242,13 @@ class _ArrowNumbers:
         return self._seen
 
 
+def _validity(array: pa.Array) -> np.ndarray[Any, Any]:
+    """An array's validity as bools, or an empty array when it holds no null."""
+    if not array.null_count:
+        return np.zeros(0, np.bool_)
+    return np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=np.bool_)
+
+
 def _grown(array: np.ndarray[Any, Any], size: int) -> np.ndarray[Any, Any]:
     """``array`` copied into one at least ``size`` long (and half as long again).
 
@@ -278,6 +285,7 @@ class CategoryTotals:
         self.table = self._rows  # a row per category: the first rows of `_rows`
         self._known: StringNumbers | _ArrowNumbers | None = None
         self._null: int | None = None  # the number of the null category, once seen
+        self._mostly_new = False  # whether most rows of the last string batch were new
 
     def codes(self, keys: pa.Array | pa.ChunkedArray) -> np.ndarray[Any, Any]:
         """The number of each row's category; new categories are numbered and given a row.
@@ -287,12 +295,10 @@ class CategoryTotals:
         one category; a row pointing at a null entry is null).
         """
         array = one_array(keys)
-        if _is_plain_string(array.type):
-            local, rows = _string_distinct(array)
-            mapping = self._numbers(local)
-            if array.null_count:  # a null row's code is -1: the mapping's last entry
-                mapping = np.append(mapping, self._null_number(local.type))
-            numbers: np.ndarray[Any, Any] = mapping[rows]
+        if _is_text_column(array.type):
+            numbers = self._string_rows(array)
+            if array.null_count:
+                numbers[numbers < 0] = self._null_number(pa.string())
             return numbers
         if pa.types.is_dictionary(array.type):
             entries = pc.dictionary_encode(_plain(array.dictionary))
@@ -323,11 +329,10 @@ class CategoryTotals:
             mapping = np.append(numbers, -1)
             entries = encoded.indices.fill_null(len(numbers))
             where = mapping[np.asarray(entries.to_numpy(zero_copy_only=False), dtype=np.intp)]
-        elif _is_plain_string(array.type):
-            local, rows = _string_distinct(array)
-            n = np.bincount(rows + 1, minlength=len(local) + 1)[1:].astype(np.float64)
-            where = self._numbers(local)
-            self.table[where, 0] += n  # distinct numbers: no row is added twice
+        elif _is_text_column(array.type):
+            numbers = self._string_rows(array)
+            counted_rows = np.bincount(numbers + 1, minlength=len(self.table) + 1)[1:]
+            self.table[:, 0] += counted_rows
             return
         else:
             counted = pc.value_counts(_plain(array).drop_null())
@@ -335,6 +340,36 @@ class CategoryTotals:
         n = np.asarray(counted.field("counts").to_numpy(zero_copy_only=False), dtype=np.float64)
         kept = where >= 0
         np.add.at(self.table[:, 0], where[kept], n[kept])
+
+    def _string_rows(self, array: pa.Array) -> np.ndarray[Any, Any]:
+        """The number of each row's string (-1: null); new strings are numbered.
+
+        Once some strings are known, every core looks the rows up among them first
+        (`StringNumbers.probe`) and only the rows not found are numbered
+        (`string_codes` of those rows, in row order): a later batch mostly repeats
+        earlier categories. While over half of the last batch's rows were new, the
+        batch goes to `string_codes` whole.
+        """
+        plain = _plain(gather_views(array))
+        known = self._known
+        before = 0 if known is None else len(known)
+        if isinstance(known, StringNumbers) and before and not self._mostly_new:
+            offsets, data = string_buffers(plain)
+            numbers = np.empty(len(plain), dtype=np.int64)
+            known.probe(read_only(offsets), read_only(data), _validity(plain), numbers)
+            missing = np.flatnonzero(numbers == -1)
+            if len(missing):
+                local, rows = _string_distinct(plain.take(pa.array(missing)))
+                numbers[missing] = self._numbers(local)[rows]
+            numbers[numbers == -2] = -1  # null
+            new_rows = len(missing)
+        else:
+            local, rows = _string_distinct(plain)
+            numbers = np.append(self._numbers(local), -1)[rows]
+            # a first batch's rows are all new: it tells nothing of the next
+            new_rows = int(np.count_nonzero(numbers >= before)) if before else 0
+        self._mostly_new = 2 * new_rows > len(plain)
+        return numbers
 
     def _null_number(self, value_type: pa.DataType) -> int:
         """The null category's number (given a row of the table when first seen)."""
@@ -627,11 +662,8 @@ class CategoryIndex:
     def _find(self, array: pa.Array) -> np.ndarray[Any, Any]:
         strings = self._string_numbers()
         offsets, data = string_buffers(array)
-        valid = np.zeros(0, np.bool_)  # no nulls
-        if array.null_count:
-            valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=np.bool_)
         out = np.empty(len(array), dtype=np.int64)
-        strings.probe(read_only(offsets), read_only(data), valid, out)
+        strings.probe(read_only(offsets), read_only(data), _validity(array), out)
         if self._positions is not None:
             found = out >= 0
             out[found] = self._positions[out[found]]
