@@ -85,19 +85,24 @@ def _target_sums(codes, fold, y, folds, table, per_fold, parts):  # type: ignore
             per_fold[f, 2] += v * v
 
 
-@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+@numba.njit(cache=True, nogil=True, parallel=True)  # type: ignore[misc]
 def _fold_columns(table, order, folds):  # type: ignore[no-untyped-def]
     k = order.shape[0]
     sums = np.empty((folds, k))
     counts = np.empty((folds, k), dtype=np.int64)
     squares = np.empty((folds, k))
-    for j in range(k):
+    counted = np.empty(k, dtype=np.bool_)
+    for j in prange(k):
         r = order[j]
+        rows = 0.0
         for f in range(folds):
             sums[f, j] = table[r, f]
-            counts[f, j] = np.int64(table[r, folds + f])  # whole numbers, held exactly
+            n = table[r, folds + f]
+            counts[f, j] = np.int64(n)  # whole numbers, held exactly
+            rows += n
             squares[f, j] = table[r, 2 * folds + f]
-    return sums, counts, squares
+        counted[j] = rows > 0
+    return sums, counts, squares, counted
 
 
 # -- exact order statistics (the robust scaler's quantiles) ------------------------------

@@ -406,18 +406,11 @@ class CategoryTotals:
         values, order = self.order(value_type)
         return values, self.table[order]
 
-    def order(
-        self, value_type: pa.DataType, keep: np.ndarray[Any, Any] | None = None
-    ) -> tuple[pa.Array, np.ndarray[Any, Any]]:
-        """The categories in ascending order, null last, and their numbers (rows of ``table``).
-
-        ``keep`` (a mask over the categories' numbers) leaves the others out.
-        """
+    def order(self, value_type: pa.DataType) -> tuple[pa.Array, np.ndarray[Any, Any]]:
+        """The categories in ascending order, null last, and their numbers (rows of ``table``)."""
         seen = None if self._known is None else self._known.values()
         values = pa.nulls(0, value_type) if seen is None else seen.cast(value_type)
         order = sort_indices(values)
-        if keep is not None:
-            order = order[keep[order]]
         return values.take(order), order
 
     def counts(self, value_type: pa.DataType) -> tuple[list[Any], list[int]]:
@@ -470,15 +463,18 @@ def add_target_rows(
 
 def fold_columns(
     table: np.ndarray[Any, Any], order: np.ndarray[Any, Any], folds: int
-) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """A target table's rows ``order`` as ``(folds, categories)`` sums, counts, squares.
 
-    One pass that gathers and transposes (``table[order]`` and three transposed copies
-    took three times as long at 100,000 categories); counts become int64.
+    And which of those categories had a row counted (in any fold). One pass that
+    gathers and transposes, on every core (``table[order]`` and three transposed
+    copies took three times as long at 100,000 categories); counts become int64.
     """
-    result: tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]] = \
-        _kernels()._fold_columns(read_only(table), order.astype(np.intp, copy=False), folds)
-    return result
+    result: tuple[np.ndarray[Any, Any], ...] = _kernels()._fold_columns(
+        read_only(table), order.astype(np.intp, copy=False), folds
+    )
+    sums, counts, squares, counted = result
+    return sums, counts, squares, counted
 
 
 def sort_categories(values: list[Any]) -> list[Any]:

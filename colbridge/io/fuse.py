@@ -1441,9 +1441,11 @@ def _target_stats(
 
     Categories none of whose rows had a finite target are left out.
     """
-    counted = totals.table[:, folds : 2 * folds].sum(axis=1) > 0
-    values, order = totals.order(value_type, counted)
-    sums, counts, squares = fold_columns(totals.table, order, folds)
+    values, order = totals.order(value_type)
+    sums, counts, squares, counted = fold_columns(totals.table, order, folds)
+    if not counted.all():
+        values = values.filter(pa.array(counted))
+        sums, counts, squares = sums[:, counted], counts[:, counted], squares[:, counted]
     return {
         "categories": values.to_pylist(),
         "fold_sums": sums,
