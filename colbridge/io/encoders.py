@@ -114,8 +114,8 @@ class StringNumbers:
         """The numbers of ``local``'s values (strings, no null); new ones numbered in order.
 
         The values are looked up, then the new ones placed, in the order of their slots
-        (a counting sort of their hashes): the table is walked from one end to the
-        other instead of at random, twice as fast at 100,000 strings. A value given
+        (a counting sort of their hashes): the table, larger than the caches at 100,000
+        strings, is walked from one end to the other instead of at random. A value given
         twice in one call gets its first copy's number; the second copy's number is
         used by nothing else and no lookup finds it (so from an empty table, a value's
         number is its first position in ``local``).

@@ -883,7 +883,8 @@ def _target(t: ColumnTransform, spec: FeatureSpec, stats: FeatureStats) -> _Targ
             tuple(all_ys - ys[f]), spec.smoothing,
         )  # fmt: skip
         per_fold[f] = np.append(enc_f, mean_f)
-    return _Target(CategoryIndex(s["categories"]), full, per_fold)
+    # a copy of the list (of pointers): the statistics may change after the plan is made
+    return _Target(CategoryIndex(list(s["categories"])), full, per_fold)
 
 
 class FeaturePlan:
@@ -906,7 +907,7 @@ class FeaturePlan:
             if t.ids and t.hash_buckets is None:
                 s = stats.columns[t.name]
                 order = id_order(s["counts"], int(s["rows"]), t.min_frequency, t.max_categories)
-                self.vocab[t.name] = CategoryIndex(s["categories"], order)
+                self.vocab[t.name] = CategoryIndex(list(s["categories"]), order)
         self.target = {t.name: _target(t, spec, stats) for t in spec.columns if t.target_encode}
         #: fitted fills: the strategy and the value of each column filled by one
         self.fills = {
