@@ -7,9 +7,18 @@ loads it the first time a matrix is packed with a kernel.
 from __future__ import annotations
 
 import numpy as np
-from numba import literal_unroll, njit
+from numba import literal_unroll, njit, prange
 
-__all__ = ["fill_column", "interleave", "interleave_mixed", "keep_column", "pack_fill", "pack_keep"]
+__all__ = [
+    "fill_column",
+    "interleave",
+    "interleave_mixed",
+    "interleave_mixed_rows",
+    "interleave_rows",
+    "keep_column",
+    "pack_fill",
+    "pack_keep",
+]
 
 
 # The masked kernels below take ``cols``: a tuple with one ``(values, bits,
@@ -130,3 +139,29 @@ def interleave_mixed(cols, out, lo, hi):  # type: ignore[no-untyped-def]  # prag
         for col in literal_unroll(cols):
             out[i, j] = col[i]
             j += U(1)  # (numba cannot enumerate a literal_unroll)
+
+
+# -- on every core: numba's threads take ranges of rows -----------------------------------
+# Each wrapper splits the rows into ``chunks`` ranges (`prange`) and runs its serial
+# kernel on each. Measured at six columns of five dtypes into a row-major float32
+# matrix, against this thread and a pool worker each running the serial kernel on
+# half the rows: 626 -> 497 us at 336,776 rows, 1.33 -> 1.16 ms at 1e6 (a
+# hand-written `prange` loop: 492 us, 1.16 ms); below about a million elements one
+# thread is faster than either (100,000 rows: 218 us, against 257 us on two).
+
+
+@njit(nogil=True, parallel=True, cache=True)
+def interleave_rows(cols, out, chunks):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """`interleave` of all rows, ``chunks`` ranges of them on numba's threads."""
+    n = out.shape[0]
+    for c in prange(chunks):
+        interleave(cols, out, n * c // chunks, n * (c + 1) // chunks)
+
+
+@njit(nogil=True, parallel=True, cache=True)
+def interleave_mixed_rows(cols, out, chunks):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """`interleave_mixed` of all rows, ``chunks`` ranges of them on numba's threads."""
+    n = out.shape[0]
+    for c in prange(chunks):
+        interleave_mixed(cols, out, n * c // chunks, n * (c + 1) // chunks)
+
