@@ -117,14 +117,17 @@ def clear_cache() -> None:
 def __getattr__(name: str) -> Any:
     # Loaded on first use, so that `import colbridge` stays short: the bridge
     # functions (the columns layer) and the kernel cache (the backends layer).
+    # the first use of a name keeps it here: the next is a plain attribute read
     if name in ("as_tensor", "to_tensor", "to_torch", "TensorView"):
         from colbridge import columns
 
-        return getattr(columns, name)
+        value = globals()[name] = getattr(columns, name)
+        return value
     if name in ("CacheInfo", "kernel_cache"):
         from colbridge.backends import kernel_cache
 
-        return getattr(kernel_cache, name)
+        value = globals()[name] = getattr(kernel_cache, name)
+        return value
     if name in ("io", "dask"):  # the jobs layer loads on first use
         import importlib
 

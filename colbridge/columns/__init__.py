@@ -51,4 +51,6 @@ def __getattr__(name: str) -> Any:
     if home is None:
         msg = f"module 'colbridge.columns' has no attribute {name!r}"
         raise AttributeError(msg)
-    return getattr(importlib.import_module(f"colbridge.columns.{home}"), name)
+    # kept here once loaded: the next use is a plain attribute read
+    value = globals()[name] = getattr(importlib.import_module(f"colbridge.columns.{home}"), name)
+    return value

@@ -101,6 +101,8 @@ def parse_dtype(spec: Any) -> DType:
     """
     if isinstance(spec, DType):
         return spec
+    if isinstance(spec, str) and spec in _BY_NAME:  # the common spelling, without NumPy
+        return _BY_NAME[spec]
     if isinstance(spec, pa.DataType):
         found = dtype_from_arrow(spec)
         if found is not None:
@@ -117,6 +119,9 @@ def parse_dtype(spec: Any) -> DType:
     msg = f"unknown or unsupported dtype {spec!r}; use one of: {valid}"
     raise UnsupportedTypeError(msg)
 
+
+#: Each dtype by its own name (`parse_dtype`'s fast path).
+_BY_NAME = {d.value: d for d in DType}
 
 _POLARS_NAMES = {
     "Boolean": "bool",
