@@ -105,6 +105,58 @@ def _fold_columns(table, order, folds):  # type: ignore[no-untyped-def]
     return sums, counts, squares, counted
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _encoding(s, n, q, n_y, s_y, q_y, m, auto):  # type: ignore[no-untyped-def]
+    # one category's encoding (`colbridge.io.encoders.fold_encodings`), NumPy's
+    # operations in NumPy's order: NaN where NumPy gives NaN
+    mean = s_y / n_y if n_y != 0.0 else np.nan
+    if n == 0.0:
+        return mean
+    if not auto:
+        return (s + m * mean) / (n + m)
+    var = q_y / n_y - mean * mean if n_y != 0.0 else np.nan
+    var = 0.0 if var < 0.0 else var  # NaN stays NaN, as with np.maximum
+    cat_mean = s / n
+    cat_var = q / n - cat_mean * cat_mean
+    cat_var = 0.0 if cat_var < 0.0 else cat_var
+    lam = var * n / (var * n + cat_var)
+    if lam != lam:
+        return mean
+    return lam * cat_mean + (1 - lam) * mean
+
+
+@numba.njit(cache=True, nogil=True)
+def _fold_encodings(sums, counts, squares, ys, m, auto):  # type: ignore[no-untyped-def]
+    folds, k = sums.shape
+    n_y = 0.0
+    s_y = 0.0
+    q_y = 0.0
+    for f in range(folds):  # the folds in order, as NumPy sums an axis
+        n_y += ys[f, 0]
+        s_y += ys[f, 1]
+        q_y += ys[f, 2]
+    full = np.empty(k + 1)
+    per_fold = np.empty((folds, k + 1))
+    for j in range(k):
+        s = 0.0
+        n = 0.0
+        q = 0.0
+        for f in range(folds):
+            s += sums[f, j]
+            n += counts[f, j]
+            q += squares[f, j]
+        full[j] = _encoding(s, n, q, n_y, s_y, q_y, m, auto)
+        for f in range(folds):
+            per_fold[f, j] = _encoding(s - sums[f, j], n - counts[f, j], q - squares[f, j],
+                                       n_y - ys[f, 0], s_y - ys[f, 1], q_y - ys[f, 2], m,
+                                       auto)  # fmt: skip
+    full[k] = s_y / n_y if n_y != 0.0 else np.nan
+    for f in range(folds):
+        n_f = n_y - ys[f, 0]
+        per_fold[f, k] = (s_y - ys[f, 1]) / n_f if n_f != 0.0 else np.nan
+    return full, per_fold
+
+
 # -- exact order statistics (the robust scaler's quantiles) ------------------------------
 # A float64's bits, with the sign bit flipped for numbers >= +0.0 and every bit flipped
 # for negative ones, order as the numbers do (-0.0 just below +0.0): ranks are found

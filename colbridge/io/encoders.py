@@ -29,6 +29,7 @@ __all__ = [
     "add_target_rows",
     "fnv1a64",
     "fold_columns",
+    "fold_encodings",
     "folds_of",
     "id_order",
     "id_vocabulary",
@@ -38,7 +39,6 @@ __all__ = [
     "scatter_one_hot",
     "sort_categories",
     "sort_indices",
-    "target_encodings",
     "value_set",
 ]
 
@@ -728,38 +728,36 @@ def folds_of(start: int, rows: int, folds: int, seed: int) -> np.ndarray[Any, An
     return result
 
 
-def target_encodings(
+def fold_encodings(
     sums: np.ndarray[Any, Any],
     counts: np.ndarray[Any, Any],
     sumsq: np.ndarray[Any, Any],
-    y: tuple[float, float, float],
+    ys: np.ndarray[Any, Any],
     smoothing: float | str,
-) -> tuple[np.ndarray[Any, Any], float]:
-    """Encoding per category and the encoding of an unseen one (the target mean).
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Target encodings fitted on all folds and on all but each one.
 
-    ``y`` is ``(rows, sum, sum of squares)`` of the target over the fitting rows.
-    A float ``smoothing`` m gives ``(sum + m * mean) / (count + m)``; ``"auto"``
-    gives scikit-learn's empirical-Bayes blend ``λ * cat_mean + (1 - λ) * mean``
-    with ``λ = var * n / (var * n + cat_var)`` (population variances). A category
-    with no fitting rows gets the mean.
+    ``sums``, ``counts``, ``sumsq``: ``(folds, categories)`` target sums, row counts and
+    sums of squares; ``ys``: ``(folds, 3)`` rows, sum and sum of squares of the target
+    per fold. Returns ``full`` (``categories + 1``: each category's encoding fitted on
+    every fold, then the unseen value's, the target mean) and ``per_fold`` (``(folds,
+    categories + 1)``: the same fitted on the other folds only, so that a training
+    row never sees its own label). A float ``smoothing`` m gives ``(sum + m * mean) /
+    (count + m)``; ``"auto"`` gives scikit-learn's empirical-Bayes blend ``λ *
+    cat_mean + (1 - λ) * mean`` with ``λ = var * n / (var * n + cat_var)`` (population
+    variances). A category with no fitting rows gets the mean. One pass
+    (`colbridge.io.encoder_kernels`), each category's totals over the folds made once.
     """
-    n_y, s_y, q_y = y
-    mean = s_y / n_y if n_y else float("nan")
-    sums = np.asarray(sums, dtype=np.float64)
-    counts = np.asarray(counts, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if smoothing == "auto":
-            var = max(q_y / n_y - mean * mean, 0.0) if n_y else float("nan")
-            cat_mean = sums / counts
-            cat_var = np.maximum(np.asarray(sumsq, dtype=np.float64) / counts - cat_mean**2, 0.0)
-            lam = var * counts / (var * counts + cat_var)
-            enc = lam * cat_mean + (1 - lam) * mean
-            enc = np.where(np.isnan(lam), mean, enc)
-        else:
-            m = float(smoothing)
-            enc = (sums + m * mean) / (counts + m)
-    enc = np.where(counts == 0, mean, enc)
-    return enc, mean
+    auto = smoothing == "auto"
+    result: tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] = _kernels()._fold_encodings(
+        np.ascontiguousarray(sums, dtype=np.float64),
+        np.ascontiguousarray(counts, dtype=np.float64),
+        np.ascontiguousarray(sumsq, dtype=np.float64),
+        np.ascontiguousarray(ys, dtype=np.float64),
+        0.0 if auto else float(smoothing),
+        auto,
+    )
+    return result
 
 
 def linear_quantiles(values: np.ndarray[Any, Any], qs: list[float]) -> list[float | None]:

@@ -44,6 +44,7 @@ from colbridge.io.encoders import (
     add_target_rows,
     fnv1a64,
     fold_columns,
+    fold_encodings,
     folds_of,
     id_order,
     infrequent_mask,
@@ -51,7 +52,6 @@ from colbridge.io.encoders import (
     quantile_edges,
     scatter_one_hot,
     sort_categories,
-    target_encodings,
 )
 from colbridge.io.progress import JobProgress
 from colbridge.io.sink import AtomicWriter
@@ -872,17 +872,7 @@ def _target(t: ColumnTransform, spec: FeatureSpec, stats: FeatureStats) -> _Targ
     counts = np.asarray(s["fold_counts"], dtype=np.float64).reshape(sums.shape)
     sumsq = np.asarray(s["fold_sumsq"], dtype=np.float64).reshape(sums.shape)
     ys = np.asarray(s["fold_target"], dtype=np.float64).reshape(-1, 3)
-    all_sums, all_counts, all_sumsq, all_ys = sums.sum(0), counts.sum(0), sumsq.sum(0), ys.sum(0)
-    enc, mean = target_encodings(all_sums, all_counts, all_sumsq, tuple(all_ys), spec.smoothing)
-    full = np.append(enc, mean)
-    per_fold = np.empty((sums.shape[0], full.size))
-    for f in range(sums.shape[0]):
-        # fitted on the other folds only: a training row never sees its own label
-        enc_f, mean_f = target_encodings(
-            all_sums - sums[f], all_counts - counts[f], all_sumsq - sumsq[f],
-            tuple(all_ys - ys[f]), spec.smoothing,
-        )  # fmt: skip
-        per_fold[f] = np.append(enc_f, mean_f)
+    full, per_fold = fold_encodings(sums, counts, sumsq, ys, spec.smoothing)
     # a copy of the list (of pointers): the statistics may change after the plan is made
     return _Target(CategoryIndex(list(s["categories"])), full, per_fold)
 

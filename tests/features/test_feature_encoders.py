@@ -442,3 +442,43 @@ def test_robust_fit_of_no_finite_value_is_empty(values: list[float | None]) -> N
     spec = FeatureSpec.from_dict({"columns": {"x": {"scale": "robust"}}})
     stats = fit_stats(pa.table({"x": pa.array(values, pa.float64())}), spec)
     assert stats.columns["x"] == {"q25": None, "median": None, "q75": None}
+
+
+def _encodings_oracle(s, n, q, y, smoothing):  # type: ignore[no-untyped-def]
+    # scikit-learn's TargetEncoder formulas, written out with NumPy
+    n_y, s_y, q_y = y
+    mean = s_y / n_y if n_y else float("nan")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if smoothing == "auto":
+            var = max(q_y / n_y - mean * mean, 0.0) if n_y else float("nan")
+            cat_mean = s / n
+            cat_var = np.maximum(q / n - cat_mean**2, 0.0)
+            lam = var * n / (var * n + cat_var)
+            enc = np.where(np.isnan(lam), mean, lam * cat_mean + (1 - lam) * mean)
+        else:
+            enc = (s + smoothing * mean) / (n + smoothing)
+    return np.append(np.where(n == 0, mean, enc), mean)
+
+
+@pytest.mark.parametrize("smoothing", [10.0, 0.0, "auto"])
+@pytest.mark.parametrize("seed", range(6))
+def test_fold_encodings_match_the_formulas_per_fold(smoothing: object, seed: int) -> None:
+    from colbridge.io.encoders import fold_encodings
+
+    rng = np.random.default_rng(seed)
+    folds, k = int(rng.integers(1, 6)), int(rng.integers(0, 60))
+    counts = rng.integers(0, 4, (folds, k)).astype(np.float64)  # categories absent from folds
+    sums = rng.standard_normal((folds, k)) * counts
+    sumsq = sums**2 + counts * rng.random((folds, k))
+    sumsq[:, : k // 4] = sums[:, : k // 4] ** 2 / np.maximum(counts[:, : k // 4], 1)  # var 0
+    ys = np.stack([counts.sum(1) + (seed == 0), sums.sum(1), sumsq.sum(1)], axis=1)
+    if seed == 1:
+        ys[:] = 0.0  # no target at all: every encoding NaN, as the formulas give
+    full, per_fold = fold_encodings(sums, counts, sumsq, ys, smoothing)  # type: ignore[arg-type]
+    tot = sums.sum(0), counts.sum(0), sumsq.sum(0)
+    np.testing.assert_allclose(full, _encodings_oracle(*tot, tuple(ys.sum(0)), smoothing),
+                               rtol=1e-12, atol=1e-12)  # fmt: skip
+    for f in range(folds):
+        rest = tot[0] - sums[f], tot[1] - counts[f], tot[2] - sumsq[f]
+        want = _encodings_oracle(*rest, tuple(ys.sum(0) - ys[f]), smoothing)
+        np.testing.assert_allclose(per_fold[f], want, rtol=1e-12, atol=1e-12)
