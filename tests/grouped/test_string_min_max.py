@@ -49,7 +49,7 @@ def test_equal_polars(kind: str, n: int, seed: int, groups: int, nulls: float, o
 
     def grouped(m: Any, q: Any) -> Any:
         h = m.col("h")
-        return q.group_by("g").agg(lo=h.min(), hi=h.max(), n=h.count())
+        return q.group_by("g", maintain_order=True).agg(lo=h.min(), hi=h.max(), n=h.count())
 
     def window(m: Any, q: Any) -> Any:
         h = m.col("h")
@@ -65,8 +65,9 @@ def test_enums_in_category_order_and_string_functions() -> None:
     df = df.with_columns(e=pl.col("s").cast(pl.Enum(["c", "b", "a", "B"])))
 
     def steps(m: Any, q: Any) -> Any:
-        return q.group_by("g").agg(e_lo=m.col("e").min(), e_hi=m.col("e").max(),
-                                   up=m.col("s").str.to_uppercase().max())  # fmt: skip
+        return q.group_by("g", maintain_order=True).agg(
+            e_lo=m.col("e").min(), e_hi=m.col("e").max(), up=m.col("s").str.to_uppercase().max()
+        )
 
     assert_frame_equal(steps(cb, df.gpu).compute(), steps(pl, df), check_row_order=False)
     got = df.gpu.select(lo=cb.col("e").min(), hi=cb.col("s").max()).compute()
@@ -92,13 +93,14 @@ def test_a_stream_and_the_cuda_code_path(tmp_path: Any) -> None:
     df.write_parquet(path, row_group_size=400)
 
     def steps(m: Any, q: Any) -> Any:
-        return q.group_by("g").agg(lo=m.col("s").min(), hi=m.col("s").max())
+        return q.group_by("g", maintain_order=True).agg(lo=m.col("s").min(), hi=m.col("s").max())
 
     def temporal(m: Any, q: Any) -> Any:
         d, du = m.col("d"), m.col("du")
-        return q.group_by("g").agg(c=m.col("c").max(), n=m.col("n").min(), d_lo=d.min(),
-                                   d_hi=d.max(), t=m.col("t").min(), du=du.max(),
-                                   du_mean=du.mean(), d_mean=d.mean())  # fmt: skip
+        return q.group_by("g", maintain_order=True).agg(
+            c=m.col("c").max(), n=m.col("n").min(), d_lo=d.min(), d_hi=d.max(),
+            t=m.col("t").min(), du=du.max(), du_mean=du.mean(), d_mean=d.mean(),
+        )
 
     want = steps(pl, df)
     streamed = steps(cb, pl.scan_parquet(path).gpu).compute()
