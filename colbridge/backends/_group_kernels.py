@@ -15,7 +15,7 @@ import numpy as np
 
 __all__ = [
     "edge_rows", "first_ranks", "group_products", "group_select", "rank_packed", "rank_runs",
-    "renumber",
+    "renumber", "same_strings",
 ]  # fmt: skip
 
 
@@ -326,7 +326,8 @@ def _same_key(h: Any, head: Any, head2: Any, meta: Any, h_: Any, head_: Any, hea
         return False
     if (meta >> _ROW_BITS) <= np.uint64(16):
         return True
-    return _same_bytes(offsets, data, np.intp(meta & _ROW_MASK), np.intp(meta_ & _ROW_MASK))
+    return same_strings(offsets, data, np.intp(meta & _ROW_MASK), offsets, data,
+                        np.intp(meta_ & _ROW_MASK))  # fmt: skip
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -354,14 +355,16 @@ def _hash_bytes(offsets: Any, words: Any, i: Any) -> Any:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _same_bytes(offsets: Any, data: Any, i: Any, j: Any) -> bool:
+def same_strings(offsets: Any, data: Any, i: Any, other_offsets: Any, other_data: Any,
+                 j: Any) -> bool:  # fmt: skip
+    """Whether string ``i`` of one array's buffers has the bytes of string ``j`` of another's."""
     a = offsets[i]
-    b = offsets[j]
+    b = other_offsets[j]
     length = offsets[i + 1] - a
-    if offsets[j + 1] - b != length:
+    if other_offsets[j + 1] - b != length:
         return False
     for k in range(length):  # noqa: SIM110 (a loop numba compiles)
-        if data[a + k] != data[b + k]:
+        if data[a + k] != other_data[b + k]:
             return False
     return True
 

@@ -11,6 +11,8 @@ import numba
 import numpy as np
 from numba import prange
 
+from colbridge.backends._group_kernels import same_strings
+
 __all__ = ["thread_count", "top_histograms"]
 
 
@@ -474,19 +476,6 @@ def _string_key(offsets, data, i):  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _same_bytes(offsets, data, i, known_offsets, known_data, k):  # type: ignore[no-untyped-def]
-    start = offsets[i]
-    at = known_offsets[k]
-    length = offsets[i + 1] - start
-    if known_offsets[k + 1] - at != length:
-        return False
-    for j in range(length):  # noqa: SIM110 (a loop numba compiles)
-        if known_data[at + j] != data[start + j]:
-            return False
-    return True
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
 def _probe(slots, mask, h, head, head2, meta, offsets, data, i, known_offsets, known_data):  # type: ignore[no-untyped-def]
     # (slot, number) of string i with key (h, head, head2, meta): number -1 and the
     # empty slot that ends its probe when it is not known
@@ -499,7 +488,7 @@ def _probe(slots, mask, h, head, head2, meta, offsets, data, i, known_offsets, k
         if (slots[at] == h and slots[at + 1] == head and slots[at + 2] == head2
                 and (tag >> _LEN_SHIFT) == (meta >> _LEN_SHIFT)):  # fmt: skip
             k = np.intp(tag & _NUMBER_MASK) - 1
-            if (meta >> _LEN_SHIFT) <= np.uint64(16) or _same_bytes(
+            if (meta >> _LEN_SHIFT) <= np.uint64(16) or same_strings(
                 offsets, data, i, known_offsets, known_data, k
             ):
                 return at, k
