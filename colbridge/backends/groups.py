@@ -56,6 +56,7 @@ __all__ = [
     "string_buffers",
     "string_codes",
     "take",
+    "thread_count",
 ]
 
 #: Up to this many rows ids are renumbered with NumPy (nothing to compile).
@@ -265,7 +266,7 @@ def string_codes(array: pa.Array) -> tuple[np.ndarray[Any, Any], np.ndarray[Any,
     tail = np.zeros((int(tail_offsets[-1]) + 23) // 8 * 8, dtype=np.uint8)
     tail[: int(tail_offsets[-1])] = data[first_tail : int(offsets[-1])]
     valid = _valid(array)
-    chunks = 4 * _threads()
+    chunks = 4 * thread_count()
     args = (read_only(offsets), read_only(data), read_only(words), read_only(tail_offsets),
             read_only(tail.view(np.uint64)), safe,
             np.zeros(0, np.bool_) if valid is None else valid, chunks)  # fmt: skip
@@ -331,8 +332,9 @@ def _is_text(t: pa.DataType) -> bool:
             or pa.types.is_binary_view(t))  # fmt: skip
 
 
-def _threads() -> int:
-    import numba  # loaded already by the kernels
+def thread_count() -> int:
+    """The threads numba runs parallel loops on (`numba.set_num_threads` may lower it)."""
+    import numba  # on first use: `import colbridge` does not load it
 
     return int(numba.get_num_threads())
 

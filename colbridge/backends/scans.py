@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from colbridge.backends.groups import GroupIds, factorize, integer_values
+from colbridge.backends.groups import GroupIds, factorize, integer_values, thread_count
 from colbridge.errors import ComputeError, NullValuesError
 from colbridge.expr.nodes import (
     STRING_COMPARISONS,
@@ -306,13 +306,6 @@ def _kernels() -> Any:
     return _scan_kernels
 
 
-def _threads() -> int:
-    """The threads numba runs parallel loops on (`numba.set_num_threads` may lower it)."""
-    import numba
-
-    return int(numba.get_num_threads())
-
-
 def _compute_type(dtype: DType, func: str) -> np.dtype[Any]:
     """The type scan ``func`` over a column of ``dtype`` computes in.
 
@@ -418,7 +411,7 @@ def run_carried(carry: Carry, values: np.ndarray[Any, Any], valid: np.ndarray[An
     func, options, compute, t = carry.func, carry.options, carry.compute, carry.tables
     zero = compute.type(0)
     # threads that share the groups of the kernels that split them (`_scan_kernels`)
-    parts = max(1, min(_threads(), carry.count))
+    parts = max(1, min(thread_count(), carry.count))
     if rolling_weights(func, options) is not None:  # trailing weighted windows
         k.rolling_weighted_by_key(values, ids, parts, _WEIGHTED[func],
                                   weights_for(func, options, compute), options[1], zero, *t,

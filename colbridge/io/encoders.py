@@ -2,8 +2,9 @@
 
 Fitting adds each batch to per-category totals (value counts, per-fold target
 sums: `CategoryTotals`) kept over the first pass; applying maps each batch's
-values to codes with ``pyarrow.compute.index_in`` and gathers NumPy arrays, so
-no per-row Python runs. The rules follow scikit-learn where it has the encoder
+values to their fitted categories' positions (`CategoryIndex`: strings looked up on
+every core, other types by ``pyarrow.compute.index_in``) and gathers NumPy arrays,
+so no per-row Python runs. The rules follow scikit-learn where it has the encoder
 (`OneHotEncoder`'s infrequent categories, `TargetEncoder`'s smoothing,
 `KBinsDiscretizer`'s quantile edges) and NVTabular's ``Categorify`` for ids.
 """
@@ -17,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from colbridge.backends.groups import gather_views, string_buffers, string_codes
+from colbridge.backends.groups import gather_views, string_buffers, string_codes, thread_count
 from colbridge.memory import empty_array, one_array, read_only
 
 __all__ = [
@@ -120,6 +121,9 @@ class StringNumbers:
         used by nothing else and no lookup finds it (so from an empty table, a value's
         number is its first position in ``local``).
         """
+        if local.null_count:  # a null's empty bytes would be numbered as ""
+            msg = "StringNumbers.find takes no null: number it with add_null"
+            raise ValueError(msg)
         k = _kernels()
         offsets, data = (read_only(b) for b in string_buffers(local))
         n = len(local)
@@ -150,7 +154,7 @@ class StringNumbers:
         ``offsets``/``data`` are a string array's (`string_buffers`), ``valid`` its
         validity (empty: no nulls); nothing is added.
         """
-        chunks = 1 if len(out) < 16384 else 4 * _kernels().thread_count()
+        chunks = 1 if len(out) < 16384 else 4 * thread_count()
         _kernels()._find_strings(offsets, data, valid, read_only(self._offsets),
                                  read_only(self._data), read_only(self._slots), chunks,
                                  out)  # fmt: skip
@@ -457,7 +461,7 @@ def add_target_rows(
     The table's columns are the folds' target sums, then their row counts, then their
     sums of squares (``3 * folds`` columns); rows are added in order.
     """
-    parts = 1 << max(_kernels().thread_count() - 1, 0).bit_length()  # threads, to a power of 2
+    parts = 1 << max(thread_count() - 1, 0).bit_length()  # threads, to a power of 2
     _kernels()._target_sums(codes, fold, read_only(y), folds, totals.table, per_fold, parts)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -157,3 +158,10 @@ def test_codes_of_many_rows_on_every_core_match_index_in() -> None:
     index = CategoryIndex(cats)
     for layout in (rows, rows.cast(pa.large_string()), rows.cast(pa.string_view())):
         np.testing.assert_array_equal(index.codes(layout), _expected_codes(rows, cats))
+
+
+def test_a_null_given_to_find_is_refused() -> None:
+    numbers = StringNumbers()
+    with pytest.raises(ValueError, match="add_null"):
+        numbers.find(pa.array(["a", None]))
+    assert len(numbers) == 0
