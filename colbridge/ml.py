@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
 from colbridge.io.fuse import (
     FeaturePlan,
@@ -65,8 +65,11 @@ def _y_array(y: Any) -> pa.Array:
     if module == "polars":
         return y.to_arrow()
     values = np.asarray(y)
+    if values.ndim == 2 and values.shape[1] == 1:
+        values = values.reshape(-1)  # a column vector, as scikit-learn takes one
     if values.ndim != 1:
-        values = values.reshape(-1)
+        msg = f"y must be one target column; got an array of shape {values.shape}"
+        raise ValueError(msg)
     return pa.array(values)
 
 
@@ -208,7 +211,10 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
         tags.input_tags.allow_nan = True  # nulls and NaN are data here (fill_null, indicator)
         tags.input_tags.string = True
         tags.input_tags.categorical = True
-        tags.transformer_tags.preserves_dtype = [str(np.dtype(self.dtype))]
+        try:
+            tags.transformer_tags.preserves_dtype = [str(np.dtype(self.dtype))]
+        except TypeError:  # not a dtype: the spec's check names it when fitting
+            tags.transformer_tags.preserves_dtype = []
         tags.target_tags.required = False
         return tags
 
@@ -278,6 +284,17 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
             return table, self.target
         name = self.target if self.target is not None else _Y
         values = _y_array(y)
+        if self.target_encode and not (
+            pa.types.is_integer(values.type)
+            or pa.types.is_floating(values.type)
+            or pa.types.is_boolean(values.type)
+            or pa.types.is_null(values.type)
+        ):
+            msg = (
+                f"y has type `{values.type}`; target encoding needs a numeric or boolean "
+                "target (encode class labels as 0/1 first)"
+            )
+            raise ValueError(msg)
         if len(values) != table.num_rows:
             msg = f"y has {len(values)} rows but X has {table.num_rows}; they must match"
             raise ValueError(msg)
@@ -339,8 +356,13 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
         return self._fitted_plan().transform(table, out_of_fold=out_of_fold).features
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray[Any, Any]:
-        """Names of the matrix's columns (``c=value``, ``<name>_missing``, ``ts_hour``...)."""
+        """Names of the matrix's columns (``c=value``, ``<name>_missing``, ``ts_hour``...).
+
+        ``input_features``, when given, must be the fitted input's columns (as for any
+        scikit-learn transformer; a mismatch raises ``ValueError``).
+        """
         check_is_fitted(self, "stats_")
+        _check_feature_names_in(self, input_features)
         return np.asarray(self.feature_names_out_, dtype=object)
 
     def save_stats(self, path: str | os.PathLike[str]) -> None:

@@ -220,7 +220,7 @@ def _fill_fast(arrays: list[np.ndarray[Any, Any]], out: np.ndarray[Any, Any]) ->
     n, ncols = out.shape
     column_major = out.flags.f_contiguous and not out.flags.c_contiguous
     if out.dtype == np.float16:
-        return False  # the general path widens to float32 first; keep its rounding
+        return False  # the general path rounds once, from float64
     if not (column_major or ncols == 1 or n * ncols < _FAST_C_MIN_ELEMENTS):
         dtype = arrays[0].dtype
         if (
@@ -416,8 +416,11 @@ def to_tensor(
         pass
     elif n and ncols:
         if out_dtype == np.float16:
-            wide = np.empty((n, ncols), dtype=np.float32, order=np_order)
-            _fill(chunked, specs, wide, valid, np.float32(fill_value))
+            # numba has no float16: the kernels write float64 (which holds every value a
+            # float16 can round from), NumPy rounds once to float16 as its `astype` does
+            # (through float32, a float64 value would be rounded twice)
+            wide = np.empty((n, ncols), dtype=np.float64, order=np_order)
+            _fill(chunked, specs, wide, valid, np.float64(fill_value))
             out[...] = wide
         else:
             _fill(chunked, specs, out, valid, fill_value)

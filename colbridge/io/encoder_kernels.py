@@ -116,7 +116,10 @@ def _encoding(s, n, q, n_y, s_y, q_y, m, auto):  # type: ignore[no-untyped-def]
     cat_mean = s / n
     cat_var = q / n - cat_mean * cat_mean
     cat_var = 0.0 if cat_var < 0.0 else cat_var
-    lam = var * n / (var * n + cat_var)
+    spread = var * n + cat_var
+    if spread == 0.0:  # 0 / 0: NaN in NumPy (a constant target), which gives the mean
+        return mean
+    lam = var * n / spread
     if lam != lam:
         return mean
     return lam * cat_mean + (1 - lam) * mean

@@ -28,6 +28,7 @@ __all__ = [
     "CategoryTotals",
     "StringNumbers",
     "add_target_rows",
+    "category_array",
     "fnv1a64",
     "fold_columns",
     "fold_encodings",
@@ -574,6 +575,20 @@ def value_set(categories: list[Any] | pa.Array, typ: pa.DataType) -> pa.Array:
     return pa.array(categories, type=typ)
 
 
+def category_array(values: list[Any]) -> pa.Array:
+    """Fitted categories (as the statistics file keeps them) as an Arrow array.
+
+    Integers above Int64's range (a UInt64 column's) are UInt64, where Arrow's own
+    inference stops at Int64 and overflows.
+    """
+    try:
+        return pa.array(values)
+    except (OverflowError, pa.ArrowInvalid):
+        if all(v is None or (isinstance(v, int) and v >= 0) for v in values):
+            return pa.array(values, pa.uint64())
+        raise
+
+
 class CategoryIndex:
     """Positions of fitted categories, looked up batch after batch (`codes`).
 
@@ -599,7 +614,7 @@ class CategoryIndex:
         """The categories, as an Arrow array (made on first use: a fit needs none)."""
         if self._values is None:
             given = self._given
-            values = given if isinstance(given, pa.Array) else pa.array(list(given))
+            values = given if isinstance(given, pa.Array) else category_array(list(given))
             if self._order is not None:
                 values = values.take(pa.array(self._order, pa.int64()))
             self._values = values

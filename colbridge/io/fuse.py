@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -35,13 +36,14 @@ from colbridge.errors import (
     JobSpecError,
     UnsupportedTypeError,
 )
-from colbridge.expr.api import Expr, col
+from colbridge.expr.api import Expr, col, when
 from colbridge.expr.nodes import Agg, Literal
 from colbridge.io.encoders import (
     NULL_ID,
     CategoryIndex,
     CategoryTotals,
     add_target_rows,
+    category_array,
     fnv1a64,
     fold_columns,
     fold_encodings,
@@ -113,6 +115,20 @@ _DATE_ONLY = frozenset({"month", "weekday", "day", "ordinal_day"})
 _TIME_ONLY = frozenset({"hour", "minute"})
 
 
+def _plain_number(value: Any) -> Any:
+    """A NumPy integer or float as Python's (``np.int64(2)`` from a parameter grid).
+
+    So that it is checked as one and written to the statistics file; anything else as is.
+    """
+    if isinstance(value, bool | np.bool_):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    return value
+
+
 def _check_min_frequency(name: str, value: float | None) -> None:
     if value is None:
         return
@@ -171,6 +187,8 @@ class ColumnTransform:
     cyclical: bool = False
 
     def __post_init__(self) -> None:
+        for key in ("min_frequency", "max_categories", "hash_buckets", "quantile_bins"):
+            object.__setattr__(self, key, _plain_number(getattr(self, key)))
         self._check_datetime()
         self._check_fill()
         if self.scale not in (None, "zscore", "minmax", "robust"):
@@ -221,6 +239,13 @@ class ColumnTransform:
                     f"column `{self.name}`: `quantile_bins` must be >= 1, got {self.quantile_bins}"
                 )
                 raise JobSpecError(msg)
+        lower, upper = self.clip if self.clip is not None else (None, None)
+        if lower is not None and upper is not None and lower > upper:
+            msg = (
+                f"column `{self.name}`: `clip` bounds {(lower, upper)} have the lower one "
+                "above the upper one; give (lower, upper)"
+            )
+            raise JobSpecError(msg)
         if self.handle_unknown not in HANDLE_UNKNOWN:
             msg = (
                 f"column `{self.name}`: unknown `handle_unknown` {self.handle_unknown!r}; "
@@ -482,7 +507,14 @@ def feature_columns(
         out.setdefault(name, {})
     for key, value in (("zscore", zscore), ("minmax", minmax), ("robust", robust)):
         for name in names(value):
-            out.setdefault(name, {})["scale"] = key
+            cfg = out.setdefault(name, {})
+            if cfg.get("scale", key) != key:
+                msg = (
+                    f"column `{name}` is given two scalings ({cfg['scale']}, {key}); "
+                    "choose one per column"
+                )
+                raise JobSpecError(msg)
+            cfg["scale"] = key
     flags = (
         ("one_hot", one_hot), ("ids", ids), ("target_encode", target_encode),
         ("log1p", log1p), ("indicator", indicator),
@@ -573,7 +605,8 @@ class FeatureStats:
             msg = f"{where} is not a colbridge feature-stats file"
             raise JobSpecError(msg)
         version = data.get("version")
-        if version not in STATS_VERSIONS:
+        # exactly an integer: JSON's `true` and `4.0` compare equal to 1 and 4
+        if type(version) is not int or version not in STATS_VERSIONS:
             msg = (
                 f"{where} has version {version!r}, which this colbridge cannot read "
                 f"(it reads versions {', '.join(map(str, STATS_VERSIONS))}); refit the "
@@ -737,23 +770,24 @@ def _feature_expr(t: ColumnTransform, stats: FeatureStats, dtype: DType) -> Expr
     elif t.scale == "minmax":
         lo, hi = _stat(s, "min"), _stat(s, "max")
         base = lo if lo is not None else 0.0
-        span = hi - base if hi is not None and hi > base else 1.0
-        e = (e - base) / span
+        # MinMaxScaler's rule: a span below 10 ulps of 1 scales by 1
+        span = hi - base if hi is not None else 0.0
+        e = (e - base) / (span if span >= 10 * np.finfo(np.float64).eps else 1.0)
     elif t.scale == "robust":
         # RobustScaler: centre on the median, divide by the interquartile range (1 if 0)
         med, q25, q75 = _stat(s, "median"), _stat(s, "q25"), _stat(s, "q75")
         iqr = q75 - q25 if q75 is not None and q25 is not None else 0.0
         e = (e - (med or 0.0)) / (iqr if iqr > 10 * np.finfo(np.float64).eps else 1.0)
     elif t.quantile_bins is not None:
-        # the bin is the number of inner edges <= x (np.searchsorted(..., side="right"))
+        # the bin is the number of inner edges <= x (np.searchsorted(..., side="right"));
+        # NaN has no bin: null, as a null (polars orders NaN above every edge)
         inner = list(s.get("bin_edges") or [])[1:-1]
+        binned = e.clip(0.0, 0.0)
         if inner:
             binned = (e >= inner[0]).cast("float64")
             for edge in inner[1:]:
                 binned = binned + (e >= edge).cast("float64")
-            e = binned
-        else:
-            e = e.clip(0.0, 0.0)
+        e = when(e.is_nan()).then(None).otherwise(binned)
     if t.clip is not None:
         e = e.clip(t.clip[0], t.clip[1])
     return e.cast(dtype.value)
@@ -854,7 +888,8 @@ def _one_hot(t: ColumnTransform, stats: FeatureStats) -> _OneHot:
     if infrequent is not None:
         names.append(f"{t.name}={INFREQUENT}")
     null_unknown = t.categories is not None or stats.version >= 3
-    return _OneHot(CategoryIndex(pa.array(cats)), column_of, names, infrequent, null_unknown)
+    index = CategoryIndex(category_array(cats))
+    return _OneHot(index, column_of, names, infrequent, null_unknown)
 
 
 @dataclass
@@ -888,6 +923,7 @@ class FeaturePlan:
     def __init__(self, spec: FeatureSpec, stats: FeatureStats) -> None:
         _check_stats(spec, stats)
         self.spec = spec
+        self.stats = stats
         self.dtype = parse_dtype(spec.dtype)
         # numeric and date/time columns: their features come out of one fused kernel
         self.kernel = [t for t in spec.columns if t.kind in ("numeric", "datetime")]
@@ -922,6 +958,7 @@ class FeaturePlan:
                 self.names.append(t.name)
             if t.indicator:
                 self.names.append(f"{t.name}{MISSING_SUFFIX}")
+        _check_unique_names(self.names)
         #: per kernel column: its features' expressions, and their names in the matrix
         self.kernel_exprs = {t.name: _feature_exprs(t, stats, self.dtype) for t in self.kernel}
         self.kernel_names = [
@@ -951,6 +988,7 @@ class FeaturePlan:
             if name not in names:
                 msg = f"feature column `{name}` not found; available columns: {names}"
                 raise ColumnNotFoundError(msg)
+        batch = _typed_null_columns(spec, batch, self.stats)
         _check_types(spec, batch.schema)
         n = batch.num_rows
         mat: np.ndarray[Any, Any] | None = None
@@ -1224,6 +1262,26 @@ def _fitted_on_fill(t: ColumnTransform) -> bool:
     )
 
 
+def _finite_only(e: Expr) -> Expr:
+    """``e`` where it is a finite number, else null (what the moments are fitted on)."""
+    return when(e.is_finite()).then(e).otherwise(None)
+
+
+def _scale_of(mean: Any, std: Any, count: Any, ddof: int) -> Any:
+    """The fitted std, 0.0 where scikit-learn's `StandardScaler` finds the column constant.
+
+    Rounding leaves the std of a constant column a few ulps above 0 (``[0.1] * 3``:
+    1.4e-17), which would scale its values to ±1; `StandardScaler` tests the variance
+    against a bound of its rounding (``_is_constant_feature``) and divides by 1 there.
+    """
+    if mean is None or std is None or not count or not math.isfinite(std):
+        return std
+    eps = float(np.finfo(np.float64).eps)
+    variance = std * std * (count - ddof) / count  # the population variance it tests
+    bound = count * eps * variance + (count * mean * eps) ** 2
+    return 0.0 if variance <= bound else std
+
+
 def _fit(
     source: InputSource,
     spec: FeatureSpec,
@@ -1246,16 +1304,20 @@ def _fit(
         if (t.one_hot and t.categories is None) or (t.ids and t.hash_buckets is None)
     ]  # fmt: skip
     encoded = [t for t in spec.columns if t.target_encode]
-    # a scaled column's statistics are those of its values after the fill (and log1p)
+    # a scaled column's statistics are those of its values after the fill (and log1p),
+    # NaN and infinities left out, as the exact quantiles leave them out (scikit-learn's
+    # scalers leave NaN out and refuse infinities); they stay as they are in the matrix
     bases = {t.name: _base(t, _fill_value(t, stats)).node for t in moments + exact}
+    numbers = {t.name: _finite_only(Expr(bases[t.name])).node for t in moments}
     # categorical columns filled before they are counted (fitted in the first pass)
     category_fills = {
         t.name: _category_fill(t, stats) for t in counted + encoded if t.fills_category
     }
     aggs: list[Agg] = []
     for t in moments:
-        base = bases[t.name]
-        aggs += [Agg("mean", base), Agg("std", base, spec.ddof), Agg("min", base), Agg("max", base)]
+        base = numbers[t.name]
+        aggs += [Agg("mean", base), Agg("std", base, spec.ddof), Agg("min", base),
+                 Agg("max", base), Agg("count", base)]  # fmt: skip
     classed = classed_labels(labels, source.schema)
     needed = sorted(
         {t.name for t in moments + exact + counted + encoded} | set(fills.names) | set(classed)
@@ -1310,20 +1372,18 @@ def _fit(
         empty = empty_table(source.schema).select(needed)
         reduced = fold_reductions((), aggs, batches(), empty, device)
         for t in moments:
-            base = bases[t.name]
+            base = numbers[t.name]
 
             def value(a: Agg) -> Any:
                 lit_ = reduced[a]
                 assert isinstance(lit_, Literal)
                 return lit_.value
 
+            lo, hi = value(Agg("min", base)), value(Agg("max", base))
+            mean, std = value(Agg("mean", base)), value(Agg("std", base, spec.ddof))
+            count = value(Agg("count", base))
             stats.columns.setdefault(t.name, {}).update(
-                {
-                    "mean": value(Agg("mean", base)),
-                    "std": value(Agg("std", base, spec.ddof)),
-                    "min": value(Agg("min", base)),
-                    "max": value(Agg("max", base)),
-                }
+                {"mean": mean, "std": _scale_of(mean, std, count, spec.ddof), "min": lo, "max": hi}
             )
     for name, entry in fills.finish().items():
         stats.columns.setdefault(name, {}).update(entry)
@@ -1471,6 +1531,13 @@ def _check_types(spec: FeatureSpec, schema: pa.Schema) -> None:
     """Refuse a column whose type its encoding cannot read, naming what to do instead."""
     for t in spec.columns:
         typ = schema.field(t.name).type
+        if pa.types.is_null(typ):  # at transform, `_typed_null_columns` typed it
+            msg = (
+                f"column `{t.name}` has no value to fit on (Arrow type null: every value is "
+                "missing, as in a pandas object column of None); give it a type first "
+                "(e.g. `astype('float64')`, `astype('string')`) or leave it out"
+            )
+            raise UnsupportedTypeError(msg)
         categorical = (
             pa.types.is_dictionary(typ) or pa.types.is_string(typ) or pa.types.is_large_string(typ)
         )
@@ -1502,18 +1569,61 @@ def _check_types(spec: FeatureSpec, schema: pa.Schema) -> None:
             raise UnsupportedTypeError(msg)
         if t.kind == "datetime":
             _check_date_parts(t, typ)
-        elif t.kind != "numeric" and not (
-            pa.types.is_dictionary(typ)
-            or pa.types.is_string(typ)
-            or pa.types.is_large_string(typ)
-            or pa.types.is_integer(typ)
-        ):
-            what = {"one_hot": "one-hot", "ids": "id", "target": "target"}[t.kind]
+        elif t.kind != "numeric":
+            # a dictionary column encodes as its values would: strings or integers
+            values = typ.value_type if pa.types.is_dictionary(typ) else typ
+            if not (
+                pa.types.is_string(values)
+                or pa.types.is_large_string(values)
+                or pa.types.is_integer(values)
+            ):
+                what = {"one_hot": "one-hot", "ids": "id", "target": "target"}[t.kind]
+                msg = (
+                    f"column `{t.name}` of type `{typ}` cannot be {what} encoded; "
+                    "use a string, integer or categorical (dictionary of strings or "
+                    "integers) column"
+                )
+                raise UnsupportedTypeError(msg)
+
+
+def _check_unique_names(names: list[str]) -> None:
+    """Refuse two features of one name (``x``'s indicator beside a column ``x_missing``)."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
             msg = (
-                f"column `{t.name}` of type `{typ}` cannot be {what} encoded; "
-                "use a dictionary, string or integer column"
+                f"two features would be named `{name}` (a column of that name beside a "
+                "feature made from another column); rename that column, or drop one of "
+                "the two features"
             )
-            raise UnsupportedTypeError(msg)
+            raise JobSpecError(msg)
+        seen.add(name)
+
+
+def _typed_null_columns(
+    spec: FeatureSpec, batch: pa.RecordBatch | pa.Table, stats: FeatureStats
+) -> pa.RecordBatch | pa.Table:
+    """Columns of Arrow type null as the type their transform reads, every value null.
+
+    A pandas object column of None only (or an empty one) reaches Arrow as type null:
+    float64 for a number, a timestamp for date parts, the fitted categories' type for
+    an encoded column (strings where no category was fitted), so that they encode as
+    nulls do.
+    """
+    for t in spec.columns:
+        i = batch.schema.get_field_index(t.name)
+        if i < 0 or not pa.types.is_null(batch.schema.field(i).type):
+            continue
+        if t.kind == "numeric":
+            typ = pa.float64()
+        elif t.kind == "datetime":
+            typ = pa.timestamp("us")
+        else:
+            fitted = stats.columns.get(t.name, {}).get("categories") or []
+            known = [c for c in fitted if c is not None][:1]
+            typ = pa.array(known).type if known else pa.string()
+        batch = batch.set_column(i, pa.field(t.name, typ), pa.nulls(batch.num_rows, typ))
+    return batch
 
 
 def _check_date_parts(t: ColumnTransform, typ: pa.DataType) -> None:
