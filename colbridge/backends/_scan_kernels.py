@@ -136,10 +136,11 @@ def cumulative(values: Any, valid: Any, order: Any, tasks: Any, op: int,
                 continue
             if valid[i]:
                 v = values[i]
+                # of equal values the latest (-0.0 after 0.0), as polars
                 if op == CUM_MIN:
-                    if not seen or v < acc or acc != acc:
+                    if not seen or v <= acc or acc != acc:
                         acc = v
-                elif v > acc or acc != acc or not seen:
+                elif v >= acc or acc != acc or not seen:
                     acc = v
                 seen = True
             out[i] = acc
@@ -307,17 +308,24 @@ def _two_part_var(n1: float, s1: float, q1: float, k1: float, n2: float, s2: flo
     ``k`` among its own values, so its ``M2 = q - s**2 / n`` does not cancel; the parts
     meet by Chan's update, ``M2 = M2_1 + M2_2 + (mean_2 - mean_1)**2 * n1 * n2 / n``,
     with two divisions in all. Equal values give exactly 0: every sum is 0 and both
-    means are the same ``k``.
+    means are the same ``k``. Finite values whose squares overflow give infinity, as
+    in polars (their sums stay finite; an infinite or NaN value makes a sum so).
     """
     n = n1 + n2
     z = 1.0 / (n * (n - ddof))
     if n1 == 0.0 or n2 == 0.0:  # one part: the other's sums are 0
         s = s1 + s2
-        return ((q1 + q2) * n - s * s) * z
-    r = 1.0 / (n1 * n2)
-    delta = (k2 - k1) + (s2 * n1 - s1 * n2) * r
-    m2 = (q1 + q2) - (s1 * s1 * n2 + s2 * s2 * n1) * r
-    return m2 * n * z + delta * delta * (n1 * n2) * z
+        var = ((q1 + q2) * n - s * s) * z
+    else:
+        r = 1.0 / (n1 * n2)
+        delta = (k2 - k1) + (s2 * n1 - s1 * n2) * r
+        m2 = (q1 + q2) - (s1 * s1 * n2 + s2 * s2 * n1) * r
+        var = m2 * n * z + delta * delta * (n1 * n2) * z
+    if var != var and abs(s1) < np.inf and abs(s2) < np.inf and q1 == q1 and q2 == q2:
+        # finite values whose squares overflow (inf - inf above): polars' variance of them
+        # is infinite; an infinite or NaN value makes its part's sum infinite or NaN
+        return np.inf
+    return var
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -606,10 +614,11 @@ def _extreme_enter(values: Any, valid: Any, order: Any, pos: int, largest: bool,
         if v != v:
             nans += 1
         else:
-            # queued values the new one beats can never be the extreme again
+            # queued values the new one beats can never be the extreme again; an equal
+            # one stays ahead of it (of equal extremes the earliest, as polars)
             while size > 0:
                 w = values[_row(order, queue[(head + size - 1) & mask])]
-                if (w <= v) if largest else (w >= v):
+                if (w < v) if largest else (w > v):
                     size -= 1
                 else:
                     break
@@ -839,9 +848,9 @@ def cumulative_by_key(values: Any, valid: Any, ids: Any, op: int, reverse: bool,
         elif op == CUM_PROD:
             a = a * v
         elif op == CUM_MIN:
-            if not seen[g] or v < a or a != a:
+            if not seen[g] or v <= a or a != a:  # of equal values the latest, as polars
                 a = v
-        elif v > a or a != a or not seen[g]:
+        elif v >= a or a != a or not seen[g]:
             a = v
         seen[g] = True
         acc[g] = a

@@ -452,6 +452,17 @@ def run_carried(carry: Carry, values: np.ndarray[Any, Any], valid: np.ndarray[An
                                  min_samples, zero, *t, out, out_valid)  # fmt: skip
 
 
+def window_within(window: int, center: bool, n: int) -> int:
+    """A rolling window cut to the rows a window of an ``n``-row frame can cover.
+
+    Any longer window covers the same rows of every group: all rows up to its own
+    (``n`` rows back, trailing), or every row (``2n + 1`` rows, centred); the kernels
+    hold a window's rows, so a window of 2**31 rows would not fit in memory.
+    ``min_samples`` stays as asked (by default the window given).
+    """
+    return min(window, 2 * n + 1 if center else max(n, 1))
+
+
 def run_scan(
     func: str,
     options: tuple[Any, ...],
@@ -477,6 +488,8 @@ def run_scan(
     values, valid = _inputs(func, arg, compute)
     out, out_valid = _outputs(func, n, compute)
     named, func, options = func, *_kernel_call(func, options)
+    if func.startswith("rolling_") and rolling_weights(func, options) is None:
+        options = (window_within(options[0], options[2], n), *options[1:])
     if groups is not None and groups.ids is not None \
             and by_key_method(func, options, groups.count) == "carry":  # fmt: skip
         carry = new_carry(func, options, groups.count, compute)
@@ -669,6 +682,7 @@ def rolling_quantile(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...]
     window, min_samples, center, quantile, method = options
     data = one_array(array)
     n = len(data)
+    window = window_within(window, center, n)
     compute = np.dtype(data.type.to_pandas_dtype())
     values, valid = _inputs("rolling_quantile", data, compute)
     out, out_valid = _outputs("rolling_quantile", n, compute)

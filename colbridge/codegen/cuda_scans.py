@@ -45,7 +45,7 @@ the rows before a block's first row included (the halo comes from global
 memory), so a row costs ``window`` reads: sums and means add the window afresh
 with a Kahan compensation (NaN and infinities counted, as the CPU's sliding sum
 does), variances sum it around its first value in float64 (as the CPU does),
-min and max keep the latest of equal extremes (as the CPU's monotonic queue).
+min and max keep the earliest of equal extremes (as polars and the CPU's queue).
 
 With keys (``.over``) every kernel walks the rows sorted stably by group
 (`generate_scan`'s ``keyed``): running scans are segmented, windows and shifts
@@ -169,7 +169,8 @@ def _state(func: str, options: tuple[Any, ...], ct: str) -> tuple[str, str, str,
             f"out[row] = s.v; ov[row] = {valid};",
         )  # fmt: skip
     if func in ("cum_min", "cum_max"):
-        better = "b.v < a.v" if func == "cum_min" else "b.v > a.v"
+        # of equal values the later one (-0.0 after 0.0), as polars
+        better = "b.v <= a.v" if func == "cum_min" else "b.v >= a.v"
         return (
             f"{ct} v; int seen;", f"s.v = ({ct})0; s.seen = 0;",
             f"r.seen = {valid}; r.v = r.seen ? x[row] : ({ct})0;",
@@ -495,10 +496,12 @@ def _rolling(func: str, ct: str, head: list[str], inputs: list[tuple[str, str]],
         }}
         double var = count - ddof > 0 ? (s2 - s1 * s1 / count) / (count - ddof) : 0.0;
         if (var < 0.0) var = 0.0;
+        // finite values whose squares overflow (inf - inf): infinite, as in polars
+        if (var != var && s1 - s1 == 0.0 && s2 == s2) var = {_inf("double")};
         out[i] = ({ct})({root});
         ov[i] = count >= min_samples && count - ddof > 0;"""
-    else:  # min and max: the latest of equal extremes, as the CPU's monotonic queue keeps
-        better = "v >= best" if func == "rolling_max" else "v <= best"
+    else:  # min and max: the earliest of equal extremes, as polars (and the CPU's queue)
+        better = "v > best" if func == "rolling_max" else "v < best"
         nan = f"nans > 0 ? {_nan(ct)} : " if _float(ct) else ""
         inner = f"""{ct} best = 0;
         long long nans = 0;

@@ -61,6 +61,7 @@ __all__ = [
     "When",
     "children",
     "deep_walk",
+    "fill_per_group",
     "looks_ahead",
     "option_kinds",
     "output_name",
@@ -769,13 +770,22 @@ def push_window(arg: Node, keys: KeySet) -> Node:
         if isinstance(n, Scan):
             inner = tuple(e for e in n.keys.exprs if e not in keys.exprs)
             return Scan(n.func, n.arg, n.options, KeySet(keys.exprs + inner))
-        if isinstance(n, Function) and n.name == "scalar_fill" and not n.options \
-                and _one_value_per_group(n.args[0], keys):  # fmt: skip
-            # `x.shift(1, fill_value=x.mean()).over(g)`: each group's own fill, as polars
-            return Function("scalar_fill", n.args, (keys,))
-        return n
+        return fill_per_group(n, keys)
 
     return transform(arg, fn)
+
+
+def fill_per_group(n: Node, keys: KeySet) -> Node:
+    """A shift's fill by an expression (``scalar_fill``) taken per group of ``keys``.
+
+    `x.shift(1, fill_value=x.mean()).over(g)` (or inside `group_by(g).agg(...)`):
+    each group's own fill, as polars, where the fill has one value per group (its
+    reductions are over those keys, already); any other node as it is.
+    """
+    if isinstance(n, Function) and n.name == "scalar_fill" and not n.options \
+            and _one_value_per_group(n.args[0], keys):  # fmt: skip
+        return Function("scalar_fill", n.args, (keys,))
+    return n
 
 
 def _one_value_per_group(node: Node, keys: KeySet) -> bool:

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from colbridge.errors import SchemaError, UnsupportedTypeError
 from colbridge.expr.nodes import (
     DISTINCT_FLAGS,
@@ -272,8 +274,9 @@ class OrderedTyping:
                                STRING_COMPARISONS else ""))  # fmt: skip
         # a running total of durations is a duration (polars adds them; dates do not add)
         adds_durations = func == "cum_sum" and logical.kind == "duration"
-        if (func not in _KEEP_LOGICAL and not adds_durations) \
-                or (func == "shift" and node.options[1] is not None):  # fmt: skip
+        if func == "shift" and node.options[1] is not None:
+            self._check_physical_fill(node, arg, logical)
+        elif func not in _KEEP_LOGICAL and not adds_durations:
             raise self._refuse(node, arg, f"{logical}; cast to an integer first "
                                "(`to_physical()`) and back")  # fmt: skip
         value = arg.arg if isinstance(arg, Reinterpret) else arg
@@ -298,6 +301,24 @@ class OrderedTyping:
             tc.dicts[scanned] = own  # the codes' own dictionary, for a scan of them
             spec = _replaced(spec, base, own)
         return tc.mark_logical(scanned, logical, spec)
+
+    def _check_physical_fill(self, node: Scan, arg: Node, logical: Logical) -> None:
+        """A number filling a shift of dates, datetimes, durations or times.
+
+        polars casts an integer to the column's type: it is the column's integer (days
+        of a date, units of a datetime or duration, nanoseconds of a time), so the scan
+        moves the integers and fills with it. Anything else is refused.
+        """
+        fill = node.options[1]
+        physical = self.tc.types[arg.arg if isinstance(arg, Reinterpret) else arg]
+        info = np.iinfo(physical.numpy)
+        if not logical.is_temporal or isinstance(fill, bool) or not isinstance(fill, int):
+            raise self._refuse(node, arg, f"{logical} with the fill value {fill!r}; give a "
+                               "fill of the column's kind (a date, a string, ...) or "
+                               "cast the column first")  # fmt: skip
+        if not info.min <= fill <= info.max:
+            raise self._refuse(node, arg, f"{logical} with the fill value {fill!r}, beyond "
+                               f"its {physical} integers")  # fmt: skip
 
     def _over_physical(self, node: Scan, arg: Node, logical: Logical) -> Node:
         """An ordered operation over a temporal column's integers, as polars computes it.

@@ -44,6 +44,7 @@ from colbridge.expr.nodes import (
     TableRef,
     children,
     deep_walk,
+    fill_per_group,
     push_window,
     reconstruct,
     transform,
@@ -450,7 +451,7 @@ def _grouped_items(
         if isinstance(n, Scan):  # an ordered operation inside an aggregation: per group
             inner = tuple(e for e in n.keys.exprs if e not in keyset.exprs)
             return Scan(n.func, n.arg, n.options, KeySet(keyset.exprs + inner))
-        return n
+        return fill_per_group(n, keyset)
 
     def outermost(n: Node, expr: Node) -> Node:
         if isinstance(n, GroupAgg):
