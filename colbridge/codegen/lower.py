@@ -695,13 +695,15 @@ class Lowering:
         d = self.d
         a = self.value(node.arg)
         dtype = self.types[node]
-        expr = a.expr
-        if node.lower is not None:
-            lo = d.const(node.lower, dtype)
-            expr = self.declare(dtype, d.select(d.compare("<", expr, lo), lo, expr))
+        # polars' clip: below the lower bound, the lower bound; else above the upper one,
+        # the upper one (bounds in the wrong order give the lower bound below it)
+        x = expr = a.expr
         if node.upper is not None:
             hi = d.const(node.upper, dtype)
-            expr = self.declare(dtype, d.select(d.compare(">", expr, hi), hi, expr))
+            expr = self.declare(dtype, d.select(d.compare(">", x, hi), hi, expr))
+        if node.lower is not None:
+            lo = d.const(node.lower, dtype)
+            expr = self.declare(dtype, d.select(d.compare("<", x, lo), lo, expr))
         return Val(expr, a.valid)
 
     def _table(self, table: TableRef) -> int:

@@ -60,6 +60,7 @@ from colbridge.expr.nodes import (
     Narrow,
     Node,
     Reinterpret,
+    Scan,
     Search,
     TableRef,
     Unary,
@@ -122,6 +123,12 @@ _TOTALS = {
 _EVERY_UNITS = {"ns": 1, "us": 1_000, "ms": 10**6, "s": 10**9, "m": 60 * 10**9,
                 "h": 3_600 * 10**9}  # fmt: skip
 _EVERY = re.compile(r"(\d+)(ns|us|ms|mo|s|m|h|d|w|q|y)")
+
+
+def _is_shift_fill(node: Node) -> bool:
+    """True for the ``when`` that `Expr.shift` writes for a fill that is not a number."""
+    return isinstance(node, When) and isinstance(node.condition, Scan) \
+        and node.condition.func == "shift_in_range"  # fmt: skip
 
 
 def _ns_per_unit(unit: str) -> int:
@@ -597,9 +604,9 @@ class LogicalTyping:
         if fractional:
             value = self.rec(Cast(arg, F64, strict=False), F64)
             scale = per / unit_ns
-            if scale != 1:
-                divisor = self.rec(Const(float(scale), F64), F64)
-                value = self.rec(Binary("truediv", value, divisor), F64)
+            if scale != 1:  # polars multiplies by the reciprocal of the float scale
+                factor = self.rec(Const(1.0 / float(scale), F64), F64)
+                value = self.rec(Binary("mul", value, factor), F64)
             return self.mark(value, None)
         if per <= unit_ns:
             return self.mark(self.mul(arg, unit_ns // per), None)
@@ -632,6 +639,11 @@ class LogicalTyping:
             # on the local wall clock, then back to an instant (polars' rules for the rare
             # results that are ambiguous or fall in a gap)
             assert logical.tz is not None
+            every = str(node.options[0]) if op == "truncate" else ""
+            if op == "truncate" and not any(int(n) for n, _ in _EVERY.findall(every)):
+                # polars refuses a zero interval on a zoned datetime (a naive one is returned)
+                msg = f"`{node!r}`: the interval {every!r} must be positive"
+                raise InvalidOperationError(msg)
             naive = Logical("datetime", logical.unit)
             wall = self.calendar(op, self.mark(self.local(arg, logical), naive), node)
             # truncate keeps the original's reading of an ambiguous time; month_start and
@@ -673,10 +685,12 @@ class LogicalTyping:
                 msg = f"`{node!r}`: a Date truncates to days, weeks, months or years only"
                 raise InvalidOperationError(msg)
             total_ns = sum(int(n) * _EVERY_UNITS[u] for n, u in parts)
+            # the interval in the column's unit, truncated toward zero as polars converts
+            # it (1500us is 1ms of a ms column); below one unit it leaves the values as
+            # they are, as in polars
             step = total_ns // _ns_per_unit(logical.unit)
-            if step <= 0 or total_ns % _ns_per_unit(logical.unit):
-                msg = f"`{node!r}`: {every!r} is finer than the column's unit {logical.unit}"
-                raise InvalidOperationError(msg)
+            if step <= 0:
+                return arg
             return self.mark(self.sub(arg, self.fmod(arg, step)), logical)
         count = sum(int(n) * {"d": 1, "w": 7, "mo": 1, "q": 3, "y": 12}[u] for n, u in parts)
         if count <= 0:
@@ -1277,7 +1291,21 @@ class LogicalTyping:
 
     def when(self, node: When, cond: Node, then: Node, other: Node) -> Node:
         """``when/then/otherwise`` with logical branches."""
-        (a, b), logical, spec = self.merge(node, [then, other])
+        try:
+            (a, b), logical, spec = self.merge(node, [then, other])
+        except SchemaError as exc:
+            if not _is_shift_fill(node):
+                raise
+            # the `when` that `Expr.shift` writes for a fill that is not a number
+            assert isinstance(node.then, Scan)
+            kinds = [str(self.of(b) or self.tc.types.get(b) or "a number") for b in (then, other)]
+            msg = (
+                f"`{node.then.arg!r}.shift({node.then.options[0]}, fill_value=...)`: the "
+                f"column is {kinds[0]} and the fill {kinds[1]}, which have no common type "
+                "here (polars makes numbers and strings strings; colbridge formats no "
+                "numbers as strings): give a fill of the column's kind, or cast first"
+            )
+            raise SchemaError(msg) from exc
         dtype = self.tc.types[a]
         return self.mark(self.rec(When(cond, a, b), dtype), logical, spec)
 

@@ -1353,9 +1353,65 @@ class TypeChecker:
             out.append(a)
         return [self._cast(a, st) for a in out], st
 
+    def _temporal_horizontal(self, node: Function, args: list[Node]) -> Logical | None:
+        """The one temporal type of ``args`` (polars' supertype, `LogicalTyping.merge`).
+
+        None where none is temporal; ``args`` are replaced by their values in it.
+
+        Temporal values mixed with numbers are compared as their integers, as polars does.
+        """
+        present = [a for a in args if not _is_null_literal(a)]
+        logicals = [self.logical.get(a) for a in present]
+        if not any(lg is not None for lg in logicals):
+            return None
+        if not all(lg is not None and lg.is_temporal for lg in logicals):
+            return None  # with numbers: their integers (strings are refused as before)
+        if node.name == "sum_horizontal" and any(lg.kind != "duration" for lg in logicals
+                                                 if lg is not None):  # fmt: skip
+            kinds = sorted({str(lg) for lg in logicals if lg is not None})
+            msg = f"`{node!r}`: values of types {kinds} cannot be added; only durations sum"
+            raise SchemaError(msg)
+        merged, logical, _ = self._lt.merge(node, args)
+        args[:] = merged
+        return logical
+
     def _min_max_horizontal(self, node: Function) -> Node:
-        """Pairwise max (min): nulls skipped, NaN skipped unless both are NaN (polars)."""
-        args, st = self._horizontal_args(node)
+        """Pairwise max (min): nulls skipped, NaN skipped unless both are NaN (polars).
+
+        Dates, datetimes, durations and times keep their type (in their supertype).
+        """
+        args = [self._check(a) for a in node.args]
+        if self._strings_horizontal(node, args):
+            # strings by their text: the same choice as `when` with a comparison, typed as
+            # one (the branches' dictionaries merged, the comparison by label)
+            op = "gt" if node.name == "max_horizontal" else "lt"
+
+            def pick(p: Node, q: Node) -> Node:
+                chosen = When(Binary(op, q, p), q, p)
+                return When(Unary("is_null", p), q, When(Unary("is_null", q), p, chosen))
+
+            return self._check(_tree(list(node.args), pick))
+        logical = self._temporal_horizontal(node, args)
+        if logical is not None:
+            return self._lt.mark(self._min_max_of(node, args), logical)
+        return self._min_max_of(node, args)
+
+    def _strings_horizontal(self, node: Function, args: list[Node]) -> bool:
+        """True when every argument is a string (or categorical).
+
+        Strings mixed with other types are refused, as polars refuses them.
+        """
+        present = [a for a in args if not _is_null_literal(a)]
+        strings = [a for a in present if (lg := self.logical.get(a)) is not None and lg.is_string]
+        if strings and len(strings) < len(present):
+            other = next(a for a in present if a not in strings)
+            got: object = self.logical.get(other) or self.types.get(other) or "a number"
+            msg = f"`{node!r}` mixes strings with {got}; cast them to one type first"
+            raise SchemaError(msg)
+        return bool(strings)
+
+    def _min_max_of(self, node: Function, nodes: list[Node]) -> Node:
+        args, st = self._horizontal_args(node, nodes)
         if st is DType.FLOAT16:
             raise _float16_error(_quote(node))
         op = "gt" if node.name == "max_horizontal" else "lt"
@@ -1381,6 +1437,18 @@ class TypeChecker:
         With ``ignore_nulls`` each argument's nulls become 0 first (a row of nulls
         sums to 0); booleans alone sum as uint32; integers wrap in the common type.
         """
+        if self._strings_horizontal(node, args):
+            msg = (
+                f"`{node!r}`: polars' sum of strings joins them, which colbridge's kernels do "
+                "not do (they build no new strings); use `concat_str` instead"
+            )
+            raise UnsupportedOperationError(msg)
+        logical = self._temporal_horizontal(node, args)
+        if logical is not None:  # durations: summed as their integers in one unit
+            return self._lt.mark(self._sum_of(node, args), logical)
+        return self._sum_of(node, args)
+
+    def _sum_of(self, node: Function, args: list[Node]) -> Node:
         ignore_nulls = node.options[0]
         present = [a for a in args if not _is_null_literal(a)]
         if not present:
@@ -1871,10 +1939,11 @@ def _is_null_literal(node: Node) -> bool:
 def _clipped(
     value: Number, lower: bool | int | float | None, upper: bool | int | float | None
 ) -> Number:
+    # polars' order: the lower bound first (it wins when the bounds are the wrong way round)
     if lower is not None and value < lower:
-        value = type(value)(lower)
+        return type(value)(lower)
     if upper is not None and value > upper:
-        value = type(value)(upper)
+        return type(value)(upper)
     return value
 
 

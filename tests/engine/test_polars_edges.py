@@ -1,0 +1,158 @@
+"""Edges where colbridge once parted from polars, each against polars on both CPU tiers.
+
+``clip`` with its bounds the wrong way round, ``min/max/sum_horizontal`` of dates,
+datetimes, durations, times and strings, ``dt.total_*(fractional=True)`` to the
+last bit, and ``dt.truncate`` by an interval finer than the column's unit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import colbridge as cb
+from colbridge.errors import ColbridgeError
+
+
+@pytest.fixture(params=["compiled", "numpy"])
+def tier(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both CPU evaluators: compiled kernels and the NumPy evaluator of the same IR."""
+    monkeypatch.setenv("COLBRIDGE_CPU_TIER", request.param)
+    return str(request.param)
+
+
+def _same(df: pl.DataFrame, make: Callable[[Any], Any], *, exact: bool = True) -> None:
+    want = df.select(r=make(pl))
+    got = df.gpu.select(r=make(cb)).compute()
+    assert_frame_equal(got, want, check_exact=exact)
+
+
+# -- clip ------------------------------------------------------------------------------------
+CLIP_FRAME = pl.DataFrame(
+    {"x": [1.0, 2.0, 3.0, None, float("nan"), 7.0, -1.0, -0.0], "i": [1, 2, 3, None, 7, 0, -4, 5]}
+)
+
+
+@pytest.mark.parametrize("bounds", [(5, 1), (1, 5), (2, 2), (None, 1), (5, None), (3, -3)])
+@pytest.mark.parametrize("column", ["x", "i"])
+def test_clip_takes_the_lower_bound_first(tier: str, column: str, bounds: tuple[Any, Any]) -> None:
+    # polars: below the lower bound the lower bound, else above the upper one the upper
+    lo, hi = bounds
+    _same(CLIP_FRAME, lambda m: m.col(column).clip(lo, hi))
+    _same(CLIP_FRAME, lambda m: m.lit(3).clip(lo, hi) + m.col(column) * 0)
+
+
+# -- horizontal min / max / sum --------------------------------------------------------------
+def _temporal_frame() -> pl.DataFrame:
+    rng = np.random.default_rng(7)
+    n = 40
+
+    def some(values: Any) -> pl.Series:
+        s = pl.Series(values)
+        return s.scatter(np.flatnonzero(rng.random(n) < 0.25).tolist(), None)
+
+    days = rng.integers(-20_000, 20_000, n)
+    micros = rng.integers(-(10**15), 10**15, n)
+    return pl.DataFrame(
+        {
+            "d1": some(days).cast(pl.Date),
+            "d2": some(rng.integers(-20_000, 20_000, n)).cast(pl.Date),
+            "us": some(micros).cast(pl.Datetime("us")),
+            "ms": some(micros // 997).cast(pl.Datetime("ms")),
+            "z1": some(micros).cast(pl.Datetime("us")).dt.replace_time_zone("Asia/Kolkata"),
+            "z2": some(micros // 3).cast(pl.Datetime("us")).dt.replace_time_zone("Asia/Kolkata"),
+            "du": some(micros).cast(pl.Duration("us")),
+            "dm": some(micros // 1000).cast(pl.Duration("ms")),
+            "t1": some(rng.integers(0, 86_400 * 10**9, n)).cast(pl.Time),
+            "t2": some(rng.integers(0, 86_400 * 10**9, n)).cast(pl.Time),
+            "s1": some(rng.choice(["b", "a", "ab", "", "é", "Z"], n)),
+            "s2": some(rng.choice(["b", "a", "ab", "", "é", "Z"], n)),
+        }
+    ).with_columns(c=pl.col("s2").cast(pl.Categorical))
+
+
+TEMPORAL = _temporal_frame()
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["d1", "d2"], ["d1", "us"], ["ms", "us"], ["z1", "z2"], ["du", "dm"], ["t1", "t2"],
+        ["d1", "d2", "us"], ["s1", "s2"], ["s1", "s2", "s1"], ["c", "c"], ["s1"],
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("func", ["max_horizontal", "min_horizontal"])
+def test_min_max_horizontal_keep_temporal_and_string_types(
+    tier: str, func: str, names: list[str]
+) -> None:
+    _same(TEMPORAL, lambda m: getattr(m, func)(*[m.col(n) for n in names]))
+
+
+def test_sum_horizontal_of_durations_is_a_duration(tier: str) -> None:
+    _same(TEMPORAL, lambda m: m.sum_horizontal(m.col("du"), m.col("dm")))
+    _same(TEMPORAL, lambda m: m.sum_horizontal(m.col("du"), m.col("du"), ignore_nulls=False))
+
+
+@pytest.mark.parametrize("names", [["d1", "d2"], ["us", "ms"], ["t1", "t2"]])
+def test_sum_horizontal_of_instants_is_refused_as_polars_refuses(names: list[str]) -> None:
+    with pytest.raises(pl.exceptions.InvalidOperationError):
+        TEMPORAL.select(pl.sum_horizontal(*names))
+    with pytest.raises(ColbridgeError, match="only durations sum"):
+        TEMPORAL.gpu.select(r=cb.sum_horizontal(*[cb.col(n) for n in names])).compute()
+
+
+def test_strings_in_horizontal_functions_are_refused_where_polars_differs() -> None:
+    with pytest.raises(ColbridgeError, match="use `concat_str`"):
+        TEMPORAL.gpu.select(r=cb.sum_horizontal(cb.col("s1"), cb.col("s2"))).compute()
+    with pytest.raises(ColbridgeError, match="mixes strings with"):
+        TEMPORAL.gpu.select(r=cb.max_horizontal(cb.col("s1"), cb.lit(1))).compute()
+
+
+# -- durations as fractional totals --------------------------------------------------------------
+TOTALS = [
+    "total_days", "total_hours", "total_minutes", "total_seconds", "total_milliseconds",
+    "total_microseconds", "total_nanoseconds",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("unit", ["ns", "us", "ms"])
+def test_fractional_totals_have_polars_bits(tier: str, unit: str) -> None:
+    rng = np.random.default_rng(3)
+    frame = pl.DataFrame({"d": pl.Series(rng.integers(-(2**62), 2**62, 2_000)).cast(
+        pl.Duration(unit))})  # fmt: skip
+    for op in TOTALS:
+        _same(frame, lambda m, op=op: getattr(m.col("d").dt, op)(fractional=True))
+
+
+# -- truncate finer than the unit --------------------------------------------------------------
+@pytest.mark.parametrize("unit", ["ms", "us", "ns"])
+@pytest.mark.parametrize(
+    "every", ["1us", "1500us", "2500us", "1ns", "999us", "1001us", "7ns", "1h30m", "0ms"]
+)
+def test_truncate_by_an_interval_in_the_columns_unit(tier: str, unit: str, every: str) -> None:
+    # polars converts the interval to the column's unit, toward zero; below one unit
+    # the values stay as they are
+    rng = np.random.default_rng(5)
+    t = pl.Series(rng.integers(-(10**15), 10**15, 200)).cast(pl.Datetime(unit))
+    frame = pl.DataFrame({"t": t, "u": t.dt.replace_time_zone("UTC"),
+                          "z": t.dt.replace_time_zone("Asia/Kolkata")})  # fmt: skip
+    for column in ("t", "u", "z"):
+        if every == "0ms" and column == "z":
+            with pytest.raises(pl.exceptions.ComputeError):
+                frame.select(pl.col("z").dt.truncate(every))
+            with pytest.raises(ColbridgeError, match="must be positive"):
+                frame.gpu.select(r=cb.col("z").dt.truncate(every)).compute()
+            continue
+        _same(frame, lambda m, c=column: m.col(c).dt.truncate(every))
+
+
+def test_a_date_is_still_refused_a_sub_daily_truncation() -> None:
+    frame = pl.DataFrame({"d": [dt.date(2020, 1, 1)]})
+    with pytest.raises(ColbridgeError, match="a Date truncates to days"):
+        frame.gpu.select(r=cb.col("d").dt.truncate("25h")).compute()
