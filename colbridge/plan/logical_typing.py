@@ -1343,7 +1343,7 @@ class LogicalTyping:
             return self._least_or_greatest_string(func, arg, logical, make)
         if logical.kind == "duration" and func == "sum":
             return self.mark(self.rec(make(func, arg), I64), logical)
-        if logical.kind in ("duration", "datetime") and func == "mean":
+        if logical.kind in ("duration", "datetime", "time") and func == "mean":
             mean = self.rec(make(func, arg), F64)
             return self.mark(tc.cast_plain(mean, I64, strict=False), logical)
         if logical.kind == "date" and func == "mean":

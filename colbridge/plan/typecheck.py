@@ -1123,7 +1123,7 @@ class TypeChecker:
         """
         like = self._typed(node.args[1])
         logical = self.logical.get(like)
-        if logical is not None and logical.is_temporal and logical.kind != "time":
+        if logical is not None and logical.is_temporal:
             # polars: the mean of the integers, truncated to the column's integers
             mean = node.args[0]  # the column's mean (per group, under `over`)
             assert isinstance(mean, (Agg, GroupAgg))

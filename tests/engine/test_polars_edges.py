@@ -156,3 +156,19 @@ def test_a_date_is_still_refused_a_sub_daily_truncation() -> None:
     frame = pl.DataFrame({"d": [dt.date(2020, 1, 1)]})
     with pytest.raises(ColbridgeError, match="a Date truncates to days"):
         frame.gpu.select(r=cb.col("d").dt.truncate("25h")).compute()
+
+
+# -- the mean of times -------------------------------------------------------------------------
+def test_the_mean_of_times_is_a_time(tier: str) -> None:
+    rng = np.random.default_rng(9)
+    times = pl.Series(rng.integers(0, 86_400 * 10**9, 50)).cast(pl.Time).scatter([1, 5, 7], None)
+    frame = pl.DataFrame({"t": times, "g": rng.integers(0, 3, 50)})
+    for make in (
+        lambda m: m.col("t").mean(),
+        lambda m: m.col("t").fill_null(strategy="mean"),
+        lambda m: m.col("t").mean().over("g"),
+        lambda m: m.col("t").fill_null(strategy="mean").over("g"),
+    ):
+        _same(frame, make)
+    want = frame.group_by("g", maintain_order=True).agg(r=pl.col("t").mean())
+    assert_frame_equal(frame.gpu.group_by("g").agg(r=cb.col("t").mean()).compute(), want)
