@@ -12,7 +12,7 @@ from typing import Any
 
 from colbridge.errors import ExpressionSyntaxError, JobSpecError
 from colbridge.expr.api import Expr, as_expr
-from colbridge.expr.nodes import Agg, Column, Node, walk
+from colbridge.expr.nodes import Column, Node
 from colbridge.expr.parser import parse_assignments, parse_expr
 from colbridge.expr.selectors import expand, expand_one
 from colbridge.lazy import LazyFrame
@@ -122,11 +122,10 @@ def steps_of(obj: Any) -> tuple[Step, ...]:
 
 
 def is_aggregating(steps: Sequence[Step]) -> bool:
-    """Tell whether a ``select`` keeps only reductions: the job's result is one row."""
+    """Tell whether a ``select`` keeps only reductions and literals: the result is one row.
+
+    ``select(lit(1))`` is one row too, as in polars, however many rows the input has.
+    """
     return any(
-        s.kind == "select"
-        and s.items
-        and all(is_scalar(e) for _, e in s.items)
-        and any(isinstance(n, Agg) for _, e in s.items for n in walk(e))
-        for s in steps
+        s.kind == "select" and s.items and all(is_scalar(e) for _, e in s.items) for s in steps
     )

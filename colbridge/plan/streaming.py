@@ -35,6 +35,7 @@ from colbridge.expr.nodes import (
     walk,
 )
 from colbridge.plan.logical import Step
+from colbridge.plan.typecheck import is_scalar
 
 __all__ = [
     "Reduce",
@@ -121,11 +122,15 @@ def _whole_column_unmergeable(node: Node, found: list[Agg]) -> None:
 def one_row_steps(resolved: Sequence[Step]) -> tuple[Step, ...]:
     """The steps of an aggregation whose reductions are all literals now, for its one row.
 
-    Filters only chose the rows those reductions read, which their values already
-    account for: run on a frame with no rows, a filter would leave no row for the
-    values (polars gives one row whatever a filter keeps).
+    Filters before the first ``select`` of one row only chose the rows its reductions
+    read, which their values already account for: run on a frame with no rows, such a
+    filter would leave no row for the values (polars gives one row whatever a filter
+    keeps). A filter after it filters that row, as in polars
+    (``select(b.mean()).filter(b > 100)`` may leave none).
     """
-    return tuple(s for s in resolved if s.kind != "filter")
+    first = next((k for k, s in enumerate(resolved) if s.kind == "select" and s.items
+                  and all(is_scalar(e) for _, e in s.items)), len(resolved))  # fmt: skip
+    return tuple(s for k, s in enumerate(resolved) if s.kind != "filter" or k > first)
 
 
 def refuse_unmergeable(steps: Iterable[Step], where: str) -> None:
