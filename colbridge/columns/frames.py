@@ -30,6 +30,8 @@ class FrameAdapter:
     """The Arrow view of one frame, and the way back to a frame of the same kind."""
 
     kind: str = "pyarrow"
+    #: whether `frame_of_rows` reads the input's rows (else a result is its table alone)
+    rebuilds_rows: bool = False
 
     def __init__(self, frame: Any) -> None:
         self.frame = frame
@@ -79,9 +81,29 @@ class FrameAdapter:
         """True when NaN in this column means "missing" (pandas NumPy-backed floats)."""
         return False
 
+    def frame_of_rows(
+        self, table: pa.Table, rows: np.ndarray[Any, Any] | None, kept: frozenset[str]
+    ) -> Any:
+        """A frame of this adapter's kind from ``table``, whose rows are the input's ``rows``.
+
+        ``rows`` are positions into the input frame (None: all of them, in order);
+        ``kept`` names the table's columns that are the input's own, unchanged. A kind
+        whose frames have more than their columns (pandas' index and dtypes) takes
+        those from the input; the others read the table as it is.
+        """
+        return self.from_arrow(table)
+
     def copy_notes(self, name: str) -> list[str]:
         """How reading column ``name`` as Arrow copied it (for `explain()`); [] when it did not."""
         return []
+
+    def immutable(self, name: str) -> bool:
+        """True when column ``name``'s buffers cannot change while the frame lives.
+
+        Arrow and polars columns never change; what is computed from them (the group
+        ids of a key column) can be kept for the next compute of the same buffers.
+        """
+        return True
 
     @functools.cached_property
     def name_set(self) -> frozenset[str]:
@@ -220,6 +242,7 @@ class PandasFrameAdapter(FrameAdapter):
     """pandas DataFrame. New columns come back as ``pd.ArrowDtype`` (or NumPy, on request)."""
 
     kind = "pandas"
+    rebuilds_rows = True
 
     def __init__(self, frame: Any, *, numpy_output: bool = False) -> None:
         super().__init__(frame)
@@ -230,6 +253,17 @@ class PandasFrameAdapter(FrameAdapter):
             dupes = sorted({str(c) for c in frame.columns[frame.columns.duplicated()]})
             msg = f"pandas frame has duplicate column names {dupes!r}; rename them first"
             raise UnsupportedTypeError(msg)
+        if len({str(c) for c in self._column_labels}) < len(self._column_labels):
+            # columns are named by their labels' text: 1 and "1" would be one column
+            seen: dict[str, Any] = {}
+            for label in self._column_labels:
+                if str(label) in seen:
+                    msg = (
+                        f"pandas frame has column labels {seen[str(label)]!r} and {label!r}, "
+                        f"both named `{label}` here; rename one of them first"
+                    )
+                    raise UnsupportedTypeError(msg)
+                seen[str(label)] = label
 
     @functools.cached_property
     def _column_labels(self) -> list[Any]:
@@ -271,6 +305,13 @@ class PandasFrameAdapter(FrameAdapter):
         if series is None:
             series = self._series_cache[name] = self.frame[self._label(name)]
         return series
+
+    def immutable(self, name: str) -> bool:
+        # a NumPy-backed column (or its mask, or a category's codes) can be written in
+        # place (`df.loc[0, "g"] = 2`) with its buffer's address unchanged; an Arrow one
+        # cannot
+        pd = sys.modules["pandas"]
+        return isinstance(self._series(name).dtype, pd.ArrowDtype)
 
     def nan_is_null(self, name: str) -> bool:
         # pandas marks a missing value in a NumPy float column with NaN (and polars'
@@ -341,6 +382,27 @@ class PandasFrameAdapter(FrameAdapter):
     def filter(self, frame: Any, keep: pa.BooleanArray) -> Any:
         mask = np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)
         return frame[mask]
+
+    def frame_of_rows(
+        self, table: pa.Table, rows: np.ndarray[Any, Any] | None, kept: frozenset[str]
+    ) -> Any:
+        # the rows keep their index labels and the input's own columns their dtypes (as a
+        # one-segment plan keeps them: `build`, then `filter`); new columns as `build` makes
+        import pandas as pd
+
+        index = self.frame.index if rows is None else self.frame.index[rows]
+        data: dict[Any, Any] = {}
+        for name in table.column_names:
+            if name in kept:
+                label = self._label(name)
+                column = self.frame[label]
+                data[label] = column if rows is None else column.iloc[rows]
+            else:
+                values = self._to_pandas_values(table.column(name))
+                data[name] = pd.Series(values, index=index, name=name)
+        if not data:
+            return pd.DataFrame(index=index)
+        return pd.concat(data, axis=1)
 
     def from_arrow(self, table: pa.Table) -> Any:
         import pandas as pd

@@ -584,7 +584,8 @@ def grouping(
         assert name is not None
         arrays = [whole(k) for k in keys.exprs]
         cache_key = None
-        if cache is not None and all(isinstance(k, Column) for k in keys.exprs):
+        if cache is not None and all(isinstance(k, Column) and columns.adapter.immutable(k.name)
+                                     for k in keys.exprs):  # fmt: skip
             cache_key = ("group ids", keys, tuple(_identity(a) for a in arrays))
         hit = cache.get(cache_key) if cache is not None and cache_key is not None else None
         if hit is not None:
@@ -778,6 +779,16 @@ def _group_keys(segment: Segment, columns: Columns, groups: Grouping) -> dict[st
     return out
 
 
+def _kept_rows(
+    rows: np.ndarray[Any, Any] | None, mask: pa.BooleanArray, num_rows: int
+) -> np.ndarray[Any, Any]:
+    """The input's rows still held after ``mask`` (over the ``num_rows`` held before)."""
+    keep = np.asarray(mask.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+    held = np.arange(num_rows, dtype=np.int64) if rows is None else rows
+    out: np.ndarray[Any, Any] = held[np.broadcast_to(keep, (num_rows,))]
+    return out
+
+
 def _rows_table(columns: Mapping[str, pa.Array | pa.ChunkedArray], num_rows: int) -> pa.Table:
     """A table of ``columns``; without columns, still ``num_rows`` rows (for `cb.len()`)."""
     if columns:
@@ -850,6 +861,11 @@ def _run(
     device_backend = get_backend(target)
     original = adapter
     last = len(segments) - 1
+    # the input's rows the current table holds (None: all, in order; untraced after a
+    # grouping or a one-row segment), and its columns that are still the input's own
+    rows: np.ndarray[Any, Any] | None = None
+    traced = True
+    kept = frozenset(original.names)
     for index, segment in enumerate(segments):
         groups = grouping(segment, columns, adapter.num_rows, device_backend, report,
                           cache if adapter is original else None, streams, target,
@@ -880,10 +896,16 @@ def _run(
                 return original.from_arrow(table)
             adapter = ArrowTableAdapter(table)
             columns = Columns(adapter, report.copies)
+            traced = False  # the rows are the groups from here on
             continue
         final = index == last and adapter is original
+        kept = frozenset(n for n in segment.order if n in kept and n not in segment.scans
+                         and segment.passthrough.get(n) == n)  # fmt: skip
+        traced = traced and not segment.one_row and original.rebuilds_rows
+        if mask is not None and traced:
+            rows = _kept_rows(rows, mask, adapter.num_rows)
         # the rows of the table made below (a segment may make no column a later one reads)
-        rows = 1 if segment.one_row else adapter.num_rows
+        count = 1 if segment.one_row else adapter.num_rows
         if result.compacted:
             # the backend filtered the outputs and the columns it carried; the frame filters
             # the columns it could not carry (strings, ...), by the backend's mask
@@ -895,7 +917,7 @@ def _run(
             for name, source in segment.passthrough.items():
                 new[name] = result.columns[source] if source in result.columns \
                     else rest.column(source)  # type: ignore[union-attr]  # fmt: skip
-            rows = result.kept
+            count = result.kept
             mask = None
         else:
             for name, source in segment.passthrough.items():
@@ -908,10 +930,12 @@ def _run(
         if final:
             out = adapter.build(segment.order, new, one_row=segment.one_row)
             return adapter.filter(out, mask) if mask is not None else out
-        table = ArrowTableAdapter(_rows_table({n: new[n] for n in segment.order}, rows))
+        table = ArrowTableAdapter(_rows_table({n: new[n] for n in segment.order}, count))
         if mask is not None:
             table = ArrowTableAdapter(table.filter(table.frame, mask))
         if index == last:
+            if traced:
+                return original.frame_of_rows(table.frame, rows, kept)
             return original.from_arrow(table.frame)
         adapter = table
         columns = Columns(adapter, report.copies)
