@@ -196,8 +196,9 @@ class PolarsFrameAdapter(FrameAdapter):
             # Only appended columns: hstack shares the frame's columns as they are.
             return self.frame.hstack([_polars_series(n, new[n]) for n in added])
         columns = [
-            _polars_series(n, new[n]) if n in new else self.frame.get_column(n) for n in order
-        ]
+            self._as_input_enum(_polars_series(n, new[n])) if n in new
+            else self.frame.get_column(n) for n in order
+        ]  # fmt: skip
         return pl.DataFrame(columns)
 
     def filter(self, frame: Any, keep: pa.BooleanArray) -> Any:
@@ -208,9 +209,32 @@ class PolarsFrameAdapter(FrameAdapter):
     def from_arrow(self, table: pa.Table) -> Any:
         import polars as pl
 
-        if any(_enum_categories(c) is not None for c in table.columns):
-            return pl.DataFrame([_polars_series(n, table.column(n)) for n in table.column_names])
+        if self._input_enums or any(_enum_categories(c) is not None for c in table.columns):
+            return pl.DataFrame([self._as_input_enum(_polars_series(n, table.column(n)))
+                                 for n in table.column_names])  # fmt: skip
         return pl.from_arrow(table)
+
+    @functools.cached_property
+    def _input_enums(self) -> dict[str, Any]:
+        import polars as pl
+
+        return {n: t for n, t in self.frame.schema.items() if isinstance(t, pl.Enum)}
+
+    def _as_input_enum(self, series: Any) -> Any:
+        """A result column named as an input Enum column, in that Enum where it lost its own.
+
+        Arrow keeps an enum's categories as a dictionary, which a column of no rows (a
+        filter that keeps none) or of nulls alone no longer holds.
+        """
+        import polars as pl
+
+        want = self._input_enums.get(series.name)
+        if want is None or series.dtype == want:
+            return series
+        lost = len(series) == 0 or series.null_count() == len(series)
+        if lost and isinstance(series.dtype, pl.Enum | pl.Categorical | pl.Null):
+            return series.cast(want)
+        return series
 
 
 class PolarsSeriesAdapter(PolarsFrameAdapter):
@@ -432,6 +456,11 @@ class PandasSeriesAdapter(PandasFrameAdapter):
 
     def from_arrow(self, table: pa.Table) -> Any:
         return _pandas_series_if_one(super().from_arrow(table))
+
+    def frame_of_rows(
+        self, table: pa.Table, rows: np.ndarray[Any, Any] | None, kept: frozenset[str]
+    ) -> Any:
+        return _pandas_series_if_one(super().frame_of_rows(table, rows, kept))
 
 
 def _object_strings(series: Any) -> pa.ChunkedArray | None:

@@ -95,3 +95,28 @@ def test_labels_that_read_as_one_name_are_refused() -> None:
     pdf = pd.DataFrame({1: [1, 2], "1": [30, 40], "x": [0.5, 0.25]})
     with pytest.raises(UnsupportedTypeError, match=r"column labels 1 and '1'"):
         pdf.gpu.filter(cb.col("x") > 0.3).compute()
+
+
+# -- polars Enum columns of no rows ----------------------------------------------------------------
+ENUM_PLANS: dict[str, Callable[[Any, Any], Any]] = {
+    "filter of every row, group_by": lambda q, m: (
+        q.filter(m.col("x") > 10).group_by("en").agg(m.len())
+    ),
+    "group_by, filter of every group": lambda q, m: (
+        q.group_by("en").agg(m.len()).filter(m.col("len") > 10)
+    ),
+    "filter of every row, max": lambda q, m: q.filter(m.col("x") > 10).select(m.col("en").max()),
+    "filter of every row, running sum": lambda q, m: q.filter(m.col("x") > 10).with_columns(
+        c=m.col("x").cum_sum()
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(ENUM_PLANS))
+def test_an_enum_of_no_rows_keeps_its_categories(tier: str, name: str) -> None:
+    frame = pl.DataFrame(
+        {"en": pl.Series(["lo", "hi"], dtype=pl.Enum(["lo", "mid", "hi"])), "x": [1, 2]}
+    )
+    plan = ENUM_PLANS[name]
+    want = plan(frame.lazy(), pl).collect()
+    assert_frame_equal(plan(cb.lazy(frame), cb).compute(), want)
