@@ -111,6 +111,21 @@ _OPERATORS = (
 )  # fmt: skip
 
 
+def _names_a_number(node: ast.AST) -> bool:
+    """True for ``nan``, ``inf``, ``pi``, ``e`` (signed or not) as written."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Name) and node.id in _NAMED_NUMBERS
+
+
+def _key_column(key: Any) -> Any:
+    """A key of ``over``: a string literal as the column it names, anything else as is."""
+    node = key.node if isinstance(key, Expr) else None
+    if isinstance(node, Constant) and isinstance(node.value, str):
+        return api.col(node.value)
+    return key
+
+
 def _varargs(name: str, build: Callable[..., Expr], *extra: _Param) -> _Function:
     params = (_Param("exprs", keyword=False), *extra)
     return _Function(params, build, varargs=0, method=False, example=f"{name}(a, b, c)")
@@ -288,7 +303,9 @@ FUNCTIONS: dict[str, _Function] = {
     "all_horizontal": _varargs("all_horizontal", lambda *xs: api.all_horizontal(*xs)),
     "any_horizontal": _varargs("any_horizontal", lambda *xs: api.any_horizontal(*xs)),
     # windows and grouped reductions: over(mean(a), carrier) or mean(a).over(carrier)
-    "over": _Function((_x(), _Param("keys", keyword=False)), lambda x, *keys: x.over(*keys),
+    # a quoted key names a column, as `over("g")` does in Python (a string is no key)
+    "over": _Function((_x(), _Param("keys", keyword=False)),
+                      lambda x, *keys: x.over(*[_key_column(k) for k in keys]),
                       varargs=1, example="over(mean(a), carrier)"),
     "filter": _Function((_x(), _Param("predicate")), lambda x, p: x.filter(p),
                         example="sum(filter(a, b > 0))"),
@@ -391,7 +408,8 @@ class _Translator:
             if isinstance(node.op, ast.USub):
                 inner = operand.node
                 if (
-                    isinstance(inner, Literal)
+                    isinstance(node.operand, ast.Constant)  # `-3`, not `-lit(3)`
+                    and isinstance(inner, Literal)
                     and isinstance(inner.value, (int, float))
                     and not isinstance(inner.value, bool)
                     and inner.dtype is None
@@ -403,6 +421,9 @@ class _Translator:
                 return operand
             return ~operand  # Invert and Not
         if isinstance(node, ast.BoolOp):
+            # `a and b and ...` is one node here but a chain as deep as its terms later
+            if depth + len(node.values) > MAX_DEPTH:
+                raise self.fail(node, f"expression nested deeper than {MAX_DEPTH} levels")
             values = [self.expr(v, d) for v in node.values]
             out = values[0]
             for v in values[1:]:
@@ -444,6 +465,8 @@ class _Translator:
         raise self.fail(node, f"{type(node).__name__} is not allowed in an expression")
 
     def compare(self, node: ast.Compare, depth: int) -> Expr:
+        if depth + len(node.ops) > MAX_DEPTH:  # `a < b < c ...`: a chain of `&` later
+            raise self.fail(node, f"expression nested deeper than {MAX_DEPTH} levels")
         parts = [node.left, *node.comparators]
         result: Expr | None = None
         for cmp, left, right in zip(node.ops, parts, parts[1:], strict=False):
@@ -469,8 +492,12 @@ class _Translator:
                 "or list of values, e.g. `x in ('a', 'b')`"
             )
             raise self.fail(right, msg)
-        values = []
+        values: list[Any] = []
         for item in right.elts:
+            named = self.number(item) if _names_a_number(item) else None
+            if named is not None:
+                values.append(named)  # `nan`, `-inf`, `pi`, `e`: constants here
+                continue
             value = self.expr(item, depth)
             if not isinstance(value.node, (Literal, Constant)):
                 raise self.fail(item, "`in` takes constants only")
@@ -500,6 +527,9 @@ class _Translator:
 
     def call(self, node: ast.Call, depth: int) -> Expr:
         func = node.func
+        if len(node.args) + len(node.keywords) > MAX_DEPTH:
+            # many arguments are many levels later (`coalesce`, `max_horizontal` fold them)
+            raise self.fail(node, f"a call of more than {MAX_DEPTH} arguments")
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute) \
                 and func.value.attr in _NAMESPACE_METHODS:  # fmt: skip
             return self.method(node, depth)

@@ -682,9 +682,11 @@ def type_segment(spec: SegmentSpec, schema: Mapping[str, ColumnType]) -> Segment
     mask = None
     if spec.mask is not None:
         mask = checker.check(spec.mask)
-        if checker.dtype(mask) is not DType.BOOL:
+        if checker.dtype(mask) is not DType.BOOL or mask in checker.logical:
+            # a string (or date) names its logical type, not the codes a kernel reads
+            kind = checker.logical.get(mask) or checker.dtype(mask)
             msg = (
-                f"filter predicate `{spec.mask!r}` is {checker.dtype(mask)}, not boolean; "
+                f"filter predicate `{spec.mask!r}` is {kind}, not boolean; "
                 "compare it, e.g. `col('a') > 0`"
             )
             raise SchemaError(msg)

@@ -1,0 +1,76 @@
+"""The string language where it once parted from the Python API it spells.
+
+A quoted key of ``over`` names a column (as ``over("g")`` does), ``nan`` and the
+other named numbers are constants inside ``in (...)``, ``-lit(3)`` negates the
+literal (it is not the bare number ``-3``), a string predicate is named as a
+string, and chains or calls too long for the engine are refused before they reach it.
+"""
+
+from __future__ import annotations
+
+import time
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import colbridge as cb
+from colbridge.errors import ExpressionSyntaxError, SchemaError
+
+FRAME = pl.DataFrame(
+    {
+        "a": [1, 2, 3, 4],
+        "g": ["x", "y", "x", None],
+        "b": [float("nan"), 2.5, 1.0, None],
+        "u": pl.Series([1, 2, 3, 250], dtype=pl.UInt8),
+    }
+)
+
+
+@pytest.mark.parametrize(
+    "text", ["z = sum(a).over('g')", "z = over(sum(a), 'g')", 'z = a.sum().over("g")']
+)
+def test_a_quoted_key_of_over_names_a_column(text: str) -> None:
+    want = FRAME.with_columns(z=pl.col("a").sum().over("g"))
+    assert_frame_equal(FRAME.gpu.eval(text), want)
+
+
+@pytest.mark.parametrize(
+    ("values", "numbers"),
+    [
+        ("(nan, 2.5)", [float("nan"), 2.5]),
+        ("[inf, 1.0]", [float("inf"), 1.0]),
+        ("(-inf, pi, e)", [float("-inf"), 3.141592653589793, 2.718281828459045]),
+    ],
+)
+def test_named_numbers_are_constants_in_a_membership(values: str, numbers: list[float]) -> None:
+    want = FRAME.with_columns(z=pl.col("b").is_in(numbers))
+    assert_frame_equal(FRAME.gpu.eval(f"z = b in {values}"), want)
+
+
+def test_negating_lit_is_not_a_bare_negative_number() -> None:
+    want = FRAME.with_columns(z=pl.col("u") * -pl.lit(3), w=pl.col("u") * -3)
+    assert_frame_equal(FRAME.gpu.eval("z = u * -lit(3); w = u * -3"), want)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "z = " + " and ".join(["a > 0"] * 200),
+        "z = " + " < ".join(["a"] * 200),
+        "z = coalesce(" + ", ".join(["a"] * 250) + ")",
+        "z = max_horizontal(" + ", ".join(["a"] * 2000) + ")",
+    ],
+)
+def test_chains_and_calls_too_long_are_refused_at_once(text: str) -> None:
+    start = time.perf_counter()
+    with pytest.raises(
+        ExpressionSyntaxError, match=r"deeper than 64 levels|more than 64 arguments"
+    ):
+        FRAME.gpu.eval(text)
+    assert time.perf_counter() - start < 5.0  # refused by the parser, not by planning
+
+
+def test_a_string_predicate_is_named_as_a_string() -> None:
+    with pytest.raises(SchemaError, match=r'`col\("g"\)` is string, not boolean'):
+        FRAME.gpu.filter(cb.col("g")).compute()
