@@ -33,6 +33,7 @@ _FNV_PRIME = np.uint64(1099511628211)
 
 
 def thread_count() -> int:
+    """The threads numba's parallel loops run on (the hand kernels' tables: one each)."""
     return int(get_num_threads())
 
 

@@ -71,7 +71,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
-from feature_kernels import StringIndex, group_strings, pooled, scaling_stats
+from feature_kernels import StringIndex, group_strings, pooled, scaling_stats, thread_count
 from fused_cpu import machine, time_all
 from numba import njit, prange
 from sklearn.compose import ColumnTransformer
@@ -84,7 +84,6 @@ from sklearn.preprocessing import (
     TargetEncoder,
 )
 
-from colbridge.backends.groups import thread_count
 from colbridge.io.encoders import folds_of
 from colbridge.ml import FeatureFusion
 

@@ -10,6 +10,9 @@ each one found into a regression test.
 polars, pandas NumPy-backed, pandas nullable, pandas ArrowDtype); a test that
 asks for it runs once per kind and builds its frame with
 ``constructor(table)`` from a pyarrow table.
+
+``tier``: both CPU evaluators (the NumPy one and the compiled kernels, one IR): a
+test that asks for it runs once under each ``COLBRIDGE_CPU_TIER``.
 """
 
 from __future__ import annotations
@@ -49,6 +52,13 @@ def constructor(request: pytest.FixtureRequest) -> Constructor:
 
     build.kind = kind  # type: ignore[attr-defined]
     return build
+
+
+@pytest.fixture(params=["numpy", "compiled"])
+def tier(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test under one CPU tier (its name is the fixture's value)."""
+    monkeypatch.setenv("COLBRIDGE_CPU_TIER", request.param)
+    return str(request.param)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

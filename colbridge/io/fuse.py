@@ -1308,14 +1308,14 @@ def _fit(
     # NaN and infinities left out, as the exact quantiles leave them out (scikit-learn's
     # scalers leave NaN out and refuse infinities); they stay as they are in the matrix
     bases = {t.name: _base(t, _fill_value(t, stats)).node for t in moments + exact}
-    numbers = {t.name: _finite_only(Expr(bases[t.name])).node for t in moments}
+    finite = {t.name: _finite_only(Expr(bases[t.name])).node for t in moments}
     # categorical columns filled before they are counted (fitted in the first pass)
     category_fills = {
         t.name: _category_fill(t, stats) for t in counted + encoded if t.fills_category
     }
     aggs: list[Agg] = []
     for t in moments:
-        base = numbers[t.name]
+        base = finite[t.name]
         aggs += [Agg("mean", base), Agg("std", base, spec.ddof), Agg("min", base),
                  Agg("max", base), Agg("count", base)]  # fmt: skip
     classed = classed_labels(labels, source.schema)
@@ -1372,7 +1372,7 @@ def _fit(
         empty = empty_table(source.schema).select(needed)
         reduced = fold_reductions((), aggs, batches(), empty, device)
         for t in moments:
-            base = numbers[t.name]
+            base = finite[t.name]
 
             def value(a: Agg) -> Any:
                 lit_ = reduced[a]
@@ -1620,8 +1620,8 @@ def _typed_null_columns(
             typ = pa.timestamp("us")
         else:
             fitted = stats.columns.get(t.name, {}).get("categories") or []
-            known = [c for c in fitted if c is not None][:1]
-            typ = pa.array(known).type if known else pa.string()
+            known = [c for c in fitted if c is not None]
+            typ = category_array(known).type if known else pa.string()
         batch = batch.set_column(i, pa.field(t.name, typ), pa.nulls(batch.num_rows, typ))
     return batch
 

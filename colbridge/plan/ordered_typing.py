@@ -310,12 +310,12 @@ class OrderedTyping:
         moves the integers and fills with it. Anything else is refused.
         """
         fill = node.options[1]
-        physical = self.tc.types[arg.arg if isinstance(arg, Reinterpret) else arg]
-        info = np.iinfo(physical.numpy)
         if not logical.is_temporal or isinstance(fill, bool) or not isinstance(fill, int):
             raise self._refuse(node, arg, f"{logical} with the fill value {fill!r}; give a "
                                "fill of the column's kind (a date, a string, ...) or "
                                "cast the column first")  # fmt: skip
+        physical = self.tc.types[arg.arg if isinstance(arg, Reinterpret) else arg]
+        info = np.iinfo(physical.numpy)  # a temporal value's integers
         if not info.min <= fill <= info.max:
             raise self._refuse(node, arg, f"{logical} with the fill value {fill!r}, beyond "
                                f"its {physical} integers")  # fmt: skip

@@ -22,12 +22,6 @@ import colbridge as cb
 from colbridge.errors import UnsupportedTypeError
 
 
-@pytest.fixture(params=["compiled", "numpy"])
-def tier(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("COLBRIDGE_CPU_TIER", request.param)
-    return str(request.param)
-
-
 def _frame() -> pd.DataFrame:
     return pd.DataFrame(
         {

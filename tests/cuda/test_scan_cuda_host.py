@@ -438,3 +438,38 @@ def test_every_scan_kernel_compiles_with_nvrtc(func: str) -> None:
             assert f".entry {kernel.name}(" in ptx, (program.func, kernel.name)
         assert "fma.rn" not in ptx  # --fmad=false: + and * round as on the CPU
     print(f"\nNVRTC compiled {len(sources)} {func} scan programs for sm_90")
+
+
+@pytest.mark.parametrize(
+    ("func", "options"),
+    [
+        ("cum_min", (False,)), ("cum_max", (False,)), ("cum_max", (True,)),
+        ("rolling_min", (3, 1, False, 1)), ("rolling_max", (2, 1, False, 1)),
+        ("rolling_max", (4, 1, True, 1)),
+    ],
+)  # fmt: skip
+def test_equal_extremes_on_the_host_are_the_cpus(host: HostRuntime, func: str,
+                                                 options: tuple[Any, ...]) -> None:  # fmt: skip
+    # of 0.0 and -0.0 (equal), the one polars gives: the sign bits are compared, which
+    # an equality of values cannot see
+    rng = np.random.default_rng(4)
+    values = pa.array(rng.choice([0.0, -0.0, 1.0, -1.0], 300), mask=rng.random(300) < 0.1)
+    got, _ = runner.run_device_scan(func, options, values, DType.FLOAT64, DType.FLOAT64,
+                                    RunStats())  # fmt: skip
+    want = run_scan(func, options, values, DType.FLOAT64, DType.FLOAT64, None)
+    assert got.is_valid().equals(want.is_valid())
+    g, w = (np.asarray(a.to_numpy(zero_copy_only=False)) for a in (got, want))
+    valid = np.asarray(want.is_valid())
+    np.testing.assert_array_equal(np.signbit(g[valid]), np.signbit(w[valid]))
+    np.testing.assert_array_equal(g[valid], w[valid])
+
+
+def test_rolling_variance_of_overflowing_squares_on_the_host(host: HostRuntime) -> None:
+    values = pa.array([1e200, -1e200, 3.0, 1e-300, np.inf, 2.0, 1e155, -1e155])
+    options = (2, 2, False, 1)
+    got, _ = runner.run_device_scan("rolling_var", options, values, DType.FLOAT64,
+                                    DType.FLOAT64, RunStats())  # fmt: skip
+    want = run_scan("rolling_var", options, values, DType.FLOAT64, DType.FLOAT64, None)
+    assert got.to_pylist()[1:3] == [np.inf, np.inf]  # polars: finite values, infinite variance
+    np.testing.assert_array_equal(got.to_numpy(zero_copy_only=False),
+                                  want.to_numpy(zero_copy_only=False))  # fmt: skip

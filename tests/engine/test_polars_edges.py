@@ -20,13 +20,6 @@ import colbridge as cb
 from colbridge.errors import ColbridgeError
 
 
-@pytest.fixture(params=["compiled", "numpy"])
-def tier(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Both CPU evaluators: compiled kernels and the NumPy evaluator of the same IR."""
-    monkeypatch.setenv("COLBRIDGE_CPU_TIER", request.param)
-    return str(request.param)
-
-
 def _same(df: pl.DataFrame, make: Callable[[Any], Any], *, exact: bool = True) -> None:
     want = df.select(r=make(pl))
     got = df.gpu.select(r=make(cb)).compute()

@@ -149,6 +149,8 @@ def test_uint64_categories_beyond_int64(encoding: str) -> None:
     as_int64_range = pa.table({"c": pa.array([7, 1, 7, None], pa.uint64())})
     want = FeatureFusion(**{encoding: ["c"]}, dtype="float64").fit(as_int64_range, y)
     np.testing.assert_array_equal(ff.transform(t), want.transform(as_int64_range))
+    nulls = pd.DataFrame({"c": [None, None]})  # Arrow type null: typed as the categories
+    np.testing.assert_array_equal(ff.transform(nulls), want.transform(nulls))
 
 
 # -- options and specs ---------------------------------------------------------------------

@@ -25,12 +25,6 @@ FUNCS = ["sum", "mean", "min", "max", "std", "var", "count", "null_count", "firs
 RTOL = 1e-9  # float sums and std/var add in another order than polars (docs/grouped.md)
 
 
-@pytest.fixture(params=["numpy", "compiled"])
-def tier(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("COLBRIDGE_CPU_TIER", request.param)
-    return str(request.param)
-
-
 def windows(m: Any, q: Any) -> Any:
     x, i, w = m.col("x"), m.col("i"), m.col("w")
     return q.with_columns(

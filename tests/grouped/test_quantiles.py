@@ -32,12 +32,6 @@ from tests.grouped.grouped_data import frame
 NUMBERS = ("x", "f", "i", "u", "w")  # float64, float32, int32, uint8, int64 (grouped_data)
 
 
-@pytest.fixture(params=["numpy", "compiled"])
-def tier(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("COLBRIDGE_CPU_TIER", request.param)
-    return str(request.param)
-
-
 def _each(m: Any, columns: tuple[str, ...], quantile: float, method: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for c in columns:

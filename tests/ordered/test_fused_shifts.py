@@ -31,12 +31,6 @@ from tests.ordered.ordered_data import column
 EDGE_LAGS = (1, 2, 63, 64, 65, 127, 16383, 16384, 16385)
 
 
-@pytest.fixture(params=["numpy", "compiled"])
-def tier(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("COLBRIDGE_CPU_TIER", request.param)
-    return str(request.param)
-
-
 def _table(n: int, seed: int, *, offset: int = 0, nulls: str = "random") -> pa.Table:
     rng = np.random.default_rng(seed)
     cols = {d: column(d, n + offset, rng, nulls=nulls, specials=0.0)

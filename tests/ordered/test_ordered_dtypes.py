@@ -29,12 +29,6 @@ from tests.ordered.ordered_data import (
 )
 
 
-@pytest.fixture(params=["numpy", "compiled"])
-def tier(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("COLBRIDGE_CPU_TIER", request.param)
-    return str(request.param)
-
-
 @pytest.mark.parametrize("dtype", NUMERIC_DTYPES)
 def test_every_op_every_dtype_every_null_pattern(dtype: str, tier: str) -> None:
     table = pattern_frame(dtype, 41, seed=NUMERIC_DTYPES.index(dtype), offset=3)

@@ -21,12 +21,6 @@ import colbridge as cb
 from colbridge.errors import ColbridgeError
 
 
-@pytest.fixture(params=["compiled", "numpy"])
-def tier(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("COLBRIDGE_CPU_TIER", request.param)
-    return str(request.param)
-
-
 def _signs(values: list[Any]) -> list[str]:
     """Each value's sign bit ('+'/'-'), 'nan' or 'null': what makes 0.0 and -0.0 differ."""
     out = []

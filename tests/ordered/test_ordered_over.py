@@ -30,12 +30,6 @@ from tests.ordered.ordered_data import (
 RTOL = 1e-9  # float sums, means, variances and ewm_mean add in another order than polars
 
 
-@pytest.fixture(params=["numpy", "compiled"])
-def tier(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("COLBRIDGE_CPU_TIER", request.param)
-    return str(request.param)
-
-
 # -- over ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("key", ["int", "string"])
 @pytest.mark.parametrize("dtype", ["int16", "uint8", "float64", "float32", "bool"])

@@ -25,12 +25,6 @@ from tests.ordered.ordered_data import F32_TOL, F64_TOL, frame
 RTOL = 1e-9  # float sums, means, variances and ewm_mean add in another order than polars
 
 
-@pytest.fixture(params=["numpy", "compiled"])
-def tier(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("COLBRIDGE_CPU_TIER", request.param)
-    return str(request.param)
-
-
 NUMBERS = ("int16", "uint32", "float32", "float64")
 
 
