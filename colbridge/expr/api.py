@@ -2081,10 +2081,10 @@ class StringNamespace:
         """True where ``pattern`` occurs: a plain substring with ``literal=True``, else a regex.
 
         Regular expressions run on pyarrow's RE2 engine, which matches polars' for
-        ordinary patterns (no look-around or backreferences in either).
+        ordinary patterns (no look-around or backreferences in either). An invalid
+        regex is an error, or with ``strict=False`` null on every row (polars').
         """
-        _ = strict
-        return self._f("contains", pattern, literal)
+        return self._f("contains", pattern, bool(literal), bool(strict))
 
     def to_integer(self, *, base: int = 10, strict: bool = True) -> Expr:
         """Parse as Int64 (``+``/``-`` and digits); ``strict=False`` gives null for the rest."""
@@ -2167,20 +2167,16 @@ class StringNamespace:
         return self._f(name, length, fill_char)
 
     def replace(self, pattern: str, value: str, *, literal: bool = False, n: int = 1) -> Expr:
-        """The first ``n`` matches of ``pattern`` replaced by ``value``.
+        """The first ``n`` matches of ``pattern`` replaced by ``value`` (every one: ``n=-1``).
 
         A regular expression (RE2, polars' dialect for ordinary patterns; ``$1``,
         ``${name}`` and ``$$`` in ``value`` as polars reads them), or plain text with
         ``literal=True``.
         """
-        n = _count_param(n, "str.replace", "n")
-        if n > 1 and not literal:
-            msg = (f"`str.replace(..., n={n})`: polars replaces more than one match of a "
-                   "regular expression only with `literal=True`; pass it")  # fmt: skip
-            raise UnsupportedOperationError(msg)
+        n = _count_param(n, "str.replace", "n", signed=True)  # as polars: n < 0 is every match
         if literal:
             return self._f("replace", *_texts("replace", pattern, value), n)
-        return self._f("replace_regex", *_texts("replace", pattern, value), 1)
+        return self._f("replace_regex", *_texts("replace", pattern, value), None if n < 0 else n)
 
     def replace_all(self, pattern: str, value: str, *, literal: bool = False) -> Expr:
         """Every match of ``pattern`` replaced by ``value`` (regex or plain text, as `replace`)."""

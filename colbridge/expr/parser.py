@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import datetime as _dt
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -351,8 +352,6 @@ def _temporal_constant(kind: str) -> _Function:
 
 def _matching(name: str) -> _Function:
     def build(x: Expr, pattern: str) -> Expr:
-        if name == "contains":
-            return x.str.contains(pattern, literal=True)
         return getattr(x.str, name)(pattern)  # type: ignore[no-any-return]
 
     return _Function((_x(), _Param("pattern", "str", keyword=False)), build, method=False,
@@ -368,17 +367,15 @@ FUNCTIONS.update({
 })  # fmt: skip
 _METHODS = sorted(name for name, fn in FUNCTIONS.items() if fn.method)
 
-#: Methods of the namespace form ``t.dt.hour()``, ``s.str.starts_with('a')``: (min, max) args.
-_NAMESPACE_METHODS: dict[str, dict[str, tuple[int, int]]] = {
-    "dt": {**{f: (0, 0) for f in _DT_FIELDS}, "date": (0, 0), "time": (0, 0),
-           "epoch": (0, 1), "timestamp": (0, 1), "truncate": (1, 1),
-           "convert_time_zone": (1, 1), "cast_time_unit": (1, 1)},
-    "str": {**{f: (0, 0) for f in _STR_FUNCS}, "starts_with": (1, 1), "ends_with": (1, 1),
-            "to_datetime": (0, 1), "to_date": (0, 1), "slice": (1, 2), "head": (1, 1),
-            "tail": (1, 1), "strip_chars": (0, 1), "strip_chars_start": (0, 1),
-            "strip_chars_end": (0, 1), "strip_prefix": (1, 1), "strip_suffix": (1, 1),
-            "pad_start": (1, 2), "pad_end": (1, 2), "zfill": (1, 1), "replace": (2, 2),
-            "replace_all": (2, 2), "count_matches": (1, 1)},
+#: Methods of the namespace form ``t.dt.hour()``, ``s.str.contains('a', literal=True)``:
+#: their arguments (constants) are the Python API's, positional or by keyword.
+_NAMESPACE_METHODS: dict[str, frozenset[str]] = {
+    "dt": frozenset({*_DT_FIELDS, "date", "time", "epoch", "timestamp", "truncate",
+                     "convert_time_zone", "cast_time_unit"}),
+    "str": frozenset({*_STR_FUNCS, "starts_with", "ends_with", "contains", "to_datetime",
+                      "to_date", "slice", "head", "tail", "strip_chars", "strip_chars_start",
+                      "strip_chars_end", "strip_prefix", "strip_suffix", "pad_start",
+                      "pad_end", "zfill", "replace", "replace_all", "count_matches"}),
 }  # fmt: skip
 
 
@@ -511,19 +508,24 @@ class _Translator:
         assert isinstance(func, ast.Attribute)
         owner = func.value
         assert isinstance(owner, ast.Attribute)
-        if node.keywords:
-            raise self.fail(node, f"`{owner.attr}.{func.attr}` takes positional arguments only")
         allowed = _NAMESPACE_METHODS[owner.attr]
-        spec = allowed.get(func.attr)
-        if spec is None:
-            raise self.fail(func, f"unknown method `{owner.attr}.{func.attr}`; allowed: "
+        name = f"{owner.attr}.{func.attr}"
+        if func.attr not in allowed:
+            raise self.fail(func, f"unknown method `{name}`; allowed: "
                             f"{', '.join(sorted(allowed))}")  # fmt: skip
-        lo, hi = spec
-        if not lo <= len(node.args) <= hi:
-            raise self.fail(node, f"`{owner.attr}.{func.attr}` takes {lo} to {hi} argument(s)")
         args = [_constant(a, self, f"`{func.attr}` arguments") for a in node.args]
+        if any(k.arg is None for k in node.keywords):
+            raise self.fail(node, f"`{name}`: `**` arguments are not allowed")
+        keywords = {k.arg: _constant(k.value, self, f"`{func.attr}` arguments")
+                    for k in node.keywords if k.arg is not None}  # fmt: skip
         target = self.expr(owner.value, depth)
-        return getattr(getattr(target, owner.attr), func.attr)(*args)  # type: ignore[no-any-return]
+        method = getattr(getattr(target, owner.attr), func.attr)
+        try:  # the Python API's own parameters, nothing else
+            inspect.signature(method).bind(*args, **keywords)
+        except TypeError as exc:
+            params = ", ".join(inspect.signature(method).parameters)
+            raise self.fail(node, f"`{name}({params})`: {exc}") from None
+        return method(*args, **keywords)  # type: ignore[no-any-return]
 
     def call(self, node: ast.Call, depth: int) -> Expr:
         func = node.func

@@ -67,6 +67,7 @@ from colbridge.expr.nodes import (
     When,
 )
 from colbridge.types import DType, dtype_from_arrow
+from colbridge.types.chrono import inferred_unit, zone_specifier
 from colbridge.types.logical import (
     DATE,
     STRING,
@@ -855,8 +856,11 @@ class LogicalTyping:
         if op in ("starts_with", "ends_with"):
             return self.mark(self.table(arg, (op, _text(params[0], node)), BOOL), None)
         if op == "contains":
-            pattern, literal = _text(params[0], node), bool(params[1])
-            return self.mark(self.table(arg, ("contains", pattern, literal), BOOL), None)
+            pattern, literal, strict = _text(params[0], node), bool(params[1]), bool(params[2])
+            recipe: tuple[Any, ...] = ("contains", pattern, literal, strict)
+            # not strict: an invalid regex gives a table of nulls
+            nullable = not (strict or literal)
+            return self.mark(self.table(arg, recipe, BOOL, nullable=nullable), None)
         if op == "count_matches":
             pattern, literal = _text(params[0], node), bool(params[1])
             return self.mark(self.table(arg, ("count_matches", pattern, literal), U32), None)
@@ -872,7 +876,8 @@ class LogicalTyping:
                 target = DATE
                 strict = bool(params[1])
             else:
-                unit = _unit(params[1] or "us", node)
+                # polars' unit where none is given: of the format's fractional seconds
+                unit = _unit(params[1] or inferred_unit(fmt), node)
                 tz = params[2]
                 if tz is not None and check_zone(str(tz)) != "UTC":
                     msg = (
@@ -882,8 +887,10 @@ class LogicalTyping:
                     raise UnsupportedOperationError(msg)
                 target = Logical("datetime", unit, tz)
                 strict = bool(params[3])
-            if fmt is not None and ("%z" in str(fmt) or "%Z" in str(fmt)):
-                msg = f"`{node!r}`: formats with a time zone (%z) are not supported"
+            zone = None if fmt is None else zone_specifier(str(fmt))
+            if zone is not None:
+                msg = (f"`{node!r}`: formats with a time zone or offset ({zone}) are not "
+                       "supported; parse in polars, or cut the offset off the strings")  # fmt: skip
                 raise UnsupportedOperationError(msg)
             recipe = ("strptime", fmt, str(target))
             return self.parse(arg, recipe, target.physical, target, strict, node)

@@ -667,9 +667,10 @@ def grouping(
             pred = whole(arg.predicate)
             arg = arg.arg
         # a reduction of a computed string or date is typed as the codes or integers it
-        # is made of: it reads them as the kernel made them
-        values = None if arg == ROWS or agg.func == "len" else \
-            whole(arg, as_made=agg not in segment.opaque)  # fmt: skip
+        # is made of: it reads them as the kernel made them; but distinct values are
+        # counted by value (a string map gives equal strings different codes)
+        as_made = agg not in segment.opaque and agg.func != "n_unique"
+        values = None if arg == ROWS or agg.func == "len" else whole(arg, as_made=as_made)
         out.host[agg] = host_reduction(agg.func, out.of(agg.keys.ids_column), values, pred,
                                        agg.options)  # fmt: skip
     return out

@@ -11,8 +11,6 @@ is turned into a string or categorical column against its dictionary
 
 from __future__ import annotations
 
-import datetime as _dt
-import math
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -26,9 +24,10 @@ from colbridge.errors import InvalidOperationError, SchemaError, UnsupportedOper
 from colbridge.expr.nodes import TableRef
 from colbridge.plan.logical_typing import ENUM_CAST_FAILED
 from colbridge.plan.planner import Segment
+from colbridge.types.chrono import parse_stamps
 from colbridge.types.logical import Logical, parse_logical
 from colbridge.types.promotion import int_range
-from colbridge.types.regex import has_word_boundary, re2_pattern
+from colbridge.types.regex import InvalidRegexError, has_word_boundary, re2_pattern
 from colbridge.types.string_maps import apply_string_map
 from colbridge.types.timezones import zone_table
 
@@ -120,10 +119,16 @@ class TableBuilder:
         if op == "ends_with":
             return pc.ends_with(d, pattern=ref.recipe[1])
         if op == "contains":
-            pattern, literal = ref.recipe[1], ref.recipe[2]
+            pattern, literal, strict = ref.recipe[1:]
             if literal:
                 return pc.match_substring(d, pattern=pattern)
-            return pc.match_substring_regex(d, pattern=re2_pattern(pattern, d))
+            try:
+                regex = re2_pattern(pattern, d)
+            except InvalidRegexError as exc:
+                if strict or not exc.invalid_in_polars:
+                    raise
+                return pa.nulls(len(d), pa.bool_())  # as polars: an invalid pattern, null
+            return pc.match_substring_regex(d, pattern=regex)
         if op == "count_matches":
             return _count_matches(d, ref.recipe[1], ref.recipe[2])
         if op == "enum_code":  # a literal among an enum's categories
@@ -169,7 +174,25 @@ def _count_matches(values: pa.Array, pattern: str, literal: bool) -> pa.Array:
     empty = pc.match_substring_regex(pa.array([""], _STR), pattern=regex)[0].as_py()
     if empty or has_word_boundary(pattern):  # a boundary's empty matches count differently
         raise UnsupportedOperationError(_EMPTY_MATCHES.format(pattern=pattern))
-    return pc.count_substring_regex(values, pattern=regex).cast(pa.uint32())
+    if "^" not in pattern and "\\A" not in pattern:
+        return pc.count_substring_regex(values, pattern=regex).cast(pa.uint32())
+    # Arrow's count starts each search anew, where `^` matches again; RE2's global
+    # replace does not: a mark after each match, counted
+    mark = _absent_character(values)
+    marked = pc.replace_substring_regex(values, pattern=regex, replacement="\\0" + mark)
+    return pc.count_substring(marked, pattern=mark).cast(pa.uint32())
+
+
+def _absent_character(values: pa.Array) -> str:
+    """A character none of ``values`` holds (from the private use area, then beyond)."""
+    import pyarrow.compute as pc
+
+    for point in range(0xE000, 0x110000):  # above the surrogates
+        char = chr(point)
+        if not pc.any(pc.match_substring(values, char)).as_py():
+            return char
+    msg = "no character is absent from the strings"  # pragma: no cover - 1.1M distinct
+    raise AssertionError(msg)
 
 
 _EMPTY_MATCHES = (
@@ -212,65 +235,11 @@ def _strptime(values: pa.Array, fmt: str | None, target: str) -> pa.Array:
     logical = parse_logical(target)
     assert logical is not None
     unit = logical.unit if logical.kind == "datetime" else "us"
-    # per distinct value, with Python's parser: like polars' it rejects impossible dates
-    # (2020-02-30), where Arrow's strptime rolls them over
-    if fmt is not None and fmt.endswith(_FRACTIONS):
-        stamps = pa.array([_with_fraction(s, fmt, unit) for s in values.to_pylist()], pa.int64())
-    else:
-        parsed = [_iso(s) if fmt is None else _with_format(s, fmt) for s in values.to_pylist()]
-        stamps = pa.array([None if p is None else _to_unit(p, unit) for p in parsed], pa.int64())
+    stamps = parse_stamps(values.to_pylist(), fmt, unit)  # per distinct value: see there
     if logical.kind == "date":
         per_day = 86_400 * 1_000_000
-        days = [None if v is None else math.floor(v / per_day) for v in stamps.to_pylist()]
-        return pa.array(days, pa.int32())
-    return stamps
-
-
-def _iso(text: str | None) -> _dt.datetime | None:
-    if text is None:
-        return None
-    try:
-        value = _dt.datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return value.replace(tzinfo=None) if value.tzinfo is None else None
-
-
-def _with_format(text: str | None, fmt: str) -> _dt.datetime | None:
-    if text is None:
-        return None
-    try:
-        return _dt.datetime.strptime(text, fmt)
-    except ValueError:
-        return None
-
-
-#: polars' (chrono's) fractional seconds at the end of a format: a dot and digits, or
-#: nothing; ``%.f`` any number of digits, the others exactly 3, 6 or 9
-_FRACTIONS = ("%.f", "%.3f", "%.6f", "%.9f")
-_FRACTION = re.compile(r"^(.*)\.([0-9]+)$", re.DOTALL)
-
-
-def _with_fraction(text: str | None, fmt: str, unit: str) -> int | None:
-    """``text`` parsed with a ``fmt`` ending in chrono's ``%.f``/``%.3f``/... (in ``unit``)."""
-    if text is None:
-        return None
-    suffix = next(f for f in _FRACTIONS if fmt.endswith(f))
-    found = _FRACTION.match(text)
-    base, digits = (found.group(1), found.group(2)) if found else (text, "")
-    wanted = {"%.3f": 3, "%.6f": 6, "%.9f": 9}.get(suffix)
-    if digits and wanted is not None and len(digits) != wanted:
-        return None
-    stamp = _with_format(base, fmt[: -len(suffix)])
-    if stamp is None:
-        return None
-    nanos = int(digits[:9].ljust(9, "0")) if digits else 0
-    return _to_unit(stamp, unit) + nanos // {"ns": 1, "us": 1_000, "ms": 1_000_000}[unit]
-
-
-def _to_unit(value: _dt.datetime, unit: str) -> int:
-    us = (value - _dt.datetime(1970, 1, 1)) // _dt.timedelta(microseconds=1)
-    return {"ns": us * 1000, "us": us, "ms": us // 1000}[unit]
+        return pa.array([None if v is None else v // per_day for v in stamps], pa.int32())
+    return pa.array(stamps, pa.int64())
 
 
 def segment_tables(segment: Segment, arrays: Mapping[str, pa.Array]) -> dict[str, pa.Array]:

@@ -12,13 +12,16 @@ import re
 
 import pyarrow as pa
 
-from colbridge.errors import UnsupportedOperationError
+from colbridge.errors import ComputeError, UnsupportedOperationError
 
 __all__ = [
+    "InvalidRegexError",
     "capture_groups",
+    "check_compiles",
     "has_word_boundary",
     "re2_pattern",
     "re2_replacement",
+    "translate",
     "unicode_classes",
 ]
 
@@ -36,54 +39,148 @@ _SPACE = r"\t-\r\x{85}\p{Z}"
 
 _OUTSIDE = {"w": f"[{_WORD}]", "W": f"[^{_WORD}]", "d": _DIGIT, "D": r"\P{Nd}",
             "s": f"[{_SPACE}]", "S": f"[^{_SPACE}]"}  # fmt: skip
-# in a bracketed class a negated class cannot join a union; \W and \S stay (ASCII)
+# in a bracketed class a negated class cannot join a union: \W and \S are alternatives
+# of the class instead (`_bracketed`)
 _INSIDE = {"w": _WORD, "d": _DIGIT, "D": r"\P{Nd}", "s": _SPACE}
+_HEX = re.compile(r"u\{([0-9A-Fa-f]{1,6})\}|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})")
 
 
 def unicode_classes(pattern: str) -> str:
     r"""``pattern`` with ``\d \D \s \S \w \W`` as polars reads them (Unicode).
 
-    A pattern that turns Unicode off from its start (``(?-u)``) is RE2's own
-    (without the flag, which RE2 does not know); class set operations (Rust's
-    ``[\w&&[^\d]]``), which RE2 would read as literal characters, are refused.
+    See `translate`, which also says where the pattern is ASCII's only.
+    """
+    return translate(pattern)[0]
+
+
+def translate(pattern: str) -> tuple[str, str | None]:
+    r"""``pattern`` (Rust ``regex`` syntax, as polars reads it) written for RE2.
+
+    ``\d \D \s \S \w \W`` become Unicode classes, ``\u{e9}``/``\u00e9``/``\U000000e9``
+    RE2's ``\x{e9}``, a class nested in a class (``[a[bc]]``, a union in Rust, a
+    literal ``[`` in RE2) joins its parent. Returns the pattern and, where RE2 reads
+    part of it as ASCII only (``\W`` or ``\S`` in a negated class), what that part is.
+    A pattern that turns Unicode off from its start (``(?-u)``) is RE2's own (without
+    the flag, which RE2 does not know). Refused by name: class set operations (Rust's
+    ``[\w&&[^\d]]``), a negated class nested in a class, and the word-boundary forms
+    RE2 lacks (``\<``, ``\>``, ``\b{start}``...).
     """
     if pattern.startswith("(?-u)"):
-        return pattern[len("(?-u)") :]  # RE2's classes are ASCII already; it has no `u` flag
+        return pattern[len("(?-u)") :], None  # RE2's classes are ASCII already; no `u` flag
     if "(?-u" in pattern:
-        return pattern
+        return pattern, None
     out: list[str] = []
+    ascii_only: str | None = None
     i, n = 0, len(pattern)
-    in_class = False
     while i < n:
         c = pattern[i]
         if c == "\\" and i + 1 < n:
-            e = pattern[i + 1]
-            table = _INSIDE if in_class else _OUTSIDE
-            out.append(table.get(e, c + e))
-            i += 2
+            text, i = _escape(pattern, i, _OUTSIDE)
+            out.append(text)
             continue
-        if not in_class and c == "[":
-            in_class = True
-            out.append(c)
-            i += 1
-            # a ']' right after '[' or '[^' is a literal one
-            if i < n and pattern[i] == "^":
-                out.append("^")
-                i += 1
-            if i < n and pattern[i] == "]":
-                out.append("]")
-                i += 1
+        if c == "[":
+            text, i, why = _bracketed(pattern, i)
+            out.append(text)
+            ascii_only = ascii_only or why
             continue
-        if in_class and pattern[i : i + 2] in ("&&", "--", "~~"):
+        out.append(c)
+        i += 1
+    return "".join(out), ascii_only
+
+
+def _escape(pattern: str, i: int, table: dict[str, str]) -> tuple[str, int]:
+    """The escape at ``pattern[i]`` (a backslash) for RE2, and where the pattern goes on."""
+    e = pattern[i + 1]
+    if e in table:
+        return table[e], i + 2
+    if e in "uU":
+        found = _HEX.match(pattern, i + 1)
+        if found is not None:
+            digits = next(g for g in found.groups() if g is not None)
+            return f"\\x{{{digits}}}", found.end()
+    if e in "<>" or pattern.startswith("b{", i + 1):
+        form = pattern[i : pattern.find("}", i) + 1] if e == "b" else pattern[i : i + 2]
+        msg = (f"regex {pattern!r}: the word boundary `{form}` is not in colbridge's RE2 "
+               "engine; use `\\b` (over ASCII strings), or compute it in polars")  # fmt: skip
+        raise UnsupportedOperationError(msg)
+    return pattern[i : i + 2], i + 2
+
+
+def _bracketed(pattern: str, i: int) -> tuple[str, int, str | None]:
+    r"""The bracketed class at ``pattern[i]`` (a ``[``) for RE2; where it ends; ASCII-only part.
+
+    A class nested in it is a union with it (its items join the class); ``\W`` and ``\S``
+    in a class that is not negated become alternatives beside it (RE2 cannot put a
+    negated class in a union); in a negated class they stay RE2's (ASCII).
+    """
+    try:
+        body, alternatives, j, negated, ascii_only = _class_items(pattern, i)
+    except _Unclosed:
+        return pattern[i:], len(pattern), None
+    if not alternatives:
+        return f"[{'^' if negated else ''}{body}]", j, ascii_only
+    parts = ([f"[{body}]"] if body else []) + alternatives
+    return "(?:" + "|".join(parts) + ")", j, ascii_only
+
+
+class _Unclosed(Exception):
+    """A bracketed class without its closing bracket (RE2 reports it)."""
+
+
+def _class_items(pattern: str, i: int) -> tuple[str, list[str], int, bool, str | None]:
+    """A class's items for RE2, its alternatives, its end, whether negated, ASCII-only part."""
+    n = len(pattern)
+    j = i + 1
+    negated = j < n and pattern[j] == "^"
+    j += negated
+    items: list[str] = []
+    alternatives: list[str] = []
+    ascii_only: str | None = None
+    first = True  # a ']' first in a class is itself
+    while j < n:
+        c = pattern[j]
+        if c == "]" and not first:
+            return "".join(items), alternatives, j + 1, negated, ascii_only
+        first = False
+        if pattern[j : j + 2] in ("&&", "--", "~~"):
             msg = (f"regex {pattern!r}: character class set operations (`&&`, `--`, `~~`) "
                    "are not supported by colbridge's RE2 engine; write the class out, or "
                    "filter in polars")  # fmt: skip
             raise UnsupportedOperationError(msg)
-        if in_class and c == "]":
-            in_class = False
-        out.append(c)
-        i += 1
-    return "".join(out)
+        if c == "\\" and j + 1 < n:
+            e = pattern[j + 1]
+            if e in "WS" and not negated:
+                alternatives.append(_OUTSIDE[e])
+                j += 2
+            elif e in "WS":
+                items.append(pattern[j : j + 2])
+                ascii_only = f"`\\{e}` in the negated class of {pattern!r}"
+                j += 2
+            else:
+                text, j = _escape(pattern, j, _INSIDE)
+                items.append(text)
+            continue
+        if c == "[" and pattern.startswith("[:", j):  # a POSIX class, `[:alpha:]`
+            end = pattern.find(":]", j + 2)
+            if end >= 0:
+                items.append(pattern[j : end + 2])
+                j = end + 2
+                continue
+        if c == "[":  # a nested class: a union with this one
+            inner, inner_alts, j, inner_negated, why = _class_items(pattern, j)
+            if inner_negated:
+                msg = (f"regex {pattern!r}: a negated class nested in a class is not "
+                       "supported by colbridge's RE2 engine; write the class out, or "
+                       "filter in polars")  # fmt: skip
+                raise UnsupportedOperationError(msg)
+            items.append(inner)
+            alternatives += inner_alts
+            ascii_only = ascii_only or why
+            continue
+        items.append(c)
+        j += 1
+    # no closing bracket: the class as written (the brackets before it too), for RE2 to report
+    raise _Unclosed
 
 
 def capture_groups(pattern: str) -> dict[str, int]:
@@ -190,19 +287,60 @@ def has_word_boundary(pattern: str) -> bool:
 
 
 def re2_pattern(pattern: str, values: pa.Array) -> str:
-    r"""``pattern`` as RE2 reads polars' dialect over ``values`` (`unicode_classes`).
+    r"""``pattern`` as RE2 reads polars' dialect over ``values`` (`translate`).
 
-    Every regex function runs its pattern through here. A word boundary is refused
-    over strings that are not all ASCII: RE2's is ASCII's, polars' Unicode's (``"é"``
-    is a word character there); over ASCII strings the two agree.
+    Every regex function runs its pattern through here. A word boundary, or a part RE2
+    reads as ASCII, is refused over strings that are not all ASCII: RE2's is ASCII's,
+    polars' Unicode's (``"é"`` is a word character there); over ASCII strings the two
+    agree. A pattern RE2 cannot compile is an `InvalidRegexError` naming it.
     """
     from colbridge.types.string_maps import all_ascii
 
-    if has_word_boundary(pattern) and not all_ascii(values):
+    regex, ascii_only = translate(pattern)
+    if has_word_boundary(pattern):
+        ascii_only = "a word boundary (`\\b`, `\\B`)"
+    if ascii_only is not None and not all_ascii(values):
         msg = (
-            f"regex {pattern!r}: a word boundary (`\\b`, `\\B`) over non-ASCII strings is "
-            "Unicode's in polars and ASCII's in colbridge's RE2 engine; match the "
-            "boundary another way (`(^|\\W)word(\\W|$)`), or compute it in polars"
+            f"regex {pattern!r}: {ascii_only} over non-ASCII strings is Unicode's in "
+            "polars and ASCII's in colbridge's RE2 engine; write it without (a word "
+            "boundary as `(^|\\W)word(\\W|$)`), or compute it in polars"
         )
         raise UnsupportedOperationError(msg)
-    return unicode_classes(pattern)
+    check_compiles(pattern, regex)
+    return regex
+
+
+#: RE2's errors for patterns that Rust's ``regex`` (polars) refuses too: the rest may be
+#: polars syntax RE2 lacks (``\p{Alphabetic}``, ``(?x)``, ``a**``)
+_INVALID_IN_BOTH = ("missing )", "unexpected )", "missing ]",
+                    "no argument for repetition operator", "trailing \\")  # fmt: skip
+
+
+class InvalidRegexError(ComputeError, UnsupportedOperationError):
+    """A regex RE2 cannot compile; ``invalid_in_polars``: polars' engine refuses it too.
+
+    A `ComputeError` as polars raises for an invalid pattern, and an
+    `UnsupportedOperationError` as colbridge raises for syntax its engine lacks.
+    """
+
+    def __init__(self, message: str, invalid_in_polars: bool) -> None:
+        super().__init__(message)
+        self.invalid_in_polars = invalid_in_polars
+
+
+def check_compiles(pattern: str, regex: str) -> None:
+    """Raise `InvalidRegexError` naming ``pattern`` where RE2 cannot compile ``regex``."""
+    import pyarrow.compute as pc  # on first use: its import is slow
+
+    try:
+        pc.match_substring_regex(pa.array([""], pa.string()), pattern=regex)
+    except pa.ArrowInvalid as exc:
+        reason = str(exc).removeprefix("Invalid regular expression: ")
+        invalid = reason.startswith(_INVALID_IN_BOTH)
+        msg = (
+            f"regex {pattern!r} is not valid ({reason})" if invalid else
+            f"regex {pattern!r} uses syntax colbridge's RE2 engine does not have "
+            f"({reason}): no look-around, backreferences, `(?x)`, possessive repetition, "
+            "or Unicode properties other than scripts and general categories"
+        )  # fmt: skip
+        raise InvalidRegexError(msg, invalid) from None

@@ -133,6 +133,8 @@ def _replace_regex(values: pa.Array, pattern: str, value: str, most: int | None)
     from colbridge.types.regex import re2_pattern, re2_replacement
 
     regex, replacement = re2_pattern(pattern, values), re2_replacement(pattern, value)
+    if most == 0:  # Arrow reads 0 as "no limit"
+        return values
     try:
         return pc.replace_substring_regex(values, pattern=regex, replacement=replacement,
                                           max_replacements=most)  # fmt: skip

@@ -1,0 +1,157 @@
+"""Types layer: strings parsed as dates and datetimes with polars' (chrono's) formats.
+
+polars parses with Rust's chrono; colbridge parses each distinct string with Python's
+``datetime`` (which, like chrono and unlike Arrow's ``strptime``, rejects impossible
+dates such as 2020-02-30), after writing the format in Python's terms:
+
+* chrono's shorthands: ``%F`` (``%Y-%m-%d``), ``%T`` (``%H:%M:%S``), ``%D``
+  (``%m/%d/%y``), ``%R`` (``%H:%M``), ``%h`` (``%b``), ``%e`` (a day, space padded) and
+  the unpadded forms ``%-d``, ``%-m``, ``%-H``... (Python reads both paddings);
+* fractional seconds anywhere in the format: ``%.f`` (a dot and any number of digits),
+  ``%.3f``/``%.6f``/``%.9f`` (a dot and exactly that many), each also nothing at all;
+  ``%3f``/``%6f``/``%9f`` (exactly that many digits, no dot); nanoseconds kept;
+* ``%y``: chrono reads 00-69 as 2000-2069 and 70-99 as 1970-1999 (Python: 69 is 1969).
+
+A value that does not fit the result's int64 (a year 1500 in nanoseconds) does not
+parse. Formats with a time zone or an offset are refused by `zone_specifier`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+
+__all__ = ["inferred_unit", "parse_stamps", "zone_specifier"]
+
+_SHORTHANDS = {"%F": "%Y-%m-%d", "%T": "%H:%M:%S", "%D": "%m/%d/%y", "%R": "%H:%M",
+               "%h": "%b", "%e": "%d"}  # fmt: skip
+#: fractional seconds: (the token, whether a dot comes first, the digits it takes; 0: any)
+_FRACTIONS = (("%.3f", True, 3), ("%.6f", True, 6), ("%.9f", True, 9), ("%.f", True, 0),
+              ("%3f", False, 3), ("%6f", False, 6), ("%9f", False, 9))  # fmt: skip
+_ZONES = ("%z", "%Z", "%:z", "%::z", "%:::z", "%#z", "%+")
+_INT64 = (-(2**63), 2**63 - 1)
+_EPOCH = _dt.datetime(1970, 1, 1)
+
+
+def zone_specifier(fmt: str) -> str | None:
+    """The time zone or offset specifier of a chrono format (``%z``, ``%+``...), if any."""
+    return next((z for z in _ZONES if z in fmt), None)
+
+
+def inferred_unit(fmt: str | None) -> str:
+    """The time unit polars gives a datetime parsed with ``fmt`` and no ``time_unit``."""
+    if fmt is not None and any(t in fmt for t in ("%.9f", "%9f")):
+        return "ns"
+    if fmt is not None and any(t in fmt for t in ("%.3f", "%3f")):
+        return "ms"
+    return "us"
+
+
+def parse_stamps(texts: list[str | None], fmt: str | None, unit: str) -> list[int | None]:
+    """Each text as ticks of ``unit`` since 1970 (None where it does not parse or fit)."""
+    if fmt is None:
+        return [_fit(_iso(t, unit)) for t in texts]
+    python = _python_format(fmt)
+    fraction = next((f for f in _FRACTIONS if f[0] in python), None)
+    year_69 = "%y" in python
+    out: list[int | None] = []
+    for text in texts:
+        if text is None:
+            out.append(None)
+            continue
+        ticks = _parse(text, python, fraction, unit)
+        if ticks is not None and year_69:
+            ticks = _chrono_century(ticks, unit)
+        out.append(_fit(ticks))
+    return out
+
+
+def _python_format(fmt: str) -> str:
+    """A chrono format with its shorthands and unpadded forms in Python's terms."""
+    out: list[str] = []
+    i = 0
+    while i < len(fmt):
+        if fmt[i] != "%" or i + 1 >= len(fmt):
+            out.append(fmt[i])
+            i += 1
+            continue
+        token = fmt[i : i + 2]
+        if token == "%%":
+            out.append(token)
+        elif token == "%-" and i + 2 < len(fmt):  # unpadded: Python reads it padded or not
+            token = "%" + fmt[i + 2]
+            i += 1
+            out.append(_SHORTHANDS.get(token, token))
+        else:
+            out.append(_SHORTHANDS.get(token, token))
+        i += 2
+    return "".join(out)
+
+
+def _parse(text: str, fmt: str, fraction: tuple[str, bool, int] | None,
+           unit: str) -> int | None:  # fmt: skip
+    if fraction is None:
+        value = _strptime(text, fmt)
+        return None if value is None else _ticks(value, unit, 0)
+    token, dotted, digits = fraction
+    before, after = fmt.split(token, 1)
+    pattern = re.compile(("\\." if dotted else "") + ("[0-9]+" if not digits
+                                                      else "[0-9]{%d}" % digits))  # noqa: UP031
+    # the fraction starts where the format before it has read its part of the text: at a
+    # dot (or a digit), the text before it read by ``before`` alone, as much of it as
+    # ``before`` reads (chrono's fields are greedy: `%S%3f` on "00123" is 00 and 123)
+    marks = "." if dotted else "0123456789"
+    for start in reversed([i for i, c in enumerate(text) if c in marks]):
+        found = pattern.match(text, start)
+        if found is None or (_strptime(text[:start], before) is None if before else start):
+            continue
+        value = _strptime(text[:start] + text[found.end() :], before + after)
+        if value is not None:
+            nanos = int(found.group(0).lstrip(".")[:9].ljust(9, "0"))
+            return _ticks(value, unit, nanos)
+    if dotted:  # `%.f`, `%.3f`... read nothing where there is no dot (chrono's)
+        value = _strptime(text, before + after)
+        return None if value is None else _ticks(value, unit, 0)
+    return None
+
+
+def _chrono_century(ticks: int, unit: str) -> int:
+    """``ticks`` with a two-digit year 69 read as 2069 (chrono), not 1969 (Python)."""
+    us = {"ns": ticks // 1000, "us": ticks, "ms": ticks * 1000}[unit]
+    if (_EPOCH + _dt.timedelta(microseconds=us)).year != 1969:
+        return ticks
+    century = 36_525 * 86_400 * 1_000_000  # 1969 to 2069 in microseconds (25 leap days)
+    return ticks + {"ns": century * 1000, "us": century, "ms": century // 1000}[unit]
+
+
+def _strptime(text: str, fmt: str) -> _dt.datetime | None:
+    try:
+        return _dt.datetime.strptime(text, fmt)
+    except ValueError:
+        return None
+
+
+def _iso(text: str | None, unit: str) -> int | None:
+    """An ISO 8601 date or naive datetime, up to nanoseconds (None: not one)."""
+    if text is None:
+        return None
+    found = re.fullmatch(r"(.*[0-9]{2}:[0-9]{2}:[0-9]{2})\.([0-9]{1,9})", text, re.DOTALL)
+    nanos = 0
+    if found is not None:  # Python reads 6 digits at most: the fraction apart
+        text, nanos = found.group(1), int(found.group(2).ljust(9, "0"))
+    try:
+        value = _dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return _ticks(value, unit, nanos) if value.tzinfo is None else None
+
+
+def _ticks(value: _dt.datetime, unit: str, nanos: int) -> int:
+    """``value`` plus ``nanos`` as ticks of ``unit`` since 1970 (toward the past)."""
+    us = (value - _EPOCH) // _dt.timedelta(microseconds=1)
+    ns = us * 1000 + nanos
+    return {"ns": ns, "us": ns // 1000, "ms": ns // 1_000_000}[unit]
+
+
+def _fit(ticks: int | None) -> int | None:
+    return ticks if ticks is not None and _INT64[0] <= ticks <= _INT64[1] else None
