@@ -14,9 +14,41 @@ import numba
 import numpy as np
 
 __all__ = [
-    "edge_rows", "first_ranks", "group_products", "group_select", "rank_packed", "rank_runs",
-    "renumber", "same_strings",
+    "bounds", "edge_rows", "first_ranks", "group_products", "group_select", "rank_packed",
+    "rank_runs", "renumber", "same_strings",
 ]  # fmt: skip
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def bounds(values: Any, valid: Any, parts: int) -> Any:
+    """The smallest and largest of the values where ``valid`` holds (empty: every row).
+
+    ``parts`` ranges of rows, one per thread; returns ``(lo, hi, found)``, ``found``
+    false where no value is valid. Branch-free within a range (a null row reads as the
+    range's first valid value), so the loop vectorises.
+    """
+    n = values.shape[0]
+    nulls = valid.shape[0] > 0
+    los = np.zeros(parts, dtype=values.dtype)
+    his = np.zeros(parts, dtype=values.dtype)
+    found = np.zeros(parts, dtype=np.bool_)
+    for p in numba.prange(parts):
+        a, b = n * p // parts, n * (p + 1) // parts
+        first = a
+        if nulls:
+            while first < b and not valid[first]:
+                first += 1
+        if first >= b:
+            continue
+        lo = hi = values[first]
+        for i in range(first + 1, b):
+            v = values[i] if not nulls or valid[i] else lo
+            lo = min(lo, v)
+            hi = max(hi, v)
+        los[p], his[p], found[p] = lo, hi, True
+    if not found.any():
+        return values.dtype.type(0), values.dtype.type(0), False
+    return los[found].min(), his[found].max(), True
 
 
 @numba.njit(cache=True, nogil=True)

@@ -826,36 +826,55 @@ def _step_row(n: int, reverse: bool, step: int) -> Any:
 @numba.njit(cache=True, nogil=True)
 def cumulative_by_key(values: Any, valid: Any, ids: Any, op: int, reverse: bool, acc: Any,
                       seen: Any, counts: Any, out: Any, out_valid: Any) -> None:  # fmt: skip
-    """`cumulative` per group of ``ids``: running values ``acc``, whether ``seen``, ``counts``."""
+    """`cumulative` per group of ``ids``: running values ``acc``, whether ``seen``, ``counts``.
+
+    As `cumulative`, only ``cum_count`` writes ``out_valid``. One loop per operation, not
+    a test of ``op`` per row; sums and products branch-free, as `_running_total`.
+    """
     n = values.shape[0]
+    if op == CUM_COUNT:
+        for step in range(n):
+            i = _step_row(n, reverse, step)
+            g = np.uintp(ids[i])  # unsigned: no negative-index wraparound per table read
+            c = counts[g] + valid[i]
+            counts[g] = c
+            out[i] = c
+            out_valid[i] = True
+        return
+    # a null row adds +0 or multiplies by 1 (where the tables start: `new_carry`)
+    if op == CUM_SUM:
+        zero = acc.dtype.type(0)
+        for step in range(n):
+            i = _step_row(n, reverse, step)
+            g = np.uintp(ids[i])
+            a = acc[g] + (values[i] if valid[i] else zero)
+            acc[g] = a
+            out[i] = a
+        return
+    if op == CUM_PROD:
+        one = acc.dtype.type(1)
+        for step in range(n):
+            i = _step_row(n, reverse, step)
+            g = np.uintp(ids[i])
+            a = acc[g] * (values[i] if valid[i] else one)
+            acc[g] = a
+            out[i] = a
+        return
     for step in range(n):
         i = _step_row(n, reverse, step)
-        g = np.uintp(ids[i])  # unsigned: no negative-index wraparound per table read
-        if op == CUM_COUNT:
-            if valid[i]:
-                counts[g] += 1
-            out[i] = counts[g]
-            out_valid[i] = True
-            continue
+        g = np.uintp(ids[i])
         a = acc[g]
-        if not valid[i]:
-            out[i] = a
-            out_valid[i] = False
-            continue
-        v = values[i]
-        if op == CUM_SUM:
-            a = a + v
-        elif op == CUM_PROD:
-            a = a * v
-        elif op == CUM_MIN:
-            if not seen[g] or v <= a or a != a:  # of equal values the latest, as polars
+        if valid[i]:
+            v = values[i]
+            # of equal values the latest (-0.0 after 0.0), as polars
+            if op == CUM_MIN:
+                if not seen[g] or v <= a or a != a:
+                    a = v
+            elif v >= a or a != a or not seen[g]:
                 a = v
-        elif v >= a or a != a or not seen[g]:
-            a = v
-        seen[g] = True
-        acc[g] = a
+            seen[g] = True
+            acc[g] = a
         out[i] = a
-        out_valid[i] = True
 
 
 @numba.njit(cache=True, nogil=True)

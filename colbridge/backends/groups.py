@@ -352,9 +352,23 @@ def _canonical_floats(array: pa.Array) -> pa.Array:
     return pa.array(bits, mask=None if valid is None else ~valid)
 
 
+def _bounds(ints: pa.Array, values: np.ndarray[Any, Any],
+            valid: np.ndarray[Any, Any] | None) -> tuple[Any, Any]:  # fmt: skip
+    """The smallest and largest non-null value of ``ints`` (``values``, flags ``valid``).
+
+    ``(None, None)`` where every row is null. Past NumPy's sizes, on every core.
+    """
+    if len(values) <= NUMPY_MAX_ROWS:
+        import pyarrow.compute as pc  # on first use: its import is slow
+        found = pc.min_max(ints)
+        return found["min"].as_py(), found["max"].as_py()
+    flags = valid if valid is not None else np.zeros(0, dtype=np.bool_)
+    lo, hi, any_valid = _kernels().bounds(values, flags, thread_count())
+    return (lo, hi) if any_valid else (None, None)
+
+
 def codes_of(array: pa.Array) -> _Codes:
     """Integer codes equal exactly where the values group together (see `_Codes`)."""
-    import pyarrow.compute as pc  # on first use: its import is slow
     t = array.type
     n = len(array)
     if pa.types.is_dictionary(t):
@@ -386,15 +400,14 @@ def codes_of(array: pa.Array) -> _Codes:
         return _Codes.of(np.zeros(n, dtype=np.int64), 1, "null")
     if pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_temporal(t):
         ints = integer_values(array)
-        bounds = pc.min_max(ints)
-        lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+        values, valid = _raw(ints), _valid(ints)
+        lo, hi = _bounds(ints, values, valid)
         if lo is None:  # every value null (or no rows)
             return _Codes.of(np.zeros(n, dtype=np.int64), 1, "null")
         span = int(hi) - int(lo) + 1
         if span <= max(_TABLE_MIN, 4 * n):
             # small range: the value itself is the code (minus the smallest); nulls last
-            values = _raw(ints)
-            return _Codes(values, values.dtype.type(lo), _valid(ints), span, span + 1,
+            return _Codes(values, values.dtype.type(lo), valid, span, span + 1,
                           "value range", null_slot=True)  # fmt: skip
         return _hashed(ints)
     if _is_text(t) and n > NUMPY_MAX_ROWS:

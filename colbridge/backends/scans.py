@@ -405,7 +405,8 @@ def run_carried(carry: Carry, values: np.ndarray[Any, Any], valid: np.ndarray[An
                 out_valid: np.ndarray[Any, Any]) -> None:  # fmt: skip
     """One pass of a carried scan over rows whose groups are ``ids`` (< ``carry.count``).
 
-    The carry's tables hold each group's state before the rows and after them.
+    The carry's tables hold each group's state before the rows and after them. A running
+    sum, product, min or max leaves ``out_valid`` unwritten (its nulls are ``valid``).
     """
     k = _kernels()
     func, options, compute, t = carry.func, carry.options, carry.compute, carry.tables
@@ -975,6 +976,8 @@ class ScanStreams:
             values = read_only(ranks.rank[np.where(valid, values, 0)].astype(compute))
             _recode(carry, ranks.rank)
         run_carried(carry, values, valid, ids, out, out_valid)
+        if func in _NULLS_KEPT:  # the kernel leaves their flags unwritten: the argument's
+            out_valid = valid
         if ranks is not None:
             out = ranks.code[np.where(out_valid, out, 0)].astype(compute, copy=False)
             _recode(carry, ranks.code)

@@ -428,3 +428,32 @@ def test_explain_shows_every_grouped_kernel_source(target: str) -> None:
     grouped = cb.lazy(t).group_by("g").agg(s=x.sum(), f=cb.col("g").first())
     text = grouped.explain(source=True, target=target)
     assert f"over-the-groups kernel source ({target})" in text
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint64])
+@pytest.mark.parametrize("nulls", ["none", "some", "first-half", "all"])
+def test_key_bounds_read_only_the_valid_values(dtype: Any, nulls: str) -> None:
+    # over NUMPY_MAX_ROWS rows the key's range is found on every core: the slots under
+    # nulls hold the type's extremes here, which must not widen (or shift) the codes
+    import pandas as pd
+
+    from colbridge.backends.groups import NUMPY_MAX_ROWS, factorize
+
+    n = NUMPY_MAX_ROWS + 3
+    rng = np.random.default_rng(7)
+    info = np.iinfo(dtype)
+    values = rng.integers(max(info.min, -50), 50, n).astype(dtype)
+    if dtype == np.uint64:
+        values = values + np.uint64(2**63)  # beyond int64
+    null = {"none": np.zeros(n, dtype=bool), "some": rng.random(n) < 0.1,
+            "first-half": np.arange(n) < n // 2, "all": np.ones(n, dtype=bool)}[nulls]
+    values = np.where(null, np.where(rng.random(n) < 0.5, info.min, info.max), values)
+    values = values.astype(dtype)
+    bitmap = pa.py_buffer(np.packbits(~null, bitorder="little"))
+    keys = pa.Array.from_buffers(pa.from_numpy_dtype(dtype), n,
+                                 [bitmap if null.any() else None, pa.py_buffer(values)])
+    got = factorize([keys], n)
+    want, uniques = pd.factorize(keys.to_pandas(), use_na_sentinel=False)
+    assert got.ids is not None
+    np.testing.assert_array_equal(got.ids, want)
+    assert got.count == len(uniques)
