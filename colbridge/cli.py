@@ -61,6 +61,25 @@ class _Ordered(argparse.Action):
         namespace.ops = ops
 
 
+class _CommaList(argparse.Action):
+    """A comma-separated list of columns; a repeated flag adds to it (``--zscore a --zscore b``)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        given = getattr(namespace, self.dest, None)
+        setattr(namespace, self.dest, f"{given},{values}" if given else values)
+
+
+def _column_list(p: argparse.ArgumentParser, flag: str, text: str, default: Any = "") -> None:
+    p.add_argument(flag, action=_CommaList, default=default,
+                   help=f"{text} (comma separated; repeatable)")  # fmt: skip
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="colbridge", description="Run colbridge jobs on Parquet/Arrow IPC data.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -98,15 +117,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     fuse.add_argument("input", nargs="*", help=_INPUT_HELP)
     fuse.add_argument("-o", "--output", help="output .parquet or .arrow file")
-    fuse.add_argument("--columns", help="feature columns in matrix order, comma separated")
-    fuse.add_argument("--zscore", default="", help="columns to standardise")
-    fuse.add_argument("--minmax", default="", help="columns to scale to [0, 1]")
-    fuse.add_argument("--robust", default="", help="columns to centre on the median, / IQR")
-    fuse.add_argument("--log1p", default="", help="columns to take log(1 + x) of first")
+    _column_list(fuse, "--columns", "feature columns in matrix order", default=None)
+    _column_list(fuse, "--zscore", "columns to standardise")
+    _column_list(fuse, "--minmax", "columns to scale to [0, 1]")
+    _column_list(fuse, "--robust", "columns to centre on the median, / IQR")
+    _column_list(fuse, "--log1p", "columns to take log(1 + x) of first")
     fuse.add_argument("--quantile-bins", action="append", default=[], metavar="COL=N",
                       help="replace a column by its quantile bin (0 .. N-1)")  # fmt: skip
-    fuse.add_argument("--indicator", default="", help="columns to add a <col>_missing 0/1 to")
-    fuse.add_argument("--one-hot", default="", help="dictionary/string columns to one-hot")
+    _column_list(fuse, "--indicator", "columns to add a <col>_missing 0/1 to")
+    _column_list(fuse, "--one-hot", "dictionary/string columns to one-hot")
     fuse.add_argument(
         "--min-frequency",
         default=None,
@@ -124,7 +143,7 @@ def _parser() -> argparse.ArgumentParser:
         choices=["ignore", "error", "infrequent_if_exist"],
         help="unseen one-hot categories (default ignore: an all-zero row)",
     )
-    fuse.add_argument("--ids", default="", help="categorical columns to integer ids")
+    _column_list(fuse, "--ids", "categorical columns to integer ids")
     fuse.add_argument(
         "--hash-buckets",
         action="append",
@@ -140,8 +159,8 @@ def _parser() -> argparse.ArgumentParser:
         help="date/time parts of a Date/Datetime/Time column, e.g. ts=hour,weekday "
         "(month weekday day ordinal_day hour minute)",
     )
-    fuse.add_argument("--cyclical", default="", help="--datetime columns to write as sin/cos pairs")
-    fuse.add_argument("--target-encode", default="", help="categorical columns to target-encode")
+    _column_list(fuse, "--cyclical", "--datetime columns to write as sin/cos pairs")
+    _column_list(fuse, "--target-encode", "categorical columns to target-encode")
     fuse.add_argument("--target", default=None, help="label column for --target-encode")
     fuse.add_argument("--folds", type=int, default=None, help="out-of-fold folds (default 5)")
     fuse.add_argument("--smoothing", default=None, help="'auto' (default) or a number")
@@ -157,7 +176,7 @@ def _parser() -> argparse.ArgumentParser:
     fuse.add_argument("--clip", action="append", default=[], metavar="COL=LO:HI")
     fuse.add_argument("--dtype", default=None, help="matrix element type (default float32)")
     fuse.add_argument("--validity", action="store_true", help="also write a validity matrix")
-    fuse.add_argument("--keep", default="", help="columns to carry along (e.g. a label)")
+    _column_list(fuse, "--keep", "columns to carry along (e.g. a label)")
     fuse.add_argument("--stats", help="load statistics from this JSON file (no stats pass)")
     fuse.add_argument("--save-stats", help="save the statistics used to this JSON file")
     fuse.add_argument("--spec", help="fuse.toml holding the same settings")

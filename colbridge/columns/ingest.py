@@ -230,6 +230,12 @@ def _pandas_to_arrow(
             ]
         return pa.chunked_array([codes]), []
     arrow_array = getattr(values, "__arrow_array__", None)
+    if isinstance(series.dtype, pd.SparseDtype):
+        # stored values and their positions: the dense column is always new memory;
+        # pandas reads NaN (and NaT) there as missing, as Arrow's null
+        dense = values.to_dense()
+        result = pa.array(dense, from_pandas=True)
+        return pa.chunked_array([result]), [f"densified from pandas `{series.dtype}` (a copy)"]
     if isinstance(series.dtype, pd.DatetimeTZDtype):
         # zoned datetimes: to_numpy gives Python Timestamp objects (a slow copy, and NaT
         # fails there); pyarrow reads their UTC int64 buffer in place, NaT as null, the

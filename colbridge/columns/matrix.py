@@ -51,7 +51,7 @@ import pyarrow as pa
 
 from colbridge.columns.frames import adapt_frame, missing_column_error
 from colbridge.columns.ingest import column_to_arrow, nan_as_null, pandas_nan_is_null
-from colbridge.columns.tensor import _values, as_tensor, direct_array, numpy_spec
+from colbridge.columns.tensor import _values, as_tensor, direct_array, fill_scalar, numpy_spec
 from colbridge.columns.views import ArrayProtocols
 from colbridge.errors import NullValuesError, ShapeError, UnsupportedTypeError
 from colbridge.memory import allocate_host, read_only, writable_view
@@ -408,8 +408,9 @@ def to_tensor(
     valid = None
     if keep and any_nulls:  # every cell is written by the kernel
         valid = writable_view(allocate_host(n * ncols), "bool", (n, ncols), order=order)
-    fill = 0 if keep or strict else nulls
-    fill_value = np.asarray(fill).astype(out_dtype)[()]
+    # a fill value of nulls must survive the cast (a column without nulls never reads it)
+    fill_value = np.asarray(0).astype(out_dtype)[()] if keep or strict or not any_nulls \
+        else fill_scalar(nulls, out_dtype, f"the {out_dtype} matrix")  # fmt: skip
     reasons = _reasons(specs, order, out_dtype)
     flat = _flat_columns(chunked, specs, n) if n and ncols and not any_nulls else None
     if flat is not None and _fill_fast(flat, out):

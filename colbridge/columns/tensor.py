@@ -703,20 +703,29 @@ def _values(array: pa.Array, spec: TensorSpec) -> np.ndarray[Any, Any]:
     return out
 
 
-def _filled(
-    values: np.ndarray[Any, Any], array: pa.Array, spec: TensorSpec, fill: Any, name: str | None
-) -> np.ndarray[Any, Any]:
+def fill_scalar(fill: Any, dtype: np.dtype[Any], where: str) -> Any:
+    """``fill`` as a ``dtype`` scalar; `InvalidOperationError` naming ``where`` if it changes.
+
+    A null's fill value must survive the cast: -1 in uint8 (255), NaN in int32 or 2.7
+    in an integer type would put another value in the nulls' place, unseen.
+    """
     try:
-        scalar = np.asarray(fill).astype(spec.dtype)
+        with np.errstate(invalid="ignore", over="ignore"):
+            scalar = np.asarray(fill).astype(dtype)
         exact = bool(scalar == fill) or bool(np.isnan(scalar) and np.isnan(fill))
     except (TypeError, ValueError, OverflowError):
         exact = False
     if not exact:
-        msg = (
-            f"fill value {fill!r} cannot be stored exactly as {spec.dtype} in "
-            f"{_label(name)} of type `{spec.arrow_type}`; pass a value of that type"
-        )
+        msg = (f"fill value {fill!r} cannot be stored exactly as {np.dtype(dtype)} in "
+               f"{where}; pass a value of that type")  # fmt: skip
         raise InvalidOperationError(msg)
+    return scalar[()]
+
+
+def _filled(
+    values: np.ndarray[Any, Any], array: pa.Array, spec: TensorSpec, fill: Any, name: str | None
+) -> np.ndarray[Any, Any]:
+    scalar = fill_scalar(fill, spec.dtype, f"{_label(name)} of type `{spec.arrow_type}`")
     out = np.array(values, copy=True, order="C")
     if array.null_count:
         row_valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)

@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from colbridge.columns.tensor import as_tensor
+from colbridge.columns.tensor import as_tensor, fill_scalar
 from colbridge.columns.views import ArrayProtocols
+from colbridge.errors import NullValuesError
 
 __all__ = ["to_torch"]
 
@@ -59,7 +60,13 @@ def to_torch(obj: Any, *, writable_alias: bool = False, nulls: Any = "raise") ->
     import torch
     from torch.utils.dlpack import from_dlpack
 
-    view = obj if isinstance(obj, ArrayProtocols) else as_tensor(obj, allow_copy=True, nulls=nulls)
+    if isinstance(obj, ArrayProtocols):
+        filled = _view_nulls(obj, nulls)
+        if filled is not None:  # a private copy, nulls filled
+            return torch.from_numpy(filled)
+        view = obj
+    else:
+        view = as_tensor(obj, allow_copy=True, nulls=nulls)
     array = view.numpy()
     if array.flags.writeable:
         # a fresh result colbridge made: nobody else's memory, share it
@@ -68,3 +75,35 @@ def to_torch(obj: Any, *, writable_alias: bool = False, nulls: Any = "raise") ->
         # the caller asked to share: take the capsule here, so no warning is raised
         return from_dlpack(view.__dlpack__(max_version=(1, 0)))
     return torch.from_numpy(np.array(array, copy=True, order="K"))
+
+
+def _view_nulls(view: ArrayProtocols, nulls: Any) -> np.ndarray[Any, Any] | None:
+    """A view's values with its nulls filled (a copy); None where it has none to fill.
+
+    A `TensorView` or `FeatureMatrix` made with ``nulls="keep"`` holds whatever bytes
+    sit under its nulls: ``nulls="raise"`` refuses them, a fill value fills them, as
+    for a column.
+    """
+    validity = getattr(view, "validity", None)
+    if validity is None or (isinstance(nulls, str) and nulls == "keep"):
+        return None
+    valid = validity if isinstance(validity, np.ndarray) else validity.to_numpy()
+    missing = ~np.asarray(valid, dtype=np.bool_)
+    if not missing.any():
+        return None
+    if isinstance(nulls, str):
+        if nulls != "raise":
+            msg = f"`nulls` must be 'keep', 'raise' or a fill value, got {nulls!r}"
+            raise ValueError(msg)
+        msg = (
+            f"{view!r} has {int(missing.sum())} null value(s), which a torch tensor cannot "
+            "hold; pass `nulls='keep'` for the values as they are (and use its `validity`), "
+            "or a fill value"
+        )
+        raise NullValuesError(msg)
+    values = np.array(view.numpy(), copy=True, order="K")
+    if missing.shape != values.shape:  # a row's validity over a row of several values
+        missing = missing.reshape(missing.shape + (1,) * (values.ndim - missing.ndim))
+        missing = np.broadcast_to(missing, values.shape)
+    values[missing] = fill_scalar(nulls, values.dtype, "a torch tensor")
+    return values

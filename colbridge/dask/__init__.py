@@ -271,10 +271,8 @@ def _resolve(
                  for part in ddf.to_delayed()]  # fmt: skip
         return list(compute(*parts))  # type: ignore[no-untyped-call]
 
-    steps, lookups, _ = resolve_windows(steps, list(ddf.columns), run_tables)
-    upto = next((j for j, s in enumerate(steps) if s.kind == "group_by"), len(steps))
-
-    def reduce(prefix: tuple[Step, ...], aggs: list[Agg]) -> dict[Agg, Literal]:
+    def reduce(prefix: tuple[Step, ...], aggs: list[Agg],
+               lookups: Sequence[Lookup]) -> dict[Agg, Literal]:  # fmt: skip
         # with halos, each reduction reads its partition's own rows only (its argument,
         # ordered operations included, is computed over the halos first)
         folded = [Agg(a.func, Filtered(a.arg, _OWN), a.ddof, a.options) for a in aggs] \
@@ -291,7 +289,10 @@ def _resolve(
         values = total.values()
         return {agg: values[f] for agg, f in zip(aggs, folded, strict=True)}
 
-    resolved, _ = resolve_aggregates(steps[:upto], reduce)
+    steps, lookups, _ = resolve_windows(steps, list(ddf.columns), run_tables, reduce)
+    upto = next((j for j, s in enumerate(steps) if s.kind == "group_by"), len(steps))
+    resolved, _ = resolve_aggregates(steps[:upto],
+                                     lambda prefix, aggs: reduce(prefix, aggs, lookups))
     if upto == len(steps):
         return resolved, lookups, None
     table, rest, _ = resolve_group_by((*resolved, *steps[upto:]), run_tables, lookups)

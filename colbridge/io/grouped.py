@@ -39,6 +39,7 @@ from colbridge.expr.nodes import (
     Filtered,
     GroupAgg,
     KeySet,
+    Literal,
     Node,
     Over,
     children,
@@ -49,6 +50,7 @@ from colbridge.expr.nodes import (
 )
 from colbridge.io.steps import JobSpecError
 from colbridge.plan.logical import Step
+from colbridge.plan.streaming import has_aggregates, resolve_aggregates
 from colbridge.types import DType
 
 __all__ = [
@@ -67,6 +69,9 @@ __all__ = [
 #: Evaluates the given steps on every piece (after attaching the lookups so far);
 #: yields each piece's (small) result table, in the order of the pieces.
 RunTables = Callable[[tuple[Step, ...], Sequence["Lookup"]], Iterable[pa.Table]]
+#: Values of whole-column reductions after a prefix of steps, the pieces carrying the
+#: window columns looked up so far (`colbridge.plan.streaming.Reduce`, with the lookups).
+ReduceWith = Callable[[tuple[Step, ...], list[Agg], Sequence["Lookup"]], dict[Agg, Literal]]
 
 
 @dataclass
@@ -164,12 +169,15 @@ def _innermost(node: Node) -> list[GroupAgg]:
 
 
 def resolve_windows(
-    steps: Sequence[Step], names: Sequence[str], run: RunTables
+    steps: Sequence[Step], names: Sequence[str], run: RunTables, reduce: ReduceWith
 ) -> tuple[tuple[Step, ...], list[Lookup], int]:
     """Replace every window reduction by a looked-up column; the steps, lookups and passes.
 
-    Each key set of each level takes one statistics pass through ``run``. The
-    returned steps expect every piece to carry the lookups' columns (`attach`).
+    Each key set of each level takes one statistics pass through ``run``. Whole-column
+    reductions in the steps before a window are resolved first, through ``reduce``: a
+    statistics pass computes those steps piece by piece, where each piece would take
+    its own rows' mean for the whole column's. The returned steps expect every piece
+    to carry the lookups' columns (`attach`).
     """
     resolved = list(steps)
     final = _output_names(steps, names)
@@ -180,6 +188,10 @@ def resolve_windows(
                   if s.kind != "group_by" and has_windows([s])), None)  # fmt: skip
         if k is None:
             break
+        if has_aggregates(resolved[:k]):
+            done, _ = resolve_aggregates(resolved[:k],
+                                         lambda prefix, aggs: reduce(prefix, aggs, lookups))
+            resolved[:k] = done
         env = _raw_env(resolved[:k], names)
         step = resolved[k]
         items = [(name, _pushed(e)) for name, e in step.items]

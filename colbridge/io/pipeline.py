@@ -359,27 +359,29 @@ def run_job(
             piece = attach(empty, found)
             yield compute_piece(prepare(prefix, piece.column_names), piece, "cpu")
 
-    def reduce(prefix: tuple[Step, ...], aggs: list[Agg]) -> dict[Agg, Literal]:
+    def reduce(prefix: tuple[Step, ...], aggs: list[Agg],
+               found: Sequence[Lookup]) -> dict[Agg, Literal]:  # fmt: skip
         counters.passes += 1
         bar.start(f"pass {counters.passes}: statistics", total)
         prefix = _reduction_prefix(prefix, aggs)  # read and compute only what they need
         reads = _needed_columns((*prefix, Step("select", tuple(
-            (f"r{q}", a) for q, a in enumerate(aggs)))), source.schema, lookups)  # fmt: skip
+            (f"r{q}", a) for q, a in enumerate(aggs)))), source.schema, found)  # fmt: skip
 
         def batches() -> Any:
             for batch in source.batches(job.batch_rows, reads):
-                yield attach(batch, lookups)
+                yield attach(batch, found)
                 bar.advance(batch.num_rows, batch.nbytes)
 
-        empty_read = attach(empty if reads is None else empty.select(reads), lookups)
+        empty_read = attach(empty if reads is None else empty.select(reads), found)
         return fold_reductions(prefix, aggs, batches(), empty_read, job.device,
                                job.fallback, tier_rows)  # fmt: skip
 
     # windows first (per-group statistics, looked up batch by batch), then reductions
-    windowed, lookups, _ = resolve_windows(job.steps, source.schema.names,
-                                           run_tables)  # fmt: skip
+    windowed, lookups, _ = resolve_windows(job.steps, source.schema.names, run_tables,
+                                           reduce)  # fmt: skip
     upto = next((j for j, s in enumerate(windowed) if s.kind == "group_by"), len(windowed))
-    resolved, _ = resolve_aggregates(windowed[:upto], reduce)
+    resolved, _ = resolve_aggregates(windowed[:upto],
+                                     lambda prefix, aggs: reduce(prefix, aggs, lookups))
     needed = _needed_columns(resolved, source.schema, lookups)
     empty_in = attach(empty if needed is None else empty.select(needed), lookups)
     plan = prepare(resolved, empty_in.column_names)

@@ -261,3 +261,14 @@ def test_memory_limit_bounds_peak_rss(tmp_path) -> None:
     # The whole dataset decoded is 64 MB; the run must stay far below that (it grew
     # 3-7 MB in runs on a 2-core machine).
     assert report["growth"] < decoded / 6, report
+
+
+def test_fuse_list_flags_add_up_when_repeated(data: str, tmp_path) -> None:
+    # `--zscore a --zscore b` is `--zscore a,b` (argparse alone keeps the last one)
+    once, twice = tmp_path / "once.parquet", tmp_path / "twice.parquet"
+    assert main(["fuse", data, "--columns", "a,b", "--zscore", "a,b", "-q", "-o", str(once)]) == 0
+    assert main(["fuse", data, "--columns", "a", "--columns", "b", "--zscore", "a",
+                 "--zscore", "b", "-q", "-o", str(twice)]) == 0  # fmt: skip
+    assert pq.read_table(once).equals(pq.read_table(twice))
+    matrix = np.array(pq.read_table(once).column(0).to_pylist())
+    np.testing.assert_allclose(np.nanmean(matrix, axis=0), 0.0, atol=1e-5)

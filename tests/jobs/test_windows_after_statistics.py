@@ -1,0 +1,61 @@
+"""Windows after whole-column statistics, streamed and on Dask, against polars.
+
+A window's per-group statistics pass computes the steps before it piece by piece:
+a whole-column reduction among those steps (`filter(x > x.mean())`, a column
+`m = x.mean()`) must take the whole data's value there, not each piece's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import dask.dataframe as dd
+import pandas as pd
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import colbridge as cb
+import colbridge.dask as cb_dask
+
+FRAME = pl.DataFrame({
+    "x": [1.0, 2.0, 3.0, None, 4.0, 6.0, 0.5],
+    "h": [10, 20, 30, 40, 50, None, 70],
+    "g": ["a", "a", "b", "b", "a", "b", None],
+})  # fmt: skip
+
+PLANS: dict[str, Callable[[Any, Any], Any]] = {
+    "filter by the mean, window": lambda q, m: q.filter(m.col("x") > m.col("x").mean())
+    .with_columns(s=m.col("h").sum().over("g")),
+    "mean as a column, window of it": lambda q, m: q.with_columns(m=m.col("x").mean())
+    .with_columns(z=(m.col("x") - m.col("m")).sum().over("g"),
+                  y=(m.col("x") - m.col("m")).max().over("g")),
+    "window, mean of it, window": lambda q, m: q.with_columns(w=m.col("h").sum().over("g"))
+    .with_columns(c=m.col("w") - m.col("w").mean())
+    .with_columns(z=m.col("c").min().over("g")),
+    "std in a filter, windows by two keys": lambda q, m: q.filter(
+        (m.col("x") - m.col("x").mean()).abs() < m.col("x").std())
+    .with_columns(n=m.len().over("g"), s=m.col("h").mean().over("g", m.col("x") > 2)),
+}
+
+
+@pytest.mark.parametrize("name", list(PLANS))
+@pytest.mark.parametrize("batch_rows", [1, 2, 3, 100])
+def test_streamed(name: str, batch_rows: int) -> None:
+    plan = PLANS[name]
+    want = plan(FRAME.lazy(), pl).collect()
+    got = plan(cb.lazy(FRAME.lazy(), batch_rows=batch_rows), cb).compute()
+    assert_frame_equal(got, want, check_dtypes=False)
+
+
+@pytest.mark.parametrize("name", list(PLANS))
+@pytest.mark.parametrize("npartitions", [2, 3])
+def test_on_dask(name: str, npartitions: int) -> None:
+    plan = PLANS[name]
+    pdf = FRAME.to_pandas()
+    want = plan(FRAME.lazy(), pl).collect()
+    ddf = dd.from_pandas(pdf, npartitions=npartitions)
+    got = cb_dask.apply(plan(cb.lazy(pdf.head(2)), cb), ddf)
+    frame = pl.from_pandas(pd.DataFrame(got.compute()).reset_index(drop=True))
+    assert_frame_equal(frame, want, check_dtypes=False)
