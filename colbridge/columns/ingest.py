@@ -186,6 +186,17 @@ def _polars_to_arrow(series: Any, name: str | None) -> pa.ChunkedArray:
         raise UnsupportedTypeError(msg) from None
 
 
+def refuse_numpy_dtype(dtype: np.dtype[Any], label: str) -> None:
+    """Raise `UnsupportedTypeError` for a NumPy dtype no Arrow column type holds."""
+    if dtype.kind in "cV" or (dtype.kind == "f" and dtype.itemsize > 8):
+        msg = (
+            f"{label} has NumPy dtype `{dtype}`, which has no Arrow column type "
+            "(complex, extended precision or structured); convert it first, e.g. split "
+            "a complex column into `.real` and `.imag`, or `x.astype('float64')`"
+        )
+        raise UnsupportedTypeError(msg)
+
+
 def _numpy_to_arrow(array: np.ndarray, label: str) -> tuple[pa.ChunkedArray, list[str]]:
     if array.dtype == object:
         msg = (
@@ -199,6 +210,7 @@ def _numpy_to_arrow(array: np.ndarray, label: str) -> tuple[pa.ChunkedArray, lis
             "(pass a 2-D array as a FixedSizeList: `pa.FixedSizeListArray.from_arrays`)"
         )
         raise UnsupportedTypeError(msg)
+    refuse_numpy_dtype(array.dtype, label)
     # pa.array copies strided input: say so rather than copy silently
     if not array.dtype.isnative:  # Arrow has no other-endian types: swap (a copy)
         swapped = array.astype(array.dtype.newbyteorder("="))
@@ -247,6 +259,7 @@ def _pandas_to_arrow(
         # lazy engine reads it as null in place, `as_tensor`/`to_tensor` apply
         # `pandas_nan_is_null` themselves
         source = series.to_numpy(copy=False)
+        refuse_numpy_dtype(source.dtype, label)
         result = pa.array(source)
         return pa.chunked_array([result]), copy_reason(result, source)
     # ArrowDtype and masked extension arrays know their own Arrow form

@@ -37,7 +37,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from colbridge.columns.ingest import copy_reason, ingest_column, pandas_nan_is_null
+from colbridge.columns.ingest import (
+    copy_reason,
+    ingest_column,
+    pandas_nan_is_null,
+    refuse_numpy_dtype,
+)
 from colbridge.columns.views import ArrayProtocols
 from colbridge.errors import CopyNotAllowedError, InvalidOperationError, NullValuesError
 from colbridge.memory import HostBuffer, host_view
@@ -288,6 +293,7 @@ def numpy_spec(dtype: np.dtype[Any]) -> TensorSpec:
     """Return the tensor spec of a NumPy dtype (its default Arrow type), cached."""
     spec = _NUMPY_SPECS.get(dtype)
     if spec is None:
+        refuse_numpy_dtype(dtype, "the array")
         spec = tensor_spec(pa.from_numpy_dtype(dtype))
         _NUMPY_SPECS[dtype] = spec
     return spec

@@ -37,6 +37,7 @@ from colbridge.expr.nodes import (
     Column,
     Filtered,
     Literal,
+    Node,
     Over,
     Scan,
     deep_walk,
@@ -272,7 +273,7 @@ def _resolve(
         return list(compute(*parts))  # type: ignore[no-untyped-call]
 
     def reduce(prefix: tuple[Step, ...], aggs: list[Agg],
-               lookups: Sequence[Lookup]) -> dict[Agg, Literal]:  # fmt: skip
+               lookups: Sequence[Lookup]) -> dict[Agg, Node]:  # fmt: skip
         # with halos, each reduction reads its partition's own rows only (its argument,
         # ordered operations included, is computed over the halos first)
         folded = [Agg(a.func, Filtered(a.arg, _OWN), a.ddof, a.options) for a in aggs] \

@@ -119,8 +119,9 @@ AGG_FUNCS = frozenset(
     }
 )  # fmt: skip
 # Reductions computed on the host whose whole-column value a stream (or Dask) folds from
-# its pieces' values (`runtime.execute._HOSTED_FOLDS`): sums of counts, a product.
-FOLDED_HOST_AGGS = frozenset({"count", "null_count", "len", "product"})
+# its pieces' values (`runtime.execute._HOSTED_FOLDS`): sums of counts, a product, the
+# extremes of temporal values.
+FOLDED_HOST_AGGS = frozenset({"count", "null_count", "len", "product", "min", "max"})
 # Shape statistics: typing writes them as two passes of sums (`typecheck._moments`).
 MOMENT_FUNCS = frozenset({"skew", "kurtosis"})
 # Reductions computed from a factorization (one group for a whole column), not by a fold:

@@ -39,7 +39,6 @@ from colbridge.expr.nodes import (
     Filtered,
     GroupAgg,
     KeySet,
-    Literal,
     Node,
     Over,
     children,
@@ -71,7 +70,7 @@ __all__ = [
 RunTables = Callable[[tuple[Step, ...], Sequence["Lookup"]], Iterable[pa.Table]]
 #: Values of whole-column reductions after a prefix of steps, the pieces carrying the
 #: window columns looked up so far (`colbridge.plan.streaming.Reduce`, with the lookups).
-ReduceWith = Callable[[tuple[Step, ...], list[Agg], Sequence["Lookup"]], dict[Agg, Literal]]
+ReduceWith = Callable[[tuple[Step, ...], list[Agg], Sequence["Lookup"]], dict[Agg, Node]]
 
 
 @dataclass

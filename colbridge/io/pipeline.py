@@ -23,7 +23,7 @@ import pyarrow as pa
 from colbridge.backends.scans import ScanStreams
 from colbridge.columns.frames import ArrowTableAdapter
 from colbridge.errors import JobSpecError
-from colbridge.expr.nodes import Agg, Column, Literal, deep_walk
+from colbridge.expr.nodes import Agg, Column, Node, deep_walk
 from colbridge.io.grouped import (
     Lookup,
     attach,
@@ -360,7 +360,7 @@ def run_job(
             yield compute_piece(prepare(prefix, piece.column_names), piece, "cpu")
 
     def reduce(prefix: tuple[Step, ...], aggs: list[Agg],
-               found: Sequence[Lookup]) -> dict[Agg, Literal]:  # fmt: skip
+               found: Sequence[Lookup]) -> dict[Agg, Node]:  # fmt: skip
         counters.passes += 1
         bar.start(f"pass {counters.passes}: statistics", total)
         prefix = _reduction_prefix(prefix, aggs)  # read and compute only what they need

@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -59,6 +60,48 @@ def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+class GrowingDictionaries:
+    """The dictionary columns of an IPC file, each one dictionary that only grows.
+
+    Batches of different files or row groups carry different dictionaries, and the
+    IPC file format lets a dictionary grow (a delta) but not be replaced: each
+    batch's new values are appended to those written and its indices renumbered.
+    """
+
+    def __init__(self) -> None:
+        self._written: dict[str, pa.Array] = {}
+
+    def grown(self, table: pa.Table) -> pa.Table:
+        """``table`` with every dictionary column over the file's dictionary so far."""
+        if not any(pa.types.is_dictionary(t) for t in table.schema.types):
+            return table
+        table = table.unify_dictionaries()
+        columns = []
+        for name, column in zip(table.column_names, table.columns, strict=True):
+            if pa.types.is_dictionary(column.type):
+                column = pa.chunked_array([self._grown(name, c) for c in column.chunks],
+                                          column.type)  # fmt: skip
+            columns.append(column)
+        return pa.Table.from_arrays(columns, schema=table.schema)
+
+    def _grown(self, name: str, chunk: pa.DictionaryArray) -> pa.DictionaryArray:
+        import pyarrow.compute as pc  # on first use: its import is slow
+
+        held = self._written.get(name)
+        if held is None or chunk.dictionary.equals(held):
+            self._written.setdefault(name, chunk.dictionary)
+            return chunk
+        position = pc.index_in(chunk.dictionary, value_set=held, skip_nulls=False)
+        new = np.asarray(position.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        grown = pa.concat_arrays([held, chunk.dictionary.filter(pa.array(new))])
+        renumber = np.asarray(position.fill_null(0).to_numpy(zero_copy_only=False),
+                              dtype=np.int64)  # fmt: skip
+        renumber[new] = len(held) + np.arange(int(new.sum()))
+        indices = pa.array(renumber).take(chunk.indices).cast(chunk.indices.type)
+        self._written[name] = grown
+        return pa.DictionaryArray.from_arrays(indices, grown)
 
 
 class AtomicWriter:
@@ -99,6 +142,7 @@ class AtomicWriter:
         self._writer: Any = None
         self._sink: Any = None
         self._schema: pa.Schema | None = None
+        self._dictionaries: GrowingDictionaries | None = None
 
     def __enter__(self) -> AtomicWriter:
         folder = os.path.dirname(self.path) or "."
@@ -137,7 +181,10 @@ class AtomicWriter:
             )
         else:
             self._sink = pa.OSFile(self._tmp, "wb")
-            self._writer = pa.ipc.new_file(self._sink, schema)
+            # a dictionary may grow in an IPC file (a delta), not be replaced
+            options = pa.ipc.IpcWriteOptions(emit_dictionary_deltas=True)
+            self._writer = pa.ipc.new_file(self._sink, schema, options=options)
+            self._dictionaries = GrowingDictionaries()
 
     def write(self, data: pa.Table | pa.RecordBatch) -> None:
         """Append rows; later data is cast to the first schema when types differ only in detail."""
@@ -152,6 +199,8 @@ class AtomicWriter:
             table = table.cast(self._schema)
         if isinstance(self._writer, pq.ParquetWriter):
             self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        elif self._dictionaries is not None:
+            self._writer.write_table(self._dictionaries.grown(table))
         else:
             self._writer.write_table(table)
         self.rows += table.num_rows

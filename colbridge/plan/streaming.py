@@ -51,7 +51,7 @@ __all__ = [
 
 #: Values of reductions (holding no reduction inside) over the whole data that the
 #: given prefix of steps makes of it.
-Reduce = Callable[[tuple[Step, ...], list[Agg]], dict[Agg, Literal]]
+Reduce = Callable[[tuple[Step, ...], list[Agg]], dict[Agg, Node]]
 
 
 def has_aggregates(steps: Iterable[Step]) -> bool:
@@ -177,7 +177,7 @@ def innermost_aggregates(step: Step) -> list[Agg]:
     return found
 
 
-def _substitute(step: Step, values: dict[Agg, Literal]) -> Step:
+def _substitute(step: Step, values: dict[Agg, Node]) -> Step:
     memo: dict[Node, Node] = {}
     lookup: dict[Node, Node] = {agg: value for agg, value in values.items()}
     items = tuple(

@@ -32,6 +32,7 @@ from colbridge.backends.groups import (
     dictionary_encoded,
     factorize,
     host_reduction,
+    integer_values,
     one_group,
     take,
 )
@@ -63,6 +64,7 @@ from colbridge.expr.nodes import (
     Agg,
     Column,
     Filtered,
+    Function,
     Literal,
     Node,
     Scan,
@@ -86,7 +88,7 @@ from colbridge.runtime.tables import (
     segment_tables,
 )
 from colbridge.types import dtype_from_arrow
-from colbridge.types.logical import logical_from_arrow
+from colbridge.types.logical import Logical, logical_from_arrow
 
 __all__ = [
     "Columns",
@@ -964,6 +966,8 @@ class Partials:
     #: values over this part of reductions computed on the host, not by a kernel's
     #: partial rows (the count of a string column): folded by `_fold_hosted`
     hosted: dict[int, Literal] = field(default_factory=dict)
+    #: the temporal type of hosted values held as their integers (a min/max of dates)
+    logical: dict[int, Logical] = field(default_factory=dict)
 
     def fold(self, other: Partials) -> Partials:
         """The partials of both parts together."""
@@ -972,14 +976,22 @@ class Partials:
         hosted = {q: _fold_hosted(self.aggs[q].func, v, other.hosted[q])
                   for q, v in self.hosted.items()}  # fmt: skip
         return Partials(self.aggs, self.slots, fold_partials(known, *rows),
-                        self.num_rows + other.num_rows, self.fixed, hosted)  # fmt: skip
+                        self.num_rows + other.num_rows, self.fixed, hosted,
+                        self.logical)  # fmt: skip
 
-    def values(self) -> dict[Agg, Literal]:
-        """Each reduction's value over all the parts folded in, as a typed literal."""
-        out: dict[Agg, Literal] = {}
+    def values(self) -> dict[Agg, Node]:
+        """Each reduction's value over all the parts folded in, as a typed literal.
+
+        A temporal value is its integer cast to its type (`lit(ticks).cast(...)`): a
+        Python datetime would lose nanoseconds, and a literal's unit is polars' default.
+        """
+        out: dict[Agg, Node] = {}
         for q, (agg, slot) in enumerate(zip(self.aggs, self.slots, strict=True)):
             if slot is None:
-                out[agg] = self.hosted[q] if q in self.hosted else self.fixed[q]
+                value: Node = self.hosted[q] if q in self.hosted else self.fixed[q]
+                if q in self.logical:
+                    value = Function("cast", (value,), (self.logical[q], True))
+                out[agg] = value
                 continue
             value, valid = finalize_reduction(slot, *self.rows, self.num_rows)
             dtype = slot.result_dtype
@@ -993,13 +1005,14 @@ def _python(value: Any) -> Any:
 
 #: whole-column reductions computed on the host whose values over parts fold into the
 #: value over their union (`FOLDED_HOST_AGGS`): counts (of a string column, say), a
-#: product. The host's min/max (of dates and times) would fold too, but their values
-#: are not literals a plan can hold.
+#: product, the min/max of temporal values (folded as their integers: `Partials.logical`).
 _HOSTED_FOLDS: dict[str, Callable[[Any, Any], Any]] = {
     "count": lambda a, b: a + b,
     "null_count": lambda a, b: a + b,
     "len": lambda a, b: a + b,
     "product": lambda a, b: a * b,  # integers wrapped to their type (`_fold_hosted`)
+    "min": min,
+    "max": max,
 }
 assert set(_HOSTED_FOLDS) == FOLDED_HOST_AGGS
 
@@ -1042,6 +1055,7 @@ def reduction_partials(
     outputs = dict(segments[-1].outputs)
     fixed: dict[int, Literal] = {}
     hosted: dict[int, Literal] = {}
+    logical: dict[int, Logical] = {}
     off_kernel = [q for q in range(len(aggs)) if not isinstance(outputs[f"r{q}"], Agg)]
     # counts depend on the piece's rows even where they read no column (`cb.len()`)
     free = [q for q in off_kernel
@@ -1069,7 +1083,16 @@ def reduction_partials(
         made = execute(prepare(steps, adapter.names), adapter, report, target)
         row = made if isinstance(made, pa.Table) else pa.table(made)  # a pandas/polars piece
         for q in on_host:
-            column = row.column(f"r{q}")
+            column = row.column(f"r{q}").combine_chunks()
+            if aggs[q].func in ("min", "max"):
+                temporal = logical_from_arrow(column.type)
+                if temporal is None or not temporal.is_temporal:  # strings: not folded
+                    msg = (f"`{aggs[q]!r}` of a column of type {column.type} cannot be "
+                           "folded from the pieces of a stream or partitions; compute it "
+                           "in memory")  # fmt: skip
+                    raise UnsupportedOperationError(msg)
+                logical[q] = temporal  # folded as integers, cast back by `Partials.values`
+                column = integer_values(column).cast(pa.int64())
             hosted[q] = Literal(column[0].as_py(), dtype_from_arrow(column.type))
     if free:
         # a reduction of a literal was typed into a value that reads no column: compute it
@@ -1081,13 +1104,14 @@ def reduction_partials(
             fixed[q] = Literal(column[0].as_py(), dtype_from_arrow(column.type))
     if not segments[-1].agg_levels:
         empty = (np.zeros((1, 1)), np.zeros((1, 1), np.int64), np.zeros((1, 1), np.uint64))
-        return Partials(list(aggs), [None] * len(aggs), empty, adapter.num_rows, fixed, hosted)
+        return Partials(list(aggs), [None] * len(aggs), empty, adapter.num_rows, fixed, hosted,
+                        logical)  # fmt: skip
     (slots, *rows), num_rows = _run(segments, adapter, columns, report, target, partials=True,
                                     streams=streams)  # fmt: skip
     by_agg = {slot.agg: slot for slot in slots}
     placed = [by_agg.get(outputs[f"r{q}"]) for q in range(len(aggs))]  # type: ignore[call-overload]
     return Partials(list(aggs), placed, tuple(rows), num_rows, fixed,  # type: ignore[arg-type]
-                    hosted)  # fmt: skip
+                    hosted, logical)  # fmt: skip
 
 
 T = TypeVar("T")

@@ -17,7 +17,7 @@ import pyarrow as pa
 from colbridge.backends.common import piece_of_job
 from colbridge.backends.scans import ScanStreams
 from colbridge.columns.frames import adapt_frame
-from colbridge.expr.nodes import Agg, Literal
+from colbridge.expr.nodes import Agg, Node
 from colbridge.plan.logical import Step
 from colbridge.runtime.execute import (
     ComputeReport,
@@ -101,7 +101,7 @@ def fold_reductions(
     device: str = "auto",
     fallback: str = "cpu",
     total_rows: int | None = None,
-) -> dict[Agg, Literal]:
+) -> dict[Agg, Node]:
     """Values of ``aggs`` over all ``pieces`` (``empty``: a piece with no rows, same schema).
 
     The pieces come in order: ordered operations in ``prefix`` go on from piece to piece.

@@ -71,3 +71,20 @@ def test_a_pandas_sparse_column_is_a_copy_with_its_nan_as_null() -> None:
     assert view.copied
     assert view.null_count == 1  # pandas' missing value
     np.testing.assert_array_equal(view.numpy()[[0, 1, 3, 4]], [0.0, 1.0, 0.0, 5.0])
+
+
+@pytest.mark.parametrize("make", [
+    lambda np_, pd_: np_.array([1 + 2j]),
+    lambda np_, pd_: np_.array([1.0], dtype=np_.longdouble),
+    lambda np_, pd_: pd_.Series([1 + 2j]),
+    lambda np_, pd_: np_.zeros(2, dtype=[("a", "i4")]),
+])  # fmt: skip
+def test_numpy_dtypes_without_an_arrow_type_are_refused_by_name(make: object) -> None:
+    pd = pytest.importorskip("pandas")
+    column = make(np, pd)  # type: ignore[operator]
+    if getattr(column, "dtype", None) == np.longdouble and np.dtype(np.longdouble).itemsize == 8:
+        pytest.skip("long double is float64 on this platform")
+    with pytest.raises(cb.UnsupportedTypeError, match="has no Arrow column type"):
+        cb.as_tensor(column)
+    with pytest.raises(cb.UnsupportedTypeError, match="has no Arrow column type"):
+        cb.to_tensor({"a": column})

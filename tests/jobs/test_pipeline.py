@@ -249,3 +249,27 @@ def test_batches_differing_in_which_columns_hold_nulls_share_kernels(tmp_path) -
     clean = table.slice(0, 1)  # row 0: no nulls at all
     got = cb.lazy(clean).with_columns(total=c[0] + c[1] + c[2] + c[3] + c[4]).compute()
     assert got["total"].chunk(0).buffers()[0] is None
+
+
+@pytest.mark.parametrize("batch_rows", [1, 2, 100])
+def test_ipc_output_of_dictionaries_that_differ(tmp_path, batch_rows: int) -> None:
+    # an IPC file cannot replace a dictionary: each batch's new values are added to it
+    def dictionary(values: list[str | None], labels: list[str | None]) -> pa.Array:
+        indices = pa.array([None if v is None else labels.index(v) for v in values], pa.int8())
+        return pa.DictionaryArray.from_arrays(indices, pa.array(labels))
+
+    first = pa.Table.from_batches([
+        pa.record_batch({"g": dictionary(["a", "b", None], ["a", "b"]), "x": [1, 2, 3]}),
+        pa.record_batch({"g": dictionary(["c", None], ["c"]), "x": [4, 5]}),
+    ])  # fmt: skip
+    second = pa.table({"g": dictionary(["d", "a", "b", "d"], ["d", "b", "a"]), "x": [6, 7, 8, 9]})
+    pq.write_table(first, tmp_path / "p0.parquet", row_group_size=3)
+    pq.write_table(second, tmp_path / "p1.parquet", row_group_size=2)
+    out = tmp_path / "out.arrow"
+    pipeline([str(tmp_path / "p0.parquet"), str(tmp_path / "p1.parquet")], out,
+             with_={"y": cb.col("x") * 2}, batch_rows=batch_rows)  # fmt: skip
+    with pa.memory_map(str(out)) as src:
+        got = pa.ipc.open_file(src).read_all()
+    assert pa.types.is_dictionary(got.schema.field("g").type)
+    assert got["g"].to_pylist() == ["a", "b", None, "c", None, "d", "a", "b", "d"]
+    assert got["y"].to_pylist() == [2, 4, 6, 8, 10, 12, 14, 16, 18]
