@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from colbridge.backends.groups import GroupIds
+from colbridge.backends.groups import GroupIds, integer_values
 from colbridge.codegen.kernel import (
     N_HOST_ERR_KINDS,
     AggSlot,
@@ -455,7 +455,12 @@ def grouped_array(values: GroupedValues, dtype: DType) -> pa.Array:
 
 
 def grouped_operand(array: pa.Array, dtype: DType) -> GroupedValues:
-    """A per-group Arrow result as kernels gather it: values of ``dtype``, validity."""
+    """A per-group Arrow result as kernels gather it: values of ``dtype``, validity.
+
+    A temporal result (the first time of each group) is read as its integers.
+    """
+    if pa.types.is_temporal(array.type):
+        array = integer_values(array)
     valid = None
     if array.null_count:
         valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=np.bool_)

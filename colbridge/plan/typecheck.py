@@ -1715,7 +1715,10 @@ class TypeChecker:
 
         ``var = sum((x - mean)**2) / (count - ddof)``, null where ``count <= ddof``
         (polars' rule), every step in float64; the group mean is gathered back to the
-        rows by the second pass, so these are two grouped reduction passes.
+        rows by the second pass, so these are two grouped reduction passes. A group of
+        one value repeated has a variance of exactly 0 (NaN stays NaN), as polars'
+        online (Welford) variance gives it; the mean of ``0.1`` three times is not
+        ``0.1``, and its deviations would not be 0.
         """
         f64 = DType.FLOAT64
         x = self._cast(arg, f64)
@@ -1728,6 +1731,11 @@ class TypeChecker:
         dof = self._typed_literal(float(ddof), f64)
         var = self._record(Binary("truediv", total, self._record(Binary("sub", n, dof), f64)),
                            f64)  # fmt: skip
+        lo = self._record(GroupAgg("min", filtered(x), keys), f64)
+        hi = self._record(GroupAgg("max", filtered(x), keys), f64)
+        constant = self._record(Binary("eq", lo, hi), DType.BOOL)
+        zero = self._record(Binary("mul", var, self._typed_literal(0.0, f64)), f64)
+        var = self._record(When(constant, zero, var), f64)
         enough = self._record(Binary("gt", n, dof), DType.BOOL)
         value = self._record(When(enough, var, self._typed_literal(None, f64)), f64)
         if func == "std":
@@ -1979,7 +1987,7 @@ def _check_key_type(name: str, info: ColumnType) -> None:
         pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
         or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
         or pa.types.is_large_binary(t) or pa.types.is_temporal(t) or pa.types.is_null(t)
-        or pa.types.is_string_view(t) or pa.types.is_decimal(t)
+        or pa.types.is_string_view(t) or pa.types.is_binary_view(t) or pa.types.is_decimal(t)
     ):  # fmt: skip
         return
     msg = (

@@ -219,3 +219,30 @@ def test_streams_and_dask_refuse_them_naming_the_way_out(tmp_path: Any) -> None:
     with pytest.raises(JobSpecError, match=r"`skew` per group cannot be merged"):
         cb.dask.apply(cb.lazy(table.to_pandas()).group_by("g").agg(s=cb.col("x").skew()),
                       ddf).compute()  # fmt: skip
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 3),
+                          st.sampled_from([0.1, 0.3, -2.5, 1e300, float("nan"), float("inf"),
+                                           None])),
+                min_size=1, max_size=30))  # fmt: skip
+def test_std_of_a_group_of_one_value_repeated_is_zero_as_polars(rows: list[Any]) -> None:
+    # polars' grouped variance is online (Welford): exactly 0 for a value repeated,
+    # where the deviations from a two-pass mean (0.1 three times: 0.10000000000000002)
+    # are not; a z-score of such a group is then NaN or infinite, as in polars
+    df = pl.DataFrame({"g": [g for g, _ in rows], "x": [x for _, x in rows]},
+                      schema={"g": pl.Int64, "x": pl.Float64})  # fmt: skip
+
+    def steps(m: Any, q: Any) -> list[Any]:
+        x = m.col("x")
+        return [
+            q.group_by("g", maintain_order=True).agg(s=x.std(), v=x.var(ddof=0)),
+            q.with_columns(s=x.std().over("g"), z=((x - x.mean()) / x.std()).over("g")),
+        ]
+
+    for got, want in zip(steps(cb, df.gpu), steps(pl, df), strict=True):
+        got, want = got.compute(), want
+        constant = want.select(pl.exclude("g", "x", "z"))  # the variances themselves
+        assert_frame_equal(got.select(constant.columns).select(pl.all() == 0),
+                           constant.select(pl.all() == 0))  # fmt: skip
+        assert_frame_equal(got, want, rel_tol=RTOL)

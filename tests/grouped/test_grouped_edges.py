@@ -1,0 +1,51 @@
+"""Grouped work at the edges of polars' semantics: key and value types, against polars."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+
+def _same(df: pl.DataFrame, steps: Any) -> None:
+    import colbridge as cb
+
+    for got, want in zip(steps(cb, df.gpu), steps(pl, df), strict=True):
+        assert_frame_equal(got.compute(), want)
+
+
+def test_first_and_last_of_times(tier: str) -> None:
+    # a time per group is gathered by its integers (the kernels read Python times before)
+    df = pl.DataFrame({"g": [1, 1, 2, 2], "t": [dt.time(1), None, dt.time(2, 0, 0, 5), None]})
+    df = df.with_columns(n=pl.Series([5, 7, None, 9], dtype=pl.Int64).cast(pl.Time))
+
+    def steps(m: Any, q: Any) -> list[Any]:
+        t, n = m.col("t"), m.col("n")
+        return [
+            q.with_columns(f=t.first().over("g"), lt=t.last().over("g"), fn=n.last().over("g")),
+            q.select(f=t.first(), lt=t.last(), fn=n.first()),
+            q.group_by("g", maintain_order=True).agg(f=t.first(), lt=t.last(), fn=n.last()),
+        ]
+
+    _same(df, steps)
+
+
+@pytest.mark.parametrize("n", [7, 150_000])  # NumPy's factorization, then the hashing one
+def test_binary_keys(n: int, tier: str) -> None:
+    rng = np.random.default_rng(n)
+    keys = [None if v == 5 else bytes([int(v), 0]) for v in rng.integers(0, 6, n)]
+    df = pl.DataFrame({"k": keys, "v": np.arange(n)})
+
+    def steps(m: Any, q: Any) -> list[Any]:
+        v = m.col("v")
+        return [
+            q.group_by("k", maintain_order=True).agg(m.len(), s=v.sum(), f=v.first()),
+            q.with_columns(c=m.len().over("k"), d=v.is_first_distinct().over("k"),
+                           r=v.cum_sum().over("k")),
+        ]  # fmt: skip
+
+    _same(df, steps)
