@@ -497,6 +497,28 @@ def _enum_categories(array: pa.Array | pa.ChunkedArray) -> list[str] | None:
     return [str(v) for v in dictionary.to_pylist()]
 
 
+def polars_with_enums(table: pa.Table, input_enums: Mapping[str, Any]) -> Any:
+    """A polars frame of ``table`` whose enum columns are `Enum`s, not Categoricals.
+
+    An Enum is an ordered string dictionary in Arrow (colbridge's enum results), or
+    named as an input column of ``input_enums`` (polars' name → Enum type) whose
+    categories a batch without rows or of nulls alone lost.
+    """
+    import polars as pl
+
+    frame: Any = pl.from_arrow(table, rechunk=False)  # a table: a DataFrame
+    casts = []
+    for name in table.column_names:
+        have = frame.schema[name]
+        if not isinstance(have, pl.Categorical | pl.Enum | pl.Null):
+            continue
+        categories = _enum_categories(table.column(name))
+        want = pl.Enum(categories) if categories is not None else input_enums.get(name)
+        if want is not None and have != want:
+            casts.append(pl.col(name).cast(want))
+    return frame.with_columns(casts) if casts else frame
+
+
 def _polars_series(name: str, array: pa.Array | pa.ChunkedArray) -> Any:
     """A polars column from an Arrow one; an ordered string dictionary is an `Enum`.
 

@@ -1733,8 +1733,10 @@ class TypeChecker:
                            f64)  # fmt: skip
         lo = self._record(GroupAgg("min", filtered(x), keys), f64)
         hi = self._record(GroupAgg("max", filtered(x), keys), f64)
+        # NaN among the values stays NaN; a mean that overflowed (1e308 twice) does not
         constant = self._record(Binary("eq", lo, hi), DType.BOOL)
-        zero = self._record(Binary("mul", var, self._typed_literal(0.0, f64)), f64)
+        nan = self._record(Unary("is_nan", var), DType.BOOL)
+        zero = self._record(When(nan, var, self._typed_literal(0.0, f64)), f64)
         var = self._record(When(constant, zero, var), f64)
         enough = self._record(Binary("gt", n, dof), DType.BOOL)
         value = self._record(When(enough, var, self._typed_literal(None, f64)), f64)

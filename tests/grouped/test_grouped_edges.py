@@ -49,3 +49,23 @@ def test_binary_keys(n: int, tier: str) -> None:
         ]  # fmt: skip
 
     _same(df, steps)
+
+
+def test_a_polars_lazyframe_keeps_its_enums() -> None:
+    # a LazyFrame streams: the batches' Arrow dictionaries come back as polars Enums
+    enum = pl.Enum(["b", "a"])
+    df = pl.DataFrame({"e": pl.Series(["a", "b", "a"], dtype=enum), "x": [1.0, 2.0, 3.0]})
+
+    def steps(m: Any, q: Any) -> list[Any]:
+        x = m.col("x")
+        return [
+            q.with_columns(y=x * 2, f=m.col("e").shift(1)),
+            q.with_columns(y=x.sum().over("e")),
+            q.group_by("e", maintain_order=True).agg(y=x.sum()),
+            q.filter(x > 10).with_columns(y=x * 2),
+        ]
+
+    import colbridge as cb
+
+    for got, want in zip(steps(cb, df.lazy().gpu), steps(pl, df.lazy()), strict=True):
+        assert_frame_equal(got.compute(), want.collect())

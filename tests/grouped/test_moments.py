@@ -246,3 +246,12 @@ def test_std_of_a_group_of_one_value_repeated_is_zero_as_polars(rows: list[Any])
         assert_frame_equal(got.select(constant.columns).select(pl.all() == 0),
                            constant.select(pl.all() == 0))  # fmt: skip
         assert_frame_equal(got, want, rel_tol=RTOL)
+
+
+def test_std_of_a_huge_value_repeated_is_zero_though_its_sum_overflows() -> None:
+    # the two-pass mean of 1e308 twice overflows to inf; polars' online variance is 0
+    df = pl.DataFrame({"g": [1, 1, 2, 2, 2], "x": [1e308, 1e308, -1e308, -1e308, np.nan]})
+    got = df.gpu.group_by("g", maintain_order=True).agg(s=cb.col("x").std()).compute()
+    want = df.group_by("g", maintain_order=True).agg(s=pl.col("x").std())
+    assert_frame_equal(got, want)
+    assert got["s"].to_list()[0] == 0.0
