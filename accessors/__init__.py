@@ -40,9 +40,9 @@ class GpuAccessor:
         """Queue a row filter; see `LazyFrame.filter`."""
         return self.lazy().filter(*predicates)
 
-    def group_by(self, *keys: Any, maintain_order: bool = True) -> Any:
+    def group_by(self, *keys: Any, maintain_order: bool = True, **named_keys: Any) -> Any:
         """Queue a grouping; see `LazyFrame.group_by` (then ``.agg(...)``)."""
-        return self.lazy().group_by(*keys, maintain_order=maintain_order)
+        return self.lazy().group_by(*keys, maintain_order=maintain_order, **named_keys)
 
     def eval(self, text: str, **compute_options: Any) -> Any:
         """Parse ``"name = expression"`` assignments and compute them right away."""

@@ -164,11 +164,12 @@ class LazyFrame:
             node = Binary("and", node, expand_one(as_expr(p).node, self._names, "filter"))
         return self._then(Step("filter", (("", node),)))
 
-    def group_by(self, *keys: Any, maintain_order: bool = True) -> GroupBy:
+    def group_by(self, *keys: Any, maintain_order: bool = True, **named_keys: Any) -> GroupBy:
         """Group the rows by ``keys``; `GroupBy.agg` gives one row per group.
 
         Keys are column names or expressions of any type (integers, booleans,
         floats, strings, categoricals, dates...); a null key is a group of its own.
+        ``name=expression`` keys are named, as in polars (``group_by(month=...)``).
         Groups come in the order of their first row (polars' ``maintain_order=True``);
         ``maintain_order=False`` allows any order, and colbridge keeps that one.
 
@@ -192,6 +193,9 @@ class LazyFrame:
                 named.append((output_name(as_expr(k).node), nodes[0]))
             else:
                 named += [(output_name(n), n) for n in nodes]
+        for name, k in named_keys.items():
+            (node,) = _key_nodes((as_expr(k).alias(name),), "group_by")
+            named.append((name, node))
         _ = maintain_order  # first appearance is the order kept either way
         return GroupBy(self, tuple(named))
 

@@ -1863,6 +1863,21 @@ def _function(name: str, expr: Expr, *params: Any) -> Expr:
     return Expr(Function(name, (expr.node,), params))
 
 
+class MissingMethodError(UnsupportedOperationError, AttributeError):
+    """A polars method colbridge's namespace does not have (``hasattr`` reads it as absent)."""
+
+
+def _missing_method(namespace: object, prefix: str, name: str) -> AttributeError:
+    """The error for ``expr.<prefix>.<name>``, listing the namespace's methods."""
+    if name.startswith("_"):
+        return AttributeError(name)
+    have = sorted(m for m in dir(type(namespace)) if not m.startswith("_"))
+    return MissingMethodError(
+        f"`{prefix}.{name}` is not supported by colbridge expressions; compute it in "
+        f"polars. `{prefix}` has: {', '.join(have)}"
+    )
+
+
 class DateTimeNamespace:
     """``expr.dt``: fields and arithmetic of dates, datetimes, durations and times.
 
@@ -1888,6 +1903,9 @@ class DateTimeNamespace:
 
     def _f(self, name: str, *params: Any) -> Expr:
         return _function("dt." + name, self._expr, *params)
+
+    def __getattr__(self, name: str) -> Any:
+        raise _missing_method(self, "dt", name)
 
     def year(self) -> Expr:
         """The year (Int32)."""
@@ -2060,6 +2078,9 @@ class StringNamespace:
 
     def _f(self, name: str, *params: Any) -> Expr:
         return _function("str." + name, self._expr, *params)
+
+    def __getattr__(self, name: str) -> Any:
+        raise _missing_method(self, "str", name)
 
     def len_chars(self) -> Expr:
         """Length in characters (UInt32)."""

@@ -529,8 +529,12 @@ class LogicalTyping:
         if op == "cast_time_unit":
             logical = self._need(arg, node, ("datetime", "duration"), "a Datetime or Duration")
             unit = _unit(node.options[0], node)
+            target = Logical(logical.kind, unit, logical.tz)
+            factor = UNIT_PER_SECOND[unit] // UNIT_PER_SECOND[logical.unit]
+            if factor > 1:  # finer: a value that does not fit fails, as in polars
+                return self.mark(self.widen(self.i64(arg), factor, True, target, node), target)
             value = self.to_unit(arg, logical.unit, unit, duration=logical.kind == "duration")
-            return self.mark(value, Logical(logical.kind, unit, logical.tz))
+            return self.mark(value, target)
         msg = f"`dt.{op}` is not supported by colbridge expressions (in `{node!r}`)"
         raise UnsupportedOperationError(msg)
 
@@ -703,7 +707,8 @@ class LogicalTyping:
             return back(self.sub(days, self.fmod(self.sub(days, 4), count)), False)
         cal = self.civil(days)
         months = self.add(self.mul(cal["year"], 12), self.sub(cal["month"], 1))
-        months = self.sub(months, self.fmod(months, count))
+        # counted from 1970-01 (month 23640 since year 0), as polars counts them
+        months = self.sub(months, self.fmod(self.sub(months, 1970 * 12), count))
         year = self.fdiv(months, 12)
         month = self.add(self.sub(months, self.mul(year, 12)), 1)
         return back(self.days_from_civil(year, month, 1), False)
@@ -759,7 +764,10 @@ class LogicalTyping:
             if t.is_bool:
                 msg = f"`{node!r}`: casting from Boolean to {target} is not supported"
                 raise SchemaError(msg)
-            return self.mark(tc.cast_plain(arg, target.physical, strict), target)
+            value = tc.cast_plain(arg, target.physical, strict)
+            if target.kind == "time":  # nanoseconds of one day, or the cast fails
+                value = self.within_day(value, strict, node)
+            return self.mark(value, target)
         if src.is_string:
             spec = tc.dicts[arg]
             if target.kind in ("string", "categorical"):
@@ -777,6 +785,18 @@ class LogicalTyping:
             msg = f"`{node!r}`: colbridge does not format {src} values as strings"
             raise UnsupportedOperationError(msg)
         return self.cast_temporal(arg, src, target, node, strict)
+
+    def within_day(self, value: Node, strict: bool, node: Node) -> Node:
+        """Nanoseconds as a time of day: outside ``[0, 86400e9)`` an error, or null."""
+        ok = self.both("and", self.op("ge", value, 0), self.op("lt", value, 86_400 * 10**9))
+        if strict:
+            message = (
+                f"strict cast to time failed in `{node!r}`: values outside one day's "
+                "nanoseconds [0, 86400e9); use `.cast(..., strict=False)` to turn them into "
+                "nulls"
+            )
+            return self.rec(Check(value, ok, message), I64)
+        return self.rec(When(ok, value, self.tc.null_of(I64)), I64)
 
     def widen(self, value: Node, factor: int, strict: bool, target: Logical, node: Node) -> Node:
         """``value * factor`` for a cast to a finer unit: overflow fails or is null, as polars."""
@@ -949,13 +969,15 @@ class LogicalTyping:
             false = tc.record_bool(Literal(False, BOOL))
             return self.mark(self.rec(When(self.rec(Unary("is_not_null", arg), BOOL), false,
                                            tc.null_of(BOOL)), BOOL), None)  # fmt: skip
-        out: Node | None = None
-        for v in values:
-            term = tc.check_child(Binary("eq", arg, Constant(v) if _is_temporal_value(v)
-                                         else Literal(v)))  # fmt: skip
-            out = term if out is None else tc.check_child(Binary("or", out, term))
-        assert out is not None
-        return out
+        # untyped equalities joined in a balanced tree (as deep as log2 of the values),
+        # typed once: a typed node is not typed again
+        raw = node.args[0]
+        terms: list[Node] = [Binary("eq", raw, Constant(v) if _is_temporal_value(v)
+                                    else Literal(v)) for v in values]  # fmt: skip
+        while len(terms) > 1:
+            pairs = [Binary("or", terms[k], terms[k + 1]) for k in range(0, len(terms) - 1, 2)]
+            terms = pairs + terms[len(pairs) * 2 :]
+        return tc.check_child(terms[0])
 
     # -- operators ----------------------------------------------------------------------
     def binary(self, node: Binary, left: Node, right: Node) -> Node:

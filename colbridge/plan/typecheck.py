@@ -1560,6 +1560,8 @@ class TypeChecker:
             return self._dynamic_node(Agg(node.func, arg, node.ddof, node.options), kind, rep)
         if self._is_dynamic(arg):
             arg = self._materialize(arg)
+        if self._reduces_to_itself(node.func, arg):
+            return arg
         if arg in self.logical and node.func not in ("count", "null_count"):
             return self._lt.agg(node, arg, lambda f, value: Agg(f, value, node.ddof, node.options))
         t = self.types[arg]
@@ -1671,6 +1673,8 @@ class TypeChecker:
                 return self._record(GroupAgg(f, filtered(value), keys), result)
 
             return self._moments(node, typed, reduce)
+        if pred is None and self._reduces_to_itself(func, typed):
+            return typed
         if typed in self.logical and func not in ("count", "null_count", "n_unique"):
             return self._lt.agg(node, typed, lambda f, value: GroupAgg(
                 f, filtered(value), keys, node.ddof, node.options))  # fmt: skip
@@ -1701,6 +1705,16 @@ class TypeChecker:
         if pred is None and is_scalar(typed):
             return self._scalar_agg(func, node.ddof, typed, result)
         return self._record(GroupAgg(func, filtered(typed), keys, node.ddof), result)
+
+    def _reduces_to_itself(self, func: str, typed: Node) -> bool:
+        """Whether ``func`` of the scalar temporal ``typed`` is ``typed`` (``lit(1h).sum()``).
+
+        One value, not one copy of it per row, as polars reduces a literal.
+        """
+        if typed not in self.logical or not is_scalar(typed):
+            return False
+        return func in ("min", "max", "first", "last") or (
+            func == "sum" and self.logical[typed].kind == "duration")
 
     def _grouped_moment(
         self,

@@ -1,0 +1,111 @@
+"""Temporal expressions at the edges of polars' semantics, against polars."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import colbridge as cb
+
+
+def _same(df: pl.DataFrame, build: Any) -> None:
+    got = df.gpu.select(**build(cb)).compute()
+    assert_frame_equal(got, df.select(**build(pl)))
+
+
+def _dates(n: int, seed: int) -> list[dt.date]:
+    rng = np.random.default_rng(seed)
+    days = rng.integers(-200_000, 200_000, n)  # about 1422 to 2517
+    return [dt.date(1970, 1, 1) + dt.timedelta(days=int(d)) for d in days]
+
+
+@pytest.mark.parametrize("every", ["1mo", "2mo", "7mo", "11mo", "1q", "5q", "1y", "1y1mo",
+                                   "3y", "4y", "100y", "1000y"])  # fmt: skip
+def test_truncate_by_months_counts_from_1970(every: str, tier: str) -> None:
+    # polars counts months from 1970-01: "3y" of 2021-03-01 is 2021-01-01, not 2019
+    dates = [dt.date(1970, 1, 1), dt.date(2021, 3, 1), dt.date(1969, 12, 31), *_dates(200, 1)]
+    df = pl.DataFrame({"d": dates}).with_columns(
+        t=pl.col("d").cast(pl.Datetime("us")) + pl.duration(hours=13),
+    ).with_columns(z=pl.col("t").dt.replace_time_zone("Europe/Paris"))
+    _same(df, lambda m: {c: m.col(c).dt.truncate(every) for c in ("d", "t", "z")})
+    got = df.gpu.group_by(k=cb.col("d").dt.truncate(every), maintain_order=True).agg(cb.len())
+    want = df.group_by(k=pl.col("d").dt.truncate(every), maintain_order=True).agg(pl.len())
+    assert_frame_equal(got.compute(), want)
+
+
+def test_a_temporal_literal_reduces_to_itself(tier: str) -> None:
+    # one value, not one copy per row: `lit(1h).sum()` over 3 rows is 1h
+    df = pl.DataFrame({"g": [1, 1, 2], "x": [1, 2, 3]})
+    hour, day = dt.timedelta(hours=1), dt.date(2020, 5, 17)
+    _same(df, lambda m: {"s": m.lit(hour).sum(), "mn": m.lit(day).min(),
+                         "mx": m.lit(hour).max(), "f": m.lit(day).first()})  # fmt: skip
+    got = df.gpu.with_columns(s=cb.lit(hour).sum().over("g")).compute()
+    assert_frame_equal(got, df.with_columns(s=pl.lit(hour).sum().over("g")))
+
+
+@pytest.mark.parametrize("dtype", [pl.Int64, pl.Int8, pl.UInt64, pl.Float64])
+def test_numbers_to_times_of_day_as_polars(dtype: Any) -> None:
+    inside = pl.DataFrame({"n": pl.Series([0, 5, 86_399_999_999_999 if dtype in (
+        pl.Int64, pl.UInt64) else 100], dtype=dtype)})  # fmt: skip
+    _same(inside, lambda m: {"t": m.col("n").cast(pl.Time)})
+    outside = pl.DataFrame({"n": pl.Series([5, -1 if dtype != pl.UInt64 else 2**63], dtype=dtype)})
+    if dtype in (pl.Int64, pl.UInt64):
+        outside = outside.vstack(pl.DataFrame({"n": pl.Series([86_400 * 10**9], dtype=dtype)}))
+    with pytest.raises(pl.exceptions.InvalidOperationError):
+        outside.select(pl.col("n").cast(pl.Time))
+    with pytest.raises(cb.ColbridgeError, match="strict cast to time failed"):
+        outside.gpu.select(cb.col("n").cast(pl.Time)).compute()
+    _same(outside, lambda m: {"t": m.col("n").cast(pl.Time, strict=False)})
+
+
+@pytest.mark.parametrize("kind", ["datetime", "duration"])
+def test_a_finer_time_unit_that_overflows_fails_as_polars(kind: str) -> None:
+    value = dt.datetime(1, 1, 1) if kind == "datetime" else dt.timedelta(days=73_000_000 // 1000)
+    df = pl.DataFrame({"a": [value]}).with_columns(pl.col("a").dt.cast_time_unit("us"))
+    big = df if kind == "datetime" else df.with_columns(pl.col("a") * 1000)
+    with pytest.raises(pl.exceptions.PolarsError):
+        big.select(pl.col("a").dt.cast_time_unit("ns"))
+    with pytest.raises(cb.ColbridgeError, match="some values do not fit"):
+        big.gpu.select(cb.col("a").dt.cast_time_unit("ns")).compute()
+    small = pl.DataFrame({"a": [dt.datetime(2000, 1, 2, 3)] if kind == "datetime"
+                          else [dt.timedelta(hours=5)]})  # fmt: skip
+    _same(small, lambda m: {"ns": m.col("a").dt.cast_time_unit("ns"),
+                            "ms": m.col("a").dt.cast_time_unit("ms")})  # fmt: skip
+
+
+def test_is_in_of_temporal_values(tier: str) -> None:
+    # several values, and computed temporal expressions (they crashed the typing)
+    df = pl.DataFrame({
+        "d": [dt.date(1970, 1, 1), dt.date(1972, 9, 27), None, dt.date(2000, 1, 1)],
+        "t": [dt.datetime(1970, 1, 1, 5), dt.datetime(1972, 9, 27), None,
+              dt.datetime(2000, 1, 1, 23)],
+        "u": [dt.timedelta(1), dt.timedelta(2), None, dt.timedelta(3)],
+    })  # fmt: skip
+    days = [dt.date(1970, 1, 1), dt.date(1972, 9, 27)]
+    midnights = [dt.datetime(1970, 1, 1), dt.datetime(2000, 1, 1)]
+    _same(df, lambda m: {
+        "a": m.col("d").is_in(days),
+        "b": m.col("t").dt.truncate("1d").is_in(midnights),
+        "c": m.col("t").dt.date().is_in(days[:1]),
+        "e": m.col("u").is_in([dt.timedelta(1), dt.timedelta(3)]),
+        "f": m.col("t").is_in([dt.datetime(1970, 1, 1, 5), dt.datetime(2000, 1, 1, 23)]),
+    })  # fmt: skip
+    got = df.gpu.eval("y = d in (date('1970-01-01'), date('2000-01-01'))")
+    assert got["y"].to_list() == [True, False, None, True]
+    many = pl.DataFrame({"x": np.arange(10)})
+    values = list(range(0, 180, 3))  # 60 values: a balanced tree of equalities
+    _same(many, lambda m: {"y": m.col("x").is_in(values)})
+
+
+def test_polars_methods_colbridge_lacks_are_named() -> None:
+    with pytest.raises(cb.UnsupportedOperationError, match=r"`dt.offset_by` is not supported"):
+        cb.col("t").dt.offset_by("1d")
+    with pytest.raises(cb.UnsupportedOperationError, match=r"`str.extract` .* `str` has: "):
+        cb.col("s").str.extract("a")
+    assert not hasattr(cb.col("t").dt, "strftime")  # an AttributeError too
+    assert hasattr(cb.col("t").dt, "truncate")
