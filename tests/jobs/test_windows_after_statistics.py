@@ -10,14 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import dask.dataframe as dd
-import pandas as pd
 import polars as pl
 import pytest
-from polars.testing import assert_frame_equal
 
-import colbridge as cb
-import colbridge.dask as cb_dask
+from tests.jobs.oracle import assert_on_dask_as_polars, assert_streamed_as_polars
 
 FRAME = pl.DataFrame({
     "x": [1.0, 2.0, 3.0, None, 4.0, 6.0, 0.5],
@@ -43,19 +39,10 @@ PLANS: dict[str, Callable[[Any, Any], Any]] = {
 @pytest.mark.parametrize("name", list(PLANS))
 @pytest.mark.parametrize("batch_rows", [1, 2, 3, 100])
 def test_streamed(name: str, batch_rows: int) -> None:
-    plan = PLANS[name]
-    want = plan(FRAME.lazy(), pl).collect()
-    got = plan(cb.lazy(FRAME.lazy(), batch_rows=batch_rows), cb).compute()
-    assert_frame_equal(got, want, check_dtypes=False)
+    assert_streamed_as_polars(PLANS[name], FRAME, batch_rows)
 
 
 @pytest.mark.parametrize("name", list(PLANS))
 @pytest.mark.parametrize("npartitions", [2, 3])
 def test_on_dask(name: str, npartitions: int) -> None:
-    plan = PLANS[name]
-    pdf = FRAME.to_pandas()
-    want = plan(FRAME.lazy(), pl).collect()
-    ddf = dd.from_pandas(pdf, npartitions=npartitions)
-    got = cb_dask.apply(plan(cb.lazy(pdf.head(2)), cb), ddf)
-    frame = pl.from_pandas(pd.DataFrame(got.compute()).reset_index(drop=True))
-    assert_frame_equal(frame, want, check_dtypes=False)
+    assert_on_dask_as_polars(PLANS[name], FRAME, npartitions)
