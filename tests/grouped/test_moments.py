@@ -248,10 +248,12 @@ def test_std_of_a_group_of_one_value_repeated_is_zero_as_polars(rows: list[Any])
         assert_frame_equal(got, want, rel_tol=RTOL)
 
 
-def test_std_of_a_huge_value_repeated_is_zero_though_its_sum_overflows() -> None:
-    # the two-pass mean of 1e308 twice overflows to inf; polars' online variance is 0
-    df = pl.DataFrame({"g": [1, 1, 2, 2, 2], "x": [1e308, 1e308, -1e308, -1e308, np.nan]})
+def test_std_of_values_repeated_is_zero_though_their_mean_is_not_them() -> None:
+    # the two-pass mean of 0.1 three times is 0.10000000000000002, of 1e308 twice inf
+    # (its sum overflows); polars' online variance is 0 for both
+    df = pl.DataFrame({"g": [1, 1, 2, 2, 2, 3, 3, 3], "x": [1e308, 1e308, -1e308, -1e308,
+                                                          np.nan, 0.1, 0.1, 0.1]})  # fmt: skip
     got = df.gpu.group_by("g", maintain_order=True).agg(s=cb.col("x").std()).compute()
     want = df.group_by("g", maintain_order=True).agg(s=pl.col("x").std())
     assert_frame_equal(got, want)
-    assert got["s"].to_list()[0] == 0.0
+    assert got["s"].to_list()[0] == got["s"].to_list()[2] == 0.0
