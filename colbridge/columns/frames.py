@@ -206,13 +206,14 @@ class PolarsFrameAdapter(FrameAdapter):
 
         return frame.filter(pl.Series(keep))
 
-    def from_arrow(self, table: pa.Table) -> Any:
+    def from_arrow(self, table: pa.Table, *, rechunk: bool = True) -> Any:
+        """A polars frame of ``table``; ``rechunk=False`` keeps a streamed result's batches."""
         import polars as pl
 
         if self._input_enums or any(_enum_categories(c) is not None for c in table.columns):
             return pl.DataFrame([self._as_input_enum(_polars_series(n, table.column(n)))
                                  for n in table.column_names])  # fmt: skip
-        return pl.from_arrow(table)
+        return pl.from_arrow(table, rechunk=rechunk)
 
     @functools.cached_property
     def _input_enums(self) -> dict[str, Any]:
@@ -254,8 +255,8 @@ class PolarsSeriesAdapter(PolarsFrameAdapter):
     ) -> Any:
         return _polars_series_if_one(super().build(order, new, one_row=one_row))
 
-    def from_arrow(self, table: pa.Table) -> Any:
-        return _polars_series_if_one(super().from_arrow(table))
+    def from_arrow(self, table: pa.Table, *, rechunk: bool = True) -> Any:
+        return _polars_series_if_one(super().from_arrow(table, rechunk=rechunk))
 
 
 # a label lookup's "not found" (None can be a pandas column label)
@@ -495,28 +496,6 @@ def _enum_categories(array: pa.Array | pa.ChunkedArray) -> list[str] | None:
     if not (pa.types.is_string(vt) or pa.types.is_large_string(vt) or pa.types.is_string_view(vt)):
         return None
     return [str(v) for v in dictionary.to_pylist()]
-
-
-def polars_with_enums(table: pa.Table, input_enums: Mapping[str, Any]) -> Any:
-    """A polars frame of ``table`` whose enum columns are `Enum`s, not Categoricals.
-
-    An Enum is an ordered string dictionary in Arrow (colbridge's enum results), or
-    named as an input column of ``input_enums`` (polars' name → Enum type) whose
-    categories a batch without rows or of nulls alone lost.
-    """
-    import polars as pl
-
-    frame: Any = pl.from_arrow(table, rechunk=False)  # a table: a DataFrame
-    casts = []
-    for name in table.column_names:
-        have = frame.schema[name]
-        if not isinstance(have, pl.Categorical | pl.Enum | pl.Null):
-            continue
-        categories = _enum_categories(table.column(name))
-        want = pl.Enum(categories) if categories is not None else input_enums.get(name)
-        if want is not None and have != want:
-            casts.append(pl.col(name).cast(want))
-    return frame.with_columns(casts) if casts else frame
 
 
 def _polars_series(name: str, array: pa.Array | pa.ChunkedArray) -> Any:

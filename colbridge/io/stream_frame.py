@@ -19,7 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from colbridge.columns.frames import ArrowTableAdapter, polars_with_enums
+from colbridge.columns.frames import ArrowTableAdapter, PolarsFrameAdapter
 from colbridge.errors import ColbridgeError, SchemaError
 from colbridge.io.pipeline import (
     Counters,
@@ -123,10 +123,11 @@ class StreamFrame(LazyFrame):
         except ImportError:  # pragma: no cover - polars is a dependency
             return table
         if isinstance(self._frame, (pl.LazyFrame, pl.DataFrame)):
+            # the input's schema alone: enum results come back as polars Enums, as in memory
             schema = self._frame.collect_schema() if isinstance(self._frame, pl.LazyFrame) \
                 else self._frame.schema  # fmt: skip
-            enums = {n: t for n, t in schema.items() if isinstance(t, pl.Enum)}
-            return polars_with_enums(table, enums)
+            adapter = PolarsFrameAdapter(pl.DataFrame(schema=schema))
+            return adapter.from_arrow(table, rechunk=False)
         return table
 
     def to_reader(self, device: str = "auto", *, fallback: str = "cpu") -> pa.RecordBatchReader:
