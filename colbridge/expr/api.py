@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import datetime as _dt
+import difflib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NoReturn
@@ -172,6 +173,10 @@ class Expr:
     """
 
     __slots__ = ("node",)
+
+    def __getattr__(self, name: str) -> Any:
+        # only for names the class lacks: a polars method colbridge has no kernel for
+        raise _missing_method(self, "Expr", name)
 
     def __init__(self, node: Node) -> None:
         self.node = node
@@ -1868,10 +1873,21 @@ class MissingMethodError(UnsupportedOperationError, AttributeError):
 
 
 def _missing_method(namespace: object, prefix: str, name: str) -> AttributeError:
-    """The error for ``expr.<prefix>.<name>``, listing the namespace's methods."""
+    """The error for ``expr.<prefix>.<name>``, listing the namespace's methods.
+
+    An expression has too many methods to list: its error names the closest ones.
+    """
     if name.startswith("_"):
         return AttributeError(name)
-    have = sorted(m for m in dir(type(namespace)) if not m.startswith("_"))
+    have = sorted(m for m in dir(type(namespace))
+                  if not m.startswith("_") and callable(getattr(type(namespace), m)))  # fmt: skip
+    if isinstance(namespace, Expr):
+        close = difflib.get_close_matches(name, have, n=5)
+        hint = f"; the closest methods: {', '.join(close)}" if close else ""
+        return MissingMethodError(
+            f"`Expr.{name}` is not supported by colbridge expressions; compute it in "
+            f"polars (docs/semantics.md lists what colbridge runs){hint}"
+        )
     return MissingMethodError(
         f"`{prefix}.{name}` is not supported by colbridge expressions; compute it in "
         f"polars. `{prefix}` has: {', '.join(have)}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import pickle
 from typing import Any
 
 import numpy as np
@@ -109,3 +110,11 @@ def test_polars_methods_colbridge_lacks_are_named() -> None:
         cb.col("s").str.extract("a")
     assert not hasattr(cb.col("t").dt, "strftime")  # an AttributeError too
     assert hasattr(cb.col("t").dt, "truncate")
+
+
+def test_expression_methods_colbridge_lacks_name_the_closest() -> None:
+    with pytest.raises(cb.UnsupportedOperationError, match=r"`Expr.cum_summ` .* cum_sum"):
+        cb.col("x").cum_summ()
+    assert not hasattr(cb.col("x"), "arg_max")  # an AttributeError too
+    assert not hasattr(cb.col("x"), "__array_interface__")  # dunders stay plain
+    assert pickle.loads(pickle.dumps(cb.col("x") + 1)).node == (cb.col("x") + 1).node
