@@ -9,13 +9,19 @@ from __future__ import annotations
 import builtins
 import datetime as _dt
 import difflib
+import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NoReturn
 
 import numpy as np
 
-from colbridge.errors import InvalidOperationError, SchemaError, UnsupportedOperationError
+from colbridge.errors import (
+    InvalidOperationError,
+    SchemaError,
+    ShapeError,
+    UnsupportedOperationError,
+)
 from colbridge.expr.nodes import (
     QUANTILE_METHODS,
     RANK_METHODS,
@@ -609,6 +615,92 @@ class Expr:
     def is_infinite(self) -> Expr:
         """True where the value is +inf or -inf."""
         return self._unary("is_infinite")
+
+    def bin_intervals(
+        self,
+        intervals: Sequence[Any] | Any,
+        *,
+        labels: Sequence[str] | bool,
+        include_intervals: bool = False,
+        right_closed: bool = False,
+    ) -> Expr:
+        """The bin of each value between ascending breakpoints, as polars' ``bin_intervals``.
+
+        Bins are left-closed ``[a, b)`` (``right_closed=True``: ``(a, b]``), the first
+        open below and the last open above; NaN is the largest value, so it falls in
+        the last bin. ``labels=False`` gives the bin's index (UInt32), a list of one
+        label per bin an Enum of them. Breakpoints are numbers, dates, datetimes,
+        durations, times or strings, non-decreasing and without nulls.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"x": [0.5, 1.0, 7.0, None]})
+        >>> b = cb.col("x").bin_intervals([1, 5], labels=["low", "mid", "high"])
+        >>> df.gpu.select(b).compute()["x"].to_list()
+        ['low', 'mid', 'high', None]
+        """
+        if include_intervals:
+            msg = ("`bin_intervals(include_intervals=True)` makes a struct column, which "
+                   "colbridge does not build; bin, then join the breakpoints")  # fmt: skip
+            raise UnsupportedOperationError(msg)
+        if isinstance(intervals, int) and not isinstance(intervals, bool):
+            msg = (
+                f"`bin_intervals({intervals})`: equal-width bins over the data's range are not "
+                "supported; give the breakpoints, e.g. from `x.min()` and `x.max()` computed "
+                "first"
+            )
+            raise UnsupportedOperationError(msg)
+        breaks = _breakpoints("bin_intervals", intervals)
+        for a, b in itertools.pairwise(breaks):
+            if _total_order_key(b) < _total_order_key(a):
+                msg = f"`bin_intervals`: the breakpoints {list(breaks)} must be non-decreasing"
+                raise InvalidOperationError(msg)
+        names = _bin_labels("bin_intervals", labels, builtins.len(breaks) + 1)
+        return Expr(Function("bin_intervals", (self.node,), (breaks, names, right_closed, False)))
+
+    def cut(
+        self,
+        breaks: Sequence[float],
+        *,
+        labels: Sequence[str] | None = None,
+        left_closed: bool = False,
+        include_breaks: bool = False,
+    ) -> Expr:
+        """Values in bins between ``breaks``, as an Enum, as polars' (deprecated) ``cut``.
+
+        Bins are right-closed ``(a, b]`` unless ``left_closed``; the breaks are sorted,
+        compared as floats and must be unique; a NaN value is null. Without ``labels``
+        each bin is named by its interval as polars writes it (``"(-inf, 1]"``).
+        """
+        if include_breaks:
+            msg = ("`cut(include_breaks=True)` makes a struct column, which colbridge does "
+                   "not build; cut, then join the breaks")  # fmt: skip
+            raise UnsupportedOperationError(msg)
+        values = _breakpoints("cut", breaks)
+        if any(isinstance(b, (str, bool)) or not isinstance(b, (int, float)) for b in values):
+            msg = f"`cut`: the breaks {list(values)} must be numbers"
+            raise SchemaError(msg)
+        points = tuple(sorted(float(b) for b in values))
+        if any(math.isnan(b) for b in points):
+            msg = "`cut`: the breaks cannot be NaN"
+            raise InvalidOperationError(msg)
+        if builtins.len(set(points)) < builtins.len(points):
+            msg = f"`cut`: the breaks {list(values)} are not unique"
+            raise InvalidOperationError(msg)
+        names: tuple[str, ...] | None
+        if labels is None:
+            ends = ["-inf", *(_float_text(b) for b in points), "inf"]
+            pairs = itertools.pairwise(ends)
+            names = tuple(f"[{a}, {b})" if left_closed else f"({a}, {b}]" for a, b in pairs)
+        else:
+            if builtins.len(labels) != builtins.len(points) + 1:
+                msg = (f"`cut`: expected {builtins.len(points) + 1} labels "
+                       f"(len(breaks) + 1), got {builtins.len(labels)}")  # fmt: skip
+                raise ShapeError(msg)
+            names = _bin_labels("cut", list(labels), builtins.len(points) + 1)
+        return Expr(Function("bin_intervals", (self.node,), (points, names, not left_closed, True)))
 
     def is_between(self, lower_bound: Any, upper_bound: Any, closed: str = "both") -> Expr:
         """True where the value lies between the bounds (numbers or expressions).
@@ -1814,6 +1906,64 @@ def _value_kind(value: Any) -> str:
         if isinstance(value, kind):
             return kind.__name__
     return type(value).__name__  # pragma: no cover - `_replace_value` admits no other
+
+
+def _breakpoints(method: str, values: Any) -> tuple[Any, ...]:
+    """Binning breakpoints as a tuple of one kind of scalar, without nulls."""
+    if hasattr(values, "to_list"):  # a polars or pandas Series
+        values = values.to_list()
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        msg = f"`{method}` takes a list of breakpoints, got {values!r}"
+        raise SchemaError(msg)
+    points = tuple(values)
+    if any(v is None for v in points):
+        msg = f"`{method}`: the breakpoints cannot contain nulls"
+        raise InvalidOperationError(msg)
+    if any(isinstance(v, Expr) for v in points):
+        msg = f"`{method}` takes breakpoints as values, not expressions"
+        raise UnsupportedOperationError(msg)
+    if method == "bin_intervals":
+        kinds = {_value_kind(v) for v in points}
+        if builtins.len(kinds) > 1:
+            msg = (f"`bin_intervals`: the breakpoints mix {' and '.join(sorted(kinds))} "
+                   "values; give values of one kind (polars refuses them too)")  # fmt: skip
+            raise SchemaError(msg)
+    return points
+
+
+def _total_order_key(value: Any) -> Any:
+    """The order polars sorts floats in: NaN above every other value."""
+    if isinstance(value, float):
+        return (math.isnan(value), 0.0 if math.isnan(value) else value)
+    return (False, value)
+
+
+def _bin_labels(method: str, labels: Any, bins: int) -> tuple[str, ...] | None:
+    """One label per bin (an Enum's categories), or None for ``labels=False``."""
+    if labels is False:
+        return None
+    if labels is True or isinstance(labels, str) or not isinstance(labels, Iterable):
+        msg = f"`{method}`: labels are a list of one string per bin, or False for the index"
+        raise SchemaError(msg)
+    names = tuple(labels)
+    if builtins.len(names) != bins:
+        msg = f"`{method}` produces {bins} bins but got {builtins.len(names)} labels"
+        raise ShapeError(msg)
+    if not all(isinstance(n, str) for n in names):
+        msg = f"`{method}`: the labels {list(names)} must be strings"
+        raise SchemaError(msg)
+    if builtins.len(set(names)) < builtins.len(names):
+        duplicate = next(n for n in names if names.count(n) > 1)
+        msg = f"`{method}`: the labels must be unique; {duplicate!r} is given twice"
+        raise InvalidOperationError(msg)
+    return names
+
+
+def _float_text(value: float) -> str:
+    """A float as polars writes a break in ``cut``'s labels (Rust's ``Display``)."""
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return np.format_float_positional(value, unique=True, trim="-")
 
 
 def _is_in_value(value: Any) -> Any:

@@ -59,6 +59,7 @@ from colbridge.expr.nodes import (
     GroupAgg,
     KeySet,
     Literal,
+    Narrow,
     Node,
     Over,
     Round,
@@ -922,6 +923,8 @@ class TypeChecker:
             return self._clip_expr(node)
         if node.name == "is_in":
             return self._is_in(node)
+        if node.name == "bin_intervals":
+            return self._bin_intervals(node)
         if node.name in ("max_horizontal", "min_horizontal"):
             return self._min_max_horizontal(node)
         if node.name == "sum_horizontal":
@@ -1274,6 +1277,68 @@ class TypeChecker:
         left = self._balanced(op, nodes[:mid], dtype)
         right = self._balanced(op, nodes[mid:], dtype)
         return self._record(Binary(op, left, right), dtype)
+
+    def _bin_intervals(self, node: Function) -> Node:
+        """``bin_intervals``/``cut`` by explicit breakpoints: how many breaks lie below a value.
+
+        A left-closed bin counts the breaks ``<= x``, a right-closed one those ``< x``,
+        with polars' comparisons: NaN is the largest value, so it lands in the last bin
+        (``cut`` makes it null). One comparison per break, summed: a branch-free
+        elementwise kernel. Breaks are compared as polars compares the column with a
+        Series of them: floats in Float64, integers exactly (a break outside the
+        column's range is below or above every value), others in the column's type.
+        With labels the count is the code of an Enum of them.
+        """
+        x = node.args[0]
+        arg = self._typed(x)
+        breaks, labels, right_closed, nan_is_null = node.options
+        t, logical = self.types[arg], self.logical.get(arg)
+        op = "gt" if right_closed else "ge"
+        value: Node = x
+        numbers = logical is None
+        exact = t.is_integer and all(type(b) is int for b in breaks)
+        if numbers and not exact:  # floats or booleans: ordered as Float64, their supertype
+            value = Cast(x, DType.FLOAT64, True)
+        below = 0  # breaks below every value of an integer column
+        terms: list[Node] = []
+        for b in breaks:
+            if numbers and exact:
+                lo, hi = int_range(t)
+                if b < lo or (b == lo and not right_closed):
+                    below += 1
+                    continue
+                if b > hi or (b == hi and right_closed):
+                    continue
+                bound: Node = Literal(b, t)
+            elif numbers:
+                bound = Literal(float(b), DType.FLOAT64)
+            else:
+                bound = Constant(b)  # a date, datetime, duration, time or string
+            terms.append(Cast(Binary(op, value, bound), DType.UINT32, True))
+        count: Node
+        if terms:
+            count = self._check(self._sum_tree(terms))
+            if below:
+                count = self._check(Binary("add", count, Literal(below, DType.UINT32)))
+        else:  # no comparison left to carry the nulls
+            count = self._check(
+                When(Unary("is_null", x), Literal(None, DType.UINT32),
+                     Literal(below, DType.UINT32))
+            )  # fmt: skip
+        if nan_is_null and numbers and t.is_float:
+            count = self._check(When(Unary("is_nan", x), Literal(None, DType.UINT32), count))
+        if labels is None:
+            return count
+        codes = self._record(Narrow(count, DType.INT32), DType.INT32)
+        return self._lt.mark(codes, Logical("enum"), ("lit", tuple(labels)))
+
+    @staticmethod
+    def _sum_tree(terms: list[Node]) -> Node:
+        """``terms`` added as a balanced tree (untyped)."""
+        if len(terms) == 1:
+            return terms[0]
+        mid = len(terms) // 2
+        return Binary("add", TypeChecker._sum_tree(terms[:mid]), TypeChecker._sum_tree(terms[mid:]))
 
     def _is_in(self, node: Function) -> Node:
         """``is_in`` of a literal list: equalities joined by Kleene OR, as polars answers.
