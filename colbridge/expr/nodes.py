@@ -784,18 +784,18 @@ def fill_per_group(n: Node, keys: KeySet) -> Node:
     reductions are over those keys, already); any other node as it is.
     """
     if isinstance(n, Function) and n.name == "scalar_fill" and not n.options \
-            and _one_value_per_group(n.args[0], keys):  # fmt: skip
+            and one_value_per_group(n.args[0], keys):  # fmt: skip
         return Function("scalar_fill", n.args, (keys,))
     return n
 
 
-def _one_value_per_group(node: Node, keys: KeySet) -> bool:
+def one_value_per_group(node: Node, keys: KeySet) -> bool:
     """True when ``node`` has one value per group of ``keys``: reductions over them only."""
     if isinstance(node, GroupAgg):
         return node.keys == keys
     if isinstance(node, (Column, Scan, Agg)):
         return isinstance(node, Agg)
-    return all(_one_value_per_group(c, keys) for c in children(node))
+    return all(one_value_per_group(c, keys) for c in children(node))
 
 
 def output_name(node: Node) -> str:

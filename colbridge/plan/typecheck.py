@@ -67,6 +67,7 @@ from colbridge.expr.nodes import (
     Unary,
     When,
     children,
+    one_value_per_group,
     push_window,
     walk,
 )
@@ -1706,6 +1707,16 @@ class TypeChecker:
                 return value
             return self._record(Filtered(value, pred), self.types[value])
 
+        if pred is None and func in _COUNTING_AGGS and inner != ROWS \
+                and one_value_per_group(inner, node.keys):  # fmt: skip
+            # a reduction of reductions (`x.mean().sum().over(g)`): polars sees one value
+            # per group, not one copy of it per row (a sum of copies multiplies it)
+            if func == "len":
+                return self._typed_literal(1, DType.UINT32)
+            typed = self.check(inner)
+            if typed not in self.logical or func in ("count", "null_count"):
+                return self._scalar_agg(func, node.ddof, typed,
+                                        agg_result(func, self.types[typed]))  # fmt: skip
         if func == "len":
             # the rows are counted, whatever their values: the argument is not evaluated
             rows: Node = ROWS if pred is None else Filtered(ROWS, pred)
@@ -1903,8 +1914,9 @@ class TypeChecker:
             missing = self._typed_literal(None, result)
             return self._record(When(present, zero, missing), result)
         value = self._cast(arg, result)
-        if func == "sum":  # the sum of nothing is 0
-            return self._record(Coalesce((value, self._typed_literal(0, result))), result)
+        if func in ("sum", "product"):  # the sum of nothing is 0, its product 1
+            empty = self._typed_literal(0 if func == "sum" else 1, result)
+            return self._record(Coalesce((value, empty)), result)
         return value
 
     # -- for the logical-type rules (colbridge.plan.logical_typing) ---------------------
@@ -2090,6 +2102,10 @@ def _scan_of_kept_rows(arg: Node) -> Node:
         keys = KeySet((*arg.keys.exprs, kept.predicate))
         return Filtered(Scan(arg.func, kept.arg, arg.options, keys), kept.predicate)
     return arg
+
+
+# Reductions whose value over copies of one value is not that of the value alone.
+_COUNTING_AGGS = frozenset({"sum", "product", "count", "null_count", "std", "var", "len"})
 
 
 def is_scalar(node: Node) -> bool:

@@ -10,6 +10,8 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+import colbridge as cb
+
 
 def _same(df: pl.DataFrame, steps: Any) -> None:
     import colbridge as cb
@@ -69,3 +71,22 @@ def test_a_polars_lazyframe_keeps_its_enums() -> None:
 
     for got, want in zip(steps(cb, df.lazy().gpu), steps(pl, df.lazy()), strict=True):
         assert_frame_equal(got.compute(), want.collect())
+
+
+@pytest.mark.parametrize("func", ["sum", "product", "count", "null_count", "std", "var", "len",
+                                  "mean", "max", "n_unique"])  # fmt: skip
+def test_a_reduction_of_reductions_sees_one_value_per_group(func: str, tier: str) -> None:
+    # `x.mean().sum().over(g)`: polars sums the group's one mean, not one copy per row
+    df = pl.DataFrame({"x": [1, 2, None, 4, 10], "g": [0, 0, 1, 1, 1],
+                       "n": [None, None, None, None, 1]})  # fmt: skip
+
+    def build(m: Any) -> dict[str, Any]:
+        return {"a": getattr(m.col("x").mean(), func)(), "b": getattr(m.col("n").max(), func)(),
+                "c": getattr(m.col("x").sum() * 2 + m.col("n").min(), func)(),
+                "d": getattr(m.lit(None, dtype=pl.Int64), func)()}  # fmt: skip
+
+    assert_frame_equal(df.gpu.select(**build(cb)).compute(), df.select(**build(pl)))
+    got = df.gpu.with_columns(**{k: v.over("g") for k, v in build(cb).items()}).compute()
+    assert_frame_equal(got, df.with_columns(**{k: v.over("g") for k, v in build(pl).items()}))
+    got = df.gpu.group_by("g", maintain_order=True).agg(**build(cb)).compute()
+    assert_frame_equal(got, df.group_by("g", maintain_order=True).agg(**build(pl)))
