@@ -9,6 +9,7 @@ imports scikit-learn; ``import colbridge`` does not import it.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -18,7 +19,9 @@ import pyarrow as pa
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
+from colbridge.errors import NullValuesError
 from colbridge.io.fuse import (
+    FeatureBatch,
     FeaturePlan,
     FeatureSpec,
     FeatureStats,
@@ -71,6 +74,38 @@ def _y_array(y: Any) -> pa.Array:
         msg = f"y must be one target column; got an array of shape {values.shape}"
         raise ValueError(msg)
     return pa.array(values)
+
+
+def _plan(spec: FeatureSpec, stats: FeatureStats) -> FeaturePlan:
+    """The transformer's plan: it always builds the validity (`_missing_as_nan` reads it)."""
+    return FeaturePlan(dataclasses.replace(spec, validity=True), stats)
+
+
+def _missing_as_nan(batch: FeatureBatch, plan: FeaturePlan) -> np.ndarray[Any, Any]:
+    """The matrix with NaN where a numeric or date feature has no value.
+
+    As scikit-learn's scalers leave NaN: the CLI writes 0 there beside a validity
+    matrix, but a transformer returns one array, where a missing value must not look
+    like a real 0 (the mean, after ``zscore``). Encoders have no missing values (a null
+    is a category; an unseen one-hot value is all zeros, as in scikit-learn). An
+    integer matrix cannot hold NaN: a null there is an error naming the features.
+    """
+    features, valid = batch.features, batch.validity
+    if valid is None:
+        return features
+    kernel = np.isin(np.asarray(batch.names, dtype=object), plan.kernel_names)
+    missing_at = ~valid & kernel
+    if not missing_at.any():
+        return features
+    if features.dtype.kind == "f":
+        return np.where(missing_at, np.nan, features).astype(features.dtype, copy=False)
+    missing = [batch.names[j] for j in np.flatnonzero(missing_at.any(axis=0))]
+    msg = (
+        f"features {missing} have missing values, which a {features.dtype} matrix cannot "
+        f"hold; fill them (`fill_null={{{missing[0]!r}: ...}}`) or use a float dtype "
+        "(NaN where missing)"
+    )
+    raise NullValuesError(msg)
 
 
 class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
@@ -323,7 +358,7 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
             stats = FeatureStats.load(self.stats)
         self.spec_ = spec
         self.stats_ = stats
-        self._plan = FeaturePlan(spec, stats)
+        self._plan = _plan(spec, stats)
         self.feature_names_out_ = self._plan.names
         return table
 
@@ -335,14 +370,15 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
     def _fitted_plan(self) -> FeaturePlan:
         plan = getattr(self, "_plan", None)
         if plan is None:
-            plan = self._plan = FeaturePlan(self.spec_, self.stats_)
+            plan = self._plan = _plan(self.spec_, self.stats_)
         return plan
 
     def transform(self, X: Any) -> Any:
         """The feature matrix of ``X`` (target encodings fitted on all training rows)."""
         check_is_fitted(self, "stats_")
         table = self._table(X, reset=False)
-        return self._fitted_plan().transform(table).features
+        plan = self._fitted_plan()
+        return _missing_as_nan(plan.transform(table), plan)
 
     def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> Any:
         """Fit, then transform ``X``; target-encoded columns of these rows are out of fold.
@@ -353,7 +389,8 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
         """
         table = self._fit(X, y)
         out_of_fold = self.stats is None and self.spec_.target_encoded
-        return self._fitted_plan().transform(table, out_of_fold=out_of_fold).features
+        plan = self._fitted_plan()
+        return _missing_as_nan(plan.transform(table, out_of_fold=out_of_fold), plan)
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray[Any, Any]:
         """Names of the matrix's columns (``c=value``, ``<name>_missing``, ``ts_hour``...).
