@@ -762,7 +762,18 @@ def _stat(s: Mapping[str, Any], key: str) -> float | None:
 
 
 def _feature_expr(t: ColumnTransform, stats: FeatureStats, dtype: DType) -> Expr:
-    e = _base(t, _fill_value(t, stats))
+    fill = _fill_value(t, stats)
+    whole = [v for v in (fill, *(t.clip or ())) if v is not None]
+    if dtype.is_integer and t.scale is None and t.quantile_bins is None and not t.log1p \
+            and all(float(v).is_integer() for v in whole):  # fmt: skip
+        # integers into an integer matrix: not through float64, which rounds above 2**53
+        e = col(t.name)
+        if fill is not None:
+            e = e.fill_null(int(fill))
+        if t.clip is not None:
+            e = e.clip(*(None if v is None else int(v) for v in t.clip))
+        return e.cast(dtype.value)
+    e = _base(t, fill)
     s = stats.columns.get(t.name, {})
     if t.scale == "zscore":
         mean, std = _stat(s, "mean"), _stat(s, "std")
@@ -934,6 +945,9 @@ class FeaturePlan:
                 s = stats.columns[t.name]
                 order = id_order(s["counts"], int(s["rows"]), t.min_frequency, t.max_categories)
                 self.vocab[t.name] = CategoryIndex(list(s["categories"]), order)
+        for t in spec.columns:
+            if t.ids:
+                _check_ids_fit(t.name, self.id_table_size(t) - 1, self.dtype.numpy)
         self.target = {t.name: _target(t, spec, stats) for t in spec.columns if t.target_encode}
         #: fitted fills: the strategy and the value of each column filled by one
         self.fills = {
@@ -1111,6 +1125,19 @@ def _bools(array: pa.Array | pa.ChunkedArray) -> np.ndarray[Any, Any]:
 def feature_names(spec: FeatureSpec, stats: FeatureStats) -> list[str]:
     """Names of the matrix's columns, in order (``c=value`` for one-hot, ``a_missing``)."""
     return FeaturePlan(spec, stats).names
+
+
+def _check_ids_fit(name: str, largest: int, dtype: np.dtype[Any]) -> None:
+    """Refuse a matrix type that cannot hold a column's largest id (it would wrap or round)."""
+    # a float holds every integer up to 2 ** (mantissa bits + 1)
+    top = int(np.iinfo(dtype).max) if dtype.kind in "iu" else 2 ** (np.finfo(dtype).nmant + 1)
+    if largest > top:
+        msg = (
+            f"the ids of `{name}` go up to {largest}, which a {dtype} matrix cannot hold "
+            f"exactly (it holds integers up to {top}); use a wider dtype, or fewer ids "
+            "(`max_categories`, `min_frequency`, fewer hash buckets)"
+        )
+        raise InvalidOperationError(msg)
 
 
 def transform_batch(
