@@ -361,9 +361,18 @@ class PandasFrameAdapter(FrameAdapter):
         if self.numpy_output and array.null_count == 0:
             if isinstance(array, pa.ChunkedArray) and array.num_chunks == 1:
                 array = array.chunk(0)
-            if isinstance(array, pa.Array) and not pa.types.is_boolean(array.type):
-                return array.to_numpy(zero_copy_only=True)
-            return np.asarray(array)
+            t = array.type
+            if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_duration(t) \
+                    or (pa.types.is_timestamp(t) and t.tz is None):  # fmt: skip
+                if isinstance(array, pa.Array):
+                    return array.to_numpy(zero_copy_only=True)  # a view of the Arrow buffer
+                return np.asarray(array)
+            if pa.types.is_boolean(t):
+                return np.asarray(array)  # bytes from bits: a copy
+            # a time zone, strings, dates, categories: as `Table.to_pandas` gives them
+            # (datetime64 with its zone, objects, Categorical)
+            return pa.chunked_array([array] if isinstance(array, pa.Array) else array).to_pandas(
+            ).array  # fmt: skip
         return pd.arrays.ArrowExtensionArray(array)
 
     def build(
@@ -395,14 +404,18 @@ class PandasFrameAdapter(FrameAdapter):
             return out
         data = {}
         for n in order:
+            # an input column keeps its own label (an integer, a tuple), not its name's text
+            key = self._label(n) if n in self.name_set else n
             if n in new:
-                data[n] = pd.Series(self._to_pandas_values(new[n]), index=index, name=n)
+                data[key] = pd.Series(self._to_pandas_values(new[n]), index=index, name=key)
             else:
-                data[n] = self.frame[self._label(n)]
+                data[key] = self.frame[key]
         if not data:
             return pd.DataFrame(index=index)
         # Kept columns are shared with the input under copy-on-write (pandas >= 3).
-        return pd.concat(data, axis=1)
+        out = pd.concat(data, axis=1)
+        out.columns.name = self.frame.columns.name
+        return out
 
     def filter(self, frame: Any, keep: pa.BooleanArray) -> Any:
         mask = np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)
@@ -423,11 +436,14 @@ class PandasFrameAdapter(FrameAdapter):
                 column = self.frame[label]
                 data[label] = column if rows is None else column.iloc[rows]
             else:
+                key = self._label(name) if name in self.name_set else name
                 values = self._to_pandas_values(table.column(name))
-                data[name] = pd.Series(values, index=index, name=name)
+                data[key] = pd.Series(values, index=index, name=key)
         if not data:
             return pd.DataFrame(index=index)
-        return pd.concat(data, axis=1)
+        out = pd.concat(data, axis=1)
+        out.columns.name = self.frame.columns.name
+        return out
 
     def from_arrow(self, table: pa.Table) -> Any:
         import pandas as pd

@@ -232,7 +232,15 @@ def _pandas_to_arrow(
     values = series.array
     pd = sys.modules["pandas"]
     if isinstance(values, pd.Categorical):
-        codes = _categorical_to_arrow(values)
+        try:
+            codes = _categorical_to_arrow(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+            msg = (
+                f"{label} is a pandas category of {values.categories.dtype} values, which "
+                f"Arrow cannot hold ({exc}); convert its categories first, e.g. "
+                "`s.astype(str).astype('category')`"
+            )
+            raise UnsupportedTypeError(msg) from None
         kind = getattr(values.categories.dtype, "kind", "O")
         if category_values and kind in "biufmM":
             decoded = codes.dictionary_decode()

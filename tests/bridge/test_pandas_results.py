@@ -9,6 +9,7 @@ place; column labels that read as one name are refused.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
@@ -114,3 +115,53 @@ def test_an_enum_of_no_rows_keeps_its_categories(tier: str, name: str) -> None:
     plan = ENUM_PLANS[name]
     want = plan(frame.lazy(), pl).collect()
     assert_frame_equal(plan(cb.lazy(frame), cb).compute(), want)
+
+
+PLAN_SHAPES: dict[str, Callable[[Any], Any]] = {
+    "with_columns": lambda q: q.with_columns(y=cb.col("0") * 2),
+    "filter": lambda q: q.filter(cb.col("0") > 1),
+    "select": lambda q: q.select(cb.col("1"), y=cb.col("0") * 2),
+    "segments": lambda q: q.with_columns(y=cb.col("0").cum_sum()).filter(cb.col("y") > 1)
+    .with_columns(z=cb.col("y") + 1, **{"0": cb.col("0") + 5}),
+}
+
+
+@pytest.mark.parametrize("shape", PLAN_SHAPES)
+def test_column_labels_that_are_not_strings_stay_as_they_were(shape: str) -> None:
+    pdf = pd.DataFrame({0: [1, 2, 3], 1: [4, 5, 6]})
+    pdf.columns.name = "cols"
+    out = PLAN_SHAPES[shape](pdf.gpu).compute()
+    assert [c for c in out.columns if not isinstance(c, str)] == [c for c in (0, 1)
+                                                                 if c in out.columns]  # fmt: skip
+    assert any(c in out.columns for c in (0, 1))
+    assert out.columns.name == "cols"
+    tuples = pd.DataFrame(np.arange(6).reshape(3, 2),
+                          columns=pd.MultiIndex.from_tuples([("x", "a"), ("x", "b")]))  # fmt: skip
+    kept = tuples.gpu.filter(cb.col("('x', 'a')") > 0).compute()
+    assert list(kept.columns) == [("x", "a"), ("x", "b")]
+
+
+def test_numpy_output_gives_what_table_to_pandas_gives_where_numpy_has_no_view() -> None:
+    pdf = pd.DataFrame({"t": pd.date_range("2020-01-01 10:00", periods=2, tz="Europe/Paris"),
+                        "s": ["a", "b"], "c": pd.Categorical(["x", "y"]), "n": [1, 2]})  # fmt: skip
+    out = pdf.gpu.with_columns(
+        y=cb.col("t").shift(0), u=cb.col("s").str.to_uppercase(), c2=cb.col("c").shift(0),
+        d=cb.col("t").dt.date(), m=cb.col("n") * 2, b=cb.col("n") > 1,
+    ).compute(numpy_output=True)
+    # the zone kept (it was dropped: the times came back naive, an hour off)
+    pd.testing.assert_series_equal(out["y"], pdf["t"], check_names=False)
+    assert out["u"].tolist() == ["A", "B"]
+    assert list(out["c2"].cat.categories) == ["x", "y"]
+    assert out["d"].tolist() == [dt.date(2020, 1, 1), dt.date(2020, 1, 2)]
+    assert out["m"].dtype == np.int64
+    assert out["b"].dtype == np.bool_
+
+
+def test_categories_arrow_cannot_hold_are_refused_by_name() -> None:
+    pdf = pd.DataFrame({"p": pd.Categorical(pd.period_range("2020", periods=2, freq="M")),
+                        "x": [1, 2]})  # fmt: skip
+    with pytest.raises(UnsupportedTypeError, match="column `p` is a pandas category of period"):
+        pdf.gpu.with_columns(n=cb.col("p").is_null()).compute()
+    with pytest.raises(UnsupportedTypeError, match="column `p`"):
+        cb.as_tensor(pdf["p"])
+    assert pdf.gpu.with_columns(n=cb.col("x") + 1).compute()["p"].dtype == "category"
