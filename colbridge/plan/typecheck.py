@@ -530,6 +530,11 @@ class TypeChecker:
             left, right = self._cast(left, angle), self._cast(right, angle)
             return self._record(Binary(op, left, right), angle)
         if op == "truediv":
+            if number_side and {lt, rt} == {DType.UINT64, DType.INT64}:
+                # a negative Python number next to uint64: polars converts the uint64 side
+                # to int64 first (null above its range), as for `+ - * // %`
+                left, right = self._cast(left, DType.INT64), self._cast(right, DType.INT64)
+                lt = rt = DType.INT64
             res = truediv_result(lt, rt)
             if res is None:
                 res = self._super(lt, rt, node)

@@ -266,3 +266,14 @@ def test_uint64_meeting_a_negative_number_in_when_and_coalesce_is_int64() -> Non
         too_big.select(z=pl.col("u").fill_null(-5))
     with pytest.raises(cb.InvalidOperationError, match="strict cast to int64"):
         too_big.gpu.select(z=cb.col("u").fill_null(-5)).compute()
+
+
+def test_uint64_divided_with_a_negative_number_is_converted_to_int64_first() -> None:
+    # polars converts the uint64 side to int64 (null above it), as for `+ - * // %`
+    from polars.testing import assert_frame_equal
+
+    df = pl.DataFrame({"u": pl.Series([3, 2**63, None, 2**64 - 1], dtype=pl.UInt64)})
+    for build in (lambda m: m.col("u") / -300, lambda m: m.lit(-300) / m.col("u"),
+                  lambda m: m.col("u") / 300, lambda m: m.col("u") / -2.5,
+                  lambda m: m.col("u") // -3):  # fmt: skip
+        assert_frame_equal(df.gpu.select(z=build(cb)).compute(), df.select(z=build(pl)))
