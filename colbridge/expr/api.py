@@ -865,10 +865,11 @@ class Expr:
         """
         n = _count_param(n, "shift", "n", signed=True)
         fill = _number_of(fill_value)
-        if isinstance(fill, np.generic):
-            fill = fill.item()
-        if fill is None or isinstance(fill, (bool, int, float)):
+        if fill is None or (isinstance(fill, (bool, int, float)) and not isinstance(
+                fill, np.generic)):  # fmt: skip
             return Expr(Scan("shift", self.node, (n, fill)))
+        # a NumPy scalar keeps its type (`np.float64(0.1)` next to Float32 is Float64), as
+        # in polars: a typed value, as an expression fill is
         # rows shifted in from past the edge take the fill, any other row the shifted value
         other = Function("scalar_fill", (to_node(fill),))  # one value, as polars requires
         inside = Scan("shift_in_range", self.node, (n,))

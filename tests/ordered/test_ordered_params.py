@@ -85,6 +85,25 @@ def test_shift_fill_value_types(tier: str) -> None:
     assert_same_as_polars(table, steps)
 
 
+def test_a_numpy_scalar_fill_keeps_its_type(tier: str) -> None:
+    # typed as polars types it (as `x + np.int64(2)` is): np.float64(0.1) next to Float32 is
+    # Float64 with 0.1 itself (it was Float32, 0.1 rounded), np.int8(3) next to UInt8 Int16
+    table = frame(15, seed=4, dtypes=("int8", "uint8", "float32", "bool"), nulls="random")
+
+    def steps(m: Any, q: Any) -> Any:
+        i8, u8, f32, b = m.col("int8"), m.col("uint8"), m.col("float32"), m.col("bool")
+        return q.select(
+            a=f32.shift(1, fill_value=np.float64(0.1)),
+            b=u8.shift(-2, fill_value=np.int8(3)),
+            c=u8.shift(1, fill_value=np.int64(-7)).over("bool"),
+            d=b.shift(2, fill_value=np.float32(0.5)),
+            e=i8.shift(1, fill_value=np.bool_(True)),
+            f=f32.shift(-1, fill_value=np.int64(-7)),
+        )
+
+    assert_same_as_polars(table, steps)
+
+
 def test_shift_fill_casts_the_column_without_raising(tier: str) -> None:
     # UInt64 and a negative fill: Int64, values above its range null (as polars; a
     # `fill_null(-1)` raises instead, in both)
