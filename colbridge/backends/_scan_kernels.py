@@ -1106,7 +1106,7 @@ def rolling_extreme_by_key(values: Any, valid: Any, ids: Any, parts: int, larges
     """Trailing rolling min (max: ``largest``) per group of ``ids``, from each group's ring.
 
     Each row's window is its group's last ``ring.shape[1]`` rows, read whole from the
-    ring, NaN winning, as `rolling_extreme`. ``parts`` threads share the groups (each
+    ring (oldest first), NaN winning, as `rolling_extreme`. ``parts`` threads share the groups (each
     a range of them, as `rolling_var_by_key`).
     """
     groups = ring.shape[0]
@@ -1121,10 +1121,15 @@ def rolling_extreme_by_key(values: Any, valid: Any, ids: Any, parts: int, larges
                 continue
             _ring_push(ring, ring_valid, heads, g, values[i], valid[i])
             filled = heads[g, 1]
+            width = ring.shape[1]
+            oldest = heads[g, 0] if filled == width else 0
             best = zero
             nans = 0
             count = 0
-            for at in range(filled):  # extremes: the order of the rows does not matter
+            for j in range(filled):
+                # oldest first: of equal extremes (0.0 and -0.0) the earliest, as polars
+                at = oldest + j
+                at = at - width if at >= width else at
                 if not ring_valid[g, at]:
                     continue
                 v = ring[g, at]
