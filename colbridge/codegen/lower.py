@@ -586,8 +586,9 @@ class Lowering:
             # as Rust's std (so polars) computes it, not the C library's atanh (they differ
             # in the last bit on a quarter of the rows): 0.5 * log1p(2x / (1 - x))
             x = self.declare(result, d.convert(a.expr, result))
-            ratio = d.float_op("/", d.float_op("*", d.const(2.0, result), x, result),
-                               d.float_op("-", d.const(1.0, result), x, result), result)  # fmt: skip
+            twice = d.float_op("*", d.const(2.0, result), x, result)
+            ratio = d.float_op("/", twice, d.float_op("-", d.const(1.0, result), x, result),
+                               result)  # fmt: skip
             expr = d.float_op("*", d.const(0.5, result), d.math("log1p", result, ratio), result)
             return Val(self.declare(result, expr), a.valid)
         func = FLOAT_FUNCTIONS.get(op)
