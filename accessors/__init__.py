@@ -36,9 +36,9 @@ class GpuAccessor:
         """Queue a selection; see `LazyFrame.select`."""
         return self.lazy().select(*exprs, **named)
 
-    def filter(self, *predicates: Any) -> LazyFrame:
+    def filter(self, *predicates: Any, **constraints: Any) -> LazyFrame:
         """Queue a row filter; see `LazyFrame.filter`."""
-        return self.lazy().filter(*predicates)
+        return self.lazy().filter(*predicates, **constraints)
 
     def group_by(self, *keys: Any, maintain_order: bool = True, **named_keys: Any) -> Any:
         """Queue a grouping; see `LazyFrame.group_by` (then ``.agg(...)``)."""

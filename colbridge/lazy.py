@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from colbridge.columns.frames import FrameAdapter, adapt_frame
 from colbridge.errors import ColbridgeError, SchemaError
-from colbridge.expr.api import Expr, as_expr
+from colbridge.expr.api import Expr, as_expr, col
 from colbridge.expr.nodes import Binary, Node, output_name
 from colbridge.expr.selectors import expand, expand_one
 from colbridge.plan.logical import Step, names_after
@@ -145,8 +145,11 @@ class LazyFrame:
         """
         return self._then(Step("select", _named(exprs, named, self._names)))
 
-    def filter(self, *predicates: Any) -> LazyFrame:
+    def filter(self, *predicates: Any, **constraints: Any) -> LazyFrame:
         """Keep rows where every predicate is true (null counts as false).
+
+        As in polars, predicates may come in a list, and ``name=value`` constraints
+        keep the rows where the column equals the value.
 
         Examples
         --------
@@ -156,11 +159,22 @@ class LazyFrame:
         >>> cb.lazy(t).filter(cb.col("a") > 1).compute().column("a").to_pylist()
         [3]
         """
-        if not predicates:
+        flat: list[Any] = []
+        for p in predicates:
+            if isinstance(p, (list, tuple)):
+                if p and all(isinstance(v, bool) for v in p):
+                    msg = ("`filter` of a list of booleans (a mask of rows) is not supported; "
+                           "add the mask to the frame as a column and filter on it")  # fmt: skip
+                    raise SchemaError(msg)
+                flat.extend(p)
+            else:
+                flat.append(p)
+        flat += [col(name) == value for name, value in constraints.items()]
+        if not flat:
             msg = "`filter` needs at least one predicate"
             raise SchemaError(msg)
-        node = expand_one(as_expr(predicates[0]).node, self._names, "filter")
-        for p in predicates[1:]:
+        node = expand_one(as_expr(flat[0]).node, self._names, "filter")
+        for p in flat[1:]:
             node = Binary("and", node, expand_one(as_expr(p).node, self._names, "filter"))
         return self._then(Step("filter", (("", node),)))
 

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
 import colbridge as cb
 
@@ -310,3 +311,22 @@ def test_row_count_after_a_filter_alone(above: int) -> None:
     got = cb.lazy(t).filter(cb.col("b") > above).select(n=cb.len()).compute()
     want = pl.from_arrow(t).filter(pl.col("b") > above).select(n=pl.len())
     assert got.to_pylist() == want.to_dicts()
+
+
+def test_filter_takes_a_list_of_predicates_and_constraints_as_polars() -> None:
+    import warnings
+
+    df = pl.DataFrame({"a": [1, 2, 3, 1], "c": [True, False, None, True]})
+    cases = [
+        (lambda m: ([m.col("c"), m.col("a") > 0],), {}),
+        (lambda m: (), {"c": True, "a": 1}),
+        (lambda m: (m.col("a") > 1,), {"c": None}),  # `== None` is null: no row kept
+        (lambda m: ((m.col("a") > 0, m.col("a") < 3), m.col("c")), {}),
+    ]
+    for args, kwargs in cases:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # polars: comparing with None
+            want = df.filter(*args(pl), **kwargs)
+        assert_frame_equal(df.gpu.filter(*args(cb), **kwargs).compute(), want)
+    with pytest.raises(cb.SchemaError, match="a mask of rows"):
+        df.gpu.filter([True, False, True, True])
