@@ -25,6 +25,7 @@ are shuffled.
 from __future__ import annotations
 
 import queue
+import sys
 import threading
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -341,24 +342,28 @@ class FeatureLoader:
 
     def to_torch(self) -> Any:
         """A ``torch.utils.data.IterableDataset`` of these batches (for a ``DataLoader``)."""
-        from torch.utils.data import IterableDataset
-
-        outer = self
-
-        class _Dataset(IterableDataset):  # type: ignore[type-arg,misc]
-            def __iter__(self) -> Iterator[dict[str, Any]]:
-                return iter(outer)
-
-        return _Dataset()
+        return _feature_dataset()(self)
 
     def data_loader(self, num_workers: int = 0, **options: Any) -> Any:
         """A ``torch.utils.data.DataLoader`` over `to_torch`: batches are made here, not collated.
 
         ``num_workers`` processes each read their share of the row groups; ``options``
         go to ``DataLoader`` (``persistent_workers``, ``multiprocessing_context``...).
+        A polars query cannot be read in workers (polars' threads do not survive a
+        fork, and a query is not sent to a spawned process): collect it, or write it
+        to Parquet, first.
         """
         from torch.utils.data import DataLoader
 
+        from colbridge.io.streams import PolarsLazySource
+
+        if num_workers > 0 and isinstance(self.source, PolarsLazySource):
+            msg = (
+                "a polars LazyFrame cannot be read in DataLoader workers (polars' threads do "
+                "not survive the fork: they hang); pass `lazy.collect()` (a DataFrame), "
+                "or write it to Parquet and pass the path, or use num_workers=0"
+            )
+            raise JobSpecError(msg)
         return DataLoader(self.to_torch(), batch_size=None, num_workers=num_workers, **options)
 
 
@@ -518,6 +523,11 @@ def loader(
     encoded = [t.name for t in spec.columns if t.target_encode]
     if encoded:
         _refuse_target_encoding(encoded)
+    pl = sys.modules.get("polars")
+    if pl is not None and isinstance(input, pl.DataFrame):
+        # its Arrow columns (no copy), read without polars: a DataLoader worker forked
+        # from a process whose polars threads run would hang in polars
+        input = input.to_arrow()
     source = open_input(input)
     batches = iter_features(source, spec, stats=stats, batch_rows=read_rows,
                             device=transform_device, labels=labels)  # fmt: skip
@@ -528,3 +538,41 @@ def loader(
         prefetch=prefetch, pin_memory=pin_memory, device=device, output=output,
         read_rows=read_rows, transform_device=transform_device,
     )  # fmt: skip
+
+
+def _torch_dataset() -> type:
+    """`FeatureDataset`, a torch ``IterableDataset`` class made when first asked for.
+
+    A class of the module (not of a function), so that a ``DataLoader`` worker started
+    by ``spawn`` finds it by name when it unpickles the dataset; made on first use, so
+    that importing colbridge does not import torch.
+    """
+    from torch.utils.data import IterableDataset
+
+    class FeatureDataset(IterableDataset):  # type: ignore[type-arg,misc]
+        """A `FeatureLoader`'s batches as a torch ``IterableDataset``."""
+
+        def __init__(self, loader: FeatureLoader) -> None:
+            self.loader = loader
+
+        def __iter__(self) -> Iterator[dict[str, Any]]:
+            return iter(self.loader)
+
+    FeatureDataset.__module__ = __name__
+    FeatureDataset.__qualname__ = "FeatureDataset"
+    return FeatureDataset
+
+
+def _feature_dataset() -> type:
+    cls = globals().get("FeatureDataset")
+    if cls is None:
+        cls = globals()["FeatureDataset"] = _torch_dataset()
+    return cls
+
+
+def __getattr__(name: str) -> Any:
+    # `FeatureDataset` is made (importing torch) when first asked for, by pickle too
+    if name == "FeatureDataset":
+        return _feature_dataset()
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)

@@ -38,6 +38,7 @@ from colbridge.expr.nodes import (
     Node,
     Reinterpret,
     Scan,
+    one_value_per_group,
     rolling_weights,
 )
 from colbridge.types import DType
@@ -113,10 +114,11 @@ class OrderedTyping:
         arg = tc.typed(node.arg)
         from colbridge.plan.typecheck import is_scalar
 
-        if is_scalar(arg):
+        if is_scalar(arg) or (node.keys.exprs and one_value_per_group(node.arg, node.keys)):
+            # one value per group (`x.sum().cum_sum().over(g)`) ran over copies of it
             msg = (
-                f"`{node!r}`: an ordered operation needs a column, not one value; "
-                "apply it to a column expression"
+                f"`{node!r}`: an ordered operation needs a column, not one value"
+                f"{' per group' if node.keys.exprs else ''}; apply it to a column expression"
             )
             raise SchemaError(msg)
         keys = tc.key_set(node.keys) if node.keys.exprs else KeySet()

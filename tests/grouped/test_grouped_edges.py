@@ -90,3 +90,15 @@ def test_a_reduction_of_reductions_sees_one_value_per_group(func: str, tier: str
     assert_frame_equal(got, df.with_columns(**{k: v.over("g") for k, v in build(pl).items()}))
     got = df.gpu.group_by("g", maintain_order=True).agg(**build(cb)).compute()
     assert_frame_equal(got, df.group_by("g", maintain_order=True).agg(**build(pl)))
+
+
+@pytest.mark.parametrize("build", [
+    lambda x: x.sum().cum_sum(), lambda x: x.sum().shift(1), lambda x: x.mean().rank(),
+    lambda x: x.max().is_first_distinct(), lambda x: (x.sum() * 2).rolling_mean(2),
+])  # fmt: skip
+def test_an_ordered_operation_of_one_value_per_group_is_refused(build: Any) -> None:
+    # it ran over one copy of the value per row (`x.sum().cum_sum().over(g)` gave a running
+    # sum of the group's sum; polars sees one value)
+    df = pl.DataFrame({"x": [1, 2, None, 4, 10], "g": [0, 0, 1, 1, 1]})
+    with pytest.raises(cb.SchemaError, match="not one value per group"):
+        df.gpu.with_columns(m=build(cb.col("x")).over("g")).compute()

@@ -114,6 +114,30 @@ def test_data_loader_workers_split_the_row_groups(data) -> None:
     np.testing.assert_allclose(feats, expected_features(df)[ids], rtol=2e-7, atol=1e-6)
 
 
+def test_data_loader_workers_started_by_spawn(data) -> None:
+    # the dataset is a class of the module, which a spawned worker finds by name (a class
+    # made inside `to_torch` could not be pickled)
+    path, df = data
+    dl = _load(path, shuffle=True, seed=3).data_loader(num_workers=1,
+                                                       multiprocessing_context="spawn")
+    feats, ids, _, _ = _gather(dl)
+    assert sorted(ids.tolist()) == list(range(N))
+    np.testing.assert_allclose(feats, expected_features(df)[ids], rtol=2e-7, atol=1e-6)
+
+
+def test_data_loader_workers_read_a_polars_frame_without_polars(data) -> None:
+    # a polars DataFrame is read through its Arrow columns: a worker forked from a process
+    # whose polars threads ran hung in polars; a polars query is refused by name
+    _, df = data
+    df.select(pl.col("id").sum())  # polars' threads are running in this process
+    feats, ids, _, _ = _gather(_load(df, shuffle=False, read_rows=1000).data_loader(
+        num_workers=2))  # fmt: skip
+    assert sorted(ids.tolist()) == list(range(N))
+    np.testing.assert_allclose(feats, expected_features(df)[ids], rtol=2e-7, atol=1e-6)
+    with pytest.raises(JobSpecError, match="LazyFrame cannot be read in DataLoader workers"):
+        _load(df.lazy()).data_loader(num_workers=2)
+
+
 def test_streams_feed_the_loader_for_several_epochs(data) -> None:
     path, df = data
     lf = pl.scan_parquet(path)
