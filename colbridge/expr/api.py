@@ -1230,7 +1230,8 @@ class Expr:
         [2, 5, 6]
         """
         lower_bound, upper_bound = _number_of(lower_bound), _number_of(upper_bound)
-        if _is_expression(lower_bound) or _is_expression(upper_bound):
+        if any(_is_expression(b) or isinstance(b, (_dt.date, _dt.time, _dt.timedelta))
+               for b in (lower_bound, upper_bound)):  # fmt: skip
             bounds = tuple(
                 _arg_node(b) if b is not None else Literal(None) for b in (lower_bound, upper_bound)
             )

@@ -1254,6 +1254,9 @@ class TypeChecker:
         """
         arg = self._typed(node.args[0])
         t = self.types[arg]
+        logical = self.logical.get(arg)
+        if logical is not None:
+            return self._clip_temporal(node, logical)
         if not t.is_numeric:
             raise _bad_type(node, t, "a numeric column")
         if t is DType.FLOAT16:
@@ -1271,6 +1274,25 @@ class TypeChecker:
                 below = self._and(below, self._record(Unary("is_not_nan", lower), DType.BOOL))
             result = self._record(When(below, lower, result), t)
         return result
+
+    def _clip_temporal(self, node: Function, logical: Logical) -> Node:
+        """``clip`` of dates, datetimes, durations or times: in the column's own type.
+
+        The bounds (values or expressions) are cast strictly to it, as polars casts
+        them; a null bound leaves the value as it is (the comparison is null).
+        """
+        if not logical.is_temporal:
+            msg = f"`{node!r}`: clip needs numbers, dates, datetimes, durations or times, " \
+                  f"got {logical}"  # fmt: skip
+            raise SchemaError(msg)
+        x, lower, upper = node.args
+        out: Node = x
+        for op, bound in (("gt", upper), ("lt", lower)):
+            if isinstance(bound, Literal) and bound.value is None:
+                continue
+            typed = Function("cast", (bound,), (logical, True))
+            out = When(Binary(op, x, typed), typed, out)
+        return self._check(out)
 
     def _and(self, a: Node, b: Node) -> Node:
         return self._record(Binary("and", a, b), DType.BOOL)

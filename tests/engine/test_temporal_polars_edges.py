@@ -118,3 +118,26 @@ def test_expression_methods_colbridge_lacks_name_the_closest() -> None:
     assert not hasattr(cb.col("x"), "arg_max")  # an AttributeError too
     assert not hasattr(cb.col("x"), "__array_interface__")  # dunders stay plain
     assert pickle.loads(pickle.dumps(cb.col("x") + 1)).node == (cb.col("x") + 1).node
+
+
+def test_clip_of_temporal_values_keeps_their_type(tier: str) -> None:
+    # column bounds gave the stored integers (Int32 days), literal bounds an internal error
+    df = pl.DataFrame({
+        "d": [dt.date(2020, 1, 1), dt.date(2020, 2, 1), None, dt.date(2020, 1, 20)],
+        "lo": [dt.date(2020, 1, 10), None, dt.date(2020, 1, 1), dt.date(2020, 1, 1)],
+        "t": [dt.datetime(2020, 1, 1, 5), dt.datetime(2021, 1, 1), None, dt.datetime(2019, 1, 1)],
+        "u": [dt.timedelta(1), dt.timedelta(0), None, dt.timedelta(hours=5)],
+        "h": [dt.time(1), dt.time(23), None, dt.time(12)],
+    })  # fmt: skip
+    _same(df, lambda m: {
+        "a": m.col("d").clip(m.col("lo")),
+        "b": m.col("d").clip(dt.date(2020, 1, 5), dt.date(2020, 1, 25)),
+        "c": m.col("d").clip(upper_bound=m.col("lo")),
+        "e": m.col("t").clip(dt.datetime(2020, 1, 1), dt.datetime(2020, 6, 1)),
+        "f": m.col("u").clip(dt.timedelta(hours=2)),
+        "g": m.col("h").clip(dt.time(2), dt.time(20)),
+        "i": m.col("t").clip(m.col("lo")),
+    })  # fmt: skip
+    got = df.gpu.eval("r = clip(d, lo); s = clip(d, date('2020-01-15'))")
+    assert_frame_equal(got.select("r", "s"), df.select(
+        r=pl.col("d").clip(pl.col("lo")), s=pl.col("d").clip(dt.date(2020, 1, 15))))  # fmt: skip
