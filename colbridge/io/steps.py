@@ -45,6 +45,22 @@ def _with_items(value: Any) -> list[tuple[str, Node]]:
     raise JobSpecError(msg)
 
 
+def _with_steps(value: Any) -> list[Step]:
+    """``with_`` as steps: statements run in order, as a list's items and a string's do.
+
+    A mapping's expressions are one step (they see the columns as they were, as
+    ``with_columns(**mapping)``); a list of strings or mappings runs item after item,
+    as repeated ``--with`` flags (a spec file's ``with = [...]`` is that list).
+    """
+    if isinstance(value, str):
+        # statements in a string run in order: later ones see earlier columns
+        return [Step("with_columns", (item,)) for item in _with_items(value)]
+    if isinstance(value, Iterable) and not isinstance(value, Mapping):
+        return [step for v in value for step in _with_steps(v)]
+    items = _with_items(value)
+    return [Step("with_columns", tuple(items))] if items else []
+
+
 def _filter_node(value: Any) -> Node:
     node = parse_expr(value) if isinstance(value, str) else as_expr(value).node
     return expand_one(node, None, "filter")
@@ -90,12 +106,7 @@ def build_steps(
     steps: list[Step] = []
     for kind, value in ordered:
         if kind == "with":
-            items = _with_items(value)
-            if isinstance(value, str):
-                # statements in a string run in order: later ones see earlier columns
-                steps.extend(Step("with_columns", (item,)) for item in items)
-            elif items:
-                steps.append(Step("with_columns", tuple(items)))
+            steps.extend(_with_steps(value))
         elif kind == "filter":
             values = value if isinstance(value, (list, tuple)) else [value]
             for v in values:

@@ -272,3 +272,19 @@ def test_fuse_list_flags_add_up_when_repeated(data: str, tmp_path) -> None:
     assert pq.read_table(once).equals(pq.read_table(twice))
     matrix = np.array(pq.read_table(once).column(0).to_pylist())
     np.testing.assert_allclose(np.nanmean(matrix, axis=0), 0.0, atol=1e-5)
+
+
+def test_a_spec_files_with_list_runs_in_order_as_repeated_flags(data: str, tmp_path) -> None:
+    # `with = [...]` is the repeated `--with` flags: an item sees the columns before it
+    # (it ran as one step: `w = a + 1` read the input's `a`, and `v = w * 2` failed)
+    statements = ["a = a * 100", "w = a + 1", "v = w * 2"]
+    spec, by_spec, by_flags = (tmp_path / n for n in ("s.toml", "spec.parquet", "flags.parquet"))
+    listed = ", ".join(f'"{s}"' for s in statements)
+    spec.write_text(f'input = "{data}"\noutput = "{by_spec}"\nwith = [{listed}]\n')
+    assert main(["run", "--spec", str(spec), "--quiet"]) == 0
+    flags = [part for s in statements for part in ("--with", s)]
+    assert main(["run", data, "-o", str(by_flags), *flags, "--quiet"]) == 0
+    got, want = pl.read_parquet(by_spec), pl.read_parquet(by_flags)
+    assert got.equals(want)
+    source = pl.read_parquet(data)
+    assert got["w"].to_list() == (source["a"] * 100 + 1).to_list()
