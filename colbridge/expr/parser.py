@@ -383,6 +383,15 @@ class _Translator:
     def __init__(self, text: str) -> None:
         self.text = text
 
+    def name(self, node: ast.Name) -> str:
+        """A column name as written, not as Python's parser normalises it.
+
+        The parser applies NFKC to identifiers: ``ﬁ`` (one ligature character) would
+        read the column ``fi``.
+        """
+        written = ast.get_source_segment(self.text, node)
+        return written if written and written.isidentifier() else node.id
+
     def fail(self, node: ast.AST, what: str) -> ExpressionSyntaxError:
         col = getattr(node, "col_offset", 0)
         end = getattr(node, "end_col_offset", col + 1) or col + 1
@@ -429,12 +438,13 @@ class _Translator:
         if isinstance(node, ast.Compare):
             return self.compare(node, d)
         if isinstance(node, ast.Name):
-            if node.id in _KEYWORD_CONSTANTS:
-                return api.lit(_KEYWORD_CONSTANTS[node.id])
-            if node.id.startswith("__"):
-                raise self.fail(node, f"name `{node.id}` is not allowed")
+            name = self.name(node)
+            if name in _KEYWORD_CONSTANTS:
+                return api.lit(_KEYWORD_CONSTANTS[name])
+            if name.startswith("__"):
+                raise self.fail(node, f"name `{name}` is not allowed")
             # `e`, `pi`, `nan`, `inf`: a column of that name wins (decided by planning)
-            return Expr(Column(node.id, _NAMED_NUMBERS.get(node.id)))
+            return Expr(Column(name, _NAMED_NUMBERS.get(name)))
         if isinstance(node, ast.Constant):
             value = node.value
             if isinstance(value, bool) or value is None:
@@ -773,10 +783,10 @@ def parse_assignments(text: str) -> list[tuple[str, Node]]:
         if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
             raise translator.fail(stmt, "expected `name = expression`")
         target = stmt.targets[0]
-        if not isinstance(target, ast.Name) or target.id.startswith("__"):
+        if not isinstance(target, ast.Name) or translator.name(target).startswith("__"):
             raise translator.fail(target, "the left side must be a plain column name")
         try:
-            out.append((target.id, translator.expr(stmt.value).node))
+            out.append((translator.name(target), translator.expr(stmt.value).node))
         except RecursionError:
             msg = "expression nested too deeply"
             raise ExpressionSyntaxError(msg) from None

@@ -73,3 +73,10 @@ def test_chains_and_calls_too_long_are_refused_by_the_parser(text: str) -> None:
 def test_a_string_predicate_is_named_as_a_string() -> None:
     with pytest.raises(SchemaError, match=r'`col\("g"\)` is string, not boolean'):
         FRAME.gpu.filter(cb.col("g")).compute()
+
+
+def test_names_are_read_as_written_not_normalised() -> None:
+    # Python's parser applies NFKC to identifiers: `ﬁ` (U+FB01) read the column `fi`
+    df = pl.DataFrame({"\ufb01": [1], "fi": [10], "x\u00b2": [4]})
+    got = df.gpu.eval("r = \ufb01 * 2; \ufb01 = \ufb01 + 1")
+    assert got.to_dict(as_series=False) == {"\ufb01": [2], "fi": [10], "x\u00b2": [4], "r": [2]}
