@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from colbridge.errors import ColbridgeError, ComputeError, JobSpecError
-from colbridge.io.source import detect_format
+from colbridge.io.source import _IPC_EXT, _PARQUET_EXT, detect_format
 
 __all__ = [
     "AtomicWriter", "dictionary_columns", "polars_repays", "polars_writes", "remove_stale_partials",
@@ -123,6 +123,14 @@ class AtomicWriter:
         expected_rows: int | None = None,
     ) -> None:
         self.path = os.path.abspath(os.fspath(path))
+        extension = os.path.splitext(self.path)[1].lower()
+        if format is None and extension and not extension.endswith(_PARQUET_EXT + _IPC_EXT):
+            msg = (
+                f"output `{os.fspath(path)}`: colbridge writes Parquet (.parquet) or Arrow IPC "
+                "(.arrow, .ipc, .feather), not the format its extension names; rename it, "
+                "or name the format (`output_format=`, `--output-format`)"
+            )
+            raise JobSpecError(msg)
         self.format = format or detect_format(self.path)
         if self.format not in ("parquet", "ipc"):
             msg = f"unknown output format {self.format!r}; use 'parquet' or 'ipc'"

@@ -288,3 +288,14 @@ def test_a_spec_files_with_list_runs_in_order_as_repeated_flags(data: str, tmp_p
     assert got.equals(want)
     source = pl.read_parquet(data)
     assert got["w"].to_list() == (source["a"] * 100 + 1).to_list()
+
+
+def test_an_output_named_for_another_format_is_refused(data: str, tmp_path, capsys) -> None:
+    # `-o out.csv` wrote Parquet bytes under that name
+    out = tmp_path / "out.csv"
+    assert main(["run", data, "-o", str(out), "--with", "z = a * 2", "--quiet"]) == 2
+    assert "writes Parquet (.parquet) or Arrow IPC" in capsys.readouterr().err
+    assert not out.exists()
+    assert main(["run", data, "-o", str(out), "--output-format", "ipc", "--with", "z = a * 2",
+                 "--quiet"]) == 0  # fmt: skip
+    assert pa.ipc.open_file(str(out)).read_all().num_rows == pl.read_parquet(data).height
