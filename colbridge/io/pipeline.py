@@ -278,6 +278,7 @@ def pipeline(
             for result in run_job(job, bar, counters):
                 if pending is not None:
                     pending.result()  # re-raises a failed write here
+                result = _with_field_metadata(result, job.source.schema)
                 pending = io.submit(writer.write, result)
                 del result
             if pending is not None:
@@ -293,6 +294,26 @@ def pipeline(
         bytes_in=counters.bytes,
         seconds=time.perf_counter() - start,
     )
+
+
+def _with_field_metadata(table: pa.Table, source: pa.Schema) -> pa.Table:
+    """``table`` whose columns passed through from the input keep their fields' metadata.
+
+    polars marks an Enum by its field's metadata (an ordered dictionary without it
+    reads back as a Categorical); no column is copied.
+    """
+    fields, changed = [], False
+    for field in table.schema:
+        i = source.get_field_index(field.name)
+        kept = source.field(i) if i >= 0 else None
+        if kept is not None and kept.metadata and not field.metadata \
+                and kept.type.equals(field.type):  # fmt: skip
+            field = field.with_metadata(kept.metadata)
+            changed = True
+        fields.append(field)
+    if not changed:
+        return table
+    return pa.Table.from_arrays(table.columns, schema=pa.schema(fields, table.schema.metadata))
 
 
 @dataclass

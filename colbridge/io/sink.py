@@ -104,6 +104,25 @@ class GrowingDictionaries:
         return pa.DictionaryArray.from_arrays(indices, grown)
 
 
+def _without_view_dictionaries(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with dictionaries of string (binary) views as dictionaries of large ones.
+
+    polars' categoricals arrive as dictionaries of views, which pyarrow's Parquet writer
+    cannot write (it fails casting them); the rows are cast to the schema it returns.
+    """
+    fields = []
+    for field in schema:
+        t = field.type
+        if pa.types.is_dictionary(t) and (
+            pa.types.is_string_view(t.value_type) or pa.types.is_binary_view(t.value_type)
+        ):
+            large = pa.large_string() if pa.types.is_string_view(t.value_type) \
+                else pa.large_binary()  # fmt: skip
+            field = field.with_type(pa.dictionary(t.index_type, large, t.ordered))
+        fields.append(field)
+    return pa.schema(fields, metadata=schema.metadata)
+
+
 class AtomicWriter:
     """Write record batches to Parquet or Arrow IPC; the file appears only on success.
 
@@ -179,6 +198,7 @@ class AtomicWriter:
             group = self.row_group_rows or rows
             self._writer = _PolarsParquetWriter(self._tmp, schema, self.compression, group)
         elif self.format == "parquet":
+            schema = self._schema = _without_view_dictionaries(schema)
             self._writer = pq.ParquetWriter(
                 self._tmp,
                 schema,

@@ -299,3 +299,23 @@ def test_an_output_named_for_another_format_is_refused(data: str, tmp_path, caps
     assert main(["run", data, "-o", str(out), "--output-format", "ipc", "--with", "z = a * 2",
                  "--quiet"]) == 0  # fmt: skip
     assert pa.ipc.open_file(str(out)).read_all().num_rows == pl.read_parquet(data).height
+
+
+@pytest.mark.parametrize("suffix", [".arrow", ".parquet"])
+def test_polars_categoricals_and_enums_pass_through_a_job(tmp_path, suffix: str) -> None:
+    # polars' categoricals are dictionaries of string views, which pyarrow's Parquet writer
+    # failed to cast; a passed-through Enum came back a Categorical (its field's metadata,
+    # which polars reads it by, was dropped)
+    frame = pl.DataFrame({
+        "c": pl.Series(["x", "y", None], dtype=pl.Categorical),
+        "en": pl.Series(["lo", "hi", "lo"], dtype=pl.Enum(["lo", "hi"])), "u": [1, 2, 3],
+    })  # fmt: skip
+    source = tmp_path / f"in{suffix}"
+    frame.write_ipc(source) if suffix == ".arrow" else frame.write_parquet(source)
+    out = tmp_path / "out.parquet"
+    assert main(["run", str(source), "-o", str(out), "--with", "z = u * 2", "--quiet"]) == 0
+    got = pl.read_parquet(out)
+    assert got.schema["en"] == pl.Enum(["lo", "hi"])
+    assert got.select(pl.col("c", "en").cast(pl.String), "u").equals(
+        frame.select(pl.col("c", "en").cast(pl.String), "u"))  # fmt: skip
+    assert got["z"].to_list() == [2, 4, 6]
