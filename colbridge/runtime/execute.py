@@ -8,6 +8,7 @@ segment reads, runs it on the chosen backend and builds the result frame.
 
 from __future__ import annotations
 
+import sys
 import threading
 import warnings
 from collections import OrderedDict
@@ -68,6 +69,7 @@ from colbridge.expr.nodes import (
     Literal,
     Node,
     Scan,
+    children,
     deep_walk,
     rolling_weights,
 )
@@ -400,6 +402,41 @@ def _typed_inputs(specs: list[SegmentSpec], names: tuple[str, ...]) -> tuple[str
     return tuple(out)
 
 
+#: Python frames planning takes per level of an expression (typing, lowering, hashing)
+_FRAMES_PER_LEVEL = 8
+#: the most a plan raises the interpreter's recursion limit to
+_MOST_FRAMES = 50_000
+
+
+def _room_to_nest(steps: tuple[Step, ...]) -> None:
+    """Raise Python's recursion limit for a plan whose expressions nest deeply.
+
+    Statements that build on each other (``x = sqrt(x) * 2`` a hundred times) nest
+    as deep as all of them together once substituted, which the planner's recursive
+    passes follow; the sum of the steps' depths bounds that. The limit is only ever
+    raised (never lowered again), so a plan on another thread is not cut short.
+    """
+    depth = sum(_depth(node) for step in steps for _, node in (*step.keys, *step.items))
+    want = min(_MOST_FRAMES, 1_000 + _FRAMES_PER_LEVEL * depth)
+    if want > sys.getrecursionlimit():
+        sys.setrecursionlimit(want)
+
+
+def _depth(root: Node) -> int:
+    """The depth of ``root``'s tree, walked without recursion (a shared node once)."""
+    depth: dict[int, int] = {}
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        kids = children(node)
+        if expanded:
+            depth[id(node)] = 1 + max((depth[id(k)] for k in kids), default=0)
+        elif id(node) not in depth:
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids if id(k) not in depth)
+    return depth[id(root)]
+
+
 def prepare(steps: tuple[Step, ...], names: Iterable[str]) -> PreparedPlan:
     """The untyped plan of ``steps`` over frames with these column ``names`` (cached).
 
@@ -407,6 +444,7 @@ def prepare(steps: tuple[Step, ...], names: Iterable[str]) -> PreparedPlan:
     partition and every handle with the same steps shares it.
     """
     names = tuple(names)
+    _room_to_nest(steps)
     key = (steps, names)
     with _LOCK:
         hit = _PREPARED.get(key)

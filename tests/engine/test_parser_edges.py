@@ -80,3 +80,14 @@ def test_names_are_read_as_written_not_normalised() -> None:
     df = pl.DataFrame({"\ufb01": [1], "fi": [10], "x\u00b2": [4]})
     got = df.gpu.eval("r = \ufb01 * 2; \ufb01 = \ufb01 + 1")
     assert got.to_dict(as_series=False) == {"\ufb01": [2], "fi": [10], "x\u00b2": [4], "r": [2]}
+
+
+def test_statements_building_on_each_other_nest_as_deep_as_they_like() -> None:
+    # 150 statements `x = sqrt(abs(x)) * 2`, each nesting x one level deeper: a
+    # RecursionError (Python's limit) where polars runs them
+    df = pl.DataFrame({"x": [1.0, 2.0, None]})
+    got = df.gpu.eval("; ".join(["x = sqrt(abs(x)) * 2"] * 150))
+    want = df
+    for _ in range(150):
+        want = want.with_columns(x=pl.col("x").abs().sqrt() * 2)
+    assert got["x"].to_list() == want["x"].to_list()
