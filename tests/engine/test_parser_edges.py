@@ -91,3 +91,14 @@ def test_statements_building_on_each_other_nest_as_deep_as_they_like() -> None:
     for _ in range(150):
         want = want.with_columns(x=pl.col("x").abs().sqrt() * 2)
     assert got["x"].to_list() == want["x"].to_list()
+
+
+def test_cast_reads_polars_type_names_and_refuses_ambiguous_ones() -> None:
+    # 'i8' is how polars prints Int8 but NumPy's code for int64: it silently gave Int64
+    df = pl.DataFrame({"x": [300.0, 5.0]})
+    for name, want in [("Int8", pl.Int8), ("i16", pl.Int16), ("u32", pl.UInt32),
+                       ("f32", pl.Float32), ("UInt64", pl.UInt64), ("Boolean", pl.Boolean)]:
+        assert df.gpu.eval(f"r = x.cast('{name}', strict=False)")["r"].dtype == want, name
+    for name in ("i8", "u8"):
+        with pytest.raises(cb.SchemaError, match="ambiguous"):
+            cb.col("x").cast(name)
