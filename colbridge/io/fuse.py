@@ -197,6 +197,8 @@ class ColumnTransform:
                 "use 'zscore', 'minmax' or 'robust'"
             )
             raise JobSpecError(msg)
+        for option in ("hash_buckets", "quantile_bins", "max_categories"):
+            _check_count(f"column `{self.name}`: `{option}`", getattr(self, option))
         if self.hash_buckets is not None:
             object.__setattr__(self, "ids", True)
             if self.hash_buckets < 1:
@@ -234,9 +236,9 @@ class ColumnTransform:
             if self.scale is not None:
                 msg = f"column `{self.name}`: `quantile_bins` replaces scaling; drop `{self.scale}`"
                 raise JobSpecError(msg)
-            if self.quantile_bins < 1:
+            if self.quantile_bins < 2:  # as KBinsDiscretizer: one bin is a constant
                 msg = (
-                    f"column `{self.name}`: `quantile_bins` must be >= 1, got {self.quantile_bins}"
+                    f"column `{self.name}`: `quantile_bins` must be >= 2, got {self.quantile_bins}"
                 )
                 raise JobSpecError(msg)
         lower, upper = self.clip if self.clip is not None else (None, None)
@@ -399,6 +401,8 @@ class FeatureSpec:
                 "pass `target=` (`--target` on the command line)"
             )
             raise JobSpecError(msg)
+        _check_count("`folds`", self.folds)
+        _check_count("`seed`", self.seed)
         if self.folds < 2:
             msg = f"`folds` must be >= 2 (out-of-fold target encoding), got {self.folds}"
             raise JobSpecError(msg)
@@ -448,10 +452,18 @@ class FeatureSpec:
             keep=tuple(spec.get("keep", ())),
             ddof=int(spec.get("ddof", 0)),
             target=spec.get("target"),
-            folds=int(spec.get("folds", 5)),
+            folds=spec.get("folds", 5),
             smoothing=smoothing,
-            seed=int(spec.get("seed", 0)),
+            seed=spec.get("seed", 0),
         )
+
+
+def _check_count(what: str, value: Any) -> None:
+    """Refuse a count that is not a whole number (``folds=2.9`` ran as 2 folds)."""
+    if value is None or (isinstance(value, (int, np.integer)) and not isinstance(value, bool)):
+        return
+    msg = f"{what} must be a whole number, got {value!r}"
+    raise JobSpecError(msg)
 
 
 def _parts(value: str | Sequence[str]) -> list[str]:
@@ -1439,7 +1451,7 @@ def _fit(
     if encoded:
         for t in encoded:
             typ = _categorical_type(source.schema.field(t.name).type)
-            entry = _target_stats(targets[t.name], typ, spec.folds, ys)
+            entry = _target_stats(t.name, targets[t.name], typ, spec.folds, ys)
             stats.columns.setdefault(t.name, {}).update(entry)
     for name, totals in label_counts.items():
         # sorted, as scikit-learn's LabelEncoder: class id i is `classes[i]`
@@ -1513,7 +1525,11 @@ def _target_partials(
 
 
 def _target_stats(
-    totals: CategoryTotals, value_type: pa.DataType, folds: int, ys: np.ndarray[Any, Any]
+    name: str,
+    totals: CategoryTotals,
+    value_type: pa.DataType,
+    folds: int,
+    ys: np.ndarray[Any, Any],
 ) -> dict[str, Any]:
     """A column's ``(folds, categories)`` sums, counts and squares, categories in order.
 
@@ -1521,6 +1537,12 @@ def _target_stats(
     """
     values, order = totals.order(value_type)
     sums, counts, squares, counted = fold_columns(totals.table, order, folds)
+    if not counted.any():
+        msg = (
+            f"target encoding of `{name}`: no fitting row has a target value (every label "
+            "is null or NaN, or there are no rows); give labels to fit the encodings on"
+        )
+        raise InvalidOperationError(msg)
     if not counted.all():
         values = values.filter(pa.array(counted))
         sums, counts, squares = sums[:, counted], counts[:, counted], squares[:, counted]

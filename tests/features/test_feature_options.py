@@ -1,0 +1,40 @@
+"""Options a fit cannot honour are refused by name, as scikit-learn refuses them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import colbridge as cb
+from colbridge.errors import JobSpecError
+from colbridge.ml import FeatureFusion
+
+TABLE = pa.table({"c": ["a", "b", "a", "b"], "x": [1.0, 2.0, 3.0, 4.0]})
+Y = [1, 0, 1, 0]
+
+
+@pytest.mark.parametrize(("options", "match"), [
+    ({"target_encode": ["c"], "folds": 2.9}, "`folds` must be a whole number"),  # ran 2 folds
+    ({"hash_buckets": {"c": 2.5}}, "`hash_buckets` must be a whole number"),
+    ({"ids": ["c"], "seed": 1.7}, "`seed` must be a whole number"),
+    ({"quantile_bins": {"x": 1}}, "`quantile_bins` must be >= 2"),  # one bin: a constant
+    ({"quantile_bins": {"x": 2.5}}, "`quantile_bins` must be a whole number"),
+    ({"one_hot": ["c"], "max_categories": 1.5}, "`max_categories` must be a whole number"),
+])  # fmt: skip
+def test_counts_that_are_not_whole_numbers_are_refused(options: dict[str, Any], match: str):
+    with pytest.raises(JobSpecError, match=match):
+        FeatureFusion(**options).fit(TABLE, Y)
+
+
+def test_a_numpy_integer_is_a_count() -> None:
+    out = FeatureFusion(target_encode=["c"], folds=np.int64(2)).fit_transform(TABLE, Y)
+    assert out.shape == (4, 2)
+
+
+def test_target_encoding_without_any_label_is_refused_by_name() -> None:
+    with pytest.raises(cb.InvalidOperationError, match="target encoding of `c`: no fitting row"):
+        FeatureFusion(target_encode=["c"], folds=2).fit(pa.table({"c": ["a", "b"]}),
+                                                        [np.nan, np.nan])  # fmt: skip
