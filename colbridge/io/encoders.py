@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from colbridge.backends.groups import gather_views, string_buffers, string_codes, thread_count
+from colbridge.errors import UnsupportedTypeError
 from colbridge.memory import empty_array, one_array, read_only
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "StringNumbers",
     "add_target_rows",
     "category_array",
+    "check_kind",
     "fnv1a64",
     "fold_columns",
     "fold_encodings",
@@ -667,9 +669,22 @@ class CategoryIndex:
         if _is_plain_string(self.categories.type) and _is_text_column(array.type):
             return self._find(gather_views(array))
         plain = _plain(gather_views(array))  # index_in reads no views
-        values = value_set(self.categories, plain.type)
+        check_kind(self.categories.type, plain.type)
+        categories, positions = self.categories, None
+        if pa.types.is_integer(categories.type) and pa.types.is_integer(plain.type) \
+                and categories.type != plain.type:  # fmt: skip
+            # categories outside the column's type match no row (-1 in uint8 is none of
+            # its values); the others are looked up in the column's type
+            lo, hi = _int_range(plain.type)
+            keep = [v is None or lo <= v <= hi for v in categories.to_pylist()]
+            if not all(keep):
+                positions = np.flatnonzero(keep)
+                categories = categories.filter(pa.array(keep))
+        values = value_set(categories, plain.type)
         found = pc.index_in(plain, value_set=values).fill_null(-1)
         out = np.asarray(found.to_numpy(zero_copy_only=False), dtype=np.int64)
+        if positions is not None:
+            out[out >= 0] = positions[out[out >= 0]]
         if plain.null_count:
             out[~np.asarray(plain.is_valid())] = -2
         return out
@@ -690,6 +705,39 @@ class CategoryIndex:
         if not values.null_count:
             return None
         return int(np.flatnonzero(~np.asarray(values.is_valid()))[0])
+
+
+def _int_range(typ: pa.DataType) -> tuple[int, int]:
+    info = np.iinfo(typ.to_pandas_dtype())
+    return int(info.min), int(info.max)
+
+
+def _value_kind(typ: pa.DataType) -> str:
+    """What a category is: ``text``, ``number`` or ``bool`` (others: the type itself)."""
+    if pa.types.is_dictionary(typ):
+        typ = typ.value_type
+    if _is_text_column(typ):
+        return "text"
+    if pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_decimal(typ):
+        return "number"
+    return "bool" if pa.types.is_boolean(typ) else str(typ)
+
+
+def check_kind(fitted: pa.DataType, given: pa.DataType) -> None:
+    """Refuse a column whose values are of another kind than the categories fitted.
+
+    Strings against integer categories were matched by their text (`"1"` was the
+    category 1), and integers against strings failed inside Arrow.
+    """
+    if pa.types.is_null(fitted) or pa.types.is_null(given):
+        return  # no category, or a column of nulls only: nothing to compare
+    kinds = _value_kind(fitted), _value_kind(given)
+    if kinds[0] != kinds[1]:
+        msg = (
+            f"the categories were fitted on {kinds[0]} values ({fitted}) but the column "
+            f"holds {kinds[1]} values ({given}); cast it to the type it was fitted on"
+        )
+        raise UnsupportedTypeError(msg)
 
 
 def _is_text_column(typ: pa.DataType) -> bool:

@@ -44,6 +44,7 @@ from colbridge.io.encoders import (
     CategoryTotals,
     add_target_rows,
     category_array,
+    check_kind,
     fnv1a64,
     fold_columns,
     fold_encodings,
@@ -994,6 +995,20 @@ class FeaturePlan:
         flat = [e for t in self.kernel for e in self.kernel_exprs[t.name]]
         self.exprs = {f"f{j}": e for j, e in enumerate(flat)}
 
+    def _check_category_kinds(self, schema: pa.Schema) -> None:
+        """Refuse, by name, a column served with values of another kind than it was fitted on."""
+        fitted = {
+            **{name: oh.categories for name, oh in self.one_hot.items()},
+            **self.vocab,
+            **{name: te.categories for name, te in self.target.items()},
+        }
+        for name, index in fitted.items():
+            try:
+                check_kind(index.categories.type, schema.field(name).type)
+            except UnsupportedTypeError as exc:
+                msg = f"column `{name}`: {exc}"
+                raise UnsupportedTypeError(msg) from None
+
     def id_table_size(self, t: ColumnTransform) -> int:
         """Rows an embedding table needs for the ids of ``t`` (the two reserved ids included)."""
         if t.hash_buckets is not None:
@@ -1016,6 +1031,7 @@ class FeaturePlan:
                 raise ColumnNotFoundError(msg)
         batch = _typed_null_columns(spec, batch, self.stats)
         _check_types(spec, batch.schema)
+        self._check_category_kinds(batch.schema)
         n = batch.num_rows
         mat: np.ndarray[Any, Any] | None = None
         valid: np.ndarray[Any, Any] | None = None

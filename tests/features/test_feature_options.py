@@ -38,3 +38,28 @@ def test_target_encoding_without_any_label_is_refused_by_name() -> None:
     with pytest.raises(cb.InvalidOperationError, match="target encoding of `c`: no fitting row"):
         FeatureFusion(target_encode=["c"], folds=2).fit(pa.table({"c": ["a", "b"]}),
                                                         [np.nan, np.nan])  # fmt: skip
+
+
+@pytest.mark.parametrize("options", [{"one_hot": ["c"]}, {"ids": ["c"]},
+                                     {"target_encode": ["c"], "folds": 2}])  # fmt: skip
+def test_a_column_served_as_another_kind_is_refused_by_name(options: dict[str, Any]) -> None:
+    # integers fitted, strings served: "1" was matched to the category 1 (and the other
+    # way round Arrow failed casting "a" to an integer)
+    y = [1.0, 0.0, 1.0, 0.0]
+    ff = FeatureFusion(**options).fit(pa.table({"c": [1, 2, 1, 2]}), y)
+    with pytest.raises(cb.UnsupportedTypeError, match="column `c`: .* fitted on number"):
+        ff.transform(pa.table({"c": ["1", "2"]}))
+    ff = FeatureFusion(**options).fit(pa.table({"c": ["a", "b", "a", "b"]}), y)
+    with pytest.raises(cb.UnsupportedTypeError, match="column `c`: .* fitted on text"):
+        ff.transform(pa.table({"c": [1, 2]}))
+
+
+def test_integer_categories_outside_a_narrower_column_match_no_row() -> None:
+    # fitted on int64 [-1, 5], served uint8 [5, 200]: Arrow failed casting -1 to uint8
+    fit = pa.table({"c": pa.array([-1, 5, 5], pa.int64())})
+    serve = pa.table({"c": pa.array([5, 200, None], pa.uint8())})
+    hot = FeatureFusion(one_hot=["c"], handle_unknown="ignore").fit(fit).transform(serve)
+    np.testing.assert_array_equal(hot, [[0, 1], [0, 0], [0, 0]])
+    ids = FeatureFusion(ids=["c"]).fit(fit).transform(serve)
+    want = FeatureFusion(ids=["c"]).fit(fit).transform(pa.table({"c": [5, 200, None]}))
+    np.testing.assert_array_equal(ids, want)
