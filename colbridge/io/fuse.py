@@ -1003,6 +1003,8 @@ class FeaturePlan:
             **{name: te.categories for name, te in self.target.items()},
         }
         for name, index in fitted.items():
+            if name in self.category_fills:
+                continue  # its fill value, a fitted category, is checked against it first
             try:
                 check_kind(index.categories.type, schema.field(name).type)
             except UnsupportedTypeError as exc:

@@ -47,10 +47,10 @@ def test_a_column_served_as_another_kind_is_refused_by_name(options: dict[str, A
     # way round Arrow failed casting "a" to an integer)
     y = [1.0, 0.0, 1.0, 0.0]
     ff = FeatureFusion(**options).fit(pa.table({"c": [1, 2, 1, 2]}), y)
-    with pytest.raises(cb.UnsupportedTypeError, match="column `c`: .* fitted on number"):
+    with pytest.raises(cb.UnsupportedTypeError, match=r"column `c`: .* fitted on number"):
         ff.transform(pa.table({"c": ["1", "2"]}))
     ff = FeatureFusion(**options).fit(pa.table({"c": ["a", "b", "a", "b"]}), y)
-    with pytest.raises(cb.UnsupportedTypeError, match="column `c`: .* fitted on text"):
+    with pytest.raises(cb.UnsupportedTypeError, match=r"column `c`: .* fitted on text"):
         ff.transform(pa.table({"c": [1, 2]}))
 
 
