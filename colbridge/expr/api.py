@@ -707,7 +707,8 @@ class Expr:
 
         ``closed`` is ``"both"`` (the default), ``"left"``, ``"right"`` or ``"none"``.
         The comparisons are polars' (NaN is the largest value) and are joined with
-        Kleene AND, so a null bound gives null only where the other test is true.
+        Kleene AND, so a null in a bound column gives null only where the other test
+        is true; a bound given as ``None`` makes every row null, as in polars.
 
         Examples
         --------
@@ -720,6 +721,11 @@ class Expr:
         if closed not in CLOSED:
             msg = f"`is_between(closed={closed!r})` is not an interval kind; use one of {CLOSED}"
             raise UnsupportedOperationError(msg)
+        if lower_bound is None or upper_bound is None:
+            # polars: a missing bound (Python None) makes every row null, not only those
+            # the other test holds for (a null in a bound column is Kleene's, below)
+            return Expr(When(Unary("is_null", self.node), Literal(None, DType.BOOL),
+                             Literal(None, DType.BOOL)))  # fmt: skip
         lower, upper = Expr(_arg_node(lower_bound)), Expr(_arg_node(upper_bound))
         left = self >= lower if closed in ("both", "left") else self > lower
         right = self <= upper if closed in ("both", "right") else self < upper

@@ -169,6 +169,11 @@ def test_is_between_with_expression_and_number_bounds(closed: str) -> None:
     })  # fmt: skip
     with pytest.raises(cb.UnsupportedOperationError, match="closed='middle'"):
         cb.col("x").is_between(1, 2, closed="middle")
+    # a bound given as None: every row null in polars (a null in a bound column is Kleene's)
+    check(names, lambda m: {
+        "lo_none": m.col("x_i8_u16").is_between(None, 5, closed),
+        "hi_none": m.col("y_f32_f64").is_between(-1, None, closed),
+    })  # fmt: skip
 
 
 @pytest.mark.parametrize("nulls_equal", [False, True])
