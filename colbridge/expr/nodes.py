@@ -642,6 +642,42 @@ def _memo_hash(node: Node) -> int:
     return value
 
 
+def _memo_eq(node: Node, other: object) -> Any:
+    """Structural equality, walked once per pair of nodes (not once per path to them).
+
+    Typing builds the same subtree again and again (a zoned datetime's local time is
+    read in several places), and records each node in dicts: the dataclass ``__eq__``
+    compared two such trees path by path, which for shared subtrees is exponential
+    (a group_by on `t.dt.truncate("1mo")` of a zoned `t` spent 40 s there). Cached
+    hashes reject most unequal pairs at once.
+    """
+    if node is other:
+        return True
+    if type(other) is not type(node):
+        return NotImplemented  # as a dataclass's: the other side may know
+    assert isinstance(other, Node)
+    seen: set[tuple[int, int]] = set()
+    pairs: list[tuple[Any, Any]] = [(node, other)]
+    while pairs:
+        a, b = pairs.pop()
+        if a is b:
+            continue
+        if isinstance(a, Node):
+            if type(a) is not type(b) or hash(a) != hash(b):
+                return False
+            if (id(a), id(b)) in seen:
+                continue
+            seen.add((id(a), id(b)))
+            pairs.extend((getattr(a, f.name), getattr(b, f.name)) for f in _COMPARED[type(a)])
+        elif isinstance(a, tuple) and type(a) is type(b):
+            if len(a) != len(b):
+                return False
+            pairs.extend(zip(a, b, strict=True))
+        elif a != b:
+            return False
+    return True
+
+
 def _state_without_hash(node: Node) -> list[Any]:
     # string hashes differ between processes: a pickled node (Dask, process pools)
     # must compute its hash again where it is unpickled
@@ -654,6 +690,7 @@ _COMPARED: dict[type, tuple[Any, ...]] = {}
 for _cls in [c for c in Node.__subclasses__() if globals().get(c.__name__) is c]:
     _COMPARED[_cls] = tuple(f for f in fields(_cls) if f.compare)
     _cls.__hash__ = _memo_hash  # type: ignore[method-assign,assignment]
+    _cls.__eq__ = _memo_eq  # type: ignore[method-assign,assignment]
     _cls.__getstate__ = _state_without_hash  # type: ignore[method-assign,assignment]
 _COMPARED[Const] = _COMPARED[Literal]  # a subclass of a node class, not of Node itself
 
@@ -876,8 +913,11 @@ class SubtreeText:
         self._write = write
         uses: dict[Node, int] = {}
         for root in roots:
-            for node in walk(root):
-                for child in children(node):
+            for node in deep_walk(root):  # the keys of windows and groups are written too
+                kids = children(node)
+                if isinstance(node, (GroupAgg, Scan)):
+                    kids += node.keys.exprs
+                for child in kids:
                     uses[child] = uses.get(child, 0) + 1
         self._shared = {node for node, count in uses.items() if count > 1}
         self._written: dict[Node, str] = {}

@@ -8,13 +8,17 @@ with nulls, sliced and multi-chunk inputs, every frame kind.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
+import polars as pl
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
+import colbridge as cb
 from colbridge.testing.asserts import assert_same_as_polars
 from tests.engine.temporal_data import temporal_tables
 
@@ -82,3 +86,30 @@ def date_means(m: Any, q: Any) -> Any:
 def test_grouped_temporal_and_strings_match_polars(steps: Any, data: st.DataObject) -> None:
     table = data.draw(temporal_tables(TYPES, names=NAMES, strings=("s", "u")))
     assert_same_as_polars(table, steps)
+
+
+def test_a_zoned_month_key_writes_its_shared_subtrees_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the key's text inside a reduction kernel's header was written as a tree (50 MB per
+    # kernel, 0.8 GB and 5-18 s per aggregation to compile): it is a DAG of a few hundred
+    # distinct nodes, written once each
+    import colbridge.backends.cpu as cpu
+
+    monkeypatch.setenv("COLBRIDGE_CPU_TIER", "numpy")
+    sizes: list[int] = []
+    load = cpu.load_module_from_source
+
+    def measured(source: str, *args: Any, **kwargs: Any) -> Any:
+        sizes.append(len(source))
+        return load(source, *args, **kwargs)
+
+    monkeypatch.setattr(cpu, "load_module_from_source", measured)
+    t = pl.datetime_range(dt.datetime(2000, 1, 1), dt.datetime(2001, 1, 1), "1d",
+                          time_zone="Europe/Berlin", eager=True)  # fmt: skip
+    df = pl.DataFrame({"t": t}).with_columns(v0=pl.col("t"), v1=pl.col("t").dt.date())
+    got = df.gpu.group_by(k=cb.col("t").dt.truncate("1mo")).agg(
+        cb.col("v0").max(), cb.col("v1").min(), n=cb.len()).compute()  # fmt: skip
+    want = df.group_by(k=pl.col("t").dt.truncate("1mo")).agg(
+        pl.col("v0").max(), pl.col("v1").min(), n=pl.len())  # fmt: skip
+    assert_frame_equal(got.sort("k"), want.sort("k"))
+    assert sizes
+    assert max(sizes) < 200_000
