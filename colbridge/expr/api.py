@@ -48,7 +48,7 @@ from colbridge.expr.nodes import (
 )
 from colbridge.expr.selectors import NameNamespace, expand_arguments, is_pattern, names_of
 from colbridge.types import DType, parse_dtype
-from colbridge.types.logical import parse_logical
+from colbridge.types.logical import Logical, parse_logical
 
 __all__ = [
     "Expr",
@@ -93,10 +93,15 @@ CONSTANT_TYPES = (_dt.date, _dt.time, _dt.timedelta, str)
 
 
 def _literal_node(value: Any, dtype: Any = None) -> Node:
+    if isinstance(value, (np.datetime64, np.timedelta64)) or (
+        isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "mM"
+    ):
+        moment = _numpy_temporal(np.asarray(value)[()])
+        return moment if dtype is None else Expr(moment).cast(dtype).node
     if isinstance(value, CONSTANT_TYPES):
         node: Node = Constant(value)
         if dtype is not None:
-            node = Expr(node).cast(dtype).node
+            node = _zoned_wall_time(value, dtype) or Expr(node).cast(dtype).node
         return node
     if (
         dtype is None
@@ -128,6 +133,47 @@ def _literal_node(value: Any, dtype: Any = None) -> Node:
     if dtype is not None and parse_logical(dtype) is not None:
         return Expr(Literal(value)).cast(dtype).node
     return Literal(value, parse_dtype(dtype) if dtype is not None else None)
+
+
+def _numpy_temporal(value: Any) -> Node:
+    """A NumPy datetime or timedelta as polars types it: nanoseconds stay nanoseconds.
+
+    ``datetime64[D]`` is a Date; other units are microseconds (Datetime or Duration),
+    as polars reads them. NaT is refused, as polars refuses it.
+    """
+    if np.isnat(value):
+        msg = ("a NaT literal has no value; write `cb.lit(None, dtype=pl.Datetime(...))` "
+               "(or `pl.Duration`)")  # fmt: skip
+        raise SchemaError(msg)
+    unit = np.datetime_data(value.dtype)[0]
+    if isinstance(value, np.datetime64) and unit == "D":
+        return Constant(value.astype("datetime64[D]").item())
+    kind = "datetime" if isinstance(value, np.datetime64) else "duration"
+    unit = "ns" if unit == "ns" else "us"
+    code = "datetime64" if kind == "datetime" else "timedelta64"
+    try:
+        ticks = int(value.astype(f"{code}[{unit}]").astype(np.int64))
+    except OverflowError:
+        msg = f"{value!r} does not fit a {kind} in {unit}"
+        raise SchemaError(msg) from None
+    return Function("cast", (Literal(ticks, DType.INT64),), (Logical(kind, unit), True))
+
+
+def _zoned_wall_time(value: Any, dtype: Any) -> Node | None:
+    """``lit(naive, dtype=Datetime(unit, zone))``: the wall time in that zone, as polars reads it.
+
+    A cast would read the naive value as UTC (polars' cast of a column); a literal with
+    a zoned type is that clock time in the zone. None where this does not apply.
+    """
+    logical = parse_logical(dtype)
+    if logical is None or logical.kind != "datetime" or logical.tz is None:
+        return None
+    if isinstance(value, _dt.datetime) and value.tzinfo is not None:
+        return None  # an instant: the cast converts it
+    if not isinstance(value, _dt.date):
+        return None
+    naive = Expr(Constant(value)).cast(Logical("datetime", logical.unit))
+    return naive.dt.replace_time_zone(logical.tz).node
 
 
 def to_node(value: Any) -> Node:

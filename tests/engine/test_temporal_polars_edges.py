@@ -141,3 +141,39 @@ def test_clip_of_temporal_values_keeps_their_type(tier: str) -> None:
     got = df.gpu.eval("r = clip(d, lo); s = clip(d, date('2020-01-15'))")
     assert_frame_equal(got.select("r", "s"), df.select(
         r=pl.col("d").clip(pl.col("lo")), s=pl.col("d").clip(dt.date(2020, 1, 15))))  # fmt: skip
+
+
+def test_numpy_datetimes_and_timedeltas_are_typed_as_polars_types_them(tier: str) -> None:
+    # np.datetime64(..., "ns") became the integer of its nanoseconds (compared with
+    # datetimes as a number); other units were refused
+    df = pl.DataFrame({"a": [dt.datetime(2020, 1, 1), dt.datetime(2020, 6, 1), None],
+                       "u": [dt.timedelta(1), None, dt.timedelta(microseconds=3)]})  # fmt: skip
+    df = df.with_columns(n=pl.col("a").cast(pl.Datetime("ns")))
+    stamps = [np.datetime64("2020-03-01T00:00:00.123456789", "ns"),
+              np.datetime64("2020-03-01T00:00:00.123", "ms"), np.datetime64("2020-03-01", "D")]
+    spans = [np.timedelta64(1500, "ns"), np.timedelta64(15, "ms"), np.timedelta64(3, "h")]
+
+    def build(m: Any) -> dict[str, Any]:
+        out = {}
+        for i, v in enumerate(stamps):
+            out |= {f"lt{i}": m.col("a") < v, f"ltn{i}": m.col("n") < v, f"lit{i}": m.lit(v)}
+        for i, v in enumerate(spans):
+            out |= {f"add{i}": m.col("a") + v, f"addn{i}": m.col("n") + v,
+                    f"span{i}": m.lit(v), f"cmp{i}": m.col("u") < v}  # fmt: skip
+        return out
+
+    got = df.gpu.with_columns(**build(cb)).compute()
+    assert_frame_equal(got, df.with_columns(**build(pl)))
+    with pytest.raises(cb.SchemaError, match="NaT"):
+        cb.lit(np.datetime64("NaT", "ns"))
+
+
+def test_a_naive_literal_of_a_zoned_type_is_the_wall_time_there() -> None:
+    # polars reads lit(04:00, dtype=Datetime(zone)) as 04:00 in the zone (a cast read UTC)
+    df = pl.DataFrame({"x": [1, 2]})
+
+    def build(m: Any) -> dict[str, Any]:
+        return {"t": m.lit(dt.datetime(2001, 2, 3, 4), dtype=pl.Datetime("us", "Asia/Tokyo")),
+                "d": m.lit(dt.date(2001, 2, 3), dtype=pl.Datetime("ms", "Europe/Paris"))}
+
+    assert_frame_equal(df.gpu.with_columns(**build(cb)).compute(), df.with_columns(**build(pl)))
