@@ -295,7 +295,11 @@ class LogicalTyping:
             seconds = (value.hour * 60 + value.minute) * 60 + value.second
             return self.mark(self.literal(seconds * 10**9 + value.microsecond * 1000, I64), TIME)
         if isinstance(value, _dt.timedelta):
-            return self.mark(self.literal(value // _MICRO, I64), Logical("duration", "us"))
+            us = value // _MICRO
+            if not -(2**63) <= us < 2**63:  # polars: milliseconds where microseconds overflow
+                ms = value // _dt.timedelta(milliseconds=1)
+                return self.mark(self.literal(ms, I64), Logical("duration", "ms"))
+            return self.mark(self.literal(us, I64), Logical("duration", "us"))
         msg = f"cannot use {type(value).__name__} value {value!r} as a literal"
         raise SchemaError(msg)
 

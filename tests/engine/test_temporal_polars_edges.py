@@ -177,3 +177,11 @@ def test_a_naive_literal_of_a_zoned_type_is_the_wall_time_there() -> None:
                 "d": m.lit(dt.date(2001, 2, 3), dtype=pl.Datetime("ms", "Europe/Paris"))}
 
     assert_frame_equal(df.gpu.with_columns(**build(cb)).compute(), df.with_columns(**build(pl)))
+
+
+def test_a_timedelta_beyond_microseconds_is_in_milliseconds() -> None:
+    # as polars types it; it overflowed int64 in the kernel's arguments (an OverflowError)
+    df = pl.DataFrame({"u": [dt.timedelta(1), None]})
+    far = dt.timedelta(days=200_000_000)
+    _same(df, lambda m: {"a": m.lit(dt.timedelta(days=999_999_999)), "b": m.col("u") < far,
+                         "c": m.col("u") + far})  # fmt: skip
