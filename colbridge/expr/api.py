@@ -45,6 +45,7 @@ from colbridge.expr.nodes import (
     Selector,
     Unary,
     When,
+    walk,
 )
 from colbridge.expr.selectors import NameNamespace, expand_arguments, is_pattern, names_of
 from colbridge.types import DType, parse_dtype
@@ -1740,6 +1741,8 @@ def all_horizontal(*exprs: Any) -> Expr:
     <Expr (col("a") & (col("b") > lit(0)))>
     """
     args = _arguments("all_horizontal", exprs)
+    if _selects(args):  # `all_horizontal(cb.all() > 0)`: one argument per selected column
+        return Expr(Function("all_horizontal", tuple(args)))
     return Expr(args[0]).and_(*(Expr(a) for a in args[1:]))
 
 
@@ -1753,7 +1756,18 @@ def any_horizontal(*exprs: Any) -> Expr:
     <Expr ((col("a") | col("b")) | col("c"))>
     """
     args = _arguments("any_horizontal", exprs)
+    if _selects(args):
+        return Expr(Function("any_horizontal", tuple(args)))
     return Expr(args[0]).or_(*(Expr(a) for a in args[1:]))
+
+
+def _selects(args: Sequence[Node]) -> bool:
+    """Whether an argument selects columns by pattern (``all()``, ``exclude``, ``^...$``).
+
+    Such an argument is spread into one argument per column when the plan's columns are
+    known (`colbridge.expr.selectors`), as polars spreads it in a horizontal function.
+    """
+    return any(isinstance(n, Selector) for a in args for n in walk(a))
 
 
 def _count_param(value: Any, func: str, name: str, *, signed: bool = False,

@@ -277,7 +277,8 @@ FUNCTIONS = frozenset(
     {
         "log", "degrees", "radians", "cot", "is_in", "clip", "max_horizontal",
         "min_horizontal", "sum_horizontal", "mean_horizontal", "cast_like", "scalar_fill",
-        "replace", "replace_strict", "fill_zero_or_one", "bin_intervals",
+        "replace", "replace_strict", "fill_zero_or_one", "bin_intervals", "all_horizontal",
+        "any_horizontal",
     }
 )  # fmt: skip
 
@@ -862,16 +863,30 @@ def output_name(node: Node) -> str:
         return node.name
     if isinstance(node, Literal):
         return "literal"
+    if isinstance(node, When):  # polars names a `when` by its first `then`
+        return output_name(node.then)
     for child in children(node):
         return output_name(child)
     return "literal"
 
 
 def root_name(node: Node) -> str:
-    """The name of the first column the expression reads, aliases aside (polars' root name)."""
-    for n in walk(node):
+    """The name of the first column the expression reads, aliases aside (polars' root name).
+
+    A `when` is read from its first `then` (then its `otherwise`, then its condition),
+    as polars names it.
+    """
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
         if isinstance(n, Column):
             return n.name
+        kids = (n.then, n.otherwise, n.condition) if isinstance(n, When) else children(n)
+        stack.extend(reversed(kids))
     return output_name(node)
 
 

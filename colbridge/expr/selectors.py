@@ -93,7 +93,11 @@ def names_of(names: Sequence[Any], where: str) -> tuple[str, ...]:
 
 
 def selected(selector: Selector, available: Sequence[str]) -> list[str]:
-    """The columns ``selector`` picks from ``available``, in order, each once."""
+    """The columns ``selector`` picks from ``available``, each once.
+
+    In the order given, or in the frame's order when a ``^...$`` pattern is among them
+    (as polars orders them).
+    """
     chosen: list[str] = []
     if selector.every:
         chosen = list(available)
@@ -108,7 +112,11 @@ def selected(selector: Selector, available: Sequence[str]) -> list[str]:
     dropped = {n for n in selector.exclude if not is_pattern(n)}
     patterns = [_compiled(n) for n in selector.exclude if is_pattern(n)]
     kept = [c for c in chosen if c not in dropped and not any(p.search(c) for p in patterns)]
-    return list(dict.fromkeys(kept))
+    kept = list(dict.fromkeys(kept))
+    if any(is_pattern(n) for n in selector.names):  # polars: a pattern selects in frame order
+        position = {name: k for k, name in enumerate(available)}
+        kept.sort(key=position.__getitem__)
+    return kept
 
 
 def _compiled(pattern: str) -> re.Pattern[str]:

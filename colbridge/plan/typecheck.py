@@ -931,6 +931,14 @@ class TypeChecker:
             return self._is_in(node)
         if node.name == "bin_intervals":
             return self._bin_intervals(node)
+        if node.name in ("all_horizontal", "any_horizontal"):
+            # a selection spread into its columns (`all_horizontal(cb.all() > 0)`): Kleene
+            # AND (OR) of them, as written without one
+            op = "and" if node.name == "all_horizontal" else "or"
+            out = node.args[0]
+            for arg in node.args[1:]:
+                out = Binary(op, out, arg)
+            return self._check(out)
         if node.name in ("max_horizontal", "min_horizontal"):
             return self._min_max_horizontal(node)
         if node.name == "sum_horizontal":

@@ -152,3 +152,28 @@ def test_job_steps_expand_named_columns_and_refuse_what_needs_the_schema() -> No
         build_steps(with_={"z": cb.col("a", "b")})
     with pytest.raises(SchemaError, match="expanded to 2 expressions"):
         build_steps(filter=cb.col("a", "b") > 1)
+
+
+NAMED_BY_POLARS = [
+    ("with_columns", lambda m: [m.when(m.col("c") > 10).then(m.col("a")).otherwise(0)]),
+    ("with_columns", lambda m: [m.when(m.col("c") > 10).then(5)]),
+    ("with_columns", lambda m: [m.when(m.col("k") > 0).then(m.col("x")).otherwise(0)
+                                .name.keep()]),
+    ("with_columns", lambda m: [m.when(m.col("k") > 0).then(m.col("x")).name.suffix("_w")]),
+    ("with_columns", lambda m: [m.when(m.col("c") > 10).then(m.col("a", "x"))]),
+    ("with_columns", lambda m: [m.any_horizontal(m.all() > 5)]),
+    ("select", lambda m: [m.all_horizontal(m.all() > 0).alias("k")]),
+    ("filter", lambda m: [m.all_horizontal(m.all() > 0)]),
+    ("select", lambda m: [m.any_horizontal(m.exclude("a") > 4)]),
+    ("select", lambda m: [m.col("^c$", "^a$"), m.col(["k", "^x$"]).name.suffix("_2")]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", range(len(NAMED_BY_POLARS)))
+def test_outputs_are_named_and_ordered_as_polars_names_them(case: int) -> None:
+    # a `when` took its condition's name (overwriting that column in with_columns);
+    # any/all_horizontal made one column per selected one; a pattern selects in frame order
+    df = pl.DataFrame({"a": [1, 2], "c": [10, 20], "k": [0, 5], "x": [1.5, 2.5]})
+    step, build = NAMED_BY_POLARS[case]
+    got = getattr(df.gpu, step)(*build(cb)).compute()
+    assert_frame_equal(got, getattr(df, step)(*build(pl)))
