@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields, replace
@@ -643,40 +644,53 @@ def _memo_hash(node: Node) -> int:
     return value
 
 
+#: the comparison under way in this thread: the node pairs compared, and those found equal
+_EQUAL = threading.local()
+#: node pairs a comparison walks before it remembers the equal ones
+_EQUAL_WALK = 256
+
+
 def _memo_eq(node: Node, other: object) -> Any:
-    """Structural equality, walked once per pair of nodes (not once per path to them).
+    """Structural equality, each pair of nodes compared once (not once per path to it).
 
     Typing builds the same subtree again and again (a zoned datetime's local time is
-    read in several places), and records each node in dicts: the dataclass ``__eq__``
-    compared two such trees path by path, which for shared subtrees is exponential
-    (a group_by on `t.dt.truncate("1mo")` of a zoned `t` spent 40 s there). Cached
-    hashes reject most unequal pairs at once.
+    read in several places), and records each node in dicts: compared path by path,
+    two such trees cost time exponential in their depth (a group_by on a zoned
+    `t.dt.truncate("1mo")` spent minutes there). A comparison that walks more than
+    `_EQUAL_WALK` pairs remembers the pairs it finds equal from then on; smaller ones,
+    most of them, stay as cheap as a dataclass's. Hashes already made reject most
+    unequal pairs at once.
     """
     if node is other:
         return True
     if type(other) is not type(node):
         return NotImplemented  # as a dataclass's: the other side may know
-    assert isinstance(other, Node)
-    seen: set[tuple[int, int]] = set()
-    pairs: list[tuple[Any, Any]] = [(node, other)]
-    while pairs:
-        a, b = pairs.pop()
-        if a is b:
-            continue
-        if isinstance(a, Node):
-            if type(a) is not type(b) or hash(a) != hash(b):
-                return False
-            if (id(a), id(b)) in seen:
-                continue
-            seen.add((id(a), id(b)))
-            pairs.extend((getattr(a, f.name), getattr(b, f.name)) for f in _COMPARED[type(a)])
-        elif isinstance(a, tuple) and type(a) is type(b):
-            if len(a) != len(b):
-                return False
-            pairs.extend(zip(a, b, strict=True))
-        elif a != b:
-            return False
-    return True
+    a, b = node._hash, other._hash  # hashes already made (not made here: that walks)
+    if a and b and a != b:
+        return False
+    if getattr(_EQUAL, "walked", None) is None:  # the outermost comparison
+        _EQUAL.walked, _EQUAL.pairs = 0, None
+        try:
+            return _equal_fields(node, other)
+        finally:
+            _EQUAL.walked = _EQUAL.pairs = None
+    return _equal_fields(node, other)
+
+
+def _equal_fields(node: Node, other: Node) -> bool:
+    _EQUAL.walked += 1
+    pairs = _EQUAL.pairs
+    if pairs is None and _EQUAL.walked > _EQUAL_WALK:
+        pairs = _EQUAL.pairs = set()
+    if pairs is not None and (id(node), id(other)) in pairs:
+        return True
+    fields_of = _FIELDS_OF[type(node)]
+    # tuples compare element by element, an element by identity first (NaN as is)
+    same = bool(fields_of(node) == fields_of(other))
+    pairs = _EQUAL.pairs  # made by the comparisons below, perhaps
+    if same and pairs is not None:
+        pairs.add((id(node), id(other)))
+    return same
 
 
 def _state_without_hash(node: Node) -> list[Any]:
@@ -685,6 +699,17 @@ def _state_without_hash(node: Node) -> list[Any]:
     return [0 if f.name == "_hash" else getattr(node, f.name) for f in fields(node)]
 
 
+def _tuple_getter(names: tuple[str, ...]) -> Callable[[Node], tuple[Any, ...]]:
+    """The compared fields of a node as one tuple (`operator.attrgetter`, in C)."""
+    if len(names) == 1:
+        one = operator.attrgetter(names[0])
+        return lambda node: (one(node),)
+    return operator.attrgetter(*names)  # type: ignore[return-value]
+
+
+#: each node class's compared fields, as a tuple (`_memo_eq`)
+_FIELDS_OF: dict[type, Callable[[Node], tuple[Any, ...]]] = {}
+
 # every node class of this module gets the cached hash, with no list to keep up to date
 # (slots=True makes dataclass build a second class; the first, unused, is skipped)
 _COMPARED: dict[type, tuple[Any, ...]] = {}
@@ -692,8 +717,10 @@ for _cls in [c for c in Node.__subclasses__() if globals().get(c.__name__) is c]
     _COMPARED[_cls] = tuple(f for f in fields(_cls) if f.compare)
     _cls.__hash__ = _memo_hash  # type: ignore[method-assign,assignment]
     _cls.__eq__ = _memo_eq  # type: ignore[method-assign,assignment]
+    _FIELDS_OF[_cls] = _tuple_getter(tuple(f.name for f in _COMPARED[_cls]))
     _cls.__getstate__ = _state_without_hash  # type: ignore[method-assign,assignment]
 _COMPARED[Const] = _COMPARED[Literal]  # a subclass of a node class, not of Node itself
+_FIELDS_OF[Const] = _FIELDS_OF[Literal]
 
 
 #: each node class's field names (``dataclasses.fields`` builds its answer per call,

@@ -444,13 +444,13 @@ def prepare(steps: tuple[Step, ...], names: Iterable[str]) -> PreparedPlan:
     partition and every handle with the same steps shares it.
     """
     names = tuple(names)
-    _room_to_nest(steps)
     key = (steps, names)
     with _LOCK:
         hit = _PREPARED.get(key)
         if hit is not None:
             _PREPARED.move_to_end(key)
             return hit
+    _room_to_nest(steps)
     specs = plan_segments(steps, names)
     prepared = PreparedPlan(steps, names, specs, _typed_inputs(specs, names))
     with _LOCK:
