@@ -49,6 +49,7 @@ from colbridge.expr.nodes import (
 )
 from colbridge.expr.selectors import NameNamespace, expand_arguments, is_pattern, names_of
 from colbridge.types import DType, parse_dtype
+from colbridge.types.dtypes import polars_type_name
 from colbridge.types.logical import Logical, parse_logical
 
 __all__ = [
@@ -817,7 +818,7 @@ class Expr:
         (to dates with `str.to_date`/`str.to_datetime`: polars 2 has no such cast).
         """
         if isinstance(dtype, str):
-            dtype = _cast_name(dtype)
+            dtype = polars_type_name(dtype)
         logical = parse_logical(dtype)
         if logical is not None:
             return Expr(Function("cast", (self.node,), (logical, strict)))
@@ -1976,29 +1977,6 @@ def _value_kind(value: Any) -> str:
         if isinstance(value, kind):
             return kind.__name__
     return type(value).__name__  # pragma: no cover - `_replace_value` admits no other
-
-
-#: polars' names of the number types, and the short ones it prints (``i32``, ``f64``)
-_POLARS_TYPE_NAMES = {
-    **{f"{p}{b}": f"{n}{b}" for p, n in (("Int", "int"), ("UInt", "uint"))
-       for b in (8, 16, 32, 64)},
-    **{f"{p}{b}": f"{n}{b}" for p, n in (("i", "int"), ("u", "uint")) for b in (16, 32, 64)},
-    "Float32": "float32", "Float64": "float64", "f32": "float32", "f64": "float64",
-    "Boolean": "bool", "boolean": "bool",
-}  # fmt: skip
-
-
-def _cast_name(name: str) -> str:
-    """A type named as polars names it; ``i8``/``u8`` are refused (NumPy reads 8 bytes)."""
-    if name in ("i8", "u8"):
-        signed = name == "i8"
-        msg = (
-            f"`cast({name!r})` is ambiguous: polars prints {'Int8' if signed else 'UInt8'} as "
-            f"{name!r}, NumPy reads it as {'int64' if signed else 'uint64'}; write "
-            f"{'int8' if signed else 'uint8'!r} or {'int64' if signed else 'uint64'!r}"
-        )
-        raise SchemaError(msg)
-    return _POLARS_TYPE_NAMES.get(name, name)
 
 
 def _breakpoints(method: str, values: Any) -> tuple[Any, ...]:

@@ -644,7 +644,7 @@ def _memo_hash(node: Node) -> int:
     return value
 
 
-#: the comparison under way in this thread: the node pairs compared, and those found equal
+#: the comparison under way in this thread: ``[pairs walked, pairs found equal or None]``
 _EQUAL = threading.local()
 #: node pairs a comparison walks before it remembers the equal ones
 _EQUAL_WALK = 256
@@ -658,8 +658,7 @@ def _memo_eq(node: Node, other: object) -> Any:
     two such trees cost time exponential in their depth (a group_by on a zoned
     `t.dt.truncate("1mo")` spent minutes there). A comparison that walks more than
     `_EQUAL_WALK` pairs remembers the pairs it finds equal from then on; smaller ones,
-    most of them, stay as cheap as a dataclass's. Hashes already made reject most
-    unequal pairs at once.
+    most of them, only count. Hashes already made reject most unequal pairs at once.
     """
     if node is other:
         return True
@@ -668,29 +667,26 @@ def _memo_eq(node: Node, other: object) -> Any:
     a, b = node._hash, other._hash  # hashes already made (not made here: that walks)
     if a and b and a != b:
         return False
-    if getattr(_EQUAL, "walked", None) is None:  # the outermost comparison
-        _EQUAL.walked, _EQUAL.pairs = 0, None
-        try:
-            return _equal_fields(node, other)
-        finally:
-            _EQUAL.walked = _EQUAL.pairs = None
-    return _equal_fields(node, other)
-
-
-def _equal_fields(node: Node, other: Node) -> bool:
-    _EQUAL.walked += 1
-    pairs = _EQUAL.pairs
-    if pairs is None and _EQUAL.walked > _EQUAL_WALK:
-        pairs = _EQUAL.pairs = set()
-    if pairs is not None and (id(node), id(other)) in pairs:
-        return True
-    fields_of = _FIELDS_OF[type(node)]
-    # tuples compare element by element, an element by identity first (NaN as is)
-    same = bool(fields_of(node) == fields_of(other))
-    pairs = _EQUAL.pairs  # made by the comparisons below, perhaps
-    if same and pairs is not None:
-        pairs.add((id(node), id(other)))
-    return same
+    state: list[Any] | None = getattr(_EQUAL, "state", None)
+    outermost = state is None
+    if state is None:
+        state = _EQUAL.state = [0, None]
+    try:
+        state[0] += 1
+        pairs = state[1]
+        if pairs is None and state[0] > _EQUAL_WALK:
+            pairs = state[1] = set()
+        if pairs is not None and (id(node), id(other)) in pairs:
+            return True
+        fields_of = _FIELDS_OF[type(node)]
+        # tuples compare element by element, an element by identity first (NaN as is)
+        same = bool(fields_of(node) == fields_of(other))
+        if same and state[1] is not None:  # made by the comparisons below, perhaps
+            state[1].add((id(node), id(other)))
+        return same
+    finally:
+        if outermost:
+            _EQUAL.state = None
 
 
 def _state_without_hash(node: Node) -> list[Any]:

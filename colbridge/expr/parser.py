@@ -269,6 +269,20 @@ FUNCTIONS: dict[str, _Function] = {
         (_x(), _Param("lower_bound"), _Param("upper_bound"), _Param("closed", "str", "both")),
         lambda x, lo, hi, closed: x.is_between(lo, hi, closed), example="is_between(x, 0, 1)",
     ),
+    "bin_intervals": _Function(
+        (_x(), _Param("intervals", "list"), _Param("labels", "values"),
+         _Param("right_closed", "bool", False)),
+        lambda x, breaks, labels, right_closed: x.bin_intervals(
+            breaks, labels=labels, right_closed=right_closed),
+        example='bin_intervals(x, [0, 10], labels=["low", "mid", "high"])',
+    ),
+    "cut": _Function(
+        (_x(), _Param("breaks", "list"), _Param("labels", "values", None),
+         _Param("left_closed", "bool", False)),
+        lambda x, breaks, labels, left_closed: x.cut(breaks, labels=labels,
+                                                     left_closed=left_closed),
+        example="cut(x, [0, 10])",
+    ),
     "is_in": _Function(
         (_x(), _Param("other", "list"), _Param("nulls_equal", "bool", False)),
         lambda x, other, nulls_equal: x.is_in(other, nulls_equal=nulls_equal),

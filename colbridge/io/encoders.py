@@ -21,6 +21,8 @@ import pyarrow.compute as pc
 from colbridge.backends.groups import gather_views, string_buffers, string_codes, thread_count
 from colbridge.errors import UnsupportedTypeError
 from colbridge.memory import empty_array, one_array, read_only
+from colbridge.types import dtype_from_arrow
+from colbridge.types.promotion import int_range
 
 __all__ = [
     "NULL_ID",
@@ -675,7 +677,9 @@ class CategoryIndex:
                 and categories.type != plain.type:  # fmt: skip
             # categories outside the column's type match no row (-1 in uint8 is none of
             # its values); the others are looked up in the column's type
-            lo, hi = _int_range(plain.type)
+            column_type = dtype_from_arrow(plain.type)
+            assert column_type is not None  # an Arrow integer type
+            lo, hi = int_range(column_type)
             keep = [v is None or lo <= v <= hi for v in categories.to_pylist()]
             if not all(keep):
                 positions = np.flatnonzero(keep)
@@ -705,11 +709,6 @@ class CategoryIndex:
         if not values.null_count:
             return None
         return int(np.flatnonzero(~np.asarray(values.is_valid()))[0])
-
-
-def _int_range(typ: pa.DataType) -> tuple[int, int]:
-    info = np.iinfo(typ.to_pandas_dtype())
-    return int(info.min), int(info.max)
 
 
 def _value_kind(typ: pa.DataType) -> str:

@@ -1353,7 +1353,7 @@ class TypeChecker:
             terms.append(Cast(Binary(op, value, bound), DType.UINT32, True))
         count: Node
         if terms:
-            count = self._check(self._sum_tree(terms))
+            count = self._balanced("add", [self._check(t) for t in terms], DType.UINT32)
             if below:
                 count = self._check(Binary("add", count, Literal(below, DType.UINT32)))
         else:  # no comparison left to carry the nulls
@@ -1367,14 +1367,6 @@ class TypeChecker:
             return count
         codes = self._record(Narrow(count, DType.INT32), DType.INT32)
         return self._lt.mark(codes, Logical("enum"), ("lit", tuple(labels)))
-
-    @staticmethod
-    def _sum_tree(terms: list[Node]) -> Node:
-        """``terms`` added as a balanced tree (untyped)."""
-        if len(terms) == 1:
-            return terms[0]
-        mid = len(terms) // 2
-        return Binary("add", TypeChecker._sum_tree(terms[:mid]), TypeChecker._sum_tree(terms[mid:]))
 
     def _is_in(self, node: Function) -> Node:
         """``is_in`` of a literal list: equalities joined by Kleene OR, as polars answers.

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from colbridge.errors import UnsupportedTypeError
+from colbridge.errors import SchemaError, UnsupportedTypeError
 
 __all__ = ["DType", "dtype_from_arrow", "parse_dtype"]
 
@@ -137,6 +137,31 @@ _POLARS_NAMES = {
     "Float32": "float32",
     "Float64": "float64",
 }
+
+
+#: the short names polars prints its number types by (``i32``, ``f64``); ``i8`` and ``u8``
+#: are not here: NumPy reads them as 8-byte types (`polars_type_name`)
+_POLARS_SHORT_NAMES = {
+    **{f"{p}{b}": f"{n}{b}" for p, n in (("i", "int"), ("u", "uint")) for b in (16, 32, 64)},
+    "f32": "float32", "f64": "float64",
+}  # fmt: skip
+
+
+def polars_type_name(name: str) -> str:
+    """A number type written as polars writes it (``"Int64"``, ``"i32"``), as colbridge's name.
+
+    ``"i8"`` and ``"u8"``, which polars prints for Int8/UInt8 but NumPy reads as int64/uint64,
+    are refused as ambiguous; other names are returned as they are.
+    """
+    if name in ("i8", "u8"):
+        signed = name == "i8"
+        msg = (
+            f"the type {name!r} is ambiguous: polars prints {'Int8' if signed else 'UInt8'} as "
+            f"{name!r}, NumPy reads it as {'int64' if signed else 'uint64'}; write "
+            f"{'int8' if signed else 'uint8'!r} or {'int64' if signed else 'uint64'!r}"
+        )
+        raise SchemaError(msg)
+    return _POLARS_NAMES.get(name) or _POLARS_SHORT_NAMES.get(name) or name
 
 
 def _polars_dtype_name(spec: Any) -> str | None:

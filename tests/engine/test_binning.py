@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import colbridge as cb
+from colbridge.testing.cuda_host import KERNEL_TIERS, compute_on_tier
 from colbridge.testing.data import ENGINE_TYPES, limit_values, make_column
 
 
@@ -198,3 +199,40 @@ def test_what_colbridge_does_not_bin_is_refused_by_name() -> None:
         cb.col("x").bin_intervals([1], labels=False, include_intervals=True)
     with pytest.raises(cb.SchemaError, match="mix float and int"):
         cb.col("x").bin_intervals([1, 2.5], labels=False)
+
+
+@pytest.mark.parametrize("tier", KERNEL_TIERS)
+def test_bins_on_every_kernel_target(tier: str) -> None:
+    # the comparisons are the shared lowering's: the CUDA text run on the host too
+    x = [-1.0, 1.0, 1.5, 2.0, float("nan"), None, 5.0, float("-inf")]
+    table = pa.table({"x": x, "i": pa.array([-1, 1, 1, 2, 3, None, 5, 9], pa.int8())})
+
+    def build(m: Any) -> dict[str, Any]:
+        return {"a": m.col("x").bin_intervals([1, 2], labels=False),
+                "b": m.col("x").cut([1, 2], labels=["lo", "mid", "hi"]),
+                "c": m.col("i").bin_intervals([-200, 1, 300], labels=False, right_closed=True)}
+
+    result = compute_on_tier(cb.lazy(table).select(**build(cb)), tier)
+    # Arrow has no Enum: the labels are an ordered dictionary, in the labels' order
+    labels = result.column("b").combine_chunks()
+    assert labels.type.ordered
+    assert labels.dictionary.to_pylist() == ["lo", "mid", "hi"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        want = pl.from_arrow(table).select(**build(pl))
+    got = pl.from_arrow(result).with_columns(pl.col("b").cast(pl.String))
+    assert_frame_equal(got, want.with_columns(pl.col("b").cast(pl.String)))
+
+
+def test_bins_in_the_string_language() -> None:
+    df = pl.DataFrame({"x": [0.5, 1.5, 3.0, None]})
+    got = df.gpu.eval('a = x.bin_intervals([1, 2], labels=False); '
+                      'b = cut(x, [2, 1], labels=["lo", "mid", "hi"], left_closed=True)')
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        want = df.with_columns(a=pl.col("x").bin_intervals([1, 2], labels=False),
+                               b=pl.col("x").cut([2, 1], labels=["lo", "mid", "hi"],
+                                                 left_closed=True))  # fmt: skip
+    assert_frame_equal(got, want)
+    with pytest.raises(cb.ExpressionSyntaxError, match="needs `labels`"):
+        df.gpu.eval("a = bin_intervals(x, [1, 2])")

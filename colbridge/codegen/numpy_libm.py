@@ -1,0 +1,76 @@
+"""The C library's math functions over NumPy arrays, for the NumPy tier's kernels.
+
+NumPy's own vectorised ``exp``, ``log``, ``tanh``, ``pow``... differ from the C
+library's in the last bit on a few rows in a hundred; the compiled kernels (and
+polars) call the C library's, so the NumPy tier does too, row by row: float64
+through `math`, float32 through the C library's float32 functions (``expf``...).
+A domain or range error (`math` raises, C returns NaN or an infinity) takes NumPy's
+IEEE value. Built once per process, when a NumPy kernel first calls one.
+
+`DOUBLE` and `SINGLE` map a function's C name to its elementwise version; the
+generated kernels convert the object arrays these return to their type.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+__all__ = ["DOUBLE", "FUNCTIONS", "SINGLE"]
+
+#: each function: its number of arguments and NumPy's version (the IEEE fallback)
+_FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
+    "cbrt": (1, np.cbrt), "exp": (1, np.exp), "log": (1, np.log), "log10": (1, np.log10),
+    "log1p": (1, np.log1p), "sin": (1, np.sin), "cos": (1, np.cos), "tan": (1, np.tan),
+    "asin": (1, np.arcsin), "acos": (1, np.arccos), "atan": (1, np.arctan),
+    "sinh": (1, np.sinh), "cosh": (1, np.cosh), "tanh": (1, np.tanh),
+    "asinh": (1, np.arcsinh), "acosh": (1, np.arccosh), "atanh": (1, np.arctanh),
+    "atan2": (2, np.arctan2), "pow": (2, np.power),
+}  # fmt: skip
+
+
+def _double(name: str, nin: int, fallback: Callable[..., Any]) -> Callable[..., Any]:
+    function = getattr(math, name, None)
+    if function is None:  # math.cbrt is Python 3.11's
+        return fallback
+
+    def one(*xs: float) -> float:
+        try:
+            return float(function(*xs))
+        except (ValueError, OverflowError, ZeroDivisionError):
+            return float(fallback(*xs))
+
+    return np.frompyfunc(one, nin, 1)  # type: ignore[no-any-return]
+
+
+def _single(library: Any, name: str, nin: int, fallback: Callable[..., Any]) -> Callable[..., Any]:
+    function = getattr(library, name + "f", None) if library is not None else None
+    if function is None:  # no C library found: float64's, rounded by the caller
+        return lambda *xs: fallback(*(np.asarray(x, np.float64) for x in xs))
+    function.restype = ctypes.c_float
+    function.argtypes = [ctypes.c_float] * nin
+    return np.frompyfunc(function, nin, 1)  # type: ignore[no-any-return]
+
+
+def _c_library() -> Any:
+    # by its usual name first: `find_library` runs a subprocess to look for it
+    try:
+        return ctypes.CDLL("libm.so.6")
+    except OSError:
+        pass
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("m"))
+    except (OSError, TypeError):
+        return None
+
+
+_LIBRARY = _c_library()
+#: the C names of the functions this module gives (`numpy_eval` calls them for these)
+FUNCTIONS = frozenset(_FUNCTIONS)
+DOUBLE = {name: _double(name, nin, f) for name, (nin, f) in _FUNCTIONS.items()}
+SINGLE = {name: _single(_LIBRARY, name, nin, f) for name, (nin, f) in _FUNCTIONS.items()}
