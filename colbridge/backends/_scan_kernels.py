@@ -21,6 +21,7 @@ first windows need.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numba
@@ -30,6 +31,7 @@ __all__ = [
     "counting_order",
     "cumulative",
     "ewm_mean",
+    "ewm_mean_split",
     "ewm_var",
     "ewm_var_by_key",
     "fill",
@@ -671,6 +673,92 @@ def ewm_mean(values: Any, valid: Any, order: Any, tasks: Any, alpha: Any, adjust
                                            new_wt, adjust, ignore_nulls)  # fmt: skip
             out[i] = mean
             out_valid[i] = x_valid and seen >= least
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _ewm_rows(values: Any, valid: Any, a: int, b: int, write_from: int, alpha: Any,
+              new_wt: Any, adjust: bool, ignore_nulls: bool, least: int, mean: Any,
+              weight: Any, seen: int, out: Any, out_valid: Any) -> Any:  # fmt: skip
+    """`_ewm_step` over rows ``[a, b)`` from a state; rows from ``write_from`` are written.
+
+    Returns the state at ``write_from`` (``a <= write_from <= b``) and at ``b``.
+    """
+    for j in range(a, write_from):  # warming up: nothing written
+        i = np.uintp(j)
+        mean, weight, seen = _ewm_step(values[i], valid[i], mean, weight, seen, alpha,
+                                       new_wt, adjust, ignore_nulls)  # fmt: skip
+    at_mean, at_weight, at_seen = mean, weight, seen
+    for j in range(write_from, b):
+        i = np.uintp(j)
+        x_valid = valid[i]
+        mean, weight, seen = _ewm_step(values[i], x_valid, mean, weight, seen, alpha,
+                                       new_wt, adjust, ignore_nulls)  # fmt: skip
+        out[i] = mean
+        out_valid[i] = x_valid and seen >= least
+    return at_mean, at_weight, at_seen, mean, weight, seen
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _same_value(x: float, y: float) -> bool:
+    """``x`` and ``y`` are one value: equal with the same sign (0.0 is not -0.0), or both NaN."""
+    if x != x:
+        return y != y
+    return x == y and math.copysign(1.0, x) == math.copysign(1.0, y)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _same_state(m1: Any, w1: Any, s1: int, m2: Any, w2: Any, s2: int, least: int) -> bool:
+    """Whether two `_ewm_step` states give the same rows from here on.
+
+    The same mean and weight (`_same_value`); the same count, or both past ``least``
+    (every later row then reads the same).
+    """
+    return _same_value(m1, m2) and _same_value(w1, w2) \
+        and (s1 == s2 or (s1 >= least and s2 >= least))  # fmt: skip
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def ewm_mean_split(values: Any, valid: Any, starts: Any, warm: int, alpha: Any,
+                   adjust: bool, min_samples: int, ignore_nulls: bool, out: Any,
+                   out_valid: Any) -> int:  # fmt: skip
+    """`ewm_mean` of one frame-order segment, its parts ``[starts[k], starts[k + 1])`` in parallel.
+
+    A part cannot know the state the rows before it leave, but the mean forgets it:
+    each step keeps ``1 - alpha`` (or less) of the old mean's weight, so from any start
+    the states meet, bit for bit, within a few hundred rows (about ``40 / alpha``). Each
+    part but the first starts ``warm`` rows early from an empty state and records the
+    state it reaches at its first row; the parts run in parallel; then, in order, a
+    part whose recorded state is not its predecessor's last one, bit for bit
+    (`_same_state`: the means did not meet; NaN far back), is run again from the true
+    state. Either way every row is the sequential recurrence's own: polars' bits.
+    Returns how many parts were run again.
+    """
+    new_wt = alpha / alpha if adjust else alpha
+    least = max(min_samples, 1)
+    parts = starts.shape[0] - 1
+    zero = alpha - alpha
+    means = np.zeros((parts, 2), dtype=values.dtype)  # at the part's start, at its end
+    weights = np.zeros((parts, 2), dtype=values.dtype)
+    seens = np.zeros((parts, 2), dtype=np.int64)
+    for k in numba.prange(parts):
+        a = starts[k]
+        first = max(a - warm, 0) if k > 0 else a
+        m0, w0, s0, m1, w1, s1 = _ewm_rows(values, valid, first, starts[k + 1], a, alpha,
+                                           new_wt, adjust, ignore_nulls, least, zero, zero,
+                                           0, out, out_valid)  # fmt: skip
+        means[k, 0], weights[k, 0], seens[k, 0] = m0, w0, s0
+        means[k, 1], weights[k, 1], seens[k, 1] = m1, w1, s1
+    again = 0
+    for k in range(1, parts):
+        m, w, s = means[k - 1, 1], weights[k - 1, 1], seens[k - 1, 1]
+        if _same_state(m, w, s, means[k, 0], weights[k, 0], seens[k, 0], least):
+            continue
+        again += 1
+        _, _, _, m1, w1, s1 = _ewm_rows(values, valid, starts[k], starts[k + 1], starts[k],
+                                        alpha, new_wt, adjust, ignore_nulls, least, m, w, s,
+                                        out, out_valid)  # fmt: skip
+        means[k, 1], weights[k, 1], seens[k, 1] = m1, w1, s1
+    return again
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

@@ -14,6 +14,7 @@ same wrapped sums as computing in the narrow type (arithmetic modulo 2**bits).
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -60,6 +61,8 @@ _EWM_VAR = {"ewm_var": False, "ewm_std": True}
 _NULLS_KEPT = frozenset({"cum_sum", "cum_prod", "cum_min", "cum_max"})
 #: rows per task when one long segment is split for the threads (shifts and windows)
 _CHUNK_ROWS = 1 << 14
+#: a segment's `ewm_mean` runs in parallel parts from this many rows (`_ewm_parts`)
+_EWM_SPLIT_ROWS = 1 << 17
 #: the most state entries (groups x ring length) a scan by key keeps in tables
 _CARRY_MAX_STATE = 1 << 22
 #: how scans by key run: "auto", or "carry" / "sort" where both can (tests and benchmarks
@@ -376,6 +379,27 @@ def _tasks(groups: GroupIds | None, n: int, split: bool,
     return None, np.ascontiguousarray(tasks)
 
 
+def _ewm_warm_rows(alpha: float) -> int:
+    """Rows an `ewm_mean` part starts early so that its state has met the true one.
+
+    The old state's share of the mean shrinks by ``1 - alpha`` a row: after this many
+    rows it is below 2**-64 of the new, so the two round to the same bits (else the
+    part is run again: `ewm_mean_split`).
+    """
+    return math.ceil(64 * math.log(2) / -math.log1p(-min(alpha, 0.5))) + 64
+
+
+def _ewm_parts(n: int, alpha: float) -> np.ndarray[Any, Any] | None:
+    """First rows of the parts one segment's `ewm_mean` runs in, in parallel (None: one).
+
+    Worth it where each part is long against the rows it repeats to warm up.
+    """
+    parts = thread_count()
+    if parts < 2 or n < _EWM_SPLIT_ROWS or _ewm_warm_rows(alpha) * 16 * parts > n:
+        return None
+    return np.linspace(0, n, parts + 1).astype(np.int64)
+
+
 def _arrow(values: np.ndarray[Any, Any], valid: np.ndarray[Any, Any], dtype: DType,
            bitmap_of: pa.Array | None = None) -> pa.Array:  # fmt: skip
     """Kernel output as an Arrow array of ``dtype`` (no validity buffer when none is null).
@@ -529,9 +553,14 @@ def run_scan(
                               out, out_valid)  # fmt: skip
     elif func == "ewm_mean":
         alpha, adjust, min_samples, ignore_nulls = options
-        order, tasks = _tasks(groups, n, split=False)
-        k.ewm_mean(values, valid, order, tasks, compute.type(alpha), adjust,
-                   min_samples, ignore_nulls, out, out_valid)  # fmt: skip
+        starts = _ewm_parts(n, alpha) if groups is None or groups.ids is None else None
+        if starts is not None:
+            k.ewm_mean_split(values, valid, starts, _ewm_warm_rows(alpha), compute.type(alpha),
+                             adjust, min_samples, ignore_nulls, out, out_valid)  # fmt: skip
+        else:
+            order, tasks = _tasks(groups, n, split=False)
+            k.ewm_mean(values, valid, order, tasks, compute.type(alpha), adjust,
+                       min_samples, ignore_nulls, out, out_valid)  # fmt: skip
     elif func in _EWM_VAR:
         alpha, adjust, bias, min_samples, ignore_nulls = options
         order, tasks = _tasks(groups, n, split=False)
