@@ -202,13 +202,13 @@ FUNCTIONS: dict[str, _Function] = {
                        (lambda f: lambda x, reverse: getattr(x, f)(reverse=reverse))(name),
                        example=f"{name}(x)")
        for name in ("cum_sum", "cum_prod", "cum_min", "cum_max", "cum_count")},
+    # polars' order: the window, then its weights (min_samples, center, ddof by name there)
     **{name: _Function(
-        (_x(), _Param("window_size", "int"), _Param("min_samples", "value", None),
-         _Param("center", "bool", False), *((_Param("ddof", "int", 1),) if name in (
-             "rolling_var", "rolling_std") else ()), _Param("weights", "list", None)),
-        (lambda f: lambda x, w, m, c, *rest: getattr(x, f)(
-            w, rest[-1], min_samples=m, center=c,
-            **({"ddof": rest[0]} if len(rest) > 1 else {})))(name),
+        (_x(), _Param("window_size", "int"), _Param("weights", "list", None),
+         _Param("min_samples", "value", None), _Param("center", "bool", False),
+         *((_Param("ddof", "int", 1),) if name in ("rolling_var", "rolling_std") else ())),
+        (lambda f: lambda x, w, weights, m, c, *ddof: getattr(x, f)(
+            w, weights, min_samples=m, center=c, **({"ddof": ddof[0]} if ddof else {})))(name),
         example=f"{name}(x, 20)")
        for name in ("rolling_sum", "rolling_mean", "rolling_min", "rolling_max", "rolling_var",
                     "rolling_std")},
@@ -694,6 +694,8 @@ class _Translator:
         if kind == "values" and not isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             return self.item(node, name, depth)  # one value
         # list
+        if param.default is None and isinstance(node, ast.Constant) and node.value is None:
+            return None  # an optional list left out by name: `rolling_mean(x, 3, None, 2)`
         if not isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             raise self.fail(node, f"`{name}`: `{param.name}` must be a list of values, "
                                   f"e.g. `{FUNCTIONS[name].example}`")  # fmt: skip

@@ -345,6 +345,9 @@ EVAL_CASES = [
     ("y = x.rolling_std(5, min_samples=2, ddof=0)",
      lambda x: x.rolling_std(5, min_samples=2, ddof=0)),
     ("y = x.rolling_min(window_size=2)", lambda x: x.rolling_min(2)),
+    # positional arguments in polars' order: window, weights, min_samples, center, ddof
+    ("y = x.rolling_std(3, None, 2, True, 0)",
+     lambda x: x.rolling_std(3, None, min_samples=2, center=True, ddof=0)),
     ("y = ewm_mean(x, alpha=0.5)", lambda x: x.ewm_mean(alpha=0.5)),
     ("y = x.ewm_mean(span=3, adjust=False, ignore_nulls=True, min_samples=2)",
      lambda x: x.ewm_mean(span=3, adjust=False, ignore_nulls=True, min_samples=2)),
@@ -391,7 +394,9 @@ def test_eval_through_the_accessor() -> None:
 @pytest.mark.parametrize("text", ["y = x.rolling_mean(-1)", "y = ewm_mean(x)",
                                   "y = ewm_mean(x, alpha=0.5, span=2)",
                                   "y = fill_null(x, strategy='bogus')",
-                                  "y = shift(x, nope=1)", "y = x.rolling_sum()"])  # fmt: skip
+                                  "y = shift(x, nope=1)", "y = x.rolling_sum()",
+                                  # polars reads a second number as the weights: refused
+                                  "y = rolling_mean(x, 3, 2)"])  # fmt: skip
 def test_eval_bad_arguments_raise(text: str) -> None:
     table = pa.table({"x": [1.0, 2.0, 3.0]})
     with pytest.raises(cb.ColbridgeError):
