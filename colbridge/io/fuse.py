@@ -1634,6 +1634,15 @@ def _check_types(spec: FeatureSpec, schema: pa.Schema) -> None:
                 "encoding, where a null has its own encoding) or fill it with a number"
             )
             raise UnsupportedTypeError(msg)
+        textual = categorical or pa.types.is_string_view(typ) or pa.types.is_binary(typ) \
+            or pa.types.is_large_binary(typ)  # fmt: skip
+        if t.kind == "numeric" and textual:
+            msg = (
+                f"column `{t.name}` of type `{typ}` is not a number: encode it "
+                f"(one_hot=['{t.name}'], ids=['{t.name}'], hash_buckets or "
+                f"target_encode=['{t.name}']) or leave it out of the feature columns"
+            )
+            raise UnsupportedTypeError(msg)
         if t.kind == "datetime":
             _check_date_parts(t, typ)
         elif t.kind != "numeric":

@@ -63,3 +63,17 @@ def test_integer_categories_outside_a_narrower_column_match_no_row() -> None:
     ids = FeatureFusion(ids=["c"]).fit(fit).transform(serve)
     want = FeatureFusion(ids=["c"]).fit(fit).transform(pa.table({"c": [5, 200, None]}))
     np.testing.assert_array_equal(ids, want)
+
+
+@pytest.mark.parametrize("column", [pa.array(["a", "b", "a", "b"]),
+                                    pa.array(["a", "b", "a", "b"]).dictionary_encode(),
+                                    pa.array([b"a", b"b", b"a", b"b"])])  # fmt: skip
+def test_text_as_a_plain_feature_is_refused_naming_the_encoders(column: pa.Array) -> None:
+    # every column is a plain number by default: a string column failed inside a cast,
+    # whose message asked for `strict=False`
+    table = pa.table({"c": column, "x": [1.0, 2.0, 3.0, 4.0]})
+    with pytest.raises(cb.UnsupportedTypeError, match=r"column `c` .* is not a number: encode "
+                                                      r"it \(one_hot=\['c'\]"):  # fmt: skip
+        FeatureFusion().fit(table)
+    if not pa.types.is_binary(column.type):  # encoded as it asks, it is taken
+        assert FeatureFusion(one_hot=["c"]).fit_transform(table).shape == (4, 3)
