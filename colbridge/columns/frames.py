@@ -210,7 +210,7 @@ class PolarsFrameAdapter(FrameAdapter):
         """A polars frame of ``table``; ``rechunk=False`` keeps a streamed result's batches."""
         import polars as pl
 
-        if self._input_enums or any(_enum_categories(c) is not None for c in table.columns):
+        if self._input_enums or any(enum_categories(c) is not None for c in table.columns):
             return pl.DataFrame([self._as_input_enum(_polars_series(n, table.column(n)))
                                  for n in table.column_names])  # fmt: skip
         return pl.from_arrow(table, rechunk=rechunk)
@@ -499,7 +499,7 @@ def _polars_series_if_one(frame: Any) -> Any:
     return frame.to_series() if frame.width == 1 else frame
 
 
-def _enum_categories(array: pa.Array | pa.ChunkedArray) -> list[str] | None:
+def enum_categories(array: pa.Array | pa.ChunkedArray) -> list[str] | None:
     """An ordered string dictionary's values (an enum's categories), else None."""
     t = array.type
     if not (pa.types.is_dictionary(t) and t.ordered):
@@ -512,6 +512,20 @@ def _enum_categories(array: pa.Array | pa.ChunkedArray) -> list[str] | None:
     if not (pa.types.is_string(vt) or pa.types.is_large_string(vt) or pa.types.is_string_view(vt)):
         return None
     return [str(v) for v in dictionary.to_pylist()]
+
+
+#: the field metadata by which polars marks an Enum column in Parquet and IPC files
+POLARS_ENUM_KEY = b"_PL_ENUM_VALUES2"
+
+
+def polars_enum_metadata(categories: list[str]) -> dict[bytes, bytes]:
+    """Field metadata that makes polars read a column as ``Enum(categories)``.
+
+    polars writes each category as its UTF-8 length, ``;`` and its bytes; without it,
+    an ordered dictionary reads back as a Categorical.
+    """
+    encoded = (c.encode() for c in categories)
+    return {POLARS_ENUM_KEY: b"".join(b"%d;%s" % (len(c), c) for c in encoded)}
 
 
 def _polars_series(name: str, array: pa.Array | pa.ChunkedArray) -> Any:
@@ -528,7 +542,7 @@ def _polars_series(name: str, array: pa.Array | pa.ChunkedArray) -> Any:
         series = pl.from_arrow(array, rechunk=False).alias(name)  # type: ignore[union-attr]
     else:
         series = pl.Series(name, array)
-    categories = _enum_categories(array)
+    categories = enum_categories(array)
     if categories is not None and series.dtype != pl.Enum(categories):
         series = series.cast(pl.Enum(categories))
     return series

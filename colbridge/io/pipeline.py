@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from colbridge.backends.scans import ScanStreams
-from colbridge.columns.frames import ArrowTableAdapter
+from colbridge.columns.frames import ArrowTableAdapter, enum_categories, polars_enum_metadata
 from colbridge.errors import JobSpecError
 from colbridge.expr.nodes import Agg, Column, Node, deep_walk
 from colbridge.io.grouped import (
@@ -300,15 +300,19 @@ def _with_field_metadata(table: pa.Table, source: pa.Schema) -> pa.Table:
     """``table`` whose columns passed through from the input keep their fields' metadata.
 
     polars marks an Enum by its field's metadata (an ordered dictionary without it
-    reads back as a Categorical); no column is copied.
+    reads back as a Categorical), so a computed Enum (`bin_intervals`, `cut`, a cast
+    to an Enum) gets that mark too; no column is copied.
     """
     fields, changed = [], False
-    for field in table.schema:
+    for field, column in zip(table.schema, table.columns, strict=True):
         i = source.get_field_index(field.name)
         kept = source.field(i) if i >= 0 else None
         if kept is not None and kept.metadata and not field.metadata \
                 and kept.type.equals(field.type):  # fmt: skip
             field = field.with_metadata(kept.metadata)
+            changed = True
+        elif not field.metadata and (categories := enum_categories(column)) is not None:
+            field = field.with_metadata(polars_enum_metadata(categories))
             changed = True
         fields.append(field)
     if not changed:

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import polars as pl
@@ -319,3 +320,29 @@ def test_polars_categoricals_and_enums_pass_through_a_job(tmp_path, suffix: str)
     assert got.select(pl.col("c", "en").cast(pl.String), "u").equals(
         frame.select(pl.col("c", "en").cast(pl.String), "u"))  # fmt: skip
     assert got["z"].to_list() == [2, 4, 6]
+
+
+@pytest.mark.parametrize("suffix", [".arrow", ".parquet"])
+def test_computed_enums_read_back_as_polars_enums(tmp_path, suffix: str) -> None:
+    # an ordered dictionary read back as a Categorical: polars reads an Enum by its field's
+    # metadata, which only passed-through columns carried
+    frame = pl.DataFrame({"x": [1.0, 5.0, None, 10.0, -3.5]})
+    source = tmp_path / "in.parquet"
+    frame.write_parquet(source)
+    out = tmp_path / f"out{suffix}"
+    assert main(["run", str(source), "-o", str(out), "--with", "c = x.cut([2, 6])", "--with",
+                 "d = bin_intervals(x, [0, 10], labels=['lo', 'mid', 'é;hi'])",
+                 "--quiet"]) == 0  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # polars 2 deprecates `cut`
+        cut = pl.col("x").cut([2, 6])
+    want = frame.with_columns(
+        c=cut,
+        d=pl.col("x").bin_intervals([0, 10], labels=["lo", "mid", "é;hi"]),
+    )  # fmt: skip
+    written = tmp_path / f"polars{suffix}"
+    want.write_ipc(written) if suffix == ".arrow" else want.write_parquet(written)
+    read = pl.read_ipc if suffix == ".arrow" else pl.read_parquet
+    got = read(out)
+    assert got.schema == read(written).schema  # Enum(...) both, polars' own file the oracle
+    assert got.equals(want)
