@@ -11,12 +11,14 @@ import pyarrow as pa
 from colbridge.errors import UnsupportedTypeError
 
 __all__ = [
+    "BYTE_SWAPPED",
     "column_to_arrow",
     "copy_reason",
     "ingest_column",
     "nan_as_null",
     "pandas_nan_is_null",
     "source_kind",
+    "validity_bitmap",
 ]
 
 
@@ -78,6 +80,7 @@ def ingest_column(
     pl = sys.modules.get("polars")
     if pl is not None and isinstance(obj, pl.Series):
         return _polars_to_arrow(obj, name), []
+    _refuse_frame(obj)
     label = f"column `{name}`" if name is not None else "the column"
     kind = source_kind(obj)
     if kind == "polars":
@@ -95,6 +98,35 @@ def ingest_column(
         f"{label} is a {type(obj).__module__}.{type(obj).__name__}, which is not a column; "
         "pass a pyarrow Array/ChunkedArray, a polars or pandas Series, a NumPy array, "
         "or an object with `__arrow_c_array__` / `__arrow_c_stream__`"
+    )
+    raise UnsupportedTypeError(msg)
+
+
+def _refuse_frame(obj: Any) -> None:
+    """Raise `UnsupportedTypeError` for a whole frame passed where one column is expected."""
+    pl = sys.modules.get("polars")
+    pd = sys.modules.get("pandas")
+    if pl is not None and isinstance(obj, pl.LazyFrame):
+        msg = (
+            "expected one column, got a polars LazyFrame, which has no data yet; call "
+            '`.collect()` first, then pass one of its columns (`df["name"]`), or use '
+            "`cb.to_tensor(df, columns)` for a matrix of several columns"
+        )
+        raise UnsupportedTypeError(msg)
+    if isinstance(obj, (pa.Table, pa.RecordBatch)):
+        kind = f"pyarrow {type(obj).__name__}"
+        names = list(obj.column_names)
+    elif pl is not None and isinstance(obj, pl.DataFrame):
+        kind, names = "polars DataFrame", list(obj.columns)
+    elif pd is not None and isinstance(obj, pd.DataFrame):
+        kind, names = "pandas DataFrame", [str(c) for c in obj.columns]
+    else:
+        return
+    example = f"`frame[{names[0]!r}]`" if names else "`frame[name]`"
+    msg = (
+        f"expected one column, got a {kind} (a whole frame, columns {names[:5]!r}"
+        f"{'...' if len(names) > 5 else ''}); pass one of its columns, e.g. {example}, "
+        "or use `cb.to_tensor(frame, columns)` for a matrix of several columns"
     )
     raise UnsupportedTypeError(msg)
 
@@ -211,12 +243,46 @@ def _numpy_to_arrow(array: np.ndarray, label: str) -> tuple[pa.ChunkedArray, lis
         )
         raise UnsupportedTypeError(msg)
     refuse_numpy_dtype(array.dtype, label)
+    if isinstance(array, np.ma.MaskedArray):
+        return _masked_to_arrow(array, label)
     # pa.array copies strided input: say so rather than copy silently
     if not array.dtype.isnative:  # Arrow has no other-endian types: swap (a copy)
         swapped = array.astype(array.dtype.newbyteorder("="))
-        return pa.chunked_array([pa.array(swapped)]), ["byte-swapped to native order (a copy)"]
+        return pa.chunked_array([pa.array(swapped)]), [BYTE_SWAPPED]
     result = pa.array(array)
     return pa.chunked_array([result]), copy_reason(result, array)
+
+
+#: The copy reason of a column in the other byte order (Arrow has native order only).
+BYTE_SWAPPED = "byte-swapped to native order (a copy)"
+
+
+def validity_bitmap(valid: np.ndarray[Any, Any], offset: int = 0) -> pa.Buffer:
+    """An Arrow validity bitmap (LSB first) of boolean ``valid``, starting at bit ``offset``."""
+    if offset:
+        valid = np.concatenate([np.ones(offset, dtype=bool), valid])
+    return pa.py_buffer(np.packbits(valid, bitorder="little"))
+
+
+def _masked_to_arrow(array: np.ma.MaskedArray, label: str) -> tuple[pa.ChunkedArray, list[str]]:
+    """A NumPy masked array: its values as for any NumPy column, its mask as Arrow nulls.
+
+    As ``pa.array(masked)`` reads it: a masked element is a null. The values are
+    shared where NumPy's are (contiguous, native order); the mask is packed into a new
+    validity bitmap, as a pandas nullable column's is.
+    """
+    data = np.ma.getdata(array)
+    chunked, reasons = _numpy_to_arrow(data, label)
+    mask = np.ma.getmaskarray(array)
+    count = int(np.count_nonzero(mask))
+    if not count:
+        return chunked, reasons
+    values = chunked.chunk(0)
+    bitmap = validity_bitmap(~mask, values.offset)
+    masked = pa.Array.from_buffers(
+        values.type, len(values), [bitmap, *values.buffers()[1:]], count, values.offset
+    )
+    return pa.chunked_array([masked], type=masked.type), reasons
 
 
 def _pandas_to_arrow(
@@ -268,6 +334,9 @@ def _pandas_to_arrow(
         # `pandas_nan_is_null` themselves
         source = series.to_numpy(copy=False)
         refuse_numpy_dtype(source.dtype, label)
+        if not source.dtype.isnative:  # Arrow has no other-endian types: swap (a copy)
+            swapped = source.astype(source.dtype.newbyteorder("="))
+            return pa.chunked_array([pa.array(swapped)]), [BYTE_SWAPPED]
         result = pa.array(source)
         return pa.chunked_array([result]), copy_reason(result, source)
     # ArrowDtype and masked extension arrays know their own Arrow form

@@ -202,6 +202,41 @@ def _flat_columns(
     return arrays
 
 
+#: Floats from 2**63 up convert to uint64 through int64 shifted down by 2**64 (exact).
+_TWO_63 = 2.0**63
+_TWO_64 = 2.0**64
+
+
+def _unsigned_from_float(
+    values: np.ndarray[Any, Any], dtype: np.dtype[Any]
+) -> np.ndarray[Any, Any]:
+    """Float ``values`` cast to the unsigned integer ``dtype`` by one rule on every path.
+
+    Truncated toward zero, then wrapped modulo ``2**bits`` (-1.0 is 255 in uint8 and
+    4294967295 in uint32, as NumPy's ``astype`` gives); NaN, infinities and values
+    outside ``[-2**63, 2**64)`` give 0. C leaves a float outside the target's range
+    undefined, so NumPy's own result depends on the machine and the array's layout,
+    and a compiled kernel's on its vectorisation: the values are brought into int64's
+    range here, where every cast is defined. Examples: 300.7 → 44 in uint8, 5e9 →
+    705032704 in uint32, 2**63 → 9223372036854775808 in uint64.
+    """
+    wide = np.trunc(values.astype(np.float64, copy=False))  # float16/32 widen exactly
+    inside = (wide >= -_TWO_63) & (wide < _TWO_64)  # False for NaN
+    shifted = np.where(wide >= _TWO_63, wide - _TWO_64, wide)  # exact: its ulp is >= 2048
+    shifted[~inside] = 0.0
+    result: np.ndarray[Any, Any] = shifted.astype(np.int64).astype(dtype)
+    return result
+
+
+def _defined_casts(
+    arrays: list[np.ndarray[Any, Any]], out_dtype: np.dtype[Any]
+) -> list[np.ndarray[Any, Any]]:
+    """Float columns of an unsigned matrix through `_unsigned_from_float`; others as they are."""
+    if out_dtype.kind != "u":
+        return arrays
+    return [_unsigned_from_float(a, out_dtype) if a.dtype.kind == "f" else a for a in arrays]
+
+
 def _copy_columns(
     arrays: list[np.ndarray[Any, Any]], out: np.ndarray[Any, Any], lo: int, hi: int
 ) -> None:
@@ -221,6 +256,7 @@ def _fill_fast(arrays: list[np.ndarray[Any, Any]], out: np.ndarray[Any, Any]) ->
     column_major = out.flags.f_contiguous and not out.flags.c_contiguous
     if out.dtype == np.float16:
         return False  # the general path rounds once, from float64
+    arrays = _defined_casts(arrays, out.dtype)
     if not (column_major or ncols == 1 or n * ncols < _FAST_C_MIN_ELEMENTS):
         dtype = arrays[0].dtype
         if (
@@ -302,7 +338,7 @@ def _frame_columns(
 
 def to_tensor(
     frame: Any,
-    columns: Sequence[str] | None = None,
+    columns: str | Sequence[str] | None = None,
     *,
     dtype: Any = None,
     order: str = "C",
@@ -315,13 +351,20 @@ def to_tensor(
     frame : object
         pandas or polars DataFrame, pyarrow Table/RecordBatch, or a dict of
         columns (anything :func:`as_tensor` accepts).
-    columns : sequence of str, optional
-        Columns in matrix order; all columns by default.
+    columns : str or sequence of str, optional
+        Columns in matrix order; all columns by default. A string is one column
+        name (as in polars' ``select("ab")``), never a sequence of letters.
     dtype : dtype-like, optional
         Element type of the matrix. Default: :func:`default_matrix_dtype` of
         the columns (at least float32). Values are cast as NumPy's unsafe
-        ``astype`` casts (float to int truncates). Temporal columns contribute
-        their integers, dictionary columns their indices, bool columns 0/1.
+        ``astype`` casts (float to int truncates toward zero). A float cast to an
+        unsigned type is truncated toward zero and wrapped modulo ``2**bits``
+        (-1.0 is 255 in uint8, as NumPy gives), whatever the order, the nulls and
+        the size; NaN, infinities and values outside ``[-2**63, 2**64)`` give 0
+        there (NumPy's own result for them depends on the machine and on the
+        array's layout). Temporal columns contribute their integers, dictionary
+        columns their indices (the chunks' dictionaries unified first, as
+        :func:`as_tensor` unifies them), bool columns 0/1.
     order : {"C", "F"}, default "C"
         Row-major or column-major output.
     nulls : {"keep", "raise"} or scalar, default "keep"
@@ -338,7 +381,8 @@ def to_tensor(
         A fresh, writable matrix (it aliases no input), except for a frame of
         exactly one FixedSizeList / fixed-shape tensor column of the target
         dtype, without nulls or with ``nulls="keep"``: then a zero-copy,
-        read-only view of its values (``copied`` False).
+        read-only view of its values (``copied`` False), which is row-major;
+        ``order="F"`` copies it into a column-major array.
 
     Raises
     ------
@@ -363,6 +407,8 @@ def to_tensor(
     if order not in ("C", "F"):
         msg = f"`order` must be 'C' or 'F', got {order!r}"
         raise ValueError(msg)
+    if isinstance(columns, str):
+        columns = [columns]  # one column's name, not a sequence of one-letter names
     keep = isinstance(nulls, str) and nulls == "keep"
     strict = isinstance(nulls, str) and nulls == "raise"
     if isinstance(nulls, str) and not (keep or strict):
@@ -375,6 +421,7 @@ def to_tensor(
         if fast is not None:
             return fast
     names, chunked = _frame_columns(frame, columns)
+    chunked = [_unified(c) for c in chunked]
     specs = [tensor_spec(c.type, n) for n, c in zip(names, chunked, strict=True)]
     nested = [s.entry.kind in ("fixed_size_list", "fixed_shape_tensor") for s in specs]
     if any(nested):
@@ -386,7 +433,7 @@ def to_tensor(
                 f"convert it alone with `to_tensor(frame, [{bad!r}])` or `as_tensor`"
             )
             raise UnsupportedTypeError(msg)
-        return _single_nested(chunked[0], names[0], specs[0].dtype, target, nulls, keep, strict)
+        return _single_nested(chunked[0], names[0], specs[0].dtype, target, nulls, order)
     for name, col, spec in zip(names, chunked, specs, strict=True):
         if strict and col.null_count:
             msg = (
@@ -426,6 +473,19 @@ def to_tensor(
         else:
             _fill(chunked, specs, out, valid, fill_value)
     return FeatureMatrix(out, names, valid, copied=True, copy_reason="; ".join(reasons))
+
+
+def _unified(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A dictionary column's chunks over one dictionary, so that equal codes mean equal values.
+
+    Each chunk may carry a dictionary of its own; its indices point into that one.
+    """
+    if col.num_chunks < 2 or not pa.types.is_dictionary(col.type):
+        return col
+    first = col.chunk(0).dictionary
+    if all(c.dictionary.equals(first) for c in col.chunks[1:]):
+        return col
+    return col.unify_dictionaries()
 
 
 def _reasons(specs: list[TensorSpec], order: str, out_dtype: np.dtype[Any]) -> list[str]:
@@ -559,8 +619,18 @@ def _segment_pieces(
     return out
 
 
-def _piece_values(piece: pa.Array, spec: Any) -> np.ndarray[Any, Any]:
-    """The values of one column piece as a read-only 1-D array the kernels take."""
+def _piece_values(piece: pa.Array, spec: Any, out_dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+    """The values of one column piece as a read-only 1-D array the kernels take.
+
+    Floats for an unsigned matrix come cast already (`_unsigned_from_float`).
+    """
+    values = _piece_array(piece, spec)
+    if out_dtype.kind == "u" and values.dtype.kind == "f":
+        values = _readonly(_unsigned_from_float(values, out_dtype))
+    return values
+
+
+def _piece_array(piece: pa.Array, spec: Any) -> np.ndarray[Any, Any]:
     if spec.entry.kind in _FLAT_KINDS:
         data = piece.buffers()[1]
         if data is not None and data.is_cpu:
@@ -606,7 +676,7 @@ def _fill(
     for lo, hi, pieces in segments:
         items = []
         for j, (piece, spec) in enumerate(zip(pieces, specs, strict=True)):
-            values = _piece_values(piece, spec)
+            values = _piece_values(piece, spec, out.dtype)
             if piece.null_count:
                 first = piece.offset // 8
                 nbytes = (piece.offset + len(piece) + 7) // 8 - first
@@ -669,10 +739,12 @@ def _single_nested(
     value_dtype: np.dtype[Any],
     target: np.dtype[Any] | None,
     nulls: Any,
-    keep: bool,
-    strict: bool,
+    order: str,
 ) -> FeatureMatrix:
-    """One FixedSizeList / tensor column: zero-copy when it already has the target dtype."""
+    """One FixedSizeList / tensor column: zero-copy when it already has the target dtype.
+
+    And the order: its values are row-major; ``order="F"`` copies them column-major.
+    """
     view = as_tensor(col, name=name, allow_copy=True, nulls=nulls)
     array = view.numpy()
     validity = None
@@ -681,8 +753,14 @@ def _single_nested(
         validity = np.broadcast_to(row_valid.reshape((-1,) + (1,) * (array.ndim - 1)), array.shape)
     reasons = [view.copy_reason] if view.copied else []
     if target is not None and target != array.dtype:
-        array = array.astype(target)
+        if target.kind == "u" and array.dtype.kind == "f":
+            array = _unsigned_from_float(array, target)
+        else:
+            array = array.astype(target, order="F" if order == "F" else "K")
         reasons.append(f"cast {value_dtype} to {target}")
+    if order == "F" and not array.flags.f_contiguous:
+        array = np.asfortranarray(array)
+        reasons.append(f"wrote the values into a new F-order {array.dtype} array")
     if reasons:
         return FeatureMatrix(
             np.array(array, copy=True) if not array.flags.writeable else array,

@@ -23,10 +23,14 @@ Nulls
 
 FixedSizeList and ``arrow.fixed_shape_tensor`` columns become ``(rows, *shape)``
 tensors. A null row keeps its (unspecified) child values and is reported in
-``.validity``, one bit per row. Nulls *inside* rows (in the child values)
-cannot be described by a per-row validity, so with ``nulls="keep"`` or
-``"raise"`` they raise :class:`~colbridge.errors.NullValuesError`; a fill value
-(with ``allow_copy=True``) fills both null rows and null elements.
+``.validity``, one bit per row (whatever the child values under it say). Nulls
+*inside* valid rows (in the child values, at any level) cannot be described by a
+per-row validity, so with ``nulls="keep"`` or ``"raise"`` they raise
+:class:`~colbridge.errors.NullValuesError`; a fill value (with ``allow_copy=True``)
+fills both null rows and null elements.
+
+A NumPy masked array is read as ``pa.array`` reads it: a masked element is a null
+(its values are viewed as they are, the mask becomes ``.validity``).
 """
 
 from __future__ import annotations
@@ -38,10 +42,12 @@ import numpy as np
 import pyarrow as pa
 
 from colbridge.columns.ingest import (
+    BYTE_SWAPPED,
     copy_reason,
     ingest_column,
     pandas_nan_is_null,
     refuse_numpy_dtype,
+    validity_bitmap,
 )
 from colbridge.columns.views import ArrayProtocols
 from colbridge.errors import CopyNotAllowedError, InvalidOperationError, NullValuesError
@@ -132,7 +138,8 @@ class TensorView(ArrayProtocols):
     dictionary : pa.Array or None
         The dictionary values of a dictionary column (the tensor holds the indices).
     copied : bool
-        Whether building the view copied data; ``copy_reason`` says why.
+        Whether building the view copied data, or `arrow` had to (a strided or
+        bool NumPy column made into an Arrow buffer); ``copy_reason`` says why.
     placement : str
         ``"host"``.
     """
@@ -167,7 +174,15 @@ class TensorView(ArrayProtocols):
             return
         self._nan_nulls_pending = False
         values = self._ndarray()
-        arrow = pa.array(values, from_pandas=True)  # NaN → null; values shared when contiguous
+        if not values.flags.c_contiguous:
+            # a strided column: Arrow would copy the values; find the NaN rows in place
+            missing = np.isnan(values)
+            count = int(np.count_nonzero(missing))
+            if count:
+                self._null_count = count
+                self._validity = Validity(validity_bitmap(~missing), 0, len(values), count)
+            return
+        arrow = pa.array(values, from_pandas=True)  # NaN → null; the values are shared
         self._arrow = arrow
         count = arrow.null_count
         if count:
@@ -206,14 +221,24 @@ class TensorView(ArrayProtocols):
 
         No copy, except for a view made directly over a NumPy bool array, whose
         bytes are packed into Arrow bits here (once), and over a strided NumPy
-        column, which Arrow needs contiguous (copied here, once). A view made
+        column, which Arrow needs contiguous (copied here, once); such a copy is
+        reported: ``copied`` becomes True and ``copy_reason`` says why. A view made
         directly over a contiguous NumPy (or NumPy-backed pandas) column wraps that
         memory in an Arrow array here, on first use, without copying it; for a
-        pandas float column, NaN becomes null there (pandas' missing value).
+        pandas float column, NaN becomes null there (pandas' missing value), and
+        for a masked array, a masked element.
         """
         self._find_nan_nulls()
         if self._arrow is None:
-            self._arrow = pa.array(self._ndarray(), type=self._spec.arrow_type)
+            values = self._ndarray()
+            validity = self._validity
+            mask = None if validity is None else ~validity.to_numpy()
+            arrow = pa.array(values, type=self._spec.arrow_type, mask=mask)
+            reasons = [f"`.arrow()`: {why}" for why in copy_reason(arrow, values)]
+            if reasons:
+                self.copied = True
+                self.copy_reason = "; ".join(r for r in (self.copy_reason, *reasons) if r)
+            self._arrow = arrow
         return self._arrow
 
     def __arrow_c_array__(self, requested_schema: Any = None) -> tuple[Any, Any]:
@@ -267,6 +292,9 @@ def _numpy_source(column: Any) -> np.ndarray[Any, Any] | None:
     polars hands out as a read-only ndarray over its own buffer).
     """
     if isinstance(column, np.ndarray):
+        if isinstance(column, np.ma.MaskedArray):
+            # its values alone, when nothing is masked (else: `_masked_view`)
+            return None if _any_masked(column) else np.ma.getdata(column)
         return column
     pl = sys.modules.get("polars")
     if pl is not None and isinstance(column, pl.Series):
@@ -287,6 +315,12 @@ def _numpy_source(column: Any) -> np.ndarray[Any, Any] | None:
         return None
     array: np.ndarray[Any, Any] = column.to_numpy(copy=False)
     return array
+
+
+def _any_masked(array: np.ma.MaskedArray) -> bool:
+    """True when a masked array masks at least one element."""
+    mask = np.ma.getmask(array)
+    return mask is not np.ma.nomask and bool(mask.any())
 
 
 def numpy_spec(dtype: np.dtype[Any]) -> TensorSpec:
@@ -338,13 +372,17 @@ def _viewable(array: np.ndarray[Any, Any]) -> bool:
 
 
 def _numpy_direct(
-    array: np.ndarray[Any, Any], name: str | None, *, nan_is_null: bool = False
+    array: np.ndarray[Any, Any],
+    name: str | None,
+    *,
+    nan_is_null: bool = False,
+    validity: Validity | None = None,
 ) -> TensorView | None:
     """View a 1-D, aligned, native-order int/float/bool ndarray as it is (strides kept).
 
     Zero-copy and without building an Arrow array (``.arrow()`` makes one on
     demand, without copying a contiguous column). Anything else returns None and
-    goes through Arrow.
+    goes through Arrow. ``validity``: the rows' validity (a masked array's mask).
     """
     if not _viewable(array):
         return None
@@ -355,8 +393,8 @@ def _numpy_direct(
         None,
         numpy_spec(array.dtype),
         name=name,
-        validity=None,
-        null_count=0,
+        validity=validity,
+        null_count=validity.null_count if validity is not None else 0,
         dictionary=None,
         copied=False,
         copy_reason="",
@@ -377,8 +415,10 @@ def as_tensor(
     ----------
     column : object
         A pyarrow Array/ChunkedArray, polars Series, pandas Series (NumPy-backed,
-        nullable-masked or ``ArrowDtype``), 1-D NumPy array, or an object with
-        ``__arrow_c_array__`` / ``__arrow_c_stream__``.
+        nullable-masked or ``ArrowDtype``), 1-D NumPy array (a masked array's
+        masked elements are nulls), or an object with ``__arrow_c_array__`` /
+        ``__arrow_c_stream__``. Not a whole frame: take one of its columns, or use
+        `colbridge.to_tensor` for a matrix.
     allow_copy : bool, default False
         Allow a copy where one is unavoidable: several chunks (combined once),
         bool (unpacked from bits to bytes), a fill value for nulls.
@@ -404,13 +444,17 @@ def as_tensor(
     Raises
     ------
     UnsupportedTypeError
-        The type cannot be a tensor (strings, lists, structs, decimals, ...).
+        The type cannot be a tensor (strings, lists, structs, decimals, ...),
+        or ``column`` is a whole frame.
     CopyNotAllowedError
-        A copy is needed (several chunks, bool, a fill value) and
-        ``allow_copy`` is False.
+        A copy is needed (several chunks, bool, a byte-swapped column, a fill
+        value) and ``allow_copy`` is False.
     NullValuesError
-        ``nulls="raise"`` and the column holds nulls, or nulls inside the rows
-        of a FixedSizeList column.
+        ``nulls="raise"`` and the column holds nulls, or nulls inside the valid
+        rows of a FixedSizeList column.
+    InvalidOperationError
+        A fill value the column's type cannot hold exactly, or, for a dictionary
+        column, one that is not one of its codes.
 
     Examples
     --------
@@ -434,12 +478,19 @@ def as_tensor(
         return _view_of(column, spec, name=name, nulls=nulls, allow_copy=allow_copy, reasons=[])
     if pandas_nan_is_null(column):
         return _pandas_float_view(column, name, nulls=nulls, allow_copy=allow_copy)
+    if isinstance(column, np.ma.MaskedArray) and _any_masked(column):
+        return _masked_view(column, name, nulls=nulls, allow_copy=allow_copy)
     source = _numpy_source(column)
     if source is not None:
         direct = _numpy_direct(source, name)
         if direct is not None:
             _check_nulls(nulls)
             return direct
+    return _ingested_view(column, name, nulls=nulls, allow_copy=allow_copy)
+
+
+def _ingested_view(column: Any, name: str | None, *, nulls: Any, allow_copy: bool) -> TensorView:
+    """Any column through its Arrow form (`ingest_column`)."""
     chunked, reasons = ingest_column(column, name)
     spec = tensor_spec(chunked.type, name)
     _allowed(reasons, name, allow_copy)
@@ -447,6 +498,27 @@ def as_tensor(
     return _view_of(
         array, spec, name=name, nulls=nulls, allow_copy=allow_copy, reasons=reasons + more
     )
+
+
+def _masked_view(
+    array: np.ma.MaskedArray, name: str | None, *, nulls: Any, allow_copy: bool
+) -> TensorView:
+    """A NumPy masked array with masked elements: a masked element is a null.
+
+    With ``nulls="keep"`` the values are viewed as they are (strides kept, as for any
+    NumPy column) and the mask becomes ``.validity`` (a new bitmap); otherwise, and
+    for values NumPy cannot view directly, through Arrow as ``pa.array`` reads it.
+    """
+    _check_nulls(nulls)
+    data = np.ma.getdata(array)
+    if isinstance(nulls, str) and nulls == "keep" and data.ndim == 1:
+        valid = ~np.ma.getmaskarray(array)
+        count = len(valid) - int(np.count_nonzero(valid))
+        validity = Validity(validity_bitmap(valid), 0, len(valid), count)
+        direct = _numpy_direct(data, name, validity=validity)
+        if direct is not None:
+            return direct
+    return _ingested_view(array, name, nulls=nulls, allow_copy=allow_copy)
 
 
 def _allowed(reasons: list[str], name: str | None, allow_copy: bool) -> None:
@@ -474,8 +546,22 @@ def _pandas_float_view(
         direct = _numpy_direct(values, name, nan_is_null=True)
         if direct is not None:
             return direct
+    elif _viewable(values):
+        # a column without NaN needs no copy for `nulls="raise"` or a fill value either,
+        # strided (`df[::2]`) or not
+        count = int(np.count_nonzero(np.isnan(values)))
+        if not count:
+            viewed = _numpy_direct(values, name)
+            assert viewed is not None
+            return viewed
+        if isinstance(nulls, str):  # "raise"
+            raise _null_values_error(name, numpy_spec(values.dtype).arrow_type, count, len(values))
+    reasons: list[str] = []
+    if not values.dtype.isnative:  # Arrow has no other-endian types: swap (a copy)
+        values = values.astype(values.dtype.newbyteorder("="))
+        reasons.append(BYTE_SWAPPED)
     arrow = pa.array(values, from_pandas=True)  # NaN → null; the values are shared
-    reasons = copy_reason(arrow, values)
+    reasons += copy_reason(arrow, values)
     _allowed(reasons, name, allow_copy)
     spec = tensor_spec(arrow.type, name)
     return _view_of(arrow, spec, name=name, nulls=nulls, allow_copy=allow_copy, reasons=reasons)
@@ -525,17 +611,69 @@ def _leaf(array: pa.Array, spec: TensorSpec) -> tuple[pa.Array, int, int]:
     return array, array.offset, len(array)
 
 
-def _inner_nulls(array: pa.Array, spec: TensorSpec) -> int:
-    """Nulls inside the rows of a FixedSizeList column (child levels), within its range."""
+def _levels(array: pa.Array, spec: TensorSpec) -> list[pa.Array]:
+    """The child levels of a FixedSizeList column, each sliced to the column's range.
+
+    ``levels[0]`` holds ``len(array) * k0`` elements (the rows' children),
+    ``levels[1]`` their children, ..., the last one the leaf values.
+    """
     node = array.storage if spec.entry.kind == "fixed_shape_tensor" else array
-    start, rows, count = node.offset, len(node), 0
+    levels = []
     while pa.types.is_fixed_size_list(node.type):
         size = node.type.list_size
-        child = node.values
-        start, rows = start * size, rows * size
-        count += child.slice(start, rows).null_count
-        node = child
-    return count
+        # `.values` ignores the node's own offset: the children of row r start at
+        # element (offset + r) * size of it
+        node = node.values.slice(node.offset * size, len(node) * size)
+        levels.append(node)
+    return levels
+
+
+def _slot_validity(array: pa.Array, spec: TensorSpec) -> tuple[np.ndarray[Any, Any] | None, int]:
+    """Which leaf slots of a FixedSizeList column hold a value, and the nulls inside rows.
+
+    A slot is valid when its row, every list above it and its own value are valid
+    (None: every slot is). The count is of the null elements inside valid rows, at
+    any level below the rows, not counting what lies under a null row or a null list
+    (their child values are unspecified).
+    """
+    node = array.storage if spec.entry.kind == "fixed_shape_tensor" else array
+    levels = _levels(array, spec)
+    if not node.null_count and not any(level.null_count for level in levels):
+        return None, 0
+    valid = np.asarray(node.is_valid()) if node.null_count else None
+    count = 0
+    parent = node
+    for level in levels:
+        size = parent.type.list_size
+        above = None if valid is None else np.repeat(valid, size)
+        if level.null_count:
+            own = np.asarray(level.is_valid())
+            if above is None:
+                count += level.null_count
+                valid = own
+            else:
+                count += int(np.count_nonzero(above & ~own))
+                valid = above & own
+        else:
+            valid = above
+        parent = level
+    return valid, count
+
+
+def _inner_nulls(array: pa.Array, spec: TensorSpec) -> int:
+    """Nulls inside the valid rows of a FixedSizeList column (see `_slot_validity`)."""
+    return _slot_validity(array, spec)[1]
+
+
+def _null_values_error(
+    name: str | None, arrow_type: pa.DataType, null_count: int, n: int
+) -> NullValuesError:
+    msg = (
+        f"{_label(name)} of type `{arrow_type}` has {null_count} null value(s) in "
+        f"{n} rows; fill them first (`fill_null`), or pass `nulls='keep'` to get a "
+        "validity bitmap, or a fill value with `allow_copy=True`"
+    )
+    return NullValuesError(msg)
 
 
 def _view_of(
@@ -565,12 +703,7 @@ def _view_of(
     strict = isinstance(nulls, str) and nulls == "raise"
     fill = not (keep or strict)
     if strict and null_count:
-        msg = (
-            f"{_label(name)} of type `{spec.arrow_type}` has {null_count} null value(s) in "
-            f"{n} rows; fill them first (`fill_null`), or pass `nulls='keep'` to get a "
-            "validity bitmap, or a fill value with `allow_copy=True`"
-        )
-        raise NullValuesError(msg)
+        raise _null_values_error(name, spec.arrow_type, null_count, n)
     if inner and not fill:
         msg = (
             f"{_label(name)} of type `{spec.arrow_type}` has {inner} null element(s) inside "
@@ -608,6 +741,8 @@ def _view_of(
     arrow = array
     if to_fill:
         assert isinstance(values, np.ndarray)
+        if dictionary is not None:
+            _check_code(nulls, dictionary, name, spec)
         values = _filled(values, array, spec, nulls, name)
         copied = True
         reasons = [*reasons, f"filled {to_fill} null(s) with {nulls!r}"]
@@ -629,6 +764,24 @@ def _view_of(
         copied=copied,
         copy_reason="; ".join(reasons),
     )
+
+
+def _check_code(fill: Any, dictionary: pa.Array, name: str | None, spec: TensorSpec) -> None:
+    """Refuse a fill value of a dictionary column's nulls that is not one of its codes."""
+    size = len(dictionary)
+    try:
+        ok = 0 <= fill < size and float(fill).is_integer()
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        valid = f"codes 0 to {size - 1}" if size else "no codes at all"
+        msg = (
+            f"fill value {fill!r} is not a code of {_label(name)} of type "
+            f"`{spec.arrow_type}`: its dictionary has {size} value(s), so {valid}; "
+            "pass one of those codes, or `nulls='keep'` for the codes with a validity "
+            "bitmap (or `cb.to_tensor`, whose matrix takes any fill value)"
+        )
+        raise InvalidOperationError(msg)
 
 
 def _check_nulls(nulls: Any) -> None:
@@ -733,14 +886,11 @@ def _filled(
 ) -> np.ndarray[Any, Any]:
     scalar = fill_scalar(fill, spec.dtype, f"{_label(name)} of type `{spec.arrow_type}`")
     out = np.array(values, copy=True, order="C")
-    if array.null_count:
-        row_valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-        out[~row_valid] = scalar
     if spec.entry.kind in ("fixed_size_list", "fixed_shape_tensor"):
-        leaf, start, count = _leaf(array, spec)
-        if leaf.null_count:
-            leaf_valid = leaf.slice(start - leaf.offset, count).is_valid()
-            mask = ~np.asarray(leaf_valid.to_numpy(zero_copy_only=False), dtype=bool)
+        # every leaf slot under a null row, a null list or a null value
+        slots, _ = _slot_validity(array, spec)
+        if slots is not None:
+            mask = ~slots
             perm = spec.permutation
             if perm is None:
                 out.reshape(-1)[mask] = scalar
@@ -749,6 +899,9 @@ def _filled(
                 physical = np.array(out.transpose(np.argsort(axes)))
                 physical.reshape(-1)[mask] = scalar
                 out = physical.transpose(axes)
+    elif array.null_count:
+        row_valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        out[~row_valid] = scalar
     return out
 
 

@@ -633,7 +633,12 @@ _SOURCE_RULES = [
     "is needed (`.arrow()`, `df.gpu`), a strided column is copied once and the copy is "
     "reported (`explain()`, `.copied`).",
     "- `.copied` is true exactly when the tensor's memory lies outside the source's own "
-    "buffers; a copy `allow_copy=False` did not permit raises `CopyNotAllowedError`.",
+    "buffers, or once `.arrow()` has had to copy (a strided or bool NumPy column made into "
+    "an Arrow buffer; `.copy_reason` then says `.arrow()` and why); a copy "
+    "`allow_copy=False` did not permit raises `CopyNotAllowedError`.",
+    "- **NumPy masked arrays** are read as `pa.array` reads them: a masked element is a "
+    "null (`.validity`, `nulls='raise'`, fill values, and `cb.to_tensor`'s validity); the "
+    "values are viewed as they are, and the mask becomes a new validity bitmap.",
     "- polars `Int128` / `UInt128` columns have no Arrow type: they raise "
     "`UnsupportedTypeError` naming the column (cast them to `Int64` or `Float64` first); "
     "`df.gpu` passes them through untouched when an expression does not read them.",

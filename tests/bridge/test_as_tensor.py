@@ -7,11 +7,12 @@ import numpy as np
 import pandas as pd
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from colbridge.columns import TensorView, as_tensor, column_to_arrow
+from colbridge.columns import TensorView, as_tensor, column_to_arrow, to_tensor
 from colbridge.errors import (
     CopyNotAllowedError,
     InvalidOperationError,
@@ -485,3 +486,218 @@ def test_numpy_sources_needing_arrow_keep_their_behaviour():
     assert not as_tensor(np.arange(3.0), nulls="raise").copied
     with pytest.raises(UnsupportedTypeError):  # the type is checked before `nulls`
         as_tensor(pa.array(["a"]), nulls="drop")
+
+
+def _filled_rows(rows: list, fill: float) -> list:
+    """pyarrow's nested ``to_pylist`` rows with every null (row, list or value) as ``fill``."""
+
+    def fill_in(value, shape):
+        if not shape:
+            return fill if value is None else value
+        items = [None] * shape[0] if value is None else value
+        return [fill_in(v, shape[1:]) for v in items]
+
+    depth, probe = [], next(r for r in rows if r is not None)
+    while isinstance(probe, list):
+        depth.append(len(probe))
+        probe = next((p for p in probe if p is not None), probe[0])
+    return [fill_in(r, depth) for r in rows]
+
+
+def test_nested_fixed_size_list_with_an_offset_inner_level():
+    """The inner level's own offset counts: nulls there are found, none are invented."""
+    leaf = pa.array([None if i == 37 else float(i) for i in range(40)])
+    outer = pa.FixedSizeListArray.from_arrays(
+        pa.FixedSizeListArray.from_arrays(leaf, 2).slice(1, 18), 2
+    )
+    rows = outer.to_pylist()  # pyarrow's reading of the offsets
+    assert any(None in pair for row in rows for pair in row)
+    with pytest.raises(NullValuesError, match=r"1 null element\(s\) inside its rows"):
+        as_tensor(outer, name="o")
+    with pytest.raises(NullValuesError, match=r"1 null element\(s\) inside its rows"):
+        as_tensor(outer, nulls="raise")
+    filled = as_tensor(outer, nulls=-1.0, allow_copy=True)
+    assert filled.numpy().tolist() == _filled_rows(rows, -1.0)
+    with pytest.raises(NullValuesError, match=r"column `o`.*null element"):
+        to_tensor({"o": outer})
+    assert to_tensor({"o": outer}, nulls=-1.0).numpy().tolist() == _filled_rows(rows, -1.0)
+    # a null outside the column's range (before the inner slice) is not one of its nulls
+    clean_leaf = pa.array([None if i == 1 else float(i) for i in range(40)])
+    clean = pa.FixedSizeListArray.from_arrays(
+        pa.FixedSizeListArray.from_arrays(clean_leaf, 2).slice(1, 18), 2
+    )
+    view = as_tensor(clean)
+    assert view.null_count == 0
+    assert not view.copied
+    assert view.data_address == clean_leaf.buffers()[1].address + 2 * 8
+    assert view.numpy().tolist() == clean.to_pylist()
+
+
+def test_nested_nulls_under_null_rows_and_null_lists():
+    arr = pa.array(
+        [[[1.0, 2.0], [3.0, 4.0]], None, [[5.0, None], None]],
+        pa.list_(pa.list_(pa.float64(), 2), 2),
+    )
+    # inside valid rows: one null value and one null list; the null row is a row null
+    with pytest.raises(NullValuesError, match=r"2 null element\(s\) inside its rows"):
+        as_tensor(arr)
+    filled = as_tensor(arr, nulls=-1.0, allow_copy=True)
+    assert filled.numpy().tolist() == _filled_rows(arr.to_pylist(), -1.0)
+
+
+FIXED_SIZE_LISTS_WITH_A_NULL_ROW = {
+    "pyarrow": lambda: pa.array([[1, 2], None, [5, 6]], pa.list_(pa.float64(), 2)),
+    "polars": lambda: pl.Series("v", [[1.0, 2.0], None, [5.0, 6.0]], dtype=pl.Array(pl.Float64, 2)),
+    "pyarrow-sliced": lambda: pa.array(
+        [[0, 0], [1, 2], None, [5, 6], None], pa.list_(pa.float64(), 2)
+    ).slice(1, 3),
+}
+
+
+@pytest.mark.parametrize("kind", list(FIXED_SIZE_LISTS_WITH_A_NULL_ROW))
+def test_a_null_row_of_a_fixed_size_list_is_a_row_null(kind):
+    """The child slots under a null row are not nulls inside the rows (docs/types.md)."""
+    column = FIXED_SIZE_LISTS_WITH_A_NULL_ROW[kind]()
+    rows = column.to_list() if isinstance(column, pl.Series) else column.to_pylist()
+    valid = [r is not None for r in rows]
+    view = as_tensor(column)
+    assert not view.copied
+    assert view.null_count == rows.count(None)
+    assert view.validity.to_numpy().tolist() == valid
+    assert view.numpy()[np.array(valid)].tolist() == [r for r in rows if r is not None]
+    with pytest.raises(NullValuesError, match=r"has 1 null value\(s\)"):
+        as_tensor(column, nulls="raise")
+    filled = as_tensor(column, nulls=-1.0, allow_copy=True)
+    assert filled.numpy().tolist() == [r if r is not None else [-1.0, -1.0] for r in rows]
+    m = to_tensor({"v": column})
+    np.testing.assert_array_equal(m.validity, np.repeat(np.array(valid)[:, None], 2, axis=1))
+
+
+def test_numpy_masked_array_mask_is_the_validity():
+    data = np.arange(6, dtype=np.int32)
+    masked = np.ma.array(data, mask=[0, 1, 0, 0, 1, 0])
+    oracle = pa.array(masked)  # pyarrow reads a masked element as null
+    view = as_tensor(masked)
+    assert not view.copied
+    assert view.data_address == data.ctypes.data
+    assert view.null_count == oracle.null_count == 2
+    assert view.validity.to_numpy().tolist() == oracle.is_valid().to_pylist()
+    assert view.arrow().equals(oracle)
+    assert not view.copied
+    with pytest.raises(NullValuesError, match=r"has 2 null value"):
+        as_tensor(masked, nulls="raise")
+    with pytest.raises(CopyNotAllowedError, match="filling 2 null"):
+        as_tensor(masked, nulls=-1)
+    filled = as_tensor(masked, nulls=-1, allow_copy=True)
+    assert filled.numpy().tolist() == pc.fill_null(oracle, -1).to_pylist()
+    m = to_tensor({"x": masked, "y": np.arange(6.0)})
+    assert m.numpy()[:, 0].tolist() == pc.fill_null(oracle, 0).to_pylist()
+    assert m.validity[:, 0].tolist() == oracle.is_valid().to_pylist()
+    # strided: the values viewed with their stride, the mask still the validity
+    strided = np.ma.array(np.arange(12.0)[::2], mask=[1, 0, 0, 1, 0, 0])
+    view = as_tensor(strided)
+    assert view.data_address == strided.data.ctypes.data
+    assert view.validity.to_numpy().tolist() == pa.array(strided).is_valid().to_pylist()
+    assert view.arrow().equals(pa.array(strided))
+    # nothing masked: the plain array
+    plain = np.ma.array(np.arange(3.0), mask=False)
+    view = as_tensor(plain)
+    assert view.validity is None
+    assert view.data_address == plain.data.ctypes.data
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: pd.DataFrame({"a": [1.0], "b": [2.0]}),
+        lambda: pl.DataFrame({"a": [1.0], "b": [2.0]}),
+        lambda: pa.table({"a": [1.0], "b": [2.0]}),
+    ],
+    ids=["pandas", "polars", "pyarrow"],
+)
+def test_a_frame_is_refused_as_a_column(make):
+    with pytest.raises(
+        UnsupportedTypeError, match=r"expected one column, got a \w+ \w+.*`frame\['a'\]`.*to_tensor"
+    ):
+        as_tensor(make())
+    with pytest.raises(UnsupportedTypeError, match=r"got a \w+ \w+"):
+        column_to_arrow(make())
+
+
+def test_a_lazy_frame_is_refused_as_a_column():
+    with pytest.raises(UnsupportedTypeError, match=r"LazyFrame, which has no data yet.*collect"):
+        as_tensor(pl.LazyFrame({"a": [1.0]}))
+
+
+@pytest.mark.parametrize("dtype", [">f8", ">f4", ">i4", ">u2"])
+def test_big_endian_pandas_series_is_swapped_as_numpy_is(dtype):
+    values = np.array([1, 2, 3, 4], dtype=dtype)
+    series = pd.Series(values, name="be")
+    with pytest.raises(CopyNotAllowedError, match=r"column `be` is byte-swapped.*allow_copy=True"):
+        as_tensor(series)
+    view = as_tensor(series, allow_copy=True)
+    assert view.copied
+    assert "byte-swapped" in view.copy_reason
+    assert view.dtype == values.dtype.newbyteorder("=")
+    np.testing.assert_array_equal(view.numpy(), values)
+    np.testing.assert_array_equal(as_tensor(values, allow_copy=True).numpy(), view.numpy())
+    np.testing.assert_array_equal(to_tensor(pd.DataFrame({"be": series})).numpy()[:, 0], values)
+
+
+def test_big_endian_pandas_float_nan_is_a_null():
+    series = pd.Series(np.array([1.0, np.nan, 3.0], dtype=">f8"), name="be")
+    view = as_tensor(series, allow_copy=True)
+    assert view.validity.to_numpy().tolist() == [True, False, True]
+    with pytest.raises(NullValuesError, match=r"column `be`.*1 null value"):
+        as_tensor(series, nulls="raise", allow_copy=True)
+    filled = as_tensor(series, nulls=0.0, allow_copy=True)
+    assert filled.numpy().tolist() == [1.0, 0.0, 3.0]
+
+
+@pytest.mark.parametrize("fill", [-1, 2, 5])
+def test_dictionary_fill_outside_its_codes_is_refused(fill):
+    arr = pa.array(["a", None, "b"]).dictionary_encode()
+    assert len(arr.dictionary) == 2
+    with pytest.raises(
+        InvalidOperationError,
+        match=rf"fill value {fill} is not a code of column `k`.*2 value\(s\), so codes 0 to 1",
+    ):
+        as_tensor(arr, nulls=fill, allow_copy=True, name="k")
+    filled = as_tensor(arr, nulls=1, allow_copy=True)
+    assert filled.numpy().tolist() == pc.fill_null(arr.indices, 1).to_pylist()
+
+
+def test_strided_pandas_float_column_without_nan_is_viewed_for_raise():
+    frame = pd.DataFrame({"a": [1.0, 2, 3, 4], "b": 1.0})
+    series = frame["a"][::2]
+    values = series.to_numpy(copy=False)
+    assert not values.flags.c_contiguous
+    for nulls in ("raise", 0.0):
+        view = as_tensor(series, nulls=nulls)
+        assert not view.copied
+        assert view.data_address == values.ctypes.data
+        assert view.numpy().tolist() == values.tolist()
+    with_nan = pd.DataFrame({"a": [np.nan, 2, 3, 4], "b": 1.0})["a"][::2]
+    with pytest.raises(NullValuesError, match=r"column `a` of type `double` has 1 null value"):
+        as_tensor(with_nan, nulls="raise")
+
+
+def test_arrow_of_a_strided_view_reports_its_copy():
+    x = np.arange(20, dtype=np.int64)[::2]
+    view = as_tensor(x)
+    assert not view.copied
+    assert view.arrow().equals(pa.array(x))
+    assert view.copied
+    assert view.copy_reason.startswith("`.arrow()`: a strided NumPy column (stride 16 bytes)")
+    assert view.data_address == x.ctypes.data  # the tensor itself still views the source
+    contiguous = as_tensor(np.arange(5.0))
+    contiguous.arrow()
+    assert not contiguous.copied
+    # a strided pandas float column: its NaN rows are found without a copy
+    series = pd.DataFrame({"a": [1.0, 2, np.nan, 4], "b": 1.0})["a"][::2]
+    view = as_tensor(series)
+    assert view.null_count == 1
+    assert not view.copied
+    assert view.arrow().to_pylist() == [1.0, None]
+    assert view.copied
+    assert "`.arrow()`: a strided NumPy column" in view.copy_reason

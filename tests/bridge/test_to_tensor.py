@@ -1,13 +1,16 @@
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 
-from colbridge.columns import default_matrix_dtype, to_tensor
+from colbridge.columns import as_tensor, default_matrix_dtype, matrix, to_tensor
 from colbridge.errors import (
     ColumnNotFoundError,
     NullValuesError,
@@ -238,3 +241,132 @@ def test_mixed_dtype_row_major_pack_matches_numpy(dtype):
     expected = np.column_stack([frame[c].to_numpy() for c in frame.columns]).astype(dtype)
     assert m.numpy().flags.c_contiguous
     np.testing.assert_array_equal(m.numpy(), expected)
+
+
+@pytest.mark.parametrize("nulls", [False, True])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_dictionary_chunks_with_their_own_dictionaries_are_unified(order, nulls):
+    """Each chunk's codes index its own dictionary: the matrix holds codes of one."""
+    c1 = pa.DictionaryArray.from_arrays(
+        pa.array([0, 1, None if nulls else 0, 1], pa.int32()), pa.array(["a", "b"])
+    )
+    c2 = pa.DictionaryArray.from_arrays(pa.array([0, 1, 2], pa.int32()), pa.array(["b", "a", "c"]))
+    col = pa.chunked_array([c1, c2])
+    table = pa.table({"k": col, "x": np.arange(7.0)})
+    unified = as_tensor(col, allow_copy=True)  # pyarrow's unify_dictionaries
+    labels = unified.dictionary.to_pylist()
+    m = to_tensor(table, order=order)
+    valid = np.ones(7, bool) if m.validity is None else m.validity[:, 0]
+    decoded = [labels[int(c)] if ok else None for c, ok in zip(m.numpy()[:, 0], valid, strict=True)]
+    assert decoded == col.to_pylist()
+    np.testing.assert_array_equal(m.numpy()[valid, 0], unified.numpy()[valid])
+    simple = to_tensor(pa.table({"k": pa.chunked_array([c1, c1])}))  # one dictionary: as it is
+    assert (
+        simple.numpy()[:, 0].tolist()
+        == pc.fill_null(pa.chunked_array([c1.indices, c1.indices]), 0).to_pylist()
+    )
+
+
+@pytest.mark.parametrize("kind", ["polars", "pyarrow", "pandas", "dict"])
+def test_a_string_is_one_column_name(kind):
+    data = {"a": [1.0, 2.0], "b": [3.0, 4.0], "ab": [5.0, 6.0]}
+    make = {
+        "polars": pl.DataFrame,
+        "pyarrow": pa.table,
+        "pandas": pd.DataFrame,
+        "dict": lambda d: {k: np.array(v) for k, v in d.items()},
+    }[kind]
+    m = to_tensor(make(data), "ab")
+    assert m.columns == ["ab"]
+    np.testing.assert_array_equal(m.numpy(), pl.DataFrame(data).select("ab").to_numpy())
+    without = {"a": [1.0, 2.0], "b": [3.0, 4.0]}
+    with pytest.raises(pl.exceptions.ColumnNotFoundError):
+        pl.DataFrame(without).select("ab")  # polars: one (missing) column, not a and b
+    with pytest.raises(ColumnNotFoundError, match=r"column `ab` not found"):
+        to_tensor(make(without), "ab")
+
+
+def test_single_fixed_size_list_follows_order_f():
+    values = pa.array(np.arange(12, dtype=np.float32))
+    arr = pa.FixedSizeListArray.from_arrays(values, 3)
+    expected = np.arange(12, dtype=np.float32).reshape(4, 3)
+    m = to_tensor({"emb": arr}, order="F")
+    assert m.numpy().flags.f_contiguous
+    assert m.copied
+    np.testing.assert_array_equal(m.numpy(), expected)
+    cast = to_tensor({"emb": arr}, order="F", dtype="float64")
+    assert cast.numpy().flags.f_contiguous
+    np.testing.assert_array_equal(cast.numpy(), expected.astype(np.float64))
+    data = np.arange(24.0).reshape(2, 3, 4)
+    tensor = pa.FixedShapeTensorArray.from_numpy_ndarray(data)
+    t = to_tensor({"t": tensor}, order="F")
+    assert t.numpy().flags.f_contiguous
+    np.testing.assert_array_equal(t.numpy(), data)
+    with_nulls = pa.array([[1, 2], None, [5, 6]], pa.list_(pa.float64(), 2))
+    kept = to_tensor({"v": with_nulls}, order="F")
+    assert kept.numpy().flags.f_contiguous
+    assert kept.validity[:, 0].tolist() == [True, False, True]
+    c = to_tensor({"emb": arr}, order="C")  # row-major: still the zero-copy view
+    assert not c.copied
+    assert c.data_address == values.buffers()[1].address
+
+
+# -- float to unsigned integer casts: one rule on every path ---------------------------------
+FLOAT_EDGES = [
+    -1.0, -300.5, 300.7, 70000.0, 5e9, -(2.0**31) - 5, 2.0**32 + 7, 2.0**63, 2.0**64 - 2048,
+    -(2.0**63), 1e20, -1e20, 2.0**64, float("nan"), float("inf"), float("-inf"), 3.7, -0.5, 0.0,
+    255.0, 256.0, 65535.9,
+]  # fmt: skip
+
+
+def _unsigned(x: float, bits: int) -> int:
+    """The documented rule, in Python integers: truncate, wrap modulo 2**bits; else 0."""
+    if not math.isfinite(x) or not -(2**63) <= math.trunc(x) < 2**64:
+        return 0
+    return math.trunc(x) % 2**bits
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "uint32", "uint64"])
+def test_float_to_unsigned_casts_agree_on_every_path(dtype, monkeypatch):
+    """Orders C/F, with and without nulls, tiny, kernel-sized and thread-split frames."""
+    assert matrix._THREADS_MIN_ELEMENTS <= 600_000 * 2  # the largest frame runs on threads
+    monkeypatch.setattr(matrix, "_WORKERS", 3)  # row ranges split even on a small machine
+    bits = np.dtype(dtype).itemsize * 8
+    edges = np.array(FLOAT_EDGES)
+    edges32 = edges[::-1].astype(np.float32)
+    rule = np.column_stack([
+        np.array([_unsigned(float(x), bits) for x in edges], dtype=dtype),
+        np.array([_unsigned(float(x), bits) for x in edges32], dtype=dtype),
+    ])  # fmt: skip
+    for n in (len(edges), 3_000, 600_000):
+        rows = np.arange(n) % len(edges)
+        a, b, want = edges[rows], edges32[rows], rule[rows]
+        in_range = np.isfinite(a) & (a > -1) & (a < 2**bits)
+        with np.errstate(invalid="ignore"):  # in range, the rule is NumPy's cast
+            np.testing.assert_array_equal(want[in_range, 0], a[in_range].astype(dtype))
+        mask = np.arange(n) % 7 == 3
+        sources = {
+            "pyarrow": pa.table({"a": a, "b": b}),
+            "numpy": {"a": a, "b": b},
+            "polars": pl.DataFrame({"a": a, "b": b}),
+            "nulls": pa.table({"a": pa.array(a, mask=mask), "b": b}),
+            "chunks": pa.table({"a": pa.chunked_array([a[: n // 3], a[n // 3 :]]), "b": b}),
+        }
+        for order in ("C", "F"):
+            for kind, frame in sources.items():
+                m = to_tensor(frame, dtype=dtype, order=order)
+                expected = want.copy()
+                if kind == "nulls":
+                    expected[mask, 0] = 0
+                    np.testing.assert_array_equal(m.validity[:, 0], ~mask)
+                assert m.dtype == dtype
+                assert m.numpy().flags[f"{order}_CONTIGUOUS"]
+                np.testing.assert_array_equal(m.numpy(), expected, err_msg=f"{kind} {order} {n}")
+                if kind == "nulls":
+                    filled = to_tensor(frame, dtype=dtype, order=order, nulls=7)
+                    expected[mask, 0] = 7
+                    np.testing.assert_array_equal(filled.numpy(), expected)
+    fsl = pa.FixedSizeListArray.from_arrays(pa.array(edges), len(edges))
+    for order in ("C", "F"):
+        m = to_tensor({"f": fsl}, dtype=dtype, order=order)
+        assert m.numpy().tolist() == [[_unsigned(float(x), bits) for x in edges]]
