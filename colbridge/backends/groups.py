@@ -106,6 +106,17 @@ class GroupIds:
             self._cache["last"] = hit
         return hit
 
+    def reordered(self, rows: np.ndarray[Any, Any]) -> GroupIds:
+        """The same groups over the rows taken in the order ``rows`` (a permutation).
+
+        Group ``g`` keeps its number; its first row is the first of its rows in that order.
+        """
+        if self.ids is None:
+            return self
+        ids = np.ascontiguousarray(self.ids[rows])
+        return GroupIds(ids, self.count, _edge_rows(ids, None, self.count, last=False),
+                        self.num_rows, self.method)  # fmt: skip
+
     def ids_array(self) -> pa.Array:
         """The ids as an Arrow int32 array over the same memory (kernels read it as a column)."""
         assert self.ids is not None

@@ -649,6 +649,32 @@ def _packed(keys: np.ndarray[Any, Any], owners: np.ndarray[Any, Any] | None,
     return words, row_bits, key_bits
 
 
+def rows_in_order(arrays: list[pa.Array | pa.ChunkedArray], descending: bool,
+                  nulls_last: bool) -> np.ndarray[Any, Any]:  # fmt: skip
+    """The rows sorted by ``arrays`` as polars' ``over(order_by=...)`` sorts them (int64).
+
+    Stable (rows of equal keys stay in frame order), by the first array, then the
+    next; each ascending unless ``descending``, its nulls first unless ``nulls_last``
+    (wherever the values go); values ranked as polars sorts them (`_rank_keys`: NaN
+    after every number, ``-0.0`` equal to ``0.0``, strings by their UTF-8 bytes,
+    categoricals by their text), an Enum by the order of its categories.
+    """
+    columns: list[np.ndarray[Any, Any]] = []  # the most significant first
+    for array in arrays:
+        data = one_array(array)
+        valid = _validity(data)
+        keys = np.zeros(len(data), dtype=np.int64)
+        if pa.types.is_dictionary(data.type) and data.type.ordered:  # an Enum
+            indices = data.indices.fill_null(0).to_numpy(zero_copy_only=False)
+            keys = np.asarray(indices).astype(np.int64)
+        elif valid.any():
+            keys[valid] = _rank_keys(data)
+        if descending:
+            keys = ~keys  # reverses the order of every int64, the smallest included
+        columns += [valid if not nulls_last else ~valid, keys]  # False sorts first
+    return np.lexsort(columns[::-1]).astype(np.int64)  # np.lexsort: the last key first
+
+
 def _rank_keys(data: pa.Array) -> np.ndarray[Any, Any]:
     """int64 keys ordered as polars ranks the non-null values of ``data``, one per value.
 

@@ -53,7 +53,12 @@ from colbridge.io.grouped import (
 )
 from colbridge.io.steps import is_aggregating, steps_of
 from colbridge.plan.logical import Step
-from colbridge.plan.streaming import one_row_steps, ordered_operations, resolve_aggregates
+from colbridge.plan.streaming import (
+    one_row_steps,
+    ordered_operations,
+    refuse_row_orders,
+    resolve_aggregates,
+)
 from colbridge.runtime.execute import Partials, prepare
 from colbridge.runtime.pieces import compute_piece, piece_partials
 from colbridge.types import DType
@@ -343,6 +348,7 @@ def apply(lazyframe_or_steps: Any, ddf: Any, *, device: str = "cpu") -> Any:
         Lazy; reductions in the plan were already computed over all partitions.
     """
     steps = steps_of(lazyframe_or_steps)
+    refuse_row_orders(steps, "a Dask plan (partitions are computed apart)")
     aggregating = is_aggregating(steps)
     before, after = halo_sizes(steps)
     ordered = bool(ordered_operations(steps))

@@ -1432,13 +1432,23 @@ class Expr:
         """
         return Expr(Filtered(self.node, as_expr(predicate).node))
 
-    def over(self, *keys: Any) -> Expr:
+    def over(self, *keys: Any, order_by: Any = None, descending: builtins.bool = False,
+             nulls_last: builtins.bool = False,
+             mapping_strategy: builtins.str = "group_to_rows") -> Expr:  # fmt: skip
         """The expression evaluated per group of ``keys`` and broadcast to the group's rows.
 
         Every reduction inside is taken per group, as in polars:
         ``(x - x.mean()).over("g")`` is ``x - x.mean().over("g")``. Keys are
         column names or expressions of any type (strings, categoricals, dates,
         floats...); a null key is a group of its own.
+
+        ``order_by`` (names or expressions; ``keys`` may then be left out: the whole
+        frame is one group) puts each group's rows in that order for the ordered
+        operations inside (``shift``, ``cum_sum``, ``rolling_*``, ``rank``...) and
+        for ``first``/``last``, as polars does: ascending (``descending`` reverses
+        every order key), nulls first (``nulls_last``), NaN after every number, rows
+        of equal order keys in frame order. Results are in frame order. Only
+        polars' default ``mapping_strategy="group_to_rows"`` is taken.
 
         Examples
         --------
@@ -1449,8 +1459,20 @@ class Expr:
         >>> df.gpu.with_columns(d=x - x.mean().over("g")).compute()["d"].to_list()
         [-1.0, 0.0, 1.0]
         """
-        nodes = _key_nodes(keys, "over")
-        return Expr(Over(self.node, nodes))
+        if mapping_strategy != "group_to_rows":
+            msg = (
+                f"`over(mapping_strategy={mapping_strategy!r})` is not supported: results "
+                "are one per row (\"group_to_rows\"); aggregate with `group_by(...).agg(...)` "
+                "for one row per group"
+            )
+            raise UnsupportedOperationError(msg)
+        for flag, value in (("descending", descending), ("nulls_last", nulls_last)):
+            if not isinstance(value, builtins.bool):
+                msg = f"`over({flag}=...)` takes True or False, got {value!r}"
+                raise SchemaError(msg)
+        order = () if order_by is None else _key_nodes((order_by,), "over(order_by=...)")
+        nodes = _key_nodes(keys, "over") if keys or not order else ()
+        return Expr(Over(self.node, nodes, order, descending, nulls_last))
 
     def alias(self, name: str) -> Expr:
         """Name the output."""

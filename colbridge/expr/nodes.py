@@ -381,16 +381,47 @@ class KeySet:
     """
 
     exprs: tuple[Node, ...] = ()
+    #: ``over(..., order_by=...)``: each group's rows in the order of these expressions
+    #: (then in frame order), as polars sorts them: ascending unless ``descending``, nulls
+    #: first unless ``nulls_last``. Only ordered operations and ``first``/``last`` read it.
+    order_by: tuple[Node, ...] = ()
+    descending: bool = False
+    nulls_last: bool = False
 
     @property
     def ids_column(self) -> str | None:
-        """The input name kernels read the int32 group ids under (None: one group)."""
+        """The input name kernels read the int32 group ids under (None: one group).
+
+        The same with or without an order: the groups are the same.
+        """
         if not self.exprs:
             return None
-        return f"__group_ids__[{self!r}]"
+        return f"__group_ids__[{self.grouping!r}]"
+
+    @property
+    def grouping(self) -> KeySet:
+        """The key set without its order: the groups alone."""
+        return KeySet(self.exprs) if self.order_by else self
+
+    @property
+    def inputs(self) -> tuple[Node, ...]:
+        """Every expression the key set evaluates over the rows: keys, then the order."""
+        return self.exprs + self.order_by
+
+    def ordered_like(self, other: KeySet) -> KeySet:
+        """These keys in ``other``'s order (unchanged where ``other`` has none)."""
+        if not other.order_by:
+            return self
+        return KeySet(self.exprs, other.order_by, other.descending, other.nulls_last)
 
     def __repr__(self) -> str:
-        return ", ".join(repr(e) for e in self.exprs)
+        text = ", ".join(repr(e) for e in self.exprs)
+        if self.order_by:
+            order = ", ".join(repr(e) for e in self.order_by)
+            text += (", " if text else "") + f"order_by=[{order}]"
+            text += ", descending=True" if self.descending else ""
+            text += ", nulls_last=True" if self.nulls_last else ""
+        return text
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -403,6 +434,14 @@ class Over(Node):
 
     arg: Node
     keys: tuple[Node, ...]
+    order_by: tuple[Node, ...] = ()
+    descending: bool = False
+    nulls_last: bool = False
+
+    @property
+    def key_set(self) -> KeySet:
+        """The window's keys and order."""
+        return KeySet(self.keys, self.order_by, self.descending, self.nulls_last)
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -798,7 +837,7 @@ def _walk(node: Node, deep: bool) -> Iterator[Node]:
         yield current
         stack.extend(reversed(children(current)))
         if deep and isinstance(current, (GroupAgg, Scan)):
-            stack.extend(reversed(current.keys.exprs))
+            stack.extend(reversed(current.keys.inputs))
 
 
 def transform(node: Node, fn: Callable[[Node], Node], memo: dict[Node, Node] | None = None) -> Node:
@@ -825,16 +864,27 @@ def push_window(arg: Node, keys: KeySet) -> Node:
 
     def fn(n: Node) -> Node:
         if isinstance(n, Agg):
-            return GroupAgg(n.func, n.arg, keys, n.ddof, n.options)
+            return GroupAgg(n.func, n.arg, _ordered_for(n.func, keys), n.ddof, n.options)
         if isinstance(n, GroupAgg):
             inner = tuple(e for e in n.keys.exprs if e not in keys.exprs)
-            return GroupAgg(n.func, n.arg, KeySet(keys.exprs + inner), n.ddof, n.options)
+            merged = KeySet(keys.exprs + inner).ordered_like(n.keys).ordered_like(keys)
+            return GroupAgg(n.func, n.arg, _ordered_for(n.func, merged), n.ddof, n.options)
         if isinstance(n, Scan):
             inner = tuple(e for e in n.keys.exprs if e not in keys.exprs)
-            return Scan(n.func, n.arg, n.options, KeySet(keys.exprs + inner))
-        return fill_per_group(n, keys)
+            merged = KeySet(keys.exprs + inner).ordered_like(n.keys).ordered_like(keys)
+            return Scan(n.func, n.arg, n.options, merged)
+        return fill_per_group(n, keys.grouping)
 
     return transform(arg, fn)
+
+
+#: reductions whose value depends on the order of the rows (`KeySet.order_by`)
+ORDERED_AGGS = frozenset({"first", "last"})
+
+
+def _ordered_for(func: str, keys: KeySet) -> KeySet:
+    """``keys`` with their order for a reduction that reads it, else the groups alone."""
+    return keys if func in ORDERED_AGGS else keys.grouping
 
 
 def fill_per_group(n: Node, keys: KeySet) -> Node:
@@ -853,7 +903,7 @@ def fill_per_group(n: Node, keys: KeySet) -> Node:
 def one_value_per_group(node: Node, keys: KeySet) -> bool:
     """True when ``node`` has one value per group of ``keys``: reductions over them only."""
     if isinstance(node, GroupAgg):
-        return node.keys == keys
+        return node.keys.grouping == keys.grouping
     if isinstance(node, (Column, Scan, Agg)):
         return isinstance(node, Agg)
     return all(one_value_per_group(c, keys) for c in children(node))
@@ -954,7 +1004,7 @@ class SubtreeText:
             for node in deep_walk(root):  # the keys of windows and groups are written too
                 kids = children(node)
                 if isinstance(node, (GroupAgg, Scan)):
-                    kids += node.keys.exprs
+                    kids += node.keys.inputs
                 for child in kids:
                     uses[child] = uses.get(child, 0) + 1
         self._shared = {node for node, count in uses.items() if count > 1}
@@ -1028,19 +1078,19 @@ def _format(node: Node) -> str:
         value = "" if node.value is None else getattr(node.value, "__name__", repr(node.value))
         return f"{node.arg!r}.name.{node.op}({value})"
     if isinstance(node, Over):
-        return f"{node.arg!r}.over({', '.join(repr(k) for k in node.keys)})"
+        return f"{node.arg!r}.over({node.key_set!r})"
     if isinstance(node, Filtered):
         return f"{node.arg!r}.filter({node.predicate!r})"
     if isinstance(node, GroupAgg):
         extra = _agg_arguments(node)
-        window = f".over({node.keys!r})" if node.keys.exprs else ""
+        window = f".over({node.keys!r})" if node.keys.inputs else ""
         if node.func == "len" and node.arg == ROWS:
             return f"len(){window}"
         if node.func == "each":
             return f"per_group[{node.keys!r}]({node.arg!r})"
         return f"{node.arg!r}.{node.func}({extra}){window}"
     if isinstance(node, Scan):
-        window = f".over({node.keys!r})" if node.keys.exprs else ""
+        window = f".over({node.keys!r})" if node.keys.inputs else ""
         params = ", ".join(_format_param(p) for p in node.options)
         return f"{node.arg!r}.{node.func}({params}){window}"
     if isinstance(node, Constant):

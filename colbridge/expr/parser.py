@@ -66,7 +66,8 @@ _REQUIRED = object()
 class _Param:
     """One parameter: its name and what it takes.
 
-    Kinds: ``expr`` (an expression), ``str`` (a string literal), ``bool``, ``int``,
+    Kinds: ``expr`` (an expression), ``exprs`` (one expression or a list of them),
+    ``str`` (a string literal), ``bool``, ``int``,
     ``list`` (a list of numbers, booleans, strings or dates), ``values`` (one of those,
     or a list of them), ``value`` (a number, bool or None) and ``fill`` (a number,
     bool or None, else an expression: ``shift``'s ``fill_value=x.mean()``).
@@ -319,9 +320,14 @@ FUNCTIONS: dict[str, _Function] = {
     "any_horizontal": _varargs("any_horizontal", lambda *xs: api.any_horizontal(*xs)),
     # windows and grouped reductions: over(mean(a), carrier) or mean(a).over(carrier)
     # a quoted key names a column, as `over("g")` does in Python (a string is no key)
-    "over": _Function((_x(), _Param("keys", keyword=False)),
-                      lambda x, *keys: x.over(*[_key_column(k) for k in keys]),
-                      varargs=1, example="over(mean(a), carrier)"),
+    "over": _Function((_x(), _Param("keys", keyword=False), _Param("order_by", "exprs", None),
+                       _Param("descending", "bool", False), _Param("nulls_last", "bool", False)),
+                      lambda x, *keys, order_by, descending, nulls_last: x.over(
+                          *[_key_column(k) for k in keys],
+                          order_by=None if order_by is None else [_key_column(k)
+                                                                  for k in order_by],
+                          descending=descending, nulls_last=nulls_last),
+                      varargs=1, example="over(shift(a, 1), carrier, order_by=time_hour)"),
     "filter": _Function((_x(), _Param("predicate")), lambda x, p: x.filter(p),
                         example="sum(filter(a, b > 0))"),
     "len": _Function((_Param("x", keyword=False, default=None),),
@@ -663,6 +669,9 @@ class _Translator:
         kind = param.kind
         if kind == "expr":
             return self.expr(node, depth)
+        if kind == "exprs":  # one expression or a list of them: a list either way
+            items = node.elts if isinstance(node, (ast.List, ast.Tuple)) else [node]
+            return [self.expr(item, depth) for item in items]
         if kind == "str":
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 return node.value

@@ -91,7 +91,7 @@ def _pushed(node: Node) -> Node:
 
     def fn(n: Node) -> Node:
         if isinstance(n, Over):
-            return push_window(n.arg, KeySet(n.keys))
+            return push_window(n.arg, n.key_set)
         return n
 
     return transform(node, fn)

@@ -47,6 +47,7 @@ from colbridge.plan.streaming import (
     one_row_steps,
     reduction_passes,
     refuse_ordered,
+    refuse_row_orders,
     refuse_unmergeable,
     resolve_aggregates,
 )
@@ -160,6 +161,7 @@ def _prepare(
         built = (*built, *steps_of(steps))
     where = "a streamed job (`colbridge run`, `colbridge.io.pipeline`, a streamed input)"
     refuse_ordered(built, where, look_ahead_only=True)
+    refuse_row_orders(built, where)
     refuse_unmergeable(built, where)
     source = open_input(input, input_format)
     # Type-check the whole plan against the schema before reading any data.

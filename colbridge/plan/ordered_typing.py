@@ -121,7 +121,7 @@ class OrderedTyping:
                 f"{' per group' if node.keys.exprs else ''}; apply it to a column expression"
             )
             raise SchemaError(msg)
-        keys = tc.key_set(node.keys) if node.keys.exprs else KeySet()
+        keys = tc.key_set(node.keys) if node.keys.inputs else KeySet()
         logical = tc.logical.get(arg)
         func = node.func
         if func == "shift_in_range":  # reads no value: any column's rows will do

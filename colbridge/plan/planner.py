@@ -374,7 +374,7 @@ def _substitute(node: Node, env: Mapping[str, Node]) -> Node:
                 # `e`, `pi`, `nan`, `inf` of a string expression: no column has the name
                 return Literal(n.constant)
         if isinstance(n, Over):
-            return push_window(n.arg, KeySet(n.keys))
+            return push_window(n.arg, n.key_set)
         return n
 
     return transform(node, fn)
@@ -744,13 +744,16 @@ def _build_segment(
     inputs: list[str] = []
     key_sets: list[KeySet] = [group.keys] if group is not None and group.keys.exprs else []
     host_aggs: list[GroupAgg] = []
+    ordered: list[KeySet] = []  # key sets with an order (`over(order_by=...)`)
     for root in roots:
         for n in walk(root):
             if isinstance(n, Column) and n.name not in inputs:
                 inputs.append(n.name)
             if isinstance(n, GroupAgg):
-                if n.keys.exprs and n.keys not in key_sets:
-                    key_sets.append(n.keys)
+                if n.keys.exprs and n.keys.grouping not in key_sets:
+                    key_sets.append(n.keys.grouping)
+                if n.keys.order_by and n.keys not in ordered:
+                    ordered.append(n.keys)
                 if is_host_reduction(n, checker.types) and n not in host_aggs:
                     host_aggs.append(n)
     # whole columns the grouping needs that no input holds: computed by a segment first
@@ -761,11 +764,13 @@ def _build_segment(
             host_names[node] = f"__host{len(host_names)}__"
 
     for scan in scans.values():
-        if scan.keys.exprs and scan.keys not in key_sets:
-            key_sets.append(scan.keys)
+        if scan.keys.exprs and scan.keys.grouping not in key_sets:
+            key_sets.append(scan.keys.grouping)
+        if scan.keys.order_by and scan.keys not in ordered:
+            ordered.append(scan.keys)
         need(scan.arg)
-    for keys in key_sets:
-        for key in keys.exprs:
+    for keys in key_sets + ordered:
+        for key in keys.inputs:
             need(key)
     for agg in host_aggs:
         arg = agg.arg
@@ -849,7 +854,7 @@ def _lag_steps(scan: Scan) -> int:
     Typing makes the fill of a shift a value of the column's own type (a fill that
     widens the type shifts a cast of the column, which is not read in place).
     """
-    if (scan.func != "shift" or scan.keys.exprs or not scan.options[0]
+    if (scan.func != "shift" or scan.keys.inputs or not scan.options[0]
             or not isinstance(scan.arg, Column)):  # fmt: skip
         return 0
     return int(scan.options[0])
@@ -880,7 +885,7 @@ def _group_keys_of(node: Node) -> KeySet | None:
 
     def visit(n: Node) -> bool:
         if isinstance(n, GroupAgg):
-            found.add(n.keys)
+            found.add(n.keys.grouping)  # `first` in an order and `sum`: the same groups
             return True
         if isinstance(n, Column):
             return False

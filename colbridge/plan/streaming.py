@@ -45,6 +45,7 @@ __all__ = [
     "ordered_operations",
     "reduction_passes",
     "refuse_ordered",
+    "refuse_row_orders",
     "refuse_unmergeable",
     "resolve_aggregates",
 ]
@@ -68,6 +69,30 @@ def ordered_operations(steps: Iterable[Step]) -> list[Scan]:
             if isinstance(n, Scan) and n not in found:
                 found.append(n)
     return found
+
+
+def refuse_row_orders(steps: Iterable[Step], where: str) -> None:
+    """Raise `JobSpecError` naming windows ``over(..., order_by=...)``, which ``where`` cannot run.
+
+    Putting a group's rows in another order than the frame's needs all of them at once;
+    batches and partitions hold some.
+    """
+    found: list[Over] = []
+    for step in steps:
+        for n in (n for _, e in step.items for n in deep_walk(e)):
+            if isinstance(n, Over) and n.order_by and n not in found:
+                found.append(n)
+    if not found:
+        return
+    from colbridge.errors import JobSpecError
+
+    msg = (
+        f"{', '.join(f'`{n!r}`' for n in found)}: `over(order_by=...)` puts every row of a "
+        f"group in order at once, which {where} cannot (it holds some of the rows at a "
+        "time); sort the data by the order first and drop `order_by` (the rows are then "
+        "in that order), or compute it in memory (`cb.lazy(frame)`)"
+    )
+    raise JobSpecError(msg)
 
 
 def refuse_ordered(steps: Iterable[Step], where: str, *, look_ahead_only: bool = False) -> None:

@@ -378,7 +378,7 @@ class TypeChecker:
         if isinstance(node, Scan):
             return self._ordered.scan(node)
         if isinstance(node, Over):
-            return self._check(push_window(node.arg, KeySet(node.keys)))
+            return self._check(push_window(node.arg, node.key_set))
         if isinstance(node, Filtered):
             msg = (
                 f"`{node!r}`: `filter(...)` inside an expression would change the number of "
@@ -1682,10 +1682,25 @@ class TypeChecker:
                 typed.append(key)
                 continue
             typed.append(self.check(key))
-        out = KeySet(tuple(typed))
+        order = tuple(self._order_key(key) for key in keys.order_by)
+        out = KeySet(tuple(typed), order, keys.descending, keys.nulls_last)
         if out.ids_column is not None:  # the group ids kernels read: int32, never null
             self._record(Column(out.ids_column), DType.INT32)
         return out
+
+    def _order_key(self, key: Node) -> Node:
+        """An ``order_by`` expression, typed: any type polars sorts (not lists or structs)."""
+        if isinstance(key, Column):
+            info = self.schema.get(key.name)
+            if info is None:
+                from colbridge.columns.frames import missing_column_error
+
+                raise missing_column_error(key.name, self.available)
+            _check_key_type(key.name, info)
+            if info.dtype is not None:
+                self._record(key, info.dtype)
+            return key
+        return self.check(key)
 
     def _opaque_column(self, node: Node) -> bool:
         """True for a column no kernel reads (strings, ...), which only grouping can use."""
@@ -2126,7 +2141,7 @@ def _scan_of_kept_rows(arg: Node) -> Node:
     """
     if isinstance(arg, Scan) and isinstance(arg.arg, Filtered):
         kept = arg.arg
-        keys = KeySet((*arg.keys.exprs, kept.predicate))
+        keys = KeySet((*arg.keys.exprs, kept.predicate)).ordered_like(arg.keys)
         return Filtered(Scan(arg.func, kept.arg, arg.options, keys), kept.predicate)
     return arg
 

@@ -42,6 +42,7 @@ from colbridge.backends.scans import (
     StringRanks,
     check_weighted,
     host_scan,
+    rows_in_order,
     run_scan,
     shifted_in_place,
     with_dictionary,
@@ -66,6 +67,7 @@ from colbridge.expr.nodes import (
     Column,
     Filtered,
     Function,
+    KeySet,
     Literal,
     Node,
     Scan,
@@ -73,6 +75,7 @@ from colbridge.expr.nodes import (
     deep_walk,
     rolling_weights,
 )
+from colbridge.memory import one_array
 from colbridge.plan.logical import Step
 from colbridge.plan.planner import (
     LaggedRead,
@@ -656,8 +659,15 @@ def grouping(
         arg, types = whole(scan.arg), (segment.types[scan.arg], segment.types[scan])
         keyed = groups if scan.keys.exprs else None
         where = f" over {groups.count} group(s)" if scan.keys.exprs else ""
+        # `over(order_by=...)`: the scan runs over the rows taken in that order
+        order = _RowOrder.of(scan.keys, whole)
+        if order is not None:
+            keyed = None if keyed is None else keyed.reordered(order.rows)
+            where += f", rows in the order of {', '.join(map(repr, scan.keys.order_by))}"
         if scan.func in HOST_SCANS:  # of the values themselves (strings as text), every row read
-            out.scanned[name] = host_scan(scan.func, scan.options, arg, keyed)
+            scanned = host_scan(scan.func, scan.options, order.taken(arg) if order else arg,
+                                keyed)  # fmt: skip
+            out.scanned[name] = order.restored(scanned) if order else scanned
             report.stats.kernels.append(f"scan [{scan!r}]{where}: on the host, from its "
                                         "whole column")  # fmt: skip
             continue
@@ -681,9 +691,14 @@ def grouping(
         on_device = getattr(backend, "run_scan", None)
         why = device_scan_reason(scan.func, streams is not None) if on_device is not None \
             else None  # fmt: skip
-        if on_device is not None and why is None:
+        if on_device is not None and why is None and order is None:
             scanned, done = on_device(scan.func, scan.options, arg, *types, report.stats, keyed)
             report.stats.kernels.append(f"scan [{scan!r}]{where}: {done}")
+        elif order is not None:  # a stream's batches cannot be put in order (planning refuses)
+            assert streams is None
+            why = why or ("rows put in order on the host" if on_device is not None else None)
+            scanned = order.restored(run_scan(scan.func, scan.options, order.taken(arg), *types,
+                                              keyed))  # fmt: skip
         elif streams is None:
             scanned = run_scan(scan.func, scan.options, arg, *types, keyed)
         else:
@@ -711,9 +726,41 @@ def grouping(
         # counted by value (a string map gives equal strings different codes)
         as_made = agg not in segment.opaque and agg.func != "n_unique"
         values = None if arg == ROWS or agg.func == "len" else whole(arg, as_made=as_made)
-        out.host[agg] = host_reduction(agg.func, out.of(agg.keys.ids_column), values, pred,
-                                       agg.options)  # fmt: skip
+        groups = out.of(agg.keys.ids_column)
+        order = _RowOrder.of(agg.keys, whole)  # `first`/`last` in an order: of its rows
+        if order is not None:
+            groups = groups.reordered(order.rows)
+            values = None if values is None else order.taken(values)
+            pred = None if pred is None else order.taken(pred)
+        out.host[agg] = host_reduction(agg.func, groups, values, pred, agg.options)
     return out
+
+
+@dataclass(frozen=True)
+class _RowOrder:
+    """The rows in the order of a key set's ``order_by`` (``over(order_by=...)``).
+
+    A scan or a ``first``/``last`` takes its argument in that order (`taken`), runs
+    as over frame order, and puts its row results back where their rows are
+    (`restored`); group ids keep their numbers (`GroupIds.reordered`).
+    """
+
+    rows: np.ndarray[Any, Any]
+
+    @classmethod
+    def of(cls, keys: KeySet, whole: _Whole) -> _RowOrder | None:
+        if not keys.order_by:
+            return None
+        arrays = [whole(k) for k in keys.order_by]
+        return cls(rows_in_order(arrays, keys.descending, keys.nulls_last))
+
+    def taken(self, array: pa.Array | pa.ChunkedArray) -> pa.Array:
+        return take(one_array(array), self.rows)
+
+    def restored(self, array: pa.Array | pa.ChunkedArray) -> pa.Array:
+        back = np.empty_like(self.rows)
+        back[self.rows] = np.arange(len(self.rows), dtype=self.rows.dtype)
+        return take(one_array(array), back)
 
 
 class _Whole:

@@ -276,9 +276,13 @@ def _grouped_work(seg: Segment, target: str,
                           "into their kernels)"))  # fmt: skip
             continue
         passes += 1
-        groups = "each group on its own, rows in frame order" if scan.keys.exprs \
-            else "the rows in frame order"  # fmt: skip
+        order = "frame order" if not scan.keys.order_by else \
+            f"the order of {', '.join(map(repr, scan.keys.order_by))}"  # fmt: skip
+        groups = f"each group on its own, rows in {order}" if scan.keys.exprs \
+            else f"the rows in {order}"  # fmt: skip
         why = device_scan_reason(scan.func, streamed) if target == "cuda" else None
+        if target == "cuda" and why is None and scan.keys.order_by:
+            why = "rows put in order on the host"
         if scan.func in HOST_SCANS:
             how = {"rank": "ranked", "interpolate": "interpolated",
                    "rolling_quantile": "windowed (each window's values kept sorted)"
