@@ -345,6 +345,51 @@ def _enter(values: Any, valid: Any, order: Any, pos: int, k: float, s: float, q:
     return k, s, q, n
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _rolling_var_block(values: Any, valid: Any, order: Any, block_start: int, p: int,
+                       window: int, k_front: float, std: bool, min_samples: int, ddof: int,
+                       suffix_s: Any, suffix_q: Any, suffix_n: Any, out: Any,
+                       out_valid: Any) -> float:  # fmt: skip
+    """`rolling_var`'s rows ``p .. p + window - 1``: the windows starting in one block.
+
+    The block's suffix sums walking it backwards, then each window's prefix as it
+    reaches into the next block, joined by `_two_part_var`: `rolling_var`'s arithmetic,
+    operation for operation. Returns the suffix's shift (``k_front``).
+    """
+    suffix_s[window] = 0.0
+    suffix_q[window] = 0.0
+    suffix_n[window] = 0.0
+    s = 0.0
+    q = 0.0
+    c = 0.0
+    for j in range(window - 1, -1, -1):
+        k_front, s, q, c = _enter(values, valid, order, block_start + j, k_front, s, q, c)
+        suffix_s[j] = s
+        suffix_q[j] = q
+        suffix_n[j] = c
+    k_back = 0.0
+    n_back = 0.0
+    s_back = 0.0
+    q_back = 0.0
+    for j in range(1, window + 1):
+        k_back, s_back, q_back, n_back = _enter(values, valid, order, block_start + window + j - 1,
+                                                k_back, s_back, q_back, n_back)  # fmt: skip
+        i = _row(order, p + j - 1)
+        n_front = suffix_n[j]
+        count = n_front + n_back
+        var = 0.0
+        if count - ddof > 0:
+            var = _two_part_var(n_front, suffix_s[j], suffix_q[j], k_front, n_back, s_back,
+                                q_back, k_back, ddof)  # fmt: skip
+        if var < 0.0:
+            var = 0.0
+        out[i] = var
+        if std:  # the root of the variance in the output's type (Float32 too), as polars
+            out[i] = np.sqrt(out[i])
+        out_valid[i] = count >= min_samples and count - ddof > 0
+    return k_front
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
 def rolling_var(values: Any, valid: Any, order: Any, tasks: Any, std: bool,
                 window: int, min_samples: int, offset: int, ddof: int, out: Any,
@@ -379,10 +424,23 @@ def rolling_var(values: Any, valid: Any, order: Any, tasks: Any, std: bool,
         n_back = 0.0
         s_back = 0.0
         q_back = 0.0
-        for p in range(c0, c1):
+        p = c0
+        while p < c1:
+            start = p - offset
+            if window > 1 and start > a and (start - a - 1) % window == 0 \
+                    and p + window <= c1 and start + 2 * window - 1 <= b:  # fmt: skip
+                # the windows starting in one whole block, every row in the task: as
+                # below, without its per-row bookkeeping (the same sums: the same bits)
+                k_front = _rolling_var_block(values, valid, order, start - 1, p, window,
+                                             k_front, std, min_samples, ddof, suffix_s,
+                                             suffix_q, suffix_n, out, out_valid)  # fmt: skip
+                p += window
+                front = -2  # the next row's window starts in the next block: summed anew
+                continue
             i = _row(order, p)
-            start = max(p - offset, a)
-            end = min(p - offset + window, b) if window > 0 else start
+            p += 1
+            start = max(start, a)
+            end = min(p - 1 - offset + window, b) if window > 0 else start
             if end <= start:
                 out[i] = 0.0
                 out_valid[i] = False
