@@ -34,6 +34,7 @@ __all__ = [
     "ewm_mean_split",
     "ewm_var",
     "ewm_var_by_key",
+    "ewm_var_split",
     "fill",
     "rolling_extreme",
     "rolling_quantile",
@@ -907,6 +908,63 @@ def ewm_var(values: Any, valid: Any, order: Any, tasks: Any, alpha: Any, adjust:
             x_valid = valid[i]
             count = _ewm_var_step(values[i], x_valid, state, alpha, adjust, ignore_nulls)
             out[i], out_valid[i] = _ewm_var_value(state, x_valid, count, least, bias, std)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _ewm_var_rows(values: Any, valid: Any, a: int, b: int, write_from: int, alpha: Any,
+                  adjust: bool, bias: bool, least: int, ignore_nulls: bool, std: bool,
+                  state: Any, at_start: Any, out: Any, out_valid: Any) -> None:  # fmt: skip
+    """`_ewm_var_step` over rows ``[a, b)`` from ``state``; rows from ``write_from`` written.
+
+    ``at_start`` receives the state at ``write_from`` (``a <= write_from <= b``).
+    """
+    for j in range(a, write_from):  # warming up: nothing written
+        i = np.uintp(j)
+        _ewm_var_step(values[i], valid[i], state, alpha, adjust, ignore_nulls)
+    at_start[:] = state
+    for j in range(write_from, b):
+        i = np.uintp(j)
+        x_valid = valid[i]
+        count = _ewm_var_step(values[i], x_valid, state, alpha, adjust, ignore_nulls)
+        out[i], out_valid[i] = _ewm_var_value(state, x_valid, count, least, bias, std)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def ewm_var_split(values: Any, valid: Any, starts: Any, warm: int, alpha: Any, adjust: bool,
+                  bias: bool, min_samples: int, ignore_nulls: bool, std: bool, out: Any,
+                  out_valid: Any) -> int:  # fmt: skip
+    """`ewm_var` of one frame-order segment in parallel parts, as `ewm_mean_split`.
+
+    Each part but the first warms up from an empty state on the ``warm`` rows before
+    it; a part whose warmed state (weights, mean, covariance, their sums: by value and
+    sign, NaN equal to NaN; the count where either is below ``min_samples``) is not its
+    predecessor's last one runs again from it. Returns how many parts ran again.
+    """
+    least = max(min_samples, 1)
+    parts = starts.shape[0] - 1
+    firsts = np.zeros((parts, 6), dtype=values.dtype)  # the state at the part's first row
+    lasts = np.zeros((parts, 6), dtype=values.dtype)  # and after its last
+    for k in numba.prange(parts):
+        a = starts[k]
+        state = np.zeros(6, dtype=values.dtype)
+        _ewm_var_rows(values, valid, max(a - warm, 0) if k > 0 else a, starts[k + 1], a, alpha,
+                      adjust, bias, least, ignore_nulls, std, state, firsts[k], out,
+                      out_valid)  # fmt: skip
+        lasts[k] = state
+    again = 0
+    for k in range(1, parts):
+        same = True
+        for m in range(5):
+            same = same and _same_value(lasts[k - 1, m], firsts[k, m])
+        c1, c2 = np.int64(lasts[k - 1, 5]), np.int64(firsts[k, 5])
+        if same and (c1 == c2 or (c1 >= least and c2 >= least)):
+            continue
+        again += 1
+        state = lasts[k - 1].copy()
+        _ewm_var_rows(values, valid, starts[k], starts[k + 1], starts[k], alpha, adjust, bias,
+                      least, ignore_nulls, std, state, firsts[k], out, out_valid)  # fmt: skip
+        lasts[k] = state
+    return again
 
 
 @numba.njit(cache=True, nogil=True)

@@ -61,7 +61,7 @@ _EWM_VAR = {"ewm_var": False, "ewm_std": True}
 _NULLS_KEPT = frozenset({"cum_sum", "cum_prod", "cum_min", "cum_max"})
 #: rows per task when one long segment is split for the threads (shifts and windows)
 _CHUNK_ROWS = 1 << 14
-#: a segment's `ewm_mean` runs in parallel parts from this many rows (`_ewm_parts`)
+#: a segment's `ewm_mean`/`ewm_var` runs in parallel parts from this many rows (`_ewm_parts`)
 _EWM_SPLIT_ROWS = 1 << 17
 #: the most state entries (groups x ring length) a scan by key keeps in tables
 _CARRY_MAX_STATE = 1 << 22
@@ -380,7 +380,7 @@ def _tasks(groups: GroupIds | None, n: int, split: bool,
 
 
 def _ewm_warm_rows(alpha: float) -> int:
-    """Rows an `ewm_mean` part starts early so that its state has met the true one.
+    """Rows an `ewm_mean` (`ewm_var`) part starts early so that its state meets the true one.
 
     The old state's share of the mean shrinks by ``1 - alpha`` a row: after this many
     rows it is below 2**-64 of the new, so the two round to the same bits (else the
@@ -390,7 +390,7 @@ def _ewm_warm_rows(alpha: float) -> int:
 
 
 def _ewm_parts(n: int, alpha: float) -> np.ndarray[Any, Any] | None:
-    """First rows of the parts one segment's `ewm_mean` runs in, in parallel (None: one).
+    """First rows of the parts one segment's ewm runs in, in parallel (None: one).
 
     Worth it where each part is long against the rows it repeats to warm up.
     """
@@ -563,9 +563,15 @@ def run_scan(
                        min_samples, ignore_nulls, out, out_valid)  # fmt: skip
     elif func in _EWM_VAR:
         alpha, adjust, bias, min_samples, ignore_nulls = options
-        order, tasks = _tasks(groups, n, split=False)
-        k.ewm_var(values, valid, order, tasks, compute.type(alpha), adjust, bias, min_samples,
-                  ignore_nulls, _EWM_VAR[func], out, out_valid)  # fmt: skip
+        starts = _ewm_parts(n, alpha) if groups is None or groups.ids is None else None
+        if starts is not None:
+            k.ewm_var_split(values, valid, starts, _ewm_warm_rows(alpha), compute.type(alpha),
+                            adjust, bias, min_samples, ignore_nulls, _EWM_VAR[func], out,
+                            out_valid)  # fmt: skip
+        else:
+            order, tasks = _tasks(groups, n, split=False)
+            k.ewm_var(values, valid, order, tasks, compute.type(alpha), adjust, bias,
+                      min_samples, ignore_nulls, _EWM_VAR[func], out, out_valid)  # fmt: skip
     elif func in ("forward_fill", "backward_fill"):
         (limit,) = options
         order, tasks = _tasks(groups, n, split=False)

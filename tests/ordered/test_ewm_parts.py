@@ -1,4 +1,4 @@
-"""``ewm_mean`` of one long segment in parallel parts: every row the sequential recurrence's.
+"""``ewm_mean``/``ewm_var`` of one long segment in parallel parts: the sequential recurrence's rows.
 
 Each part but the first warms up from an empty state on the rows before it; a part
 whose warmed state is not, bit for bit, the state its predecessor ends in is run
@@ -120,3 +120,60 @@ def test_long_frame_equals_polars_and_the_sequential_scan(
     monkeypatch.setattr(scans, "_EWM_SPLIT_ROWS", n + 1)  # one sequential segment
     one = df.gpu.select(y=cb.col("x").ewm_mean(**options)).compute()
     assert got["y"].to_numpy().tobytes() == one["y"].to_numpy().tobytes()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(0, 5000),
+    parts=st.integers(1, 5),
+    warm=st.sampled_from([0, 5, 60, 500]),
+    alpha=st.sampled_from([0.05, 0.3, 0.9, 1.0]),
+    adjust=st.booleans(),
+    bias=st.booleans(),
+    std=st.booleans(),
+    ignore_nulls=st.booleans(),
+    min_samples=st.sampled_from([0, 1, 9]),
+    null_share=st.sampled_from([0.0, 0.3, 0.97]),
+    specials=st.sampled_from(["none", "nan", "inf", "zeros"]),
+    dtype=st.sampled_from([np.float64, np.float32]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_variance_parts_give_the_sequential_bits(n: int, parts: int, warm: int, alpha: float,
+                                                 adjust: bool, bias: bool, std: bool,
+                                                 ignore_nulls: bool, min_samples: int,
+                                                 null_share: float, specials: str,
+                                                 dtype: type, seed: int) -> None:  # fmt: skip
+    rng = np.random.default_rng(seed)
+    values = (rng.standard_normal(n) * 50 + 200).astype(dtype)
+    valid = rng.random(n) >= null_share
+    if n and specials != "none":
+        values[rng.integers(0, n, 3)] = {"nan": np.nan, "inf": np.inf, "zeros": -0.0}[specials]
+    a = values.dtype.type(alpha)
+    want, want_valid = np.empty(n, values.dtype), np.empty(n, np.bool_)
+    kernels.ewm_var(values, valid, None, np.array([[0, n, 0, n]]), a, adjust, bias,
+                    min_samples, ignore_nulls, std, want, want_valid)  # fmt: skip
+    got, got_valid = np.empty(n, values.dtype), np.empty(n, np.bool_)
+    starts = np.linspace(0, n, max(1, min(parts, n)) + 1).astype(np.int64)
+    kernels.ewm_var_split(values, valid, starts, warm, a, adjust, bias, min_samples,
+                          ignore_nulls, std, got, got_valid)  # fmt: skip
+    np.testing.assert_array_equal(got_valid, want_valid)
+    np.testing.assert_array_equal(_bits(got)[want_valid], _bits(want)[want_valid])
+
+
+def test_long_variance_equals_polars_and_the_sequential_scan(
+        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    rng = np.random.default_rng(4)
+    n = 4 * scans._EWM_SPLIT_ROWS + 3
+    x = np.where(rng.random(n) < 0.1, None, rng.standard_normal(n) * 3 + 10)
+    df = pl.DataFrame({"x": pl.Series(x.tolist(), dtype=pl.Float64)})
+    calls = []
+    split = kernels.ewm_var_split
+    monkeypatch.setattr(kernels, "ewm_var_split", lambda *a: calls.append(1) or split(*a))
+    got = df.gpu.select(v=cb.col("x").ewm_std(alpha=0.1)).compute()
+    want = df.select(v=pl.col("x").ewm_std(alpha=0.1))
+    assert calls == ([1] if thread_count() > 1 else [])
+    assert got["v"].is_null().to_list() == want["v"].is_null().to_list()
+    np.testing.assert_allclose(got["v"].to_numpy(), want["v"].to_numpy(), rtol=1e-12)
+    monkeypatch.setattr(scans, "_EWM_SPLIT_ROWS", n + 1)  # one sequential segment
+    one = df.gpu.select(v=cb.col("x").ewm_std(alpha=0.1)).compute()
+    assert got["v"].to_numpy().tobytes() == one["v"].to_numpy().tobytes()
