@@ -90,7 +90,8 @@ def refuse_row_orders(steps: Iterable[Step], where: str) -> None:
         f"{', '.join(f'`{n!r}`' for n in found)}: `over(order_by=...)` puts every row of a "
         f"group in order at once, which {where} cannot (it holds some of the rows at a "
         "time); sort the data by the order first and drop `order_by` (the rows are then "
-        "in that order), or compute it in memory (`cb.lazy(frame)`)"
+        "in that order), or compute it in memory over a whole frame (`cb.lazy(frame)` of "
+        "a DataFrame: `lf.collect()`, `pl.read_parquet(...)`)"
     )
     raise JobSpecError(msg)
 
