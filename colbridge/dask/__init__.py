@@ -59,6 +59,7 @@ from colbridge.plan.streaming import (
     refuse_row_orders,
     resolve_aggregates,
 )
+from colbridge.plan.typecheck import is_one_value
 from colbridge.runtime.execute import Partials, prepare
 from colbridge.runtime.pieces import compute_piece, piece_partials
 from colbridge.types import DType
@@ -197,13 +198,31 @@ def _refuse_filtered_scans(steps: Sequence[Step], where: str) -> None:
         filtered = filtered or step.kind == "filter"
 
 
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """``pd.concat`` keeping categorical columns categorical.
+
+    Partitions read from several files carry categories of their own; pandas joins
+    categoricals of different categories as strings (objects), which the partition's
+    meta does not describe. Their categories are joined first (in order of appearance).
+    """
+    if len(frames) > 1:
+        for name in frames[0].columns:
+            dtypes = [f[name].dtype for f in frames]
+            if all(isinstance(d, pd.CategoricalDtype) for d in dtypes) \
+                    and any(d != dtypes[0] for d in dtypes):  # fmt: skip
+                values = np.concatenate([np.asarray(d.categories) for d in dtypes])
+                joined = pd.CategoricalDtype(pd.unique(values), ordered=dtypes[0].ordered)
+                frames = [f.assign(**{name: f[name].astype(joined)}) for f in frames]
+    return pd.concat(frames)
+
+
 def _tail(before: pd.DataFrame | None, part: pd.DataFrame, rows: int) -> pd.DataFrame:
-    joined = part if before is None else pd.concat([before, part])
+    joined = part if before is None else _concat([before, part])
     return joined.iloc[max(len(joined) - rows, 0):]
 
 
 def _head(part: pd.DataFrame, after: pd.DataFrame | None, rows: int) -> pd.DataFrame:
-    joined = part if after is None else pd.concat([part, after])
+    joined = part if after is None else _concat([part, after])
     return joined.iloc[:rows]
 
 
@@ -215,7 +234,7 @@ def _with_halo(before: pd.DataFrame | None, part: pd.DataFrame,
             pieces.append(frame.assign(**{HALO: np.full(len(frame), mark, np.int8)}))
     if not pieces:  # an empty partition with no neighbours
         return part.assign(**{HALO: np.zeros(0, np.int8)})
-    return pd.concat(pieces)
+    return _concat(pieces)
 
 
 def with_halos(ddf: Any, before: int, after: int) -> Any:
@@ -225,6 +244,7 @@ def with_halos(ddf: Any, before: int, after: int) -> Any:
     shorter than the halo are passed through), by a chain of small tasks.
     """
     import dask.dataframe as dd
+    from dask.dataframe.utils import clear_known_categories
     from dask.delayed import delayed
 
     parts = ddf.to_delayed()
@@ -241,6 +261,8 @@ def with_halos(ddf: Any, before: int, after: int) -> Any:
     meta = ddf._meta.assign(**{HALO: np.zeros(0, np.int8)})
     halo_parts = [delayed(_with_halo)(b, p, a) for b, p, a in zip(befores, parts, afters,
                                                                   strict=True)]  # fmt: skip
+    # categories differ by partition (one file's each): the meta's are left unknown
+    meta = clear_known_categories(meta)  # type: ignore[no-untyped-call]
     return dd.from_delayed(halo_parts, meta=meta, divisions=ddf.divisions)
 
 
@@ -281,8 +303,10 @@ def _resolve(
                lookups: Sequence[Lookup]) -> dict[Agg, Node]:  # fmt: skip
         # with halos, each reduction reads its partition's own rows only (its argument,
         # ordered operations included, is computed over the halos first)
-        folded = [Agg(a.func, Filtered(a.arg, _OWN), a.ddof, a.options) for a in aggs] \
-            if halo else aggs  # fmt: skip
+        # (a reduction of one value, `lit(1).count()`, is that value's: not of its copies)
+        folded = [a if is_one_value(a.arg) else
+                  Agg(a.func, Filtered(a.arg, _OWN), a.ddof, a.options)
+                  for a in aggs] if halo else aggs  # fmt: skip
         reduced = ddf.reduction(
             chunk=_chunk,
             aggregate=_combine,

@@ -50,6 +50,7 @@ from colbridge.expr.nodes import (
 from colbridge.io.steps import JobSpecError
 from colbridge.plan.logical import Step
 from colbridge.plan.streaming import has_aggregates, resolve_aggregates
+from colbridge.plan.typecheck import is_one_value
 from colbridge.types import DType
 
 __all__ = [
@@ -167,6 +168,54 @@ def _innermost(node: Node) -> list[GroupAgg]:
     return out
 
 
+def _needs_all_rows(node: Node) -> bool:
+    """Whether ``node`` holds a reduction or a window (a value made from many rows)."""
+    return any(isinstance(n, (Agg, GroupAgg, Over)) for n in deep_walk(node))
+
+
+def lifted_keys(steps: Sequence[Step]) -> tuple[Step, ...]:
+    """The steps with each key made of many rows computed first, as a column of its own.
+
+    A window's or a ``group_by``'s key holding a reduction or a window
+    (``v.sum().over(x > x.mean())``, ``group_by(hi=x > x.mean())``) would be evaluated
+    piece by piece, each piece with its own rows' mean: it becomes a column
+    ``__key<j>__`` of a ``with_columns`` step just before, whose reductions and windows
+    are then resolved over all the data as any other's, and the key reads that column.
+    """
+    out: list[Step] = []
+    count = 0
+    for step in steps:
+        made: list[tuple[str, Node]] = []
+
+        def lift(key: Node, made: list[tuple[str, Node]] = made) -> Node:
+            nonlocal count
+            if not _needs_all_rows(key):
+                return key
+            name = f"__key{count}__"
+            count += 1
+            made.append((name, key))
+            return Column(name)
+
+        def fn(n: Node) -> Node:
+            if not isinstance(n, Over):
+                return n
+            keys = tuple(lift(k) for k in n.keys)
+            if all(new is old for new, old in zip(keys, n.keys, strict=True)):
+                return n
+            return Over(n.arg, keys, n.order_by, n.descending, n.nulls_last)
+
+        if step.kind == "group_by":
+            lifted = Step(step.kind, step.items, tuple((n, lift(k)) for n, k in step.keys))
+        else:
+            memo: dict[Node, Node] = {}
+            lifted = Step(step.kind, tuple((n, transform(e, fn, memo)) for n, e in step.items),
+                          step.keys)  # fmt: skip
+        if made:
+            out.append(Step("with_columns", tuple(made)))
+        out.append(lifted)
+    return tuple(out)
+
+
 def resolve_windows(
     steps: Sequence[Step], names: Sequence[str], run: RunTables, reduce: ReduceWith
 ) -> tuple[tuple[Step, ...], list[Lookup], int]:
@@ -178,8 +227,9 @@ def resolve_windows(
     its own rows' mean for the whole column's. The returned steps expect every piece
     to carry the lookups' columns (`attach`).
     """
-    resolved = list(steps)
     final = _output_names(steps, names)
+    resolved = list(lifted_keys(steps))
+    lifted = len(resolved) > len(steps)
     lookups: list[Lookup] = []
     passes = 0
     while True:
@@ -216,7 +266,8 @@ def resolve_windows(
                 kept = {n for n, _ in resolved[j].items}
                 extra = tuple((n, Column(n)) for n in carried if n not in kept)
                 resolved[j] = Step("select", resolved[j].items + extra)
-    if lookups and not any(s.kind == "select" for s in resolved[len(resolved) - 1:]):
+    if (lookups or lifted) and not any(s.kind in ("select", "group_by")
+                                       for s in resolved[len(resolved) - 1:]):  # fmt: skip
         resolved.append(Step("select", tuple((n, Column(n)) for n in final)))
     return tuple(resolved), lookups, passes
 
@@ -227,7 +278,7 @@ def window_passes(steps: Sequence[Step]) -> tuple[int, tuple[Step, ...]]:
     Also the steps with the windows replaced (by stand-in columns) and cut before
     the ``group_by``: what remains for whole-column reductions.
     """
-    resolved = list(steps)
+    resolved = list(lifted_keys(steps))
     passes = 0
     while True:
         k = next((j for j, s in enumerate(resolved)
@@ -323,9 +374,12 @@ def _merged(agg: GroupAgg, j: int, whole: pa.Table, groups: GroupIds) -> dict[st
     exact = whole.column(f"r{j}").chunk(0)
     func, t = agg.func, exact.type
     name = f"r{j}"
-    if func in ("first", "last"):
-        rows = groups.first_rows if func == "first" else groups.last_rows()
-        return {name: take(exact, rows)}
+    if func in ("first", "last") or is_one_value(agg.arg):
+        # a reduction of one value (`lit(1).count()`) is that value in each piece holding
+        # the group, not their sum
+        rows = groups.last_rows() if func == "last" else groups.first_rows
+        return {c: take(whole.column(c).chunk(0), rows)
+                for c in (name, f"n{j}", f"m{j}", f"v{j}") if c in whole.column_names}
     if func in ("count", "null_count", "len"):
         values, _ = _numbers(exact, 0)
         return {name: pa.array(_sum_by(values.astype(np.int64), ids, count)).cast(t)}

@@ -2150,6 +2150,14 @@ def _scan_of_kept_rows(arg: Node) -> Node:
 _COUNTING_AGGS = frozenset({"sum", "product", "count", "null_count", "std", "var", "len"})
 
 
+def is_one_value(node: Node) -> bool:
+    """True when a reduction of ``node`` reduces one value: `is_scalar`, not ``cb.len()``'s rows.
+
+    ``lit(1).count()`` is 1 over any rows (polars), so a piece's value is the whole's.
+    """
+    return node != ROWS and is_scalar(node)
+
+
 def is_scalar(node: Node) -> bool:
     """True when ``node`` has one value per frame: no column outside a reduction."""
     if isinstance(node, Agg):

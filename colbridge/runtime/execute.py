@@ -67,6 +67,7 @@ from colbridge.expr.nodes import (
     Column,
     Filtered,
     Function,
+    GroupAgg,
     KeySet,
     Literal,
     Node,
@@ -1106,6 +1107,11 @@ def _reads_columns(node: Node) -> bool:
     return any(isinstance(n, Column) for n in deep_walk(node))
 
 
+def _constant(node: Node) -> bool:
+    """Whether a typed expression is one value whatever the rows: no column, reduction or scan."""
+    return not any(isinstance(n, (Column, Agg, GroupAgg, Scan)) for n in deep_walk(node))
+
+
 def _fold_hosted(func: str, a: Literal, b: Literal) -> Literal:
     if a.value is None:
         return b
@@ -1142,9 +1148,10 @@ def reduction_partials(
     hosted: dict[int, Literal] = {}
     logical: dict[int, Logical] = {}
     off_kernel = [q for q in range(len(aggs)) if not isinstance(outputs[f"r{q}"], Agg)]
-    # counts depend on the piece's rows even where they read no column (`cb.len()`)
-    free = [q for q in off_kernel
-            if not _reads_columns(outputs[f"r{q}"]) and aggs[q].func not in _HOSTED_FOLDS]
+    # counts depend on the piece's rows even where they read no column (`cb.len()`); a
+    # reduction of one value (`lit(1).count()`, typed to a constant) is the same in each
+    free = [q for q in off_kernel if _constant(outputs[f"r{q}"]) or (
+        not _reads_columns(outputs[f"r{q}"]) and aggs[q].func not in _HOSTED_FOLDS)]
     on_host = [q for q in off_kernel if q not in free]  # fmt: skip
     for q in on_host:
         if aggs[q].func not in _HOSTED_FOLDS:

@@ -2,7 +2,8 @@
 
 A window's per-group statistics pass computes the steps before it piece by piece:
 a whole-column reduction among those steps (`filter(x > x.mean())`, a column
-`m = x.mean()`) must take the whole data's value there, not each piece's own.
+`m = x.mean()`) must take the whole data's value there, not each piece's own; so
+must a reduction or a window inside a window's keys (`over(x > x.mean())`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,11 @@ PLANS: dict[str, Callable[[Any, Any], Any]] = {
     "std in a filter, windows by two keys": lambda q, m: q.filter(
         (m.col("x") - m.col("x").mean()).abs() < m.col("x").std())
     .with_columns(n=m.len().over("g"), s=m.col("h").mean().over("g", m.col("x") > 2)),
+    # keys made of many rows: each piece took its own rows' mean (or group means) for them
+    "window keyed by a comparison with the mean": lambda q, m: q.with_columns(
+        s=m.col("h").sum().over(m.col("x") > m.col("x").mean())),
+    "window keyed by a window": lambda q, m: q.with_columns(
+        n=m.len().over("g", m.col("h") > m.col("h").mean().over("g"))),
 }
 
 
