@@ -734,6 +734,10 @@ class Expr:
         if any(math.isnan(b) for b in points):
             msg = "`cut`: the breaks cannot be NaN"
             raise InvalidOperationError(msg)
+        if any(math.isinf(b) for b in points):  # polars: its bins already end at -inf and inf
+            msg = (f"`cut`: the breaks {list(values)} include an infinity; leave it out "
+                   "(the first bin starts at -inf, the last ends at inf)")  # fmt: skip
+            raise InvalidOperationError(msg)
         if builtins.len(set(points)) < builtins.len(points):
             msg = f"`cut`: the breaks {list(values)} are not unique"
             raise InvalidOperationError(msg)

@@ -1047,8 +1047,11 @@ class LogicalTyping:
             raise _op_error(node, ll, rl)
         if ll.kind == "duration":
             unit = coarser_unit(ll.unit, rl.unit)
-            return (self.to_unit(left, ll.unit, unit, duration=True),
-                    self.to_unit(right, rl.unit, unit, duration=True))  # fmt: skip
+            # polars truncates a duration column to the other column's coarser unit, but
+            # floors it to a literal's (`-1ns < timedelta(0)` holds, `-1ns == -1us` too)
+            trunc = not (_is_literal(left) or _is_literal(right))
+            return (self.to_unit(left, ll.unit, unit, duration=trunc),
+                    self.to_unit(right, rl.unit, unit, duration=trunc))  # fmt: skip
         return left, right
 
     def add_sub(self, node: Binary, left: Node, right: Node, ll: Logical | None,
@@ -1465,6 +1468,11 @@ def _compare_py(op: str, a: Any, b: Any) -> bool:
 
 def _cast_error(node: Node, src: Logical, target: Logical) -> SchemaError:
     return SchemaError(f"`{node!r}`: casting from {src} to {target} is not supported")
+
+
+def _is_literal(node: Node) -> bool:
+    """A typed literal: a number, or one read as a date, time or duration."""
+    return isinstance(node.arg if isinstance(node, Reinterpret) else node, Literal)
 
 
 def _op_error(node: Node, a: Any, b: Any) -> SchemaError:

@@ -1348,8 +1348,12 @@ class TypeChecker:
                 bound: Node = Literal(b, t)
             elif numbers:
                 bound = Literal(float(b), DType.FLOAT64)
+            elif logical is not None and logical.is_temporal:  # polars casts the breaks:
+                # a nanosecond column is compared in nanoseconds, not floored to a break's
+                # microseconds as a comparison with the literal would
+                bound = Function("cast", (Constant(b),), (logical, True))
             else:
-                bound = Constant(b)  # a date, datetime, duration, time or string
+                bound = Constant(b)  # a string
             terms.append(Cast(Binary(op, value, bound), DType.UINT32, True))
         count: Node
         if terms:

@@ -138,6 +138,26 @@ def test_bin_intervals_of_temporal_and_string_values(tier: str) -> None:
     })  # fmt: skip
 
 
+def test_nanosecond_values_are_binned_in_nanoseconds(tier: str) -> None:
+    # the breaks (microseconds, as Python writes them) were compared as a comparison with a
+    # literal is, the column floored to microseconds: 1 ns after a break fell below it
+    ns = pa.table({
+        "ts": pa.array([1, 500, -1, -1500, None], pa.timestamp("ns")),
+        "tz": pa.array([1, 500, -1, -1500, 0], pa.timestamp("ns", "Europe/Paris")),
+        "du": pa.array([1, 500, -1, -1500, 0], pa.duration("ns")),
+    })  # fmt: skip
+    epoch, zero = dt.datetime(1970, 1, 1), dt.timedelta(0)
+    _same(pl.from_arrow(ns), lambda m: {
+        "a": m.col("ts").bin_intervals([epoch], labels=False, right_closed=True),
+        "b": m.col("ts").bin_intervals([epoch, epoch + dt.timedelta(microseconds=1)],
+                                       labels=["lo", "mid", "hi"]),
+        "c": m.col("tz").bin_intervals([epoch.replace(tzinfo=dt.timezone.utc)], labels=False),
+        "d": m.col("du").bin_intervals([zero], labels=False),
+        "e": m.col("du").bin_intervals([-dt.timedelta(microseconds=1), zero], labels=False,
+                                       right_closed=True),
+    })  # fmt: skip
+
+
 def test_bins_compose_with_windows_groups_and_filters(tier: str) -> None:
     rng = np.random.default_rng(3)
     df = pl.DataFrame({"g": rng.integers(0, 4, 300), "x": rng.normal(0, 2, 300)})
@@ -180,6 +200,8 @@ def test_bins_in_pandas_and_streams() -> None:
     (lambda m: m.col("x").bin_intervals([1], labels=["a", "a"]), "ComputeError", "'a'"),
     (lambda m: m.col("x").cut([1, 1]), "DuplicateError", "not unique"),
     (lambda m: m.col("x").cut([1, float("nan")]), "ComputeError", "NaN"),
+    (lambda m: m.col("x").cut([-float("inf"), 0]), "ComputeError", "inf"),
+    (lambda m: m.col("x").cut([0, float("inf")]), "ComputeError", "inf"),
     (lambda m: m.col("x").cut([1], labels=["a"]), "ShapeError", "labels"),
 ])  # fmt: skip
 def test_bad_breakpoints_and_labels_fail_as_in_polars(build: Any, error: str, match: str) -> None:

@@ -185,3 +185,21 @@ def test_a_timedelta_beyond_microseconds_is_in_milliseconds() -> None:
     far = dt.timedelta(days=200_000_000)
     _same(df, lambda m: {"a": m.lit(dt.timedelta(days=999_999_999)), "b": m.col("u") < far,
                          "c": m.col("u") + far})  # fmt: skip
+
+
+def test_durations_against_a_literal_of_a_coarser_unit_as_polars(tier: str) -> None:
+    # polars floors a duration column to a literal's coarser unit in a comparison (and
+    # truncates it to another column's): -1 ns was read as 0 us, so `< timedelta(0)` failed
+    import pyarrow as pa
+
+    df = pl.from_arrow(pa.table({
+        "du": pa.array([1, 500, -1, -1500, -1000, None], pa.duration("ns")),
+        "z": pa.array([0, 0, -1, -1, -1, 0], pa.duration("us")),
+    }))  # fmt: skip
+    assert isinstance(df, pl.DataFrame)
+    minus, zero = dt.timedelta(microseconds=-1), dt.timedelta(0)
+    _same(df, lambda m: {
+        "a": m.col("du") < zero, "b": m.col("du") == minus, "c": minus >= m.col("du"),
+        "d": m.col("du") == m.col("z"), "e": m.col("du") < m.col("z"),
+        "f": m.col("du").is_between(minus, zero),
+    })  # fmt: skip
