@@ -108,6 +108,13 @@ EWM_NONFINITE = ("on the host CPU (`ewm_mean` over NaN or infinite values follow
                  "recurrence there)")  # fmt: skip
 
 
+#: running scans whose chunks reassociate floating-point arithmetic
+_SUMS_AND_PRODUCTS = frozenset({"cum_sum", "cum_prod"})
+#: why a running float sum or product that met an infinity or NaN was redone on the host
+CUM_NONFINITE = ("on the host CPU (a float running sum or product that meets an infinity "
+                 "or NaN is redone in the rows' order, as polars adds them)")  # fmt: skip
+
+
 def _run(s: _Session, func: str, options: tuple[Any, ...], arg: pa.Array, arg_type: DType,
          result: DType, stats: RunStats, chunk_rows: int | None,
          groups: GroupIds | None) -> tuple[pa.Array, str]:  # fmt: skip
@@ -197,6 +204,11 @@ def _run(s: _Session, func: str, options: tuple[Any, ...], arg: pa.Array, arg_ty
     s.finish()
     got = np.frombuffer(buf_out, dtype=out.dtype, count=n).copy()
     got_valid = np.frombuffer(buf_valid, dtype=np.uint8, count=n).view(np.bool_).copy()
+    if func in _SUMS_AND_PRODUCTS and out.dtype.kind == "f" and not np.isfinite(got[valid]).all():
+        # the chunks' totals meet in another order than the rows': a sum or product that
+        # overflows (or meets NaN) in one order gives inf, NaN or a finite value in another
+        # (1e308 + 1e308 - 1e308), where polars' running total stays infinite
+        return run_scan(func, options, arg, arg_type, result, groups), CUM_NONFINITE
     array = scans._result(func, got, got_valid, result)
     return array, f"{ON_DEVICE} ({sort}{launches} launch(es), {how})"
 

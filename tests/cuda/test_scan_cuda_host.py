@@ -97,8 +97,8 @@ def _column(kind: str, n: int, seed: int, func: str, nulls: str = "random") -> p
         if func == "cum_prod":  # near 1, so products neither vanish nor overflow
             values = (rng.uniform(0.9, 1.1, n) * rng.choice([-1, 1], n)).astype(dtype)
         special = rng.random(n)
-        if func == "ewm_mean":  # non-finite values send it to the host (tested apart)
-            special[:] = 1.0
+        if func in ("ewm_mean", "cum_sum", "cum_prod"):
+            special[:] = 1.0  # non-finite values send them to the host (tested apart)
         values[special < 0.03] = np.nan
         values[(special >= 0.03) & (special < 0.05)] = np.inf
         values[(special >= 0.05) & (special < 0.06)] = -np.inf
@@ -473,3 +473,25 @@ def test_rolling_variance_of_overflowing_squares_on_the_host(host: HostRuntime) 
     assert got.to_pylist()[1:3] == [np.inf, np.inf]  # polars: finite values, infinite variance
     np.testing.assert_array_equal(got.to_numpy(zero_copy_only=False),
                                   want.to_numpy(zero_copy_only=False))  # fmt: skip
+
+
+@pytest.mark.parametrize(("func", "values"), [
+    # overflow, then cancelling: the chunks' totals meet another way than the rows' sum
+    ("cum_sum", [1e308, 1e308] + [1.0] * 300 + [-1e308, -1e308] + [1.0] * 100),
+    ("cum_prod", [1e200, 1e200] + [1.0] * 300 + [1e-200, 1e-200] + [1.0] * 100),
+    ("cum_sum", [1.0, None, np.inf, 2.0] + [1.0] * 200 + [-np.inf, 5.0]),
+    ("cum_sum", [1.0, np.nan] + [2.0] * 300),
+])  # fmt: skip
+def test_running_float_totals_that_meet_infinities_are_redone_on_the_host(
+        host: HostRuntime, func: str, values: list[Any]) -> None:  # fmt: skip
+    # the device's cum_sum of [1e308, 1e308, ..., -1e308, -1e308, ...] was NaN where
+    # polars' running total stays inf (and its cum_prod likewise)
+    array = pa.array(values, pa.float64())
+    got, where = runner.run_device_scan(func, (False,), array, DType.FLOAT64, DType.FLOAT64,
+                                        RunStats(), chunk_rows=16)  # fmt: skip
+    assert where == runner.CUM_NONFINITE
+    want = pl.Series(values, dtype=pl.Float64)
+    want = want.cum_sum() if func == "cum_sum" else want.cum_prod()
+    assert pl.Series(got).to_list() == want.to_list() or all(
+        (a is None and b is None) or a == b or (a != a and b != b)
+        for a, b in zip(pl.Series(got).to_list(), want.to_list(), strict=True))  # fmt: skip
