@@ -347,6 +347,27 @@ def _enter(values: Any, valid: Any, order: Any, pos: int, k: float, s: float, q:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _suffix_sums(values: Any, valid: Any, order: Any, block_start: int, span: int,
+                 k_front: float, suffix_s: Any, suffix_q: Any, suffix_n: Any) -> float:  # fmt: skip
+    """A block's suffix sums (``suffix_*[j]``: positions ``j .. span - 1``), walking it backwards.
+
+    Each around the block's last non-null value (the first met); returns that shift.
+    """
+    suffix_s[span] = 0.0
+    suffix_q[span] = 0.0
+    suffix_n[span] = 0.0
+    s = 0.0
+    q = 0.0
+    c = 0.0
+    for j in range(span - 1, -1, -1):
+        k_front, s, q, c = _enter(values, valid, order, block_start + j, k_front, s, q, c)
+        suffix_s[j] = s
+        suffix_q[j] = q
+        suffix_n[j] = c
+    return k_front
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _rolling_var_block(values: Any, valid: Any, order: Any, block_start: int, p: int,
                        window: int, k_front: float, std: bool, min_samples: int, ddof: int,
                        suffix_s: Any, suffix_q: Any, suffix_n: Any, out: Any,
@@ -357,17 +378,8 @@ def _rolling_var_block(values: Any, valid: Any, order: Any, block_start: int, p:
     reaches into the next block, joined by `_two_part_var`: `rolling_var`'s arithmetic,
     operation for operation. Returns the suffix's shift (``k_front``).
     """
-    suffix_s[window] = 0.0
-    suffix_q[window] = 0.0
-    suffix_n[window] = 0.0
-    s = 0.0
-    q = 0.0
-    c = 0.0
-    for j in range(window - 1, -1, -1):
-        k_front, s, q, c = _enter(values, valid, order, block_start + j, k_front, s, q, c)
-        suffix_s[j] = s
-        suffix_q[j] = q
-        suffix_n[j] = c
+    k_front = _suffix_sums(values, valid, order, block_start, window, k_front, suffix_s,
+                           suffix_q, suffix_n)  # fmt: skip
     k_back = 0.0
     n_back = 0.0
     s_back = 0.0
@@ -460,19 +472,8 @@ def rolling_var(values: Any, valid: Any, order: Any, tasks: Any, std: bool,
                 block_start = a + max(block, 0) * window
                 pos = block_start if block < 0 else min(block_start + window, b)
                 if block >= 0:  # the block's suffix sums, from its end backwards
-                    span = pos - block_start
-                    suffix_s[span] = 0.0
-                    suffix_q[span] = 0.0
-                    suffix_n[span] = 0.0
-                    s = 0.0
-                    q = 0.0
-                    c = 0.0
-                    for j in range(span - 1, -1, -1):
-                        k_front, s, q, c = _enter(values, valid, order, block_start + j,
-                                                  k_front, s, q, c)  # fmt: skip
-                        suffix_s[j] = s
-                        suffix_q[j] = q
-                        suffix_n[j] = c
+                    k_front = _suffix_sums(values, valid, order, block_start, pos - block_start,
+                                           k_front, suffix_s, suffix_q, suffix_n)  # fmt: skip
                 n_back = 0.0
                 s_back = 0.0
                 q_back = 0.0

@@ -1671,40 +1671,31 @@ class TypeChecker:
 
     # -- grouped reductions ---------------------------------------------------
     def key_set(self, keys: KeySet) -> KeySet:
-        """The typed key set: columns of any groupable type as they are, expressions typed."""
-        typed: list[Node] = []
-        for key in keys.exprs:
-            if isinstance(key, Column):
-                info = self.schema.get(key.name)
-                if info is None:
-                    from colbridge.columns.frames import missing_column_error
+        """The typed key set: columns of any groupable type as they are, expressions typed.
 
-                    raise missing_column_error(key.name, self.available)
-                _check_key_type(key.name, info)
-                if info.dtype is not None:
-                    self._record(key, info.dtype)
-                typed.append(key)
-                continue
-            typed.append(self.check(key))
-        order = tuple(self._order_key(key) for key in keys.order_by)
-        out = KeySet(tuple(typed), order, keys.descending, keys.nulls_last)
+        The order of ``over(..., order_by=...)`` is typed the same way (any type polars
+        sorts: not lists or structs).
+        """
+        typed = tuple(self._key(key) for key in keys.exprs)
+        order = tuple(self._key(key) for key in keys.order_by)
+        out = KeySet(typed, order, keys.descending, keys.nulls_last)
         if out.ids_column is not None:  # the group ids kernels read: int32, never null
             self._record(Column(out.ids_column), DType.INT32)
         return out
 
-    def _order_key(self, key: Node) -> Node:
-        """An ``order_by`` expression, typed: any type polars sorts (not lists or structs)."""
-        if isinstance(key, Column):
-            info = self.schema.get(key.name)
-            if info is None:
-                from colbridge.columns.frames import missing_column_error
+    def _key(self, key: Node) -> Node:
+        """A key (or order) expression typed; a column of any groupable type as it is."""
+        if not isinstance(key, Column):
+            return self.check(key)
+        info = self.schema.get(key.name)
+        if info is None:
+            from colbridge.columns.frames import missing_column_error
 
-                raise missing_column_error(key.name, self.available)
-            _check_key_type(key.name, info)
-            if info.dtype is not None:
-                self._record(key, info.dtype)
-            return key
-        return self.check(key)
+            raise missing_column_error(key.name, self.available)
+        _check_key_type(key.name, info)
+        if info.dtype is not None:
+            self._record(key, info.dtype)
+        return key
 
     def _opaque_column(self, node: Node) -> bool:
         """True for a column no kernel reads (strings, ...), which only grouping can use."""
