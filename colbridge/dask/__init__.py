@@ -329,6 +329,19 @@ def _resolve(
     return rest, lookups, table
 
 
+def _check_dask_frame(ddf: Any) -> None:
+    """Refuse, by its type, a frame that is not a Dask DataFrame (it failed deep inside)."""
+    import dask.dataframe as dd
+
+    if not isinstance(ddf, dd.DataFrame):
+        msg = (
+            f"`colbridge.dask` computes a Dask DataFrame, got {type(ddf).__module__}."
+            f"{type(ddf).__name__}; compute an in-memory frame with `cb.lazy(frame)`, or "
+            "make it a Dask one first (`dd.from_pandas(frame, npartitions=...)`)"
+        )
+        raise TypeError(msg)
+
+
 def resolve(lazyframe_or_steps: Any, ddf: Any, *, device: str = "cpu") -> tuple[Step, ...]:
     """Return the plan's steps with every reduction replaced by its value over all of ``ddf``.
 
@@ -337,6 +350,7 @@ def resolve(lazyframe_or_steps: Any, ddf: Any, *, device: str = "cpu") -> tuple[
     fold pairwise up the tree, and the top one is finished as a single compute would.
     Plans with windows or ``group_by`` need more than steps: use `apply`.
     """
+    _check_dask_frame(ddf)
     if ordered_operations(steps_of(lazyframe_or_steps)):
         msg = (
             "this plan has ordered operations, which run over partitions with halos; "
@@ -371,6 +385,7 @@ def apply(lazyframe_or_steps: Any, ddf: Any, *, device: str = "cpu") -> Any:
     dask.dataframe.DataFrame
         Lazy; reductions in the plan were already computed over all partitions.
     """
+    _check_dask_frame(ddf)
     steps = steps_of(lazyframe_or_steps)
     refuse_row_orders(steps, "a Dask plan (partitions are computed apart)")
     aggregating = is_aggregating(steps)

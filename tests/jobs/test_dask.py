@@ -287,3 +287,14 @@ def test_halos_over_categoricals_of_other_categories_per_partition() -> None:
         want = whole.with_columns(y=build(pl))
         assert got["y"].astype(object).where(got["y"].notna(), None).tolist() \
             == want["y"].to_list()  # fmt: skip
+
+
+def test_a_frame_that_is_not_dask_is_refused_by_its_type() -> None:
+    # a pandas frame failed inside with "'DataFrame' object has no attribute 'reduction'"
+    pdf = pd.DataFrame({"x": [1.0, 2.0]})
+    plan = cb.lazy(pdf).select(s=cb.col("x").sum())
+    for frame in (pdf, pl.from_pandas(pdf)):
+        with pytest.raises(TypeError, match=r"computes a Dask DataFrame, got .*cb.lazy\(frame\)"):
+            apply(plan, frame)
+        with pytest.raises(TypeError, match="computes a Dask DataFrame"):
+            cb.dask.resolve(plan, frame)
