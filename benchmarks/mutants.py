@@ -100,7 +100,8 @@ def run_tests(tree: Path, tests: list[str]) -> tuple[int, str]:
 
 def first_failure(output: str) -> str:
     """The id of the first failed test in pytest's summary, or ''."""
-    found = re.search(r"^(?:FAILED|ERROR) (\S+)", output, re.M)
+    # an id may hold spaces (`test[2-a plan by name]`); pytest ends it before " - why"
+    found = re.search(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$", output, re.M)
     return found.group(1) if found else ""
 
 
