@@ -46,34 +46,36 @@ def _bits(values: np.ndarray) -> np.ndarray:
     return values.view(np.int32 if values.dtype == np.float32 else np.int64)
 
 
+@st.composite
+def _columns(draw: st.DrawFn, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Values (NaN, inf or -0.0 among them), their validity, and a segment's part starts."""
+    n = draw(st.integers(0, rows))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    dtype = draw(st.sampled_from([np.float64, np.float32]))
+    values = (rng.standard_normal(n) * 1e3 + draw(st.sampled_from([0.0, 200.0]))).astype(dtype)
+    valid = rng.random(n) >= draw(st.sampled_from([0.0, 0.2, 0.97]))
+    special = draw(st.sampled_from([None, np.nan, np.inf, -0.0]))
+    if n and special is not None:
+        values[rng.integers(0, n, 3)] = special
+    parts = max(1, min(draw(st.integers(1, 6)), n))
+    return values, valid, np.linspace(0, n, parts + 1).astype(np.int64)
+
+
+#: what both kinds of parts vary the same way
+_WARM = st.sampled_from([0, 3, 40, 400])
+_ALPHA = st.sampled_from([0.05, 0.3, 0.9, 1.0])
+
+
 @settings(max_examples=60, deadline=None)
-@given(
-    n=st.integers(0, 6000),
-    parts=st.integers(1, 6),
-    warm=st.sampled_from([0, 3, 40, 400]),
-    alpha=st.sampled_from([0.05, 0.3, 0.9, 1.0]),
-    adjust=st.booleans(),
-    ignore_nulls=st.booleans(),
-    min_samples=st.sampled_from([0, 1, 7, 500]),
-    null_share=st.sampled_from([0.0, 0.2, 0.97]),
-    specials=st.sampled_from(["none", "nan", "inf", "zeros"]),
-    dtype=st.sampled_from([np.float64, np.float32]),
-    seed=st.integers(0, 2**32 - 1),
-)
-def test_parts_give_the_sequential_bits(n: int, parts: int, warm: int, alpha: float,
-                                        adjust: bool, ignore_nulls: bool, min_samples: int,
-                                        null_share: float, specials: str, dtype: type,
-                                        seed: int) -> None:  # fmt: skip
-    rng = np.random.default_rng(seed)
-    values = (rng.standard_normal(n) * 1e3).astype(dtype)
-    valid = rng.random(n) >= null_share
-    if n and specials != "none":
-        where = rng.integers(0, n, 3)
-        values[where] = {"nan": np.nan, "inf": np.inf, "zeros": -0.0}[specials]
-    parts = max(1, min(parts, n))
+@given(column=_columns(6000), warm=_WARM, alpha=_ALPHA, adjust=st.booleans(),
+       ignore_nulls=st.booleans(), min_samples=st.sampled_from([0, 1, 7, 500]))
+def test_parts_give_the_sequential_bits(column: tuple[np.ndarray, ...], warm: int, alpha: float,
+                                        adjust: bool, ignore_nulls: bool,
+                                        min_samples: int) -> None:  # fmt: skip
+    values, valid, starts = column
     want, want_valid = _sequential(values, valid, alpha, adjust, min_samples, ignore_nulls)
-    got, got_valid, _ = _split(values, valid, parts, warm, alpha, adjust, min_samples,
-                               ignore_nulls)  # fmt: skip
+    got, got_valid, _ = _split(values, valid, len(starts) - 1, warm, alpha, adjust,
+                               min_samples, ignore_nulls)  # fmt: skip
     np.testing.assert_array_equal(got_valid, want_valid)
     np.testing.assert_array_equal(_bits(got)[want_valid], _bits(want)[want_valid])
 
@@ -100,80 +102,49 @@ def test_a_part_behind_a_nan_runs_again() -> None:
     assert np.isnan(got[10:]).all()
 
 
-@pytest.mark.parametrize("options", [dict(alpha=0.2), dict(span=30, adjust=False),
-                                     dict(com=5, ignore_nulls=True, min_samples=3)])  # fmt: skip
-def test_long_frame_equals_polars_and_the_sequential_scan(
-        options: dict[str, float], monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    """A frame long enough to run in parts: polars' result, the sequential scan's bits."""
-    rng = np.random.default_rng(3)
-    n = 4 * scans._EWM_SPLIT_ROWS + 17
-    x = np.where(rng.random(n) < 0.15, None, rng.standard_normal(n) * 100)
-    df = pl.DataFrame({"x": pl.Series(x.tolist(), dtype=pl.Float64)})
-    calls = []
-    split = kernels.ewm_mean_split
-    monkeypatch.setattr(kernels, "ewm_mean_split", lambda *a: calls.append(1) or split(*a))
-    got = df.gpu.select(y=cb.col("x").ewm_mean(**options)).compute()
-    assert calls == ([1] if thread_count() > 1 else [])  # in parts wherever there are threads
-    want = df.select(y=pl.col("x").ewm_mean(**options))
-    assert got["y"].is_null().to_list() == want["y"].is_null().to_list()
-    np.testing.assert_allclose(got["y"].to_numpy(), want["y"].to_numpy(), rtol=1e-12)
-    monkeypatch.setattr(scans, "_EWM_SPLIT_ROWS", n + 1)  # one sequential segment
-    one = df.gpu.select(y=cb.col("x").ewm_mean(**options)).compute()
-    assert got["y"].to_numpy().tobytes() == one["y"].to_numpy().tobytes()
-
-
 @settings(max_examples=40, deadline=None)
-@given(
-    n=st.integers(0, 5000),
-    parts=st.integers(1, 5),
-    warm=st.sampled_from([0, 5, 60, 500]),
-    alpha=st.sampled_from([0.05, 0.3, 0.9, 1.0]),
-    adjust=st.booleans(),
-    bias=st.booleans(),
-    std=st.booleans(),
-    ignore_nulls=st.booleans(),
-    min_samples=st.sampled_from([0, 1, 9]),
-    null_share=st.sampled_from([0.0, 0.3, 0.97]),
-    specials=st.sampled_from(["none", "nan", "inf", "zeros"]),
-    dtype=st.sampled_from([np.float64, np.float32]),
-    seed=st.integers(0, 2**32 - 1),
-)
-def test_variance_parts_give_the_sequential_bits(n: int, parts: int, warm: int, alpha: float,
-                                                 adjust: bool, bias: bool, std: bool,
-                                                 ignore_nulls: bool, min_samples: int,
-                                                 null_share: float, specials: str,
-                                                 dtype: type, seed: int) -> None:  # fmt: skip
-    rng = np.random.default_rng(seed)
-    values = (rng.standard_normal(n) * 50 + 200).astype(dtype)
-    valid = rng.random(n) >= null_share
-    if n and specials != "none":
-        values[rng.integers(0, n, 3)] = {"nan": np.nan, "inf": np.inf, "zeros": -0.0}[specials]
-    a = values.dtype.type(alpha)
+@given(column=_columns(5000), warm=_WARM, alpha=_ALPHA, adjust=st.booleans(),
+       bias=st.booleans(), std=st.booleans(), ignore_nulls=st.booleans(),
+       min_samples=st.sampled_from([0, 1, 9]))
+def test_variance_parts_give_the_sequential_bits(column: tuple[np.ndarray, ...], warm: int,
+                                                 alpha: float, adjust: bool, bias: bool,
+                                                 std: bool, ignore_nulls: bool,
+                                                 min_samples: int) -> None:  # fmt: skip
+    values, valid, starts = column
+    n, a = len(values), values.dtype.type(alpha)
     want, want_valid = np.empty(n, values.dtype), np.empty(n, np.bool_)
     kernels.ewm_var(values, valid, None, np.array([[0, n, 0, n]]), a, adjust, bias,
                     min_samples, ignore_nulls, std, want, want_valid)  # fmt: skip
     got, got_valid = np.empty(n, values.dtype), np.empty(n, np.bool_)
-    starts = np.linspace(0, n, max(1, min(parts, n)) + 1).astype(np.int64)
     kernels.ewm_var_split(values, valid, starts, warm, a, adjust, bias, min_samples,
                           ignore_nulls, std, got, got_valid)  # fmt: skip
     np.testing.assert_array_equal(got_valid, want_valid)
     np.testing.assert_array_equal(_bits(got)[want_valid], _bits(want)[want_valid])
 
 
-def test_long_variance_equals_polars_and_the_sequential_scan(
+@pytest.mark.parametrize(("function", "kernel", "options"), [
+    ("ewm_mean", "ewm_mean_split", dict(alpha=0.2)),
+    ("ewm_mean", "ewm_mean_split", dict(span=30, adjust=False)),
+    ("ewm_mean", "ewm_mean_split", dict(com=5, ignore_nulls=True, min_samples=3)),
+    ("ewm_std", "ewm_var_split", dict(alpha=0.1)),
+    ("ewm_var", "ewm_var_split", dict(half_life=4, bias=True, min_samples=5)),
+])  # fmt: skip
+def test_long_frame_equals_polars_and_the_sequential_scan(
+        function: str, kernel: str, options: dict[str, float],
         monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    rng = np.random.default_rng(4)
-    n = 4 * scans._EWM_SPLIT_ROWS + 3
-    x = np.where(rng.random(n) < 0.1, None, rng.standard_normal(n) * 3 + 10)
+    """A frame long enough to run in parts: polars' result, the sequential scan's bits."""
+    rng = np.random.default_rng(3)
+    n = 4 * scans._EWM_SPLIT_ROWS + 17
+    x = np.where(rng.random(n) < 0.15, None, rng.standard_normal(n) * 100 + 10)
     df = pl.DataFrame({"x": pl.Series(x.tolist(), dtype=pl.Float64)})
     calls = []
-    split = kernels.ewm_var_split
-    monkeypatch.setattr(kernels, "ewm_var_split", lambda *a: calls.append(1) or split(*a))
-    got = df.gpu.select(v=cb.col("x").ewm_std(alpha=0.1)).compute()
-    want = df.select(v=pl.col("x").ewm_std(alpha=0.1))
-    assert calls == ([1] if thread_count() > 1 else [])
-    assert got["v"].is_null().to_list() == want["v"].is_null().to_list()
-    np.testing.assert_allclose(got["v"].to_numpy(), want["v"].to_numpy(), rtol=1e-12)
+    split = getattr(kernels, kernel)
+    monkeypatch.setattr(kernels, kernel, lambda *a: calls.append(1) or split(*a))
+    got = df.gpu.select(y=getattr(cb.col("x"), function)(**options)).compute()
+    assert calls == ([1] if thread_count() > 1 else [])  # in parts wherever there are threads
+    want = df.select(y=getattr(pl.col("x"), function)(**options))
+    assert got["y"].is_null().to_list() == want["y"].is_null().to_list()
+    np.testing.assert_allclose(got["y"].to_numpy(), want["y"].to_numpy(), rtol=1e-12)
     monkeypatch.setattr(scans, "_EWM_SPLIT_ROWS", n + 1)  # one sequential segment
-    one = df.gpu.select(v=cb.col("x").ewm_std(alpha=0.1)).compute()
-    assert got["v"].to_numpy().tobytes() == one["v"].to_numpy().tobytes()
+    one = df.gpu.select(y=getattr(cb.col("x"), function)(**options)).compute()
+    assert got["y"].to_numpy().tobytes() == one["y"].to_numpy().tobytes()
