@@ -14,6 +14,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, TypeVar
 
 import numpy as np
@@ -647,6 +648,7 @@ def grouping(
     out = Grouping(ids, one_group(num_rows), computed=computed, moved=moved)
     out.lagged = lagged
     whole.scanned = out.scanned
+    orders: dict[KeySet, _RowOrder] = {}  # `over(order_by=...)`: each order sorted once
     for name, scan in segment.scans.items():
         if name in out.lagged:
             # read in place by the passes; as an output of its own, the column's rows moved
@@ -661,7 +663,7 @@ def grouping(
         keyed = groups if scan.keys.exprs else None
         where = f" over {groups.count} group(s)" if scan.keys.exprs else ""
         # `over(order_by=...)`: the scan runs over the rows taken in that order
-        order = _RowOrder.of(scan.keys, whole)
+        order = _RowOrder.of(scan.keys, whole, orders)
         if order is not None:
             keyed = None if keyed is None else keyed.reordered(order.rows)
             where += f", rows in the order of {', '.join(map(repr, scan.keys.order_by))}"
@@ -728,7 +730,7 @@ def grouping(
         as_made = agg not in segment.opaque and agg.func != "n_unique"
         values = None if arg == ROWS or agg.func == "len" else whole(arg, as_made=as_made)
         groups = out.of(agg.keys.ids_column)
-        order = _RowOrder.of(agg.keys, whole)  # `first`/`last` in an order: of its rows
+        order = _RowOrder.of(agg.keys, whole, orders)  # `first`/`last`: in the order
         if order is not None:
             groups = groups.reordered(order.rows)
             values = None if values is None else order.taken(values)
@@ -749,19 +751,29 @@ class _RowOrder:
     rows: np.ndarray[Any, Any]
 
     @classmethod
-    def of(cls, keys: KeySet, whole: _Whole) -> _RowOrder | None:
+    def of(cls, keys: KeySet, whole: _Whole,
+           made: dict[KeySet, _RowOrder]) -> _RowOrder | None:  # fmt: skip
+        """The rows in ``keys``' order (None: none asked); sorted once per order (``made``)."""
         if not keys.order_by:
             return None
-        arrays = [whole(k) for k in keys.order_by]
-        return cls(rows_in_order(arrays, keys.descending, keys.nulls_last))
+        key = KeySet((), keys.order_by, keys.descending, keys.nulls_last)
+        if key not in made:
+            arrays = [whole(k) for k in keys.order_by]
+            made[key] = cls(rows_in_order(arrays, keys.descending, keys.nulls_last))
+        return made[key]
 
     def taken(self, array: pa.Array | pa.ChunkedArray) -> pa.Array:
         return take(one_array(array), self.rows)
 
-    def restored(self, array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    @cached_property
+    def _back(self) -> np.ndarray[Any, Any]:
+        """Each row's place in the order: the inverse of ``rows``."""
         back = np.empty_like(self.rows)
         back[self.rows] = np.arange(len(self.rows), dtype=self.rows.dtype)
-        return take(one_array(array), back)
+        return back
+
+    def restored(self, array: pa.Array | pa.ChunkedArray) -> pa.Array:
+        return take(one_array(array), self._back)
 
 
 class _Whole:

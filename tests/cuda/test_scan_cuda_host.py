@@ -336,6 +336,29 @@ def test_explain_names_device_and_host_scans() -> None:
     assert "compiled scan on the host CPU (its result" in cpu
 
 
+def test_scans_in_another_order_run_on_the_host_under_cuda() -> None:
+    # `over(..., order_by=...)`: the rows are put in order on the host, where the scan runs;
+    # the kernels before and after it are CUDA text (here on the host shim)
+    table = pa.table({"x": [1.0, None, 3.0, 4.0, 2.5, -1.0], "g": [1, 1, 2, 1, 2, 2],
+                      "t": [3, 1, None, 2, 0, 5]})  # fmt: skip
+
+    def steps(m: Any, q: Any) -> Any:
+        x = m.col("x") * 2
+        return q.with_columns(a=x.cum_sum().over("g", order_by="t"),
+                              b=(x - x.shift(1)).over(order_by="t", descending=True),
+                              c=x.first().over("g", order_by="t", nulls_last=True))  # fmt: skip
+
+    q = steps(cb, cb.lazy(table))
+    got = pl.from_arrow(compute_on_host(q, HostRuntime(block=32, max_blocks=2)))
+    assert_frame_equal(got, steps(pl, pl.from_arrow(table).lazy()).collect())
+    ran = [k for k in q.last_report.stats.kernels if k.startswith("scan [")]
+    assert len(ran) == 2  # the cum_sum and the shift (`first` is taken from the groups)
+    assert all(k.endswith("on the host CPU (rows put in order on the host)") for k in ran)
+    text = q.explain(device="cpu", target="cuda")
+    assert 'rows in the order of col("t"); compiled scan on the host CPU (rows put in order ' \
+        "on the host)" in text  # fmt: skip
+
+
 # -- NVRTC ------------------------------------------------------------------------------
 
 
