@@ -23,7 +23,8 @@ How (measured on this project's machines; see ``benchmarks/grouped.py``):
 
 `host_reduction` computes the grouped reductions that need no kernel: ``len``,
 ``first``, ``last`` (rows of the groups, then a take: any Arrow type) and
-``n_unique`` (a factorization of (group, value) pairs); ``count``/``null_count``
+``n_unique`` (a factorization of (group, value) pairs), ``arg_min``/``arg_max``
+(a sort of each group's values by polars' order); ``count``/``null_count``
 of columns kernels cannot read (strings) from their validity.
 """
 
@@ -557,6 +558,8 @@ def host_reduction(
     arg: pa.Array | None,
     pred: pa.Array | None,
     options: tuple[Any, ...] = (),
+    *,
+    ordered: bool = False,
 ) -> pa.Array:
     """One value per group of ``func`` over ``arg`` (where ``pred`` holds), without a kernel.
 
@@ -564,7 +567,8 @@ def host_reduction(
     ``first``/``last`` take the value at the group's first/last row (null included,
     as polars does); ``n_unique`` counts distinct values, null being one of them;
     ``median`` and ``quantile`` (``options``: the quantile and the interpolation) are
-    `quantiles` of the group's sorted values.
+    `quantiles` of the group's sorted values; ``arg_min``/``arg_max`` are
+    `arg_extremes` (``ordered``: the rows were put in the order of ``over(order_by=)``).
     """
     keep = _keep(pred)
     if func in ("any", "all"):
@@ -596,6 +600,8 @@ def host_reduction(
         else:
             rows = _edge_rows(groups.ids, keep, groups.count, last=func == "last")
         return take(arg, rows)
+    if func in ("arg_min", "arg_max"):
+        return arg_extremes(func, groups, arg, keep, ordered=ordered)
     if func == "n_unique":
         value_codes = codes_of(arg)
         codes = value_codes.array()
@@ -610,6 +616,72 @@ def host_reduction(
         return pa.array(distinct.astype(np.uint32))
     msg = f"reduction `{func}` is not computed from the groups"
     raise AssertionError(msg)
+
+
+def arg_extremes(
+    func: str,
+    groups: GroupIds,
+    arg: pa.Array,
+    keep: np.ndarray[Any, Any] | None,
+    *,
+    ordered: bool = False,
+) -> pa.Array:
+    """Each group's ``arg_max`` or ``arg_min``: the position of its extreme value (UInt32).
+
+    Positions count the group's rows where ``keep`` holds, in order. As polars: nulls
+    are left out, and NaN unless every value of the group is NaN (then its first
+    NaN); of equal values the first (``-0.0`` equals ``0.0``), a group without values
+    is null. Values are ordered as polars sorts them (`colbridge.backends.scans.value_keys`).
+
+    But ``arg_max`` takes the last of equal values where polars' own kernels do: of a
+    Categorical always, of strings and binary where there is one group (a whole
+    column, or one group of keys) and the rows keep their order (polars reduces one
+    group with the column's kernel, which keeps the last of equal values).
+    """
+    from colbridge.backends.scans import value_keys
+
+    data = one_array(arg)
+    count = groups.count
+    if pa.types.is_null(data.type):  # no value in any group
+        return pa.nulls(count, pa.uint32())
+    valid, keys = value_keys(data)
+    nan = np.zeros(len(data), dtype=np.bool_)
+    if pa.types.is_floating(data.type) and data.null_count < len(data):
+        nan = np.isnan(np.asarray(data.to_numpy(zero_copy_only=False), dtype=np.float64))
+        nan &= valid
+    rows = np.flatnonzero(keep) if keep is not None else np.arange(len(data), dtype=np.int64)
+    ids = (groups.ids[rows] if groups.ids is not None
+           else np.zeros(len(rows), dtype=np.int64)).astype(np.int64)  # fmt: skip
+    # each kept row's position in its group: its place in a stable sort by group, less
+    # the group's start
+    by_group = np.argsort(ids, kind="stable")
+    sizes = np.bincount(ids, minlength=count)
+    starts = np.cumsum(sizes) - sizes
+    position = np.empty(len(rows), dtype=np.int64)
+    position[by_group] = np.arange(len(rows), dtype=np.int64) - starts[ids[by_group]]
+    text = pa.types.is_string(data.type) or pa.types.is_large_string(data.type) \
+        or pa.types.is_string_view(data.type) or pa.types.is_binary(data.type) \
+        or pa.types.is_large_binary(data.type) or pa.types.is_binary_view(data.type)  # fmt: skip
+    categorical = pa.types.is_dictionary(data.type) and not data.type.ordered  # not an Enum
+    last_of_ties = func == "arg_max" and (categorical or (text and count == 1 and not ordered))
+    out = np.zeros(count, dtype=np.uint32)
+    found = np.zeros(count, dtype=np.bool_)
+    for candidates, by_value in ((valid[rows] & ~nan[rows], True), (nan[rows], False)):
+        # values first; groups with none but NaN then take their first NaN
+        at = np.flatnonzero(candidates & ~found[ids])
+        if not len(at):
+            continue
+        g, p = ids[at], position[at]
+        k = keys[rows[at]] if by_value else np.zeros(len(at), dtype=np.int64)
+        if func == "arg_max":
+            k = ~k  # the largest first (~ reverses the order of every int64)
+        ordered = np.lexsort((-p if last_of_ties else p, k, g))
+        g, p = g[ordered], p[ordered]
+        first = np.ones(len(g), dtype=np.bool_)
+        first[1:] = g[1:] != g[:-1]
+        out[g[first]] = p[first]
+        found[g[first]] = True
+    return pa.array(out, mask=~found)
 
 
 def quantiles(

@@ -667,18 +667,28 @@ def rows_in_order(arrays: list[pa.Array | pa.ChunkedArray], descending: bool,
     """
     columns: list[np.ndarray[Any, Any]] = []  # the most significant first
     for array in arrays:
-        data = one_array(array)
-        valid = _validity(data)
-        keys = np.zeros(len(data), dtype=np.int64)
-        if pa.types.is_dictionary(data.type) and data.type.ordered:  # an Enum
-            indices = data.indices.fill_null(0).to_numpy(zero_copy_only=False)
-            keys = np.asarray(indices).astype(np.int64)
-        elif valid.any():
-            keys[valid] = _rank_keys(data)
+        valid, keys = value_keys(array)
         if descending:
             keys = ~keys  # reverses the order of every int64, the smallest included
         columns += [valid if not nulls_last else ~valid, keys]  # False sorts first
     return np.lexsort(columns[::-1]).astype(np.int64)  # np.lexsort: the last key first
+
+
+def value_keys(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray[Any, Any],
+                                                           np.ndarray[Any, Any]]:
+    """Each row's validity, and an int64 key per row ordered as polars sorts the values.
+
+    Keys as `_rank_keys` makes them (0 at a null row); an Enum by its categories' order.
+    """
+    data = one_array(array)
+    valid = _validity(data)
+    keys = np.zeros(len(data), dtype=np.int64)
+    if pa.types.is_dictionary(data.type) and data.type.ordered:  # an Enum
+        indices = data.indices.fill_null(0).to_numpy(zero_copy_only=False)
+        keys = np.asarray(indices).astype(np.int64)
+    elif valid.any():
+        keys[valid] = _rank_keys(data)
+    return valid, keys
 
 
 def _rank_keys(data: pa.Array) -> np.ndarray[Any, Any]:
@@ -694,6 +704,8 @@ def _rank_keys(data: pa.Array) -> np.ndarray[Any, Any]:
         data = data.dictionary_decode()  # categories by their text, as polars ranks them
     if pa.types.is_string_view(data.type):
         data = data.cast(pa.large_string())  # a string layout pyarrow ranks
+    elif pa.types.is_binary_view(data.type):
+        data = data.cast(pa.large_binary())
     if pa.types.is_temporal(data.type) or pa.types.is_boolean(data.type):
         data = integer_values(data)
     if data.null_count:

@@ -1358,6 +1358,30 @@ class Expr:
         """Number of distinct values; null counts as one value, as in polars."""
         return self._agg("n_unique")
 
+    def arg_max(self) -> Expr:
+        """The position (UInt32) of the largest value, as polars finds it.
+
+        Nulls are left out, and NaN unless every value is NaN (then the first NaN);
+        of equal values the first is taken (`-0.0` equals `0.0`), but for a whole
+        string column the last, as polars does there. No value: null. Strings compare
+        by their bytes, a Categorical by its text, an Enum by its categories' order.
+        Per group (``over``, ``group_by``) the position within the group, in the
+        order of ``over(order_by=...)`` where one is given.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"x": [1.0, None, 3.0, 3.0]})
+        >>> df.gpu.select(cb.col("x").arg_max()).compute()["x"].to_list()
+        [2]
+        """
+        return self._agg("arg_max")
+
+    def arg_min(self) -> Expr:
+        """The position (UInt32) of the smallest value (see `arg_max`; ties: the first)."""
+        return self._agg("arg_min")
+
     def any(self, *, ignore_nulls: bool = True) -> Expr:
         """Whether any value is true (numbers: non-zero, NaN included), as polars.
 

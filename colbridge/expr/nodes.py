@@ -117,6 +117,7 @@ AGG_FUNCS = frozenset(
     {
         "sum", "mean", "min", "max", "std", "var", "count", "null_count", "len", "first",
         "last", "n_unique", "median", "quantile", "any", "all", "skew", "kurtosis", "product",
+        "arg_min", "arg_max",
     }
 )  # fmt: skip
 # Reductions computed on the host whose whole-column value a stream (or Dask) folds from
@@ -128,7 +129,7 @@ MOMENT_FUNCS = frozenset({"skew", "kurtosis"})
 # Reductions computed from a factorization (one group for a whole column), not by a fold:
 # a whole-column one is a `GroupAgg` over the empty key set.
 GROUPED_ONLY_FUNCS = frozenset({"first", "last", "n_unique", "median", "quantile", "any",
-                                "all", "product"})  # fmt: skip
+                                "all", "product", "arg_min", "arg_max"})  # fmt: skip
 # How `quantile` picks between the two values around its position (polars' names).
 QUANTILE_METHODS = ("nearest", "higher", "lower", "midpoint", "linear", "equiprobable")
 
@@ -879,7 +880,7 @@ def push_window(arg: Node, keys: KeySet) -> Node:
 
 
 #: reductions whose value depends on the order of the rows (`KeySet.order_by`)
-ORDERED_AGGS = frozenset({"first", "last"})
+ORDERED_AGGS = frozenset({"first", "last", "arg_min", "arg_max"})
 
 
 def _ordered_for(func: str, keys: KeySet) -> KeySet:

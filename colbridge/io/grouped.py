@@ -319,7 +319,8 @@ def _statistics(
     """One pass: per-group values of ``aggs`` after ``prefix``, merged over the pieces."""
     items: list[tuple[str, Node]] = []
     for j, agg in enumerate(aggs):
-        if agg.func in ("n_unique", "median", "quantile", "skew", "kurtosis"):
+        if agg.func in ("n_unique", "median", "quantile", "skew", "kurtosis", "arg_min",
+                        "arg_max"):
             why = ("it is made in two passes over a group's values: the mean, then the "
                    "deviations" if agg.func in MOMENT_FUNCS
                    else "it needs all of a group's values at once")  # fmt: skip

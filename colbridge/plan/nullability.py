@@ -37,7 +37,7 @@ __all__ = ["Nullability"]
 
 # Reductions that are null on empty or all-null input (or one value, for std/var).
 NULLABLE_AGGS = frozenset({"mean", "min", "max", "std", "var", "median", "quantile", "any",
-                           "all"})  # fmt: skip
+                           "all", "arg_min", "arg_max"})  # fmt: skip
 
 
 class Nullability:

@@ -162,8 +162,9 @@ def one_row_steps(resolved: Sequence[Step]) -> tuple[Step, ...]:
 def refuse_unmergeable(steps: Iterable[Step], where: str) -> None:
     """Raise `JobSpecError` naming whole-column reductions that ``where`` cannot fold.
 
-    ``first``, ``last`` and ``n_unique`` of a whole column come from a factorization
-    of all its rows, ``median`` and ``quantile`` from all its values sorted: not from
+    ``first``, ``last``, ``n_unique``, ``arg_min`` and ``arg_max`` of a whole column
+    come from positions or a factorization of all its rows, ``median`` and
+    ``quantile`` from all its values sorted: not from
     partial rows a stream can fold batch by batch.
     """
     found: list[Agg] = []
@@ -182,7 +183,8 @@ def refuse_unmergeable(steps: Iterable[Step], where: str) -> None:
         if all(n.func in ("first", "last", "any", "all") for n in found) else ""  # fmt: skip
     msg = (
         f"{listed}: whole-column reductions taken from all the rows at once (`first`, "
-        f"`last`, `n_unique`, `median`, `quantile`, `any`, `all`) are not supported in "
+        f"`last`, `n_unique`, `median`, `quantile`, `any`, `all`, `arg_min`, `arg_max`) "
+        f"are not supported in "
         f"{where}, which folds reductions batch by batch; compute them in memory "
         f"(`cb.lazy(frame)` over the whole table){per_group}"
     )

@@ -1759,13 +1759,23 @@ class TypeChecker:
             rows: Node = ROWS if pred is None else Filtered(ROWS, pred)
             return self._record(GroupAgg("len", rows, keys), DType.UINT32)
         if isinstance(inner, Column) and self._opaque_column(inner) \
-                and func in ("count", "null_count", "first", "last", "n_unique") \
+                and func in ("count", "null_count", "first", "last", "n_unique", "arg_min",
+                             "arg_max") \
                 and not (func in ("first", "last") and not self.allow_opaque
                          and self._lt.column(inner, self.schema[inner.name]) is not None):
             # taken from the Arrow column itself: any type (strings, dates, decimals, ...);
             # a window's first string or date is gathered by code or value instead
             info = self.schema[inner.name]
             arg: Node = inner if pred is None else Filtered(inner, pred)
+            import pyarrow as pa
+
+            if func in ("arg_min", "arg_max") and pa.types.is_nested(info.arrow_type):
+                msg = (
+                    f"`{node!r}`: column `{info.name}` has type {info.arrow_type}, whose "
+                    f"values colbridge does not order; `{func}` takes numbers, booleans, "
+                    "strings, binary, categories and dates or times: compute it in polars"
+                )
+                raise UnsupportedTypeError(msg)
             if func not in ("first", "last"):
                 return self._record(GroupAgg(func, arg, keys), DType.UINT32)
             if not self.allow_opaque:
@@ -1788,12 +1798,13 @@ class TypeChecker:
             return self._moments(node, typed, reduce)
         if pred is None and self._reduces_to_itself(func, typed):
             return typed
-        if typed in self.logical and func not in ("count", "null_count", "n_unique"):
+        if typed in self.logical and func not in ("count", "null_count", "n_unique", "arg_min",
+                                                  "arg_max"):
             return self._lt.agg(node, typed, lambda f, value: GroupAgg(
                 f, filtered(value), keys, node.ddof, node.options))  # fmt: skip
         t = self.types[typed]
         result = agg_result(func, t)
-        if func in ("first", "last", "n_unique"):
+        if func in ("first", "last", "n_unique", "arg_min", "arg_max"):
             return self._record(GroupAgg(func, filtered(typed), keys), result)
         if func == "product":  # multiplied in the result's type (integers wrap), as polars
             value = self._cast(typed, result)
@@ -2088,8 +2099,8 @@ def _clipped(
 def is_host_reduction(node: GroupAgg, types: Mapping[Node, DType]) -> bool:
     """True for a grouped reduction computed from the groups themselves, not by a kernel.
 
-    ``len``, ``first``, ``last`` and ``n_unique`` come from row positions and
-    factorizations, ``median`` and ``quantile`` from the values sorted per group,
+    ``len``, ``first``, ``last``, ``n_unique``, ``arg_min`` and ``arg_max`` come from
+    row positions and factorizations, ``median`` and ``quantile`` from the values sorted per group,
     ``any`` and ``all`` from counts of true, false and null values, ``product`` by a
     compiled fold in row order;
     ``count``/``null_count`` of a column no kernel reads (strings) from its validity,

@@ -727,7 +727,7 @@ def grouping(
         # a reduction of a computed string or date is typed as the codes or integers it
         # is made of: it reads them as the kernel made them; but distinct values are
         # counted by value (a string map gives equal strings different codes)
-        as_made = agg not in segment.opaque and agg.func != "n_unique"
+        as_made = agg not in segment.opaque and agg.func not in _BY_VALUE
         values = None if arg == ROWS or agg.func == "len" else whole(arg, as_made=as_made)
         groups = out.of(agg.keys.ids_column)
         order = _RowOrder.of(agg.keys, whole, orders)  # `first`/`last`: in the order
@@ -735,8 +735,13 @@ def grouping(
             groups = groups.reordered(order.rows)
             values = None if values is None else order.taken(values)
             pred = None if pred is None else order.taken(pred)
-        out.host[agg] = host_reduction(agg.func, groups, values, pred, agg.options)
+        out.host[agg] = host_reduction(agg.func, groups, values, pred, agg.options,
+                                       ordered=order is not None)
     return out
+
+
+#: host reductions that read their argument's values, not the codes a kernel made them as
+_BY_VALUE = frozenset({"n_unique", "arg_min", "arg_max"})
 
 
 @dataclass(frozen=True)

@@ -104,7 +104,7 @@ def float_result(a: DType) -> DType:
 
 def agg_result(func: str, a: DType) -> DType:
     """Result type of a reduction."""
-    if func in ("count", "null_count", "len", "n_unique"):
+    if func in ("count", "null_count", "len", "n_unique", "arg_min", "arg_max"):
         return DType.UINT32
     if func in ("any", "all"):
         return DType.BOOL
