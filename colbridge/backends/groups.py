@@ -675,8 +675,8 @@ def arg_extremes(
         k = keys[rows[at]] if by_value else np.zeros(len(at), dtype=np.int64)
         if func == "arg_max":
             k = ~k  # the largest first (~ reverses the order of every int64)
-        ordered = np.lexsort((-p if last_of_ties else p, k, g))
-        g, p = g[ordered], p[ordered]
+        by_group_and_value = np.lexsort((-p if last_of_ties else p, k, g))
+        g, p = g[by_group_and_value], p[by_group_and_value]
         first = np.ones(len(g), dtype=np.bool_)
         first[1:] = g[1:] != g[:-1]
         out[g[first]] = p[first]
