@@ -2407,6 +2407,48 @@ class StringNamespace:
         """Parse as Date with a strftime ``format`` (None: ISO 8601)."""
         return self._f("to_date", format, strict)
 
+    def strptime(self, dtype: Any, format: str | None = None, *, strict: bool = True,
+                 exact: bool = True, cache: bool = True,
+                 ambiguous: str = "raise") -> Expr:  # fmt: skip
+        """Parse as ``dtype``, polars' spelling: `to_date` or `to_datetime` by the type.
+
+        ``pl.Date`` is `to_date`; ``pl.Datetime`` `to_datetime` (its unit inferred
+        from ``format`` as there; ``pl.Datetime("ms", "UTC")`` gives the unit and the
+        zone). ``cache`` is a hint polars may ignore and so does colbridge;
+        ``exact=False`` (a match anywhere in the string), ``ambiguous`` other than
+        ``"raise"`` and ``pl.Time`` are not built and are refused.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"s": ["2024-03-01", "2024-12-31"]})
+        >>> df.gpu.select(cb.col("s").str.strptime(pl.Date, "%Y-%m-%d")).compute()["s"].dtype
+        Date
+        """
+        where = f"str.strptime({dtype!r}, {format!r})"
+        if not isinstance(strict, bool) or not isinstance(cache, bool):
+            msg = f"`{where}`: `strict` and `cache` are True or False"
+            raise InvalidOperationError(msg)
+        if exact is not True:
+            msg = (f"`{where}`: `exact=False` (the format matched anywhere in the string) is "
+                   "not supported; extract the date first (`str.slice`) or parse in polars")
+            raise UnsupportedOperationError(msg)
+        if ambiguous != "raise":
+            msg = (f"`{where}`: `ambiguous={ambiguous!r}` is not supported (only 'raise'); "
+                   "parse without a time zone and set it in polars")
+            raise UnsupportedOperationError(msg)
+        target = parse_logical(dtype)
+        if target is not None and target.kind == "date":
+            return self.to_date(format, strict=strict)
+        if target is not None and target.kind == "datetime":
+            # the class `pl.Datetime` (no unit) lets the format choose it, as in polars
+            unit = None if isinstance(dtype, type) or dtype is _dt.datetime else target.unit
+            return self.to_datetime(format, time_unit=unit, time_zone=target.tz, strict=strict)
+        msg = (f"`{where}`: strings parse to `pl.Date` or `pl.Datetime` here; `pl.Time` and "
+               f"other types are not supported (for numbers: `.cast({dtype!r})`)")
+        raise UnsupportedOperationError(msg)
+
     def to_lowercase(self) -> Expr:
         """Lower case (a new dictionary; the codes stay)."""
         return self._f("to_lowercase")
