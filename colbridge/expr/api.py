@@ -2286,6 +2286,22 @@ class DateTimeNamespace:
         """Round down to a multiple of ``every`` (``'15m'``, ``'1h'``, ``'1w'``, ``'1mo'``)."""
         return self._f("truncate", every)
 
+    def offset_by(self, by: str) -> Expr:
+        """The date or datetime moved by the duration ``by`` (``"1mo"``, ``"-3d"``, ``"1h30m"``).
+
+        As polars: calendar months first (``y``, ``q``, ``mo``; the day clamped to the
+        new month's length: Jan 31 + ``"1mo"`` is the end of February), then weeks and
+        days, then the fixed part (``h m s ms us ns``, truncated toward zero to the
+        column's unit; a Date moves by whole days, floored). The type stays. Calendar
+        offsets of a datetime in a time zone other than UTC are refused; ``by`` as a
+        column of strings is not supported.
+        """
+        if not isinstance(by, str):
+            msg = (f"`dt.offset_by({by!r})`: `by` is a duration string such as '1mo' or "
+                   "'-3d' (a column of them is not supported)")  # fmt: skip
+            raise InvalidOperationError(msg)
+        return self._f("offset_by", by)
+
     def month_start(self) -> Expr:
         """The first day of the value's month, time of day kept."""
         return self._f("month_start")

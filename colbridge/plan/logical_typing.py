@@ -68,6 +68,7 @@ from colbridge.expr.nodes import (
 )
 from colbridge.types import DType, dtype_from_arrow
 from colbridge.types.chrono import inferred_unit, zone_specifier
+from colbridge.types.durations import parse_duration
 from colbridge.types.logical import (
     DATE,
     STRING,
@@ -501,6 +502,8 @@ class LogicalTyping:
             return self.mark(self.mul(rem, _ns_per_unit(logical.unit)), TIME)
         if op in ("truncate", "month_start", "month_end"):
             return self.calendar(op, arg, node)
+        if op == "offset_by":
+            return self.offset_by(arg, node)
         if op == "convert_time_zone":
             logical = self._need(arg, node, ("datetime",), "a Datetime")
             tz = check_zone(str(node.options[0]))
@@ -716,6 +719,65 @@ class LogicalTyping:
         year = self.fdiv(months, 12)
         month = self.add(self.sub(months, self.mul(year, 12)), 1)
         return back(self.days_from_civil(year, month, 1), False)
+
+    def offset_by(self, arg: Node, node: Function) -> Node:
+        """``dt.offset_by(by)``, as polars' ``Duration`` adds to a date or datetime.
+
+        Calendar months first (the civil date's month moved, its day clamped to the new
+        month's length, the time of day kept), then weeks and days, then the fixed
+        part in the column's unit, truncated toward zero (a Date counts as a
+        Datetime[us] there, floored back to its day); a leading ``-`` negates it all.
+        """
+        logical = self._need(arg, node, ("datetime", "date"), "a Date or Datetime")
+        text = str(node.options[0])
+        try:
+            duration = parse_duration(text)
+        except InvalidOperationError as exc:
+            msg = f"`{node!r}`: {exc}"
+            raise InvalidOperationError(msg) from None
+        if duration.parsed_int:
+            msg = (f"`{node!r}`: {text!r} is an index count (`i`), which has no length in "
+                   "time; offset by a duration such as '3d' or '1h'")  # fmt: skip
+            raise InvalidOperationError(msg)
+        sign = -1 if duration.negative else 1
+        months = sign * duration.months
+        days = sign * (7 * duration.weeks + duration.days)
+        if logical.tz not in (None, "UTC") and (months or days):
+            msg = (
+                f"`{node!r}`: calendar offsets (d, w, mo, q, y) of a datetime in time zone "
+                f"{logical.tz} are not supported (they move the local wall clock); offset "
+                "fixed lengths ('24h'), or the naive local time (`dt.replace_time_zone(None)`)"
+            )
+            raise UnsupportedOperationError(msg)
+        is_date = logical.kind == "date"
+        per_day = 1 if is_date else _per_day(logical.unit)
+        # the fixed part in the unit, truncated toward zero as polars converts it
+        per_unit = 1_000 if is_date else _ns_per_unit(logical.unit)
+        fixed = sign * (duration.nsecs // per_unit)
+        value: Node = arg
+        if months:
+            day_count = self.i64(arg) if is_date else self.fdiv(arg, per_day)
+            cal = self.civil(day_count)
+            total = self.add(self.add(self.mul(cal["year"], 12), self.sub(cal["month"], 1)),
+                             months)  # fmt: skip
+            year = self.fdiv(total, 12)
+            month = self.add(self.sub(total, self.mul(year, 12)), 1)
+            length = self.days_in_month(year, month)
+            day = self.select(self.op("lt", cal["day"], length), cal["day"], length)
+            moved = self.add(self.days_from_civil(year, month, 1), self.sub(day, 1))
+            value = moved if is_date else self.add(self.mul(moved, per_day),
+                                                   self.fmod(arg, per_day))  # fmt: skip
+        if is_date:
+            # a date is midnight in microseconds: the fixed part moves it by whole days,
+            # floored (-1us is the day before)
+            shift = days + fixed // 86_400_000_000
+            if not shift and not months:
+                return arg
+            return self.mark(self.narrow(self.add(value, shift), I32), logical)
+        shift = days * per_day + fixed
+        if not shift and not months:
+            return arg
+        return self.mark(self.add(value, shift) if shift else value, logical)
 
     # -- casts --------------------------------------------------------------------------
     def cast(self, arg: Node, target: Any, strict: bool, node: Node) -> Node:

@@ -104,8 +104,8 @@ def test_is_in_of_temporal_values(tier: str) -> None:
 
 
 def test_polars_methods_colbridge_lacks_are_named() -> None:
-    with pytest.raises(cb.UnsupportedOperationError, match=r"`dt.offset_by` is not supported"):
-        cb.col("t").dt.offset_by("1d")
+    with pytest.raises(cb.UnsupportedOperationError, match=r"`dt.round` is not supported"):
+        cb.col("t").dt.round("1d")
     with pytest.raises(cb.UnsupportedOperationError, match=r"`str.extract` .* `str` has: "):
         cb.col("s").str.extract("a")
     assert not hasattr(cb.col("t").dt, "strftime")  # an AttributeError too
@@ -115,7 +115,7 @@ def test_polars_methods_colbridge_lacks_are_named() -> None:
 def test_expression_methods_colbridge_lacks_name_the_closest() -> None:
     with pytest.raises(cb.UnsupportedOperationError, match=r"`Expr.cum_summ` .* cum_sum"):
         cb.col("x").cum_summ()
-    assert not hasattr(cb.col("x"), "arg_max")  # an AttributeError too
+    assert not hasattr(cb.col("x"), "mode")  # an AttributeError too
     assert not hasattr(cb.col("x"), "__array_interface__")  # dunders stay plain
     assert pickle.loads(pickle.dumps(cb.col("x") + 1)).node == (cb.col("x") + 1).node
 
