@@ -2286,6 +2286,16 @@ class DateTimeNamespace:
         """Round down to a multiple of ``every`` (``'15m'``, ``'1h'``, ``'1w'``, ``'1mo'``)."""
         return self._f("truncate", every)
 
+    def round(self, every: str) -> Expr:
+        """Round to the nearest multiple of ``every`` (``'15m'``, ``'1d'``, ``'1w'``, ``'1mo'``).
+
+        As polars: `truncate` of the value plus half of ``every``'s length, where
+        polars counts a month as 28 days (``'1mo'`` adds 14 days, so January 18th
+        rounds to February 1st but January 17th to January 1st); ties go up. A
+        negative ``every`` is refused; kinds as in `truncate`.
+        """
+        return self._f("round", every)
+
     def offset_by(self, by: str) -> Expr:
         """The date or datetime moved by the duration ``by`` (``"1mo"``, ``"-3d"``, ``"1h30m"``).
 

@@ -504,6 +504,8 @@ class LogicalTyping:
             return self.calendar(op, arg, node)
         if op == "offset_by":
             return self.offset_by(arg, node)
+        if op == "round":
+            return self.round_to(arg, node)
         if op == "convert_time_zone":
             logical = self._need(arg, node, ("datetime",), "a Datetime")
             tz = check_zone(str(node.options[0]))
@@ -778,6 +780,35 @@ class LogicalTyping:
         if not shift and not months:
             return arg
         return self.mark(self.add(value, shift) if shift else value, logical)
+
+    def round_to(self, arg: Node, node: Function) -> Node:
+        """``dt.round(every)``: `calendar`'s ``truncate`` of the value plus half ``every``.
+
+        As polars' ``Window::round``: half the interval's length, a month counted as 28
+        days (so ``'1mo'`` adds 14 days, ``'1y'`` 168), truncated toward zero to the
+        column's unit (a Date's to whole days); ties go up.
+        """
+        logical = self._need(arg, node, ("datetime", "date"), "a Date or Datetime")
+        every = str(node.options[0])
+        try:
+            duration = parse_duration(every)
+        except InvalidOperationError as exc:
+            msg = f"`{node!r}`: {exc}"
+            raise InvalidOperationError(msg) from None
+        if duration.negative or duration.parsed_int:
+            what = "a negative duration" if duration.negative else "an index count (`i`)"
+            msg = f"`{node!r}`: cannot round to {what}; give a positive one such as '1h'"
+            raise InvalidOperationError(msg)
+        length_ns = (duration.months * 28 + duration.weeks * 7 + duration.days) * 86_400 \
+            * 10**9 + duration.nsecs  # fmt: skip
+        if logical.kind == "date":
+            # polars rounds a date as milliseconds: half the length in whole days, floored
+            days = length_ns // 2_000_000 // 86_400_000
+            shifted = self.mark(self.narrow(self.add(arg, days), I32), logical) if days else arg
+        else:
+            half = length_ns // (2 * _ns_per_unit(logical.unit))
+            shifted = self.mark(self.add(arg, half), logical) if half else arg
+        return self.calendar("truncate", shifted, node)
 
     # -- casts --------------------------------------------------------------------------
     def cast(self, arg: Node, target: Any, strict: bool, node: Node) -> Node:
