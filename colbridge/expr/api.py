@@ -1290,7 +1290,9 @@ class Expr:
         [2, 5, 6]
         """
         lower_bound, upper_bound = _number_of(lower_bound), _number_of(upper_bound)
-        if any(_is_expression(b) or isinstance(b, (_dt.date, _dt.time, _dt.timedelta))
+        # temporal bounds (NumPy's datetime64/timedelta64 too) are typed with the column
+        if any(_is_expression(b) or isinstance(b, (_dt.date, _dt.time, _dt.timedelta,
+                                                   np.datetime64, np.timedelta64))
                for b in (lower_bound, upper_bound)):  # fmt: skip
             bounds = tuple(
                 _arg_node(b) if b is not None else Literal(None) for b in (lower_bound, upper_bound)

@@ -137,6 +137,10 @@ def test_clip_of_temporal_values_keeps_their_type(tier: str) -> None:
         "f": m.col("u").clip(dt.timedelta(hours=2)),
         "g": m.col("h").clip(dt.time(2), dt.time(20)),
         "i": m.col("t").clip(m.col("lo")),
+        # NumPy's scalars as bounds (they were refused as "not a number")
+        "j": m.col("t").clip(np.datetime64("2020-01-01"), np.datetime64("2020-06-01T12:30")),
+        "k": m.col("d").clip(np.datetime64("2020-01-05")),
+        "l": m.col("u").clip(upper_bound=np.timedelta64(2, "h")),
     })  # fmt: skip
     got = df.gpu.eval("r = clip(d, lo); s = clip(d, date('2020-01-15'))")
     assert_frame_equal(got.select("r", "s"), df.select(
