@@ -2562,6 +2562,16 @@ class StringNamespace:
             return self._f("replace_all", *_texts("replace_all", pattern, value))
         return self._f("replace_regex", *_texts("replace_all", pattern, value), None)
 
+    def find(self, pattern: str, *, literal: bool = False, strict: bool = True) -> Expr:
+        """The byte offset (UInt32) of the first match of ``pattern``; null where none.
+
+        A regex, or plain text with ``literal=True``, as polars finds it (an offset in
+        bytes: ``"éa"`` finds ``"a"`` at 2). An invalid regex is an error, or with
+        ``strict=False`` null on every row.
+        """
+        return self._f("find", _text_param(pattern, "str.find", "pattern"), bool(literal),
+                       bool(strict))  # fmt: skip
+
     def count_matches(self, pattern: str, *, literal: bool = False) -> Expr:
         """How often ``pattern`` occurs (UInt32): a regex, or plain text with ``literal=True``."""
         return self._f("count_matches", _text_param(pattern, "str.count_matches", "pattern"),

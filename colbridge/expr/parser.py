@@ -395,7 +395,8 @@ _NAMESPACE_METHODS: dict[str, frozenset[str]] = {
     "str": frozenset({*_STR_FUNCS, "starts_with", "ends_with", "contains", "to_datetime",
                       "to_date", "slice", "head", "tail", "strip_chars", "strip_chars_start",
                       "strip_chars_end", "strip_prefix", "strip_suffix", "pad_start",
-                      "pad_end", "zfill", "replace", "replace_all", "count_matches"}),
+                      "pad_end", "zfill", "replace", "replace_all", "count_matches",
+                      "find"}),
 }  # fmt: skip
 
 

@@ -981,6 +981,9 @@ class LogicalTyping:
         if op == "count_matches":
             pattern, literal = _text(params[0], node), bool(params[1])
             return self.mark(self.table(arg, ("count_matches", pattern, literal), U32), None)
+        if op == "find":  # null where the pattern is not found
+            recipe = ("find", _text(params[0], node), bool(params[1]), bool(params[2]))
+            return self.mark(self.table(arg, recipe, U32, nullable=True), None)
         if op == "to_integer":
             base, strict = int(params[0]), bool(params[1])
             if base != 10:

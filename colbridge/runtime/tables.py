@@ -131,6 +131,8 @@ class TableBuilder:
             return pc.match_substring_regex(d, pattern=regex)
         if op == "count_matches":
             return _count_matches(d, ref.recipe[1], ref.recipe[2])
+        if op == "find":
+            return _find(d, *ref.recipe[1:])
         if op == "enum_code":  # a literal among an enum's categories
             _, enum_spec, strict = ref.recipe
             codes = pc.index_in(d, value_set=self.dictionary(enum_spec)).cast(pa.int32())
@@ -181,6 +183,28 @@ def _count_matches(values: pa.Array, pattern: str, literal: bool) -> pa.Array:
     mark = _absent_character(values)
     marked = pc.replace_substring_regex(values, pattern=regex, replacement="\\0" + mark)
     return pc.count_substring(marked, pattern=mark).cast(pa.uint32())
+
+
+def _find(values: pa.Array, pattern: str, literal: bool, strict: bool) -> pa.Array:
+    """The byte offset of ``pattern``'s first match in each string (UInt32), null where none.
+
+    As polars' ``str.find``: bytes, not characters; an empty pattern is found at 0;
+    an invalid regex raises, or with ``strict=False`` gives null on every row.
+    """
+    import pyarrow.compute as pc
+
+    if literal:
+        found = pc.find_substring(values, pattern=pattern)
+    else:
+        try:
+            regex = re2_pattern(pattern, values)
+        except InvalidRegexError as exc:
+            if strict or not exc.invalid_in_polars:
+                raise
+            return pa.nulls(len(values), pa.uint32())
+        found = pc.find_substring_regex(values, pattern=regex)
+    found = found.cast(pa.int64())
+    return pc.if_else(pc.less(found, 0), pa.scalar(None, pa.int64()), found).cast(pa.uint32())
 
 
 def _absent_character(values: pa.Array) -> str:
