@@ -119,7 +119,7 @@ def _reach(scan: Scan) -> tuple[int, int] | None:
     if func in ("shift", "diff", "pct_change", "shift_in_range"):
         n = int(options[0])
         return (n, 0) if n >= 0 else (0, -n)
-    if func.startswith("rolling_"):
+    if func.startswith("rolling_") and not func.endswith("_by"):  # `_by`: no row bound
         width = int(options[0]) - 1
         return (width, width) if options[2] else (width, 0)  # centred: either side, at most
     if func in ("forward_fill", "backward_fill") and options[0] is not None:
@@ -162,8 +162,9 @@ def halo_sizes(steps: Sequence[Step]) -> tuple[int, int]:
         msg = (
             f"{', '.join(f'`{n!r}`' for n in unbounded)}: ordered operations that read every "
             f"row before (or after) a row (cumulative, ewm_mean/var/std, fills without a limit, "
-            f"rank, interpolate) are not supported in {where}; partitions get bounded halos "
-            f"only. Run them {stream}in memory (`cb.lazy(frame)`)"
+            f"rank, interpolate, time-based `rolling_*_by` windows) are not supported in "
+            f"{where}; partitions get bounded halos only. Run them {stream}in memory "
+            "(`cb.lazy(frame)`)"
         )
         raise JobSpecError(msg)
     _refuse_filtered_scans(steps, where)

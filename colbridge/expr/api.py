@@ -25,6 +25,7 @@ from colbridge.errors import (
 from colbridge.expr.nodes import (
     QUANTILE_METHODS,
     RANK_METHODS,
+    ROLLING_CLOSED,
     ROUND_MODES,
     Agg,
     Alias,
@@ -37,6 +38,7 @@ from colbridge.expr.nodes import (
     FillNan,
     Filtered,
     Function,
+    KeySet,
     Literal,
     Node,
     Over,
@@ -50,6 +52,7 @@ from colbridge.expr.nodes import (
 from colbridge.expr.selectors import NameNamespace, expand_arguments, is_pattern, names_of
 from colbridge.types import DType, parse_dtype
 from colbridge.types.dtypes import polars_type_name
+from colbridge.types.durations import parse_duration, timedelta_text
 from colbridge.types.logical import Logical, parse_logical
 
 __all__ = [
@@ -1228,6 +1231,111 @@ class Expr:
         return self.rolling_quantile(0.5, "linear", window_size, weights,
                                      min_samples=min_samples, center=center)  # fmt: skip
 
+    def _rolling_by(self, func: str, by: Any, window_size: Any, min_samples: Any, closed: Any,
+                    extra: tuple[Any, ...] = ()) -> Expr:  # fmt: skip
+        """A time-based window ``func`` (`rolling_by_params`): its arguments checked."""
+        if isinstance(window_size, _dt.timedelta):
+            window_size = timedelta_text(window_size)
+        if not isinstance(window_size, str):
+            msg = (
+                f"`{func}(window_size=...)` takes a duration string (\"2d\", \"1h30m\", "
+                f"\"3i\") or a timedelta, got {window_size!r}"
+            )
+            raise SchemaError(msg)
+        try:
+            duration = parse_duration(window_size)
+        except InvalidOperationError as exc:
+            msg = f"`{func}({window_size!r})`: {exc}"
+            raise InvalidOperationError(msg) from None
+        if duration.is_zero or duration.negative:
+            msg = f"`{func}({window_size!r})`: `window_size` must be strictly positive"
+            raise InvalidOperationError(msg)
+        min_samples = _count_param(min_samples, func, "min_samples")
+        if closed not in ROLLING_CLOSED:
+            msg = (
+                f"`{func}(closed={closed!r})`: use one of "
+                f"{', '.join(repr(c) for c in ROLLING_CLOSED)}"
+            )
+            raise SchemaError(msg)
+        if not isinstance(by, (str, Expr)):
+            msg = f"`{func}(by=...)` takes one column name or expression, got {by!r}"
+            raise SchemaError(msg)
+        (key,) = _key_nodes((by,), f"{func}(by=...)")
+        options = (window_size, min_samples, closed, *extra)
+        return Expr(Scan(func, self.node, options, KeySet((), (key,))))
+
+    def rolling_sum_by(self, by: Any, window_size: Any, *, min_samples: int = 0,
+                       closed: str = "right") -> Expr:  # fmt: skip
+        """Sum over the rows whose ``by`` lies in the window ending at this row's ``by``.
+
+        Polars' time-based window: ``by`` is a Date, Datetime (any unit or zone),
+        Int32, Int64, UInt32 or UInt64 column or expression; ``window_size`` a
+        duration (``"2d"``, ``"1h30m"``, calendar ``"1mo"``/``"1y"``; ``"3i"`` for
+        integer ``by``) or a timedelta; the window is ``(by - window_size, by]`` and
+        ``closed`` says which ends it holds (``"right"``, ``"left"``, ``"both"``,
+        ``"none"``). ``by`` need not be sorted (rows are taken in its order; equal
+        values share one window); a row whose ``by`` is null is null and in no window.
+        Fewer than ``min_samples`` non-null values (default 0 here, 1 for the others)
+        is null; a window without values sums to 0. Sums as `rolling_sum` types them.
+        Computed on the host from the whole column (or group); streams and Dask refuse it.
+
+        Examples
+        --------
+        >>> import datetime as dt
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"t": [dt.date(2024, 1, d) for d in (1, 2, 4, 5)],
+        ...                    "x": [1, 2, 3, 4]})
+        >>> df.gpu.select(s=cb.col("x").rolling_sum_by("t", "2d")).compute()["s"].to_list()
+        [1, 3, 3, 7]
+        """
+        return self._rolling_by("rolling_sum_by", by, window_size, min_samples, closed)
+
+    def rolling_mean_by(self, by: Any, window_size: Any, *, min_samples: int = 1,
+                        closed: str = "right") -> Expr:  # fmt: skip
+        """Mean over a time-based window (see `rolling_sum_by`): Float64 (Float32 stays)."""
+        return self._rolling_by("rolling_mean_by", by, window_size, min_samples, closed)
+
+    def rolling_min_by(self, by: Any, window_size: Any, *, min_samples: int = 1,
+                       closed: str = "right") -> Expr:  # fmt: skip
+        """Minimum over a time-based window (see `rolling_sum_by`), in the column's type."""
+        return self._rolling_by("rolling_min_by", by, window_size, min_samples, closed)
+
+    def rolling_max_by(self, by: Any, window_size: Any, *, min_samples: int = 1,
+                       closed: str = "right") -> Expr:  # fmt: skip
+        """Maximum over a time-based window (see `rolling_sum_by`), in the column's type."""
+        return self._rolling_by("rolling_max_by", by, window_size, min_samples, closed)
+
+    def rolling_var_by(self, by: Any, window_size: Any, *, min_samples: int = 1,
+                       closed: str = "right", ddof: int = 1) -> Expr:  # fmt: skip
+        """Variance over a time-based window (see `rolling_sum_by`); null up to ``ddof`` values."""
+        ddof = _ddof_param(ddof, "rolling_var_by")
+        return self._rolling_by("rolling_var_by", by, window_size, min_samples, closed, (ddof,))
+
+    def rolling_std_by(self, by: Any, window_size: Any, *, min_samples: int = 1,
+                       closed: str = "right", ddof: int = 1) -> Expr:  # fmt: skip
+        """Standard deviation over a time-based window (the root of `rolling_var_by`)."""
+        ddof = _ddof_param(ddof, "rolling_std_by")
+        return self._rolling_by("rolling_std_by", by, window_size, min_samples, closed, (ddof,))
+
+    def rolling_quantile_by(self, by: Any, window_size: Any, *, quantile: float,
+                            interpolation: str = "nearest", min_samples: int = 1,
+                            closed: str = "right") -> Expr:  # fmt: skip
+        """The ``quantile`` of a time-based window's values (see `rolling_sum_by`).
+
+        Taken as `rolling_quantile` takes it (the window's non-null values sorted, NaN
+        last, the position ``(n - 1) * quantile`` by ``interpolation``).
+        """
+        value = _quantile_param(quantile, interpolation, "rolling_quantile_by")
+        return self._rolling_by("rolling_quantile_by", by, window_size, min_samples, closed,
+                                (value, interpolation))  # fmt: skip
+
+    def rolling_median_by(self, by: Any, window_size: Any, *, min_samples: int = 1,
+                          closed: str = "right") -> Expr:  # fmt: skip
+        """``rolling_quantile_by(quantile=0.5, interpolation="linear")``, as polars defines it."""
+        return self.rolling_quantile_by(by, window_size, quantile=0.5, interpolation="linear",
+                                        min_samples=min_samples, closed=closed)  # fmt: skip
+
     def ewm_mean(self, *, com: float | None = None, span: float | None = None,
                  half_life: float | None = None, alpha: float | None = None,
                  adjust: bool = True, min_samples: int = 1,
@@ -1836,6 +1944,15 @@ def _count_param(value: Any, func: str, name: str, *, signed: bool = False,
         msg = f"`{func}({name}={value})`: `{name}` must be >= 0"
         raise SchemaError(msg)
     return value
+
+
+def _ddof_param(ddof: Any, func: str) -> int:
+    """A time-based window's ``ddof``: an integer from 0 to 255 (polars keeps it in a byte)."""
+    value = _count_param(ddof, func, "ddof")
+    if value > 255:
+        msg = f"`{func}(ddof={value})`: `ddof` must be at most 255"
+        raise SchemaError(msg)
+    return int(value)
 
 
 def _rolling_weights(func: str, window_size: int, weights: Any) -> tuple[float, ...] | None:

@@ -23,6 +23,8 @@ __all__ = [
     "MOMENT_FUNCS",
     "QUANTILE_METHODS",
     "RANK_METHODS",
+    "ROLLING_BY_FUNCS",
+    "ROLLING_CLOSED",
     "ROUND_MODES",
     "ROWS",
     "SCAN_FUNCS",
@@ -68,6 +70,7 @@ __all__ = [
     "output_name",
     "push_window",
     "reconstruct",
+    "rolling_by_params",
     "rolling_weights",
     "root_name",
     "walk",
@@ -482,15 +485,25 @@ SCAN_FUNCS = frozenset(
         "ewm_var", "ewm_std",
         "forward_fill", "backward_fill", "diff", "pct_change", "shift_in_range", "rank",
         "interpolate", "is_duplicated", "is_unique", "is_first_distinct", "is_last_distinct",
-        "rolling_quantile",
+        "rolling_quantile", "rolling_sum_by", "rolling_mean_by", "rolling_min_by",
+        "rolling_max_by", "rolling_var_by", "rolling_std_by", "rolling_quantile_by",
     }
 )  # fmt: skip
+# Polars' time-based windows: each row's window is the rows whose `by` value lies within
+# `window_size` before its own (`rolling_by_params`). `Scan.keys.order_by` holds `by`:
+# the rows are put in its order, as for `over(order_by=...)`, and the scan reads it too.
+ROLLING_BY_FUNCS = frozenset({"rolling_sum_by", "rolling_mean_by", "rolling_min_by",
+                              "rolling_max_by", "rolling_var_by", "rolling_std_by",
+                              "rolling_quantile_by"})  # fmt: skip
+# A time-based window's `closed`: which of its ends it holds (polars' names).
+ROLLING_CLOSED = ("right", "left", "both", "none")
 # Ordered operations computed on the host from their whole column (or group) at once:
 # no stream carries them, no kernel computes them.
 # Whether each row's value occurs elsewhere, or first or last, in its column (or group).
 DISTINCT_FLAGS = frozenset({"is_duplicated", "is_unique", "is_first_distinct",
                             "is_last_distinct"})  # fmt: skip
-HOST_SCANS = frozenset({"rank", "interpolate", "rolling_quantile"}) | DISTINCT_FLAGS
+HOST_SCANS = frozenset({"rank", "interpolate", "rolling_quantile"}) | DISTINCT_FLAGS \
+    | ROLLING_BY_FUNCS
 # How `rank` numbers equal values (polars' names; "random" is not supported).
 RANK_METHODS = ("average", "min", "max", "dense", "ordinal")
 
@@ -507,6 +520,7 @@ class Scan(Node):
     fifth item: the weights as a tuple of floats (`rolling_weights`),
     ``rolling_quantile`` ``(window_size, min_samples, center, quantile, interpolation)``
     (``rolling_median`` is its ``0.5, "linear"``),
+    ``rolling_*_by`` as `rolling_by_params` reads them (``by`` is ``keys.order_by[0]``),
     ``ewm_mean`` ``(alpha, adjust, min_samples, ignore_nulls)``, ``ewm_var`` and
     ``ewm_std`` ``(alpha, adjust, bias, min_samples, ignore_nulls)``, ``forward_fill`` and
     ``backward_fill`` ``(limit,)``, ``rank`` ``(method, descending)``, ``interpolate``
@@ -558,7 +572,8 @@ def looks_ahead(func: str, options: tuple[Any, ...]) -> bool:
 
 def rolling_weights(func: str, options: tuple[Any, ...]) -> tuple[float, ...] | None:
     """The weights of a ``rolling_*`` scan's ``options`` (None: an unweighted window)."""
-    if func.startswith("rolling_") and func != "rolling_quantile" and len(options) > 4:
+    if func.startswith("rolling_") and func != "rolling_quantile" \
+            and func not in ROLLING_BY_FUNCS and len(options) > 4:  # fmt: skip
         weights: tuple[float, ...] = options[4]
         return weights
     return None
@@ -872,7 +887,9 @@ def push_window(arg: Node, keys: KeySet) -> Node:
             return GroupAgg(n.func, n.arg, _ordered_for(n.func, merged), n.ddof, n.options)
         if isinstance(n, Scan):
             inner = tuple(e for e in n.keys.exprs if e not in keys.exprs)
-            merged = KeySet(keys.exprs + inner).ordered_like(n.keys).ordered_like(keys)
+            merged = KeySet(keys.exprs + inner).ordered_like(n.keys)
+            if n.func not in ROLLING_BY_FUNCS:  # a time window keeps its own order: `by`
+                merged = merged.ordered_like(keys)
             return Scan(n.func, n.arg, n.options, merged)
         return fill_per_group(n, keys.grouping)
 
@@ -1090,6 +1107,8 @@ def _format(node: Node) -> str:
         if node.func == "each":
             return f"per_group[{node.keys!r}]({node.arg!r})"
         return f"{node.arg!r}.{node.func}({extra}){window}"
+    if isinstance(node, Scan) and node.func in ROLLING_BY_FUNCS:
+        return _format_rolling_by(node)
     if isinstance(node, Scan):
         window = f".over({node.keys!r})" if node.keys.inputs else ""
         params = ", ".join(_format_param(p) for p in node.options)
@@ -1132,6 +1151,39 @@ def _format_function(node: Function) -> str:
         if node.name == "replace_strict" and node.options[3] is not None:
             rest.append(f"return_dtype={node.options[3]}")
     return f"{args[0]}.{node.name}({', '.join(rest)})"
+
+
+def rolling_by_params(func: str, options: tuple[Any, ...]) -> dict[str, Any]:
+    """The parameters of a ``rolling_*_by`` scan's ``options``, by name.
+
+    ``(window, min_samples, closed)``, then ``ddof`` (var, std) or ``quantile,
+    interpolation`` (quantile); typing appends ``by_spec``: how the runtime reads
+    ``by``, ``(kind, unit, time_zone)`` (``"int"`` as nanoseconds, ``"date"`` as
+    microseconds, ``"datetime"`` in its unit), absent (None) before typing.
+    """
+    names = ["window", "min_samples", "closed"]
+    if func in ("rolling_var_by", "rolling_std_by"):
+        names.append("ddof")
+    elif func == "rolling_quantile_by":
+        names += ["quantile", "interpolation"]
+    params = dict(zip(names, options, strict=False))
+    params["by_spec"] = options[len(names)] if len(options) > len(names) else None
+    return params
+
+
+def _format_rolling_by(node: Scan) -> str:
+    """``x.rolling_mean_by(col("t"), '2d', ...)`` with polars' keywords, then ``.over(keys)``."""
+    params = rolling_by_params(node.func, node.options)
+    by = repr(node.keys.order_by[0]) if node.keys.order_by else "?"
+    text = [by, repr(params["window"])]
+    if node.func == "rolling_quantile_by":
+        text += [f"quantile={params['quantile']!r}",
+                 f"interpolation={params['interpolation']!r}"]  # fmt: skip
+    text += [f"min_samples={params['min_samples']!r}", f"closed={params['closed']!r}"]
+    if "ddof" in params:
+        text.append(f"ddof={params['ddof']!r}")
+    window = f".over({KeySet(node.keys.exprs)!r})" if node.keys.exprs else ""
+    return f"{node.arg!r}.{node.func}({', '.join(text)}){window}"
 
 
 def _format_param(value: Any) -> str:

@@ -220,6 +220,26 @@ FUNCTIONS: dict[str, _Function] = {
         lambda x, q, how, w, m, c: x.rolling_quantile(q, how, w, min_samples=m, center=c),
         example='rolling_quantile(x, 0.9, "linear", 20)',
     ),
+    # polars' time-based windows: `by` (a column, or a string naming one) and a duration
+    **{name: _Function(
+        (_x(), _Param("by"), _Param("window_size", "str"),
+         _Param("min_samples", "int", 0 if name == "rolling_sum_by" else 1),
+         _Param("closed", "str", "right"),
+         *((_Param("ddof", "int", 1),) if name in ("rolling_var_by", "rolling_std_by") else ())),
+        (lambda f: lambda x, by, w, m, c, *ddof: getattr(x, f)(
+            _key_column(by), w, min_samples=m, closed=c,
+            **({"ddof": ddof[0]} if ddof else {})))(name),
+        example=f'{name}(x, t, "2d")')
+       for name in ("rolling_sum_by", "rolling_mean_by", "rolling_min_by", "rolling_max_by",
+                    "rolling_var_by", "rolling_std_by", "rolling_median_by")},
+    "rolling_quantile_by": _Function(
+        (_x(), _Param("by"), _Param("window_size", "str"), _Param("quantile", "value"),
+         _Param("interpolation", "str", "nearest"), _Param("min_samples", "int", 1),
+         _Param("closed", "str", "right")),
+        lambda x, by, w, q, how, m, c: x.rolling_quantile_by(
+            _key_column(by), w, quantile=q, interpolation=how, min_samples=m, closed=c),
+        example='rolling_quantile_by(x, t, "2d", quantile=0.9)',
+    ),
     "rolling_median": _Function(
         (_x(), _Param("window_size", "int"), _Param("min_samples", "value", None),
          _Param("center", "bool", False)),

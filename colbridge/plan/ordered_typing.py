@@ -21,13 +21,14 @@ compute in Float64 (Float32 stays), as polars turns the column into floats first
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from colbridge.errors import SchemaError, UnsupportedTypeError
+from colbridge.errors import InvalidOperationError, SchemaError, UnsupportedTypeError
 from colbridge.expr.nodes import (
     DISTINCT_FLAGS,
+    ROLLING_BY_FUNCS,
     STRING_COMPARISONS,
     Binary,
     Cast,
@@ -39,9 +40,11 @@ from colbridge.expr.nodes import (
     Reinterpret,
     Scan,
     one_value_per_group,
+    rolling_by_params,
     rolling_weights,
 )
 from colbridge.types import DType
+from colbridge.types.durations import parse_duration
 from colbridge.types.logical import Logical
 
 if TYPE_CHECKING:
@@ -132,6 +135,8 @@ class OrderedTyping:
             return self._record(Scan(func, arg, node.options, keys), DType.BOOL)
         if func == "interpolate":
             return self._interpolate(node, arg, keys, logical)
+        if func in ROLLING_BY_FUNCS:
+            return self._rolling_by(node, arg, keys, logical)
         if func == "rolling_quantile":
             if logical is not None:
                 raise self._refuse(node, arg, f"{logical.kind}s; rolling quantiles are of "
@@ -212,6 +217,90 @@ class OrderedTyping:
                                "number first")  # fmt: skip
         result = DType.FLOAT64 if linear and not dtype.is_float else dtype
         return self._record(Scan("interpolate", arg, node.options, keys), result)
+
+    def _rolling_by(self, node: Scan, arg: Node, keys: KeySet, logical: Logical | None) -> Node:
+        """A time-based window (``rolling_*_by``): its ``by`` and window checked, values cast.
+
+        As polars: ``by`` is a Date, a Datetime, or an Int32/Int64/UInt32/UInt64 (an
+        index, whose window is written ``"<n>i"``, the only unit temporal ``by`` refuses);
+        sums keep numbers (booleans as UInt32, 8- and 16-bit integers as Int64), means,
+        variances and quantiles are Float64 (Float32 stays), min and max keep the type
+        (dates, datetimes, durations and times too: over their integers); variances and
+        deviations of dates, datetimes and times are Float64 of their integers; means,
+        medians and quantiles of temporal values are the Float64 result over their
+        integers truncated back to the type (a date's to Datetime[us]), as polars'
+        ``roll_by_with_temporal_conversion``. Sums of temporal values, the variance of
+        durations, strings and categoricals are refused as polars refuses them. The typed
+        scan's options end with how the runtime reads ``by`` (`rolling_by_params`).
+        """
+        tc = self.tc
+        func = node.func
+        by = tc.typed(node.keys.order_by[0])
+        by_logical = tc.logical.get(by)
+        by_type = tc.types[by]
+        if by_logical is not None and by_logical.kind == "date":
+            spec: tuple[Any, ...] = ("date", "us", None)
+        elif by_logical is not None and by_logical.kind == "datetime":
+            spec = ("datetime", by_logical.unit, by_logical.tz)
+        elif by_logical is None and by_type in (DType.INT32, DType.INT64, DType.UINT32,
+                                                DType.UINT64):  # fmt: skip
+            spec = ("int", "ns", None)
+        else:
+            shown = str(by_logical) if by_logical is not None else str(by_type)
+            msg = (
+                f"`{node!r}`: `by` of type {shown} is not supported (polars takes Date, "
+                "Datetime, Int64, Int32, UInt64 or UInt32); cast it to one first"
+            )
+            raise InvalidOperationError(msg)
+        params = rolling_by_params(func, node.options)
+        duration = parse_duration(params["window"])
+        if spec[0] == "int" and not duration.parsed_int:
+            msg = (
+                f"`{node!r}`: `window_size` duration must be a parsed integer (i.e. use "
+                f"'2i', not '2d') when working with a numeric column"
+            )
+            raise InvalidOperationError(msg)
+        if spec[0] != "int" and duration.parsed_int:
+            msg = (
+                f"`{node!r}`: `window_size` duration may not be a parsed integer (i.e. use "
+                f"'2d', not '2i') when working with a temporal column"
+            )
+            raise InvalidOperationError(msg)
+        options = (*node.options, spec)
+        base = func[len("rolling_"):-len("_by")]
+        if logical is not None:
+            if logical.is_temporal and base in ("min", "max"):
+                value = arg.arg if isinstance(arg, Reinterpret) else arg
+                moved = self._record(Scan(func, value, options, keys), tc.types[value])
+                return tc.mark_logical(moved, logical, None)
+            if logical.is_temporal and base in ("var", "std") and logical.kind != "duration":
+                physical = Function("to_physical", (node.arg,))
+                return tc.typed(Scan(func, physical, node.options, node.keys))
+            if logical.is_temporal and base in ("mean", "quantile"):
+                # polars: the Float64 result over the integers, truncated back to the type
+                # (a date's days as microseconds of a Datetime[us]), as `rolling_mean`
+                physical = Function("to_physical", (node.arg,))
+                scanned: Node = Scan(func, physical, node.options, node.keys)
+                target = logical
+                if logical.kind == "date":
+                    scanned = Binary("mul", scanned, Literal(_MICROS_PER_DAY))
+                    target = Logical("datetime", "us")
+                whole = Cast(scanned, DType.INT64, strict=False)
+                return tc.typed(Function("cast", (whole,), (target, False)))
+            raise self._refuse(node, arg, f"{logical} values (polars refuses them); cast "
+                               "them to numbers first (`to_physical()` or "
+                               "`cast(pl.Float64)`)")  # fmt: skip
+        dtype = tc.types[arg]
+        result: DType
+        if base == "sum":
+            result = DType.UINT32 if dtype is DType.BOOL else \
+                DType.INT64 if dtype in _SMALL_INTS else dtype  # fmt: skip
+        elif base in ("min", "max"):
+            result = dtype
+        else:
+            result = DType.FLOAT32 if dtype is DType.FLOAT32 else DType.FLOAT64
+        value = arg if result is dtype else tc.cast_plain(arg, result, strict=False)
+        return self._record(Scan(func, value, options, keys), result)
 
     def _shifted(self, value: Node, n: int, keys: KeySet) -> Node:
         """``value.shift(n)`` for ``diff`` and ``pct_change``, a widening cast after the shift.

@@ -450,7 +450,9 @@ def _grouped_items(
             return GroupAgg(n.func, n.arg, keyset, n.ddof, n.options)
         if isinstance(n, Scan):  # an ordered operation inside an aggregation: per group
             inner = tuple(e for e in n.keys.exprs if e not in keyset.exprs)
-            return Scan(n.func, n.arg, n.options, KeySet(keyset.exprs + inner))
+            # its own order kept: a time-based window's `by` (`rolling_*_by`)
+            merged = KeySet(keyset.exprs + inner).ordered_like(n.keys)
+            return Scan(n.func, n.arg, n.options, merged)
         return fill_per_group(n, keyset)
 
     def outermost(n: Node, expr: Node) -> Node:

@@ -114,10 +114,11 @@ def refuse_ordered(steps: Iterable[Step], where: str, *, look_ahead_only: bool =
             else ", or reverse the data and use the forward form"  # fmt: skip
         msg = (
             f"{listed}: ordered operations that read the rows after each row (reverse=True, "
-            f"backward fills, negative shifts, centred windows; rolling quantiles, computed "
-            f"from a whole column; rank, interpolate) are not supported in {where}, which "
-            "carries them from batch to batch in order; compute them in "
-            "memory (`cb.lazy(frame)` over the whole table, e.g. `pl.read_parquet(...)`)"
+            f"backward fills, negative shifts, centred windows; time-based `rolling_*_by` "
+            f"windows and rolling quantiles, computed from a whole column; rank, "
+            f"interpolate) are not supported in {where}, which carries them from batch to "
+            "batch in order; compute them in memory (`cb.lazy(frame)` over the whole table, "
+            "e.g. `pl.read_parquet(...)`)"
             f"{reverse}"
         )
     else:

@@ -2147,6 +2147,14 @@ def _scan_of_kept_rows(arg: Node) -> Node:
     """
     if isinstance(arg, Scan) and isinstance(arg.arg, Filtered):
         kept = arg.arg
+        if arg.func.endswith("_by") and arg.keys.order_by:
+            # polars refuses it: the kept values and the whole `by` differ in length
+            msg = (
+                f"`{arg!r}`: a time-based window of filtered values is refused (polars "
+                "raises: its `by` keeps every row); filter the frame's rows first "
+                "(`.filter(...)` before the step), then take the window"
+            )
+            raise InvalidOperationError(msg)
         keys = KeySet((*arg.keys.exprs, kept.predicate)).ordered_like(arg.keys)
         return Filtered(Scan(arg.func, kept.arg, arg.options, keys), kept.predicate)
     return arg

@@ -38,6 +38,7 @@ from colbridge.backends.groups import (
     one_group,
     take,
 )
+from colbridge.backends.rolling_by import rolling_by
 from colbridge.backends.scans import (
     ScanStreams,
     StringRanks,
@@ -62,6 +63,7 @@ from colbridge.errors import (
 from colbridge.expr.nodes import (
     FOLDED_HOST_AGGS,
     HOST_SCANS,
+    ROLLING_BY_FUNCS,
     ROWS,
     STRING_COMPARISONS,
     Agg,
@@ -667,6 +669,14 @@ def grouping(
         if order is not None:
             keyed = None if keyed is None else keyed.reordered(order.rows)
             where += f", rows in the order of {', '.join(map(repr, scan.keys.order_by))}"
+        if scan.func in ROLLING_BY_FUNCS and order is not None:
+            # a time-based window: the values and `by` (its `order_by`) in `by` order
+            scanned = rolling_by(scan.func, scan.options, order.taken(arg),
+                                 order.taken(whole(scan.keys.order_by[0])), keyed, types[1])
+            out.scanned[name] = order.restored(scanned)
+            report.stats.kernels.append(f"scan [{scan!r}]{where}: on the host, from its "
+                                        "whole column")  # fmt: skip
+            continue
         if scan.func in HOST_SCANS:  # of the values themselves (strings as text), every row read
             scanned = host_scan(scan.func, scan.options, order.taken(arg) if order else arg,
                                 keyed)  # fmt: skip

@@ -21,7 +21,7 @@ from colbridge.backends.scans import lag_text
 from colbridge.codegen.cuda_scans import device_scan_reason
 from colbridge.columns.frames import FrameAdapter
 from colbridge.errors import PlanProblem
-from colbridge.expr.nodes import HOST_SCANS, STRING_COMPARISONS, GroupAgg
+from colbridge.expr.nodes import HOST_SCANS, ROLLING_BY_FUNCS, STRING_COMPARISONS, GroupAgg
 from colbridge.plan.logical import Step
 from colbridge.plan.nullability import Nullability
 from colbridge.plan.planner import Segment
@@ -287,6 +287,8 @@ def _grouped_work(seg: Segment, target: str,
             how = {"rank": "ranked", "interpolate": "interpolated",
                    "rolling_quantile": "windowed (each window's values kept sorted)"
                    }.get(scan.func, "flagged")  # fmt: skip
+            if scan.func in ROLLING_BY_FUNCS:
+                how = "windowed by its `by` values (rows in their order, two pointers)"
             where = f"{how} on the host CPU from its whole column" + (
                 ", its result uploaded" if target == "cuda" else "")  # fmt: skip
         elif target == "cuda" and why is None:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from colbridge.errors import ComputeError, InvalidOperationError
+from colbridge.types.timezones import zone_table
 
 __all__ = ["Duration", "minus_duration", "parse_duration", "timedelta_text"]
 
@@ -129,7 +130,7 @@ def minus_duration(values: np.ndarray[Any, Any], duration: Duration, unit: str,
             out = _minus_months(out, amount, per_day) if kind == "months" \
                 else out - amount * per_day  # fmt: skip
         else:
-            out = _zoned_step(out, kind, amount, per_unit, zone)
+            out = _zoned_step(out, kind, amount, unit, zone)
     # the fixed part: Rust's `-nsecs / per_unit` truncates toward zero
     return out - duration.nsecs // per_unit
 
@@ -149,23 +150,40 @@ def _minus_months(values: np.ndarray[Any, Any], months: int,
     return result
 
 
-def _zoned_step(values: np.ndarray[Any, Any], kind: str, amount: int, per_unit: int,
+def _zoned_step(values: np.ndarray[Any, Any], kind: str, amount: int, unit: str,
                 zone: zoneinfo.ZoneInfo) -> np.ndarray[Any, Any]:  # fmt: skip
-    """One calendar step back in local time, each distinct value localized (RFC 5545)."""
-    distinct, back = np.unique(values, return_inverse=True)
+    """One calendar step back in local time, localized again as polars does (RFC 5545).
+
+    Vectorized over the zone's offset table (`colbridge.types.timezones.zone_table`):
+    each value's local time, the step, then the UTC instants whose local time that is,
+    tried with the offsets a day before and a day after it. Where exactly one fits,
+    it is the result; the others (a local time the clocks skip or repeat) go through
+    `_localized`, one value at a time.
+    """
+    per_unit = UNIT_NS[unit]
     per_second = 10**9 // per_unit
     per_day = _NS_DAY // per_unit
-    moved = np.empty_like(distinct)
-    for k, value in enumerate(distinct.tolist()):
-        offset, dst = _offsets(zone, value // per_second)
-        local = value + offset * per_second
-        if kind == "months":
-            target = int(_minus_months(np.array([local], dtype=np.int64), amount, per_day)[0])
-        else:
-            target = local - amount * per_day
-        moved[k] = _localized(target, dst, zone, per_second)
-    result: np.ndarray[Any, Any] = moved[back.reshape(-1)]
-    return result
+    instants, shifts = zone_table(zone.key, unit)
+    starts = np.asarray(instants, dtype=np.int64)
+    offsets = np.asarray(shifts, dtype=np.int64)
+
+    def offset_at(at: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        found: np.ndarray[Any, Any] = offsets[np.searchsorted(starts, at, side="right") - 1]
+        return found
+
+    local = values + offset_at(values)
+    target = _minus_months(local, amount, per_day) if kind == "months" \
+        else local - amount * per_day  # fmt: skip
+    before, after = offset_at(target - per_day), offset_at(target + per_day)
+    first, second = target - before, target - after
+    first_fits = offset_at(first) == before
+    second_fits = (offset_at(second) == after) & (after != before)
+    out: np.ndarray[Any, Any] = np.where(first_fits, first, second)
+    for k in np.flatnonzero(first_fits == second_fits).tolist():  # two or no instants
+        value = int(values[k])
+        _, dst = _offsets(zone, value // per_second)
+        out[k] = _localized(int(target[k]), dst, zone, per_second)
+    return out
 
 
 def _offsets(zone: zoneinfo.ZoneInfo, seconds: int) -> tuple[int, int]:

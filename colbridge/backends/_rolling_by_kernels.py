@@ -1,0 +1,469 @@
+"""Compiled kernels of polars' time-based rolling windows (``rolling_*_by``).
+
+Stage: backends. Imported on first use by `colbridge.backends.rolling_by`, which
+describes the arguments. Every kernel walks *segments*: ``tasks[t] = (a, b)`` is the
+run ``order[a:b]`` of the rows of one group (the whole frame without keys), put in
+ascending order of ``by`` (rows of equal ``by`` in frame order, rows whose ``by`` is
+null first). Segments run in parallel; inside one the work is sequential.
+
+`window_bounds` gives each position ``p`` its window ``[starts[p], ends[p])`` of
+positions, as polars' ``group_by_values_iter_lookbehind`` does: the start moves
+forward past values that are not in ``(lower, t]`` (or the other closures), never
+past ``p``; the end moves forward over values up to ``t``; equal ``by`` values share
+the window of the first of them. The aggregations then slide along those bounds:
+both only move forward, so each row enters and leaves once. Sums and means repeat
+polars' ``SumWindow`` (Kahan-compensated add and subtract, non-finite values counted,
+a fresh sum when a window shares no row with the last one updated), variances its
+``MomentWindow`` (two stacks of Welford states), min and max keep a monotonic queue,
+quantiles the window's values sorted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+
+__all__ = ["rolling_extreme_by", "rolling_quantile_by", "rolling_sum_by", "rolling_var_by",
+           "window_bounds"]  # fmt: skip
+
+#: ``closed`` codes, in `colbridge.expr.nodes.ROLLING_CLOSED` order
+_RIGHT, _LEFT, _BOTH, _NONE = range(4)
+#: interpolation codes, in `colbridge.expr.nodes.QUANTILE_METHODS` order
+_NEAREST, _HIGHER, _LOWER, _MIDPOINT, _LINEAR, _EQUIPROBABLE = range(6)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _enters(value: Any, lower: Any, closed: int) -> bool:
+    """``value`` is past the window's lower bound (polars' ``is_member_entry``)."""
+    if closed in (_LEFT, _BOTH):
+        return bool(value >= lower)
+    return bool(value > lower)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _within(value: Any, upper: Any, closed: int) -> bool:
+    """``value`` is not past the window's upper bound (polars' ``is_member_exit``)."""
+    if closed in (_RIGHT, _BOTH):
+        return bool(value <= upper)
+    return bool(value < upper)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def window_bounds(by: Any, by_valid: Any, lower: Any, order: Any, tasks: Any, closed: int,
+                  starts: Any, ends: Any) -> None:  # fmt: skip
+    """Each position's window ``[starts[p], ends[p])``; -1 for rows whose ``by`` is null."""
+    for t in numba.prange(tasks.shape[0]):
+        a, b = tasks[t, 0], tasks[t, 1]
+        first = a
+        while first < b and not by_valid[order[first]]:
+            starts[first] = -1
+            ends[first] = -1
+            first += 1
+        start = first
+        end = first
+        last = by[order[first]] if first < b else np.int64(0)  # an empty segment reads none
+        for p in range(first, b):
+            now = by[order[p]]
+            if p > first and now == last:  # equal `by` values share one window
+                starts[p] = start
+                ends[p] = end
+                continue
+            last = now
+            bound = lower[order[p]]
+            while start < p and not _enters(by[order[start]], bound, closed):
+                start += 1
+            end = p if _within(now, now, closed) else max(end, start)
+            while end < b and _within(by[order[end]], now, closed):
+                end += 1
+            starts[p] = start
+            ends[p] = end
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _finite(value: Any) -> bool:
+    """Not NaN nor infinite (any integer is finite)."""
+    return bool((value - value) == (value - value))
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def rolling_sum_by(values: Any, valid: Any, order: Any, tasks: Any, starts: Any, ends: Any,
+                   min_samples: int, mean: bool, kahan: bool, acc: Any, specials: Any,
+                   out: Any, out_valid: Any) -> None:  # fmt: skip
+    """Polars' ``SumWindow`` (``mean``: ``MeanWindow``) along the windows, in ``acc``'s type.
+
+    A window with fewer rows than ``min_samples`` is null and leaves the state as it
+    was (polars does not update it); otherwise the rows before the new start leave
+    (subtracted) and those up to the new end enter (added), each direction with its
+    own Kahan compensation for floats (``kahan``), and a window starting at or past
+    the last one's end starts from zero. NaN and infinities are counted, not added:
+    any infinity of one sign gives it, a NaN or both signs NaN. A sum is valid with
+    ``min_samples`` non-null values (0 where there are none); a mean needs one, and
+    divides the sum (in the output's type) by their count. ``specials``: +inf, -inf
+    and NaN of the output's type (zeros for integers, which never meet them).
+    """
+    for t in numba.prange(tasks.shape[0]):
+        a, b = tasks[t, 0], tasks[t, 1]
+        total = acc - acc
+        err_add = acc - acc
+        err_sub = acc - acc
+        bad = 0
+        pos_inf = 0
+        neg_inf = 0
+        nulls = 0
+        lo = a
+        hi = a
+        for p in range(a, b):
+            i = order[p]
+            s, e = starts[p], ends[p]
+            if s < 0 or e - s < min_samples:
+                out_valid[i] = False
+                continue
+            if s >= hi:
+                total = acc - acc
+                err_add = acc - acc
+                err_sub = acc - acc
+                bad = 0
+                pos_inf = 0
+                neg_inf = 0
+                nulls = 0
+                lo = s
+                hi = s
+            while lo < s:  # rows leaving
+                r = order[lo]
+                if valid[r]:
+                    x = values[r]
+                    if not _finite(x):
+                        bad -= 1
+                        pos_inf -= 1 if x > 0 else 0
+                        neg_inf -= 1 if x < 0 else 0
+                    elif kahan:
+                        y = (acc - acc) - x - err_sub
+                        moved = total + y
+                        err_sub = (moved - total) - y
+                        total = moved
+                    else:
+                        total -= x
+                else:
+                    nulls -= 1
+                lo += 1
+            while hi < e:  # rows entering
+                r = order[hi]
+                if valid[r]:
+                    x = values[r]
+                    if not _finite(x):
+                        bad += 1
+                        pos_inf += 1 if x > 0 else 0
+                        neg_inf += 1 if x < 0 else 0
+                    elif kahan:
+                        y = (acc - acc) + x - err_add
+                        moved = total + y
+                        err_add = (moved - total) - y
+                        total = moved
+                    else:
+                        total += x
+                else:
+                    nulls += 1
+                hi += 1
+            count = (e - s) - nulls
+            if count < min_samples or (mean and count == 0):
+                out_valid[i] = False
+                continue
+            out_valid[i] = True
+            if bad == 0:
+                out[i] = total
+            elif bad == pos_inf:
+                out[i] = specials[0]
+            elif bad == neg_inf:
+                out[i] = specials[1]
+            else:
+                out[i] = specials[2]
+            if mean:
+                out[i] = out[i] / count
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _insert(state: Any, at: int, x: float) -> None:
+    """Polars' ``VarState::insert_one``: ``state[at] = (weight, mean, dp)``."""
+    weight = state[at, 0] + 1.0
+    delta = x - state[at, 1]
+    mean = state[at, 1] + delta / weight
+    state[at, 2] += (x - mean) * delta
+    state[at, 0] = weight
+    state[at, 1] = mean
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def rolling_var_by(values: Any, valid: Any, order: Any, tasks: Any, starts: Any, ends: Any,
+                   min_samples: int, ddof: int, std: bool, out: Any,
+                   out_valid: Any) -> None:  # fmt: skip
+    """Polars' ``MomentWindow`` with ``VarianceMoment`` along the windows (``std``: its root).
+
+    Two stacks: the values entering are pushed on the back (a running Welford state
+    of them kept); a value leaving pops the front, whose entries are the states of
+    every suffix of the values once moved there (all of the back, newest first, when
+    the front runs out). A window's state is the back's combined with the front's top,
+    so no value is ever subtracted. Non-finite values enter as 0.0 and make the result
+    NaN while in the window. Null where the window has fewer rows than
+    ``min_samples`` (the state not updated), fewer non-null values, or no more than
+    ``ddof``; negative variances (rounding) are 0.
+    """
+    for t in numba.prange(tasks.shape[0]):
+        a, b = tasks[t, 0], tasks[t, 1]
+        size = max(b - a, 1)
+        back = np.empty(size, dtype=np.float64)
+        front = np.zeros((size, 3), dtype=np.float64)
+        agg = np.zeros((1, 3), dtype=np.float64)
+        n_back = 0
+        n_front = 0
+        bad = 0
+        nulls = 0
+        lo = a
+        hi = a
+        for p in range(a, b):
+            i = order[p]
+            s, e = starts[p], ends[p]
+            if s < 0 or e - s < min_samples:
+                out_valid[i] = False
+                continue
+            if s >= hi:
+                n_back = 0
+                n_front = 0
+                agg[0, 0] = 0.0
+                agg[0, 1] = 0.0
+                agg[0, 2] = 0.0
+                bad = 0
+                nulls = 0
+                lo = s
+                hi = s
+            while lo < s:
+                r = order[lo]
+                if valid[r]:
+                    if n_front == 0:  # flip: the back's values become the front's suffixes
+                        front[0, 0] = 0.0
+                        front[0, 1] = 0.0
+                        front[0, 2] = 0.0
+                        k = 0
+                        while n_back > 0:
+                            n_back -= 1
+                            if k > 0:
+                                front[k, 0] = front[k - 1, 0]
+                                front[k, 1] = front[k - 1, 1]
+                                front[k, 2] = front[k - 1, 2]
+                            _insert(front, k, back[n_back])
+                            k += 1
+                        n_front = k
+                        agg[0, 0] = 0.0
+                        agg[0, 1] = 0.0
+                        agg[0, 2] = 0.0
+                    n_front -= 1
+                    if not _finite(values[r]):
+                        bad -= 1
+                else:
+                    nulls -= 1
+                lo += 1
+            while hi < e:
+                r = order[hi]
+                if valid[r]:
+                    x = np.float64(values[r])
+                    if not _finite(x):
+                        x = np.float64(0.0)  # polars pushes 0.0 and counts it
+                        bad += 1
+                    back[n_back] = x
+                    n_back += 1
+                    _insert(agg, 0, x)
+                else:
+                    nulls += 1
+                hi += 1
+            count = (e - s) - nulls
+            weight = agg[0, 0]
+            mean = agg[0, 1]
+            dp = agg[0, 2]
+            if n_front > 0:  # polars' `VarState::combine` of the front's top into the back's
+                other_w = front[n_front - 1, 0]
+                if other_w != 0.0:
+                    total_w = weight + other_w
+                    frac = other_w / total_w
+                    delta = front[n_front - 1, 1] - mean
+                    new_mean = mean + delta * frac
+                    dp += front[n_front - 1, 2] + other_w * (front[n_front - 1, 1]
+                                                             - new_mean) * delta  # fmt: skip
+                    weight = total_w
+                    mean = new_mean
+            if count < min_samples or weight <= ddof:
+                out_valid[i] = False
+                continue
+            var = dp / (weight - ddof)
+            if var < 0.0:
+                var = 0.0
+            if bad > 0:
+                var = np.nan
+            out_valid[i] = True
+            out[i] = var
+            if std:  # the root in the output's type, as polars takes it of the variance
+                out[i] = np.sqrt(out[i])
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def rolling_extreme_by(values: Any, valid: Any, order: Any, tasks: Any, starts: Any,
+                       ends: Any, min_samples: int, largest: bool, nan: Any, out: Any,
+                       out_valid: Any) -> None:  # fmt: skip
+    """Min (max: ``largest``) along the windows: a monotonic queue of positions.
+
+    A value entering drops the queued values it beats (strictly: of equal values the
+    earliest stays first, as polars gives it); NaN are counted and win while in the
+    window (``nan``: NaN of the values' type, 0 for integers, which have none). Null
+    with fewer than ``min_samples`` rows or non-null values, or none.
+    """
+    for t in numba.prange(tasks.shape[0]):
+        a, b = tasks[t, 0], tasks[t, 1]
+        queue = np.empty(max(b - a, 1), dtype=np.int64)
+        head = 0
+        tail = 0
+        nans = 0
+        nulls = 0
+        lo = a
+        hi = a
+        for p in range(a, b):
+            i = order[p]
+            s, e = starts[p], ends[p]
+            if s < 0:
+                out_valid[i] = False
+                continue
+            if s >= hi:
+                head = 0
+                tail = 0
+                nans = 0
+                nulls = 0
+                lo = s
+                hi = s
+            while lo < s:
+                r = order[lo]
+                if not valid[r]:
+                    nulls -= 1
+                elif values[r] != values[r]:
+                    nans -= 1
+                elif head < tail and queue[head] == lo:
+                    head += 1
+                lo += 1
+            while hi < e:
+                r = order[hi]
+                if not valid[r]:
+                    nulls += 1
+                else:
+                    x = values[r]
+                    if x != x:
+                        nans += 1
+                    else:
+                        while head < tail and ((values[order[queue[tail - 1]]] > x) if not largest
+                                               else (values[order[queue[tail - 1]]] < x)):
+                            tail -= 1
+                        queue[tail] = hi
+                        tail += 1
+                hi += 1
+            count = (e - s) - nulls
+            if e - s < min_samples or count < min_samples or count == 0:
+                out_valid[i] = False
+                continue
+            out_valid[i] = True
+            if nans > 0:
+                out[i] = nan
+            else:
+                out[i] = values[order[queue[head]]]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _before(a: Any, b: Any) -> bool:
+    """``a`` sorts before ``b``: numbers in order, NaN after every number."""
+    return bool(a < b or (b != b and a == a))
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def rolling_quantile_by(values: Any, valid: Any, order: Any, tasks: Any, starts: Any,
+                        ends: Any, min_samples: int, quantile: float, method: int, half: Any,
+                        out: Any, out_valid: Any) -> None:  # fmt: skip
+    """Polars' ``QuantileWindow`` along the windows: the window's values kept sorted.
+
+    As `colbridge.backends._scan_kernels.rolling_quantile` with windows of varying
+    length: ascending with NaN last, a binary search and a move per value entering
+    or leaving; the position ``(n - 1) * quantile`` among the ``n`` non-null values
+    taken by ``method``, in the values' type (``half``: 0.5 of it).
+    """
+    for t in numba.prange(tasks.shape[0]):
+        a, b = tasks[t, 0], tasks[t, 1]
+        buf = np.empty(max(b - a, 1), dtype=values.dtype)
+        size = 0
+        lo = a
+        hi = a
+        for p in range(a, b):
+            i = order[p]
+            s, e = starts[p], ends[p]
+            if s < 0:
+                out[i] = half - half
+                out_valid[i] = False
+                continue
+            if s >= hi:
+                size = 0
+                lo = s
+                hi = s
+            while lo < s:
+                r = order[lo]
+                if valid[r]:
+                    x = values[r]
+                    if x != x:
+                        size -= 1  # the NaN are last: drop one of them
+                    else:
+                        k_lo, k_hi = 0, size
+                        while k_lo < k_hi:  # the first value not before x: x itself
+                            mid = (k_lo + k_hi) // 2
+                            if _before(buf[mid], x):
+                                k_lo = mid + 1
+                            else:
+                                k_hi = mid
+                        for k in range(k_lo, size - 1):
+                            buf[k] = buf[k + 1]
+                        size -= 1
+                lo += 1
+            while hi < e:
+                r = order[hi]
+                if valid[r]:
+                    x = values[r]
+                    k_lo, k_hi = 0, size
+                    while k_lo < k_hi:  # after every value not after x
+                        mid = (k_lo + k_hi) // 2
+                        if _before(x, buf[mid]):
+                            k_hi = mid
+                        else:
+                            k_lo = mid + 1
+                    for k in range(size, k_lo, -1):
+                        buf[k] = buf[k - 1]
+                    buf[k_lo] = x
+                    size += 1
+                hi += 1
+            if size == 0 or size < min_samples or e - s < min_samples:
+                out[i] = half - half
+                out_valid[i] = False
+                continue
+            out_valid[i] = True
+            last = size - 1
+            position = (size - 1.0) * quantile
+            below = np.floor(position)
+            low = min(int(below), last)
+            top = min(int(np.ceil(position)), last)
+            if method == _NEAREST:
+                out[i] = buf[min(int(below) + (1 if position - below >= 0.5 else 0), last)]
+            elif method == _HIGHER:
+                out[i] = buf[top]
+            elif method == _LOWER:
+                out[i] = buf[low]
+            elif method == _EQUIPROBABLE:
+                out[i] = buf[max(int(np.ceil(size * quantile)) - 1, 0)]
+            elif top == low:
+                out[i] = buf[low]
+            elif method == _MIDPOINT:
+                out[i] = (buf[low] + buf[top]) * half
+            else:
+                out[i] = position - below  # the fraction, rounded to the values' type
+                fraction = out[i]
+                out[i] = fraction * (buf[top] - buf[low]) + buf[low]

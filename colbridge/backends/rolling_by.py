@@ -1,0 +1,149 @@
+"""Polars' time-based rolling windows (``rolling_*_by``), computed on the host.
+
+Stage: backends. The executor hands over the values and the ``by`` column with the
+rows already in ascending ``by`` order (a stable sort, nulls first: the rows of
+``over(order_by=...)``, `colbridge.backends.scans.rows_in_order`), and the group ids
+in that order. Here each row's window start is computed (`minus_duration`: the
+``by`` value less the window, with polars' calendar arithmetic), the window bounds
+by two pointers per group, and the aggregation by a compiled kernel
+(`colbridge.backends._rolling_by_kernels`), groups on every core.
+
+As polars does: ``by`` is read as a datetime (a date as microseconds, an integer as
+nanoseconds, so ``"2i"`` is 2); a row whose ``by`` is null is null and in no
+window; a UInt64 ``by`` beyond Int64 is refused (polars' cast raises).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from colbridge.backends.groups import GroupIds
+from colbridge.errors import ComputeError
+from colbridge.expr.nodes import QUANTILE_METHODS, ROLLING_CLOSED, rolling_by_params
+from colbridge.memory.host import empty_array, one_array
+from colbridge.types import DType
+from colbridge.types.durations import minus_duration, parse_duration
+
+__all__ = ["rolling_by"]
+
+_MICROS_PER_DAY = 86_400_000_000
+
+
+def _kernels() -> Any:
+    """The compiled kernels (numba is imported, and they compile or load, on first use)."""
+    from colbridge.backends import _rolling_by_kernels
+
+    return _rolling_by_kernels
+
+
+def _flags(array: pa.Array) -> np.ndarray[Any, Any]:
+    """One validity flag per row."""
+    if not array.null_count:
+        return np.ones(len(array), dtype=np.bool_)
+    return np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=np.bool_)
+
+
+def _numbers(array: pa.Array, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+    """The values of ``array`` as ``dtype`` (temporal values as their integers; nulls 0)."""
+    t = array.type
+    if pa.types.is_temporal(t):
+        array = array.view(pa.int64() if t.bit_width == 64 else pa.int32())
+    if pa.types.is_boolean(t):
+        array = array.cast(pa.uint8())
+    values = np.asarray(array.fill_null(0).to_numpy(zero_copy_only=False))
+    return values.astype(dtype, copy=False)
+
+
+def _by_values(by: pa.Array, kind: str, func: str) -> np.ndarray[Any, Any]:
+    """``by`` as int64 in its datetime unit (a date's days as microseconds)."""
+    if pa.types.is_uint64(by.type):
+        raw = np.asarray(by.fill_null(0).to_numpy(zero_copy_only=False))
+        if (raw > np.iinfo(np.int64).max).any():
+            msg = (
+                f"`{func}`: a `by` value is beyond Int64's range (polars casts `by` to "
+                "Int64 and fails); keep `by` below 2**63"
+            )
+            raise ComputeError(msg)
+    values = _numbers(by, np.dtype(np.int64))
+    if kind == "date":
+        values = values * _MICROS_PER_DAY
+    return values
+
+
+def rolling_by(func: str, options: tuple[Any, ...], array: pa.Array | pa.ChunkedArray,
+               by: pa.Array | pa.ChunkedArray, groups: GroupIds | None,
+               result: DType) -> pa.Array:  # fmt: skip
+    """Polars' ``func`` (a ``rolling_*_by``) of ``array`` by ``by``, rows in ``by`` order.
+
+    ``options`` are the typed scan's (`rolling_by_params`); ``groups`` the group ids
+    in the same order (None: one group); ``result`` the scan's type, which typing has
+    cast the values to (min and max keep theirs: booleans come back as booleans).
+    """
+    params = rolling_by_params(func, options)
+    data, by_data = one_array(array), one_array(by)
+    n = len(data)
+    kind, unit, tz = params["by_spec"]
+    by_valid = _flags(by_data)
+    by_int = _by_values(by_data, kind, func)
+    duration = parse_duration(params["window"])
+    lower = np.zeros(n, dtype=np.int64)
+    if by_valid.any():
+        try:
+            lower[by_valid] = minus_duration(by_int[by_valid], duration, unit, tz)
+        except ComputeError as exc:  # as polars: a window start the zone's clocks make unclear
+            msg = (
+                f"`{func}` with window {params['window']!r}: {exc} (polars raises too); "
+                "use a fixed window (hours: `\"24h\"`) or convert `by` to a zone without "
+                "that clock change (`dt.convert_time_zone(\"UTC\")`)"
+            )
+            raise ComputeError(msg) from None
+    kernels = _kernels()
+    if groups is not None and groups.ids is not None:
+        from colbridge.backends import _scan_kernels
+
+        order, starts = _scan_kernels.counting_order(groups.ids, groups.count,
+                                                     empty_array(n, np.int64))  # fmt: skip
+        tasks = np.ascontiguousarray(np.stack([starts[:-1], starts[1:]], axis=1))
+    else:
+        order = np.arange(n, dtype=np.int64)
+        tasks = np.array([[0, n]], dtype=np.int64)
+    begins = np.empty(n, dtype=np.int64)
+    ends = np.empty(n, dtype=np.int64)
+    kernels.window_bounds(by_int, by_valid, lower, order, tasks,
+                          ROLLING_CLOSED.index(params["closed"]), begins, ends)  # fmt: skip
+    boolean = result is DType.BOOL
+    target = np.dtype(np.uint8) if boolean else np.dtype(result.numpy)
+    compute = target if target.kind == "f" else \
+        np.dtype(np.uint64) if target == np.uint64 else np.dtype(np.int64)  # fmt: skip
+    values = _numbers(data, compute)
+    valid = _flags(data)
+    out = np.zeros(n, dtype=compute)
+    out_valid = np.zeros(n, dtype=np.bool_)
+    min_samples = int(params["min_samples"])
+    base = func[len("rolling_"):-len("_by")]
+    if base in ("sum", "mean"):
+        floating = compute.kind == "f"
+        # polars sums floats in their own type, means in float64 (then rounded back)
+        acc = np.float64(0) if base == "mean" else compute.type(0)
+        specials = np.array([np.inf, -np.inf, np.nan] if floating else [0, 0, 0], dtype=compute)
+        kernels.rolling_sum_by(values, valid, order, tasks, begins, ends, min_samples,
+                               base == "mean", floating, acc, specials, out, out_valid)  # fmt: skip
+    elif base in ("var", "std"):
+        kernels.rolling_var_by(values, valid, order, tasks, begins, ends, min_samples,
+                               int(params["ddof"]), base == "std", out, out_valid)  # fmt: skip
+    elif base in ("min", "max"):
+        nan = compute.type(np.nan) if compute.kind == "f" else compute.type(0)
+        kernels.rolling_extreme_by(values, valid, order, tasks, begins, ends, min_samples,
+                                   base == "max", nan, out, out_valid)  # fmt: skip
+    else:
+        kernels.rolling_quantile_by(values, valid, order, tasks, begins, ends, min_samples,
+                                    float(params["quantile"]),
+                                    QUANTILE_METHODS.index(params["interpolation"]),
+                                    compute.type(0.5), out, out_valid)  # fmt: skip
+    mask = None if out_valid.all() else ~out_valid
+    if boolean:
+        return pa.array(out.astype(np.bool_), type=pa.bool_(), mask=mask)
+    return pa.array(out.astype(target, copy=False), mask=mask)
