@@ -311,8 +311,9 @@ def _two_part_var(n1: float, s1: float, q1: float, k1: float, n2: float, s2: flo
     ``k`` among its own values, so its ``M2 = q - s**2 / n`` does not cancel; the parts
     meet by Chan's update, ``M2 = M2_1 + M2_2 + (mean_2 - mean_1)**2 * n1 * n2 / n``,
     with two divisions in all. Equal values give exactly 0: every sum is 0 and both
-    means are the same ``k``. Finite values whose squares overflow give infinity, as
-    in polars (their sums stay finite; an infinite or NaN value makes a sum so).
+    means are the same ``k``. A NaN or infinite value makes its part's ``q`` NaN
+    (`_enter`), and the variance NaN, as in polars; finite values whose spread nears
+    overflow are left to `_welford_var` (`_overflows`).
     """
     n = n1 + n2
     z = 1.0 / (n * (n - ddof))
@@ -324,11 +325,131 @@ def _two_part_var(n1: float, s1: float, q1: float, k1: float, n2: float, s2: flo
         delta = (k2 - k1) + (s2 * n1 - s1 * n2) * r
         m2 = (q1 + q2) - (s1 * s1 * n2 + s2 * s2 * n1) * r
         var = m2 * n * z + delta * delta * (n1 * n2) * z
-    if var != var and abs(s1) < np.inf and abs(s2) < np.inf and q1 == q1 and q2 == q2:
-        # finite values whose squares overflow (inf - inf above): polars' variance of them
-        # is infinite; an infinite or NaN value makes its part's sum infinite or NaN
-        return np.inf
     return var
+
+
+#: a window's ``var * count`` at or above this (or not a number) may have overflowed a
+#: step of polars' Welford updates, whose intermediates stay below twice the window's
+#: sum of squared deviations; below it, both agree to rounding
+_SPREAD_LIMIT = 2.0**996
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _overflows(var: float, count: float, q1: float, q2: float) -> bool:
+    """Whether a window's variance must come from `_welford_var` instead.
+
+    Only for finite values (``q`` not NaN, `_enter`) whose spread is near overflow:
+    there polars' result is whatever its updates make of the infinities (often NaN,
+    0 or infinity), so the window is run through the same updates.
+    """
+    return not var * count < _SPREAD_LIMIT and q1 == q1 and q2 == q2
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _welford_step(w: float, m: float, dp: float, x: float) -> tuple[float, float, float]:
+    """One value joins a ``(weight, mean, dp)`` state, as polars' ``VarState::insert_one``."""
+    nw = w + 1.0
+    delta = x - m
+    nm = m + delta / nw
+    return nw, nm, dp + (x - nm) * delta
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _welford_join(w: float, m: float, dp: float, ow: float, om: float,
+                  odp: float) -> tuple[float, float, float]:  # fmt: skip
+    """The state ``(ow, om, odp)`` joins ``(w, m, dp)``, as polars' ``VarState::combine``."""
+    if ow == 0.0:
+        return w, m, dp
+    nw = w + ow
+    frac = ow / nw
+    delta = om - m
+    nm = m + delta * frac
+    return nw, nm, dp + (odp + ow * (om - nm) * delta)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _welford_value(w: float, dp: float, ddof: int) -> float:
+    """The variance of more than ``ddof`` values, as polars' ``VarState::finalize``."""
+    var = dp / (w - ddof)
+    return 0.0 if var < 0.0 else var  # NaN stays NaN
+
+
+@numba.njit(cache=True, nogil=True)
+def _welford_var(values: Any, valid: Any, order: Any, s: int, fe: int, e: int,
+                 ddof: int) -> float:  # fmt: skip
+    """The rolling variance of the window ``[s, e)``, polars' update for update.
+
+    Its two stacks: the front, the rows ``[s, fe)`` of the block last moved over
+    (each stack entry the state of the rows after it, so inserted from ``fe - 1``
+    backwards), joined to the back, the rows ``[fe, e)`` inserted in order. Only run
+    where the spread nears overflow (`_overflows`): there the result hangs on every
+    step (e.g. ``[1e308, -1e308]`` gives 0, the mean and ``dp`` having overflowed).
+    """
+    fw, fm, fdp = 0.0, 0.0, 0.0
+    for pos in range(fe - 1, s - 1, -1):
+        r = _row(order, pos)
+        if valid[r]:
+            x = np.float64(values[r])
+            fw, fm, fdp = _welford_step(fw, fm, fdp, x if _finite(x) else 0.0)
+    bw, bm, bdp = 0.0, 0.0, 0.0
+    for pos in range(fe, e):
+        r = _row(order, pos)
+        if valid[r]:
+            x = np.float64(values[r])
+            bw, bm, bdp = _welford_step(bw, bm, bdp, x if _finite(x) else 0.0)
+    bw, bm, bdp = _welford_join(bw, bm, bdp, fw, fm, fdp)
+    return _welford_value(bw, bdp, ddof)
+
+
+@numba.njit(cache=True, nogil=True)
+def _welford_ring(ring: Any, ring_valid: Any, g: Any, slot: int, held: int, split: int,
+                  ddof: int) -> float:  # fmt: skip
+    """`_welford_var` of group ``g``'s window in its ring, row ``j`` back at slot ``slot - j``.
+
+    The window is its ``held`` rows back from the newest (slot ``slot``); rows ``split``
+    and more back are polars' front stack, the rest its back stack.
+    """
+    width = ring.shape[1]
+    fw, fm, fdp = 0.0, 0.0, 0.0
+    for j in range(split, held):  # from the block's end backwards
+        at = (slot - j + width) % width
+        if ring_valid[g, at]:
+            x = np.float64(ring[g, at])
+            fw, fm, fdp = _welford_step(fw, fm, fdp, x if _finite(x) else 0.0)
+    bw, bm, bdp = 0.0, 0.0, 0.0
+    for j in range(split - 1, -1, -1):
+        at = (slot - j + width) % width
+        if ring_valid[g, at]:
+            x = np.float64(ring[g, at])
+            bw, bm, bdp = _welford_step(bw, bm, bdp, x if _finite(x) else 0.0)
+    bw, bm, bdp = _welford_join(bw, bm, bdp, fw, fm, fdp)
+    return _welford_value(bw, bdp, ddof)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _front_end(valid: Any, order: Any, b: int, s: int, window: int, cursor: Any) -> int:
+    """Where polars' front stack ends for the window starting at ``s`` (``s``: no front).
+
+    polars moves its back stack to the front when a non-null row leaves and the front
+    is empty: blocks of ``window`` positions, each starting at the first non-null row
+    at or after the last one's end (so nulls shift them, unlike `rolling_var`'s). The
+    window holds the rest of the last block started before ``s``, if any. ``cursor``
+    holds ``(the last block start found, where to look next)`` (``[-1, a]`` at first),
+    carried between the windows of one task as ``s`` only grows.
+    """
+    start: int = cursor[0]
+    look: int = cursor[1]
+    while True:
+        while look < s and not valid[_row(order, look)]:
+            look += 1
+        if look >= s:
+            break
+        start = look
+        look += window
+    cursor[0], cursor[1] = start, look
+    if start >= 0 and s < start + window:
+        return min(start + window, b)
+    return s
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -339,7 +460,10 @@ def _enter(values: Any, valid: Any, order: Any, pos: int, k: float, s: float, q:
     if valid[r]:
         if n == 0.0:
             k = np.float64(values[r])
-        d = np.float64(values[r]) - k
+        x = np.float64(values[r])
+        # x - x: 0 for a finite value (no bit changes), NaN for NaN and infinities, so
+        # that ``q`` is NaN exactly where the part holds one (`_overflows`)
+        d = (x - k) + (x - x)
         s += d
         q += d * d
         n += 1.0
@@ -370,13 +494,14 @@ def _suffix_sums(values: Any, valid: Any, order: Any, block_start: int, span: in
 @numba.njit(cache=True, nogil=True, inline="always")
 def _rolling_var_block(values: Any, valid: Any, order: Any, block_start: int, p: int,
                        window: int, k_front: float, std: bool, min_samples: int, ddof: int,
-                       suffix_s: Any, suffix_q: Any, suffix_n: Any, out: Any,
-                       out_valid: Any) -> float:  # fmt: skip
+                       suffix_s: Any, suffix_q: Any, suffix_n: Any, b: int, cursor: Any,
+                       out: Any, out_valid: Any) -> float:  # fmt: skip
     """`rolling_var`'s rows ``p .. p + window - 1``: the windows starting in one block.
 
     The block's suffix sums walking it backwards, then each window's prefix as it
     reaches into the next block, joined by `_two_part_var`: `rolling_var`'s arithmetic,
-    operation for operation. Returns the suffix's shift (``k_front``).
+    operation for operation. Returns the suffix's shift (``k_front``). ``b`` and
+    ``cursor``: the segment's end and `_front_end`'s state, for `_welford_var`.
     """
     k_front = _suffix_sums(values, valid, order, block_start, window, k_front, suffix_s,
                            suffix_q, suffix_n)  # fmt: skip
@@ -394,6 +519,11 @@ def _rolling_var_block(values: Any, valid: Any, order: Any, block_start: int, p:
         if count - ddof > 0:
             var = _two_part_var(n_front, suffix_s[j], suffix_q[j], k_front, n_back, s_back,
                                 q_back, k_back, ddof)  # fmt: skip
+            if _overflows(var, count, suffix_q[j], q_back):
+                s = block_start + j
+                var = _welford_var(values, valid, order, s,
+                                   _front_end(valid, order, b, s, window, cursor),
+                                   s + window, ddof)  # fmt: skip
         if var < 0.0:
             var = 0.0
         out[i] = var
@@ -421,7 +551,8 @@ def rolling_var(values: Any, valid: Any, order: Any, tasks: Any, std: bool,
     suffix's last non-null value, the prefix's first), so no subtraction cancels and
     a window of equal values has a variance of exactly 0, as in polars; NaN and
     infinities give NaN. Every value is read twice, whatever the window. Fewer than
-    ``ddof + 1`` values: null.
+    ``ddof + 1`` values: null. A window of finite values whose spread nears overflow
+    takes polars' own steps instead (`_welford_var`, its blocks found by `_front_end`).
     """
     for t in numba.prange(tasks.shape[0]):
         a, b, c0, c1 = tasks[t, 0], tasks[t, 1], tasks[t, 2], tasks[t, 3]
@@ -429,6 +560,7 @@ def rolling_var(values: Any, valid: Any, order: Any, tasks: Any, std: bool,
         suffix_s = np.zeros(size)
         suffix_q = np.zeros(size)
         suffix_n = np.zeros(size)
+        cursor = np.array([-1, a], dtype=np.int64)  # `_front_end`'s, for `_welford_var`
         front = -2  # the block whose suffix sums are held (-1: none, the window starts at a)
         block_start = a
         k_front = 0.0
@@ -446,7 +578,8 @@ def rolling_var(values: Any, valid: Any, order: Any, tasks: Any, std: bool,
                 # below, without its per-row bookkeeping (the same sums: the same bits)
                 k_front = _rolling_var_block(values, valid, order, start - 1, p, window,
                                              k_front, std, min_samples, ddof, suffix_s,
-                                             suffix_q, suffix_n, out, out_valid)  # fmt: skip
+                                             suffix_q, suffix_n, b, cursor, out,
+                                             out_valid)  # fmt: skip
                 p += window
                 front = -2  # the next row's window starts in the next block: summed anew
                 continue
@@ -495,6 +628,10 @@ def rolling_var(values: Any, valid: Any, order: Any, tasks: Any, std: bool,
             if count - ddof > 0:
                 var = _two_part_var(n_front, s_front, q_front, k_front, n_back, s_back, q_back,
                                     k_back, ddof)  # fmt: skip
+                if _overflows(var, count, q_front, q_back):
+                    var = _welford_var(values, valid, order, start,
+                                       _front_end(valid, order, b, start, window, cursor), end,
+                                       ddof)  # fmt: skip
             if var < 0.0:
                 var = 0.0
             out[i] = var
@@ -1237,7 +1374,9 @@ def rolling_var_by_key(values: Any, valid: Any, ids: Any, parts: int, std: bool,
     turn, so when a row lands in slot 0 the ring holds the block just completed, in
     order, and its suffix sums are made then (``suffix[g, j]``: ``(s, q, n)`` of slots
     ``j..``, around the block's last non-null value ``sums[g, 4]``). ``sums[g, :4]``:
-    the current block's prefix ``(n, s, q)`` and its first non-null value. A row's
+    the current block's prefix ``(n, s, q)`` and its first non-null value;
+    ``sums[g, 5]``: how far back polars' block starts (`_front_end`), plus one (0:
+    none yet), for the windows left to `_welford_ring` (`_overflows`). A row's
     window is the suffix after its slot and the prefix up to it (`_two_part_var`):
     each value is read twice, whatever the window. ``parts`` threads share the groups
     (each a range of them; a range of its own keeps each cache line of the tables
@@ -1255,6 +1394,12 @@ def rolling_var_by_key(values: Any, valid: Any, ids: Any, parts: int, std: bool,
                 continue
             slot = heads[g, 0]
             full = heads[g, 1] == window  # a block before this one: the window reaches it
+            # polars' block: starts anew where a non-null row leaves `window` or more rows
+            # after the last block started (the slot to be overwritten holds the row leaving)
+            age = sums[g, 5] + 1.0 if sums[g, 5] > 0.0 else 0.0
+            if full and ring_valid[g, slot] and (age == 0.0 or age > 2 * window):
+                age = window + 1.0
+            sums[g, 5] = age
             if slot == 0 and full:  # the ring holds the last block: its suffix sums
                 s = 0.0
                 q = 0.0
@@ -1267,7 +1412,8 @@ def rolling_var_by_key(values: Any, valid: Any, ids: Any, parts: int, std: bool,
                     if ring_valid[g, j]:
                         if c == 0.0:
                             k = np.float64(ring[g, j])
-                        d = np.float64(ring[g, j]) - k
+                        x = np.float64(ring[g, j])
+                        d = (x - k) + (x - x)  # NaN for NaN and infinities, as `_enter`
                         s += d
                         q += d * d
                         c += 1.0
@@ -1285,7 +1431,7 @@ def rolling_var_by_key(values: Any, valid: Any, ids: Any, parts: int, std: bool,
                 x = np.float64(values[i])
                 if sums[g, 0] == 0.0:
                     sums[g, 3] = x
-                d = x - sums[g, 3]
+                d = (x - sums[g, 3]) + (x - x)  # NaN for NaN and infinities, as `_enter`
                 sums[g, 0] += 1.0
                 sums[g, 1] += d
                 sums[g, 2] += d * d
@@ -1296,6 +1442,10 @@ def rolling_var_by_key(values: Any, valid: Any, ids: Any, parts: int, std: bool,
                 var = _two_part_var(n_front, suffix[g, slot + 1, 0], suffix[g, slot + 1, 1],
                                     sums[g, 4], sums[g, 0], sums[g, 1], sums[g, 2],
                                     sums[g, 3], ddof)  # fmt: skip
+                if _overflows(var, count, suffix[g, slot + 1, 1], sums[g, 2]):
+                    held = heads[g, 1]
+                    split = min(int(age) - window, held) if age > 0.0 else held
+                    var = _welford_ring(ring, ring_valid, g, slot, held, split, ddof)
             if var < 0.0:
                 var = 0.0
             out[i] = var

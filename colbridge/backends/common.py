@@ -239,7 +239,11 @@ def _fold_slot(
         # NaN marks a part without a number (NaN values never compete)
         best = pf[:, slot.f["best"]]
         numbers = best[best == best]
-        f[0, slot.f["best"]] = pick(numbers) if numbers.size else math.nan
+        value = pick(numbers) if numbers.size else math.nan
+        if value == 0.0:  # of equal zeros -0.0 is the smaller, as the kernels order them
+            minus = np.signbit(numbers[numbers == 0.0])
+            value = -0.0 if (minus.any() if slot.agg.func == "min" else minus.all()) else 0.0
+        f[0, slot.f["best"]] = value
     if "mean" in slot.f:
         # parts that saw no row (idle GPU threads) take no part: 0 * inf would be NaN
         seen = counts > 0

@@ -284,10 +284,11 @@ def new_carry(func: str, options: tuple[Any, ...], count: int, compute: np.dtype
             shapes += [(3,), (3,), ()]
         elif func in ("rolling_var", "rolling_std") and rolling_weights(func, options) is None:
             # the suffix sums of the last full block, (s, q, n) per slot; the block so
-            # far, (n, s, q, its first value), and the suffix's value (`rolling_var_by_key`)
+            # far, (n, s, q, its first value), the suffix's value and
+            # polars' block start (`rolling_var_by_key`)
             starts += [0.0, 0.0]
             dtypes += [np.float64, np.float64]
-            shapes += [(ring + 1, 3), (5,)]
+            shapes += [(ring + 1, 3), (6,)]
     carry = Carry(func, options, compute, [np.empty((0, *shape), dtype=dt)
                                            for shape, dt in zip(shapes, dtypes, strict=True)],
                   starts)  # fmt: skip

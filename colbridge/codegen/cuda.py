@@ -533,6 +533,24 @@ def generate_elementwise(
     )
 
 
+def _row_updates(d: CDialect, folds: list[Fold]) -> list[str]:
+    """`row_updates`, where of equal zeros a float min keeps ``-0.0`` and a max ``0.0``.
+
+    The CPU's kernels order ``-0.0`` below ``0.0`` (their order keys); a plain ``<``
+    kept whichever zero a thread met first. (``1 / x`` tells the zeros apart.)
+    """
+    out = row_updates(d, folds)
+    for fold in folds:
+        if fold.op in ("min", "max") and fold.acc.dtype.is_float:
+            acc, v = fold.acc.name, f"({fold.value})"
+            sign = "<" if fold.op == "min" else ">"
+            tie = f"{v} == 0 && {acc} == 0 && 1 / {v} {sign} 0"
+            if fold.when:
+                tie = f"({fold.when}) && {tie}"
+            out.append(d.assign(acc, f"({tie}) ? {v} : {acc}"))
+    return out
+
+
 def generate_reduce(
     aggs: list[Agg],
     types: dict[Node, DType],
@@ -588,7 +606,7 @@ def generate_reduce(
     body = [_signature("reduce", params), "{", *err_init]
     body += _indent(init, 1)
     body += _LOOP_HEAD
-    body += _indent([*lw.lines, *row_updates(d, red.folds), *moments], 2)
+    body += _indent([*lw.lines, *_row_updates(d, red.folds), *moments], 2)
     body.append("    }")
     body.append("    // one partial row per thread, in the `AggSlot` layout")
     body.append("    const long long row = (long long)blockIdx.x * (long long)blockDim.x "

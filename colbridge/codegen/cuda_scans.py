@@ -44,8 +44,9 @@ host, where an infinite mean turns NaN at the next value as in polars).
 the rows before a block's first row included (the halo comes from global
 memory), so a row costs ``window`` reads: sums and means add the window afresh
 with a Kahan compensation (NaN and infinities counted, as the CPU's sliding sum
-does), variances sum it around its first value in float64 (as the CPU does),
-min and max keep the earliest of equal extremes (as polars and the CPU's queue).
+does), variances sum it around its first value in float64 (as the CPU does; a
+window whose spread nears overflow runs polars' own updates, as the CPU's), min
+and max keep the earliest of equal extremes (as polars and the CPU's queue).
 
 With keys (``.over``) every kernel walks the rows sorted stably by group
 (`generate_scan`'s ``keyed``): running scans are segmented, windows and shifts
@@ -489,15 +490,61 @@ def _rolling(func: str, ct: str, head: list[str], inputs: list[tuple[str, str]],
         double s1 = 0.0, s2 = 0.0;
         for (long long k = first; k < end; ++k) {{
             const bool ok = VALID(k);
-            const double d = ok ? (double)x[k] - shift : 0.0;
+            const double v = ok ? (double)x[k] : 0.0;
+            // v - v: NaN for NaN and infinities, so s2 is NaN exactly where the window
+            // holds one (its variance NaN, as in polars)
+            const double d = ok ? (v - shift) + (v - v) : 0.0;
             s1 += d;
             s2 += d * d;
             count += ok;
         }}
         double var = count - ddof > 0 ? (s2 - s1 * s1 / count) / (count - ddof) : 0.0;
+        if (count - ddof > 0 && !(var * count < 6.696928794914171e+299) && s2 == s2) {{
+            // finite values whose spread nears overflow (the bound is 2**996, the CPU's
+            // `_SPREAD_LIMIT`): polars' Welford updates step for step (`_welford_var`),
+            // as the result hangs on every step. polars' front stack: the rest of the
+            // block of `window` positions last started where a non-null row left the
+            // window with the front empty (`_front_end`)
+            long long seg = start;  // the segment's (group's) first position
+            while (seg > 0 && SAME(i, seg - 1)) --seg;
+            long long block = -1;
+            long long k = seg;
+            for (;;) {{
+                while (k < start && !VALID(k)) ++k;
+                if (k >= start) break;
+                block = k;
+                k += window;
+            }}
+            const long long fe = block >= 0 && start < block + window
+                ? (block + window < end ? block + window : end) : start;
+            double fw = 0.0, fm = 0.0, fdp = 0.0, bw = 0.0, bm = 0.0, bdp = 0.0;
+            for (k = fe - 1; k >= start; --k) {{  // the front: from the block's end back
+                if (!VALID(k)) continue;
+                double v = (double)x[k];
+                if (!(v - v == 0.0)) v = 0.0;
+                const double nw = fw + 1.0, delta = v - fm, nm = fm + delta / nw;
+                fdp = fdp + (v - nm) * delta;
+                fw = nw;
+                fm = nm;
+            }}
+            for (k = fe; k < end; ++k) {{  // the back, in order
+                if (!VALID(k)) continue;
+                double v = (double)x[k];
+                if (!(v - v == 0.0)) v = 0.0;
+                const double nw = bw + 1.0, delta = v - bm, nm = bm + delta / nw;
+                bdp = bdp + (v - nm) * delta;
+                bw = nw;
+                bm = nm;
+            }}
+            if (fw != 0.0) {{  // the front joins the back
+                const double nw = bw + fw, frac = fw / nw, delta = fm - bm;
+                const double nm = bm + delta * frac;
+                bdp = bdp + (fdp + fw * (fm - nm) * delta);
+                bw = nw;
+            }}
+            var = bdp / (bw - ddof);
+        }}
         if (var < 0.0) var = 0.0;
-        // finite values whose squares overflow (inf - inf): infinite, as in polars
-        if (var != var && s1 - s1 == 0.0 && s2 == s2) var = {_inf("double")};
         out[i] = ({ct})({root});
         ov[i] = count >= min_samples && count - ddof > 0;"""
     else:  # min and max: the earliest of equal extremes, as polars (and the CPU's queue)

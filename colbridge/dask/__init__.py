@@ -32,6 +32,7 @@ import pyarrow as pa
 from colbridge.errors import JobSpecError
 from colbridge.expr.nodes import (
     HOST_SCANS,
+    MOMENT_FUNCS,
     Agg,
     Binary,
     Column,
@@ -53,6 +54,7 @@ from colbridge.io.grouped import (
 )
 from colbridge.io.steps import is_aggregating, steps_of
 from colbridge.plan.logical import Step
+from colbridge.plan.planner import unknown_column
 from colbridge.plan.streaming import (
     one_row_steps,
     ordered_operations,
@@ -330,6 +332,34 @@ def _resolve(
     return rest, lookups, table
 
 
+#: reductions per group that partitions' group tables cannot be merged into
+_UNMERGEABLE = ("n_unique", "median", "quantile", "skew", "kurtosis", "arg_min", "arg_max")
+
+
+def _refuse_unmergeable(steps: Sequence[Step]) -> None:
+    """Refuse a reduction per group (``group_by``, ``over``) no merge of partitions can make.
+
+    Said here, for Dask, before the group statistics refuse it in their own words.
+    """
+    for step in steps:
+        for _, expr in step.items:
+            nodes = deep_walk(expr) if step.kind == "group_by" else \
+                (m for n in deep_walk(expr) if isinstance(n, Over) for m in deep_walk(n.arg))
+            for n in nodes:
+                if isinstance(n, Agg) and n.func in _UNMERGEABLE:
+                    why = ("it is made in two passes over a group's values: the mean, then "
+                           "the deviations" if n.func in MOMENT_FUNCS
+                           else "it needs all of a group's values at once")  # fmt: skip
+                    msg = (
+                        f"`{n!r}`: `{n.func}` per group cannot be merged from the partitions "
+                        f"of a Dask DataFrame ({why}). Shuffle the frame by the key first "
+                        "(`ddf.shuffle(key)`, each group's rows then in one partition) and "
+                        "compute each partition with `cb.lazy` (`ddf.map_partitions`), or "
+                        "compute it in memory (`cb.lazy(ddf.compute())`)"
+                    )
+                    raise JobSpecError(msg)
+
+
 def _check_dask_frame(ddf: Any) -> None:
     """Refuse, by its type, a frame that is not a Dask DataFrame (it failed deep inside)."""
     import dask.dataframe as dd
@@ -352,6 +382,7 @@ def resolve(lazyframe_or_steps: Any, ddf: Any, *, device: str = "cpu") -> tuple[
     Plans with windows or ``group_by`` need more than steps: use `apply`.
     """
     _check_dask_frame(ddf)
+    _refuse_unmergeable(steps_of(lazyframe_or_steps))
     if ordered_operations(steps_of(lazyframe_or_steps)):
         msg = (
             "this plan has ordered operations, which run over partitions with halos; "
@@ -389,10 +420,16 @@ def apply(lazyframe_or_steps: Any, ddf: Any, *, device: str = "cpu") -> Any:
     _check_dask_frame(ddf)
     steps = steps_of(lazyframe_or_steps)
     refuse_row_orders(steps, "a Dask plan (partitions are computed apart)")
+    _refuse_unmergeable(steps)
     aggregating = is_aggregating(steps)
     before, after = halo_sizes(steps)
     ordered = bool(ordered_operations(steps))
     if ordered:
+        # a missing column is named before the halo column joins the partitions, so the
+        # columns the message lists are the frame's own
+        missing = unknown_column(steps, list(ddf.columns))
+        if missing is not None:
+            raise missing
         ddf = with_halos(ddf, before, after)
         if not aggregating:  # one row of values: no rows to tell apart
             steps = _keep_halo(steps)

@@ -498,6 +498,40 @@ def test_rolling_variance_of_overflowing_squares_on_the_host(host: HostRuntime) 
                                   want.to_numpy(zero_copy_only=False))  # fmt: skip
 
 
+#: finite values whose differences or squares overflow, beside NaN, infinities and zeros
+HUGE = [1e308, -1e308, 1.7e308, 1e200, -3e154, 2e154, 1.0, -0.0, 0.0, np.nan, np.inf, -np.inf]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rolling_variance_of_overflowing_values_equals_polars_on_the_host(seed: int) -> None:
+    # polars' variance of such a window is what its Welford updates make of the
+    # infinities they meet (0 for [1e308, -1e308], inf or NaN elsewhere); the generated
+    # text takes its steps too, from the blocks polars' stacks hold (nulls shift them)
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    values = [None if rng.random() < 0.2 else float(rng.choice(HUGE)) for _ in range(n)]
+    table = pa.table({"x": pa.array(values, pa.float64()), "g": pa.array(rng.integers(0, 2, n))})
+
+    def build(m: Any) -> dict[str, Any]:
+        x = m.col("x")
+        return {"v2": x.rolling_var(2), "v3": x.rolling_var(3, min_samples=1, ddof=0),
+                "s4": x.rolling_std(4, min_samples=2, center=True),
+                "v5": x.rolling_var(5, min_samples=1, center=True),
+                "vo": x.rolling_var(3, min_samples=1).over("g"),
+                "so": x.rolling_std(4, min_samples=2, center=True).over("g")}  # fmt: skip
+
+    q = cb.lazy(table).select(**build(cb))
+    got = pl.from_arrow(compute_on_host(q, HostRuntime(block=32, max_blocks=2)))
+    scans = [k for k in q.last_report.stats.kernels if k.startswith("scan [")]
+    assert scans
+    assert all(": generated CUDA scan on the device" in k for k in scans), scans
+    want = pl.from_arrow(table).select(**build(pl))
+    assert_frame_equal(got, want, rel_tol=1e-9, abs_tol=0.0)
+    for name in want.columns:  # zeros apart from tiny values, as polars' [1e308, -1e308]
+        w, g = want[name].drop_nulls().to_numpy(), got[name].drop_nulls().to_numpy()
+        assert ((w == 0.0) == (g == 0.0)).all(), name
+
+
 @pytest.mark.parametrize(("func", "values"), [
     # overflow, then cancelling: the chunks' totals meet another way than the rows' sum
     ("cum_sum", [1e308, 1e308] + [1.0] * 300 + [-1e308, -1e308] + [1.0] * 100),
@@ -518,3 +552,45 @@ def test_running_float_totals_that_meet_infinities_are_redone_on_the_host(
     assert pl.Series(got).to_list() == want.to_list() or all(
         (a is None and b is None) or a == b or (a != a and b != b)
         for a, b in zip(pl.Series(got).to_list(), want.to_list(), strict=True))  # fmt: skip
+
+
+@pytest.mark.parametrize("n", [2, 3, 40, 1000])
+@pytest.mark.parametrize("dtype", [pa.float32(), pa.float64()])
+def test_whole_column_extremes_of_both_zeros_on_the_host(monkeypatch: pytest.MonkeyPatch,
+                                                        n: int, dtype: pa.DataType) -> None:
+    # 0.0 == -0.0: of the two, min gives -0.0 and max 0.0, as the compiled CPU kernels
+    # order them (polars' pick hangs on its kernel's lanes); each thread of the device
+    # and the merge of their partials kept whichever zero came first
+    monkeypatch.setenv("COLBRIDGE_CPU_TIER", "compiled")
+    rng = np.random.default_rng(n)
+    for layout in range(4):
+        x = rng.choice([0.0, -0.0], n) if layout < 2 else np.full(n, 0.0 if layout == 2 else -0.0)
+        if layout >= 2:
+            x[rng.integers(0, n)] = -x[0]  # one zero of the other sign, anywhere
+        if layout == 1:
+            x[rng.random(n) < 0.3] = rng.choice([1.0, -1.0, np.nan])
+        mask = rng.random(n) < 0.2
+        table = pa.table({"x": pa.array(x, dtype, mask=mask)})
+
+        def build(m: Any) -> Any:
+            return [m.col("x").min().alias("mn"), m.col("x").max().alias("mx")]
+
+        host = HostRuntime(block=32, max_blocks=2)
+        got = pl.from_arrow(compute_on_host(cb.lazy(table).select(build(cb)), host)).row(0)
+        cpu = pl.from_arrow(cb.lazy(table).select(build(cb)).compute()).row(0)
+        want = pl.from_arrow(table).select(build(pl)).row(0)
+        kept = x[~mask]
+        numbers = kept[~np.isnan(kept)]
+        for g, c, w, pick in zip(got, cpu, want, (np.min, np.max), strict=True):
+            if w is None:
+                assert g is None
+                continue
+            if w != w:  # every value NaN
+                assert g != g
+                continue
+            assert g == w  # the value is polars' (its zero's sign aside)
+            if numbers.size and pick(numbers) == 0.0:
+                zeros = np.signbit(numbers[numbers == 0.0])
+                minus = zeros.any() if pick is np.min else zeros.all()
+                assert bool(np.signbit(g)) == bool(minus), (layout, pick.__name__, kept)
+                assert bool(np.signbit(g)) == bool(np.signbit(c))

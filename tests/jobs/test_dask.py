@@ -298,3 +298,79 @@ def test_a_frame_that_is_not_dask_is_refused_by_its_type() -> None:
             apply(plan, frame)
         with pytest.raises(TypeError, match="computes a Dask DataFrame"):
             cb.dask.resolve(plan, frame)
+
+
+#: plans with ordered operations (so partitions get halos) that name a missing column
+MISSING = {
+    "in a scan": lambda q: q.with_columns(x=cb.col("zz").shift(1)),
+    "beside a scan": lambda q: q.with_columns(x=cb.col("a").diff(1) + cb.col("zz")),
+    "in a reduction": lambda q: q.select(s=cb.col("a").shift(1).sum(), t=cb.col("zz").max()),
+    "in a later select": lambda q: q.with_columns(x=cb.col("a").rolling_var(3))
+    .select(cb.col("x"), cb.col("zz")),
+    "in a filter": lambda q: q.with_columns(x=cb.col("a").shift(2)).filter(cb.col("zz") > 0),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(MISSING))
+def test_errors_inside_a_halo_plan_name_only_the_frames_columns(name: str) -> None:
+    # the partitions' halo marker is a column of colbridge's, never the user's: a missing
+    # column's message lists what the frame (and the plan) has, as one compute's does
+    import ast
+
+    from colbridge.dask import HALO
+    from colbridge.errors import ColumnNotFoundError
+
+    pdf = _ordered_frame()
+    ddf = dd.from_pandas(pdf, npartitions=3)
+    plan = MISSING[name](cb.lazy(pdf.head(1)))
+    with pytest.raises(ColumnNotFoundError) as on_dask:
+        apply(plan, ddf).compute(scheduler="sync")
+    message = str(on_dask.value)
+    assert HALO not in message
+    assert message.startswith("column `zz` not found; available columns: ")
+    listed = ast.literal_eval(message.split("available columns: ")[1].split("\n")[0])
+    # the frame's columns, and those the plan made before the step that failed
+    assert listed[:len(pdf.columns)] == list(pdf.columns)
+    assert set(listed) <= {*pdf.columns, "x"}
+
+
+def test_type_errors_inside_a_halo_plan_name_only_the_frames_columns() -> None:
+    from colbridge.dask import HALO
+    from colbridge.errors import ColbridgeError
+
+    pdf = _ordered_frame().assign(s=lambda f: f["b"].astype(str))
+    ddf = dd.from_pandas(pdf, npartitions=3)
+    for build in (lambda a, s: s.rolling_mean(3), lambda a, s: a.shift(1) + s):
+        plan = cb.lazy(pdf.head(1)).with_columns(x=build(cb.col("a"), cb.col("s")))
+        with pytest.raises(ColbridgeError) as on_dask:
+            apply(plan, ddf).compute(scheduler="sync")
+        assert HALO not in str(on_dask.value)
+        assert "`s`" in str(on_dask.value) or 'col("s")' in str(on_dask.value)
+
+
+@pytest.mark.parametrize(
+    ("func", "build"),
+    [
+        ("n_unique", lambda q: q.group_by("b").agg(u=cb.col("a").n_unique())),
+        ("median", lambda q: q.group_by("b").agg(m=cb.col("a").median())),
+        ("median", lambda q: q.with_columns(m=cb.col("a").median().over("b"))),
+        ("quantile", lambda q: q.group_by("b").agg(m=cb.col("a").quantile(0.3))),
+        ("skew", lambda q: q.with_columns(m=cb.col("a").skew().over("b"))),
+    ],
+)
+def test_dask_refuses_unmergeable_group_reductions_in_its_own_words(func, build) -> None:  # type: ignore[no-untyped-def]
+    from colbridge.io import JobSpecError
+
+    pdf = _ordered_frame()
+    ddf = dd.from_pandas(pdf, npartitions=3)
+    with pytest.raises(JobSpecError) as refused:
+        apply(build(cb.lazy(pdf.head(1))), ddf)
+    message = str(refused.value)
+    with pytest.raises(JobSpecError) as resolving:
+        cb.dask.resolve(build(cb.lazy(pdf.head(1))), ddf)
+    assert str(resolving.value) == message
+    assert f"`{func}` per group cannot be merged from the partitions of a Dask DataFrame" \
+        in message  # fmt: skip
+    assert "stream" not in message
+    assert "`ddf.shuffle(key)`" in message
+    assert "`cb.lazy(ddf.compute())`" in message

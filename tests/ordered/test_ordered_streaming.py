@@ -182,3 +182,34 @@ def test_streamed_extremes_keep_the_earliest_of_equal_zeros(batch_rows: int) -> 
         w, g = want[name].to_numpy(), streamed[name].to_numpy()
         np.testing.assert_array_equal(g, w)
         assert (np.signbit(g) == np.signbit(w)).all(), name
+
+
+@pytest.mark.parametrize("batch_rows", [1, 4, 100])
+def test_streamed_variances_of_overflowing_values_equal_polars(batch_rows: int) -> None:
+    # polars' variance of values whose spread overflows hangs on its Welford steps and on
+    # where its blocks start (nulls shift them): a stream carries where, so the windows
+    # of every batch take polars' steps
+    rng = np.random.default_rng(9)
+    n = 600
+    huge = np.array([1e308, -1e308, 1e200, -3e154, 2e154, 1.0, -0.0, np.nan, np.inf])
+    values = np.where(rng.random(n) < 0.4, rng.choice(huge, n), rng.normal(0.0, 1.0, n))
+    df = pl.DataFrame({"x": values, "g": rng.integers(0, 3, n)}).with_columns(
+        x=pl.when(pl.Series(rng.random(n) < 0.2)).then(None).otherwise(pl.col("x"))
+    )  # fmt: skip
+
+    def build(m: Any) -> dict[str, Any]:
+        x = m.col("x")
+        return {"rv": x.rolling_var(3), "rs": x.rolling_std(5, min_samples=1),
+                "rvo": x.rolling_var(4, min_samples=2, ddof=0).over("g"),
+                "rso": x.rolling_std(2).over("g")}  # fmt: skip
+
+    want = df.select(**build(pl))
+    streamed = cb.lazy(df.lazy(), batch_rows=batch_rows).select(**build(cb)).compute()
+    for name in want.columns:
+        w, g = want[name], streamed[name]
+        assert g.is_null().to_list() == w.is_null().to_list(), name
+        wv, gv = w.drop_nulls().to_numpy(), g.drop_nulls().to_numpy()
+        assert (np.isinf(wv) == np.isinf(gv)).all(), name
+        assert (np.isnan(wv) == np.isnan(gv)).all(), name
+        assert ((wv == 0.0) == (gv == 0.0)).all(), name
+        np.testing.assert_allclose(gv, wv, rtol=1e-9, err_msg=name)

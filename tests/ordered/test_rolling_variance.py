@@ -102,3 +102,61 @@ def test_rolling_var_on_a_long_frame_with_runs_and_outliers(
     g, w = _both(table, build)
     _check(g, w)
     assert (w == 0.0).sum() > 100  # the runs made windows of equal values
+
+
+#: finite values whose differences or squares overflow, beside NaN, infinities and zeros
+HUGE = [1e308, -1e308, 1.7e308, 1e200, -3e154, 2e154, 1.0, -0.0, 0.0, float("nan"),
+        float("inf"), float("-inf")]  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(
+    data=st.lists(st.one_of(st.none(), st.sampled_from(HUGE)), max_size=40),
+    window=st.integers(1, 9),
+    min_samples=st.integers(1, 9),
+    center=st.booleans(),
+    ddof=st.integers(0, 1),
+    std=st.booleans(),
+    keyed=st.booleans(),
+)
+def test_rolling_var_of_overflowing_values_matches_polars(
+    by_key: str, data: list[float | None], window: int, min_samples: int, center: bool,
+    ddof: int, std: bool, keyed: bool,
+) -> None:
+    # polars' result for such a window is whatever its Welford updates make of the
+    # infinities they meet (0 for [1e308, -1e308], inf or NaN elsewhere), so colbridge
+    # must take the same steps: the same NaN, infinities and zeros, not a NaN for all
+    min_samples = min(min_samples, window)
+    keys = [i % 3 // 2 for i in range(len(data))]
+    table = pa.table({"x": pa.array(data, pa.float64()), "g": pa.array(keys, pa.int64())})
+    func = "rolling_std" if std else "rolling_var"
+
+    def build(m: Any) -> Any:
+        expr = getattr(m.col("x"), func)(window, min_samples=min_samples, center=center,
+                                         ddof=ddof)  # fmt: skip
+        return expr.over("g") if keyed else expr
+
+    _check(*_both(table, build))
+
+
+@pytest.mark.parametrize("keyed", [False, True])
+def test_rolling_var_of_overflowing_values_on_a_long_frame(by_key: str, keyed: bool) -> None:
+    # long enough to be cut into chunks (each finding polars' blocks from the frame's
+    # start), nulls shifting polars' blocks away from the kernels' own
+    rng = np.random.default_rng(5)
+    n = 60_000
+    x = rng.normal(0.0, 1.0, n)
+    pick = rng.random(n) < 0.3
+    x[pick] = rng.choice(np.array(HUGE), pick.sum())
+    table = pa.table({"x": pa.array(x, mask=rng.random(n) < 0.2),
+                      "g": pa.array(rng.integers(0, 3, n))})  # fmt: skip
+    for window, center in ((3, False), (8, True), (40, False)):
+
+        def build(m: Any, window: int = window, center: bool = center) -> Any:
+            expr = m.col("x").rolling_var(window, min_samples=1, center=center and not keyed)
+            return expr.over("g") if keyed else expr
+
+        g, w = _both(table, build)
+        _check(g, w)
+        assert np.isinf(w).sum() > 100  # overflows were met
