@@ -544,7 +544,8 @@ CASES: list[BadInput] = [
              _lazy_frame, lambda lf: lf.gpu.select(f=cb.col("a").first()).compute(),
              E.JobSpecError,
              r"whole-column reductions taken from all the rows at once \(`first`, `last`, "
-             r"`n_unique`, `median`, `quantile`, `any`, `all`\) are not supported",
+             r"`n_unique`, `median`, `quantile`, `any`, `all`, `arg_min`, `arg_max`\) are "
+             r"not supported",
              r"in memory|group_by"),
     BadInput("stream-read-twice", "streams", "a one-shot RecordBatchReader computed twice",
              lambda _: pa.RecordBatchReader.from_batches(
