@@ -548,8 +548,25 @@ def take(array: pa.Array, rows: np.ndarray[Any, Any]) -> pa.Array:
         else:
             array = array.cast(large)
     if len(array) == 0:
-        return pa.nulls(len(rows), type=array.type)
+        return _nulls_like(array, len(rows))
     return pc.take(array, index)
+
+
+def _nulls_like(array: pa.Array | pa.ChunkedArray, length: int) -> pa.Array:
+    """``length`` nulls of ``array``'s type, a dictionary's values kept.
+
+    ``pa.nulls`` of a dictionary type has an empty dictionary, and an Enum's
+    categories are its dictionary: a group of an empty frame would come back as
+    ``Enum([])``, where polars keeps the column's categories.
+    """
+    if not pa.types.is_dictionary(array.type):
+        return pa.nulls(length, type=array.type)
+    chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
+    if not chunks:
+        return pa.nulls(length, type=array.type)
+    indices = pa.nulls(length, type=array.type.index_type)
+    return pa.DictionaryArray.from_arrays(indices, chunks[0].dictionary,
+                                          ordered=array.type.ordered)  # fmt: skip
 
 
 def host_reduction(

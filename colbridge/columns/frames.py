@@ -486,6 +486,11 @@ def _object_strings(series: Any) -> pa.ChunkedArray | None:
         array = pa.array(series, from_pandas=True)
     except (pa.ArrowException, TypeError, ValueError):
         return None
+    if pa.types.is_null(array.type) and all(v is None for v in series):
+        # no value to type it by (an empty frame, a batch of missing strings): polars'
+        # `from_pandas` reads it as String, so a plan that runs on the full column also
+        # runs on its empty or all-missing slices
+        return pa.chunked_array([pa.nulls(len(array), pa.string())], type=pa.string())
     if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
         return None
     return pa.chunked_array([array], type=array.type)

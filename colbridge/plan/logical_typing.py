@@ -67,7 +67,7 @@ from colbridge.expr.nodes import (
     When,
 )
 from colbridge.types import DType, dtype_from_arrow
-from colbridge.types.chrono import inferred_unit, zone_specifier
+from colbridge.types.chrono import inferred_unit, unreadable_specifier, zone_specifier
 from colbridge.types.durations import parse_duration
 from colbridge.types.logical import (
     DATE,
@@ -1011,6 +1011,11 @@ class LogicalTyping:
             if zone is not None:
                 msg = (f"`{node!r}`: formats with a time zone or offset ({zone}) are not "
                        "supported; parse in polars, or cut the offset off the strings")  # fmt: skip
+                raise UnsupportedOperationError(msg)
+            unreadable = None if fmt is None else unreadable_specifier(str(fmt))
+            if unreadable is not None:  # else every value would be null
+                msg = (f"`{node!r}`: the format specifier {unreadable} is not supported; "
+                       "parse in polars, or write the format without it")  # fmt: skip
                 raise UnsupportedOperationError(msg)
             recipe = ("strptime", fmt, str(target))
             return self.parse(arg, recipe, target.physical, target, strict, node)

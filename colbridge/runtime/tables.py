@@ -259,7 +259,8 @@ def _strptime(values: pa.Array, fmt: str | None, target: str) -> pa.Array:
     logical = parse_logical(target)
     assert logical is not None
     unit = logical.unit if logical.kind == "datetime" else "us"
-    stamps = parse_stamps(values.to_pylist(), fmt, unit)  # per distinct value: see there
+    stamps = parse_stamps(values.to_pylist(), fmt, unit,  # per distinct value: see there
+                          dates=logical.kind == "date")  # fmt: skip
     if logical.kind == "date":
         per_day = 86_400 * 1_000_000
         return pa.array([None if v is None else v // per_day for v in stamps], pa.int32())

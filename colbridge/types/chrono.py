@@ -10,7 +10,11 @@ dates such as 2020-02-30), after writing the format in Python's terms:
 * fractional seconds anywhere in the format: ``%.f`` (a dot and any number of digits),
   ``%.3f``/``%.6f``/``%.9f`` (a dot and exactly that many), each also nothing at all;
   ``%3f``/``%6f``/``%9f`` (exactly that many digits, no dot); nanoseconds kept;
-* ``%y``: chrono reads 00-69 as 2000-2069 and 70-99 as 1970-1999 (Python: 69 is 1969).
+* ``%y``: chrono reads 00-69 as 2000-2069 and 70-99 as 1970-1999 (Python: 69 is 1969);
+* what chrono checks and Python does not: a weekday (``%a``, ``%A``, ``%u``, ``%w``) or a
+  day of the year (``%j``) that disagrees with the date is not a date (Python takes
+  ``2021-366`` as 2022-01-01 and ignores the weekday); ``%B`` and ``%A`` also read the
+  abbreviated names; a leap second (``:60``) is the next minute's first second.
 
 A value that does not fit the result's int64 (a year 1500 in nanoseconds) does not
 parse. Formats with a time zone or an offset are refused by `zone_specifier`.
@@ -20,8 +24,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+import time as _time
 
-__all__ = ["inferred_unit", "parse_stamps", "zone_specifier"]
+__all__ = ["inferred_unit", "parse_stamps", "unreadable_specifier", "zone_specifier"]
 
 _SHORTHANDS = {"%F": "%Y-%m-%d", "%T": "%H:%M:%S", "%D": "%m/%d/%y", "%R": "%H:%M",
                "%h": "%b", "%e": "%d"}  # fmt: skip
@@ -38,6 +43,25 @@ def zone_specifier(fmt: str) -> str | None:
     return next((z for z in _ZONES if z in fmt), None)
 
 
+def unreadable_specifier(fmt: str) -> str | None:
+    """A specifier of ``fmt`` that Python's ``strptime`` cannot read (``%s``, ``%k``...).
+
+    Such a format parsed nothing: every value was null, where polars reads them.
+    """
+    python = _python_format(fmt)
+    for token in (f for f in _FRACTIONS if f[0] in python):
+        python = python.replace(token[0], "")
+    try:
+        _dt.datetime.strptime("", python)
+    except ValueError as exc:
+        found = re.match(r"'(.)' is a bad directive", str(exc))
+        if found is not None:
+            return "%" + found.group(1)
+        if "stray %" in str(exc):
+            return "%"
+    return None
+
+
 def inferred_unit(fmt: str | None) -> str:
     """The time unit polars gives a datetime parsed with ``fmt`` and no ``time_unit``."""
     if fmt is not None and any(t in fmt for t in ("%.9f", "%9f")):
@@ -47,8 +71,13 @@ def inferred_unit(fmt: str | None) -> str:
     return "us"
 
 
-def parse_stamps(texts: list[str | None], fmt: str | None, unit: str) -> list[int | None]:
-    """Each text as ticks of ``unit`` since 1970 (None where it does not parse or fit)."""
+def parse_stamps(texts: list[str | None], fmt: str | None, unit: str, *,
+                 dates: bool = False) -> list[int | None]:  # fmt: skip
+    """Each text as ticks of ``unit`` since 1970 (None where it does not parse or fit).
+
+    ``dates``: only the day is wanted; a leap second keeps its day, as polars' dates do
+    (its datetimes take it as the next minute's first second).
+    """
     if fmt is None:
         return [_fit(_iso(t, unit)) for t in texts]
     python = _python_format(fmt)
@@ -59,7 +88,7 @@ def parse_stamps(texts: list[str | None], fmt: str | None, unit: str) -> list[in
         if text is None:
             out.append(None)
             continue
-        ticks = _parse(text, python, fraction, unit)
+        ticks = _parse(text, python, fraction, unit, leap=not dates)
         if ticks is not None and year_69:
             ticks = _chrono_century(ticks, unit)
         out.append(_fit(ticks))
@@ -89,9 +118,9 @@ def _python_format(fmt: str) -> str:
 
 
 def _parse(text: str, fmt: str, fraction: tuple[str, bool, int] | None,
-           unit: str) -> int | None:  # fmt: skip
+           unit: str, *, leap: bool = True) -> int | None:  # fmt: skip
     if fraction is None:
-        value = _strptime(text, fmt)
+        value = _strptime(text, fmt, leap=leap)
         return None if value is None else _ticks(value, unit, 0)
     token, dotted, digits = fraction
     before, after = fmt.split(token, 1)
@@ -105,12 +134,12 @@ def _parse(text: str, fmt: str, fraction: tuple[str, bool, int] | None,
         found = pattern.match(text, start)
         if found is None or (_strptime(text[:start], before) is None if before else start):
             continue
-        value = _strptime(text[:start] + text[found.end() :], before + after)
+        value = _strptime(text[:start] + text[found.end() :], before + after, leap=leap)
         if value is not None:
             nanos = int(found.group(0).lstrip(".")[:9].ljust(9, "0"))
             return _ticks(value, unit, nanos)
     if dotted:  # `%.f`, `%.3f`... read nothing where there is no dot (chrono's)
-        value = _strptime(text, before + after)
+        value = _strptime(text, before + after, leap=leap)
         return None if value is None else _ticks(value, unit, 0)
     return None
 
@@ -124,11 +153,55 @@ def _chrono_century(ticks: int, unit: str) -> int:
     return ticks + {"ns": century * 1000, "us": century, "ms": century // 1000}[unit]
 
 
-def _strptime(text: str, fmt: str) -> _dt.datetime | None:
-    try:
-        return _dt.datetime.strptime(text, fmt)
-    except ValueError:
+def _strptime(text: str, fmt: str, *, leap: bool = True) -> _dt.datetime | None:
+    """``text`` read with ``fmt`` as chrono reads it (None: not a date chrono accepts).
+
+    ``leap``: a leap second is the next minute's first second (else the 59th).
+    """
+    for variant in _name_variants(fmt):
+        try:
+            fields = _time.strptime(text, variant)
+        except (ValueError, OverflowError):
+            continue
+        return _checked(fields, variant, leap)
+    return None
+
+
+def _name_variants(fmt: str) -> list[str]:
+    """``fmt``, then with ``%B``/``%A`` as ``%b``/``%a``: chrono reads full or short names."""
+    variants = [fmt]
+    for full, short in (("%B", "%b"), ("%A", "%a")):
+        if full in fmt:
+            variants += [v.replace(full, short) for v in variants]
+    return variants
+
+
+def _checked(fields: _time.struct_time, fmt: str, leap: bool) -> _dt.datetime | None:
+    """The datetime of ``strptime``'s fields, None where chrono finds them inconsistent.
+
+    Python's ``strptime`` rolls a day of the year past the year's end into the next
+    year and ignores a weekday that is not the date's; chrono rejects both. Its leap
+    second (60) is the first second of the next minute in polars' datetimes.
+    """
+    second = fields.tm_sec
+    if second > 60:  # Python reads up to 61
         return None
+    try:
+        value = _dt.datetime(fields.tm_year, fields.tm_mon, fields.tm_mday,
+                             fields.tm_hour, fields.tm_min, min(second, 59))  # fmt: skip
+    except (ValueError, OverflowError):
+        return None
+    # only what the text said: an ISO week date (%G %V) gives a day of its ISO year
+    if any(t in fmt for t in ("%a", "%A", "%u", "%w")) and value.weekday() != fields.tm_wday:
+        return None
+    if "%j" in fmt and value.timetuple().tm_yday != fields.tm_yday:
+        return None
+    if second == 60 and leap:
+        try:
+            return value + _dt.timedelta(seconds=1)
+        except OverflowError:  # 9999-12-31 23:59:60: past Python's last datetime
+            return None
+    return value
 
 
 def _iso(text: str | None, unit: str) -> int | None:
