@@ -69,3 +69,13 @@ def test_bad_intervals_are_refused_by_name(every: str) -> None:
     df = pl.DataFrame({"t": [dt.datetime(2024, 1, 1, 10)]})
     with pytest.raises(cb.ColbridgeError, match="round"):
         df.gpu.select(cb.col("t").dt.round(every)).compute()
+
+
+@pytest.mark.parametrize("every", ["1mo", "2mo", "1q", "1y", "1w"])
+def test_every_day_of_a_leap_year_as_polars(every: str) -> None:
+    # polars' month is 28 days long here: the day a date rounds up is fixed by it
+    days = [dt.date(2024, 1, 1) + dt.timedelta(days=k) for k in range(366)]
+    times = [dt.datetime.combine(d, dt.time(12)) for d in days]
+    table = pa.table({"d": pa.array(days, pa.date32()), "t": pa.array(times, pa.timestamp("us"))})
+    assert_same_as_polars(table, lambda m, q: q.select(m.col("d").dt.round(every),
+                                                       m.col("t").dt.round(every)))
