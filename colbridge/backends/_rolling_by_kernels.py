@@ -25,13 +25,13 @@ from typing import Any
 import numba
 import numpy as np
 
+from colbridge.backends._scan_kernels import sorts_before, window_quantile
+
 __all__ = ["rolling_extreme_by", "rolling_quantile_by", "rolling_sum_by", "rolling_var_by",
            "window_bounds"]  # fmt: skip
 
 #: ``closed`` codes, in `colbridge.expr.nodes.ROLLING_CLOSED` order
 _RIGHT, _LEFT, _BOTH, _NONE = range(4)
-#: interpolation codes, in `colbridge.expr.nodes.QUANTILE_METHODS` order
-_NEAREST, _HIGHER, _LOWER, _MIDPOINT, _LINEAR, _EQUIPROBABLE = range(6)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -373,12 +373,6 @@ def rolling_extreme_by(values: Any, valid: Any, order: Any, tasks: Any, starts: 
                 out[i] = values[order[queue[head]]]
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _before(a: Any, b: Any) -> bool:
-    """``a`` sorts before ``b``: numbers in order, NaN after every number."""
-    return bool(a < b or (b != b and a == a))
-
-
 @numba.njit(cache=True, nogil=True, parallel=True)
 def rolling_quantile_by(values: Any, valid: Any, order: Any, tasks: Any, starts: Any,
                         ends: Any, min_samples: int, quantile: float, method: int, half: Any,
@@ -417,7 +411,7 @@ def rolling_quantile_by(values: Any, valid: Any, order: Any, tasks: Any, starts:
                         k_lo, k_hi = 0, size
                         while k_lo < k_hi:  # the first value not before x: x itself
                             mid = (k_lo + k_hi) // 2
-                            if _before(buf[mid], x):
+                            if sorts_before(buf[mid], x):
                                 k_lo = mid + 1
                             else:
                                 k_hi = mid
@@ -432,7 +426,7 @@ def rolling_quantile_by(values: Any, valid: Any, order: Any, tasks: Any, starts:
                     k_lo, k_hi = 0, size
                     while k_lo < k_hi:  # after every value not after x
                         mid = (k_lo + k_hi) // 2
-                        if _before(x, buf[mid]):
+                        if sorts_before(x, buf[mid]):
                             k_hi = mid
                         else:
                             k_lo = mid + 1
@@ -446,24 +440,4 @@ def rolling_quantile_by(values: Any, valid: Any, order: Any, tasks: Any, starts:
                 out_valid[i] = False
                 continue
             out_valid[i] = True
-            last = size - 1
-            position = (size - 1.0) * quantile
-            below = np.floor(position)
-            low = min(int(below), last)
-            top = min(int(np.ceil(position)), last)
-            if method == _NEAREST:
-                out[i] = buf[min(int(below) + (1 if position - below >= 0.5 else 0), last)]
-            elif method == _HIGHER:
-                out[i] = buf[top]
-            elif method == _LOWER:
-                out[i] = buf[low]
-            elif method == _EQUIPROBABLE:
-                out[i] = buf[max(int(np.ceil(size * quantile)) - 1, 0)]
-            elif top == low:
-                out[i] = buf[low]
-            elif method == _MIDPOINT:
-                out[i] = (buf[low] + buf[top]) * half
-            else:
-                out[i] = position - below  # the fraction, rounded to the values' type
-                fraction = out[i]
-                out[i] = fraction * (buf[top] - buf[low]) + buf[low]
+            window_quantile(buf, size, quantile, method, half, out, i)

@@ -1505,9 +1505,41 @@ _NEAREST, _HIGHER, _LOWER, _MIDPOINT, _LINEAR, _EQUIPROBABLE = range(6)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _before(a: Any, b: Any) -> bool:
+def sorts_before(a: Any, b: Any) -> bool:
     """``a`` sorts before ``b``: numbers in order, NaN after every number."""
     return bool(a < b or (b != b and a == a))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def window_quantile(buf: Any, size: int, quantile: float, method: int, half: Any, out: Any,
+                    i: int) -> None:  # fmt: skip
+    """``out[i]``: the ``quantile`` of a window's ``size`` sorted values ``buf[:size]``.
+
+    As polars' ``QuantileUpdate`` (`method` one of ``_NEAREST``... ``_EQUIPROBABLE``);
+    ``half`` is 0.5 in the values' type. A linear interpolation's fraction is rounded
+    to the values' type first (through ``out``), as polars computes it in that type.
+    """
+    last = size - 1
+    position = (size - 1.0) * quantile
+    below = np.floor(position)
+    low = min(int(below), last)
+    top = min(int(np.ceil(position)), last)
+    if method == _NEAREST:
+        out[i] = buf[min(int(below) + (1 if position - below >= 0.5 else 0), last)]
+    elif method == _HIGHER:
+        out[i] = buf[top]
+    elif method == _LOWER:
+        out[i] = buf[low]
+    elif method == _EQUIPROBABLE:
+        out[i] = buf[max(int(np.ceil(size * quantile)) - 1, 0)]
+    elif top == low:
+        out[i] = buf[low]
+    elif method == _MIDPOINT:
+        out[i] = (buf[low] + buf[top]) * half
+    else:
+        out[i] = position - below  # the fraction, rounded to the values' type
+        fraction = out[i]
+        out[i] = fraction * (buf[top] - buf[low]) + buf[low]
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -1549,7 +1581,7 @@ def rolling_quantile(values: Any, valid: Any, order: Any, tasks: Any, window: in
                             k_lo, k_hi = 0, size
                             while k_lo < k_hi:  # the first value not before x: x itself
                                 mid = (k_lo + k_hi) // 2
-                                if _before(buf[mid], x):
+                                if sorts_before(buf[mid], x):
                                     k_lo = mid + 1
                                 else:
                                     k_hi = mid
@@ -1566,7 +1598,7 @@ def rolling_quantile(values: Any, valid: Any, order: Any, tasks: Any, window: in
                     k_lo, k_hi = 0, size
                     while k_lo < k_hi:  # after every value not after x
                         mid = (k_lo + k_hi) // 2
-                        if _before(x, buf[mid]):
+                        if sorts_before(x, buf[mid]):
                             k_hi = mid
                         else:
                             k_lo = mid + 1
@@ -1581,24 +1613,4 @@ def rolling_quantile(values: Any, valid: Any, order: Any, tasks: Any, window: in
                 out_valid[i] = False
                 continue
             out_valid[i] = True
-            last = size - 1
-            position = (size - 1.0) * quantile
-            below = np.floor(position)
-            low = min(int(below), last)
-            top = min(int(np.ceil(position)), last)
-            if method == _NEAREST:
-                out[i] = buf[min(int(below) + (1 if position - below >= 0.5 else 0), last)]
-            elif method == _HIGHER:
-                out[i] = buf[top]
-            elif method == _LOWER:
-                out[i] = buf[low]
-            elif method == _EQUIPROBABLE:
-                out[i] = buf[max(int(np.ceil(size * quantile)) - 1, 0)]
-            elif top == low:
-                out[i] = buf[low]
-            elif method == _MIDPOINT:
-                out[i] = (buf[low] + buf[top]) * half
-            else:
-                out[i] = position - below  # the fraction, rounded to the values' type
-                fraction = out[i]
-                out[i] = fraction * (buf[top] - buf[low]) + buf[low]
+            window_quantile(buf, size, quantile, method, half, out, i)

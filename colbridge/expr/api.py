@@ -52,7 +52,7 @@ from colbridge.expr.nodes import (
 from colbridge.expr.selectors import NameNamespace, expand_arguments, is_pattern, names_of
 from colbridge.types import DType, parse_dtype
 from colbridge.types.dtypes import polars_type_name
-from colbridge.types.durations import parse_duration, timedelta_text
+from colbridge.types.durations import parse_duration_in, timedelta_text
 from colbridge.types.logical import Logical, parse_logical
 
 __all__ = [
@@ -1242,11 +1242,7 @@ class Expr:
                 f"\"3i\") or a timedelta, got {window_size!r}"
             )
             raise SchemaError(msg)
-        try:
-            duration = parse_duration(window_size)
-        except InvalidOperationError as exc:
-            msg = f"`{func}({window_size!r})`: {exc}"
-            raise InvalidOperationError(msg) from None
+        duration = parse_duration_in(window_size, f"{func}({window_size!r})")
         if duration.is_zero or duration.negative:
             msg = f"`{func}({window_size!r})`: `window_size` must be strictly positive"
             raise InvalidOperationError(msg)

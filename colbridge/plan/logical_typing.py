@@ -68,7 +68,7 @@ from colbridge.expr.nodes import (
 )
 from colbridge.types import DType, dtype_from_arrow
 from colbridge.types.chrono import inferred_unit, unreadable_specifier, zone_specifier
-from colbridge.types.durations import parse_duration
+from colbridge.types.durations import parse_duration_in
 from colbridge.types.logical import (
     DATE,
     STRING,
@@ -732,11 +732,7 @@ class LogicalTyping:
         """
         logical = self._need(arg, node, ("datetime", "date"), "a Date or Datetime")
         text = str(node.options[0])
-        try:
-            duration = parse_duration(text)
-        except InvalidOperationError as exc:
-            msg = f"`{node!r}`: {exc}"
-            raise InvalidOperationError(msg) from None
+        duration = parse_duration_in(text, repr(node))
         if duration.parsed_int:
             msg = (f"`{node!r}`: {text!r} is an index count (`i`), which has no length in "
                    "time; offset by a duration such as '3d' or '1h'")  # fmt: skip
@@ -790,11 +786,7 @@ class LogicalTyping:
         """
         logical = self._need(arg, node, ("datetime", "date"), "a Date or Datetime")
         every = str(node.options[0])
-        try:
-            duration = parse_duration(every)
-        except InvalidOperationError as exc:
-            msg = f"`{node!r}`: {exc}"
-            raise InvalidOperationError(msg) from None
+        duration = parse_duration_in(every, repr(node))
         if duration.negative or duration.parsed_int:
             what = "a negative duration" if duration.negative else "an index count (`i`)"
             msg = f"`{node!r}`: cannot round to {what}; give a positive one such as '1h'"

@@ -23,7 +23,8 @@ import numpy as np
 from colbridge.errors import ComputeError, InvalidOperationError
 from colbridge.types.timezones import zone_table
 
-__all__ = ["Duration", "minus_duration", "parse_duration", "timedelta_text"]
+__all__ = ["Duration", "minus_duration", "parse_duration", "parse_duration_in",
+           "timedelta_text"]
 
 _NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9}
 _NS_DAY = 86_400 * 10**9
@@ -55,6 +56,15 @@ def timedelta_text(value: _dt.timedelta) -> str:
     sign = "-" if value < _dt.timedelta(0) else ""
     value = abs(value)
     return f"{sign}{value.days}d{value.seconds}s{value.microseconds}us"
+
+
+def parse_duration_in(text: str, where: str) -> Duration:
+    """`parse_duration`, its error naming ``where`` (the expression that gave ``text``)."""
+    try:
+        return parse_duration(text)
+    except InvalidOperationError as exc:
+        msg = f"`{where}`: {exc}"
+        raise InvalidOperationError(msg) from None
 
 
 def parse_duration(text: str) -> Duration:
