@@ -147,7 +147,11 @@ class ArrowTableAdapter(FrameAdapter):
         # columns by position: a lookup by name walks the schema (quadratic on wide tables)
         position = {name: i for i, name in enumerate(self.names)}
         columns = [new[n] if n in new else self.frame.column(position[n]) for n in order]
-        return pa.Table.from_arrays(columns, names=list(order))
+        # an input column keeps its field: its metadata too (polars' Enum mark, say)
+        schema = self.frame.schema
+        fields = [pa.field(n, new[n].type) if n in new else schema.field(position[n])
+                  for n in order]  # fmt: skip
+        return self._marked(pa.Table.from_arrays(columns, schema=pa.schema(fields)))
 
     def filter(self, frame: Any, keep: pa.BooleanArray) -> Any:
         # pyarrow filters no string or binary views (polars' layout): the large one
@@ -159,7 +163,52 @@ class ArrowTableAdapter(FrameAdapter):
         return frame.filter(keep)
 
     def from_arrow(self, table: pa.Table) -> Any:
-        return table
+        return self._marked(table)
+
+    def _marked(self, table: pa.Table) -> pa.Table:
+        """``table`` with polars' Enum mark on each Enum column (no column copied).
+
+        polars marks an Enum column with field metadata (`polars_enum_metadata`); an
+        ordered dictionary without it reads back as a Categorical. A column with a
+        dictionary is marked with its categories, unless they are those of an input
+        column without the mark (polars reads that one, and what comes of it, as a
+        Categorical); one of no chunks (no dictionary left) named as an input field of
+        its type with the mark, with the input's mark.
+        """
+        fields, changed = [], False
+        for field, column in zip(table.schema, table.columns, strict=True):
+            categories = enum_categories(column)
+            if categories is not None and tuple(categories) in self._unmarked_categories:
+                categories = None
+            mark = None if categories is None else polars_enum_metadata(categories)
+            if mark is None and pa.types.is_dictionary(field.type) and not column.num_chunks:
+                mark = self._input_enum_marks.get((field.name, field.type))
+            metadata = field.metadata or {}
+            if mark is not None and metadata.get(POLARS_ENUM_KEY) != mark[POLARS_ENUM_KEY]:
+                field = field.with_metadata({**metadata, **mark})
+                changed = True
+            fields.append(field)
+        if not changed:
+            return table
+        return pa.Table.from_arrays(table.columns, schema=pa.schema(fields, table.schema.metadata))
+
+    @functools.cached_property
+    def _unmarked_categories(self) -> frozenset[tuple[str, ...]]:
+        """The categories of the input's ordered string dictionaries without polars' mark."""
+        out = set()
+        for field, column in zip(self.frame.schema, self.frame.columns, strict=True):
+            if not (field.metadata and POLARS_ENUM_KEY in field.metadata):
+                categories = enum_categories(column)
+                if categories is not None:
+                    out.add(tuple(categories))
+        return frozenset(out)
+
+    @functools.cached_property
+    def _input_enum_marks(self) -> dict[tuple[str, pa.DataType], dict[bytes, bytes]]:
+        """The Enum marks of the input's fields, by name and type."""
+        return {(f.name, f.type): {POLARS_ENUM_KEY: f.metadata[POLARS_ENUM_KEY]}
+                for f in self.frame.schema
+                if f.metadata and POLARS_ENUM_KEY in f.metadata}  # fmt: skip
 
 
 class PolarsFrameAdapter(FrameAdapter):

@@ -11,6 +11,13 @@ dates such as 2020-02-30), after writing the format in Python's terms:
   ``%.3f``/``%.6f``/``%.9f`` (a dot and exactly that many), each also nothing at all;
   ``%3f``/``%6f``/``%9f`` (exactly that many digits, no dot); nanoseconds kept;
 * ``%y``: chrono reads 00-69 as 2000-2069 and 70-99 as 1970-1999 (Python: 69 is 1969);
+* numbers as chrono reads them where Python does not: after any spaces, up to the
+  specifier's width (``%y`` of one digit, ``%m`` or ``%j`` after a space); ``%Y`` and
+  ``%G`` of 1 to 4 digits, or a sign and any number (``-44``, ``+12345``: a year within
+  chrono's -262143 to 262142, Python's 1-9999 reached by whole 400-year cycles). Such a
+  text is read field by field, each number as far as chrono reads it, from a format
+  that says a whole date (a year with a month and a day, or a day of the year; an ISO
+  year, week and weekday);
 * what chrono checks and Python does not: a weekday (``%a``, ``%A``, ``%u``, ``%w``) or a
   day of the year (``%j``) that disagrees with the date is not a date (Python takes
   ``2021-366`` as 2022-01-01 and ignores the weekday); ``%B`` and ``%A`` also read the
@@ -36,6 +43,22 @@ _FRACTIONS = (("%.3f", True, 3), ("%.6f", True, 6), ("%.9f", True, 9), ("%.f", T
 _ZONES = ("%z", "%Z", "%:z", "%::z", "%:::z", "%#z", "%+")
 _INT64 = (-(2**63), 2**63 - 1)
 _EPOCH = _dt.datetime(1970, 1, 1)
+#: chrono's dates: its years
+_YEARS = (-262_143, 262_142)
+#: chrono's numeric specifiers and the digits each reads at most (a year: more after a sign)
+_NUMBERS = {"Y": 4, "G": 4, "y": 2, "m": 2, "d": 2, "H": 2, "M": 2, "S": 2, "j": 3, "I": 2,
+            "U": 2, "W": 2, "V": 2, "u": 1, "w": 1}  # fmt: skip
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
+           "september", "october", "november", "december")  # fmt: skip
+_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+#: chrono's names: `%b`, `%a` the first three letters; `%B`, `%A` also the full name
+_NAMES = {"b": "|".join(m[:3] for m in _MONTHS), "a": "|".join(d[:3] for d in _DAYS),
+          "B": "|".join(_MONTHS + tuple(m[:3] for m in _MONTHS)),
+          "A": "|".join(_DAYS + tuple(d[:3] for d in _DAYS)), "p": "am|pm"}  # fmt: skip
+#: a format's regex of `_chrono_regex` (None: a format it does not read)
+_REGEXES: dict[str, tuple[re.Pattern[str], list[str], bool] | None] = {}
+#: a text read: its datetime (its year moved by whole 400-year cycles) and the days to add
+_Read = tuple[_dt.datetime, int]
 
 
 def zone_specifier(fmt: str) -> str | None:
@@ -132,7 +155,8 @@ def _parse(text: str, fmt: str, fraction: tuple[str, bool, int] | None,
     marks = "." if dotted else "0123456789"
     for start in reversed([i for i, c in enumerate(text) if c in marks]):
         found = pattern.match(text, start)
-        if found is None or (_strptime(text[:start], before) is None if before else start):
+        if found is None or (_strptime(text[:start], before, part=True) is None if before
+                             else start):  # fmt: skip
             continue
         value = _strptime(text[:start] + text[found.end() :], before + after, leap=leap)
         if value is not None:
@@ -147,24 +171,133 @@ def _parse(text: str, fmt: str, fraction: tuple[str, bool, int] | None,
 def _chrono_century(ticks: int, unit: str) -> int:
     """``ticks`` with a two-digit year 69 read as 2069 (chrono), not 1969 (Python)."""
     us = {"ns": ticks // 1000, "us": ticks, "ms": ticks * 1000}[unit]
-    if (_EPOCH + _dt.timedelta(microseconds=us)).year != 1969:
+    if not -365 * 86_400_000_000 <= us < 0:  # 1969: the 365 days before 1970
         return ticks
     century = 36_525 * 86_400 * 1_000_000  # 1969 to 2069 in microseconds (25 leap days)
     return ticks + {"ns": century * 1000, "us": century, "ms": century // 1000}[unit]
 
 
-def _strptime(text: str, fmt: str, *, leap: bool = True) -> _dt.datetime | None:
+def _strptime(text: str, fmt: str, *, leap: bool = True, part: bool = False) -> _Read | None:
     """``text`` read with ``fmt`` as chrono reads it (None: not a date chrono accepts).
 
-    ``leap``: a leap second is the next minute's first second (else the 59th).
+    ``leap``: a leap second is the next minute's first second (else the 59th); ``part``:
+    ``fmt`` is the start of a format, which need not say a whole date.
     """
+    read = _python_strptime(text, fmt, leap)
+    if read is not None:
+        return read
+    # what Python's fields do not read (a year of 1-3 or 5+ digits or signed, a `%y` of
+    # one digit, spaces before a number): read as chrono does, then again by Python
+    written = _chrono_fields(text, fmt, part)
+    if written is None:
+        return None
+    canonical_text, canonical_fmt, days, week = written
+    read = _python_strptime(canonical_text, canonical_fmt, leap)
+    if read is None or (week is not None and read[0].isocalendar()[:2] != week):
+        return None  # (Python takes the week 0 or a 53rd a year lacks as another year's)
+    return read[0], read[1] + days
+
+
+def _python_strptime(text: str, fmt: str, leap: bool) -> _Read | None:
+    """``text`` read by Python's ``strptime``, then checked as chrono checks it."""
     for variant in _name_variants(fmt):
         try:
             fields = _time.strptime(text, variant)
         except (ValueError, OverflowError):
             continue
-        return _checked(fields, variant, leap)
+        value = _checked(fields, variant, leap)
+        return None if value is None else (value, 0)
     return None
+
+
+def _chrono_fields(text: str, fmt: str,
+                   part: bool) -> tuple[str, str, int, tuple[int, int] | None] | None:  # fmt: skip
+    """``text`` and ``fmt`` rewritten for Python, each field read as chrono reads it.
+
+    chrono reads a number after any spaces, greedily, up to its width; a year (``%Y``,
+    ``%G``) takes a sign and then any number of digits. The rewritten format puts a
+    NUL character between its fields so that Python splits the text where chrono did. A
+    year is moved into 2000-2399 by whole 400-year cycles (146097 days, whole weeks:
+    leap years, weekdays and ISO weeks are the same). Returned with the text and the
+    format: the days to add and the ISO year (moved) and week of the text, if it has
+    both. None: ``fmt`` has a specifier this does not rewrite, or no whole date (unless
+    ``part``), or ``text`` does not fit it.
+    """
+    compiled = _chrono_regex(fmt)
+    if compiled is None or not (part or compiled[2]):
+        return None
+    regex, tokens, _ = compiled
+    found = regex.fullmatch(text)
+    if found is None:
+        return None
+    texts: list[str] = []
+    cycles: int | None = None
+    week: dict[str, int] = {}
+    for token, value in zip(tokens, found.groups()[::2], strict=True):
+        if token.startswith("%") and token[1] in _NUMBERS:
+            value = value.lstrip()
+        if token in ("%Y", "%G"):
+            digits = value.lstrip("+-").lstrip("0") or "0"
+            if len(digits) > 6:  # past chrono's years (and past what `int` reads, maybe)
+                return None
+            year = -int(digits) if value.startswith("-") else int(digits)
+            if not _YEARS[0] <= year <= _YEARS[1]:
+                return None
+            cycles = (year - 2000) // 400 if cycles is None else cycles
+            year -= 400 * cycles
+            if not 1 <= year <= 9999:
+                return None
+            value = f"{year:04d}"
+            week[token] = year
+        elif token == "%V":
+            week[token] = int(value)
+        elif token == "%y":
+            value = value.zfill(2)
+        elif token.isspace():
+            value = " "
+        texts.append(value)
+    written_fmt = "\x00".join(" " if t.isspace() else t for t in tokens)
+    iso = (week["%G"], week["%V"]) if {"%G", "%V"} <= week.keys() else None
+    return "\x00".join(texts), written_fmt, 146_097 * (cycles or 0), iso
+
+
+def _chrono_regex(fmt: str) -> tuple[re.Pattern[str], list[str], bool] | None:
+    """A regex of ``fmt`` reading as chrono does, its tokens, whether it says a whole date.
+
+    Each token has two groups in the regex: the text it reads, then a lookahead's.
+    """
+    if fmt in _REGEXES:
+        return _REGEXES[fmt]
+    tokens = re.findall(r"%.|\s+|[^%\s]+", fmt, re.DOTALL)
+    # chrono reads no date from a format without a whole one (Python: January, the 1st)
+    have = set(tokens)
+    days = (bool(have & {"%m", "%b", "%B"}) and "%d" in have) or "%j" in have
+    dated = bool(have & {"%Y", "%y"}) and days
+    weeks = {"%G", "%V"} <= have and bool(have & {"%u", "%a", "%A"})
+    whole = dated or weeks
+    if "".join(tokens) != fmt:  # a lone `%` at its end
+        _REGEXES[fmt] = None
+        return None
+    parts: list[str] = []
+    for token in tokens:
+        if token.startswith("%") and token[1] in _NUMBERS:
+            signed = "[+-][0-9]+|" if token[1] in "YG" else ""
+            number = f"(?:{signed}[0-9]{{1,{_NUMBERS[token[1]]}}})"
+            # a lookahead and its backreference: as much as chrono reads, never less
+            piece = rf"(?=(\s*{number}))\{2 * len(parts) + 2}"
+        elif token.startswith("%") and token[1] in _NAMES:
+            piece = f"(?=({_NAMES[token[1]]}))\\{2 * len(parts) + 2}"
+        elif token.startswith("%") and token != "%%":
+            _REGEXES[fmt] = None
+            return None
+        else:
+            # chrono's literals keep their case (names do not), spaces: any, or none
+            literal = r"\s*" if token.isspace() else re.escape(token.replace("%%", "%"))
+            piece = f"()(?-i:{literal})"
+        parts.append(f"({piece})")
+    compiled = re.compile("".join(parts), re.IGNORECASE | re.DOTALL)
+    _REGEXES[fmt] = (compiled, tokens, whole)
+    return _REGEXES[fmt]
 
 
 def _name_variants(fmt: str) -> list[str]:
@@ -219,9 +352,10 @@ def _iso(text: str | None, unit: str) -> int | None:
     return _ticks(value, unit, nanos) if value.tzinfo is None else None
 
 
-def _ticks(value: _dt.datetime, unit: str, nanos: int) -> int:
+def _ticks(value: _dt.datetime | _Read, unit: str, nanos: int) -> int:
     """``value`` plus ``nanos`` as ticks of ``unit`` since 1970 (toward the past)."""
-    us = (value - _EPOCH) // _dt.timedelta(microseconds=1)
+    value, days = (value, 0) if isinstance(value, _dt.datetime) else value
+    us = (value - _EPOCH) // _dt.timedelta(microseconds=1) + days * 86_400_000_000
     ns = us * 1000 + nanos
     return {"ns": ns, "us": ns // 1000, "ms": ns // 1_000_000}[unit]
 
