@@ -25,7 +25,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from colbridge.backends._scan_kernels import sorts_before, window_quantile
+from colbridge.backends._scan_kernels import sorted_insert, sorted_remove, window_quantile
 
 __all__ = ["rolling_extreme_by", "rolling_quantile_by", "rolling_sum_by", "rolling_var_by",
            "window_bounds"]  # fmt: skip
@@ -404,36 +404,12 @@ def rolling_quantile_by(values: Any, valid: Any, order: Any, tasks: Any, starts:
             while lo < s:
                 r = order[lo]
                 if valid[r]:
-                    x = values[r]
-                    if x != x:
-                        size -= 1  # the NaN are last: drop one of them
-                    else:
-                        k_lo, k_hi = 0, size
-                        while k_lo < k_hi:  # the first value not before x: x itself
-                            mid = (k_lo + k_hi) // 2
-                            if sorts_before(buf[mid], x):
-                                k_lo = mid + 1
-                            else:
-                                k_hi = mid
-                        for k in range(k_lo, size - 1):
-                            buf[k] = buf[k + 1]
-                        size -= 1
+                    size = sorted_remove(buf, size, values[r])
                 lo += 1
             while hi < e:
                 r = order[hi]
                 if valid[r]:
-                    x = values[r]
-                    k_lo, k_hi = 0, size
-                    while k_lo < k_hi:  # after every value not after x
-                        mid = (k_lo + k_hi) // 2
-                        if sorts_before(x, buf[mid]):
-                            k_hi = mid
-                        else:
-                            k_lo = mid + 1
-                    for k in range(size, k_lo, -1):
-                        buf[k] = buf[k - 1]
-                    buf[k_lo] = x
-                    size += 1
+                    size = sorted_insert(buf, size, values[r])
                 hi += 1
             if size == 0 or size < min_samples or e - s < min_samples:
                 out[i] = half - half

@@ -1511,6 +1511,39 @@ def sorts_before(a: Any, b: Any) -> bool:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def sorted_remove(buf: Any, size: int, x: Any) -> int:
+    """Take one ``x`` out of the sorted ``buf[:size]`` (NaN last); the new size."""
+    if x != x:
+        return size - 1  # the NaN are last: drop one of them
+    k_lo, k_hi = 0, size
+    while k_lo < k_hi:  # the first value not before x: x itself
+        mid = (k_lo + k_hi) // 2
+        if sorts_before(buf[mid], x):
+            k_lo = mid + 1
+        else:
+            k_hi = mid
+    for k in range(k_lo, size - 1):
+        buf[k] = buf[k + 1]
+    return size - 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def sorted_insert(buf: Any, size: int, x: Any) -> int:
+    """Put ``x`` into the sorted ``buf[:size]`` after its equals (NaN last); the new size."""
+    k_lo, k_hi = 0, size
+    while k_lo < k_hi:  # after every value not after x
+        mid = (k_lo + k_hi) // 2
+        if sorts_before(x, buf[mid]):
+            k_hi = mid
+        else:
+            k_lo = mid + 1
+    for k in range(size, k_lo, -1):
+        buf[k] = buf[k - 1]
+    buf[k_lo] = x
+    return size + 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def window_quantile(buf: Any, size: int, quantile: float, method: int, half: Any, out: Any,
                     i: int) -> None:  # fmt: skip
     """``out[i]``: the ``quantile`` of a window's ``size`` sorted values ``buf[:size]``.
@@ -1574,38 +1607,14 @@ def rolling_quantile(values: Any, valid: Any, order: Any, tasks: Any, window: in
                 if lo < hi:
                     r = _row(order, lo)
                     if valid[r]:
-                        x = values[r]
-                        if x != x:
-                            size -= 1  # the NaN are last: drop one of them
-                        else:
-                            k_lo, k_hi = 0, size
-                            while k_lo < k_hi:  # the first value not before x: x itself
-                                mid = (k_lo + k_hi) // 2
-                                if sorts_before(buf[mid], x):
-                                    k_lo = mid + 1
-                                else:
-                                    k_hi = mid
-                            for k in range(k_lo, size - 1):
-                                buf[k] = buf[k + 1]
-                            size -= 1
+                        size = sorted_remove(buf, size, values[r])
                 lo += 1
             if hi < lo:
                 hi = lo
             while hi < end:  # rows entering it
                 r = _row(order, hi)
                 if valid[r]:
-                    x = values[r]
-                    k_lo, k_hi = 0, size
-                    while k_lo < k_hi:  # after every value not after x
-                        mid = (k_lo + k_hi) // 2
-                        if sorts_before(x, buf[mid]):
-                            k_hi = mid
-                        else:
-                            k_lo = mid + 1
-                    for k in range(size, k_lo, -1):
-                        buf[k] = buf[k - 1]
-                    buf[k_lo] = x
-                    size += 1
+                    size = sorted_insert(buf, size, values[r])
                 hi += 1
             i = _row(order, p)
             if size == 0 or size < min_samples:
