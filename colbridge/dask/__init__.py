@@ -32,7 +32,6 @@ import pyarrow as pa
 from colbridge.errors import JobSpecError
 from colbridge.expr.nodes import (
     HOST_SCANS,
-    MOMENT_FUNCS,
     Agg,
     Binary,
     Column,
@@ -44,6 +43,7 @@ from colbridge.expr.nodes import (
     deep_walk,
 )
 from colbridge.io.grouped import (
+    UNMERGEABLE_PER_GROUP,
     Lookup,
     attach,
     has_group_by,
@@ -51,6 +51,7 @@ from colbridge.io.grouped import (
     looked_up,
     resolve_group_by,
     resolve_windows,
+    unmergeable_reason,
 )
 from colbridge.io.steps import is_aggregating, steps_of
 from colbridge.plan.logical import Step
@@ -332,10 +333,6 @@ def _resolve(
     return rest, lookups, table
 
 
-#: reductions per group that partitions' group tables cannot be merged into
-_UNMERGEABLE = ("n_unique", "median", "quantile", "skew", "kurtosis", "arg_min", "arg_max")
-
-
 def _refuse_unmergeable(steps: Sequence[Step]) -> None:
     """Refuse a reduction per group (``group_by``, ``over``) no merge of partitions can make.
 
@@ -346,16 +343,14 @@ def _refuse_unmergeable(steps: Sequence[Step]) -> None:
             nodes = deep_walk(expr) if step.kind == "group_by" else \
                 (m for n in deep_walk(expr) if isinstance(n, Over) for m in deep_walk(n.arg))
             for n in nodes:
-                if isinstance(n, Agg) and n.func in _UNMERGEABLE:
-                    why = ("it is made in two passes over a group's values: the mean, then "
-                           "the deviations" if n.func in MOMENT_FUNCS
-                           else "it needs all of a group's values at once")  # fmt: skip
+                if isinstance(n, Agg) and n.func in UNMERGEABLE_PER_GROUP:
                     msg = (
                         f"`{n!r}`: `{n.func}` per group cannot be merged from the partitions "
-                        f"of a Dask DataFrame ({why}). Shuffle the frame by the key first "
-                        "(`ddf.shuffle(key)`, each group's rows then in one partition) and "
-                        "compute each partition with `cb.lazy` (`ddf.map_partitions`), or "
-                        "compute it in memory (`cb.lazy(ddf.compute())`)"
+                        f"of a Dask DataFrame ({unmergeable_reason(n.func)}). Shuffle the "
+                        "frame by the key first (`ddf.shuffle(key)`, each group's rows then "
+                        "in one partition) and compute each partition with `cb.lazy` "
+                        "(`ddf.map_partitions`), or compute it in memory "
+                        "(`cb.lazy(ddf.compute())`)"
                     )
                     raise JobSpecError(msg)
 

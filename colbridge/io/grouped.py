@@ -54,6 +54,7 @@ from colbridge.plan.typecheck import is_one_value
 from colbridge.types import DType
 
 __all__ = [
+    "UNMERGEABLE_PER_GROUP",
     "Lookup",
     "RunTables",
     "attach",
@@ -63,8 +64,20 @@ __all__ = [
     "merge_tables",
     "resolve_group_by",
     "resolve_windows",
+    "unmergeable_reason",
     "window_passes",
 ]
+
+#: reductions per group that no merge of pieces' group tables can make
+UNMERGEABLE_PER_GROUP = frozenset({"n_unique", "median", "quantile", "skew", "kurtosis",
+                                   "arg_min", "arg_max"})  # fmt: skip
+
+
+def unmergeable_reason(func: str) -> str:
+    """Why ``func`` (of `UNMERGEABLE_PER_GROUP`) per group is not merged from pieces."""
+    if func in MOMENT_FUNCS:
+        return "it is made in two passes over a group's values: the mean, then the deviations"
+    return "it needs all of a group's values at once"
 
 #: Evaluates the given steps on every piece (after attaching the lookups so far);
 #: yields each piece's (small) result table, in the order of the pieces.
@@ -319,14 +332,11 @@ def _statistics(
     """One pass: per-group values of ``aggs`` after ``prefix``, merged over the pieces."""
     items: list[tuple[str, Node]] = []
     for j, agg in enumerate(aggs):
-        if agg.func in ("n_unique", "median", "quantile", "skew", "kurtosis", "arg_min",
-                        "arg_max"):
-            why = ("it is made in two passes over a group's values: the mean, then the "
-                   "deviations" if agg.func in MOMENT_FUNCS
-                   else "it needs all of a group's values at once")  # fmt: skip
+        if agg.func in UNMERGEABLE_PER_GROUP:
             msg = (
                 f"`{agg!r}`: `{agg.func}` per group cannot be merged from the pieces of a "
-                f"streaming job ({why}); compute it in memory (`LazyFrame.compute`)"
+                f"streaming job ({unmergeable_reason(agg.func)}); compute it in memory "
+                "(`LazyFrame.compute`)"
             )
             raise JobSpecError(msg)
         items.append((f"r{j}", Agg(agg.func, agg.arg, agg.ddof, agg.options)))
