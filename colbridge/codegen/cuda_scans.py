@@ -518,24 +518,18 @@ def _rolling(func: str, ct: str, head: list[str], inputs: list[tuple[str, str]],
             const long long fe = block >= 0 && start < block + window
                 ? (block + window < end ? block + window : end) : start;
             double fw = 0.0, fm = 0.0, fdp = 0.0, bw = 0.0, bm = 0.0, bdp = 0.0;
-            for (k = fe - 1; k >= start; --k) {{  // the front: from the block's end back
-                if (!VALID(k)) continue;
-                double v = (double)x[k];
+            // one value joins a (weight, mean, dp) state (`_welford_step`)
+            auto join = [](double& w, double& m, double& dp, double v) {{
                 if (!(v - v == 0.0)) v = 0.0;
-                const double nw = fw + 1.0, delta = v - fm, nm = fm + delta / nw;
-                fdp = fdp + (v - nm) * delta;
-                fw = nw;
-                fm = nm;
-            }}
-            for (k = fe; k < end; ++k) {{  // the back, in order
-                if (!VALID(k)) continue;
-                double v = (double)x[k];
-                if (!(v - v == 0.0)) v = 0.0;
-                const double nw = bw + 1.0, delta = v - bm, nm = bm + delta / nw;
-                bdp = bdp + (v - nm) * delta;
-                bw = nw;
-                bm = nm;
-            }}
+                const double nw = w + 1.0, delta = v - m, nm = m + delta / nw;
+                dp = dp + (v - nm) * delta;
+                w = nw;
+                m = nm;
+            }};
+            for (k = fe - 1; k >= start; --k)  // the front: from the block's end back
+                if (VALID(k)) join(fw, fm, fdp, (double)x[k]);
+            for (k = fe; k < end; ++k)  // the back, in order
+                if (VALID(k)) join(bw, bm, bdp, (double)x[k]);
             if (fw != 0.0) {{  // the front joins the back
                 const double nw = bw + fw, frac = fw / nw, delta = fm - bm;
                 const double nm = bm + delta * frac;
