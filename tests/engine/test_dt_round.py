@@ -79,3 +79,18 @@ def test_every_day_of_a_leap_year_as_polars(every: str) -> None:
     table = pa.table({"d": pa.array(days, pa.date32()), "t": pa.array(times, pa.timestamp("us"))})
     assert_same_as_polars(table, lambda m, q: q.select(m.col("d").dt.round(every),
                                                        m.col("t").dt.round(every)))
+
+
+def test_on_the_cuda_path_through_the_host_shim() -> None:
+    import polars as pl
+
+    from colbridge.testing.cuda_host import compute_on_host
+
+    times = [dt.datetime(2024, 1, 17, 11, 59), None, dt.datetime(1969, 12, 31, 23, 30),
+             dt.datetime(2024, 2, 15, 12)]  # fmt: skip
+    df = pl.from_arrow(_table(times))
+    assert isinstance(df, pl.DataFrame)
+    exprs = {"a": ("t", "1mo"), "b": ("ns", "15m"), "c": ("k", "1d"), "d": ("d", "1w")}
+    handle = df.gpu.select(**{n: cb.col(c).dt.round(e) for n, (c, e) in exprs.items()})
+    want = df.select(**{n: pl.col(c).dt.round(e) for n, (c, e) in exprs.items()})
+    assert compute_on_host(handle).equals(want)

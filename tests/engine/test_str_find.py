@@ -42,3 +42,14 @@ def test_the_string_language_finds() -> None:
     df = pl.DataFrame({"s": ["éa", None, "b"]})
     got = cb.lazy(df).eval("i = s.str.find('a')").compute()
     assert got.equals(df.with_columns(i=pl.col("s").str.find("a")))
+
+
+def test_on_the_cuda_path_through_the_host_shim() -> None:
+    import polars as pl
+
+    from colbridge.testing.cuda_host import compute_on_host
+
+    df = pl.DataFrame({"s": ["éa", None, "b.a", "", "xyz"]})
+    handle = df.gpu.select(a=cb.col("s").str.find("a"), b=cb.col("s").str.find(".", literal=True))
+    want = df.select(a=pl.col("s").str.find("a"), b=pl.col("s").str.find(".", literal=True))
+    assert compute_on_host(handle).equals(want)
