@@ -1,10 +1,14 @@
 """Compiled kernels of polars' time-based rolling windows (``rolling_*_by``).
 
 Stage: backends. Imported on first use by `colbridge.backends.rolling_by`, which
-describes the arguments. Every kernel walks *segments*: ``tasks[t] = (a, b)`` is the
-run ``order[a:b]`` of the rows of one group (the whole frame without keys), put in
-ascending order of ``by`` (rows of equal ``by`` in frame order, rows whose ``by`` is
-null first). Segments run in parallel; inside one the work is sequential.
+describes the arguments. Every kernel walks *segments*: ``tasks[t] = (a, b, c0, c1)``
+names the run ``order[a:b]`` of the rows of one group (the whole frame without keys;
+``order`` None: the rows themselves), put in ascending order of ``by`` (rows of equal
+``by`` in frame order, rows whose ``by`` is null first), and the positions ``[c0, c1)``
+the task writes: a group's whole segment, or one chunk of a long one, cut where a run
+of equal ``by`` starts. Tasks run in parallel; inside one the work is sequential, and
+a chunk's aggregation starts afresh at its first window (as polars' does after a gap),
+so a float result may differ from one walk's in its last bits.
 
 `window_bounds` gives each position ``p`` its window ``[starts[p], ends[p])`` of
 positions, as polars' ``group_by_values_iter_lookbehind`` does: the start moves
@@ -25,7 +29,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from colbridge.backends._scan_kernels import sorted_insert, sorted_remove, window_quantile
+from colbridge.backends._scan_kernels import _row, sorted_insert, sorted_remove, window_quantile
 
 __all__ = ["rolling_extreme_by", "rolling_quantile_by", "rolling_sum_by", "rolling_var_by",
            "window_bounds"]  # fmt: skip
@@ -50,35 +54,95 @@ def _within(value: Any, upper: Any, closed: int) -> bool:
     return bool(value < upper)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _first_valid(by_valid: Any, order: Any, a: int, b: int) -> int:
+    """The first position of ``[a, b)`` whose ``by`` is valid (b: none); nulls come first."""
+    lo, hi = a, b
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if by_valid[_row(order, mid)]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _first_entering(by: Any, order: Any, a: int, b: int, bound: Any, closed: int) -> int:
+    """The first position of ``[a, b)`` whose ``by`` (ascending) is past ``bound`` (b: none)."""
+    lo, hi = a, b
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _enters(by[_row(order, mid)], bound, closed):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
 def window_bounds(by: Any, by_valid: Any, lower: Any, order: Any, tasks: Any, closed: int,
                   starts: Any, ends: Any) -> None:  # fmt: skip
-    """Each position's window ``[starts[p], ends[p])``; -1 for rows whose ``by`` is null."""
+    """Each position's window ``[starts[p], ends[p])``; -1 for rows whose ``by`` is null.
+
+    A chunk after a segment's first (``c0 > a``) finds its first window's start by a
+    binary search: the position the walk from the segment's start would have reached,
+    where the windows' lower bounds never go down (the caller cuts only such segments).
+    """
     for t in numba.prange(tasks.shape[0]):
-        a, b = tasks[t, 0], tasks[t, 1]
-        first = a
-        while first < b and not by_valid[order[first]]:
-            starts[first] = -1
-            ends[first] = -1
-            first += 1
-        start = first
-        end = first
-        last = by[order[first]] if first < b else np.int64(0)  # an empty segment reads none
-        for p in range(first, b):
-            now = by[order[p]]
-            if p > first and now == last:  # equal `by` values share one window
+        a, b, c0, c1 = tasks[t, 0], tasks[t, 1], tasks[t, 2], tasks[t, 3]
+        if c0 == a:
+            first = a
+            while first < b and not by_valid[_row(order, first)]:
+                first += 1
+        else:
+            first = _first_valid(by_valid, order, a, b)
+        for p in range(c0, min(first, c1)):
+            starts[p] = -1
+            ends[p] = -1
+        p0 = max(c0, first)
+        if p0 >= c1:
+            continue
+        last = by[_row(order, p0)]
+        start = first if p0 == first else \
+            _first_entering(by, order, first, p0, lower[_row(order, p0)], closed)  # fmt: skip
+        end = start
+        for p in range(p0, c1):
+            now = by[_row(order, p)]
+            if p > p0 and now == last:  # equal `by` values share one window
                 starts[p] = start
                 ends[p] = end
                 continue
             last = now
-            bound = lower[order[p]]
-            while start < p and not _enters(by[order[start]], bound, closed):
+            bound = lower[_row(order, p)]
+            while start < p and not _enters(by[_row(order, start)], bound, closed):
                 start += 1
             end = p if _within(now, now, closed) else max(end, start)
-            while end < b and _within(by[order[end]], now, closed):
+            while end < b and _within(by[_row(order, end)], now, closed):
                 end += 1
             starts[p] = start
             ends[p] = end
+
+
+@numba.njit(cache=True, nogil=True)
+def _widest(starts: Any, ends: Any, c0: int, c1: int) -> int:
+    """The most rows any window of positions ``[c0, c1)`` holds (at least 1): buffer sizes."""
+    widest = 1
+    for p in range(c0, c1):
+        widest = max(widest, ends[p] - starts[p])
+    return widest
+
+
+@numba.njit(cache=True, nogil=True)
+def _reach(starts: Any, ends: Any, c0: int, c1: int) -> int:
+    """The positions the windows of ``[c0, c1)`` cover together, first to last (at least 1)."""
+    lo = np.int64(-1)
+    hi = np.int64(0)
+    for p in range(c0, c1):
+        if starts[p] >= 0:
+            lo = starts[p] if lo < 0 or starts[p] < lo else lo
+            hi = ends[p] if ends[p] > hi else hi
+    return max(int(hi - lo), 1) if lo >= 0 else 1
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -104,7 +168,7 @@ def rolling_sum_by(values: Any, valid: Any, order: Any, tasks: Any, starts: Any,
     and NaN of the output's type (zeros for integers, which never meet them).
     """
     for t in numba.prange(tasks.shape[0]):
-        a, b = tasks[t, 0], tasks[t, 1]
+        a, c0, c1 = tasks[t, 0], tasks[t, 2], tasks[t, 3]
         total = acc - acc
         err_add = acc - acc
         err_sub = acc - acc
@@ -114,8 +178,8 @@ def rolling_sum_by(values: Any, valid: Any, order: Any, tasks: Any, starts: Any,
         nulls = 0
         lo = a
         hi = a
-        for p in range(a, b):
-            i = order[p]
+        for p in range(c0, c1):
+            i = _row(order, p)
             s, e = starts[p], ends[p]
             if s < 0 or e - s < min_samples:
                 out_valid[i] = False
@@ -131,7 +195,7 @@ def rolling_sum_by(values: Any, valid: Any, order: Any, tasks: Any, starts: Any,
                 lo = s
                 hi = s
             while lo < s:  # rows leaving
-                r = order[lo]
+                r = _row(order, lo)
                 if valid[r]:
                     x = values[r]
                     if not _finite(x):
@@ -149,7 +213,7 @@ def rolling_sum_by(values: Any, valid: Any, order: Any, tasks: Any, starts: Any,
                     nulls -= 1
                 lo += 1
             while hi < e:  # rows entering
-                r = order[hi]
+                r = _row(order, hi)
                 if valid[r]:
                     x = values[r]
                     if not _finite(x):
@@ -210,8 +274,8 @@ def rolling_var_by(values: Any, valid: Any, order: Any, tasks: Any, starts: Any,
     ``ddof``; negative variances (rounding) are 0.
     """
     for t in numba.prange(tasks.shape[0]):
-        a, b = tasks[t, 0], tasks[t, 1]
-        size = max(b - a, 1)
+        a, c0, c1 = tasks[t, 0], tasks[t, 2], tasks[t, 3]
+        size = _widest(starts, ends, c0, c1)
         back = np.empty(size, dtype=np.float64)
         front = np.zeros((size, 3), dtype=np.float64)
         agg = np.zeros((1, 3), dtype=np.float64)
@@ -221,8 +285,8 @@ def rolling_var_by(values: Any, valid: Any, order: Any, tasks: Any, starts: Any,
         nulls = 0
         lo = a
         hi = a
-        for p in range(a, b):
-            i = order[p]
+        for p in range(c0, c1):
+            i = _row(order, p)
             s, e = starts[p], ends[p]
             if s < 0 or e - s < min_samples:
                 out_valid[i] = False
@@ -238,7 +302,7 @@ def rolling_var_by(values: Any, valid: Any, order: Any, tasks: Any, starts: Any,
                 lo = s
                 hi = s
             while lo < s:
-                r = order[lo]
+                r = _row(order, lo)
                 if valid[r]:
                     if n_front == 0:  # flip: the back's values become the front's suffixes
                         front[0, 0] = 0.0
@@ -264,7 +328,7 @@ def rolling_var_by(values: Any, valid: Any, order: Any, tasks: Any, starts: Any,
                     nulls -= 1
                 lo += 1
             while hi < e:
-                r = order[hi]
+                r = _row(order, hi)
                 if valid[r]:
                     x = np.float64(values[r])
                     if not _finite(x):
@@ -317,16 +381,18 @@ def rolling_extreme_by(values: Any, valid: Any, order: Any, tasks: Any, starts: 
     with fewer than ``min_samples`` rows or non-null values, or none.
     """
     for t in numba.prange(tasks.shape[0]):
-        a, b = tasks[t, 0], tasks[t, 1]
-        queue = np.empty(max(b - a, 1), dtype=np.int64)
+        a, c0, c1 = tasks[t, 0], tasks[t, 2], tasks[t, 3]
+        # the queue's tail only moves back when a value is beaten, so it may reach as far as
+        # the rows entering after a fresh start: at most all the chunk's windows cover
+        queue = np.empty(_reach(starts, ends, c0, c1), dtype=np.int64)
         head = 0
         tail = 0
         nans = 0
         nulls = 0
         lo = a
         hi = a
-        for p in range(a, b):
-            i = order[p]
+        for p in range(c0, c1):
+            i = _row(order, p)
             s, e = starts[p], ends[p]
             if s < 0:
                 out_valid[i] = False
@@ -339,7 +405,7 @@ def rolling_extreme_by(values: Any, valid: Any, order: Any, tasks: Any, starts: 
                 lo = s
                 hi = s
             while lo < s:
-                r = order[lo]
+                r = _row(order, lo)
                 if not valid[r]:
                     nulls -= 1
                 elif values[r] != values[r]:
@@ -348,7 +414,7 @@ def rolling_extreme_by(values: Any, valid: Any, order: Any, tasks: Any, starts: 
                     head += 1
                 lo += 1
             while hi < e:
-                r = order[hi]
+                r = _row(order, hi)
                 if not valid[r]:
                     nulls += 1
                 else:
@@ -356,9 +422,12 @@ def rolling_extreme_by(values: Any, valid: Any, order: Any, tasks: Any, starts: 
                     if x != x:
                         nans += 1
                     else:
-                        while head < tail and ((values[order[queue[tail - 1]]] > x) if not largest
-                                               else (values[order[queue[tail - 1]]] < x)):
-                            tail -= 1
+                        while head < tail:
+                            queued = values[_row(order, queue[tail - 1])]
+                            if (queued < x) if largest else (queued > x):
+                                tail -= 1
+                            else:
+                                break
                         queue[tail] = hi
                         tail += 1
                 hi += 1
@@ -370,7 +439,7 @@ def rolling_extreme_by(values: Any, valid: Any, order: Any, tasks: Any, starts: 
             if nans > 0:
                 out[i] = nan
             else:
-                out[i] = values[order[queue[head]]]
+                out[i] = values[_row(order, queue[head])]
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -385,13 +454,13 @@ def rolling_quantile_by(values: Any, valid: Any, order: Any, tasks: Any, starts:
     taken by ``method``, in the values' type (``half``: 0.5 of it).
     """
     for t in numba.prange(tasks.shape[0]):
-        a, b = tasks[t, 0], tasks[t, 1]
-        buf = np.empty(max(b - a, 1), dtype=values.dtype)
+        a, c0, c1 = tasks[t, 0], tasks[t, 2], tasks[t, 3]
+        buf = np.empty(_widest(starts, ends, c0, c1), dtype=values.dtype)
         size = 0
         lo = a
         hi = a
-        for p in range(a, b):
-            i = order[p]
+        for p in range(c0, c1):
+            i = _row(order, p)
             s, e = starts[p], ends[p]
             if s < 0:
                 out[i] = half - half
@@ -402,12 +471,12 @@ def rolling_quantile_by(values: Any, valid: Any, order: Any, tasks: Any, starts:
                 lo = s
                 hi = s
             while lo < s:
-                r = order[lo]
+                r = _row(order, lo)
                 if valid[r]:
                     size = sorted_remove(buf, size, values[r])
                 lo += 1
             while hi < e:
-                r = order[hi]
+                r = _row(order, hi)
                 if valid[r]:
                     size = sorted_insert(buf, size, values[r])
                 hi += 1

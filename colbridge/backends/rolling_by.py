@@ -73,6 +73,36 @@ def _by_values(by: pa.Array, kind: str, func: str) -> np.ndarray[Any, Any]:
     return values
 
 
+#: rows per chunk of a segment without keys: long against the work a chunk repeats (its
+#: first window, summed afresh), short enough to keep every core busy
+_CHUNK_ROWS = 1 << 16
+
+
+def _chunks(by: np.ndarray[Any, Any], by_valid: np.ndarray[Any, Any],
+            lower: np.ndarray[Any, Any], n: int) -> np.ndarray[Any, Any]:  # fmt: skip
+    """Tasks ``(0, n, c0, c1)`` for the rows in ``by`` order: chunks on every core.
+
+    Each cut is where a run of equal ``by`` starts (those rows share one window). One
+    task where the rows are few, where null ``by`` are not all first, or where the
+    windows' lower bounds go down somewhere (a zone's clocks turned back): there the
+    walk's start carries what a chunk could not find by itself (`window_bounds`).
+    """
+    whole = np.array([[0, n, 0, n]], dtype=np.int64)
+    if n < 2 * _CHUNK_ROWS:
+        return whole
+    first = n - int(np.count_nonzero(by_valid))  # the null rows, all first if in order
+    values, bounds = by[first:], lower[first:]
+    if not by_valid[first:].all() or not (bounds[1:] >= bounds[:-1]).all():
+        return whole
+    cuts = np.arange(first + _CHUNK_ROWS, n, _CHUNK_ROWS, dtype=np.int64)
+    cuts = np.unique(first + np.searchsorted(values, by[cuts], side="left"))  # run starts
+    edges = np.concatenate([[0], cuts[cuts > 0], [n]]).astype(np.int64)
+    tasks = np.zeros((len(edges) - 1, 4), dtype=np.int64)
+    tasks[:, 1] = n
+    tasks[:, 2], tasks[:, 3] = edges[:-1], edges[1:]
+    return tasks
+
+
 def rolling_by(func: str, options: tuple[Any, ...], array: pa.Array | pa.ChunkedArray,
                by: pa.Array | pa.ChunkedArray, groups: GroupIds | None,
                result: DType) -> pa.Array:  # fmt: skip
@@ -89,10 +119,14 @@ def rolling_by(func: str, options: tuple[Any, ...], array: pa.Array | pa.Chunked
     by_valid = _flags(by_data)
     by_int = _by_values(by_data, kind, func)
     duration = parse_duration(params["window"])
-    lower = np.zeros(n, dtype=np.int64)
+    every = bool(by_valid.all())
+    lower = np.zeros(0 if every else n, dtype=np.int64)
     if by_valid.any():
         try:
-            lower[by_valid] = minus_duration(by_int[by_valid], duration, unit, tz)
+            if every:  # no rows to pick: the starts of all, without copies
+                lower = minus_duration(by_int, duration, unit, tz)
+            else:
+                lower[by_valid] = minus_duration(by_int[by_valid], duration, unit, tz)
         except ComputeError as exc:  # as polars: a window start the zone's clocks make unclear
             msg = (
                 f"`{func}` with window {params['window']!r}: {exc} (polars raises too); "
@@ -101,15 +135,16 @@ def rolling_by(func: str, options: tuple[Any, ...], array: pa.Array | pa.Chunked
             )
             raise ComputeError(msg) from None
     kernels = _kernels()
+    order: np.ndarray[Any, Any] | None = None  # None: the rows themselves, in `by` order
     if groups is not None and groups.ids is not None:
         from colbridge.backends import _scan_kernels
 
         order, starts = _scan_kernels.counting_order(groups.ids, groups.count,
                                                      empty_array(n, np.int64))  # fmt: skip
-        tasks = np.ascontiguousarray(np.stack([starts[:-1], starts[1:]], axis=1))
+        bounds = np.stack([starts[:-1], starts[1:]], axis=1)
+        tasks = np.ascontiguousarray(np.concatenate([bounds, bounds], axis=1))
     else:
-        order = np.arange(n, dtype=np.int64)
-        tasks = np.array([[0, n]], dtype=np.int64)
+        tasks = _chunks(by_int, by_valid, lower, n)
     begins = np.empty(n, dtype=np.int64)
     ends = np.empty(n, dtype=np.int64)
     kernels.window_bounds(by_int, by_valid, lower, order, tasks,

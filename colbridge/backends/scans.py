@@ -657,14 +657,16 @@ def _packed(keys: np.ndarray[Any, Any], owners: np.ndarray[Any, Any] | None,
 
 
 def rows_in_order(arrays: list[pa.Array | pa.ChunkedArray], descending: bool,
-                  nulls_last: bool) -> np.ndarray[Any, Any]:  # fmt: skip
+                  nulls_last: bool) -> np.ndarray[Any, Any] | None:  # fmt: skip
     """The rows sorted by ``arrays`` as polars' ``over(order_by=...)`` sorts them (int64).
 
     Stable (rows of equal keys stay in frame order), by the first array, then the
     next; each ascending unless ``descending``, its nulls first unless ``nulls_last``
     (wherever the values go); values ranked as polars sorts them (`_rank_keys`: NaN
     after every number, ``-0.0`` equal to ``0.0``, strings by their UTF-8 bytes,
-    categoricals by their text), an Enum by the order of its categories.
+    categoricals by their text), an Enum by the order of its categories. None where
+    the rows already stand in that order (a time series sorted by its time): no sort,
+    and the caller takes no copy of its columns.
     """
     columns: list[np.ndarray[Any, Any]] = []  # the most significant first
     for array in arrays:
@@ -672,7 +674,24 @@ def rows_in_order(arrays: list[pa.Array | pa.ChunkedArray], descending: bool,
         if descending:
             keys = ~keys  # reverses the order of every int64, the smallest included
         columns += [valid if not nulls_last else ~valid, keys]  # False sorts first
+    if _in_order(columns):
+        return None
     return np.lexsort(columns[::-1]).astype(np.int64)  # np.lexsort: the last key first
+
+
+def _in_order(columns: list[np.ndarray[Any, Any]]) -> bool:
+    """Whether each row's keys (``columns``, most significant first) are >= the row before's."""
+    if not columns or len(columns[0]) < 2:
+        return True
+    ahead = np.zeros(len(columns[0]) - 1, dtype=np.bool_)  # a more significant key is larger
+    for keys in columns:
+        before, after = keys[:-1], keys[1:]
+        if not (ahead | (before <= after)).all():
+            return False
+        ahead |= before < after
+        if ahead.all():
+            break
+    return True
 
 
 def value_keys(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray[Any, Any],

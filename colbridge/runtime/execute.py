@@ -667,7 +667,7 @@ def grouping(
         # `over(order_by=...)`: the scan runs over the rows taken in that order
         order = _RowOrder.of(scan.keys, whole, orders)
         if order is not None:
-            keyed = None if keyed is None else keyed.reordered(order.rows)
+            keyed = None if keyed is None else order.regrouped(keyed)
             where += f", rows in the order of {', '.join(map(repr, scan.keys.order_by))}"
         if scan.func in ROLLING_BY_FUNCS and order is not None:
             # a time-based window: the values and `by` (its `order_by`) in `by` order
@@ -742,7 +742,7 @@ def grouping(
         groups = out.of(agg.keys.ids_column)
         order = _RowOrder.of(agg.keys, whole, orders)  # `first`/`last`: in the order
         if order is not None:
-            groups = groups.reordered(order.rows)
+            groups = order.regrouped(groups)
             values = None if values is None else order.taken(values)
             pred = None if pred is None else order.taken(pred)
         out.host[agg] = host_reduction(agg.func, groups, values, pred, agg.options,
@@ -760,10 +760,11 @@ class _RowOrder:
 
     A scan or a ``first``/``last`` takes its argument in that order (`taken`), runs
     as over frame order, and puts its row results back where their rows are
-    (`restored`); group ids keep their numbers (`GroupIds.reordered`).
+    (`restored`); group ids keep their numbers (`GroupIds.reordered`). ``rows`` is
+    None where the frame already stands in that order: nothing is taken or put back.
     """
 
-    rows: np.ndarray[Any, Any]
+    rows: np.ndarray[Any, Any] | None
 
     @classmethod
     def of(cls, keys: KeySet, whole: _Whole,
@@ -778,17 +779,22 @@ class _RowOrder:
         return made[key]
 
     def taken(self, array: pa.Array | pa.ChunkedArray) -> pa.Array:
-        return take(one_array(array), self.rows)
+        return one_array(array) if self.rows is None else take(one_array(array), self.rows)
+
+    def regrouped(self, groups: GroupIds) -> GroupIds:
+        """``groups`` over the rows in this order."""
+        return groups if self.rows is None else groups.reordered(self.rows)
 
     @cached_property
     def _back(self) -> np.ndarray[Any, Any]:
         """Each row's place in the order: the inverse of ``rows``."""
+        assert self.rows is not None
         back = np.empty_like(self.rows)
         back[self.rows] = np.arange(len(self.rows), dtype=self.rows.dtype)
         return back
 
     def restored(self, array: pa.Array | pa.ChunkedArray) -> pa.Array:
-        return take(one_array(array), self._back)
+        return one_array(array) if self.rows is None else take(one_array(array), self._back)
 
 
 class _Whole:

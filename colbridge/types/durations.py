@@ -136,13 +136,15 @@ def minus_duration(values: np.ndarray[Any, Any], duration: Duration, unit: str,
     steps = [(kind, amount) for kind, amount in (("months", duration.months),
              ("days", duration.weeks * 7), ("days", duration.days)) if amount]  # fmt: skip
     for kind, amount in steps:
-        if zone is None:
-            out = _minus_months(out, amount, per_day) if kind == "months" \
-                else out - amount * per_day  # fmt: skip
+        if zone is None and kind == "days":
+            out -= amount * per_day  # `out` is this function's own array
+        elif zone is None:
+            out = _minus_months(out, amount, per_day)
         else:
             out = _zoned_step(out, kind, amount, unit, zone)
     # the fixed part: Rust's `-nsecs / per_unit` truncates toward zero
-    return out - duration.nsecs // per_unit
+    out -= duration.nsecs // per_unit
+    return out
 
 
 def _minus_months(values: np.ndarray[Any, Any], months: int,

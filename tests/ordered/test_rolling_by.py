@@ -395,6 +395,75 @@ def test_a_longer_frame_in_groups() -> None:
         kinds=("polars",), tolerance={"a": _FLOAT, "c": _FLOAT})  # fmt: skip
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    func=st.sampled_from((*_FUNCS, "quantile")),
+    n=st.integers(0, 120),
+    seed=st.integers(0, 2**31 - 1),
+    kind=st.sampled_from(tuple(_BY_KINDS)),
+    shuffled=st.booleans(),
+    by_nulls=st.booleans(),
+    closed=st.sampled_from(["right", "left", "both", "none"]),
+    choice=st.integers(0, 7),
+    min_samples=st.sampled_from([0, 1, 3]),
+)
+def test_chunks_of_one_walk_equal_polars(func: str, n: int, seed: int, kind: str,
+                                         shuffled: bool, by_nulls: bool, closed: str,
+                                         choice: int, min_samples: int) -> None:  # fmt: skip
+    # without keys the rows are cut in chunks that run in parallel; 8-row chunks put
+    # many cuts among these few rows: ties across a cut, null `by` before the first,
+    # windows wider than a chunk, zoned windows whose starts go back (one walk then)
+    from colbridge.backends import rolling_by
+
+    table = _table(n, seed, kind, shuffled=shuffled, by_nulls=by_nulls, nulls=0.2, groups=1)
+    windows = _BY_KINDS[kind][1]
+    window = windows[choice % len(windows)]
+
+    def steps(m: Any, q: Any) -> Any:
+        out = {}
+        for column in ("f", "n", "f32", "i", "w", "b"):
+            kw: dict[str, Any] = {"min_samples": min_samples, "closed": closed}
+            if func == "quantile":
+                kw["quantile"] = 0.3
+            out[f"{func}_{column}"] = getattr(m.col(column), f"rolling_{func}_by")("t", window,
+                                                                                    **kw)
+        return q.select(**out)
+
+    tolerance = {k: v for k, v in _tolerances().items() if k.startswith(func)}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rolling_by, "_CHUNK_ROWS", 8)
+        assert_same_as_polars(table, steps, kinds=("polars",), tolerance=tolerance)
+
+
+def test_a_long_time_series_runs_in_chunks() -> None:
+    # sorted, with a run of ties across the first cut and null `by` first: chunks cut
+    # where a run starts, and the answers are polars' (float sums within 1e-9)
+    from colbridge.backends import rolling_by
+
+    rng = np.random.default_rng(8)
+    n = 3 * rolling_by._CHUNK_ROWS + 77
+    t = np.sort(rng.integers(0, 40_000_000, n)) * 1_000
+    t[rolling_by._CHUNK_ROWS - 5: rolling_by._CHUNK_ROWS + 5] = t[rolling_by._CHUNK_ROWS - 5]
+    by = pa.array(t, pa.int64(), mask=np.arange(n) < 3).cast(pa.timestamp("us"))
+    valid = np.arange(n) >= 3
+    lower = np.where(valid, t - 20_000_000, 0)
+    tasks = rolling_by._chunks(t, valid, lower, n)
+    assert len(tasks) >= 3
+    assert set(tasks[1:, 2]) <= set(np.flatnonzero(np.diff(t) > 0) + 1)  # where runs start
+    table = pa.table({
+        "t": by,
+        "x": pa.array(np.round(rng.normal(size=n), 3), mask=rng.random(n) < 0.1),
+        "i": rng.integers(-100, 100, n),
+    })  # fmt: skip
+    assert_same_as_polars(table, lambda m, q: q.select(
+        a=m.col("x").rolling_mean_by("t", "20s"),
+        b=m.col("i").rolling_sum_by("t", "10s", closed="left"),
+        c=m.col("x").rolling_std_by("t", "30s", closed="both"),
+        d=m.col("x").rolling_quantile_by("t", "15s", quantile=0.3, closed="none"),
+        e=m.col("i").rolling_max_by("t", "5s", min_samples=3)),
+        kinds=("polars",), tolerance={"a": _FLOAT, "c": _FLOAT})  # fmt: skip
+
+
 def test_the_cuda_code_path_gives_the_cpu_answers() -> None:
     from colbridge.testing.cuda_host import compute_on_host
 
