@@ -14,7 +14,13 @@ semantics (``rolling_*`` need all 20 values of the window; ``ewm_mean`` is
   ``diff(1)`` (two outputs), ``x - x.shift(1, fill_value=0.0)`` (``shift fill``),
   ``ewm_mean(alpha=0.1)``, and the fused ``(x - x.shift(1)) / x.rolling_std(20)``;
 * ``rolling_mean``, ``cum_sum``, ``shift & diff`` and the fused one again with
-  ``.over("g")`` (the whole expression over the key).
+  ``.over("g")`` (the whole expression over the key);
+* the time-based ``x.rolling_mean_by("t", "2d")``, plain and ``.over("g")``, where
+  ``t`` is a sorted datetime column (microseconds, distinct seconds over 3 years, so
+  about 9,000 rows a day at 1e7 rows; no ties, whose windows pandas takes row by
+  row where polars gives tied rows one window): pandas' ``rolling("2D", on="t")`` (per group:
+  ``groupby(g).rolling``, put back in row order); the hand kernel walks two pointers
+  over ``t`` (plain only).
 
 Contenders, all in one run with the rounds interleaved (contender 1, 2, ...,
 then again), so that machine noise falls on all of them alike; the tables give
@@ -279,6 +285,31 @@ def _k_over_rolling_mean(x, v, ids, groups, w, out, vout):  # type: ignore[no-un
 
 
 @numba.njit(cache=True)
+def _k_rolling_mean_by(x, v, t, w, out, vout):  # type: ignore[no-untyped-def]
+    """Mean of the non-null values with ``t`` in ``(t[i] - w, t[i]]``; equal ``t`` share it."""
+    n = x.shape[0]
+    s = 0.0
+    count = 0
+    lo = 0
+    hi = 0
+    byte = 0
+    for i in range(n):
+        while hi < n and t[hi] <= t[i]:  # rows up to t, ties after i included
+            if _bit(v, hi):
+                s += x[hi]
+                count += 1
+            hi += 1
+        while t[lo] <= t[i] - w:
+            if _bit(v, lo):
+                s -= x[lo]
+                count -= 1
+            lo += 1
+        out[i] = s / count if count else 0.0
+        byte = _put(vout, i, byte, np.int64(count > 0))
+    _flush(vout, n, byte)
+
+
+@numba.njit(cache=True)
 def _k_over_cum_sum(x, v, ids, groups, out):  # type: ignore[no-untyped-def]
     s = np.zeros(groups)
     for i in range(x.shape[0]):
@@ -363,6 +394,7 @@ class Data:
     valid_buffer: pa.Buffer
     ids: np.ndarray  # int32 group ids 0..groups-1
     groups: int
+    t: np.ndarray  # the sorted datetime column `t`, as int64 microseconds
 
     @property
     def rows(self) -> int:
@@ -374,7 +406,11 @@ def make_data(n: int, groups: int, seed: int = 0) -> Data:
     values = rng.standard_normal(n)
     mask = rng.random(n) < NULL_FRACTION
     codes = rng.integers(0, groups, n)
-    df = pl.DataFrame({"x": pa.array(values, mask=mask), "g": codes}).rechunk()
+    span = max(3 * 365 * 86_400, 2 * n)  # seconds; distinct times (pandas splits ties)
+    seconds = np.sort(rng.integers(0, span - n, n)) + np.arange(n)
+    t = (np.datetime64("2020-01-01", "us") + seconds.astype("timedelta64[s]")).astype(
+        "datetime64[us]")  # fmt: skip
+    df = pl.DataFrame({"x": pa.array(values, mask=mask), "g": codes, "t": t}).rechunk()
     arr = df["x"].to_arrow()
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
@@ -382,7 +418,7 @@ def make_data(n: int, groups: int, seed: int = 0) -> Data:
     if valid is None:
         msg = "the data must have nulls"
         raise ValueError(msg)
-    pdf = pd.DataFrame({"x": np.where(mask, np.nan, values), "g": codes})
+    pdf = pd.DataFrame({"x": np.where(mask, np.nan, values), "g": codes, "t": t})
     _, ids = np.unique(codes, return_inverse=True)
     return Data(
         polars=df,
@@ -392,6 +428,7 @@ def make_data(n: int, groups: int, seed: int = 0) -> Data:
         valid_buffer=arr.buffers()[0],
         ids=ids.astype(np.int32),
         groups=int(ids.max()) + 1,
+        t=t.view(np.int64),
     )
 
 
@@ -524,6 +561,19 @@ _CUM_SUM = lambda ns: {"y": ns.col("x").cum_sum()}  # noqa: E731
 _SHIFT_DIFF = lambda ns: {"s": ns.col("x").shift(1), "d": ns.col("x").diff(1)}  # noqa: E731
 _FUSED = lambda ns: {"y": _fused(ns)}  # noqa: E731
 _SHIFT_FILL = lambda ns: {"y": ns.col("x") - ns.col("x").shift(1, fill_value=0.0)}  # noqa: E731
+_BY_WINDOW = "2d"
+_ROLLING_BY = lambda ns: {"y": ns.col("x").rolling_mean_by("t", _BY_WINDOW)}  # noqa: E731
+_TWO_DAYS_US = 2 * 86_400 * 1_000_000
+
+
+def _hand_rolling_by(data: Data) -> Callable[[], dict[str, pa.Array]]:
+    return _hand_one(_k_rolling_mean_by, data.t, _TWO_DAYS_US)(data)
+
+
+def _pd_group_rolling_by(pdf: pd.DataFrame) -> pd.Series:
+    """``groupby(g).rolling("2D", on="t")`` means, back in row order (rows by their ``t``)."""
+    rolled = pdf.groupby("g", sort=False).rolling("2D", on="t")["x"].mean()
+    return pd.Series(rolled.droplevel(0).sort_index().to_numpy(), index=pdf.index)
 
 #: Every workload by name.
 WORKLOADS: dict[str, Workload] = {
@@ -605,6 +655,19 @@ WORKLOADS: dict[str, Workload] = {
         _over(_FUSED),
         lambda pdf: {"y": _pd_over_fused(pdf)},
         _hand_over(_k_over_fused, False, WINDOW),
+        over=True,
+    ),
+    "rolling_mean_by": Workload(
+        f'`x.rolling_mean_by("t", "{_BY_WINDOW}")`',
+        _ROLLING_BY,
+        lambda pdf: {"y": pdf.rolling("2D", on="t")["x"].mean()},
+        _hand_rolling_by,
+    ),
+    "rolling_mean_by over": Workload(
+        f'`x.rolling_mean_by("t", "{_BY_WINDOW}").over(g)`',
+        _over(_ROLLING_BY),
+        lambda pdf: {"y": _pd_group_rolling_by(pdf)},
+        None,
         over=True,
     ),
 }

@@ -54,6 +54,7 @@ __all__ = [
     "host_reduction",
     "integer_values",
     "one_group",
+    "raw_values",
     "string_buffers",
     "string_codes",
     "take",
@@ -218,7 +219,7 @@ def _valid(array: pa.Array) -> np.ndarray[Any, Any] | None:
     return np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=np.bool_)
 
 
-def _raw(array: pa.Array) -> np.ndarray[Any, Any]:
+def raw_values(array: pa.Array) -> np.ndarray[Any, Any]:
     """The value buffer of a primitive array, in place (whatever sits under its nulls)."""
     dtype = np.dtype(array.type.to_pandas_dtype())
     data = array.buffers()[1]
@@ -356,7 +357,7 @@ def _canonical_floats(array: pa.Array) -> pa.Array:
 
     Every NaN is one value and ``-0.0`` is ``0.0``; nulls stay null.
     """
-    values = _raw(array)
+    values = raw_values(array)
     with np.errstate(invalid="ignore"):
         clean = np.where(np.isnan(values), np.nan, values + values.dtype.type(0.0))
     bits = clean.view(np.int64 if values.dtype.itemsize == 8 else np.int32)
@@ -392,9 +393,10 @@ def codes_of(array: pa.Array) -> _Codes:
         ):
             # distinct labels (the usual case): the indices are the codes, read in place
             nlabels = len(label_codes)
-            return _Codes(_raw(array.indices), array.indices.type.to_pandas_dtype()(0), valid,
-                          nlabels, nlabels + 1, "dictionary codes", null_slot=True)  # fmt: skip
-        index = _raw(array.indices).astype(np.int64) if n else np.zeros(0, dtype=np.int64)
+            return _Codes(raw_values(array.indices), array.indices.type.to_pandas_dtype()(0),
+                          valid, nlabels, nlabels + 1, "dictionary codes",
+                          null_slot=True)  # fmt: skip
+        index = raw_values(array.indices).astype(np.int64) if n else np.zeros(0, dtype=np.int64)
         if valid is not None:
             index = np.where(valid, index, 0)
         codes = label_codes[index] if len(label_codes) else np.zeros(n, dtype=np.int64)
@@ -412,7 +414,7 @@ def codes_of(array: pa.Array) -> _Codes:
         return _Codes.of(np.zeros(n, dtype=np.int64), 1, "null")
     if pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_temporal(t):
         ints = integer_values(array)
-        values, valid = _raw(ints), _valid(ints)
+        values, valid = raw_values(ints), _valid(ints)
         lo, hi = _bounds(ints, values, valid)
         if lo is None:  # every value null (or no rows)
             return _Codes.of(np.zeros(n, dtype=np.int64), 1, "null")
@@ -718,7 +720,7 @@ def quantiles(
     if pa.types.is_temporal(data.type) or pa.types.is_boolean(data.type):
         data = integer_values(data)  # days, ticks, 0 and 1
     count = groups.count
-    raw = _raw(data)
+    raw = raw_values(data)
     if groups.ids is None and keep is None:  # a whole column: no group ids to read
         valid = _valid(data)
         values = (raw if valid is None else raw[valid]).astype(np.float64, copy=False)
@@ -792,7 +794,7 @@ def products(groups: GroupIds, arg: pa.Array, keep: np.ndarray[Any, Any] | None)
     data = one_array(arg)
     ids, present, rows = _rows_of(groups, data, keep)
     out = np.ones(groups.count, dtype=data.type.to_pandas_dtype())
-    _kernels().group_products(_raw(data), present & rows, ids, out)
+    _kernels().group_products(raw_values(data), present & rows, ids, out)
     return pa.array(out, type=data.type)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from colbridge.backends.groups import GroupIds
+from colbridge.backends.groups import GroupIds, raw_values
 from colbridge.errors import ComputeError
 from colbridge.expr.nodes import QUANTILE_METHODS, ROLLING_CLOSED, rolling_by_params
 from colbridge.memory.host import empty_array, one_array
@@ -47,13 +47,18 @@ def _flags(array: pa.Array) -> np.ndarray[Any, Any]:
 
 
 def _numbers(array: pa.Array, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
-    """The values of ``array`` as ``dtype`` (temporal values as their integers; nulls 0)."""
+    """The values of ``array`` as ``dtype`` (temporal values as their integers).
+
+    In place where the type is already ``dtype``: a null row's value is whatever its
+    slot holds (the kernels read a row's value only where it is valid).
+    """
     t = array.type
     if pa.types.is_temporal(t):
         array = array.view(pa.int64() if t.bit_width == 64 else pa.int32())
     if pa.types.is_boolean(t):
         array = array.cast(pa.uint8())
-    values = np.asarray(array.fill_null(0).to_numpy(zero_copy_only=False))
+    values = raw_values(array) if pa.types.is_primitive(array.type) else \
+        np.asarray(array.fill_null(0).to_numpy(zero_copy_only=False))  # fmt: skip
     return values.astype(dtype, copy=False)
 
 
@@ -156,7 +161,7 @@ def rolling_by(func: str, options: tuple[Any, ...], array: pa.Array | pa.Chunked
     values = _numbers(data, compute)
     valid = _flags(data)
     out = np.zeros(n, dtype=compute)
-    out_valid = np.zeros(n, dtype=np.bool_)
+    out_valid = np.empty(n, dtype=np.bool_)  # every kernel writes each row's flag
     min_samples = int(params["min_samples"])
     base = func[len("rolling_"):-len("_by")]
     if base in ("sum", "mean"):

@@ -673,7 +673,9 @@ def rows_in_order(arrays: list[pa.Array | pa.ChunkedArray], descending: bool,
         valid, keys = value_keys(array)
         if descending:
             keys = ~keys  # reverses the order of every int64, the smallest included
-        columns += [valid if not nulls_last else ~valid, keys]  # False sorts first
+        if not valid.all():  # (a column without nulls orders nothing by its validity)
+            columns.append(valid if not nulls_last else ~valid)  # False sorts first
+        columns.append(keys)
     if _in_order(columns):
         return None
     return np.lexsort(columns[::-1]).astype(np.int64)  # np.lexsort: the last key first
@@ -683,12 +685,18 @@ def _in_order(columns: list[np.ndarray[Any, Any]]) -> bool:
     """Whether each row's keys (``columns``, most significant first) are >= the row before's."""
     if not columns or len(columns[0]) < 2:
         return True
-    ahead = np.zeros(len(columns[0]) - 1, dtype=np.bool_)  # a more significant key is larger
-    for keys in columns:
+    ahead: np.ndarray[Any, Any] | None = None  # pairs a more significant key orders already
+    for k, keys in enumerate(columns):
         before, after = keys[:-1], keys[1:]
-        if not (ahead | (before <= after)).all():
+        fine = before <= after
+        if ahead is not None:
+            fine |= ahead
+        if not fine.all():
             return False
-        ahead |= before < after
+        if k == len(columns) - 1:
+            break
+        step = before < after
+        ahead = step if ahead is None else ahead | step
         if ahead.all():
             break
     return True
@@ -699,14 +707,17 @@ def value_keys(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray[Any, Any],
     """Each row's validity, and an int64 key per row ordered as polars sorts the values.
 
     Keys as `_rank_keys` makes them (0 at a null row); an Enum by its categories' order.
+    Read only: an int64 column without nulls gives its own buffer.
     """
     data = one_array(array)
     valid = _validity(data)
-    keys = np.zeros(len(data), dtype=np.int64)
     if pa.types.is_dictionary(data.type) and data.type.ordered:  # an Enum
         indices = data.indices.fill_null(0).to_numpy(zero_copy_only=False)
-        keys = np.asarray(indices).astype(np.int64)
-    elif valid.any():
+        return valid, np.asarray(indices).astype(np.int64)
+    if len(data) and not data.null_count:
+        return valid, _rank_keys(data)
+    keys = np.zeros(len(data), dtype=np.int64)
+    if valid.any():
         keys[valid] = _rank_keys(data)
     return valid, keys
 
@@ -737,7 +748,7 @@ def _rank_keys(data: pa.Array) -> np.ndarray[Any, Any]:
     if values.dtype == np.uint64:
         return (values ^ np.uint64(1 << 63)).view(np.int64)
     if values.dtype.kind in "iu":
-        return values.astype(np.int64)
+        return values.astype(np.int64, copy=False)
     floats = values.astype(np.float64)  # float16/32 widen exactly
     floats = np.where(np.isnan(floats), np.nan, floats) + 0.0  # one NaN; -0.0 + 0.0 is 0.0
     bits = floats.view(np.int64)
