@@ -35,6 +35,8 @@ __all__ = ["FeatureFusion", "FeatureLoader", "loader"]
 
 #: Name given to ``y`` when it is joined to ``X`` for target encoding.
 _Y = "__colbridge_target__"
+#: Most rows `FeatureFusion.fit` reads at once (a batch's temporary columns: 128 MiB each)
+_FIT_BATCH_MAX = 1 << 24
 
 
 def _to_arrow(X: Any) -> pa.Table:
@@ -351,7 +353,10 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
         fit_table, target = self._with_target(table, y if self.target_encode else None)
         spec = self._spec(table, target)
         if self.stats is None:
-            stats = fit_stats(fit_table, spec)
+            # the frame is in memory already: fitted whole (batches would add each pass's
+            # overhead per batch and a copy of the values exact quantiles hold), up to a cap
+            rows = min(max(fit_table.num_rows, 1), _FIT_BATCH_MAX)
+            stats = fit_stats(fit_table, spec, batch_rows=rows)
         elif isinstance(self.stats, FeatureStats):
             stats = self.stats
         else:
