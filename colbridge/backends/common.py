@@ -187,7 +187,7 @@ def wrap_outputs(
     mask = None
     for out, (data_buf, valid_buf) in zip(outputs, buffers, strict=True):
         array = pa.Array.from_buffers(out.dtype.arrow, n, [valid_buf, data_buf], null_count=-1)
-        if out.name == "__mask__":
+        if out.is_mask:
             mask = array
         else:
             results[out.name] = array

@@ -501,7 +501,7 @@ def generate_elementwise(
             ballot(row_valid, f"ov{m}")
     if mask_keep is not None:
         m = len(out_specs)
-        out_specs.append(OutputSpec("__mask__", DType.BOOL, False))
+        out_specs.append(OutputSpec("__mask__", DType.BOOL, False, is_mask=True))
         ballot(mask_keep, f"o{m}")
     params = _params(inputs, scalars, groups, tables)
     literal_types = [lit.dtype for lit in literals if lit.dtype is not None]

@@ -116,6 +116,9 @@ class OutputSpec:
     name: str
     dtype: DType
     nullable: bool
+    #: the filter's mask (a kernel's last output), told apart by this flag rather than
+    #: by its name: a user's column may have any name
+    is_mask: bool = False
 
 
 @dataclass(frozen=True)

@@ -557,7 +557,7 @@ def generate_elementwise(
         if not val.valid.never_null:
             after.append(f"ov{m}[w] = {validity_word(val.valid)}")
     if mask is not None:
-        out_specs.append(OutputSpec("__mask__", DType.BOOL, False))
+        out_specs.append(OutputSpec("__mask__", DType.BOOL, False, is_mask=True))
         after += mask_store
     args = _signature_args(inputs, scalars, groups, tables) + _literal_args(literals)
     for m, spec in enumerate(out_specs):

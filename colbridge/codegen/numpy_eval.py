@@ -278,7 +278,7 @@ def generate_elementwise(
             store.append(f"_pack(ov{m}, {_valid_expr(lw, val.valid)}, n)")
     if keep is not None:
         m = len(out_specs)
-        out_specs.append(OutputSpec("__mask__", DType.BOOL, False))
+        out_specs.append(OutputSpec("__mask__", DType.BOOL, False, is_mask=True))
         store.append(f"_pack(o{m}, {keep}, n)")
     args = _signature_args(inputs, scalars, groups, tables) + _literal_args(literals)
     for m, spec in enumerate(out_specs):

@@ -65,6 +65,7 @@ __all__ = [
     "children",
     "deep_walk",
     "fill_per_group",
+    "holds_window",
     "looks_ahead",
     "option_kinds",
     "output_name",
@@ -471,6 +472,10 @@ class GroupAgg(Node):
     ddof: int = 1
     #: as `Agg.options`
     options: tuple[Any, ...] = ()
+    #: ``arg`` holds a window's results on every row of its group (an ``.over`` written
+    #: inside this reduction): a reduction that counts (``sum``, ``len``...) counts those
+    #: rows, where the same reductions without the inner ``.over`` see one value per group
+    per_row: bool = False
 
 
 #: A reduction of the whole column or per group.
@@ -877,14 +882,18 @@ def push_window(arg: Node, keys: KeySet) -> Node:
     keys and its own, as polars evaluates it); elementwise parts are unchanged
     (``x.over(g)`` is ``x``), as in polars.
     """
+    windows: set[int] = set()  # the inner windows, as rebuilt here (by identity)
 
     def fn(n: Node) -> Node:
         if isinstance(n, Agg):
-            return GroupAgg(n.func, n.arg, _ordered_for(n.func, keys), n.ddof, n.options)
+            return GroupAgg(n.func, n.arg, _ordered_for(n.func, keys), n.ddof, n.options,
+                            per_row=holds_window(n.arg, windows))  # fmt: skip
         if isinstance(n, GroupAgg):
             inner = tuple(e for e in n.keys.exprs if e not in keys.exprs)
             merged = KeySet(keys.exprs + inner).ordered_like(n.keys).ordered_like(keys)
-            return GroupAgg(n.func, n.arg, _ordered_for(n.func, merged), n.ddof, n.options)
+            out = replace(n, keys=_ordered_for(n.func, merged))
+            windows.add(id(out))
+            return out
         if isinstance(n, Scan):
             inner = tuple(e for e in n.keys.exprs if e not in keys.exprs)
             merged = KeySet(keys.exprs + inner).ordered_like(n.keys)
@@ -894,6 +903,11 @@ def push_window(arg: Node, keys: KeySet) -> Node:
         return fill_per_group(n, keys.grouping)
 
     return transform(arg, fn)
+
+
+def holds_window(node: Node, windows: set[int]) -> bool:
+    """Whether ``node`` reads one of ``windows`` (reductions, by identity) on its rows."""
+    return any(isinstance(n, GroupAgg) and id(n) in windows for n in deep_walk(node))
 
 
 #: reductions whose value depends on the order of the rows (`KeySet.order_by`)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -45,6 +45,7 @@ from colbridge.expr.nodes import (
     children,
     deep_walk,
     fill_per_group,
+    holds_window,
     push_window,
     reconstruct,
     transform,
@@ -374,7 +375,12 @@ def _substitute(node: Node, env: Mapping[str, Node]) -> Node:
                 # `e`, `pi`, `nan`, `inf` of a string expression: no column has the name
                 return Literal(n.constant)
         if isinstance(n, Over):
-            return push_window(n.arg, n.key_set)
+            keys = n.key_set
+            if not keys.exprs and any(isinstance(m, Agg) for m in deep_walk(n.arg)):
+                # a reduction over no keys (`x.sum().over(order_by="t")`) still gives its
+                # value on every row in polars: the frame is one group, of a constant key
+                keys = KeySet((Literal(1),), keys.order_by, keys.descending, keys.nulls_last)
+            return push_window(n.arg, keys)
         return n
 
     return transform(node, fn)
@@ -444,10 +450,19 @@ def _grouped_items(
     keyset = KeySet(tuple(k for _, k in keys))
     names = [name for name, _ in keys]
     results: dict[Node, str] = {}
+    windows: set[int] = set()  # the windows (`over`) inside the aggregations, as rebuilt
 
     def to_group(n: Node) -> Node:
         if isinstance(n, Agg):
-            return GroupAgg(n.func, n.arg, keyset, n.ddof, n.options)
+            return GroupAgg(n.func, n.arg, keyset, n.ddof, n.options,
+                            per_row=holds_window(n.arg, windows))  # fmt: skip
+        if isinstance(n, GroupAgg):
+            # a window inside an aggregation: within each group, by its keys as well (its
+            # own order kept), and read on the group's rows, as polars evaluates it
+            inner = tuple(e for e in n.keys.exprs if e not in keyset.exprs)
+            out = replace(n, keys=KeySet(keyset.exprs + inner).ordered_like(n.keys))
+            windows.add(id(out))
+            return out
         if isinstance(n, Scan):  # an ordered operation inside an aggregation: per group
             inner = tuple(e for e in n.keys.exprs if e not in keyset.exprs)
             # its own order kept: a time-based window's `by` (`rolling_*_by`)
@@ -457,15 +472,17 @@ def _grouped_items(
 
     def outermost(n: Node, expr: Node) -> Node:
         if isinstance(n, GroupAgg):
-            if n.keys != keyset:
+            if n.keys != keyset or id(n) in windows:
                 msg = (
-                    f"`{expr!r}`: a window (`over`) inside `group_by(...).agg(...)` is not "
-                    "supported; compute it in `with_columns` before the `group_by`"
+                    f"`{expr!r}`: a window (`over`) as an aggregation of "
+                    "`group_by(...).agg(...)` gives each group a list in polars; reduce it "
+                    "to one value per group (`.max()`, `.first()`), or compute it in "
+                    "`with_columns` before the `group_by`"
                 )
                 raise SchemaError(msg)
             name = results.get(n)
             if name is None:
-                name = results[n] = f"__agg{len(results)}__"
+                name = results[n] = _unused(f"__agg{len(results)}__", names)
             return Column(name)
         if isinstance(n, Column):
             msg = (
@@ -496,6 +513,13 @@ def _grouped_items(
     after: dict[str, Node] = {name: Column(name) for name in names}
     after.update(over_groups)
     return spec, after, [*names, *over_groups]
+
+
+def _unused(name: str, taken: Sequence[str]) -> str:
+    """``name``, or with underscores added until no name in ``taken`` is the same."""
+    while name in taken:
+        name = f"_{name}_"
+    return name
 
 
 def plan_segments(steps: Sequence[Step], input_names: Sequence[str]) -> list[SegmentSpec]:

@@ -1726,8 +1726,7 @@ class TypeChecker:
         return self._record(Filtered(arg, pred), self.types[arg]), pred
 
     def _group_agg(self, node: GroupAgg) -> Node:
-        node = GroupAgg(node.func, _scan_of_kept_rows(node.arg), node.keys, node.ddof,
-                        node.options)  # fmt: skip
+        node = dataclasses.replace(node, arg=_scan_of_kept_rows(node.arg))
         keys = self.key_set(node.keys)
         func = node.func
         inner, pred = node.arg, None
@@ -1744,7 +1743,7 @@ class TypeChecker:
                 return value
             return self._record(Filtered(value, pred), self.types[value])
 
-        if pred is None and func in _COUNTING_AGGS and inner != ROWS \
+        if pred is None and func in _COUNTING_AGGS and inner != ROWS and not node.per_row \
                 and one_value_per_group(inner, node.keys):  # fmt: skip
             # a reduction of reductions (`x.mean().sum().over(g)`): polars sees one value
             # per group, not one copy of it per row (a sum of copies multiplies it)
@@ -1788,7 +1787,13 @@ class TypeChecker:
             out = GroupAgg(func, arg, keys)
             self.opaque[out] = info.arrow_type
             return out
-        typed = self.check(inner)
+        # a reduction's argument is computed on: a `first` inside it (`d.first().max()`)
+        # is typed as kernels read it, not taken whole from the Arrow column
+        opaque, self.allow_opaque = self.allow_opaque, False
+        try:
+            typed = self.check(inner)
+        finally:
+            self.allow_opaque = opaque
         if func in MOMENT_FUNCS:
             def reduce(f: str, value: Node, result: DType) -> Node:
                 if not keys.exprs:  # a whole column: the kernels' own reductions
