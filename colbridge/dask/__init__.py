@@ -59,6 +59,7 @@ from colbridge.plan.planner import unknown_column
 from colbridge.plan.streaming import (
     one_row_steps,
     ordered_operations,
+    refuse_inferred_formats,
     refuse_row_orders,
     resolve_aggregates,
 )
@@ -415,6 +416,7 @@ def apply(lazyframe_or_steps: Any, ddf: Any, *, device: str = "cpu") -> Any:
     _check_dask_frame(ddf)
     steps = steps_of(lazyframe_or_steps)
     refuse_row_orders(steps, "a Dask plan (partitions are computed apart)")
+    refuse_inferred_formats(steps, "a Dask plan (partitions are computed apart)")
     _refuse_unmergeable(steps)
     aggregating = is_aggregating(steps)
     before, after = halo_sizes(steps)

@@ -46,6 +46,7 @@ from colbridge.plan.logical import Step
 from colbridge.plan.streaming import (
     one_row_steps,
     reduction_passes,
+    refuse_inferred_formats,
     refuse_ordered,
     refuse_row_orders,
     refuse_unmergeable,
@@ -162,6 +163,7 @@ def _prepare(
     where = "a streamed job (`colbridge run`, `colbridge.io.pipeline`, a streamed input)"
     refuse_ordered(built, where, look_ahead_only=True)
     refuse_row_orders(built, where)
+    refuse_inferred_formats(built, where)
     refuse_unmergeable(built, where)
     source = open_input(input, input_format)
     # Type-check the whole plan against the schema before reading any data.

@@ -1009,7 +1009,10 @@ class LogicalTyping:
                 msg = (f"`{node!r}`: the format specifier {unreadable} is not supported; "
                        "parse in polars, or write the format without it")  # fmt: skip
                 raise UnsupportedOperationError(msg)
-            recipe = ("strptime", fmt, str(target))
+            # without a format polars infers one from the first values: its errors then
+            # (no format fits, an offset without a zone) depend on ``strict``
+            recipe = ("strptime", fmt, str(target)) if fmt is not None \
+                else ("strptime", None, str(target), strict, repr(node))  # fmt: skip
             return self.parse(arg, recipe, target.physical, target, strict, node)
         if op in STRING_FUNCTIONS:
             # a new dictionary (the function of each distinct string); the codes stay
@@ -1062,6 +1065,10 @@ class LogicalTyping:
                     msg = f"`{node!r}`: a string column's `is_in` takes strings, got {v!r}"
                     raise SchemaError(msg)
             return self.mark(self.table(arg, ("is_in", tuple(values)), BOOL), None)
+        if logical is not None and logical.is_temporal:
+            _temporal_values(node, logical, values)
+            if logical.tz is not None:  # aware values of any zone: the same instants in its
+                values = _in_zone(values, logical.tz)
         if not values:
             false = tc.record_bool(Literal(False, BOOL))
             return self.mark(self.rec(When(self.rec(Unary("is_not_null", arg), BOOL), false,
@@ -1530,6 +1537,65 @@ def _string_supertype(node: Node, kinds: set[str]) -> Logical:
     if "string" in kinds or not kinds:
         return STRING
     return Logical("enum") if "enum" in kinds else Logical("categorical")
+
+
+#: the Python values a temporal column's `is_in` takes, by its kind (`bool` and numbers
+#: never: polars refuses them, as it refuses another kind's values)
+_IS_IN_VALUES: dict[str, tuple[type, ...]] = {"date": (_dt.date,), "datetime": (_dt.datetime,),
+                                               "duration": (_dt.timedelta,), "time": (_dt.time,)}
+
+
+def _temporal_values(node: Node, logical: Logical, values: list[Any]) -> None:
+    """Refuse values of another kind in a temporal column's `is_in`, as polars does.
+
+    polars takes only values of the column's kind: dates for a Date column (not
+    datetimes, nor their days), datetimes for a Datetime column (of any unit; aware ones,
+    in any zone, for a column with a time zone, naive ones for a column without),
+    timedeltas for a Duration, times for a Time; never numbers or strings.
+    """
+    wanted = _IS_IN_VALUES[logical.kind]
+    for v in values:
+        fits = isinstance(v, wanted) and not (logical.kind == "date"
+                                              and isinstance(v, _dt.datetime))  # fmt: skip
+        aware = isinstance(v, _dt.datetime) and v.tzinfo is not None
+        if fits and logical.kind == "datetime" and aware != (logical.tz is not None):
+            what = "time-zone-aware" if aware else "naive"
+            column = f"column with time zone {logical.tz}" if logical.tz else "naive column"
+            msg = (
+                f"`{node!r}`: cannot look for {what} datetimes in a {column} ({logical}) "
+                f"(polars refuses it too): give "
+                f"{'aware datetimes (tzinfo set)' if logical.tz else 'naive datetimes'}, or "
+                "convert the column first (`dt.replace_time_zone(...)`)"
+            )
+            raise SchemaError(msg)
+        if not fits:
+            kind = type(v).__name__
+            instead = {"date": "dates (`datetime.date`)", "datetime": "datetimes "
+                       "(`datetime.datetime`)", "duration": "timedeltas (`datetime.timedelta`)",
+                       "time": "times (`datetime.time`)"}[logical.kind]  # fmt: skip
+            if logical.kind == "date" and isinstance(v, _dt.datetime):
+                instead += ", e.g. the values' days `[v.date() for v in values]`"
+            elif logical.kind == "datetime" and isinstance(v, _dt.date):
+                instead += (", e.g. the values cast: `[datetime.combine(d, time()) for d in "
+                            "values]`, or look for the column's days: "
+                            "`.dt.date().is_in([...])`")  # fmt: skip
+            msg = (
+                f"`{node!r}`: cannot look for {logical} values in a list of {kind} values "
+                f"(polars refuses it too: 'is_in' takes values of the column's kind); give "
+                f"{instead}"
+            )
+            raise SchemaError(msg)
+
+
+def _in_zone(values: list[Any], tz: str) -> list[Any]:
+    """Aware datetimes as the same instants in the zone ``tz`` (as they are if unknown)."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        zone = ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        return values
+    return [v.astimezone(zone) for v in values]
 
 
 def _is_temporal_value(value: Any) -> bool:

@@ -24,6 +24,7 @@ from colbridge.expr.nodes import (
     GROUPED_ONLY_FUNCS,
     HOST_SCANS,
     Agg,
+    Function,
     GroupAgg,
     Literal,
     Node,
@@ -44,6 +45,7 @@ __all__ = [
     "one_row_steps",
     "ordered_operations",
     "reduction_passes",
+    "refuse_inferred_formats",
     "refuse_ordered",
     "refuse_row_orders",
     "refuse_unmergeable",
@@ -69,6 +71,36 @@ def ordered_operations(steps: Iterable[Step]) -> list[Scan]:
             if isinstance(n, Scan) and n not in found:
                 found.append(n)
     return found
+
+
+#: string parsing that infers its format from the column's first value when none is given
+_INFERRING = frozenset({"str.to_date", "str.to_datetime"})
+
+
+def refuse_inferred_formats(steps: Iterable[Step], where: str) -> None:
+    """Raise `JobSpecError` naming string parses without a format, which ``where`` cannot run.
+
+    polars infers the format from the first value of the whole column that one of its
+    patterns reads; each batch or partition would infer its own.
+    """
+    found: list[Node] = []
+    for step in steps:
+        exprs = [e for _, e in step.items] + [k for _, k in step.keys]
+        for n in (n for e in exprs for n in deep_walk(e)):
+            if isinstance(n, Function) and n.name in _INFERRING and n.options[0] is None \
+                    and n not in found:  # fmt: skip
+                found.append(n)
+    if not found:
+        return
+    from colbridge.errors import JobSpecError
+
+    msg = (
+        f"{', '.join(f'`{n!r}`' for n in found)}: without a format, polars infers one from "
+        f"the first value of the whole column, which {where} does not hold at once (each "
+        "piece would infer its own); give the format, e.g. `str.to_date(\"%Y-%m-%d\")` or "
+        "`str.to_datetime(\"%Y-%m-%d %H:%M:%S\")`"
+    )
+    raise JobSpecError(msg)
 
 
 def refuse_row_orders(steps: Iterable[Step], where: str) -> None:

@@ -21,10 +21,10 @@ import pyarrow as pa
 
 from colbridge.codegen.kernel import table_key
 from colbridge.errors import InvalidOperationError, SchemaError, UnsupportedOperationError
-from colbridge.expr.nodes import TableRef
+from colbridge.expr.nodes import Gather, GroupAgg, Scan, TableRef, walk
 from colbridge.plan.logical_typing import ENUM_CAST_FAILED
 from colbridge.plan.planner import Segment
-from colbridge.types.chrono import parse_stamps
+from colbridge.types.chrono import infer_parse, parse_stamps
 from colbridge.types.logical import Logical, parse_logical
 from colbridge.types.promotion import int_range
 from colbridge.types.regex import InvalidRegexError, has_word_boundary, re2_pattern
@@ -81,6 +81,29 @@ class TableBuilder:
             return apply_string_map(spec[1], spec[3:], self.dictionary(spec[2]))
         msg = f"unknown dictionary spec {spec!r}"
         raise AssertionError(msg)
+
+    def first_seen(self, spec: tuple[Any, ...]) -> tuple[np.ndarray, np.ndarray] | None:
+        """Where the rows' strings are in the dictionary of ``spec``, and in what order.
+
+        The positions of the strings the rows hold, in the order of the rows they first
+        appear in, and each non-null row's string as an index into them (None: not
+        known, e.g. a literal's).
+
+        A column's codes (and those of a string function of it: `"map"`, which keeps them)
+        say it; a plain column's dictionary is in that order already, a categorical's not.
+        """
+        while spec[0] == "map":
+            spec = spec[2]
+        column = self.arrays[spec[1]] if spec[0] in ("col", "scan") else None
+        if not isinstance(column, pa.DictionaryArray):
+            return None
+        indices = column.indices
+        codes = indices.drop_null().to_numpy(zero_copy_only=False).astype(np.int64)
+        distinct, first = np.unique(codes, return_index=True)
+        order = distinct[np.argsort(first, kind="stable")]
+        rank = np.zeros(len(column.dictionary), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        return order, rank[codes]
 
     # -- tables ---------------------------------------------------------------------------
     def table(self, ref: TableRef) -> pa.Array:
@@ -154,7 +177,12 @@ class TableBuilder:
         if op == "cast":
             return _parse(d, ref.recipe[1], ref.dtype.arrow)
         if op == "strptime":
-            return _strptime(d, ref.recipe[1], ref.recipe[2])
+            fmt, target = ref.recipe[1], ref.recipe[2]
+            strict = ref.recipe[3] if len(ref.recipe) > 3 else True
+            if fmt is None:  # polars infers one format: from the rows' first values
+                return _strptime_inferred(d, self.first_seen(ref.source), target, strict,
+                                          ref.recipe[4] if len(ref.recipe) > 4 else "")  # fmt: skip
+            return _strptime(d, fmt, target)
         msg = f"unknown table recipe {ref.recipe!r}"
         raise AssertionError(msg)
 
@@ -229,8 +257,9 @@ _EMPTY_MATCHES = (
 def _parse(values: pa.Array, target: str, arrow_type: pa.DataType) -> pa.Array:
     """Strings parsed as numbers as polars parses them (no spaces; ``+`` allowed), else null."""
     logical = parse_logical(target)
-    if logical is not None:
-        return _strptime(values, None, target)
+    if logical is not None:  # polars 2 casts no string to a date or datetime (see `cast`)
+        msg = f"casting from string to {logical.kind} is not supported (as in polars 2)"
+        raise InvalidOperationError(msg)
     texts = values.to_pylist()
     out: list[Any] = []
     if pa.types.is_integer(arrow_type):
@@ -267,12 +296,100 @@ def _strptime(values: pa.Array, fmt: str | None, target: str) -> pa.Array:
     return pa.array(stamps, pa.int64())
 
 
+def _strptime_inferred(values: pa.Array, seen: tuple[np.ndarray, np.ndarray] | None,
+                       target: str, strict: bool, where: str) -> pa.Array:  # fmt: skip
+    """Strings parsed without a format, as polars parses them (`infer_parse`).
+
+    One group of formats, inferred from the first value (in the rows) one of them reads.
+
+    ``seen``: the positions of the strings the rows hold, in the order they first
+    appear there, and the rows' strings as indices into them (`TableBuilder.first_seen`;
+    None: the dictionary's order, rows unknown). Where polars finds no format, or an
+    offset without a time zone, it raises, or with ``strict=False`` gives nulls.
+    """
+    logical = parse_logical(target)
+    assert logical is not None
+    texts = values.to_pylist()
+    positions = list(range(len(texts))) if seen is None else seen[0].tolist()
+    in_rows = [texts[i] for i in positions]
+    dates = logical.kind == "date"
+    unit = "us" if dates else logical.unit
+    found = infer_parse(in_rows, unit, dates=dates, zoned=logical.tz is not None,
+                        rows=None if seen is None else seen[1].tolist())  # fmt: skip
+    stamps: list[int | None] = [None] * len(texts)
+    if found.problem == "order":
+        msg = (
+            f"`{where}`: without a format polars infers one from the first value that fits one "
+            f"of its patterns, and reads {found.detail!r} or not depending on the rows before "
+            "it (which colbridge does not follow here: strings of several columns or "
+            "branches, or a value polars reads only with the previous row's pattern); give "
+            "the format, e.g. `format=\"%Y-%m-%d\"`"
+        )
+        raise UnsupportedOperationError(msg)
+    if found.problem is not None and strict:
+        if found.problem == "offset":
+            msg = (
+                f"`{where}`: called with no format and no time zone, but the strings carry "
+                "a UTC offset or `Z` (as polars, which raises then); give "
+                "`time_zone=\"UTC\"`, or a format"
+            )
+        else:
+            msg = (
+                f"`{where}`: could not find an appropriate format to parse "
+                f"{logical.kind}s from {in_rows[0]!r}... (as polars: it tries its patterns, "
+                "e.g. %Y-%m-%d, %d/%m/%Y, %Y-%m-%d %H:%M:%S); please give a format"
+            )
+        raise InvalidOperationError(msg)
+    for i, stamp in zip(positions, found.stamps, strict=True):
+        stamps[i] = stamp
+    if dates:
+        per_day = 86_400 * 1_000_000
+        return pa.array([None if v is None else v // per_day for v in stamps], pa.int32())
+    return pa.array(stamps, pa.int64())
+
+
 def segment_tables(segment: Segment, arrays: Mapping[str, pa.Array]) -> dict[str, pa.Array]:
     """Every lookup table a segment's kernels read (`Segment.tables`), by `table_key`."""
+    _refuse_inference_on_other_rows(segment)
     if not segment.tables:
         return {}
     builder = TableBuilder(arrays)
     return {table_key(ref): builder.table(ref) for ref in segment.tables}
+
+
+def _refuse_inference_on_other_rows(segment: Segment) -> None:
+    """Refuse parsing without a format where polars infers it from other rows than these.
+
+    The table is made from the strings of the whole column, in its rows' order; polars
+    infers the format from the rows it evaluates the expression on: those a filter
+    before it keeps (``segment.gate``), or each group's (within a reduction per group).
+    """
+    tables = list(segment.tables) + (list(segment.pre.tables) if segment.pre else [])
+    inferred = [r for r in tables if r.recipe[0] == "strptime" and r.recipe[1] is None]
+    if not inferred:
+        return
+    where = ""
+    if segment.gate is not None and any(r in segment.tables for r in inferred):
+        # a filter in the step: polars infers from the rows it keeps where it comes first
+        # (it pushes no filter below such a parse: after it, from all the rows)
+        where = "(with a filter in the step: on the rows the filter keeps, if it comes first)"
+    else:
+        roots = [e for _, e in segment.outputs] + [a for level in segment.agg_levels
+                                                   for a in level] + list(segment.host_aggs) \
+            + list(segment.scans.values())  # fmt: skip
+        grouped = {n.table for r in roots for g in walk(r) if isinstance(g, GroupAgg)
+                   or (isinstance(g, Scan) and g.keys.exprs)
+                   for n in walk(g) if isinstance(n, Gather)}  # fmt: skip
+        if any(r in grouped for r in inferred):
+            where = "within each group (of a reduction per group or a window)"
+    if where:
+        what = next(r.recipe[4] for r in inferred if len(r.recipe) > 4)
+        msg = (
+            f"`{what}`: without a format polars infers one from the first value {where}, "
+            "where colbridge infers it from the whole column's; give the format, e.g. "
+            "`format=\"%Y-%m-%d\"`, or parse in a step before"
+        )
+        raise UnsupportedOperationError(msg)
 
 
 @contextmanager

@@ -25,6 +25,11 @@ dates such as 2020-02-30), after writing the format in Python's terms:
 
 A value that does not fit the result's int64 (a year 1500 in nanoseconds) does not
 parse. Formats with a time zone or an offset are refused by `zone_specifier`.
+
+chrono reads each number as far as it goes (``%H%M`` of "10" is no time, where Python
+reads 1 and 0). Without a format, `infer_parse` reads the strings as polars does: one
+group of its patterns (``polars-time/src/chunkedarray/string/patterns.rs``), inferred
+from the first value one of them reads (``infer.rs``), offsets included.
 """
 
 from __future__ import annotations
@@ -32,8 +37,10 @@ from __future__ import annotations
 import datetime as _dt
 import re
 import time as _time
+from collections.abc import Sequence
 
-__all__ = ["inferred_unit", "parse_stamps", "unreadable_specifier", "zone_specifier"]
+__all__ = ["Inferred", "infer_parse", "inferred_unit", "parse_stamps", "unreadable_specifier",
+           "zone_specifier"]
 
 _SHORTHANDS = {"%F": "%Y-%m-%d", "%T": "%H:%M:%S", "%D": "%m/%d/%y", "%R": "%H:%M",
                "%h": "%b", "%e": "%d"}  # fmt: skip
@@ -183,6 +190,11 @@ def _strptime(text: str, fmt: str, *, leap: bool = True, part: bool = False) -> 
     ``leap``: a leap second is the next minute's first second (else the 59th); ``part``:
     ``fmt`` is the start of a format, which need not say a whole date.
     """
+    compiled = _chrono_regex(fmt)
+    if compiled is not None and compiled[0].fullmatch(text) is None:
+        # chrono reads each number as far as it goes and never gives digits back: `%H%M`
+        # of "10" is no time (Python's `strptime` backtracks and reads 1 and 0)
+        return None
     read = _python_strptime(text, fmt, leap)
     if read is not None:
         return read
@@ -362,3 +374,228 @@ def _ticks(value: _dt.datetime | _Read, unit: str, nanos: int) -> int:
 
 def _fit(ticks: int | None) -> int | None:
     return ticks if ticks is not None and _INT64[0] <= ticks <= _INT64[1] else None
+
+
+# -- parsing without a format: polars' inference ------------------------------------------
+# polars-time/src/chunkedarray/string/patterns.rs and infer.rs: the first non-null value
+# that one of a group's patterns reads picks the group (day-month-year first, then
+# year-month-day, then year-month-day with an offset); every value is then read with the
+# group's patterns, each row trying the pattern the previous row used, then (dates
+# always, datetimes where the value looks like a date: `_LOOKS`) each pattern in order.
+
+DATE_D_M_Y: tuple[str, ...] = ("%d-%m-%Y", "%d/%m/%Y", "%d.%m.%Y")
+DATE_Y_M_D: tuple[str, ...] = ("%Y-%m-%d", "%Y/%m/%d", "%Y.%m.%d")
+
+
+def _datetime_patterns(date_forms: tuple[str, ...], zoned: bool) -> tuple[str, ...]:
+    times = ("T%H:%M:%S%.f", "T%H%M%S%.f", "T%H:%M", "T%H%M",
+             " %H:%M:%S%.f", " %H%M%S%.f", " %H:%M", " %H%M")  # fmt: skip
+    out: list[str] = []
+    for form in date_forms:
+        out += [form + t + ("%#z" if zoned else "") for t in times]
+        if not zoned:
+            out.append(form)
+    return tuple(out)
+
+
+DATETIME_D_M_Y = _datetime_patterns(("%d-%m-%Y", "%d/%m/%Y", "%d.%m.%Y"), zoned=False)
+DATETIME_Y_M_D = (*_datetime_patterns(("%Y-%m-%d", "%Y/%m/%d", "%Y.%m.%d"), zoned=False),
+                  "%Y%m%dT%H%M%S%.f", "%Y-%m-%dT%H:%M:%S%.f")  # fmt: skip
+DATETIME_Y_M_D_Z = (*_datetime_patterns(("%Y-%m-%d", "%Y/%m/%d", "%Y.%m.%d"), zoned=True),
+                    "%Y%m%dT%H%M%S%.f%#z", "%Y%m%dT%H%M%S%.fZ", "%+")  # fmt: skip
+
+_TIME_RE = r"""(?:[T\ ][0-9]{1,2}:?[0-9]{1,2}(?::?[0-9]{1,2}(?:\.[0-9]{1,9})?)?)?"""
+#: polars' regexes of a value that looks like a datetime of the group (`is_inferable`)
+_LOOKS = {
+    "dmy": re.compile(r"""['"]?[0-9]{1,2}[-/.](?P<month>[01]?[0-9])[-/.][0-9]{4,}"""
+                      + _TIME_RE + """['"]?"""),
+    "ymd": re.compile(r"""['"]?[0-9]{4,}[-/.]?(?P<month>[01]?[0-9])[-/.]?[0-9]{1,2}"""
+                      + _TIME_RE + """['"]?"""),
+}  # fmt: skip
+_LOOKS["ymdz"] = re.compile(
+    r"""['"]?[0-9]{4,}[-/.]?(?P<month>[01]?[0-9])[-/.]?[0-9]{1,2}[T\ ][0-9]{2}:?[0-9]{2}"""
+    r"""(?::?[0-9]{2}(?:\.[0-9]{1,9})?)?(?:[+-][0-9]{2}(?::?[0-9]{2})?|Z)['"]?""")
+_ZONED = frozenset(DATETIME_Y_M_D_Z)
+#: chrono's offsets: `%#z` (after any spaces: Z, z, or a sign, hours and maybe minutes,
+#: a colon between them or not); `%+` (RFC 3339, relaxed: T, t or a space between the
+#: date and the time, seconds, then maybe spaces, and Z, z, UTC or a sign, hours and
+#: minutes)
+_PERMISSIVE = re.compile(r"(?P<naive>.*?)\s*(?:(?P<zulu>[zZ])|(?P<sign>[+-])(?P<h>[0-9]{2})"
+                         r"(?::?(?P<m>[0-9]{2}))?)", re.DOTALL)  # fmt: skip
+_RFC3339 = re.compile(r"(?P<date>[^Tt ]*)[Tt ](?P<time>.*?)\s*(?:(?P<zulu>[zZ]|UTC)|"
+                      r"(?P<sign>[+-])(?P<h>[0-9]{2}):?(?P<m>[0-9]{2}))", re.DOTALL)  # fmt: skip
+_UNIT_SECONDS = {"ns": 10**9, "us": 10**6, "ms": 10**3}
+
+
+def _read_zoned(text: str, fmt: str, unit: str, *, lax: bool = False) -> int | None:
+    """``text`` read with one of polars' offset patterns, as a UTC instant (None: not).
+
+    ``lax``: as polars finds the pattern (chrono's naive datetime, which reads an offset
+    of 24 hours or more without checking it): its local time, not an instant.
+    """
+    if fmt == "%+":
+        found = _RFC3339.fullmatch(text)
+        naive, base = (None, "") if found is None else (
+            f"{found.group('date')}T{found.group('time')}", "%Y-%m-%dT%H:%M:%S%.f")
+    elif fmt.endswith("%#z"):
+        found = _PERMISSIVE.fullmatch(text)
+        naive, base = (None, "") if found is None else (found.group("naive"), fmt[:-3])
+    else:  # a literal Z
+        found = None
+        naive, base = (text[:-1], fmt[:-1]) if text.endswith("Z") else (None, "")
+    if naive is None:
+        return None
+    seconds = 0
+    if found is not None and found.group("sign"):
+        hours, minutes = int(found.group("h")), int(found.group("m") or 0)
+        if minutes > 59 or (hours > 23 and not lax):
+            return None
+        seconds = (hours * 60 + minutes) * 60 * (1 if found.group("sign") == "+" else -1)
+    ticks = _read(naive, base, unit, False)
+    return None if ticks is None else _fit(ticks - seconds * _UNIT_SECONDS[unit])
+
+
+class Inferred:
+    """What polars infers for strings parsed without a format (`infer_parse`).
+
+    ``stamps``: each text's value (None: not read); ``problem``: None, or ``"no format"``
+    (no pattern reads any value: polars raises, or with ``strict=False`` all are null),
+    ``"offset"`` (the values carry offsets: polars raises without a time zone, or with
+    ``strict=False`` all are null), ``"order"`` (some value is read or not depending on
+    the rows before it, or values of different groups come in rows of unknown order:
+    ``detail`` names it).
+    """
+
+    def __init__(self, stamps: list[int | None], problem: str | None = None,
+                 detail: str = "") -> None:  # fmt: skip
+        self.stamps, self.problem, self.detail = stamps, problem, detail
+
+
+def infer_parse(texts: list[str | None], unit: str, *, dates: bool, zoned: bool = False,
+                rows: Sequence[int] | None = None) -> Inferred:  # fmt: skip
+    """``texts`` read as polars reads strings without a format (`Inferred`).
+
+    ``texts``: in the order of the rows they first appear in; read as dates (``dates``)
+    or datetimes of ``unit``. ``zoned``: the result has a time zone, so values with
+    offsets are read (as UTC instants; polars: else an error). ``rows``: the rows' texts
+    (positions in ``texts``, nulls left out), where known: a value polars reads or not
+    as the row before leaves its pattern is then followed through them (else: the
+    problem ``"order"``).
+    """
+    nulls: list[int | None] = [None] * len(texts)
+    if all(t is None for t in texts):  # no value, or only nulls: nulls
+        return Inferred(nulls)
+    groups: dict[str, tuple[str, ...]]
+    if dates:
+        groups = {"dmy": DATE_D_M_Y, "ymd": DATE_Y_M_D}
+    else:
+        groups = {"dmy": DATETIME_D_M_Y, "ymd": DATETIME_Y_M_D}
+        groups["ymdz"] = DATETIME_Y_M_D_Z
+    group: str | None = None
+    for text in (t for t in texts if t is not None):
+        group = next((g for g, patterns in groups.items()
+                      if any(_found(text, p, unit, dates) for p in patterns)), None)
+        if group is not None:
+            break
+    if rows is None and group is not None:  # which value comes first in the rows is unknown
+        for text in (t for t in texts if t is not None):
+            other = next((g for g, patterns in groups.items()
+                          if any(_found(text, p, unit, dates) for p in patterns)), None)
+            if other not in (None, group):
+                return Inferred(nulls, "order", text)
+    if group == "ymdz" and not zoned:
+        return Inferred(nulls, "offset")
+    if group is None:
+        return Inferred(nulls, "no format")
+    patterns = groups[group]
+    out: list[int | None] = []
+    latest = patterns[0]  # the pattern tried first (polars: the previous row's)
+    looked: list[int] = []  # the values that look like the group's, read
+    unlooked: list[tuple[int, list[str]]] = []  # the others some pattern reads
+    for i, given in enumerate(texts):
+        value = None
+        if given is not None and (dates or _looks(given, group)):
+            value = _read(given, latest, unit, dates)
+            if value is None:
+                for p in patterns:
+                    value = _read(given, p, unit, dates)
+                    if value is not None:
+                        latest = p
+                        break
+            if value is not None:
+                looked.append(i)
+        elif given is not None:
+            # read with the previous row's pattern only, the first one at the first row
+            readers = [p for p in patterns if _read(given, p, unit, dates) is not None]
+            if readers:
+                unlooked.append((i, readers))
+        out.append(value)
+    if not unlooked:
+        return Inferred(out)
+    # the patterns a row can find as the previous row's: the first, and the first
+    # pattern that reads each value that looks like the group's
+    latest_ones = {patterns[0]}
+    for i in looked:
+        text = texts[i] or ""
+        latest_ones.add(next(p for p in patterns if _read(text, p, unit, dates) is not None))
+    depends: dict[int, list[str]] = {}
+    for i, readers in unlooked:
+        hits = latest_ones.intersection(readers)
+        if hits == latest_ones:  # read whatever the rows before
+            out[i] = _read(texts[i] or "", readers[0], unit, dates)
+        elif hits:  # read or not, as the rows before it leave the pattern
+            depends[i] = readers
+    if not depends:
+        return Inferred(out)
+    if rows is None:
+        return Inferred(nulls, "order", texts[next(iter(depends))] or "")
+    # the rows followed as polars reads them: the pattern each row finds
+    firsts = {i: next(p for p in patterns if _read(texts[i] or "", p, unit, dates) is not None)
+              for i in looked}  # fmt: skip
+    found: dict[int, set[bool]] = {i: set() for i in depends}
+    latest = patterns[0]
+    for i in rows:
+        if i in depends:
+            found[i].add(latest in depends[i])
+        elif i in firsts and _read(texts[i] or "", latest, unit, dates) is None:
+            latest = firsts[i]
+    for i, reads in found.items():
+        if len(reads) > 1:  # read in some rows, not in others: no value per string
+            return Inferred(nulls, "order", texts[i] or "")
+        if reads == {True}:
+            out[i] = _read(texts[i] or "", depends[i][0], unit, dates)
+    return Inferred(out)
+
+
+def _looks(text: str, group: str) -> bool:
+    """Whether ``text`` looks like a datetime of ``group`` as polars' regex finds it.
+
+    Its first match (Rust's regex and Python's try the same ways first), with a month
+    of 1 to 12.
+    """
+    found = _LOOKS[group].fullmatch(text)
+    return found is not None and 1 <= int(found.group("month")) <= 12
+
+
+def _found(text: str, fmt: str, unit: str, dates: bool) -> bool:
+    """Whether polars finds ``fmt`` fits ``text`` (chrono reads it as a naive datetime)."""
+    if fmt in _ZONED:
+        return _read_zoned(text, fmt, unit, lax=True) is not None
+    return _read(text, fmt, unit, dates) is not None
+
+
+def _read(text: str, fmt: str, unit: str, dates: bool) -> int | None:
+    """``text`` read with the chrono format ``fmt`` (None: not read)."""
+    key = (text, fmt, unit, dates)
+    hit = _READS.get(key, _MISSING)
+    if hit is _MISSING:
+        hit = _read_zoned(text, fmt, unit) if fmt in _ZONED \
+            else parse_stamps([text], fmt, unit, dates=dates)[0]  # fmt: skip
+        if len(_READS) > 100_000:
+            _READS.clear()
+        _READS[key] = hit
+    return hit  # type: ignore[return-value]
+
+
+_MISSING = object()
+_READS: dict[tuple[str, str, str, bool], object] = {}

@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import colbridge as cb
@@ -101,6 +103,82 @@ def test_is_in_of_temporal_values(tier: str) -> None:
     many = pl.DataFrame({"x": np.arange(10)})
     values = list(range(0, 180, 3))  # 60 values: a balanced tree of equalities
     _same(many, lambda m: {"y": m.col("x").is_in(values)})
+
+
+_IS_IN_FRAME = {
+    "d": [dt.date(2020, 1, 1), dt.date(2020, 1, 2), None],
+    "t": [dt.datetime(2020, 1, 1), dt.datetime(2020, 1, 1, 12), None],
+    "ms": pl.Series([dt.datetime(2020, 1, 1), dt.datetime(2020, 1, 1, 12), None],
+                    dtype=pl.Datetime("ms")),
+    "utc": pl.Series([dt.datetime(2020, 1, 1), dt.datetime(2020, 1, 1, 1), None],
+                     dtype=pl.Datetime("us", "UTC")),
+    "paris": pl.Series([dt.datetime(2020, 1, 1), dt.datetime(2020, 1, 1, 1), None],
+                       dtype=pl.Datetime("ns", "Europe/Paris")),
+    "u": [dt.timedelta(1), dt.timedelta(hours=1), None],
+    "tm": [dt.time(1), dt.time(2, 30), None],
+}  # fmt: skip
+#: values of each kind `is_in` may be given (polars takes only the column's kind)
+_IS_IN_VALUES: dict[str, list[Any]] = {
+    "date": [dt.date(2020, 1, 1)],
+    "datetime": [dt.datetime(2020, 1, 1), dt.datetime(2020, 1, 1, 12)],
+    "utc": [dt.datetime(2020, 1, 1, 1, tzinfo=dt.timezone.utc)],
+    "offset": [dt.datetime(2020, 1, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=1)))],
+    "timedelta": [dt.timedelta(hours=1)],
+    "time": [dt.time(2, 30)],
+    "int": [1],
+    "big_int": [1_577_836_800_000_000],  # the datetime column's first value, stored
+    "float": [1.0],
+    "str": ["2020-01-01"],
+    "none": [None],
+    "empty": [],
+    "date_and_datetime": [dt.date(2020, 1, 1), dt.datetime(2020, 1, 1)],
+    "bool": [True],
+}
+
+
+def _is_in_outcome(column: str, values: list[Any], lib: Any) -> Any:
+    frame = pl.DataFrame(_IS_IN_FRAME)
+    try:
+        if lib is pl:
+            return frame.select(pl.col(column).is_in(values))[column].to_list()
+        return frame.gpu.select(cb.col(column).is_in(values)).compute()[column].to_list()
+    except cb.ColbridgeError:  # (a SchemaError is a TypeError too: first)
+        assert lib is cb
+        return "refused"
+    except (pl.exceptions.PolarsError, TypeError):  # polars' list of mixed kinds: TypeError
+        assert lib is pl
+        return "refused"
+
+
+@pytest.mark.parametrize("values", list(_IS_IN_VALUES))
+@pytest.mark.parametrize("column", list(_IS_IN_FRAME))
+def test_is_in_of_another_temporal_kind_as_polars(column: str, values: str) -> None:
+    # polars refuses values of another kind (a date in a datetime column and the other
+    # way round, numbers, naive and aware datetimes mixed); datetimes of any unit, and
+    # aware ones of any zone in a zoned column, are compared as instants
+    given = _IS_IN_VALUES[values]
+    assert _is_in_outcome(column, given, cb) == _is_in_outcome(column, given, pl)
+
+
+def test_is_in_of_another_kind_names_both_and_a_remedy() -> None:
+    frame = pl.DataFrame(_IS_IN_FRAME)
+    with pytest.raises(cb.SchemaError, match=r"datetime\[us\] values in a list of date values"
+                                             r".*the values cast"):  # fmt: skip
+        frame.gpu.select(cb.col("t").is_in([dt.date(2020, 1, 1)])).compute()
+    with pytest.raises(cb.SchemaError, match=r"date values in a list of datetime values"):
+        frame.gpu.select(cb.col("d").is_in([dt.datetime(2020, 1, 1)])).compute()
+    with pytest.raises(cb.SchemaError, match=r"date values in a list of int values"):
+        frame.gpu.select(cb.col("d").is_in([1])).compute()
+    with pytest.raises(cb.SchemaError, match=r"time-zone-aware datetimes in a naive column"):
+        frame.gpu.select(cb.col("t").is_in(_IS_IN_VALUES["utc"])).compute()
+
+
+@settings(max_examples=40, deadline=None)
+@given(column=st.sampled_from(list(_IS_IN_FRAME)),
+       kinds=st.lists(st.sampled_from(list(_IS_IN_VALUES)), min_size=1, max_size=3))  # fmt: skip
+def test_generated_is_in_lists_as_polars(column: str, kinds: list[str]) -> None:
+    given_values = [v for k in kinds for v in _IS_IN_VALUES[k]]
+    assert _is_in_outcome(column, given_values, cb) == _is_in_outcome(column, given_values, pl)
 
 
 def test_polars_methods_colbridge_lacks_are_named() -> None:

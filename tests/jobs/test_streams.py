@@ -411,3 +411,27 @@ def test_a_one_shot_reader_whose_batches_have_their_own_dictionaries_spools() ->
     want = pl.from_arrow(pa.Table.from_batches([b1, b2])).group_by("k").agg(
         f=pl.col("c").first(), m=pl.col("c").max(), n=pl.col("c").count())  # fmt: skip
     assert pl.from_arrow(got).sort("k").equals(want.sort("k"))
+
+
+def test_parsing_without_a_format_is_refused_in_streams_and_dask() -> None:
+    # polars infers the format from the whole column's first value it can read; each
+    # batch or partition would infer its own (here the second batch would read "20240105")
+    import dask.dataframe as dd
+    import pandas as pd
+
+    texts = ["2024-01-05", "x", "20240105", "2024-01-06"]
+    lf = pl.LazyFrame({"s": texts})
+    for build in (lambda m: m.col("s").str.to_date(strict=False),
+                  lambda m: m.col("s").str.to_datetime(strict=False),
+                  lambda m: m.col("s").str.strptime(pl.Date, strict=False)):  # fmt: skip
+        with pytest.raises(JobSpecError, match="infers one from the first value"):
+            cb.lazy(lf, batch_rows=2).with_columns(d=build(cb)).compute()
+        pdf = pd.DataFrame({"s": texts})
+        with pytest.raises(JobSpecError, match="a Dask plan"):
+            cb.dask.apply(cb.lazy(pdf).with_columns(d=build(cb)),
+                          dd.from_pandas(pdf, npartitions=2))  # fmt: skip
+    # with a format, batches agree with polars
+    got = cb.lazy(lf, batch_rows=2).with_columns(
+        d=cb.col("s").str.to_date("%Y-%m-%d", strict=False)).compute()  # fmt: skip
+    want = lf.with_columns(d=pl.col("s").str.to_date("%Y-%m-%d", strict=False)).collect()
+    assert frame_mismatch(got, want, EXACT) is None
