@@ -653,9 +653,11 @@ def arg_extremes(
     is null. Values are ordered as polars sorts them (`colbridge.backends.scans.value_keys`).
 
     But ``arg_max`` takes the last of equal values where polars' own kernels do: of a
-    Categorical always, of strings and binary where there is one group (a whole
-    column, or one group of keys) and the rows keep their order (polars reduces one
-    group with the column's kernel, which keeps the last of equal values).
+    Categorical always, of strings and binary over the whole column (no keys) in frame
+    order (polars' column kernel, Rust's ``Iterator::max_by``, keeps the last of equal
+    values; its grouped kernel, one group of keys included, keeps the first). These are
+    polars' eager and in-memory engines; its streaming engine (what ``collect()`` picks
+    in polars 2.1) breaks ties by how it splits the rows among its threads.
     """
     from colbridge.backends.scans import value_keys
 
@@ -682,7 +684,8 @@ def arg_extremes(
         or pa.types.is_string_view(data.type) or pa.types.is_binary(data.type) \
         or pa.types.is_large_binary(data.type) or pa.types.is_binary_view(data.type)  # fmt: skip
     categorical = pa.types.is_dictionary(data.type) and not data.type.ordered  # not an Enum
-    last_of_ties = func == "arg_max" and (categorical or (text and count == 1 and not ordered))
+    whole = groups.ids is None  # the whole column (no keys), not a single group of keys
+    last_of_ties = func == "arg_max" and (categorical or (text and whole and not ordered))
     out = np.zeros(count, dtype=np.uint32)
     found = np.zeros(count, dtype=np.bool_)
     for candidates, by_value in ((valid[rows] & ~nan[rows], True), (nan[rows], False)):

@@ -706,10 +706,13 @@ def value_keys(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray[Any, Any],
                                                            np.ndarray[Any, Any]]:
     """Each row's validity, and an int64 key per row ordered as polars sorts the values.
 
-    Keys as `_rank_keys` makes them (0 at a null row); an Enum by its categories' order.
+    Keys as `_rank_keys` makes them (0 at a null row); an Enum by its categories' order;
+    a Null-typed column all null (every key equal).
     Read only: an int64 column without nulls gives its own buffer.
     """
     data = one_array(array)
+    if pa.types.is_null(data.type):  # every row null (and no bitmap to say so): keys all equal
+        return np.zeros(len(data), dtype=np.bool_), np.zeros(len(data), dtype=np.int64)
     valid = _validity(data)
     if pa.types.is_dictionary(data.type) and data.type.ordered:  # an Enum
         indices = data.indices.fill_null(0).to_numpy(zero_copy_only=False)

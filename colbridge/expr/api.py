@@ -137,7 +137,13 @@ def _literal_node(value: Any, dtype: Any = None) -> Node:
             raise SchemaError(msg)
     if dtype is not None and parse_logical(dtype) is not None:
         return Expr(Literal(value)).cast(dtype).node
-    return Literal(value, parse_dtype(dtype) if dtype is not None else None)
+    typed = parse_dtype(dtype) if dtype is not None else None
+    if typed is DType.FLOAT32 and isinstance(value, (int, float)) and not isinstance(value, bool):
+        # the value a Float32 holds (0.1 is 0.10000000149011612), which it keeps when
+        # widened: `lit(0.1, dtype=pl.Float32) + x` adds that value, as polars does
+        with np.errstate(over="ignore"):  # past Float32's range: infinity, as polars
+            value = float(np.float32(value))
+    return Literal(value, typed)
 
 
 def _numpy_temporal(value: Any) -> Node:

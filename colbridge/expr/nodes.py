@@ -542,6 +542,9 @@ class Scan(Node):
     keys: KeySet = field(default_factory=KeySet)
     #: the options' Python types (`option_kinds`): a shift filling 0, 0.0 or False
     kinds: tuple[Any, ...] = field(default=(), repr=False)
+    #: as `GroupAgg.per_row`: ``arg`` is a window's results on every row, a column to
+    #: scan even where they are one value per group (``x.max().over(g).cum_sum()``)
+    per_row: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kinds", option_kinds(self.options))
@@ -899,7 +902,7 @@ def push_window(arg: Node, keys: KeySet) -> Node:
             merged = KeySet(keys.exprs + inner).ordered_like(n.keys)
             if n.func not in ROLLING_BY_FUNCS:  # a time window keeps its own order: `by`
                 merged = merged.ordered_like(keys)
-            return Scan(n.func, n.arg, n.options, merged)
+            return replace(n, keys=merged, per_row=n.per_row or holds_window(n.arg, windows))
         return fill_per_group(n, keys.grouping)
 
     return transform(arg, fn)

@@ -117,7 +117,8 @@ class OrderedTyping:
         arg = tc.typed(node.arg)
         from colbridge.plan.typecheck import is_scalar
 
-        if is_scalar(arg) or (node.keys.exprs and one_value_per_group(node.arg, node.keys)):
+        if is_scalar(arg) or (node.keys.exprs and not node.per_row
+                              and one_value_per_group(node.arg, node.keys)):
             # one value per group (`x.sum().cum_sum().over(g)`) ran over copies of it
             msg = (
                 f"`{node!r}`: an ordered operation needs a column, not one value"

@@ -467,7 +467,7 @@ def _grouped_items(
             inner = tuple(e for e in n.keys.exprs if e not in keyset.exprs)
             # its own order kept: a time-based window's `by` (`rolling_*_by`)
             merged = KeySet(keyset.exprs + inner).ordered_like(n.keys)
-            return Scan(n.func, n.arg, n.options, merged)
+            return replace(n, keys=merged, per_row=n.per_row or holds_window(n.arg, windows))
         return fill_per_group(n, keyset)
 
     def outermost(n: Node, expr: Node) -> Node:

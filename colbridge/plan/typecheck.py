@@ -481,6 +481,8 @@ class TypeChecker:
                     return self._dynamic_node(Binary(node.op, left, right), "float", rep)
         if left in self.logical or right in self.logical:
             return self._lt.binary(node, left, right)
+        if node.op in LOGICAL:
+            self._check_logic_operands(node, left, right)
         if self._keep_dynamic and node.op in _DYNAMIC_BINARY:
             dynamic = self._dynamic_binary(node.op, left, right)
             if dynamic is None and node.op == "pow":
@@ -507,7 +509,14 @@ class TypeChecker:
                     f"got {lt} and {rt}; compare first, e.g. `(x > 0) & (y > 0)`"
                 )
                 raise SchemaError(msg)
-            st = DType.BOOL if lt.is_bool and rt.is_bool else self._super(lt, rt, node)
+            if lt.is_bool and rt.is_bool:
+                st = DType.BOOL
+            elif number_side:
+                # uint64 next to a negative Python integer: int64 (null above its range), as
+                # for `+ - * // %` (polars: `u64 & -3` is Int64)
+                st, _ = self._merge_number_type(lt, rt, node)
+            else:
+                st = self._super(lt, rt, node)
             if st.is_bool:
                 return self._record(Binary(op, left, right), DType.BOOL)
             left, right = self._cast(left, st), self._cast(right, st)
@@ -587,7 +596,47 @@ class TypeChecker:
         else:
             st = self._super(lt, rt, node)
         left, right = self._cast(left, st), self._cast(right, st)
+        if op in ("floordiv", "mod") and st.is_float and is_scalar(right) \
+                and not is_scalar(left):  # fmt: skip
+            # as `/`: polars takes x // c as floor(x * (1 / c)) and x % c as
+            # x - c * floor(x * (1 / c)) for one value c (0.3 // 0.1 is 3.0 there, not 2.0)
+            one = self._typed_literal(1, st)
+            reciprocal = self._record(Binary("truediv", one, right), st)
+            scaled = self._record(Binary("mul", left, reciprocal), st)
+            quotient = self._record(Unary("floor", scaled), st)
+            if op == "floordiv":
+                return quotient
+            return self._record(Binary("sub", left, self._record(Binary("mul", right, quotient),
+                                                                  st)), st)  # fmt: skip
         return self._record(Binary(op, left, right), st)
+
+    def _check_logic_operands(self, node: Binary, left: Node, right: Node) -> None:
+        """Refuse ``&``, ``|``, ``^`` where polars does before the operands are typed.
+
+        A Python boolean (``True``, ``lit(True)``) next to an integer, or a bare null (a
+        ``lit(None)`` or a null-typed column) next to a Python integer: typing would make
+        the boolean an integer and the null an Int32 null, where polars raises ("& on Int8
+        and Boolean is not supported", "`bitand` operation not supported for dtype `null`").
+        """
+        for literal, other in ((left, right), (right, left)):
+            if not (isinstance(literal, Literal) and literal.dtype is None):
+                continue
+            if isinstance(literal.value, bool) and not self._is_dynamic(other):
+                t = self.types[other]
+                if not t.is_bool:
+                    msg = (
+                        f"`{node!r}`: `{node.op}` needs booleans (logic) or integers (bitwise), "
+                        f"got {t} and a boolean literal (as in polars); compare first, e.g. "
+                        "`(x > 0) & True`, or give an integer mask, e.g. `x & 1`"
+                    )
+                    raise SchemaError(msg)
+            if literal.value is None and self._dynamic_kind(other) == "int":
+                msg = (
+                    f"`{node!r}`: `{node.op}` of a bare null (a `lit(None)` or a null-typed "
+                    "column) and a Python integer has no type (polars refuses it); give the "
+                    "null a type, e.g. `lit(None, dtype='int32')` or `col('n').cast('int32')`"
+                )
+                raise SchemaError(msg)
 
     def _dynamic_binary(self, op: str, left: Node, right: Node) -> Node | None:
         """``left <op> right`` kept dynamic when both sides are dynamic numbers (polars)."""
@@ -819,11 +868,18 @@ class TypeChecker:
         elif self._is_dynamic(arg):
             arg = self._materialize(arg)
         t = self.types[arg]
+        if t.is_bool:
+            # polars: "`is_not_nan` operation not supported for dtype `bool`", whatever the value
+            msg = (
+                f"`{node!r}` is not defined for bool (a boolean holds no NaN; polars refuses "
+                "it); leave the `fill_nan` out, or use `fill_null` for its nulls"
+            )
+            raise SchemaError(msg)
         if self._is_dynamic(value):
             value = self._type_dynamic_against(value, t, node)
         st = self._super(t, self.types[value], node)
         if not t.is_float:
-            # integers and booleans hold no NaN; the result still takes the common type
+            # integers hold no NaN; the result still takes the common type
             return self._cast(arg, st)
         return self._record(FillNan(self._cast(arg, st), self._cast(value, st)), st)
 
@@ -1494,9 +1550,13 @@ class TypeChecker:
         return self._min_max_of(node, args)
 
     def _strings_horizontal(self, node: Function, args: list[Node]) -> bool:
-        """True when every argument is a string (or categorical).
+        """True when every argument is a string (or categorical, or enum).
 
-        Strings mixed with other types are refused, as polars refuses them.
+        Strings mixed with other types are refused, as polars refuses them; so are a
+        Categorical or an Enum next to a plain string (polars: "invalid or ambiguous
+        dtypes"), and two or more different Categoricals: polars compares them by their physical
+        codes (the order in which the process first met each category, which the
+        frame's data does not carry; not their text), an order colbridge cannot know.
         """
         present = [a for a in args if not _is_null_literal(a)]
         strings = [a for a in present if (lg := self.logical.get(a)) is not None and lg.is_string]
@@ -1504,6 +1564,22 @@ class TypeChecker:
             other = next(a for a in present if a not in strings)
             got: object = self.logical.get(other) or self.types.get(other) or "a number"
             msg = f"`{node!r}` mixes strings with {got}; cast them to one type first"
+            raise SchemaError(msg)
+        kinds = {self.logical[a].kind for a in strings}
+        if len(strings) > 1 and "string" in kinds and len(kinds) > 1:
+            coded = next(self.logical[a] for a in strings if self.logical[a].kind != "string")
+            msg = (
+                f"`{node!r}` mixes a {coded} with plain strings (polars refuses it as "
+                "ambiguous); cast them to one type first, e.g. `.cast('string')`"
+            )
+            raise SchemaError(msg)
+        if len(set(strings)) > 1 and kinds == {"categorical"}:  # (one expression twice: itself)
+            msg = (
+                f"`{node!r}`: polars compares Categoricals here by their physical codes (the "
+                "order in which the process first met each category), not by their text, and "
+                "colbridge cannot know that order; cast them to strings to compare their text "
+                "(`.cast('string')`), or to one Enum to compare by the order of its categories"
+            )
             raise SchemaError(msg)
         return bool(strings)
 

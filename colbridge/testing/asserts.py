@@ -108,9 +108,10 @@ TOLERANCES: tuple[tuple[str, str], ...] = (
     ("`when`/`then`/`otherwise`, `coalesce`, `fill_null`, `fill_nan`, `clip`", "exact"),
     ("`min`, `max`, `count`, `null_count`; integer `sum`", "exact"),
     ("float `/`, `//`, `%` by a scalar (a literal or a reduction), against polars",
-     f"at most {SCALAR_DIVISION_ULPS} ULPs, or polars' answer for the divisor given as a column: "
-     "polars multiplies by the reciprocal of a scalar (docs/semantics.md); colbridge's "
-     "backends divide, exactly alike"),
+     "exact: polars multiplies by the reciprocal of a scalar (`x * (1 / c)`, "
+     "`floor(x * (1 / c))`, `x - c * floor(x * (1 / c))`) and so does colbridge; at most "
+     f"{SCALAR_DIVISION_ULPS} ULPs from polars' true division of frames of up to three rows "
+     "(docs/semantics.md)"),
     ("libm functions: `exp log log10 log1p sin cos tan arcsin arccos arctan sinh cosh tanh "
      "cbrt`, `**` with a float result",
      f"at most {LIBM_ULPS[64]} ULPs (float64) / {LIBM_ULPS[32]} ULPs (float32) from polars"),

@@ -30,7 +30,6 @@ from colbridge.testing.asserts import (
 )
 from colbridge.testing.cuda_host import HostRuntime, compute_on_host
 from colbridge.testing.data import limit_values, make_column
-from colbridge.testing.gpu_cases import _mixed
 from tests.cuda.cuda_corpus import CB, GROUPS, PL, Group, tables
 from tests.reliability.fuzzing import known_bug
 
@@ -79,13 +78,6 @@ def _three_way(
         COMPARISONS["count"] += 1
 
 
-def _floordiv_by_seven(table: pa.Table, result: pa.Table) -> pa.Array:
-    b = table.column("b").combine_chunks()
-    dtype = b.type.to_pandas_dtype()
-    values = np.floor(b.to_numpy(zero_copy_only=False) / dtype(7)).astype(dtype)
-    return pa.array(values, type=b.type, mask=np.asarray(b.is_null()))
-
-
 def _share(table: pa.Table, result: pa.Table) -> pa.Array:
     # b / b.sum() on the rows the filter kept (column b of the result, compared exactly on
     # its own), multiplied by the sum's reciprocal, as polars (and colbridge) divide by one
@@ -97,11 +89,6 @@ def _share(table: pa.Table, result: pa.Table) -> pa.Array:
     values = kept.to_numpy(zero_copy_only=False).astype(np.float64) * reciprocal
     return pa.array(values, type=pa.float64(), mask=np.asarray(kept.is_null()))
 
-
-#: Columns of the corpus that divide by a constant: polars computes ``x // c`` as
-#: ``floor(x * (1 / c))`` there (docs/semantics.md, "Known last-bit differences"), so the
-#: oracle for them is NumPy's correctly rounded division, floored.
-DIVIDED_BY_A_CONSTANT = {"floordiv": _floordiv_by_seven}
 
 
 def _known_cuda_bug(table: pa.Table, reduction: tuple[str, str], got: Any, cpu: Any) -> bool:
@@ -133,8 +120,7 @@ def test_elementwise_groups(group: Group, data: st.DataObject) -> None:
     # libm functions may differ from polars (and CUDA's math library) in the last bits
     bits = 32 if group.types[0] == pa.float32() else 64
     tolerance = Tolerance(ulps=LIBM_ULPS[bits]) if group.ulps else EXACT
-    oracle = DIVIDED_BY_A_CONSTANT if group.exprs is _mixed else None
-    _three_way(table, _with(group), tolerance=tolerance, oracle=oracle)
+    _three_way(table, _with(group), tolerance=tolerance)
 
 
 def _reductions(m: Any, q: Any) -> Any:
@@ -264,9 +250,8 @@ def test_every_group_compares_its_columns(group: Group) -> None:
     })  # fmt: skip
     bits = 32 if group.types[0] == pa.float32() else 64
     tolerance = Tolerance(ulps=LIBM_ULPS[bits]) if group.ulps else EXACT
-    oracle = DIVIDED_BY_A_CONSTANT if group.exprs is _mixed else None
     before = COMPARISONS["count"]
-    _three_way(table, _with(group), tolerance=tolerance, oracle=oracle)
+    _three_way(table, _with(group), tolerance=tolerance)
     assert COMPARISONS["count"] - before >= len(group.exprs(CB)) > 0
 
 

@@ -1,5 +1,7 @@
 """A column divided by one value is polars' multiplication by the reciprocal, to the bit.
 
+(``//`` and ``%`` by one value too: ``floor(x * (1 / c))``, ``x - c * floor(x * (1 / c))``.)
+
 polars computes ``x / c`` for a single value ``c`` (a literal, a whole-column
 reduction, ``first()``) as ``x * (1 / c)`` in the result's float type, whose last
 bit differs from ``x / c`` on about half the rows; a column divided by a column
@@ -53,16 +55,35 @@ def test_a_column_by_one_value(tier: str, seed: int, n: int, c: float) -> None:
 
     def steps(m: Any, q: Any) -> Any:
         x, f, i, y = m.col("x"), m.col("f"), m.col("i"), m.col("y")
-        return q.select(
-            lit=x / c, f_lit=f / c, i_lit=i / c, i_int=i / 7, sum_=x / y.sum(),
-            centred=(x - y.mean()) / y.max(), share=i / i.sum(), first=x / y.first(),
-            nested=(x + 1) / (y.max() * 2), f_red=f / f.max(), count=i / i.count(),
-        )
+        divided = {"lit": x / c, "f_lit": f / c, "i_lit": i / c, "i_int": i / 7,
+                   "sum_": x / y.sum(), "centred": (x - y.mean()) / y.max(),
+                   "share": i / i.sum(), "first": x / y.first(),
+                   "nested": (x + 1) / (y.max() * 2), "f_red": f / f.max(),
+                   "count": i / i.count()}  # fmt: skip
+        if n > 3:  # (polars' true division of tiny frames moves these by a whole unit)
+            # `//` and `%` by one value: floor(x * (1 / c)) and x - c * floor(x * (1 / c))
+            divided.update(fdiv=x // c, f_fdiv=f // c, i_fdiv=i // (c + 0.5), mod=x % c,
+                           f_mod=f % c, i_mod=i % (c + 0.5), mod_red=x % y.max(),
+                           f_mod_red=f % f.min())  # fmt: skip
+        return q.select(**divided)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("COLBRIDGE_CPU_TIER", tier)
         # polars' lazy engine divides frames of up to three rows truly: a last bit apart
         assert_same_as_polars(table, steps, kinds=("polars", "pyarrow"), ulps=1 if n <= 3 else 0)
+
+
+def test_a_tenth_as_polars_takes_it() -> None:
+    # 0.3 / 0.1 is 2.9999999999999996, 0.3 * (1 / 0.1) is 3.0000000000000004: polars'
+    # 0.3 // 0.1 is 3.0 and 0.3 % 0.1 is -5.55e-17 (by a column: 2.0 and 0.09999999999999998)
+    table = pa.table({"x": [0.3, 0.7, -0.3, 1e10], "c": [0.1] * 4})
+    assert_same_as_polars(table, lambda m, q: q.select(
+        a=m.col("x") // 0.1, b=m.col("x") % 0.1, c=m.col("x") // m.col("c"),
+        d=m.col("x") % m.col("c"), e=m.col("x") % m.lit(0.1, dtype=pl.Float32)),
+        kinds=("polars",))  # fmt: skip
+    got = cb.lazy(table).select(a=cb.col("x") // 0.1, b=cb.col("x") % 0.1).compute()
+    assert got.column("a").to_pylist()[0] == 3.0
+    assert got.column("b").to_pylist()[0] < 0
 
 
 def test_a_column_by_a_column_is_a_true_division() -> None:
@@ -83,11 +104,15 @@ def test_a_column_by_a_column_is_a_true_division() -> None:
 def test_the_cuda_code_path_divides_the_same_way() -> None:
     table = _table(3_000, 9)
     q = cb.lazy(table).select(a=cb.col("x") / 7.3, z=(cb.col("y") - cb.col("y").mean())
-                              / cb.col("y").std(), f=cb.col("f") / cb.col("f").sum())  # fmt: skip
+                              / cb.col("y").std(), f=cb.col("f") / cb.col("f").sum(),
+                              m=cb.col("x") % 0.1, d=cb.col("f") // 0.3)  # fmt: skip
     want = pl.from_arrow(table).select(a=pl.col("x") / 7.3, z=(pl.col("y") - pl.col("y").mean())
-                                       / pl.col("y").std(), f=pl.col("f") / pl.col("f").sum())
+                                       / pl.col("y").std(), f=pl.col("f") / pl.col("f").sum(),
+                                       m=pl.col("x") % 0.1, d=pl.col("f") // 0.3)  # fmt: skip
     on_host = pl.from_arrow(compute_on_host(q))
     assert on_host["a"].equals(want["a"])
+    assert on_host["m"].equals(want["m"])
+    assert on_host["d"].equals(want["d"])
     # the mean, deviation and sum are summed in another order than polars: the
     # reciprocal is of another value, so only the division's own rounding is compared
     y = table.column("y").to_numpy()

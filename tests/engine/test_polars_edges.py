@@ -1,7 +1,7 @@
 """Edges where colbridge once parted from polars, each against polars on both CPU tiers.
 
 ``clip`` with its bounds the wrong way round, ``min/max/sum_horizontal`` of dates,
-datetimes, durations, times and strings, ``dt.total_*(fractional=True)`` to the
+datetimes, durations, times, strings, categoricals and enums, ``dt.total_*(fractional=True)`` to the
 last bit, and ``dt.truncate`` by an interval finer than the column's unit.
 """
 
@@ -105,6 +105,61 @@ def test_strings_in_horizontal_functions_are_refused_where_polars_differs() -> N
         TEMPORAL.gpu.select(r=cb.sum_horizontal(cb.col("s1"), cb.col("s2"))).compute()
     with pytest.raises(ColbridgeError, match="mixes strings with"):
         TEMPORAL.gpu.select(r=cb.max_horizontal(cb.col("s1"), cb.lit(1))).compute()
+
+
+def _coded_frame(n: int, seed: int) -> pl.DataFrame:
+    """Strings, Categoricals and Enums drawn from few words (ties), a fifth null."""
+    rng = np.random.default_rng(seed)
+    words = ["b", "a", "ab", "", "é", "Z"]
+    enum = pl.Enum(["é", "b", "Z", "", "ab", "a"])  # not in text order
+
+    def some() -> pl.Series:
+        return pl.Series([None if rng.random() < 0.2 else str(rng.choice(words))
+                          for _ in range(n)], dtype=pl.String)  # fmt: skip
+
+    s1, s2, s3 = some(), some(), some()
+    return pl.DataFrame({
+        "s1": s1, "s2": s2, "c1": s2.cast(pl.Categorical), "c2": s3.cast(pl.Categorical),
+        "e1": s1.cast(enum), "e2": s3.cast(enum),
+    })  # fmt: skip
+
+
+@pytest.mark.parametrize("n", [0, 1, 6, 40])
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("func", ["max_horizontal", "min_horizontal"])
+def test_min_max_horizontal_of_categoricals_and_enums_as_polars(n: int, seed: int,
+                                                                func: str) -> None:  # fmt: skip
+    df = _coded_frame(n, seed)
+    f = lambda m, *args: getattr(m, func)(*args)  # noqa: E731
+    # what polars answers colbridge answers alike: strings by their text, an Enum by its
+    # categories' order, one Categorical (beside nulls, or twice) as it is
+    for names in (["s1", "s2"], ["e1", "e2"], ["e1", "e2", "e1"], ["c1"], ["c1", "c1"]):
+        _same(df, lambda m, names=names: f(m, *[m.col(c) for c in names]))
+    _same(df, lambda m: f(m, m.col("c1"), m.lit(None)))
+    # what polars refuses colbridge refuses: a Categorical or an Enum beside plain strings,
+    # a Categorical beside an Enum
+    for make in (lambda m: f(m, m.col("c1"), m.col("s1")), lambda m: f(m, m.col("e1"), m.col("s2")),
+                 lambda m: f(m, m.col("c1"), m.lit("b")), lambda m: f(m, m.col("e1"), m.lit("b")),
+                 lambda m: f(m, m.col("c1"), m.col("e1"))):  # fmt: skip
+        with pytest.raises(pl.exceptions.PolarsError):
+            df.select(r=make(pl))
+        with pytest.raises(ColbridgeError):
+            df.gpu.select(r=make(cb)).compute()
+    # two Categoricals: polars compares their physical codes (the order in which the process
+    # met each category), not their text; colbridge cannot know that order and refuses
+    want = df.select(r=f(pl, pl.col("c1"), pl.col("c2")))["r"]
+    c1, c2 = df["c1"], df["c2"]
+    pick_c2 = (c1.is_null() | ((c2.to_physical() > c1.to_physical()) if func == "max_horizontal"
+                               else (c2.to_physical() < c1.to_physical()))).fill_null(False)
+    by_codes = pl.select(r=pl.when(pick_c2 & c2.is_not_null()).then(c2).otherwise(c1))["r"]
+    assert want.cast(pl.String).to_list() == by_codes.cast(pl.String).to_list()
+    with pytest.raises(ColbridgeError, match=r"physical codes.*cast them to strings"):
+        df.gpu.select(r=f(cb, cb.col("c1"), cb.col("c2"))).compute()
+    with pytest.raises(ColbridgeError, match="physical codes"):
+        df.gpu.select(r=f(cb, cb.col("c1"), cb.col("c2"), cb.col("c1"))).compute()
+    # cast to strings, they compare by text as polars compares strings
+    _same(df, lambda m: f(m, m.col("c1").cast(m.String if m is pl else "string"),
+                          m.col("c2").cast(m.String if m is pl else "string")))  # fmt: skip
 
 
 # -- durations as fractional totals --------------------------------------------------------------

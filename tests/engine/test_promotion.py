@@ -6,6 +6,8 @@ import itertools
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import colbridge as cb
 from colbridge.expr.nodes import Agg, Binary, Column, Literal, Unary
@@ -277,3 +279,108 @@ def test_uint64_divided_with_a_negative_number_is_converted_to_int64_first() -> 
                   lambda m: m.col("u") / 300, lambda m: m.col("u") / -2.5,
                   lambda m: m.col("u") // -3):  # fmt: skip
         assert_frame_equal(df.gpu.select(z=build(cb)).compute(), df.select(z=build(pl)))
+
+
+# -- & | ^ with Python booleans and bare nulls, and fill_nan, against polars -----------------
+# polars refuses an integer next to a boolean literal (`int8 & True`: "& on Int8 and Boolean is
+# not supported"), a bare null next to a Python integer (`lit(None) & 1`) and `fill_nan` of a
+# boolean; colbridge must refuse each with its own error, and compute the rest as polars does.
+LOGIC_OPS = {"and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b}
+LOGIC_OTHERS = {
+    "True": lambda m: True, "False": lambda m: False, "1": lambda m: 1, "-3": lambda m: -3,
+    "None": lambda m: None, "lit(True)": lambda m: m.lit(True), "lit(2)": lambda m: m.lit(2),
+    "lit(None)": lambda m: m.lit(None), "col(n)": lambda m: m.col("n"),
+    "col(b)": lambda m: m.col("b"), "lit(1)+1": lambda m: m.lit(1) + 1,
+}  # fmt: skip
+FILL_VALUES = {
+    "0": lambda m: 0, "0.5": lambda m: 0.5, "True": lambda m: True, "None": lambda m: None,
+    "col(f)": lambda m: m.col("f"), "col(b)": lambda m: m.col("b"),
+}  # fmt: skip
+
+
+def _frame_of(dtype: DType, values: list[int | None]) -> pl.DataFrame:
+    ints = [None if v is None else abs(v) % 2 if dtype is DType.BOOL else abs(v) % 100
+            for v in values]  # fmt: skip
+    return pl.DataFrame({
+        "a": pl.Series(ints).cast(POLARS[dtype]),
+        "b": pl.Series([None if v is None else v % 3 == 0 for v in values], dtype=pl.Boolean),
+        "f": pl.Series([None if v is None else v / 2 if v % 4 else float("nan") for v in values],
+                       dtype=pl.Float64),
+        "n": pl.Series([None] * len(values), dtype=pl.Null),
+    })  # fmt: skip
+
+
+def _same_or_both_refuse(frame: pl.DataFrame, build) -> None:  # type: ignore[no-untyped-def]
+    from polars.testing import assert_frame_equal
+
+    try:
+        want = frame.select(z=build(pl))
+    except pl.exceptions.PolarsError:
+        with pytest.raises(cb.ColbridgeError):
+            frame.gpu.select(z=build(cb)).compute()
+        return
+    got = frame.gpu.select(z=build(cb)).compute()
+    assert_frame_equal(got, want, check_exact=True)
+
+
+@pytest.mark.parametrize("op", list(LOGIC_OPS))
+@pytest.mark.parametrize("other", list(LOGIC_OTHERS))
+@pytest.mark.parametrize("dtype", [DType.BOOL, DType.INT8, DType.INT64, DType.UINT8,
+                                   DType.UINT64, DType.FLOAT64])  # fmt: skip
+def test_logic_with_python_booleans_and_nulls_as_polars(op: str, other: str,
+                                                        dtype: DType) -> None:  # fmt: skip
+    for values in ([], [3, None, 6, 1, 0]):
+        frame = _frame_of(dtype, values)
+        for flip in (False, True):
+
+            def build(m, flip=flip):  # type: ignore[no-untyped-def]
+                a, b = m.col("a"), LOGIC_OTHERS[other](m)
+                if flip:  # the literal on the left (a Python value through `lit`)
+                    a, b = (b if not isinstance(b, (bool, int, type(None))) else m.lit(b)), a
+                return LOGIC_OPS[op](a, b)
+
+            _same_or_both_refuse(frame, build)
+
+
+@pytest.mark.parametrize("other", ["True", "1", "None", "lit(None)", "col(n)", "lit(1)+1"])
+def test_logic_of_a_null_and_python_values_as_polars(other: str) -> None:
+    frame = _frame_of(DType.INT8, [1, None, 2])
+    for op in LOGIC_OPS.values():
+        _same_or_both_refuse(frame, lambda m, op=op: op(m.col("n"), LOGIC_OTHERS[other](m)))
+        _same_or_both_refuse(frame, lambda m, op=op: op(m.lit(None), LOGIC_OTHERS[other](m)))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    dtype=st.sampled_from([DType.BOOL, DType.INT16, DType.UINT32, DType.FLOAT32, DType.FLOAT64]),
+    values=st.lists(st.one_of(st.none(), st.integers(-50, 50)), max_size=8),
+    fill=st.sampled_from(sorted(FILL_VALUES)),
+    computed=st.booleans(),
+)
+def test_fill_nan_types_and_refusals_as_polars(dtype: DType, values: list[int | None],
+                                               fill: str, computed: bool) -> None:  # fmt: skip
+    frame = _frame_of(dtype, values)
+    if dtype.is_float:  # some NaN in the column
+        frame = frame.with_columns(pl.col("a") / pl.col("a"))
+
+    def build(m):  # type: ignore[no-untyped-def]
+        arg = m.col("a")
+        if computed and dtype is DType.BOOL:
+            arg = m.col("a") | m.col("b")  # a computed boolean
+        elif computed:
+            arg = m.col("a").abs()
+        return arg.fill_nan(FILL_VALUES[fill](m))
+
+    if dtype is not DType.BOOL:
+        _same_or_both_refuse(frame, build)
+    for boolean in (build, lambda m: m.lit(True).fill_nan(FILL_VALUES[fill](m))):
+        if dtype is not DType.BOOL and boolean is build:
+            continue
+        # colbridge refuses a boolean's `fill_nan` always; polars evaluates `is_not_nan` on
+        # it (and raises) unless the frame is empty or its optimiser folds
+        # `lit(True).fill_nan(True)` away
+        with pytest.raises(cb.ColbridgeError, match=r"fill_nan.*not defined for bool"):
+            frame.gpu.select(z=boolean(cb)).compute()
+        if len(frame) and fill != "True":
+            with pytest.raises(pl.exceptions.InvalidOperationError, match="is_not_nan"):
+                frame.select(z=boolean(pl))

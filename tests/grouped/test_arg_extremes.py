@@ -3,7 +3,8 @@
 The position of the largest (smallest) value among a column's or group's rows, nulls
 left out, NaN left out unless every value is NaN, ties to the first (but where
 polars' own kernels keep the last: a Categorical's ``arg_max``, and strings' or
-binary's where there is one group in frame order). Generated frames hold nulls in
+binary's over the whole column in frame order), as polars' eager and in-memory
+engines keep them. Generated frames hold nulls in
 keys and values, NaN, ``-0.0``, infinities, ties, one-row and empty frames, one
 group and several.
 """
@@ -11,6 +12,7 @@ group and several.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 from typing import Any
 
 import numpy as np
@@ -109,6 +111,75 @@ def test_positions_as_polars(kind: str, n: int, seed: int, groups: int, shape: s
         return SHAPES[shape](m, q, lambda e: getattr(e, func)())
 
     assert_same_as_polars(table, steps, kinds=("polars", "pyarrow"))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    kind=st.sampled_from(("string", "large_string", "binary", "categorical", "int8", "float",
+                          "bool", "date")),
+    n=st.sampled_from([0, 1, 2, 5, 17, 40]),
+    seed=st.integers(0, 2**32 - 1),
+    one_group=st.booleans(),
+    func=st.sampled_from(["arg_max", "arg_min"]),
+)
+def test_ties_as_polars_eager_and_in_memory_engines(
+    kind: str, n: int, seed: int, one_group: bool, func: str
+) -> None:
+    # polars' eager engine and its lazy in-memory one keep the same tie (the first, but the
+    # last for `arg_max` of a Categorical, and of strings or binary over the whole column):
+    # colbridge keeps it too. (Its streaming engine, what `collect()` runs in polars 2.1,
+    # keeps ties as the rows fall among its threads; `assert_same_as_polars` takes eager's.)
+    _same_ties_as_eager_and_in_memory(kind, n, seed, one_group, func)
+
+
+@pytest.mark.parametrize("kind", ["string", "large_string", "binary", "categorical"])
+@pytest.mark.parametrize("seed", range(4))
+def test_ties_of_text_in_one_group_of_keys(kind: str, seed: int) -> None:
+    # one group of keys is no whole column: polars' grouped kernel keeps the first of equal
+    # strings (a Categorical's last), its column kernel the last
+    for one_group in (True, False):
+        _same_ties_as_eager_and_in_memory(kind, 40, seed, one_group, "arg_max")
+
+
+def _same_ties_as_eager_and_in_memory(kind: str, n: int, seed: int, one_group: bool,
+                                      func: str) -> None:  # fmt: skip
+    import polars as pl
+    from polars.testing import assert_frame_equal
+
+    df = pl.from_arrow(_table(kind, n, seed, 3))
+    assert isinstance(df, pl.DataFrame)
+    if one_group:  # a single group of keys: every row's key is 0 (a plain column: a
+        # `pl.lit(0)` key is flagged sorted, and polars then keeps other ties, see below)
+        df = df.with_columns(g=pl.Series([0] * n, dtype=pl.Int64))
+    for make in SHAPES.values():
+        step = lambda m, q, make=make: make(m, q, lambda e: getattr(e, func)())  # noqa: E731
+        eager = step(pl, df)
+        assert_frame_equal(step(pl, df.lazy()).collect(engine="in-memory"), eager)
+        assert_frame_equal(step(cb, df.gpu).compute(), eager, check_exact=True)
+
+
+def test_a_column_polars_flags_sorted_keeps_the_tie_of_its_values() -> None:
+    # polars' kernels read a sorted flag (set by `sort`, or on a key by `pl.lit`) and then
+    # keep another tie (the last of equal maxima); colbridge reads values, not flags: it
+    # answers as polars does for the same values and keys without the flag (a known
+    # difference, docs/grouped.md)
+    import polars as pl
+
+    for values, descending in itertools.product(
+        ([1, 3, 2, 3, 0, 0], [1.0, 3.0, 2.0, 3.0, 0.0, 0.0], ["b", "a", "b", "", ""]),
+        (False, True),
+    ):
+        df = pl.DataFrame({"x": values, "g": [1] * len(values), "t": list(range(len(values)))})
+        df = df.sort("x", descending=descending)
+        plain = pl.DataFrame({c: df[c].to_list() for c in df.columns})
+        keyed = plain.with_columns(g=pl.lit(1, pl.Int64))  # a key flagged sorted
+        for shape in ("whole", "group_by", "over"):
+            for func in ("arg_max", "arg_min"):
+                def step(m: Any, q: Any, shape: str = shape, func: str = func) -> Any:
+                    return SHAPES[shape](m, q, lambda e: getattr(e, func)())
+
+                assert step(cb, df.gpu).compute().equals(step(pl, plain)), (values, shape, func)
+                assert step(cb, keyed.gpu).compute().equals(step(pl, plain)), (values, shape, func)
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))

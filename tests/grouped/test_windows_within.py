@@ -55,6 +55,7 @@ INNER: dict[str, Any] = {
     "max_over_count": lambda m: m.col("x").max().over("g").count(),
     "max_over_std": lambda m: m.col("i").max().over("g").std(),
     "max_sum": lambda m: m.col("i").max().sum(),  # no inner window: one value per group
+    "cum_sum_of_window": lambda m: m.col("i").max().over("g").cum_sum().max(),
 }
 
 #: windows of windows, as columns
@@ -69,6 +70,9 @@ NESTED: dict[str, Any] = {
     "std": lambda m: m.col("x").min().over("g").std().over("h"),
     "product": lambda m: m.col("i").max().over("g").product().over("g"),
     "no_inner": lambda m: m.col("i").max().sum().over("g"),
+    "cum_sum_of_max": lambda m: m.col("i").max().over("g").cum_sum().over("g"),
+    "shift_of_max": lambda m: m.col("x").max().over("g").shift(1).over("h"),
+    "rolling_of_min": lambda m: m.col("i").min().over("g").rolling_sum(2).over("g"),
 }
 
 #: reductions over no keys, in the order of `t`: a value on every row
