@@ -80,10 +80,21 @@ def _first_entering(by: Any, order: Any, a: int, b: int, bound: Any, closed: int
     return lo
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _lower_end(lower: Any, span: Any, now: Any, order: Any, p: int) -> Any:
+    """The lower end of the window of position ``p`` (whose ``by`` is ``now``)."""
+    if lower.shape[0] == 0:
+        return now - span
+    return lower[_row(order, p)]
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
-def window_bounds(by: Any, by_valid: Any, lower: Any, order: Any, tasks: Any, closed: int,
-                  starts: Any, ends: Any) -> None:  # fmt: skip
+def window_bounds(by: Any, by_valid: Any, lower: Any, span: Any, order: Any, tasks: Any,
+                  closed: int, starts: Any, ends: Any) -> None:  # fmt: skip
     """Each position's window ``[starts[p], ends[p])``; -1 for rows whose ``by`` is null.
+
+    A row's window starts after ``lower`` of its row, or, ``lower`` empty, after its
+    ``by`` less ``span``.
 
     A chunk after a segment's first (``c0 > a``) finds its first window's start by a
     binary search: the position the walk from the segment's start would have reached,
@@ -105,7 +116,8 @@ def window_bounds(by: Any, by_valid: Any, lower: Any, order: Any, tasks: Any, cl
             continue
         last = by[_row(order, p0)]
         start = first if p0 == first else \
-            _first_entering(by, order, first, p0, lower[_row(order, p0)], closed)  # fmt: skip
+            _first_entering(by, order, first, p0, _lower_end(lower, span, last, order, p0),
+                            closed)  # fmt: skip
         end = start
         for p in range(p0, c1):
             now = by[_row(order, p)]
@@ -114,7 +126,7 @@ def window_bounds(by: Any, by_valid: Any, lower: Any, order: Any, tasks: Any, cl
                 ends[p] = end
                 continue
             last = now
-            bound = lower[_row(order, p)]
+            bound = _lower_end(lower, span, now, order, p)
             while start < p and not _enters(by[_row(order, start)], bound, closed):
                 start += 1
             end = p if _within(now, now, closed) else max(end, start)

@@ -25,7 +25,7 @@ from colbridge.errors import ComputeError
 from colbridge.expr.nodes import QUANTILE_METHODS, ROLLING_CLOSED, rolling_by_params
 from colbridge.memory.host import empty_array, one_array
 from colbridge.types import DType
-from colbridge.types.durations import minus_duration, parse_duration
+from colbridge.types.durations import fixed_span, minus_duration, parse_duration
 
 __all__ = ["rolling_by"]
 
@@ -89,15 +89,16 @@ def _chunks(by: np.ndarray[Any, Any], by_valid: np.ndarray[Any, Any],
 
     Each cut is where a run of equal ``by`` starts (those rows share one window). One
     task where the rows are few, where null ``by`` are not all first, or where the
-    windows' lower bounds go down somewhere (a zone's clocks turned back): there the
-    walk's start carries what a chunk could not find by itself (`window_bounds`).
+    windows' lower bounds (``lower``; empty: ``by`` less a fixed span, which rise with
+    it) go down somewhere (a zone's clocks turned back): there the walk's start carries
+    what a chunk could not find by itself (`window_bounds`).
     """
     whole = np.array([[0, n, 0, n]], dtype=np.int64)
     if n < 2 * _CHUNK_ROWS:
         return whole
     first = n - int(np.count_nonzero(by_valid))  # the null rows, all first if in order
     values, bounds = by[first:], lower[first:]
-    if not by_valid[first:].all() or not (bounds[1:] >= bounds[:-1]).all():
+    if not by_valid[first:].all() or (len(lower) and not (bounds[1:] >= bounds[:-1]).all()):
         return whole
     cuts = np.arange(first + _CHUNK_ROWS, n, _CHUNK_ROWS, dtype=np.int64)
     cuts = np.unique(first + np.searchsorted(values, by[cuts], side="left"))  # run starts
@@ -125,8 +126,11 @@ def rolling_by(func: str, options: tuple[Any, ...], array: pa.Array | pa.Chunked
     by_int = _by_values(by_data, kind, func)
     duration = parse_duration(params["window"])
     every = bool(by_valid.all())
-    lower = np.zeros(0 if every else n, dtype=np.int64)
-    if by_valid.any():
+    # each row's lower end: `by` less a fixed span, computed in the kernel; or, with
+    # calendar arithmetic, an array of them (`lower`, empty where the span is fixed)
+    span = fixed_span(duration, unit, tz)
+    lower = np.zeros(0 if every or span is not None else n, dtype=np.int64)
+    if span is None and by_valid.any():
         try:
             if every:  # no rows to pick: the starts of all, without copies
                 lower = minus_duration(by_int, duration, unit, tz)
@@ -150,9 +154,10 @@ def rolling_by(func: str, options: tuple[Any, ...], array: pa.Array | pa.Chunked
         tasks = np.ascontiguousarray(np.concatenate([bounds, bounds], axis=1))
     else:
         tasks = _chunks(by_int, by_valid, lower, n)
-    begins = np.empty(n, dtype=np.int64)
-    ends = np.empty(n, dtype=np.int64)
-    kernels.window_bounds(by_int, by_valid, lower, order, tasks,
+    # the windows' bounds and the outputs from the memory pool: pages already touched
+    begins = empty_array(n, np.int64)
+    ends = empty_array(n, np.int64)
+    kernels.window_bounds(by_int, by_valid, lower, np.int64(span or 0), order, tasks,
                           ROLLING_CLOSED.index(params["closed"]), begins, ends)  # fmt: skip
     boolean = result is DType.BOOL
     target = np.dtype(np.uint8) if boolean else np.dtype(result.numpy)
@@ -160,8 +165,9 @@ def rolling_by(func: str, options: tuple[Any, ...], array: pa.Array | pa.Chunked
         np.dtype(np.uint64) if target == np.uint64 else np.dtype(np.int64)  # fmt: skip
     values = _numbers(data, compute)
     valid = _flags(data)
-    out = np.zeros(n, dtype=compute)
-    out_valid = np.empty(n, dtype=np.bool_)  # every kernel writes each row's flag
+    out = empty_array(n, compute)
+    out[:] = 0  # (a null row's slot: written by no kernel)
+    out_valid = empty_array(n, np.bool_)  # every kernel writes each row's flag
     min_samples = int(params["min_samples"])
     base = func[len("rolling_"):-len("_by")]
     if base in ("sum", "mean"):

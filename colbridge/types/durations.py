@@ -118,6 +118,19 @@ def parse_duration(text: str) -> Duration:
     return Duration(months, weeks, days, nsecs, negative, parsed_int)
 
 
+def fixed_span(duration: Duration, unit: str, tz: str | None) -> int | None:
+    """``duration`` in ticks of ``unit`` where `minus_duration` is ``values - span`` for all.
+
+    None where it takes calendar arithmetic: months, or days and weeks in a time zone
+    other than UTC (local days of 23 or 25 hours).
+    """
+    if duration.months or (tz not in (None, "UTC") and (duration.weeks or duration.days)):
+        return None
+    per_unit = UNIT_NS[unit]
+    return (duration.weeks * 7 + duration.days) * (_NS_DAY // per_unit) \
+        + duration.nsecs // per_unit  # fmt: skip
+
+
 def minus_duration(values: np.ndarray[Any, Any], duration: Duration, unit: str,
                    tz: str | None) -> np.ndarray[Any, Any]:  # fmt: skip
     """``values - duration`` (int64 timestamps in ``unit``, UTC for a zoned column).
