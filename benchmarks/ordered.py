@@ -848,7 +848,8 @@ def main() -> None:
     meta = {
         "command": f"`{shlex.join(sys.orig_argv)}`",
         **machine(),
-        "data": f"x float64 N(0, 1), {NULL_FRACTION:.0%} nulls; g int64, {groups:,} groups",
+        "data": f"x float64 N(0, 1), {NULL_FRACTION:.0%} nulls; g int64, {groups:,} groups; "
+                "t datetime[us], sorted, distinct seconds over 3 years",
     }
     print(markdown(runs, meta, args.repeats))
     if args.json:
