@@ -230,17 +230,7 @@ DYNAMIC_CASES = {
 
 @pytest.mark.parametrize("case", list(DYNAMIC_CASES))
 def test_dynamic_expressions_type_and_compute_like_polars(case: str) -> None:
-    from polars.testing import assert_frame_equal
-
-    build = DYNAMIC_CASES[case]
-    try:
-        want = DYNAMIC_FRAME.select(z=build(pl))
-    except pl.exceptions.PolarsError:
-        with pytest.raises(cb.ColbridgeError):
-            DYNAMIC_FRAME.gpu.select(z=build(cb)).compute()
-        return
-    got = DYNAMIC_FRAME.gpu.select(z=build(cb)).compute()
-    assert_frame_equal(got, want, check_exact=True)
+    _same_or_both_refuse(DYNAMIC_FRAME, DYNAMIC_CASES[case])
 
 
 def test_uint64_meeting_a_negative_number_in_when_and_coalesce_is_int64() -> None:
