@@ -353,9 +353,12 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
         fit_table, target = self._with_target(table, y if self.target_encode else None)
         spec = self._spec(table, target)
         if self.stats is None:
-            # the frame is in memory already: fitted whole (batches would add each pass's
-            # overhead per batch and a copy of the values exact quantiles hold), up to a cap
-            rows = min(max(fit_table.num_rows, 1), _FIT_BATCH_MAX)
+            # the frame is in memory already: numeric statistics are fitted whole (batches
+            # would add each pass's overhead per batch and a copy of the values exact
+            # quantiles hold), up to a cap; categories are counted batch by batch, which
+            # measured faster (each batch's strings numbered into one table)
+            categorical = any(t.one_hot or t.ids or t.target_encode for t in spec.columns)
+            rows = None if categorical else min(max(fit_table.num_rows, 1), _FIT_BATCH_MAX)
             stats = fit_stats(fit_table, spec, batch_rows=rows)
         elif isinstance(self.stats, FeatureStats):
             stats = self.stats
