@@ -12,6 +12,7 @@ hashes every buffer of a frame, a column or a file).
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import hashlib
 import io
 import json
@@ -641,6 +642,27 @@ CASES: list[BadInput] = [
              "`--with` and `--filter` with three problems: all printed, numbered", *_cli_several,
              2, r"3 problems in the plan.*\n1\. step 1 .*\n2\. step 3 .*\n3\. step 4 \(filter\)",
              r"compare first.*did you mean.*'b'.*compare it"),
+    BadInput("window-as-an-aggregation", "grouping",
+             "`group_by(ok).agg(price.sum().over(qty))`: a window as an aggregation", F,
+             _m(lambda q: q.group_by("ok").agg(cb.col("price").sum().over("qty"))),
+             E.SchemaError, r"gives each group a list", r"reduce it to one value per group"),
+    BadInput("date-format-not-inferred", "strings",
+             "`name.str.to_date()` of strings no date pattern reads", F,
+             _m(lambda q: q.with_columns(d=cb.col("name").str.to_date())),
+             E.InvalidOperationError, r"could not find an appropriate format",
+             r"give a format"),
+    BadInput("integer-and-boolean-literal", "types", "`qty & True`: bitwise and of a boolean",
+             F, _m(lambda q: q.with_columns(b=cb.col("qty") & True)), E.SchemaError,
+             r"got int64 and a boolean literal", r"compare first|integer mask"),
+    BadInput("fill-nan-of-booleans", "types", "`ok.fill_nan(0)`: NaN of a boolean column", F,
+             _m(lambda q: q.with_columns(b=cb.col("ok").fill_nan(0))), E.SchemaError,
+             r"not defined for bool", r"leave the `fill_nan` out|fill_null"),
+    BadInput("is-in-another-temporal-kind", "types",
+             "`is_in` of a date against datetimes", F,
+             _m(lambda q: q.with_columns(
+                 d=cb.lit(dt.date(2020, 1, 1)).is_in([dt.datetime(2020, 1, 1)]))),
+             E.SchemaError, r"cannot look for date values in a list of datetime values",
+             r"give dates"),
     BadInput("cli-unknown-column", "cli", "`--filter` on a column that does not exist",
              *_cli_column, 2, r"column `zz` not found", r"available|did you mean|columns"),
     BadInput("cli-negative-batch-rows", "cli", "`--batch-rows -5`", *_cli_rows, 2,
