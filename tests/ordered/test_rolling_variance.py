@@ -46,6 +46,22 @@ def _check(g: np.ndarray, w: np.ndarray) -> None:
     np.testing.assert_allclose(g, w, rtol=RTOL, atol=0.0)
 
 
+def _check_generated(data: list[float | None], window: int, min_samples: int, center: bool,
+                     ddof: int, std: bool, keyed: bool) -> None:  # fmt: skip
+    """A generated column's rolling variance (deviation) against polars, with keys or not."""
+    min_samples = min(min_samples, window)
+    keys = [i % 3 // 2 for i in range(len(data))]  # two groups, interleaved unevenly
+    table = pa.table({"x": pa.array(data, pa.float64()), "g": pa.array(keys, pa.int64())})
+    func = "rolling_std" if std else "rolling_var"
+
+    def build(m: Any) -> Any:
+        expr = getattr(m.col("x"), func)(window, min_samples=min_samples, center=center,
+                                         ddof=ddof)  # fmt: skip
+        return expr.over("g") if keyed else expr
+
+    _check(*_both(table, build))
+
+
 @pytest.fixture(params=["carry", "sort"])
 def by_key(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("COLBRIDGE_SCAN_BY_KEY", request.param)
@@ -67,17 +83,7 @@ def by_key(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
 def test_rolling_var_matches_polars(by_key: str, data: list[float | None], window: int,
                                     min_samples: int, center: bool, ddof: int, std: bool,
                                     keyed: bool) -> None:  # fmt: skip
-    min_samples = min(min_samples, window)
-    keys = [i % 3 // 2 for i in range(len(data))]  # two groups, interleaved unevenly
-    table = pa.table({"x": pa.array(data, pa.float64()), "g": pa.array(keys, pa.int64())})
-    func = "rolling_std" if std else "rolling_var"
-
-    def build(m: Any) -> Any:
-        expr = getattr(m.col("x"), func)(window, min_samples=min_samples, center=center,
-                                         ddof=ddof)  # fmt: skip
-        return expr.over("g") if keyed else expr
-
-    _check(*_both(table, build))
+    _check_generated(data, window, min_samples, center, ddof, std, keyed)
 
 
 @pytest.mark.parametrize(("window", "center"), [(2, False), (30, False), (31, True), (5000, False)])
@@ -127,17 +133,7 @@ def test_rolling_var_of_overflowing_values_matches_polars(
     # polars' result for such a window is whatever its Welford updates make of the
     # infinities they meet (0 for [1e308, -1e308], inf or NaN elsewhere), so colbridge
     # must take the same steps: the same NaN, infinities and zeros, not a NaN for all
-    min_samples = min(min_samples, window)
-    keys = [i % 3 // 2 for i in range(len(data))]
-    table = pa.table({"x": pa.array(data, pa.float64()), "g": pa.array(keys, pa.int64())})
-    func = "rolling_std" if std else "rolling_var"
-
-    def build(m: Any) -> Any:
-        expr = getattr(m.col("x"), func)(window, min_samples=min_samples, center=center,
-                                         ddof=ddof)  # fmt: skip
-        return expr.over("g") if keyed else expr
-
-    _check(*_both(table, build))
+    _check_generated(data, window, min_samples, center, ddof, std, keyed)
 
 
 @pytest.mark.parametrize("keyed", [False, True])
