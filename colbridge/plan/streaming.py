@@ -62,15 +62,18 @@ def has_aggregates(steps: Iterable[Step]) -> bool:
     return any(isinstance(n, Agg) for s in steps for _, e in s.items for n in walk(e))
 
 
-def ordered_operations(steps: Iterable[Step]) -> list[Scan]:
-    """The ordered operations (shift, cumulative, rolling, ewm, fills) the steps use."""
-    found: list[Scan] = []
+def _distinct_nodes(steps: Iterable[Step]) -> list[Node]:
+    """Every node of the steps' expressions and keys, each once, in the order first met."""
+    found: dict[Node, None] = {}  # (a dict keeps them in order)
     for step in steps:
         exprs = [e for _, e in step.items] + [k for _, k in step.keys]
-        for n in (n for e in exprs for n in deep_walk(e)):
-            if isinstance(n, Scan) and n not in found:
-                found.append(n)
-    return found
+        found.update((n, None) for e in exprs for n in deep_walk(e))
+    return list(found)
+
+
+def ordered_operations(steps: Iterable[Step]) -> list[Scan]:
+    """The ordered operations (shift, cumulative, rolling, ewm, fills) the steps use."""
+    return [n for n in _distinct_nodes(steps) if isinstance(n, Scan)]
 
 
 #: string parsing that infers its format from the column's first value when none is given
@@ -83,13 +86,8 @@ def refuse_inferred_formats(steps: Iterable[Step], where: str) -> None:
     polars infers the format from the first value of the whole column that one of its
     patterns reads; each batch or partition would infer its own.
     """
-    found: list[Node] = []
-    for step in steps:
-        exprs = [e for _, e in step.items] + [k for _, k in step.keys]
-        for n in (n for e in exprs for n in deep_walk(e)):
-            if isinstance(n, Function) and n.name in _INFERRING and n.options[0] is None \
-                    and n not in found:  # fmt: skip
-                found.append(n)
+    found = [n for n in _distinct_nodes(steps)
+             if isinstance(n, Function) and n.name in _INFERRING and n.options[0] is None]
     if not found:
         return
     from colbridge.errors import JobSpecError
