@@ -283,7 +283,7 @@ def _parse(values: pa.Array, target: str, arrow_type: pa.DataType) -> pa.Array:
     return pa.array(out, type=arrow_type)
 
 
-def _strptime(values: pa.Array, fmt: str | None, target: str) -> pa.Array:
+def _strptime(values: pa.Array, fmt: str, target: str) -> pa.Array:
     """Strings parsed as dates or datetimes (the logical type ``target``), nulls where they fail."""
     logical = parse_logical(target)
     assert logical is not None

@@ -101,15 +101,13 @@ def inferred_unit(fmt: str | None) -> str:
     return "us"
 
 
-def parse_stamps(texts: list[str | None], fmt: str | None, unit: str, *,
+def parse_stamps(texts: list[str | None], fmt: str, unit: str, *,
                  dates: bool = False) -> list[int | None]:  # fmt: skip
     """Each text as ticks of ``unit`` since 1970 (None where it does not parse or fit).
 
     ``dates``: only the day is wanted; a leap second keeps its day, as polars' dates do
     (its datetimes take it as the next minute's first second).
     """
-    if fmt is None:
-        return [_fit(_iso(t, unit)) for t in texts]
     python = _python_format(fmt)
     fraction = next((f for f in _FRACTIONS if f[0] in python), None)
     year_69 = "%y" in python
@@ -347,21 +345,6 @@ def _checked(fields: _time.struct_time, fmt: str, leap: bool) -> _dt.datetime | 
         except OverflowError:  # 9999-12-31 23:59:60: past Python's last datetime
             return None
     return value
-
-
-def _iso(text: str | None, unit: str) -> int | None:
-    """An ISO 8601 date or naive datetime, up to nanoseconds (None: not one)."""
-    if text is None:
-        return None
-    found = re.fullmatch(r"(.*[0-9]{2}:[0-9]{2}:[0-9]{2})\.([0-9]{1,9})", text, re.DOTALL)
-    nanos = 0
-    if found is not None:  # Python reads 6 digits at most: the fraction apart
-        text, nanos = found.group(1), int(found.group(2).ljust(9, "0"))
-    try:
-        value = _dt.datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return _ticks(value, unit, nanos) if value.tzinfo is None else None
 
 
 def _ticks(value: _dt.datetime | _Read, unit: str, nanos: int) -> int:
