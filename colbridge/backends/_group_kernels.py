@@ -15,7 +15,7 @@ import numpy as np
 
 __all__ = [
     "bounds", "edge_rows", "first_ranks", "group_products", "group_select", "rank_packed",
-    "rank_runs", "renumber", "same_strings",
+    "rank_runs", "renumber", "same_strings", "wide_bounds",
 ]  # fmt: skip
 
 
@@ -49,6 +49,40 @@ def bounds(values: Any, valid: Any, parts: int) -> Any:
     if not found.any():
         return values.dtype.type(0), values.dtype.type(0), False
     return los[found].min(), his[found].max(), True
+
+
+#: running extremes per thread in `wide_bounds`: one loop-carried min/max chain over 4-
+#: or 8-byte integers does not vectorise, eight independent ones do
+_LANES = 8
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def wide_bounds(values: Any, parts: int) -> Any:
+    """`bounds` of a null-free column of 4- or 8-byte integers with at least one row.
+
+    Twice as fast as `bounds` there (1e7 int64 rows); 1- and 2-byte integers and
+    columns with nulls vectorise in `bounds` as they are, and are slower this way.
+    """
+    n = values.shape[0]
+    los = np.full(parts, values[0])
+    his = np.full(parts, values[0])
+    for p in numba.prange(parts):
+        a, b = n * p // parts, n * (p + 1) // parts
+        if a >= b:
+            continue
+        lo = np.full(_LANES, values[a])
+        hi = np.full(_LANES, values[a])
+        whole = a + (b - a) // _LANES * _LANES
+        for i in range(a, whole, _LANES):
+            for j in range(_LANES):
+                lo[j] = min(lo[j], values[i + j])
+                hi[j] = max(hi[j], values[i + j])
+        least, most = lo.min(), hi.max()
+        for i in range(whole, b):
+            least = min(least, values[i])
+            most = max(most, values[i])
+        los[p], his[p] = least, most
+    return los.min(), his.max()
 
 
 @numba.njit(cache=True, nogil=True)

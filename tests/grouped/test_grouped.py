@@ -430,6 +430,24 @@ def test_explain_shows_every_grouped_kernel_source(target: str) -> None:
     assert f"over-the-groups kernel source ({target})" in text
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32, np.uint64])
+def test_key_bounds_found_at_every_place_of_a_thread_s_range(dtype: Any) -> None:
+    # a null-free key of 4 or 8 bytes: each thread keeps eight running extremes, then
+    # reads the rows after its last whole eight; an extreme anywhere must be found
+    from colbridge.backends._group_kernels import wide_bounds
+
+    rng = np.random.default_rng(11)
+    for n in range(1, 34):
+        base = rng.integers(100, 200, n).astype(dtype)
+        for at in range(n):
+            values = base.copy()
+            values[at] = 7
+            values[(at * 5 + 3) % n] = 900 if n > 1 else 7
+            for parts in (1, 2, 3, 8):
+                lo, hi = wide_bounds(values, parts)
+                assert (lo, hi) == (values.min(), values.max()), (n, at, parts)
+
+
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint64])
 @pytest.mark.parametrize("nulls", ["none", "some", "first-half", "all"])
 def test_key_bounds_read_only_the_valid_values(dtype: Any, nulls: str) -> None:
