@@ -2,12 +2,12 @@
 
 Stage: backends. Imported on first use by `colbridge.backends.rolling_by`, which
 describes the arguments. Every kernel walks *segments*: ``tasks[t] = (a, b, c0, c1)``
-names the run ``order[a:b]`` of the rows of one group (the whole frame without keys;
-``order`` None: the rows themselves), put in ascending order of ``by`` (rows of equal
-``by`` in frame order, rows whose ``by`` is null first), and the positions ``[c0, c1)``
-the task writes: a group's whole segment, or one chunk of a long one, cut where a run
-of equal ``by`` starts. Tasks run in parallel; inside one the work is sequential, and
-a chunk's aggregation starts afresh at its first window (as polars' does after a gap),
+names the positions ``[a, b)`` of one group's rows (the whole frame without keys),
+laid side by side (`take_rows`) in ascending order of ``by`` (rows of equal ``by`` in
+frame order, rows whose ``by`` is null first), and the positions ``[c0, c1)`` the
+task writes: a group's whole segment, or one chunk of a long one, cut where a run of
+equal ``by`` starts. Tasks run in parallel; inside one the work is sequential, and a
+chunk's aggregation starts afresh at its first window (as polars' does after a gap),
 so a float result may differ from one walk's in its last bits.
 
 `window_bounds` gives each position ``p`` its window ``[starts[p], ends[p])`` of
@@ -29,13 +29,29 @@ from typing import Any
 import numba
 import numpy as np
 
-from colbridge.backends._scan_kernels import _row, sorted_insert, sorted_remove, window_quantile
+from colbridge.backends._scan_kernels import sorted_insert, sorted_remove, window_quantile
 
-__all__ = ["rolling_extreme_by", "rolling_quantile_by", "rolling_sum_by", "rolling_var_by",
-           "window_bounds"]  # fmt: skip
+__all__ = ["put_rows", "rolling_extreme_by", "rolling_quantile_by", "rolling_sum_by",
+           "rolling_var_by", "take_rows", "window_bounds"]  # fmt: skip
 
 #: ``closed`` codes, in `colbridge.expr.nodes.ROLLING_CLOSED` order
 _RIGHT, _LEFT, _BOTH, _NONE = range(4)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def take_rows(values: Any, order: Any, out: Any) -> None:
+    """``out[p] = values[order[p]]``."""
+    for p in numba.prange(order.shape[0]):
+        out[p] = values[order[p]]
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def put_rows(values: Any, valid: Any, order: Any, out: Any, out_valid: Any) -> None:
+    """``out[order[p]] = values[p]`` and the same of the flags: `take_rows` undone."""
+    for p in numba.prange(order.shape[0]):
+        i = order[p]
+        out[i] = values[p]
+        out_valid[i] = valid[p]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -55,12 +71,12 @@ def _within(value: Any, upper: Any, closed: int) -> bool:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _first_valid(by_valid: Any, order: Any, a: int, b: int) -> int:
+def _first_valid(by_valid: Any, a: int, b: int) -> int:
     """The first position of ``[a, b)`` whose ``by`` is valid (b: none); nulls come first."""
     lo, hi = a, b
     while lo < hi:
         mid = (lo + hi) // 2
-        if by_valid[_row(order, mid)]:
+        if by_valid[mid]:
             hi = mid
         else:
             lo = mid + 1
@@ -68,12 +84,12 @@ def _first_valid(by_valid: Any, order: Any, a: int, b: int) -> int:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _first_entering(by: Any, order: Any, a: int, b: int, bound: Any, closed: int) -> int:
+def _first_entering(by: Any, a: int, b: int, bound: Any, closed: int) -> int:
     """The first position of ``[a, b)`` whose ``by`` (ascending) is past ``bound`` (b: none)."""
     lo, hi = a, b
     while lo < hi:
         mid = (lo + hi) // 2
-        if _enters(by[_row(order, mid)], bound, closed):
+        if _enters(by[mid], bound, closed):
             hi = mid
         else:
             lo = mid + 1
@@ -81,15 +97,15 @@ def _first_entering(by: Any, order: Any, a: int, b: int, bound: Any, closed: int
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _lower_end(lower: Any, span: Any, now: Any, order: Any, p: int) -> Any:
+def _lower_end(lower: Any, span: Any, now: Any, p: int) -> Any:
     """The lower end of the window of position ``p`` (whose ``by`` is ``now``)."""
     if lower.shape[0] == 0:
         return now - span
-    return lower[_row(order, p)]
+    return lower[p]
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def window_bounds(by: Any, by_valid: Any, lower: Any, span: Any, order: Any, tasks: Any,
+def window_bounds(by: Any, by_valid: Any, lower: Any, span: Any, tasks: Any,
                   closed: int, starts: Any, ends: Any) -> None:  # fmt: skip
     """Each position's window ``[starts[p], ends[p])``; -1 for rows whose ``by`` is null.
 
@@ -104,33 +120,33 @@ def window_bounds(by: Any, by_valid: Any, lower: Any, span: Any, order: Any, tas
         a, b, c0, c1 = tasks[t, 0], tasks[t, 1], tasks[t, 2], tasks[t, 3]
         if c0 == a:
             first = a
-            while first < b and not by_valid[_row(order, first)]:
+            while first < b and not by_valid[first]:
                 first += 1
         else:
-            first = _first_valid(by_valid, order, a, b)
+            first = _first_valid(by_valid, a, b)
         for p in range(c0, min(first, c1)):
             starts[p] = -1
             ends[p] = -1
         p0 = max(c0, first)
         if p0 >= c1:
             continue
-        last = by[_row(order, p0)]
+        last = by[p0]
         start = first if p0 == first else \
-            _first_entering(by, order, first, p0, _lower_end(lower, span, last, order, p0),
+            _first_entering(by, first, p0, _lower_end(lower, span, last, p0),
                             closed)  # fmt: skip
         end = start
         for p in range(p0, c1):
-            now = by[_row(order, p)]
+            now = by[p]
             if p > p0 and now == last:  # equal `by` values share one window
                 starts[p] = start
                 ends[p] = end
                 continue
             last = now
-            bound = _lower_end(lower, span, now, order, p)
-            while start < p and not _enters(by[_row(order, start)], bound, closed):
+            bound = _lower_end(lower, span, now, p)
+            while start < p and not _enters(by[start], bound, closed):
                 start += 1
             end = p if _within(now, now, closed) else max(end, start)
-            while end < b and _within(by[_row(order, end)], now, closed):
+            while end < b and _within(by[end], now, closed):
                 end += 1
             starts[p] = start
             ends[p] = end
@@ -164,7 +180,7 @@ def _finite(value: Any) -> bool:
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def rolling_sum_by(values: Any, valid: Any, order: Any, tasks: Any, starts: Any, ends: Any,
+def rolling_sum_by(values: Any, valid: Any, tasks: Any, starts: Any, ends: Any,
                    min_samples: int, mean: bool, kahan: bool, acc: Any, specials: Any,
                    out: Any, out_valid: Any) -> None:  # fmt: skip
     """Polars' ``SumWindow`` (``mean``: ``MeanWindow``) along the windows, in ``acc``'s type.
@@ -191,10 +207,9 @@ def rolling_sum_by(values: Any, valid: Any, order: Any, tasks: Any, starts: Any,
         lo = a
         hi = a
         for p in range(c0, c1):
-            i = _row(order, p)
             s, e = starts[p], ends[p]
             if s < 0 or e - s < min_samples:
-                out_valid[i] = False
+                out_valid[p] = False
                 continue
             if s >= hi:
                 total = acc - acc
@@ -207,7 +222,7 @@ def rolling_sum_by(values: Any, valid: Any, order: Any, tasks: Any, starts: Any,
                 lo = s
                 hi = s
             while lo < s:  # rows leaving
-                r = _row(order, lo)
+                r = lo
                 if valid[r]:
                     x = values[r]
                     if not _finite(x):
@@ -225,7 +240,7 @@ def rolling_sum_by(values: Any, valid: Any, order: Any, tasks: Any, starts: Any,
                     nulls -= 1
                 lo += 1
             while hi < e:  # rows entering
-                r = _row(order, hi)
+                r = hi
                 if valid[r]:
                     x = values[r]
                     if not _finite(x):
@@ -244,19 +259,19 @@ def rolling_sum_by(values: Any, valid: Any, order: Any, tasks: Any, starts: Any,
                 hi += 1
             count = (e - s) - nulls
             if count < min_samples or (mean and count == 0):
-                out_valid[i] = False
+                out_valid[p] = False
                 continue
-            out_valid[i] = True
+            out_valid[p] = True
             if bad == 0:
-                out[i] = total
+                out[p] = total
             elif bad == pos_inf:
-                out[i] = specials[0]
+                out[p] = specials[0]
             elif bad == neg_inf:
-                out[i] = specials[1]
+                out[p] = specials[1]
             else:
-                out[i] = specials[2]
+                out[p] = specials[2]
             if mean:
-                out[i] = out[i] / count
+                out[p] = out[p] / count
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -271,7 +286,7 @@ def _insert(state: Any, at: int, x: float) -> None:
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def rolling_var_by(values: Any, valid: Any, order: Any, tasks: Any, starts: Any, ends: Any,
+def rolling_var_by(values: Any, valid: Any, tasks: Any, starts: Any, ends: Any,
                    min_samples: int, ddof: int, std: bool, out: Any,
                    out_valid: Any) -> None:  # fmt: skip
     """Polars' ``MomentWindow`` with ``VarianceMoment`` along the windows (``std``: its root).
@@ -298,10 +313,9 @@ def rolling_var_by(values: Any, valid: Any, order: Any, tasks: Any, starts: Any,
         lo = a
         hi = a
         for p in range(c0, c1):
-            i = _row(order, p)
             s, e = starts[p], ends[p]
             if s < 0 or e - s < min_samples:
-                out_valid[i] = False
+                out_valid[p] = False
                 continue
             if s >= hi:
                 n_back = 0
@@ -314,7 +328,7 @@ def rolling_var_by(values: Any, valid: Any, order: Any, tasks: Any, starts: Any,
                 lo = s
                 hi = s
             while lo < s:
-                r = _row(order, lo)
+                r = lo
                 if valid[r]:
                     if n_front == 0:  # flip: the back's values become the front's suffixes
                         front[0, 0] = 0.0
@@ -340,7 +354,7 @@ def rolling_var_by(values: Any, valid: Any, order: Any, tasks: Any, starts: Any,
                     nulls -= 1
                 lo += 1
             while hi < e:
-                r = _row(order, hi)
+                r = hi
                 if valid[r]:
                     x = np.float64(values[r])
                     if not _finite(x):
@@ -368,21 +382,21 @@ def rolling_var_by(values: Any, valid: Any, order: Any, tasks: Any, starts: Any,
                     weight = total_w
                     mean = new_mean
             if count < min_samples or weight <= ddof:
-                out_valid[i] = False
+                out_valid[p] = False
                 continue
             var = dp / (weight - ddof)
             if var < 0.0:
                 var = 0.0
             if bad > 0:
                 var = np.nan
-            out_valid[i] = True
-            out[i] = var
+            out_valid[p] = True
+            out[p] = var
             if std:  # the root in the output's type, as polars takes it of the variance
-                out[i] = np.sqrt(out[i])
+                out[p] = np.sqrt(out[p])
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def rolling_extreme_by(values: Any, valid: Any, order: Any, tasks: Any, starts: Any,
+def rolling_extreme_by(values: Any, valid: Any, tasks: Any, starts: Any,
                        ends: Any, min_samples: int, largest: bool, nan: Any, out: Any,
                        out_valid: Any) -> None:  # fmt: skip
     """Min (max: ``largest``) along the windows: a monotonic queue of positions.
@@ -404,10 +418,9 @@ def rolling_extreme_by(values: Any, valid: Any, order: Any, tasks: Any, starts: 
         lo = a
         hi = a
         for p in range(c0, c1):
-            i = _row(order, p)
             s, e = starts[p], ends[p]
             if s < 0:
-                out_valid[i] = False
+                out_valid[p] = False
                 continue
             if s >= hi:
                 head = 0
@@ -417,7 +430,7 @@ def rolling_extreme_by(values: Any, valid: Any, order: Any, tasks: Any, starts: 
                 lo = s
                 hi = s
             while lo < s:
-                r = _row(order, lo)
+                r = lo
                 if not valid[r]:
                     nulls -= 1
                 elif values[r] != values[r]:
@@ -426,7 +439,7 @@ def rolling_extreme_by(values: Any, valid: Any, order: Any, tasks: Any, starts: 
                     head += 1
                 lo += 1
             while hi < e:
-                r = _row(order, hi)
+                r = hi
                 if not valid[r]:
                     nulls += 1
                 else:
@@ -435,7 +448,7 @@ def rolling_extreme_by(values: Any, valid: Any, order: Any, tasks: Any, starts: 
                         nans += 1
                     else:
                         while head < tail:
-                            queued = values[_row(order, queue[tail - 1])]
+                            queued = values[queue[tail - 1]]
                             if (queued < x) if largest else (queued > x):
                                 tail -= 1
                             else:
@@ -445,17 +458,17 @@ def rolling_extreme_by(values: Any, valid: Any, order: Any, tasks: Any, starts: 
                 hi += 1
             count = (e - s) - nulls
             if e - s < min_samples or count < min_samples or count == 0:
-                out_valid[i] = False
+                out_valid[p] = False
                 continue
-            out_valid[i] = True
+            out_valid[p] = True
             if nans > 0:
-                out[i] = nan
+                out[p] = nan
             else:
-                out[i] = values[_row(order, queue[head])]
+                out[p] = values[queue[head]]
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def rolling_quantile_by(values: Any, valid: Any, order: Any, tasks: Any, starts: Any,
+def rolling_quantile_by(values: Any, valid: Any, tasks: Any, starts: Any,
                         ends: Any, min_samples: int, quantile: float, method: int, half: Any,
                         out: Any, out_valid: Any) -> None:  # fmt: skip
     """Polars' ``QuantileWindow`` along the windows: the window's values kept sorted.
@@ -472,29 +485,28 @@ def rolling_quantile_by(values: Any, valid: Any, order: Any, tasks: Any, starts:
         lo = a
         hi = a
         for p in range(c0, c1):
-            i = _row(order, p)
             s, e = starts[p], ends[p]
             if s < 0:
-                out[i] = half - half
-                out_valid[i] = False
+                out[p] = half - half
+                out_valid[p] = False
                 continue
             if s >= hi:
                 size = 0
                 lo = s
                 hi = s
             while lo < s:
-                r = _row(order, lo)
+                r = lo
                 if valid[r]:
                     size = sorted_remove(buf, size, values[r])
                 lo += 1
             while hi < e:
-                r = _row(order, hi)
+                r = hi
                 if valid[r]:
                     size = sorted_insert(buf, size, values[r])
                 hi += 1
             if size == 0 or size < min_samples or e - s < min_samples:
-                out[i] = half - half
-                out_valid[i] = False
+                out[p] = half - half
+                out_valid[p] = False
                 continue
-            out_valid[i] = True
-            window_quantile(buf, size, quantile, method, half, out, i)
+            out_valid[p] = True
+            window_quantile(buf, size, quantile, method, half, out, p)

@@ -6,7 +6,9 @@ rows already in ascending ``by`` order (a stable sort, nulls first: the rows of
 in that order. Here each row's window start is computed (`minus_duration`: the
 ``by`` value less the window, with polars' calendar arithmetic), the window bounds
 by two pointers per group, and the aggregation by a compiled kernel
-(`colbridge.backends._rolling_by_kernels`), groups on every core.
+(`colbridge.backends._rolling_by_kernels`), groups on every core. With keys, each
+group's rows are first taken side by side (values, ``by``, window starts), and the
+results put back at their rows.
 
 As polars does: ``by`` is read as a datetime (a date as microseconds, an integer as
 nanoseconds, so ``"2i"`` is 2); a row whose ``by`` is null is null and in no
@@ -109,6 +111,26 @@ def _chunks(by: np.ndarray[Any, Any], by_valid: np.ndarray[Any, Any],
     return tasks
 
 
+def _gathered(order: np.ndarray[Any, Any], *arrays: np.ndarray[Any, Any]
+              ) -> list[np.ndarray[Any, Any]]:  # fmt: skip
+    """Each of ``arrays`` taken in ``order`` (an empty one stays empty), on every core."""
+    taken = [array if not len(array) else empty_array(len(order), array.dtype)
+             for array in arrays]  # fmt: skip
+    kernels = _kernels()
+    for array, into in zip(arrays, taken, strict=True):
+        if len(array):
+            kernels.take_rows(array, order, into)
+    return taken
+
+
+def _put_back(order: np.ndarray[Any, Any], out: np.ndarray[Any, Any],
+              out_valid: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:  # fmt: skip
+    """The results of the rows in ``order`` at their rows' places."""
+    values, flags = empty_array(len(order), out.dtype), empty_array(len(order), np.bool_)
+    _kernels().put_rows(out, out_valid, order, values, flags)
+    return values, flags
+
+
 def rolling_by(func: str, options: tuple[Any, ...], array: pa.Array | pa.ChunkedArray,
                by: pa.Array | pa.ChunkedArray, groups: GroupIds | None,
                result: DType) -> pa.Array:  # fmt: skip
@@ -144,7 +166,13 @@ def rolling_by(func: str, options: tuple[Any, ...], array: pa.Array | pa.Chunked
             )
             raise ComputeError(msg) from None
     kernels = _kernels()
-    order: np.ndarray[Any, Any] | None = None  # None: the rows themselves, in `by` order
+    boolean = result is DType.BOOL
+    target = np.dtype(np.uint8) if boolean else np.dtype(result.numpy)
+    compute = target if target.kind == "f" else \
+        np.dtype(np.uint64) if target == np.uint64 else np.dtype(np.int64)  # fmt: skip
+    values = _numbers(data, compute)
+    valid = _flags(data)
+    order: np.ndarray[Any, Any] | None = None  # with keys: the rows by group, then put back
     if groups is not None and groups.ids is not None:
         from colbridge.backends import _scan_kernels
 
@@ -152,19 +180,21 @@ def rolling_by(func: str, options: tuple[Any, ...], array: pa.Array | pa.Chunked
                                                      empty_array(n, np.int64))  # fmt: skip
         bounds = np.stack([starts[:-1], starts[1:]], axis=1)
         tasks = np.ascontiguousarray(np.concatenate([bounds, bounds], axis=1))
+        # each group's rows side by side, once: the walks below read each row several
+        # times, and a row of a group among a thousand is a cache miss (3x slower)
+        by_int, values, lower = _gathered(order, by_int, values, lower)
+        # flags of a column without nulls are all true in any order
+        if by_data.null_count:
+            by_valid = _gathered(order, by_valid)[0]
+        if data.null_count:
+            valid = _gathered(order, valid)[0]
     else:
         tasks = _chunks(by_int, by_valid, lower, n)
     # the windows' bounds and the outputs from the memory pool: pages already touched
     begins = empty_array(n, np.int64)
     ends = empty_array(n, np.int64)
-    kernels.window_bounds(by_int, by_valid, lower, np.int64(span or 0), order, tasks,
+    kernels.window_bounds(by_int, by_valid, lower, np.int64(span or 0), tasks,
                           ROLLING_CLOSED.index(params["closed"]), begins, ends)  # fmt: skip
-    boolean = result is DType.BOOL
-    target = np.dtype(np.uint8) if boolean else np.dtype(result.numpy)
-    compute = target if target.kind == "f" else \
-        np.dtype(np.uint64) if target == np.uint64 else np.dtype(np.int64)  # fmt: skip
-    values = _numbers(data, compute)
-    valid = _flags(data)
     out = empty_array(n, compute)
     out[:] = 0  # (a null row's slot: written by no kernel)
     out_valid = empty_array(n, np.bool_)  # every kernel writes each row's flag
@@ -175,20 +205,22 @@ def rolling_by(func: str, options: tuple[Any, ...], array: pa.Array | pa.Chunked
         # polars sums floats in their own type, means in float64 (then rounded back)
         acc = np.float64(0) if base == "mean" else compute.type(0)
         specials = np.array([np.inf, -np.inf, np.nan] if floating else [0, 0, 0], dtype=compute)
-        kernels.rolling_sum_by(values, valid, order, tasks, begins, ends, min_samples,
+        kernels.rolling_sum_by(values, valid, tasks, begins, ends, min_samples,
                                base == "mean", floating, acc, specials, out, out_valid)  # fmt: skip
     elif base in ("var", "std"):
-        kernels.rolling_var_by(values, valid, order, tasks, begins, ends, min_samples,
+        kernels.rolling_var_by(values, valid, tasks, begins, ends, min_samples,
                                int(params["ddof"]), base == "std", out, out_valid)  # fmt: skip
     elif base in ("min", "max"):
         nan = compute.type(np.nan) if compute.kind == "f" else compute.type(0)
-        kernels.rolling_extreme_by(values, valid, order, tasks, begins, ends, min_samples,
+        kernels.rolling_extreme_by(values, valid, tasks, begins, ends, min_samples,
                                    base == "max", nan, out, out_valid)  # fmt: skip
     else:
-        kernels.rolling_quantile_by(values, valid, order, tasks, begins, ends, min_samples,
+        kernels.rolling_quantile_by(values, valid, tasks, begins, ends, min_samples,
                                     float(params["quantile"]),
                                     QUANTILE_METHODS.index(params["interpolation"]),
                                     compute.type(0.5), out, out_valid)  # fmt: skip
+    if order is not None:
+        out, out_valid = _put_back(order, out, out_valid)
     mask = None if out_valid.all() else ~out_valid
     if boolean:
         return pa.array(out.astype(np.bool_), type=pa.bool_(), mask=mask)

@@ -200,12 +200,17 @@ def test_zoned_days_are_local_days_across_clock_changes() -> None:
     autumn = dt.datetime(2024, 10, 26, 12, tzinfo=dt.timezone.utc)
     hours += [autumn + dt.timedelta(hours=h) for h in range(0, 48, 1)]
     t = pa.array(hours, pa.timestamp("us", "UTC")).cast(pa.timestamp("us", "Europe/Paris"))
-    table = pa.table({"t": t, "x": pa.array(np.arange(len(hours), dtype=np.int64))})
+    n = len(hours)
+    table = pa.table({"t": t, "x": pa.array(np.arange(n, dtype=np.int64)),
+                      "g": pa.array(np.arange(n) % 3)})  # fmt: skip
+    # with keys, each group's rows (and their window starts) are taken side by side first
     assert_same_as_polars(table, lambda m, q: q.select(
         a=m.col("x").rolling_sum_by("t", "1d"),
         b=m.col("x").rolling_min_by("t", "1d2h", closed="left"),
         c=m.col("x").rolling_sum_by("t", "1mo"),
-        d=m.col("x").rolling_sum_by("t", "1w")))  # fmt: skip
+        d=m.col("x").rolling_sum_by("t", "1w"),
+        e=m.col("x").rolling_sum_by("t", "1d").over("g"),
+        f=m.col("x").rolling_max_by("t", "1mo", closed="both").over("g")))  # fmt: skip
 
 
 def test_inside_expressions_and_of_expressions() -> None:
