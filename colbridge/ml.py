@@ -30,6 +30,7 @@ from colbridge.io.fuse import (
     fit_stats,
 )
 from colbridge.io.loader import FeatureLoader, loader
+from colbridge.types import parse_dtype
 
 __all__ = ["FeatureFusion", "FeatureLoader", "loader"]
 
@@ -79,28 +80,29 @@ def _y_array(y: Any) -> pa.Array:
 
 
 def _plan(spec: FeatureSpec, stats: FeatureStats) -> FeaturePlan:
-    """The transformer's plan: it always builds the validity (`_missing_as_nan` reads it)."""
+    """The transformer's plan: NaN where a numeric or date feature has no value.
+
+    As scikit-learn's scalers leave it: the CLI writes 0 there beside a validity
+    matrix, but a transformer returns one array, where a missing value must not look
+    like a real 0 (the mean, after ``zscore``). The pack writes the NaN itself. An
+    integer matrix cannot hold NaN: its plan builds the validity, which
+    `_refuse_missing` reads. Encoders have no missing values (a null is a category; an
+    unseen one-hot value is all zeros, as in scikit-learn).
+    """
+    if parse_dtype(spec.dtype).numpy.kind == "f":
+        return FeaturePlan(dataclasses.replace(spec, validity=False), stats, missing=np.nan)
     return FeaturePlan(dataclasses.replace(spec, validity=True), stats)
 
 
-def _missing_as_nan(batch: FeatureBatch, plan: FeaturePlan) -> np.ndarray[Any, Any]:
-    """The matrix with NaN where a numeric or date feature has no value.
-
-    As scikit-learn's scalers leave NaN: the CLI writes 0 there beside a validity
-    matrix, but a transformer returns one array, where a missing value must not look
-    like a real 0 (the mean, after ``zscore``). Encoders have no missing values (a null
-    is a category; an unseen one-hot value is all zeros, as in scikit-learn). An
-    integer matrix cannot hold NaN: a null there is an error naming the features.
-    """
+def _refuse_missing(batch: FeatureBatch, plan: FeaturePlan) -> np.ndarray[Any, Any]:
+    """The matrix, or an error naming the features of an integer matrix with no value."""
     features, valid = batch.features, batch.validity
-    if valid is None:
+    if valid is None or features.dtype.kind == "f":
         return features
     kernel = np.isin(np.asarray(batch.names, dtype=object), plan.kernel_names)
     missing_at = ~valid & kernel
     if not missing_at.any():
         return features
-    if features.dtype.kind == "f":
-        return np.where(missing_at, np.nan, features).astype(features.dtype, copy=False)
     missing = [batch.names[j] for j in np.flatnonzero(missing_at.any(axis=0))]
     msg = (
         f"features {missing} have missing values, which a {features.dtype} matrix cannot "
@@ -386,7 +388,7 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
         check_is_fitted(self, "stats_")
         table = self._table(X, reset=False)
         plan = self._fitted_plan()
-        return _missing_as_nan(plan.transform(table), plan)
+        return _refuse_missing(plan.transform(table), plan)
 
     def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> Any:
         """Fit, then transform ``X``; target-encoded columns of these rows are out of fold.
@@ -398,7 +400,7 @@ class FeatureFusion(TransformerMixin, BaseEstimator):  # type: ignore[misc]
         table = self._fit(X, y)
         out_of_fold = self.stats is None and self.spec_.target_encoded
         plan = self._fitted_plan()
-        return _missing_as_nan(plan.transform(table, out_of_fold=out_of_fold), plan)
+        return _refuse_missing(plan.transform(table, out_of_fold=out_of_fold), plan)
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray[Any, Any]:
         """Names of the matrix's columns (``c=value``, ``<name>_missing``, ``ts_hour``...).

@@ -944,11 +944,15 @@ class FeaturePlan:
     `colbridge.ml.FeatureFusion` keep theirs.
     """
 
-    def __init__(self, spec: FeatureSpec, stats: FeatureStats) -> None:
+    def __init__(self, spec: FeatureSpec, stats: FeatureStats, missing: float = 0.0) -> None:
         _check_stats(spec, stats)
         self.spec = spec
         self.stats = stats
         self.dtype = parse_dtype(spec.dtype)
+        #: what a numeric or date feature without a value holds where the spec builds no
+        #: validity matrix: 0 (the CLI), NaN (`colbridge.ml.FeatureFusion`, as
+        #: scikit-learn's scalers leave it), written by the pack itself
+        self.missing = missing
         # numeric and date/time columns: their features come out of one fused kernel
         self.kernel = [t for t in spec.columns if t.kind in ("numeric", "datetime")]
         self.one_hot = {t.name: _one_hot(t, stats) for t in spec.columns if t.one_hot}
@@ -1041,7 +1045,8 @@ class FeaturePlan:
             items = tuple((name, e.node) for name, e in self.exprs.items())
             kernel_input = _kernel_batch(spec, batch)
             table = compute_piece(prepare((Step("select", items),), names), kernel_input, device)
-            fm = to_tensor(table, dtype=self.dtype.numpy, nulls="keep")
+            fm = to_tensor(table, dtype=self.dtype.numpy,
+                           nulls="keep" if spec.validity else self.missing)  # fmt: skip
             mat, valid = fm.numpy(), fm.validity
         width = len(self.names)
         if len(self.kernel) == len(spec.columns) and len(self.exprs) == width:

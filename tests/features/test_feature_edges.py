@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from sklearn.preprocessing import MinMaxScaler, OneHotEncoder, StandardScaler, TargetEncoder
 
 import colbridge as cb
-from colbridge.errors import JobSpecError, UnsupportedTypeError
+from colbridge.errors import JobSpecError, NullValuesError, UnsupportedTypeError
 from colbridge.io.encoders import folds_of
 from colbridge.io.fuse import FeatureSpec, FeatureStats, fit_stats, transform_batch
 from colbridge.ml import FeatureFusion
@@ -228,3 +228,18 @@ def test_a_float16_matrix_rounds_once_as_numpy() -> None:
 def test_an_unknown_matrix_dtype_is_named_by_fit() -> None:
     with pytest.raises(UnsupportedTypeError, match="unknown or unsupported dtype 'string'"):
         FeatureFusion(zscore=["x"], dtype="string").fit(pa.table({"x": [1.0, 2.0]}))
+
+
+def test_a_missing_value_is_nan_beside_encoders_and_an_error_in_an_integer_matrix() -> None:
+    # the pack writes NaN where a numeric feature has no value; encoded columns have
+    # none (a null is a category); an integer matrix cannot hold NaN and says which
+    table = pa.table({"x": pa.array([1.0, None, 3.0, 5.0]), "c": ["a", "b", None, "a"]})
+    got = FeatureFusion(["x", "c"], zscore=["x"], one_hot=["c"]).fit_transform(table)
+    assert got.dtype == np.float32
+    assert np.isnan(got[:, 0]).tolist() == [False, True, False, False]
+    np.testing.assert_allclose(got[[0, 2, 3], 0], [-1.2247449, 0.0, 1.2247449], rtol=1e-6)
+    assert not np.isnan(got[:, 1:]).any()
+    with pytest.raises(NullValuesError, match=r"\['x'\].*int32"):
+        FeatureFusion(["x"], dtype="int32").fit_transform(table)
+    filled = FeatureFusion(["x"], dtype="int32", fill_null={"x": 9}).fit_transform(table)
+    assert filled.ravel().tolist() == [1, 9, 3, 5]
