@@ -221,7 +221,7 @@ def build_report(
         moved = {n: seg.scans[s] for n, s in seg.passthrough.items() if s in lagged}
         if moved:
             section.details.append((0, "shifted without a copy (the rows that stay, and the "
-                                    "nulls moved in, as two chunks): "
+                                    "nulls or fill values moved in, as two chunks): "
                                     + ", ".join(f"{n} = {s!r}" for n, s in moved.items())))
         if scanned:
             section.details.append((0, "the scan pass's results as they are, without a copy: "
