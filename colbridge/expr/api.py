@@ -673,6 +673,32 @@ class Expr:
         """True where the value is +inf or -inf."""
         return self._unary("is_infinite")
 
+    def is_close(self, other: Any, *, abs_tol: float = 0.0, rel_tol: float = 1e-09,
+                 nans_equal: bool = False) -> Expr:  # fmt: skip
+        """True where the value is close to ``other`` (a number, or an expression per row).
+
+        As polars' (and Python's ``math.isclose``): both sides as Float64, finite values
+        are close when ``|x - y| <= max(rel_tol * max(|x|, |y|), abs_tol)``, infinities
+        when they have one sign, NaN only with ``nans_equal``; null where either side
+        is. Numbers only (integers, floats); a string names a column.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"a": [1.5, 2.0, 2.5], "b": [1.55, 2.2, 3.0]})
+        >>> df.gpu.select(c=cb.col("a").is_close("b", abs_tol=0.1)).compute()["c"].to_list()
+        [True, False, False]
+        """
+        tolerances = {"abs_tol": abs_tol, "rel_tol": rel_tol}
+        for name, value in tolerances.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not value >= 0:  # fmt: skip
+                msg = f"`is_close`: `{name}` must be a non-negative number, got {value!r}"
+                raise InvalidOperationError(msg)
+        options = (float(abs_tol), float(rel_tol), bool(nans_equal))
+        return Expr(Function("is_close", (self.node, _arg_node(other)), options))
+
     def bin_intervals(
         self,
         intervals: Sequence[Any] | Any,

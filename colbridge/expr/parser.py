@@ -176,6 +176,13 @@ FUNCTIONS: dict[str, _Function] = {
         lambda x, dtype, strict: x.cast(dtype, strict=strict),
         example='cast(x, "int8", strict=False)',
     ),
+    "is_close": _Function(
+        (_x(), _Param("other"), _Param("abs_tol", "value", 0.0),
+         _Param("rel_tol", "value", 1e-09), _Param("nans_equal", "bool", False)),
+        lambda x, other, abs_tol, rel_tol, nans: x.is_close(
+            other, abs_tol=abs_tol, rel_tol=rel_tol, nans_equal=nans),
+        example="is_close(x, y, abs_tol=0.1)",
+    ),
     "clip": _Function(
         (_x(), _Param("lower_bound", default=None), _Param("upper_bound", default=None)),
         lambda x, lo, hi: x.clip(lo, hi), example="clip(x, 0, 1)",

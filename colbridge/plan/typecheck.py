@@ -987,6 +987,8 @@ class TypeChecker:
             return self._is_in(node)
         if node.name == "bin_intervals":
             return self._bin_intervals(node)
+        if node.name == "is_close":
+            return self._is_close(node)
         if node.name in ("all_horizontal", "any_horizontal"):
             # a selection spread into its columns (`all_horizontal(cb.all() > 0)`): Kleene
             # AND (OR) of them, as written without one
@@ -1017,6 +1019,45 @@ class TypeChecker:
             return fill
         msg = f"unsupported function `{node.name}` in `{node!r}`"
         raise UnsupportedOperationError(msg)
+
+    def _is_close(self, node: Function) -> Node:
+        """``x.is_close(y, abs_tol=, rel_tol=, nans_equal=)`` as polars computes it.
+
+        Both sides as Float64 (polars converts every numeric type to it, Float32 too):
+        finite values are close when ``|x - y| <= max(rel_tol * max(|x|, |y|),
+        abs_tol)`` (a NaN tolerance, from ``inf * 0``, gives way to ``abs_tol``, as
+        polars' total order takes x86's negative NaN), infinities of one sign are, and
+        NaN are where both are and ``nans_equal``; null where either side is.
+        """
+        abs_tol, rel_tol, nans_equal = node.options
+        for arg in node.args:
+            typed = self._check(arg)
+            dtype = None if self._is_dynamic(typed) else self.types[typed]
+            if typed in self.logical or (dtype is not None
+                                         and not (dtype.is_float or dtype.is_integer)):  # fmt: skip
+                kind = self.logical.get(typed) or dtype
+                msg = (
+                    f"`{node!r}`: `is_close` compares numbers, and `{arg!r}` is {kind}; "
+                    "compare other types with `==`, or cast to a number first"
+                )
+                raise InvalidOperationError(msg)
+        x, y = (Cast(arg, DType.FLOAT64) for arg in node.args)
+        size_x, size_y = Unary("abs", x), Unary("abs", y)
+        larger = When(Binary("ge", size_x, size_y), size_x, size_y)
+        scaled = Binary("mul", Literal(rel_tol, DType.FLOAT64), larger)
+        least = Literal(abs_tol, DType.FLOAT64)
+        tolerance = When(Binary("ge", scaled, least), scaled, least)
+        finite = Binary("and", Unary("is_finite", x), Unary("is_finite", y))
+        close = Binary("and", finite, Binary("le", Unary("abs", Binary("sub", x, y)), tolerance))
+        infinite = Binary("and", Binary("and", Unary("is_infinite", x), Unary("is_infinite", y)),
+                          Binary("eq", x, y))  # fmt: skip
+        out = Binary("or", close, infinite)
+        if nans_equal:
+            out = Binary("or", out, Binary("and", Unary("is_nan", x), Unary("is_nan", y)))
+        # each term reads both sides, but Kleene logic would answer some rows with a null
+        # side (`false & null` is false): polars' result is null wherever a side is
+        present = Binary("and", Unary("is_not_null", x), Unary("is_not_null", y))
+        return self._check(When(present, out, Literal(None)))
 
     def _replace(self, node: Function) -> Node:
         """``replace(old, new)``: the values of ``old`` by those of ``new``, in the column's type.
