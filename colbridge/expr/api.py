@@ -694,7 +694,8 @@ class Expr:
         for name, value in tolerances.items():
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
                     or not value >= 0:  # fmt: skip
-                msg = f"`is_close`: `{name}` must be a non-negative number, got {value!r}"
+                msg = (f"`is_close`: `{name}` must be a non-negative number, got {value!r}; "
+                       "give 0 or more (0 asks for equal values)")  # fmt: skip
                 raise InvalidOperationError(msg)
         options = (float(abs_tol), float(rel_tol), bool(nans_equal))
         return Expr(Function("is_close", (self.node, _arg_node(other)), options))
