@@ -1485,6 +1485,22 @@ class Expr:
         """Number of rows, nulls included (``count`` leaves nulls out)."""
         return self._agg("len")
 
+    def has_nulls(self) -> Expr:
+        """Whether any value is null: ``null_count() > 0``, as polars."""
+        return self.null_count() > 0
+
+    def is_empty(self) -> Expr:
+        """Whether there are no rows (in a group: no rows of it): ``len() == 0``, as polars."""
+        return self.len() == 0
+
+    def dot(self, other: Any) -> Expr:
+        """The dot product with ``other``: ``(self * other).sum()``, as polars computes it.
+
+        The products in the type ``*`` gives (integers wrap), summed without their nulls;
+        a string names a column.
+        """
+        return (self * Expr(_arg_node(other))).sum()
+
     def first(self) -> Expr:
         """The first value (null when it is null or there are no rows)."""
         return self._agg("first")

@@ -104,7 +104,7 @@ _UNARY = (
     "radians", "floor", "ceil", "sign",
     "is_null", "is_not_null", "is_nan", "is_not_nan", "is_finite", "is_infinite", "sum", "mean",
     "min", "max", "count", "null_count", "first", "last", "n_unique", "median", "neg", "not_",
-    "product", "arg_min", "arg_max",
+    "product", "arg_min", "arg_max", "has_nulls", "is_empty",
     "is_duplicated", "is_unique", "is_first_distinct", "is_last_distinct", "rle_id",
 )  # fmt: skip
 _OPERATORS = (
@@ -176,6 +176,8 @@ FUNCTIONS: dict[str, _Function] = {
         lambda x, dtype, strict: x.cast(dtype, strict=strict),
         example='cast(x, "int8", strict=False)',
     ),
+    "dot": _Function((_x(), _Param("other")), lambda x, other: x.dot(other),
+                     example="dot(x, y)"),
     "is_close": _Function(
         (_x(), _Param("other"), _Param("abs_tol", "value", 0.0),
          _Param("rel_tol", "value", 1e-09), _Param("nans_equal", "bool", False)),
