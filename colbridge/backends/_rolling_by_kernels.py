@@ -222,9 +222,8 @@ def rolling_sum_by(values: Any, valid: Any, tasks: Any, starts: Any, ends: Any,
                 lo = s
                 hi = s
             while lo < s:  # rows leaving
-                r = lo
-                if valid[r]:
-                    x = values[r]
+                if valid[lo]:
+                    x = values[lo]
                     if not _finite(x):
                         bad -= 1
                         pos_inf -= 1 if x > 0 else 0
@@ -240,9 +239,8 @@ def rolling_sum_by(values: Any, valid: Any, tasks: Any, starts: Any, ends: Any,
                     nulls -= 1
                 lo += 1
             while hi < e:  # rows entering
-                r = hi
-                if valid[r]:
-                    x = values[r]
+                if valid[hi]:
+                    x = values[hi]
                     if not _finite(x):
                         bad += 1
                         pos_inf += 1 if x > 0 else 0
@@ -328,8 +326,7 @@ def rolling_var_by(values: Any, valid: Any, tasks: Any, starts: Any, ends: Any,
                 lo = s
                 hi = s
             while lo < s:
-                r = lo
-                if valid[r]:
+                if valid[lo]:
                     if n_front == 0:  # flip: the back's values become the front's suffixes
                         front[0, 0] = 0.0
                         front[0, 1] = 0.0
@@ -348,15 +345,14 @@ def rolling_var_by(values: Any, valid: Any, tasks: Any, starts: Any, ends: Any,
                         agg[0, 1] = 0.0
                         agg[0, 2] = 0.0
                     n_front -= 1
-                    if not _finite(values[r]):
+                    if not _finite(values[lo]):
                         bad -= 1
                 else:
                     nulls -= 1
                 lo += 1
             while hi < e:
-                r = hi
-                if valid[r]:
-                    x = np.float64(values[r])
+                if valid[hi]:
+                    x = np.float64(values[hi])
                     if not _finite(x):
                         x = np.float64(0.0)  # polars pushes 0.0 and counts it
                         bad += 1
@@ -430,20 +426,18 @@ def rolling_extreme_by(values: Any, valid: Any, tasks: Any, starts: Any,
                 lo = s
                 hi = s
             while lo < s:
-                r = lo
-                if not valid[r]:
+                if not valid[lo]:
                     nulls -= 1
-                elif values[r] != values[r]:
+                elif values[lo] != values[lo]:
                     nans -= 1
                 elif head < tail and queue[head] == lo:
                     head += 1
                 lo += 1
             while hi < e:
-                r = hi
-                if not valid[r]:
+                if not valid[hi]:
                     nulls += 1
                 else:
-                    x = values[r]
+                    x = values[hi]
                     if x != x:
                         nans += 1
                     else:
@@ -495,14 +489,12 @@ def rolling_quantile_by(values: Any, valid: Any, tasks: Any, starts: Any,
                 lo = s
                 hi = s
             while lo < s:
-                r = lo
-                if valid[r]:
-                    size = sorted_remove(buf, size, values[r])
+                if valid[lo]:
+                    size = sorted_remove(buf, size, values[lo])
                 lo += 1
             while hi < e:
-                r = hi
-                if valid[r]:
-                    size = sorted_insert(buf, size, values[r])
+                if valid[hi]:
+                    size = sorted_insert(buf, size, values[hi])
                 hi += 1
             if size == 0 or size < min_samples or e - s < min_samples:
                 out[p] = half - half
