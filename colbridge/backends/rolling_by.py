@@ -181,7 +181,7 @@ def rolling_by(func: str, options: tuple[Any, ...], array: pa.Array | pa.Chunked
         bounds = np.stack([starts[:-1], starts[1:]], axis=1)
         tasks = np.ascontiguousarray(np.concatenate([bounds, bounds], axis=1))
         # each group's rows side by side, once: the walks below read each row several
-        # times, and a row of a group among a thousand is a cache miss (3x slower)
+        # times, and a row of a group among a thousand groups' rows is a cache miss
         by_int, values, lower = _gathered(order, by_int, values, lower)
         # flags of a column without nulls are all true in any order
         if by_data.null_count:
