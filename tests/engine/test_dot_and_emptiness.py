@@ -55,3 +55,21 @@ def test_the_string_language() -> None:
     table = pa.table({"x": [1, 2, None, 4], "y": [2, None, 3, 5]})
     got = cb.lazy(table).eval("d = dot(x, y)\nh = x.has_nulls()\ne = is_empty(x)").compute()
     assert got.select(["d", "h", "e"]).to_pylist() == [{"d": 22, "h": True, "e": False}] * 4
+
+
+def test_the_cuda_code_path_gives_the_cpu_answers() -> None:
+    import numpy as np
+
+    from colbridge.testing.cuda_host import compute_on_host
+
+    rng = np.random.default_rng(3)
+    n = 200
+    table = pa.table({"x": pa.array(rng.integers(-50, 50, n), mask=rng.random(n) < 0.2),
+                      "y": pa.array(rng.integers(-9, 9, n).astype(np.int16)),
+                      "g": rng.integers(0, 4, n)})  # fmt: skip
+    x = cb.col("x")
+    for q in (cb.lazy(table).select(d=x.dot("y"), h=x.has_nulls(), e=x.is_empty(),
+                                    f=x.filter(x > 100).is_empty()),  # fmt: skip
+              cb.lazy(table).group_by("g", maintain_order=True).agg(
+                  d=x.dot("y"), h=x.has_nulls(), e=x.filter(x > 45).is_empty())):  # fmt: skip
+        assert compute_on_host(q).equals(q.compute(device="cpu"))
