@@ -68,8 +68,9 @@ def test_the_cuda_code_path_gives_the_cpu_answers() -> None:
                       "y": pa.array(rng.integers(-9, 9, n).astype(np.int16)),
                       "g": rng.integers(0, 4, n)})  # fmt: skip
     x = cb.col("x")
-    for q in (cb.lazy(table).select(d=x.dot("y"), h=x.has_nulls(), e=x.is_empty(),
-                                    f=x.filter(x > 100).is_empty()),  # fmt: skip
-              cb.lazy(table).group_by("g", maintain_order=True).agg(
-                  d=x.dot("y"), h=x.has_nulls(), e=x.filter(x > 45).is_empty())):  # fmt: skip
+    whole = cb.lazy(table).select(d=x.dot("y"), h=x.has_nulls(), e=x.is_empty(),
+                                  f=x.filter(x > 100).is_empty())  # fmt: skip
+    grouped = cb.lazy(table).group_by("g", maintain_order=True).agg(
+        d=x.dot("y"), h=x.has_nulls(), e=x.filter(x > 45).is_empty())  # fmt: skip
+    for q in (whole, grouped):
         assert compute_on_host(q).equals(q.compute(device="cpu"))
