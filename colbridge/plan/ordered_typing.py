@@ -139,9 +139,11 @@ class OrderedTyping:
         if func in ROLLING_BY_FUNCS:
             return self._rolling_by(node, arg, keys, logical)
         if func == "rolling_quantile":
+            if logical is not None and logical.is_temporal:
+                return self._over_physical(node, arg, logical)
             if logical is not None:
                 raise self._refuse(node, arg, f"{logical.kind}s; rolling quantiles are of "
-                                   "numbers (cast to one first)")  # fmt: skip
+                                   "numbers and temporal values (cast to one first)")  # fmt: skip
             # polars: Float32 windows stay Float32, everything else becomes Float64
             result = DType.FLOAT32 if tc.types[arg] is DType.FLOAT32 else DType.FLOAT64
             value = tc.cast_plain(arg, result, strict=False)
@@ -419,9 +421,10 @@ class OrderedTyping:
         ``rolling_var`` are Float64 of
         the integers (a date's days, a datetime's or duration's units, a time's
         nanoseconds); polars refuses the deviation and variance of durations.
-        ``rolling_mean`` is the Float64 mean of the integers truncated toward zero,
-        back in the column's type; a date's mean is a Datetime[us] (days times
-        86,400,000,000, then truncated).
+        ``rolling_mean`` and ``rolling_quantile`` (``rolling_median``) are the Float64
+        result over the integers truncated toward zero, back in the column's type (so
+        a datetime of nanoseconds keeps Float64's precision, as in polars); a date's is
+        a Datetime[us] (days times 86,400,000,000, then truncated).
         """
         func = node.func
         if logical.kind == "duration" and func in ("rolling_std", "rolling_var", "ewm_std",
@@ -431,7 +434,7 @@ class OrderedTyping:
                                "(`to_physical()`)")  # fmt: skip
         physical = Function("to_physical", (node.arg,))
         scan = Scan(func, physical, node.options, node.keys)
-        if func != "rolling_mean":
+        if func not in ("rolling_mean", "rolling_quantile"):
             return self.tc.typed(scan)
         mean: Node = scan
         target = logical

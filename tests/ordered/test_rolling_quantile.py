@@ -3,7 +3,8 @@
 Generated frames with nulls, NaN, ±inf, ±0 and ties in windows of every size (longer
 than the frame too), ``min_samples`` from 1 to the window, centred and trailing,
 every interpolation and quantiles at and between the edges; Float64, Float32 (which
-interpolates in Float32), integers and booleans (Float64); slices, chunks, empty
+interpolates in Float32), integers and booleans (Float64); dates, datetimes, durations
+and times (the quantile of their integers truncated back, as polars); slices, chunks, empty
 and one-row frames; plain and ``over`` keys with nulls; long frames cut into chunks
 that read the window before them again; the three frame kinds; the string language;
 refused types and arguments; streams refuse it, Dask computes it with halos; the
@@ -172,9 +173,68 @@ def test_bad_arguments_are_refused_when_written(build: Any, pattern: str) -> Non
         build()
 
 
+def _temporal_table(n: int, seed: int, *, nulls: float, groups: int) -> pa.Table:
+    """Dates, datetimes (ns in a time zone, us, ms), durations (ns, ms) and times.
+
+    Datetimes of nanoseconds reach past 2**53: their Float64 quantiles lose precision
+    as polars' do.
+    """
+    rng = np.random.default_rng(seed)
+
+    def mask() -> np.ndarray:
+        return rng.random(n) < nulls
+
+    big = rng.integers(-(2**60), 2**60, n)
+    return pa.table({
+        "g": pa.array(rng.integers(0, groups, n), mask=rng.random(n) < 0.1),
+        "d": pa.array(rng.integers(-30_000, 30_000, n).astype(np.int32), pa.date32(),
+                      mask=mask()),
+        "tz": pa.array(big, pa.timestamp("ns", "Europe/Paris"), mask=mask()),
+        "us": pa.array(big // 1000, pa.timestamp("us"), mask=mask()),
+        "ms": pa.array(rng.integers(-(10**12), 10**12, n), pa.timestamp("ms"), mask=mask()),
+        "du": pa.array(big // 7, pa.duration("ns"), mask=mask()),
+        "dm": pa.array(rng.integers(-(10**6), 10**6, n), pa.duration("ms"), mask=mask()),
+        "t": pa.array(rng.integers(0, 86_400 * 10**9, n), pa.time64("ns"), mask=mask()),
+    })  # fmt: skip
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    n=st.sampled_from([0, 1, 5, 60]),
+    seed=st.integers(0, 2**31 - 1),
+    nulls=st.sampled_from([0.0, 0.3]),
+    groups=st.sampled_from([1, 4]),
+    window=st.sampled_from([1, 2, 3, 6]),
+    fill=st.floats(0.0, 1.0),
+    center=st.booleans(),
+    quantile=st.one_of(st.sampled_from([0.0, 0.5, 1.0]), st.floats(0.0, 1.0)),
+    method=st.sampled_from(QUANTILE_METHODS),
+)
+def test_temporal_values_are_polars_quantiles_of_their_integers(
+    n: int, seed: int, nulls: float, groups: int, window: int, fill: float, center: bool,
+    quantile: float, method: str,
+) -> None:
+    # polars: the Float64 quantile of the integers, truncated back to the type (a
+    # date's to Datetime[us]; a time zone kept)
+    table = _temporal_table(n, seed, nulls=nulls, groups=groups)
+    least = max(1, round(fill * window))
+
+    def steps(m: Any, q: Any) -> Any:
+        out = {}
+        for c in ("d", "tz", "us", "ms", "du", "dm", "t"):
+            x = m.col(c)
+            out[f"q_{c}"] = x.rolling_quantile(quantile, method, window, min_samples=least,
+                                               center=center)  # fmt: skip
+            out[f"m_{c}"] = x.rolling_median(window, min_samples=least,
+                                             center=center).over("g")  # fmt: skip
+        return q.select(**out)
+
+    assert_same_as_polars(table, steps, kinds=("polars", "pyarrow"))
+
+
 def test_types_that_are_not_numbers_are_refused() -> None:
-    table = pa.table({"s": ["a", "b"], "d": pa.array([1, 2], pa.int32()).cast(pa.date32())})
-    for column in ("s", "d"):
+    table = pa.table({"s": ["a", "b"], "c": pa.array(["a", "b"]).dictionary_encode()})
+    for column in ("s", "c"):
         with pytest.raises(UnsupportedTypeError, match=rf"column `{column}` .*not supported"):
             cb.lazy(table).select(cb.col(column).rolling_median(2)).compute()
 
@@ -211,4 +271,12 @@ def test_the_cuda_code_path_gives_the_cpu_answers() -> None:
         "g", a=pl.col("n").rolling_median(5).over("g"),
         b=pl.col("f32").rolling_quantile(0.2, "linear", 3),
         c=pl.col("i").rolling_quantile(0.5, "nearest", 4) + 1)  # fmt: skip
+    assert_frame_equal(on_host, want, check_exact=True)
+    # temporal values: their integers' quantile truncated back by the device's kernel
+    dated = _temporal_table(500, 6, nulls=0.2, groups=7)
+    q = cb.lazy(dated).select(d=cb.col("d").rolling_median(4).over("g"),
+                              tz=cb.col("tz").rolling_quantile(0.3, "linear", 3))  # fmt: skip
+    on_host = pl.from_arrow(compute_on_host(q))
+    want = pl.from_arrow(dated).select(d=pl.col("d").rolling_median(4).over("g"),
+                                       tz=pl.col("tz").rolling_quantile(0.3, "linear", 3))
     assert_frame_equal(on_host, want, check_exact=True)
