@@ -40,10 +40,11 @@ def _fnv_strings(offsets: np.ndarray, data: np.ndarray) -> np.ndarray:  # type: 
     return out
 
 
-@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+@numba.njit(cache=True, nogil=True, parallel=True)  # type: ignore[misc]
 def _splitmix_folds(first: np.uint64, rows: int, folds: np.uint64) -> np.ndarray:  # type: ignore[type-arg]
+    # each row's fold from its position alone: the rows split across the cores
     out = np.empty(rows, dtype=np.int64)
-    for i in range(rows):
+    for i in prange(rows):
         x = first + np.uint64(i) + np.uint64(0x9E3779B97F4A7C15)
         x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
@@ -125,7 +126,7 @@ def _encoding(s, n, q, n_y, s_y, q_y, m, auto):  # type: ignore[no-untyped-def]
     return lam * cat_mean + (1 - lam) * mean
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, parallel=True)
 def _fold_encodings(sums, counts, squares, ys, m, auto):  # type: ignore[no-untyped-def]
     folds, k = sums.shape
     n_y = 0.0
@@ -137,7 +138,7 @@ def _fold_encodings(sums, counts, squares, ys, m, auto):  # type: ignore[no-unty
         q_y += ys[f, 2]
     full = np.empty(k + 1)
     per_fold = np.empty((folds, k + 1))
-    for j in range(k):
+    for j in prange(k):  # each category's encodings from its own sums: across the cores
         s = 0.0
         n = 0.0
         q = 0.0
