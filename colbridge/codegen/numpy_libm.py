@@ -34,6 +34,29 @@ _FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
 }  # fmt: skip
 
 
+def _mapped(function: Callable[..., float], rowwise: Callable[..., Any],
+            dtype: type[np.floating[Any]]) -> Callable[..., Any]:
+    """``function`` of each row, through `map` over Python floats.
+
+    Twice as fast as a ufunc of a Python function (`np.frompyfunc`) over the same
+    C calls. Where a row raises (`math`'s domain and range errors), the whole call is
+    made again by ``rowwise``, which takes each such row's IEEE value.
+    """
+
+    def call(*xs: Any) -> Any:
+        arrays = np.broadcast_arrays(*(np.asarray(x) for x in xs))
+        if arrays[0].ndim == 0:  # one value for all rows
+            return rowwise(*xs)
+        try:
+            rows = map(function, *(a.ravel().tolist() for a in arrays))
+            values = np.fromiter(rows, dtype, arrays[0].size)
+        except (ValueError, OverflowError, ZeroDivisionError):
+            return rowwise(*xs)
+        return values.reshape(arrays[0].shape)
+
+    return call
+
+
 def _double(name: str, nin: int, fallback: Callable[..., Any]) -> Callable[..., Any]:
     function = getattr(math, name, None)
     if function is None:  # math.cbrt is Python 3.11's
@@ -45,7 +68,7 @@ def _double(name: str, nin: int, fallback: Callable[..., Any]) -> Callable[..., 
         except (ValueError, OverflowError, ZeroDivisionError):
             return float(fallback(*xs))
 
-    return np.frompyfunc(one, nin, 1)  # type: ignore[no-any-return]
+    return _mapped(function, np.frompyfunc(one, nin, 1), np.float64)
 
 
 def _single(library: Any, name: str, nin: int, fallback: Callable[..., Any]) -> Callable[..., Any]:
@@ -54,7 +77,7 @@ def _single(library: Any, name: str, nin: int, fallback: Callable[..., Any]) -> 
         return lambda *xs: fallback(*(np.asarray(x, np.float64) for x in xs))
     function.restype = ctypes.c_float
     function.argtypes = [ctypes.c_float] * nin
-    return np.frompyfunc(function, nin, 1)  # type: ignore[no-any-return]
+    return _mapped(function, np.frompyfunc(function, nin, 1), np.float32)
 
 
 def _c_library() -> Any:
