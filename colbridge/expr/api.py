@@ -1465,6 +1465,26 @@ class Expr:
         """Largest non-null value."""
         return self._agg("max")
 
+    def nan_max(self) -> Expr:
+        """Largest non-null value, or NaN where one is NaN (``max`` leaves NaN out), as polars.
+
+        A column of another type than float holds no NaN: its ``max``.
+        """
+        return self._nan_extreme(self.max())
+
+    def nan_min(self) -> Expr:
+        """Smallest non-null value, or NaN where one is NaN (``min`` leaves NaN out), as polars.
+
+        A column of another type than float holds no NaN: its ``min``.
+        """
+        return self._nan_extreme(self.min())
+
+    def _nan_extreme(self, extreme: Expr) -> Expr:
+        # a reduction as written, so that `group_by`, `over` and one-value checks see one;
+        # the NaN given is one of the column's own values (its type, Float32 too)
+        nan = Expr(Function("may_be_nan", (self.node,)))
+        return when(nan.any()).then(self.filter(nan).first()).otherwise(extreme)
+
     def std(self, ddof: int = 1) -> Expr:
         """Standard deviation with ``ddof`` delta degrees of freedom."""
         return self._agg("std", ddof)
@@ -1614,6 +1634,19 @@ class Expr:
         <Expr col("x").filter((col("y") > lit(0))).sum()>
         """
         return Expr(Filtered(self.node, as_expr(predicate).node))
+
+    def drop_nulls(self) -> Expr:
+        """The non-null values: ``filter(is_not_null())``; only as the input of a reduction."""
+        return self.filter(self.is_not_null())
+
+    def drop_nans(self) -> Expr:
+        """The values but NaN (nulls kept); only as the input of a reduction, as `filter`.
+
+        An integer column holds no NaN: all its values. Booleans, dates, strings and
+        other non-numbers are refused (polars refuses them in `group_by` and `over`).
+        """
+        nan = Expr(Function("may_be_nan", (self.node,), ("drop_nans",)))
+        return self.filter(nan.not_().fill_null(True))
 
     def over(self, *keys: Any, order_by: Any = None, descending: builtins.bool = False,
              nulls_last: builtins.bool = False,

@@ -989,6 +989,8 @@ class TypeChecker:
             return self._bin_intervals(node)
         if node.name == "is_close":
             return self._is_close(node)
+        if node.name == "may_be_nan":
+            return self._may_be_nan(node)
         if node.name in ("all_horizontal", "any_horizontal"):
             # a selection spread into its columns (`all_horizontal(cb.all() > 0)`): Kleene
             # AND (OR) of them, as written without one
@@ -1058,6 +1060,31 @@ class TypeChecker:
         # side (`false & null` is false): polars' result is null wherever a side is
         present = Binary("and", Unary("is_not_null", x), Unary("is_not_null", y))
         return self._check(When(present, out, Literal(None)))
+
+    def _may_be_nan(self, node: Function) -> Node:
+        """``is_nan`` of a float column; false on every row of any other (it holds no NaN).
+
+        What ``nan_max``/``nan_min`` test (`colbridge.expr.api.Expr.nan_max`): polars
+        gives a column of another type its ``max``/``min`` there, where ``is_nan``
+        refuses it. Null where the value is null for floats, as ``is_nan``. With the
+        option ``"drop_nans"`` (`Expr.drop_nans`) only numbers are taken.
+        """
+        (x,) = node.args
+        arg = self._check(x)
+        if arg not in self.logical and not self._is_dynamic(arg) and self.types[arg].is_float:
+            return self._check(Unary("is_nan", x))
+        dtype = None if self._is_dynamic(arg) else self.types[arg]
+        if node.options == ("drop_nans",) and (arg in self.logical or dtype is DType.BOOL):
+            # polars refuses it per group (`group_by`, `over`), not on a whole column
+            kind = self.logical.get(arg) or dtype
+            msg = (
+                f"`{node.args[0]!r}.drop_nans()`: a column of {kind} holds no NaN (polars "
+                "refuses `drop_nans` of one in `group_by` and `over`); leave `drop_nans` "
+                "out, or use `drop_nulls`"
+            )
+            raise InvalidOperationError(msg)
+        # false on each row (Kleene: false and anything), of the column's length
+        return self._check(Binary("and", Unary("is_null", x), Literal(False)))
 
     def _replace(self, node: Function) -> Node:
         """``replace(old, new)``: the values of ``old`` by those of ``new``, in the column's type.

@@ -671,6 +671,10 @@ CASES: list[BadInput] = [
              _m(lambda q: q.with_columns(c=cb.col("price").is_close("qty", abs_tol=-1))),
              E.InvalidOperationError, r"`abs_tol` must be a non-negative number, got -1",
              r"give 0 or more"),
+    BadInput("drop-nans-of-strings", "types", "`name.drop_nans().len()`: NaN of strings",
+             F, _m(lambda q: q.with_columns(c=cb.col("name").drop_nans().len())),
+             E.InvalidOperationError, r'`col\("name"\)\.drop_nans\(\)`: a column of string '
+             r"holds no NaN", r"use `drop_nulls`"),
     BadInput("cli-unknown-column", "cli", "`--filter` on a column that does not exist",
              *_cli_column, 2, r"column `zz` not found", r"available|did you mean|columns"),
     BadInput("cli-negative-batch-rows", "cli", "`--batch-rows -5`", *_cli_rows, 2,
