@@ -1544,6 +1544,36 @@ def sorted_insert(buf: Any, size: int, x: Any) -> int:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def sorted_replace(buf: Any, size: int, old: Any, new: Any) -> None:
+    """`sorted_remove` of ``old``, then `sorted_insert` of ``new``, in one move.
+
+    The buffer comes out as the two calls leave it: ``old``'s copy is found as
+    `sorted_remove` finds it, and the values from there towards ``new``'s place move
+    one step while ``new`` goes after those not after it, as `sorted_insert` puts it
+    (one binary search, and a walk over the values that move anyway).
+    """
+    if old != old:
+        at = size - 1  # the NaN are last: one of them
+    else:
+        k_lo, k_hi = 0, size
+        while k_lo < k_hi:  # the first value not before old: old itself
+            mid = (k_lo + k_hi) // 2
+            if sorts_before(buf[mid], old):
+                k_lo = mid + 1
+            else:
+                k_hi = mid
+        at = k_lo
+    k = at
+    while k + 1 < size and not sorts_before(new, buf[k + 1]):  # new goes further up
+        buf[k] = buf[k + 1]
+        k += 1
+    while k > 0 and sorts_before(new, buf[k - 1]):  # new goes further down
+        buf[k] = buf[k - 1]
+        k -= 1
+    buf[k] = new
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def window_quantile(buf: Any, size: int, quantile: float, method: int, half: Any, out: Any,
                     i: int) -> None:  # fmt: skip
     """``out[i]``: the ``quantile`` of a window's ``size`` sorted values ``buf[:size]``.
@@ -1584,7 +1614,8 @@ def rolling_quantile(values: Any, valid: Any, order: Any, tasks: Any, window: in
     Tasks and windows as `rolling_sum`. The window's values stay in ascending order
     (NaN last) in a buffer: a row entering is inserted after the values not above it,
     one leaving removed where its value is, each a binary search and a move of the
-    values after it (``O(window)`` per row). With ``n`` values (at least
+    values after it (``O(window)`` per row); where the window moves by one row, the row
+    leaving and the one entering are one move (`sorted_replace`). With ``n`` values (at least
     ``min_samples``, else null), the position ``(n - 1) * quantile`` is taken as
     polars' ``QuantileUpdate`` takes it (``method``: `QUANTILE_METHODS` order), in the
     values' own type: ``midpoint`` is ``(lower + upper) * half`` (``half`` = 0.5 of that
@@ -1603,6 +1634,19 @@ def rolling_quantile(values: Any, valid: Any, order: Any, tasks: Any, window: in
             if lo < 0:
                 lo = start
                 hi = start
+            if start == lo + 1 and end == hi + 1 and lo < hi:
+                # the window moves a row (every row but the edges'): one leaves, one
+                # enters, in one move of the values between their places
+                r_out = _row(order, lo)
+                r_in = _row(order, hi)
+                if valid[r_out] and valid[r_in]:
+                    sorted_replace(buf, size, values[r_out], values[r_in])
+                elif valid[r_out]:
+                    size = sorted_remove(buf, size, values[r_out])
+                elif valid[r_in]:
+                    size = sorted_insert(buf, size, values[r_in])
+                lo = start
+                hi = end
             while lo < start:  # rows leaving the window
                 if lo < hi:
                     r = _row(order, lo)

@@ -280,3 +280,28 @@ def test_the_cuda_code_path_gives_the_cpu_answers() -> None:
     want = pl.from_arrow(dated).select(d=pl.col("d").rolling_median(4).over("g"),
                                        tz=pl.col("tz").rolling_quantile(0.3, "linear", 3))
     assert_frame_equal(on_host, want, check_exact=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    values=st.lists(st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.5, np.nan, np.inf]), min_size=1,
+                    max_size=12),
+    pick=st.integers(0, 11),
+    new=st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.5, 3.0, np.nan, -np.inf]),
+)
+def test_one_move_of_a_leaving_and_an_entering_value_is_a_remove_then_an_insert(
+    values: list[float], pick: int, new: float,
+) -> None:
+    # the window's buffer, bit for bit (the order of 0.0 and -0.0 and of NaN included)
+    from colbridge.backends._scan_kernels import sorted_insert, sorted_remove, sorted_replace
+
+    buf = np.empty(len(values) + 1)
+    size = 0
+    for v in values:
+        size = sorted_insert(buf, size, v)
+    old = buf[pick % size]
+    want = buf.copy()
+    sorted_insert(want, sorted_remove(want, size, old), new)
+    got = buf.copy()
+    sorted_replace(got, size, old, new)
+    assert got[:size].tobytes() == want[:size].tobytes()
