@@ -14,7 +14,8 @@ semantics (``rolling_*`` need all 20 values of the window; ``ewm_mean`` is
   ``diff(1)`` (two outputs), ``x - x.shift(1, fill_value=0.0)`` (``shift fill``),
   ``ewm_mean(alpha=0.1)``, and the fused ``(x - x.shift(1)) / x.rolling_std(20)``;
 * ``rolling_mean``, ``cum_sum``, ``shift & diff`` and the fused one again with
-  ``.over("g")`` (the whole expression over the key);
+  ``.over("g")`` (the whole expression over the key), and ``rolling_min(20)`` and
+  ``rolling_median(20)`` over it (no hand kernel);
 * the time-based ``x.rolling_mean_by("t", "2d")``, plain and ``.over("g")``, where
   ``t`` is a sorted datetime column (microseconds, distinct seconds over 3 years, so
   about 9,000 rows a day at 1e7 rows; no ties, whose windows pandas takes row by
@@ -672,6 +673,20 @@ WORKLOADS: dict[str, Workload] = {
         _over(_ROLLING_MEAN),
         lambda pdf: {"y": _pd_group_rolling(pdf, "mean")},
         _hand_over(_k_over_rolling_mean, False, WINDOW),
+        over=True,
+    ),
+    "rolling_min over": Workload(
+        f"`x.rolling_min({WINDOW}).over(g)`",
+        _over(lambda ns: {"y": ns.col("x").rolling_min(WINDOW)}),
+        lambda pdf: {"y": _pd_group_rolling(pdf, "min")},
+        None,
+        over=True,
+    ),
+    "rolling_median over": Workload(
+        f"`x.rolling_median({WINDOW}).over(g)`",
+        _over(lambda ns: {"y": ns.col("x").rolling_median(WINDOW)}),
+        lambda pdf: {"y": _pd_group_rolling(pdf, "median")},
+        None,
         over=True,
     ),
     "cum_sum over": Workload(

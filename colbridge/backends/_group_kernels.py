@@ -123,6 +123,22 @@ def renumber(values: Any, lo: Any, valid: Any, null_code: int, rank: Any, out: A
         out[i] = rank[c]
 
 
+@numba.njit(cache=True, nogil=True, parallel=True)
+def take_rows(values: Any, order: Any, out: Any) -> None:
+    """``out[p] = values[order[p]]``: rows taken in a group order, on every core."""
+    for p in numba.prange(order.shape[0]):
+        out[p] = values[order[p]]
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def put_rows(values: Any, valid: Any, order: Any, out: Any, out_valid: Any) -> None:
+    """``out[order[p]] = values[p]`` and the same of the flags: `take_rows` undone."""
+    for p in numba.prange(order.shape[0]):
+        i = order[p]
+        out[i] = values[p]
+        out_valid[i] = valid[p]
+
+
 @numba.njit(cache=True, nogil=True)
 def edge_rows(ids: Any, keep: Any, count: int, last: bool) -> Any:  # pragma: no cover
     """Each group's first (``last``: last) row where ``keep`` holds (empty ``keep``: all)."""

@@ -31,27 +31,11 @@ import numpy as np
 
 from colbridge.backends._scan_kernels import sorted_insert, sorted_remove, window_quantile
 
-__all__ = ["put_rows", "rolling_extreme_by", "rolling_quantile_by", "rolling_sum_by",
-           "rolling_var_by", "take_rows", "window_bounds"]  # fmt: skip
+__all__ = ["rolling_extreme_by", "rolling_quantile_by", "rolling_sum_by", "rolling_var_by",
+           "window_bounds"]  # fmt: skip
 
 #: ``closed`` codes, in `colbridge.expr.nodes.ROLLING_CLOSED` order
 _RIGHT, _LEFT, _BOTH, _NONE = range(4)
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def take_rows(values: Any, order: Any, out: Any) -> None:
-    """``out[p] = values[order[p]]``."""
-    for p in numba.prange(order.shape[0]):
-        out[p] = values[order[p]]
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def put_rows(values: Any, valid: Any, order: Any, out: Any, out_valid: Any) -> None:
-    """``out[order[p]] = values[p]`` and the same of the flags: `take_rows` undone."""
-    for p in numba.prange(order.shape[0]):
-        i = order[p]
-        out[i] = values[p]
-        out_valid[i] = valid[p]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

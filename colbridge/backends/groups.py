@@ -52,6 +52,7 @@ __all__ = [
     "factorize",
     "gather_views",
     "host_reduction",
+    "in_group_order",
     "integer_values",
     "one_group",
     "raw_values",
@@ -59,6 +60,7 @@ __all__ = [
     "string_codes",
     "take",
     "thread_count",
+    "to_frame_order",
 ]
 
 #: Up to this many rows ids are renumbered with NumPy (nothing to compile).
@@ -448,6 +450,31 @@ def _kernels() -> Any:
     from colbridge.backends import _group_kernels
 
     return _group_kernels
+
+
+def in_group_order(order: np.ndarray[Any, Any], *arrays: np.ndarray[Any, Any]
+                   ) -> list[np.ndarray[Any, Any]]:  # fmt: skip
+    """Each of ``arrays`` taken in ``order`` (an empty one stays empty), on every core.
+
+    A window or scan per group then reads each group's rows side by side, where
+    reading them through ``order`` missed the cache at each row among many groups.
+    """
+    taken = [array if not len(array) else empty_array(len(order), array.dtype)
+             for array in arrays]  # fmt: skip
+    kernels = _kernels()
+    for array, into in zip(arrays, taken, strict=True):
+        if len(array):
+            kernels.take_rows(array, order, into)
+    return taken
+
+
+def to_frame_order(
+    order: np.ndarray[Any, Any], out: np.ndarray[Any, Any], out_valid: np.ndarray[Any, Any]
+) -> tuple[np.ndarray[Any, Any], ...]:
+    """Results made in ``order`` (`in_group_order`), put back at their rows' places."""
+    values, flags = empty_array(len(order), out.dtype), empty_array(len(order), np.bool_)
+    _kernels().put_rows(out, out_valid, order, values, flags)
+    return values, flags
 
 
 def _edge_rows(

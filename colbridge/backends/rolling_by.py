@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from colbridge.backends.groups import GroupIds, raw_values
+from colbridge.backends.groups import GroupIds, in_group_order, raw_values, to_frame_order
 from colbridge.errors import ComputeError
 from colbridge.expr.nodes import QUANTILE_METHODS, ROLLING_CLOSED, rolling_by_params
 from colbridge.memory.host import empty_array, one_array
@@ -111,26 +111,6 @@ def _chunks(by: np.ndarray[Any, Any], by_valid: np.ndarray[Any, Any],
     return tasks
 
 
-def _gathered(order: np.ndarray[Any, Any], *arrays: np.ndarray[Any, Any]
-              ) -> list[np.ndarray[Any, Any]]:  # fmt: skip
-    """Each of ``arrays`` taken in ``order`` (an empty one stays empty), on every core."""
-    taken = [array if not len(array) else empty_array(len(order), array.dtype)
-             for array in arrays]  # fmt: skip
-    kernels = _kernels()
-    for array, into in zip(arrays, taken, strict=True):
-        if len(array):
-            kernels.take_rows(array, order, into)
-    return taken
-
-
-def _put_back(order: np.ndarray[Any, Any], out: np.ndarray[Any, Any],
-              out_valid: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:  # fmt: skip
-    """The results of the rows in ``order`` at their rows' places."""
-    values, flags = empty_array(len(order), out.dtype), empty_array(len(order), np.bool_)
-    _kernels().put_rows(out, out_valid, order, values, flags)
-    return values, flags
-
-
 def rolling_by(func: str, options: tuple[Any, ...], array: pa.Array | pa.ChunkedArray,
                by: pa.Array | pa.ChunkedArray, groups: GroupIds | None,
                result: DType) -> pa.Array:  # fmt: skip
@@ -182,12 +162,12 @@ def rolling_by(func: str, options: tuple[Any, ...], array: pa.Array | pa.Chunked
         tasks = np.ascontiguousarray(np.concatenate([bounds, bounds], axis=1))
         # each group's rows side by side, once: the walks below read each row several
         # times, and a row of a group among a thousand groups' rows is a cache miss
-        by_int, values, lower = _gathered(order, by_int, values, lower)
+        by_int, values, lower = in_group_order(order, by_int, values, lower)
         # flags of a column without nulls are all true in any order
         if by_data.null_count:
-            by_valid = _gathered(order, by_valid)[0]
+            by_valid = in_group_order(order, by_valid)[0]
         if data.null_count:
-            valid = _gathered(order, valid)[0]
+            valid = in_group_order(order, valid)[0]
     else:
         tasks = _chunks(by_int, by_valid, lower, n)
     # the windows' bounds and the outputs from the memory pool: pages already touched
@@ -220,7 +200,7 @@ def rolling_by(func: str, options: tuple[Any, ...], array: pa.Array | pa.Chunked
                                     QUANTILE_METHODS.index(params["interpolation"]),
                                     compute.type(0.5), out, out_valid)  # fmt: skip
     if order is not None:
-        out, out_valid = _put_back(order, out, out_valid)
+        out, out_valid = to_frame_order(order, out, out_valid)
     mask = None if out_valid.all() else ~out_valid
     if boolean:
         return pa.array(out.astype(np.bool_), type=pa.bool_(), mask=mask)

@@ -22,7 +22,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from colbridge.backends.groups import GroupIds, factorize, integer_values, thread_count
+from colbridge.backends.groups import (
+    GroupIds,
+    factorize,
+    in_group_order,
+    integer_values,
+    thread_count,
+    to_frame_order,
+)
 from colbridge.errors import ComputeError, NullValuesError
 from colbridge.expr.nodes import (
     STRING_COMPARISONS,
@@ -512,30 +519,52 @@ def run_scan(
     compute = _compute_type(arg_type, func)
     zero = compute.type(0)
     values, valid = _inputs(func, arg, compute)
+    arg_valid = valid
     out, out_valid = _outputs(func, n, compute)
     named, func, options = func, *_kernel_call(func, options)
     if func.startswith("rolling_") and rolling_weights(func, options) is None:
         options = (window_within(options[0], options[2], n), *options[1:])
-    if groups is not None and groups.ids is not None \
-            and by_key_method(func, options, groups.count) == "carry":  # fmt: skip
+    method = None if groups is None or groups.ids is None \
+        else by_key_method(func, options, groups.count)  # fmt: skip
+    by_key: np.ndarray[Any, Any] | None = None  # the counting sort's row order
+    runs = np.zeros((0, 4), dtype=np.int64)
+    if method == "sort" and func.startswith("rolling_"):
+        # a window reads each row twice or more (entering, leaving): each group's rows
+        # side by side first, in the counting sort's order, so that the kernels read
+        # them in place, not through the order (a cache miss per read among many
+        # groups); the results are put back at the rows' places below. A running scan
+        # or a shift reads each row once: through the order, as it is (measured faster)
+        by_key, runs = _tasks(groups, n, split=False)
+        assert by_key is not None
+        taken, valid = in_group_order(by_key, values, valid)
+        values = read_only(taken)  # as `_inputs` gives them: one compile per type
+
+    def segments(split: bool, halo: int = 0) -> tuple[np.ndarray[Any, Any] | None,
+                                                      np.ndarray[Any, Any]]:  # fmt: skip
+        """The row order the kernels read (None: as the arrays hold them) and tasks."""
+        return (None, runs) if by_key is not None else _tasks(groups, n, split, halo)
+
+    if method == "carry":
+        assert groups is not None
+        assert groups.ids is not None
         carry = new_carry(func, options, groups.count, compute)
         run_carried(carry, values, valid, groups.ids, out, out_valid)
     elif func == "shift":
         steps, fill = options
-        order, tasks = _tasks(groups, n, split=True, halo=abs(steps))
+        order, tasks = segments(True, abs(steps))
         fill_value = compute.type(0 if fill is None else fill)
         k.shift(values, valid, order, tasks, steps, fill is not None, fill_value,
                 out, out_valid)  # fmt: skip
     elif func in _CUMULATIVE:
         (reverse,) = options
-        order, tasks = _tasks(groups, n, split=False)
+        order, tasks = segments(False)
         start = compute.type(1) if func == "cum_prod" else zero
         k.cumulative(values, valid, order, tasks, _CUMULATIVE[func], reverse, start,
                      out, out_valid)  # fmt: skip
     elif func.startswith("rolling_"):
         window, min_samples, center, ddof = options[:4]
         offset = window // 2 if center else window - 1
-        order, tasks = _tasks(groups, n, split=True, halo=window)
+        order, tasks = segments(True, window)
         args = (values, valid, order, tasks)
         if rolling_weights(func, options) is not None:  # no row is null: `check_weighted`
             k.rolling_weighted(values, order, tasks, _WEIGHTED[func],
@@ -559,7 +588,7 @@ def run_scan(
             k.ewm_mean_split(values, valid, starts, _ewm_warm_rows(alpha), compute.type(alpha),
                              adjust, min_samples, ignore_nulls, out, out_valid)  # fmt: skip
         else:
-            order, tasks = _tasks(groups, n, split=False)
+            order, tasks = segments(False)
             k.ewm_mean(values, valid, order, tasks, compute.type(alpha), adjust,
                        min_samples, ignore_nulls, out, out_valid)  # fmt: skip
     elif func in _EWM_VAR:
@@ -570,18 +599,20 @@ def run_scan(
                             adjust, bias, min_samples, ignore_nulls, _EWM_VAR[func], out,
                             out_valid)  # fmt: skip
         else:
-            order, tasks = _tasks(groups, n, split=False)
+            order, tasks = segments(False)
             k.ewm_var(values, valid, order, tasks, compute.type(alpha), adjust, bias,
                       min_samples, ignore_nulls, _EWM_VAR[func], out, out_valid)  # fmt: skip
     elif func in ("forward_fill", "backward_fill"):
         (limit,) = options
-        order, tasks = _tasks(groups, n, split=False)
+        order, tasks = segments(False)
         k.fill(values, valid, order, tasks, func == "backward_fill",
                -1 if limit is None else limit, zero, out, out_valid)  # fmt: skip
     else:  # pragma: no cover - typing lowers every other ordered function
         msg = f"no scan kernel for `{func}`"
         raise AssertionError(msg)
-    return _result(named, out, out_valid, result, arg, valid)
+    if by_key is not None:
+        out, out_valid = to_frame_order(by_key, out, out_valid)
+    return _result(named, out, out_valid, result, arg, arg_valid)
 
 
 def rank(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],
@@ -795,10 +826,16 @@ def rolling_quantile(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...]
     values, valid = _inputs("rolling_quantile", data, compute)
     out, out_valid = _outputs("rolling_quantile", n, compute)
     order, tasks = _tasks(groups, n, split=True, halo=window)
+    by_key = order
+    if by_key is not None:  # each group's rows side by side, as `run_scan` reads them
+        taken, valid = in_group_order(by_key, values, valid)
+        values, order = read_only(taken), None
     _kernels().rolling_quantile(values, valid, order, tasks, window, min_samples,
                                 window // 2 if center else window - 1, quantile,
                                 QUANTILE_METHODS.index(method), compute.type(0.5), out,
                                 out_valid)  # fmt: skip
+    if by_key is not None:
+        out, out_valid = to_frame_order(by_key, out, out_valid)
     return pa.array(out, mask=None if out_valid.all() else ~out_valid)
 
 
