@@ -72,6 +72,12 @@ _CHUNK_ROWS = 1 << 14
 _EWM_SPLIT_ROWS = 1 << 17
 #: the most state entries (groups x ring length) a scan by key keeps in tables
 _CARRY_MAX_STATE = 1 << 22
+#: the same for a ring of more than one row (a window, a shift by more than one): each
+#: row reads its group's ring at random, which past the caches the sort's gathered runs
+#: beat (1e7 rows, `rolling_mean(20)` over keys, 2-core AMD EPYC with 2 MiB of L2:
+#: carried 108 / sorted 113 ms at 10,000 groups, 125 / 114 at 30,000, 475 / 122 at
+#: 100,000; running scans, whose ring is one row, stay faster carried at 1,000,000)
+_CARRY_MAX_WINDOW_STATE = 1 << 18
 #: how scans by key run: "auto", or "carry" / "sort" where both can (tests and benchmarks
 #: compare them; `COLBRIDGE_SCAN_BY_KEY` sets it)
 _BY_KEY_CHOICES = ("auto", "carry", "sort")
@@ -212,7 +218,8 @@ def by_key_method(func: str, options: tuple[Any, ...], groups: int) -> str:
     shift, the window for a trailing rolling window; 1 for running values).
     *sort*: a stable counting sort by group id, then each group's rows scanned as one
     contiguous run, groups in parallel; every scan can run this way. ``auto`` (the
-    default) takes *carry* where it applies and its state is small.
+    default) takes *carry* where it applies and its state is small (for a ring of
+    more than one row, small enough for the caches: `_CARRY_MAX_WINDOW_STATE`).
     """
     ring = _ring(func, options)
     wanted = os.environ.get("COLBRIDGE_SCAN_BY_KEY", "auto")
@@ -227,7 +234,8 @@ def by_key_method(func: str, options: tuple[Any, ...], groups: int) -> str:
     # (a weighted window is read whole per row either way)
     unweighted_extreme = func in ("rolling_min", "rolling_max") \
         and rolling_weights(func, options) is None  # fmt: skip
-    if unweighted_extreme or groups * ring > _CARRY_MAX_STATE:
+    most = _CARRY_MAX_STATE if ring == 1 else _CARRY_MAX_WINDOW_STATE
+    if unweighted_extreme or groups * ring > most:
         return "sort"
     return "carry"
 
