@@ -1511,10 +1511,10 @@ def sorts_before(a: Any, b: Any) -> bool:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def sorted_remove(buf: Any, size: int, x: Any) -> int:
-    """Take one ``x`` out of the sorted ``buf[:size]`` (NaN last); the new size."""
+def _place_of(buf: Any, size: int, x: Any) -> int:
+    """Where one ``x`` is in the sorted ``buf[:size]``: its first copy (NaN: the last NaN)."""
     if x != x:
-        return size - 1  # the NaN are last: drop one of them
+        return size - 1  # the NaN are last: one of them
     k_lo, k_hi = 0, size
     while k_lo < k_hi:  # the first value not before x: x itself
         mid = (k_lo + k_hi) // 2
@@ -1522,7 +1522,13 @@ def sorted_remove(buf: Any, size: int, x: Any) -> int:
             k_lo = mid + 1
         else:
             k_hi = mid
-    for k in range(k_lo, size - 1):
+    return k_lo
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def sorted_remove(buf: Any, size: int, x: Any) -> int:
+    """Take one ``x`` out of the sorted ``buf[:size]`` (NaN last); the new size."""
+    for k in range(_place_of(buf, size, x), size - 1):
         buf[k] = buf[k + 1]
     return size - 1
 
@@ -1552,18 +1558,7 @@ def sorted_replace(buf: Any, size: int, old: Any, new: Any) -> None:
     one step while ``new`` goes after those not after it, as `sorted_insert` puts it
     (one binary search, and a walk over the values that move anyway).
     """
-    if old != old:
-        at = size - 1  # the NaN are last: one of them
-    else:
-        k_lo, k_hi = 0, size
-        while k_lo < k_hi:  # the first value not before old: old itself
-            mid = (k_lo + k_hi) // 2
-            if sorts_before(buf[mid], old):
-                k_lo = mid + 1
-            else:
-                k_hi = mid
-        at = k_lo
-    k = at
+    k = _place_of(buf, size, old)
     while k + 1 < size and not sorts_before(new, buf[k + 1]):  # new goes further up
         buf[k] = buf[k + 1]
         k += 1
