@@ -2776,6 +2776,26 @@ class StringNamespace:
         """Zeros at the start to ``length`` characters, after a leading ``+`` or ``-``."""
         return self._f("zfill", _count_param(length, "str.zfill", "length"))
 
+    def to_titlecase(self) -> Expr:
+        """Each word's first letter in title case, the rest lower case (``"ab cD"``: ``"Ab Cd"``).
+
+        A word is a run of cased letters: ``"they're"`` becomes ``"They'Re"``, as polars
+        (and Python's ``str.title``) give it.
+        """
+        return self._f("to_titlecase")
+
+    def normalize(self, form: str = "NFC") -> Expr:
+        """The strings in Unicode normal form ``form``: ``NFC``, ``NFKC``, ``NFD`` or ``NFKD``."""
+        if form not in ("NFC", "NFKC", "NFD", "NFKD"):
+            msg = (f"`str.normalize`: form {form!r} is not a Unicode normal form; use "
+                   "'NFC', 'NFKC', 'NFD' or 'NFKD'")  # fmt: skip
+            raise SchemaError(msg)
+        return self._f("normalize", form)
+
+    def escape_regex(self) -> Expr:
+        """Regex metacharacters escaped with a backslash, as polars (Rust's ``regex::escape``)."""
+        return self._f("escape_regex")
+
 
 def _text_param(value: Any, func: str, name: str, *, allow_none: bool = False) -> Any:
     """A text parameter of a string function, checked (a literal string)."""

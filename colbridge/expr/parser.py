@@ -377,7 +377,8 @@ _DT_FIELDS = (
     "days_in_month", "century", "millennium", "month_start", "month_end", "total_seconds",
     "total_minutes", "total_hours", "total_days", "total_milliseconds",
 )  # fmt: skip
-_STR_FUNCS = ("len_chars", "len_bytes", "to_integer", "to_lowercase", "to_uppercase")
+_STR_FUNCS = ("len_chars", "len_bytes", "to_integer", "to_lowercase", "to_uppercase",
+              "to_titlecase", "escape_regex")  # fmt: skip
 
 
 def _namespaced(namespace: str, name: str) -> _Function:
@@ -426,7 +427,7 @@ _NAMESPACE_METHODS: dict[str, frozenset[str]] = {
                       "to_date", "slice", "head", "tail", "strip_chars", "strip_chars_start",
                       "strip_chars_end", "strip_prefix", "strip_suffix", "pad_start",
                       "pad_end", "zfill", "replace", "replace_all", "count_matches",
-                      "find"}),
+                      "find", "normalize"}),
 }  # fmt: skip
 
 

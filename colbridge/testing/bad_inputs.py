@@ -675,6 +675,10 @@ CASES: list[BadInput] = [
              F, _m(lambda q: q.with_columns(c=cb.col("name").drop_nans().len())),
              E.InvalidOperationError, r'`col\("name"\)\.drop_nans\(\)`: a column of string '
              r"holds no NaN", r"use `drop_nulls`"),
+    BadInput("normalize-unknown-form", "operations", "`str.normalize('NFX')`", F,
+             _m(lambda q: q.with_columns(c=cb.col("name").str.normalize("NFX"))),
+             E.SchemaError, r"form 'NFX' is not a Unicode normal form",
+             r"use 'NFC', 'NFKC', 'NFD' or 'NFKD'"),
     BadInput("cli-unknown-column", "cli", "`--filter` on a column that does not exist",
              *_cli_column, 2, r"column `zz` not found", r"available|did you mean|columns"),
     BadInput("cli-negative-batch-rows", "cli", "`--batch-rows -5`", *_cli_rows, 2,

@@ -17,7 +17,7 @@ to U+001F).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 
@@ -65,6 +65,21 @@ def _strip_suffix(s: str, suffix: str) -> str:
     return s[: len(s) - len(suffix)] if suffix and s.endswith(suffix) else s
 
 
+#: the characters Rust's `regex::escape` escapes (polars' `str.escape_regex`): not
+#: Python's `re.escape` set (which escapes spaces and more)
+_REGEX_META = frozenset("\\.+*?()|[]{}^$#&-~")
+
+
+def _escape_regex(s: str) -> str:
+    return "".join("\\" + c if c in _REGEX_META else c for c in s)
+
+
+def _normalize(form: Literal["NFC", "NFKC", "NFD", "NFKD"]) -> Callable[[str], str]:
+    import unicodedata
+
+    return lambda s: unicodedata.normalize(form, s)
+
+
 def _lookup(table: dict[str, str]) -> Callable[[str], str]:
     # strings not among the table's keys stay as they are
     return lambda s: table.get(s, s)
@@ -87,6 +102,11 @@ STRING_MAPS: dict[str, Callable[..., Callable[[str], str]]] = {
     # every two characters, as in Rust)
     "replace": lambda pattern, value, n: lambda s: s.replace(pattern, value, n),
     "replace_all": lambda pattern, value: lambda s: s.replace(pattern, value),
+    # each word's first cased character in title case, the others lower case (Unicode's
+    # rules, as Rust's and Python's: "ǆ" titles to "ǅ", "ß" to "Ss", "they're" to "They'Re")
+    "to_titlecase": lambda: str.title,
+    "normalize": _normalize,  # NFC, NFKC, NFD or NFKD
+    "escape_regex": lambda: _escape_regex,
     # `replace(old, new)` of whole values: each string of `olds` by its `news`
     "replace_values": lambda olds, news: _lookup(dict(zip(olds, news, strict=True))),
 }
