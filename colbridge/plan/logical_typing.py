@@ -1233,11 +1233,47 @@ class LogicalTyping:
         value = self.op("mul" if op == "mul" else "floordiv", duration, number)
         return self.mark(value, logical)
 
+    def affixed(self, node: Binary, left: Node, right: Node, ll: Logical | None,
+                rl: Logical | None) -> Node:  # fmt: skip
+        """``s + "x"`` and ``"x" + s``: polars joins the strings.
+
+        A String, null where ``s`` is null, of a string, categorical or enum column
+        alike. With a text constant on one side, each distinct string of the column's dictionary
+        is joined to it (`colbridge.types.string_maps` ``affix``); the rows keep their
+        codes. Two columns are not joined (their pairs of strings would make a new
+        dictionary per row): refused, naming what works.
+        """
+        tc = self.tc
+        texts = [isinstance(side, Constant) and isinstance(side.value, str)
+                 for side in (left, right)]  # fmt: skip
+        if all(texts):
+            return tc.typed(Constant(left.value + right.value))  # type: ignore[attr-defined]
+        for constant, column, logical, prefix in ((right, left, ll, False),
+                                                  (left, right, rl, True)):  # fmt: skip
+            if isinstance(constant, Constant) and isinstance(constant.value, str) \
+                    and logical is not None and logical.is_string:  # fmt: skip
+                text = constant.value
+                affix = (text, "") if prefix else ("", text)
+                return self.mark(column, STRING, ("map", "affix", tc.dicts[column], *affix))
+        msg = (
+            f"`{node!r}`: `+` joins a string column with a text constant (`s + \"-x\"`, "
+            "`\"x-\" + s`) in colbridge expressions; two string columns (or a null) are not "
+            "joined: join them in polars (`pl.concat_str`)"
+        )
+        raise UnsupportedOperationError(msg)
+
     def string_binary(self, node: Binary, left: Node, right: Node, ll: Logical | None,
                       rl: Logical | None) -> Node:  # fmt: skip
-        """A comparison of strings: by label, through lookup tables."""
+        """A comparison of strings: by label, through lookup tables (``+``: `affixed`)."""
         tc = self.tc
         op = node.op
+        def text(side: Node, logical: Logical | None) -> bool:
+            constant = isinstance(side, Constant) and isinstance(side.value, str)
+            return constant or (logical is not None and logical.is_string) \
+                or (isinstance(side, Literal) and side.value is None)  # fmt: skip
+
+        if op == "add" and text(left, ll) and text(right, rl):
+            return self.affixed(node, left, right, ll, rl)
         if op not in COMPARISONS:
             msg = (
                 f"`{node!r}`: `{op}` is not defined for strings in colbridge expressions; "

@@ -105,6 +105,8 @@ STRING_MAPS: dict[str, Callable[..., Callable[[str], str]]] = {
     # each word's first cased character in title case, the others lower case (Unicode's
     # rules, as Rust's and Python's: "ǆ" titles to "ǅ", "ß" to "Ss", "they're" to "They'Re")
     "to_titlecase": lambda: str.title,
+    # `s + suffix`, `prefix + s`: polars joins the strings
+    "affix": lambda prefix, suffix: lambda s: prefix + s + suffix,
     "normalize": _normalize,  # NFC, NFKC, NFD or NFKD
     "escape_regex": lambda: _escape_regex,
     # `replace(old, new)` of whole values: each string of `olds` by its `news`

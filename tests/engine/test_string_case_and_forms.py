@@ -1,4 +1,4 @@
-"""``str.to_titlecase``, ``str.normalize`` and ``str.escape_regex`` against polars.
+"""String functions against polars: title case, normal forms, regex escapes, ``s + "x"``.
 
 Each maps a dictionary's distinct strings (`colbridge.types.string_maps`). Generated
 text mixes Latin, Greek and Cyrillic letters of every case, ``ß``, ``ǆ``, ligatures
@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import colbridge as cb
-from colbridge.errors import SchemaError
+from colbridge.errors import SchemaError, UnsupportedOperationError
 from colbridge.testing.asserts import assert_same_as_polars
 
 _ALPHABET = (
@@ -74,3 +74,35 @@ def test_the_cuda_code_path_gives_the_cpu_answers() -> None:
                               e=s.str.escape_regex(),
                               k=s.str.to_titlecase() == "Ab Cd")  # fmt: skip
     assert compute_on_host(q).equals(q.compute(device="cpu"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    values=st.lists(st.one_of(st.none(), st.text(_ALPHABET, max_size=6)), max_size=12),
+    prefix=st.text(_ALPHABET, max_size=3),
+    suffix=st.text(_ALPHABET, max_size=3),
+    categorical=st.booleans(),
+)
+def test_a_text_constant_added_to_strings_joins_them(
+    values: list[str | None], prefix: str, suffix: str, categorical: bool
+) -> None:
+    # polars' `+` of strings: a String (of a categorical too), null where the column is
+    column = pa.array(values, pa.string())
+    if categorical:
+        column = column.dictionary_encode()
+    table = pa.table({"s": column, "g": [i % 3 for i in range(len(values))]})
+    assert_same_as_polars(table, lambda m, q: q.with_columns(
+        a=m.col("s") + suffix, b=prefix + m.col("s"), c=m.lit(prefix) + m.col("s") + suffix,
+        d=(m.col("s") + suffix) == "x", n=(prefix + m.col("s")).str.len_chars(),
+        f=(m.col("s") + suffix).first().over("g")), kinds=("polars", "pyarrow"))  # fmt: skip
+    assert_same_as_polars(table, lambda m, q: q.group_by("g", maintain_order=True).agg(
+        k=(m.col("s") + suffix).max()), kinds=("polars",))  # fmt: skip
+
+
+def test_two_string_columns_are_not_joined() -> None:
+    table = pa.table({"s": ["a", "b"], "t": ["x", None]})
+    with pytest.raises(UnsupportedOperationError, match=r"two string columns .*concat_str"):
+        cb.lazy(table).select(cb.col("s") + cb.col("t")).compute()
+    got = cb.lazy(table).eval('u = s + "-"\nv = "<" + t').compute()
+    assert got["u"].to_pylist() == ["a-", "b-"]
+    assert got["v"].to_pylist() == ["<x", None]

@@ -194,9 +194,9 @@ def test_filter_on_strings_and_datetimes_mixed() -> None:
 
 @pytest.mark.parametrize(
     "build",
-    [lambda m: m.col("s") + "x", lambda m: m.col("s") > 3, lambda m: m.col("c").str.len_chars(),
-     lambda m: m.col("s").sum()],
-    ids=["concat", "str>int", "cat.len_chars", "sum"],
+    [lambda m: m.col("s") + m.col("c"), lambda m: m.col("s") > 3,
+     lambda m: m.col("c").str.len_chars(), lambda m: m.col("s").sum()],
+    ids=["concat two columns", "str>int", "cat.len_chars", "sum"],
 )  # fmt: skip
 def test_refused_with_a_clear_error(build: Any) -> None:
     t = pa.table({"s": ["a", None], "c": pa.array(["x", "y"]).dictionary_encode()})
