@@ -155,6 +155,13 @@ def dict_columns(spec: DictSpec) -> set[str]:
     return set()
 
 
+def _joinable(side: Node, logical: Logical | None) -> bool:
+    """A side of ``+`` that polars joins as a string: a string-like column, a text, a null."""
+    text = isinstance(side, Constant) and isinstance(side.value, str)
+    null = isinstance(side, Literal) and side.value is None
+    return text or null or (logical is not None and logical.is_string)
+
+
 class LogicalTyping:
     """The logical-type rules of one `TypeChecker` (see the module docstring)."""
 
@@ -1238,9 +1245,9 @@ class LogicalTyping:
         """``s + "x"`` and ``"x" + s``: polars joins the strings.
 
         A String, null where ``s`` is null, of a string, categorical or enum column
-        alike. With a text constant on one side, each distinct string of the column's dictionary
-        is joined to it (`colbridge.types.string_maps` ``affix``); the rows keep their
-        codes. Two columns are not joined (their pairs of strings would make a new
+        alike. With a text constant on one side, each distinct string of the column's
+        dictionary is joined to it (`colbridge.types.string_maps` ``affix``); the rows
+        keep their codes. Two columns are not joined (their pairs of strings would make a new
         dictionary per row): refused, naming what works.
         """
         tc = self.tc
@@ -1267,12 +1274,7 @@ class LogicalTyping:
         """A comparison of strings: by label, through lookup tables (``+``: `affixed`)."""
         tc = self.tc
         op = node.op
-        def text(side: Node, logical: Logical | None) -> bool:
-            constant = isinstance(side, Constant) and isinstance(side.value, str)
-            return constant or (logical is not None and logical.is_string) \
-                or (isinstance(side, Literal) and side.value is None)  # fmt: skip
-
-        if op == "add" and text(left, ll) and text(right, rl):
+        if op == "add" and _joinable(left, ll) and _joinable(right, rl):
             return self.affixed(node, left, right, ll, rl)
         if op not in COMPARISONS:
             msg = (
