@@ -14,8 +14,9 @@ semantics (``rolling_*`` need all 20 values of the window; ``ewm_mean`` is
   ``diff(1)`` (two outputs), ``x - x.shift(1, fill_value=0.0)`` (``shift fill``),
   ``ewm_mean(alpha=0.1)``, and the fused ``(x - x.shift(1)) / x.rolling_std(20)``;
 * ``rolling_mean``, ``cum_sum``, ``shift & diff`` and the fused one again with
-  ``.over("g")`` (the whole expression over the key), and ``rolling_min(20)`` and
-  ``rolling_median(20)`` over it (no hand kernel);
+  ``.over("g")`` (the whole expression over the key), and ``rolling_min(20)`` (a hand
+  kernel keeping a monotonic queue per group) and ``rolling_median(20)`` over it (no
+  hand kernel);
 * the time-based ``x.rolling_mean_by("t", "2d")``, plain and ``.over("g")``, where
   ``t`` is a sorted datetime column (microseconds, distinct seconds over 3 years, so
   about 9,000 rows a day at 1e7 rows; no ties, whose windows pandas takes row by
@@ -282,6 +283,53 @@ def _k_over_rolling_mean(x, v, ids, groups, w, out, vout):  # type: ignore[no-un
             s[g] = 0.0
             run[g] = 0
         out[i] = s[g] / w
+        byte = _put(vout, i, byte, np.int64(run[g] >= w))
+    _flush(vout, n, byte)
+
+
+@numba.njit(cache=True)
+def _k_over_rolling_min(x, v, ids, groups, w, out, vout):  # type: ignore[no-untyped-def]
+    """Per group, in frame order: a monotonic queue of the run's last ``w`` values.
+
+    With ``min_samples`` = ``w`` a window is valid only when its ``w`` rows are all
+    non-null, so a null empties the group's queue and restarts its run (as
+    `_k_over_rolling_mean`); of equal values the queue keeps the earliest in front.
+    """
+    n = x.shape[0]
+    vals = np.empty((groups, w))
+    pos = np.empty((groups, w), np.int64)
+    head = np.zeros(groups, np.int64)
+    size = np.zeros(groups, np.int64)
+    run = np.zeros(groups, np.int64)
+    byte = 0
+    for i in range(n):
+        g = ids[i]
+        if _bit(v, i):
+            xi = x[i]
+            r = run[g] + 1
+            run[g] = r
+            h = head[g]
+            k = size[g]
+            if k and pos[g, h] <= r - w:  # the front left the window
+                h = h + 1 if h + 1 < w else 0
+                k -= 1
+            while k:  # larger values behind the new one never become the minimum
+                b = h + k - 1
+                b = b - w if b >= w else b
+                if vals[g, b] <= xi:
+                    break
+                k -= 1
+            b = h + k
+            b = b - w if b >= w else b
+            vals[g, b] = xi
+            pos[g, b] = r
+            head[g] = h
+            size[g] = k + 1
+            out[i] = vals[g, h]
+        else:
+            run[g] = 0
+            size[g] = 0
+            out[i] = 0.0
         byte = _put(vout, i, byte, np.int64(run[g] >= w))
     _flush(vout, n, byte)
 
@@ -679,7 +727,7 @@ WORKLOADS: dict[str, Workload] = {
         f"`x.rolling_min({WINDOW}).over(g)`",
         _over(lambda ns: {"y": ns.col("x").rolling_min(WINDOW)}),
         lambda pdf: {"y": _pd_group_rolling(pdf, "min")},
-        None,
+        _hand_over(_k_over_rolling_min, False, WINDOW),
         over=True,
     ),
     "rolling_median over": Workload(
