@@ -72,7 +72,8 @@ def test_the_cuda_code_path_gives_the_cpu_answers() -> None:
     s: Any = cb.col("s")
     q = cb.lazy(table).select("g", t=s.str.to_titlecase(), n=s.str.normalize("NFKC"),
                               e=s.str.escape_regex(),
-                              k=s.str.to_titlecase() == "Ab Cd")  # fmt: skip
+                              k=s.str.to_titlecase() == "Ab Cd",
+                              j="<" + s + ">", m=(s + "!") == "x.y!")  # fmt: skip
     assert compute_on_host(q).equals(q.compute(device="cpu"))
 
 
