@@ -284,7 +284,7 @@ FUNCTIONS = frozenset(
         "log", "degrees", "radians", "cot", "is_in", "clip", "max_horizontal",
         "min_horizontal", "sum_horizontal", "mean_horizontal", "cast_like", "scalar_fill",
         "replace", "replace_strict", "fill_zero_or_one", "bin_intervals", "all_horizontal",
-        "any_horizontal", "is_close", "may_be_nan",
+        "any_horizontal", "is_close", "may_be_nan", "pair_float", "pair_result",
     }
 )  # fmt: skip
 

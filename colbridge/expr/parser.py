@@ -333,6 +333,17 @@ FUNCTIONS: dict[str, _Function] = {
         (_Param("y", keyword=False), _Param("x", keyword=False)),
         lambda y, x: api.arctan2(y, x), method=False, example="arctan2(y, x)",
     ),
+    "cov": _Function(
+        (_Param("a", keyword=False), _Param("b", keyword=False), _Param("ddof", "int", 1)),
+        lambda a, b, ddof: api.cov(a, b, ddof=ddof), method=False, example="cov(a, b)",
+    ),
+    "corr": _Function(
+        (_Param("a", keyword=False), _Param("b", keyword=False),
+         _Param("method", "str", "pearson"), _Param("propagate_nans", "bool", False)),
+        lambda a, b, method, propagate_nans: api.corr(a, b, method=method,
+                                                      propagate_nans=propagate_nans),
+        method=False, example='corr(a, b, method="spearman")',
+    ),
     "coalesce": _varargs("coalesce", lambda *xs: api.coalesce(*xs)),
     "max_horizontal": _varargs("max_horizontal", lambda *xs: api.max_horizontal(*xs)),
     "min_horizontal": _varargs("min_horizontal", lambda *xs: api.min_horizontal(*xs)),

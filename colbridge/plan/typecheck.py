@@ -991,6 +991,10 @@ class TypeChecker:
             return self._is_close(node)
         if node.name == "may_be_nan":
             return self._may_be_nan(node)
+        if node.name == "pair_float":
+            return self._pair_float(node)
+        if node.name == "pair_result":
+            return self._pair_result(node)
         if node.name in ("all_horizontal", "any_horizontal"):
             # a selection spread into its columns (`all_horizontal(cb.all() > 0)`): Kleene
             # AND (OR) of them, as written without one
@@ -1085,6 +1089,48 @@ class TypeChecker:
             raise InvalidOperationError(msg)
         # false on each row (Kleene: false and anything), of the column's length
         return self._check(Binary("and", Unary("is_null", x), Literal(False)))
+
+    def _pair_side(self, node: Function, arg: Node) -> tuple[Node, DType]:
+        """One side of ``cov``/``corr`` typed: a number or a boolean, refused otherwise."""
+        typed = self._typed(arg)
+        dtype = self.types[typed]
+        if typed in self.logical or not (dtype.is_float or dtype.is_integer or dtype.is_bool):
+            kind = self.logical.get(typed) or dtype
+            func = node.options[0]
+            # `pair_result` reads each side's `first()`: name the side as written
+            side = arg.arg if isinstance(arg, (Agg, GroupAgg)) and arg.func == "first" else arg
+            msg = (
+                f"`{func}` of `{side!r}`, which is {kind}: `{func}` takes numbers and "
+                "booleans; cast it to a number first (polars answers null for strings)"
+            )
+            raise InvalidOperationError(msg)
+        if dtype is DType.FLOAT16:
+            raise _float16_error(_quote(node))
+        return typed, dtype
+
+    def _pair_float(self, node: Function) -> Node:
+        """``pair_float(x, other)``: ``x`` where both sides are non-null, null elsewhere.
+
+        As Float64 (`colbridge.expr.api.cov`), or in its own type with the option
+        ``"own_type"`` (what Spearman's correlation ranks).
+        """
+        (x, _), (other, _) = (self._pair_side(node, a) for a in node.args)
+        value = x if "own_type" in node.options else self.cast_plain(x, DType.FLOAT64, False)
+        both = Binary("and", Unary("is_not_null", x), Unary("is_not_null", other))
+        return self._check(When(both, value, Literal(None)))
+
+    def _pair_result(self, node: Function) -> Node:
+        """``pair_result(value, a, b)``: ``cov``'s or ``corr``'s Float64 ``value`` typed.
+
+        As Float32 where the common type of ``a`` and ``b`` is Float32 (polars' type).
+        """
+        value, *sides = node.args
+        types = [self._pair_side(node, side)[1] for side in sides]
+        common = supertype(*types)
+        out = self._typed(value)
+        if common is DType.FLOAT32:
+            return self.cast_plain(out, DType.FLOAT32, False)
+        return out
 
     def _replace(self, node: Function) -> Node:
         """``replace(old, new)``: the values of ``old`` by those of ``new``, in the column's type.
