@@ -44,7 +44,24 @@ from colbridge.expr.api import (
     when,
 )
 from colbridge.expr.parser import parse_assignments, parse_expr
-from colbridge.expr.selectors import all, exclude
+from colbridge.expr.selectors import all, exclude, nth
+from colbridge.expr.shorthands import (
+    any,
+    count,
+    cum_count,
+    cum_sum,
+    first,
+    last,
+    max,
+    mean,
+    median,
+    min,
+    n_unique,
+    quantile,
+    std,
+    sum,
+    var,
+)
 from colbridge.expr.udf import UserFunction, udf
 from colbridge.lazy import GroupBy, LazyFrame
 from colbridge.types import DType
@@ -203,6 +220,7 @@ __all__ = [
     "WritableAliasWarning",
     "all",
     "all_horizontal",
+    "any",
     "any_horizontal",
     "arctan2",
     "as_tensor",
@@ -211,19 +229,34 @@ __all__ = [
     "coalesce",
     "col",
     "corr",
+    "count",
     "cov",
+    "cum_count",
+    "cum_sum",
     "exclude",
+    "first",
+    "last",
     "lazy",
     "len",
     "lit",
+    "max",
     "max_horizontal",
+    "mean",
     "mean_horizontal",
+    "median",
+    "min",
     "min_horizontal",
+    "n_unique",
+    "nth",
     "parse_assignments",
     "parse_expr",
+    "quantile",
+    "std",
+    "sum",
     "sum_horizontal",
     "to_tensor",
     "to_torch",
     "udf",
+    "var",
     "when",
 ]

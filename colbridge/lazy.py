@@ -48,20 +48,22 @@ def _executor() -> ThreadPoolExecutor:
 
 
 def _named(
-    exprs: Iterable[Any], named: Mapping[str, Any], available: Callable[[], Sequence[str]]
-) -> tuple[tuple[str, Node], ...]:
+    exprs: Iterable[Any], named: Mapping[str, Any], available: Callable[[], Sequence[str]],
+    frame: Callable[[], Sequence[str]] | None = None,
+) -> tuple[tuple[str, Node], ...]:  # fmt: skip
     """A step's ``(output name, expression)`` items, selections of columns expanded.
 
-    See `colbridge.expr.selectors.expand`; ``available()`` gives the columns there.
+    See `colbridge.expr.selectors.expand`; ``available()`` gives the columns there,
+    ``frame()`` those that column positions count, where they differ.
     """
     items: list[tuple[str, Node]] = []
     for e in exprs:
         if isinstance(e, (list, tuple)):
-            items.extend(_named(e, {}, available))
+            items.extend(_named(e, {}, available, frame))
             continue
-        items.extend(expand(as_expr(e).node, available))
+        items.extend(expand(as_expr(e).node, available, frame))
     for name, e in named.items():
-        items.extend((name, node) for _, node in expand(as_expr(e).node, available))
+        items.extend((name, node) for _, node in expand(as_expr(e).node, available, frame))
     return tuple(items)
 
 
@@ -429,7 +431,8 @@ class GroupBy:
         def available() -> list[str]:  # `all()` in an aggregation: every column but the keys
             return [n for n in self._frame._names() if n not in keys]
 
-        items = _named(exprs, named, available)
+        # positions (`nth`, `first()`) count the keys too, as in polars
+        items = _named(exprs, named, available, self._frame._names)
         return self._frame._then(Step("group_by", items, self._keys))
 
     def __repr__(self) -> str:

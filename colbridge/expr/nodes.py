@@ -353,12 +353,15 @@ class Selector(Node):
     Never planned: a step expands an expression holding selectors into one expression
     per selected column (`colbridge.expr.selectors.expand`). ``names`` are column names
     and ``^...$`` patterns, in order; ``every`` selects every column; ``exclude``
-    (names and patterns) is taken out of what the rest selects.
+    (names and patterns) is taken out of what the rest selects; ``positions`` select
+    by place among the frame's columns (keys included in ``group_by``, as polars).
     """
 
     names: tuple[str, ...] = ()
     every: bool = False
     exclude: tuple[str, ...] = ()
+    #: columns by position in the frame (``nth``; negative from the end)
+    positions: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -1106,6 +1109,8 @@ def _format(node: Node) -> str:
         return f'{node.arg!r}.alias("{node.name}")'
     if isinstance(node, Selector):
         text = "all()" if node.every else "col(" + ", ".join(repr(n) for n in node.names) + ")"
+        if node.positions:
+            text = "nth(" + ", ".join(str(k) for k in node.positions) + ")"
         if node.exclude:
             text += ".exclude(" + ", ".join(repr(n) for n in node.exclude) + ")"
         return text

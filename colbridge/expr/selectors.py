@@ -13,6 +13,7 @@ every other layer only ever see single-column expressions.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import re
 from collections.abc import Callable, Sequence
@@ -35,7 +36,7 @@ from colbridge.expr.nodes import (
 if TYPE_CHECKING:
     from colbridge.expr.api import Expr
 
-__all__ = ["NameNamespace", "all", "exclude", "expand", "is_pattern", "selected"]
+__all__ = ["NameNamespace", "all", "exclude", "expand", "is_pattern", "nth", "selected"]
 
 
 def is_pattern(name: str) -> bool:
@@ -43,10 +44,11 @@ def is_pattern(name: str) -> bool:
     return name.startswith("^") and name.endswith("$")
 
 
-def all() -> Expr:
+def all(*names: str | Sequence[str], ignore_nulls: bool = True) -> Expr:
     """Every column of the frame, as it stands at that step (``pl.all()``).
 
-    In ``group_by(...).agg(...)``, every column but the keys.
+    In ``group_by(...).agg(...)``, every column but the keys. With names, as polars:
+    whether every value of each named Boolean column is true (``cb.col(names).all()``).
 
     Examples
     --------
@@ -56,8 +58,10 @@ def all() -> Expr:
     >>> df.gpu.select(cb.all().sum()).compute().rows()
     [(3, 7.0)]
     """
-    from colbridge.expr.api import Expr
+    from colbridge.expr.api import Expr, col
 
+    if names:
+        return col(*names_of(names, "all")).all(ignore_nulls=ignore_nulls)
     return Expr(Selector(every=True))
 
 
@@ -92,15 +96,50 @@ def names_of(names: Sequence[Any], where: str) -> tuple[str, ...]:
     return tuple(flat)
 
 
-def selected(selector: Selector, available: Sequence[str]) -> list[str]:
+def nth(*indices: int | Sequence[int]) -> Expr:
+    """The frame's columns at these places, as ``pl.nth`` (negative counts from the end).
+
+    In ``group_by(...).agg(...)`` the places count the key columns too, as in polars.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import colbridge as cb
+    >>> df = pl.DataFrame({"a": [1, 2], "b": [3.0, 4.0], "c": [5, 6]})
+    >>> df.gpu.select(cb.nth(0, -1) * 10).compute().columns
+    ['a', 'c']
+    """
+    from colbridge.expr.api import Expr
+
+    flat: list[Any] = []
+    for k in indices:
+        flat.extend(k if isinstance(k, (list, tuple)) else [k])
+    if not flat or not builtins.all(isinstance(k, int) and not isinstance(k, bool)
+                                    for k in flat):  # fmt: skip
+        msg = f"`nth` takes one or more column positions (integers), got {flat!r}"
+        raise SchemaError(msg)
+    return Expr(Selector(positions=tuple(flat)))
+
+
+def selected(selector: Selector, available: Sequence[str],
+             frame: Sequence[str] | None = None) -> list[str]:  # fmt: skip
     """The columns ``selector`` picks from ``available``, each once.
 
     In the order given, or in the frame's order when a ``^...$`` pattern is among them
-    (as polars orders them).
+    (as polars orders them). Positions index ``frame`` (every column, the keys of a
+    ``group_by`` too; default ``available``).
     """
     chosen: list[str] = []
     if selector.every:
         chosen = list(available)
+    columns = available if frame is None else frame
+    for k in selector.positions:
+        if not -len(columns) <= k < len(columns):
+            msg = (f"`nth({k})`: the frame has {len(columns)} column(s) at this step "
+                   f"({', '.join(columns)}); give a position from {-len(columns)} to "
+                   f"{len(columns) - 1}")  # fmt: skip
+            raise ColumnNotFoundError(msg)
+        chosen.append(columns[k])
     for name in selector.names:
         if is_pattern(name):
             pattern = _compiled(name)
@@ -128,22 +167,26 @@ def _compiled(pattern: str) -> re.Pattern[str]:
 
 
 def _needs_names(selector: Selector) -> bool:
-    return selector.every or any(is_pattern(n) for n in selector.names)
+    return selector.every or bool(selector.positions) or any(is_pattern(n)
+                                                              for n in selector.names)
 
 
 def expand(
-    node: Node, available: Callable[[], Sequence[str]] | None = None
-) -> list[tuple[str, Node]]:
+    node: Node, available: Callable[[], Sequence[str]] | None = None,
+    frame: Callable[[], Sequence[str]] | None = None,
+) -> list[tuple[str, Node]]:  # fmt: skip
     """``node`` as one ``(output name, expression)`` per column its selectors pick.
 
     ``available()`` gives the frame's columns at this step; it is called only where a
-    selector needs them (``all()``, ``exclude``, a pattern). The expressions come back
-    without their `Alias` and `NameOp` wrappers, which only name the output.
+    selector needs them (``all()``, ``exclude``, a pattern, a position). ``frame()``,
+    where given, gives every column that positions count (a ``group_by``'s keys too,
+    which ``available()`` leaves out). The expressions come back without their `Alias`
+    and `NameOp` wrappers, which only name the output.
     """
     single = _single(node)
     if single is not None:
         return [single]
-    node = transform(node, _spreading(available))
+    node = transform(node, _spreading(available, frame))
     selectors = list(dict.fromkeys(n for n in walk(node) if isinstance(n, Selector)))
     if not selectors:
         return [(output_name(node), _unnamed(node))]
@@ -153,13 +196,15 @@ def expand(
         if _needs_names(sel) or any(is_pattern(n) for n in sel.exclude):
             if available is None:
                 msg = (
-                    f"`{node!r}` selects columns by pattern or with `all()`, which needs the "
-                    "frame's columns; name the columns here, e.g. `cb.col(\"a\", \"b\")`"
+                    f"`{node!r}` selects columns by pattern, place or with `all()`, which "
+                    "needs the frame's columns; name the columns here, e.g. "
+                    "`cb.col(\"a\", \"b\")`"
                 )
                 raise SchemaError(msg)
             if names is None:
                 names = list(available())
-            picked[sel] = selected(sel, names)
+            columns = list(frame()) if frame is not None and sel.positions else None
+            picked[sel] = selected(sel, names, columns)
         else:  # names alone: nothing to look up (a missing one is reported when planned)
             dropped = set(sel.exclude)
             explicit = [n for n in sel.names if n not in dropped]
@@ -198,7 +243,10 @@ def _single(node: Node) -> tuple[str, Node] | None:
     return output_name(node), node.arg if isinstance(node, Alias) else node
 
 
-def _spreading(available: Callable[[], Sequence[str]] | None) -> Callable[[Node], Node]:
+def _spreading(
+    available: Callable[[], Sequence[str]] | None,
+    frame: Callable[[], Sequence[str]] | None = None,
+) -> Callable[[Node], Node]:
     """Spread selections among the arguments of a horizontal function.
 
     ``sum_horizontal(all())`` sums every column, as in polars: there a selection is
@@ -210,7 +258,7 @@ def _spreading(available: Callable[[], Sequence[str]] | None) -> Callable[[Node]
         if not isinstance(n, Function) or not n.name.endswith("_horizontal") \
                 or not any(isinstance(m, Selector) for m in walk(n)):  # fmt: skip
             return n
-        args = tuple(e for a in n.args for _, e in expand(a, available))
+        args = tuple(e for a in n.args for _, e in expand(a, available, frame))
         if not args:
             msg = f"`{n!r}` selects no column for its arguments"
             raise SchemaError(msg)
