@@ -1467,6 +1467,68 @@ class Expr:
         """Largest non-null value."""
         return self._agg("max")
 
+    def max_by(self, by: Any) -> Expr:
+        """The value on the row where ``by`` is largest (its first such row), as polars.
+
+        ``by`` is an expression or a column name, of any type ``max`` orders; a NaN
+        ``by`` counts only where every value is NaN (as ``max``), and where ``by`` has
+        no value the result is null. A reduction: one value, per group in
+        ``group_by`` and ``over``.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"city": ["a", "b", "c"], "sales": [3, 9, 9]})
+        >>> df.gpu.select(cb.col("city").max_by("sales")).compute().item()
+        'b'
+        """
+        key = Expr(_arg_node(by))
+        return self.filter(key == key.max()).first()
+
+    def min_by(self, by: Any) -> Expr:
+        """The value on the row where ``by`` is smallest (its first such row), as polars.
+
+        As `max_by`.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"city": ["a", "b", "c"], "sales": [3, 1, 9]})
+        >>> df.gpu.select(cb.col("city").min_by("sales")).compute().item()
+        'b'
+        """
+        key = Expr(_arg_node(by))
+        return self.filter(key == key.min()).first()
+
+    def entropy(self, base: float = math.e, *, normalize: bool = True) -> Expr:
+        """``-sum(p * log(p, base))`` of the values ``p``, as polars' ``entropy``.
+
+        With ``normalize`` each value is first divided by the sum. A zero or negative
+        value gives NaN (``0 * log 0``), as in polars; nulls are left out of the sum,
+        but a column (or group) of one row, null or not, has entropy 0.0. Numbers
+        only; integers as Float64, Float32 kept.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"p": [0.5, 0.25, 0.25]})
+        >>> df.gpu.select(cb.col("p").entropy(base=2)).compute().item()
+        1.5
+        """
+        if isinstance(base, bool) or not isinstance(base, (int, float)):
+            msg = f"`entropy(base={base!r})`: the base is a number, e.g. `entropy(base=2)`"
+            raise SchemaError(msg)
+        flag = _flag(normalize, "entropy", "normalize")
+        p = Expr(Function("entropy_values", (self.node,)))
+        if flag:  # (polars skips the division where the sum is 1: the same values)
+            p = p / p.sum()
+        value = -(p * p.log(float(base))).sum()
+        # polars answers 0.0 for one row (of any value), where the formula gives -0.0
+        return when(p.len() != 1).then(value).otherwise(0.0)
+
     def nan_max(self) -> Expr:
         """Largest non-null value, or NaN where one is NaN (``max`` leaves NaN out), as polars.
 

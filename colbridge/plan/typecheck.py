@@ -993,6 +993,8 @@ class TypeChecker:
             return self._may_be_nan(node)
         if node.name == "pair_float":
             return self._pair_float(node)
+        if node.name == "entropy_values":
+            return self._entropy_values(node)
         if node.name == "pair_result":
             return self._pair_result(node)
         if node.name in ("all_horizontal", "any_horizontal"):
@@ -1089,6 +1091,20 @@ class TypeChecker:
             raise InvalidOperationError(msg)
         # false on each row (Kleene: false and anything), of the column's length
         return self._check(Binary("and", Unary("is_null", x), Literal(False)))
+
+    def _entropy_values(self, node: Function) -> Node:
+        """``entropy``'s values: floats as they are, integers as Float64; others refused."""
+        (x,) = node.args
+        typed = self._typed(x)
+        dtype = self.types[typed]
+        if typed in self.logical or not (dtype.is_float or dtype.is_integer):
+            kind = self.logical.get(typed) or dtype
+            msg = (f"`{x!r}.entropy()`: entropy takes numbers, and `{x!r}` is {kind}; cast "
+                   "it to a number first")  # fmt: skip
+            raise InvalidOperationError(msg)
+        if dtype is DType.FLOAT16:
+            raise _float16_error(_quote(node))
+        return typed if dtype.is_float else self.cast_plain(typed, DType.FLOAT64, False)
 
     def _pair_side(self, node: Function, arg: Node) -> tuple[Node, DType]:
         """One side of ``cov``/``corr`` typed: a number or a boolean, refused otherwise."""
