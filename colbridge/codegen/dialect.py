@@ -20,7 +20,7 @@ MATH_FUNCTIONS: frozenset[str] = frozenset(
     {
         "sqrt", "cbrt", "exp", "log", "log10", "log1p", "sin", "cos", "tan", "asin", "acos",
         "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "atan2", "floor", "ceil",
-        "rint", "fabs", "pow",
+        "rint", "fabs", "pow", "erf", "erfc",
     }
 )  # fmt: skip
 

@@ -92,6 +92,8 @@ __all__ = [
 FLOAT_FUNCTIONS: dict[str, str] = {
     "sqrt": "sqrt",
     "cbrt": "cbrt",
+    "erf": "erf",
+    "erfc": "erfc",
     "exp": "exp",
     "log": "log",
     "log10": "log10",

@@ -31,6 +31,8 @@ _FUNCTIONS: dict[str, tuple[int, Callable[..., Any]]] = {
     "sinh": (1, np.sinh), "cosh": (1, np.cosh), "tanh": (1, np.tanh),
     "asinh": (1, np.arcsinh), "acosh": (1, np.arccosh), "atanh": (1, np.arctanh),
     "atan2": (2, np.arctan2), "pow": (2, np.power),
+    "erf": (1, np.vectorize(math.erf, otypes=[np.float64])),  # NumPy has none
+    "erfc": (1, np.vectorize(math.erfc, otypes=[np.float64])),
 }  # fmt: skip
 
 

@@ -489,6 +489,23 @@ class Expr:
         """Cube root."""
         return self._unary("cbrt")
 
+    def erf(self) -> Expr:
+        """The error function, the C library's as polars calls it (Float32 computed in Float64).
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"x": [0.0, 0.5]})
+        >>> df.gpu.select(cb.col("x").erf()).compute()["x"].to_list()
+        [0.0, 0.5204998778130465]
+        """
+        return self._unary("erf")
+
+    def erfc(self) -> Expr:
+        """``1 - erf(x)``, computed without the cancellation (the C library's ``erfc``)."""
+        return self._unary("erfc")
+
     def exp(self) -> Expr:
         """``e ** self``."""
         return self._unary("exp")

@@ -104,7 +104,8 @@ LOGICAL = frozenset({"and", "or", "xor"})
 FLOAT_FUNCS = frozenset(
     {
         "sqrt", "cbrt", "exp", "log", "log10", "log1p", "sin", "cos", "tan", "arcsin",
-        "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh",
+        "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "erf",
+        "erfc",
     }
 )  # fmt: skip
 

@@ -724,6 +724,10 @@ class TypeChecker:
             raise SchemaError(msg)
         if op in FLOAT_FUNCS:
             res = float_result(t)
+            if op in ("erf", "erfc") and res is DType.FLOAT32:
+                # polars computes these of float64 and rounds the result to float32
+                wide = self._record(Unary(op, self._cast(arg, DType.FLOAT64)), DType.FLOAT64)
+                return self._cast(wide, DType.FLOAT32)
             return self._record(Unary(op, self._cast(arg, res)), res)
         if op in ("floor", "ceil", "round") and t.is_integer:
             return arg  # integers are already whole

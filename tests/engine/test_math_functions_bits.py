@@ -36,6 +36,8 @@ FUNCTIONS: dict[str, Any] = {
     "arccosh": lambda m, c: m.col(c).abs().arccosh(),
     "arctanh": lambda m, c: m.col("u").arctanh(),
     "arctan2": lambda m, c: m.arctan2(m.col(c), m.col("u")),
+    "erf": lambda m, c: m.col(c).erf(),  # Float32: computed in Float64, as polars
+    "erfc": lambda m, c: m.col(c).erfc(),
 }
 
 
@@ -67,3 +69,27 @@ def test_cbrt_is_the_same_on_every_tier(monkeypatch: pytest.MonkeyPatch) -> None
         results.append(df.gpu.select(y=cb.col("x").cbrt()).compute())
     assert_frame_equal(*results, check_exact=True)
     assert_frame_equal(results[0], df.select(y=pl.col("x").cbrt()), rel_tol=1e-15)
+
+
+def test_erf_of_integers_and_booleans(tier: str) -> None:
+    # polars: Float64 of integers and booleans
+    df = pl.DataFrame({"i": [-3, 0, 1, None, 2], "b": [True, False, None, True, False]},
+                      schema={"i": pl.Int16, "b": pl.Boolean})  # fmt: skip
+    exprs = lambda m: [m.col("i").erf(), m.col("b").erfc()]  # noqa: E731
+    assert_frame_equal(df.gpu.select(exprs(cb)).compute(), df.select(exprs(pl)),
+                       check_exact=True)  # fmt: skip
+    got = cb.lazy(df).eval("e = erf(i)\nc = i.erfc()").compute()
+    assert_frame_equal(pl.DataFrame(got).select("e", "c"),
+                       df.select(e=pl.col("i").erf(), c=pl.col("i").erfc()), check_exact=True)
+
+
+def test_erf_on_the_cuda_code_path() -> None:
+    import pyarrow as pa
+
+    from colbridge.testing.cuda_host import compute_on_host
+
+    df = _frame(pl.Float64).with_columns(f=pl.col("x").cast(pl.Float32))
+    q = cb.lazy(pa.table(df.to_arrow())).select(cb.col("x").erf(), cb.col("f").erfc())
+    # the host shim calls glibc's erf, polars' bits (a GPU's math library has its own)
+    assert_frame_equal(pl.from_arrow(compute_on_host(q)),
+                       df.select(pl.col("x").erf(), pl.col("f").erfc()), check_exact=True)
