@@ -1973,10 +1973,11 @@ def cov(a: Any, b: Any, *, ddof: int = 1, eager: bool = False) -> Expr:
     where ``n <= ddof``; NaN where a value is NaN. Float64, or Float32 where the two
     types' common type is Float32 (as polars). Numbers and booleans; a string names a
     column. Each mean is the first value plus the mean of the differences from it, as
-    polars anchors it (a column that does not vary gives exactly 0); polars sums in
-    blocks of 128 rows merged pairwise, colbridge in one pass: the two agree to a few
-    units in the last place on well-conditioned data. A reduction: one value, per group
-    in ``group_by`` and ``over``.
+    polars' later versions anchor it (a column that does not vary gives exactly 0;
+    polars 2.1 takes ``sum / n``, which can be an ulp off there: docs/semantics.md);
+    polars sums in blocks of 128 rows merged pairwise, colbridge in one pass: the two
+    agree to a few units in the last place on well-conditioned data. A reduction: one
+    value, per group in ``group_by`` and ``over``.
 
     Examples
     --------
