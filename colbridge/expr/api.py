@@ -2022,13 +2022,15 @@ def corr(
         raise SchemaError(msg)
     propagate = _flag(propagate_nans, "corr", "propagate_nans")
     _not_eager("corr", eager)
-    x, y, sides = _pairs("corr", a, b)
     if method == "spearman":
-        # each side ranked among the rows where both are present (`x`, `y` are null on
-        # the others), as polars ranks them
+        # each side ranked, in its own type, among the rows where both are present (null
+        # on the others), as polars ranks them
+        sides = (_arg_node(a), _arg_node(b))
         masked = [Expr(Function("pair_float", (p, q), ("corr", "own_type")))
                   for p, q in (sides, sides[::-1])]
         x, y = (m.rank("average") for m in masked)
+    else:
+        x, y, sides = _pairs("corr", a, b)
     dx, dy = x - _anchored_mean(x), y - _anchored_mean(y)
     spread = (dx * dx).sum() * (dy * dy).sum()
     value = when(spread > 0).then((dx * dy).sum() / spread.sqrt()).otherwise(float("nan"))
