@@ -1567,12 +1567,12 @@ class Expr:
         return when(nan.any()).then(self.filter(nan).first()).otherwise(extreme)
 
     def std(self, ddof: int = 1) -> Expr:
-        """Standard deviation with ``ddof`` delta degrees of freedom."""
-        return self._agg("std", ddof)
+        """Standard deviation with ``ddof`` delta degrees of freedom (0 to 255, as polars)."""
+        return self._agg("std", _ddof_param(ddof, "std"))
 
     def var(self, ddof: int = 1) -> Expr:
-        """Variance with ``ddof`` delta degrees of freedom."""
-        return self._agg("var", ddof)
+        """Variance with ``ddof`` delta degrees of freedom (0 to 255, as polars)."""
+        return self._agg("var", _ddof_param(ddof, "var"))
 
     def count(self) -> Expr:
         """Number of non-null values."""
@@ -2224,7 +2224,7 @@ def _count_param(value: Any, func: str, name: str, *, signed: bool = False,
 
 
 def _ddof_param(ddof: Any, func: str) -> int:
-    """A time-based window's ``ddof``: an integer from 0 to 255 (polars keeps it in a byte)."""
+    """A ``ddof``: an integer from 0 to 255 (polars keeps it in a byte)."""
     value = _count_param(ddof, func, "ddof")
     if value > 255:
         msg = f"`{func}(ddof={value})`: `ddof` must be at most 255"

@@ -96,6 +96,12 @@ def test_bad_calls_are_refused() -> None:
         cb.lazy(TABLE).select(cb.nth(4)).compute()
     with pytest.raises(ColumnNotFoundError, match=r"from -4 to 3"):
         cb.lazy(TABLE).select(cb.nth(-5)).compute()
+    # polars keeps `ddof` in a byte and refuses what does not fit (an OverflowError)
+    for ddof in (-1, 256):
+        with pytest.raises(SchemaError, match=r"`std\(ddof=-?\d+\)`: `ddof` must be"):
+            cb.std("c", ddof)
+        with pytest.raises(SchemaError, match=r"`var\(ddof=-?\d+\)`: `ddof` must be"):
+            cb.col("c").var(ddof)
 
 
 def test_all_without_names_still_selects_every_column() -> None:
