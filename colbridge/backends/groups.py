@@ -25,7 +25,8 @@ How (measured on this project's machines; see ``benchmarks/grouped.py``):
 ``first``, ``last`` (rows of the groups, then a take: any Arrow type) and
 ``n_unique`` (a factorization of (group, value) pairs), ``arg_min``/``arg_max``
 (a sort of each group's values by polars' order); ``count``/``null_count``
-of columns kernels cannot read (strings) from their validity.
+of columns kernels cannot read (strings) from their validity; the bitwise reductions
+(NumPy's ``ufunc.at`` per group).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import numpy as np
 import pyarrow as pa
 
 from colbridge.errors import UnsupportedTypeError
+from colbridge.expr.nodes import BITWISE_AGGS
 from colbridge.memory import empty_array, one_array, read_only
 
 if TYPE_CHECKING:
@@ -48,6 +50,7 @@ __all__ = [
     "GroupIds",
     "Grouping",
     "any_all",
+    "bitwise",
     "dictionary_encoded",
     "factorize",
     "gather_views",
@@ -629,6 +632,9 @@ def host_reduction(
     if func == "product":
         assert arg is not None
         return products(groups, arg, keep)
+    if func in BITWISE_AGGS:
+        assert arg is not None
+        return bitwise(func, groups, arg, keep)
     if func == "len":
         return pa.array(_counts(groups, keep).astype(np.uint32))
     assert arg is not None
@@ -828,6 +834,33 @@ def products(groups: GroupIds, arg: pa.Array, keep: np.ndarray[Any, Any] | None)
     out = np.ones(groups.count, dtype=data.type.to_pandas_dtype())
     _kernels().group_products(raw_values(data), present & rows, ids, out)
     return pa.array(out, type=data.type)
+
+
+def bitwise(func: str, groups: GroupIds, arg: pa.Array, keep: np.ndarray[Any, Any] | None
+            ) -> pa.Array:  # fmt: skip
+    """Each group's ``bitwise_and``/``_or``/``_xor`` of the non-null integers (or booleans).
+
+    The type kept; null for a group with no value, as polars, but for booleans per group
+    of keys (``group_by``, ``over``), where polars' grouped kernel answers the
+    operation's identity (AND: true, OR and XOR: false) and only over a whole column
+    null. (polars' streaming engine answers null there too; its default engine, the
+    oracle here, the identity.)
+    """
+    data = one_array(arg)
+    ids, present, rows = _rows_of(groups, data, keep)
+    take = present & rows
+    values = np.asarray(raw_values(data) if not pa.types.is_boolean(data.type) else
+                        data.fill_null(False).to_numpy(zero_copy_only=False))  # fmt: skip
+    ufunc = {"bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
+             "bitwise_xor": np.bitwise_xor}[func]  # fmt: skip
+    # the operation's identity: every bit set for AND (~0 of the type; True), none otherwise
+    start = ~np.zeros((), values.dtype) if func == "bitwise_and" else np.zeros((), values.dtype)
+    out = np.full(groups.count, start, dtype=values.dtype)
+    ufunc.at(out, ids[take], values[take])
+    if pa.types.is_boolean(data.type) and groups.ids is not None:
+        return pa.array(out, type=data.type)
+    counted = np.bincount(ids[take], minlength=groups.count)
+    return pa.array(out, type=data.type, mask=counted == 0)
 
 
 def any_all(func: str, groups: GroupIds, arg: pa.Array, keep: np.ndarray[Any, Any] | None, *,

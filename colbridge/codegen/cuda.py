@@ -248,6 +248,9 @@ class CDialect(Dialect):
     def to_uint64(self, a: str) -> str:
         return f"((unsigned long long)({a}))"
 
+    def popcount(self, a: str) -> str:
+        return f"((long long)__popcll((unsigned long long)({a})))"
+
     def search(self, table: str, length: str, value: str) -> str:
         return f"cb_search({table}, {length}, (long long)({value}))"
 

@@ -139,6 +139,10 @@ class Dialect:
         """``a`` reinterpreted as an unsigned 64-bit integer (two's complement)."""
         raise NotImplementedError
 
+    def popcount(self, a: str) -> str:
+        """The number of set bits of the unsigned 64-bit ``a``, as an int64."""
+        raise NotImplementedError
+
     # -- compiled user functions ----------------------------------------------------------
     def call(self, function: str, dtype: DType, args: list[str], guard: str | None) -> str:
         """A pair (value of ``dtype``, no exception) from user function wrapper ``function``.

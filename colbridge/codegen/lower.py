@@ -44,6 +44,7 @@ from colbridge.codegen.kernel import (
 )
 from colbridge.errors import UnsupportedOperationError
 from colbridge.expr.nodes import (
+    BIT_COUNT_FUNCS,
     Agg,
     Binary,
     Call,
@@ -584,6 +585,8 @@ class Lowering:
                 expr = d.select(positive, one,
                                 d.select(d.compare("<", a.expr, zero), minus, rest))  # fmt: skip
             return Val(self.declare(result, expr), a.valid)
+        if op in BIT_COUNT_FUNCS:
+            return Val(self.declare(result, self._bit_count(op, a.expr, src)), a.valid)
         if op == "arctanh":
             # as Rust's std (so polars) computes it, not the C library's atanh (they differ
             # in the last bit on a quarter of the rows): 0.5 * log1p(2x / (1 - x))
@@ -598,6 +601,46 @@ class Lowering:
             return Val(self.declare(result, d.math(func, result, a.expr)), a.valid)
         msg = f"function `{op}` has no {d.name} lowering"
         raise UnsupportedOperationError(msg)
+
+    def _bit_count(self, op: str, a: str, src: DType) -> str:
+        """Polars' ``bitwise_*`` count of integer (or boolean) ``a`` in its type's width.
+
+        The value's bits, zero-extended to 64 (a boolean is one bit); ones are counted
+        as the zeros of the complement within the width. Leading zeros: the width less
+        the set bits once every bit below the highest set one is set too; trailing
+        zeros: the set bits of ``~x & (x - 1)`` (the ones below the lowest set bit; all
+        64 for 0, hence the cap at the width). Every step a popcount, so all three
+        targets compute it the same way with one intrinsic.
+        """
+        d, u64, i64 = self.d, DType.UINT64, DType.INT64
+        width = 1 if src.is_bool else src.bits
+        if src.is_bool:
+            bits = d.select(a, d.const(1, u64), d.const(0, u64))
+        else:
+            unsigned = {8: DType.UINT8, 16: DType.UINT16, 32: DType.UINT32, 64: u64}[width]
+            bits = d.to_uint64(d.convert(a, unsigned))
+        x = self.declare(u64, bits)
+        kind = op.removeprefix("bitwise_")
+        if kind.endswith("_ones") and kind != "count_ones":
+            x = self.declare(u64, d.wrapping("^", x, d.const(2**width - 1, u64), u64))
+        w = d.const(width, i64)
+        if kind == "count_ones":
+            count = d.popcount(x)
+        elif kind == "count_zeros":
+            count = d.wrapping("-", w, d.popcount(x), i64)
+        elif kind.startswith("trailing"):
+            below = d.wrapping("&", d.invert(x, u64), d.wrapping("-", x, d.const(1, u64), u64),
+                               u64)  # fmt: skip
+            ones = self.declare(i64, d.popcount(below))
+            count = d.select(d.compare("<", ones, w), ones, w)
+        else:
+            smeared = x
+            for shift in (1, 2, 4, 8, 16, 32):
+                smeared = self.declare(
+                    u64, d.wrapping("|", smeared, d.shift_right(smeared, shift, u64), u64)
+                )
+            count = d.wrapping("-", w, d.popcount(smeared), i64)
+        return d.convert(count, DType.UINT32)
 
     @lower.register
     def _(self, node: Cast) -> Val:

@@ -219,6 +219,9 @@ class NumbaDialect(Dialect):
     def to_uint64(self, a: str) -> str:
         return f"np.uint64({a})"
 
+    def popcount(self, a: str) -> str:
+        return f"_popcount({a})"  # LLVM's ctpop, emitted in place
+
     def gather(self, array: str, index: str) -> str:
         return f"{array}[U({index})]"  # unsigned: no negative-index wraparound test
 

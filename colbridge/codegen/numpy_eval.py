@@ -161,6 +161,9 @@ class NumpyDialect(Dialect):
     def to_uint64(self, a: str) -> str:
         return f"_as({a}, np.uint64)"
 
+    def popcount(self, a: str) -> str:
+        return f"_as(np.bitwise_count(_as({a}, np.uint64)), np.int64)"
+
     def gather(self, array: str, index: str) -> str:
         return f"{array}[_as({index}, np.intp)]"
 

@@ -692,6 +692,66 @@ class Expr:
         """True where the value is +inf or -inf."""
         return self._unary("is_infinite")
 
+    def bitwise_count_ones(self) -> Expr:
+        """The number of set bits of each integer (or boolean), as UInt32.
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"a": [0, 5, -1]}, schema={"a": pl.Int8})
+        >>> df.gpu.select(cb.col("a").bitwise_count_ones()).compute()["a"].to_list()
+        [0, 2, 8]
+        """
+        return self._unary("bitwise_count_ones")
+
+    def bitwise_count_zeros(self) -> Expr:
+        """The number of unset bits of each integer in its type's width (a boolean: one bit).
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"a": [0, 5, -1]}, schema={"a": pl.Int8})
+        >>> df.gpu.select(cb.col("a").bitwise_count_zeros()).compute()["a"].to_list()
+        [8, 6, 0]
+        """
+        return self._unary("bitwise_count_zeros")
+
+    def bitwise_leading_ones(self) -> Expr:
+        """The number of set bits above the highest unset one (UInt32).
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"a": [0, -4, -1]}, schema={"a": pl.Int8})
+        >>> df.gpu.select(cb.col("a").bitwise_leading_ones()).compute()["a"].to_list()
+        [0, 6, 8]
+        """
+        return self._unary("bitwise_leading_ones")
+
+    def bitwise_leading_zeros(self) -> Expr:
+        """The number of unset bits above the highest set one, in the type's width (UInt32).
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"a": [0, 1, 5]}, schema={"a": pl.UInt16})
+        >>> df.gpu.select(cb.col("a").bitwise_leading_zeros()).compute()["a"].to_list()
+        [16, 15, 13]
+        """
+        return self._unary("bitwise_leading_zeros")
+
+    def bitwise_trailing_ones(self) -> Expr:
+        """The number of set bits below the lowest unset one (UInt32).
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"a": [0, 7, -1]}, schema={"a": pl.Int32})
+        >>> df.gpu.select(cb.col("a").bitwise_trailing_ones()).compute()["a"].to_list()
+        [0, 3, 32]
+        """
+        return self._unary("bitwise_trailing_ones")
+
+    def bitwise_trailing_zeros(self) -> Expr:
+        """The number of unset bits below the lowest set one; the type's width for 0 (UInt32).
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"a": [0, 8, 12]}, schema={"a": pl.Int64})
+        >>> df.gpu.select(cb.col("a").bitwise_trailing_zeros()).compute()["a"].to_list()
+        [64, 3, 2]
+        """
+        return self._unary("bitwise_trailing_zeros")
+
     def is_close(self, other: Any, *, abs_tol: float = 0.0, rel_tol: float = 1e-09,
                  nans_equal: bool = False) -> Expr:  # fmt: skip
         """True where the value is close to ``other`` (a number, or an expression per row).
@@ -1471,6 +1531,38 @@ class Expr:
         overflow; floats keep their type and multiply in row order.
         """
         return self._agg("product")
+
+    def bitwise_and(self) -> Expr:
+        """The bitwise AND of the non-null values of an integer (or boolean) column.
+
+        Its type kept, null when there are none, as polars (``group_by``, ``over`` too).
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"flags": [7, 5, None, 13]})
+        >>> df.gpu.select(cb.col("flags").bitwise_and()).compute()["flags"].to_list()
+        [5]
+        """
+        return self._agg("bitwise_and")
+
+    def bitwise_or(self) -> Expr:
+        """The bitwise OR of the non-null values (null when there are none).
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"flags": [1, 4, None, 8]})
+        >>> df.gpu.select(cb.col("flags").bitwise_or()).compute()["flags"].to_list()
+        [13]
+        """
+        return self._agg("bitwise_or")
+
+    def bitwise_xor(self) -> Expr:
+        """The bitwise exclusive OR of the non-null values (null when there are none).
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"flags": [1, 3, None, 8]})
+        >>> df.gpu.select(cb.col("flags").bitwise_xor()).compute()["flags"].to_list()
+        [10]
+        """
+        return self._agg("bitwise_xor")
 
     def mean(self) -> Expr:
         """Mean of the non-null values (null when there are none)."""

@@ -15,6 +15,8 @@ from colbridge.types.logical import Logical
 __all__ = [
     "AGG_FUNCS",
     "BINARY_OPS",
+    "BITWISE_AGGS",
+    "BIT_COUNT_FUNCS",
     "DISTINCT_FLAGS",
     "FOLDED_HOST_AGGS",
     "FUNCTIONS",
@@ -109,8 +111,16 @@ FLOAT_FUNCS = frozenset(
     }
 )  # fmt: skip
 
+# Counts of an integer's (or a boolean's) bits, in its type's width: UInt32, as polars.
+BIT_COUNT_FUNCS = frozenset(
+    {
+        "bitwise_count_ones", "bitwise_count_zeros", "bitwise_leading_ones",
+        "bitwise_leading_zeros", "bitwise_trailing_ones", "bitwise_trailing_zeros",
+    }
+)  # fmt: skip
+
 # Elementwise functions of one argument.
-UNARY_FUNCS = FLOAT_FUNCS | frozenset(
+UNARY_FUNCS = FLOAT_FUNCS | BIT_COUNT_FUNCS | frozenset(
     {
         "neg", "not", "abs", "floor", "ceil", "round", "sign", "is_null", "is_not_null",
         "is_nan", "is_not_nan", "is_finite", "is_infinite",
@@ -122,19 +132,23 @@ AGG_FUNCS = frozenset(
     {
         "sum", "mean", "min", "max", "std", "var", "count", "null_count", "len", "first",
         "last", "n_unique", "median", "quantile", "any", "all", "skew", "kurtosis", "product",
-        "arg_min", "arg_max",
+        "arg_min", "arg_max", "bitwise_and", "bitwise_or", "bitwise_xor",
     }
 )  # fmt: skip
+# The bits of an integer (or boolean) column's non-null values combined: its type kept,
+# null where there are none.
+BITWISE_AGGS = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor"})
 # Reductions computed on the host whose whole-column value a stream (or Dask) folds from
 # its pieces' values (`runtime.execute._HOSTED_FOLDS`): sums of counts, a product, the
-# extremes of temporal values.
-FOLDED_HOST_AGGS = frozenset({"count", "null_count", "len", "product", "min", "max"})
+# extremes of temporal values, the bitwise reductions.
+FOLDED_HOST_AGGS = frozenset({"count", "null_count", "len", "product", "min", "max"}) \
+    | BITWISE_AGGS
 # Shape statistics: typing writes them as two passes of sums (`typecheck._moments`).
 MOMENT_FUNCS = frozenset({"skew", "kurtosis"})
 # Reductions computed from a factorization (one group for a whole column), not by a fold:
 # a whole-column one is a `GroupAgg` over the empty key set.
 GROUPED_ONLY_FUNCS = frozenset({"first", "last", "n_unique", "median", "quantile", "any",
-                                "all", "product", "arg_min", "arg_max"})  # fmt: skip
+                                "all", "product", "arg_min", "arg_max"}) | BITWISE_AGGS  # fmt: skip
 # How `quantile` picks between the two values around its position (polars' names).
 QUANTILE_METHODS = ("nearest", "higher", "lower", "midpoint", "linear", "equiprobable")
 

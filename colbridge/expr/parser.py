@@ -101,7 +101,10 @@ def _one(name: str) -> _Function:
 _UNARY = (
     "abs", "sqrt", "cbrt", "exp", "log10", "log1p", "sin", "cos", "tan", "cot", "arcsin",
     "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "degrees",
-    "radians", "floor", "ceil", "sign", "erf", "erfc",
+    "radians", "floor", "ceil", "sign", "erf", "erfc", "bitwise_count_ones",
+    "bitwise_count_zeros", "bitwise_leading_ones", "bitwise_leading_zeros",
+    "bitwise_trailing_ones", "bitwise_trailing_zeros", "bitwise_and", "bitwise_or",
+    "bitwise_xor",
     "is_null", "is_not_null", "is_nan", "is_not_nan", "is_finite", "is_infinite", "sum", "mean",
     "min", "max", "count", "null_count", "first", "last", "n_unique", "median", "neg", "not_",
     "product", "arg_min", "arg_max", "has_nulls", "is_empty", "nan_max", "nan_min",

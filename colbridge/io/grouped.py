@@ -30,8 +30,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from colbridge.backends.groups import GroupIds, any_all, factorize, integer_values, take
+from colbridge.backends.groups import (
+    GroupIds,
+    any_all,
+    bitwise,
+    factorize,
+    integer_values,
+    take,
+)
 from colbridge.expr.nodes import (
+    BITWISE_AGGS,
     MOMENT_FUNCS,
     Agg,
     Cast,
@@ -409,6 +417,8 @@ def _merged(agg: GroupAgg, j: int, whole: pa.Table, groups: GroupIds) -> dict[st
         product = np.ones(count, dtype=values.dtype)
         np.multiply.at(product, ids, values)
         return {name: pa.array(product, type=t)}
+    if func in BITWISE_AGGS:  # the pieces' values combined (their nulls left out)
+        return {name: bitwise(func, groups, exact, None)}
     if func in ("any", "all"):
         # the pieces' answers, folded by the same (Kleene, without ignore_nulls) logic
         return {name: any_all(func, groups, exact, None, ignore_nulls=agg.options[0])}

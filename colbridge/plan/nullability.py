@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from colbridge.expr.nodes import (
+    BITWISE_AGGS,
     Agg,
     Binary,
     Call,
@@ -37,7 +38,7 @@ __all__ = ["Nullability"]
 
 # Reductions that are null on empty or all-null input (or one value, for std/var).
 NULLABLE_AGGS = frozenset({"mean", "min", "max", "std", "var", "median", "quantile", "any",
-                           "all", "arg_min", "arg_max"})  # fmt: skip
+                           "all", "arg_min", "arg_max"}) | BITWISE_AGGS  # fmt: skip
 
 
 class Nullability:

@@ -36,6 +36,8 @@ from colbridge.errors import (
     UnsupportedTypeError,
 )
 from colbridge.expr.nodes import (
+    BIT_COUNT_FUNCS,
+    BITWISE_AGGS,
     COMPARISONS,
     FLOAT_FUNCS,
     GROUPED_ONLY_FUNCS,
@@ -709,6 +711,10 @@ class TypeChecker:
             return self._record(Unary(op, arg), DType.BOOL)
         if arg in self.logical:
             return self._lt.unary(node, arg)
+        if op in BIT_COUNT_FUNCS:
+            if t.is_float:
+                raise _bad_type(node, t, _BITS_WANTED)
+            return self._record(Unary(op, arg), DType.UINT32)
         if op in ("is_nan", "is_not_nan", "is_finite", "is_infinite"):
             if t.is_bool:
                 raise _bad_type(node, t, "a numeric column")
@@ -2021,6 +2027,8 @@ class TypeChecker:
         result = agg_result(func, t)
         if func in ("first", "last", "n_unique", "arg_min", "arg_max"):
             return self._record(GroupAgg(func, filtered(typed), keys), result)
+        if func in BITWISE_AGGS and t.is_float:
+            raise _bad_type(node, t, _BITS_WANTED)
         if func == "product":  # multiplied in the result's type (integers wrap), as polars
             value = self._cast(typed, result)
             return self._record(GroupAgg(func, filtered(value), keys), result)
@@ -2160,6 +2168,8 @@ class TypeChecker:
         return self._record(When(enough, value, self._typed_literal(None, f64)), f64)
 
     def _scalar_agg(self, func: str, ddof: int, arg: Node, result: DType) -> Node:
+        if func in BITWISE_AGGS and self.types[arg].is_float:
+            raise _bad_type(Agg(func, arg), self.types[arg], _BITS_WANTED)
         if func in ("count", "null_count"):
             test = self._record(Unary("is_not_null" if func == "count" else "is_null", arg),
                                 DType.BOOL)  # fmt: skip
@@ -2376,7 +2386,8 @@ def _scan_of_kept_rows(arg: Node) -> Node:
 
 
 # Reductions whose value over copies of one value is not that of the value alone.
-_COUNTING_AGGS = frozenset({"sum", "product", "count", "null_count", "std", "var", "len"})
+_COUNTING_AGGS = frozenset({"sum", "product", "count", "null_count", "std", "var", "len",
+                            "bitwise_xor"})  # fmt: skip
 
 
 def is_one_value(node: Node) -> bool:
@@ -2421,6 +2432,10 @@ def _convert_scalar(value: bool | int | float, dtype: DType) -> bool | int | flo
         msg = f"literal {value!r} does not fit in {dtype}"
         raise SchemaError(msg)
     return value
+
+
+#: what the bitwise functions need, for their errors
+_BITS_WANTED = "an integer or boolean column (cast it first, e.g. `.cast(pl.Int64)`)"
 
 
 def _bad_type(node: Node, dtype: DType, wanted: str) -> SchemaError:

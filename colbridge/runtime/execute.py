@@ -1132,6 +1132,9 @@ _HOSTED_FOLDS: dict[str, Callable[[Any, Any], Any]] = {
     "product": lambda a, b: a * b,  # integers wrapped to their type (`_fold_hosted`)
     "min": min,
     "max": max,
+    "bitwise_and": lambda a, b: a & b,  # Python integers: exact; booleans stay booleans
+    "bitwise_or": lambda a, b: a | b,
+    "bitwise_xor": lambda a, b: a ^ b,
 }
 assert set(_HOSTED_FOLDS) == FOLDED_HOST_AGGS
 

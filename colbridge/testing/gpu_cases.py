@@ -97,6 +97,8 @@ def _int_arith(m: Any) -> dict[str, Any]:
         "div": a / b, "abs": a.abs(), "sign": a.sign(), "and": a & b, "or": a | b,
         "xor": a ^ b, "not": ~a, "eq": a == b, "lt": a < b, "ge": a >= b,
         "pow": a ** b.clip(0, 5), "clip": a.clip(-7, 9), "to_f": a.cast(m.Float64) * 0.5,
+        "ones": a.bitwise_count_ones(), "lead0": a.bitwise_leading_zeros(),
+        "trail1": b.bitwise_trailing_ones(),
     }  # fmt: skip
 
 
@@ -108,6 +110,8 @@ def _uint_arith(m: Any) -> dict[str, Any]:
         "sign": a.sign(), "abs": a.abs(), "div": a / b,
         "cmp_i64": a < m.col("c").cast(m.Int64, strict=False) - 100,
         "eq_i64": a == m.col("c").cast(m.Int64, strict=False) - 100,
+        "zeros": a.bitwise_count_zeros(), "lead1": a.bitwise_leading_ones(),
+        "trail0": b.bitwise_trailing_zeros(),
     }  # fmt: skip
 
 
@@ -120,6 +124,7 @@ def _logic(m: Any) -> dict[str, Any]:
         "when_null": m.when(b).then(c).otherwise(None),
         "coalesce": m.coalesce(c, c * 3, 7), "to_int": a.cast(m.Int32) + b.cast(m.Int32),
         "from_int": c.cast(m.Boolean), "kleene": (a & ~b) | (c > 5),
+        "bit_ones": a.bitwise_count_ones(), "bit_lead0": b.bitwise_leading_zeros(),
     }  # fmt: skip
 
 

@@ -112,7 +112,7 @@ def agg_result(func: str, a: DType) -> DType:
         return DType.FLOAT64
     if func == "product":  # polars: integers in Int64 (UInt64 stays), floats keep their width
         return a if a.is_float or a is DType.UINT64 else DType.INT64
-    if func in ("min", "max", "first", "last"):
+    if func in ("min", "max", "first", "last", "bitwise_and", "bitwise_or", "bitwise_xor"):
         return a
     if func in ("mean", "std", "var", "median", "quantile"):
         return a if a in (DType.FLOAT32, DType.FLOAT16) else DType.FLOAT64

@@ -141,7 +141,7 @@ _IDENT_CALL = re.compile(r"\b([A-Za-z_][A-Za-z_0-9]*)\s*\(")
 _ALLOWED_CALLS = MATH_FUNCTIONS | {
     "cb_floordiv", "cb_mod", "cb_ipow", "cb_isfinite", "cb_isinf", "cb_warp_sum", "cb_search",
     "elementwise", "reduce", "__longlong_as_double", "__int_as_float", "atomicAdd",
-    "__ballot_sync", "__shfl_xor_sync", "if", "while", "for", "return",
+    "__ballot_sync", "__shfl_xor_sync", "__popcll", "if", "while", "for", "return",
     "bool", "float", "double", "char", "short", "int", "long", "unsigned", "signed",
 }  # fmt: skip
 
