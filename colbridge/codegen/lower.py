@@ -406,13 +406,18 @@ class Lowering:
             return Val(self.declare(result, d.float_op("/", a.expr, b.expr, result)), valid)
         if op == "arctan2":
             return Val(self.declare(result, d.math("atan2", result, a.expr, b.expr)), valid)
-        if op in ("floordiv", "mod"):
+        if op in ("floordiv", "truncdiv", "mod"):
             if result.is_float:
                 # polars: a // b = floor(a / b) and a % b = a - b * floor(a / b), each step
-                # rounded to the result type (so x % inf is NaN, not x as in Python).
-                q = self.declare(
-                    result, d.math("floor", result, d.float_op("/", a.expr, b.expr, result))
-                )
+                # rounded to the result type (so x % inf is NaN, not x as in Python);
+                # truncdiv is a / b toward zero (ceil below zero keeps -0.0)
+                ratio = self.declare(result, d.float_op("/", a.expr, b.expr, result))
+                floor = d.math("floor", result, ratio)
+                if op == "truncdiv":
+                    below = d.compare("<", ratio, d.const(0.0, result))
+                    expr = d.select(below, d.math("ceil", result, ratio), floor)
+                    return Val(self.declare(result, expr), valid)
+                q = self.declare(result, floor)
                 if op == "floordiv":
                     return Val(q, valid)
                 prod = d.float_op("*", b.expr, q, result)
@@ -485,7 +490,7 @@ class Lowering:
 
     def _int_divmod(self, op: str, result: DType, a: Val, b: Val, valid: Valid,
                     constant: int | None) -> Val:  # fmt: skip
-        """Integer ``//`` and ``%``: by zero gives null; ``MIN // -1`` wraps, as in polars.
+        """Integer ``//``, ``truncdiv`` and ``%``: by zero gives null; ``MIN // -1`` wraps.
 
         ``constant`` is the divisor where it is a literal compiled into the kernel
         (`planner._constant_divisor`): other than 0 or -1, no row needs a check (and
@@ -493,6 +498,9 @@ class Lowering:
         """
         d = self.d
         if constant is not None and constant not in (0, -1):
+            if op == "truncdiv":
+                return Val(self.declare(result, self._toward_zero(a.expr, b.expr, result)),
+                           valid)  # fmt: skip
             divide = d.floordiv if op == "floordiv" else d.mod
             return Val(self.declare(result, divide(a.expr, b.expr, result)), valid)
         zero, one = d.const(0, result), d.const(1, result)
@@ -504,14 +512,31 @@ class Lowering:
             minus_one = self.declare(DType.BOOL, d.compare("==", b.expr, d.const(-1, result)))
             special = self.declare(DType.BOOL, d.or_(by_zero, minus_one))
         divisor = self.declare(result, d.select(special, one, b.expr))
-        if op == "floordiv":
-            expr = d.floordiv(a.expr, divisor, result)
+        if op in ("floordiv", "truncdiv"):
+            expr = d.floordiv(a.expr, divisor, result) if op == "floordiv" \
+                else self._toward_zero(a.expr, divisor, result)  # fmt: skip
             if minus_one is not None:
                 expr = d.select(minus_one, d.negate_wrapping(a.expr, result), expr)
         else:
             expr = d.select(special, zero, d.mod(a.expr, divisor, result))
         nonzero = self.declare(DType.BOOL, d.not_(by_zero), "m")
         return Val(self.declare(result, expr), self.both(valid, row=nonzero))
+
+    def _toward_zero(self, a: str, b: str, result: DType) -> str:
+        """Integer ``a / b`` rounded toward zero, ``b`` neither 0 nor -1 where ``a`` is MIN.
+
+        From the targets' floor division (numba's ``//`` floors): one more where the
+        division left a remainder and the signs differ (the floor went past zero).
+        """
+        d = self.d
+        quotient = d.floordiv(a, b, result)
+        if result.is_unsigned:
+            return quotient
+        zero = d.const(0, result)
+        remainder = d.compare("!=", d.mod(a, b, result), zero)
+        signs = d.compare("!=", d.compare("<", a, zero), d.compare("<", b, zero))
+        return d.wrapping("+", quotient, d.select(d.and_(remainder, signs), d.const(1, result),
+                                                  zero), result)  # fmt: skip
 
     def _int_pow(self, result: DType, exp_dtype: DType, a: Val, b: Val, valid: Valid) -> Val:
         d = self.d

@@ -397,6 +397,19 @@ class Expr:
         """``self / other`` (always a float result)."""
         return self._bin("truediv", other)
 
+    def truncdiv(self, other: Any) -> Expr:
+        """Divide, rounding the quotient toward zero (``floordiv`` rounds down), as polars.
+
+        The type ``//`` gives; an integer divided by 0 is null, ``MIN`` by -1 wraps;
+        floats are ``a / b`` truncated (by one value: ``a * (1 / b)``, as polars).
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"x": [-5, -4, 4, 5]})
+        >>> df.gpu.select(cb.col("x").truncdiv(2)).compute()["x"].to_list()
+        [-2, -2, 2, 2]
+        """
+        return self._bin("truncdiv", other)
+
     def floordiv(self, other: Any) -> Expr:
         """``self // other`` (floor division; integer division by zero gives null)."""
         return self._bin("floordiv", other)
@@ -1638,6 +1651,31 @@ class Expr:
         # polars answers 0.0 for one row (of any value), where the formula gives -0.0
         return when(p.len() != 1).then(value).otherwise(0.0)
 
+    def peak_max(self) -> Expr:
+        """True where the value is above both its neighbours, as polars' ``peak_max``.
+
+        The rows past either edge count as 0 of the column's type (polars' rule: the
+        last row of ``[1, 2, 3]`` is a peak, the first of ``[-3, -2]`` is not); a null
+        neighbour makes the answer null unless the other side already says false
+        (Kleene ``&``); NaN is above every number. Within groups with ``.over(keys)``.
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"a": [1, 3, 1, 3, 3, 5]})
+        >>> df.gpu.select(cb.col("a").peak_max()).compute()["a"].to_list()
+        [False, True, False, False, False, True]
+        """
+        return _peak(self, "gt", "peak_max")
+
+    def peak_min(self) -> Expr:
+        """True where the value is below both its neighbours (the edges' are 0), as polars.
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"a": [-2, 3, 1, 3, 0, 1]})
+        >>> df.gpu.select(cb.col("a").peak_min()).compute()["a"].to_list()
+        [True, False, True, False, True, False]
+        """
+        return _peak(self, "lt", "peak_min")
+
     def nan_max(self) -> Expr:
         """Largest non-null value, or NaN where one is NaN (``max`` leaves NaN out), as polars.
 
@@ -2084,7 +2122,12 @@ def cov(a: Any, b: Any, *, ddof: int = 1, eager: bool = False) -> Expr:
     x, y, sides = _pairs("cov", a, b)
     pairs = x.is_not_null().sum().cast(DType.FLOAT64)
     products = ((x - _anchored_mean(x)) * (y - _anchored_mean(y))).sum()
-    value = when(pairs > ddof).then(products / (pairs - ddof)).otherwise(None)
+    # polars' running state gives a lone row (of a frame or group without nulls) a
+    # co-moment of exactly 0, infinite or NaN values included. (The first `then` names
+    # the result, as in polars: the first side's name.)
+    several = (pairs != 1) | (x.len() != 1)
+    value = when(pairs > ddof).then(
+        when(several).then(products / (pairs - ddof)).otherwise(0.0)).otherwise(None)
     return _pair_result("cov", value, sides)
 
 
@@ -2152,6 +2195,22 @@ def _pair_result(func: str, value: Expr, sides: tuple[Node, Node]) -> Expr:
     """
     witnesses = tuple(Expr(side).first().node for side in sides)
     return Expr(Function("pair_result", (value.node, *witnesses), (func,)))
+
+
+def _peak(x: Expr, op: str, func: str) -> Expr:
+    """``peak_max`` (``op`` "gt") or ``peak_min`` ("lt"): polars' comparisons with both neighbours.
+
+    polars shifts the column both ways filling 0 of its type, then compares and takes
+    the Kleene AND: a row with no neighbour on a side (the first and last rows, of a
+    group under ``over``) is compared with 0 there, as a number (a boolean with false).
+    """
+    v = Expr(Function("peak_values", (x.node,), (func,)))
+
+    def side(n: int) -> Expr:
+        inside = Expr(Scan("shift_in_range", v.node, (n,)))
+        return when(inside).then(v._bin(op, v.shift(n))).otherwise(v._bin(op, 0))
+
+    return side(1) & side(-1)
 
 
 def _anchored_mean(x: Expr) -> Expr:

@@ -86,6 +86,7 @@ BINARY_OPS = {
     "mul": "*",
     "truediv": "/",
     "floordiv": "//",
+    "truncdiv": "truncdiv",  # written a.truncdiv(b)
     "mod": "%",
     "pow": "**",
     "eq": "==",
@@ -300,7 +301,7 @@ FUNCTIONS = frozenset(
         "min_horizontal", "sum_horizontal", "mean_horizontal", "cast_like", "scalar_fill",
         "replace", "replace_strict", "fill_zero_or_one", "bin_intervals", "all_horizontal",
         "any_horizontal", "is_close", "may_be_nan", "pair_float", "pair_result",
-        "entropy_values",
+        "entropy_values", "peak_values",
     }
 )  # fmt: skip
 
@@ -1091,6 +1092,8 @@ def _format(node: Node) -> str:
     if isinstance(node, Binary):
         if node.op == "arctan2":
             return f"arctan2({node.left!r}, {node.right!r})"
+        if node.op == "truncdiv":
+            return f"{node.left!r}.truncdiv({node.right!r})"
         return f"({node.left!r} {BINARY_OPS[node.op]} {node.right!r})"
     if isinstance(node, Unary):
         if node.op == "neg":

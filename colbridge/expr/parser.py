@@ -104,7 +104,7 @@ _UNARY = (
     "radians", "floor", "ceil", "sign", "erf", "erfc", "bitwise_count_ones",
     "bitwise_count_zeros", "bitwise_leading_ones", "bitwise_leading_zeros",
     "bitwise_trailing_ones", "bitwise_trailing_zeros", "bitwise_and", "bitwise_or",
-    "bitwise_xor",
+    "bitwise_xor", "peak_max", "peak_min",
     "is_null", "is_not_null", "is_nan", "is_not_nan", "is_finite", "is_infinite", "sum", "mean",
     "min", "max", "count", "null_count", "first", "last", "n_unique", "median", "neg", "not_",
     "product", "arg_min", "arg_max", "has_nulls", "is_empty", "nan_max", "nan_min",
@@ -112,8 +112,8 @@ _UNARY = (
     "is_duplicated", "is_unique", "is_first_distinct", "is_last_distinct", "rle_id",
 )  # fmt: skip
 _OPERATORS = (
-    "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "eq", "ne", "lt", "le", "gt", "ge",
-    "xor", "eq_missing", "ne_missing",
+    "add", "sub", "mul", "truediv", "floordiv", "truncdiv", "mod", "pow", "eq", "ne", "lt",
+    "le", "gt", "ge", "xor", "eq_missing", "ne_missing",
 )  # fmt: skip
 
 

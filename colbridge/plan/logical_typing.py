@@ -1674,6 +1674,7 @@ def _is_literal(node: Node) -> bool:
 
 def _op_error(node: Node, a: Any, b: Any) -> SchemaError:
     sym = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
+           "truncdiv": "truncdiv",
            "pow": "**", "and": "&", "or": "|", "xor": "^"}  # fmt: skip
     op = getattr(node, "op", "")
     what = f"`{sym.get(op, op)}`" if op else "this operation"

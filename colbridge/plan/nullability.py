@@ -98,7 +98,7 @@ class Nullability:
             return False
         if isinstance(node, Binary):
             either = self.may_be_null(node.left) or self.may_be_null(node.right)
-            if node.op in ("floordiv", "mod") and self.types[node].is_integer:
+            if node.op in ("floordiv", "truncdiv", "mod") and self.types[node].is_integer:
                 # Integer division by zero gives null, as in polars.
                 divisor = node.right
                 return either or not (isinstance(divisor, Literal) and divisor.value not in (0,))

@@ -344,7 +344,7 @@ class Segment:
 
 def _constant_divisor(node: Node, types: Mapping[Node, DType]) -> bool:
     """Integer ``//`` or ``%`` by a literal: the literal is compiled in, not passed."""
-    if not (isinstance(node, Binary) and node.op in ("floordiv", "mod")):
+    if not (isinstance(node, Binary) and node.op in ("floordiv", "truncdiv", "mod")):
         return False
     result = types.get(node)
     return (result is not None and result.is_integer and isinstance(node.right, Literal)

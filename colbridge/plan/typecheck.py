@@ -131,7 +131,8 @@ def _is_dynamic_literal(node: Node) -> bool:
 
 
 # Operations that keep an expression of dynamic numbers dynamic (as polars does).
-_DYNAMIC_BINARY = frozenset({"add", "sub", "mul", "floordiv", "mod", "pow", "and", "or", "xor"})
+_DYNAMIC_BINARY = frozenset({"add", "sub", "mul", "floordiv", "truncdiv", "mod", "pow", "and",
+                             "or", "xor"})  # fmt: skip
 _DYNAMIC_UNARY = frozenset({"neg", "abs", "round", "floor", "ceil", "sign"})
 # Arithmetic in which a Python float next to a boolean stays a Python float.
 _ARITHMETIC = frozenset({"add", "sub", "mul", "mod"})
@@ -151,6 +152,8 @@ def _fold_int(op: str, a: int, b: int) -> int | None:
         return a - b
     if op == "mul":
         return a * b
+    if op == "truncdiv":
+        return None  # not folded by polars: a dynamic integer, typed by its left number
     if op in ("floordiv", "mod"):
         if b == 0:
             return None  # null in polars; left to the kernels
@@ -461,7 +464,7 @@ class TypeChecker:
                 f"null-typed column has no type); give it one, e.g. `lit(None, dtype='float64')`"
             )
             raise SchemaError(msg)
-        if node.op == "floordiv" and any(
+        if node.op in ("floordiv", "truncdiv") and any(
             self._dynamic_kind(n) == "float" and not self._is_dynamic(o) and self.types[o].is_bool
             for n, o in ((left, right), (right, left))
         ):
@@ -598,13 +601,18 @@ class TypeChecker:
         else:
             st = self._super(lt, rt, node)
         left, right = self._cast(left, st), self._cast(right, st)
-        if op in ("floordiv", "mod") and st.is_float and is_scalar(right) \
+        if op in ("floordiv", "truncdiv", "mod") and st.is_float and is_scalar(right) \
                 and not is_scalar(left):  # fmt: skip
             # as `/`: polars takes x // c as floor(x * (1 / c)) and x % c as
-            # x - c * floor(x * (1 / c)) for one value c (0.3 // 0.1 is 3.0 there, not 2.0)
+            # x - c * floor(x * (1 / c)) for one value c (0.3 // 0.1 is 3.0 there, not 2.0);
+            # truncdiv the same, truncated
             one = self._typed_literal(1, st)
             reciprocal = self._record(Binary("truediv", one, right), st)
             scaled = self._record(Binary("mul", left, reciprocal), st)
+            if op == "truncdiv":  # toward zero: ceil below 0 (-0.0 kept), floor otherwise
+                below = self._record(Binary("lt", scaled, self._typed_literal(0, st)), DType.BOOL)
+                return self._record(When(below, self._record(Unary("ceil", scaled), st),
+                                         self._record(Unary("floor", scaled), st)), st)  # fmt: skip
             quotient = self._record(Unary("floor", scaled), st)
             if op == "floordiv":
                 return quotient
@@ -1005,6 +1013,8 @@ class TypeChecker:
             return self._pair_float(node)
         if node.name == "entropy_values":
             return self._entropy_values(node)
+        if node.name == "peak_values":
+            return self._peak_values(node)
         if node.name == "pair_result":
             return self._pair_result(node)
         if node.name in ("all_horizontal", "any_horizontal"):
@@ -1115,6 +1125,27 @@ class TypeChecker:
         if dtype is DType.FLOAT16:
             raise _float16_error(_quote(node))
         return typed if dtype.is_float else self.cast_plain(typed, DType.FLOAT64, False)
+
+    def _peak_values(self, node: Function) -> Node:
+        """``peak_max``'s (``peak_min``'s) values: numbers, booleans, temporal values' integers.
+
+        polars compares a date, a time, a datetime or a duration by its stored integer
+        (the rows past the edges are 0 of the type: 1970-01-01 for a date).
+        """
+        (x,) = node.args
+        typed = self._typed(x)
+        logical = self.logical.get(typed)
+        dtype = self.types[typed]
+        if logical is not None and logical.is_temporal:
+            return self._lt.to_physical(typed, node)
+        if logical is not None or not (dtype.is_numeric or dtype.is_bool):
+            func = node.options[0]
+            msg = (f"`{x!r}.{func}()`: `{func}` takes numbers, booleans and temporal values, "
+                   f"and `{x!r}` is {logical or dtype}; cast it first")  # fmt: skip
+            raise InvalidOperationError(msg)
+        if dtype is DType.FLOAT16:
+            raise _float16_error(_quote(node))
+        return typed
 
     def _pair_side(self, node: Function, arg: Node) -> tuple[Node, DType]:
         """One side of ``cov``/``corr`` typed: a number or a boolean, refused otherwise."""

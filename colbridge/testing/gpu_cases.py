@@ -67,7 +67,8 @@ def _float_exact(m: Any) -> dict[str, Any]:
     a, b, c = m.col("a"), m.col("b"), m.col("c")
     return {
         "add": a + b, "sub": a - b, "mul": a * b, "div": a / b, "floordiv": a // b,
-        "mod": a % b, "neg": -a, "abs": a.abs(), "sign": a.sign(), "sqrt": a.sqrt(),
+        "truncdiv": a.truncdiv(b), "mod": a % b, "neg": -a, "abs": a.abs(), "sign": a.sign(),
+        "sqrt": a.sqrt(),
         "floor": a.floor(), "ceil": a.ceil(), "round": a.round(),
         "round2": a.round(2), "round_away": a.round(1, mode="half_away_from_zero"),
         "eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b,
@@ -98,6 +99,7 @@ def _int_arith(m: Any) -> dict[str, Any]:
         "xor": a ^ b, "not": ~a, "eq": a == b, "lt": a < b, "ge": a >= b,
         "pow": a ** b.clip(0, 5), "clip": a.clip(-7, 9), "to_f": a.cast(m.Float64) * 0.5,
         "ones": a.bitwise_count_ones(), "lead0": a.bitwise_leading_zeros(),
+        "truncdiv": a.truncdiv(b), "truncdiv_k": a.truncdiv(-3),
         "trail1": b.bitwise_trailing_ones(),
     }  # fmt: skip
 
@@ -111,6 +113,7 @@ def _uint_arith(m: Any) -> dict[str, Any]:
         "cmp_i64": a < m.col("c").cast(m.Int64, strict=False) - 100,
         "eq_i64": a == m.col("c").cast(m.Int64, strict=False) - 100,
         "zeros": a.bitwise_count_zeros(), "lead1": a.bitwise_leading_ones(),
+        "truncdiv": a.truncdiv(b),
         "trail0": b.bitwise_trailing_zeros(),
     }  # fmt: skip
 

@@ -189,6 +189,33 @@ def test_fewer_rows_than_needed() -> None:
         assert math.isnan(want[2])
 
 
+def test_a_lone_row_has_covariance_zero() -> None:
+    # polars' running state: one row (of a frame or group without nulls) has a co-moment
+    # of exactly 0 whatever its values; beside a null row the formula's NaN stays
+    df = pl.DataFrame({"g": ["x", "z", "y", "z", "w", "w"],
+                       "a": [-math.inf, 1000.0, math.nan, 1000.0, 5.0, None],
+                       "b": [3.0, None, 1000.0, 0.5, math.nan, 1.0]})  # fmt: skip
+    stats = lambda m: [m.cov("a", "b", ddof=0), m.cov("a", "b").alias("c1")]  # noqa: E731
+    got = df.gpu.group_by("g", maintain_order=True).agg(stats(cb)).compute()
+    want = df.group_by("g", maintain_order=True).agg(stats(pl))
+    assert_frame_equal(got, want)
+    assert got["a"].to_list()[:3] == [0.0, 0.0, 0.0]
+    assert math.isnan(got["a"][3])
+    assert_frame_equal(df.gpu.select([e.over("g") for e in stats(cb)]).compute(),
+                       df.select([e.over("g") for e in stats(pl)]))  # fmt: skip
+    one = df.head(1)
+    assert_frame_equal(one.gpu.select(stats(cb)).compute(), one.select(stats(pl)))
+
+
+def test_unaliased_results_take_the_first_sides_name() -> None:
+    df = pl.DataFrame({"a": [1.0, 2.0, 4.0], "b": [3.0, 1.0, 2.0]})
+    exprs = lambda m: [m.cov("a", "b"), m.corr("b", "a").alias("r"),  # noqa: E731
+                       m.cov(m.col("b") * 2, "a").alias("q")]
+    assert df.gpu.select(exprs(cb)[0]).compute().columns == ["a"]
+    assert df.gpu.select(cb.cov(cb.col("b") * 2, "a")).compute().columns == ["b"]
+    assert_frame_equal(df.gpu.select(exprs(cb)).compute(), df.select(exprs(pl)))
+
+
 @pytest.mark.parametrize("column", [pa.array(["a", "b"]), pa.array([1, 2], pa.date32())])
 def test_other_types_are_refused(column: pa.Array) -> None:
     # polars answers null for strings; colbridge names the column and the way out
