@@ -1201,6 +1201,37 @@ class Expr:
             raise SchemaError(msg)
         return Expr(Scan("interpolate", self.node, (method,)))
 
+    def interpolate_by(self, by: Any) -> Expr:
+        """Nulls filled linearly in ``by`` between the values around them, as polars.
+
+        The rows are taken in the order of ``by`` (equal ones in frame order); a null
+        between two values is ``low + (by - by_low) * ((high - low) / (by_high -
+        by_low))`` in the result's type (integers as Float64, floats keep theirs; the
+        ``by`` differences taken in ``by``'s own type, a date's or datetime's integers,
+        then converted). Nulls before the first value and after the last stay null.
+        Values of Int32, Int64, UInt32, UInt64 or a float type; ``by`` of those, a
+        Date or a Datetime, without nulls (as polars). Per group with ``.over(keys)``.
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"a": [1, None, None, 3], "b": [1, 2, 7, 8]})
+        >>> df.gpu.select(cb.col("a").interpolate_by("b")).compute()["a"].round(4).to_list()
+        [1.0, 1.2857, 2.7143, 3.0]
+        """
+        key = _arg_node(by)
+        y = Expr(Function("interpolate_by_values", (self.node,)))
+        x = Expr(Function("interpolate_by_key", (key,)))
+        known = y.is_not_null()
+        x_known = when(known).then(x)
+        y0, y1 = y.forward_fill(), y.backward_fill()
+        x0, x1 = x_known.forward_fill(), x_known.backward_fill()
+
+        def as_y(e: Expr) -> Expr:  # a `by` difference in the values' float type
+            return Expr(Function("cast_like", (e.node, y.node)))
+
+        slope = (y1 - y0) / as_y(x1 - x0)
+        value = y0 + as_y(x - x0) * slope
+        return when(known).then(y).otherwise(value).over(order_by=Expr(key))
+
     def rank(self, method: str = "average", *, descending: bool = False,
              seed: int | None = None) -> Expr:  # fmt: skip
         """Each value's rank among the column's non-null values, 1 for the smallest (polars).

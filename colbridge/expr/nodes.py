@@ -301,7 +301,7 @@ FUNCTIONS = frozenset(
         "min_horizontal", "sum_horizontal", "mean_horizontal", "cast_like", "scalar_fill",
         "replace", "replace_strict", "fill_zero_or_one", "bin_intervals", "all_horizontal",
         "any_horizontal", "is_close", "may_be_nan", "pair_float", "pair_result",
-        "entropy_values", "peak_values",
+        "entropy_values", "peak_values", "interpolate_by_values", "interpolate_by_key",
     }
 )  # fmt: skip
 

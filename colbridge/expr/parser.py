@@ -288,6 +288,8 @@ FUNCTIONS: dict[str, _Function] = {
         lambda x, method, descending: x.rank(method, descending=descending),
         example='rank(x, "dense")',
     ),
+    "interpolate_by": _Function((_x(), _Param("by")), lambda x, by: x.interpolate_by(by),
+                                example="interpolate_by(temp, time)"),
     "max_by": _Function((_x(), _Param("by")), lambda x, by: x.max_by(by),
                         example="max_by(carrier, dep_delay)"),
     "min_by": _Function((_x(), _Param("by")), lambda x, by: x.min_by(by),

@@ -1015,6 +1015,8 @@ class TypeChecker:
             return self._entropy_values(node)
         if node.name == "peak_values":
             return self._peak_values(node)
+        if node.name in ("interpolate_by_values", "interpolate_by_key"):
+            return self._interpolate_by_operand(node)
         if node.name == "pair_result":
             return self._pair_result(node)
         if node.name in ("all_horizontal", "any_horizontal"):
@@ -1146,6 +1148,40 @@ class TypeChecker:
         if dtype is DType.FLOAT16:
             raise _float16_error(_quote(node))
         return typed
+
+    def _interpolate_by_operand(self, node: Function) -> Node:
+        """An operand of ``interpolate_by``: the values as their float type, or ``by``'s numbers.
+
+        The types polars takes: values of Int32, Int64, UInt32, UInt64 (as Float64) or
+        a float type; ``by`` of those, a date or a datetime (its stored integers). A null
+        ``by`` is an error on the rows (polars does not support it yet).
+        """
+        (x,) = node.args
+        typed = self._typed(x)
+        logical = self.logical.get(typed)
+        dtype = self.types[typed]
+        numbers = (DType.INT32, DType.INT64, DType.UINT32, DType.UINT64, DType.FLOAT32,
+                   DType.FLOAT64)  # fmt: skip
+        key = node.name == "interpolate_by_key"
+        dated = logical is not None and logical.kind in ("date", "datetime")
+        if (logical is not None and not (key and dated)) or dtype not in numbers:
+            msg = (f"`interpolate_by`: `{x!r}` ({'`by`' if key else 'the values'}) is "
+                   f"{logical or dtype}; polars takes values of Int32, Int64, UInt32, UInt64, "
+                   "Float32 or Float64 and a `by` of those, a Date or a Datetime: cast it "
+                   "first")  # fmt: skip
+            raise InvalidOperationError(msg)
+        if not key:
+            return typed if dtype.is_float else self.cast_plain(typed, DType.FLOAT64, False)
+        physical = self._lt.to_physical(typed, node) if dated else typed
+        present = self._check(Unary("is_null", x))  # true or false on every row: checked
+        ok = self._check(Unary("is_not_null", x))
+        message = (f"`interpolate_by({x!r})`: null values in `by` are not supported (as in "
+                   "polars); fill them or filter those rows first")  # fmt: skip
+        checked = self._record(Check(present, ok, message), DType.BOOL)
+        # `physical` where the check holds (every row that reaches a result)
+        return self._record(When(self._record(Unary("not", checked), DType.BOOL), physical,
+                                 self._typed_literal(None, self.types[physical])),
+                            self.types[physical])  # fmt: skip
 
     def _pair_side(self, node: Function, arg: Node) -> tuple[Node, DType]:
         """One side of ``cov``/``corr`` typed: a number or a boolean, refused otherwise."""
