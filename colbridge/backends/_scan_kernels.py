@@ -37,6 +37,7 @@ __all__ = [
     "ewm_var_split",
     "fill",
     "rolling_extreme",
+    "rolling_moment",
     "rolling_quantile",
     "rolling_sum",
     "rolling_var",
@@ -1662,3 +1663,74 @@ def rolling_quantile(values: Any, valid: Any, order: Any, tasks: Any, window: in
                 continue
             out_valid[i] = True
             window_quantile(buf, size, quantile, method, half, out, i)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def rolling_moment(values: Any, valid: Any, order: Any, tasks: Any, window: int,
+                   min_samples: int, offset: int, kurtosis: bool, bias: bool, fisher: bool,
+                   out: Any, out_valid: Any) -> None:  # fmt: skip
+    """Polars' ``rolling_skew`` (``kurtosis``: ``rolling_kurtosis``) of each row's window.
+
+    Tasks and windows as `rolling_sum`. Each window is taken afresh, in two passes
+    over its non-null values in float64 (``O(window)`` per row): their mean, then the
+    sums of the deviations' squares, cubes and fourth powers, so a window's answer
+    does not depend on the rows before it. Both passes read the values less the
+    window's first one (exact for values near it), so values far from zero keep their
+    deviations' precision and a window of equal values has deviations of exactly 0.
+    The formulas are the whole-column ones (`colbridge.plan.typecheck`'s
+    ``_moments``): NaN where the window does not vary
+    (``m2 <= (eps * mean)**2``), the bias corrections where ``bias`` is false (null
+    below 3 values for the skew, 4 for the kurtosis), ``fisher`` subtracting 3;
+    fewer than ``min_samples`` values is null.
+    """
+    eps = np.finfo(np.float64).eps
+    for t in numba.prange(tasks.shape[0]):
+        a, b, c0, c1 = tasks[t, 0], tasks[t, 1], tasks[t, 2], tasks[t, 3]
+        for p in range(c0, c1):
+            start = max(p - offset, a)
+            end = max(min(p - offset + window, b), start)
+            n = 0
+            total = 0.0
+            anchor = 0.0
+            for j in range(start, end):
+                r = _row(order, j)
+                if valid[r]:
+                    if n == 0:
+                        anchor = np.float64(values[r])
+                    n += 1
+                    total += np.float64(values[r]) - anchor
+            i = _row(order, p)
+            least = (3 if kurtosis else 2) if not bias else 0
+            if n == 0 or n < min_samples or n <= least:
+                out[i] = 0
+                out_valid[i] = False
+                continue
+            shift = total / n
+            s2 = 0.0
+            s3 = 0.0
+            s4 = 0.0
+            for j in range(start, end):
+                r = _row(order, j)
+                if valid[r]:
+                    d = (np.float64(values[r]) - anchor) - shift
+                    d2 = d * d
+                    s2 += d2
+                    s3 += d2 * d
+                    s4 += d2 * d2
+            m2 = s2 / n
+            scaled = eps * (anchor + shift)
+            flat = m2 <= scaled * scaled
+            k = np.float64(n)
+            if kurtosis:
+                value = np.nan if flat else (s4 / n) / (m2 * m2)
+                if not bias:
+                    value = ((k - 1.0) / (k - 2.0)) * (((k + 1.0) / (k - 3.0)) * value
+                                                       - 3.0 * ((k - 1.0) / (k - 3.0))) + 3.0
+                if fisher:
+                    value = value - 3.0
+            else:
+                value = np.nan if flat else (s3 / n) / m2**1.5
+                if not bias:
+                    value = (math.sqrt(k * (k - 1.0)) / (k - 2.0)) * value
+            out[i] = value
+            out_valid[i] = True

@@ -813,7 +813,39 @@ def host_scan(func: str, options: tuple[Any, ...], array: pa.Array | pa.ChunkedA
         return interpolate(array, options, groups)
     if func == "rolling_quantile":
         return rolling_quantile(array, options, groups)
+    if func in ("rolling_skew", "rolling_kurtosis"):
+        return rolling_moment(func, array, options, groups)
     return distinct_flags(func, array, groups)
+
+
+def rolling_moment(func: str, array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],
+                   groups: GroupIds | None) -> pa.Array:  # fmt: skip
+    """Polars' ``rolling_skew``/``rolling_kurtosis`` of ``array`` (Float64 or Float32).
+
+    The compiled kernel (`_scan_kernels.rolling_moment`) takes each window exactly;
+    chunks of the frame (each reading the window before it again) or groups run on
+    every core.
+    """
+    window, min_samples, center, *flags = options
+    kurtosis = func == "rolling_kurtosis"
+    fisher, bias = (flags[0], flags[1]) if kurtosis else (True, flags[0])
+    data = one_array(array)
+    n = len(data)
+    window = window_within(window, center, n)
+    compute = np.dtype(data.type.to_pandas_dtype())
+    values, valid = _inputs(func, data, compute)
+    out, out_valid = _outputs(func, n, compute)
+    order, tasks = _tasks(groups, n, split=True, halo=window)
+    by_key = order
+    if by_key is not None:  # each group's rows side by side, as `run_scan` reads them
+        taken, valid = in_group_order(by_key, values, valid)
+        values, order = read_only(taken), None
+    _kernels().rolling_moment(values, valid, order, tasks, window, min_samples,
+                              window // 2 if center else window - 1, kurtosis, bias, fisher,
+                              out, out_valid)  # fmt: skip
+    if by_key is not None:
+        out, out_valid = to_frame_order(by_key, out, out_valid)
+    return pa.array(out, mask=None if out_valid.all() else ~out_valid)
 
 
 def rolling_quantile(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],

@@ -233,6 +233,20 @@ FUNCTIONS: dict[str, _Function] = {
         lambda x, q, how, w, m, c: x.rolling_quantile(q, how, w, min_samples=m, center=c),
         example='rolling_quantile(x, 0.9, "linear", 20)',
     ),
+    "rolling_skew": _Function(
+        (_x(), _Param("window_size", "int"), _Param("bias", "bool", True),
+         _Param("min_samples", "value", None), _Param("center", "bool", False)),
+        lambda x, w, bias, m, c: x.rolling_skew(w, bias=bias, min_samples=m, center=c),
+        example="rolling_skew(x, 20)",
+    ),
+    "rolling_kurtosis": _Function(
+        (_x(), _Param("window_size", "int"), _Param("fisher", "bool", True),
+         _Param("bias", "bool", True), _Param("min_samples", "value", None),
+         _Param("center", "bool", False)),
+        lambda x, w, fisher, bias, m, c: x.rolling_kurtosis(w, fisher=fisher, bias=bias,
+                                                             min_samples=m, center=c),
+        example="rolling_kurtosis(x, 20, fisher=False)",
+    ),
     # polars' time-based windows: `by` (a column, or a string naming one) and a duration
     **{name: _Function(
         (_x(), _Param("by"), _Param("window_size", "str"),

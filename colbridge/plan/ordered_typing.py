@@ -29,6 +29,7 @@ from colbridge.errors import InvalidOperationError, SchemaError, UnsupportedType
 from colbridge.expr.nodes import (
     DISTINCT_FLAGS,
     ROLLING_BY_FUNCS,
+    ROLLING_MOMENTS,
     STRING_COMPARISONS,
     Binary,
     Cast,
@@ -138,6 +139,15 @@ class OrderedTyping:
             return self._interpolate(node, arg, keys, logical)
         if func in ROLLING_BY_FUNCS:
             return self._rolling_by(node, arg, keys, logical)
+        if func in ROLLING_MOMENTS:
+            dtype = tc.types[arg]
+            if logical is not None or not (dtype.is_integer or dtype.is_float):
+                raise self._refuse(node, arg, f"{logical.kind if logical else dtype} values; "
+                                   f"`{func}` takes numbers (cast to one first)")  # fmt: skip
+            # polars: Float32 windows stay Float32, integers become Float64
+            result = DType.FLOAT32 if dtype is DType.FLOAT32 else DType.FLOAT64
+            value = tc.cast_plain(arg, result, strict=False)
+            return self._record(Scan(func, value, node.options, keys), result)
         if func == "rolling_quantile":
             if logical is not None and logical.is_temporal:
                 return self._over_physical(node, arg, logical)

@@ -285,7 +285,9 @@ def _grouped_work(seg: Segment, target: str,
             why = "rows put in order on the host"
         if scan.func in HOST_SCANS:
             how = {"rank": "ranked", "interpolate": "interpolated",
-                   "rolling_quantile": "windowed (each window's values kept sorted)"
+                   "rolling_quantile": "windowed (each window's values kept sorted)",
+                   "rolling_skew": "windowed (each window's moments taken exactly)",
+                   "rolling_kurtosis": "windowed (each window's moments taken exactly)",
                    }.get(scan.func, "flagged")  # fmt: skip
             if scan.func in ROLLING_BY_FUNCS:
                 how = "windowed by its `by` values (rows in their order, two pointers)"
