@@ -356,10 +356,11 @@ class PandasFrameAdapter(FrameAdapter):
         self._check(name)
         series = self._series(name)
         if series.dtype == object:
-            strings = _object_strings(series)
-            if strings is not None:
-                self._copies[name] = ["pandas `object` strings converted to Arrow (a copy)"]
-                return strings
+            converted = _object_values(series)
+            if converted is not None:
+                self._copies[name] = [f"pandas `object` values converted to Arrow "
+                                      f"{converted.type} (a copy)"]
+                return converted
         # a category of numbers is read as its values, as polars.from_pandas reads it
         chunked, reasons = ingest_column(series, name, category_values=True)
         if reasons:  # a strided column (`df[::2]`), say: Arrow needs it contiguous
@@ -529,19 +530,23 @@ class PandasSeriesAdapter(PandasFrameAdapter):
         return _pandas_series_if_one(super().frame_of_rows(table, rows, kept))
 
 
-def _object_strings(series: Any) -> pa.ChunkedArray | None:
-    """A pandas ``object`` column of Python strings (and missing values) as Arrow strings."""
+def _object_values(series: Any) -> pa.ChunkedArray | None:
+    """A pandas ``object`` column as Arrow values, typed as polars' ``from_pandas`` types it.
+
+    polars converts such a column with pyarrow's inference: Python strings are
+    String, integers Int64 (NaN and None missing), floats Float64, dates Date, and so
+    on; missing values of several kinds (NaN, ``pd.NA``, ``NaT``) alone are Null. None
+    when pyarrow cannot type it (mixed strings and numbers, say): refused by name then.
+    """
     try:
         array = pa.array(series, from_pandas=True)
-    except (pa.ArrowException, TypeError, ValueError):
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
         return None
     if pa.types.is_null(array.type) and all(v is None for v in series):
         # no value to type it by (an empty frame, a batch of missing strings): polars'
         # `from_pandas` reads it as String, so a plan that runs on the full column also
         # runs on its empty or all-missing slices
         return pa.chunked_array([pa.nulls(len(array), pa.string())], type=pa.string())
-    if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
-        return None
     return pa.chunked_array([array], type=array.type)
 
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import polars as pl
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
 import colbridge as cb
 from colbridge.errors import (
@@ -159,7 +161,7 @@ def test_frame_kinds_from_pandas() -> None:
     # polars numbers categories its own way; colbridge gives the frame's codes (pandas')
     assert got["code"].to_list() == [0, None, 1, 0, 2]
     copies = "; ".join(q.last_report.copies)  # type: ignore[union-attr]
-    assert "`obj`: pandas `object` strings" in copies
+    assert "`obj`: pandas `object` values converted to Arrow string (a copy)" in copies
     assert "`obj`: dictionary-encoded once" in copies
 
 
@@ -299,3 +301,22 @@ def test_regex_class_set_operations_are_refused() -> None:
     df = pl.DataFrame({"s": ["a", "1"]})
     with pytest.raises(UnsupportedOperationError, match="set operations"):
         df.gpu.select(cb.col("s").str.contains(r"[\w&&[^\d]]")).compute()
+
+
+@pytest.mark.parametrize("values", [
+    [None, np.nan], [1, None], [1.5, None, np.nan], [True, None], [1, 2.5],
+    [dt.date(2020, 1, 1), None], [np.int8(3), None], [dt.timedelta(days=1), None],
+])  # fmt: skip
+def test_pandas_object_columns_take_the_types_polars_gives_them(values: list[Any]) -> None:
+    # polars' `from_pandas` types an object column with pyarrow's inference (missing
+    # values of several kinds alone: Null); colbridge reads it the same way (a copy)
+    pdf = pd.DataFrame({"a": pd.Series(values, dtype=object), "b": range(len(values))})
+    exprs = lambda m: [m.col("a"), m.col("a").is_null().alias("n"),  # noqa: E731
+                       m.col("a").count().alias("c")]
+    got = pl.from_pandas(pdf.gpu.select(exprs(cb)).compute())
+    want = pl.from_pandas(pdf).select(exprs(pl))
+    assert_frame_equal(got, want)
+    q = pdf.gpu.select(cb.col("a").is_null())
+    q.compute()
+    assert any("pandas `object` values converted to Arrow" in c
+               for c in q.last_report.copies)  # type: ignore[union-attr]
