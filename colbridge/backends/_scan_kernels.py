@@ -39,6 +39,7 @@ __all__ = [
     "rolling_extreme",
     "rolling_moment",
     "rolling_quantile",
+    "rolling_rank",
     "rolling_sum",
     "rolling_var",
     "rolling_var_by_key",
@@ -1627,35 +1628,7 @@ def rolling_quantile(values: Any, valid: Any, order: Any, tasks: Any, window: in
         for p in range(c0, c1):
             start = max(p - offset, a)
             end = max(min(p - offset + window, b), start)
-            if lo < 0:
-                lo = start
-                hi = start
-            if start == lo + 1 and end == hi + 1 and lo < hi:
-                # the window moves a row (every row but the edges'): one leaves, one
-                # enters, in one move of the values between their places
-                r_out = _row(order, lo)
-                r_in = _row(order, hi)
-                if valid[r_out] and valid[r_in]:
-                    sorted_replace(buf, size, values[r_out], values[r_in])
-                elif valid[r_out]:
-                    size = sorted_remove(buf, size, values[r_out])
-                elif valid[r_in]:
-                    size = sorted_insert(buf, size, values[r_in])
-                lo = start
-                hi = end
-            while lo < start:  # rows leaving the window
-                if lo < hi:
-                    r = _row(order, lo)
-                    if valid[r]:
-                        size = sorted_remove(buf, size, values[r])
-                lo += 1
-            if hi < lo:
-                hi = lo
-            while hi < end:  # rows entering it
-                r = _row(order, hi)
-                if valid[r]:
-                    size = sorted_insert(buf, size, values[r])
-                hi += 1
+            size, lo, hi = _slide_sorted(buf, size, lo, hi, start, end, values, valid, order)
             i = _row(order, p)
             if size == 0 or size < min_samples:
                 out[i] = half - half
@@ -1663,6 +1636,109 @@ def rolling_quantile(values: Any, valid: Any, order: Any, tasks: Any, window: in
                 continue
             out_valid[i] = True
             window_quantile(buf, size, quantile, method, half, out, i)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _slide_sorted(buf: Any, size: int, lo: int, hi: int, start: int, end: int, values: Any,
+                  valid: Any, order: Any) -> tuple[int, int, int]:  # fmt: skip
+    """Move a sorted window ``buf[:size]`` of segment positions ``[lo, hi)`` to ``[start, end)``.
+
+    ``lo`` -1: nothing held yet. Where the window moves a row (every row but the edges'),
+    the row leaving and the one entering are one move (`sorted_replace`); otherwise
+    the rows leaving are removed and those entering inserted. Returns the new size and
+    ``(lo, hi)``.
+    """
+    if lo < 0:
+        lo = start
+        hi = start
+    if start == lo + 1 and end == hi + 1 and lo < hi:
+        r_out = _row(order, lo)
+        r_in = _row(order, hi)
+        if valid[r_out] and valid[r_in]:
+            sorted_replace(buf, size, values[r_out], values[r_in])
+        elif valid[r_out]:
+            size = sorted_remove(buf, size, values[r_out])
+        elif valid[r_in]:
+            size = sorted_insert(buf, size, values[r_in])
+        return size, start, end
+    while lo < start:  # rows leaving the window
+        if lo < hi:
+            r = _row(order, lo)
+            if valid[r]:
+                size = sorted_remove(buf, size, values[r])
+        lo += 1
+    if hi < lo:
+        hi = lo
+    while hi < end:  # rows entering it
+        r = _row(order, hi)
+        if valid[r]:
+            size = sorted_insert(buf, size, values[r])
+        hi += 1
+    return size, lo, hi
+
+
+#: `rolling_rank`'s methods, by code
+RANK_AVERAGE, RANK_MIN, RANK_MAX, RANK_DENSE = range(4)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def rolling_rank(values: Any, valid: Any, order: Any, tasks: Any, window: int,
+                 min_samples: int, offset: int, method: int, out: Any,
+                 out_valid: Any) -> None:  # fmt: skip
+    """Polars' ``rolling_rank``: each row's value ranked among its window's non-null values.
+
+    Tasks and windows as `rolling_sum`, the window's values kept sorted as in
+    `rolling_quantile` (NaN last, equal to each other; ``-0.0`` equals ``0.0``). With
+    ``b`` values sorting before the row's and ``u`` not after it: ``RANK_AVERAGE``
+    ``(b + 1 + u) / 2``, ``RANK_MIN`` ``b + 1``, ``RANK_MAX`` ``u``, ``RANK_DENSE`` one
+    more than the distinct values before it. A null row, or a window of fewer than
+    ``min_samples`` values, is null.
+    """
+    for t in numba.prange(tasks.shape[0]):
+        a, b, c0, c1 = tasks[t, 0], tasks[t, 1], tasks[t, 2], tasks[t, 3]
+        buf = np.empty(max(window, 1), dtype=values.dtype)
+        size = 0
+        lo = -1
+        hi = -1
+        for p in range(c0, c1):
+            start = max(p - offset, a)
+            end = max(min(p - offset + window, b), start)
+            size, lo, hi = _slide_sorted(buf, size, lo, hi, start, end, values, valid, order)
+            i = _row(order, p)
+            if not valid[i] or size == 0 or size < min_samples:
+                out[i] = 0
+                out_valid[i] = False
+                continue
+            x = values[i]
+            k_lo, k_hi = 0, size
+            while k_lo < k_hi:  # the values sorting before x
+                mid = (k_lo + k_hi) // 2
+                if sorts_before(buf[mid], x):
+                    k_lo = mid + 1
+                else:
+                    k_hi = mid
+            below = k_lo
+            k_hi = size
+            while k_lo < k_hi:  # and those not after it
+                mid = (k_lo + k_hi) // 2
+                if sorts_before(x, buf[mid]):
+                    k_hi = mid
+                else:
+                    k_lo = mid + 1
+            upto = k_lo
+            if method == RANK_AVERAGE:
+                out[i] = (below + 1 + upto) / 2.0
+            elif method == RANK_MIN:
+                out[i] = below + 1
+            elif method == RANK_MAX:
+                out[i] = upto
+            else:
+                distinct = 0
+                for k in range(below):
+                    if k == 0 or sorts_before(buf[k - 1], buf[k]):
+                        distinct += 1
+                out[i] = distinct + 1
+            out_valid[i] = True
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)

@@ -815,7 +815,38 @@ def host_scan(func: str, options: tuple[Any, ...], array: pa.Array | pa.ChunkedA
         return rolling_quantile(array, options, groups)
     if func in ("rolling_skew", "rolling_kurtosis"):
         return rolling_moment(func, array, options, groups)
+    if func == "rolling_rank":
+        return rolling_rank(array, options, groups)
     return distinct_flags(func, array, groups)
+
+
+def rolling_rank(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],
+                 groups: GroupIds | None) -> pa.Array:  # fmt: skip
+    """Polars' ``rolling_rank`` of ``array`` (typing made it Int64, UInt64 or a float).
+
+    The compiled kernel (`_scan_kernels.rolling_rank`) keeps each window's values
+    sorted, as `rolling_quantile`; Float64 for ``"average"``, UInt32 otherwise.
+    """
+    window, min_samples, center, method = options
+    data = one_array(array)
+    n = len(data)
+    window = window_within(window, center, n)
+    compute = np.dtype(data.type.to_pandas_dtype())
+    values, valid = _inputs("rolling_rank", data, compute)
+    out, out_valid = _outputs("rolling_rank", n, np.dtype(np.float64))
+    order, tasks = _tasks(groups, n, split=True, halo=window)
+    by_key = order
+    if by_key is not None:  # each group's rows side by side, as `run_scan` reads them
+        taken, valid = in_group_order(by_key, values, valid)
+        values, order = read_only(taken), None
+    codes = {"average": 0, "min": 1, "max": 2, "dense": 3}
+    _kernels().rolling_rank(values, valid, order, tasks, window, min_samples,
+                            window // 2 if center else window - 1, codes[method], out,
+                            out_valid)  # fmt: skip
+    if by_key is not None:
+        out, out_valid = to_frame_order(by_key, out, out_valid)
+    ranks = out if method == "average" else out.astype(np.uint32)
+    return pa.array(ranks, mask=None if out_valid.all() else ~out_valid)
 
 
 def rolling_moment(func: str, array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],

@@ -1417,6 +1417,40 @@ class Expr:
         return self._rolling_moment("rolling_kurtosis", window_size, min_samples, center,
                                     flags)  # fmt: skip
 
+    def rolling_rank(self, window_size: int, method: str = "average", *,
+                     seed: int | None = None, min_samples: int | None = None,
+                     center: bool = False) -> Expr:  # fmt: skip
+        """Each row's value ranked among its window's non-null values, as polars.
+
+        The row's own value (the last of its window; its centre with ``center``) among
+        the window's values sorted (NaN above every number and equal to NaN, ``-0.0``
+        equal to ``0.0``): ``"average"`` of the tied ranks (Float64), ``"min"``,
+        ``"max"`` or ``"dense"`` (UInt32). A null row is null; so is a window of fewer
+        than ``min_samples`` values (by default the window). Numbers, booleans, dates,
+        datetimes, durations and times. ``method="random"`` (and ``seed``) is not
+        supported. Computed on the host from the whole column (or group), each
+        window's values kept sorted; a stream cannot carry it.
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"a": [1, 4, 4, 1, 9]})
+        >>> df.gpu.select(cb.col("a").rolling_rank(3)).compute()["a"].to_list()
+        [None, None, 2.5, 1.0, 3.0]
+        """
+        if method == "random" or seed is not None:
+            msg = (
+                f"`rolling_rank(method={method!r}, seed={seed!r})`: random tie-breaking is "
+                "not supported; use 'min', 'max', 'dense' or 'average'"
+            )
+            raise UnsupportedOperationError(msg)
+        if method not in ("average", "min", "max", "dense"):
+            msg = (f"`rolling_rank(method={method!r})`: unknown method; use 'average', 'min', "
+                   "'max' or 'dense'")  # fmt: skip
+            raise SchemaError(msg)
+        window = self._rolling("rolling_rank", window_size, None, min_samples, center)
+        scan = window.node
+        assert isinstance(scan, Scan)
+        return Expr(Scan("rolling_rank", self.node, (*scan.options[:3], method)))
+
     def _rolling_moment(self, func: str, window_size: int, min_samples: int | None,
                         center: bool, flags: tuple[bool, ...]) -> Expr:  # fmt: skip
         window = self._rolling(func, window_size, None, min_samples, center)

@@ -513,7 +513,7 @@ SCAN_FUNCS = frozenset(
         "interpolate", "is_duplicated", "is_unique", "is_first_distinct", "is_last_distinct",
         "rolling_quantile", "rolling_sum_by", "rolling_mean_by", "rolling_min_by",
         "rolling_max_by", "rolling_var_by", "rolling_std_by", "rolling_quantile_by",
-        "rolling_skew", "rolling_kurtosis",
+        "rolling_skew", "rolling_kurtosis", "rolling_rank",
     }
 )  # fmt: skip
 # Polars' time-based windows: each row's window is the rows whose `by` value lies within
@@ -531,7 +531,8 @@ DISTINCT_FLAGS = frozenset({"is_duplicated", "is_unique", "is_first_distinct",
                             "is_last_distinct"})  # fmt: skip
 # Rolling shape statistics: each window's moments taken exactly (`rolling_moment`).
 ROLLING_MOMENTS = frozenset({"rolling_skew", "rolling_kurtosis"})
-HOST_SCANS = frozenset({"rank", "interpolate", "rolling_quantile"}) | DISTINCT_FLAGS \
+HOST_SCANS = frozenset({"rank", "interpolate", "rolling_quantile", "rolling_rank"}) \
+    | DISTINCT_FLAGS \
     | ROLLING_BY_FUNCS | ROLLING_MOMENTS
 # How `rank` numbers equal values (polars' names; "random" is not supported).
 RANK_METHODS = ("average", "min", "max", "dense", "ordinal")
@@ -550,7 +551,8 @@ class Scan(Node):
     ``rolling_quantile`` ``(window_size, min_samples, center, quantile, interpolation)``
     (``rolling_median`` is its ``0.5, "linear"``), ``rolling_skew`` ``(window_size,
     min_samples, center, bias)``, ``rolling_kurtosis`` ``(window_size, min_samples,
-    center, fisher, bias)``,
+    center, fisher, bias)``, ``rolling_rank`` ``(window_size, min_samples, center,
+    method)``,
     ``rolling_*_by`` as `rolling_by_params` reads them (``by`` is ``keys.order_by[0]``),
     ``ewm_mean`` ``(alpha, adjust, min_samples, ignore_nulls)``, ``ewm_var`` and
     ``ewm_std`` ``(alpha, adjust, bias, min_samples, ignore_nulls)``, ``forward_fill`` and
@@ -608,6 +610,7 @@ def rolling_weights(func: str, options: tuple[Any, ...]) -> tuple[float, ...] | 
     """The weights of a ``rolling_*`` scan's ``options`` (None: an unweighted window)."""
     if func.startswith("rolling_") and func != "rolling_quantile" \
             and func not in ROLLING_BY_FUNCS and func not in ROLLING_MOMENTS \
+            and func != "rolling_rank" \
             and len(options) > 4:  # fmt: skip
         weights: tuple[float, ...] = options[4]
         return weights

@@ -239,6 +239,12 @@ FUNCTIONS: dict[str, _Function] = {
         lambda x, w, bias, m, c: x.rolling_skew(w, bias=bias, min_samples=m, center=c),
         example="rolling_skew(x, 20)",
     ),
+    "rolling_rank": _Function(
+        (_x(), _Param("window_size", "int"), _Param("method", "str", "average"),
+         _Param("min_samples", "value", None), _Param("center", "bool", False)),
+        lambda x, w, method, m, c: x.rolling_rank(w, method, min_samples=m, center=c),
+        example='rolling_rank(x, 20, "min")',
+    ),
     "rolling_kurtosis": _Function(
         (_x(), _Param("window_size", "int"), _Param("fisher", "bool", True),
          _Param("bias", "bool", True), _Param("min_samples", "value", None),

@@ -139,6 +139,8 @@ class OrderedTyping:
             return self._interpolate(node, arg, keys, logical)
         if func in ROLLING_BY_FUNCS:
             return self._rolling_by(node, arg, keys, logical)
+        if func == "rolling_rank":
+            return self._rolling_rank(node, arg, keys, logical)
         if func in ROLLING_MOMENTS:
             dtype = tc.types[arg]
             if logical is not None or not (dtype.is_integer or dtype.is_float):
@@ -203,6 +205,26 @@ class OrderedTyping:
         method = node.options[0]
         result = DType.FLOAT64 if method == "average" else DType.UINT32
         return self._record(Scan("rank", arg, node.options, keys), result)
+
+    def _rolling_rank(self, node: Scan, arg: Node, keys: KeySet,
+                      logical: Logical | None) -> Node:  # fmt: skip
+        """``rolling_rank``: of numbers, booleans and temporal values (their integers).
+
+        Every integer and boolean is ranked as Int64 (UInt64 as it is), floats as they
+        are: the scans' compute types; strings and categories are refused, as polars
+        refuses them.
+        """
+        tc = self.tc
+        if logical is not None and not logical.is_temporal:
+            raise self._refuse(node, arg, f"{logical.kind}s; rolling ranks are of numbers, "
+                               "booleans and temporal values (`rank` ranks strings)")  # fmt: skip
+        value = arg.arg if isinstance(arg, Reinterpret) else arg  # a temporal's integers
+        dtype = tc.types[value]
+        compute = dtype if dtype in (DType.FLOAT32, DType.FLOAT64, DType.UINT64) else \
+            DType.INT64  # the scans' compute types: every integer as it is, booleans 0/1
+        value = tc.cast_plain(value, compute, strict=False)
+        result = DType.FLOAT64 if node.options[3] == "average" else DType.UINT32
+        return self._record(Scan("rolling_rank", value, node.options, keys), result)
 
     def _interpolate(self, node: Scan, arg: Node, keys: KeySet,
                      logical: Logical | None) -> Node:  # fmt: skip

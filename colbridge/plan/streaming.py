@@ -145,7 +145,8 @@ def refuse_ordered(steps: Iterable[Step], where: str, *, look_ahead_only: bool =
         msg = (
             f"{listed}: ordered operations that read the rows after each row (reverse=True, "
             f"backward fills, negative shifts, centred windows; time-based `rolling_*_by` "
-            f"windows, rolling quantiles, skews and kurtoses, computed from a whole column; "
+            f"windows, rolling quantiles, ranks, skews and kurtoses, computed from a whole "
+            f"column; "
             f"rank, interpolate) are not supported in {where}, which carries them from batch to "
             "batch in order; compute them in memory (`cb.lazy(frame)` over the whole table, "
             "e.g. `pl.read_parquet(...)`)"

@@ -286,6 +286,7 @@ def _grouped_work(seg: Segment, target: str,
         if scan.func in HOST_SCANS:
             how = {"rank": "ranked", "interpolate": "interpolated",
                    "rolling_quantile": "windowed (each window's values kept sorted)",
+                   "rolling_rank": "ranked in its window (each window's values kept sorted)",
                    "rolling_skew": "windowed (each window's moments taken exactly)",
                    "rolling_kurtosis": "windowed (each window's moments taken exactly)",
                    }.get(scan.func, "flagged")  # fmt: skip

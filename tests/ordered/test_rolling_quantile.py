@@ -246,8 +246,8 @@ def test_streams_refuse_it_and_dask_uses_halos(tmp_path: Any) -> None:
 
     path = tmp_path / "a.parquet"
     pq.write_table(pa.table({"x": [1.0, None, 3.0]}), path)
-    with pytest.raises(JobSpecError, match=r"rolling quantiles, skews and kurtoses, computed "
-                       r"from a whole "
+    with pytest.raises(JobSpecError, match=r"rolling quantiles, ranks, skews and kurtoses, "
+                       r"computed from a whole "
                        r"column; rank, interpolate\) are not supported in a streamed job"):
         pl.scan_parquet(path).gpu.with_columns(r=cb.col("x").rolling_median(2)).compute()
     rng = np.random.default_rng(1)
