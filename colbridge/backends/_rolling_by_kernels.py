@@ -31,8 +31,8 @@ import numpy as np
 
 from colbridge.backends._scan_kernels import sorted_insert, sorted_remove, window_quantile
 
-__all__ = ["rolling_extreme_by", "rolling_quantile_by", "rolling_sum_by", "rolling_var_by",
-           "window_bounds"]  # fmt: skip
+__all__ = ["ewm_mean_by", "rolling_extreme_by", "rolling_quantile_by", "rolling_sum_by",
+           "rolling_var_by", "window_bounds"]  # fmt: skip
 
 #: ``closed`` codes, in `colbridge.expr.nodes.ROLLING_CLOSED` order
 _RIGHT, _LEFT, _BOTH, _NONE = range(4)
@@ -486,3 +486,43 @@ def rolling_quantile_by(values: Any, valid: Any, tasks: Any, starts: Any,
                 continue
             out_valid[p] = True
             window_quantile(buf, size, quantile, method, half, out, p)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def ewm_mean_by(values: Any, valid: Any, by: Any, by_valid: Any, tasks: Any, half_life: int,
+                half: Any, out: Any, out_valid: Any) -> None:  # fmt: skip
+    """Polars' ``ewm_mean_by``: each segment's rows (in ``by`` order) folded one by one.
+
+    A row whose value or ``by`` is null is null and changes nothing. The first other
+    row is its own value; each later one, unless it equals the running result,
+    ``alpha * x + (1 - alpha) * prev`` with ``1 - alpha = half ** (dt / half_life)``
+    (``dt`` the ``by`` step since the last such row), every step in the values' own
+    type (``half`` is 0.5 of it; integers convert to it rounding to nearest), as
+    polars' ``update``.
+    """
+    for t in numba.prange(tasks.shape[0]):
+        a, b = tasks[t, 0], tasks[t, 1]
+        cast = np.empty(2, dtype=values.dtype)  # int64 into the values' type
+        cast[1] = half_life
+        started = False
+        prev_time = by[a] if b > a else 0
+        prev = half - half
+        for i in range(a, b):
+            if not (valid[i] and by_valid[i]):
+                out[i] = half - half
+                out_valid[i] = False
+                continue
+            x = values[i]
+            if not started:
+                started = True
+                prev = x
+            elif x != prev:
+                cast[0] = by[i] - prev_time
+                one_minus_alpha = half ** (cast[0] / cast[1])
+                alpha = (half + half) - one_minus_alpha
+                prev = alpha * x + one_minus_alpha * prev
+            else:
+                prev = x
+            prev_time = by[i]
+            out[i] = prev
+            out_valid[i] = True

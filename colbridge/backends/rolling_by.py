@@ -29,7 +29,7 @@ from colbridge.memory.host import empty_array, one_array
 from colbridge.types import DType
 from colbridge.types.durations import fixed_span, minus_duration, parse_duration
 
-__all__ = ["rolling_by"]
+__all__ = ["ewm_mean_by", "rolling_by"]
 
 _MICROS_PER_DAY = 86_400_000_000
 
@@ -205,3 +205,46 @@ def rolling_by(func: str, options: tuple[Any, ...], array: pa.Array | pa.Chunked
     if boolean:
         return pa.array(out.astype(np.bool_), type=pa.bool_(), mask=mask)
     return pa.array(out.astype(target, copy=False), mask=mask)
+
+
+def ewm_mean_by(func: str, options: tuple[Any, ...], array: pa.Array | pa.ChunkedArray,
+                by: pa.Array | pa.ChunkedArray, groups: GroupIds | None,
+                result: DType) -> pa.Array:  # fmt: skip
+    """Polars' ``ewm_mean_by`` of ``array`` by ``by``, the rows in ``by`` order.
+
+    ``options`` are the typed scan's: the half-life in nanoseconds and how ``by`` is
+    read. As polars, ``by`` is taken in its own unit (a date as milliseconds, as
+    polars casts it to a Datetime[ms]; an integer as it is) and the half-life
+    truncated to that unit; ``groups`` are the group ids in the same order.
+    """
+    half_life_ns, (kind, unit, _) = options
+    data, by_data = one_array(array), one_array(by)
+    n = len(data)
+    by_valid = _flags(by_data)
+    by_int = _by_values(by_data, kind, func)
+    if kind == "date":  # microseconds here (`_by_values`), milliseconds in polars
+        by_int = by_int // 1_000
+        per_unit = 1_000_000
+    else:
+        per_unit = 1 if kind == "int" else {"ns": 1, "us": 1_000, "ms": 1_000_000}[unit]
+    compute = np.dtype(result.numpy)
+    values, valid = _numbers(data, compute), _flags(data)
+    order: np.ndarray[Any, Any] | None = None
+    if groups is not None and groups.ids is not None:
+        from colbridge.backends import _scan_kernels
+
+        order, starts = _scan_kernels.counting_order(groups.ids, groups.count,
+                                                     empty_array(n, np.int64))  # fmt: skip
+        bounds = np.stack([starts[:-1], starts[1:]], axis=1)
+        tasks = np.ascontiguousarray(np.concatenate([bounds, bounds], axis=1))
+        by_int, values, by_valid, valid = in_group_order(order, by_int, values, by_valid, valid)
+    else:
+        tasks = np.array([[0, n, 0, n]], dtype=np.int64)
+    out = empty_array(n, compute)
+    out_valid = empty_array(n, np.bool_)
+    _kernels().ewm_mean_by(values, valid, by_int, by_valid, tasks,
+                           np.int64(half_life_ns // per_unit), compute.type(0.5), out,
+                           out_valid)  # fmt: skip
+    if order is not None:
+        out, out_valid = to_frame_order(order, out, out_valid)
+    return pa.array(out, mask=None if out_valid.all() else ~out_valid)

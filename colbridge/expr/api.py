@@ -1599,6 +1599,47 @@ class Expr:
         return self._ewm_var("ewm_std", com, span, half_life, alpha, adjust, bias,
                              min_samples, ignore_nulls)  # fmt: skip
 
+    def ewm_mean_by(self, by: Any, *, half_life: Any) -> Expr:
+        """Time-based exponentially weighted mean, as polars' ``ewm_mean_by``.
+
+        The rows taken in ``by``'s order (equal ones in frame order): the first row
+        with a value is that value; each later one ``alpha * x + (1 - alpha) * prev``
+        with ``1 - alpha = 0.5 ** (dt / half_life)``, ``dt`` the ``by`` step since the
+        row before (a row equal to the running result keeps it), in the values' type
+        (Float32 stays, integers become Float64). A row whose value or ``by`` is null is
+        null and changes nothing. ``by`` is a Date, Datetime, Int32, Int64, UInt32 or
+        UInt64 column; ``half_life`` a constant duration (``"4d"``, ``"90m"``, a
+        timedelta; ``"2i"`` for an integer ``by``), not months, nor days in a time
+        zone. Per group with ``.over(keys)``. On the host; streams and Dask refuse it.
+
+        >>> import datetime as dt
+        >>> import polars as pl, colbridge as cb
+        >>> days = [dt.date(2020, 1, 1), dt.date(2020, 1, 3), dt.date(2020, 1, 10)]
+        >>> df = pl.DataFrame({"v": [0.0, 1.0, 2.0], "t": days})
+        >>> e = cb.col("v").ewm_mean_by("t", half_life="4d")
+        >>> df.gpu.select(e).compute()["v"].round(4).to_list()
+        [0.0, 0.2929, 1.4925]
+        """
+        if isinstance(half_life, _dt.timedelta):
+            half_life = timedelta_text(half_life)
+        if not isinstance(half_life, str):
+            msg = (f"`ewm_mean_by(half_life=...)` takes a duration string (\"4d\", \"90m\", "
+                   f"\"2i\") or a timedelta, got {half_life!r}")  # fmt: skip
+            raise SchemaError(msg)
+        duration = parse_duration_in(half_life, f"ewm_mean_by(half_life={half_life!r})")
+        if duration.negative:
+            msg = f"`ewm_mean_by(half_life={half_life!r})`: half_life cannot be negative"
+            raise InvalidOperationError(msg)
+        if duration.months:
+            msg = (f"`ewm_mean_by(half_life={half_life!r})`: expected a constant duration, not "
+                   "months; give it in hours or days (e.g. '720h')")  # fmt: skip
+            raise InvalidOperationError(msg)
+        if not isinstance(by, (str, Expr)):
+            msg = f"`ewm_mean_by(by=...)` takes one column name or expression, got {by!r}"
+            raise SchemaError(msg)
+        (key,) = _key_nodes((by,), "ewm_mean_by(by=...)")
+        return Expr(Scan("ewm_mean_by", self.node, (half_life,), KeySet((), (key,))))
+
     def _ewm_var(self, func: str, com: float | None, span: float | None,
                  half_life: float | None, alpha: float | None, adjust: bool, bias: bool,
                  min_samples: int, ignore_nulls: bool) -> Expr:  # fmt: skip

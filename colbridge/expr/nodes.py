@@ -17,6 +17,7 @@ __all__ = [
     "BINARY_OPS",
     "BITWISE_AGGS",
     "BIT_COUNT_FUNCS",
+    "BY_ORDER_FUNCS",
     "DISTINCT_FLAGS",
     "FOLDED_HOST_AGGS",
     "FUNCTIONS",
@@ -513,7 +514,7 @@ SCAN_FUNCS = frozenset(
         "interpolate", "is_duplicated", "is_unique", "is_first_distinct", "is_last_distinct",
         "rolling_quantile", "rolling_sum_by", "rolling_mean_by", "rolling_min_by",
         "rolling_max_by", "rolling_var_by", "rolling_std_by", "rolling_quantile_by",
-        "rolling_skew", "rolling_kurtosis", "rolling_rank",
+        "rolling_skew", "rolling_kurtosis", "rolling_rank", "ewm_mean_by",
     }
 )  # fmt: skip
 # Polars' time-based windows: each row's window is the rows whose `by` value lies within
@@ -522,6 +523,9 @@ SCAN_FUNCS = frozenset(
 ROLLING_BY_FUNCS = frozenset({"rolling_sum_by", "rolling_mean_by", "rolling_min_by",
                               "rolling_max_by", "rolling_var_by", "rolling_std_by",
                               "rolling_quantile_by"})  # fmt: skip
+# Ordered by another column, which the scan reads too (`Scan.keys.order_by` holds it):
+# the time-based windows and polars' time-based `ewm_mean_by`.
+BY_ORDER_FUNCS = ROLLING_BY_FUNCS | frozenset({"ewm_mean_by"})
 # A time-based window's `closed`: which of its ends it holds (polars' names).
 ROLLING_CLOSED = ("right", "left", "both", "none")
 # Ordered operations computed on the host from their whole column (or group) at once:
@@ -532,8 +536,7 @@ DISTINCT_FLAGS = frozenset({"is_duplicated", "is_unique", "is_first_distinct",
 # Rolling shape statistics: each window's moments taken exactly (`rolling_moment`).
 ROLLING_MOMENTS = frozenset({"rolling_skew", "rolling_kurtosis"})
 HOST_SCANS = frozenset({"rank", "interpolate", "rolling_quantile", "rolling_rank"}) \
-    | DISTINCT_FLAGS \
-    | ROLLING_BY_FUNCS | ROLLING_MOMENTS
+    | DISTINCT_FLAGS | BY_ORDER_FUNCS | ROLLING_MOMENTS
 # How `rank` numbers equal values (polars' names; "random" is not supported).
 RANK_METHODS = ("average", "min", "max", "dense", "ordinal")
 
@@ -552,7 +555,8 @@ class Scan(Node):
     (``rolling_median`` is its ``0.5, "linear"``), ``rolling_skew`` ``(window_size,
     min_samples, center, bias)``, ``rolling_kurtosis`` ``(window_size, min_samples,
     center, fisher, bias)``, ``rolling_rank`` ``(window_size, min_samples, center,
-    method)``,
+    method)``, ``ewm_mean_by`` ``(half_life,)`` (typing: the half-life in nanoseconds and
+    how the runtime reads ``by``),
     ``rolling_*_by`` as `rolling_by_params` reads them (``by`` is ``keys.order_by[0]``),
     ``ewm_mean`` ``(alpha, adjust, min_samples, ignore_nulls)``, ``ewm_var`` and
     ``ewm_std`` ``(alpha, adjust, bias, min_samples, ignore_nulls)``, ``forward_fill`` and
@@ -930,7 +934,7 @@ def push_window(arg: Node, keys: KeySet) -> Node:
         if isinstance(n, Scan):
             inner = tuple(e for e in n.keys.exprs if e not in keys.exprs)
             merged = KeySet(keys.exprs + inner).ordered_like(n.keys)
-            if n.func not in ROLLING_BY_FUNCS:  # a time window keeps its own order: `by`
+            if n.func not in BY_ORDER_FUNCS:  # a time window keeps its own order: `by`
                 merged = merged.ordered_like(keys)
             return replace(n, keys=merged, per_row=n.per_row or holds_window(n.arg, windows))
         return fill_per_group(n, keys.grouping)
@@ -1160,6 +1164,10 @@ def _format(node: Node) -> str:
         return f"{node.arg!r}.{node.func}({extra}){window}"
     if isinstance(node, Scan) and node.func in ROLLING_BY_FUNCS:
         return _format_rolling_by(node)
+    if isinstance(node, Scan) and node.func == "ewm_mean_by":
+        by = repr(node.keys.order_by[0]) if node.keys.order_by else "?"
+        window = f".over({KeySet(node.keys.exprs)!r})" if node.keys.exprs else ""
+        return f"{node.arg!r}.ewm_mean_by({by}, half_life={node.options[0]!r}){window}"
     if isinstance(node, Scan):
         window = f".over({node.keys!r})" if node.keys.inputs else ""
         params = ", ".join(_format_param(p) for p in node.options)

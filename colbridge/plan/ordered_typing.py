@@ -141,6 +141,8 @@ class OrderedTyping:
             return self._rolling_by(node, arg, keys, logical)
         if func == "rolling_rank":
             return self._rolling_rank(node, arg, keys, logical)
+        if func == "ewm_mean_by":
+            return self._ewm_mean_by(node, arg, keys, logical)
         if func in ROLLING_MOMENTS:
             dtype = tc.types[arg]
             if logical is not None or not (dtype.is_integer or dtype.is_float):
@@ -253,6 +255,51 @@ class OrderedTyping:
         result = DType.FLOAT64 if linear and not dtype.is_float else dtype
         return self._record(Scan("interpolate", arg, node.options, keys), result)
 
+    def _by_spec(self, node: Scan, accepted: str) -> tuple[Any, ...]:
+        """How the runtime reads a scan's ``by`` (`rolling_by_params`): refused by name else."""
+        tc = self.tc
+        by = tc.typed(node.keys.order_by[0])
+        by_logical = tc.logical.get(by)
+        by_type = tc.types[by]
+        if by_logical is not None and by_logical.kind == "date":
+            return ("date", "us", None)
+        if by_logical is not None and by_logical.kind == "datetime":
+            return ("datetime", by_logical.unit, by_logical.tz)
+        if by_logical is None and by_type in (DType.INT32, DType.INT64, DType.UINT32,
+                                              DType.UINT64):  # fmt: skip
+            return ("int", "ns", None)
+        shown = str(by_logical) if by_logical is not None else str(by_type)
+        msg = (f"`{node!r}`: `by` of type {shown} is not supported (polars takes {accepted}); "
+               "cast it to one first")  # fmt: skip
+        raise InvalidOperationError(msg)
+
+    def _ewm_mean_by(self, node: Scan, arg: Node, keys: KeySet,
+                     logical: Logical | None) -> Node:  # fmt: skip
+        """``ewm_mean_by``: Float64 (Float32 stays) of numbers, a constant half-life.
+
+        As polars: values of Int32, Int64, UInt32, UInt64 or a float type; ``by`` a
+        Date, Datetime, Int32, Int64, UInt32 or UInt64; the half-life is a fixed number
+        of nanoseconds (days count 24 hours, but not under a time zone). The typed
+        options are that number and how the runtime reads ``by``.
+        """
+        tc = self.tc
+        spec = self._by_spec(node, "Date, Datetime, Int64, Int32, UInt64 or UInt32")
+        duration = parse_duration(node.options[0])
+        if spec[2] not in (None, "UTC") and (duration.days or duration.weeks):
+            msg = (f"`{node!r}`: expected `half_life` to be a constant duration, and a day of "
+                   f"time zone {spec[2]!r} is not; give it in hours (e.g. '24h')")  # fmt: skip
+            raise InvalidOperationError(msg)
+        half_life = (duration.weeks * 7 + duration.days) * 86_400_000_000_000 + duration.nsecs
+        dtype = tc.types[arg]
+        numbers = (DType.INT32, DType.INT64, DType.UINT32, DType.UINT64)
+        if logical is not None or not (dtype.is_float or dtype in numbers):
+            raise self._refuse(node, arg, f"{logical.kind if logical else dtype} values; "
+                               "polars takes Float64, Float32, Int64, Int32, UInt64 or "
+                               "UInt32 (cast to one first)")  # fmt: skip
+        result = DType.FLOAT32 if dtype is DType.FLOAT32 else DType.FLOAT64
+        value = tc.cast_plain(arg, result, strict=False)
+        return self._record(Scan("ewm_mean_by", value, (half_life, spec), keys), result)
+
     def _rolling_by(self, node: Scan, arg: Node, keys: KeySet, logical: Logical | None) -> Node:
         """A time-based window (``rolling_*_by``): its ``by`` and window checked, values cast.
 
@@ -270,23 +317,7 @@ class OrderedTyping:
         """
         tc = self.tc
         func = node.func
-        by = tc.typed(node.keys.order_by[0])
-        by_logical = tc.logical.get(by)
-        by_type = tc.types[by]
-        if by_logical is not None and by_logical.kind == "date":
-            spec: tuple[Any, ...] = ("date", "us", None)
-        elif by_logical is not None and by_logical.kind == "datetime":
-            spec = ("datetime", by_logical.unit, by_logical.tz)
-        elif by_logical is None and by_type in (DType.INT32, DType.INT64, DType.UINT32,
-                                                DType.UINT64):  # fmt: skip
-            spec = ("int", "ns", None)
-        else:
-            shown = str(by_logical) if by_logical is not None else str(by_type)
-            msg = (
-                f"`{node!r}`: `by` of type {shown} is not supported (polars takes Date, "
-                "Datetime, Int64, Int32, UInt64 or UInt32); cast it to one first"
-            )
-            raise InvalidOperationError(msg)
+        spec = self._by_spec(node, "Date, Datetime, Int64, Int32, UInt64 or UInt32")
         params = rolling_by_params(func, node.options)
         duration = parse_duration(params["window"])
         if spec[0] == "int" and not duration.parsed_int:

@@ -38,7 +38,7 @@ from colbridge.backends.groups import (
     one_group,
     take,
 )
-from colbridge.backends.rolling_by import rolling_by
+from colbridge.backends.rolling_by import ewm_mean_by, rolling_by
 from colbridge.backends.scans import (
     ScanStreams,
     StringRanks,
@@ -61,6 +61,7 @@ from colbridge.errors import (
     UnsupportedTypeError,
 )
 from colbridge.expr.nodes import (
+    BY_ORDER_FUNCS,
     FOLDED_HOST_AGGS,
     HOST_SCANS,
     ROLLING_BY_FUNCS,
@@ -669,10 +670,11 @@ def grouping(
         if order is not None:
             keyed = None if keyed is None else order.regrouped(keyed)
             where += f", rows in the order of {', '.join(map(repr, scan.keys.order_by))}"
-        if scan.func in ROLLING_BY_FUNCS and order is not None:
-            # a time-based window: the values and `by` (its `order_by`) in `by` order
-            scanned = rolling_by(scan.func, scan.options, order.taken(arg),
-                                 order.taken(whole(scan.keys.order_by[0])), keyed, types[1])
+        if scan.func in BY_ORDER_FUNCS and order is not None:
+            # a time-based window or ewm: the values and `by` (its `order_by`) in `by` order
+            by_order = rolling_by if scan.func in ROLLING_BY_FUNCS else ewm_mean_by
+            scanned = by_order(scan.func, scan.options, order.taken(arg),
+                               order.taken(whole(scan.keys.order_by[0])), keyed, types[1])
             out.scanned[name] = order.restored(scanned)
             report.stats.kernels.append(f"scan [{scan!r}]{where}: on the host, from its "
                                         "whole column")  # fmt: skip
