@@ -83,6 +83,7 @@ __all__ = [
     "Val",
     "Valid",
     "input_source",
+    "merge_messages",
     "moment_combine",
     "row_updates",
     "scalar_source",
@@ -120,6 +121,19 @@ _SYMBOLS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="
 
 #: The validity source of a null literal: a word of zeros.
 NULL_SOURCE = "null"
+
+
+def merge_messages(first: Mapping[int, str], second: Mapping[int, str]) -> dict[int, str]:
+    """The error message of each failure kind, from two sets: both texts where they differ.
+
+    A kernel's counter says how many rows failed in one way, not which expression
+    failed: the error lists every expression that can fail that way.
+    """
+    merged = dict(first)
+    for kind, message in second.items():
+        known = merged.get(kind)
+        merged[kind] = message if known is None or message in known else f"{known}; or {message}"
+    return merged
 
 
 def input_source(k: int) -> str:
@@ -283,8 +297,12 @@ class Lowering:
         return Valid(sources, rows[0] if rows else None)
 
     def count_error(self, kind: int, failed: str, valid: Valid, message: str) -> None:
-        """Count rows where ``failed`` holds on a valid row (strict casts, bad exponents)."""
-        self.err_messages[kind] = message
+        """Count rows where ``failed`` holds on a valid row (strict casts, bad exponents).
+
+        A kernel counts each kind of failure once: where two expressions can fail the
+        same way, the error names both (`merge_messages`), never only the last one.
+        """
+        self.err_messages.update(merge_messages(self.err_messages, {kind: message}))
         if self._lowering and self._lowering[-1] in self.counted_elsewhere:
             return
         rv = self.row_valid(valid)
@@ -292,7 +310,6 @@ class Lowering:
         self.error_lines.add(len(self.lines))
         self.emit(self.rows.count_error(kind, self.d.and_(*conditions) if len(conditions) > 1
                                         else failed))  # fmt: skip
-        self.err_messages[kind] = message
 
     def gate_failures(self, keep: str) -> None:
         """From now on, count failures only on rows where ``keep`` (the filter) holds.

@@ -64,6 +64,7 @@ from colbridge.codegen.lower import (
     Lowering,
     ReductionLowering,
     Valid,
+    merge_messages,
     moment_combine,
     row_updates,
     start_grouped_reduce,
@@ -730,7 +731,7 @@ def generate_filter(
         *_function("pack", ["bytes_", "words", "total"], pack, parallel=parallel),
     ]) + "\n"  # fmt: skip
     text = _header(plan_text, code) + code
-    errors = {**lw1.err_messages, **lw2.err_messages}
+    errors = merge_messages(lw1.err_messages, lw2.err_messages)
     return FilterKernels(
         kind="filter",
         source=text,

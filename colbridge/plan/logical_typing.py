@@ -359,6 +359,12 @@ class LogicalTyping:
         where = self.rec(Search(TableRef(zone, ("instants", unit), I64), value), I32)
         return self.rec(Gather(TableRef(zone, ("offsets", unit), I64), where), I64)
 
+    def daylight_at(self, value: Node, tz: str, unit: str) -> Node:
+        """1 where zone ``tz`` keeps daylight saving time at the instant ``value``, else 0."""
+        zone = ("zone", tz)
+        where = self.rec(Search(TableRef(zone, ("instants", unit), I64), value), I32)
+        return self.rec(Gather(TableRef(zone, ("daylight", unit), I64), where), I64)
+
     def localize(self, local: Node, tz: str, unit: str, node: Node, *, ambiguous: str = "raise",
                  non_existent: str = "raise", original: Node | None = None) -> Node:  # fmt: skip
         """The UTC instant of a wall-clock time in zone ``tz``, resolved as polars resolves it.
@@ -367,7 +373,10 @@ class LogicalTyping:
         months apart); a candidate is valid where the zone really has that offset at it.
         Both valid: the time is ambiguous (``earliest``, ``latest``, ``raise``, or with
         ``original`` the interpretation the original instant had, as polars' truncate
-        does); neither: it does not exist (``raise`` or ``null``).
+        does); neither: it does not exist (``raise``, ``null``, or ``earliest``: read
+        with the offset before the gap where daylight saving starts there, as polars'
+        truncate reads a bucket's start that falls in one, such as 02:00 on a
+        spring-forward day; a gap of a change of standard offset still raises).
         """
         if tz == "UTC":
             return local
@@ -391,13 +400,19 @@ class LogicalTyping:
         missing = self.rec(Unary("not", self.both("or", ok_early, ok_late)), BOOL)
         if non_existent == "null":
             value = self.rec(When(missing, self.tc.null_of(I64), value), I64)
+        elif non_existent == "earliest":
+            starts = self.both("and", self.op("eq", self.daylight_at(self.sub(local, day), tz,
+                                                                   unit), 0),
+                               self.op("eq", self.daylight_at(self.add(local, day), tz, unit), 1))
+            value = self.select(self.both("and", missing, starts), early, value)
+            missing = self.both("and", missing, self.rec(Unary("not", starts), BOOL))
         # a kernel holds one message per failure kind: one check says what can fail
         failed: list[Node] = []
         what = []
         if original is None and ambiguous == "raise":
             failed.append(both)
             what.append("is ambiguous (pass `ambiguous='earliest'` or `'latest'`)")
-        if non_existent == "raise":
+        if non_existent in ("raise", "earliest"):
             failed.append(missing)
             what.append("does not exist, falling in a daylight saving gap (pass "
                         "`non_existent='null'` for null there)")  # fmt: skip
@@ -667,10 +682,13 @@ class LogicalTyping:
                 raise InvalidOperationError(msg)
             naive = Logical("datetime", logical.unit)
             wall = self.calendar(op, self.mark(self.local(arg, logical), naive), node)
-            # truncate keeps the original's reading of an ambiguous time; month_start and
-            # month_end raise there, as polars does
+            # truncate keeps the original's reading of an ambiguous time and reads a time
+            # in a gap with the offset before it; month_start and month_end raise at
+            # both, as polars does
+            truncate = op == "truncate"
             value = self.localize(wall, logical.tz, logical.unit, node,
-                                  original=arg if op == "truncate" else None)  # fmt: skip
+                                  non_existent="earliest" if truncate else "raise",
+                                  original=arg if truncate else None)  # fmt: skip
             return self.mark(value, logical)
         is_date = logical.kind == "date"
         per_day = 1 if is_date else _per_day(logical.unit)

@@ -19,7 +19,7 @@ import zoneinfo
 
 from colbridge.errors import UnsupportedTypeError
 
-__all__ = ["LAST_RULE_YEAR", "check_zone", "transitions", "zone_table"]
+__all__ = ["LAST_RULE_YEAR", "check_zone", "daylight", "transitions", "zone_table"]
 
 #: Transitions are generated from a zone's rule through the end of this year.
 LAST_RULE_YEAR = 2099
@@ -72,6 +72,30 @@ def transitions(tz: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
             instants.append(when)
             offsets.append(offset)
     return tuple(instants), tuple(offsets)
+
+
+@functools.lru_cache(maxsize=64)
+def daylight(tz: str) -> tuple[bool, ...]:
+    """Whether each offset of `transitions` is a daylight saving one (the zone's ``dst()``).
+
+    A gap where daylight saving starts is read with the offset before it by polars'
+    truncate; one where the standard offset changes (Lord Howe's +10:00 to +10:30 in
+    1981) raises there.
+    """
+    instants, _ = transitions(tz)
+    if tz == "UTC":
+        return (False,)
+    zone = zoneinfo.ZoneInfo(tz)
+
+    def at(when: int) -> bool:
+        try:
+            local = _dt.datetime.fromtimestamp(when, tz=_dt.timezone.utc).astimezone(zone)
+        except (OverflowError, OSError, ValueError):  # before year 1: the first offset's
+            return False
+        return bool(local.dst())
+
+    first = at(instants[1] - 1) if len(instants) > 1 else False
+    return (first, *(at(when) for when in instants[1:]))
 
 
 def zone_table(tz: str, unit: str) -> tuple[list[int], list[int]]:

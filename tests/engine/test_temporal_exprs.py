@@ -312,10 +312,11 @@ def test_local_fields_match_zoneinfo(tz: str, seconds: list[int]) -> None:
         assert got == (local.hour, local.minute, local.date()), (tz, s)
 
 
-# Asia/Kolkata is left out: where a local midnight starts a gap (1941-10-01), polars reads it
-# with the offset before the gap for this zone but raises for others (Lord Howe, 1981-03-01);
-# colbridge raises for both (docs/temporal.md)
-@pytest.mark.parametrize("tz", ["Europe/London", "America/New_York", "Australia/Lord_Howe"])
+# a truncation into a gap where daylight saving starts (Kolkata's 1941-10-01 midnight) reads
+# the offset before it; one into a change of standard offset (Lord Howe's 1981-03-01)
+# raises, as polars does (docs/temporal.md)
+@pytest.mark.parametrize("tz", ["Europe/London", "America/New_York", "Australia/Lord_Howe",
+                                "Asia/Kolkata"])  # fmt: skip
 @FIELD_SETTINGS
 @given(data=st.data())
 def test_zoned_truncate_and_replace_time_zone(tz: str, data: st.DataObject) -> None:
@@ -482,3 +483,59 @@ def test_to_datetime_reads_chrono_fractions_as_polars(fraction: str, unit: str) 
         return q.select(t=parsed, i=parsed.cast(pl.Int64))
 
     assert steps(cb, df.gpu).compute().equals(steps(pl, df))
+
+
+@pytest.mark.parametrize(("tz", "local", "every"), [
+    ("America/New_York", dt.datetime(2021, 3, 14, 3, 30), "2h"),  # 02:00 does not exist
+    ("Europe/London", dt.datetime(2021, 3, 28, 2, 30), "90m"),  # nor does 01:30
+    ("Australia/Lord_Howe", dt.datetime(2011, 10, 2, 2, 45), "1h"),  # a half-hour gap
+    ("America/Havana", dt.datetime(2021, 3, 14, 12, 0), "1d"),  # a gap at midnight
+    ("Asia/Kolkata", dt.datetime(1941, 10, 1, 12, 0), "1mo"),
+    ("America/New_York", dt.datetime(2021, 11, 7, 1, 30), "1h"),  # ambiguous: kept
+])  # fmt: skip
+def test_truncate_into_a_gap_reads_the_offset_before_it(tz: str, local: dt.datetime,
+                                                         every: str) -> None:  # fmt: skip
+    # polars reads a bucket start that falls in a daylight saving gap with the offset
+    # before the gap (on every tier, the CUDA code path too)
+    df = pl.DataFrame({"a": [local.replace(tzinfo=ZoneInfo(tz))]}).with_columns(
+        pl.col("a").dt.convert_time_zone(tz))
+    want = df.select(pl.col("a").dt.truncate(every))
+    assert_same_as_polars(df.to_arrow(), lambda m, q: q.select(m.col("a").dt.truncate(every)))
+    got = compute_on_host(cb.lazy(df.to_arrow()).select(cb.col("a").dt.truncate(every)))
+    assert pl.from_arrow(got).equals(want)  # type: ignore[union-attr]
+
+
+def test_an_error_names_every_expression_that_can_fail_that_way() -> None:
+    # a kernel counts each kind of failure once, not which expression failed: both
+    # strict casts are named (the UInt8 one could have failed too), one text once
+    df = pl.DataFrame({"a": [1, 300], "b": [1, 2]})
+    with pytest.raises(cb.ColbridgeError) as caught:
+        df.gpu.with_columns(x=cb.col("a").cast(pl.Int8), y=cb.col("b").cast(pl.UInt8) * 1000,
+                            z=cb.col("a").cast(pl.Int8) + 1).compute()  # fmt: skip
+    text = str(caught.value)
+    assert "strict cast to int8 failed" in text
+    assert "strict cast to uint8 failed" in text
+    assert text.count("strict cast to int8 failed") == 1
+    tz = "Australia/Lord_Howe"
+    t = pa.table({"a": pa.array([dt.datetime(2011, 10, 1, 15, 30, tzinfo=dt.UTC)],
+                                pa.timestamp("us", tz)),
+                  "n": pa.array([300], pa.int64())})  # fmt: skip
+    with pytest.raises(cb.ColbridgeError) as caught:
+        cb.lazy(t).with_columns(m=cb.col("a").dt.replace_time_zone("Asia/Kolkata"),
+                                s=cb.col("n").cast(pl.Int8)).compute()  # fmt: skip
+    text = str(caught.value)
+    assert "strict cast to int8 failed" in text
+    assert "replace_time_zone('Asia/Kolkata'" in text
+
+
+def test_truncate_into_a_change_of_standard_offset_raises_as_polars() -> None:
+    # Lord Howe moved from +10:00 to +10:30 at 1981-03-01 00:00 (no daylight saving on
+    # either side): polars raises for the midnight that does not exist, and so does
+    # colbridge, naming the zone
+    tz = "Australia/Lord_Howe"
+    df = pl.DataFrame({"a": [dt.datetime(1981, 3, 15, 0, 45, tzinfo=ZoneInfo(tz))]}
+                      ).with_columns(pl.col("a").dt.convert_time_zone(tz))  # fmt: skip
+    with pytest.raises(pl.exceptions.ComputeError):
+        df.select(pl.col("a").dt.truncate("1mo"))
+    with pytest.raises(cb.ColbridgeError, match=r"'Australia/Lord_Howe' does not exist"):
+        df.gpu.select(cb.col("a").dt.truncate("1mo")).compute()
