@@ -32,6 +32,7 @@ __all__ = [
     "cumulative",
     "ewm_mean",
     "ewm_mean_split",
+    "ewm_sum",
     "ewm_var",
     "ewm_var_by_key",
     "ewm_var_split",
@@ -1810,3 +1811,37 @@ def rolling_moment(values: Any, valid: Any, order: Any, tasks: Any, window: int,
                     value = (math.sqrt(k * (k - 1.0)) / (k - 2.0)) * value
             out[i] = value
             out_valid[i] = True
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def ewm_sum(values: Any, valid: Any, order: Any, tasks: Any, alpha: Any, min_samples: int,
+            ignore_nulls: bool, out: Any, out_valid: Any) -> None:  # fmt: skip
+    """Polars' ``ewm_sum``, each segment from its first row, in the values' own type.
+
+    The first non-null value starts the sum; each later one multiplies it by
+    ``1 - alpha`` and adds itself; a null row after the first value decays it too
+    unless ``ignore_nulls``. A null row is null; a row is null until ``max(min_samples,
+    1)`` non-null values.
+    """
+    least = max(min_samples, 1)
+    decay = alpha / alpha - alpha  # 1 - alpha, in alpha's type
+    for t in numba.prange(tasks.shape[0]):
+        a, b = tasks[t, 0], tasks[t, 1]
+        total = alpha - alpha
+        count = 0
+        for j in range(a, b):
+            i = _row(order, j)
+            if valid[i]:
+                if count == 0:
+                    total = values[i]
+                else:
+                    total = total * decay
+                    total = total + values[i]
+                count += 1
+                out[i] = total
+                out_valid[i] = count >= least
+            else:
+                if count > 0 and not ignore_nulls:
+                    total = total * decay
+                out[i] = alpha - alpha
+                out_valid[i] = False

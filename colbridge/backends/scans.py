@@ -817,7 +817,24 @@ def host_scan(func: str, options: tuple[Any, ...], array: pa.Array | pa.ChunkedA
         return rolling_moment(func, array, options, groups)
     if func == "rolling_rank":
         return rolling_rank(array, options, groups)
+    if func == "ewm_sum":
+        return ewm_sum(array, options, groups)
     return distinct_flags(func, array, groups)
+
+
+def ewm_sum(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],
+            groups: GroupIds | None) -> pa.Array:  # fmt: skip
+    """Polars' ``ewm_sum`` of ``array`` (Float64 or Float32: typing casts it), per group."""
+    alpha, min_samples, ignore_nulls = options
+    data = one_array(array)
+    n = len(data)
+    compute = np.dtype(data.type.to_pandas_dtype())
+    values, valid = _inputs("ewm_sum", data, compute)
+    out, out_valid = _outputs("ewm_sum", n, compute)
+    order, tasks = _tasks(groups, n, split=False)
+    _kernels().ewm_sum(values, valid, order, tasks, compute.type(alpha), min_samples,
+                       ignore_nulls, out, out_valid)  # fmt: skip
+    return pa.array(out, mask=None if out_valid.all() else ~out_valid)
 
 
 def rolling_rank(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],

@@ -1599,6 +1599,28 @@ class Expr:
         return self._ewm_var("ewm_std", com, span, half_life, alpha, adjust, bias,
                              min_samples, ignore_nulls)  # fmt: skip
 
+    def ewm_sum(self, *, com: float | None = None, span: float | None = None,
+                half_life: float | None = None, alpha: float | None = None,
+                min_samples: int = 1, ignore_nulls: bool = False) -> Expr:  # fmt: skip
+        """Exponentially weighted sum, as polars' ``ewm_sum``.
+
+        ``s = x`` at the first non-null value, then ``s = s * (1 - alpha) + x``; a null
+        row after it decays ``s`` too, unless ``ignore_nulls``. A null row is null, and
+        so is every row before ``min_samples`` non-null values. Float32 stays,
+        integers and booleans become Float64. Give exactly one of ``com``, ``span``,
+        ``half_life``, ``alpha``. On the host from the whole column (or group); streams
+        and Dask refuse it.
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"a": [1, 2, 3]})
+        >>> df.gpu.select(cb.col("a").ewm_sum(alpha=0.5)).compute()["a"].to_list()
+        [1.0, 2.5, 4.25]
+        """
+        alpha = _ewm_alpha(com, span, half_life, alpha, "ewm_sum")
+        min_samples = _count_param(min_samples, "ewm_sum", "min_samples")
+        flag = _flag(ignore_nulls, "ewm_sum")
+        return Expr(Scan("ewm_sum", self.node, (alpha, min_samples, flag)))
+
     def ewm_mean_by(self, by: Any, *, half_life: Any) -> Expr:
         """Time-based exponentially weighted mean, as polars' ``ewm_mean_by``.
 

@@ -514,7 +514,7 @@ SCAN_FUNCS = frozenset(
         "interpolate", "is_duplicated", "is_unique", "is_first_distinct", "is_last_distinct",
         "rolling_quantile", "rolling_sum_by", "rolling_mean_by", "rolling_min_by",
         "rolling_max_by", "rolling_var_by", "rolling_std_by", "rolling_quantile_by",
-        "rolling_skew", "rolling_kurtosis", "rolling_rank", "ewm_mean_by",
+        "rolling_skew", "rolling_kurtosis", "rolling_rank", "ewm_mean_by", "ewm_sum",
     }
 )  # fmt: skip
 # Polars' time-based windows: each row's window is the rows whose `by` value lies within
@@ -535,7 +535,8 @@ DISTINCT_FLAGS = frozenset({"is_duplicated", "is_unique", "is_first_distinct",
                             "is_last_distinct"})  # fmt: skip
 # Rolling shape statistics: each window's moments taken exactly (`rolling_moment`).
 ROLLING_MOMENTS = frozenset({"rolling_skew", "rolling_kurtosis"})
-HOST_SCANS = frozenset({"rank", "interpolate", "rolling_quantile", "rolling_rank"}) \
+HOST_SCANS = frozenset({"rank", "interpolate", "rolling_quantile", "rolling_rank",
+                        "ewm_sum"}) \
     | DISTINCT_FLAGS | BY_ORDER_FUNCS | ROLLING_MOMENTS
 # How `rank` numbers equal values (polars' names; "random" is not supported).
 RANK_METHODS = ("average", "min", "max", "dense", "ordinal")
@@ -555,7 +556,8 @@ class Scan(Node):
     (``rolling_median`` is its ``0.5, "linear"``), ``rolling_skew`` ``(window_size,
     min_samples, center, bias)``, ``rolling_kurtosis`` ``(window_size, min_samples,
     center, fisher, bias)``, ``rolling_rank`` ``(window_size, min_samples, center,
-    method)``, ``ewm_mean_by`` ``(half_life,)`` (typing: the half-life in nanoseconds and
+    method)``, ``ewm_sum`` ``(alpha, min_samples, ignore_nulls)``, ``ewm_mean_by``
+    ``(half_life,)`` (typing: the half-life in nanoseconds and
     how the runtime reads ``by``),
     ``rolling_*_by`` as `rolling_by_params` reads them (``by`` is ``keys.order_by[0]``),
     ``ewm_mean`` ``(alpha, adjust, min_samples, ignore_nulls)``, ``ewm_var`` and

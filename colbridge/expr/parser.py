@@ -308,6 +308,15 @@ FUNCTIONS: dict[str, _Function] = {
         lambda x, method, descending: x.rank(method, descending=descending),
         example='rank(x, "dense")',
     ),
+    "ewm_sum": _Function(
+        (_x(), _Param("com", "value", None), _Param("span", "value", None),
+         _Param("half_life", "value", None), _Param("alpha", "value", None),
+         _Param("min_samples", "int", 1), _Param("ignore_nulls", "bool", False)),
+        lambda x, com, span, half_life, alpha, min_samples, ignore_nulls: x.ewm_sum(
+            com=com, span=span, half_life=half_life, alpha=alpha, min_samples=min_samples,
+            ignore_nulls=ignore_nulls),
+        example="ewm_sum(x, alpha=0.1)",
+    ),
     "ewm_mean_by": _Function((_x(), _Param("by"), _Param("half_life", "str")),
                              lambda x, by, half_life: x.ewm_mean_by(by, half_life=half_life),
                              example='ewm_mean_by(x, t, half_life="4d")'),

@@ -143,6 +143,14 @@ class OrderedTyping:
             return self._rolling_rank(node, arg, keys, logical)
         if func == "ewm_mean_by":
             return self._ewm_mean_by(node, arg, keys, logical)
+        if func == "ewm_sum":
+            dtype = tc.types[arg]
+            if logical is not None or not (dtype.is_numeric or dtype.is_bool):
+                raise self._refuse(node, arg, f"{logical.kind if logical else dtype} values; "
+                                   "`ewm_sum` takes numbers and booleans")  # fmt: skip
+            result = DType.FLOAT32 if dtype is DType.FLOAT32 else DType.FLOAT64
+            value = tc.cast_plain(arg, result, strict=False)
+            return self._record(Scan(func, value, node.options, keys), result)
         if func in ROLLING_MOMENTS:
             dtype = tc.types[arg]
             if logical is not None or not (dtype.is_integer or dtype.is_float):

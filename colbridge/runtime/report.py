@@ -288,6 +288,7 @@ def _grouped_work(seg: Segment, target: str,
                    "rolling_quantile": "windowed (each window's values kept sorted)",
                    "rolling_rank": "ranked in its window (each window's values kept sorted)",
                    "ewm_mean_by": "weighted by its `by` steps (rows in their order)",
+                   "ewm_sum": "summed with decaying weights",
                    "rolling_skew": "windowed (each window's moments taken exactly)",
                    "rolling_kurtosis": "windowed (each window's moments taken exactly)",
                    }.get(scan.func, "flagged")  # fmt: skip
