@@ -1847,6 +1847,24 @@ class Expr:
         """
         return _peak(self, "lt", "peak_min")
 
+    def index_of(self, element: Any) -> Expr:
+        """The position of the first value equal to ``element`` (UInt32), null if none is.
+
+        As polars: ``None`` finds the first null; NaN finds NaN and ``-0.0`` finds
+        ``0.0``; ``element`` may be an expression of one value (``x.max()``). Positions
+        count from 0 over the whole column, or per group in ``group_by`` and ``over``.
+        polars refuses an ``element`` its column's type cannot hold exactly (2.5 in an
+        integer column); colbridge answers null there.
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"a": [1, None, 17]})
+        >>> df.gpu.select(cb.col("a").index_of(17)).compute()["a"].to_list()
+        [2]
+        """
+        found = self.is_null() if element is None else self.eq_missing(element)
+        position = self.is_null().cum_count() - 1  # 0, 1, 2... (never null)
+        return position.filter(found).first()
+
     def nan_max(self) -> Expr:
         """Largest non-null value, or NaN where one is NaN (``max`` leaves NaN out), as polars.
 

@@ -320,6 +320,8 @@ FUNCTIONS: dict[str, _Function] = {
     "ewm_mean_by": _Function((_x(), _Param("by"), _Param("half_life", "str")),
                              lambda x, by, half_life: x.ewm_mean_by(by, half_life=half_life),
                              example='ewm_mean_by(x, t, half_life="4d")'),
+    "index_of": _Function((_x(), _Param("element")), lambda x, v: x.index_of(v),
+                          example="index_of(carrier, 'UA')"),
     "interpolate_by": _Function((_x(), _Param("by")), lambda x, by: x.interpolate_by(by),
                                 example="interpolate_by(temp, time)"),
     "max_by": _Function((_x(), _Param("by")), lambda x, by: x.max_by(by),
