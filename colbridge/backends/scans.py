@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -845,25 +846,46 @@ def rolling_rank(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],
     sorted, as `rolling_quantile`; Float64 for ``"average"``, UInt32 otherwise.
     """
     window, min_samples, center, method = options
+    codes = {"average": 0, "min": 1, "max": 2, "dense": 3}
+
+    def rank(values: Any, valid: Any, order: Any, tasks: Any, width: int, offset: int,
+             out: Any, out_valid: Any) -> None:  # fmt: skip
+        _kernels().rolling_rank(values, valid, order, tasks, width, min_samples, offset,
+                                codes[method], out, out_valid)  # fmt: skip
+
+    out, out_valid = _host_window(array, groups, window, center, np.dtype(np.float64), rank)
+    ranks = out if method == "average" else out.astype(np.uint32)
+    return pa.array(ranks, mask=None if out_valid.all() else ~out_valid)
+
+
+_Window = Callable[[Any, Any, Any, Any, int, int, Any, Any], None]
+
+
+def _host_window(array: pa.Array | pa.ChunkedArray, groups: GroupIds | None, window: int,
+                 center: bool, out_dtype: np.dtype[Any] | None, kernel: _Window
+                 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:  # fmt: skip
+    """A trailing (or centred) window kernel of the host scans, and its results in frame order.
+
+    ``kernel(values, valid, order, tasks, window, offset, out, out_valid)`` runs over
+    chunks of the frame (each reading the window before it again) or over the groups,
+    each group's rows first taken side by side; ``out_dtype`` None: the values' type.
+    """
     data = one_array(array)
     n = len(data)
     window = window_within(window, center, n)
     compute = np.dtype(data.type.to_pandas_dtype())
-    values, valid = _inputs("rolling_rank", data, compute)
-    out, out_valid = _outputs("rolling_rank", n, np.dtype(np.float64))
+    values, valid = _inputs("rolling", data, compute)
+    out, out_valid = _outputs("rolling", n, compute if out_dtype is None else out_dtype)
     order, tasks = _tasks(groups, n, split=True, halo=window)
     by_key = order
     if by_key is not None:  # each group's rows side by side, as `run_scan` reads them
         taken, valid = in_group_order(by_key, values, valid)
         values, order = read_only(taken), None
-    codes = {"average": 0, "min": 1, "max": 2, "dense": 3}
-    _kernels().rolling_rank(values, valid, order, tasks, window, min_samples,
-                            window // 2 if center else window - 1, codes[method], out,
-                            out_valid)  # fmt: skip
+    kernel(values, valid, order, tasks, window, window // 2 if center else window - 1, out,
+           out_valid)  # fmt: skip
     if by_key is not None:
         out, out_valid = to_frame_order(by_key, out, out_valid)
-    ranks = out if method == "average" else out.astype(np.uint32)
-    return pa.array(ranks, mask=None if out_valid.all() else ~out_valid)
+    return out, out_valid
 
 
 def rolling_moment(func: str, array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],
@@ -877,22 +899,13 @@ def rolling_moment(func: str, array: pa.Array | pa.ChunkedArray, options: tuple[
     window, min_samples, center, *flags = options
     kurtosis = func == "rolling_kurtosis"
     fisher, bias = (flags[0], flags[1]) if kurtosis else (True, flags[0])
-    data = one_array(array)
-    n = len(data)
-    window = window_within(window, center, n)
-    compute = np.dtype(data.type.to_pandas_dtype())
-    values, valid = _inputs(func, data, compute)
-    out, out_valid = _outputs(func, n, compute)
-    order, tasks = _tasks(groups, n, split=True, halo=window)
-    by_key = order
-    if by_key is not None:  # each group's rows side by side, as `run_scan` reads them
-        taken, valid = in_group_order(by_key, values, valid)
-        values, order = read_only(taken), None
-    _kernels().rolling_moment(values, valid, order, tasks, window, min_samples,
-                              window // 2 if center else window - 1, kurtosis, bias, fisher,
-                              out, out_valid)  # fmt: skip
-    if by_key is not None:
-        out, out_valid = to_frame_order(by_key, out, out_valid)
+
+    def moment(values: Any, valid: Any, order: Any, tasks: Any, width: int, offset: int,
+               out: Any, out_valid: Any) -> None:  # fmt: skip
+        _kernels().rolling_moment(values, valid, order, tasks, width, min_samples, offset,
+                                  kurtosis, bias, fisher, out, out_valid)  # fmt: skip
+
+    out, out_valid = _host_window(array, groups, window, center, None, moment)
     return pa.array(out, mask=None if out_valid.all() else ~out_valid)
 
 
@@ -907,23 +920,15 @@ def rolling_quantile(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...]
     from colbridge.expr.nodes import QUANTILE_METHODS
 
     window, min_samples, center, quantile, method = options
-    data = one_array(array)
-    n = len(data)
-    window = window_within(window, center, n)
-    compute = np.dtype(data.type.to_pandas_dtype())
-    values, valid = _inputs("rolling_quantile", data, compute)
-    out, out_valid = _outputs("rolling_quantile", n, compute)
-    order, tasks = _tasks(groups, n, split=True, halo=window)
-    by_key = order
-    if by_key is not None:  # each group's rows side by side, as `run_scan` reads them
-        taken, valid = in_group_order(by_key, values, valid)
-        values, order = read_only(taken), None
-    _kernels().rolling_quantile(values, valid, order, tasks, window, min_samples,
-                                window // 2 if center else window - 1, quantile,
-                                QUANTILE_METHODS.index(method), compute.type(0.5), out,
-                                out_valid)  # fmt: skip
-    if by_key is not None:
-        out, out_valid = to_frame_order(by_key, out, out_valid)
+    half = np.dtype(one_array(array).type.to_pandas_dtype()).type(0.5)
+
+    def quantiles(values: Any, valid: Any, order: Any, tasks: Any, width: int, offset: int,
+                  out: Any, out_valid: Any) -> None:  # fmt: skip
+        _kernels().rolling_quantile(values, valid, order, tasks, width, min_samples, offset,
+                                    quantile, QUANTILE_METHODS.index(method), half, out,
+                                    out_valid)  # fmt: skip
+
+    out, out_valid = _host_window(array, groups, window, center, None, quantiles)
     return pa.array(out, mask=None if out_valid.all() else ~out_valid)
 
 
