@@ -975,7 +975,9 @@ class LogicalTyping:
     def _need_string(self, arg: Node, node: Node) -> None:
         logical = self.of(arg)
         if logical is None or logical.kind != "string":
-            got = logical if logical is not None else self.tc.types.get(arg)
+            got: object = logical if logical is not None else self.tc.types.get(arg)
+            if got is None:  # a bare `lit(None)`, or a column of the Null type
+                got = "null (a column with no type)"
             msg = f"`{node!r}` needs a String, got {got}"
             if logical is not None and logical.is_string:
                 msg += "; cast it first with `.cast(pl.String)`"

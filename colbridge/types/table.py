@@ -406,7 +406,11 @@ TYPE_TABLE: tuple[TypeEntry, ...] = (
         numpy=None,
         dlpack=None,
         zero_copy=False,
-        note="Python objects, no typed buffer",
+        note=("Python objects, no typed buffer (as a tensor); in `df.gpu` expressions such a "
+              "column is converted as polars' `from_pandas` converts it, with pyarrow's "
+              "inference (strings String, integers Int64, floats Float64, dates Date, "
+              "missing values of several kinds alone Null; a copy, in the report), and "
+              "refused by name where pyarrow cannot type it (strings mixed with numbers)"),
         instead="convert first, e.g. `s.astype('float64')`",
         matches=lambda t: False,
     ),

@@ -38,11 +38,13 @@ def test_a_pandas_object_column_of_strings_or_nothing(values: list[str | None]) 
 
 
 @pytest.mark.parametrize("rows", [1, 3])
-def test_an_object_column_of_numbers_or_missing_values_is_still_refused(rows: int) -> None:
+def test_an_object_column_of_missing_values_is_not_a_string_column(rows: int) -> None:
     # only None is a missing string: an object column of NaN is not a string column
-    # (polars reads it as Null), so it keeps its error
+    # (polars reads it as Null, and refuses string functions on it), nor is it here
     pdf = pd.DataFrame({"s": pd.Series([float("nan")] * rows, dtype=object)})
-    with pytest.raises(cb.ColbridgeError, match="pandas dtype `object`"):
+    with pytest.raises(pl.exceptions.SchemaError):
+        pl.from_pandas(pdf).select(n=pl.col("s").str.len_chars())
+    with pytest.raises(cb.ColbridgeError, match=r"needs a String, got null"):
         pdf.gpu.select(n=cb.col("s").str.len_chars()).compute()
 
 
