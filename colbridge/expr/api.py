@@ -2394,12 +2394,9 @@ def _peak(x: Expr, op: str, func: str) -> Expr:
     group under ``over``) is compared with 0 there, as a number (a boolean with false).
     """
     v = Expr(Function("peak_values", (x.node,), (func,)))
-
-    def side(n: int) -> Expr:
-        inside = Expr(Scan("shift_in_range", v.node, (n,)))
-        return when(inside).then(v._bin(op, v.shift(n))).otherwise(v._bin(op, 0))
-
-    return side(1) & side(-1)
+    # the shifts fill 0 (a boolean compares as 0 and 1 against it): read in place by the
+    # kernels, no pass of their own
+    return v._bin(op, v.shift(1, fill_value=0)) & v._bin(op, v.shift(-1, fill_value=0))
 
 
 def _anchored_mean(x: Expr) -> Expr:
