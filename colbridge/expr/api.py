@@ -2289,7 +2289,8 @@ def cov(a: Any, b: Any, *, ddof: int = 1, eager: bool = False) -> Expr:
     """Covariance of ``a`` and ``b`` over the rows where both are non-null (``pl.cov``).
 
     ``sum((a - mean a) * (b - mean b)) / (n - ddof)`` over those ``n`` rows, null
-    where ``n <= ddof``; NaN where a value is NaN. Float64, or Float32 where the two
+    where ``n <= ddof``; NaN where a value is NaN, but 0.0 for a lone row of a frame
+    (or group) without nulls, as polars' running state gives it. Float64, or Float32 where the two
     types' common type is Float32 (as polars). Numbers and booleans; a string names a
     column. Each mean is the first value plus the mean of the differences from it, as
     polars' later versions anchor it (a column that does not vary gives exactly 0;
