@@ -451,7 +451,7 @@ def rolling_quantile_by(values: Any, valid: Any, tasks: Any, starts: Any,
                         out: Any, out_valid: Any) -> None:  # fmt: skip
     """Polars' ``QuantileWindow`` along the windows: the window's values kept sorted.
 
-    As `colbridge.backends._scan_kernels.rolling_quantile` with windows of varying
+    As `colbridge.backends._scan_kernels.rolling_sorted` with windows of varying
     length: ascending with NaN last, a binary search and a move per value entering
     or leaving; the position ``(n - 1) * quantile`` among the ``n`` non-null values
     taken by ``method``, in the values' type (``half``: 0.5 of it).

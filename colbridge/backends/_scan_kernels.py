@@ -39,8 +39,7 @@ __all__ = [
     "fill",
     "rolling_extreme",
     "rolling_moment",
-    "rolling_quantile",
-    "rolling_rank",
+    "rolling_sorted",
     "rolling_sum",
     "rolling_var",
     "rolling_var_by_key",
@@ -1604,10 +1603,10 @@ def window_quantile(buf: Any, size: int, quantile: float, method: int, half: Any
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def rolling_quantile(values: Any, valid: Any, order: Any, tasks: Any, window: int,
-                     min_samples: int, offset: int, quantile: float, method: int, half: Any,
-                     out: Any, out_valid: Any) -> None:  # fmt: skip
-    """Polars' ``rolling_quantile``: each window's non-null values kept sorted.
+def rolling_sorted(values: Any, valid: Any, order: Any, tasks: Any, window: int,
+                   min_samples: int, offset: int, quantile: float, method: int, rank: int,
+                   half: Any, out: Any, out_valid: Any) -> None:  # fmt: skip
+    """Polars' ``rolling_quantile`` (``rank`` -1) or ``rolling_rank``: windows kept sorted.
 
     Tasks and windows as `rolling_sum`. The window's values stay in ascending order
     (NaN last) in a buffer: a row entering is inserted after the values not above it,
@@ -1618,7 +1617,8 @@ def rolling_quantile(values: Any, valid: Any, order: Any, tasks: Any, window: in
     polars' ``QuantileUpdate`` takes it (``method``: `QUANTILE_METHODS` order), in the
     values' own type: ``midpoint`` is ``(lower + upper) * half`` (``half`` = 0.5 of that
     type: halving is exact), ``linear`` ``p * (upper - lower) + lower`` with the
-    fraction ``p`` rounded to the type.
+    fraction ``p`` rounded to the type. With ``rank`` (a ``RANK_*`` code) the row's own
+    value is ranked among them instead (`window_rank`), a null row null.
     """
     for t in numba.prange(tasks.shape[0]):
         a, b, c0, c1 = tasks[t, 0], tasks[t, 1], tasks[t, 2], tasks[t, 3]
@@ -1631,12 +1631,15 @@ def rolling_quantile(values: Any, valid: Any, order: Any, tasks: Any, window: in
             end = max(min(p - offset + window, b), start)
             size, lo, hi = _slide_sorted(buf, size, lo, hi, start, end, values, valid, order)
             i = _row(order, p)
-            if size == 0 or size < min_samples:
-                out[i] = half - half
+            if size == 0 or size < min_samples or (rank >= 0 and not valid[i]):
+                out[i] = 0
                 out_valid[i] = False
                 continue
             out_valid[i] = True
-            window_quantile(buf, size, quantile, method, half, out, i)
+            if rank >= 0:
+                out[i] = window_rank(buf, size, values[i], rank)
+            else:
+                window_quantile(buf, size, quantile, method, half, out, i)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -1682,64 +1685,42 @@ def _slide_sorted(buf: Any, size: int, lo: int, hi: int, start: int, end: int, v
 RANK_AVERAGE, RANK_MIN, RANK_MAX, RANK_DENSE = range(4)
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def rolling_rank(values: Any, valid: Any, order: Any, tasks: Any, window: int,
-                 min_samples: int, offset: int, method: int, out: Any,
-                 out_valid: Any) -> None:  # fmt: skip
-    """Polars' ``rolling_rank``: each row's value ranked among its window's non-null values.
+@numba.njit(cache=True, nogil=True, inline="always")
+def window_rank(buf: Any, size: int, x: Any, method: int) -> float:
+    """The rank of ``x`` among a window's ``size`` sorted values ``buf[:size]`` (it is one).
 
-    Tasks and windows as `rolling_sum`, the window's values kept sorted as in
-    `rolling_quantile` (NaN last, equal to each other; ``-0.0`` equals ``0.0``). With
-    ``b`` values sorting before the row's and ``u`` not after it: ``RANK_AVERAGE``
-    ``(b + 1 + u) / 2``, ``RANK_MIN`` ``b + 1``, ``RANK_MAX`` ``u``, ``RANK_DENSE`` one
-    more than the distinct values before it. A null row, or a window of fewer than
-    ``min_samples`` values, is null.
+    As polars' ``rolling_rank`` (NaN last, equal to each other; ``-0.0`` equals
+    ``0.0``): with ``b`` values sorting before ``x`` and ``u`` not after it,
+    ``RANK_AVERAGE`` ``(b + 1 + u) / 2``, ``RANK_MIN`` ``b + 1``, ``RANK_MAX`` ``u``,
+    ``RANK_DENSE`` one more than the distinct values before it.
     """
-    for t in numba.prange(tasks.shape[0]):
-        a, b, c0, c1 = tasks[t, 0], tasks[t, 1], tasks[t, 2], tasks[t, 3]
-        buf = np.empty(max(window, 1), dtype=values.dtype)
-        size = 0
-        lo = -1
-        hi = -1
-        for p in range(c0, c1):
-            start = max(p - offset, a)
-            end = max(min(p - offset + window, b), start)
-            size, lo, hi = _slide_sorted(buf, size, lo, hi, start, end, values, valid, order)
-            i = _row(order, p)
-            if not valid[i] or size == 0 or size < min_samples:
-                out[i] = 0
-                out_valid[i] = False
-                continue
-            x = values[i]
-            k_lo, k_hi = 0, size
-            while k_lo < k_hi:  # the values sorting before x
-                mid = (k_lo + k_hi) // 2
-                if sorts_before(buf[mid], x):
-                    k_lo = mid + 1
-                else:
-                    k_hi = mid
-            below = k_lo
-            k_hi = size
-            while k_lo < k_hi:  # and those not after it
-                mid = (k_lo + k_hi) // 2
-                if sorts_before(x, buf[mid]):
-                    k_hi = mid
-                else:
-                    k_lo = mid + 1
-            upto = k_lo
-            if method == RANK_AVERAGE:
-                out[i] = (below + 1 + upto) / 2.0
-            elif method == RANK_MIN:
-                out[i] = below + 1
-            elif method == RANK_MAX:
-                out[i] = upto
-            else:
-                distinct = 0
-                for k in range(below):
-                    if k == 0 or sorts_before(buf[k - 1], buf[k]):
-                        distinct += 1
-                out[i] = distinct + 1
-            out_valid[i] = True
+    k_lo, k_hi = 0, size
+    while k_lo < k_hi:  # the values sorting before x
+        mid = (k_lo + k_hi) // 2
+        if sorts_before(buf[mid], x):
+            k_lo = mid + 1
+        else:
+            k_hi = mid
+    below = k_lo
+    k_hi = size
+    while k_lo < k_hi:  # and those not after it
+        mid = (k_lo + k_hi) // 2
+        if sorts_before(x, buf[mid]):
+            k_hi = mid
+        else:
+            k_lo = mid + 1
+    upto = k_lo
+    if method == RANK_AVERAGE:
+        return (below + 1 + upto) / 2.0
+    if method == RANK_MIN:
+        return float(below + 1)
+    if method == RANK_MAX:
+        return float(upto)
+    distinct = 0
+    for k in range(below):
+        if k == 0 or sorts_before(buf[k - 1], buf[k]):
+            distinct += 1
+    return float(distinct + 1)
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)

@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from colbridge.backends.groups import GroupIds, in_group_order, raw_values, to_frame_order
+from colbridge.backends.scans import segment_tasks
 from colbridge.errors import ComputeError
 from colbridge.expr.nodes import QUANTILE_METHODS, ROLLING_CLOSED, rolling_by_params
 from colbridge.memory.host import empty_array, one_array
@@ -152,14 +153,9 @@ def rolling_by(func: str, options: tuple[Any, ...], array: pa.Array | pa.Chunked
         np.dtype(np.uint64) if target == np.uint64 else np.dtype(np.int64)  # fmt: skip
     values = _numbers(data, compute)
     valid = _flags(data)
-    order: np.ndarray[Any, Any] | None = None  # with keys: the rows by group, then put back
-    if groups is not None and groups.ids is not None:
-        from colbridge.backends import _scan_kernels
-
-        order, starts = _scan_kernels.counting_order(groups.ids, groups.count,
-                                                     empty_array(n, np.int64))  # fmt: skip
-        bounds = np.stack([starts[:-1], starts[1:]], axis=1)
-        tasks = np.ascontiguousarray(np.concatenate([bounds, bounds], axis=1))
+    # with keys: the rows by group, then put back
+    order, tasks = segment_tasks(groups, n, split=False)
+    if order is not None:
         # each group's rows side by side, once: the walks below read each row several
         # times, and a row of a group among a thousand groups' rows is a cache miss
         by_int, values, lower = in_group_order(order, by_int, values, lower)
@@ -168,7 +164,7 @@ def rolling_by(func: str, options: tuple[Any, ...], array: pa.Array | pa.Chunked
             by_valid = in_group_order(order, by_valid)[0]
         if data.null_count:
             valid = in_group_order(order, valid)[0]
-    else:
+    else:  # no keys: chunks of the frame on every core
         tasks = _chunks(by_int, by_valid, lower, n)
     # the windows' bounds and the outputs from the memory pool: pages already touched
     begins = empty_array(n, np.int64)
@@ -229,17 +225,9 @@ def ewm_mean_by(func: str, options: tuple[Any, ...], array: pa.Array | pa.Chunke
         per_unit = 1 if kind == "int" else {"ns": 1, "us": 1_000, "ms": 1_000_000}[unit]
     compute = np.dtype(result.numpy)
     values, valid = _numbers(data, compute), _flags(data)
-    order: np.ndarray[Any, Any] | None = None
-    if groups is not None and groups.ids is not None:
-        from colbridge.backends import _scan_kernels
-
-        order, starts = _scan_kernels.counting_order(groups.ids, groups.count,
-                                                     empty_array(n, np.int64))  # fmt: skip
-        bounds = np.stack([starts[:-1], starts[1:]], axis=1)
-        tasks = np.ascontiguousarray(np.concatenate([bounds, bounds], axis=1))
+    order, tasks = segment_tasks(groups, n, split=False)  # with keys: rows by group
+    if order is not None:  # each group's rows side by side, put back after
         by_int, values, by_valid, valid = in_group_order(order, by_int, values, by_valid, valid)
-    else:
-        tasks = np.array([[0, n, 0, n]], dtype=np.int64)
     out = empty_array(n, compute)
     out_valid = empty_array(n, np.bool_)
     _kernels().ewm_mean_by(values, valid, by_int, by_valid, tasks,

@@ -57,6 +57,7 @@ __all__ = [
     "rank",
     "run_carried",
     "run_scan",
+    "segment_tasks",
     "shifted_in_place",
     "weights_for",
     "with_dictionary",
@@ -373,7 +374,7 @@ def _values(array: pa.Array, compute: np.dtype[Any]) -> tuple[np.ndarray[Any, An
     return (raw if raw.dtype == compute else raw.astype(compute)), valid
 
 
-def _tasks(groups: GroupIds | None, n: int, split: bool,
+def segment_tasks(groups: GroupIds | None, n: int, split: bool,
            halo: int = 0) -> tuple[np.ndarray[Any, Any] | None, np.ndarray[Any, Any]]:  # fmt: skip
     """Row order (None: frame order) and tasks ``(a, b, c0, c1)``.
 
@@ -543,7 +544,7 @@ def run_scan(
         # them in place, not through the order (a cache miss per read among many
         # groups); the results are put back at the rows' places below. A running scan
         # or a shift reads each row once: through the order, as it is (measured faster)
-        by_key, runs = _tasks(groups, n, split=False)
+        by_key, runs = segment_tasks(groups, n, split=False)
         assert by_key is not None
         taken, valid = in_group_order(by_key, values, valid)
         values = read_only(taken)  # as `_inputs` gives them: one compile per type
@@ -551,7 +552,7 @@ def run_scan(
     def segments(split: bool, halo: int = 0) -> tuple[np.ndarray[Any, Any] | None,
                                                       np.ndarray[Any, Any]]:  # fmt: skip
         """The row order the kernels read (None: as the arrays hold them) and tasks."""
-        return (None, runs) if by_key is not None else _tasks(groups, n, split, halo)
+        return (None, runs) if by_key is not None else segment_tasks(groups, n, split, halo)
 
     if method == "carry":
         assert groups is not None
@@ -832,7 +833,7 @@ def ewm_sum(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],
     compute = np.dtype(data.type.to_pandas_dtype())
     values, valid = _inputs("ewm_sum", data, compute)
     out, out_valid = _outputs("ewm_sum", n, compute)
-    order, tasks = _tasks(groups, n, split=False)
+    order, tasks = segment_tasks(groups, n, split=False)
     _kernels().ewm_sum(values, valid, order, tasks, compute.type(alpha), min_samples,
                        ignore_nulls, out, out_valid)  # fmt: skip
     return pa.array(out, mask=None if out_valid.all() else ~out_valid)
@@ -842,7 +843,7 @@ def rolling_rank(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],
                  groups: GroupIds | None) -> pa.Array:  # fmt: skip
     """Polars' ``rolling_rank`` of ``array`` (typing made it Int64, UInt64 or a float).
 
-    The compiled kernel (`_scan_kernels.rolling_rank`) keeps each window's values
+    The compiled kernel (`_scan_kernels.rolling_sorted`) keeps each window's values
     sorted, as `rolling_quantile`; Float64 for ``"average"``, UInt32 otherwise.
     """
     window, min_samples, center, method = options
@@ -850,8 +851,9 @@ def rolling_rank(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],
 
     def rank(values: Any, valid: Any, order: Any, tasks: Any, width: int, offset: int,
              out: Any, out_valid: Any) -> None:  # fmt: skip
-        _kernels().rolling_rank(values, valid, order, tasks, width, min_samples, offset,
-                                codes[method], out, out_valid)  # fmt: skip
+        _kernels().rolling_sorted(values, valid, order, tasks, width, min_samples, offset,
+                                  0.5, 0, codes[method], np.float64(0.5), out,
+                                  out_valid)  # fmt: skip
 
     out, out_valid = _host_window(array, groups, window, center, np.dtype(np.float64), rank)
     ranks = out if method == "average" else out.astype(np.uint32)
@@ -876,7 +878,7 @@ def _host_window(array: pa.Array | pa.ChunkedArray, groups: GroupIds | None, win
     compute = np.dtype(data.type.to_pandas_dtype())
     values, valid = _inputs("rolling", data, compute)
     out, out_valid = _outputs("rolling", n, compute if out_dtype is None else out_dtype)
-    order, tasks = _tasks(groups, n, split=True, halo=window)
+    order, tasks = segment_tasks(groups, n, split=True, halo=window)
     by_key = order
     if by_key is not None:  # each group's rows side by side, as `run_scan` reads them
         taken, valid = in_group_order(by_key, values, valid)
@@ -913,7 +915,7 @@ def rolling_quantile(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...]
                      groups: GroupIds | None) -> pa.Array:  # fmt: skip
     """Polars' ``rolling_quantile`` of ``array`` (Float64 or Float32, typing casts it).
 
-    The compiled kernel (`_scan_kernels.rolling_quantile`) keeps each window's values
+    The compiled kernel (`_scan_kernels.rolling_sorted`) keeps each window's values
     sorted; chunks of the frame (each reading the window before it again) or groups
     run on every core.
     """
@@ -924,9 +926,9 @@ def rolling_quantile(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...]
 
     def quantiles(values: Any, valid: Any, order: Any, tasks: Any, width: int, offset: int,
                   out: Any, out_valid: Any) -> None:  # fmt: skip
-        _kernels().rolling_quantile(values, valid, order, tasks, width, min_samples, offset,
-                                    quantile, QUANTILE_METHODS.index(method), half, out,
-                                    out_valid)  # fmt: skip
+        _kernels().rolling_sorted(values, valid, order, tasks, width, min_samples, offset,
+                                  quantile, QUANTILE_METHODS.index(method), -1, half, out,
+                                  out_valid)  # fmt: skip
 
     out, out_valid = _host_window(array, groups, window, center, None, quantiles)
     return pa.array(out, mask=None if out_valid.all() else ~out_valid)

@@ -131,9 +131,13 @@ def merge_messages(first: Mapping[int, str], second: Mapping[int, str]) -> dict[
     """
     merged = dict(first)
     for kind, message in second.items():
-        known = merged.get(kind)
-        merged[kind] = message if known is None or message in known else f"{known}; or {message}"
+        merged[kind] = _joined(merged.get(kind), message)
     return merged
+
+
+def _joined(known: str | None, message: str) -> str:
+    """``message`` added to the text ``known`` already holds for its kind (once)."""
+    return message if known is None or message in known else f"{known}; or {message}"
 
 
 def input_source(k: int) -> str:
@@ -302,7 +306,7 @@ class Lowering:
         A kernel counts each kind of failure once: where two expressions can fail the
         same way, the error names both (`merge_messages`), never only the last one.
         """
-        self.err_messages.update(merge_messages(self.err_messages, {kind: message}))
+        self.err_messages[kind] = _joined(self.err_messages.get(kind), message)
         if self._lowering and self._lowering[-1] in self.counted_elsewhere:
             return
         rv = self.row_valid(valid)

@@ -353,17 +353,15 @@ class LogicalTyping:
             return self.add(node, offsets[0] * UNIT_PER_SECOND[logical.unit])
         return self.add(node, self.offset_at(node, tz, logical.unit))
 
-    def offset_at(self, value: Node, tz: str, unit: str) -> Node:
-        """The UTC offset of zone ``tz`` at the instant ``value`` (in ``unit``)."""
-        zone = ("zone", tz)
-        where = self.rec(Search(TableRef(zone, ("instants", unit), I64), value), I32)
-        return self.rec(Gather(TableRef(zone, ("offsets", unit), I64), where), I64)
+    def offset_at(self, value: Node, tz: str, unit: str, table: str = "offsets") -> Node:
+        """The UTC offset of zone ``tz`` at the instant ``value`` (in ``unit``).
 
-    def daylight_at(self, value: Node, tz: str, unit: str) -> Node:
-        """1 where zone ``tz`` keeps daylight saving time at the instant ``value``, else 0."""
+        ``table="daylight"``: instead, 1 where the zone keeps daylight saving time
+        there, else 0 (a transition's entry of either table, found by one search).
+        """
         zone = ("zone", tz)
         where = self.rec(Search(TableRef(zone, ("instants", unit), I64), value), I32)
-        return self.rec(Gather(TableRef(zone, ("daylight", unit), I64), where), I64)
+        return self.rec(Gather(TableRef(zone, (table, unit), I64), where), I64)
 
     def localize(self, local: Node, tz: str, unit: str, node: Node, *, ambiguous: str = "raise",
                  non_existent: str = "raise", original: Node | None = None) -> Node:  # fmt: skip
@@ -401,9 +399,9 @@ class LogicalTyping:
         if non_existent == "null":
             value = self.rec(When(missing, self.tc.null_of(I64), value), I64)
         elif non_existent == "earliest":
-            starts = self.both("and", self.op("eq", self.daylight_at(self.sub(local, day), tz,
-                                                                   unit), 0),
-                               self.op("eq", self.daylight_at(self.add(local, day), tz, unit), 1))
+            dst_before = self.offset_at(self.sub(local, day), tz, unit, "daylight")
+            dst_after = self.offset_at(self.add(local, day), tz, unit, "daylight")
+            starts = self.both("and", self.op("eq", dst_before, 0), self.op("eq", dst_after, 1))
             value = self.select(self.both("and", missing, starts), early, value)
             missing = self.both("and", missing, self.rec(Unary("not", starts), BOOL))
         # a kernel holds one message per failure kind: one check says what can fail
