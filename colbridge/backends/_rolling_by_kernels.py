@@ -500,10 +500,10 @@ def ewm_mean_by(values: Any, valid: Any, by: Any, by_valid: Any, tasks: Any, hal
     type (``half`` is 0.5 of it; integers convert to it rounding to nearest), as
     polars' ``update``.
     """
+    to_type = values.dtype.type  # int64 into the values' type, rounding to nearest
+    span = to_type(half_life)
     for t in numba.prange(tasks.shape[0]):
         a, b = tasks[t, 0], tasks[t, 1]
-        cast = np.empty(2, dtype=values.dtype)  # int64 into the values' type
-        cast[1] = half_life
         started = False
         prev_time = by[a] if b > a else 0
         prev = half - half
@@ -517,8 +517,7 @@ def ewm_mean_by(values: Any, valid: Any, by: Any, by_valid: Any, tasks: Any, hal
                 started = True
                 prev = x
             elif x != prev:
-                cast[0] = by[i] - prev_time
-                one_minus_alpha = half ** (cast[0] / cast[1])
+                one_minus_alpha = half ** (to_type(by[i] - prev_time) / span)
                 alpha = (half + half) - one_minus_alpha
                 prev = alpha * x + one_minus_alpha * prev
             else:
