@@ -54,6 +54,7 @@ from colbridge.expr.nodes import (
     Coalesce,
     Column,
     Constant,
+    EveryRow,
     FillNan,
     Filtered,
     Gather,
@@ -823,6 +824,10 @@ class Lowering:
         a, ok = self.value(node.arg), self.value(node.ok)
         self.count_error(ERR_STRICT_CAST, self.d.not_(ok.expr), a.valid, node.message)
         return a
+
+    @lower.register
+    def _(self, node: EveryRow) -> Val:
+        return self.value(node.arg)  # the same value in every row: only its shape differs
 
     @lower.register
     def _(self, node: Reinterpret) -> Val:

@@ -45,6 +45,7 @@ __all__ = [
     "Column",
     "Const",
     "Constant",
+    "EveryRow",
     "FillNan",
     "Filtered",
     "Function",
@@ -725,6 +726,19 @@ class Check(Node):
 
 
 @dataclass(frozen=True, slots=True, repr=False)
+class EveryRow(Node):
+    """``arg``, a constant expression, as a column: its one value in every row.
+
+    Made by type checking where a null-typed column was typed as a constant
+    (``col("n").is_null()`` is ``true`` in every row): a reduction or an ordered
+    operation of it sees the frame's rows (``sum`` counts them), where one of a bare
+    constant sees one value, as in polars (``lit(True).sum()`` is 1).
+    """
+
+    arg: Node
+
+
+@dataclass(frozen=True, slots=True, repr=False)
 class Const(Literal):
     """A literal written into the kernel text, not passed as an argument.
 
@@ -1184,6 +1198,8 @@ def _format(node: Node) -> str:
         return f"{node.arg!r}.narrow({node.dtype})"
     if isinstance(node, Check):
         return f"{node.arg!r}.check({node.ok!r})"
+    if isinstance(node, EveryRow):
+        return f"{node.arg!r}.every_row()"
     if isinstance(node, Reinterpret):
         return f"{node.arg!r}.as({node.logical or 'integer'})"
     return type(node).__name__

@@ -115,8 +115,27 @@ class OrderedTyping:
     def scan(self, node: Scan) -> Node:
         """The typed form of an ordered operation (diff and pct_change lowered)."""
         tc = self.tc
-        arg = tc.typed(node.arg)
-        from colbridge.plan.typecheck import is_scalar
+        from colbridge.plan.typecheck import (
+            NULL_AS_FLOAT_SCANS,
+            NULL_KEEPING_SCANS,
+            is_null_literal,
+            is_scalar,
+        )
+
+        raw = tc.check_child(node.arg)
+        if is_null_literal(raw) and node.func in NULL_KEEPING_SCANS and not (
+                node.func == "shift" and node.options[1] is not None):  # fmt: skip
+            return raw  # polars: a null-typed column shifted or filled is null-typed still
+        if is_null_literal(raw) and node.func in NULL_AS_FLOAT_SCANS:
+            typed = tc.typed(Literal(None, DType.FLOAT64))  # polars computes these in Float64
+        elif is_null_literal(raw) and node.func == "shift":
+            # filled: in the fill value's type (polars: `shift(1, fill_value=0)` is Int32)
+            typed = tc.typed(Literal(None, tc.dtype(tc.typed(Literal(node.options[1])))))
+        elif is_null_literal(raw) and (node.func == "cum_count" or node.func in DISTINCT_FLAGS):
+            typed = tc.typed(Literal(None, DType.INT8))  # read for their nulls only: any type
+        else:
+            typed = tc.typed(node.arg)
+        arg = tc.rows_of(node.arg, typed)
 
         if is_scalar(arg) or (node.keys.exprs and not node.per_row
                               and one_value_per_group(node.arg, node.keys)):

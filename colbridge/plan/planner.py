@@ -61,7 +61,7 @@ from colbridge.plan.typecheck import (
     is_scalar,
 )
 from colbridge.types import DType
-from colbridge.types.logical import Logical
+from colbridge.types.logical import NULL, Logical
 
 __all__ = ["GroupBySpec", "LaggedRead", "Segment", "SegmentSpec", "plan_segments", "type_segment",
            "unknown_column"]
@@ -690,7 +690,10 @@ def type_segment(spec: SegmentSpec, schema: Mapping[str, ColumnType]) -> Segment
             if dtype is not None:
                 output_types[name] = dtype
             continue
-        typed = checker.check(node)
+        typed = checker.output(node)
+        if typed is None:  # polars' Null type: computed as nulls of `NULL.physical`
+            typed = checker.rows_of(node, checker.typed(Literal(None, NULL.physical)))
+            output_logical[name] = NULL
         if isinstance(typed, Column):
             passthrough[name] = typed.name
             output_types[name] = checker.dtype(typed)
@@ -700,7 +703,7 @@ def type_segment(spec: SegmentSpec, schema: Mapping[str, ColumnType]) -> Segment
             arrow_types[name] = checker.opaque[typed]
         else:
             output_types[name] = checker.dtype(typed)
-        logical = checker.logical.get(typed)
+        logical = checker.logical.get(typed, output_logical.get(name))
         if logical is not None:
             output_logical[name] = logical
             if typed in checker.dicts:

@@ -54,6 +54,7 @@ from colbridge.expr.nodes import (
     Coalesce,
     Column,
     Constant,
+    EveryRow,
     FillNan,
     Filtered,
     Function,
@@ -140,6 +141,20 @@ _ARITHMETIC = frozenset({"add", "sub", "mul", "mod"})
 # (e, 10.0): a float `x` decides the type, otherwise that dynamic base does.
 _LOG_DYNAMIC_BASE = frozenset({"log", "log10"})
 _DYNAMIC_AGG = frozenset({"sum", "min", "max"})
+# reductions polars answers in the Null type for a null-typed input (a null, per group too)
+NULL_KEEPING_AGGS = frozenset({"sum", "min", "max", "mean", "median", "std", "var", "first",
+                               "last"})  # fmt: skip
+# elementwise functions polars answers for a null-typed input, in their result type
+_NULL_RESULTS = {"sqrt": DType.FLOAT64, "cbrt": DType.FLOAT64, "is_nan": DType.BOOL,
+                  "is_not_nan": DType.BOOL, "is_finite": DType.BOOL,
+                  "is_infinite": DType.BOOL}  # fmt: skip
+# ordered operations likewise (a null-typed column shifted or filled is null-typed still)
+NULL_KEEPING_SCANS = frozenset({"shift", "diff", "forward_fill", "backward_fill",
+                                "interpolate"})  # fmt: skip
+# ordered operations polars computes in Float64 for a null-typed input (all null), and rank
+NULL_AS_FLOAT_SCANS = frozenset({"rolling_mean", "rolling_std", "rolling_var",
+                                 "rolling_quantile", "ewm_mean", "ewm_std", "ewm_var",
+                                 "ewm_sum", "pct_change", "rank"})  # fmt: skip
 
 Number = int | float
 
@@ -197,6 +212,17 @@ class TypeChecker:
         self._ordered = OrderedTyping(self)
 
     # -- entry point ----------------------------------------------------------
+    def output(self, node: Node) -> Node | None:
+        """The typed form of an output, or None where it is polars' Null type.
+
+        A bare ``lit(None)``, a null-typed column, and what polars keeps null-typed
+        (``col("n").max()``, ``col("n").shift(1)``) have no type to compute in: the
+        output is a column of the Null type, null in every row.
+        """
+        if is_null_literal(self._check(node)):
+            return None
+        return self.check(node)
+
     def check(self, node: Node) -> Node:
         """The typed form of ``node`` (dynamic literals materialised)."""
         typed = self._check(node)
@@ -283,10 +309,10 @@ class TypeChecker:
         if self._is_dynamic(a) and self._is_dynamic(b):
             # a null next to a Python number takes the number's own type (polars:
             # `lit(None) + 1` is Int32)
-            if _is_null_literal(a) and not _is_null_literal(b):
+            if is_null_literal(a) and not is_null_literal(b):
                 b = self._materialize(b)
                 return self._typed_literal(None, self.types[b]), b
-            if _is_null_literal(b) and not _is_null_literal(a):
+            if is_null_literal(b) and not is_null_literal(a):
                 a = self._materialize(a)
                 return a, self._typed_literal(None, self.types[a])
             return self._materialize(a), self._materialize(b)
@@ -411,7 +437,7 @@ class TypeChecker:
             typed = self._check(arg)
             if typed in self.logical:
                 raise function_args_error(node.func, k, arg, f"of type {self.logical[typed]}")
-            if _is_null_literal(typed):
+            if is_null_literal(typed):
                 msg = (
                     f"compiled user function `{node.func.name}`: argument {k + 1} `{arg!r}` is "
                     "a bare null without a type; give it one, e.g. "
@@ -457,13 +483,22 @@ class TypeChecker:
 
     def _binary(self, node: Binary) -> Node:
         left, right = self._check(node.left), self._check(node.right)
-        if node.op == "pow" and (_is_null_literal(left) or _is_null_literal(right)):
-            side = "exponent" if _is_null_literal(right) else "base"
+        if node.op == "pow" and (is_null_literal(left) or is_null_literal(right)):
+            side = "exponent" if is_null_literal(right) else "base"
             msg = (
                 f"`{node!r}`: `**` is not defined for a null {side} (a bare `lit(None)` or a "
                 f"null-typed column has no type); give it one, e.g. `lit(None, dtype='float64')`"
             )
             raise SchemaError(msg)
+        if is_null_literal(left) and is_null_literal(right):
+            # two nulls without a type: polars' Null type for `+ - * %`, a Float64 null for
+            # `/`, a Boolean null for comparisons (the other operators it refuses)
+            if node.op in ("add", "sub", "mul", "mod"):
+                return left
+            if node.op == "truediv":
+                return self._typed_literal(None, DType.FLOAT64)
+            if node.op in COMPARISONS:
+                return self._typed_literal(None, DType.BOOL)
         if node.op in ("floordiv", "truncdiv") and any(
             self._dynamic_kind(n) == "float" and not self._is_dynamic(o) and self.types[o].is_bool
             for n, o in ((left, right), (right, left))
@@ -704,13 +739,15 @@ class TypeChecker:
         if (
             self._keep_dynamic
             and node.op in _LOG_DYNAMIC_BASE
-            and not _is_null_literal(arg)
+            and not is_null_literal(arg)
             and (self._is_dynamic(arg) or not self.types[arg].is_float)
         ):
             return self._dynamic_node(Unary(node.op, arg), "float", math.e)
-        if _is_null_literal(arg) and node.op in ("is_null", "is_not_null"):
+        if is_null_literal(arg) and node.op in ("is_null", "is_not_null"):
             # a null literal, or a null-typed column: null in every row
             return self._typed_literal(node.op == "is_null", DType.BOOL)
+        if is_null_literal(arg) and node.op in _NULL_RESULTS:
+            return self._typed_literal(None, _NULL_RESULTS[node.op])  # polars' result type
         if self._is_dynamic(arg):
             arg = self._materialize(arg)
         t = self.types[arg]
@@ -787,14 +824,16 @@ class TypeChecker:
         then, other = self._check(node.then), self._check(node.otherwise)
         if then in self.logical or other in self.logical:
             return self._lt.when(node, cond, then, other)
+        if is_null_literal(then) and is_null_literal(other):
+            return then  # null either way, without a type: polars' Null type
         dynamic = self._dynamic_when(node, then, other)
         if dynamic is not None:
             return dynamic
-        if _is_null_literal(other):
+        if is_null_literal(other):
             if self._is_dynamic(then):
                 then = self._materialize(then)
             other = self._typed_literal(None, self.types[then])
-        elif _is_null_literal(then):
+        elif is_null_literal(then):
             if self._is_dynamic(other):
                 other = self._materialize(other)
             then = self._typed_literal(None, self.types[other])
@@ -831,7 +870,7 @@ class TypeChecker:
         """``when`` whose branches are dynamic numbers (or null) stays dynamic (polars)."""
         if not self._keep_dynamic:
             return None
-        kinds = [self._dynamic_kind(b) for b in (then, other) if not _is_null_literal(b)]
+        kinds = [self._dynamic_kind(b) for b in (then, other) if not is_null_literal(b)]
         if not kinds or None in kinds:
             return None
         # the condition is re-typed from its source when the expression is materialised
@@ -839,7 +878,7 @@ class TypeChecker:
         if "float" in kinds:
             side = then if self._dynamic_kind(then) == "float" else other
             return self._dynamic_node(out, "float", self._representative(side))
-        rep = self._representative(other if _is_null_literal(then) else then)
+        rep = self._representative(other if is_null_literal(then) else then)
         return self._dynamic_node(out, "int", rep)
 
     def _coalesce(self, node: Coalesce) -> Node:
@@ -851,10 +890,9 @@ class TypeChecker:
         typed = [self.types[a] for a in args if not self._is_dynamic(a)]
         if not typed:
             # all dynamic: the first is materialised and the others follow it (polars)
-            first = next((a for a in args if not _is_null_literal(a)), None)
+            first = next((a for a in args if not is_null_literal(a)), None)
             if first is None:
-                msg = f"`{node!r}` has only null literals; give one a dtype"
-                raise SchemaError(msg)
+                return args[0]  # only nulls without a type: polars' Null type
             typed = [self.types[self._materialize(first)]]
         st = typed[0]
         for t in typed[1:]:
@@ -1027,6 +1065,9 @@ class TypeChecker:
             for arg in node.args[1:]:
                 out = Binary(op, out, arg)
             return self._check(out)
+        if node.name in ("max_horizontal", "min_horizontal", "sum_horizontal") and all(
+                is_null_literal(self._check(a)) for a in node.args):  # fmt: skip
+            return Literal(None)  # only nulls without a type: polars' Null type
         if node.name in ("max_horizontal", "min_horizontal"):
             return self._min_max_horizontal(node)
         if node.name == "sum_horizontal":
@@ -1395,12 +1436,42 @@ class TypeChecker:
         typed = self._check(node)
         return self._materialize(typed) if self._is_dynamic(typed) else typed
 
+    def rows_of(self, source: Node, typed: Node) -> Node:
+        """``typed`` with the rows of ``source``: one value per row where ``source`` reads them.
+
+        A null-typed column is typed as a constant (``col("n").fill_null(1)`` is ``1``),
+        but it has the frame's rows: a reduction or an ordered operation of it counts
+        them (polars: 4 rows sum to 4, where ``lit(1).sum()`` is 1).
+        """
+        if not is_scalar(typed) or not self._reads_rows(source):
+            return typed
+        out = self._record(EveryRow(typed), self.types[typed])
+        if typed in self.logical:
+            self.logical[out] = self.logical[typed]
+            if typed in self.dicts:
+                self.dicts[out] = self.dicts[typed]
+        return out
+
+    def _reads_rows(self, node: Node) -> bool:
+        """True when an untyped expression reads a column of the frame outside a reduction."""
+        if isinstance(node, Column):
+            return node.name in self.schema
+        if isinstance(node, (Over, Scan)):
+            return True
+        if isinstance(node, GroupAgg):
+            return bool(node.keys.exprs) and self._reads_rows(node.arg)
+        if isinstance(node, Agg):
+            return False
+        return any(self._reads_rows(c) for c in children(node))
+
     def _cast_like(self, node: Function) -> Node:
         """``cast_like(value, like)``: ``value`` converted to ``like``'s type, not strictly.
 
         ``fill_null(strategy="mean")`` fills with the mean cast to the column's type
         (an integer column takes the mean truncated, as polars does).
         """
+        if is_null_literal(self._check(node.args[1])):
+            return Literal(None)  # like a null-typed column: null (polars' mean fill of one)
         like = self._typed(node.args[1])
         logical = self.logical.get(like)
         if logical is not None and logical.is_temporal:
@@ -1462,10 +1533,10 @@ class TypeChecker:
             x_float or base_float
         ):
             return self._dynamic_node(Function("log", (x, base)), "float", math.e)
-        if _is_null_literal(x) or _is_null_literal(base):
-            other = base if _is_null_literal(x) else x
+        if is_null_literal(x) or is_null_literal(base):
+            other = base if is_null_literal(x) else x
             t = DType.FLOAT64
-            if not _is_null_literal(other):
+            if not is_null_literal(other):
                 other_type = self.types[self._typed(other)]
                 t = other_type if other_type.is_float else DType.FLOAT64
             return self._typed_literal(None, t)
@@ -1512,7 +1583,7 @@ class TypeChecker:
 
     def _strict_cast(self, node: Node, dtype: DType, where: Node) -> Node:
         """``node`` converted strictly to ``dtype``: a value that does not fit is an error."""
-        if _is_null_literal(node):
+        if is_null_literal(node):
             return self._typed_literal(None, dtype)
         node = self._typed(node)
         return self._cast_node(Cast(node, dtype, strict=True))
@@ -1641,9 +1712,16 @@ class TypeChecker:
         The list's kind must match the column's (polars refuses to coerce it);
         integers outside the column's range never match.
         """
-        arg = self._typed(node.args[0])
-        t = self.types[arg]
         values, nulls_equal = node.options
+        arg = self._check(node.args[0])
+        if is_null_literal(arg):  # a null of the list's kind (polars: null, or true if equal)
+            types = {type(v) for v in values if v is not None}
+            like = {bool: DType.BOOL, int: DType.INT64, float: DType.FLOAT64}.get(
+                types.pop() if len(types) == 1 else bool, DType.BOOL)  # fmt: skip
+            arg = self.rows_of(node.args[0], self._typed_literal(None, like))
+        elif self._is_dynamic(arg):
+            arg = self._materialize(arg)
+        t = self.types[arg]
         present = [v for v in values if v is not None]
         kinds = {"bool" if isinstance(v, bool) else type(v).__name__ for v in present}
         if len(kinds) > 1:
@@ -1697,7 +1775,7 @@ class TypeChecker:
             (self.types[a] for a in args if not self._is_dynamic(a)), key=lambda t: not t.is_float
         )
         if not typed:
-            first = next((a for a in args if not _is_null_literal(a)), None)
+            first = next((a for a in args if not is_null_literal(a)), None)
             if first is None:
                 msg = f"`{node!r}` has only null literals; give one a dtype"
                 raise SchemaError(msg)
@@ -1720,7 +1798,7 @@ class TypeChecker:
 
         Temporal values mixed with numbers are compared as their integers, as polars does.
         """
-        present = [a for a in args if not _is_null_literal(a)]
+        present = [a for a in args if not is_null_literal(a)]
         logicals = [self.logical.get(a) for a in present]
         if not any(lg is not None for lg in logicals):
             return None
@@ -1765,7 +1843,7 @@ class TypeChecker:
         codes (the order in which the process first met each category, which the
         frame's data does not carry; not their text), an order colbridge cannot know.
         """
-        present = [a for a in args if not _is_null_literal(a)]
+        present = [a for a in args if not is_null_literal(a)]
         strings = [a for a in present if (lg := self.logical.get(a)) is not None and lg.is_string]
         if strings and len(strings) < len(present):
             other = next(a for a in present if a not in strings)
@@ -1830,7 +1908,7 @@ class TypeChecker:
 
     def _sum_of(self, node: Function, args: list[Node]) -> Node:
         ignore_nulls = node.options[0]
-        present = [a for a in args if not _is_null_literal(a)]
+        present = [a for a in args if not is_null_literal(a)]
         if not present:
             msg = f"`{node!r}` has only null literals; give one a dtype"
             raise SchemaError(msg)
@@ -1853,7 +1931,7 @@ class TypeChecker:
         ``(i64 + f64) + (f32 + (u8 + i8))`` adds the last three in float32, as polars does.
         """
         ignore_nulls = node.options[0]
-        present = [a for a in args if not _is_null_literal(a)]
+        present = [a for a in args if not is_null_literal(a)]
         if not present:
             msg = f"`{node!r}` has only null literals; give one a dtype"
             raise SchemaError(msg)
@@ -1877,12 +1955,12 @@ class TypeChecker:
         wrap there) and is divided in float32 (float16) when it is one, else in
         float64. No value left gives null.
         """
-        args = [self._typed(a) if not _is_null_literal(self._check(a)) else self._check(a)
+        args = [self._typed(a) if not is_null_literal(self._check(a)) else self._check(a)
                 for a in node.args]  # fmt: skip
+        if all(is_null_literal(a) for a in args):
+            return self._typed_literal(None, DType.FLOAT64)
         if len(args) == 1:
             only = args[0]
-            if _is_null_literal(only):
-                return self._typed_literal(None, DType.FLOAT64)
             t = self.types[only]
             return self._cast(only, t if t in (DType.FLOAT32, DType.FLOAT16) else DType.FLOAT64)
         total = self._pairwise_sum(node, args)
@@ -1892,7 +1970,7 @@ class TypeChecker:
             raise _float16_error(_quote(node))
         counts = []
         for a in args:
-            if _is_null_literal(a):
+            if is_null_literal(a):
                 continue
             valid = self._record(Unary("is_not_null", a), DType.BOOL)
             counts.append(self._cast(valid, DType.UINT32))
@@ -1915,6 +1993,9 @@ class TypeChecker:
         ):
             # computed from the rows' positions or a factorization: one group
             return self._group_agg(GroupAgg(node.func, node.arg, KeySet(), node.ddof, node.options))
+        if isinstance(node.arg, Filtered) and node.func in NULL_KEEPING_AGGS \
+                and is_null_literal(self._check(node.arg.arg)):  # fmt: skip
+            return Literal(None)  # polars: the Null type's reductions are null
         if isinstance(node.arg, Filtered):
             arg, pred = self._filtered(node.arg, node)
             assert isinstance(arg, Filtered)
@@ -1929,7 +2010,7 @@ class TypeChecker:
             return self._record(Agg(node.func, arg, node.ddof, node.options),
                                 agg_result(node.func, t))  # fmt: skip
         arg = self._check(node.arg)
-        if _is_null_literal(arg) and node.func in ("count", "null_count"):
+        if is_null_literal(arg) and node.func in ("count", "null_count"):
             if node.func == "count":
                 return self._typed_literal(0, DType.UINT32)
             # a null-typed column was taken above (its null count is the frame's height)
@@ -1938,8 +2019,11 @@ class TypeChecker:
             # polars keeps sum/min/max of a dynamic expression dynamic (not of a bare number)
             kind, rep = self._dynamic[arg]
             return self._dynamic_node(Agg(node.func, arg, node.ddof, node.options), kind, rep)
+        if is_null_literal(arg) and node.func in NULL_KEEPING_AGGS:
+            return arg  # polars: the Null type's reductions are null, of the Null type
         if self._is_dynamic(arg):
             arg = self._materialize(arg)
+        arg = self.rows_of(node.arg, arg)
         if self._reduces_to_itself(node.func, arg):
             return arg
         if arg in self.logical and node.func not in ("count", "null_count"):
@@ -2005,7 +2089,7 @@ class TypeChecker:
             both = self._record(Binary("and", inner_pred, pred), DType.BOOL)
             assert isinstance(inner, Filtered)
             return self._record(Filtered(inner.arg, both), self.types[inner]), both
-        arg = self.check(node.arg)
+        arg = self.rows_of(node.arg, self.check(node.arg))
         return self._record(Filtered(arg, pred), self.types[arg]), pred
 
     def _group_agg(self, node: GroupAgg) -> Node:
@@ -2043,6 +2127,7 @@ class TypeChecker:
         if isinstance(inner, Column) and self._opaque_column(inner) \
                 and func in ("count", "null_count", "first", "last", "n_unique", "arg_min",
                              "arg_max") \
+                and not (func in ("first", "last") and is_null_literal(self._check(inner))) \
                 and not (func in ("first", "last") and not self.allow_opaque
                          and self._lt.column(inner, self.schema[inner.name]) is not None):
             # taken from the Arrow column itself: any type (strings, dates, decimals, ...);
@@ -2074,7 +2159,10 @@ class TypeChecker:
         # is typed as kernels read it, not taken whole from the Arrow column
         opaque, self.allow_opaque = self.allow_opaque, False
         try:
-            typed = self.check(inner)
+            typed = self._check(inner)
+            if is_null_literal(typed) and func in NULL_KEEPING_AGGS:
+                return typed  # polars: null, of the Null type, in every group
+            typed = self.rows_of(inner, self.check(inner))
         finally:
             self.allow_opaque = opaque
         if func in MOMENT_FUNCS:
@@ -2373,7 +2461,8 @@ def _powi10(n: int) -> float:
         base *= base
 
 
-def _is_null_literal(node: Node) -> bool:
+def is_null_literal(node: Node) -> bool:
+    """True for a null without a type: a bare ``lit(None)`` or a null-typed column's value."""
     return isinstance(node, Literal) and node.dtype is None and node.value is None
 
 
@@ -2471,7 +2560,7 @@ def is_scalar(node: Node) -> bool:
         return True
     if isinstance(node, GroupAgg):
         return not node.keys.exprs
-    if isinstance(node, (Column, Scan)):
+    if isinstance(node, (Column, Scan, EveryRow)):
         return False
     return all(is_scalar(c) for c in children(node))
 

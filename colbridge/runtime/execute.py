@@ -98,7 +98,7 @@ from colbridge.runtime.tables import (
     segment_tables,
 )
 from colbridge.types import dtype_from_arrow
-from colbridge.types.logical import Logical, logical_from_arrow
+from colbridge.types.logical import NULL, Logical, logical_from_arrow
 
 __all__ = [
     "Columns",
@@ -1185,7 +1185,11 @@ def reduction_partials(
     fixed: dict[int, Literal] = {}
     hosted: dict[int, Literal] = {}
     logical: dict[int, Logical] = {}
-    off_kernel = [q for q in range(len(aggs)) if not isinstance(outputs[f"r{q}"], Agg)]
+    for q in range(len(aggs)):
+        if segments[-1].output_logical.get(f"r{q}") == NULL:
+            fixed[q] = Literal(None)  # polars' Null type (`col("n").max()`): null, untyped
+    off_kernel = [q for q in range(len(aggs))
+                  if not isinstance(outputs[f"r{q}"], Agg) and q not in fixed]  # fmt: skip
     # counts depend on the piece's rows even where they read no column (`cb.len()`); a
     # reduction of one value (`lit(1).count()`, typed to a constant) is the same in each
     free = [q for q in off_kernel if _constant(outputs[f"r{q}"]) or (

@@ -447,6 +447,8 @@ def finish_output(array: pa.Array, logical: Logical, spec: tuple[Any, ...] | Non
     """
     if logical.is_temporal:
         return array.view(logical.arrow)
+    if logical.kind == "null":
+        return pa.nulls(len(array))
     assert spec is not None
     dictionary = TableBuilder(arrays).dictionary(spec)
     if logical.kind == "string":

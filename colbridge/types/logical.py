@@ -35,6 +35,7 @@ from colbridge.errors import UnsupportedTypeError
 from colbridge.types.dtypes import DType
 
 __all__ = [
+    "NULL",
     "TEMPORAL_KINDS",
     "TIME_UNITS",
     "UNIT_PER_SECOND",
@@ -57,9 +58,9 @@ class Logical:
     """A logical type: what the integers of a kernel value mean.
 
     ``kind`` is ``date``, ``datetime``, ``duration``, ``time``, ``string``,
-    ``categorical`` or ``enum``; ``unit`` the time unit of datetimes and durations
-    (``ns`` for time); ``tz`` a datetime's time zone; ``categories`` an enum's
-    categories in order.
+    ``categorical``, ``enum`` or ``null`` (polars' Null type, of outputs only);
+    ``unit`` the time unit of datetimes and durations (``ns`` for time); ``tz`` a
+    datetime's time zone; ``categories`` an enum's categories in order.
     """
 
     kind: str
@@ -91,6 +92,8 @@ class Logical:
         """The kernel value type of a temporal type (string kinds depend on the column)."""
         if self.kind == "date":
             return DType.INT32
+        if self.kind == "null":
+            return DType.INT8  # any type would do (a boolean null literal is `ROWS`)
         if self.is_temporal:
             return DType.INT64
         return DType.UINT32
@@ -108,6 +111,8 @@ class Logical:
             return pa.time64("ns")
         if self.kind == "string":
             return pa.large_string()
+        if self.kind == "null":
+            return pa.null()
         return pa.dictionary(pa.uint32(), pa.large_string(), ordered=self.kind == "enum")
 
     def polars(self) -> Any:
@@ -124,6 +129,8 @@ class Logical:
             return pl.Time
         if self.kind == "string":
             return pl.String
+        if self.kind == "null":
+            return pl.Null
         if self.kind == "enum":
             return pl.Enum(list(self.categories))
         return pl.Categorical
@@ -133,6 +140,8 @@ DATE = Logical("date")
 TIME = Logical("time", "ns")
 STRING = Logical("string")
 CATEGORICAL = Logical("categorical")
+#: polars' Null type: no value in any row (an output only; kernels compute nulls)
+NULL = Logical("null")
 
 
 def coarser_unit(a: str, b: str) -> str:

@@ -46,9 +46,10 @@ def test_equal_polars(kind: str, strategy: str, n: int, seed: int, nulls: float,
         # polars refuses these types only when there is a null to fill (a column without
         # nulls it returns as it is); colbridge refuses them by their type
         assume(0 < table.column("h").null_count < len(table))
-    # a column of nulls only is polars' Null type here (refused: `lit(None)` has no type)
+    # a dictionary of null values (an empty categorical built by pyarrow) is no type
+    # colbridge reads; a plain column of nulls only is polars' Null type, compared below
     typ = table.schema.field("h").type
-    assume(not pa.types.is_null(getattr(typ, "value_type", typ)))
+    assume(not (pa.types.is_dictionary(typ) and pa.types.is_null(typ.value_type)))
     # polars 2.1 panics where the mean of values near 2**64 rounds past the largest
     # UInt64 (its cast back gives no value); colbridge fills null there
     assume(not (kind == "uint64" and strategy == "mean"))

@@ -95,7 +95,7 @@ def hostile(path: Path) -> list[str]:
 ALLOWED_NODES = {
     "Column", "Literal", "Binary", "Unary", "Cast", "When", "Coalesce", "FillNan", "Clip", "Agg",
     "Constant", "Function", "Round", "Alias", "Over", "Filtered", "GroupAgg", "Scan", "Gather",
-    "Search", "Narrow", "Reinterpret", "Check", "Const", "Selector",
+    "Search", "Narrow", "Reinterpret", "Check", "Const", "Selector", "EveryRow",
 }  # fmt: skip
 
 
