@@ -2127,7 +2127,8 @@ class TypeChecker:
         if isinstance(inner, Column) and self._opaque_column(inner) \
                 and func in ("count", "null_count", "first", "last", "n_unique", "arg_min",
                              "arg_max") \
-                and not (func in ("first", "last") and is_null_literal(self._check(inner))) \
+                and not (func in ("first", "last")
+                         and _is_null_type(self.schema[inner.name].arrow_type)) \
                 and not (func in ("first", "last") and not self.allow_opaque
                          and self._lt.column(inner, self.schema[inner.name]) is not None):
             # taken from the Arrow column itself: any type (strings, dates, decimals, ...);
