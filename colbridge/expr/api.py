@@ -658,6 +658,39 @@ class Expr:
             return self._unary("round")
         return Expr(Round(self.node, decimals, mode))
 
+    def round_sig_figs(self, digits: int) -> Expr:
+        """Round to ``digits`` significant figures, as polars does (bit for bit).
+
+        Computed in float64 (float32 goes through float64 and back, integers too,
+        saturating at their type's ends: Int8 127 to 2 figures stays 127); zero,
+        NaN and infinities are returned as they are, and so is a value whose scaled
+        form overflows. ``digits`` is a whole number >= 1.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"a": [0.01234, 3.333, 1234.0]})
+        >>> df.gpu.select(r=cb.col("a").round_sig_figs(2)).compute()
+        shape: (3, 1)
+        ┌────────┐
+        │ r      │
+        │ ---    │
+        │ f64    │
+        ╞════════╡
+        │ 0.012  │
+        │ 3.3    │
+        │ 1200.0 │
+        └────────┘
+        """
+        if isinstance(digits, bool) or not isinstance(digits, int) or digits < 1:
+            msg = (
+                f"`round_sig_figs(digits={digits!r})`: digits must be a whole number >= 1 "
+                "(as in polars), e.g. `x.round_sig_figs(3)`"
+            )
+            raise InvalidOperationError(msg)
+        return Expr(Function("round_sig_figs", (self.node,), (digits,)))
+
     def truncate(self, decimals: int = 0) -> Expr:
         """Cut toward zero to ``decimals`` places, as polars does (integers unchanged).
 

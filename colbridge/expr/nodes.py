@@ -305,6 +305,7 @@ FUNCTIONS = frozenset(
         "replace", "replace_strict", "fill_zero_or_one", "bin_intervals", "all_horizontal",
         "any_horizontal", "is_close", "may_be_nan", "pair_float", "pair_result",
         "entropy_values", "peak_values", "interpolate_by_values", "interpolate_by_key",
+        "round_sig_figs",
     }
 )  # fmt: skip
 
@@ -1221,6 +1222,8 @@ def _format_function(node: Function) -> str:
         rest.append(f"closed={node.options[0]!r}")
     elif node.name == "is_in":
         rest = [repr(list(node.options[0]))]
+    elif node.name == "round_sig_figs":
+        rest = [str(node.options[0])]
     elif node.name in ("replace", "replace_strict"):
         rest = [repr(list(node.options[0])), repr(list(node.options[1]))]
         if node.name == "replace_strict" and node.options[4]:

@@ -175,6 +175,8 @@ FUNCTIONS: dict[str, _Function] = {
     ),
     "truncate": _Function((_x(), _Param("decimals", "int", 0)), lambda x, d: x.truncate(d),
                           example="truncate(x, 2)"),
+    "round_sig_figs": _Function((_x(), _Param("digits", "int")),
+                                lambda x, d: x.round_sig_figs(d), example="round_sig_figs(x, 3)"),
     "cast": _Function(
         (_x(), _Param("dtype", "str"), _Param("strict", "bool", True)),
         lambda x, dtype, strict: x.cast(dtype, strict=strict),

@@ -67,6 +67,7 @@ from colbridge.expr.nodes import (
     Over,
     Round,
     Scan,
+    TableRef,
     Unary,
     When,
     children,
@@ -970,20 +971,89 @@ class TypeChecker:
             negative = self._record(Binary("lt", y, zero), DType.BOOL)
             whole = self._record(When(negative, self._record(Unary("ceil", y), f64),
                                       self._record(Unary("floor", y), f64)), f64)  # fmt: skip
-        else:  # half away from zero, exactly: y - trunc(y) is exact in floating point
-            zero, half = self._typed_literal(0.0, f64), self._typed_literal(0.5, f64)
-            negative = self._record(Binary("lt", y, zero), DType.BOOL)
-            trunc = self._record(When(negative, self._record(Unary("ceil", y), f64),
-                                      self._record(Unary("floor", y), f64)), f64)  # fmt: skip
-            rest = self._record(Unary("abs", self._record(Binary("sub", y, trunc), f64)), f64)
-            up = self._record(Binary("ge", rest, half), DType.BOOL)
-            away = self._record(Binary("add", trunc, self._record(Unary("sign", y), f64)), f64)
-            whole = self._record(When(up, away, trunc), f64)
+        else:
+            whole = self._half_away(y)
         if node.decimals:
             back = self._record(Binary("truediv", whole, scale), f64)
             finite = self._record(Unary("is_finite", y), DType.BOOL)
             whole = self._record(When(finite, back, x), f64)
         return self._cast(whole, t)
+
+    def _half_away(self, y: Node) -> Node:
+        """Float64 ``y`` rounded half away from zero (Rust's ``f64::round``), exactly.
+
+        ``y - trunc(y)`` is exact in floating point, so the tie test is too.
+        """
+        f64 = DType.FLOAT64
+        zero, half = self._typed_literal(0.0, f64), self._typed_literal(0.5, f64)
+        negative = self._record(Binary("lt", y, zero), DType.BOOL)
+        trunc = self._record(When(negative, self._record(Unary("ceil", y), f64),
+                                  self._record(Unary("floor", y), f64)), f64)  # fmt: skip
+        rest = self._record(Unary("abs", self._record(Binary("sub", y, trunc), f64)), f64)
+        up = self._record(Binary("ge", rest, half), DType.BOOL)
+        away = self._record(Binary("add", trunc, self._record(Unary("sign", y), f64)), f64)
+        return self._record(When(up, away, trunc), f64)
+
+    def _round_sig_figs(self, node: Function) -> Node:
+        """``round_sig_figs(digits)`` as polars computes it, in float64, bit for bit.
+
+        polars takes ``e = digits - 1 - floor(log10(|x|))`` and splits ``10**e`` into
+        ``5**e`` (``f64::powi``) and ``2**e`` (``scalbn``): ``scalbn(round(scalbn(x, e)
+        * 5**e) / 5**e, -e)``, rounded half away from zero, and ``x`` itself where that
+        is not finite (or ``x`` is 0). ``floor(log10(|x|))`` of a finite non-zero
+        float64 lies in [-324, 308]: the three factors are tables over it
+        (`sig_figs_table`), and a power of two multiplies exactly as ``scalbn`` scales
+        (digits up to 700 keep both powers of two in range; from 700 on no value
+        changes, as in polars). Integers go through float64 and back, saturating.
+        """
+        (digits,) = node.options
+        arg = self._typed(node.args[0])
+        if arg in self.logical or self.types[arg].is_bool:
+            raise _bad_type(node, self.logical.get(arg) or self.types[arg], "a numeric column")
+        t = self.types[arg]
+        if t is DType.FLOAT16:
+            raise _float16_error(_quote(node))
+        f64, bool_ = DType.FLOAT64, DType.BOOL
+        x = self._cast(arg, f64)
+        out = x if digits >= SIG_FIGS_UNCHANGED else self._sig_figs_of(x, digits)
+        if t.is_float:
+            return self._cast(out, t)
+        lo, hi = int_range(t)
+        top = self._typed_literal(float(hi), f64)
+        bottom = self._typed_literal(float(lo), f64)
+        # Rust's `as`: saturating (`float(hi)` of a 64-bit type is 2**63 or 2**64 itself);
+        # an integer past 2**53 changes on its way through float64, as in polars
+        over = self._record(Binary("ge", out, top), bool_)
+        under = self._record(Binary("le", out, bottom), bool_)
+        inside = self._record(Cast(out, t, strict=False), t)
+        return self._record(When(over, self._typed_literal(hi, t), self._record(
+            When(under, self._typed_literal(lo, t), inside), t)), t)  # fmt: skip
+
+    def _sig_figs_of(self, x: Node, digits: int) -> Node:
+        """Float64 ``x`` to ``digits`` figures (`_round_sig_figs`), ``x`` where not finite."""
+        f64, bool_ = DType.FLOAT64, DType.BOOL
+        size = self._record(Unary("abs", x), f64)
+        zero = self._typed_literal(0.0, f64)
+        finite = self._record(Binary("and", self._record(Unary("is_finite", x), bool_),
+                                     self._record(Binary("gt", size, zero), bool_)), bool_)
+        # 1.0 (index 324) where x is 0, infinite or NaN: x is the answer there
+        size = self._record(When(finite, size, self._typed_literal(1.0, f64)), f64)
+        magnitude = self._record(Unary("floor", self._record(Unary("log10", size), f64)), f64)
+        index = self._cast(self._record(Binary("add", magnitude, self._typed_literal(
+            float(SIG_FIGS_LOWEST), f64)), f64), DType.INT32)  # fmt: skip
+
+        def factor(kind: str) -> Node:
+            table = TableRef(("sig_figs", digits), (kind,), f64)
+            return self._record(Gather(table, index), f64)
+
+        pow5 = factor("pow5")
+        scaled = self._record(Binary("mul", self._record(Binary("mul", x, factor("scale")),
+                                                          f64), pow5), f64)  # fmt: skip
+        whole = self._record(Binary("truediv", self._half_away(scaled), pow5), f64)
+        back = self._record(Binary("mul", whole, factor("unscale")), f64)
+        keep = self._record(Binary("and", finite, self._record(Unary("is_finite", back), bool_)),
+                            bool_)  # fmt: skip
+        return self._record(When(keep, back, x), f64)
 
     def _clip(self, node: Clip) -> Node:
         arg = self._check(node.arg)
@@ -1037,6 +1107,8 @@ class TypeChecker:
             return self._log(node)
         if node.name in ("degrees", "radians", "cot"):
             return self._trig(node)
+        if node.name == "round_sig_figs":
+            return self._round_sig_figs(node)
         if node.name == "clip":
             return self._clip_expr(node)
         if node.name == "is_in":
@@ -2450,16 +2522,51 @@ def _is_null_literal_typed(node: Node) -> bool:
     return isinstance(node, Literal) and node.value is None
 
 
-def _powi10(n: int) -> float:
-    """``10.0 ** n`` as Rust's ``f64::powi`` computes it (square and multiply; inf on overflow)."""
-    result, base = 1.0, 10.0
+def powi(base: float, n: int) -> float:
+    """``base ** n`` as Rust's ``f64::powi`` computes it (LLVM's ``__powidf2``).
+
+    Square and multiply from the lowest bit, the reciprocal for a negative ``n``;
+    inf on overflow, 0 past it (``1 / inf``).
+    """
+    result, negative = 1.0, n < 0
     while True:
         if n & 1:
             result *= base
-        n >>= 1
+        n = n // 2 if n >= 0 else -(-n // 2)  # C's division: toward zero
         if n == 0:
-            return result
+            break
         base *= base
+    if not negative:
+        return result
+    return 1.0 / result if result != 0.0 else math.inf
+
+
+def _powi10(n: int) -> float:
+    return powi(10.0, n)
+
+
+#: `round_sig_figs`: its tables start at this floor(log10(|x|)) (the smallest float64's)
+SIG_FIGS_LOWEST = 324
+#: and run to 308 (the largest's), one entry each
+SIG_FIGS_ENTRIES = 324 + 308 + 1
+#: digits from which no float64 changes (polars' result is the value itself)
+SIG_FIGS_UNCHANGED = 700
+
+
+def sig_figs_table(digits: int, kind: str) -> list[float]:
+    """One factor of `round_sig_figs`, by floor(log10(|x|)) from -324 on.
+
+    ``kind`` is ``pow5`` (``5**e`` as ``f64::powi`` gives it), ``scale`` (``2**e``)
+    or ``unscale`` (``2**-e``), where ``e = digits - 1 - floor(log10(|x|))``.
+    """
+    out = []
+    for k in range(SIG_FIGS_ENTRIES):
+        e = digits - 1 - (k - SIG_FIGS_LOWEST)
+        if kind == "pow5":
+            out.append(powi(5.0, e))
+        else:
+            out.append(math.ldexp(1.0, e if kind == "scale" else -e))
+    return out
 
 
 def is_null_literal(node: Node) -> bool:
@@ -2595,7 +2702,7 @@ def _convert_scalar(value: bool | int | float, dtype: DType) -> bool | int | flo
 _BITS_WANTED = "an integer or boolean column (cast it first, e.g. `.cast(pl.Int64)`)"
 
 
-def _bad_type(node: Node, dtype: DType, wanted: str) -> SchemaError:
+def _bad_type(node: Node, dtype: DType | Logical, wanted: str) -> SchemaError:
     return SchemaError(f"`{node!r}` is not defined for {dtype}; it needs {wanted}")
 
 

@@ -24,6 +24,7 @@ from colbridge.errors import InvalidOperationError, SchemaError, UnsupportedOper
 from colbridge.expr.nodes import Gather, GroupAgg, Scan, TableRef, walk
 from colbridge.plan.logical_typing import ENUM_CAST_FAILED
 from colbridge.plan.planner import Segment
+from colbridge.plan.typecheck import sig_figs_table
 from colbridge.types.chrono import infer_parse, parse_stamps
 from colbridge.types.logical import Logical, parse_logical
 from colbridge.types.promotion import int_range
@@ -109,6 +110,8 @@ class TableBuilder:
     def table(self, ref: TableRef) -> pa.Array:
         """The values of one lookup table (nulls where an entry has no value)."""
         import pyarrow.compute as pc  # on first use: its import is slow
+        if ref.source[0] == "sig_figs":  # `round_sig_figs`'s factors of a digit count
+            return pa.array(sig_figs_table(ref.source[1], ref.recipe[0]), pa.float64())
         if ref.source[0] == "zone":
             if ref.recipe[0] == "daylight":  # 1 where the offset is a daylight saving one
                 return pa.array([int(d) for d in daylight(ref.source[1])], pa.int64())
