@@ -36,6 +36,10 @@ class GpuAccessor:
         """Queue a selection; see `LazyFrame.select`."""
         return self.lazy().select(*exprs, **named)
 
+    def with_row_index(self, name: str = "index", offset: int = 0) -> LazyFrame:
+        """Queue a row number as the first column; see `LazyFrame.with_row_index`."""
+        return self.lazy().with_row_index(name, offset)
+
     def filter(self, *predicates: Any, **constraints: Any) -> LazyFrame:
         """Queue a row filter; see `LazyFrame.filter`."""
         return self.lazy().filter(*predicates, **constraints)

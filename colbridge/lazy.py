@@ -18,8 +18,14 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from colbridge.columns.frames import FrameAdapter, adapt_frame
-from colbridge.errors import ColbridgeError, SchemaError
-from colbridge.expr.api import Expr, as_expr, col
+from colbridge.errors import (
+    ColbridgeError,
+    DuplicateColumnError,
+    InvalidOperationError,
+    SchemaError,
+)
+from colbridge.expr.api import Expr, as_expr, col, int_range
+from colbridge.expr.api import len as rows_of_frame
 from colbridge.expr.nodes import Binary, Node, output_name
 from colbridge.expr.selectors import expand, expand_one
 from colbridge.plan.logical import Step, names_after
@@ -146,6 +152,33 @@ class LazyFrame:
         [{'m': 3.0, 'n': 3}]
         """
         return self._then(Step("select", _named(exprs, named, self._names)))
+
+    def with_row_index(self, name: str = "index", offset: int = 0) -> LazyFrame:
+        """Put the row number first, as polars' ``with_row_index`` (UInt32, from ``offset``).
+
+        The number counts the rows this step sees (after a filter, the kept ones); in a
+        stream it goes on from the batch before. A number past UInt32 is an error.
+
+        Examples
+        --------
+        >>> import pyarrow as pa
+        >>> import colbridge as cb
+        >>> t = pa.table({"a": [5, 6, 7]})
+        >>> cb.lazy(t).with_row_index("i", offset=10).compute().to_pylist()
+        [{'i': 10, 'a': 5}, {'i': 11, 'a': 6}, {'i': 12, 'a': 7}]
+        """
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            msg = f"`with_row_index(offset={offset!r})`: the offset is a whole number >= 0"
+            raise InvalidOperationError(msg)
+        number = (int_range(rows_of_frame()) + offset).cast("uint32")  # strict: past UInt32
+        names = self._names()
+        if name in names:
+            msg = (
+                f"`with_row_index({name!r})`: the frame already has a column `{name}`; "
+                "give the index another name"
+            )
+            raise DuplicateColumnError(msg)
+        return self.select(number.alias(name), *names)
 
     def filter(self, *predicates: Any, **constraints: Any) -> LazyFrame:
         """Keep rows where every predicate is true (null counts as false).

@@ -27,6 +27,7 @@ from colbridge.expr.nodes import (
     RANK_METHODS,
     ROLLING_CLOSED,
     ROUND_MODES,
+    ROWS,
     Agg,
     Alias,
     Binary,
@@ -35,6 +36,7 @@ from colbridge.expr.nodes import (
     Coalesce,
     Column,
     Constant,
+    EveryRow,
     FillNan,
     Filtered,
     Function,
@@ -2883,6 +2885,58 @@ def as_expr(value: Any) -> Expr:
     if isinstance(value, str):
         return col(value)
     return Expr(to_node(value))
+
+
+def int_range(start: Any = 0, end: Any = None, step: int = 1, *, dtype: Any = "int64") -> Expr:
+    """0, 1, 2, ... one per row, as polars' ``int_range(len())`` (per group with ``over``).
+
+    The range of the frame's rows is the one colbridge computes: ``int_range(len())``
+    or ``int_range(0, len())``, step 1, in an integer ``dtype`` (a strict cast: a
+    range past the type's end is an error). Other ranges have another number of rows
+    than the frame: build them in polars.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import colbridge as cb
+    >>> df = pl.DataFrame({"g": [1, 1, 2, 1]})
+    >>> df.gpu.with_columns(i=cb.int_range(cb.len()),
+    ...                     k=cb.int_range(cb.len()).over("g")).compute()
+    shape: (4, 3)
+    ┌─────┬─────┬─────┐
+    │ g   ┆ i   ┆ k   │
+    │ --- ┆ --- ┆ --- │
+    │ i64 ┆ i64 ┆ i64 │
+    ╞═════╪═════╪═════╡
+    │ 1   ┆ 0   ┆ 0   │
+    │ 1   ┆ 1   ┆ 1   │
+    │ 2   ┆ 2   ┆ 0   │
+    │ 1   ┆ 3   ┆ 2   │
+    └─────┴─────┴─────┘
+    """
+    if end is None:
+        start, end = 0, start
+    rows_end = isinstance(end, Expr) and end.node == Agg("len", ROWS)
+    if isinstance(start, Expr) and isinstance(start.node, Literal):  # `int_range(0, len())`
+        start = start.node.value  # in the string language
+    whole = isinstance(start, int) and not isinstance(start, bool) and start == 0
+    if not (rows_end and whole and isinstance(step, int) and step == 1):
+        shown = ", ".join(repr(v.node) if isinstance(v, Expr) else repr(v) for v in (start, end))
+        msg = (
+            f"`int_range({shown}, step={step!r})`: colbridge computes the range of "
+            "the frame's rows, `int_range(len())` (0, 1, 2, ... per row, per group with "
+            "`over`); other ranges have another number of rows than the frame: build them "
+            "in polars"
+        )
+        raise UnsupportedOperationError(msg)
+    wanted = parse_dtype(dtype)
+    if not wanted.is_integer:
+        msg = f"`int_range(dtype={dtype!r})`: the range is of integers; give an integer type"
+        raise SchemaError(msg)
+    # the rows counted by a running count of `true` in every row (1, 2, 3, ...): a scan,
+    # so `over` counts within each group and a stream goes on from the batch before
+    counted = Scan("cum_count", EveryRow(Literal(True)), (False,))
+    return Expr(Function("int_range", (counted,), (wanted,)))
 
 
 def len() -> Expr:  # polars' name: the builtin is `builtins.len` in this module

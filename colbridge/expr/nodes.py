@@ -305,7 +305,7 @@ FUNCTIONS = frozenset(
         "replace", "replace_strict", "fill_zero_or_one", "bin_intervals", "all_horizontal",
         "any_horizontal", "is_close", "may_be_nan", "pair_float", "pair_result",
         "entropy_values", "peak_values", "interpolate_by_values", "interpolate_by_key",
-        "round_sig_figs",
+        "round_sig_figs", "int_range",
     }
 )  # fmt: skip
 
@@ -990,7 +990,7 @@ def one_value_per_group(node: Node, keys: KeySet) -> bool:
     """True when ``node`` has one value per group of ``keys``: reductions over them only."""
     if isinstance(node, GroupAgg):
         return node.keys.grouping == keys.grouping
-    if isinstance(node, (Column, Scan, Agg)):
+    if isinstance(node, (Column, Scan, Agg, EveryRow)):
         return isinstance(node, Agg)
     return all(one_value_per_group(c, keys) for c in children(node))
 
@@ -1212,6 +1212,10 @@ def _format_function(node: Function) -> str:
         params = ", ".join(_format_param(p) for p in node.options)
         inner = ", ".join(x for x in (", ".join(args[1:]), params) if x)
         return f"{args[0]}.{node.name}({inner})"
+    if node.name == "int_range":  # its argument: the running count of the rows
+        keys = node.args[0].keys if isinstance(node.args[0], Scan) else KeySet()
+        window = f".over({keys!r})" if keys.inputs else ""
+        return f"int_range(len(), dtype={node.options[0]}){window}"
     if node.name == "fill_zero_or_one":
         return f"{args[0]}.fill_null(strategy={'one' if node.options[0] else 'zero'!r})"
     if node.name.endswith("_horizontal"):

@@ -423,6 +423,12 @@ FUNCTIONS: dict[str, _Function] = {
                         example="sum(filter(a, b > 0))"),
     "len": _Function((_Param("x", keyword=False, default=None),),
                      lambda x: api.len() if x is None else x.len(), example="len()"),
+    "int_range": _Function(
+        (_Param("start"), _Param("end", default=None), _Param("step", "int", 1),
+         _Param("dtype", "str", "int64")),
+        lambda start, end, step, dtype: api.int_range(start, end, step, dtype=dtype),
+        method=False, example="over(int_range(len()), carrier)",
+    ),
     "col": _Function((_Param("name", "str", keyword=False),), lambda name: api.col(name),
                      method=False, example='col("my column")'),
     "lit": _Function(

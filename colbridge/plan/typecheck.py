@@ -420,6 +420,9 @@ class TypeChecker:
             raise SchemaError(msg)
         if isinstance(node, Constant):
             return self._lt.constant(node)
+        if isinstance(node, EveryRow):  # `int_range`'s rows: a constant in every row
+            arg = self._typed(node.arg)
+            return self._record(EveryRow(arg), self.types[arg])
         if isinstance(node, Call):
             return self._call(node)
         msg = f"unsupported expression node {type(node).__name__}: {node!r}"
@@ -1109,6 +1112,14 @@ class TypeChecker:
             return self._trig(node)
         if node.name == "round_sig_figs":
             return self._round_sig_figs(node)
+        if node.name == "int_range":  # the running count of the rows, less one
+            (dtype,) = node.options
+            count = self._cast(self._typed(node.args[0]), DType.INT64)
+            first = self._record(Binary("sub", count, self._typed_literal(1, DType.INT64)),
+                                 DType.INT64)  # fmt: skip
+            if dtype == DType.INT64:
+                return first
+            return self._record(Cast(first, dtype, strict=True), dtype)  # as polars: strictly
         if node.name == "clip":
             return self._clip_expr(node)
         if node.name == "is_in":
@@ -1528,7 +1539,7 @@ class TypeChecker:
         """True when an untyped expression reads a column of the frame outside a reduction."""
         if isinstance(node, Column):
             return node.name in self.schema
-        if isinstance(node, (Over, Scan)):
+        if isinstance(node, (Over, Scan, EveryRow)):
             return True
         if isinstance(node, GroupAgg):
             return bool(node.keys.exprs) and self._reads_rows(node.arg)
