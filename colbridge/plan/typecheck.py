@@ -852,6 +852,11 @@ class TypeChecker:
                 return self._record(When(cond, then, other), st)
         st = self._super(self.types[then], self.types[other], node)
         then, other = self._cast(then, st), self._cast(other, st)
+        known = _constant_truth(cond)
+        if known is not None:
+            # polars folds a condition of literals (`lit(-4).is_nan()`) and keeps only the
+            # branch it picks: the other one is never computed (nor its errors counted)
+            return then if known else other
         return self._record(When(cond, then, other), st)
 
     def _merge_number_type(self, st: DType, number: DType, where: Node) -> tuple[DType, bool]:
@@ -2578,6 +2583,55 @@ def sig_figs_table(digits: int, kind: str) -> list[float]:
         else:
             out.append(math.ldexp(1.0, e if kind == "scale" else -e))
     return out
+
+
+_CONSTANT_TESTS: dict[str, Callable[[float], bool]] = {
+    "is_nan": math.isnan, "is_not_nan": lambda v: not math.isnan(v),
+    "is_finite": math.isfinite, "is_infinite": math.isinf,
+}  # fmt: skip
+
+
+def _constant_truth(cond: Node) -> bool | None:
+    """Which branch a typed ``when`` condition of literals picks.
+
+    True (the ``then``), False (the ``otherwise``; a null condition too), or None
+    where the condition reads rows (or is not one this folds).
+    """
+    value = _constant_value(cond)
+    if value is _UNKNOWN:
+        return None
+    return value is True
+
+
+_UNKNOWN = object()
+
+
+def _constant_value(node: Node) -> object:
+    """The value of a typed boolean expression of literals, or `_UNKNOWN`."""
+    if isinstance(node, Literal):
+        return node.value
+    if isinstance(node, Unary) and isinstance(node.arg, Literal):
+        v = node.arg.value
+        if node.op == "is_null":
+            return v is None
+        if node.op == "is_not_null":
+            return v is not None
+        if v is None:
+            return None
+        if node.op in _CONSTANT_TESTS and not isinstance(v, bool):
+            return _CONSTANT_TESTS[node.op](float(v))
+    if isinstance(node, Unary) and node.op == "not":
+        inner = _constant_value(node.arg)
+        return inner if inner is None or inner is _UNKNOWN else not inner
+    if isinstance(node, Binary) and node.op in ("and", "or"):
+        a, b = _constant_value(node.left), _constant_value(node.right)
+        if a is _UNKNOWN or b is _UNKNOWN:
+            return _UNKNOWN
+        decisive = node.op == "or"  # Kleene: true decides `or`, false decides `and`
+        if decisive in (a, b):
+            return decisive
+        return None if None in (a, b) else not decisive
+    return _UNKNOWN
 
 
 def is_null_literal(node: Node) -> bool:

@@ -220,3 +220,28 @@ def test_the_mean_of_times_is_a_time(tier: str) -> None:
         _same(frame, make)
     want = frame.group_by("g", maintain_order=True).agg(r=pl.col("t").mean())
     assert_frame_equal(frame.gpu.group_by("g").agg(r=cb.col("t").mean()).compute(), want)
+
+
+# -- a `when` whose condition is literals only ---------------------------------------------------
+@pytest.mark.parametrize("condition", [
+    lambda m: m.lit(-4).is_nan(), lambda m: m.lit(-1.25).is_finite(),
+    lambda m: ~m.lit(float("nan")).is_nan(), lambda m: m.lit(None).is_null(),
+    lambda m: m.lit(True) & m.lit(None, dtype=pl.Boolean if m is pl else "bool"),
+    lambda m: m.lit(False) | m.lit(None, dtype=pl.Boolean if m is pl else "bool"),
+    lambda m: m.lit(float("inf")).is_infinite() & m.lit(2.0).is_not_nan(),
+])  # fmt: skip
+def test_a_condition_of_literals_computes_only_its_branch(condition: Callable[[Any], Any]) -> None:
+    # polars folds the condition and drops the branch it does not pick: an integer raised
+    # to a negative power there is no error (where the branch is picked, both raise)
+    frame = pl.DataFrame({"b": pl.Series([-7, 3], dtype=pl.Int32), "d": [-1, 1]})
+
+    def build(m: Any) -> Any:
+        return m.when(condition(m)).then(m.col("b") ** m.col("b")).otherwise(m.col("d"))
+
+    try:
+        want = frame.with_columns(z=build(pl))
+    except pl.exceptions.PolarsError:
+        with pytest.raises(ColbridgeError, match=r"negative integer power"):
+            frame.gpu.with_columns(z=build(cb)).compute()
+        return
+    assert_frame_equal(frame.gpu.with_columns(z=build(cb)).compute(), want, check_exact=True)
