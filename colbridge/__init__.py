@@ -41,6 +41,8 @@ from colbridge.expr.api import (
     max_horizontal,
     mean_horizontal,
     min_horizontal,
+    rolling_corr,
+    rolling_cov,
     sum_horizontal,
     when,
 )
@@ -253,6 +255,8 @@ __all__ = [
     "parse_assignments",
     "parse_expr",
     "quantile",
+    "rolling_corr",
+    "rolling_cov",
     "std",
     "sum",
     "sum_horizontal",

@@ -2401,6 +2401,72 @@ def corr(
     return _pair_result("corr", value, sides)
 
 
+def rolling_cov(a: Any, b: Any, *, window_size: int, min_samples: int | None = None,
+                ddof: int = 1) -> Expr:  # fmt: skip
+    """Covariance of ``a`` and ``b`` over the last ``window_size`` rows (``pl.rolling_cov``).
+
+    polars' own composition, so its bits where the rolling means are: over the rows
+    where both sides are non-null, ``(mean(a*b) - mean(a) * mean(b)) * n / (n - ddof)``
+    with rolling means of ``min_samples`` values at least (``window_size`` by default)
+    and ``n`` the window's count of such rows. In the two sides' common type where it is
+    a float, Float64 otherwise; per group with ``over``. A string names a column.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import colbridge as cb
+    >>> df = pl.DataFrame({"a": [1.0, 2.0, 4.0, 7.0], "b": [2.0, 4.0, 5.0, 9.0]})
+    >>> df.gpu.select(cb.rolling_cov("a", "b", window_size=2)).compute()["a"].to_list()
+    [None, 1.0, 1.0, 6.0]
+    """
+    return _rolling_pair("rolling_cov", a, b, window_size, min_samples, ddof)
+
+
+def rolling_corr(a: Any, b: Any, *, window_size: int, min_samples: int | None = None,
+                 ddof: int = 1) -> Expr:  # fmt: skip
+    """Pearson correlation of ``a`` and ``b`` over the last ``window_size`` rows.
+
+    As ``pl.rolling_corr``: `rolling_cov` with ``ddof=1`` (polars ignores ``ddof``
+    here) over the square root of the product of the two rolling variances
+    (``(var_a * var_b) ** 0.5``), over the rows where both sides are non-null.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import colbridge as cb
+    >>> df = pl.DataFrame({"a": [1.0, 2.0, 4.0, 7.0], "b": [2.0, 4.0, 5.0, 9.0]})
+    >>> df.gpu.select(cb.rolling_corr("a", "b", window_size=3)).compute()["a"].to_list()
+    [None, None, 0.9285714285714288, 0.9762210399274296]
+    """
+    return _rolling_pair("rolling_corr", a, b, window_size, min_samples, ddof)
+
+
+def _rolling_pair(func: str, a: Any, b: Any, window_size: int, min_samples: int | None,
+                  ddof: int) -> Expr:  # fmt: skip
+    """`rolling_cov` (or `rolling_corr`) as polars composes it, step for step."""
+    ddof = _ddof_param(ddof, func)
+    sides = (_arg_node(a), _arg_node(b))
+    # each side in the common float type, null where either side is
+    x = Expr(Function("pair_float", sides, (func, "common_float")))
+    y = Expr(Function("pair_float", sides[::-1], (func, "common_float")))
+
+    def mean(v: Expr) -> Expr:
+        return v.rolling_mean(window_size, min_samples=min_samples)
+
+    def like_x(value: Any) -> Expr:  # a number (or flag) in the sides' common type
+        return Expr(Function("cast_like", (to_node(value), x.node)))
+
+    # the window's count of rows with both sides (polars: a rolling sum of that flag)
+    count = like_x(x.is_not_null()).rolling_sum(window_size, min_samples=0)
+    shrink = count / (count - like_x(1 if func == "rolling_corr" else ddof))
+    numerator = (mean(x * y) - mean(x) * mean(y)) * shrink
+    if func == "rolling_cov":
+        return numerator
+    spread = x.rolling_var(window_size, min_samples=min_samples) * y.rolling_var(
+        window_size, min_samples=min_samples)  # fmt: skip
+    return numerator / spread.pow(like_x(0.5))
+
+
 def _pairs(func: str, a: Any, b: Any) -> tuple[Expr, Expr, tuple[Node, Node]]:
     """`cov`'s and `corr`'s operands: each as Float64, null where either side is null.
 

@@ -387,6 +387,13 @@ FUNCTIONS: dict[str, _Function] = {
         (_Param("a", keyword=False), _Param("b", keyword=False), _Param("ddof", "int", 1)),
         lambda a, b, ddof: api.cov(a, b, ddof=ddof), method=False, example="cov(a, b)",
     ),
+    **{name: _Function(
+        (_Param("a", keyword=False), _Param("b", keyword=False), _Param("window_size", "int"),
+         _Param("min_samples", "value", None), _Param("ddof", "int", 1)),
+        (lambda f: lambda a, b, window, low, ddof: f(a, b, window_size=window, min_samples=low,
+                                                     ddof=ddof))(getattr(api, name)),
+        method=False, example=f"{name}(a, b, window_size=20)",
+    ) for name in ("rolling_cov", "rolling_corr")},
     "corr": _Function(
         (_Param("a", keyword=False), _Param("b", keyword=False),
          _Param("method", "str", "pearson"), _Param("propagate_nans", "bool", False)),

@@ -1333,11 +1333,16 @@ class TypeChecker:
     def _pair_float(self, node: Function) -> Node:
         """``pair_float(x, other)``: ``x`` where both sides are non-null, null elsewhere.
 
-        As Float64 (`colbridge.expr.api.cov`), or in its own type with the option
-        ``"own_type"`` (what Spearman's correlation ranks).
+        As Float64 (`colbridge.expr.api.cov`), in its own type with the option
+        ``"own_type"`` (what Spearman's correlation ranks), or in the two sides' common
+        type where that is a float with ``"common_float"`` (the rolling pairs).
         """
-        (x, _), (other, _) = (self._pair_side(node, a) for a in node.args)
-        value = x if "own_type" in node.options else self.cast_plain(x, DType.FLOAT64, False)
+        (x, tx), (other, to) = (self._pair_side(node, a) for a in node.args)
+        target = DType.FLOAT64
+        if "common_float" in node.options:  # the rolling pairs: polars' float supertype
+            common = supertype(tx, to)  # None: int64 with uint64 (Int128), not a float
+            target = common if common is not None and common.is_float else DType.FLOAT64
+        value = x if "own_type" in node.options else self.cast_plain(x, target, False)
         both = Binary("and", Unary("is_not_null", x), Unary("is_not_null", other))
         return self._check(When(both, value, Literal(None)))
 
