@@ -4,18 +4,20 @@ Run: python benchmarks/window_functions.py [--size 1e6] [--repeats 5]
 
 One float64 column with 10% nulls, a sorted integer ``t`` and an integer column:
 ``rolling_skew``/``rolling_kurtosis``/``rolling_rank`` of 20 rows, ``ewm_sum``,
-``ewm_mean_by``, ``interpolate_by``, ``bitwise_count_ones`` and ``peak_max``, each
+``ewm_mean_by``, ``interpolate_by``, ``bitwise_count_ones``, ``peak_max``,
+``round_sig_figs(3)`` and ``rolling_cov``/``rolling_corr`` of ``x`` and ``y``, each
 alone in a ``select`` on a polars frame (the handle reused, so compile time is not
 counted), against polars' eager engine and, where pandas has the operation, pandas
-(``rolling(20).skew()/kurt()/rank()``, ``ewm(alpha).sum()``). Medians of the
-repeats, run back to back; every answer is checked against polars' first (values
-within 1e-9 relative for the rolling moments, exact otherwise). Ratios are the
+(``rolling(20).skew()/kurt()/rank()/cov()/corr()``, ``ewm(alpha).sum()``). Medians
+of the repeats, run back to back; every answer is checked against polars' first
+(values within 1e-9 relative for the rolling moments and pairs, exact otherwise). Ratios are the
 other library's time over colbridge's (> 1: colbridge faster); the last column is
 colbridge's speed as a fraction of a hand-written numba kernel's (the roofline,
 1.00 = at it) reading the Arrow buffers in place: flat ``prange`` loops where the
 rows are independent (bit counts, peaks, each window's moments), one sequential
 pass where polars' recurrence is sequential (``ewm_sum``, ``ewm_mean_by``), two
-passes for ``interpolate_by`` over the sorted ``t``; its answers are checked
+passes for ``interpolate_by`` over the sorted ``t``, each window's sums afresh for
+the rolling pairs, polars' formula per row for ``round_sig_figs``; its answers are checked
 against polars' too. ``rolling_rank`` has no hand kernel.
 """
 
@@ -39,6 +41,7 @@ from polars.testing import assert_frame_equal
 
 import colbridge as cb
 from colbridge.codegen.numba_intrinsics import popcount
+from colbridge.plan.typecheck import sig_figs_table
 
 sys.path.insert(0, str(Path(__file__).parent))
 from hand_kernels import validity, values
@@ -57,7 +60,14 @@ CASES: dict[str, tuple[Build, Callable[[pd.DataFrame], Any] | None]] = {
     "interpolate_by(t)": (lambda m: m.col("x").interpolate_by("t"), None),
     "bitwise_count_ones": (lambda m: m.col("i").bitwise_count_ones(), None),
     "peak_max": (lambda m: m.col("x").peak_max(), None),
+    "round_sig_figs(3)": (lambda m: m.col("x").round_sig_figs(3), None),
+    "rolling_cov(x, y, 20)": (lambda m: m.rolling_cov("x", "y", window_size=20),
+                              lambda p: p["x"].rolling(20).cov(p["y"])),
+    "rolling_corr(x, y, 20)": (lambda m: m.rolling_corr("x", "y", window_size=20),
+                               lambda p: p["x"].rolling(20).corr(p["y"])),
 }  # fmt: skip
+#: the cases compared within 1e-9 relative (the rest bit for bit)
+CLOSE = ("rolling_skew", "rolling_kurtosis", "rolling_cov", "rolling_corr")
 
 
 # -- hand-written kernels (the roofline) ----------------------------------------------
@@ -187,6 +197,53 @@ def _k_moment(x, v, window, kurtosis, out, out_valid):  # type: ignore[no-untype
         out_valid[i] = True
 
 
+@numba.njit(inline="always")
+def _half_away(v):  # type: ignore[no-untyped-def]
+    return math.copysign(math.floor(abs(v) + 0.5), v) if abs(v) - math.floor(abs(v)) != 0.5 \
+        else math.copysign(math.floor(abs(v)) + 1.0, v)  # fmt: skip
+
+
+@numba.njit(parallel=True, cache=True)
+def _k_round_sig_figs(x, v, pow5, scale, unscale, out, out_valid):  # type: ignore[no-untyped-def]
+    # polars' formula with its three factors looked up by floor(log10(|x|)) (as colbridge)
+    for i in prange(x.shape[0]):
+        out_valid[i] = _valid(v, i)
+        a = abs(x[i])
+        if not (a > 0.0 and a < math.inf):
+            out[i] = x[i]
+            continue
+        k = math.floor(math.log10(a)) + 324
+        back = _half_away(x[i] * scale[k] * pow5[k]) / pow5[k] * unscale[k]
+        out[i] = back if abs(back) < math.inf else x[i]
+
+
+@numba.njit(parallel=True, cache=True)
+def _k_rolling_pair(x, xv, y, yv, window, corr, out, out_valid):  # type: ignore[no-untyped-def]
+    # each window afresh, over the rows where both sides have a value: polars' formula
+    for i in prange(x.shape[0]):
+        lo = max(i - window + 1, 0)
+        n, sx, sy, sxy = 0, 0.0, 0.0, 0.0
+        for j in range(lo, i + 1):
+            if _valid(xv, j) and _valid(yv, j):
+                n += 1
+                sx += x[j]
+                sy += y[j]
+                sxy += x[j] * y[j]
+        if n < window:
+            out_valid[i] = False
+            continue
+        mx, my = sx / n, sy / n
+        cov = (sxy / n - mx * my) * (n / (n - 1.0))
+        if corr:
+            qx, qy = 0.0, 0.0
+            for j in range(lo, i + 1):
+                if _valid(xv, j) and _valid(yv, j):
+                    qx += (x[j] - mx) * (x[j] - mx)
+                    qy += (y[j] - my) * (y[j] - my)
+            cov = cov / math.sqrt(qx / (n - 1.0) * (qy / (n - 1.0)))
+        out[i], out_valid[i] = cov, True
+
+
 Result = tuple[np.ndarray[Any, Any], np.ndarray[Any, Any] | None]
 
 
@@ -196,8 +253,10 @@ def _hand(name: str, df: pl.DataFrame) -> Callable[[], Result] | None:
     It returns its values and validity flags as NumPy arrays: the time of building
     an Arrow array from them is left out, which makes it a lower bound.
     """
-    x_arr, t_arr, i_arr = (df[c].to_arrow() for c in ("x", "t", "i"))
+    x_arr, t_arr, i_arr, y_arr = (df[c].to_arrow() for c in ("x", "t", "i", "y"))
     x, xv, t = values(x_arr, np.float64), validity(x_arr), values(t_arr, np.int64)
+    y, yv = values(y_arr, np.float64), validity(y_arr)
+    tables = [np.array(sig_figs_table(3, kind)) for kind in ("pow5", "scale", "unscale")]
     n = len(x)
 
     def floats(kernel: Callable[..., None], *args: Any) -> Callable[[], Result]:
@@ -228,6 +287,9 @@ def _hand(name: str, df: pl.DataFrame) -> Callable[[], Result] | None:
         "interpolate_by(t)": floats(_k_interpolate_by, t),
         "bitwise_count_ones": count,
         "peak_max": peaks,
+        "round_sig_figs(3)": floats(_k_round_sig_figs, *tables),
+        "rolling_cov(x, y, 20)": floats(_k_rolling_pair, y, yv, 20, False),
+        "rolling_corr(x, y, 20)": floats(_k_rolling_pair, y, yv, 20, True),
     }
     return kernels.get(name)
 
@@ -250,8 +312,11 @@ def main() -> None:
     rng = np.random.default_rng(0)
     x = rng.normal(0, 1, n)
     x[rng.random(n) < 0.1] = np.nan
+    y = 0.5 * x + rng.normal(0, 1, n)
+    y[rng.random(n) < 0.1] = np.nan
     df = pl.DataFrame({"x": pl.Series(x).fill_nan(None), "t": np.cumsum(rng.integers(1, 100, n)),
-                       "i": rng.integers(0, 2**31, n)})  # fmt: skip
+                       "i": rng.integers(0, 2**31, n),
+                       "y": pl.Series(y).fill_nan(None)})  # fmt: skip
     frame = df.to_pandas()
     print(f"{n:,} rows, medians of {args.repeats}; ratio = other / colbridge (> 1: colbridge "
           "faster)")  # fmt: skip
@@ -260,9 +325,8 @@ def main() -> None:
     for name, (build, in_pandas) in CASES.items():
         query = df.gpu.select(build(cb))
         want = df.select(build(pl))
-        moments = name.startswith("rolling_skew") or name.startswith("rolling_kurtosis")
-        close: dict[str, Any] = {"rel_tol": 1e-9, "check_exact": False} if moments \
-            else {"check_exact": True}  # fmt: skip
+        close: dict[str, Any] = {"rel_tol": 1e-9, "abs_tol": 1e-12, "check_exact": False} \
+            if name.startswith(CLOSE) else {"check_exact": True}  # fmt: skip
         assert_frame_equal(query.compute(), want, **close)
         ours = _median_ms(query.compute, args.repeats)
         theirs = _median_ms(lambda b=build: df.select(b(pl)), args.repeats)
