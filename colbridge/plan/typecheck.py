@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import functools
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -2574,11 +2575,13 @@ SIG_FIGS_ENTRIES = 324 + 308 + 1
 SIG_FIGS_UNCHANGED = 700
 
 
-def sig_figs_table(digits: int, kind: str) -> list[float]:
+@functools.lru_cache(maxsize=64)
+def sig_figs_table(digits: int, kind: str) -> tuple[float, ...]:
     """One factor of `round_sig_figs`, by floor(log10(|x|)) from -324 on.
 
     ``kind`` is ``pow5`` (``5**e`` as ``f64::powi`` gives it), ``scale`` (``2**e``)
-    or ``unscale`` (``2**-e``), where ``e = digits - 1 - floor(log10(|x|))``.
+    or ``unscale`` (``2**-e``), where ``e = digits - 1 - floor(log10(|x|))``. Kept
+    (a few thousand multiplications each): every compute of the digits reads them.
     """
     out = []
     for k in range(SIG_FIGS_ENTRIES):
@@ -2587,7 +2590,7 @@ def sig_figs_table(digits: int, kind: str) -> list[float]:
             out.append(powi(5.0, e))
         else:
             out.append(math.ldexp(1.0, e if kind == "scale" else -e))
-    return out
+    return tuple(out)
 
 
 _CONSTANT_TESTS: dict[str, Callable[[float], bool]] = {
