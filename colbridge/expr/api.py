@@ -3462,6 +3462,29 @@ class StringNamespace:
         return self._f("count_matches", _text_param(pattern, "str.count_matches", "pattern"),
                        bool(literal))  # fmt: skip
 
+    def extract(self, pattern: str, group_index: int = 1) -> Expr:
+        r"""Capture group ``group_index`` of the first match of the regex ``pattern`` (String).
+
+        Null where the pattern does not match, or the group takes no part in the
+        match (a group that can match the empty string, ``(a*)``, is taken to have
+        taken part: polars' null there is colbridge's ""). Group 0 is the whole
+        match; a group the pattern does not have gives null. Computed once per
+        distinct string, with RE2 as the other regex functions (docs/semantics.md).
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"url": ["a.com/x?id=12", "b.org/y", None]})
+        >>> df.gpu.select(cb.col("url").str.extract(r"id=(\d+)")).compute()["url"].to_list()
+        ['12', None, None]
+        """
+        if isinstance(group_index, bool) or not isinstance(group_index, int) or group_index < 0:
+            msg = (f"`str.extract(group_index={group_index!r})`: the group is a whole number "
+                   ">= 0 (0: the whole match)")  # fmt: skip
+            raise UnsupportedOperationError(msg)
+        return self._f("extract", _text_param(pattern, "str.extract", "pattern"), group_index)
+
     def zfill(self, length: int) -> Expr:
         """Zeros at the start to ``length`` characters, after a leading ``+`` or ``-``."""
         return self._f("zfill", _count_param(length, "str.zfill", "length"))

@@ -501,7 +501,7 @@ _NAMESPACE_METHODS: dict[str, frozenset[str]] = {
                       "to_date", "slice", "head", "tail", "strip_chars", "strip_chars_start",
                       "strip_chars_end", "strip_prefix", "strip_suffix", "pad_start",
                       "pad_end", "zfill", "replace", "replace_all", "count_matches",
-                      "find", "normalize"}),
+                      "find", "normalize", "extract"}),
 }  # fmt: skip
 
 

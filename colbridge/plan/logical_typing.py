@@ -1039,6 +1039,15 @@ class LogicalTyping:
             recipe = ("strptime", fmt, str(target)) if fmt is not None \
                 else ("strptime", None, str(target), strict, repr(node))  # fmt: skip
             return self.parse(arg, recipe, target.physical, target, strict, node)
+        if op == "extract":
+            # the group's text of each distinct string (a new dictionary), null where a
+            # string has none: the codes stay, gated by a table of which strings have one
+            spec = ("map", op, self.tc.dicts[arg], *params)
+            t = self.tc.types[arg]
+            found = self.table(arg, ("extract_found", *params), BOOL)
+            texts = self.mark(arg, STRING, spec)
+            nothing = self.tc.typed(Literal(None, t))
+            return self.mark(self.rec(When(found, texts, nothing), t), STRING, spec)
         if op in STRING_FUNCTIONS:
             # a new dictionary (the function of each distinct string); the codes stay
             return self.mark(arg, STRING, ("map", op, self.tc.dicts[arg], *params))

@@ -29,7 +29,7 @@ from colbridge.types.chrono import infer_parse, parse_stamps
 from colbridge.types.logical import Logical, parse_logical
 from colbridge.types.promotion import int_range
 from colbridge.types.regex import InvalidRegexError, has_word_boundary, re2_pattern
-from colbridge.types.string_maps import apply_string_map
+from colbridge.types.string_maps import apply_string_map, extract_regex
 from colbridge.types.timezones import daylight, zone_table
 
 __all__ = ["TableBuilder", "enum_failures_named", "finish_output", "segment_tables"]
@@ -157,6 +157,8 @@ class TableBuilder:
                     raise
                 return pa.nulls(len(d), pa.bool_())  # as polars: an invalid pattern, null
             return pc.match_substring_regex(d, pattern=regex)
+        if op == "extract_found":  # which strings have the group's text
+            return extract_regex(d, ref.recipe[1], ref.recipe[2])[1]
         if op == "count_matches":
             return _count_matches(d, ref.recipe[1], ref.recipe[2])
         if op == "find":

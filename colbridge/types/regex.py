@@ -18,6 +18,7 @@ __all__ = [
     "InvalidRegexError",
     "capture_groups",
     "check_compiles",
+    "group_body",
     "has_word_boundary",
     "re2_pattern",
     "re2_replacement",
@@ -191,6 +192,26 @@ def capture_groups(pattern: str) -> dict[str, int]:
     groups capture nothing. Escapes and bracketed classes hold no group.
     """
     groups: dict[str, int] = {"0": 0}
+    for number, name, _ in _scan_groups(pattern):
+        groups[str(number)] = number
+        if name:
+            groups[name] = number
+    return groups
+
+
+def group_body(pattern: str, number: int) -> str | None:
+    """The text inside capture group ``number`` of ``pattern`` (None: no such group)."""
+    for k, _, body in _scan_groups(pattern):
+        if k == number:
+            return body
+    return None
+
+
+def _scan_groups(pattern: str) -> list[tuple[int, str | None, str]]:
+    """Each capture group of ``pattern``: its number, its name (or None) and its body."""
+    found: list[tuple[int, str | None, int]] = []  # number, name, where the body starts
+    bodies: dict[int, str] = {}
+    opened: list[tuple[int | None, int]] = []  # per open parenthesis: group number, start
     count = 0
     i, n = 0, len(pattern)
     in_class = False
@@ -212,16 +233,23 @@ def capture_groups(pattern: str) -> dict[str, int]:
         elif c == "(":
             rest = pattern[i + 1 :]
             name = None
-            for start in ("?P<", "?<"):
-                if rest.startswith(start) and not rest.startswith(("?<=", "?<!")):
-                    name = rest[len(start) : rest.find(">")]
+            start = i + 1
+            for prefix in ("?P<", "?<"):
+                if rest.startswith(prefix) and not rest.startswith(("?<=", "?<!")):
+                    name = rest[len(prefix) : rest.find(">")]
+                    start = i + 1 + rest.find(">") + 1
             if name is not None or not rest.startswith("?"):
                 count += 1
-                groups[str(count)] = count
-                if name:
-                    groups[name] = count
+                found.append((count, name, start))
+                opened.append((count, start))
+            else:
+                opened.append((None, start))
+        elif c == ")" and opened:
+            number, start = opened.pop()
+            if number is not None:
+                bodies[number] = pattern[start:i]
         i += 1
-    return groups
+    return [(k, name, bodies.get(k, pattern[start:])) for k, name, start in found]
 
 
 def re2_replacement(pattern: str, value: str) -> str:

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from colbridge.errors import UnsupportedOperationError
 
-__all__ = ["STRING_FUNCTIONS", "STRING_MAPS", "all_ascii", "apply_string_map"]
+__all__ = ["STRING_FUNCTIONS", "STRING_MAPS", "all_ascii", "apply_string_map", "extract_regex"]
 
 #: Unicode's White_Space characters (what Rust's `char::is_whitespace` accepts)
 WHITESPACE = (
@@ -116,7 +116,8 @@ STRING_MAPS: dict[str, Callable[..., Callable[[str], str]]] = {
 
 #: every string-to-string function (the case mappings pyarrow's where the strings are ASCII;
 #: `replace_regex`, a regex `str.replace`/`replace_all`, RE2's through pyarrow)
-STRING_FUNCTIONS = frozenset({"to_lowercase", "to_uppercase", "replace_regex", *STRING_MAPS})
+STRING_FUNCTIONS = frozenset({"to_lowercase", "to_uppercase", "replace_regex", "extract",
+                              *STRING_MAPS})  # fmt: skip
 
 
 def apply_string_map(name: str, params: tuple[Any, ...], values: pa.Array) -> pa.Array:
@@ -133,6 +134,8 @@ def apply_string_map(name: str, params: tuple[Any, ...], values: pa.Array) -> pa
                         type=values.type)  # fmt: skip
     if name == "replace_regex":
         return _replace_regex(values, *params)
+    if name == "extract":  # "" where nothing is extracted (`extract_regex` says where)
+        return extract_regex(values, *params)[0]
     fn = STRING_MAPS[name](*params)
     return pa.array([fn(s) for s in values.to_pylist()], type=values.type)
 
@@ -142,6 +145,50 @@ def all_ascii(values: pa.Array) -> bool:
     import pyarrow.compute as pc
 
     return pc.all(pc.string_is_ascii(values)).as_py() is not False
+
+
+def extract_regex(values: pa.Array, pattern: str, group: int) -> tuple[pa.Array, pa.Array]:
+    """Capture group ``group`` of each string's first match of ``pattern``, as polars' ``extract``.
+
+    Returns the texts ("" where there is none) and whether each has one: polars gives
+    null where the pattern does not match or the group takes no part in the match.
+    RE2 (through pyarrow) finds the match as Rust's ``regex`` does (leftmost-first)
+    but writes a group that takes no part as "": a group that cannot match the empty
+    string took part exactly where its text is not empty; one that can (``(a*)``)
+    is taken to have taken part (polars: null where it did not).
+    """
+    import pyarrow.compute as pc
+
+    from colbridge.types.regex import capture_groups, group_body, re2_pattern, translate
+
+    regex = re2_pattern(pattern, values)
+    none = pa.array([False] * len(values), pa.bool_())
+    if group not in capture_groups(pattern).values():  # no such group: null everywhere
+        return pa.array([""] * len(values), values.type), none
+    if group > 9:
+        msg = (
+            f"`str.extract({pattern!r}, {group})`: colbridge's RE2 engine writes groups 0 to "
+            "9 only; name fewer groups, or extract it in polars"
+        )
+        raise UnsupportedOperationError(msg)
+    found = pc.match_substring_regex(values, pattern=regex)
+    # the whole string replaced by the group: the first match, wherever it starts (group
+    # 0, the match itself, as a group of its own: RE2's \0 would be the whole string)
+    inner = f"({regex})" if group == 0 else f"(?:{regex})"
+    whole = f"^(?s:.*?){inner}(?s:.*)$"
+    texts = pc.replace_substring_regex(values, pattern=whole, replacement=f"\\{group or 1}",
+                                       max_replacements=1)  # fmt: skip
+    texts = pc.if_else(found, texts, pa.scalar("", values.type))
+    body = group_body(pattern, group) if group else None
+    if body is not None:
+        try:
+            empty = pc.match_substring_regex(pa.array([""], pa.string()),
+                                             pattern=f"^(?:{translate(body)[0]})$")[0].as_py()
+        except pa.ArrowInvalid:
+            empty = True  # not a pattern alone: taken as able to match nothing
+        if not empty:
+            found = pc.and_(found, pc.not_equal(texts, pa.scalar("", values.type)))
+    return texts, found
 
 
 def _replace_regex(values: pa.Array, pattern: str, value: str, most: int | None) -> pa.Array:
