@@ -2567,9 +2567,10 @@ def _powi10(n: int) -> float:
     return powi(10.0, n)
 
 
-#: `round_sig_figs`: its tables start at this floor(log10(|x|)) (the smallest float64's)
+#: `round_sig_figs`' tables are indexed by floor(log10(|x|)) plus this: the smallest
+#: float64's is -324 (entry 0)
 SIG_FIGS_LOWEST = 324
-#: and run to 308 (the largest's), one entry each
+#: up to the largest's, 308: one entry each
 SIG_FIGS_ENTRIES = 324 + 308 + 1
 #: digits from which no float64 changes (polars' result is the value itself)
 SIG_FIGS_UNCHANGED = 700
