@@ -128,7 +128,8 @@ class OrderedTyping:
             return raw  # polars: a null-typed column shifted or filled is null-typed still
         if is_null_literal(raw) and node.func in NULL_AS_FLOAT_SCANS:
             typed = tc.typed(Literal(None, DType.FLOAT64))  # polars computes these in Float64
-        elif is_null_literal(raw) and node.func == "shift":
+        elif is_null_literal(raw) and node.func == "shift" \
+                and isinstance(node.options[1], (bool, int, float)):  # fmt: skip
             # filled: in the fill value's type (polars: `shift(1, fill_value=0)` is Int32)
             typed = tc.typed(Literal(None, tc.dtype(tc.typed(Literal(node.options[1])))))
         elif is_null_literal(raw) and (node.func == "cum_count" or node.func in DISTINCT_FLAGS):
