@@ -1319,17 +1319,8 @@ class Expr:
 
     def _rolling(self, func: str, window_size: int, weights: Any, min_samples: int | None,
                  center: bool, ddof: int = 1) -> Expr:  # fmt: skip
-        window_size = _count_param(window_size, func, "window_size")
+        window_size, min_samples = _window(func, window_size, min_samples)
         weighted = _rolling_weights(func, window_size, weights)
-        min_samples = _count_param(min_samples, func, "min_samples", allow_none=True)
-        if min_samples is None:
-            min_samples = window_size
-        if min_samples > window_size:
-            msg = (
-                f"`{func}`: `min_samples` ({min_samples}) must be <= `window_size` "
-                f"({window_size}); lower `min_samples` or widen the window"
-            )
-            raise SchemaError(msg)
         ddof = _count_param(ddof, func, "ddof")
         options: tuple[Any, ...] = (window_size, min_samples, bool(center), ddof)
         if weighted is not None:
@@ -2441,9 +2432,25 @@ def rolling_corr(a: Any, b: Any, *, window_size: int, min_samples: int | None = 
     return _rolling_pair("rolling_corr", a, b, window_size, min_samples, ddof)
 
 
+def _window(func: str, window_size: int, min_samples: int | None) -> tuple[int, int]:
+    """A fixed window's ``window_size`` and ``min_samples`` (the size by default), checked."""
+    window_size = _count_param(window_size, func, "window_size")
+    min_samples = _count_param(min_samples, func, "min_samples", allow_none=True)
+    if min_samples is None:
+        min_samples = window_size
+    if min_samples > window_size:
+        msg = (
+            f"`{func}`: `min_samples` ({min_samples}) must be <= `window_size` "
+            f"({window_size}); lower `min_samples` or widen the window"
+        )
+        raise SchemaError(msg)
+    return window_size, min_samples
+
+
 def _rolling_pair(func: str, a: Any, b: Any, window_size: int, min_samples: int | None,
                   ddof: int) -> Expr:  # fmt: skip
     """`rolling_cov` (or `rolling_corr`) as polars composes it, step for step."""
+    window_size, min_samples = _window(func, window_size, min_samples)  # named as the pair
     ddof = _ddof_param(ddof, func)
     sides = (_arg_node(a), _arg_node(b))
     # each side in the common float type, null where either side is

@@ -95,8 +95,10 @@ def test_polars_example_names_and_refusals() -> None:
     assert_frame_equal(got, want, rel_tol=1e-12)
     with pytest.raises(InvalidOperationError, match=r'`rolling_cov` of `col\("s"\)`, which is'):
         frame.gpu.select(cb.rolling_cov("a", "s", window_size=2)).compute()
-    with pytest.raises(cb.ColbridgeError, match=r"min_samples"):
+    with pytest.raises(cb.SchemaError, match=r"`rolling_cov`: `min_samples` \(3\) must be <="):
         cb.rolling_cov("a", "b", window_size=2, min_samples=3)
+    with pytest.raises(cb.ColbridgeError, match=r"`rolling_corr\(window_size=...\)` takes an"):
+        cb.rolling_corr("a", "b", window_size=True)
 
 
 def test_the_string_language_a_stream_and_dask(tmp_path: Any) -> None:
