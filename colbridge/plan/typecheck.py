@@ -555,6 +555,10 @@ class TypeChecker:
                 )
                 raise SchemaError(msg)
             if lt.is_bool and rt.is_bool:
+                if isinstance(left, Literal) and isinstance(right, Literal):
+                    # Kleene logic of two constants, folded as polars folds them
+                    return self._typed_literal(_kleene(op, left.value, right.value),
+                                               DType.BOOL)  # fmt: skip
                 st = DType.BOOL
             elif number_side:
                 # uint64 next to a negative Python integer: int64 (null above its range), as
@@ -757,7 +761,11 @@ class TypeChecker:
             arg = self._materialize(arg)
         t = self.types[arg]
         op = node.op
+        # tests of a constant are constants (polars folds them: `when(lit(-4).is_nan())`
+        # keeps one branch, `_when`)
         if op in ("is_null", "is_not_null"):
+            if isinstance(arg, Literal):
+                return self._typed_literal((arg.value is None) == (op == "is_null"), DType.BOOL)
             return self._record(Unary(op, arg), DType.BOOL)
         if arg in self.logical:
             return self._lt.unary(node, arg)
@@ -765,13 +773,18 @@ class TypeChecker:
             if t.is_float:
                 raise _bad_type(node, t, _BITS_WANTED)
             return self._record(Unary(op, arg), DType.UINT32)
-        if op in ("is_nan", "is_not_nan", "is_finite", "is_infinite"):
+        if op in _CONSTANT_TESTS:
             if t.is_bool:
                 raise _bad_type(node, t, "a numeric column")
+            if isinstance(arg, Literal):
+                value = None if arg.value is None else _CONSTANT_TESTS[op](float(arg.value))
+                return self._typed_literal(value, DType.BOOL)
             return self._record(Unary(op, arg), DType.BOOL)
         if op == "not":
             if t.is_float:
                 raise _bad_type(node, t, "a boolean or integer column")
+            if t.is_bool and isinstance(arg, Literal):
+                return self._typed_literal(None if arg.value is None else not arg.value, t)
             return self._record(Unary(op, arg), t)
         if t.is_bool and op not in FLOAT_FUNCS:
             raise _bad_type(node, t, "a numeric column (cast booleans first)")
@@ -853,11 +866,10 @@ class TypeChecker:
                 return self._record(When(cond, then, other), st)
         st = self._super(self.types[then], self.types[other], node)
         then, other = self._cast(then, st), self._cast(other, st)
-        known = _constant_truth(cond)
-        if known is not None:
-            # polars folds a condition of literals (`lit(-4).is_nan()`) and keeps only the
-            # branch it picks: the other one is never computed (nor its errors counted)
-            return then if known else other
+        if isinstance(cond, Literal):
+            # a constant condition (`lit(-4).is_nan()`, folded while typing): polars keeps
+            # only the branch it picks, the other is never computed (nor its errors counted)
+            return then if cond.value is True else other
         return self._record(When(cond, then, other), st)
 
     def _merge_number_type(self, st: DType, number: DType, where: Node) -> tuple[DType, bool]:
@@ -2600,47 +2612,14 @@ _CONSTANT_TESTS: dict[str, Callable[[float], bool]] = {
 }  # fmt: skip
 
 
-def _constant_truth(cond: Node) -> bool | None:
-    """Which branch a typed ``when`` condition of literals picks.
-
-    True (the ``then``), False (the ``otherwise``; a null condition too), or None
-    where the condition reads rows (or is not one this folds).
-    """
-    value = _constant_value(cond)
-    if value is _UNKNOWN:
-        return None
-    return value is True
-
-
-_UNKNOWN = object()
-
-
-def _constant_value(node: Node) -> object:
-    """The value of a typed boolean expression of literals, or `_UNKNOWN`."""
-    if isinstance(node, Literal):
-        return node.value
-    if isinstance(node, Unary) and isinstance(node.arg, Literal):
-        v = node.arg.value
-        if node.op == "is_null":
-            return v is None
-        if node.op == "is_not_null":
-            return v is not None
-        if v is None:
-            return None
-        if node.op in _CONSTANT_TESTS and not isinstance(v, bool):
-            return _CONSTANT_TESTS[node.op](float(v))
-    if isinstance(node, Unary) and node.op == "not":
-        inner = _constant_value(node.arg)
-        return inner if inner is None or inner is _UNKNOWN else not inner
-    if isinstance(node, Binary) and node.op in ("and", "or"):
-        a, b = _constant_value(node.left), _constant_value(node.right)
-        if a is _UNKNOWN or b is _UNKNOWN:
-            return _UNKNOWN
-        decisive = node.op == "or"  # Kleene: true decides `or`, false decides `and`
-        if decisive in (a, b):
-            return decisive
-        return None if None in (a, b) else not decisive
-    return _UNKNOWN
+def _kleene(op: str, a: object, b: object) -> bool | None:
+    """``a <op> b`` of two booleans or nulls, with Kleene's rules (``and``, ``or``, ``xor``)."""
+    if op == "xor":
+        return None if a is None or b is None else a != b
+    decisive = op == "or"  # true decides `or`, false decides `and`
+    if decisive in (a, b):
+        return decisive
+    return None if None in (a, b) else not decisive
 
 
 def is_null_literal(node: Node) -> bool:
