@@ -49,6 +49,7 @@ class TableBuilder:
     def __init__(self, arrays: Mapping[str, pa.Array]) -> None:
         self.arrays = arrays
         self._dicts: dict[tuple[Any, ...], pa.Array] = {}
+        self._extracts: dict[tuple[Any, ...], tuple[pa.Array, pa.Array]] = {}
 
     # -- dictionaries ---------------------------------------------------------------------
     def dictionary(self, spec: tuple[Any, ...]) -> pa.Array:
@@ -56,6 +57,15 @@ class TableBuilder:
         hit = self._dicts.get(spec)
         if hit is None:
             hit = self._dicts[spec] = self._dictionary(spec)
+        return hit
+
+    def _extracted(self, source: tuple[Any, ...], pattern: str, group: int
+                   ) -> tuple[pa.Array, pa.Array]:  # fmt: skip
+        """`str.extract` of a dictionary's strings, once: its texts and which have one."""
+        key = (source, pattern, group)
+        hit = self._extracts.get(key)
+        if hit is None:
+            hit = self._extracts[key] = extract_regex(self.dictionary(source), pattern, group)
         return hit
 
     def _dictionary(self, spec: tuple[Any, ...]) -> pa.Array:
@@ -78,6 +88,8 @@ class TableBuilder:
                 )
                 raise SchemaError(msg)
             return first
+        if kind == "map" and spec[1] == "extract":  # texts; which strings have one: a table
+            return self._extracted(spec[2], *spec[3:])[0]
         if kind == "map":  # a string function of each value (`colbridge.types.string_maps`)
             return apply_string_map(spec[1], spec[3:], self.dictionary(spec[2]))
         msg = f"unknown dictionary spec {spec!r}"
@@ -158,7 +170,7 @@ class TableBuilder:
                 return pa.nulls(len(d), pa.bool_())  # as polars: an invalid pattern, null
             return pc.match_substring_regex(d, pattern=regex)
         if op == "extract_found":  # which strings have the group's text
-            return extract_regex(d, ref.recipe[1], ref.recipe[2])[1]
+            return self._extracted(ref.source, ref.recipe[1], ref.recipe[2])[1]
         if op == "count_matches":
             return _count_matches(d, ref.recipe[1], ref.recipe[2])
         if op == "find":

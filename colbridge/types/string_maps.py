@@ -116,8 +116,7 @@ STRING_MAPS: dict[str, Callable[..., Callable[[str], str]]] = {
 
 #: every string-to-string function (the case mappings pyarrow's where the strings are ASCII;
 #: `replace_regex`, a regex `str.replace`/`replace_all`, RE2's through pyarrow)
-STRING_FUNCTIONS = frozenset({"to_lowercase", "to_uppercase", "replace_regex", "extract",
-                              *STRING_MAPS})  # fmt: skip
+STRING_FUNCTIONS = frozenset({"to_lowercase", "to_uppercase", "replace_regex", *STRING_MAPS})
 
 
 def apply_string_map(name: str, params: tuple[Any, ...], values: pa.Array) -> pa.Array:
@@ -134,8 +133,6 @@ def apply_string_map(name: str, params: tuple[Any, ...], values: pa.Array) -> pa
                         type=values.type)  # fmt: skip
     if name == "replace_regex":
         return _replace_regex(values, *params)
-    if name == "extract":  # "" where nothing is extracted (`extract_regex` says where)
-        return extract_regex(values, *params)[0]
     fn = STRING_MAPS[name](*params)
     return pa.array([fn(s) for s in values.to_pylist()], type=values.type)
 
