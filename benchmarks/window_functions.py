@@ -199,8 +199,11 @@ def _k_moment(x, v, window, kurtosis, out, out_valid):  # type: ignore[no-untype
 
 @numba.njit(inline="always")
 def _half_away(v):  # type: ignore[no-untyped-def]
-    return math.copysign(math.floor(abs(v) + 0.5), v) if abs(v) - math.floor(abs(v)) != 0.5 \
-        else math.copysign(math.floor(abs(v)) + 1.0, v)  # fmt: skip
+    # Rust's f64::round: `a - floor(a)` is exact, so the tie test is (`floor(a + 0.5)` is
+    # not: 0.49999999999999994 + 0.5 rounds to 1.0)
+    a = abs(v)
+    whole = math.floor(a)
+    return math.copysign(whole + 1.0 if a - whole >= 0.5 else whole, v)
 
 
 @numba.njit(parallel=True, cache=True)
