@@ -692,7 +692,7 @@ def type_segment(spec: SegmentSpec, schema: Mapping[str, ColumnType]) -> Segment
             continue
         typed = checker.output(node)
         if typed is None:  # polars' Null type: computed as nulls of `NULL.physical`
-            typed = checker.rows_of(node, checker.typed(Literal(None, NULL.physical)))
+            typed = checker.typed(Literal(None, NULL.physical))
             output_logical[name] = NULL
         if isinstance(typed, Column):
             passthrough[name] = typed.name

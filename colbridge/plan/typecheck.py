@@ -1824,7 +1824,7 @@ class TypeChecker:
             types = {type(v) for v in values if v is not None}
             like = {bool: DType.BOOL, int: DType.INT64, float: DType.FLOAT64}.get(
                 types.pop() if len(types) == 1 else bool, DType.BOOL)  # fmt: skip
-            arg = self.rows_of(node.args[0], self._typed_literal(None, like))
+            arg = self._typed_literal(None, like)
         elif self._is_dynamic(arg):
             arg = self._materialize(arg)
         t = self.types[arg]

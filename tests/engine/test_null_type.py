@@ -101,6 +101,8 @@ CASES: dict[str, Build] = {
     "n.is_nan()": lambda m: m.col("n").is_nan(),
     "n.is_in([1])": lambda m: m.col("n").is_in([1]),
     "n.is_in([None], nulls_equal)": lambda m: m.col("n").is_in([None], nulls_equal=True),
+    "n.is_in([None], nulls_equal).sum()": lambda m: m.col("n").is_in([None],
+                                                                     nulls_equal=True).sum(),
     "mean_horizontal(n, n)": lambda m: m.mean_horizontal(m.col("n"), m.col("n")),
     "n.rolling_mean(2)": lambda m: m.col("n").rolling_mean(2),
     "n.rolling_quantile(0.5, 2)": lambda m: m.col("n").rolling_quantile(0.5, window_size=2),
@@ -125,7 +127,8 @@ AGGREGATING = ["n.is_null().sum()", "n.is_not_null().sum()", "n.is_null().mean()
                "n.shift(1).is_null().sum()", "n.len()", "n.count()", "n.null_count()",
                "n.n_unique()", "lit(None)", "n.max()", "n.min()", "n.sum()", "n.mean()",
                "n.median()", "n.std()", "n.var()", "n.first()", "n.last()",
-               "n.filter(a > 1).max()", "n.product()"]  # fmt: skip
+               "n.filter(a > 1).max()", "n.product()",
+               "n.is_in([None], nulls_equal).sum()"]  # fmt: skip
 
 
 REFUSED = ["n.cum_sum()", "n.abs()", "n.exp()", "n & n", "n // n", "n.product()"]
