@@ -167,6 +167,9 @@ class LazyFrame:
         >>> cb.lazy(t).with_row_index("i", offset=10).compute().to_pylist()
         [{'i': 10, 'a': 5}, {'i': 11, 'a': 6}, {'i': 12, 'a': 7}]
         """
+        if not isinstance(name, str):
+            msg = f"`with_row_index(name={name!r})`: the name is a string, e.g. `'index'`"
+            raise SchemaError(msg)
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             msg = f"`with_row_index(offset={offset!r})`: the offset is a whole number >= 0"
             raise InvalidOperationError(msg)

@@ -127,6 +127,8 @@ def test_the_string_language_and_refusals() -> None:
         cb.int_range(cb.len(), dtype="float64")
     with pytest.raises(DuplicateColumnError, match=r"already has a column `a`"):
         frame.gpu.with_row_index("a")
+    with pytest.raises(SchemaError, match=r"the name is a string"):
+        frame.gpu.with_row_index(5)  # type: ignore[arg-type]
     with pytest.raises(InvalidOperationError, match=r"offset is a whole number >= 0"):
         frame.gpu.with_row_index(offset=-1)
     with pytest.raises(InvalidOperationError, match=r"strict cast to uint32 failed"):
