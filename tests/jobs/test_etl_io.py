@@ -350,8 +350,10 @@ def test_peak_memory_is_bounded_by_the_batch_not_the_data(
     report = json.loads(proc.stdout)
     assert report["rows"] == n
     assert report["writer"].startswith(writer)
-    # Decoded Arrow data held at once (reader and writer): a few batches, not the file.
-    assert report["arrow_peak"] < decoded / 4, report
+    # Decoded Arrow data held at once (reader and writer): some batches, not the file's 100.
+    # polars' streaming writer keeps a varying number in flight: 7-10 MB here, 17 MB once
+    # on a loaded 2-core machine; holding the file would be 64 MB or more.
+    assert report["arrow_peak"] < decoded / 2, report
     assert report["growth"] < decoded, report
 
 
