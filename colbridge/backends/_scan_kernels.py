@@ -158,19 +158,24 @@ def _running_total(values: Any, valid: Any, order: Any, a: int, b: int, reverse:
 
     A null row adds ``start`` (0: the sum starts from +0 and never becomes -0, so adding
     0 changes nothing) or multiplies by it (1), so the loop carries no branch on the
-    data and runs at the speed of its one chain of additions. Two loops, not a test of
+    data and runs at the speed of its one chain of additions. Each value is read whether
+    or not its row is null: a read under the test is a branch (LLVM does not move a
+    load out of a condition), mispredicted at every scattered null, which took a
+    column with 10% nulls from 6 to 11 ms per 1e7 rows. Two loops, not a test of
     ``add`` per row.
     """
     acc = start
     if add:
         for step in range(b - a):
             i = _row(order, b - 1 - step if reverse else a + step)
-            acc = acc + (values[i] if valid[i] else start)
+            v = values[i]  # read before the test: a select, not a branch (see above)
+            acc = acc + (v if valid[i] else start)
             out[i] = acc
     else:
         for step in range(b - a):
             i = _row(order, b - 1 - step if reverse else a + step)
-            acc = acc * (values[i] if valid[i] else start)
+            v = values[i]
+            acc = acc * (v if valid[i] else start)
             out[i] = acc
 
 
@@ -1191,7 +1196,8 @@ def cumulative_by_key(values: Any, valid: Any, ids: Any, op: int, reverse: bool,
         for step in range(n):
             i = _step_row(n, reverse, step)
             g = np.uintp(ids[i])
-            a = acc[g] + (values[i] if valid[i] else zero)
+            v = values[i]  # read before the test: a select, not a branch (`_running_total`)
+            a = acc[g] + (v if valid[i] else zero)
             acc[g] = a
             out[i] = a
         return
@@ -1200,7 +1206,8 @@ def cumulative_by_key(values: Any, valid: Any, ids: Any, op: int, reverse: bool,
         for step in range(n):
             i = _step_row(n, reverse, step)
             g = np.uintp(ids[i])
-            a = acc[g] * (values[i] if valid[i] else one)
+            v = values[i]
+            a = acc[g] * (v if valid[i] else one)
             acc[g] = a
             out[i] = a
         return
