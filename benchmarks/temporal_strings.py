@@ -1,6 +1,7 @@
 """Dates and strings in fused CPU kernels vs polars and pandas, with a numba roofline.
 
 Run: python benchmarks/temporal_strings.py [--size 1e7] [--repeats 5] [--json out.json]
+     python benchmarks/temporal_strings.py --to-string [--size 1e6]
 
 The query, flights-style: keep rows whose carrier is "UA" and whose origin is JFK
 or LGA, and give them the hour and weekday of ``time_hour``. Contenders, in one run:
@@ -13,6 +14,12 @@ or LGA, and give them the hour and weekday of ``time_hour``. Contenders, in one 
 * a hand-written numba kernel over the same integers (timestamps, dictionary
   codes and a lookup table) that computes the filter, then the fields of the kept
   rows only, packed: the roofline a fused kernel can approach.
+
+``--to-string`` times ``cast(pl.String)`` of numbers and dates instead (new strings,
+one per distinct value, written on the host): colbridge against polars, and Arrow's
+own cast of the same column to strings as the writing cost a single C++ pass pays
+(its texts differ from polars': ``1`` for ``1.0``, ``1e+15`` for
+``1000000000000000.0``), each answer of colbridge checked against polars' first.
 
 Ratios are contender time / colbridge time (> 1: colbridge is faster). Numbers
 from a shared or small machine are indications, not measurements to quote.
@@ -161,13 +168,60 @@ def run(n: int, repeats: int) -> dict[str, float]:
     return times
 
 
+def run_to_string(n: int, repeats: int) -> dict[str, dict[str, float]]:
+    """``cast(pl.String)`` of columns with few and with all values distinct."""
+    rng = np.random.default_rng(0)
+    columns = {
+        "int64, 1,000 distinct": pl.Series(rng.integers(0, 1_000, n)),
+        "float64, 1,000 distinct (0.1 steps)": pl.Series(rng.integers(0, 1_000, n) / 10),
+        "float64, all distinct": pl.Series(rng.standard_normal(n)),
+        "date, 1,000 distinct": pl.Series(rng.integers(18_000, 19_000, n).astype(np.int32))
+        .cast(pl.Date),
+        "datetime[us], all distinct": pl.Series(rng.integers(0, 2 * 10**15, n))
+        .cast(pl.Datetime("us")),
+    }
+    out: dict[str, dict[str, float]] = {}
+    for case, series in columns.items():
+        frame = pl.DataFrame({"x": series})
+        handle = frame.gpu.select(s=cb.col("x").cast(pl.String))
+        lazy = frame.lazy().select(s=pl.col("x").cast(pl.String))
+        arrow = frame.to_arrow().column("x")
+        got, want = handle.compute(device="cpu"), lazy.collect()
+        assert got.equals(want), case
+        out[case] = _time_all({
+            "colbridge": lambda h=handle: h.compute(device="cpu"),
+            "polars": lazy.collect,
+            "Arrow cast (other texts)": lambda a=arrow: a.cast(pa.string()),
+        }, repeats)  # fmt: skip
+    return out
+
+
+def _print_to_string(n: int, times: dict[str, dict[str, float]]) -> None:
+    print(f"cast(pl.String), {n:,} rows; {platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} cores; numba threads {numba.get_num_threads()}")  # fmt: skip
+    print(f"{'column':<38}{'contender':<26}{'median ms':>11}{'vs colbridge':>14}")
+    for case, row in times.items():
+        for name, seconds in row.items():
+            print(f"{case:<38}{name:<26}{seconds * 1e3:>11.2f}"
+                  f"{seconds / row['colbridge']:>13.2f}x")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=float, default=1e7)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", type=str, default=None)
+    parser.add_argument("--to-string", action="store_true",
+                        help="time cast(pl.String) of numbers and dates instead")
     args = parser.parse_args()
     n = int(args.size)
+    if args.to_string:
+        written = run_to_string(n, args.repeats)
+        _print_to_string(n, written)
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump({"rows": n, "seconds": written}, fh, indent=2)
+        return
     times = run(n, args.repeats)
     base = times["colbridge (String)"]
     print(f"{n:,} rows; {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "

@@ -42,6 +42,7 @@ from colbridge.expr.nodes import (
 )
 from colbridge.memory import empty_array, one_array, read_only
 from colbridge.types import DType
+from colbridge.types.formatting import format_as_strings
 
 __all__ = [
     "Carry",
@@ -808,7 +809,12 @@ def _group_kernels() -> Any:
 
 def host_scan(func: str, options: tuple[Any, ...], array: pa.Array | pa.ChunkedArray,
               groups: GroupIds | None) -> pa.Array:  # fmt: skip
-    """A scan of `HOST_SCANS` (rank, interpolate, rolling quantiles, flags) of ``array``."""
+    """A scan of `HOST_SCANS` (rank, interpolate, rolling quantiles, flags) of ``array``.
+
+    ``to_string`` reads each row alone (its groups change nothing): a dictionary array.
+    """
+    if func == "to_string":
+        return format_as_strings(array)
     if func == "rank":
         return rank(array, options, groups)
     if func == "interpolate":

@@ -865,14 +865,10 @@ class LogicalTyping:
         if not isinstance(target, Logical):
             msg = f"cannot cast to {target!r}"
             raise SchemaError(msg)
+        if target.is_string and (src is None or src.is_temporal):
+            return self.to_string(arg, src, node)
         if src is None:
             t = tc.types[arg]
-            if target.is_string:
-                msg = (
-                    f"`{node!r}`: colbridge does not format numbers as strings; "
-                    "do it in polars or pyarrow"
-                )
-                raise UnsupportedOperationError(msg)
             if t.is_bool:
                 msg = f"`{node!r}`: casting from Boolean to {target} is not supported"
                 raise SchemaError(msg)
@@ -893,10 +889,36 @@ class LogicalTyping:
                 raise InvalidOperationError(msg)
             msg = f"`{node!r}`: colbridge does not cast strings to {target}"
             raise UnsupportedOperationError(msg)
-        if target.is_string:
-            msg = f"`{node!r}`: colbridge does not format {src} values as strings"
-            raise UnsupportedOperationError(msg)
         return self.cast_temporal(arg, src, target, node, strict)
+
+    def to_string(self, arg: Node, src: Logical | None, node: Node) -> Node:
+        """``arg.cast(pl.String)`` of a number, boolean, date, datetime or time.
+
+        New strings, one per distinct value, written as polars writes them
+        (`colbridge.types.formatting`): a host step between passes (a `Scan` of
+        `HOST_SCANS`, ``to_string``, that reads each row alone) dictionary-encodes the
+        values and writes the dictionary; the result is its codes, a string column
+        whose dictionary is that step's (``("scan", name)``), so it compares, maps,
+        groups and joins as any string column. A literal is written at once.
+        """
+        tc = self.tc
+        if src is not None and src.kind == "duration":  # polars has no such cast
+            msg = (f"`{node!r}`: casting from Duration to String is not supported (as in "
+                   "polars); cast its integer (`dt.total_*()`, `to_physical()`) instead")
+            raise InvalidOperationError(msg)
+        arrow_type = src.arrow if src is not None else tc.types[arg].arrow
+        if isinstance(arg, Literal):
+            if arg.value is None:  # pragma: no cover - a null literal is cast before
+                return tc.null_of(I32)
+            from colbridge.types.formatting import format_as_strings
+
+            written = format_as_strings(pa.array([arg.value], pa.int64() if src is not None
+                                                 else arrow_type).cast(arrow_type))
+            return tc.typed(Constant(written.dictionary[0].as_py()))
+        from colbridge.plan.ordered_typing import scan_column
+
+        scan = Scan("to_string", arg)
+        return self.mark(self.rec(scan, I32), STRING, ("scan", scan_column(scan)))
 
     def within_day(self, value: Node, strict: bool, node: Node) -> Node:
         """Nanoseconds as a time of day: outside ``[0, 86400e9)`` an error, or null."""

@@ -683,6 +683,8 @@ def grouping(
             scanned = host_scan(scan.func, scan.options, order.taken(arg) if order else arg,
                                 keyed)  # fmt: skip
             out.scanned[name] = order.restored(scanned) if order else scanned
+            if pa.types.is_dictionary(scanned.type):  # strings it wrote: its own dictionary
+                out.moved[name] = scanned
             report.stats.kernels.append(f"scan [{scan!r}]{where}: on the host, from its "
                                         "whole column")  # fmt: skip
             continue

@@ -289,6 +289,7 @@ def _grouped_work(seg: Segment, target: str,
                    "rolling_rank": "ranked in its window (each window's values kept sorted)",
                    "ewm_mean_by": "weighted by its `by` steps (rows in their order)",
                    "ewm_sum": "summed with decaying weights",
+                   "to_string": "written as text (each distinct value once)",
                    "rolling_skew": "windowed (each window's moments taken exactly)",
                    "rolling_kurtosis": "windowed (each window's moments taken exactly)",
                    }.get(scan.func, "flagged")  # fmt: skip
