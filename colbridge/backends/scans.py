@@ -814,7 +814,7 @@ def host_scan(func: str, options: tuple[Any, ...], array: pa.Array | pa.ChunkedA
     ``to_string`` reads each row alone (its groups change nothing): a dictionary array.
     """
     if func == "to_string":
-        return format_as_strings(array)
+        return format_as_strings(array, *options)
     if func == "rank":
         return rank(array, options, groups)
     if func == "interpolate":

@@ -3231,6 +3231,29 @@ class DateTimeNamespace:
         """The same values in another time unit (coarser: floored)."""
         return self._f("cast_time_unit", time_unit)
 
+    def to_string(self, format: str | None = None) -> Expr:
+        """Dates, datetimes or times as text, by chrono's strftime ``format``.
+
+        None, ``"iso"`` and ``"iso:strict"`` (a ``T`` between date and time): the
+        type's ISO text, as polars writes it. See `colbridge.types.formatting`.
+
+        >>> import datetime as dt, polars as pl, colbridge as cb
+        >>> frame = pl.DataFrame({"d": [dt.date(2024, 3, 9)]})
+        >>> frame.gpu.select(cb.col("d").dt.to_string("%d %b %Y")).compute().item()
+        '09 Mar 2024'
+        """
+        return self._f("to_string", "iso" if format is None else format)
+
+    def strftime(self, format: str) -> Expr:
+        """`to_string` with a ``format`` (polars' alias).
+
+        >>> import datetime as dt, polars as pl, colbridge as cb
+        >>> frame = pl.DataFrame({"t": [dt.datetime(2024, 3, 9, 14, 5)]})
+        >>> frame.gpu.select(cb.col("t").dt.strftime("%H:%M on %A")).compute().item()
+        '14:05 on Saturday'
+        """
+        return self.to_string(format)
+
     def total_days(self, fractional: bool = False) -> Expr:
         """A duration in whole days (Int64, toward zero), or Float64 with ``fractional``."""
         return self._f("total_days", fractional)

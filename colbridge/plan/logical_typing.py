@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from colbridge.errors import (
+    ComputeError,
     InvalidOperationError,
     SchemaError,
     UnsupportedOperationError,
@@ -555,6 +556,8 @@ class LogicalTyping:
             value = self.localize(wall, tz, logical.unit, node, ambiguous=ambiguous,
                                   non_existent=non_existent)  # fmt: skip
             return self.mark(value, Logical("datetime", logical.unit, tz))
+        if op == "to_string":
+            return self.strftime(arg, str(node.options[0]), node)
         if op == "cast_time_unit":
             logical = self._need(arg, node, ("datetime", "duration"), "a Datetime or Duration")
             unit = _unit(node.options[0], node)
@@ -891,15 +894,17 @@ class LogicalTyping:
             raise UnsupportedOperationError(msg)
         return self.cast_temporal(arg, src, target, node, strict)
 
-    def to_string(self, arg: Node, src: Logical | None, node: Node) -> Node:
+    def to_string(self, arg: Node, src: Logical | None, node: Node,
+                  fmt: str | None = None) -> Node:  # fmt: skip
         """``arg.cast(pl.String)`` of a number, boolean, date, datetime or time.
 
         New strings, one per distinct value, written as polars writes them
-        (`colbridge.types.formatting`): a host step between passes (a `Scan` of
-        `HOST_SCANS`, ``to_string``, that reads each row alone) dictionary-encodes the
-        values and writes the dictionary; the result is its codes, a string column
-        whose dictionary is that step's (``("scan", name)``), so it compares, maps,
-        groups and joins as any string column. A literal is written at once.
+        (`colbridge.types.formatting`; with ``fmt``, chrono's strftime of a temporal
+        value): a host step between passes (a `Scan` of `HOST_SCANS`, ``to_string``,
+        that reads each row alone) dictionary-encodes the values and writes the
+        dictionary; the result is its codes, a string column whose dictionary is that
+        step's (``("scan", name)``), so it compares, maps, groups and joins as any
+        string column. A literal is written at once.
         """
         tc = self.tc
         if src is not None and src.kind == "duration":  # polars has no such cast
@@ -912,13 +917,53 @@ class LogicalTyping:
                 return tc.null_of(I32)
             from colbridge.types.formatting import format_as_strings
 
-            written = format_as_strings(pa.array([arg.value], pa.int64() if src is not None
-                                                 else arrow_type).cast(arrow_type))
+            value = pa.array([arg.value], pa.int64() if src is not None else arrow_type)
+            written = format_as_strings(value.cast(arrow_type), fmt)
             return tc.typed(Constant(written.dictionary[0].as_py()))
         from colbridge.plan.ordered_typing import scan_column
 
-        scan = Scan("to_string", arg)
+        scan = Scan("to_string", arg, () if fmt is None else (fmt,))
         return self.mark(self.rec(scan, I32), STRING, ("scan", scan_column(scan)))
+
+    def strftime(self, arg: Node, fmt: str, node: Function) -> Node:
+        """``dt.to_string(fmt)``: chrono's strftime of a date, datetime or time.
+
+        ``iso``/``iso:strict`` are polars' formats of the type; a format is checked
+        here as polars checks it when it writes (a specifier chrono does not write, a
+        time's field of a date, a date's of a time, a zone of a naive datetime:
+        `ComputeError`, naming it). Durations are refused (polars writes them in
+        formats of its own).
+        """
+        from colbridge.types.formatting import format_needs, parse_chrono_format
+
+        logical = self._need(arg, node, ("datetime", "date", "time", "duration"),
+                             "a Datetime, Date or Time")  # fmt: skip
+        if logical.kind == "duration":
+            msg = (f"`{node!r}`: colbridge does not write durations as text (polars' "
+                   "\"iso\" and \"polars\" forms); write `dt.total_*()` numbers instead")
+            raise UnsupportedOperationError(msg)
+        if fmt in ("iso", "iso:strict"):
+            offset = "%:z" if logical.tz is not None else ""
+            fraction = {"ms": "%.3f", "us": "%.6f", "ns": "%.9f"}.get(logical.unit or "", "")
+            sep = "T" if fmt == "iso:strict" else " "
+            fmt = {"date": "%F", "time": "%T%.f"}.get(logical.kind,
+                                                       f"%F{sep}%T{fraction}{offset}")
+        kind = {"date": "Date", "time": "Time"}.get(
+            logical.kind, "timezone-aware Datetime" if logical.tz else "timezone-naive Datetime")
+        try:
+            date, time, zone = format_needs(parse_chrono_format(fmt))
+        except ValueError as exc:
+            msg = f"`{node!r}`: cannot format {kind} with format {fmt!r}: {exc}"
+            raise ComputeError(msg) from None
+        lacks = {"date": time or zone, "time": date or zone}.get(
+            logical.kind, zone and logical.tz is None)
+        if lacks:
+            reads = "a time zone" if zone else "a time of day" if logical.kind == "date" \
+                else "a date"  # fmt: skip
+            msg = (f"`{node!r}`: cannot format {kind} with format {fmt!r}: it writes {reads}, "
+                   f"which a {kind} does not have")  # fmt: skip
+            raise ComputeError(msg)
+        return self.to_string(arg, logical, node, fmt)
 
     def within_day(self, value: Node, strict: bool, node: Node) -> Node:
         """Nanoseconds as a time of day: outside ``[0, 86400e9)`` an error, or null."""

@@ -27,12 +27,14 @@ bulk at C++ speed, and those few are rewritten.
 
 from __future__ import annotations
 
+import datetime as _dt
+
 import numpy as np
 import pyarrow as pa
 
-from colbridge.types.timezones import transitions
+from colbridge.types.timezones import LAST_RULE_YEAR, transitions
 
-__all__ = ["float_text", "format_as_strings"]
+__all__ = ["float_text", "format_as_strings", "format_needs", "parse_chrono_format"]
 
 #: the decimal exponents written positionally, by float width (bits): zmij's choice
 _POSITIONAL = {64: (-5, 15), 32: (-6, 12)}
@@ -223,11 +225,15 @@ def _texts(values: pa.Array) -> pa.Array:
     raise TypeError(msg)
 
 
-def format_as_strings(array: pa.Array | pa.ChunkedArray) -> pa.DictionaryArray:
+def format_as_strings(array: pa.Array | pa.ChunkedArray,
+                      fmt: str | None = None) -> pa.DictionaryArray:  # fmt: skip
     """``array`` as polars' ``cast(pl.String)`` writes it: int32 codes into distinct texts.
 
-    Each distinct value is written once, in order of first appearance; distinct values
-    write distinct texts once a float's NaNs (of any bits) are one NaN.
+    With ``fmt``, dates, datetimes or times as ``dt.to_string(fmt)`` writes them
+    (chrono's strftime: `parse_chrono_format`). Each distinct value is written once,
+    in order of first appearance, and each text is in the dictionary once: a float's
+    NaNs (of any bits) are one NaN first, and values a format writes alike (``%Y`` of
+    two dates of one year) share the text's code.
 
     >>> out = format_as_strings(pa.array([2.0, None, 0.5, 2.0]))
     >>> out.dictionary.to_pylist(), out.indices.to_pylist()
@@ -240,5 +246,363 @@ def format_as_strings(array: pa.Array | pa.ChunkedArray) -> pa.DictionaryArray:
     if pa.types.is_floating(array.type):
         array = pc.if_else(pc.is_nan(array), pa.scalar(float("nan"), array.type), array)
     encoded = pc.dictionary_encode(array)
-    return pa.DictionaryArray.from_arrays(encoded.indices.cast(pa.int32()),
-                                          _texts(encoded.dictionary))  # fmt: skip
+    codes = encoded.indices.cast(pa.int32())
+    if fmt is None:  # distinct values write distinct texts
+        return pa.DictionaryArray.from_arrays(codes, _texts(encoded.dictionary))
+    written = pc.dictionary_encode(_strftime(encoded.dictionary, parse_chrono_format(fmt)))
+    return pa.DictionaryArray.from_arrays(pc.take(written.indices.cast(pa.int32()), codes),
+                                          written.dictionary)  # fmt: skip
+
+
+# -- chrono's strftime (`dt.to_string(format)`) ------------------------------------------------
+
+#: chrono's shorthands, written out
+_SHORTHANDS = {"D": "%m/%d/%y", "x": "%m/%d/%y", "F": "%Y-%m-%d", "v": "%e-%b-%Y",
+               "R": "%H:%M", "T": "%H:%M:%S", "X": "%H:%M:%S", "r": "%I:%M:%S %p",
+               "c": "%a %b %e %H:%M:%S %Y", "+": "%Y-%m-%dT%H:%M:%S%.f%:z",
+               "h": "%b"}  # fmt: skip
+#: numbers: (field, width, padding) of each specifier (``%C``'s: `_century_texts`)
+_NUMBERS = {"C": ("year", 2, "0"), "y": ("year2", 2, "0"), "m": ("month", 2, "0"),
+            "d": ("day", 2, "0"), "e": ("day", 2, " "), "w": ("weekday0", 1, "0"),
+            "u": ("weekday", 1, "0"), "U": ("week_sunday", 2, "0"),
+            "W": ("week_monday", 2, "0"), "g": ("iso_year2", 2, "0"),
+            "V": ("iso_week", 2, "0"), "j": ("ordinal", 3, "0"), "q": ("quarter", 1, "0"),
+            "H": ("hour", 2, "0"), "k": ("hour", 2, " "), "I": ("hour12", 2, "0"),
+            "l": ("hour12", 2, " "), "M": ("minute", 2, "0"), "S": ("second", 2, "0"),
+            "s": ("timestamp", 1, "0")}  # fmt: skip
+_YEARS = {"Y": "year", "G": "iso_year"}
+_NAMES = {"a": ("weekday0", ("Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat")),
+          "A": ("weekday0", ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday",
+                             "Friday", "Saturday")),
+          "b": ("month", ("", "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep",
+                          "Oct", "Nov", "Dec")),
+          "B": ("month", ("", "January", "February", "March", "April", "May", "June", "July",
+                          "August", "September", "October", "November", "December")),
+          "p": ("pm", ("AM", "PM")), "P": ("pm", ("am", "pm"))}  # fmt: skip
+_FRACTIONS = ("f", ".f", ".3f", ".6f", ".9f", "3f", "6f", "9f")
+_ZONES = ("z", ":z", "::z", ":::z", "Z")
+_LITERALS = {"%": "%", "t": "\t", "n": "\n"}
+_TIME_FIELDS = frozenset({"hour", "hour12", "minute", "second", "pm", "timestamp"})
+_PADDINGS = {"-": "", "_": " ", "0": "0"}
+
+#: A parsed format: literal texts and (specifier, padding or None) pairs.
+Token = str | tuple[str, str | None]
+
+
+def parse_chrono_format(fmt: str) -> list[Token]:
+    """``fmt``'s literal texts and specifiers, shorthands written out, as chrono reads them.
+
+    Raises `ValueError` naming a specifier chrono does not write (``%Q``, a lone ``%``).
+
+    >>> parse_chrono_format("%F at %-H")
+    [('Y', None), '-', ('m', None), '-', ('d', None), ' at ', ('H', '')]
+    """
+    tokens: list[Token] = []
+    text, i = "", 0
+    while i < len(fmt):
+        if fmt[i] != "%":
+            text += fmt[i]
+            i += 1
+            continue
+        rest = fmt[i + 1:]
+        pad = _PADDINGS.get(rest[:1]) if rest[:1] in _PADDINGS and len(rest) > 1 else None
+        if pad is not None:
+            rest = rest[1:]
+        spec = next((s for s in (*_FRACTIONS, *_ZONES) if rest.startswith(s)), rest[:1])
+        if spec in _LITERALS and pad is None:
+            text += _LITERALS[spec]
+        elif spec in _SHORTHANDS and pad is None:
+            if text:
+                tokens.append(text)
+                text = ""
+            tokens.extend(parse_chrono_format(_SHORTHANDS[spec]))
+        elif spec in _NUMBERS or spec in _YEARS or (pad is None and (
+                spec in _NAMES or spec in _FRACTIONS or spec in _ZONES)):  # fmt: skip
+            if text:
+                tokens.append(text)
+                text = ""
+            tokens.append((spec, pad))
+        else:
+            msg = f"chrono does not write the specifier %{fmt[i + 1:i + 2 + len(spec)]}"
+            raise ValueError(msg)
+        i += 1 + (pad is not None) + len(spec)
+    if text:
+        tokens.append(text)
+    return tokens
+
+
+def format_needs(tokens: list[Token]) -> tuple[bool, bool, bool]:
+    """Whether parsed ``tokens`` read a date's fields, a time's, and a time zone."""
+    date = time = zone = False
+    for token in tokens:
+        if isinstance(token, str):
+            continue
+        spec = token[0]
+        field = _NUMBERS.get(spec, _NAMES.get(spec, (spec,)))[0]
+        zone |= spec in _ZONES
+        time |= spec in _FRACTIONS or field in _TIME_FIELDS
+        # a timestamp counts days too
+        date |= spec in _YEARS or field == "timestamp" or (
+            field not in _TIME_FIELDS and spec not in _FRACTIONS and spec not in _ZONES)
+    return date, time, zone
+
+
+def _days_from_civil(year: np.ndarray, month: int, day: int) -> np.ndarray:
+    """Days since 1970-01-01 of (year, month, day), for arrays of years."""
+    y = year - (month <= 2)
+    era = np.floor_divide(y, 400)
+    yoe = y - era * 400
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    days: np.ndarray = era * 146097 + doe - 719468
+    return days
+
+
+def _civil_arrays(days: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(year, month, day) of arrays of days since 1970-01-01 (NumPy's calendar, in C)."""
+    dates = days.astype("datetime64[D]")
+    months = dates.astype("datetime64[M]")
+    month_count = months.astype(np.int64)
+    return (np.floor_divide(month_count, 12) + 1970, month_count % 12 + 1,
+            (dates - months).astype(np.int64) + 1)  # fmt: skip
+
+
+class _Fields:
+    """The fields a format reads, each computed once when first read, for all values."""
+
+    def __init__(self, days: np.ndarray, seconds: np.ndarray, stamps: np.ndarray) -> None:
+        self.days, self.seconds = days, seconds
+        self.values: dict[str, np.ndarray] = {"timestamp": stamps}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        hit = self.values.get(name)
+        if hit is None:
+            hit = self.values[name] = getattr(self, "_" + name)()
+        return hit
+
+    def _civil(self) -> None:
+        self.values["year"], self.values["month"], self.values["day"] = \
+            _civil_arrays(self.days)  # fmt: skip
+
+    def _year(self) -> np.ndarray:
+        self._civil()
+        return self.values["year"]
+
+    def _month(self) -> np.ndarray:
+        self._civil()
+        return self.values["month"]
+
+    def _day(self) -> np.ndarray:
+        self._civil()
+        return self.values["day"]
+
+    def _weekday0(self) -> np.ndarray:  # Sunday 0; 1970-01-01 was a Thursday
+        return np.asarray((self.days + 4) % 7)
+
+    def _weekday(self) -> np.ndarray:  # Monday 1
+        return np.asarray((self.days + 3) % 7 + 1)
+
+    def _ordinal(self) -> np.ndarray:
+        return np.asarray(self.days - _days_from_civil(self["year"], 1, 1) + 1)
+
+    def _year2(self) -> np.ndarray:
+        return np.asarray(self["year"] % 100)
+
+    def _quarter(self) -> np.ndarray:
+        return np.asarray((self["month"] + 2) // 3)
+
+    def _week_sunday(self) -> np.ndarray:
+        return np.asarray((self["ordinal"] - 1 + 7 - self["weekday0"]) // 7)
+
+    def _week_monday(self) -> np.ndarray:
+        return np.asarray((self["ordinal"] - 1 + 7 - (self["weekday0"] + 6) % 7) // 7)
+
+    def _thursday(self) -> np.ndarray:  # the ISO week's Thursday names its year
+        return np.asarray(self.days - (self["weekday"] - 1) + 3)
+
+    def _iso_year(self) -> np.ndarray:
+        return _civil_arrays(self["thursday"])[0]
+
+    def _iso_year2(self) -> np.ndarray:
+        return np.asarray(self["iso_year"] % 100)
+
+    def _iso_week(self) -> np.ndarray:
+        first = _days_from_civil(self["iso_year"], 1, 1)
+        return np.asarray((self["thursday"] - first) // 7 + 1)
+
+    def _hour(self) -> np.ndarray:
+        return np.asarray(self.seconds // 3600)
+
+    def _hour12(self) -> np.ndarray:
+        return np.asarray((self["hour"] + 11) % 12 + 1)
+
+    def _minute(self) -> np.ndarray:
+        return np.asarray(self.seconds // 60 % 60)
+
+    def _second(self) -> np.ndarray:
+        return np.asarray(self.seconds % 60)
+
+    def _pm(self) -> np.ndarray:
+        return (self["hour"] >= 12).astype(np.int64)
+
+
+def _number_texts(values: np.ndarray, width: int, pad: str) -> pa.Array:
+    import pyarrow.compute as pc  # on first use: its import is slow
+
+    texts = pc.cast(pa.array(values), pa.string())
+    return pc.utf8_lpad(texts, width, pad) if pad else texts
+
+
+def _year_texts(years: np.ndarray, pad: str | None) -> pa.Array:
+    """Chrono's ``%Y``: years 0-9999 padded to four digits; others signed, padded to five.
+
+    ``pad`` (``%-Y`` none, ``%_Y`` spaces, else zeros) pads before the sign with
+    spaces, after it with zeros, as Rust's ``{:+05}`` and ``{:+5}`` do.
+    """
+    import pyarrow.compute as pc  # on first use: its import is slow
+
+    pad = "0" if pad is None else pad
+    inside = (years >= 0) & (years <= 9999)
+    digits = pc.cast(pa.array(np.abs(years)), pa.string())
+    signs = pa.array(np.where(inside, "", np.where(years < 0, "-", "+")))
+    width = np.where(inside, 4, 5)
+    if pad == "0":  # zeros after the sign
+        return pc.binary_join_element_wise(signs, pc.utf8_lpad(digits, 4, "0"), "")
+    texts = pc.binary_join_element_wise(signs, digits, "")
+    if not pad:
+        return texts
+    return pc.if_else(pa.array(width == 4), pc.utf8_lpad(texts, 4, " "),
+                      pc.utf8_lpad(texts, 5, " "))  # fmt: skip
+
+
+def _century_texts(years: np.ndarray, pad: str | None) -> pa.Array:
+    """Chrono's ``%C``: the century as one byte (wrapping), written as two digit characters.
+
+    chrono writes ``year.div_euclid(100) as u8`` with ``'0' + n / 10`` and ``'0' + n % 10``,
+    so a century past 99 (or below 0) reads ``:1`` for 101 or ``H5`` for -11: as polars.
+    """
+    import pyarrow.compute as pc  # on first use: its import is slow
+
+    n = np.floor_divide(years, 100) % 256
+    high = (48 + n // 10).astype(np.uint8).view("S1").astype(str)
+    low = (48 + n % 10).astype(np.uint8).view("S1").astype(str)
+    first = np.where(n >= 10, high, {"0": "0", " ": " ", "": ""}["0" if pad is None else pad])
+    return pc.binary_join_element_wise(pa.array(first), pa.array(low), "")
+
+
+def _fraction_texts(spec: str, nanos: np.ndarray) -> pa.Array:
+    """Chrono's fractions of a second, written.
+
+    ``%f`` nanoseconds, ``%.f`` 3, 6 or 9 digits as needed (nothing for none),
+    ``%.3f``/``%3f``... that many digits, with or without a dot.
+    """
+    import pyarrow.compute as pc  # on first use: its import is slow
+
+    if spec == "f":
+        return _number_texts(nanos, 9, "0")
+    if spec == ".f":
+        digits = np.where(nanos % 1_000_000 == 0, 3, np.where(nanos % 1_000 == 0, 6, 9))
+        texts = pc.utf8_lpad(pc.cast(pa.array(nanos), pa.string()), 9, "0")
+        cut = [pc.utf8_slice_codeunits(texts, 0, k) for k in (3, 6, 9)]
+        picked = pc.case_when(pc.make_struct(pa.array(digits == 3), pa.array(digits == 6)),
+                              *cut)  # fmt: skip
+        return pc.if_else(pa.array(nanos == 0), "", pc.binary_join_element_wise(".", picked, ""))
+    width = int(spec.strip(".f"))
+    texts = _number_texts(nanos // 10 ** (9 - width), width, "0")
+    return pc.binary_join_element_wise(".", texts, "") if spec.startswith(".") else texts
+
+
+def _zone_texts(spec: str, offsets: np.ndarray, names: pa.Array | None) -> pa.Array:
+    import pyarrow.compute as pc  # on first use: its import is slow
+
+    if spec == "Z":
+        assert names is not None
+        return names
+    distinct, at = np.unique(offsets, return_inverse=True)
+    written = []
+    for o in distinct.tolist():
+        hours, minutes, seconds = abs(o) // 3600, abs(o) // 60 % 60, abs(o) % 60
+        sign = "-" if o < 0 else "+"
+        written.append({"z": f"{sign}{hours:02d}{minutes:02d}",
+                        ":z": f"{sign}{hours:02d}:{minutes:02d}",
+                        "::z": f"{sign}{hours:02d}:{minutes:02d}:{seconds:02d}",
+                        ":::z": f"{sign}{hours:02d}"}[spec])  # fmt: skip
+    return pc.take(pa.array(written, pa.string()), pa.array(at.reshape(-1)))
+
+
+def _zone_names(tz: str, utc: np.ndarray) -> pa.Array:
+    """The zone's abbreviation (``IST``, ``CEST``, ``LMT``) at each instant (UTC seconds).
+
+    Read from ``zoneinfo`` value by value (an abbreviation may change where the offset
+    does not: Dublin's LMT and DMT), within its years 1-9999; from 2100 on, the last
+    transition's, as the offsets (`colbridge.types.timezones`).
+    """
+    import zoneinfo
+
+    import pyarrow.compute as pc  # on first use: its import is slow
+
+    zone = zoneinfo.ZoneInfo(tz)
+    instants, _ = transitions(tz)
+    last = max(instants[-1], -62_135_596_800)  # 0001-01-01
+    end = int(_dt.datetime(LAST_RULE_YEAR + 1, 1, 1, tzinfo=_dt.timezone.utc).timestamp())
+    distinct, at = np.unique(utc, return_inverse=True)
+    names = []
+    for when in distinct.tolist():
+        when = last if when >= end else min(max(when, -62_135_596_800), 253_402_300_799)
+        names.append(_dt.datetime.fromtimestamp(when, tz=zone).tzname() or "")
+    return pc.take(pa.array(names, pa.string()), pa.array(at.reshape(-1)))
+
+
+def _strftime(values: pa.Array, tokens: list[Token]) -> pa.Array:
+    """Distinct dates, datetimes or times (none null) written by chrono's ``tokens``."""
+    import pyarrow.compute as pc  # on first use: its import is slow
+
+    t = values.type
+    ticks = values.cast(pa.int32() if pa.types.is_date32(t) else pa.int64()) \
+        .to_numpy(zero_copy_only=False).astype(np.int64)  # fmt: skip
+    offsets = np.zeros(len(ticks), np.int64)
+    names = None
+    if pa.types.is_date32(t):
+        days, seconds, nanos = ticks, np.zeros_like(ticks), np.zeros_like(ticks)
+        stamps = ticks * 86_400
+    elif pa.types.is_time(t):  # nanoseconds of a day
+        days = np.zeros_like(ticks)
+        seconds, nanos = np.divmod(ticks, 10**9)
+        stamps = seconds
+    else:
+        per_second = _PER_SECOND[t.unit]
+        utc, fraction = np.divmod(ticks, per_second)
+        stamps = utc
+        nanos = fraction * (10**9 // per_second)
+        local = utc
+        if t.tz is not None:
+            instants, zone_offsets = transitions(t.tz)
+            at = np.asarray(np.searchsorted(np.array(instants, np.int64), utc, "right") - 1)
+            offsets = np.array(zone_offsets, np.int64)[at]
+            local = utc + offsets
+            if any(tok[0] == "Z" for tok in tokens if not isinstance(tok, str)):
+                names = _zone_names(t.tz, utc)
+        days, seconds = np.divmod(local, 86_400)
+    fields = _Fields(days, seconds, stamps)
+    pieces: list[pa.Array | pa.Scalar] = []
+    for token in tokens:
+        if isinstance(token, str):
+            pieces.append(pa.scalar(token, pa.string()))
+            continue
+        spec, pad = token
+        if spec in _YEARS:
+            pieces.append(_year_texts(fields[_YEARS[spec]], pad))
+        elif spec == "C":
+            pieces.append(_century_texts(fields["year"], pad))
+        elif spec in _NUMBERS:
+            field, width, default = _NUMBERS[spec]
+            pieces.append(_number_texts(fields[field], width, default if pad is None else pad))
+        elif spec in _NAMES:
+            field, names_of = _NAMES[spec]
+            pieces.append(pc.take(pa.array(names_of, pa.string()), pa.array(fields[field])))
+        elif spec in _FRACTIONS:
+            pieces.append(_fraction_texts(spec, nanos))
+        else:
+            pieces.append(_zone_texts(spec, offsets, names))
+    pieces.append(pa.array([""], pa.string()).take(pa.array(np.zeros(len(ticks), np.int64))))
+    return pc.binary_join_element_wise(*pieces, "")  # literals broadcast to the rows

@@ -230,3 +230,103 @@ def test_a_stream_and_dask(tmp_path: Any) -> None:
     out = cb.dask.apply(lazy, dd.from_pandas(pdf, npartitions=3)).compute()
     assert [None if pd.isna(v) else v for v in out["s"]] == want["s"].to_list()
     assert out["k"].tolist() == want["k"].to_list()
+
+
+# -- dt.to_string(format) / dt.strftime: chrono's specifiers -------------------------------------
+SPECIFIERS = [
+    "%Y", "%C", "%y", "%m", "%b", "%B", "%h", "%d", "%e", "%a", "%A", "%w", "%u", "%U", "%W",
+    "%G", "%g", "%V", "%j", "%q", "%D", "%x", "%F", "%v", "%H", "%k", "%I", "%l", "%P", "%p",
+    "%M", "%S", "%f", "%.f", "%.3f", "%.6f", "%.9f", "%3f", "%6f", "%9f", "%R", "%T", "%X",
+    "%r", "%c", "%s", "%z", "%:z", "%::z", "%:::z", "%Z", "%+", "%%", "%t", "%n", "%-d",
+    "%_m", "%0e", "%-j", "%_Y", "%-H", "%-I", "%_y", " ", "-", "at", "é",
+]  # fmt: skip
+TEMPORAL = ["date", "datetime_ms", "datetime_us", "datetime_ns", "zoned_ms", "zoned_us",
+            "zoned_ns", "time"]  # fmt: skip
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kind=st.sampled_from(TEMPORAL), seed=st.integers(0, 2**32 - 1),
+       parts=st.lists(st.sampled_from(SPECIFIERS), min_size=1, max_size=6),
+       offset=st.integers(0, 5), chunks=st.integers(1, 3))  # fmt: skip
+def test_strftime_equal_polars(kind: str, seed: int, parts: list[str], offset: int,
+                               chunks: int) -> None:  # fmt: skip
+    table = _frame(kind, seed, 30, offset, chunks, 0.2)
+    fmt = "".join(parts)
+    # polars panics (no error) writing a datetime past chrono's years: keep those out
+    if kind == "datetime_ms":
+        table = table.set_column(0, "x", pc_clip(table.column("x")))
+
+    def written(m: Any, f: Any) -> Any:
+        s = m.col("x").dt.to_string(fmt)
+        return f.select(s=s, n=s.str.len_bytes(), k=s.n_unique())
+
+    assert_same_as_polars(table, written, kinds=("polars", "pyarrow"))
+
+
+def pc_clip(column: Any) -> Any:
+    """Datetimes within chrono's years (about ±262,000)."""
+    import pyarrow.compute as pc
+
+    ticks = column.cast(pa.int64())
+    limit = 8 * 10**15
+    return pc.max_element_wise(pc.min_element_wise(ticks, limit), -limit).cast(column.type)
+
+
+@pytest.mark.parametrize("kind", TEMPORAL)
+@pytest.mark.parametrize("fmt", [None, "iso", "iso:strict"])
+def test_iso_forms(kind: str, fmt: str | None) -> None:
+    table = _frame(kind, 3, 50, 1, 2, 0.2)
+    if kind == "datetime_ms":
+        table = table.set_column(0, "x", pc_clip(table.column("x")))
+    assert_same_as_polars(table, lambda m, f: f.select(s=m.col("x").dt.to_string(fmt),
+                                                       t=m.col("x").dt.strftime("%%|%F")),
+                          kinds=("polars", "pyarrow"))  # fmt: skip
+
+
+def test_months_as_grouping_keys_and_literals() -> None:
+    days = pl.date_range(dt.date(2023, 11, 20), dt.date(2024, 3, 5), eager=True)
+    frame = pl.DataFrame({"d": days, "v": range(len(days))})
+
+    def steps(m: Any, f: Any) -> Any:
+        month = m.col("d").dt.to_string("%Y-%m")
+        return f.group_by(month.alias("month"), maintain_order=True).agg(
+            total=m.col("v").sum(), first=m.col("d").dt.strftime("%a %e").first(),
+            c=m.lit(dt.date(2024, 2, 29)).dt.to_string("%j").first())  # fmt: skip
+
+    assert_same_as_polars(frame.to_arrow(), steps)
+    got = cb.lazy(frame).eval('m = d.dt.strftime("%b"); y = d.dt.to_string()').compute()
+    assert got["m"].to_list() == frame["d"].dt.strftime("%b").to_list()
+    assert got["y"].to_list() == frame["d"].dt.to_string().to_list()
+
+
+def test_strftime_refusals_name_the_format() -> None:
+    frame = pl.DataFrame({"d": [dt.date(2024, 1, 2)], "t": [dt.timedelta(seconds=3)]})
+    for fmt, what in (("%H", "a time of day"), ("%Q", "does not write the specifier %Q"),
+                      ("%", "does not write the specifier %"), ("%z", "a time zone")):
+        with pytest.raises(pl.exceptions.ComputeError):
+            frame.select(pl.col("d").dt.to_string(fmt))
+        with pytest.raises(ColbridgeError, match=what):
+            frame.gpu.select(cb.col("d").dt.to_string(fmt)).compute()
+    with pytest.raises(ColbridgeError, match="does not write durations"):
+        frame.gpu.select(cb.col("t").dt.to_string()).compute()
+
+
+@pytest.mark.parametrize("kind", TEMPORAL)
+def test_each_specifier_alone(kind: str) -> None:
+    # every day of several years (week numbers, ISO years at their edges), then the kind's
+    # own generated values
+    table = _frame(kind, 11, 200, 0, 1, 0.1)
+    if kind == "datetime_ms":
+        table = table.set_column(0, "x", pc_clip(table.column("x")))
+    if kind == "date":
+        days = pa.array(np.arange(17_000, 19_000, dtype=np.int32)).cast(pa.date32())
+        table = pa.table({"x": pa.concat_arrays([table.column("x").combine_chunks(), days])})
+    frame = pl.DataFrame(pl.from_arrow(table.select(["x"])))
+    for spec in SPECIFIERS:
+        try:
+            want = frame.select(s=pl.col("x").dt.to_string(spec))
+        except pl.exceptions.ComputeError:
+            with pytest.raises(ColbridgeError):
+                frame.gpu.select(s=cb.col("x").dt.to_string(spec)).compute()
+            continue
+        assert_frame_equal(frame.gpu.select(s=cb.col("x").dt.to_string(spec)).compute(), want)
