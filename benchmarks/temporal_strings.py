@@ -204,10 +204,10 @@ def run_to_string(n: int, repeats: int) -> dict[str, dict[str, float]]:
 def _print_to_string(n: int, times: dict[str, dict[str, float]]) -> None:
     print(f"cast(pl.String), {n:,} rows; {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores; numba threads {numba.get_num_threads()}")  # fmt: skip
-    print(f"{'column':<38}{'contender':<26}{'median ms':>11}{'vs colbridge':>14}")
+    print(f"{'column':<50}{'contender':<26}{'median ms':>11}{'vs colbridge':>14}")
     for case, row in times.items():
         for name, seconds in row.items():
-            print(f"{case:<38}{name:<26}{seconds * 1e3:>11.2f}"
+            print(f"{case:<50}{name:<26}{seconds * 1e3:>11.2f}"
                   f"{seconds / row['colbridge']:>13.2f}x")  # fmt: skip
 
 
