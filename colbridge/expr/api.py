@@ -64,6 +64,7 @@ __all__ = [
     "arctan2",
     "coalesce",
     "col",
+    "concat_str",
     "corr",
     "cov",
     "len",
@@ -2536,6 +2537,32 @@ def coalesce(*exprs: Any) -> Expr:
     <Expr coalesce(col("a"), col("b"), lit(0))>
     """
     return Expr(Coalesce(_arguments("coalesce", exprs)))
+
+
+def concat_str(*exprs: Any, separator: str = "", ignore_nulls: bool = False) -> Expr:
+    """The arguments' texts joined row by row, with ``separator`` between them (polars').
+
+    Numbers, booleans, dates and times are written as ``cast(pl.String)`` writes them,
+    categoricals as their labels. A null makes the row null, unless ``ignore_nulls``:
+    then it is left out with its separator (a row of nulls is ""). A string names a
+    column.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import colbridge as cb
+    >>> df = pl.DataFrame({"a": ["x", None, "z"], "b": [1, 2, None]})
+    >>> df.gpu.select(k=cb.concat_str("a", "b", separator="-")).compute()["k"].to_list()
+    ['x-1', None, None]
+    >>> df.gpu.select(k=cb.concat_str("a", "b", separator="-", ignore_nulls=True)
+    ...               ).compute()["k"].to_list()
+    ['x-1', '2', 'z']
+    """
+    if not isinstance(separator, str):
+        msg = f"`concat_str` takes a string separator, got {separator!r}"
+        raise SchemaError(msg)
+    return Expr(Function("concat_str", _arguments("concat_str", exprs),
+                         (separator, bool(ignore_nulls))))  # fmt: skip
 
 
 def _arguments(name: str, exprs: tuple[Any, ...]) -> tuple[Node, ...]:

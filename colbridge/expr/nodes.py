@@ -305,7 +305,7 @@ FUNCTIONS = frozenset(
         "replace", "replace_strict", "fill_zero_or_one", "bin_intervals", "all_horizontal",
         "any_horizontal", "is_close", "may_be_nan", "pair_float", "pair_result",
         "entropy_values", "peak_values", "interpolate_by_values", "interpolate_by_key",
-        "round_sig_figs", "int_range",
+        "round_sig_figs", "int_range", "concat_str",
     }
 )  # fmt: skip
 
@@ -538,9 +538,10 @@ DISTINCT_FLAGS = frozenset({"is_duplicated", "is_unique", "is_first_distinct",
 # Rolling shape statistics: each window's moments taken exactly (`rolling_moment`).
 ROLLING_MOMENTS = frozenset({"rolling_skew", "rolling_kurtosis"})
 # ``to_string`` (a typed `cast(pl.String)` of a number, boolean or temporal value, made
-# by typing only) writes each row's value as text: new strings, with a dictionary.
+# by typing only) writes each row's value as text: new strings, with a dictionary;
+# ``concat_str`` (typed `concat_str`) joins the strings a key per row combines.
 HOST_SCANS = frozenset({"rank", "interpolate", "rolling_quantile", "rolling_rank",
-                        "ewm_sum", "to_string"}) \
+                        "ewm_sum", "to_string", "concat_str"}) \
     | DISTINCT_FLAGS | BY_ORDER_FUNCS | ROLLING_MOMENTS
 # How `rank` numbers equal values (polars' names; "random" is not supported).
 RANK_METHODS = ("average", "min", "max", "dense", "ordinal")
@@ -567,7 +568,8 @@ class Scan(Node):
     ``ewm_mean`` ``(alpha, adjust, min_samples, ignore_nulls)``, ``ewm_var`` and
     ``ewm_std`` ``(alpha, adjust, bias, min_samples, ignore_nulls)``, ``forward_fill`` and
     ``backward_fill`` ``(limit,)``, ``rank`` ``(method, descending)``, ``interpolate``
-    ``(method,)``, the `DISTINCT_FLAGS` and ``to_string`` ``()``. Like a reduction
+    ``(method,)``, the `DISTINCT_FLAGS` and ``to_string`` ``()`` (or ``(format,)``),
+    ``concat_str`` ``(separator, ignore_nulls, specs)`` (the dictionaries joined). Like a reduction
     it needs whole columns: planning computes its argument over every row of the
     segment first, runs the scan as a pass of its own, and the elementwise pass reads
     its result as a column. With ``keys`` (``.over``), each group is scanned on its
@@ -606,7 +608,7 @@ def looks_ahead(func: str, options: tuple[Any, ...]) -> bool:
     interpolations (of the next non-null value) do.
     """
     if func in HOST_SCANS:
-        return func != "to_string"  # each row's value alone
+        return func not in ("to_string", "concat_str")  # each row's value alone
     if func in ("shift", "diff", "pct_change", "shift_in_range"):
         return bool(options[0] < 0)
     if func.startswith("cum_"):

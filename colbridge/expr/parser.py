@@ -414,6 +414,12 @@ FUNCTIONS: dict[str, _Function] = {
         lambda *xs, ignore_nulls: api.mean_horizontal(*xs, ignore_nulls=ignore_nulls),
         _Param("ignore_nulls", "bool", True),
     ),
+    "concat_str": _varargs(
+        "concat_str",
+        lambda *xs, separator, ignore_nulls: api.concat_str(*xs, separator=separator,
+                                                           ignore_nulls=ignore_nulls),
+        _Param("separator", "str", ""), _Param("ignore_nulls", "bool", False),
+    ),
     "all_horizontal": _varargs("all_horizontal", lambda *xs: api.all_horizontal(*xs)),
     "any_horizontal": _varargs("any_horizontal", lambda *xs: api.any_horizontal(*xs)),
     # windows and grouped reductions: over(mean(a), carrier) or mean(a).over(carrier)

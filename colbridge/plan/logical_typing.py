@@ -925,6 +925,64 @@ class LogicalTyping:
         scan = Scan("to_string", arg, () if fmt is None else (fmt,))
         return self.mark(self.rec(scan, I32), STRING, ("scan", scan_column(scan)))
 
+    def concat_str(self, node: Function) -> Node:
+        """``concat_str(args, separator, ignore_nulls)``: the arguments' texts joined by row.
+
+        Each argument is a string (a number, boolean or temporal value first written as
+        `to_string` writes it; a categorical by its labels). The kernel combines the
+        rows' codes into one key, ``sum((code_i + 1) * radix_i)`` with
+        ``radix_i = prod(len(dictionary_j) + 1 for j > i)`` (0: a null left out with
+        ``ignore_nulls``; without, a null anywhere makes the key null), the radices a
+        lookup table the runtime builds from the dictionaries (and refuses past int64);
+        a host step between passes joins each distinct key's strings once
+        (`colbridge.types.formatting.join_strings`). A literal string is an argument of
+        one string; a null literal makes every row null, or is left out.
+        """
+        separator, ignore_nulls = node.options
+        return self.join_typed([self.tc.check_child(a) for a in node.args], separator,
+                               bool(ignore_nulls), node)  # fmt: skip
+
+    def join_typed(self, args: list[Node], separator: str, ignore_nulls: bool,
+                   node: Node) -> Node:  # fmt: skip
+        """Typed ``args`` joined as `concat_str` joins them.
+
+        Also ``s + t`` of two strings and polars' ``sum_horizontal`` of strings.
+        """
+        tc = self.tc
+        strings: list[Node] = []
+        for arg in args:
+            if tc.is_dynamic(arg):
+                if isinstance(arg, Literal) and arg.value is None:
+                    if ignore_nulls:
+                        continue
+                    return self.mark(tc.null_of(I32), STRING, ("lit", ()))
+                arg = tc.materialize(arg)
+            logical = self.of(arg)
+            if logical is None or not logical.is_string:
+                arg = self.to_string(arg, logical, node)
+            strings.append(arg)
+        if not strings:  # every argument a null literal, left out
+            return tc.typed(Constant(""))
+        if all(isinstance(a, Constant) for a in strings):  # polars folds literals
+            return tc.typed(Constant(separator.join(a.value for a in strings)))  # type: ignore[attr-defined]
+        if len(strings) == 1 and not ignore_nulls:  # a String (of a categorical's labels)
+            return self.mark(strings[0], STRING, tc.dicts[strings[0]])
+        specs = tuple(tc.dicts[a] for a in strings)
+        key: Node | None = None
+        for i, arg in enumerate(strings):
+            digit = self.add(arg, 1)  # null where the string is
+            if ignore_nulls:
+                digit = self.rec(Coalesce((digit, self.const(0))), I64)
+            ref = TableRef(("concat", specs), ("radix", i), I64)
+            radix = self.rec(Gather(ref, self.const(0, I32)), I64)
+            term = self.mul(digit, radix)
+            key = term if key is None else self.add(key, term)
+        assert key is not None
+        from colbridge.plan.ordered_typing import scan_column
+
+        scan = Scan("concat_str", key, (separator, bool(ignore_nulls), specs))
+        return self.mark(self.rec(scan, I32), STRING, ("scan", scan_column(scan)))
+
     def strftime(self, arg: Node, fmt: str, node: Function) -> Node:
         """``dt.to_string(fmt)``: chrono's strftime of a date, datetime or time.
 
@@ -1341,8 +1399,7 @@ class LogicalTyping:
         A String, null where ``s`` is null, of a string, categorical or enum column
         alike. With a text constant on one side, each distinct string of the column's
         dictionary is joined to it (`colbridge.types.string_maps` ``affix``); the rows
-        keep their codes. Two columns are not joined (their pairs of strings would make a new
-        dictionary per row): refused, naming what works.
+        keep their codes. Two strings are joined as `concat_str` joins them (`join_typed`).
         """
         tc = self.tc
         texts = [isinstance(side, Constant) and isinstance(side.value, str)
@@ -1356,12 +1413,8 @@ class LogicalTyping:
                 text = constant.value
                 affix = (text, "") if prefix else ("", text)
                 return self.mark(column, STRING, ("map", "affix", tc.dicts[column], *affix))
-        msg = (
-            f"`{node!r}`: `+` joins a string column with a text constant (`s + \"-x\"`, "
-            "`\"x-\" + s`) in colbridge expressions; two string columns (or a null) are not "
-            "joined: join them in polars (`pl.concat_str`)"
-        )
-        raise UnsupportedOperationError(msg)
+        # two strings (or a null): new strings, as `concat_str` makes them
+        return self.join_typed([left, right], "", False, node)
 
     def string_binary(self, node: Binary, left: Node, right: Node, ll: Logical | None,
                       rl: Logical | None) -> Node:  # fmt: skip

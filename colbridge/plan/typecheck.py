@@ -1118,6 +1118,8 @@ class TypeChecker:
     def _function(self, node: Function) -> Node:
         if "." in node.name or node.name in ("cast", "to_physical"):
             return self._lt.function(node)  # dt.*, str.*, casts to logical types
+        if node.name == "concat_str":
+            return self._lt.concat_str(node)
         if node.name == "replace":
             return self._replace(node)
         if node.name == "replace_strict":
@@ -2001,12 +2003,13 @@ class TypeChecker:
         With ``ignore_nulls`` each argument's nulls become 0 first (a row of nulls
         sums to 0); booleans alone sum as uint32; integers wrap in the common type.
         """
-        if self._strings_horizontal(node, args):
-            msg = (
-                f"`{node!r}`: polars' sum of strings joins them, which colbridge's kernels do "
-                "not do (they build no new strings); use `concat_str` instead"
-            )
-            raise UnsupportedOperationError(msg)
+        if self._strings_horizontal(node, args):  # polars joins them, as `concat_str`
+            coded = [lg for a in args if (lg := self.logical.get(a)) and lg.kind != "string"]
+            if coded:  # polars adds no categoricals (`c + s` it joins)
+                msg = (f"`{node!r}`: `add` operation not supported for dtype {coded[0]} (as "
+                       "in polars); cast it with `.cast(pl.String)` first")  # fmt: skip
+                raise InvalidOperationError(msg)
+            return self._lt.join_typed(args, "", bool(node.options[0]), node)
         logical = self._temporal_horizontal(node, args)
         if logical is not None:  # durations: summed as their integers in one unit
             return self._lt.mark(self._sum_of(node, args), logical)

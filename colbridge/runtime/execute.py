@@ -98,6 +98,7 @@ from colbridge.runtime.tables import (
     segment_tables,
 )
 from colbridge.types import dtype_from_arrow
+from colbridge.types.formatting import join_strings
 from colbridge.types.logical import NULL, Logical, logical_from_arrow
 
 __all__ = [
@@ -676,6 +677,15 @@ def grouping(
             scanned = by_order(scan.func, scan.options, order.taken(arg),
                                order.taken(whole(scan.keys.order_by[0])), keyed, types[1])
             out.scanned[name] = order.restored(scanned)
+            report.stats.kernels.append(f"scan [{scan!r}]{where}: on the host, from its "
+                                        "whole column")  # fmt: skip
+            continue
+        if scan.func == "concat_str":  # the strings of its arguments' dictionaries, joined
+            separator, ignore_nulls, specs = scan.options
+            builder = TableBuilder(made)
+            scanned = join_strings(arg, [builder.dictionary(s) for s in specs], separator,
+                                   ignore_nulls)  # fmt: skip
+            out.scanned[name] = out.moved[name] = scanned
             report.stats.kernels.append(f"scan [{scan!r}]{where}: on the host, from its "
                                         "whole column")  # fmt: skip
             continue

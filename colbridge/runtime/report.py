@@ -290,6 +290,7 @@ def _grouped_work(seg: Segment, target: str,
                    "ewm_mean_by": "weighted by its `by` steps (rows in their order)",
                    "ewm_sum": "summed with decaying weights",
                    "to_string": "written as text (each distinct value once)",
+                   "concat_str": "joined (each distinct combination once)",
                    "rolling_skew": "windowed (each window's moments taken exactly)",
                    "rolling_kurtosis": "windowed (each window's moments taken exactly)",
                    }.get(scan.func, "flagged")  # fmt: skip

@@ -26,6 +26,7 @@ from colbridge.plan.logical_typing import ENUM_CAST_FAILED
 from colbridge.plan.planner import Segment
 from colbridge.plan.typecheck import sig_figs_table
 from colbridge.types.chrono import infer_parse, parse_stamps
+from colbridge.types.formatting import concat_radix
 from colbridge.types.logical import Logical, parse_logical
 from colbridge.types.promotion import int_range
 from colbridge.types.regex import InvalidRegexError, has_word_boundary, re2_pattern
@@ -124,6 +125,10 @@ class TableBuilder:
         import pyarrow.compute as pc  # on first use: its import is slow
         if ref.source[0] == "sig_figs":  # `round_sig_figs`'s factors of a digit count
             return pa.array(sig_figs_table(ref.source[1], ref.recipe[0]), pa.float64())
+        if ref.source[0] == "concat":  # `concat_str`'s radices
+            return pa.array([concat_radix(ref.source[1], ref.recipe[1],
+                                          [len(self.dictionary(s)) for s in ref.source[1]])],
+                            pa.int64())  # fmt: skip
         if ref.source[0] == "zone":
             if ref.recipe[0] == "daylight":  # 1 where the offset is a daylight saving one
                 return pa.array([int(d) for d in daylight(ref.source[1])], pa.int64())

@@ -606,3 +606,69 @@ def _strftime(values: pa.Array, tokens: list[Token]) -> pa.Array:
             pieces.append(_zone_texts(spec, offsets, names))
     pieces.append(pa.array([""], pa.string()).take(pa.array(np.zeros(len(ticks), np.int64))))
     return pc.binary_join_element_wise(*pieces, "")  # literals broadcast to the rows
+
+
+# -- concat_str: strings of several columns, joined --------------------------------------------
+
+
+def concat_radix(specs: tuple[object, ...], i: int, sizes: list[int]) -> int:
+    """Argument ``i``'s place value in `concat_str`'s key: ``prod(sizes[j] + 1, j > i)``.
+
+    Refused where the keys of every combination would not fit an int64 (naming the
+    dictionaries' sizes): join fewer columns at once.
+
+    >>> concat_radix(("a", "b", "c"), 0, [2, 9, 99])
+    1000
+    """
+    total = 1
+    for n in sizes:
+        total *= n + 1
+    if total >= 2**63:
+        from colbridge.errors import ComputeError
+
+        msg = (f"`concat_str` of {len(specs)} strings with {', '.join(map(str, sizes))} "
+               "distinct values: their combinations outnumber an int64 key; join fewer "
+               "columns at once (`concat_str` of the joined ones and the rest)")  # fmt: skip
+        raise ComputeError(msg)
+    radix = 1
+    for n in sizes[i + 1:]:
+        radix *= n + 1
+    return radix
+
+
+def join_strings(keys: pa.Array | pa.ChunkedArray, dictionaries: list[pa.Array],
+                 separator: str, ignore_nulls: bool) -> pa.DictionaryArray:  # fmt: skip
+    """`concat_str`'s strings from its keys: each distinct key's strings joined once.
+
+    A key's digits (`concat_radix`) are each argument's code + 1 (0: a null left out,
+    with ``ignore_nulls``); a null key is a null row. Keys that join to one text (``a``
+    and ``bc``, ``ab`` and ``c``) share its code.
+
+    >>> out = join_strings(pa.array([1 * 3 + 2, None, 2 * 3 + 0]),
+    ...                    [pa.array(["x", "y"]), pa.array(["p", "q"])], "-", True)
+    >>> out.dictionary.to_pylist(), out.indices.to_pylist()
+    (['x-q', 'y'], [0, None, 1])
+    """
+    import pyarrow.compute as pc  # on first use: its import is slow
+
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks() if keys.num_chunks else pa.array([], pa.int64())
+    encoded = pc.dictionary_encode(keys)
+    distinct = encoded.dictionary.to_numpy(zero_copy_only=False).astype(np.int64)
+    # key 0 (every argument null, left out) is "": Arrow's skipping join drops such a row
+    joined = distinct[distinct != 0]
+    rest = joined
+    digits: list[np.ndarray] = []
+    for dictionary in reversed(dictionaries):
+        rest, digit = np.divmod(rest, len(dictionary) + 1)
+        digits.append(digit)
+    pieces = [pc.take(dictionary.cast(pa.string()), pa.array(digit - 1, mask=digit == 0))
+              for dictionary, digit in zip(dictionaries, reversed(digits), strict=True)]
+    texts = pc.binary_join_element_wise(*pieces, separator,
+                                        null_handling="skip" if ignore_nulls else "emit_null")
+    if len(joined) < len(distinct):
+        texts = pc.replace_with_mask(pa.array([""] * len(distinct), pa.string()),
+                                     pa.array(distinct != 0), texts)  # fmt: skip
+    written = pc.dictionary_encode(texts)
+    codes = pc.take(written.indices.cast(pa.int32()), encoded.indices.cast(pa.int32()))
+    return pa.DictionaryArray.from_arrays(codes, written.dictionary)

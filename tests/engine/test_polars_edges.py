@@ -101,8 +101,12 @@ def test_sum_horizontal_of_instants_is_refused_as_polars_refuses(names: list[str
 
 
 def test_strings_in_horizontal_functions_are_refused_where_polars_differs() -> None:
-    with pytest.raises(ColbridgeError, match="use `concat_str`"):
-        TEMPORAL.gpu.select(r=cb.sum_horizontal(cb.col("s1"), cb.col("s2"))).compute()
+    # polars' sum of strings joins them, as `concat_str` (nulls left out, or not)
+    for ignore_nulls in (True, False):
+        want = TEMPORAL.select(r=pl.sum_horizontal("s1", "s2", ignore_nulls=ignore_nulls))
+        got = TEMPORAL.gpu.select(r=cb.sum_horizontal(cb.col("s1"), cb.col("s2"),
+                                                      ignore_nulls=ignore_nulls)).compute()
+        assert_frame_equal(got, want)
     with pytest.raises(ColbridgeError, match="mixes strings with"):
         TEMPORAL.gpu.select(r=cb.max_horizontal(cb.col("s1"), cb.lit(1))).compute()
 

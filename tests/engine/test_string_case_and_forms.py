@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import colbridge as cb
-from colbridge.errors import SchemaError, UnsupportedOperationError
+from colbridge.errors import SchemaError
 from colbridge.testing.asserts import assert_same_as_polars
 
 _ALPHABET = (
@@ -100,10 +100,9 @@ def test_a_text_constant_added_to_strings_joins_them(
         k=(m.col("s") + suffix).max()), kinds=("polars",))  # fmt: skip
 
 
-def test_two_string_columns_are_not_joined() -> None:
+def test_two_string_columns_are_joined_as_concat_str() -> None:
     table = pa.table({"s": ["a", "b"], "t": ["x", None]})
-    with pytest.raises(UnsupportedOperationError, match=r"two string columns .*concat_str"):
-        cb.lazy(table).select(cb.col("s") + cb.col("t")).compute()
+    assert_same_as_polars(table, lambda m, q: q.select(j=m.col("s") + m.col("t")))
     got = cb.lazy(table).eval('u = s + "-"\nv = "<" + t').compute()
     assert got["u"].to_pylist() == ["a-", "b-"]
     assert got["v"].to_pylist() == ["<x", None]
