@@ -16,7 +16,7 @@ or LGA, and give them the hour and weekday of ``time_hour``. Contenders, in one 
   rows only, packed: the roofline a fused kernel can approach.
 
 ``--to-string`` times ``cast(pl.String)`` of numbers and dates (and one
-``dt.strftime``) instead (new strings,
+``dt.strftime``, one ``concat_str``) instead (new strings,
 one per distinct value, written on the host): colbridge against polars, and Arrow's
 own cast of the same column to strings as the writing cost a single C++ pass pays
 (its texts differ from polars': ``1`` for ``1.0``, ``1e+15`` for
@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 import colbridge as cb
 
@@ -198,6 +199,20 @@ def run_to_string(n: int, repeats: int) -> dict[str, dict[str, float]]:
             "polars": lazy.collect,
             "Arrow cast (other texts)": lambda a=arrow: a.cast(pa.string()),
         }, repeats)  # fmt: skip
+    # concat_str of two string columns of 100 distinct values and an int64 of 10
+    words = np.array([f"w{k}" for k in range(100)])
+    frame = pl.DataFrame({"a": words[rng.integers(0, 100, n)], "b": words[rng.integers(0, 100, n)],
+                          "i": rng.integers(0, 10, n)})  # fmt: skip
+    handle = frame.gpu.select(s=cb.concat_str("a", "b", "i", separator="-"))
+    lazy = frame.lazy().select(s=pl.concat_str("a", "b", "i", separator="-"))
+    arrow = frame.to_arrow()
+    assert handle.compute(device="cpu").equals(lazy.collect())
+    out["concat_str(a, b, i), 100 x 100 x 10 distinct"] = _time_all({
+        "colbridge": lambda: handle.compute(device="cpu"),
+        "polars": lazy.collect,
+        "Arrow join (no cast of i)": lambda: pc.binary_join_element_wise(
+            arrow.column("a"), arrow.column("b"), "-"),
+    }, repeats)  # fmt: skip
     return out
 
 

@@ -1,9 +1,10 @@
-"""Types layer: numbers, booleans, dates, datetimes and times written as polars writes them.
+"""Types layer: new strings, written as polars writes them.
 
-``cast(pl.String)`` of a column that is not a string makes new strings, one per
-distinct value: the values are dictionary-encoded (`format_as_strings`), each distinct
-value written once, and the rows keep their codes, so the result is a string column
-like any other (its dictionary, its codes) for the operations that follow.
+``cast(pl.String)`` of a column that is not a string, ``dt.to_string(format)`` and
+``concat_str`` make new strings, one per distinct value (or combination): the values
+are dictionary-encoded (`format_as_strings`, `join_strings`), each distinct one written
+once, and the rows keep their codes, so the result is a string column like any other
+(its dictionary, its codes) for the operations that follow.
 
 polars' texts, checked against it value by value in tests/engine/test_to_string.py:
 
@@ -22,7 +23,8 @@ polars' texts, checked against it value by value in tests/engine/test_to_string.
 
 Arrow's casts to strings write the same texts for all but a few values (a float's
 layout near polars' bounds, a whole float's ``.0``, a year past 9999): they write the
-bulk at C++ speed, and those few are rewritten.
+bulk at C++ speed, and those few are rewritten. ``dt.to_string`` writes chrono's
+specifiers field by field for all values at once (`parse_chrono_format`, `_strftime`).
 """
 
 from __future__ import annotations
@@ -130,28 +132,6 @@ def _repr_texts(values: list[float]) -> pa.Array:
     return pc.replace_substring_regex(pa.array(texts, pa.string()), r"e-0(\d)$", r"e-\1")
 
 
-def _civil(days: int) -> tuple[int, int, int]:
-    """The proleptic Gregorian (year, month, day) of ``days`` since 1970-01-01, any year."""
-    cycles, rest = divmod(days + 719468, 146097)  # 400-year eras from 0000-03-01
-    year_of_era = (rest - rest // 1460 + rest // 36524 - rest // 146096) // 365
-    day_of_year = rest - (365 * year_of_era + year_of_era // 4 - year_of_era // 100)
-    mp = (5 * day_of_year + 2) // 153
-    day = day_of_year - (153 * mp + 2) // 5 + 1
-    month = mp + 3 if mp < 10 else mp - 9
-    return year_of_era + cycles * 400 + (month <= 2), month, day
-
-
-def _far_datetime_text(ticks: int, unit: str) -> str:
-    """A naive datetime Arrow cannot write (a year far past 9999), as chrono writes it."""
-    seconds, fraction = divmod(ticks, _PER_SECOND[unit])
-    days, clock = divmod(seconds, 86_400)
-    year, month, day = _civil(days)
-    sign = "-" if year < 0 else "+" if year > 9999 else ""
-    digits = len(str(_PER_SECOND[unit])) - 1
-    return (f"{sign}{abs(year):04d}-{month:02d}-{day:02d} {clock // 3600:02d}:"
-            f"{clock // 60 % 60:02d}:{clock % 60:02d}.{fraction:0{digits}d}")
-
-
 def _naive_datetime_texts(values: pa.Array, unit: str) -> pa.Array:
     """Naive timestamps (none null) as polars writes them; Arrow's cast for the bulk."""
     import pyarrow.compute as pc  # on first use: its import is slow
@@ -160,8 +140,9 @@ def _naive_datetime_texts(values: pa.Array, unit: str) -> pa.Array:
     far = pc.starts_with(texts, "<").to_numpy(zero_copy_only=False)  # "<value out of range"
     if not far.any():
         return texts
-    ticks = values.cast(pa.int64()).to_numpy(zero_copy_only=False)[far]
-    written = pa.array([_far_datetime_text(t, unit) for t in ticks.tolist()], pa.string())
+    digits = len(str(_PER_SECOND[unit])) - 1  # chrono's years, through `_strftime`
+    written = _strftime(values.filter(pa.array(far)),
+                        parse_chrono_format(f"%Y-%m-%d %H:%M:%S%.{digits}f"))  # fmt: skip
     return pc.replace_with_mask(texts, pa.array(far), written)
 
 
@@ -175,16 +156,6 @@ def _chrono_years(texts: pa.Array) -> pa.Array:
     import pyarrow.compute as pc  # on first use: its import is slow
 
     return pc.replace_substring_regex(texts, r"^([0-9]{5,})", r"+\1")
-
-
-def _offset_texts(offsets: np.ndarray) -> pa.Array:
-    """UTC offsets in seconds as ``+05:30``, each distinct one written once."""
-    import pyarrow.compute as pc  # on first use: its import is slow
-
-    distinct, at = np.unique(offsets, return_inverse=True)
-    written = [f"{'-' if o < 0 else '+'}{abs(o) // 3600:02d}:{abs(o) // 60 % 60:02d}"
-               for o in distinct.tolist()]  # fmt: skip
-    return pc.take(pa.array(written, pa.string()), pa.array(at.reshape(-1)))
 
 
 def _datetime_texts(values: pa.Array, unit: str, tz: str | None) -> pa.Array:
@@ -201,7 +172,7 @@ def _datetime_texts(values: pa.Array, unit: str, tz: str | None) -> pa.Array:
     offsets = np.array(table, np.int64)[at]
     texts = _naive_datetime_texts(pa.array(ticks + offsets * per_second, pa.timestamp(unit)),
                                   unit)  # fmt: skip
-    return pc.binary_join_element_wise(texts, _offset_texts(offsets), "")
+    return pc.binary_join_element_wise(texts, _zone_texts(":z", offsets, None), "")
 
 
 def _texts(values: pa.Array) -> pa.Array:
