@@ -1011,15 +1011,23 @@ class LogicalTyping:
         try:
             date, time, zone = format_needs(parse_chrono_format(fmt))
         except ValueError as exc:
-            msg = f"`{node!r}`: cannot format {kind} with format {fmt!r}: {exc}"
+            msg = (f"`{node!r}`: cannot format {kind} with format {fmt!r}: {exc}; chrono's "
+                   "specifiers are listed in docs/temporal.md (`%%` writes a %)")  # fmt: skip
             raise ComputeError(msg) from None
         lacks = {"date": time or zone, "time": date or zone}.get(
             logical.kind, zone and logical.tz is None)
         if lacks:
-            reads = "a time zone" if zone else "a time of day" if logical.kind == "date" \
-                else "a date"  # fmt: skip
+            if zone and logical.kind == "datetime":
+                reads, instead = "a time zone", "give it one first (`.dt.replace_time_zone(...)`)"
+            elif zone:
+                reads, instead = "a time zone", "leave out the zone's specifiers (%z %Z)"
+            elif logical.kind == "date":
+                reads = "a time of day"
+                instead = "cast it to a Datetime first (`.cast(pl.Datetime)`)"
+            else:
+                reads, instead = "a date", "write only the time's specifiers (%H %M %S %.f ...)"
             msg = (f"`{node!r}`: cannot format {kind} with format {fmt!r}: it writes {reads}, "
-                   f"which a {kind} does not have")  # fmt: skip
+                   f"which a {kind} does not have; {instead}")  # fmt: skip
             raise ComputeError(msg)
         return self.to_string(arg, logical, node, fmt)
 

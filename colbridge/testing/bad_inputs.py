@@ -126,6 +126,10 @@ def _frame(_: Path) -> pl.DataFrame:
     )
 
 
+def _many_strings(_: Path) -> pl.DataFrame:
+    return pl.DataFrame({name: [f"{name}{k}" for k in range(60_000)] for name in "abcd"})
+
+
 def _lazy_frame(_: Path) -> pl.LazyFrame:
     return pl.LazyFrame({"a": [1.0, 2.0, None]})
 
@@ -444,6 +448,16 @@ CASES: list[BadInput] = [
              lambda f: f.gpu.lazy().eval("z = price + 'x'").compute(),
              E.UnsupportedOperationError, r"`add` is not defined for strings",
              r"compare|is_in|to_integer|cast"),
+    BadInput("strftime-field-it-lacks", "strings", "`dt.strftime('%H:%M')` of a Date", F,
+             lambda f: f.gpu.with_columns(
+                 z=cb.col("qty").cast(pl.Date).dt.strftime("%H:%M")).compute(),
+             E.ComputeError, r"cannot format Date with format '%H:%M'.*a time of day",
+             r"cast it to a Datetime first"),
+    BadInput("concat-str-past-int64", "strings",
+             "`concat_str` of four columns of 60,000 distinct strings each", _many_strings,
+             lambda f: f.gpu.with_columns(z=cb.concat_str("a", "b", "c", "d")).compute(),
+             E.ComputeError, r"combinations outnumber an int64 key",
+             r"join fewer columns at once"),
     BadInput("too-long", "strings", "a 20,000-character expression", F,
              lambda f: f.gpu.lazy().eval("z = " + "+".join(["price"] * 3400)),
              E.ExpressionSyntaxError, r"characters long", r"limit is 10000"),
