@@ -22,6 +22,7 @@ sums/means/variances a bound from the summation order, everything else exact.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,7 @@ __all__ = [
     "as_polars",
     "assert_arrays_match",
     "assert_same_as_polars",
+    "assert_stream_and_dask_as_polars",
     "column_mismatch",
     "frame_mismatch",
     "summation_bound",
@@ -395,6 +397,42 @@ def assert_same_as_polars(
                 f"colbridge:\n{got}\npolars:\n{expected}"
             )
             raise AssertionError(msg) from None
+
+
+def assert_stream_and_dask_as_polars(table: pa.Table, columns: Callable[[Any], dict[str, Any]],
+                                     folder: Any) -> None:
+    """``with_columns(**columns(lib))`` streamed and on Dask partitions, as polars computes it.
+
+    ``table`` is written as Parquet and streamed back in batches of 37 rows (each
+    numbering its strings its own way); the same steps run by ``cb.dask.apply``
+    on an Arrow-backed pandas frame of three partitions, each column compared with
+    polars' (pandas' missing values as None). ``folder`` holds the file.
+
+    >>> import polars as pl, colbridge as cb, tempfile
+    >>> t = pa.table({"x": [1, None, 3]})
+    >>> assert_stream_and_dask_as_polars(t, lambda m: {"y": m.col("x") * 2},
+    ...                                  tempfile.mkdtemp())
+    """
+    import dask.dataframe as dd
+    import pandas as pd
+    import polars as pl
+    import pyarrow.parquet as pq
+    from polars.testing import assert_frame_equal
+
+    import colbridge as cb
+
+    path = os.path.join(str(folder), "stream.parquet")
+    pq.write_table(table, path)
+    want = pl.DataFrame(pl.from_arrow(table)).with_columns(**columns(pl))
+    streamed = cb.lazy(pl.scan_parquet(path), batch_rows=37).with_columns(
+        **columns(cb)).compute()  # fmt: skip
+    assert_frame_equal(as_polars(streamed), want)
+    pdf = table.to_pandas(types_mapper=pd.ArrowDtype)
+    parts = dd.from_pandas(pdf, npartitions=3)  # type: ignore[no-untyped-call]
+    out = cb.dask.apply(cb.lazy(pdf).with_columns(**columns(cb)), parts).compute()
+    for name in columns(pl):
+        got = [None if pd.isna(v) else v for v in out[name]]
+        assert got == want[name].to_list(), name
 
 
 def _eager_polars(steps: Steps, source: Any) -> Any:

@@ -23,7 +23,7 @@ from polars.testing import assert_frame_equal
 
 import colbridge as cb
 from colbridge.errors import ComputeError
-from colbridge.testing.asserts import assert_same_as_polars
+from colbridge.testing.asserts import assert_same_as_polars, assert_stream_and_dask_as_polars
 from colbridge.testing.cuda_host import KERNEL_TIERS, compute_on_tier
 from tests.ordered.ordered_data import cut_table
 
@@ -126,25 +126,8 @@ def test_combinations_past_an_int64_key_are_refused() -> None:
 
 
 def test_a_stream_and_dask(tmp_path: Any) -> None:
-    import dask.dataframe as dd
-    import pandas as pd
-    import pyarrow.parquet as pq
-
     table = pa.table({"s": pa.array([f"u{k % 9}" if k % 5 else None for k in range(200)]),
                       "d": pa.array([dt.date(2024, 1, 1 + k % 28) for k in range(200)])})
-    path = tmp_path / "c.parquet"
-    pq.write_table(table, path, row_group_size=37)
-    frame = pl.from_arrow(table)
-    assert isinstance(frame, pl.DataFrame)
-
-    def steps(m: Any) -> dict[str, Any]:
-        return {"k": m.concat_str("s", "d", separator="@", ignore_nulls=True),
-                "n": m.concat_str("d", "s")}  # fmt: skip
-
-    want = frame.with_columns(**steps(pl))
-    assert_frame_equal(pl.scan_parquet(path).gpu.with_columns(**steps(cb)).compute(), want)
-    pdf = table.to_pandas(types_mapper=pd.ArrowDtype)
-    out = cb.dask.apply(cb.lazy(pdf).with_columns(**steps(cb)),
-                        dd.from_pandas(pdf, npartitions=3)).compute()  # fmt: skip
-    assert out["k"].tolist() == want["k"].to_list()
-    assert [None if pd.isna(v) else v for v in out["n"]] == want["n"].to_list()
+    assert_stream_and_dask_as_polars(table, lambda m: {
+        "k": m.concat_str("s", "d", separator="@", ignore_nulls=True),
+        "n": m.concat_str("d", "s")}, tmp_path)  # fmt: skip

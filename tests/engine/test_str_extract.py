@@ -21,7 +21,7 @@ from polars.testing import assert_frame_equal
 
 import colbridge as cb
 from colbridge.errors import SchemaError, UnsupportedOperationError
-from colbridge.testing.asserts import assert_same_as_polars
+from colbridge.testing.asserts import assert_same_as_polars, assert_stream_and_dask_as_polars
 from colbridge.testing.cuda_host import KERNEL_TIERS, compute_on_tier
 from tests.ordered.ordered_data import cut_table
 
@@ -92,21 +92,8 @@ def test_the_string_language_refusals_and_the_known_difference() -> None:
 
 
 def test_a_stream_and_dask(tmp_path: Any) -> None:
-    import dask.dataframe as dd
-    import pandas as pd
-    import pyarrow.parquet as pq
-
     values = [f"user{k % 13}@host{k % 5}.org" if k % 9 else None for k in range(200)]
     table = pa.table({"s": pa.array(values, pa.string())})
-    path = tmp_path / "e.parquet"
-    pq.write_table(table, path, row_group_size=37)
-    want = pl.from_arrow(table).with_columns(  # type: ignore[union-attr]
-        d=pl.col("s").str.extract(r"@(\w+)\."), n=pl.col("s").str.extract(r"user(\d+)", 1))
-    got = pl.scan_parquet(path).gpu.with_columns(
-        d=cb.col("s").str.extract(r"@(\w+)\."), n=cb.col("s").str.extract(r"user(\d+)", 1)
-    ).compute()  # fmt: skip
-    assert_frame_equal(got, want)
-    pdf = table.to_pandas(types_mapper=pd.ArrowDtype)
-    lazy = cb.lazy(pdf).with_columns(d=cb.col("s").str.extract(r"@(\w+)\."))
-    out = cb.dask.apply(lazy, dd.from_pandas(pdf, npartitions=3)).compute()
-    assert [None if pd.isna(v) else v for v in out["d"]] == want["d"].to_list()
+    assert_stream_and_dask_as_polars(table, lambda m: {
+        "d": m.col("s").str.extract(r"@(\w+)\."),
+        "n": m.col("s").str.extract(r"user(\d+)", 1)}, tmp_path)  # fmt: skip

@@ -25,7 +25,7 @@ from polars.testing import assert_frame_equal
 
 import colbridge as cb
 from colbridge.errors import ColbridgeError
-from colbridge.testing.asserts import assert_same_as_polars
+from colbridge.testing.asserts import assert_same_as_polars, assert_stream_and_dask_as_polars
 from colbridge.testing.cuda_host import KERNEL_TIERS, compute_on_tier
 from colbridge.types.formatting import float_text, format_as_strings
 from tests.ordered.ordered_data import cut_table
@@ -207,29 +207,11 @@ def test_the_string_language() -> None:
 
 
 def test_a_stream_and_dask(tmp_path: Any) -> None:
-    import dask.dataframe as dd
-    import pandas as pd
-    import pyarrow.parquet as pq
-
     table = pa.table({"x": pa.array([k % 11 * 1.25 if k % 7 else None for k in range(200)]),
                       "d": pa.array([dt.date(2024, 1, 1 + k % 28) for k in range(200)])})
-    path = tmp_path / "s.parquet"
-    pq.write_table(table, path, row_group_size=37)
-    frame = pl.from_arrow(table)
-    assert isinstance(frame, pl.DataFrame)
-
-    def steps(m: Any) -> dict[str, Any]:
-        return {"s": m.col("x").cast(pl.String) + "/" ,
-                "k": m.col("d").cast(pl.String).str.slice(5)}  # fmt: skip
-
-    want = frame.with_columns(**steps(pl))
-    got = pl.scan_parquet(path).gpu.with_columns(**steps(cb)).compute()
-    assert_frame_equal(got, want)
-    pdf = table.to_pandas(types_mapper=pd.ArrowDtype)
-    lazy = cb.lazy(pdf).with_columns(**steps(cb))
-    out = cb.dask.apply(lazy, dd.from_pandas(pdf, npartitions=3)).compute()
-    assert [None if pd.isna(v) else v for v in out["s"]] == want["s"].to_list()
-    assert out["k"].tolist() == want["k"].to_list()
+    assert_stream_and_dask_as_polars(table, lambda m: {
+        "s": m.col("x").cast(pl.String) + "/", "k": m.col("d").cast(pl.String).str.slice(5),
+        "m": m.col("d").dt.strftime("%b %-d")}, tmp_path)  # fmt: skip
 
 
 # -- dt.to_string(format) / dt.strftime: chrono's specifiers -------------------------------------
