@@ -99,7 +99,7 @@ def test_a_stream_counts_on_across_batches(tmp_path: Any) -> None:
     table = _table(100, 3)
     path = tmp_path / "r.parquet"
     pq.write_table(table, path, row_group_size=17)
-    got = pl.scan_parquet(path).gpu.with_row_index("n").with_columns(
+    got = cb.lazy(pl.scan_parquet(path), batch_rows=37).with_row_index("n").with_columns(
         k=cb.int_range(cb.len()).over("g")).compute()  # fmt: skip
     frame = pl.from_arrow(table)
     assert isinstance(frame, pl.DataFrame)
