@@ -42,7 +42,7 @@ from colbridge.expr.nodes import (
 )
 from colbridge.memory import empty_array, one_array, read_only
 from colbridge.types import DType
-from colbridge.types.formatting import format_as_strings
+from colbridge.types.formatting import format_as_strings, join_strings
 
 __all__ = [
     "Carry",
@@ -808,13 +808,21 @@ def _group_kernels() -> Any:
 
 
 def host_scan(func: str, options: tuple[Any, ...], array: pa.Array | pa.ChunkedArray,
-              groups: GroupIds | None) -> pa.Array:  # fmt: skip
+              groups: GroupIds | None,
+              dictionary: Callable[[tuple[Any, ...]], pa.Array] | None = None,
+              ) -> pa.Array:  # fmt: skip
     """A scan of `HOST_SCANS` (rank, interpolate, rolling quantiles, flags) of ``array``.
 
-    ``to_string`` reads each row alone (its groups change nothing): a dictionary array.
+    ``to_string`` and ``concat_str`` read each row alone (groups change nothing) and
+    make a dictionary array; ``concat_str``'s keys index the strings of its arguments'
+    dictionary specs, which ``dictionary`` builds (the segment's `TableBuilder`).
     """
     if func == "to_string":
         return format_as_strings(array, *options)
+    if func == "concat_str":
+        assert dictionary is not None
+        separator, ignore_nulls, specs = options
+        return join_strings(array, [dictionary(s) for s in specs], separator, ignore_nulls)
     if func == "rank":
         return rank(array, options, groups)
     if func == "interpolate":

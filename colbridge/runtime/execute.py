@@ -98,7 +98,6 @@ from colbridge.runtime.tables import (
     segment_tables,
 )
 from colbridge.types import dtype_from_arrow
-from colbridge.types.formatting import join_strings
 from colbridge.types.logical import NULL, Logical, logical_from_arrow
 
 __all__ = [
@@ -680,18 +679,9 @@ def grouping(
             report.stats.kernels.append(f"scan [{scan!r}]{where}: on the host, from its "
                                         "whole column")  # fmt: skip
             continue
-        if scan.func == "concat_str":  # the strings of its arguments' dictionaries, joined
-            separator, ignore_nulls, specs = scan.options
-            builder = TableBuilder(made)
-            scanned = join_strings(arg, [builder.dictionary(s) for s in specs], separator,
-                                   ignore_nulls)  # fmt: skip
-            out.scanned[name] = out.moved[name] = scanned
-            report.stats.kernels.append(f"scan [{scan!r}]{where}: on the host, from its "
-                                        "whole column")  # fmt: skip
-            continue
         if scan.func in HOST_SCANS:  # of the values themselves (strings as text), every row read
             scanned = host_scan(scan.func, scan.options, order.taken(arg) if order else arg,
-                                keyed)  # fmt: skip
+                                keyed, TableBuilder(made).dictionary)  # fmt: skip
             out.scanned[name] = order.restored(scanned) if order else scanned
             if pa.types.is_dictionary(scanned.type):  # strings it wrote: its own dictionary
                 out.moved[name] = scanned
