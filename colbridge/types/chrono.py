@@ -39,8 +39,8 @@ import re
 import time as _time
 from collections.abc import Sequence
 
-__all__ = ["Inferred", "infer_parse", "inferred_unit", "parse_stamps", "unreadable_specifier",
-           "zone_specifier"]
+__all__ = ["DAY_NAMES", "MONTH_NAMES", "Inferred", "infer_parse", "inferred_unit", "parse_stamps",
+           "unreadable_specifier", "zone_specifier"]
 
 _SHORTHANDS = {"%F": "%Y-%m-%d", "%T": "%H:%M:%S", "%D": "%m/%d/%y", "%R": "%H:%M",
                "%h": "%b", "%e": "%d"}  # fmt: skip
@@ -55,9 +55,12 @@ _YEARS = (-262_143, 262_142)
 #: chrono's numeric specifiers and the digits each reads at most (a year: more after a sign)
 _NUMBERS = {"Y": 4, "G": 4, "y": 2, "m": 2, "d": 2, "H": 2, "M": 2, "S": 2, "j": 3, "I": 2,
             "U": 2, "W": 2, "V": 2, "u": 1, "w": 1}  # fmt: skip
-_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
+#: chrono's month and weekday names (Monday first), read here and written by
+#: `colbridge.types.formatting`
+MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august",
            "september", "october", "november", "december")  # fmt: skip
-_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+DAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_MONTHS, _DAYS = MONTH_NAMES, DAY_NAMES
 #: chrono's names: `%b`, `%a` the first three letters; `%B`, `%A` also the full name
 _NAMES = {"b": "|".join(m[:3] for m in _MONTHS), "a": "|".join(d[:3] for d in _DAYS),
           "B": "|".join(_MONTHS + tuple(m[:3] for m in _MONTHS)),

@@ -34,6 +34,7 @@ import datetime as _dt
 import numpy as np
 import pyarrow as pa
 
+from colbridge.types.chrono import DAY_NAMES, MONTH_NAMES
 from colbridge.types.timezones import LAST_RULE_YEAR, transitions
 
 __all__ = ["float_text", "format_as_strings", "format_needs", "parse_chrono_format"]
@@ -242,14 +243,12 @@ _NUMBERS = {"C": ("year", 2, "0"), "y": ("year2", 2, "0"), "m": ("month", 2, "0"
             "l": ("hour12", 2, " "), "M": ("minute", 2, "0"), "S": ("second", 2, "0"),
             "s": ("timestamp", 1, "0")}  # fmt: skip
 _YEARS = {"Y": "year", "G": "iso_year"}
-_NAMES = {"a": ("weekday0", ("Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat")),
-          "A": ("weekday0", ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday",
-                             "Friday", "Saturday")),
-          "b": ("month", ("", "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep",
-                          "Oct", "Nov", "Dec")),
-          "B": ("month", ("", "January", "February", "March", "April", "May", "June", "July",
-                          "August", "September", "October", "November", "December")),
-          "p": ("pm", ("AM", "PM")), "P": ("pm", ("am", "pm"))}  # fmt: skip
+_SUNDAY_FIRST = tuple(d.title() for d in (DAY_NAMES[-1], *DAY_NAMES[:-1]))
+_MONTH_TITLES = ("", *(m.title() for m in MONTH_NAMES))  # month 1 at index 1
+_NAMES = {"a": ("weekday0", tuple(d[:3] for d in _SUNDAY_FIRST)),
+          "A": ("weekday0", _SUNDAY_FIRST), "b": ("month", tuple(m[:3] for m in _MONTH_TITLES)),
+          "B": ("month", _MONTH_TITLES), "p": ("pm", ("AM", "PM")),
+          "P": ("pm", ("am", "pm"))}  # fmt: skip
 _FRACTIONS = ("f", ".f", ".3f", ".6f", ".9f", "3f", "6f", "9f")
 _ZONES = ("z", ":z", "::z", ":::z", "Z")
 _LITERALS = {"%": "%", "t": "\t", "n": "\n"}
