@@ -2562,7 +2562,7 @@ def concat_str(*exprs: Any, separator: str = "", ignore_nulls: bool = False) -> 
         msg = f"`concat_str` takes a string separator, got {separator!r}"
         raise SchemaError(msg)
     return Expr(Function("concat_str", _arguments("concat_str", exprs),
-                         (separator, bool(ignore_nulls))))  # fmt: skip
+                         (separator, _flag(ignore_nulls, "concat_str"))))  # fmt: skip
 
 
 def _arguments(name: str, exprs: tuple[Any, ...]) -> tuple[Node, ...]:
@@ -3269,6 +3269,9 @@ class DateTimeNamespace:
         >>> frame.gpu.select(cb.col("d").dt.to_string("%d %b %Y")).compute().item()
         '09 Mar 2024'
         """
+        if format is not None and not isinstance(format, str):
+            msg = f"`dt.to_string` takes a format string (chrono's, e.g. \"%Y-%m\"), got {format!r}"
+            raise SchemaError(msg)
         return self._f("to_string", "iso" if format is None else format)
 
     def strftime(self, format: str) -> Expr:

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import colbridge as cb
-from colbridge.errors import ComputeError
+from colbridge.errors import ComputeError, SchemaError
 from colbridge.testing.asserts import assert_same_as_polars, assert_stream_and_dask_as_polars
 from colbridge.testing.cuda_host import KERNEL_TIERS, compute_on_tier
 from tests.ordered.ordered_data import cut_table
@@ -114,6 +114,15 @@ def test_literals_fold_and_the_string_language() -> None:
     assert_frame_equal(frame.gpu.select(**{k: e(cb) for k, e in exprs.items()}).compute(), want)
     got = cb.lazy(frame).eval('k = concat_str(a, n, separator="-", ignore_nulls=True)').compute()
     assert got["k"].to_list() == ["x-1", "2"]
+
+
+def test_arguments_of_the_wrong_kind_are_refused_by_name() -> None:
+    with pytest.raises(SchemaError, match="takes a string separator, got 1"):
+        cb.concat_str("a", "b", separator=1)  # type: ignore[arg-type]
+    with pytest.raises(SchemaError, match=r"concat_str\(ignore_nulls='yes'\)"):
+        cb.concat_str("a", "b", ignore_nulls="yes")  # type: ignore[arg-type]
+    with pytest.raises(SchemaError, match="needs at least one expression"):
+        cb.concat_str()
 
 
 def test_combinations_past_an_int64_key_are_refused() -> None:

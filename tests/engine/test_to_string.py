@@ -186,7 +186,8 @@ def test_every_kernel_tier(tier: str) -> None:
     def steps(m: Any) -> dict[str, Any]:
         s = m.col("x").cast(pl.String)
         return {"s": s, "n": s.str.len_chars() * 2, "m": m.col("d").cast(pl.String) < "2024",
-                "y": m.col("d").dt.year().cast(pl.String) + "-"}  # fmt: skip
+                "y": m.col("d").dt.year().cast(pl.String) + "-",
+                "w": m.col("d").dt.strftime("%a %V").str.ends_with("1")}  # fmt: skip
 
     got = compute_on_tier(cb.lazy(frame).select(**steps(cb)), tier)
     assert_frame_equal(got, frame.select(**steps(pl)))
@@ -291,6 +292,8 @@ def test_strftime_refusals_name_the_format() -> None:
             frame.gpu.select(cb.col("d").dt.to_string(fmt)).compute()
     with pytest.raises(ColbridgeError, match="does not write durations"):
         frame.gpu.select(cb.col("t").dt.to_string()).compute()
+    with pytest.raises(ColbridgeError, match=r"takes a format string .* got 5"):
+        cb.col("d").dt.to_string(5)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("kind", TEMPORAL)
