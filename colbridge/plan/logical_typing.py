@@ -67,9 +67,11 @@ from colbridge.expr.nodes import (
     Unary,
     When,
 )
+from colbridge.plan.ordered_typing import scan_column
 from colbridge.types import DType, dtype_from_arrow
 from colbridge.types.chrono import inferred_unit, unreadable_specifier, zone_specifier
 from colbridge.types.durations import parse_duration_in
+from colbridge.types.formatting import format_as_strings, format_needs, parse_chrono_format
 from colbridge.types.logical import (
     DATE,
     STRING,
@@ -915,13 +917,9 @@ class LogicalTyping:
         if isinstance(arg, Literal):
             if arg.value is None:  # pragma: no cover - a null literal is cast before
                 return tc.null_of(I32)
-            from colbridge.types.formatting import format_as_strings
-
             value = pa.array([arg.value], pa.int64() if src is not None else arrow_type)
             written = format_as_strings(value.cast(arrow_type), fmt)
             return tc.typed(Constant(written.dictionary[0].as_py()))
-        from colbridge.plan.ordered_typing import scan_column
-
         scan = Scan("to_string", arg, () if fmt is None else (fmt,))
         return self.mark(self.rec(scan, I32), STRING, ("scan", scan_column(scan)))
 
@@ -978,8 +976,6 @@ class LogicalTyping:
             term = self.mul(digit, radix)
             key = term if key is None else self.add(key, term)
         assert key is not None
-        from colbridge.plan.ordered_typing import scan_column
-
         scan = Scan("concat_str", key, (separator, bool(ignore_nulls), specs))
         return self.mark(self.rec(scan, I32), STRING, ("scan", scan_column(scan)))
 
@@ -992,8 +988,6 @@ class LogicalTyping:
         `ComputeError`, naming it). Durations are refused (polars writes them in
         formats of its own).
         """
-        from colbridge.types.formatting import format_needs, parse_chrono_format
-
         logical = self._need(arg, node, ("datetime", "date", "time", "duration"),
                              "a Datetime, Date or Time")  # fmt: skip
         if logical.kind == "duration":
