@@ -15,7 +15,7 @@ import numpy as np
 
 __all__ = [
     "bounds", "edge_rows", "first_ranks", "group_products", "group_select", "rank_packed",
-    "rank_runs", "renumber", "same_strings", "wide_bounds",
+    "rank_runs", "renumber", "same_strings",
 ]  # fmt: skip
 
 
@@ -25,7 +25,8 @@ def bounds(values: Any, valid: Any, parts: int) -> Any:
 
     ``parts`` ranges of rows, one per thread; returns ``(lo, hi, found)``, ``found``
     false where no value is valid. Branch-free within a range (a null row reads as the
-    range's first valid value), so the loop vectorises.
+    range's first valid value), so the loop vectorises; without nulls the loop reads
+    the values alone (twice as fast for 8-byte integers: measured).
     """
     n = values.shape[0]
     nulls = valid.shape[0] > 0
@@ -41,48 +42,19 @@ def bounds(values: Any, valid: Any, parts: int) -> Any:
         if first >= b:
             continue
         lo = hi = values[first]
-        for i in range(first + 1, b):
-            v = values[i] if not nulls or valid[i] else lo
-            lo = min(lo, v)
-            hi = max(hi, v)
+        if nulls:
+            for i in range(first + 1, b):
+                v = values[i] if valid[i] else lo
+                lo = min(lo, v)
+                hi = max(hi, v)
+        else:
+            for i in range(first + 1, b):
+                lo = min(lo, values[i])
+                hi = max(hi, values[i])
         los[p], his[p], found[p] = lo, hi, True
     if not found.any():
         return values.dtype.type(0), values.dtype.type(0), False
     return los[found].min(), his[found].max(), True
-
-
-#: running extremes per thread in `wide_bounds`: one loop-carried min/max chain over 4-
-#: or 8-byte integers does not vectorise, eight independent ones do
-_LANES = 8
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def wide_bounds(values: Any, parts: int) -> Any:
-    """`bounds` of a null-free column of 4- or 8-byte integers with at least one row.
-
-    Twice as fast as `bounds` there (1e7 int64 rows); 1- and 2-byte integers and
-    columns with nulls vectorise in `bounds` as they are, and are slower this way.
-    """
-    n = values.shape[0]
-    los = np.full(parts, values[0])
-    his = np.full(parts, values[0])
-    for p in numba.prange(parts):
-        a, b = n * p // parts, n * (p + 1) // parts
-        if a >= b:
-            continue
-        lo = np.full(_LANES, values[a])
-        hi = np.full(_LANES, values[a])
-        whole = a + (b - a) // _LANES * _LANES
-        for i in range(a, whole, _LANES):
-            for j in range(_LANES):
-                lo[j] = min(lo[j], values[i + j])
-                hi[j] = max(hi[j], values[i + j])
-        least, most = lo.min(), hi.max()
-        for i in range(whole, b):
-            least = min(least, values[i])
-            most = max(most, values[i])
-        los[p], his[p] = least, most
-    return los.min(), his.max()
 
 
 @numba.njit(cache=True, nogil=True)

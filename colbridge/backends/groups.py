@@ -380,8 +380,6 @@ def _bounds(ints: pa.Array, values: np.ndarray[Any, Any],
         import pyarrow.compute as pc  # on first use: its import is slow
         found = pc.min_max(ints)
         return found["min"].as_py(), found["max"].as_py()
-    if valid is None and values.dtype.itemsize >= 4:
-        return _kernels().wide_bounds(values, thread_count())  # type: ignore[no-any-return]
     flags = valid if valid is not None else np.zeros(0, dtype=np.bool_)
     lo, hi, any_valid = _kernels().bounds(values, flags, thread_count())
     return (lo, hi) if any_valid else (None, None)

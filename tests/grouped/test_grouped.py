@@ -430,11 +430,14 @@ def test_explain_shows_every_grouped_kernel_source(target: str) -> None:
     assert f"over-the-groups kernel source ({target})" in text
 
 
-@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32, np.uint64])
+@pytest.mark.parametrize("dtype", [np.int16, np.int32, np.int64, np.uint32, np.uint64])
 def test_key_bounds_found_at_every_place_of_a_thread_s_range(dtype: Any) -> None:
-    # a null-free key of 4 or 8 bytes: each thread keeps eight running extremes, then
-    # reads the rows after its last whole eight; an extreme anywhere must be found
-    from colbridge.backends._group_kernels import wide_bounds
+    # a null-free key: each thread reads its range of rows in a loop the compiler
+    # vectorises (several running extremes, then the rows after the last whole
+    # vector); an extreme anywhere must be found
+    from colbridge.backends._group_kernels import bounds
+
+    no_nulls = np.zeros(0, dtype=np.bool_)
 
     rng = np.random.default_rng(11)
     for n in range(1, 34):
@@ -444,8 +447,8 @@ def test_key_bounds_found_at_every_place_of_a_thread_s_range(dtype: Any) -> None
             values[at] = 7
             values[(at * 5 + 3) % n] = 900 if n > 1 else 7
             for parts in (1, 2, 3, 8):
-                lo, hi = wide_bounds(values, parts)
-                assert (lo, hi) == (values.min(), values.max()), (n, at, parts)
+                lo, hi, found = bounds(values, no_nulls, parts)
+                assert (lo, hi, found) == (values.min(), values.max(), True), (n, at, parts)
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint64])
