@@ -71,6 +71,11 @@ _EWM_VAR = {"ewm_var": False, "ewm_std": True}
 _NULLS_KEPT = frozenset({"cum_sum", "cum_prod", "cum_min", "cum_max"})
 #: rows per task when one long segment is split for the threads (shifts and windows)
 _CHUNK_ROWS = 1 << 14
+#: `shift` per group splits its rows into chunks from this many rows, where each chunk's
+#: rings hold at most one slot per this many rows (`_shift_parts_by_key`)
+_SHIFT_SPLIT_ROWS = 1 << 17
+_SHIFT_ROWS_PER_SLOT = 16
+_SHIFT_CHUNKS_PER_THREAD = 4
 #: a segment's `ewm_mean`/`ewm_var` runs in parallel parts from this many rows (`_ewm_parts`)
 _EWM_SPLIT_ROWS = 1 << 17
 #: the most state entries (groups x ring length) a scan by key keeps in tables
@@ -477,8 +482,8 @@ def run_carried(carry: Carry, values: np.ndarray[Any, Any], valid: np.ndarray[An
     elif func == "shift":
         steps, fill = options
         fill_value = compute.type(0 if fill is None else fill)
-        k.shift_by_key(values, valid, ids, steps, fill is not None, fill_value, *t, out,
-                       out_valid)  # fmt: skip
+        k.shift_by_key(values, valid, ids, steps, _shift_parts_by_key(len(values), carry),
+                       fill is not None, fill_value, *t, out, out_valid)  # fmt: skip
     elif func in ("rolling_sum", "rolling_mean"):
         min_samples = options[1]
         mean = func == "rolling_mean"
@@ -494,6 +499,23 @@ def run_carried(carry: Carry, values: np.ndarray[Any, Any], valid: np.ndarray[An
         min_samples = options[1]
         k.rolling_extreme_by_key(values, valid, ids, parts, func == "rolling_max",
                                  min_samples, zero, *t, out, out_valid)  # fmt: skip
+
+
+def _shift_parts_by_key(rows: int, carry: Carry) -> int:
+    """Chunks of rows `shift_by_key` runs in parallel (1: one pass, on one thread).
+
+    Each chunk keeps rings of its own (``groups x |n|`` rows) and mends its first rows
+    of each group from them afterwards: worth it where the rows are many and the
+    rings few beside them. Four chunks per thread: a thread slowed by other work
+    leaves its chunks to the others (1e7 rows, 1,000 groups, 2 threads: 26 ms in one
+    pass, 21 ms in two chunks, 14.2 ms in eight; measured).
+    """
+    threads = thread_count()
+    parts = _SHIFT_CHUNKS_PER_THREAD * threads
+    state = carry.count * carry.tables[0].shape[1]
+    if threads < 2 or rows < _SHIFT_SPLIT_ROWS or state * parts * _SHIFT_ROWS_PER_SLOT > rows:
+        return 1
+    return parts
 
 
 def window_within(window: int, center: bool, n: int) -> int:
