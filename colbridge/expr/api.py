@@ -53,6 +53,8 @@ from colbridge.expr.nodes import (
 )
 from colbridge.expr.selectors import NameNamespace, expand_arguments, is_pattern, names_of
 from colbridge.types import DType, parse_dtype
+from colbridge.types.business_days import DEFAULT_WEEK_MASK, holiday_days
+from colbridge.types.business_days import week_mask as business_week_mask
 from colbridge.types.dtypes import polars_type_name
 from colbridge.types.durations import parse_duration_in, timedelta_text
 from colbridge.types.logical import Logical, parse_logical
@@ -3056,6 +3058,17 @@ def len() -> Expr:  # polars' name: the builtin is `builtins.len` in this module
 _ = DType  # re-exported type used in signatures
 
 
+def _holidays(holidays: Any, mask: tuple[bool, ...], what: str) -> tuple[int, ...]:
+    """``holidays`` as day counts (`holiday_days`); an expression is refused by name."""
+    if isinstance(holidays, Expr):
+        msg = (f"`dt.{what}`: holidays given as an expression are not supported; pass the "
+               "dates themselves (a list, or a polars Series of dates)")  # fmt: skip
+        raise UnsupportedOperationError(msg)
+    if type(holidays).__module__.startswith("polars"):
+        holidays = holidays.to_list()  # a Series of dates: its values (nulls as None)
+    return holiday_days(holidays, mask, what)
+
+
 def _function(name: str, expr: Expr, *params: Any) -> Expr:
     return Expr(Function(name, (expr.node,), params))
 
@@ -3233,6 +3246,47 @@ class DateTimeNamespace:
             raise InvalidOperationError(msg)
         return self._f("offset_by", by)
 
+    def is_business_day(self, *, week_mask: Iterable[bool] = DEFAULT_WEEK_MASK,
+                        holidays: Iterable[_dt.date] = ()) -> Expr:  # fmt: skip
+        """Whether the date (a datetime's local date) is a business day, as polars.
+
+        ``week_mask``: seven booleans, Monday first, True where the day counts;
+        ``holidays``: dates that do not count (a list, or a polars Series of dates; a
+        column of holidays is not supported). See `colbridge.types.business_days`.
+
+        >>> import datetime as dt, polars as pl, colbridge as cb
+        >>> frame = pl.DataFrame({"d": [dt.date(2024, 1, 5), dt.date(2024, 1, 6)]})
+        >>> frame.gpu.select(cb.col("d").dt.is_business_day()).compute().to_series().to_list()
+        [True, False]
+        """
+        mask = business_week_mask(week_mask, "is_business_day")
+        return self._f("is_business_day", mask,
+                       _holidays(holidays, mask, "is_business_day"))  # fmt: skip
+
+    def add_business_days(self, n: Any, *, week_mask: Iterable[bool] = DEFAULT_WEEK_MASK,
+                          holidays: Iterable[_dt.date] = (), roll: str = "raise") -> Expr:
+        """The date (or datetime, its time of day kept) ``n`` business days on, as polars.
+
+        ``n``: an integer or an expression of Int32, Int64, UInt32 or UInt64 (read as
+        Int32: a value past it is null, as polars casts it). ``roll``: what a start that
+        is not a business day does: ``"raise"`` (an error), ``"forward"`` to the next
+        business day, ``"backward"`` to the previous one. ``week_mask`` and
+        ``holidays`` as `is_business_day`. The type stays.
+
+        >>> import datetime as dt, polars as pl, colbridge as cb
+        >>> frame = pl.DataFrame({"d": [dt.date(2024, 1, 5)]})
+        >>> frame.gpu.select(cb.col("d").dt.add_business_days(1)).compute().item()
+        datetime.date(2024, 1, 8)
+        """
+        if roll not in ("raise", "forward", "backward"):
+            msg = (f"`dt.add_business_days(roll={roll!r})`: roll is 'raise', 'forward' or "
+                   "'backward'")  # fmt: skip
+            raise InvalidOperationError(msg)
+        mask = business_week_mask(week_mask, "add_business_days")
+        days = _holidays(holidays, mask, "add_business_days")
+        return Expr(Function("dt.add_business_days", (self._expr.node, to_node(n)),
+                             (mask, days, roll)))  # fmt: skip
+
     def month_start(self) -> Expr:
         """The first day of the value's month, time of day kept."""
         return self._f("month_start")
@@ -3262,12 +3316,16 @@ class DateTimeNamespace:
         """Dates, datetimes or times as text, by chrono's strftime ``format``.
 
         None, ``"iso"`` and ``"iso:strict"`` (a ``T`` between date and time): the
-        type's ISO text, as polars writes it. See `colbridge.types.formatting`.
+        type's ISO text, as polars writes it. A duration is written in one of polars'
+        two forms: None or ``"iso"`` (``P1DT2H``), ``"polars"`` (``1d 2h``). See
+        `colbridge.types.formatting`.
 
         >>> import datetime as dt, polars as pl, colbridge as cb
-        >>> frame = pl.DataFrame({"d": [dt.date(2024, 3, 9)]})
+        >>> frame = pl.DataFrame({"d": [dt.date(2024, 3, 9)], "t": [dt.timedelta(hours=26)]})
         >>> frame.gpu.select(cb.col("d").dt.to_string("%d %b %Y")).compute().item()
         '09 Mar 2024'
+        >>> frame.gpu.select(cb.col("t").dt.to_string("polars")).compute().item()
+        '1d 2h'
         """
         if format is not None and not isinstance(format, str):
             msg = f"`dt.to_string` takes a format string (chrono's, e.g. \"%Y-%m\"), got {format!r}"

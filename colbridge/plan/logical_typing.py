@@ -69,6 +69,7 @@ from colbridge.expr.nodes import (
 )
 from colbridge.plan.ordered_typing import scan_column
 from colbridge.types import DType, dtype_from_arrow
+from colbridge.types.business_days import FIRST_MONDAY
 from colbridge.types.chrono import inferred_unit, unreadable_specifier, zone_specifier
 from colbridge.types.durations import parse_duration_in
 from colbridge.types.formatting import format_as_strings, format_needs, parse_chrono_format
@@ -487,6 +488,8 @@ class LogicalTyping:
             return self.cast(args[0], node.options[0], bool(node.options[1]), node)
         if name == "to_physical":
             return self.to_physical(args[0], node)
+        if name == "dt.add_business_days":  # two expressions: the date and `n`
+            return self.add_business_days(args[0], args[1], node)
         if name.startswith("dt."):
             return self.dt(name[3:], args[0], node)
         if name.startswith("str."):
@@ -527,6 +530,11 @@ class LogicalTyping:
             return self.calendar(op, arg, node)
         if op == "offset_by":
             return self.offset_by(arg, node)
+        if op == "is_business_day":
+            logical = self._need(arg, node, ("datetime", "date"), "a Date or Datetime")
+            days = self._days_and_rest(arg, logical)[0]
+            assert days is not None
+            return self.mark(self.is_business_day(days, *node.options), None)
         if op == "round":
             return self.round_to(arg, node)
         if op == "convert_time_zone":
@@ -571,6 +579,89 @@ class LogicalTyping:
             return self.mark(value, target)
         msg = f"`dt.{op}` is not supported by colbridge expressions (in `{node!r}`)"
         raise UnsupportedOperationError(msg)
+
+    # -- business days (`colbridge.types.business_days`) ---------------------------------
+    def _busday(self, mask: tuple[bool, ...], holidays: tuple[int, ...], which: str,
+                index: Node) -> Node:  # fmt: skip
+        """An entry of a business-day table: gathered at ``index``, or searched for it."""
+        ref = TableRef(("busday", mask, holidays), (which,), I64)
+        if which in ("holidays", "shifted"):
+            return self.i64(self.rec(Search(ref, index), I32))
+        return self.rec(Gather(ref, self.narrow(index, I32)), I64)
+
+    def business_index(self, days: Node, mask: tuple[bool, ...],
+                       holidays: tuple[int, ...]) -> Node:  # fmt: skip
+        """``B(d)``: the business days before day ``d`` (from a fixed Monday)."""
+        since = self.sub(days, FIRST_MONDAY)
+        weekday = self.fmod(since, 7)
+        index = self.add(self.mul(self.fdiv(since, 7), sum(mask)),
+                         self._busday(mask, holidays, "before", weekday))  # fmt: skip
+        if not holidays:
+            return index
+        return self.sub(index, self._busday(mask, holidays, "holidays", self.sub(days, 1)))
+
+    def business_day_of(self, index: Node, mask: tuple[bool, ...],
+                        holidays: tuple[int, ...]) -> Node:  # fmt: skip
+        """The business day whose `business_index` is ``index``."""
+        if holidays:  # the holidays before it: those with W(h_i) - i <= index
+            index = self.add(index, self._busday(mask, holidays, "shifted", index))
+        per_week = sum(mask)
+        weeks = self.fdiv(index, per_week)
+        weekday = self._busday(mask, holidays, "nth", self.fmod(index, per_week))
+        return self.add(self.add(self.mul(weeks, 7), weekday), FIRST_MONDAY)
+
+    def is_business_day(self, days: Node, mask: tuple[bool, ...],
+                        holidays: tuple[int, ...]) -> Node:  # fmt: skip
+        """Day ``d`` is on the mask and not a holiday."""
+        weekday = self.fmod(self.sub(days, FIRST_MONDAY), 7)
+        on_mask = self.op("ne", self._busday(mask, holidays, "mask", weekday), 0)
+        if not holidays:
+            return on_mask
+        before = self._busday(mask, holidays, "holidays", self.sub(days, 1))
+        through = self._busday(mask, holidays, "holidays", days)
+        return self.both("and", on_mask, self.op("eq", before, through))
+
+    def add_business_days(self, arg: Node, n: Node, node: Function) -> Node:
+        """``dt.add_business_days(n, week_mask, holidays, roll)``, as polars computes it.
+
+        The day of index ``B(start) + n`` (`business_index`), the start rolled first:
+        forward, the day of index ``B(d)``; backward, ``B(d + 1) - 1``; ``raise``: a
+        start off the business days is an error. A datetime keeps its time of day (its
+        local one, in a time zone, placed back in it as `replace_time_zone` places it).
+        """
+        mask, holidays, roll = node.options
+        logical = self._need(arg, node, ("datetime", "date"), "a Date or Datetime")
+        tc = self.tc
+        if tc.is_dynamic(n):
+            n = tc.materialize(n)
+        n_type = tc.types[n]
+        if self.of(n) is not None or n_type not in (I32, I64, DType.UINT32, DType.UINT64):
+            got = self.of(n) or n_type
+            msg = (f"`{node!r}`: `n` must be Int64, Int32, UInt64 or UInt32 (as in polars), "
+                   f"got {got}; cast it first")  # fmt: skip
+            raise InvalidOperationError(msg)
+        if n_type is not I32:  # read as Int32, as polars casts it: a value past it is null
+            n = tc.cast_plain(n, I32, strict=False)
+        days, rest, _ = self._days_and_rest(arg, logical)
+        assert days is not None
+        if roll == "backward":
+            start = self.sub(self.business_index(self.add(days, 1), mask, holidays), 1)
+        else:
+            start = self.business_index(days, mask, holidays)
+        target = self.add(start, n)
+        if roll == "raise":  # checked where `n` is not null too, as polars checks
+            ok = self.is_business_day(days, mask, holidays)
+            msg = (f"`{node!r}`: a date is not a business date; use `roll` to roll forwards "
+                   "(or backwards) to the next (or previous) valid date")  # fmt: skip
+            target = self.rec(Check(target, ok, msg), I64)
+        result = self.business_day_of(target, mask, holidays)
+        if logical.kind == "date":
+            return self.mark(self.narrow(result, I32), DATE)
+        assert rest is not None
+        wall = self.add(self.mul(result, _per_day(logical.unit)), rest)
+        if logical.tz is not None:
+            wall = self.localize(wall, logical.tz, logical.unit, node)
+        return self.mark(wall, logical)
 
     def _days_and_rest(self, arg: Node, logical: Logical) -> tuple[Node | None, Node | None, str]:
         """Local day count, time of day in the value's unit, and that unit."""
@@ -909,7 +1000,7 @@ class LogicalTyping:
         string column. A literal is written at once.
         """
         tc = self.tc
-        if src is not None and src.kind == "duration":  # polars has no such cast
+        if src is not None and src.kind == "duration" and fmt is None:  # polars has no such cast
             msg = (f"`{node!r}`: casting from Duration to String is not supported (as in "
                    "polars); cast its integer (`dt.total_*()`, `to_physical()`) instead")
             raise InvalidOperationError(msg)
@@ -985,15 +1076,19 @@ class LogicalTyping:
         ``iso``/``iso:strict`` are polars' formats of the type; a format is checked
         here as polars checks it when it writes (a specifier chrono does not write, a
         time's field of a date, a date's of a time, a zone of a naive datetime:
-        `ComputeError`, naming it). Durations are refused (polars writes them in
-        formats of its own).
+        `ComputeError`, naming it). A duration takes polars' two forms of its own,
+        ``iso`` (also ``iso:strict``) and ``polars``, and no other format
+        (`InvalidOperationError`, as polars).
         """
         logical = self._need(arg, node, ("datetime", "date", "time", "duration"),
-                             "a Datetime, Date or Time")  # fmt: skip
+                             "a Datetime, Date, Time or Duration")  # fmt: skip
         if logical.kind == "duration":
-            msg = (f"`{node!r}`: colbridge does not write durations as text (polars' "
-                   "\"iso\" and \"polars\" forms); write `dt.total_*()` numbers instead")
-            raise UnsupportedOperationError(msg)
+            if fmt not in ("iso", "iso:strict", "polars"):
+                msg = (f"`{node!r}`: format {fmt!r} is not supported for a Duration (as in "
+                       "polars): use \"iso\" (ISO 8601, P1DT2H3M4S) or \"polars\" "
+                       "(1d 2h 3m 4s); a Duration has no calendar fields to format")  # fmt: skip
+                raise InvalidOperationError(msg)
+            return self.to_string(arg, logical, node, "polars" if fmt == "polars" else "iso")
         if fmt in ("iso", "iso:strict"):
             offset = "%:z" if logical.tz is not None else ""
             fraction = {"ms": "%.3f", "us": "%.6f", "ns": "%.9f"}.get(logical.unit or "", "")

@@ -25,6 +25,7 @@ from colbridge.expr.nodes import Gather, GroupAgg, Scan, TableRef, walk
 from colbridge.plan.logical_typing import ENUM_CAST_FAILED
 from colbridge.plan.planner import Segment
 from colbridge.plan.typecheck import sig_figs_table
+from colbridge.types.business_days import busday_table
 from colbridge.types.chrono import infer_parse, parse_stamps
 from colbridge.types.formatting import concat_radix
 from colbridge.types.logical import Logical, parse_logical
@@ -128,6 +129,9 @@ class TableBuilder:
         if ref.source[0] == "concat":  # `concat_str`'s radices
             return pa.array([concat_radix(ref.source[1], ref.recipe[1],
                                           [len(self.dictionary(s)) for s in ref.source[1]])],
+                            pa.int64())  # fmt: skip
+        if ref.source[0] == "busday":  # business days' tables (`types.business_days`)
+            return pa.array(busday_table(ref.source[1], ref.source[2], ref.recipe[0]),
                             pa.int64())  # fmt: skip
         if ref.source[0] == "zone":
             if ref.recipe[0] == "daylight":  # 1 where the offset is a daylight saving one

@@ -453,6 +453,12 @@ CASES: list[BadInput] = [
                  z=cb.col("qty").cast(pl.Date).dt.strftime("%H:%M")).compute(),
              E.ComputeError, r"cannot format Date with format '%H:%M'.*a time of day",
              r"cast it to a Datetime first"),
+    BadInput("duration-format-not-its-forms", "strings",
+             "`dt.to_string('%H')` of a Duration", F,
+             lambda f: f.gpu.with_columns(
+                 z=(cb.col("qty") * cb.lit(dt.timedelta(hours=1))).dt.to_string("%H")).compute(),
+             E.InvalidOperationError, r"format '%H' is not supported for a Duration",
+             r"use \"iso\".*or \"polars\""),
     BadInput("concat-str-past-int64", "strings",
              "`concat_str` of four columns of 60,000 distinct strings each", _many_strings,
              lambda f: f.gpu.with_columns(z=cb.concat_str("a", "b", "c", "d")).compute(),

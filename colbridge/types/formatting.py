@@ -19,7 +19,10 @@ polars' texts, checked against it value by value in tests/engine/test_to_string.
 * datetimes ``%Y-%m-%d %H:%M:%S`` and the unit's fraction (3, 6 or 9 digits, always
   written), in a time zone the local time and its offset (``+05:30``; the zone's
   transitions as the kernels read them, `colbridge.types.timezones`);
-* times ``%H:%M:%S`` (polars writes no fraction).
+* times ``%H:%M:%S`` (polars writes no fraction);
+* durations, by ``dt.to_string`` only (polars does not cast them), in polars' two
+  forms: ISO 8601 (``P1DT2H3M4.5S``, ``-PT0.0015S``) and its own (``1d 2h 3m 4s
+  500ms``, ``-1500µs``), by `_duration_texts`.
 
 Arrow's casts to strings write the same texts for all but a few values (a float's
 layout near polars' bounds, a whole float's ``.0``, a year past 9999): they write the
@@ -221,9 +224,93 @@ def format_as_strings(array: pa.Array | pa.ChunkedArray,
     codes = encoded.indices.cast(pa.int32())
     if fmt is None:  # distinct values write distinct texts
         return pa.DictionaryArray.from_arrays(codes, _texts(encoded.dictionary))
+    if pa.types.is_duration(array.type):  # one form or the other: distinct texts too
+        return pa.DictionaryArray.from_arrays(codes, _duration_texts(encoded.dictionary, fmt))
     written = pc.dictionary_encode(_strftime(encoded.dictionary, parse_chrono_format(fmt)))
     return pa.DictionaryArray.from_arrays(pc.take(written.indices.cast(pa.int32()), codes),
                                           written.dictionary)  # fmt: skip
+
+
+# -- durations (`dt.to_string("iso" | "polars")`) ---------------------------------------------
+
+#: the names of a duration's parts (days, hours, minutes, seconds), by form
+_DURATION_PARTS = {"polars": ("d", "h", "m", "s"), "iso": ("D", "H", "M", "S")}
+#: polars' names of a fraction of a second, finest first, by the duration's unit
+_FRACTION_UNITS = {"ns": ("ns", "µs", "ms"), "us": ("µs", "ms", ""), "ms": ("ms", "", "")}
+
+
+def _tdiv(a: np.ndarray, b: int) -> np.ndarray:
+    """``a / b`` toward zero, as Rust's integer division (exact: no float in between)."""
+    quotient: np.ndarray = (a - np.fmod(a, b)) // b
+    return quotient
+
+
+def _digits(values: np.ndarray) -> pa.Array:
+    return pa.array(values).cast(pa.string())
+
+
+def _duration_texts(values: pa.Array, form: str) -> pa.Array:
+    """Durations (Arrow's, ms, us or ns) as polars writes them in ``form``.
+
+    ``"iso"`` (or ``"iso:strict"``): ISO 8601, ``[-]P[nD][T[nH][nM][n[.f]S]]``, the
+    fraction's trailing zeros dropped, ``PT0S`` for zero. ``"polars"``: the non-zero
+    parts among days, hours, minutes and seconds, each with its sign
+    (``-2d -19h -54m``), then the rest of a second in the largest of ns, µs and ms
+    that holds it whole; ``0ns`` (the unit) for zero. polars' arithmetic (Rust's, toward
+    zero), its quirk included: the smallest int64 has no absolute value, and its ISO
+    text keeps the signs (``-P-106751DT-23H-47M-16.-854775808S``).
+    """
+    import pyarrow.compute as pc  # on first use: its import is slow
+
+    unit = values.type.unit
+    per_second = _PER_SECOND[unit]
+    v = np.asarray(values.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False),
+                   dtype=np.int64)  # fmt: skip
+    sizes = [86_400 * per_second, 3_600 * per_second, 60 * per_second, per_second]
+    empty = pa.scalar("")
+
+    def piece(keep: np.ndarray, *texts: pa.Array | str) -> pa.Array:
+        return pc.if_else(keep, pc.binary_join_element_wise(*texts, ""), empty)
+
+    if form == "polars":
+        pieces = []
+        for i, (size, name) in enumerate(zip(sizes, _DURATION_PARTS["polars"], strict=True)):
+            whole = _tdiv(v if i == 0 else np.fmod(v, sizes[i - 1]), size)
+            more = pc.if_else(np.fmod(v, size) != 0, " ", empty)
+            pieces.append(piece(whole != 0, _digits(whole), name, more))
+        fraction = np.fmod(v, per_second)
+        finest, middle, coarsest = _FRACTION_UNITS[unit]
+        by_thousand = np.fmod(fraction, 1_000) != 0
+        by_million = np.fmod(fraction, 1_000_000) != 0
+        value = np.where(by_thousand, fraction, np.where(
+            by_million, _tdiv(fraction, 1_000), _tdiv(fraction, 1_000_000)))  # fmt: skip
+        name = pc.if_else(by_thousand, finest, pc.if_else(by_million, middle, coarsest))
+        pieces.append(piece(fraction != 0, _digits(value), name))
+        texts = pc.binary_join_element_wise(*pieces, "")
+        zero = f"0{_FRACTION_UNITS[unit][0]}"
+    else:
+        a = np.abs(v)  # wraps at the smallest int64, as polars' `abs` does
+        days, hours, minutes = (_tdiv(a if i == 0 else np.fmod(a, sizes[i - 1]), sizes[i])
+                                for i in range(3))  # fmt: skip
+        seconds = _tdiv(np.fmod(a, sizes[2]), per_second)
+        fraction = np.fmod(a, per_second)
+        width = len(str(per_second)) - 1  # Rust's `{:09}`: the sign counts in the width
+        padded = pc.if_else(
+            fraction < 0,
+            pc.binary_join_element_wise("-", pc.utf8_lpad(_digits(-fraction), width - 1, "0"), ""),
+            pc.utf8_lpad(_digits(fraction), width, "0"))  # fmt: skip
+        point = piece(fraction != 0, ".", pc.utf8_rtrim(padded, characters="0"))
+        has_time = (hours != 0) | (minutes != 0) | (seconds != 0) | (fraction != 0)
+        texts = pc.binary_join_element_wise(
+            pc.if_else(v < 0, "-P", "P"),
+            piece(days != 0, _digits(days), "D"),
+            pc.if_else(has_time, "T", empty),
+            piece(hours != 0, _digits(hours), "H"),
+            piece(minutes != 0, _digits(minutes), "M"),
+            piece((seconds != 0) | (fraction != 0), _digits(seconds), point, "S"),
+            "")  # fmt: skip
+        zero = "PT0S"
+    return pc.if_else(v == 0, zero, texts)
 
 
 # -- chrono's strftime (`dt.to_string(format)`) ------------------------------------------------

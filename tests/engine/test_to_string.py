@@ -1,4 +1,5 @@
-"""``cast(pl.String)`` of numbers, booleans, dates, datetimes and times against polars.
+"""``cast(pl.String)`` of numbers, booleans, dates, datetimes and times, and
+``dt.to_string`` of durations, against polars.
 
 The values are written as polars writes them (`colbridge.types.formatting`), once per
 distinct value on the host between passes, and the result is a string column with a
@@ -290,8 +291,6 @@ def test_strftime_refusals_name_the_format() -> None:
             frame.select(pl.col("d").dt.to_string(fmt))
         with pytest.raises(ColbridgeError, match=what):
             frame.gpu.select(cb.col("d").dt.to_string(fmt)).compute()
-    with pytest.raises(ColbridgeError, match="does not write durations"):
-        frame.gpu.select(cb.col("t").dt.to_string()).compute()
     with pytest.raises(ColbridgeError, match=r"takes a format string .* got 5"):
         cb.col("d").dt.to_string(5)  # type: ignore[arg-type]
 
@@ -315,3 +314,71 @@ def test_each_specifier_alone(kind: str) -> None:
                 frame.gpu.select(s=cb.col("x").dt.to_string(spec)).compute()
             continue
         assert_frame_equal(frame.gpu.select(s=cb.col("x").dt.to_string(spec)).compute(), want)
+
+
+# -- durations: polars' "iso" and "polars" forms --------------------------------------------
+def _durations(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Ticks of every size: whole days, hours, seconds, fractions, both signs, the extremes."""
+    scale = 10 ** rng.integers(0, 19, n)
+    ticks = rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64) // scale
+    ticks[rng.random(n) < 0.1] = 0
+    ticks[:2] = [-(2**63), 2**63 - 1][: min(n, 2)]
+    return ticks
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(unit=st.sampled_from(["ms", "us", "ns"]), seed=st.integers(0, 2**32 - 1),
+       n=st.integers(0, 40), offset=st.integers(0, 5), chunks=st.integers(1, 3),
+       fmt=st.sampled_from([None, "iso", "iso:strict", "polars"]))  # fmt: skip
+def test_durations_in_both_forms_equal_polars(unit: str, seed: int, n: int, offset: int,
+                                              chunks: int, fmt: str | None) -> None:  # fmt: skip
+    rng = np.random.default_rng(seed)
+    ticks = pa.array(_durations(rng, offset + n), mask=rng.random(offset + n) < 0.2)
+    table = cut_table(pa.table({"x": ticks.cast(pa.duration(unit)),
+                                "g": pa.array(rng.integers(0, 3, offset + n))}),
+                      offset, n, chunks)  # fmt: skip
+
+    def written(m: Any, f: Any) -> Any:
+        s = m.col("x").dt.to_string(fmt)
+        # the duration of a difference: computed first, then written
+        half = (m.col("x") // 2).dt.to_string(fmt)
+        return f.select(s=s, half=half, n=s.str.len_chars(), first=s.first().over("g"),
+                        low=s.min())  # fmt: skip
+
+    assert_same_as_polars(table, written, kinds=("polars", "pyarrow"))
+
+
+def test_duration_forms_of_every_part() -> None:
+    # each part alone and together, a fraction in each unit's digits, signs
+    parts = [0, 1, 999, 1_000, 1_000_000, 10**9, 60 * 10**9, 3_600 * 10**9, 86_400 * 10**9]
+    ticks = [sign * sum(p * k for p, k in zip(parts, keep, strict=True))
+             for sign in (1, -1) for keep in np.ndindex(*(2,) * len(parts))]  # fmt: skip
+    for unit in ("ms", "us", "ns"):
+        frame = pl.DataFrame({"x": pl.Series(ticks, dtype=pl.Int64).cast(pl.Duration(unit))})
+        for fmt in ("iso", "polars"):
+            got = frame.gpu.select(cb.col("x").dt.to_string(fmt)).compute()
+            assert_frame_equal(got, frame.select(pl.col("x").dt.to_string(fmt)))
+
+
+def test_duration_literals_streams_and_the_string_language(tmp_path: Any) -> None:
+    frame = pl.DataFrame({"d": [dt.timedelta(days=2, microseconds=5), None] * 40})
+    steps = {"a": cb.lit(dt.timedelta(hours=3, milliseconds=1)).dt.to_string("polars"),
+             "b": (cb.col("d") - cb.lit(dt.timedelta(days=3))).dt.to_string()}  # fmt: skip
+    want = frame.select(a=pl.lit(dt.timedelta(hours=3, milliseconds=1)).dt.to_string("polars"),
+                        b=(pl.col("d") - pl.lit(dt.timedelta(days=3))).dt.to_string())  # fmt: skip
+    assert_frame_equal(frame.gpu.select(**steps).compute(), want)
+    got = cb.lazy(frame).eval('s = d.dt.to_string("polars")').compute()
+    assert got["s"].to_list() == frame["d"].dt.to_string("polars").to_list()
+    assert_stream_and_dask_as_polars(frame.to_arrow(), lambda m: {
+        "s": m.col("d").dt.to_string("polars") + "!", "i": m.col("d").dt.to_string("iso")},
+        tmp_path)  # fmt: skip
+
+
+def test_a_duration_format_other_than_its_forms_is_refused() -> None:
+    frame = pl.DataFrame({"t": [dt.timedelta(seconds=3)]})
+    for fmt in ("%H", "%Y-%m", "ISO"):
+        with pytest.raises(pl.exceptions.InvalidOperationError):
+            frame.select(pl.col("t").dt.to_string(fmt))
+        with pytest.raises(ColbridgeError, match=f"format '{fmt}' is not supported for a "
+                                                 "Duration.*use \"iso\""):  # fmt: skip
+            frame.gpu.select(cb.col("t").dt.to_string(fmt)).compute()
