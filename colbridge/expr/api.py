@@ -2153,6 +2153,11 @@ class Expr:
         """String functions (polars' ``.str``), computed once per distinct string."""
         return StringNamespace(self)
 
+    @property
+    def cat(self) -> CategoricalNamespace:
+        """Functions of a categorical's or enum's labels (polars' ``.cat``)."""
+        return CategoricalNamespace(self)
+
 
 def _key_nodes(keys: tuple[Any, ...], where: str) -> tuple[Node, ...]:
     """Key expressions from names, expressions or lists of them (polars' ``*keys``)."""
@@ -3369,6 +3374,55 @@ class DateTimeNamespace:
     def total_nanoseconds(self, fractional: bool = False) -> Expr:
         """A duration in nanoseconds (see `total_days`)."""
         return self._f("total_nanoseconds", fractional)
+
+
+class CategoricalNamespace:
+    """``expr.cat``: the ``str`` functions polars also gives categoricals and enums.
+
+    Each reads the labels (the categories' strings) as `StringNamespace`'s function of
+    the same name reads strings: once per category. A column that is not a
+    categorical or an enum is refused, as polars refuses it.
+
+    >>> import polars as pl
+    >>> import colbridge as cb
+    >>> df = pl.DataFrame({"c": pl.Series(["UA", "AAL", "UA"], dtype=pl.Categorical)})
+    >>> df.gpu.select(cb.col("c").cat.len_chars()).compute().to_series().to_list()
+    [2, 3, 2]
+    """
+
+    __slots__ = ("_expr",)
+
+    def __init__(self, expr: Expr) -> None:
+        self._expr = expr
+
+    def _f(self, strings: Expr) -> Expr:
+        """``strings``, a `StringNamespace` function of the expression, as its ``cat`` form."""
+        f = strings.node
+        assert isinstance(f, Function)
+        return Expr(Function("cat." + f.name.removeprefix("str."), f.args, f.options))
+
+    def __getattr__(self, name: str) -> Any:
+        raise _missing_method(self, "cat", name)
+
+    def len_chars(self) -> Expr:
+        """Length of the label in characters (UInt32)."""
+        return self._f(self._expr.str.len_chars())
+
+    def len_bytes(self) -> Expr:
+        """Length of the label in UTF-8 bytes (UInt32)."""
+        return self._f(self._expr.str.len_bytes())
+
+    def starts_with(self, prefix: str) -> Expr:
+        """True where the label starts with ``prefix``."""
+        return self._f(self._expr.str.starts_with(prefix))
+
+    def ends_with(self, suffix: str) -> Expr:
+        """True where the label ends with ``suffix``."""
+        return self._f(self._expr.str.ends_with(suffix))
+
+    def slice(self, offset: int, length: int | None = None) -> Expr:
+        """``length`` characters of the label from character ``offset`` (a String)."""
+        return self._f(self._expr.str.slice(offset, length))
 
 
 class StringNamespace:

@@ -509,6 +509,7 @@ _NAMESPACE_METHODS: dict[str, frozenset[str]] = {
                       "strip_chars_end", "strip_prefix", "strip_suffix", "pad_start",
                       "pad_end", "zfill", "replace", "replace_all", "count_matches",
                       "find", "normalize", "extract"}),
+    "cat": frozenset({"len_bytes", "len_chars", "starts_with", "ends_with", "slice"}),
 }  # fmt: skip
 
 

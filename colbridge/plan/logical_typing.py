@@ -494,6 +494,15 @@ class LogicalTyping:
             return self.dt(name[3:], args[0], node)
         if name.startswith("str."):
             return self.str_function(name[4:], args[0], node)
+        if name.startswith("cat."):  # a `str` function of the labels
+            logical = self.of(args[0])
+            if logical is None or logical.kind not in ("categorical", "enum"):
+                got = logical if logical is not None else self.tc.types.get(args[0])
+                msg = (f"`{node!r}` needs a Categorical or an Enum, got {got}; use "
+                       f"`.str.{name[4:]}` for strings")  # fmt: skip
+                raise SchemaError(msg)
+            labels = self.mark(args[0], STRING, self.tc.dicts[args[0]])
+            return self.str_function(name[4:], labels, node)
         msg = f"unsupported function `{name}` in `{node!r}`"
         raise UnsupportedOperationError(msg)
 
