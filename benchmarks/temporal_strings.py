@@ -321,36 +321,35 @@ def main() -> None:
                         help="time add_business_days and is_business_day instead")
     args = parser.parse_args()
     n = int(args.size)
+    machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
+               f"numba threads {numba.get_num_threads()}")  # fmt: skip
+    times: dict[str, object]
     if args.business_days:
-        times = run_business_days(n, args.repeats)
-        print(f"add_business_days + is_business_day, {n:,} dates; "
-              f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
-              f"numba threads {numba.get_num_threads()}")  # fmt: skip
-        print(f"{'contender':<26}{'median ms':>12}{'vs colbridge':>14}")
-        for name, seconds in times.items():
-            print(f"{name:<26}{seconds * 1e3:>12.2f}{seconds / times['colbridge']:>13.2f}x")
-        if args.json:
-            with open(args.json, "w") as fh:
-                json.dump({"rows": n, "seconds": times}, fh, indent=2)
-        return
-    if args.to_string:
+        days = run_business_days(n, args.repeats)
+        _print_times(f"add_business_days + is_business_day, {n:,} dates; {machine}", days,
+                     "colbridge", milliseconds=True)  # fmt: skip
+        times = dict(days)
+    elif args.to_string:
         written = run_to_string(n, args.repeats)
         _print_to_string(n, written)
-        if args.json:
-            with open(args.json, "w") as fh:
-                json.dump({"rows": n, "seconds": written}, fh, indent=2)
-        return
-    times = run(n, args.repeats)
-    base = times["colbridge (String)"]
-    print(f"{n:,} rows; {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
-          f"numba threads {numba.get_num_threads()}")  # fmt: skip
-    print(f"{'contender':<26}{'median s':>12}{'vs colbridge':>14}")
-    for name, seconds in times.items():
-        print(f"{name:<26}{seconds:>12.4f}{seconds / base:>13.2f}x")
+        times = dict(written)
+    else:
+        query = run(n, args.repeats)
+        _print_times(f"{n:,} rows; {machine}", query, "colbridge (String)", milliseconds=False)
+        times = dict(query)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"rows": n, "seconds": times}, fh, indent=2)
 
+
+def _print_times(title: str, times: dict[str, float], base: str, *, milliseconds: bool) -> None:
+    """One table: each contender's median and its time over ``base``'s."""
+    scale, label = (1e3, "median ms") if milliseconds else (1.0, "median s")
+    print(title)
+    print(f"{'contender':<26}{label:>12}{'vs colbridge':>14}")
+    for name, seconds in times.items():
+        value = f"{seconds * scale:.2f}" if milliseconds else f"{seconds:.4f}"
+        print(f"{name:<26}{value:>12}{seconds / times[base]:>13.2f}x")
 
 if __name__ == "__main__":
     main()

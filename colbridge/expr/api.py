@@ -3395,34 +3395,33 @@ class CategoricalNamespace:
     def __init__(self, expr: Expr) -> None:
         self._expr = expr
 
-    def _f(self, strings: Expr) -> Expr:
-        """``strings``, a `StringNamespace` function of the expression, as its ``cat`` form."""
-        f = strings.node
-        assert isinstance(f, Function)
-        return Expr(Function("cat." + f.name.removeprefix("str."), f.args, f.options))
+    def _f(self, name: str, *params: Any) -> Expr:
+        return _function("cat." + name, self._expr, *params)
 
     def __getattr__(self, name: str) -> Any:
         raise _missing_method(self, "cat", name)
 
     def len_chars(self) -> Expr:
         """Length of the label in characters (UInt32)."""
-        return self._f(self._expr.str.len_chars())
+        return self._f("len_chars")
 
     def len_bytes(self) -> Expr:
         """Length of the label in UTF-8 bytes (UInt32)."""
-        return self._f(self._expr.str.len_bytes())
+        return self._f("len_bytes")
 
     def starts_with(self, prefix: str) -> Expr:
         """True where the label starts with ``prefix``."""
-        return self._f(self._expr.str.starts_with(prefix))
+        return self._f("starts_with", prefix)
 
     def ends_with(self, suffix: str) -> Expr:
         """True where the label ends with ``suffix``."""
-        return self._f(self._expr.str.ends_with(suffix))
+        return self._f("ends_with", suffix)
 
     def slice(self, offset: int, length: int | None = None) -> Expr:
         """``length`` characters of the label from character ``offset`` (a String)."""
-        return self._f(self._expr.str.slice(offset, length))
+        offset = _count_param(offset, "cat.slice", "offset", signed=True)
+        length = _count_param(length, "cat.slice", "length", allow_none=True)
+        return self._f("slice", offset, length)
 
 
 class StringNamespace:

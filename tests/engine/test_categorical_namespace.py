@@ -71,3 +71,5 @@ def test_the_string_language_and_refusals() -> None:
         frame.gpu.select(cb.col("s").cat.len_bytes()).compute()
     with pytest.raises(ColbridgeError, match="is not supported by colbridge"):
         cb.col("c").cat.get_categories()
+    with pytest.raises(ColbridgeError, match=r"`cat.slice\(offset=...\)` takes an integer"):
+        cb.col("c").cat.slice("1")  # type: ignore[arg-type]
