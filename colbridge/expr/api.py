@@ -12,7 +12,7 @@ import difflib
 import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 import numpy as np
 
@@ -3069,9 +3069,7 @@ def _holidays(holidays: Any, mask: tuple[bool, ...], what: str) -> tuple[int, ..
         msg = (f"`dt.{what}`: holidays given as an expression are not supported; pass the "
                "dates themselves (a list, or a polars Series of dates)")  # fmt: skip
         raise UnsupportedOperationError(msg)
-    if type(holidays).__module__.startswith("polars"):
-        holidays = holidays.to_list()  # a Series of dates: its values (nulls as None)
-    return holiday_days(holidays, mask, what)
+    return holiday_days(holidays, mask, what)  # a list, or a Series of dates (its values)
 
 
 def _function(name: str, expr: Expr, *params: Any) -> Expr:
@@ -3376,7 +3374,52 @@ class DateTimeNamespace:
         return self._f("total_nanoseconds", fractional)
 
 
-class CategoricalNamespace:
+class _TextFunctions:
+    """The functions of text that ``str`` and ``cat`` share, named under ``_prefix``.
+
+    A string's own text, or a categorical's or enum's label: typing reads either
+    (`colbridge.plan.logical_typing`) and refuses the other kind of column.
+    """
+
+    __slots__ = ("_expr",)
+    _prefix: ClassVar[str]
+
+    def __init__(self, expr: Expr) -> None:
+        self._expr = expr
+
+    def _f(self, name: str, *params: Any) -> Expr:
+        return _function(f"{self._prefix}.{name}", self._expr, *params)
+
+    def __getattr__(self, name: str) -> Any:
+        raise _missing_method(self, self._prefix, name)
+
+    def len_chars(self) -> Expr:
+        """Length in characters (UInt32)."""
+        return self._f("len_chars")
+
+    def len_bytes(self) -> Expr:
+        """Length in UTF-8 bytes (UInt32)."""
+        return self._f("len_bytes")
+
+    def starts_with(self, prefix: str) -> Expr:
+        """True where the text starts with ``prefix``."""
+        return self._f("starts_with", prefix)
+
+    def ends_with(self, suffix: str) -> Expr:
+        """True where the text ends with ``suffix``."""
+        return self._f("ends_with", suffix)
+
+    def slice(self, offset: int, length: int | None = None) -> Expr:
+        """``length`` characters from character ``offset`` (negative: from the end).
+
+        ``length=None`` takes the rest of the text. The result is a String.
+        """
+        offset = _count_param(offset, f"{self._prefix}.slice", "offset", signed=True)
+        length = _count_param(length, f"{self._prefix}.slice", "length", allow_none=True)
+        return self._f("slice", offset, length)
+
+
+class CategoricalNamespace(_TextFunctions):
     """``expr.cat``: the ``str`` functions polars also gives categoricals and enums.
 
     Each reads the labels (the categories' strings) as `StringNamespace`'s function of
@@ -3390,41 +3433,11 @@ class CategoricalNamespace:
     [2, 3, 2]
     """
 
-    __slots__ = ("_expr",)
-
-    def __init__(self, expr: Expr) -> None:
-        self._expr = expr
-
-    def _f(self, name: str, *params: Any) -> Expr:
-        return _function("cat." + name, self._expr, *params)
-
-    def __getattr__(self, name: str) -> Any:
-        raise _missing_method(self, "cat", name)
-
-    def len_chars(self) -> Expr:
-        """Length of the label in characters (UInt32)."""
-        return self._f("len_chars")
-
-    def len_bytes(self) -> Expr:
-        """Length of the label in UTF-8 bytes (UInt32)."""
-        return self._f("len_bytes")
-
-    def starts_with(self, prefix: str) -> Expr:
-        """True where the label starts with ``prefix``."""
-        return self._f("starts_with", prefix)
-
-    def ends_with(self, suffix: str) -> Expr:
-        """True where the label ends with ``suffix``."""
-        return self._f("ends_with", suffix)
-
-    def slice(self, offset: int, length: int | None = None) -> Expr:
-        """``length`` characters of the label from character ``offset`` (a String)."""
-        offset = _count_param(offset, "cat.slice", "offset", signed=True)
-        length = _count_param(length, "cat.slice", "length", allow_none=True)
-        return self._f("slice", offset, length)
+    __slots__ = ()
+    _prefix = "cat"
 
 
-class StringNamespace:
+class StringNamespace(_TextFunctions):
     """``expr.str``: string predicates, lengths and conversions.
 
     Each is computed once per distinct string (the column's dictionary) with
@@ -3442,32 +3455,8 @@ class StringNamespace:
     {'ua': [True, False, None, False], 'n': [2, 2, None, 3]}
     """
 
-    __slots__ = ("_expr",)
-
-    def __init__(self, expr: Expr) -> None:
-        self._expr = expr
-
-    def _f(self, name: str, *params: Any) -> Expr:
-        return _function("str." + name, self._expr, *params)
-
-    def __getattr__(self, name: str) -> Any:
-        raise _missing_method(self, "str", name)
-
-    def len_chars(self) -> Expr:
-        """Length in characters (UInt32)."""
-        return self._f("len_chars")
-
-    def len_bytes(self) -> Expr:
-        """Length in UTF-8 bytes (UInt32)."""
-        return self._f("len_bytes")
-
-    def starts_with(self, prefix: str) -> Expr:
-        """True where the string starts with ``prefix``."""
-        return self._f("starts_with", prefix)
-
-    def ends_with(self, suffix: str) -> Expr:
-        """True where the string ends with ``suffix``."""
-        return self._f("ends_with", suffix)
+    __slots__ = ()
+    _prefix = "str"
 
     def contains(self, pattern: str, *, literal: bool = False, strict: bool = True) -> Expr:
         """True where ``pattern`` occurs: a plain substring with ``literal=True``, else a regex.
@@ -3543,15 +3532,6 @@ class StringNamespace:
 
     # -- strings to strings: each a function of the distinct strings (`types.string_maps`)
     # (counts and texts are literals: polars also takes expressions there, colbridge not)
-    def slice(self, offset: int, length: int | None = None) -> Expr:
-        """``length`` characters from character ``offset`` (negative: from the end).
-
-        ``length=None`` takes the rest of the string.
-        """
-        offset = _count_param(offset, "str.slice", "offset", signed=True)
-        length = _count_param(length, "str.slice", "length", allow_none=True)
-        return self._f("slice", offset, length)
-
     def head(self, n: int) -> Expr:
         """The first ``n`` characters (negative: all but the last ``-n``)."""
         return self._f("head", _count_param(n, "str.head", "n", signed=True))
