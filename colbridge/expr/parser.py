@@ -633,18 +633,27 @@ class _Translator:
                 "or list of values, e.g. `x in ('a', 'b')`"
             )
             raise self.fail(right, msg)
+        values = self.constants(right, depth, "`in` takes constants only")
+        out = self.expr(left, depth).is_in(values)
+        return ~out if negate else out
+
+    def constants(self, node: ast.Tuple | ast.List, depth: int, refusal: str) -> list[Any]:
+        """The values of a tuple or list of constants.
+
+        Numbers (`nan`, `-inf`, `pi` too), strings, booleans, None,
+        `date('2024-01-15')` and `datetime(...)`.
+        """
         values: list[Any] = []
-        for item in right.elts:
+        for item in node.elts:
             named = self.number(item) if _names_a_number(item) else None
             if named is not None:
                 values.append(named)  # `nan`, `-inf`, `pi`, `e`: constants here
                 continue
             value = self.expr(item, depth)
             if not isinstance(value.node, (Literal, Constant)):
-                raise self.fail(item, "`in` takes constants only")
+                raise self.fail(item, refusal)
             values.append(value.node.value)
-        out = self.expr(left, depth).is_in(values)
-        return ~out if negate else out
+        return values
 
     def method(self, node: ast.Call, depth: int) -> Expr:
         """``t.dt.hour()`` or ``s.str.starts_with('a')``: whitelisted namespace methods."""
@@ -657,10 +666,11 @@ class _Translator:
         if func.attr not in allowed:
             raise self.fail(func, f"unknown method `{name}`; allowed: "
                             f"{', '.join(sorted(allowed))}")  # fmt: skip
-        args = [_constant(a, self, f"`{func.attr}` arguments") for a in node.args]
+        what = f"`{func.attr}` arguments"
+        args = [self.argument(a, depth, what) for a in node.args]
         if any(k.arg is None for k in node.keywords):
             raise self.fail(node, f"`{name}`: `**` arguments are not allowed")
-        keywords = {k.arg: _constant(k.value, self, f"`{func.attr}` arguments")
+        keywords = {k.arg: self.argument(k.value, depth, what)
                     for k in node.keywords if k.arg is not None}  # fmt: skip
         target = self.expr(owner.value, depth)
         method = getattr(getattr(target, owner.attr), func.attr)
@@ -670,6 +680,15 @@ class _Translator:
             params = ", ".join(inspect.signature(method).parameters)
             raise self.fail(node, f"`{name}({params})`: {exc}") from None
         return method(*args, **keywords)  # type: ignore[no-any-return]
+
+    def argument(self, node: ast.AST, depth: int, what: str) -> Any:
+        """A namespace method's argument: a constant, or a list of them.
+
+        Lists: `week_mask=[True, ...]`, `holidays=[date('2024-12-25')]`.
+        """
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return self.constants(node, depth, f"{what} must be constants")
+        return _constant(node, self, what)
 
     def call(self, node: ast.Call, depth: int) -> Expr:
         func = node.func

@@ -598,12 +598,16 @@ class LogicalTyping:
             return self.i64(self.rec(Search(ref, index), I32))
         return self.rec(Gather(ref, self.narrow(index, I32)), I64)
 
+    def _week_of(self, days: Node) -> tuple[Node, Node]:
+        """A day's week, counted from the Monday `FIRST_MONDAY`, and its weekday (Monday 0)."""
+        since = self.sub(days, FIRST_MONDAY)
+        return self.fdiv(since, 7), self.fmod(since, 7)
+
     def business_index(self, days: Node, mask: tuple[bool, ...],
                        holidays: tuple[int, ...]) -> Node:  # fmt: skip
         """``B(d)``: the business days before day ``d`` (from a fixed Monday)."""
-        since = self.sub(days, FIRST_MONDAY)
-        weekday = self.fmod(since, 7)
-        index = self.add(self.mul(self.fdiv(since, 7), sum(mask)),
+        weeks, weekday = self._week_of(days)
+        index = self.add(self.mul(weeks, sum(mask)),
                          self._busday(mask, holidays, "before", weekday))  # fmt: skip
         if not holidays:
             return index
@@ -622,7 +626,7 @@ class LogicalTyping:
     def is_business_day(self, days: Node, mask: tuple[bool, ...],
                         holidays: tuple[int, ...]) -> Node:  # fmt: skip
         """Day ``d`` is on the mask and not a holiday."""
-        weekday = self.fmod(self.sub(days, FIRST_MONDAY), 7)
+        weekday = self._week_of(days)[1]
         on_mask = self.op("ne", self._busday(mask, holidays, "mask", weekday), 0)
         if not holidays:
             return on_mask

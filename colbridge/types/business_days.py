@@ -24,6 +24,8 @@ import datetime as _dt
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 from colbridge.errors import ComputeError, SchemaError
 
 __all__ = ["DEFAULT_WEEK_MASK", "FIRST_MONDAY", "busday_table", "holiday_days", "week_mask"]
@@ -39,10 +41,16 @@ _EPOCH = _dt.date(1970, 1, 1)
 def week_mask(mask: Iterable[Any], what: str) -> tuple[bool, ...]:
     """``mask`` as seven booleans, Monday first; refused as polars refuses it.
 
-    >>> week_mask([1, 1, 1, 1, 0, 0, 0], "is_business_day")
+    >>> week_mask([True] * 4 + [False] * 3, "is_business_day")
     (True, True, True, True, False, False, False)
     """
-    days = tuple(bool(m) for m in mask)
+    days = tuple(mask)
+    wrong = [m for m in days if not isinstance(m, (bool, np.bool_))]
+    if wrong:  # polars takes booleans only: 1 or "yes" is refused, not read as True
+        msg = (f"`dt.{what}`: week_mask holds booleans (True where the day counts), got "
+               f"{wrong[0]!r} of type {type(wrong[0]).__name__}")  # fmt: skip
+        raise SchemaError(msg)
+    days = tuple(bool(m) for m in days)
     if len(days) != 7:
         msg = (f"`dt.{what}`: week_mask has {len(days)} entries; it needs 7, one per day "
                "from Monday to Sunday (True where the day counts)")  # fmt: skip

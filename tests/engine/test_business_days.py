@@ -137,7 +137,8 @@ def test_every_weekday_mask_and_holiday_against_numpy() -> None:
         got = frame.gpu.select(
             a=cb.col("d").dt.add_business_days(cb.col("n"), week_mask=mask,
                                                holidays=holidays, roll="forward"),
-            b=cb.col("d").dt.is_business_day(week_mask=mask, holidays=holidays),
+            # holidays as a polars Series of dates: its values
+            b=cb.col("d").dt.is_business_day(week_mask=mask, holidays=pl.Series(holidays)),
         ).compute()  # fmt: skip
         dates = frame["d"].to_numpy()
         want_a = np.busday_offset(dates, frame["n"].to_numpy(), roll="forward",
@@ -183,11 +184,16 @@ def test_a_stream_dask_and_the_string_language(tmp_path: Any) -> None:
         "b": m.col("d").dt.is_business_day(holidays=[dt.date(2024, 1, 15)])}, tmp_path)
     frame = pl.from_arrow(table)
     assert isinstance(frame, pl.DataFrame)
-    got = cb.lazy(frame).eval('a = d.dt.add_business_days(2, roll="forward"); '
-                              "b = d.dt.is_business_day()").compute()  # fmt: skip
-    want = frame.select(a=pl.col("d").dt.add_business_days(2, roll="forward"),
-                        b=pl.col("d").dt.is_business_day())  # fmt: skip
+    got = cb.lazy(frame).eval(
+        'a = d.dt.add_business_days(2, roll="forward", holidays=[date("2024-01-15")]); '
+        "b = d.dt.is_business_day(week_mask=[True, True, True, True, False, False, True])"
+    ).compute()  # fmt: skip
+    want = frame.select(
+        a=pl.col("d").dt.add_business_days(2, roll="forward", holidays=[dt.date(2024, 1, 15)]),
+        b=pl.col("d").dt.is_business_day(week_mask=[True] * 4 + [False] * 2 + [True]))
     assert_frame_equal(got.select("a", "b"), want)
+    with pytest.raises(ColbridgeError, match="`is_business_day` arguments must be constants"):
+        cb.lazy(frame).eval("b = d.dt.is_business_day(holidays=[d])")
 
 
 def test_refusals_name_what_to_do() -> None:
@@ -211,6 +217,7 @@ def test_refusals_name_what_to_do() -> None:
         with pytest.raises(ColbridgeError, match=what):
             frame.gpu.select(make(cb)).compute()
     for bad, what in (({"week_mask": [True] * 6}, "needs 7"),
+                      ({"week_mask": [1] * 7}, "week_mask holds booleans.*got 1 of type int"),
                       ({"holidays": cb.col("d")}, "as an expression are not supported"),
                       ({"holidays": ["2024-01-01"]}, "holidays are dates"),
                       ({"roll": "nearest"}, "'raise', 'forward' or 'backward'")):
