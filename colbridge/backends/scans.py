@@ -28,11 +28,13 @@ from colbridge.backends.groups import (
     factorize,
     in_group_order,
     integer_values,
+    take,
     thread_count,
     to_frame_order,
 )
 from colbridge.errors import ComputeError, NullValuesError
 from colbridge.expr.nodes import (
+    PERMUTATIONS,
     STRING_COMPARISONS,
     Column,
     Scan,
@@ -55,6 +57,7 @@ __all__ = [
     "interpolate",
     "lag_text",
     "new_carry",
+    "permuted",
     "rank",
     "run_carried",
     "run_scan",
@@ -696,6 +699,57 @@ def rank(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],
 _RANK_METHODS = ("ordinal", "min", "max", "average", "dense")  # `_put_rank`'s codes
 
 
+def permuted(func: str, array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],
+             groups: GroupIds | None,
+             by: list[pa.Array | pa.ChunkedArray] | None = None) -> pa.Array:  # fmt: skip
+    """Polars' ``sort``, ``sort_by``, ``reverse`` or ``arg_sort`` of ``array`` (per group).
+
+    The rows in their new order: `rows_in_order` of the values (or of ``by``, for
+    ``sort_by``: a stable sort, nulls first unless ``nulls_last``, values ordered as
+    polars sorts them) or backwards; then, with
+    groups, both that order and frame order regrouped by a stable counting sort, so
+    the k-th row of a group in frame order takes the group's k-th row in the new
+    order (``sort``, ``reverse``) or that row's place in its group (``arg_sort``,
+    UInt32). Strings come back with a dictionary, as the passes read them.
+    """
+    import pyarrow.compute as pc  # on first use: its import is slow
+
+    data = one_array(array)
+    n = len(data)
+    order: np.ndarray[Any, Any] | None
+    if func == "reverse":
+        order = np.arange(n - 1, -1, -1, dtype=np.int64)
+    else:
+        descending, nulls_last = options
+        order = rows_in_order([data] if by is None else by, descending, nulls_last)
+        if order is None:  # already in that order
+            order = np.arange(n, dtype=np.int64)
+    if groups is not None and groups.ids is not None:  # both orders regrouped, aligned
+        kernels, ids = _kernels(), groups.ids
+        at, _ = kernels.counting_order(ids[order], groups.count, empty_array(n, np.int64))
+        order = order[at]
+        frame_rows, starts = kernels.counting_order(ids, groups.count,
+                                                    empty_array(n, np.int64))  # fmt: skip
+        if func == "arg_sort":  # each row's place in its group, then as the k-th row takes it
+            place = np.empty(n, dtype=np.int64)
+            place[frame_rows] = np.arange(n) - np.repeat(starts[:-1], np.diff(starts))
+            index = np.empty(n, dtype=np.uint32)
+            index[frame_rows] = place[order]
+            return pa.array(index)
+        rows = np.empty(n, dtype=np.int64)
+        rows[frame_rows] = order
+        order = rows
+    elif func == "arg_sort":
+        return pa.array(order.astype(np.uint32))
+    moved = take(data, order)
+    if pa.types.is_string(moved.type) or pa.types.is_large_string(moved.type):
+        moved = pc.dictionary_encode(moved)  # the passes read strings as int32 codes
+    elif pa.types.is_dictionary(moved.type) and moved.type.index_type != pa.int32():
+        moved = moved.cast(pa.dictionary(pa.int32(), moved.type.value_type,
+                                         moved.type.ordered))  # an Enum's narrower codes
+    return moved
+
+
 def _packed(keys: np.ndarray[Any, Any], owners: np.ndarray[Any, Any] | None,
             count: int) -> tuple[np.ndarray[Any, Any], int, int] | None:
     """One int64 word per key: ``owner``, ``key - min`` and position in bit fields.
@@ -720,25 +774,28 @@ def _packed(keys: np.ndarray[Any, Any], owners: np.ndarray[Any, Any] | None,
     return words, row_bits, key_bits
 
 
-def rows_in_order(arrays: list[pa.Array | pa.ChunkedArray], descending: bool,
-                  nulls_last: bool) -> np.ndarray[Any, Any] | None:  # fmt: skip
+def rows_in_order(arrays: list[pa.Array | pa.ChunkedArray], descending: bool | tuple[bool, ...],
+                  nulls_last: bool | tuple[bool, ...]) -> np.ndarray[Any, Any] | None:  # fmt: skip
     """The rows sorted by ``arrays`` as polars' ``over(order_by=...)`` sorts them (int64).
 
     Stable (rows of equal keys stay in frame order), by the first array, then the
     next; each ascending unless ``descending``, its nulls first unless ``nulls_last``
-    (wherever the values go); values ranked as polars sorts them (`_rank_keys`: NaN
+    (wherever the values go; each flag one for all arrays or one per array, as
+    ``sort_by`` takes them); values ranked as polars sorts them (`_rank_keys`: NaN
     after every number, ``-0.0`` equal to ``0.0``, strings by their UTF-8 bytes,
     categoricals by their text), an Enum by the order of its categories. None where
     the rows already stand in that order (a time series sorted by its time): no sort,
     and the caller takes no copy of its columns.
     """
     columns: list[np.ndarray[Any, Any]] = []  # the most significant first
-    for array in arrays:
+    downward = descending if isinstance(descending, tuple) else (descending,) * len(arrays)
+    last = nulls_last if isinstance(nulls_last, tuple) else (nulls_last,) * len(arrays)
+    for array, down, nulls_after in zip(arrays, downward, last, strict=True):
         valid, keys = value_keys(array)
-        if descending:
+        if down:
             keys = ~keys  # reverses the order of every int64, the smallest included
         if not valid.all():  # (a column without nulls orders nothing by its validity)
-            columns.append(valid if not nulls_last else ~valid)  # False sorts first
+            columns.append(valid if not nulls_after else ~valid)  # False sorts first
         columns.append(keys)
     if _in_order(columns):
         return None
@@ -847,6 +904,8 @@ def host_scan(func: str, options: tuple[Any, ...], array: pa.Array | pa.ChunkedA
         return join_strings(array, [dictionary(s) for s in specs], separator, ignore_nulls)
     if func == "rank":
         return rank(array, options, groups)
+    if func in PERMUTATIONS:
+        return permuted(func, array, options, groups)
     if func == "interpolate":
         return interpolate(array, options, groups)
     if func == "rolling_quantile":

@@ -1297,6 +1297,73 @@ class Expr:
             raise SchemaError(msg)
         return Expr(Scan("rank", self.node, (method, bool(descending))))
 
+    def sort(self, *, descending: bool = False, nulls_last: bool = False) -> Expr:
+        """The column's values in sorted order (polars): nulls first unless ``nulls_last``.
+
+        Values ordered as polars sorts them: NaN after every number, ``-0.0`` equal to
+        ``0.0``, strings and categoricals by their UTF-8 bytes, an Enum by the order of
+        its categories, ``False`` before ``True``. With ``.over(keys)`` each group's
+        values are sorted and take the group's rows in frame order.
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"g": [1, 2, 1, 2], "x": [3, None, 1, 2]})
+        >>> df.gpu.select(cb.col("x").sort().over("g")).compute()["x"].to_list()
+        [1, None, 3, 2]
+        """
+        return Expr(Scan("sort", self.node, (_flag(descending, "sort", "descending"),
+                                             _flag(nulls_last, "sort", "nulls_last"))))
+
+    def arg_sort(self, *, descending: bool = False, nulls_last: bool = False) -> Expr:
+        """The row indices (UInt32) that put the column in `sort`'s order (polars).
+
+        Stable: equal values (and nulls) keep their frame order, ``descending`` too.
+        With ``.over(keys)`` each group's indices count its own rows from 0.
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"x": [3.0, None, 1.0, 3.0]})
+        >>> df.gpu.select(cb.col("x").arg_sort(descending=True)).compute()["x"].to_list()
+        [1, 0, 3, 2]
+        """
+        return Expr(Scan("arg_sort", self.node, (
+            _flag(descending, "arg_sort", "descending"),
+            _flag(nulls_last, "arg_sort", "nulls_last"))))  # fmt: skip
+
+    def sort_by(self, by: Any, *more_by: Any, descending: bool | Sequence[bool] = False,
+                nulls_last: bool | Sequence[bool] = False, multithreaded: bool = True,
+                maintain_order: bool = False) -> Expr:  # fmt: skip
+        """The column's values in the order of ``by`` (then ``more_by``), as polars sorts them.
+
+        ``descending`` and ``nulls_last`` are one flag for every key or one per key
+        (nulls first unless ``nulls_last``, values ordered as `sort` orders them).
+        Rows of equal keys keep their frame order whatever ``maintain_order`` says
+        (the stable order is one polars may give, and the only one it gives with
+        ``maintain_order=True``). With ``.over(keys)`` each group's values are taken in
+        its order of ``by`` and placed on the group's rows in frame order; the
+        window's own ``order_by`` does not apply to them.
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"x": [1, 2, 3, 4], "t": [2, None, 1, 2], "u": [0, 0, 0, 9]})
+        >>> x = cb.col("x")
+        >>> df.gpu.select(x.sort_by("t", "u", descending=[False, True])).compute()["x"].to_list()
+        [2, 3, 4, 1]
+        """
+        keys = _key_nodes((by, *more_by), "sort_by")
+        flags = tuple(_flags(value, builtins.len(keys), name)
+                      for name, value in (("descending", descending), ("nulls_last", nulls_last)))
+        _flag(multithreaded, "sort_by", "multithreaded")
+        _flag(maintain_order, "sort_by", "maintain_order")
+        return Expr(Scan("sort_by", self.node, flags, KeySet((), keys)))
+
+    def reverse(self) -> Expr:
+        """The column's rows in reverse order (polars); per group with ``.over(keys)``.
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"x": ["a", None, "c"]})
+        >>> df.gpu.select(cb.col("x").reverse()).compute()["x"].to_list()
+        ['c', None, 'a']
+        """
+        return Expr(Scan("reverse", self.node, ()))
+
     def _cumulative(self, func: str, reverse: bool) -> Expr:
         return Expr(Scan(func, self.node, (bool(reverse),)))
 
@@ -2805,6 +2872,17 @@ def _flag(value: Any, function: str, name: str = "ignore_nulls") -> bool:
         msg = f"`{function}({name}={value!r})`: expected True or False"
         raise SchemaError(msg)
     return bool(value)
+
+
+def _flags(value: Any, count: int, name: str) -> tuple[bool, ...]:
+    """``sort_by``'s ``name`` flag for each of its ``count`` keys: one for all, or one each."""
+    if isinstance(value, (list, tuple)):
+        if builtins.len(value) != count:
+            msg = (f"`sort_by({name}={list(value)!r})`: {builtins.len(value)} flag(s) for {count} "
+                   "key(s); give one flag, or one per key")  # fmt: skip
+            raise SchemaError(msg)
+        return tuple(_flag(v, "sort_by", name) for v in value)
+    return (_flag(value, "sort_by", name),) * count
 
 
 def _number_of(value: Any) -> Any:

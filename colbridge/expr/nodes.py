@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from colbridge.errors import UnsupportedOperationError
 from colbridge.types import DType
 from colbridge.types.logical import Logical
 
@@ -24,6 +25,8 @@ __all__ = [
     "GROUPED_ONLY_FUNCS",
     "HOST_SCANS",
     "MOMENT_FUNCS",
+    "OWN_ORDER_FUNCS",
+    "PERMUTATIONS",
     "QUANTILE_METHODS",
     "RANK_METHODS",
     "ROLLING_BY_FUNCS",
@@ -517,6 +520,7 @@ SCAN_FUNCS = frozenset(
         "rolling_quantile", "rolling_sum_by", "rolling_mean_by", "rolling_min_by",
         "rolling_max_by", "rolling_var_by", "rolling_std_by", "rolling_quantile_by",
         "rolling_skew", "rolling_kurtosis", "rolling_rank", "ewm_mean_by", "ewm_sum",
+        "sort", "arg_sort", "reverse", "sort_by",
     }
 )  # fmt: skip
 # Polars' time-based windows: each row's window is the rows whose `by` value lies within
@@ -540,9 +544,16 @@ ROLLING_MOMENTS = frozenset({"rolling_skew", "rolling_kurtosis"})
 # ``to_string`` (a typed `cast(pl.String)` of a number, boolean or temporal value, made
 # by typing only) writes each row's value as text: new strings, with a dictionary;
 # ``concat_str`` (typed `concat_str`) joins the strings a key per row combines.
+# Permutations: each group's rows in sorted (``sort``), reverse (``reverse``) or another
+# column's order (``sort_by``: `Scan.keys.order_by` holds ``by``, its flags per key in the
+# options), and the indices that sort a group (``arg_sort``).
+PERMUTATIONS = frozenset({"sort", "arg_sort", "reverse", "sort_by"})
+# Scans whose `Scan.keys.order_by` is an argument of their own, not a window's order: an
+# enclosing ``over(order_by=...)`` leaves it as it is.
+OWN_ORDER_FUNCS = BY_ORDER_FUNCS | frozenset({"sort_by"})
 HOST_SCANS = frozenset({"rank", "interpolate", "rolling_quantile", "rolling_rank",
                         "ewm_sum", "to_string", "concat_str"}) \
-    | DISTINCT_FLAGS | BY_ORDER_FUNCS | ROLLING_MOMENTS
+    | DISTINCT_FLAGS | BY_ORDER_FUNCS | ROLLING_MOMENTS | PERMUTATIONS
 # How `rank` numbers equal values (polars' names; "random" is not supported).
 RANK_METHODS = ("average", "min", "max", "dense", "ordinal")
 
@@ -955,7 +966,12 @@ def push_window(arg: Node, keys: KeySet) -> Node:
         if isinstance(n, Scan):
             inner = tuple(e for e in n.keys.exprs if e not in keys.exprs)
             merged = KeySet(keys.exprs + inner).ordered_like(n.keys)
-            if n.func not in BY_ORDER_FUNCS:  # a time window keeps its own order: `by`
+            if n.func == "sort_by" and keys.order_by:
+                msg = (f"`{n!r}` inside `over(..., order_by=...)`: not supported (the window's "
+                       "order decides the rows its result goes back to); sort the frame by "
+                       "that order first and drop `order_by`")  # fmt: skip
+                raise UnsupportedOperationError(msg)
+            if n.func not in OWN_ORDER_FUNCS:  # a time window keeps its own order: `by`
                 merged = merged.ordered_like(keys)
             return replace(n, keys=merged, per_row=n.per_row or holds_window(n.arg, windows))
         return fill_per_group(n, keys.grouping)
@@ -1189,6 +1205,16 @@ def _format(node: Node) -> str:
         by = repr(node.keys.order_by[0]) if node.keys.order_by else "?"
         window = f".over({KeySet(node.keys.exprs)!r})" if node.keys.exprs else ""
         return f"{node.arg!r}.ewm_mean_by({by}, half_life={node.options[0]!r}){window}"
+    if isinstance(node, Scan) and node.func in ("sort", "arg_sort", "sort_by"):
+        written = [repr(k) for k in node.keys.order_by] if node.func == "sort_by" else []
+        for flag, value in zip(("descending", "nulls_last"), node.options, strict=True):
+            flags = value if isinstance(value, tuple) else (value,)  # `sort_by`'s: per key
+            if any(flags):  # the defaults left out
+                shown = list(flags) if len(flags) > 1 else flags[0]
+                written.append(f"{flag}={shown!r}")
+        keys = KeySet(node.keys.exprs) if node.func == "sort_by" else node.keys
+        window = f".over({keys!r})" if keys.inputs else ""
+        return f"{node.arg!r}.{node.func}({', '.join(written)}){window}"
     if isinstance(node, Scan):
         window = f".over({node.keys!r})" if node.keys.inputs else ""
         params = ", ".join(_format_param(p) for p in node.options)

@@ -305,6 +305,19 @@ FUNCTIONS: dict[str, _Function] = {
     "interpolate": _Function((_x(), _Param("method", "str", "linear")),
                              lambda x, method: x.interpolate(method),
                              example='interpolate(x, "nearest")'),
+    **{name: _Function(
+        (_x(), _Param("descending", "bool", False), _Param("nulls_last", "bool", False)),
+        (lambda f: lambda x, descending, nulls_last: getattr(x, f)(
+            descending=descending, nulls_last=nulls_last))(name),
+        example=f"{name}(x, descending=True)")
+       for name in ("sort", "arg_sort")},
+    "reverse": _Function((_x(),), lambda x: x.reverse(), example="reverse(x)"),
+    "sort_by": _Function((_x(), _Param("by", keyword=False), _Param("descending", "values", False),
+                          _Param("nulls_last", "values", False)),
+                         lambda x, *by, descending, nulls_last: x.sort_by(
+                             *[_key_column(k) for k in by], descending=descending,
+                             nulls_last=nulls_last),
+                         varargs=1, example="sort_by(x, t, u, descending=[True, False])"),
     "rank": _Function(
         (_x(), _Param("method", "str", "average"), _Param("descending", "bool", False)),
         lambda x, method, descending: x.rank(method, descending=descending),

@@ -28,6 +28,7 @@ import numpy as np
 from colbridge.errors import InvalidOperationError, SchemaError, UnsupportedTypeError
 from colbridge.expr.nodes import (
     DISTINCT_FLAGS,
+    PERMUTATIONS,
     ROLLING_BY_FUNCS,
     ROLLING_MOMENTS,
     STRING_COMPARISONS,
@@ -132,7 +133,8 @@ class OrderedTyping:
                 and isinstance(node.options[1], (bool, int, float)):  # fmt: skip
             # filled: in the fill value's type (polars: `shift(1, fill_value=0)` is Int32)
             typed = tc.typed(Literal(None, tc.dtype(tc.typed(Literal(node.options[1])))))
-        elif is_null_literal(raw) and (node.func == "cum_count" or node.func in DISTINCT_FLAGS):
+        elif is_null_literal(raw) and (node.func in ("cum_count", "arg_sort")
+                                       or node.func in DISTINCT_FLAGS):
             typed = tc.typed(Literal(None, DType.INT8))  # read for their nulls only: any type
         else:
             typed = tc.typed(node.arg)
@@ -153,6 +155,8 @@ class OrderedTyping:
             return self._record(Scan(func, arg, node.options, keys), DType.BOOL)
         if func == "rank":
             return self._rank(node, arg, keys, logical)
+        if func in PERMUTATIONS:
+            return self._permuted(node, arg, keys, logical)
         if func in DISTINCT_FLAGS:  # of values of any type, compared as polars groups them
             return self._record(Scan(func, arg, node.options, keys), DType.BOOL)
         if func == "interpolate":
@@ -235,6 +239,24 @@ class OrderedTyping:
         method = node.options[0]
         result = DType.FLOAT64 if method == "average" else DType.UINT32
         return self._record(Scan("rank", arg, node.options, keys), result)
+
+    def _permuted(self, node: Scan, arg: Node, keys: KeySet, logical: Logical | None) -> Node:
+        """``sort``, ``reverse`` (the values moved, their type kept) and ``arg_sort`` (UInt32).
+
+        The host reads the argument's values (`colbridge.backends.scans.permuted`):
+        temporal ones as their integers (the order is theirs), strings, categoricals
+        and enums as text, moved with a dictionary of their own as ``to_string`` writes.
+        """
+        tc = self.tc
+        if node.func == "arg_sort":
+            return self._record(Scan("arg_sort", arg, node.options, keys), DType.UINT32)
+        if logical is not None and logical.is_string:
+            scan = Scan(node.func, arg, node.options, keys)
+            self._record(scan, DType.INT32)
+            return tc.mark_logical(scan, logical, ("scan", scan_column(scan)))
+        value = arg.arg if isinstance(arg, Reinterpret) else arg
+        scanned = self._record(Scan(node.func, value, node.options, keys), tc.types[value])
+        return scanned if logical is None else tc.mark_logical(scanned, logical, None)
 
     def _rolling_rank(self, node: Scan, arg: Node, keys: KeySet,
                       logical: Logical | None) -> Node:  # fmt: skip

@@ -152,7 +152,7 @@ _NULL_RESULTS = {"sqrt": DType.FLOAT64, "cbrt": DType.FLOAT64, "is_nan": DType.B
                   "is_infinite": DType.BOOL}  # fmt: skip
 # ordered operations likewise (a null-typed column shifted or filled is null-typed still)
 NULL_KEEPING_SCANS = frozenset({"shift", "diff", "forward_fill", "backward_fill",
-                                "interpolate"})  # fmt: skip
+                                "interpolate", "sort", "reverse"})  # fmt: skip
 # ordered operations polars computes in Float64 for a null-typed input (all null), and rank
 NULL_AS_FLOAT_SCANS = frozenset({"rolling_mean", "rolling_std", "rolling_var",
                                  "rolling_quantile", "ewm_mean", "ewm_std", "ewm_var",
@@ -2695,9 +2695,9 @@ def _scan_of_kept_rows(arg: Node) -> Node:
         if arg.func.endswith("_by") and arg.keys.order_by:
             # polars refuses it: the kept values and the whole `by` differ in length
             msg = (
-                f"`{arg!r}`: a time-based window of filtered values is refused (polars "
-                "raises: its `by` keeps every row); filter the frame's rows first "
-                "(`.filter(...)` before the step), then take the window"
+                f"`{arg!r}`: an operation ordered by another column (`by`) over filtered "
+                "values is refused (polars raises: its `by` keeps every row); filter the "
+                "frame's rows first (`.filter(...)` before the step), then apply it"
             )
             raise InvalidOperationError(msg)
         keys = KeySet((*arg.keys.exprs, kept.predicate)).ordered_like(arg.keys)

@@ -44,6 +44,7 @@ from colbridge.backends.scans import (
     StringRanks,
     check_weighted,
     host_scan,
+    permuted,
     rows_in_order,
     run_scan,
     shifted_in_place,
@@ -665,8 +666,9 @@ def grouping(
         arg, types = whole(scan.arg), (segment.types[scan.arg], segment.types[scan])
         keyed = groups if scan.keys.exprs else None
         where = f" over {groups.count} group(s)" if scan.keys.exprs else ""
-        # `over(order_by=...)`: the scan runs over the rows taken in that order
-        order = _RowOrder.of(scan.keys, whole, orders)
+        # `over(order_by=...)`: the scan runs over the rows taken in that order (the
+        # order_by of `sort_by` is its own `by`, with flags per key: it sorts by itself)
+        order = None if scan.func == "sort_by" else _RowOrder.of(scan.keys, whole, orders)
         if order is not None:
             keyed = None if keyed is None else order.regrouped(keyed)
             where += f", rows in the order of {', '.join(map(repr, scan.keys.order_by))}"
@@ -680,8 +682,12 @@ def grouping(
                                         "whole column")  # fmt: skip
             continue
         if scan.func in HOST_SCANS:  # of the values themselves (strings as text), every row read
-            scanned = host_scan(scan.func, scan.options, order.taken(arg) if order else arg,
-                                keyed, TableBuilder(made).dictionary)  # fmt: skip
+            if scan.func == "sort_by":  # its `by`, with a flag per key
+                scanned = permuted(scan.func, arg, scan.options, keyed,
+                                   [whole(k) for k in scan.keys.order_by])  # fmt: skip
+            else:
+                scanned = host_scan(scan.func, scan.options, order.taken(arg) if order else arg,
+                                    keyed, TableBuilder(made).dictionary)  # fmt: skip
             out.scanned[name] = order.restored(scanned) if order else scanned
             if pa.types.is_dictionary(scanned.type):  # strings it wrote: its own dictionary
                 out.moved[name] = scanned

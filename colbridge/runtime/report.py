@@ -293,6 +293,9 @@ def _grouped_work(seg: Segment, target: str,
                    "concat_str": "joined (each distinct combination once)",
                    "rolling_skew": "windowed (each window's moments taken exactly)",
                    "rolling_kurtosis": "windowed (each window's moments taken exactly)",
+                   "sort": "sorted (a stable sort)", "reverse": "reversed",
+                   "sort_by": "sorted by its `by` keys (a stable sort)",
+                   "arg_sort": "sorted to indices (a stable sort)",
                    }.get(scan.func, "flagged")  # fmt: skip
             if scan.func in ROLLING_BY_FUNCS:
                 how = "windowed by its `by` values (rows in their order, two pointers)"

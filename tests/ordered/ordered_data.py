@@ -268,3 +268,46 @@ def op_steps(dtype: str, columns: tuple[str, ...], ops: list[Op] | None = None, 
         return q.select(m.col("g"), **out)
 
     return steps, tolerance
+
+
+#: The strings of `sortable_table`: ties, bytes order and multi-byte characters.
+SORTABLE_WORDS = ["", "a", "b", "bb", "é", "日本", "a\x00", "Z"]
+
+
+def sortable_table(n: int, seed: int, *, nulls: float, offset: int = 0, chunks: int = 1,
+                   groups: int = 3) -> pa.Table:  # fmt: skip
+    """Columns of every type polars sorts and ranks, with ties and specials in each.
+
+    ``g`` holds the keys (10% null); ``f`` ``0.0`` and ``-0.0``, NaN and the
+    infinities; ``s`` and ``c`` (its categorical) empty, multi-byte and NUL-holding
+    strings; ``u64`` both halves of its range. Every other column has ``nulls`` of
+    its rows null.
+    """
+    rng = np.random.default_rng(seed)
+    total = n + offset
+
+    def mask() -> np.ndarray | None:
+        return rng.random(total) < nulls if nulls else None
+
+    floats = rng.choice(np.array([0.0, -0.0, 1.5, -2.0, np.nan, np.inf, -np.inf, 3.25]), total)
+    words = [SORTABLE_WORDS[k] for k in rng.integers(0, len(SORTABLE_WORDS), total)]
+    table = pa.table({
+        "g": pa.array(rng.integers(0, groups, total), mask=rng.random(total) < 0.1),
+        "f": pa.array(floats, mask=mask()),
+        "f32": pa.array(rng.integers(-3, 3, total).astype(np.float32), mask=mask()),
+        "i8": pa.array(rng.integers(-3, 3, total).astype(np.int8), mask=mask()),
+        "u64": pa.array(rng.choice(np.array([0, 1, 2**63, 2**64 - 1], dtype=np.uint64), total),
+                        mask=mask()),
+        "b": pa.array(rng.random(total) < 0.5, mask=mask()),
+        "s": pa.array(words, pa.string(), mask=mask()),
+        "c": pa.array(words, pa.string(), mask=mask()).dictionary_encode(),
+        "d": pa.array(rng.integers(-3, 3, total).astype(np.int32), mask=mask())
+        .cast(pa.date32()),
+        "t": pa.array(rng.integers(-3, 3, total) * 10**6, mask=mask()).cast(pa.timestamp("us")),
+        "du": pa.array(rng.integers(-3, 3, total), mask=mask()).cast(pa.duration("ms")),
+    })  # fmt: skip
+    return cut_table(table, offset, n, chunks)
+
+
+#: The columns of `sortable_table` besides its keys ``g``.
+SORTABLE_COLUMNS = ("f", "f32", "i8", "u64", "b", "s", "c", "d", "t", "du")

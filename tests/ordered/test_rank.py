@@ -23,40 +23,8 @@ from colbridge.errors import JobSpecError, SchemaError, UnsupportedOperationErro
 from colbridge.expr.nodes import RANK_METHODS
 from colbridge.testing.asserts import assert_same_as_polars
 from colbridge.testing.cuda_host import compute_on_host
-from tests.ordered.ordered_data import cut_table
-
-_WORDS = ["", "a", "b", "bb", "é", "日本", "a\x00", "Z"]
-
-
-def _table(n: int, seed: int, *, nulls: float, offset: int = 0, chunks: int = 1,
-           groups: int = 3) -> pa.Table:  # fmt: skip
-    rng = np.random.default_rng(seed)
-    total = n + offset
-
-    def mask() -> np.ndarray | None:
-        return rng.random(total) < nulls if nulls else None
-
-    floats = rng.choice(np.array([0.0, -0.0, 1.5, -2.0, np.nan, np.inf, -np.inf, 3.25]), total)
-    words = [_WORDS[k] for k in rng.integers(0, len(_WORDS), total)]
-    table = pa.table({
-        "g": pa.array(rng.integers(0, groups, total), mask=rng.random(total) < 0.1),
-        "f": pa.array(floats, mask=mask()),
-        "f32": pa.array(rng.integers(-3, 3, total).astype(np.float32), mask=mask()),
-        "i8": pa.array(rng.integers(-3, 3, total).astype(np.int8), mask=mask()),
-        "u64": pa.array(rng.choice(np.array([0, 1, 2**63, 2**64 - 1], dtype=np.uint64), total),
-                        mask=mask()),
-        "b": pa.array(rng.random(total) < 0.5, mask=mask()),
-        "s": pa.array(words, pa.string(), mask=mask()),
-        "c": pa.array(words, pa.string(), mask=mask()).dictionary_encode(),
-        "d": pa.array(rng.integers(-3, 3, total).astype(np.int32), mask=mask())
-        .cast(pa.date32()),
-        "t": pa.array(rng.integers(-3, 3, total) * 10**6, mask=mask()).cast(pa.timestamp("us")),
-        "du": pa.array(rng.integers(-3, 3, total), mask=mask()).cast(pa.duration("ms")),
-    })  # fmt: skip
-    return cut_table(table, offset, n, chunks)
-
-
-COLUMNS = ("f", "f32", "i8", "u64", "b", "s", "c", "d", "t", "du")
+from tests.ordered.ordered_data import SORTABLE_COLUMNS as COLUMNS
+from tests.ordered.ordered_data import sortable_table as _table
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
