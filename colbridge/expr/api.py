@@ -56,7 +56,13 @@ from colbridge.types import DType, parse_dtype
 from colbridge.types.business_days import DEFAULT_WEEK_MASK, holiday_days
 from colbridge.types.business_days import week_mask as business_week_mask
 from colbridge.types.dtypes import polars_type_name
-from colbridge.types.durations import parse_duration_in, timedelta_text
+from colbridge.types.durations import (
+    DURATION_PARTS,
+    UNIT_NS,
+    constant_duration,
+    parse_duration_in,
+    timedelta_text,
+)
 from colbridge.types.logical import Logical, parse_logical
 
 __all__ = [
@@ -3070,6 +3076,69 @@ def as_expr(value: Any) -> Expr:
     if isinstance(value, str):
         return col(value)
     return Expr(to_node(value))
+
+
+#: a unit's own part of ``duration`` and the other parts below a second, in the order
+#: polars adds them to it
+_SUBSECOND_PARTS = {"us": ("microseconds", ("nanoseconds", "milliseconds")),
+                    "ns": ("nanoseconds", ("microseconds", "milliseconds")),
+                    "ms": ("milliseconds", ("nanoseconds", "microseconds"))}  # fmt: skip
+
+
+def duration(*, weeks: Any = None, days: Any = None, hours: Any = None, minutes: Any = None,
+             seconds: Any = None, milliseconds: Any = None, microseconds: Any = None,
+             nanoseconds: Any = None, time_unit: str | None = None) -> Expr:
+    """A Duration from its parts, as polars' ``pl.duration`` (a fixed length: a day is 24h).
+
+    Each part is a number, a column name or an expression of integers (read as
+    Int64, strictly: a UInt64 past Int64's range is an error) or floats (Float64);
+    other types are refused, as polars refuses them. A null part makes the row null.
+    ``time_unit`` is ``"ns"`` where ``nanoseconds`` is given, else ``"us"``, unless
+    set. Computed as polars does: the parts below a second, in the unit (finer
+    ones divided toward zero), then seconds, minutes, hours, days and weeks each
+    times its length in the unit, added in that order in the parts' types
+    (integers wrap; a float part makes the sum Float64, truncated at the end, NaN or
+    out of range null). Python numbers alone fold to one constant as polars folds
+    them.
+
+    >>> import datetime as dt, polars as pl, colbridge as cb
+    >>> df = pl.DataFrame({"t": [dt.datetime(2024, 1, 1)], "n": [3]})
+    >>> df.gpu.select(cb.col("t") + cb.duration(days="n", hours=1.5)).compute()["t"].to_list()
+    [datetime.datetime(2024, 1, 4, 1, 30)]
+    """
+    given = {"weeks": weeks, "days": days, "hours": hours, "minutes": minutes,
+             "seconds": seconds, "milliseconds": milliseconds, "microseconds": microseconds,
+             "nanoseconds": nanoseconds}  # fmt: skip
+    parts = {name: value.node.value if isinstance(value, Expr) and isinstance(value.node, Literal)
+             and isinstance(value.node.value, (int, float)) else value  # (the string language's)
+             for name, value in given.items() if value is not None}  # fmt: skip
+    unit = time_unit if time_unit is not None else "ns" if nanoseconds is not None else "us"
+    if unit not in UNIT_NS:
+        msg = f"`duration(time_unit={time_unit!r})`: use 'ns', 'us' or 'ms'"
+        raise SchemaError(msg)
+    target = Logical("duration", unit)
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in parts.values())
+    if numbers and all(-(1 << 63) <= v < 1 << 63 for v in parts.values() if isinstance(v, int)):
+        ticks = constant_duration(parts, unit)  # type: ignore[arg-type]
+        return lit(ticks).cast(target)
+
+    def part(name: str) -> Expr:  # Int64 or Float64, as polars coerces each part
+        value = parts[name]
+        node = col(value).node if isinstance(value, builtins.str) else to_node(value)
+        return Expr(Function("duration_part", (node,), (name,)))
+
+    per_unit = UNIT_NS[unit]
+    own, finer = _SUBSECOND_PARTS[unit]
+    total = part(own) if own in parts else lit(0)
+    for name in finer:  # in polars' order: a finer part divided toward zero, a coarser one
+        length = DURATION_PARTS[name]  # multiplied
+        if name in parts:
+            total = total + (part(name).truncdiv(per_unit // length) if length < per_unit
+                             else part(name) * (length // per_unit))  # fmt: skip
+    for name in ("seconds", "minutes", "hours", "days", "weeks"):
+        if name in parts:
+            total = total + part(name) * (DURATION_PARTS[name] // per_unit)
+    return total.cast(DType.INT64, strict=False).cast(target)
 
 
 def int_range(start: Any = 0, end: Any = None, step: int = 1, *, dtype: Any = "int64") -> Expr:

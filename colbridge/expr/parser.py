@@ -29,6 +29,7 @@ from colbridge.errors import ColbridgeError, ExpressionSyntaxError
 from colbridge.expr import api
 from colbridge.expr.api import Expr
 from colbridge.expr.nodes import Column, Constant, Literal, Node
+from colbridge.types.durations import DURATION_PARTS
 
 __all__ = ["FUNCTIONS", "MAX_DEPTH", "MAX_LENGTH", "parse_assignments", "parse_expr"]
 
@@ -312,6 +313,12 @@ FUNCTIONS: dict[str, _Function] = {
         example=f"{name}(x, descending=True)")
        for name in ("sort", "arg_sort")},
     "reverse": _Function((_x(),), lambda x: x.reverse(), example="reverse(x)"),
+    "duration": _Function(
+        (*(_Param(name, "expr", None) for name in DURATION_PARTS),
+         _Param("time_unit", "str", None)),
+        lambda *values: api.duration(**dict(zip(DURATION_PARTS, values[:-1], strict=True)),
+                                     time_unit=values[-1]),
+        method=False, example="duration(days=n, hours=1.5)"),
     "sort_by": _Function((_x(), _Param("by", keyword=False), _Param("descending", "values", False),
                           _Param("nulls_last", "values", False)),
                          lambda x, *by, descending, nulls_last: x.sort_by(

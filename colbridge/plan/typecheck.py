@@ -1179,6 +1179,8 @@ class TypeChecker:
             return self._mean_horizontal(node)
         if node.name == "cast_like":
             return self._cast_like(node)
+        if node.name == "duration_part":
+            return self._duration_part(node)
         if node.name == "fill_zero_or_one":
             return self._fill_zero_or_one(node)
         if node.name == "scalar_fill":
@@ -1193,6 +1195,23 @@ class TypeChecker:
             return fill
         msg = f"unsupported function `{node.name}` in `{node!r}`"
         raise UnsupportedOperationError(msg)
+
+    def _duration_part(self, node: Function) -> Node:
+        """A part of ``duration(...)``: integers as Int64 (strictly), floats as Float64.
+
+        As polars coerces them; any other type is refused, as polars refuses it.
+        """
+        arg = self._check(node.args[0])
+        if self._is_dynamic(arg):
+            arg = self._materialize(arg)  # a Python int is Int64, a float Float64
+        dtype = self.types.get(arg)
+        if arg in self.logical or dtype is None or not (dtype.is_integer or dtype.is_float):
+            got = self.logical.get(arg) or dtype or "null"
+            msg = (f"`duration({node.options[0]}={node.args[0]!r})`: parts are integers or "
+                   f"floats, got {got} (as polars refuses it); cast the part to a number")
+            raise InvalidOperationError(msg)
+        target = DType.INT64 if dtype.is_integer else DType.FLOAT64
+        return self.cast_plain(arg, target, strict=True)
 
     def _is_close(self, node: Function) -> Node:
         """``x.is_close(y, abs_tol=, rel_tol=, nans_equal=)`` as polars computes it.

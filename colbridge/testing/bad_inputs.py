@@ -549,6 +549,10 @@ CASES: list[BadInput] = [
              _m(lambda q: q.with_columns(s=cb.col("name").cum_sum())), E.UnsupportedTypeError,
              r"column `name` has type .*string.*`cum_sum` is not supported for strings",
              r"cast to a number first, or use `shift` and the fills"),
+    BadInput("duration-part-type", "types", "`cb.duration(days='name')`: a string part", F,
+             _m(lambda q: q.with_columns(d=cb.duration(days="name"))),
+             E.InvalidOperationError, r"`duration\(days=col\(\"name\"\)\)`: parts are "
+             r"integers or floats, got string", r"cast the part to a number"),
     BadInput("sort-by-flags", "ordered", "`sort_by('qty', 'price', descending=[True])`: one "
              "flag for two keys", F,
              _m(lambda q: q.with_columns(s=cb.col("name").sort_by("qty", "price",

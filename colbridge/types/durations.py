@@ -23,14 +23,46 @@ import numpy as np
 from colbridge.errors import ComputeError, InvalidOperationError
 from colbridge.types.timezones import zone_table
 
-__all__ = ["Duration", "minus_duration", "parse_duration", "parse_duration_in",
-           "timedelta_text"]
+__all__ = ["DURATION_PARTS", "UNIT_NS", "Duration", "constant_duration", "minus_duration",
+           "parse_duration", "parse_duration_in", "timedelta_text"]
 
 _NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9}
 _NS_DAY = 86_400 * 10**9
 _NS_WEEK = 7 * _NS_DAY
 #: nanoseconds per unit of a datetime column
 UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000}
+
+
+#: ``duration(...)``'s parts, largest first, and each one's length in nanoseconds
+DURATION_PARTS = {"weeks": _NS_WEEK, "days": _NS_DAY, "hours": 3600 * 10**9,
+                  "minutes": 60 * 10**9, "seconds": 10**9, "milliseconds": 1_000_000,
+                  "microseconds": 1_000, "nanoseconds": 1}  # fmt: skip
+_I64 = 1 << 63
+
+
+def constant_duration(parts: dict[str, int | float], unit: str) -> int:
+    """``duration(**parts)`` of Python numbers in ticks of ``unit``, as polars folds it.
+
+    Integers: the exact sum in nanoseconds, divided toward zero by the unit's
+    nanoseconds, then wrapped to int64 (Rust's ``i128 as i64``). With a float among
+    them: the sum in float64, added largest part first, divided, then saturated to
+    int64 (Rust's ``f64 as i64``: NaN is 0).
+    """
+    values = [parts.get(name, 0) for name in DURATION_PARTS]
+    per_unit = UNIT_NS[unit]
+    if all(isinstance(v, int) for v in values):
+        total = sum(int(v) * ns for v, ns in zip(values, DURATION_PARTS.values(), strict=True))
+        ticks = abs(total) // per_unit * (1 if total >= 0 else -1)
+        return (ticks + _I64) % (1 << 64) - _I64
+    w, d, h, m, sec, ms, us, ns = (float(v) for v in values)
+    total_ns = (w * 7.0 * _NS_DAY + d * float(_NS_DAY) + h * 3600.0 * 1e9 + m * 60.0 * 1e9
+                + sec * 1e9 + ms * 1e6 + us * 1e3 + ns)  # fmt: skip
+    ticks_f = total_ns / float(per_unit)
+    if ticks_f != ticks_f:
+        return 0
+    if ticks_f >= float(_I64):
+        return _I64 - 1
+    return max(int(ticks_f), -_I64)
 
 
 @dataclass(frozen=True, slots=True)
