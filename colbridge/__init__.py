@@ -36,6 +36,8 @@ from colbridge.expr.api import (
     concat_str,
     corr,
     cov,
+    date,
+    datetime,
     duration,
     int_range,
     len,
@@ -46,6 +48,7 @@ from colbridge.expr.api import (
     rolling_corr,
     rolling_cov,
     sum_horizontal,
+    time,
     when,
 )
 from colbridge.expr.parser import parse_assignments, parse_expr
@@ -239,6 +242,8 @@ __all__ = [
     "cov",
     "cum_count",
     "cum_sum",
+    "date",
+    "datetime",
     "duration",
     "exclude",
     "first",
@@ -264,6 +269,7 @@ __all__ = [
     "std",
     "sum",
     "sum_horizontal",
+    "time",
     "to_tensor",
     "to_torch",
     "udf",

@@ -3078,6 +3078,71 @@ def as_expr(value: Any) -> Expr:
     return Expr(to_node(value))
 
 
+def datetime(year: Any, month: Any, day: Any, hour: Any = None, minute: Any = None,
+             second: Any = None, microsecond: Any = None, *, time_unit: str = "us",
+             time_zone: str | None = None, ambiguous: str = "raise") -> Expr:
+    """A Datetime from its parts, as polars' ``pl.datetime``.
+
+    Each part a number, a column name or an expression; cast as polars casts them,
+    not strictly (``year`` to Int32, ``month`` ... ``second`` to Int8, ``microsecond``
+    to Int32 and then to nanoseconds there, wrapping): a part that does not fit (or
+    a string that does not parse) makes its row null, as does a null part. A row
+    whose parts are no date and time (month 13, February 30, hour 24, ...) fails the
+    compute with `InvalidOperationError` (polars: ``ComputeError``). With
+    ``time_zone`` the wall time is placed in that zone (``ambiguous`` as in
+    ``dt.replace_time_zone``; a time in a daylight-saving gap fails, as in polars).
+
+    >>> import polars as pl, colbridge as cb
+    >>> df = pl.DataFrame({"m": [2, 12], "h": [5, 23]})
+    >>> df.gpu.select(t=cb.datetime(2024, "m", 29, "h", 30)).compute()["t"].to_list()
+    [datetime.datetime(2024, 2, 29, 5, 30), datetime.datetime(2024, 12, 29, 23, 30)]
+    """
+    if time_unit not in UNIT_NS:
+        msg = f"`datetime(time_unit={time_unit!r})`: use 'ns', 'us' or 'ms'"
+        raise SchemaError(msg)
+
+    def part(value: Any, dtype: DType) -> Node:  # cast as polars casts it: not strictly
+        given = 0 if value is None else value
+        expr = col(given) if isinstance(given, builtins.str) else as_expr(given)
+        return expr.cast(dtype, strict=False).node
+
+    nanos = Expr(part(microsecond, DType.INT32)) * lit(1_000).cast(DType.INT32)
+    parts = (part(year, DType.INT32), *(part(v, DType.INT8) for v in (month, day, hour, minute,
+                                                                       second)), nanos.node)
+    # Python integers alone (no zone): polars builds the value with chrono's `with_*`,
+    # which takes a leap second's nanoseconds (1e9 to 2e9) in any second
+    given = (year, month, day, hour, minute, second, microsecond)
+    folded = time_zone is None and all(v is None or (isinstance(v, int) and not isinstance(
+        v, bool)) for v in given)  # fmt: skip
+    out = Expr(Function("datetime_parts", parts, (time_unit, None, folded)))
+    if time_zone is not None:
+        out = out.dt.replace_time_zone(time_zone, ambiguous=ambiguous)
+    return out
+
+
+def date(year: Any, month: Any, day: Any) -> Expr:
+    """A Date from its parts, as polars' ``pl.date``: `datetime`'s rules, then its date.
+
+    >>> import polars as pl, colbridge as cb
+    >>> df = pl.DataFrame({"y": [2024, None], "m": [2, 3]})
+    >>> df.gpu.select(d=cb.date("y", "m", 29)).compute()["d"].to_list()
+    [datetime.date(2024, 2, 29), None]
+    """
+    return datetime(year, month, day).cast(Logical("date"))
+
+
+def time(hour: Any = None, minute: Any = None, second: Any = None,
+         microsecond: Any = None) -> Expr:  # fmt: skip
+    """A Time from its parts, as polars' ``pl.time``: `datetime`'s rules on 1970-01-01.
+
+    >>> import polars as pl, colbridge as cb
+    >>> df = pl.DataFrame({"h": [9, 23]})
+    >>> df.gpu.select(t=cb.time("h", 30)).compute()["t"].to_list()
+    [datetime.time(9, 30), datetime.time(23, 30)]
+    """
+    return datetime(1970, 1, 1, hour, minute, second, microsecond).cast(Logical("time"))
+
+
 #: a unit's own part of ``duration`` and the other parts below a second, in the order
 #: polars adds them to it
 _SUBSECOND_PARTS = {"us": ("microseconds", ("nanoseconds", "milliseconds")),
@@ -3448,6 +3513,34 @@ class DateTimeNamespace:
     def convert_time_zone(self, time_zone: str) -> Expr:
         """The same instants, seen in another time zone (only the fields change)."""
         return self._f("convert_time_zone", time_zone)
+
+    def replace(self, *, year: Any = None, month: Any = None, day: Any = None,
+                hour: Any = None, minute: Any = None, second: Any = None,
+                microsecond: Any = None, ambiguous: str = "raise") -> Expr:  # fmt: skip
+        """Dates or datetimes with some of their parts replaced, as polars' ``dt.replace``.
+
+        Each part given (a number, a column name or an expression) is cast strictly as
+        polars casts it (year to Int32, the others to Int8, microseconds to Int32); where
+        it is null the row keeps its own part (all of its sub-second nanoseconds for
+        ``microsecond``). A Date takes ``year``, ``month`` and ``day`` only. The parts
+        of a zoned datetime are its wall-clock ones, placed back in its zone
+        (``ambiguous`` as in `replace_time_zone`). A row whose parts make no date and
+        time (February 30, ...) fails the compute, as in polars; a null row stays null.
+
+        >>> import datetime as dt, polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"d": [dt.date(2024, 1, 31), None], "m": [2, 3]})
+        >>> df.gpu.select(cb.col("d").dt.replace(month="m", day=1)).compute()["d"].to_list()
+        [datetime.date(2024, 2, 1), None]
+        """
+        parts = (year, month, day, hour, minute, second, microsecond)
+        nodes = [Literal(None) if v is None else
+                 col(v).node if isinstance(v, builtins.str) else as_expr(v).node
+                 for v in parts]  # fmt: skip
+        if not isinstance(ambiguous, builtins.str):
+            msg = (f"`dt.replace(ambiguous={ambiguous!r})`: 'raise', 'earliest', 'latest' or "
+                   "'null' (per-row expressions are not supported)")  # fmt: skip
+            raise UnsupportedOperationError(msg)
+        return Expr(Function("dt.replace", (self._expr.node, *nodes), (ambiguous,)))
 
     def replace_time_zone(self, time_zone: str | None, *, ambiguous: str = "raise",
                           non_existent: str = "raise") -> Expr:  # fmt: skip

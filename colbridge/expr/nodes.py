@@ -1238,6 +1238,13 @@ def _format(node: Node) -> str:
 
 def _format_function(node: Function) -> str:
     args = [repr(a) for a in node.args]
+    if node.name == "dt.replace":  # the parts given, by name
+        names = ("year", "month", "day", "hour", "minute", "second", "microsecond")
+        given = [f"{name}={arg!r}" for name, arg in zip(names, node.args[1:], strict=True)
+                 if not (isinstance(arg, Literal) and arg.value is None)]  # fmt: skip
+        if node.options[0] != "raise":
+            given.append(f"ambiguous={node.options[0]!r}")
+        return f"{args[0]}.dt.replace({', '.join(given)})"
     if "." in node.name or node.name in ("cast", "to_physical"):
         params = ", ".join(_format_param(p) for p in node.options)
         inner = ", ".join(x for x in (", ".join(args[1:]), params) if x)
@@ -1248,6 +1255,13 @@ def _format_function(node: Function) -> str:
         return f"int_range(len(), dtype={node.options[0]}){window}"
     if node.name == "fill_zero_or_one":
         return f"{args[0]}.fill_null(strategy={'one' if node.options[0] else 'zero'!r})"
+    if node.name == "datetime_parts" and node.options[1] is not None:  # `dt.replace`'s
+        return str(node.options[1])
+    if node.name == "datetime_parts":  # the parts as written, before polars' casts
+        casts = [*node.args[:6], node.args[6].left if isinstance(node.args[6], Binary)
+                 else node.args[6]]  # `microsecond` cast, then times 1,000  # fmt: skip
+        written = [repr(a.arg if isinstance(a, Cast) else a) for a in casts]
+        return f"datetime({', '.join(written)}, time_unit={node.options[0]!r})"
     if node.name.endswith("_horizontal"):
         extra = [] if not node.options or node.options[0] else ["ignore_nulls=False"]
         return f"{node.name}({', '.join(args + extra)})"

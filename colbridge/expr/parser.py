@@ -486,19 +486,44 @@ def _namespaced(namespace: str, name: str) -> _Function:
                      example=f"{name}(x)")  # fmt: skip
 
 
-def _temporal_constant(kind: str) -> _Function:
-    def build(text: str) -> Expr:
-        cls = _dt.datetime if kind == "datetime" else _dt.date
-        try:
-            value = cls.fromisoformat(text)
-        except ValueError:
-            msg = f"not an ISO {kind}: {text!r}"
-            raise ValueError(msg) from None
-        return api.lit(value)
+_TEMPORAL_PARTS = {"datetime": ("year", "month", "day", "hour", "minute", "second",
+                                  "microsecond"),
+                   "date": ("year", "month", "day"),
+                   "time": ("hour", "minute", "second", "microsecond")}  # fmt: skip
 
-    example = f"{kind}('2013-06-01')"
-    return _Function((_Param("text", "str", keyword=False),), build, method=False,
-                     example=example)  # fmt: skip
+
+def _temporal(kind: str) -> _Function:
+    """``date(y, m, d)``, ``datetime(y, m, d, h, ...)`` or ``time(h, m, ...)`` of ``kind``.
+
+    Built from their parts as `cb.date` (`cb.datetime`, `cb.time`) builds them;
+    ``date('2013-06-01')`` and ``datetime('...')``: one ISO text, a constant.
+    """
+    names = _TEMPORAL_PARTS[kind]
+    options = (_Param("time_unit", "str", "us"), _Param("time_zone", "str", None),
+               _Param("ambiguous", "str", "raise")) if kind == "datetime" else ()  # fmt: skip
+
+    def build(*values: Any) -> Expr:
+        parts, settings = values[:len(names)], values[len(names):]
+        first = parts[0]
+        if kind != "time" and all(p is None for p in parts[1:]) and isinstance(first, Expr) \
+                and isinstance(first.node, Constant) and isinstance(first.node.value, str):
+            cls = _dt.datetime if kind == "datetime" else _dt.date
+            try:
+                return api.lit(cls.fromisoformat(first.node.value))
+            except ValueError:
+                msg = f"not an ISO {kind}: {first.node.value!r}"
+                raise ValueError(msg) from None
+        if kind == "datetime":
+            unit, tz, ambiguous = settings
+            return api.datetime(*parts, time_unit=unit, time_zone=tz, ambiguous=ambiguous)
+        return getattr(api, kind)(*parts)  # type: ignore[no-any-return]
+
+    required = 1 if kind != "time" else 0  # (the ISO text alone, or the parts)
+    params = tuple(_Param(n, "expr", None if i >= required else _REQUIRED)
+                   for i, n in enumerate(names))  # fmt: skip
+    example = {"date": "date(year, month, 1)", "datetime": "datetime(2024, m, d, hour=h)",
+               "time": "time(h, 30)"}[kind]  # fmt: skip
+    return _Function((*params, *options), build, method=False, example=example)
 
 
 def _matching(name: str) -> _Function:
@@ -512,8 +537,7 @@ def _matching(name: str) -> _Function:
 FUNCTIONS.update({
     **{name: _namespaced("dt", name) for name in _DT_FIELDS},
     **{name: _namespaced("str", name) for name in _STR_FUNCS},
-    "datetime": _temporal_constant("datetime"),
-    "date": _temporal_constant("date"),
+    **{kind: _temporal(kind) for kind in _TEMPORAL_PARTS},
     **{name: _matching(name) for name in ("starts_with", "ends_with", "contains")},
 })  # fmt: skip
 _METHODS = sorted(name for name, fn in FUNCTIONS.items() if fn.method)
@@ -523,7 +547,8 @@ _METHODS = sorted(name for name, fn in FUNCTIONS.items() if fn.method)
 _NAMESPACE_METHODS: dict[str, frozenset[str]] = {
     "dt": frozenset({*_DT_FIELDS, "date", "time", "epoch", "timestamp", "truncate",
                      "convert_time_zone", "cast_time_unit", "offset_by", "round",
-                     "to_string", "strftime", "is_business_day", "add_business_days"}),
+                     "to_string", "strftime", "is_business_day", "add_business_days",
+                     "replace"}),
     "str": frozenset({*_STR_FUNCS, "starts_with", "ends_with", "contains", "to_datetime",
                       "to_date", "slice", "head", "tail", "strip_chars", "strip_chars_start",
                       "strip_chars_end", "strip_prefix", "strip_suffix", "pad_start",

@@ -443,21 +443,114 @@ class LogicalTyping:
         year = self.add(year0, self.to_int(self.op("le", month, 2)))
         return {"year": year, "month": month, "day": day, "doy": doy, "march_on": march_on}
 
-    def days_from_civil(self, year: Node, month: Node | int, day: int) -> Node:
-        """The day count of a civil date (the month may be a constant; the day is one)."""
+    def days_from_civil(self, year: Node, month: Node | int, day: Node | int) -> Node:
+        """The day count of a civil date (month and day each a node or a constant)."""
         if isinstance(month, int):
             y = self.sub(year, 1 if month <= 2 else 0)
             mp = month + 9 if month <= 2 else month - 3
-            doy = self.const((153 * mp + 2) // 5 + day - 1)
+            first = (153 * mp + 2) // 5  # the month's first day in the March-based year
+            doy = self.const(first + day - 1) if isinstance(day, int) \
+                else self.add(self.sub(day, 1), first)  # fmt: skip
         else:
             y = self.sub(year, self.to_int(self.op("le", month, 2)))
             mp_node = self.select(self.op("gt", month, 2), self.sub(month, 3), self.add(month, 9))
-            doy = self.add(self.fdiv(self.add(self.mul(mp_node, 153), 2), 5), day - 1)
+            doy = self.add(self.fdiv(self.add(self.mul(mp_node, 153), 2), 5),
+                           self.sub(day, 1))  # fmt: skip
         era = self.fdiv(y, 400)
         yoe = self.sub(y, self.mul(era, 400))
         leap_days = self.sub(self.fdiv(yoe, 4), self.fdiv(yoe, 100))
         doe = self.add(self.add(self.mul(yoe, 365), leap_days), doy)
         return self.sub(self.add(self.mul(era, 146_097), doe), 719_468)
+
+    def datetime_parts(self, node: Function) -> Node:
+        """``datetime(year, month, day, hour, minute, second, ...)`` of integer parts.
+
+        The parts come cast as polars casts them (year Int32; month, day, hour, minute,
+        second Int8; nanoseconds Int32, the microseconds times 1,000 wrapped there);
+        a row is valid where chrono's ``NaiveDate::from_ymd_opt`` and
+        ``and_hms_nano_opt`` accept it: years -262,143 to 262,142, a day of the month,
+        a time of day, nanoseconds under 2e9 and at or past 1e9 only in second 59 (a
+        leap second, counted into the next second as chrono counts it; in any second
+        where polars folds Python integers alone, as chrono's ``with_nanosecond``
+        takes them). Any other
+        row with every part present fails the compute; in nanoseconds, a time past
+        int64's range fails too (polars panics there).
+        """
+        # the unit, `dt.replace`'s text (its repr shows it) and whether a leap second's
+        # nanoseconds come in any second (polars' fold of Python integers)
+        unit, _, leap_anywhere = node.options
+        y, month, day, hour, minute, second, nanos = (
+            self.i64(self.tc.check_child(a)) for a in node.args)  # fmt: skip
+
+        def within(value: Node, lo: int, hi: int) -> Node:
+            return self.both("and", self.op("ge", value, lo), self.op("le", value, hi))
+
+        date_ok = self.both("and", self.both("and", within(y, -262_143, 262_142),
+                                             within(month, 1, 12)),
+                            within(day, 1, 31))  # fmt: skip
+        date_ok = self.both("and", date_ok, self.op("le", day, self.days_in_month(y, month)))
+        in_second_59 = self.both("or", self.op("lt", nanos, 10**9), self.op("eq", second, 59))
+        leap_ok = self.op("lt", nanos, 2 * 10**9) if leap_anywhere else in_second_59
+        time_ok = self.both("and", self.both("and", within(hour, 0, 23), within(minute, 0, 59)),
+                            self.both("and", within(second, 0, 59),
+                                      within(nanos, 0, 2 * 10**9 - 1)))  # fmt: skip
+        ok = self.both("and", date_ok, self.both("and", time_ok, leap_ok))
+        days = self.days_from_civil(y, month, day)
+        seconds = self.add(self.add(self.mul(days, 86_400), self.mul(hour, 3_600)),
+                           self.add(self.mul(minute, 60), second))  # fmt: skip
+        per_second = UNIT_PER_SECOND[unit]
+        ticks = self.add(self.mul(seconds, per_second), self.fdiv(nanos, 10**9 // per_second))
+        what = "invalid date or time components (a month outside 1-12, a day past its "\
+            "month's end, a year outside -262143..262142, an hour, minute or second out "\
+            "of range, a microsecond part outside 0..999999)"  # fmt: skip
+        if unit == "ns":  # the day and time of day within int64's nanoseconds
+            hi_days, lo_days = (2**63 - 1) // _NS_PER_DAY, -(2**63) // _NS_PER_DAY
+            time_of_day = self.sub(ticks, self.mul(days, _NS_PER_DAY))
+            fits = self.both("and",
+                             self.both("or", self.op("lt", days, hi_days), self.both(
+                                 "and", self.op("eq", days, hi_days),
+                                 self.op("le", time_of_day, 2**63 - 1 - hi_days * _NS_PER_DAY))),
+                             self.both("or", self.op("gt", days, lo_days), self.both(
+                                 "and", self.op("eq", days, lo_days),
+                                 self.op("ge", time_of_day, -(2**63) - lo_days * _NS_PER_DAY))))
+            ok = self.both("and", ok, fits)
+            what += " or a time outside Datetime('ns')'s range (1677 to 2262)"
+        msg = f"`{node!r}`: {what}; check the parts, or null them where they are invalid"
+        value = self.rec(Check(ticks, ok, msg), I64)
+        return self.mark(value, Logical("datetime", unit))
+
+    def replace_parts(self, arg: Node, node: Function) -> Node:
+        """``dt.replace(...)``: each part given (cast strictly) or the value's own.
+
+        Written as `datetime_parts` of ``coalesce(part, x.dt.<part>())`` (microseconds
+        times 1,000 in Int32, else the value's nanoseconds), then back to a Date or to
+        the value's zone, and null wherever the value is null (polars keeps its
+        nulls: a part given to a null row does not make it a value).
+        """
+        logical = self._need(arg, node, ("date", "datetime"), "a Date or a Datetime")
+        x, given = node.args[0], node.args[1:]
+        fields = ("year", "month", "day", "hour", "minute", "second", "microsecond")
+        kinds = (DType.INT32, *(DType.INT8,) * 5, DType.INT32)
+        parts: list[Node] = []
+        for field, dtype, value in zip(fields, kinds, given, strict=True):
+            own: Node = Function("dt.nanosecond" if field == "microsecond" else f"dt.{field}",
+                                 (x,))  # fmt: skip
+            if logical.kind == "date" and field not in ("year", "month", "day"):
+                own = Literal(0, dtype)  # a date's time of day, whatever is given
+            elif not (isinstance(value, Literal) and value.value is None):
+                new: Node = Cast(value, dtype, strict=True)
+                if field == "microsecond":
+                    new = Binary("mul", new, Literal(1_000, DType.INT32))
+                own = Coalesce((new, own))
+            parts.append(own)
+        unit = "us" if logical.kind == "date" else logical.unit
+        out: Node = Function("datetime_parts", tuple(parts), (unit, repr(node), False))
+        if logical.kind == "date":
+            out = Function("cast", (out,), (logical, True))
+        elif logical.tz is not None:
+            out = Function("dt.replace_time_zone", (out,),
+                           (logical.tz, node.options[0], "raise"))  # fmt: skip
+        return self.tc.typed(When(Unary("is_not_null", x), out, Literal(None)))
 
     def is_leap(self, year: Node) -> Node:
         """True in leap years of the proleptic Gregorian calendar."""
@@ -490,6 +583,8 @@ class LogicalTyping:
             return self.to_physical(args[0], node)
         if name == "dt.add_business_days":  # two expressions: the date and `n`
             return self.add_business_days(args[0], args[1], node)
+        if name == "dt.replace":  # the value and its parts
+            return self.replace_parts(args[0], node)
         if name.startswith("dt."):
             return self.dt(name[3:], args[0], node)
         if name.startswith("str."):

@@ -1181,6 +1181,8 @@ class TypeChecker:
             return self._cast_like(node)
         if node.name == "duration_part":
             return self._duration_part(node)
+        if node.name == "datetime_parts":
+            return self._lt.datetime_parts(node)
         if node.name == "fill_zero_or_one":
             return self._fill_zero_or_one(node)
         if node.name == "scalar_fill":

@@ -553,6 +553,12 @@ CASES: list[BadInput] = [
              _m(lambda q: q.with_columns(d=cb.duration(days="name"))),
              E.InvalidOperationError, r"`duration\(days=col\(\"name\"\)\)`: parts are "
              r"integers or floats, got string", r"cast the part to a number"),
+    BadInput("date-invalid-parts", "types", "`cb.date(2023, 2, 'qty')`: February 29th of a "
+             "common year, and later days", F,
+             _m(lambda q: q.with_columns(d=cb.date(2023, 2, cb.col("qty") + 28))),
+             E.InvalidOperationError, r"`datetime\(lit\(2023\), lit\(2\), \(col\(\"qty\"\) \+ "
+             r"lit\(28\)\).*`: invalid date or time components",
+             r"check the parts, or null them where they are invalid"),
     BadInput("sort-by-flags", "ordered", "`sort_by('qty', 'price', descending=[True])`: one "
              "flag for two keys", F,
              _m(lambda q: q.with_columns(s=cb.col("name").sort_by("qty", "price",

@@ -62,7 +62,9 @@ def constant_duration(parts: dict[str, int | float], unit: str) -> int:
         return 0
     if ticks_f >= float(_I64):
         return _I64 - 1
-    return max(int(ticks_f), -_I64)
+    if ticks_f <= -float(_I64):
+        return -_I64
+    return int(ticks_f)
 
 
 @dataclass(frozen=True, slots=True)

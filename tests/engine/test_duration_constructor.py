@@ -100,6 +100,9 @@ def test_whole_numbers_fold_toward_zero(parts: dict[str, int], unit: str) -> Non
     ({"nanoseconds": -1, "milliseconds": 0}, "ms", 0),
     ({"microseconds": -2_500_001}, "ms", -2500),
     ({"days": 1.5, "nanoseconds": -1}, "us", 129_599_999_999),
+    ({"weeks": -3e293}, "ns", -(2**63)),  # saturated, -inf too
+    ({"days": float("inf")}, "ms", 2**63 - 1),
+    ({"days": float("nan"), "hours": 1}, "us", 0),
 ])  # fmt: skip
 def test_folded_edges(parts: dict[str, Any], unit: str, ticks: int) -> None:
     assert pl.select(pl.duration(**parts, time_unit=unit)).to_series().cast(pl.Int64)[0] == ticks
