@@ -311,3 +311,45 @@ def sortable_table(n: int, seed: int, *, nulls: float, offset: int = 0, chunks: 
 
 #: The columns of `sortable_table` besides its keys ``g``.
 SORTABLE_COLUMNS = ("f", "f32", "i8", "u64", "b", "s", "c", "d", "t", "du")
+
+
+def assert_streams_and_dask_refuse(tmp_path: Any, build: Callable[[Any], Any],
+                                   streamed: str) -> None:  # fmt: skip
+    """``build(cb.col("x"))`` refused by a streamed job (message ``streamed``) and by Dask.
+
+    For operations computed on the host from a whole column: no stream carries them,
+    and a Dask partition holds only part of the column.
+    """
+    import dask.dataframe as dd
+    import pandas as pd
+    import polars as pl
+    import pyarrow.parquet as pq
+    import pytest
+
+    import colbridge as cb
+    from colbridge.errors import JobSpecError
+
+    path = tmp_path / "a.parquet"
+    pq.write_table(pa.table({"x": [1.0, 2.0, 3.0]}), path)
+    with pytest.raises(JobSpecError, match=streamed):
+        pl.scan_parquet(path).gpu.with_columns(r=build(cb.col("x"))).compute()
+    pdf = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0]})
+    q = cb.lazy(pdf).with_columns(r=build(cb.col("x")))
+    with pytest.raises(JobSpecError, match=r"not supported in a Dask plan .* Run them in memory"):
+        cb.dask.apply(q, dd.from_pandas(pdf, npartitions=2)).compute()
+
+
+def assert_cuda_code_path_agrees(table: pa.Table, outputs: Callable[[Any], dict[str, Any]]
+                                 ) -> Any:  # fmt: skip
+    """``select(**outputs(m))`` on the CUDA code path (run on the host): the CPU's answer
+    and polars' (compared in polars, which counts NaN equal to NaN). Returns the query."""
+    import polars as pl
+
+    import colbridge as cb
+    from colbridge.testing.cuda_host import compute_on_host
+
+    q = cb.lazy(table).select("g", **outputs(cb))
+    on_host = pl.from_arrow(compute_on_host(q))
+    assert on_host.equals(pl.from_arrow(q.compute(device="cpu")))
+    assert on_host.equals(pl.from_arrow(table).select("g", **outputs(pl)))
+    return q

@@ -22,13 +22,17 @@ from hypothesis import strategies as st
 import colbridge as cb
 from colbridge.errors import (
     InvalidOperationError,
-    JobSpecError,
     SchemaError,
     UnsupportedOperationError,
 )
 from colbridge.testing.asserts import assert_same_as_polars
-from colbridge.testing.cuda_host import compute_on_host
-from tests.ordered.ordered_data import SORTABLE_COLUMNS, SORTABLE_WORDS, sortable_table
+from tests.ordered.ordered_data import (
+    SORTABLE_COLUMNS,
+    SORTABLE_WORDS,
+    assert_cuda_code_path_agrees,
+    assert_streams_and_dask_refuse,
+    sortable_table,
+)
 
 
 def _with_enum(table: pa.Table) -> pa.Table:
@@ -233,32 +237,14 @@ def test_sort_by_refusals_name_the_way_out() -> None:
 
 
 def test_streams_and_dask_refuse_them(tmp_path: Any) -> None:
-    import dask.dataframe as dd
-    import pandas as pd
-    import pyarrow.parquet as pq
-
-    path = tmp_path / "a.parquet"
-    pq.write_table(pa.table({"x": [1.0, 2.0, 3.0]}), path)
-    with pytest.raises(JobSpecError, match=r"`col\(\"x\"\).sort\(.*not supported in a "
-                                           r"streamed job"):  # fmt: skip
-        pl.scan_parquet(path).gpu.with_columns(r=cb.col("x").sort()).compute()
-    pdf = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0]})
-    q = cb.lazy(pdf).with_columns(r=cb.col("x").reverse())
-    with pytest.raises(JobSpecError, match=r"not supported in a Dask plan .* Run them in memory"):
-        cb.dask.apply(q, dd.from_pandas(pdf, npartitions=2)).compute()
+    assert_streams_and_dask_refuse(tmp_path, lambda x: x.sort(),
+                                   r"`col\(\"x\"\).sort\(.*not supported in a streamed job")
+    assert_streams_and_dask_refuse(tmp_path, lambda x: x.reverse(), r"\.reverse\(\)")
 
 
 def test_the_cuda_code_path_gives_the_cpu_answers() -> None:
-    table = sortable_table(2_000, 5, nulls=0.2, groups=30)
-    q = cb.lazy(table).select(
-        "g", a=cb.col("f").sort().over("g"), b=cb.col("i8").arg_sort(descending=True) * 2,
-        c=cb.col("s").reverse(), d=cb.col("d").sort(nulls_last=True),
-    )  # fmt: skip
-    on_host = compute_on_host(q)
-    # (compared in polars, which counts NaN equal to NaN, as pyarrow does not)
-    assert pl.from_arrow(on_host).equals(pl.from_arrow(q.compute(device="cpu")))
-    want = pl.from_arrow(table).select(
-        "g", a=pl.col("f").sort().over("g"), b=pl.col("i8").arg_sort(descending=True) * 2,
-        c=pl.col("s").reverse(), d=pl.col("d").sort(nulls_last=True),
-    )  # fmt: skip
-    assert pl.from_arrow(on_host).equals(want)
+    assert_cuda_code_path_agrees(sortable_table(2_000, 5, nulls=0.2, groups=30), lambda m: {
+        "a": m.col("f").sort().over("g"), "b": m.col("i8").arg_sort(descending=True) * 2,
+        "c": m.col("s").reverse(), "d": m.col("d").sort(nulls_last=True),
+        "e": m.col("i8").sort_by("s", "f", descending=[True, False], maintain_order=True),
+    })

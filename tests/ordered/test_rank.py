@@ -19,11 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import colbridge as cb
-from colbridge.errors import JobSpecError, SchemaError, UnsupportedOperationError
+from colbridge.errors import SchemaError, UnsupportedOperationError
 from colbridge.expr.nodes import RANK_METHODS
 from colbridge.testing.asserts import assert_same_as_polars
-from colbridge.testing.cuda_host import compute_on_host
 from tests.ordered.ordered_data import SORTABLE_COLUMNS as COLUMNS
+from tests.ordered.ordered_data import assert_cuda_code_path_agrees, assert_streams_and_dask_refuse
 from tests.ordered.ordered_data import sortable_table as _table
 
 
@@ -138,34 +138,16 @@ def test_an_enum_is_refused_naming_both_ways_out() -> None:
 
 
 def test_streams_and_dask_refuse_it(tmp_path: Any) -> None:
-    import dask.dataframe as dd
-    import pandas as pd
-    import pyarrow.parquet as pq
-
-    path = tmp_path / "a.parquet"
-    pq.write_table(pa.table({"x": [1.0, 2.0, 3.0]}), path)
     # no "reverse the data" at the end: that does not help a rank
-    refused = (r"`col\(\"x\"\).rank\(.*centred windows; .*; rank, interpolate\) are not "
-               r"supported in a streamed job.*`pl\.read_parquet\(\.\.\.\)`\)$")
-    with pytest.raises(JobSpecError, match=refused):
-        pl.scan_parquet(path).gpu.with_columns(r=cb.col("x").rank()).compute()
-    pdf = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0]})
-    q = cb.lazy(pdf).with_columns(r=cb.col("x").rank())
-    with pytest.raises(JobSpecError, match=r"not supported in a Dask plan .* Run them in memory"):
-        cb.dask.apply(q, dd.from_pandas(pdf, npartitions=2)).compute()
+    assert_streams_and_dask_refuse(
+        tmp_path, lambda x: x.rank(),
+        r"`col\(\"x\"\).rank\(.*centred windows; .*; rank, interpolate\) are not "
+        r"supported in a streamed job.*`pl\.read_parquet\(\.\.\.\)`\)$")
 
 
 def test_the_cuda_code_path_gives_the_cpu_answers() -> None:
-    table = _table(2_000, 5, nulls=0.2, groups=30)
-    q = cb.lazy(table).select(
-        "g", a=cb.col("f").rank("average").over("g"), b=cb.col("i8").rank("dense") * 2,
-        c=cb.col("s").rank("max", descending=True),
-    )  # fmt: skip
-    on_host = compute_on_host(q)
-    assert on_host.equals(q.compute(device="cpu"))
-    want = pl.from_arrow(table).select(
-        "g", a=pl.col("f").rank("average").over("g"), b=pl.col("i8").rank("dense") * 2,
-        c=pl.col("s").rank("max", descending=True),
-    )  # fmt: skip
-    assert pl.from_arrow(on_host).equals(want)
+    q = assert_cuda_code_path_agrees(_table(2_000, 5, nulls=0.2, groups=30), lambda m: {
+        "a": m.col("f").rank("average").over("g"), "b": m.col("i8").rank("dense") * 2,
+        "c": m.col("s").rank("max", descending=True),
+    })
     assert "ranked on the host CPU from its whole column" in q.explain(device="cpu")
