@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from hypothesis import strategies as st
 
 from colbridge.testing.asserts import EXACT, Tolerance
 
@@ -308,6 +309,14 @@ def sortable_table(n: int, seed: int, *, nulls: float, offset: int = 0, chunks: 
     })  # fmt: skip
     return cut_table(table, offset, n, chunks)
 
+
+#: Hypothesis strategies for `sortable_table`'s arguments: sizes from empty to a few
+#: hundred rows, no to all nulls, slices and chunks, one to a hundred groups.
+SORTABLE_SHAPES = {
+    "n": st.sampled_from([0, 1, 2, 5, 40, 300]), "seed": st.integers(0, 2**31 - 1),
+    "nulls": st.sampled_from([0.0, 0.3, 1.0]), "offset": st.sampled_from([0, 5]),
+    "chunks": st.sampled_from([1, 3]), "groups": st.sampled_from([1, 4, 100]),
+}
 
 #: The columns of `sortable_table` besides its keys ``g``.
 SORTABLE_COLUMNS = ("f", "f32", "i8", "u64", "b", "s", "c", "d", "t", "du")

@@ -28,6 +28,7 @@ from colbridge.errors import (
 from colbridge.testing.asserts import assert_same_as_polars
 from tests.ordered.ordered_data import (
     SORTABLE_COLUMNS,
+    SORTABLE_SHAPES,
     SORTABLE_WORDS,
     assert_cuda_code_path_agrees,
     assert_streams_and_dask_refuse,
@@ -48,12 +49,7 @@ COLUMNS = (*SORTABLE_COLUMNS, "e")
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    n=st.sampled_from([0, 1, 2, 5, 40, 300]),
-    seed=st.integers(0, 2**31 - 1),
-    nulls=st.sampled_from([0.0, 0.3, 1.0]),
-    offset=st.sampled_from([0, 5]),
-    chunks=st.sampled_from([1, 3]),
-    groups=st.sampled_from([1, 4, 100]),
+    **SORTABLE_SHAPES,
     descending=st.booleans(),
     nulls_last=st.booleans(),
     columns=st.lists(st.sampled_from(COLUMNS), min_size=1, max_size=3, unique=True),

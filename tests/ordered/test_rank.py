@@ -23,18 +23,17 @@ from colbridge.errors import SchemaError, UnsupportedOperationError
 from colbridge.expr.nodes import RANK_METHODS
 from colbridge.testing.asserts import assert_same_as_polars
 from tests.ordered.ordered_data import SORTABLE_COLUMNS as COLUMNS
-from tests.ordered.ordered_data import assert_cuda_code_path_agrees, assert_streams_and_dask_refuse
+from tests.ordered.ordered_data import (
+    SORTABLE_SHAPES,
+    assert_cuda_code_path_agrees,
+    assert_streams_and_dask_refuse,
+)
 from tests.ordered.ordered_data import sortable_table as _table
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    n=st.sampled_from([0, 1, 2, 5, 40, 300]),
-    seed=st.integers(0, 2**31 - 1),
-    nulls=st.sampled_from([0.0, 0.3, 1.0]),
-    offset=st.sampled_from([0, 5]),
-    chunks=st.sampled_from([1, 3]),
-    groups=st.sampled_from([1, 4, 100]),
+    **SORTABLE_SHAPES,
     method=st.sampled_from(RANK_METHODS),
     descending=st.booleans(),
 )
