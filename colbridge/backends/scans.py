@@ -704,13 +704,13 @@ def permuted(func: str, array: pa.Array | pa.ChunkedArray, options: tuple[Any, .
              by: list[pa.Array | pa.ChunkedArray] | None = None) -> pa.Array:  # fmt: skip
     """Polars' ``sort``, ``sort_by``, ``reverse`` or ``arg_sort`` of ``array`` (per group).
 
-    The rows in their new order: `rows_in_order` of the values (or of ``by``, for
+    The rows in their new order: `rows_in_order` of the values (of ``by`` for
     ``sort_by``: a stable sort, nulls first unless ``nulls_last``, values ordered as
-    polars sorts them) or backwards; then, with
-    groups, both that order and frame order regrouped by a stable counting sort, so
-    the k-th row of a group in frame order takes the group's k-th row in the new
-    order (``sort``, ``reverse``) or that row's place in its group (``arg_sort``,
-    UInt32). Strings come back with a dictionary, as the passes read them.
+    polars sorts them) or backwards. With groups, both that order and frame order
+    are regrouped by a stable counting sort, so the k-th row of a group in frame
+    order takes the group's k-th row in the new order (``sort``, ``sort_by``,
+    ``reverse``) or that row's place in its group (``arg_sort``, UInt32). Strings
+    come back with a dictionary, as the passes read them.
     """
     import pyarrow.compute as pc  # on first use: its import is slow
 

@@ -1344,8 +1344,8 @@ class Expr:
         Rows of equal keys keep their frame order whatever ``maintain_order`` says
         (the stable order is one polars may give, and the only one it gives with
         ``maintain_order=True``). With ``.over(keys)`` each group's values are taken in
-        its order of ``by`` and placed on the group's rows in frame order; the
-        window's own ``order_by`` does not apply to them.
+        its order of ``by`` and placed on the group's rows in frame order; inside
+        ``over(..., order_by=...)`` it is refused (sort the frame by that order first).
 
         >>> import polars as pl, colbridge as cb
         >>> df = pl.DataFrame({"x": [1, 2, 3, 4], "t": [2, None, 1, 2], "u": [0, 0, 0, 9]})
@@ -3112,8 +3112,8 @@ def datetime(year: Any, month: Any, day: Any, hour: Any = None, minute: Any = No
     # Python integers alone (no zone): polars builds the value with chrono's `with_*`,
     # which takes a leap second's nanoseconds (1e9 to 2e9) in any second
     given = (year, month, day, hour, minute, second, microsecond)
-    folded = time_zone is None and all(v is None or (isinstance(v, int) and not isinstance(
-        v, bool)) for v in given)  # fmt: skip
+    folded = time_zone is None and all(
+        v is None or type(_python_number(v)) is int for v in given)  # fmt: skip
     out = Expr(Function("datetime_parts", parts, (time_unit, None, folded)))
     if time_zone is not None:
         out = out.dt.replace_time_zone(time_zone, ambiguous=ambiguous)
@@ -3141,6 +3141,17 @@ def time(hour: Any = None, minute: Any = None, second: Any = None,
     [datetime.time(9, 30), datetime.time(23, 30)]
     """
     return datetime(1970, 1, 1, hour, minute, second, microsecond).cast(Logical("time"))
+
+
+def _python_number(value: Any) -> Any:
+    """``value``, or the Python number a literal expression holds (the string language's).
+
+    polars folds constructors of literals alone (`duration`, `datetime`) its own way.
+    """
+    if isinstance(value, Expr) and isinstance(value.node, Literal) \
+            and type(value.node.value) in (int, float):  # fmt: skip
+        return value.node.value
+    return value
 
 
 #: a unit's own part of ``duration`` and the other parts below a second, in the order
@@ -3174,9 +3185,7 @@ def duration(*, weeks: Any = None, days: Any = None, hours: Any = None, minutes:
     given = {"weeks": weeks, "days": days, "hours": hours, "minutes": minutes,
              "seconds": seconds, "milliseconds": milliseconds, "microseconds": microseconds,
              "nanoseconds": nanoseconds}  # fmt: skip
-    parts = {name: value.node.value if isinstance(value, Expr) and isinstance(value.node, Literal)
-             and isinstance(value.node.value, (int, float)) else value  # (the string language's)
-             for name, value in given.items() if value is not None}  # fmt: skip
+    parts = {name: _python_number(value) for name, value in given.items() if value is not None}
     unit = time_unit if time_unit is not None else "ns" if nanoseconds is not None else "us"
     if unit not in UNIT_NS:
         msg = f"`duration(time_unit={time_unit!r})`: use 'ns', 'us' or 'ms'"

@@ -241,11 +241,12 @@ class OrderedTyping:
         return self._record(Scan("rank", arg, node.options, keys), result)
 
     def _permuted(self, node: Scan, arg: Node, keys: KeySet, logical: Logical | None) -> Node:
-        """``sort``, ``reverse`` (the values moved, their type kept) and ``arg_sort`` (UInt32).
+        """``sort``, ``sort_by``, ``reverse`` (values moved, their type kept), ``arg_sort``.
 
         The host reads the argument's values (`colbridge.backends.scans.permuted`):
         temporal ones as their integers (the order is theirs), strings, categoricals
         and enums as text, moved with a dictionary of their own as ``to_string`` writes.
+        ``arg_sort`` is UInt32 of any argument.
         """
         tc = self.tc
         if node.func == "arg_sort":

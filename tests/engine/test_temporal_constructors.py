@@ -202,12 +202,14 @@ def test_the_string_language() -> None:
     got = cb.lazy(df).eval(
         "a = date(y, m, 1)\nb = datetime(y, m, 28, h, 30, time_unit='ms')\nc = time(h, 15)\n"
         "d = date('2024-01-15')\ne = t.dt.replace(day=1, hour='h')\n"
-        "f = datetime(2024, 1, 1, time_zone='Europe/Paris')").compute()
+        "f = datetime(2024, 1, 1, time_zone='Europe/Paris')\n"
+        "g = datetime(2024, 1, 1, 10, 5, 58, 1500000)").compute()
     want = df.with_columns(
         a=pl.date("y", "m", 1), b=pl.datetime("y", "m", 28, "h", 30, time_unit="ms"),
         c=pl.time("h", 15), d=pl.lit(dt.date(2024, 1, 15)),
         e=pl.col("t").dt.replace(day=1, hour="h"),
-        f=pl.datetime(2024, 1, 1, time_zone="Europe/Paris"))  # fmt: skip
+        f=pl.datetime(2024, 1, 1, time_zone="Europe/Paris"),
+        g=pl.datetime(2024, 1, 1, 10, 5, 58, 1_500_000))  # fmt: skip
     assert got.equals(want)
 
 
