@@ -3523,6 +3523,28 @@ class DateTimeNamespace:
         """The same instants, seen in another time zone (only the fields change)."""
         return self._f("convert_time_zone", time_zone)
 
+    def combine(self, time: Any, time_unit: str = "us") -> Expr:
+        """A Datetime of the value's date and ``time`` (a Time expression or a ``datetime.time``).
+
+        As polars' ``dt.combine``: the date as polars casts the value to a Date (a
+        zoned datetime's UTC date, as that cast gives), at midnight in ``time_unit``,
+        plus the time of day (truncated to the unit); a zoned value's zone is put
+        back on that wall time (ambiguous or missing times fail, as in polars).
+
+        >>> import datetime as dt, polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"d": [dt.date(2024, 3, 9)], "t": [dt.time(14, 30)]})
+        >>> df.gpu.select(cb.col("d").dt.combine(cb.col("t"))).compute()["d"].to_list()
+        [datetime.datetime(2024, 3, 9, 14, 30)]
+        """
+        if not isinstance(time, (_dt.time, Expr)) or isinstance(time, _dt.datetime):
+            msg = (f"`dt.combine({time!r})`: expected a Time expression or a datetime.time, "
+                   f"got {type(time).__name__}")  # fmt: skip
+            raise SchemaError(msg)
+        if time_unit not in UNIT_NS:
+            msg = f"`dt.combine(time_unit={time_unit!r})`: use 'ns', 'us' or 'ms'"
+            raise SchemaError(msg)
+        return Expr(Function("dt.combine", (self._expr.node, to_node(time)), (time_unit,)))
+
     def replace(self, *, year: Any = None, month: Any = None, day: Any = None,
                 hour: Any = None, minute: Any = None, second: Any = None,
                 microsecond: Any = None, ambiguous: str = "raise") -> Expr:  # fmt: skip

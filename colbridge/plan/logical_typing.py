@@ -519,6 +519,27 @@ class LogicalTyping:
         value = self.rec(Check(ticks, ok, msg), I64)
         return self.mark(value, Logical("datetime", unit))
 
+    def combine(self, arg: Node, time: Node, node: Function) -> Node:
+        """``dt.combine(time, unit)``: the value cast to a Date, at midnight, plus ``time``.
+
+        As polars computes it (`dispatch/temporal.rs`'s ``combine``): the Date cast
+        (a zoned datetime's UTC date), the time of day in the unit (its nanoseconds
+        floored), and a zoned value's zone placed back on the naive sum.
+        """
+        logical = self._need(arg, node, ("date", "datetime"), "a Date or a Datetime")
+        self._need(time, node.args[1], ("time",), "a Time")
+        (unit,) = node.options
+        day = Function("cast", (node.args[0],), (Logical("date"), True))
+        midnight = Function("to_physical", (Function("cast", (day,), (Logical("datetime", unit),
+                                                                      True)),))  # fmt: skip
+        nanos = Function("to_physical", (node.args[1],))
+        ticks = Binary("add", midnight, Binary("floordiv", nanos, Literal(10**9 // UNIT_PER_SECOND[
+            unit], DType.INT64)))  # fmt: skip
+        out: Node = Function("cast", (ticks,), (Logical("datetime", unit), True))
+        if logical.tz is not None:
+            out = Function("dt.replace_time_zone", (out,), (logical.tz, "raise", "raise"))
+        return self.tc.typed(out)
+
     def replace_parts(self, arg: Node, node: Function) -> Node:
         """``dt.replace(...)``: each part given (cast strictly) or the value's own.
 
@@ -585,6 +606,8 @@ class LogicalTyping:
             return self.add_business_days(args[0], args[1], node)
         if name == "dt.replace":  # the value and its parts
             return self.replace_parts(args[0], node)
+        if name == "dt.combine":  # the date and the time
+            return self.combine(args[0], args[1], node)
         if name.startswith("dt."):
             return self.dt(name[3:], args[0], node)
         if name.startswith("str."):

@@ -196,6 +196,38 @@ def test_replace_of_an_invalid_day_fails_and_a_time_is_refused() -> None:
         df.gpu.select(cb.col("d").dt.replace(month=300)).compute()
 
 
+@pytest.mark.parametrize("unit", ["ns", "us", "ms"])
+def test_combine_equals_polars(unit: str) -> None:
+    rng = np.random.default_rng(6)
+    n = 400
+    table = _values(n, 6).append_column(
+        "c", pa.array(rng.integers(5, 20, n) * 3_600 * 10**9 + rng.integers(0, 3_600 * 10**9, n),
+                      mask=rng.random(n) < 0.1).cast(pa.time64("ns")))  # fmt: skip
+
+    def steps(m: Any, q: Any) -> Any:
+        return q.select(
+            t=m.col("t").dt.combine(m.col("c"), unit),
+            day=m.col("day").dt.combine(m.col("c"), unit),
+            ms=m.col("ms").dt.combine(dt.time(23, 59, 59, 999_999), unit),
+            # a zoned value: its UTC date (polars' cast), the zone put back on the wall time
+            paris=m.col("paris").dt.combine(m.col("c"), unit),
+        )
+
+    assert_same_as_polars(table, steps)
+
+
+def test_combine_refusals() -> None:
+    df = pl.DataFrame({"d": [dt.date(2024, 1, 1)], "n": [3], "c": [dt.time(1)]})
+    with pytest.raises(SchemaError, match=r"`dt.combine\(3\)`: expected a Time expression or"):
+        cb.col("d").dt.combine(3)
+    with pytest.raises(SchemaError, match=r"`dt.combine\(time_unit='s'\)`"):
+        cb.col("d").dt.combine(dt.time(1), "s")
+    with pytest.raises(SchemaError, match=r"needs a Time, got"):
+        df.gpu.select(cb.col("d").dt.combine(cb.col("n"))).compute()
+    with pytest.raises(SchemaError, match=r"needs a Date or a Datetime, got time"):
+        df.gpu.select(cb.col("c").dt.combine(cb.col("c"))).compute()
+
+
 def test_the_string_language() -> None:
     df = pl.DataFrame({"y": [2024, 2023], "m": [2, 3], "h": [5, 6],
                        "t": [dt.datetime(2024, 1, 31, 5), dt.datetime(2023, 5, 6)]})
