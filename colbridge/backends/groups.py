@@ -102,6 +102,22 @@ class GroupIds:
             self._cache["sizes"] = hit
         return hit
 
+    def rows_by_group(self) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """The rows sorted by group, stably (frame order inside a group), and group starts.
+
+        One counting sort per grouping, shared by the scans over it (windows, fills,
+        interpolations, sorts); readers must not write into the arrays.
+        """
+        assert self.ids is not None, "one group of every row: the rows are in order"
+        hit, starts = self._cache.get("rows_by_group"), self._cache.get("group_starts")
+        if hit is None or starts is None:
+            from colbridge.backends import _scan_kernels  # on first use: numba
+
+            hit, starts = _scan_kernels.counting_order(self.ids, self.count,
+                                                       empty_array(len(self.ids), np.int64))
+            self._cache["rows_by_group"], self._cache["group_starts"] = hit, starts
+        return hit, starts
+
     def last_rows(self) -> np.ndarray[Any, Any]:
         """Each group's last row (int64; -1 for the empty frame's one group)."""
         hit = self._cache.get("last")

@@ -391,8 +391,7 @@ def segment_tasks(groups: GroupIds | None, n: int, split: bool,
     then reads ``halo`` rows before it again), or one per group in frame order.
     """
     if groups is not None and groups.ids is not None:
-        order, starts = _kernels().counting_order(groups.ids, groups.count,
-                                                  empty_array(len(groups.ids), np.int64))
+        order, starts = groups.rows_by_group()
         bounds = np.stack([starts[:-1], starts[1:]], axis=1)
         return order, np.ascontiguousarray(np.concatenate([bounds, bounds], axis=1))
     if n == 0:
@@ -728,8 +727,7 @@ def permuted(func: str, array: pa.Array | pa.ChunkedArray, options: tuple[Any, .
         kernels, ids = _kernels(), groups.ids
         at, _ = kernels.counting_order(ids[order], groups.count, empty_array(n, np.int64))
         order = order[at]
-        frame_rows, starts = kernels.counting_order(ids, groups.count,
-                                                    empty_array(n, np.int64))  # fmt: skip
+        frame_rows, starts = groups.rows_by_group()
         if func == "arg_sort":  # each row's place in its group, then as the k-th row takes it
             place = np.empty(n, dtype=np.int64)
             place[frame_rows] = np.arange(n) - np.repeat(starts[:-1], np.diff(starts))
@@ -1082,7 +1080,7 @@ def interpolate(array: pa.Array | pa.ChunkedArray, options: tuple[Any, ...],
     if groups is None or groups.ids is None:
         order = np.arange(n)
     else:
-        order, _ = _kernels().counting_order(groups.ids, groups.count, empty_array(n, np.int64))
+        order, _ = groups.rows_by_group()
     owner = np.zeros(n, dtype=np.int64) if groups is None or groups.ids is None \
         else groups.ids[order].astype(np.int64)  # fmt: skip
     ok = valid[order]
