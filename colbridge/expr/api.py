@@ -3523,6 +3523,33 @@ class DateTimeNamespace:
         """The same instants, seen in another time zone (only the fields change)."""
         return self._f("convert_time_zone", time_zone)
 
+    def base_utc_offset(self) -> Expr:
+        """A zoned datetime's standard UTC offset there (Duration in ms), as polars'.
+
+        The whole offset less `dst_offset`; a naive datetime is refused, as in polars.
+
+        >>> import datetime as dt, polars as pl, colbridge as cb
+        >>> s = pl.Series("t", [dt.datetime(2024, 1, 5), dt.datetime(2024, 7, 5)])
+        >>> df = s.dt.replace_time_zone("Europe/Paris").to_frame()
+        >>> df.gpu.select(cb.col("t").dt.base_utc_offset()).compute()["t"].to_list()
+        [datetime.timedelta(seconds=3600), datetime.timedelta(seconds=3600)]
+        """
+        return self._f("base_utc_offset")
+
+    def dst_offset(self) -> Expr:
+        """A zoned datetime's daylight saving part of its UTC offset (Duration in ms).
+
+        From the zone data, as ``zoneinfo``'s ``dst()`` gives it (docs/temporal.md says
+        where that differs from polars' zone data); a naive datetime is refused.
+
+        >>> import datetime as dt, polars as pl, colbridge as cb
+        >>> s = pl.Series("t", [dt.datetime(2024, 1, 5), dt.datetime(2024, 7, 5)])
+        >>> df = s.dt.replace_time_zone("Europe/Paris").to_frame()
+        >>> df.gpu.select(cb.col("t").dt.dst_offset()).compute()["t"].to_list()
+        [datetime.timedelta(0), datetime.timedelta(seconds=3600)]
+        """
+        return self._f("dst_offset")
+
     def combine(self, time: Any, time_unit: str = "us") -> Expr:
         """A Datetime of the value's date and ``time`` (a Time expression or a ``datetime.time``).
 

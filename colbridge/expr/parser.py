@@ -548,7 +548,7 @@ _NAMESPACE_METHODS: dict[str, frozenset[str]] = {
     "dt": frozenset({*_DT_FIELDS, "date", "time", "epoch", "timestamp", "truncate",
                      "convert_time_zone", "cast_time_unit", "offset_by", "round",
                      "to_string", "strftime", "is_business_day", "add_business_days",
-                     "replace"}),
+                     "replace", "base_utc_offset", "dst_offset"}),
     "str": frozenset({*_STR_FUNCS, "starts_with", "ends_with", "contains", "to_datetime",
                       "to_date", "slice", "head", "tail", "strip_chars", "strip_chars_start",
                       "strip_chars_end", "strip_prefix", "strip_suffix", "pad_start",

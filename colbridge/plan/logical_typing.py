@@ -367,6 +367,30 @@ class LogicalTyping:
         where = self.rec(Search(TableRef(zone, ("instants", unit), I64), value), I32)
         return self.rec(Gather(TableRef(zone, (table, unit), I64), where), I64)
 
+    def zone_offset(self, op: str, arg: Node, node: Node) -> Node:
+        """``dt.base_utc_offset`` / ``dt.dst_offset``: a zoned value's offset parts (ms).
+
+        The daylight saving part from the zone data (`offset_parts`), the base
+        offset the whole offset less it; a Duration in milliseconds, as polars gives.
+        """
+        logical = self.of(arg)
+        if logical is None or logical.kind != "datetime" or logical.tz is None:
+            got = logical if logical is not None else self.tc.types.get(arg, "a number")
+            msg = (f"`{node!r}` needs a time-zone-aware Datetime, got {got}; give it a zone "
+                   "first with `.dt.replace_time_zone(...)`")  # fmt: skip
+            raise InvalidOperationError(msg)
+        duration = Logical("duration", "ms")
+        if logical.tz == "UTC":  # no table: both parts are zero (nulls stay null)
+            return self.mark(self.mul(self.i64(arg), 0), duration)
+        zone = ("zone", logical.tz)
+        instants = TableRef(zone, ("parts_instants", logical.unit), I64)
+        where = self.rec(Search(instants, arg), I32)
+        saving = self.rec(Gather(TableRef(zone, ("parts_saving", "ms"), I64), where), I64)
+        if op == "dst_offset":
+            return self.mark(saving, duration)
+        whole = self.rec(Gather(TableRef(zone, ("parts_offsets", "ms"), I64), where), I64)
+        return self.mark(self.sub(whole, saving), duration)
+
     def localize(self, local: Node, tz: str, unit: str, node: Node, *, ambiguous: str = "raise",
                  non_existent: str = "raise", original: Node | None = None) -> Node:  # fmt: skip
         """The UTC instant of a wall-clock time in zone ``tz``, resolved as polars resolves it.
@@ -664,6 +688,8 @@ class LogicalTyping:
             return self.mark(self.is_business_day(days, *node.options), None)
         if op == "round":
             return self.round_to(arg, node)
+        if op in ("base_utc_offset", "dst_offset"):
+            return self.zone_offset(op, arg, node)
         if op == "convert_time_zone":
             logical = self._need(arg, node, ("datetime",), "a Datetime")
             tz = check_zone(str(node.options[0]))

@@ -559,6 +559,10 @@ CASES: list[BadInput] = [
              E.InvalidOperationError, r"`datetime\(lit\(2023\), lit\(2\), \(col\(\"qty\"\) \+ "
              r"lit\(28\)\).*`: invalid date or time components",
              r"check the parts, or null them where they are invalid"),
+    BadInput("dst-offset-naive", "types", "`dt.dst_offset()` of a date (no time zone)", F,
+             _m(lambda q: q.with_columns(o=cb.lit(dt.date(2024, 7, 1)).dt.dst_offset())),
+             E.InvalidOperationError, r"`lit\(datetime\.date\(2024, 7, 1\)\)\.dt\."
+             r"dst_offset\(\)` needs a time-zone-aware Datetime, got date", r"replace_time_zone"),
     BadInput("sort-by-flags", "ordered", "`sort_by('qty', 'price', descending=[True])`: one "
              "flag for two keys", F,
              _m(lambda q: q.with_columns(s=cb.col("name").sort_by("qty", "price",

@@ -19,7 +19,8 @@ import zoneinfo
 
 from colbridge.errors import UnsupportedTypeError
 
-__all__ = ["LAST_RULE_YEAR", "check_zone", "daylight", "transitions", "zone_table"]
+__all__ = ["LAST_RULE_YEAR", "check_zone", "daylight", "offset_parts", "parts_table",
+           "transitions", "zone_table"]
 
 #: Transitions are generated from a zone's rule through the end of this year.
 LAST_RULE_YEAR = 2099
@@ -98,15 +99,67 @@ def daylight(tz: str) -> tuple[bool, ...]:
     return (first, *(at(when) for when in instants[1:]))
 
 
+@functools.lru_cache(maxsize=64)
+def offset_parts(tz: str) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """(UTC instants, offsets, their daylight saving parts), in seconds, for ``tz``.
+
+    As `transitions`, with an entry wherever either part changes (Britain's 1968-71
+    standard time kept the summer offset), from the zone file's transitions and
+    those of its rule. The daylight saving part is ``zoneinfo``'s ``dst()``: the zone
+    file marks which offsets are daylight saving ones, and the amount is the offset
+    less the standard one beside it. polars (chrono-tz) reads the amount from the
+    rules the zone files are compiled from: the two differ where a zone changed its
+    standard offset while on daylight saving time (America/Bahia_Banderas in 2010,
+    America/Inuvik in 1996) and in WET's 1996 change (docs/temporal.md).
+    """
+    check_zone(tz)
+    if tz == "UTC":
+        return (INT64_MIN,), (0,), (0,)
+    zone = zoneinfo.ZoneInfo(tz)
+    data = _read_tzif(tz)
+    changes = [w for w in data[0][1:] if w < _END] + [w for w, _ in _rule_transitions(
+        zone, max(data[0][-1] + 1, int(_dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+                                       .timestamp())), _END)]  # fmt: skip
+
+    def at(when: int) -> tuple[int, int]:
+        try:
+            local = _dt.datetime.fromtimestamp(when, tz=_dt.timezone.utc).astimezone(zone)
+        except (OverflowError, OSError, ValueError):  # before year 1: the first offset's
+            return data[1][0], 0
+        whole, saving = local.utcoffset(), local.dst()
+        return (int(whole.total_seconds()) if whole is not None else 0,
+                int(saving.total_seconds()) if saving is not None else 0)  # fmt: skip
+
+    instants, offsets, savings = [INT64_MIN], [data[1][0]], [0]
+    if changes:
+        offsets[0], savings[0] = at(changes[0] - 1)
+    for when in changes:
+        whole, saving = at(when)
+        if (whole, saving) != (offsets[-1], savings[-1]):
+            instants.append(when)
+            offsets.append(whole)
+            savings.append(saving)
+    return tuple(instants), tuple(offsets), tuple(savings)
+
+
 def zone_table(tz: str, unit: str) -> tuple[list[int], list[int]]:
     """`transitions` in a time unit (``ns``, ``us``, ``ms``): instants (sentinel kept), offsets."""
-    scale = _UNIT[unit]
     instants, offsets = transitions(tz)
+    return _in_unit(instants, unit), [o * _UNIT[unit] for o in offsets]
+
+
+def parts_table(tz: str, unit: str) -> tuple[list[int], list[int], list[int]]:
+    """`offset_parts` in a time unit: instants (sentinel kept), offsets, saving parts."""
+    instants, offsets, savings = offset_parts(tz)
+    scale = _UNIT[unit]
+    return _in_unit(instants, unit), [o * scale for o in offsets], [s * scale for s in savings]
+
+
+def _in_unit(instants: tuple[int, ...], unit: str) -> list[int]:
+    # past int64 in a fine unit: clamped (no value of the unit lies beyond)
+    scale = _UNIT[unit]
     lo, hi = INT64_MIN, 2**63 - 1
-    out = [INT64_MIN]
-    for when in instants[1:]:
-        out.append(min(max(when * scale, lo + 1), hi))
-    return out, [o * scale for o in offsets]
+    return [INT64_MIN, *(min(max(when * scale, lo + 1), hi) for when in instants[1:])]
 
 
 def _offset_at(zone: zoneinfo.ZoneInfo, when: int) -> int:
