@@ -3778,6 +3778,26 @@ class StringNamespace(_TextFunctions):
         """Parse as Date with a strftime ``format`` (None: ISO 8601)."""
         return self._f("to_date", format, strict)
 
+    def to_time(self, format: str | None = None, *, strict: bool = True,
+                cache: bool = True) -> Expr:  # fmt: skip
+        """Parse as Time with a chrono ``format``, as polars' ``str.to_time``.
+
+        The format says an hour and a minute (seconds and their fraction optional);
+        without one, polars' patterns ``%T%.f`` and ``%R``, the first that reads the
+        first value one of them reads. ``cache`` is a hint colbridge takes as given
+        (each distinct string is parsed once).
+
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"s": ["09:30", "17:05"]})
+        >>> df.gpu.select(cb.col("s").str.to_time("%H:%M")).compute()["s"].to_list()
+        [datetime.time(9, 30), datetime.time(17, 5)]
+        """
+        if not isinstance(strict, bool) or not isinstance(cache, bool):
+            msg = f"`str.to_time({format!r})`: `strict` and `cache` are True or False"
+            raise InvalidOperationError(msg)
+        return self._f("to_time", format, strict)
+
     def strptime(self, dtype: Any, format: str | None = None, *, strict: bool = True,
                  exact: bool = True, cache: bool = True,
                  ambiguous: str = "raise") -> Expr:  # fmt: skip
@@ -3787,7 +3807,7 @@ class StringNamespace(_TextFunctions):
         from ``format`` as there; ``pl.Datetime("ms", "UTC")`` gives the unit and the
         zone). ``cache`` is a hint polars may ignore and so does colbridge;
         ``exact=False`` (a match anywhere in the string), ``ambiguous`` other than
-        ``"raise"`` and ``pl.Time`` are not built and are refused.
+        ``"raise"`` are not built and are refused. ``pl.Time`` is `to_time`.
 
         Examples
         --------
@@ -3812,11 +3832,13 @@ class StringNamespace(_TextFunctions):
         target = parse_logical(dtype)
         if target is not None and target.kind == "date":
             return self.to_date(format, strict=strict)
+        if target is not None and target.kind == "time":
+            return self.to_time(format, strict=strict)
         if target is not None and target.kind == "datetime":
             # the class `pl.Datetime` (no unit) lets the format choose it, as in polars
             unit = None if isinstance(dtype, type) or dtype is _dt.datetime else target.unit
             return self.to_datetime(format, time_unit=unit, time_zone=target.tz, strict=strict)
-        msg = (f"`{where}`: strings parse to `pl.Date` or `pl.Datetime` here; `pl.Time` and "
+        msg = (f"`{where}`: strings parse to `pl.Date`, `pl.Datetime` or `pl.Time` here; "
                f"other types are not supported (for numbers: `.cast({dtype!r})`)")
         raise UnsupportedOperationError(msg)
 

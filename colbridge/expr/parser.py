@@ -550,9 +550,9 @@ _NAMESPACE_METHODS: dict[str, frozenset[str]] = {
                      "to_string", "strftime", "is_business_day", "add_business_days",
                      "replace", "base_utc_offset", "dst_offset"}),
     "str": frozenset({*_STR_FUNCS, "starts_with", "ends_with", "contains", "to_datetime",
-                      "to_date", "slice", "head", "tail", "strip_chars", "strip_chars_start",
-                      "strip_chars_end", "strip_prefix", "strip_suffix", "pad_start",
-                      "pad_end", "zfill", "replace", "replace_all", "count_matches",
+                      "to_date", "to_time", "slice", "head", "tail", "strip_chars",
+                      "strip_chars_start", "strip_chars_end", "strip_prefix", "strip_suffix",
+                      "pad_start", "pad_end", "zfill", "replace", "replace_all", "count_matches",
                       "find", "normalize", "extract"}),
     "cat": frozenset({"len_bytes", "len_chars", "starts_with", "ends_with", "slice"}),
 }  # fmt: skip

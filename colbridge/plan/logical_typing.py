@@ -70,7 +70,12 @@ from colbridge.expr.nodes import (
 from colbridge.plan.ordered_typing import scan_column
 from colbridge.types import DType, dtype_from_arrow
 from colbridge.types.business_days import FIRST_MONDAY
-from colbridge.types.chrono import inferred_unit, unreadable_specifier, zone_specifier
+from colbridge.types.chrono import (
+    inferred_unit,
+    says_a_time,
+    unreadable_specifier,
+    zone_specifier,
+)
 from colbridge.types.durations import parse_duration_in
 from colbridge.types.formatting import format_as_strings, format_needs, parse_chrono_format
 from colbridge.types.logical import (
@@ -1386,10 +1391,10 @@ class LogicalTyping:
                 msg = f"`{node!r}`: colbridge parses base-10 integers only"
                 raise UnsupportedOperationError(msg)
             return self.parse(arg, ("cast", "int64"), I64, None, strict, node)
-        if op in ("to_datetime", "to_date"):
+        if op in ("to_datetime", "to_date", "to_time"):
             fmt = params[0]
-            if op == "to_date":
-                target = DATE
+            if op in ("to_date", "to_time"):
+                target = DATE if op == "to_date" else TIME
                 strict = bool(params[1])
             else:
                 # polars' unit where none is given: of the format's fractional seconds
@@ -1417,7 +1422,11 @@ class LogicalTyping:
             # (no format fits, an offset without a zone) depend on ``strict``
             recipe = ("strptime", fmt, str(target)) if fmt is not None \
                 else ("strptime", None, str(target), strict, repr(node))  # fmt: skip
-            return self.parse(arg, recipe, target.physical, target, strict, node)
+            why = ""
+            if op == "to_time" and fmt is not None and not says_a_time(str(fmt)):
+                why = (f" (the format {fmt!r} says no hour and minute, without which "
+                       "chrono reads no time: `%H`, or `%I` with `%p`, and `%M`)")  # fmt: skip
+            return self.parse(arg, recipe, target.physical, target, strict, node, why)
         if op == "extract":
             # the group's text of each distinct string (a new dictionary), null where a
             # string has none: the codes stay, gated by a table of which strings have one
@@ -1445,13 +1454,16 @@ class LogicalTyping:
         return self.mark(arg, logical, spec)
 
     def parse(self, arg: Node, recipe: tuple[Any, ...], dtype: DType, logical: Logical | None,
-              strict: bool, node: Node) -> Node:  # fmt: skip
-        """Strings converted per distinct value; failures null, or an error when strict."""
+              strict: bool, node: Node, why: str = "") -> Node:  # fmt: skip
+        """Strings converted per distinct value; failures null, or an error when strict.
+
+        ``why``: what makes every value fail, said in the error.
+        """
         error = ""
         if strict:
             error = (
                 f"strict conversion of strings to {logical or dtype} failed in `{node!r}`: some "
-                "values do not convert; pass `strict=False` to turn them into nulls"
+                f"values do not convert{why}; pass `strict=False` to turn them into nulls"
             )
         return self.mark(self.table(arg, recipe, dtype, nullable=True, error=error), logical)
 

@@ -26,7 +26,13 @@ from colbridge.plan.logical_typing import ENUM_CAST_FAILED
 from colbridge.plan.planner import Segment
 from colbridge.plan.typecheck import sig_figs_table
 from colbridge.types.business_days import busday_table
-from colbridge.types.chrono import infer_parse, parse_stamps
+from colbridge.types.chrono import (
+    TIME_PATTERNS,
+    infer_parse,
+    infer_time_format,
+    parse_stamps,
+    parse_times,
+)
 from colbridge.types.formatting import concat_radix
 from colbridge.types.logical import Logical, parse_logical
 from colbridge.types.promotion import int_range
@@ -319,6 +325,8 @@ def _strptime(values: pa.Array, fmt: str, target: str) -> pa.Array:
     """Strings parsed as dates or datetimes (the logical type ``target``), nulls where they fail."""
     logical = parse_logical(target)
     assert logical is not None
+    if logical.kind == "time":
+        return pa.array(parse_times(values.to_pylist(), fmt), pa.int64())
     unit = logical.unit if logical.kind == "datetime" else "us"
     stamps = parse_stamps(values.to_pylist(), fmt, unit,  # per distinct value: see there
                           dates=logical.kind == "date")  # fmt: skip
@@ -344,6 +352,8 @@ def _strptime_inferred(values: pa.Array, seen: tuple[np.ndarray, np.ndarray] | N
     texts = values.to_pylist()
     positions = list(range(len(texts))) if seen is None else seen[0].tolist()
     in_rows = [texts[i] for i in positions]
+    if logical.kind == "time":
+        return _times_inferred(texts, in_rows, seen is not None, strict, where)
     dates = logical.kind == "date"
     unit = "us" if dates else logical.unit
     found = infer_parse(in_rows, unit, dates=dates, zoned=logical.tz is not None,
@@ -378,6 +388,30 @@ def _strptime_inferred(values: pa.Array, seen: tuple[np.ndarray, np.ndarray] | N
         per_day = 86_400 * 1_000_000
         return pa.array([None if v is None else v // per_day for v in stamps], pa.int32())
     return pa.array(stamps, pa.int64())
+
+
+def _times_inferred(texts: list[str | None], in_rows: list[str | None], rows_known: bool,
+                    strict: bool, where: str) -> pa.Array:  # fmt: skip
+    """Strings parsed as times with polars' pattern of the first value one of them reads.
+
+    ``in_rows``: the strings in the order the rows first hold them (``rows_known``; else
+    the dictionary's order, which decides nothing where the strings' patterns differ).
+    No pattern reads any of them: polars raises, or with ``strict=False`` gives nulls.
+    """
+    fmt = infer_time_format(in_rows)
+    if not rows_known and len({infer_time_format([t]) for t in in_rows} - {None}) > 1:
+        msg = (f"`{where}`: without a format polars takes the pattern of the first value "
+               "its patterns read, which the rows decide here (strings of several columns "
+               "or branches); give the format, e.g. `format=\"%H:%M:%S\"`")  # fmt: skip
+        raise UnsupportedOperationError(msg)
+    if fmt is None:
+        if strict and any(t is not None for t in in_rows):
+            msg = (f"`{where}`: could not find an appropriate format to parse times from "
+                   f"{next(t for t in in_rows if t is not None)!r}... (as polars: it tries "
+                   f"{' and '.join(TIME_PATTERNS)}); please give a format")  # fmt: skip
+            raise InvalidOperationError(msg)
+        return pa.nulls(len(texts), pa.int64())
+    return pa.array(parse_times(texts, fmt), pa.int64())
 
 
 def segment_tables(segment: Segment, arrays: Mapping[str, pa.Array]) -> dict[str, pa.Array]:

@@ -130,6 +130,10 @@ def _many_strings(_: Path) -> pl.DataFrame:
     return pl.DataFrame({name: [f"{name}{k}" for k in range(60_000)] for name in "abcd"})
 
 
+def _times(_: Path) -> pl.DataFrame:
+    return pl.DataFrame({"s": ["09", "17", None]})
+
+
 def _lazy_frame(_: Path) -> pl.LazyFrame:
     return pl.LazyFrame({"a": [1.0, 2.0, None]})
 
@@ -563,6 +567,11 @@ CASES: list[BadInput] = [
              _m(lambda q: q.with_columns(o=cb.lit(dt.date(2024, 7, 1)).dt.dst_offset())),
              E.InvalidOperationError, r"`lit\(datetime\.date\(2024, 7, 1\)\)\.dt\."
              r"dst_offset\(\)` needs a time-zone-aware Datetime, got date", r"replace_time_zone"),
+    BadInput("time-format-without-minutes", "strings", "`str.to_time('%H')`: a format "
+             "without minutes", _times, _m(lambda q: q.with_columns(t=cb.col("s").str.to_time(
+                 "%H"))), E.InvalidOperationError,
+             r"strict conversion of strings to time failed in .*the format '%H' says no hour "
+             r"and minute", r"`%H`, or `%I` with `%p`, and `%M`"),
     BadInput("sort-by-flags", "ordered", "`sort_by('qty', 'price', descending=[True])`: one "
              "flag for two keys", F,
              _m(lambda q: q.with_columns(s=cb.col("name").sort_by("qty", "price",

@@ -39,8 +39,9 @@ import re
 import time as _time
 from collections.abc import Sequence
 
-__all__ = ["DAY_NAMES", "MONTH_NAMES", "Inferred", "infer_parse", "inferred_unit", "parse_stamps",
-           "unreadable_specifier", "zone_specifier"]
+__all__ = ["DAY_NAMES", "MONTH_NAMES", "TIME_PATTERNS", "Inferred", "infer_parse",
+           "infer_time_format", "inferred_unit", "parse_stamps", "parse_times",
+           "says_a_time", "unreadable_specifier", "zone_specifier"]
 
 _SHORTHANDS = {"%F": "%Y-%m-%d", "%T": "%H:%M:%S", "%D": "%m/%d/%y", "%R": "%H:%M",
                "%h": "%b", "%e": "%d"}  # fmt: skip
@@ -126,6 +127,64 @@ def parse_stamps(texts: list[str | None], fmt: str, unit: str, *,
     return out
 
 
+_DAY_NS = 86_400 * 10**9
+#: polars' patterns for times without a format (``patterns.rs``: ``TIME_H_M_S``)
+TIME_PATTERNS = ("%T%.f", "%R")
+
+
+def parse_times(texts: list[str | None], fmt: str) -> list[int | None]:
+    """Each text as a time of day in nanoseconds, as chrono's ``NaiveTime`` reads it.
+
+    The format must say an hour (``%H``, or ``%I`` with ``%p``) and a minute, else
+    nothing parses (chrono has not enough fields); seconds and their fraction are
+    optional. A leap second (``:60``) is the next minute's first second, as polars
+    counts it: ``10:59:60`` is 11:00, and ``23:59:60``, past the day, does not parse.
+    Date fields in the format are read, and checked as dates (chrono does not check
+    them for a time: polars reads ``2021-02-30 10:00`` as 10:00, colbridge not).
+    """
+    python = _python_format(fmt)
+    if not says_a_time(fmt):
+        return [None] * len(texts)
+    fraction = next((f for f in _FRACTIONS if f[0] in python), None)
+    out: list[int | None] = []
+    for text in texts:
+        if text is None:
+            out.append(None)
+            continue
+        read = _parse(text, python, fraction, "ns", leap=True, part=True)
+        if read is None:
+            out.append(None)
+            continue
+        plain = _parse(text, python, fraction, "ns", leap=False, part=True)
+        assert plain is not None
+        # a leap second moves the time one second on: past midnight, out of the day
+        out.append(read % _DAY_NS if read % _DAY_NS >= plain % _DAY_NS else None)
+    return out
+
+
+def says_a_time(fmt: str) -> bool:
+    """Whether chrono can read a time with ``fmt``: it says an hour and a minute.
+
+    An hour is ``%H`` (or a shorthand holding it), or ``%I`` with ``%p``.
+    """
+    python = _python_format(fmt)
+    return ("%H" in python or ("%I" in python and "%p" in python)) and "%M" in python
+
+
+def infer_time_format(texts: list[str | None]) -> str | None:
+    """Polars' format for times without one: of the first text one of its patterns reads.
+
+    ``texts`` in the order of the rows; None where no pattern reads any of them.
+    """
+    for text in texts:
+        if text is None:
+            continue
+        for fmt in TIME_PATTERNS:
+            if parse_times([text], fmt)[0] is not None:
+                return fmt
+    return None
+
+
 def _python_format(fmt: str) -> str:
     """A chrono format with its shorthands and unpadded forms in Python's terms."""
     out: list[str] = []
@@ -149,9 +208,14 @@ def _python_format(fmt: str) -> str:
 
 
 def _parse(text: str, fmt: str, fraction: tuple[str, bool, int] | None,
-           unit: str, *, leap: bool = True) -> int | None:  # fmt: skip
+           unit: str, *, leap: bool = True, part: bool = False) -> int | None:  # fmt: skip
+    """``text`` read with the Python-terms ``fmt`` as ticks of ``unit`` since 1970.
+
+    ``part``: ``fmt`` need not say a whole date (a time's format; the date then is
+    Python's default, 1900-01-01).
+    """
     if fraction is None:
-        value = _strptime(text, fmt, leap=leap)
+        value = _strptime(text, fmt, leap=leap, part=part)
         return None if value is None else _ticks(value, unit, 0)
     token, dotted, digits = fraction
     before, after = fmt.split(token, 1)
@@ -166,12 +230,13 @@ def _parse(text: str, fmt: str, fraction: tuple[str, bool, int] | None,
         if found is None or (_strptime(text[:start], before, part=True) is None if before
                              else start):  # fmt: skip
             continue
-        value = _strptime(text[:start] + text[found.end() :], before + after, leap=leap)
+        value = _strptime(text[:start] + text[found.end() :], before + after, leap=leap,
+                          part=part)  # fmt: skip
         if value is not None:
             nanos = int(found.group(0).lstrip(".")[:9].ljust(9, "0"))
             return _ticks(value, unit, nanos)
     if dotted:  # `%.f`, `%.3f`... read nothing where there is no dot (chrono's)
-        value = _strptime(text, before + after, leap=leap)
+        value = _strptime(text, before + after, leap=leap, part=part)
         return None if value is None else _ticks(value, unit, 0)
     return None
 
@@ -189,14 +254,17 @@ def _strptime(text: str, fmt: str, *, leap: bool = True, part: bool = False) -> 
     """``text`` read with ``fmt`` as chrono reads it (None: not a date chrono accepts).
 
     ``leap``: a leap second is the next minute's first second (else the 59th); ``part``:
-    ``fmt`` is the start of a format, which need not say a whole date.
+    ``fmt`` is the start of a format, or a time's, which need not say a whole date (its
+    fields are then always split as chrono splits them).
     """
     compiled = _chrono_regex(fmt)
     if compiled is not None and compiled[0].fullmatch(text) is None:
         # chrono reads each number as far as it goes and never gives digits back: `%H%M`
         # of "10" is no time (Python's `strptime` backtracks and reads 1 and 0)
         return None
-    read = _python_strptime(text, fmt, leap)
+    # ``part``: each field as chrono splits the text (Python's `strptime` may split
+    # digits otherwise: `%H%M` of "523" is no time to chrono, which reads 52 and 3)
+    read = None if part and compiled is not None else _python_strptime(text, fmt, leap)
     if read is not None:
         return read
     # what Python's fields do not read (a year of 1-3 or 5+ digits or signed, a `%y` of

@@ -75,8 +75,16 @@ def test_options_not_built_are_refused_by_name(kwargs: dict[str, Any], match: st
         cb.col("s").str.strptime(pl.Date, "%Y-%m-%d", **kwargs)
 
 
-def test_a_time_is_refused_by_name() -> None:
+def test_other_types_are_refused_by_name() -> None:
     import polars as pl
 
-    with pytest.raises(UnsupportedOperationError, match=r"pl.Time.*not supported"):
-        cb.col("s").str.strptime(pl.Time, "%H:%M")
+    with pytest.raises(UnsupportedOperationError, match=r"pl.Time.*here; other types are not "
+                                                        r"supported.*cast\(Int64\)"):
+        cb.col("s").str.strptime(pl.Int64, "%H:%M")
+
+
+def test_a_time_is_to_time() -> None:
+    import polars as pl
+
+    assert repr(cb.col("s").str.strptime(pl.Time, "%H:%M", strict=False)) == repr(
+        cb.col("s").str.to_time("%H:%M", strict=False))
