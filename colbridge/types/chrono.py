@@ -254,17 +254,18 @@ def _strptime(text: str, fmt: str, *, leap: bool = True, part: bool = False) -> 
     """``text`` read with ``fmt`` as chrono reads it (None: not a date chrono accepts).
 
     ``leap``: a leap second is the next minute's first second (else the 59th); ``part``:
-    ``fmt`` is the start of a format, or a time's, which need not say a whole date (its
-    fields are then always split as chrono splits them).
+    ``fmt`` is the start of a format, or a time's, which need not say a whole date.
     """
     compiled = _chrono_regex(fmt)
     if compiled is not None and compiled[0].fullmatch(text) is None:
         # chrono reads each number as far as it goes and never gives digits back: `%H%M`
         # of "10" is no time (Python's `strptime` backtracks and reads 1 and 0)
         return None
-    # ``part``: each field as chrono splits the text (Python's `strptime` may split
-    # digits otherwise: `%H%M` of "523" is no time to chrono, which reads 52 and 3)
-    read = None if part and compiled is not None else _python_strptime(text, fmt, leap)
+    # each field as chrono splits the text where the regex reads the format (Python's
+    # `strptime` may split digits otherwise: `%H%M` of "523" is no time to chrono, which
+    # reads 52 and 3; `%Y%m%d` of "5920531" no date)
+    chrono_split = compiled is not None and (part or compiled[2])
+    read = None if chrono_split else _python_strptime(text, fmt, leap)
     if read is not None:
         return read
     # what Python's fields do not read (a year of 1-3 or 5+ digits or signed, a `%y` of

@@ -154,6 +154,11 @@ _FORMATS = [
      "ns"),
     (["1969-12-31 23:59:59.5", "1900-01-01 00:00:00.25"], "to_datetime", "%Y-%m-%d %H:%M:%S%.f",
      None),
+    # digits split as chrono splits them, each number as far as it goes (Python's strptime
+    # backtracks: 5:23, the 5th of the 31st month...)
+    (["20240101523", "202401011523", "19209110229"], "to_datetime", "%Y%m%d%H%M", None),
+    (["5920531", "59200531", "60319"], "to_date", "%Y%m%d", None),
+    (["60319", "600319", "12605"], "to_date", "%y%m%d", None),
 ]
 
 
