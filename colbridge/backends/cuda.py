@@ -121,6 +121,7 @@ from colbridge.plan.planner import Segment
 from colbridge.types import DType
 
 __all__ = [
+    "BINARIES",
     "BLOCK_THREADS",
     "CHUNK_ALIGN",
     "PLACEMENTS",
@@ -138,6 +139,8 @@ __all__ = [
     "use_runtime",
 ]
 
+#: What NVRTC may build: the device's own code, or PTX the driver compiles (`CudaOptions`).
+BINARIES = ("cubin", "ptx")
 #: Threads per block of every launch unless `CudaOptions.block_threads` says otherwise.
 BLOCK_THREADS = 256
 #: Chunks start at multiples of this many rows: bitmaps of chunks stay 64-bit word aligned.
@@ -156,7 +159,11 @@ class CudaOptions:
     allocate on the device as a fraction of the memory free to it (see
     `colbridge.memory.cuda.reserve`). ``max_chunk_rows`` caps the rows of one
     chunk (0: no cap; rounded down to a multiple of 64). ``block_threads`` is
-    the number of threads per block (0: 256; a multiple of 32).
+    the number of threads per block (0: 256; a multiple of 32). ``binary`` is what
+    NVRTC builds (`BINARIES`): ``"cubin"``, the device's own code (PTX where NVRTC
+    does not know the device), or ``"ptx"``, PTX of its compute capability that the
+    driver compiles when a kernel is first loaded (NVRTC's share of the build is then
+    about a third; the test suite runs so).
     """
 
     device: int = 0
@@ -164,10 +171,14 @@ class CudaOptions:
     memory_fraction: float = 0.5
     max_chunk_rows: int = 0
     block_threads: int = 0
+    binary: str = "cubin"
 
     def __post_init__(self) -> None:
         if self.placement not in PLACEMENTS:
             msg = f"unknown placement {self.placement!r}; use one of {', '.join(PLACEMENTS)}"
+            raise DeviceError(msg)
+        if self.binary not in BINARIES:
+            msg = f"unknown binary {self.binary!r}; use one of {', '.join(BINARIES)}"
             raise DeviceError(msg)
         if not 0.0 < self.memory_fraction <= 1.0:
             msg = f"memory_fraction must be in (0, 1], got {self.memory_fraction!r}"
@@ -184,7 +195,8 @@ class CudaOptions:
 def _default_options() -> CudaOptions:
     placement = os.environ.get("COLBRIDGE_CUDA_PLACEMENT", DEFAULT_PLACEMENT)
     fraction = float(os.environ.get("COLBRIDGE_CUDA_MEMORY_FRACTION", "0.5"))
-    return CudaOptions(placement=placement, memory_fraction=fraction)
+    binary = os.environ.get("COLBRIDGE_CUDA_BINARY", "cubin")
+    return CudaOptions(placement=placement, memory_fraction=fraction, binary=binary)
 
 
 _OPTIONS: contextvars.ContextVar[CudaOptions | None] = contextvars.ContextVar(
@@ -405,11 +417,16 @@ def _write_atomic(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def _arch(info: DeviceInfo) -> str:
-    """A cubin for the device itself when NVRTC knows it, else PTX the driver compiles."""
+def _arch(info: DeviceInfo, binary: str = "cubin") -> str:
+    """A cubin for the device itself when NVRTC knows it, else PTX the driver compiles.
+
+    ``binary="ptx"``: PTX (the newest virtual architecture the device runs) anyway.
+    """
     supported = _nvrtc().getSupportedArchs()
     cc = int(info.compute_capability)
-    return f"sm_{cc}" if cc in supported else f"compute_{max(a for a in supported if a <= cc)}"
+    if binary == "cubin" and cc in supported:
+        return f"sm_{cc}"
+    return f"compute_{max(a for a in supported if a <= cc)}"
 
 
 # -- one run's hold on the GPU ----------------------------------------------------
@@ -484,7 +501,7 @@ class _Session:
             self.geometry = Geometry(legacy.block, legacy.max_blocks, legacy.max_reduce_blocks)
         else:
             self.geometry = Geometry.for_device(self.info, opts.block_threads)
-        self.arch = _arch(self.info)
+        self.arch = _arch(self.info, opts.binary)
         self.token = getattr(cp, "cache_token", "cupy")
         self.slots: list[_Slot] = []
         self.stager = Stager(cp)  # pinned bounce buffers for every upload of the run

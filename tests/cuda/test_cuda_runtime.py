@@ -584,3 +584,21 @@ def test_uploads_go_through_a_few_pinned_buffers_in_turn(
     assert double.counts["h2d_copies"] == 13
     assert double.counts["pageable_copies"] == 1  # only reading the result back into NumPy
     del out, dev, stager
+
+
+@pytest.mark.parametrize("binary", ["cubin", "ptx"])
+def test_binary_says_what_nvrtc_builds(double: CupyDouble, binary: str, tmp_path: Any,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    monkeypatch.setenv("COLBRIDGE_CACHE_DIR", str(tmp_path))
+    table = _table(300)
+    with cuda.options(binary=binary):
+        got = _gpu(cb.lazy(table).with_columns(x=cb.col("a") * 3 + 1))
+    _same(got, cb.lazy(table).with_columns(x=cb.col("a") * 3 + 1).compute(device="cpu"))
+    built = {p.name.split("_", 1)[1] for p in (tmp_path / "cuda").iterdir() if p.suffix != ".cu"}
+    # a cubin keeps the PTX it was made from beside it
+    assert built == ({"sm_90.cubin", "sm_90.ptx"} if binary == "cubin" else {"compute_90.ptx"})
+
+
+def test_an_unknown_binary_is_refused() -> None:
+    with pytest.raises(cb.DeviceError, match=r"unknown binary 'sass'; use one of cubin, ptx"):
+        cuda.CudaOptions(binary="sass")
