@@ -548,13 +548,21 @@ _NAMESPACE_METHODS: dict[str, frozenset[str]] = {
     "dt": frozenset({*_DT_FIELDS, "date", "time", "epoch", "timestamp", "truncate",
                      "convert_time_zone", "cast_time_unit", "offset_by", "round",
                      "to_string", "strftime", "is_business_day", "add_business_days",
-                     "replace", "base_utc_offset", "dst_offset"}),
+                     "replace", "combine", "base_utc_offset", "dst_offset"}),
     "str": frozenset({*_STR_FUNCS, "starts_with", "ends_with", "contains", "to_datetime",
                       "to_date", "to_time", "slice", "head", "tail", "strip_chars",
                       "strip_chars_start", "strip_chars_end", "strip_prefix", "strip_suffix",
                       "pad_start", "pad_end", "zfill", "replace", "replace_all", "count_matches",
                       "find", "normalize", "extract"}),
     "cat": frozenset({"len_bytes", "len_chars", "starts_with", "ends_with", "slice"}),
+}  # fmt: skip
+#: Their parameters that take an expression per row, as in the Python API (the rest
+#: take constants): `d.dt.combine(t)`, `t.dt.replace(day=d)`, `d.dt.add_business_days(n)`.
+_EXPRESSION_PARAMS: dict[str, frozenset[str]] = {
+    "dt.combine": frozenset({"time"}),
+    "dt.replace": frozenset({"year", "month", "day", "hour", "minute", "second",
+                             "microsecond"}),
+    "dt.add_business_days": frozenset({"n"}),
 }  # fmt: skip
 
 
@@ -712,13 +720,23 @@ class _Translator:
             raise self.fail(func, f"unknown method `{name}`; allowed: "
                             f"{', '.join(sorted(allowed))}")  # fmt: skip
         what = f"`{func.attr}` arguments"
-        args = [self.argument(a, depth, what) for a in node.args]
-        if any(k.arg is None for k in node.keywords):
-            raise self.fail(node, f"`{name}`: `**` arguments are not allowed")
-        keywords = {k.arg: self.argument(k.value, depth, what)
-                    for k in node.keywords if k.arg is not None}  # fmt: skip
         target = self.expr(owner.value, depth)
         method = getattr(getattr(target, owner.attr), func.attr)
+        # parameters the Python API takes as expressions (`d.dt.combine(t)`), by position too
+        per_row = _EXPRESSION_PARAMS.get(name, frozenset())
+        names = list(inspect.signature(method).parameters)
+
+        def value(arg: ast.AST, param: str | None) -> Any:
+            # a constant stays one: the API reads a string there as a column's name
+            negative = isinstance(arg, ast.UnaryOp) and isinstance(arg.operand, ast.Constant)
+            if param in per_row and not (isinstance(arg, ast.Constant) or negative):
+                return self.expr(arg, depth)
+            return self.argument(arg, depth, what)
+
+        args = [value(a, names[i] if i < len(names) else None) for i, a in enumerate(node.args)]
+        if any(k.arg is None for k in node.keywords):
+            raise self.fail(node, f"`{name}`: `**` arguments are not allowed")
+        keywords = {k.arg: value(k.value, k.arg) for k in node.keywords if k.arg is not None}
         try:  # the Python API's own parameters, nothing else
             inspect.signature(method).bind(*args, **keywords)
         except TypeError as exc:

@@ -245,6 +245,26 @@ def test_the_string_language() -> None:
     assert got.equals(want)
 
 
+def test_the_string_language_takes_expressions_where_the_api_does() -> None:
+    df = pl.DataFrame({"d": [dt.date(2024, 3, 8), None, dt.date(2023, 1, 31)],
+                       "t": [dt.time(14, 30), dt.time(1, 2), None], "n": [1, 2, -3],
+                       "day": [5, 6, 28]})  # fmt: skip
+    got = cb.lazy(df).eval(
+        "a = d.dt.combine(t)\nb = d.dt.add_business_days(-n)\nc = d.dt.replace(day=day)\n"
+        "e = d.dt.combine(time(10, 5), 'ms')\nf = d.dt.replace(month=n % 12 + 1, day=2)"
+    ).compute()
+    want = df.with_columns(
+        a=pl.col("d").dt.combine(pl.col("t")), b=pl.col("d").dt.add_business_days(-pl.col("n")),
+        c=pl.col("d").dt.replace(day=pl.col("day")),
+        e=pl.col("d").dt.combine(dt.time(10, 5), "ms"),
+        f=pl.col("d").dt.replace(month=pl.col("n") % 12 + 1, day=2))  # fmt: skip
+    assert got.equals(want)
+    # the other parameters stay constants, as in the Python API
+    for text in ("d.dt.truncate(n)", "d.dt.combine(t, n)", "d.dt.replace(day=day, ambiguous=n)"):
+        with pytest.raises(cb.ExpressionSyntaxError, match=r"arguments must be constants"):
+            cb.lazy(df).eval(f"z = {text}")
+
+
 def test_bad_settings_are_refused_when_written() -> None:
     with pytest.raises(SchemaError, match=r"`datetime\(time_unit='s'\)`: use 'ns', 'us' or"):
         cb.datetime(2024, 1, 1, time_unit="s")
