@@ -2137,6 +2137,77 @@ class Expr:
         """
         return Expr(Filtered(self.node, as_expr(predicate).node))
 
+    def head(self, n: int = 10) -> Expr:
+        """The first ``n`` values; only as the input of a reduction (``x.head(5).mean()``).
+
+        Per group inside ``group_by(...).agg`` and ``.over(keys)``, in frame order.
+
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"g": [1, 2, 1, 1], "x": [1, 2, 3, 4]})
+        >>> df.gpu.group_by("g").agg(cb.col("x").head(2).sum()).compute().sort("g")["x"].to_list()
+        [4, 2]
+        """
+        return self._rows("head", (n,), 0, _count_param(n, "head", "n"))
+
+    def tail(self, n: int = 10) -> Expr:
+        """The last ``n`` values; only as the input of a reduction (``x.tail(5).mean()``).
+
+        >>> import colbridge as cb
+        >>> cb.col("x").tail(3).sum()
+        <Expr col("x").tail(3).sum()>
+        """
+        return self._rows("tail", (n,), -_count_param(n, "tail", "n"), n)
+
+    def slice(self, offset: int, length: int | None = None) -> Expr:
+        """``length`` values from ``offset`` (negative: from the end; None: to the end).
+
+        Only as the input of a reduction, as polars slices: an offset before the first
+        row shortens the slice (``slice(-7, 3)`` of 5 rows is the first one).
+
+        >>> import colbridge as cb
+        >>> cb.col("x").slice(1, 2).max()
+        <Expr col("x").slice(1, 2).max()>
+        """
+        if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)):
+            msg = f"`slice({offset!r}, {length!r})`: the offset is an integer"
+            raise SchemaError(msg)
+        if length is not None:
+            _count_param(length, "slice", "length")
+        return self._rows("slice", (offset, length), int(offset), length)
+
+    def gather_every(self, n: int, offset: int = 0) -> Expr:
+        """Every ``n``-th value from position ``offset``; only as the input of a reduction.
+
+        >>> import colbridge as cb
+        >>> cb.col("x").gather_every(2).sum()
+        <Expr col("x").gather_every(2).sum()>
+        """
+        step = _count_param(n, "gather_every", "n")
+        start = _count_param(offset, "gather_every", "offset")
+        if step == 0:
+            msg = "`gather_every(0)`: `n` is at least 1"
+            raise InvalidOperationError(msg)
+        position = self._position()
+        keep = (position >= start) & ((position - start) % step == 0)
+        return Expr(Filtered(self.node, keep.node, f"gather_every({n}, {offset})"))
+
+    def _position(self) -> Expr:
+        # each row's position, 0 first, in frame order (per group inside a grouped reduction,
+        # where scans take the group's keys): a count of the rows so far, nulls included
+        return self.is_null().cum_count().cast("int64") - 1
+
+    def _rows(self, method: str, shown: tuple[Any, ...], start: int,
+              length: int | None) -> Expr:  # fmt: skip
+        """The rows from position ``start`` (negative: from the end), ``length`` of them."""
+        position = self._position()
+        first = len().cast("int64") + start if start < 0 else lit(start)
+        keep = position >= first
+        if length is not None:
+            keep = keep & (position < first + length)
+        text = ", ".join(repr(v) for v in shown)
+        return Expr(Filtered(self.node, keep.node, f"{method}({text})"))
+
     def drop_nulls(self) -> Expr:
         """The non-null values: ``filter(is_not_null())``; only as the input of a reduction."""
         return self.filter(self.is_not_null())

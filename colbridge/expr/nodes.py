@@ -478,10 +478,15 @@ class Over(Node):
 
 @dataclass(frozen=True, slots=True, repr=False)
 class Filtered(Node):
-    """``arg.filter(predicate)``: the rows where ``predicate`` is true (only inside a reduction)."""
+    """``arg.filter(predicate)``: the rows where ``predicate`` is true (only inside a reduction).
+
+    ``shown``: the method the user wrote when it was not ``filter`` (``head(3)``, whose
+    predicate is written with the rows' positions), for messages and ``repr``.
+    """
 
     arg: Node
     predicate: Node
+    shown: str = ""
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -1190,7 +1195,7 @@ def _format(node: Node) -> str:
     if isinstance(node, Over):
         return f"{node.arg!r}.over({node.key_set!r})"
     if isinstance(node, Filtered):
-        return f"{node.arg!r}.filter({node.predicate!r})"
+        return f"{node.arg!r}.{node.shown or f'filter({node.predicate!r})'}"
     if isinstance(node, GroupAgg):
         extra = _agg_arguments(node)
         window = f".over({node.keys!r})" if node.keys.inputs else ""

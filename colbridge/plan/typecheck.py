@@ -413,10 +413,12 @@ class TypeChecker:
         if isinstance(node, Over):
             return self._check(push_window(node.arg, node.key_set))
         if isinstance(node, Filtered):
+            method = node.shown or "filter(...)"
             msg = (
-                f"`{node!r}`: `filter(...)` inside an expression would change the number of "
-                "rows; use it as the input of a reduction (`x.filter(p).sum()`) or filter the "
-                "frame with `.filter(...)`"
+                f"`{node!r}`: `{method}` inside an expression would change the number of "
+                f"rows; use it as the input of a reduction (`x.{method}.sum()`) or "
+                + ("filter the frame with `.filter(...)`" if not node.shown else
+                   f"take the frame's rows with `.{method}` on it (polars' `DataFrame` has it)")
             )
             raise SchemaError(msg)
         if isinstance(node, Constant):

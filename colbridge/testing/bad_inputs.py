@@ -572,6 +572,10 @@ CASES: list[BadInput] = [
                  "%H"))), E.InvalidOperationError,
              r"strict conversion of strings to time failed in .*the format '%H' says no hour "
              r"and minute", r"`%H`, or `%I` with `%p`, and `%M`"),
+    BadInput("head-outside-a-reduction", "shapes", "`qty.head(3)` as a column (not reduced)",
+             F, _m(lambda q: q.with_columns(h=cb.col("qty").head(3))), E.SchemaError,
+             r"`head\(3\)` inside an expression would change the number of rows",
+             r"use it as the input of a reduction \(`x\.head\(3\)\.sum\(\)`\)"),
     BadInput("sort-by-flags", "ordered", "`sort_by('qty', 'price', descending=[True])`: one "
              "flag for two keys", F,
              _m(lambda q: q.with_columns(s=cb.col("name").sort_by("qty", "price",
