@@ -2181,7 +2181,7 @@ class Expr:
 
         >>> import colbridge as cb
         >>> cb.col("x").gather_every(2).sum()
-        <Expr col("x").gather_every(2).sum()>
+        <Expr col("x").gather_every(2, 0).sum()>
         """
         step = _count_param(n, "gather_every", "n")
         start = _count_param(offset, "gather_every", "offset")
