@@ -362,15 +362,18 @@ class LogicalTyping:
             return self.add(node, offsets[0] * UNIT_PER_SECOND[logical.unit])
         return self.add(node, self.offset_at(node, tz, logical.unit))
 
-    def offset_at(self, value: Node, tz: str, unit: str, table: str = "offsets") -> Node:
+    def offset_at(self, value: Node, tz: str, unit: str, table: str = "offsets",
+                  in_unit: str | None = None) -> Node:  # fmt: skip
         """The UTC offset of zone ``tz`` at the instant ``value`` (in ``unit``).
 
         ``table="daylight"``: instead, 1 where the zone keeps daylight saving time
-        there, else 0 (a transition's entry of either table, found by one search).
+        there, else 0; ``"saving"``: the offset's daylight saving part (a transition's
+        entry of any table, found by one search). ``in_unit``: the offset in that unit
+        (default ``unit``).
         """
         zone = ("zone", tz)
         where = self.rec(Search(TableRef(zone, ("instants", unit), I64), value), I32)
-        return self.rec(Gather(TableRef(zone, (table, unit), I64), where), I64)
+        return self.rec(Gather(TableRef(zone, (table, in_unit or unit), I64), where), I64)
 
     def zone_offset(self, op: str, arg: Node, node: Node) -> Node:
         """``dt.base_utc_offset`` / ``dt.dst_offset``: a zoned value's offset parts (ms).
@@ -385,15 +388,10 @@ class LogicalTyping:
                    "first with `.dt.replace_time_zone(...)`")  # fmt: skip
             raise InvalidOperationError(msg)
         duration = Logical("duration", "ms")
-        if logical.tz == "UTC":  # no table: both parts are zero (nulls stay null)
-            return self.mark(self.mul(self.i64(arg), 0), duration)
-        zone = ("zone", logical.tz)
-        instants = TableRef(zone, ("parts_instants", logical.unit), I64)
-        where = self.rec(Search(instants, arg), I32)
-        saving = self.rec(Gather(TableRef(zone, ("parts_saving", "ms"), I64), where), I64)
+        saving = self.offset_at(arg, logical.tz, logical.unit, "saving", in_unit="ms")
         if op == "dst_offset":
             return self.mark(saving, duration)
-        whole = self.rec(Gather(TableRef(zone, ("parts_offsets", "ms"), I64), where), I64)
+        whole = self.offset_at(arg, logical.tz, logical.unit, in_unit="ms")
         return self.mark(self.sub(whole, saving), duration)
 
     def localize(self, local: Node, tz: str, unit: str, node: Node, *, ambiguous: str = "raise",

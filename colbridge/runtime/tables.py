@@ -38,7 +38,7 @@ from colbridge.types.logical import Logical, parse_logical
 from colbridge.types.promotion import int_range
 from colbridge.types.regex import InvalidRegexError, has_word_boundary, re2_pattern
 from colbridge.types.string_maps import apply_string_map, extract_regex
-from colbridge.types.timezones import daylight, parts_table, zone_table
+from colbridge.types.timezones import daylight, zone_table
 
 __all__ = ["TableBuilder", "enum_failures_named", "finish_output", "segment_tables"]
 
@@ -142,13 +142,10 @@ class TableBuilder:
         if ref.source[0] == "zone":
             if ref.recipe[0] == "daylight":  # 1 where the offset is a daylight saving one
                 return pa.array([int(d) for d in daylight(ref.source[1])], pa.int64())
-            if ref.recipe[0].startswith("parts_"):  # offsets and their saving parts
-                table = parts_table(ref.source[1], ref.recipe[1])
-                part = ("parts_instants", "parts_offsets", "parts_saving").index(ref.recipe[0])
-                return pa.array(table[part], pa.int64())
-            instants, offsets = zone_table(ref.source[1], ref.recipe[1])
-            values = instants if ref.recipe[0] == "instants" else offsets
-            return pa.array(values, pa.int64())
+            # instants, offsets or their daylight saving parts ("saving"), in the unit
+            table = zone_table(ref.source[1], ref.recipe[1])
+            part = ("instants", "offsets", "saving").index(ref.recipe[0])
+            return pa.array(table[part], pa.int64())
         d = self.dictionary(ref.source)
         op = ref.recipe[0]
         if op == "cmp":

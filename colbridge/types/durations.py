@@ -222,7 +222,7 @@ def _zoned_step(values: np.ndarray[Any, Any], kind: str, amount: int, unit: str,
     per_unit = UNIT_NS[unit]
     per_second = 10**9 // per_unit
     per_day = _NS_DAY // per_unit
-    instants, shifts = zone_table(zone.key, unit)
+    instants, shifts, _ = zone_table(zone.key, unit)
     starts = np.asarray(instants, dtype=np.int64)
     offsets = np.asarray(shifts, dtype=np.int64)
 

@@ -19,8 +19,8 @@ import zoneinfo
 
 from colbridge.errors import UnsupportedTypeError
 
-__all__ = ["LAST_RULE_YEAR", "check_zone", "daylight", "offset_parts", "parts_table",
-           "transitions", "zone_table"]
+__all__ = ["LAST_RULE_YEAR", "check_zone", "daylight", "offset_parts", "transitions",
+           "zone_table"]
 
 #: Transitions are generated from a zone's rule through the end of this year.
 LAST_RULE_YEAR = 2099
@@ -45,37 +45,17 @@ def check_zone(tz: str) -> str:
     return tz
 
 
-@functools.lru_cache(maxsize=64)
 def transitions(tz: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(UTC instants in seconds, offsets in seconds) of ``tz``: offset k holds from instant k.
 
-    The first instant is the smallest int64 (the offset before any transition).
+    The first instant is the smallest int64 (the offset before any transition). The
+    instants are `offset_parts`'s: an offset may repeat where only its daylight saving
+    part changed.
     """
-    check_zone(tz)
-    if tz == "UTC":
-        return (INT64_MIN,), (0,)
-    data = _read_tzif(tz)
-    instants, offsets = [INT64_MIN], [data[1][0] if data[1] else 0]
-    for when, offset in zip(*data, strict=False):
-        if when == INT64_MIN:
-            offsets[0] = offset
-            continue
-        if when >= _END:
-            break
-        if offset != offsets[-1]:
-            instants.append(when)
-            offsets.append(offset)
-    zone = zoneinfo.ZoneInfo(tz)
-    start = max(instants[-1] + 1, int(_dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
-                                      .timestamp()))  # fmt: skip
-    for when, offset in _rule_transitions(zone, start, _END):
-        if offset != offsets[-1]:
-            instants.append(when)
-            offsets.append(offset)
-    return tuple(instants), tuple(offsets)
+    instants, offsets, _ = offset_parts(tz)
+    return instants, offsets
 
 
-@functools.lru_cache(maxsize=64)
 def daylight(tz: str) -> tuple[bool, ...]:
     """Whether each offset of `transitions` is a daylight saving one (the zone's ``dst()``).
 
@@ -83,34 +63,22 @@ def daylight(tz: str) -> tuple[bool, ...]:
     truncate; one where the standard offset changes (Lord Howe's +10:00 to +10:30 in
     1981) raises there.
     """
-    instants, _ = transitions(tz)
-    if tz == "UTC":
-        return (False,)
-    zone = zoneinfo.ZoneInfo(tz)
-
-    def at(when: int) -> bool:
-        try:
-            local = _dt.datetime.fromtimestamp(when, tz=_dt.timezone.utc).astimezone(zone)
-        except (OverflowError, OSError, ValueError):  # before year 1: the first offset's
-            return False
-        return bool(local.dst())
-
-    first = at(instants[1] - 1) if len(instants) > 1 else False
-    return (first, *(at(when) for when in instants[1:]))
+    return tuple(saving != 0 for saving in offset_parts(tz)[2])
 
 
 @functools.lru_cache(maxsize=64)
 def offset_parts(tz: str) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """(UTC instants, offsets, their daylight saving parts), in seconds, for ``tz``.
 
-    As `transitions`, with an entry wherever either part changes (Britain's 1968-71
-    standard time kept the summer offset), from the zone file's transitions and
-    those of its rule. The daylight saving part is ``zoneinfo``'s ``dst()``: the zone
-    file marks which offsets are daylight saving ones, and the amount is the offset
-    less the standard one beside it. polars (chrono-tz) reads the amount from the
-    rules the zone files are compiled from: the two differ where a zone changed its
-    standard offset while on daylight saving time (America/Bahia_Banderas in 2010,
-    America/Inuvik in 1996) and in WET's 1996 change (docs/temporal.md).
+    An entry wherever either part changes (Britain's 1968-71 standard time kept the
+    summer offset), from the zone file's transitions and, past them, those of its
+    rule through `LAST_RULE_YEAR`. Both parts are ``zoneinfo``'s (``utcoffset()``,
+    ``dst()``): the zone file marks which offsets are daylight saving ones, and
+    ``zoneinfo`` takes the amount as the offset less the standard one beside it.
+    polars (chrono-tz) reads the amount from the rules the zone files are compiled
+    from: the two differ where a zone changed its standard offset while on daylight
+    saving time (America/Bahia_Banderas in 2010, America/Inuvik in 1979) and in WET's
+    1996 change (docs/temporal.md).
     """
     check_zone(tz)
     if tz == "UTC":
@@ -142,14 +110,11 @@ def offset_parts(tz: str) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, 
     return tuple(instants), tuple(offsets), tuple(savings)
 
 
-def zone_table(tz: str, unit: str) -> tuple[list[int], list[int]]:
-    """`transitions` in a time unit (``ns``, ``us``, ``ms``): instants (sentinel kept), offsets."""
-    instants, offsets = transitions(tz)
-    return _in_unit(instants, unit), [o * _UNIT[unit] for o in offsets]
+def zone_table(tz: str, unit: str) -> tuple[list[int], list[int], list[int]]:
+    """`offset_parts` in a time unit (``ns``, ``us``, ``ms``).
 
-
-def parts_table(tz: str, unit: str) -> tuple[list[int], list[int], list[int]]:
-    """`offset_parts` in a time unit: instants (sentinel kept), offsets, saving parts."""
+    The instants (the sentinel kept), the offsets and their daylight saving parts.
+    """
     instants, offsets, savings = offset_parts(tz)
     scale = _UNIT[unit]
     return _in_unit(instants, unit), [o * scale for o in offsets], [s * scale for s in savings]
