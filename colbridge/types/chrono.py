@@ -155,10 +155,16 @@ def parse_times(texts: list[str | None], fmt: str) -> list[int | None]:
         if read is None:
             out.append(None)
             continue
-        plain = _parse(text, python, fraction, "ns", leap=False, part=True)
-        assert plain is not None
-        # a leap second moves the time one second on: past midnight, out of the day
-        out.append(read % _DAY_NS if read % _DAY_NS >= plain % _DAY_NS else None)
+        time = read % _DAY_NS
+        # a leap second moves the time one second on: one that lands in the day's first
+        # second from 23:59:60 is out of the day (read again without it, it is 23:59:59)
+        if time < 10**9:
+            plain = _parse(text, python, fraction, "ns", leap=False, part=True)
+            assert plain is not None
+            if plain % _DAY_NS > time:
+                out.append(None)
+                continue
+        out.append(time)
     return out
 
 
