@@ -28,8 +28,8 @@ import pytest
 # small inputs) is compared with them and with polars by tests that choose it.
 os.environ.setdefault("COLBRIDGE_CPU_TIER", "compiled")
 # Kernels run on the CUDA code path (the CuPy double and the g++ shim) are built by
-# NVRTC as PTX, the front half of a cubin's build: a third of its time, over a suite
-# that builds some 1,500 kernels. Cubins for sm_90 are built and checked by
+# NVRTC as PTX, the front half of a cubin's build (no `ptxas`), over a suite that
+# builds some 1,500 kernels. Cubins for sm_90 are built and checked by
 # tests/cuda/test_cuda_codegen.py and test_scan_cuda_host.py, and by tests that ask.
 os.environ.setdefault("COLBRIDGE_CUDA_BINARY", "ptx")
 

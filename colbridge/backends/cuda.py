@@ -162,8 +162,8 @@ class CudaOptions:
     the number of threads per block (0: 256; a multiple of 32). ``binary`` is what
     NVRTC builds (`BINARIES`): ``"cubin"``, the device's own code (PTX where NVRTC
     does not know the device), or ``"ptx"``, PTX of its compute capability that the
-    driver compiles when a kernel is first loaded (NVRTC's share of the build is then
-    about a third; the test suite runs so).
+    driver compiles when a kernel is first loaded (NVRTC then stops before the
+    assembler; the test suite runs so).
     """
 
     device: int = 0
