@@ -496,12 +496,15 @@ def kernel_sources(
         aggs, by_keys = split_level(level)
         if aggs:
             src = generator.generate_reduce(aggs, segment.types, nulls, parallel=parallel,
-                                            plan_text=segment.text, tables=segment.tables)
+                                            plan_text=segment.kernel_text,
+                                            tables=segment.tables, literals=segment.params)
             out.append((f"reduction kernel source ({target})", src.source))
         for grouped in by_keys.values():
             src = generator.generate_grouped_reduce(grouped, segment.types, nulls,
-                                                    parallel=parallel, plan_text=segment.text,
-                                                    tables=segment.tables)  # fmt: skip
+                                                    parallel=parallel,
+                                                    plan_text=segment.kernel_text,
+                                                    tables=segment.tables,
+                                                    literals=segment.params)  # fmt: skip
             out.append((f"grouped reduction kernel source ({target})", src.source))
         for each in per_group_level(level).values():
             outputs = [(f"__each{k}__", node.arg) for k, node in enumerate(each)]

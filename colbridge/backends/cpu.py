@@ -444,7 +444,7 @@ class _ElementwisePass:
     ) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
         """The pass over ``n`` rows: its outputs as Arrow arrays, and the filter mask."""
         kernel = self.kernel
-        src = kernel.source
+        src = kernel.source.for_roots(segment.row_roots)
         nulls = self.nulls
         args = _bind_operands(n, src, segment, columns, nulls, scalar_values, grouped_values)
         args += segment.param_values
@@ -558,13 +558,13 @@ def _reduce_level(
 
     def make_reduce(gen: ModuleType) -> KernelSource:
         src: KernelSource = gen.generate_reduce(
-            aggs, segment.types, nulls, parallel=parallel, plan_text=segment.text,
-            tables=segment.tables,
+            aggs, segment.types, nulls, parallel=parallel, plan_text=segment.kernel_text,
+            tables=segment.tables, literals=segment.params,
         )
         return src
 
     kernel = _kernel(key, make_reduce, stats, num_rows)
-    src = kernel.source
+    src = kernel.source.for_roots(aggs)
     nblocks = 1 if kernel.tier == "numpy" else (num_rows + BLOCK - 1) // BLOCK
     pf = np.zeros((nblocks, max(src.n_f, 1)), dtype=np.float64)
     pi = np.zeros((nblocks, max(src.n_i, 1)), dtype=np.int64)
@@ -573,12 +573,11 @@ def _reduce_level(
         else _NO_ERRORS  # fmt: skip
     args = _bind_operands(num_rows, src, segment, columns, nulls, scalar_values,
                           grouped_values)  # fmt: skip
-    args += [pf, pi, pu, err]
+    args += [*segment.param_values, pf, pi, pu, err]
     _call(kernel, args, key, make_reduce)
     raise_kernel_errors(src, err)
-    if not kernel.label:
-        kernel.label = f"reduce[{', '.join(repr(a) for a in aggs)}] ({kernel.tier})"
-    stats.kernels.append(kernel.label)
+    # (the kernel may have been made for other literals: its reductions are written anew)
+    stats.kernels.append(f"reduce[{', '.join(repr(a) for a in aggs)}] ({kernel.tier})")
     return src, pf, pi, pu
 
 
@@ -671,7 +670,8 @@ class _Run:
         valid = frozenset(g for g, (_, v) in self.grouped_values.items() if v is None)
         found = Nullability(self.segment.types, self.nullable, self.nan_null, valid,
                             self.lagged)  # fmt: skip
-        key = (self.nullable, self.nan_null, self.input_types, *((valid,) if valid else ()),
+        key = (self.nullable, self.nan_null, self.input_types,
+               *((self.segment.group_numbers_of(valid),) if valid else ()),
                *((lag_directions(self.lagged),) if self.lagged else ()))  # fmt: skip
         return found, key
 
@@ -691,13 +691,13 @@ class _Run:
 
         def make(gen: ModuleType) -> KernelSource:
             src: KernelSource = gen.generate_grouped_reduce(
-                aggs, segment.types, nulls, parallel=parallel, plan_text=segment.text,
-                tables=segment.tables,
+                aggs, segment.types, nulls, parallel=parallel, plan_text=segment.kernel_text,
+                tables=segment.tables, literals=segment.params,
             )
             return src
 
         kernel = _kernel(key, make, self.stats, num_rows)
-        src = kernel.source
+        src = kernel.source.for_roots(aggs)
         width = src.n_f + src.n_i + src.n_u
         chunks = 1 if kernel.tier == "numpy" or not parallel else grouped_chunks(
             num_rows, ids.count, width)  # fmt: skip
@@ -707,7 +707,7 @@ class _Run:
         err = np.zeros((N_HOST_ERR_KINDS, chunks), dtype=np.int64) if src.uses_err else _NO_ERRORS
         args = _bind_operands(num_rows, src, self.segment, self.columns, nulls,
                               self.scalar_values, self.grouped_values)  # fmt: skip
-        args += [tf, ti, tu, err]
+        args += [*segment.param_values, tf, ti, tu, err]
         _call(kernel, args, key, make)
         raise_kernel_errors(src, err)
         self.stats.kernels.append(
@@ -795,7 +795,9 @@ def _run_filter(
     else:
         stats.compiled += 1
     stats.sources.append(kernel.source.source)
-    src = kernel.source
+    assert segment.mask is not None
+    outputs = tuple(node for _, node in segment.outputs)
+    src = kernel.source.for_roots((*outputs, *(Column(c) for c in carried), segment.mask))
     common = _bind_operands(n, src, segment, inputs, filter_nulls, scalar_values,
                             grouped_values)  # fmt: skip
     common += segment.param_values

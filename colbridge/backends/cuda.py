@@ -94,7 +94,7 @@ from colbridge.codegen.kernel import (
     table_key,
 )
 from colbridge.errors import DeviceError, KernelCompileError
-from colbridge.expr.nodes import Agg, Column, GroupAgg, TableRef
+from colbridge.expr.nodes import Agg, Column, GroupAgg, Node
 from colbridge.memory.cuda import (
     DEFAULT_PLACEMENT,
     MEMORY_DEVICE,
@@ -923,7 +923,13 @@ class _SegmentRun:
         self.uploads = 0
 
     # -- kernels
-    def _kernel(self, key: tuple[Any, ...], generate: Callable[[], CudaKernelSource]) -> _Compiled:
+    def _kernel(
+        self,
+        key: tuple[Any, ...],
+        generate: Callable[[], CudaKernelSource],
+        roots: Sequence[Node],
+    ) -> _Compiled:
+        """The compiled kernel of ``key`` (made by ``generate``), computing ``roots``."""
         s = self.s
 
         def build() -> _Compiled:
@@ -938,15 +944,15 @@ class _SegmentRun:
         else:
             self.stats.compiled += 1
         self.stats.sources.append(compiled.source.source)
-        return compiled  # type: ignore[no-any-return]
+        src = compiled.source.for_roots(roots)  # made for other literals, perhaps
+        if src is compiled.source:
+            return compiled  # type: ignore[no-any-return]
+        return _Compiled(src, compiled.handle)  # type: ignore[arg-type]
 
     def _kernels(self) -> tuple[list[_Compiled], _Compiled | None]:
         segment = self.segment
-        plan_text = "\n".join(f"{name} = {node!r}" for name, node in segment.outputs)
-        if segment.mask is not None:
-            plan_text += f"\nfilter: {segment.mask!r}"
-        reduces = [self._reduce_kernel(split_level(level)[0], plan_text)
-                   for level in segment.agg_levels]  # fmt: skip
+        reduces = [self._reduce_kernel(index, split_level(level)[0])
+                   for index, level in enumerate(segment.agg_levels)]  # fmt: skip
         if (not segment.outputs and segment.mask is None) or segment.outputs_are_reductions:
             return reduces, None
         return reduces, self._elementwise_kernel()
@@ -958,15 +964,22 @@ class _SegmentRun:
         nulls = Nullability(self.segment.types, self.nullable, self.nan_null, valid,
                             self.lagged)  # fmt: skip
         key = (tuple(sorted(self.nullable)), self.nan_null, self.input_types,
-               *((valid,) if valid else ()),
+               *((self.segment.group_numbers_of(valid),) if valid else ()),
                *((lag_directions(self.lagged),) if self.lagged else ()))  # fmt: skip
         return nulls, key
 
-    def _reduce_kernel(self, level: list[Agg], plan_text: str) -> _Compiled:
-        nulls = self.nulls
+    def _reduce_kernel(self, index: int, level: list[Agg]) -> _Compiled:
+        """The kernel of reduction pass ``index`` (its whole-column reductions ``level``).
+
+        As the elementwise kernel, it takes the segment's tables and literals as
+        arguments, and its key (the segment's signature) leaves them out.
+        """
+        segment, nulls = self.segment, self.nulls
         return self._kernel(
-            ("reduce", tuple(level), *self.variant),
-            lambda: generate_reduce(level, self.segment.types, nulls, plan_text=plan_text),
+            ("reduce", segment.signature, index, *self.variant),
+            lambda: generate_reduce(level, segment.types, nulls, plan_text=segment.kernel_text,
+                                    tables=segment.tables, literals=segment.params),
+            level,
         )
 
     def _elementwise_kernel(self) -> _Compiled:
@@ -979,7 +992,7 @@ class _SegmentRun:
 
         # literals are kernel arguments: the key (the segment's signature) leaves them out
         key = ("elementwise", segment.signature, segment.one_row, *self.variant)
-        return self._kernel(key, make_elementwise)
+        return self._kernel(key, make_elementwise, segment.row_roots)
 
     # -- planning
     def _plan(
@@ -1200,17 +1213,16 @@ class _SegmentRun:
         """
         segment, groups = self.segment, self.groups
         assert groups is not None
-        plan_text = segment.text
-        for level in segment.agg_levels:
+        for index, level in enumerate(segment.agg_levels):
             aggs, by_keys = split_level(level)
             for keys, grouped in by_keys.items():
-                self._grouped_pass(grouped, groups.of(keys.ids_column))
+                self._grouped_pass(index, grouped, groups.of(keys.ids_column))
             for keys, each in per_group_level(level).items():
                 self._per_group(each, groups.of(keys.ids_column))
             self.nulls, self.variant = self._nullability()
             if not aggs:
                 continue
-            compiled = self._reduce_kernel(aggs, plan_text)
+            compiled = self._reduce_kernel(index, aggs)
             chunks, nslots, _ = self._plan([compiled], None)
             pf, pi, pu = self._reduce(compiled, chunks, nslots, self.scalar_values)
             self.scalar_values.update(finalize_slots(compiled.source.slots, pf, pi, pu,
@@ -1261,7 +1273,7 @@ class _SegmentRun:
         for name, node in zip(names, each, strict=True):
             self.grouped_values[node] = grouped_operand(done[name], self.segment.types[node])
 
-    def _grouped_pass(self, aggs: list[GroupAgg], ids: GroupIds) -> None:
+    def _grouped_pass(self, index: int, aggs: list[GroupAgg], ids: GroupIds) -> None:
         """Partial tables by group id, filled with atomics, finished into `grouped_values`.
 
         Tables start at the accumulators' initial values (made on the host, copied
@@ -1272,9 +1284,13 @@ class _SegmentRun:
         (`colbridge.backends.common.finalize_grouped`).
         """
         s, segment, nulls = self.s, self.segment, self.nulls
+        keys = aggs[0].keys
         compiled = self._kernel(
-            ("grouped", tuple(aggs), *self.variant),
-            lambda: generate_grouped_reduce(aggs, segment.types, nulls, plan_text=segment.text),
+            ("grouped", segment.signature, index, repr(keys), *self.variant),
+            lambda: generate_grouped_reduce(aggs, segment.types, nulls,
+                                            plan_text=segment.kernel_text,
+                                            tables=segment.tables, literals=segment.params),
+            aggs,
         )
         src = compiled.source
         chunks, _, _ = self._plan([compiled], None)
@@ -1302,6 +1318,7 @@ class _SegmentRun:
                 for sc in src.scalars:
                     args += _scalar_args(sc, *self.scalar_values[sc.agg])
                 args += self._group_args(src, slot)
+                args += list(segment.param_values)
                 args += [device["f"], device["i"], device["u"], self._err(slot), ids.count,
                          1 if per_block else 0]  # fmt: skip
                 self._launch(compiled, stop - start, args, reduce=True)
@@ -1323,17 +1340,15 @@ class _SegmentRun:
             self.grouped_values[agg_slot.agg] = finalize_grouped(
                 agg_slot, out["f"], out["i"], out["u"], ids)  # fmt: skip
 
-    def _group_args(
-        self, src: CudaKernelSource, slot: _Slot, tables: Sequence[TableRef] | None = None
-    ) -> list[Any]:
+    def _group_args(self, src: CudaKernelSource, slot: _Slot) -> list[Any]:
         """Device addresses of the per-group results ``src`` gathers, then its lookup tables.
 
         Per-group results are ``g{j}`` (``gv{j}``), lookup tables ``lut{k}`` (``lutv{k}``)
         and their length ``lutn{k}``.
 
-        An elementwise kernel takes the segment's ``tables`` (its key is the segment's
-        signature, which numbers them); a reduction kernel's key holds its reductions
-        verbatim, so the tables it was made with are the running plan's.
+        Every kernel of a segment takes all of the segment's tables, in the order its
+        signature (the kernel's key) numbers them: a kernel made for another plan of the
+        same signature reads this plan's tables.
         """
         args: list[Any] = []
         for spec in src.groups:
@@ -1344,7 +1359,7 @@ class _SegmentRun:
                 flags = np.ones(len(data), dtype=np.bool_) if valid is None else valid
                 flags = np.ascontiguousarray(flags, dtype=np.bool_)
                 args.append(self._group_upload(("group valid", repr(spec.node)), flags, slot))
-        for table in src.tables if tables is None else tables:
+        for table in self.segment.tables:
             bound = table_args(table, self.columns[table_key(table)])
             key = table_key(table)
             args.append(self._group_upload(("table", key), bound[0], slot))
@@ -1402,6 +1417,7 @@ class _SegmentRun:
                 for sc in src.scalars:
                     args += _scalar_args(sc, *scalar_values[sc.agg])
                 args += self._group_args(src, slot)
+                args += list(self.segment.param_values)
                 capacity = s.geometry.max_reduce_blocks * s.geometry.block
                 partials = [s.device_buffer(slot, ("partials", k), capacity * widths[k] * 8)
                             for k in range(3)]  # fmt: skip
@@ -1468,7 +1484,7 @@ class _SegmentRun:
                     args += self._input_args(spec, slot, start, stop, single)
                 for sc in src.scalars:
                     args += _scalar_args(sc, *scalar_values[sc.agg])
-                args += self._group_args(src, slot, self.segment.tables)
+                args += self._group_args(src, slot)
                 args += list(self.segment.param_values)
                 copies: list[tuple[int, int, int]] = []  # (host address, device address, bytes)
                 for m, parts in enumerate(results):

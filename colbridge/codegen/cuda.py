@@ -412,6 +412,12 @@ def _params(
     return params
 
 
+def _literal_params(literals: Sequence[Literal]) -> list[tuple[str, str]]:
+    """Arguments ``p0, p1, ...``: the literals a kernel reads instead of having them written in."""
+    return [(ctype(lit.dtype), f"p{k}") for k, lit in enumerate(literals)
+            if lit.dtype is not None]  # fmt: skip
+
+
 def _signature(name: str, params: list[tuple[str, str]]) -> str:
     def one(ct: str, nm: str) -> str:
         return f"{ct} __restrict__ {nm}" if ct.endswith("*") else f"{ct} {nm}"
@@ -506,9 +512,8 @@ def generate_elementwise(
         m = len(out_specs)
         out_specs.append(OutputSpec("__mask__", DType.BOOL, False, is_mask=True))
         ballot(mask_keep, f"o{m}")
-    params = _params(inputs, scalars, groups, tables)
+    params = _params(inputs, scalars, groups, tables) + _literal_params(literals)
     literal_types = [lit.dtype for lit in literals if lit.dtype is not None]
-    params += [(ctype(t), f"p{k}") for k, t in enumerate(literal_types)]
     for m, spec in enumerate(out_specs):
         data_type = "unsigned int*" if spec.dtype.is_bool else f"{ctype(spec.dtype)}*"
         params.append((data_type, f"o{m}"))
@@ -522,6 +527,7 @@ def generate_elementwise(
     source = _prelude(plan_text) + "\n".join(body) + "\n"
     return CudaKernelSource(
         kind="elementwise",
+        roots=tuple(roots),
         source=source,
         inputs=inputs,
         scalars=scalars,
@@ -562,16 +568,21 @@ def generate_reduce(
     plan_text: str = "",
     parallel: bool = True,
     tables: Sequence[TableRef] = (),
+    literals: Sequence[Literal] = (),
 ) -> CudaKernelSource:
-    """CUDA source of one reduction pass writing per-thread partials of every reduction."""
+    """CUDA source of one reduction pass writing per-thread partials of every reduction.
+
+    ``literals`` are read from arguments ``p0, p1, ...`` (after the tables').
+    """
     roots: list[Node] = [a.arg for a in aggs]
     inputs, input_index = collect_inputs(roots, types, nulls)
     scalars, scalar_index = collect_scalars(roots, types, nulls, skip_inside_agg=True)
     groups, group_index = collect_grouped(roots, types, nulls)
     tables = kernel_tables(roots, tables)
     table_index = {t: k for k, t in enumerate(tables)}
+    params_index: dict[Node, int] = {lit: k for k, lit in enumerate(literals)}
     rows = _CudaRows()
-    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, None,
+    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, params_index,
                   group_index, groups, tables=table_index)  # fmt: skip
     red = ReductionLowering(lw)
     for agg in aggs:
@@ -599,6 +610,7 @@ def generate_reduce(
         ]
     params = [
         *_params(inputs, scalars, groups, tables),
+        *_literal_params(literals),
         ("double*", "pf"),
         ("long long*", "pi"),
         ("unsigned long long*", "pu"),
@@ -622,6 +634,7 @@ def generate_reduce(
     source = _prelude(plan_text) + "\n".join(body) + "\n"
     return CudaKernelSource(
         kind="reduce",
+        roots=tuple(aggs),
         source=source,
         inputs=inputs,
         scalars=scalars,
@@ -711,11 +724,12 @@ def generate_grouped_reduce(
     plan_text: str = "",
     parallel: bool = True,
     tables: Sequence[TableRef] = (),
+    literals: Sequence[Literal] = (),
 ) -> CudaKernelSource:
     """CUDA source of one grouped reduction pass: atomic updates of partial tables by group id.
 
-    ``grouped(n, <inputs>, <scalars>, <grouped>, tf, ti, tu, err, ngroups,
-    per_block)``: the group ids are an input column; the tables hold
+    ``grouped(n, <inputs>, <scalars>, <grouped>, <tables>, <literals>, tf, ti, tu, err,
+    ngroups, per_block)``: the group ids are an input column; the tables hold
     ``(chunks, groups, columns)`` in the `AggSlot` layout, made on the host at the
     accumulators' initial values. With ``per_block`` each block updates its own
     table (chunk ``blockIdx.x``: few groups, little contention), else all share
@@ -723,7 +737,7 @@ def generate_grouped_reduce(
     (`colbridge.backends.common.finalize_grouped`).
     """
     rows = _CudaRows()
-    start = start_grouped_reduce(DIALECT, rows, aggs, types, nulls, tables)
+    start = start_grouped_reduce(DIALECT, rows, aggs, types, nulls, tables, literals)
     ids_name, lw = start.ids_name, start.lw
     inputs, scalars, groups, tables = start.inputs, start.scalars, start.groups, start.tables
     gid = "0LL" if ids_name is None else f"(long long)({lw.value(Column(ids_name)).expr})"
@@ -737,6 +751,7 @@ def generate_grouped_reduce(
         updates.append(_atomic_fold(fold, f"t{kind}[g * {widths[kind]} + {fold.acc.column}]"))
     params = [
         *_params(inputs, scalars, groups, tables),
+        *_literal_params(literals),
         ("double*", "tf"),
         ("long long*", "ti"),
         ("unsigned long long*", "tu"),
@@ -757,6 +772,7 @@ def generate_grouped_reduce(
     starts = [(acc.kind, acc.column, acc.start) for st in red.states for acc in st.accumulators]
     return CudaKernelSource(
         kind="grouped",
+        roots=tuple(aggs),
         source=source,
         inputs=inputs,
         scalars=scalars,

@@ -8,7 +8,7 @@ the failure kinds it counts and the per-block partials its reductions leave.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -168,6 +168,42 @@ class KernelSource:
     #: compiled user functions the kernel calls, by the global name its source uses
     #: (bound when the module is loaded; such kernels are never cached on disk)
     functions: dict[str, Any] = field(default_factory=dict)
+    #: the trees the kernel computes (reductions, or outputs then filter), in the
+    #: order its generator was given them: `for_roots` renames its nodes after them
+    roots: tuple[Node, ...] = ()
+
+    def for_roots(self, roots: Sequence[Node]) -> KernelSource:
+        """The kernel as one made for ``roots``: trees shaped as its own `roots`.
+
+        Kernels are shared by plans of one shape (`Segment.signature`: literals and
+        tables are arguments), so a kernel made for ``x.filter(y > 2).sum()`` runs
+        ``x.filter(y > 3).sum()``. Its slots and specs name the reductions of the plan
+        it was made for, and the runtime files results under those nodes: they are
+        renamed to the running plan's (walking both trees side by side).
+        """
+        if len(roots) == len(self.roots) and all(
+            new is old for new, old in zip(roots, self.roots, strict=True)
+        ):
+            return self
+        if not (self.slots or self.scalars or self.groups):
+            return self  # nothing in it names a node
+        renamed: dict[Node, Node] = {}
+        seen: set[tuple[int, int]] = set()
+        pairs = list(zip(self.roots, roots, strict=True))
+        while pairs:
+            old, new = pairs.pop()
+            if old is new or (id(old), id(new)) in seen:
+                continue
+            seen.add((id(old), id(new)))
+            renamed[old] = new
+            pairs += zip(children(old), children(new), strict=True)
+        return replace(
+            self,
+            roots=tuple(roots),
+            slots=[replace(s, agg=renamed.get(s.agg, s.agg)) for s in self.slots],
+            scalars=[replace(s, agg=renamed.get(s.agg, s.agg)) for s in self.scalars],
+            groups=[replace(g, node=renamed.get(g.node, g.node)) for g in self.groups],
+        )
 
 
 def collect_inputs(

@@ -68,6 +68,7 @@ from colbridge.expr.nodes import (
     TableRef,
     Unary,
     When,
+    clip_bound,
 )
 from colbridge.plan.nullability import Nullability
 from colbridge.plan.typecheck import cast_can_fail
@@ -799,11 +800,14 @@ class Lowering:
         # polars' clip: below the lower bound, the lower bound; else above the upper one,
         # the upper one (bounds in the wrong order give the lower bound below it)
         x = expr = a.expr
+        # a bound is an argument where the plan made it one (`Segment.params`)
         if node.upper is not None:
-            hi = d.const(node.upper, dtype)
+            k = self.params.get(clip_bound(node.upper, dtype))
+            hi = d.const(node.upper, dtype) if k is None else f"p{k}"
             expr = self.declare(dtype, d.select(d.compare(">", x, hi), hi, expr))
         if node.lower is not None:
-            lo = d.const(node.lower, dtype)
+            k = self.params.get(clip_bound(node.lower, dtype))
+            lo = d.const(node.lower, dtype) if k is None else f"p{k}"
             expr = self.declare(dtype, d.select(d.compare("<", x, lo), lo, expr))
         return Val(expr, a.valid)
 
@@ -1013,8 +1017,12 @@ def start_grouped_reduce(
     types: Mapping[Node, DType],
     nulls: Nullability,
     tables: Sequence[TableRef],
+    literals: Sequence[Literal] = (),
 ) -> GroupedReduceStart:
-    """The arguments of a kernel computing the grouped reductions ``aggs`` (same keys)."""
+    """The arguments of a kernel computing the grouped reductions ``aggs`` (same keys).
+
+    ``literals`` are read from arguments ``p0, p1, ...`` (after the tables').
+    """
     ids_name = aggs[0].keys.ids_column
     roots: list[Node] = [a.arg for a in aggs]
     if ids_name is not None:
@@ -1024,7 +1032,8 @@ def start_grouped_reduce(
     scalars, scalar_index = collect_scalars(roots, typed, nulls, skip_inside_agg=True)
     groups, group_index = collect_grouped(roots, typed, nulls)
     used = kernel_tables(roots, tables)
-    lw = Lowering(dialect, rows, types, input_index, inputs, scalar_index, scalars, None,
+    params: dict[Node, int] = {lit: k for k, lit in enumerate(literals)}
+    lw = Lowering(dialect, rows, types, input_index, inputs, scalar_index, scalars, params,
                   group_index, groups, tables={t: k for k, t in enumerate(used)})  # fmt: skip
     return GroupedReduceStart(ids_name, inputs, scalars, groups, used, lw)
 

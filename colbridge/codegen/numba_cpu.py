@@ -598,6 +598,7 @@ def generate_elementwise(
     return KernelSource(
         functions=bound_functions(functions),
         kind="elementwise",
+        roots=tuple(roots),
         source=source,
         inputs=inputs,
         scalars=scalars,
@@ -734,6 +735,7 @@ def generate_filter(
     errors = merge_messages(lw1.err_messages, lw2.err_messages)
     return FilterKernels(
         kind="filter",
+        roots=tuple(roots),
         source=text,
         inputs=inputs,
         scalars=scalars,
@@ -814,6 +816,7 @@ def generate_reduce(
     parallel: bool,
     plan_text: str,
     tables: Sequence[TableRef] = (),
+    literals: Sequence[Literal] = (),
 ) -> KernelSource:
     """Source of one reduction pass computing per-block partials of every reduction in ``aggs``.
 
@@ -827,12 +830,13 @@ def generate_reduce(
     groups, group_index = collect_grouped(roots, types, nulls)
     tables = kernel_tables(roots, tables)
     table_index = {t: k for k, t in enumerate(tables)}
+    params: dict[Node, int] = {lit: k for k, lit in enumerate(literals)}
     shared = _CpuRows()
     lanes: list[tuple[Lowering, ReductionLowering]] = []
     for lane in range(LANES):
         rows = _CpuRows(f"i{lane}", f"q{lane}", f"_{lane}", shared)
         lw = Lowering(_dialect(roots), rows, types, input_index, inputs, scalar_index, scalars,
-                      suffix=f"_{lane}", grouped=group_index, grouped_specs=groups,
+                      params, suffix=f"_{lane}", grouped=group_index, grouped_specs=groups,
                       tables=table_index)  # fmt: skip
         red = ReductionLowering(lw)
         for agg in aggs:
@@ -925,7 +929,8 @@ def generate_reduce(
         + (f"_from_key({name})" if name in keyed else name)
         for st in red0.states for acc in st.accumulators for name in [block_name(acc.name)]
     ]  # fmt: skip
-    args = [*_signature_args(inputs, scalars, groups, tables), "pf", "pi", "pu", "err"]
+    args = [*_signature_args(inputs, scalars, groups, tables), *_literal_args(literals),
+            "pf", "pi", "pu", "err"]
     all_sources = set().union(*shared.word_sets) if shared.word_sets else set()
     body = _indent(_Skeleton.scalar_words(all_sources), 1)
     head = _block_head(parallel, shared.errors)
@@ -958,6 +963,7 @@ def generate_reduce(
     return KernelSource(
         functions=bound_functions(functions),
         kind="reduce",
+        roots=tuple(aggs),
         source=source,
         inputs=inputs,
         scalars=scalars,
@@ -1013,10 +1019,12 @@ def generate_grouped_reduce(
     parallel: bool,
     plan_text: str,
     tables: Sequence[TableRef] = (),
+    literals: Sequence[Literal] = (),
 ) -> KernelSource:
     """Source of one grouped reduction pass: partial tables per chunk of rows, by group id.
 
-    ``grouped(n, <inputs>, <scalars>, <grouped>, tf, ti, tu, err)``: the group ids
+    ``grouped(n, <inputs>, <scalars>, <grouped>, <tables>, <literals>, tf, ti, tu, err)``:
+    the group ids
     are an input column (int32); ``tf``/``ti``/``tu`` are ``(chunks, groups, columns)``
     tables in the `AggSlot` layout. Each chunk (a multiple of 64 rows; one thread's
     work) starts its table at the accumulators' initial values and folds its rows
@@ -1027,7 +1035,7 @@ def generate_grouped_reduce(
     """
     rows = _CpuRows()
     start = start_grouped_reduce(_dialect([a.arg for a in aggs]), rows, aggs, types, nulls,
-                                 tables)  # fmt: skip
+                                 tables, literals)  # fmt: skip
     ids_name, lw = start.ids_name, start.lw
     inputs, scalars, groups, tables = start.inputs, start.scalars, start.groups, start.tables
     gid = "U(0)" if ids_name is None else f"U({lw.value(Column(ids_name)).expr})"
@@ -1041,7 +1049,8 @@ def generate_grouped_reduce(
         for st in red.states
         for acc in st.accumulators
     ]
-    args = [*_signature_args(inputs, scalars, groups, tables), "tf", "ti", "tu", "err"]
+    args = [*_signature_args(inputs, scalars, groups, tables), *_literal_args(literals),
+            "tf", "ti", "tu", "err"]
     skeleton = _Skeleton(rows, lw.lines)
     all_sources = set().union(*rows.word_sets) if rows.word_sets else set()
     loop = "prange" if parallel else "range"
@@ -1072,6 +1081,7 @@ def generate_grouped_reduce(
     return KernelSource(
         functions=bound_functions(functions),
         kind="grouped",
+        roots=tuple(aggs),
         source=source,
         inputs=inputs,
         scalars=scalars,

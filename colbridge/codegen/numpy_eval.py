@@ -296,6 +296,7 @@ def generate_elementwise(
     return KernelSource(
         functions=bound_functions(lw.functions),
         kind="elementwise",
+        roots=tuple(roots),
         source=source,
         inputs=inputs,
         scalars=scalars,
@@ -339,6 +340,7 @@ def generate_reduce(
     parallel: bool = False,
     plan_text: str = "",
     tables: Sequence[TableRef] = (),
+    literals: Sequence[Literal] = (),
 ) -> KernelSource:
     """A NumPy function computing one partial row of every reduction in ``aggs``."""
     roots: list[Node] = [a.arg for a in aggs]
@@ -347,8 +349,9 @@ def generate_reduce(
     groups, group_index = collect_grouped(roots, types, nulls)
     tables = kernel_tables(roots, tables)
     table_index = {t: k for k, t in enumerate(tables)}
+    params: dict[Node, int] = {lit: k for k, lit in enumerate(literals)}
     rows = _ArrayRows()
-    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, None,
+    lw = Lowering(DIALECT, rows, types, input_index, inputs, scalar_index, scalars, params,
                   group_index, groups, tables=table_index)  # fmt: skip
     red = ReductionLowering(lw)
     for agg in aggs:
@@ -379,11 +382,13 @@ def generate_reduce(
     ]
     body += [f"err[{kind}, 0] = nerr[{kind}]" for kind in sorted(rows.errors)]
     body = [f"{name} = {expr}" for name, expr in rows.unpack.items()] + body
-    args = [*_signature_args(inputs, scalars, groups, tables), "pf", "pi", "pu", "err"]
+    args = [*_signature_args(inputs, scalars, groups, tables), *_literal_args(literals),
+            "pf", "pi", "pu", "err"]
     source = _module("reduce", args, body, plan_text, lw.functions)
     return KernelSource(
         functions=bound_functions(lw.functions),
         kind="reduce",
+        roots=tuple(aggs),
         source=source,
         inputs=inputs,
         scalars=scalars,
@@ -430,6 +435,7 @@ def generate_grouped_reduce(
     parallel: bool = False,
     plan_text: str = "",
     tables: Sequence[TableRef] = (),
+    literals: Sequence[Literal] = (),
 ) -> KernelSource:
     """A NumPy function computing one partial table (one chunk) of every grouped reduction.
 
@@ -437,7 +443,7 @@ def generate_grouped_reduce(
     are ``np.bincount`` (float sums) and ``np.add.at``/``np.minimum.at``-style updates.
     """
     rows = _ArrayRows()
-    start = start_grouped_reduce(DIALECT, rows, aggs, types, nulls, tables)
+    start = start_grouped_reduce(DIALECT, rows, aggs, types, nulls, tables, literals)
     ids_name, lw = start.ids_name, start.lw
     inputs, scalars, groups, tables = start.inputs, start.scalars, start.groups, start.tables
     gid = (
@@ -462,11 +468,13 @@ def generate_grouped_reduce(
         body.append(_grouped_fold(renamed))
     body += [f"err[{kind}, 0] = nerr[{kind}]" for kind in sorted(rows.errors)]
     body = [f"{name} = {expr}" for name, expr in rows.unpack.items()] + body
-    args = [*_signature_args(inputs, scalars, groups, tables), "tf", "ti", "tu", "err"]
+    args = [*_signature_args(inputs, scalars, groups, tables), *_literal_args(literals),
+            "tf", "ti", "tu", "err"]
     source = _module("grouped", args, body, plan_text, lw.functions)
     return KernelSource(
         functions=bound_functions(lw.functions),
         kind="grouped",
+        roots=tuple(aggs),
         source=source,
         inputs=inputs,
         scalars=scalars,

@@ -71,6 +71,7 @@ __all__ = [
     "Unary",
     "When",
     "children",
+    "clip_bound",
     "deep_walk",
     "fill_per_group",
     "holds_window",
@@ -283,6 +284,17 @@ class Clip(Node):
     arg: Node
     lower: bool | int | float | None
     upper: bool | int | float | None
+
+
+def clip_bound(value: bool | int | float | None, dtype: DType) -> Literal:
+    """A typed `Clip` bound as the literal kernels read it (an argument, like other numbers).
+
+    Examples
+    --------
+    >>> clip_bound(2.5, DType.FLOAT32)
+    lit(2.5, dtype=float32)
+    """
+    return Literal(value, dtype)
 
 
 @dataclass(frozen=True, slots=True, repr=False)

@@ -28,6 +28,7 @@ from colbridge.expr.nodes import (
     Call,
     Cast,
     Check,
+    Clip,
     Column,
     Const,
     Filtered,
@@ -39,10 +40,10 @@ from colbridge.expr.nodes import (
     Over,
     Reduction,
     Scan,
-    Search,
     SubtreeText,
     TableRef,
     children,
+    clip_bound,
     deep_walk,
     fill_per_group,
     holds_window,
@@ -240,6 +241,12 @@ class Segment:
     output_dicts: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
     @property
+    def row_roots(self) -> tuple[Node, ...]:
+        """What the elementwise pass computes, in its kernel's order: outputs, then filter."""
+        roots = tuple(node for _, node in self.outputs)
+        return (*roots, self.mask) if self.mask is not None else roots
+
+    @property
     def text(self) -> str:
         """The segment's work as text (the header of its generated kernels)."""
         lines = [f"{name} = {node!r}" for name, node in self.outputs]
@@ -255,8 +262,11 @@ class Segment:
         tables: dict[TableRef, int] = {}
 
         def shape_of(node: Node) -> str:
-            if isinstance(node, (Agg, GroupAgg)):
-                return repr(node)  # reductions are computed by their own kernels, verbatim
+            if isinstance(node, Clip):
+                # bounds are numbers of the node's type: parameters as typed literals are
+                dtype = self.types[node]
+                bounds = [shape_of(clip_bound(b, dtype)) for b in (node.lower, node.upper)]
+                return f"Clip({shape(node.arg)}, {', '.join(bounds)})"
             if _constant_divisor(node, self.types):
                 # an integer divisor written into the kernel: the compiler turns the
                 # division into a multiply and shift (a hardware divide per row otherwise)
@@ -284,28 +294,47 @@ class Segment:
         # a subtree used in several places is written once, as `repr` writes it
         roots = [node for _, node in self.outputs]
         roots += [n for n in (self.mask, self.gate) if n is not None]
+        roots += [agg for level in self.agg_levels for agg in level]
         shape = SubtreeText(shape_of, roots)
         outputs = [(name, shape(node)) for name, node in self.outputs]
         mask = shape(self.mask) if self.mask is not None else None
-        levels = [[repr(a) for a in level] for level in self.agg_levels]
+        # reductions too: `x.filter(y > 2).sum()` and `x.filter(y > 3).sum()` share kernels
+        levels = [[shape(a) for a in level] for level in self.agg_levels]
         gate = shape(self.gate) if self.gate is not None else None
         key: tuple[Any, ...] = (outputs, mask, levels, self.one_row, gate)
         if self.group_by is not None:
             key += (repr(self.group_by.keys),)
-        # tables read inside reductions come after: the reductions are in the key verbatim
-        for level in self.agg_levels:
-            for agg in level:
-                for node in walk(agg):
-                    if isinstance(node, (Gather, Search)):
-                        tables.setdefault(node.table, len(tables))
         return repr(key), tuple(params), tuple(tables)  # type: ignore[arg-type]
+
+    def group_numbers_of(self, results: frozenset[Node]) -> frozenset[int]:
+        """The numbers of per-group results (`GroupAgg`) in the segment's trees.
+
+        Which results hold no null group picks a kernel variant: cache keys name them
+        by number (in the signature's order), the same in two plans of one signature
+        whatever their literals. Results of other segments are left out.
+        """
+        numbers = self._group_numbers
+        return frozenset(numbers[r] for r in results if r in numbers)
+
+    @functools.cached_property
+    def _group_numbers(self) -> dict[Node, int]:
+        numbers: dict[Node, int] = {}
+        roots = [node for _, node in self.outputs]
+        roots += [n for n in (self.mask, self.gate) if n is not None]
+        roots += [agg for level in self.agg_levels for agg in level]
+        for root in roots:
+            for node in walk(root):
+                if isinstance(node, GroupAgg):
+                    numbers.setdefault(node, len(numbers))
+        return numbers
 
     @property
     def signature(self) -> str:
         """The segment's typed work with its numbers left out; kernel cache keys use it.
 
-        Numeric literals outside reductions are kernel parameters (`params`), so
-        ``x * 2.5`` and ``x * 3.5`` share one compiled kernel.
+        Numeric literals are kernel parameters (`params`), so ``x * 2.5`` and ``x * 3.5``
+        share one compiled kernel, and so do ``x.filter(y > 2).sum()`` and
+        ``x.filter(y > 3).sum()``.
         """
         return self._shape[0]
 
@@ -320,7 +349,11 @@ class Segment:
 
     @property
     def params(self) -> tuple[Literal, ...]:
-        """The literals passed to the elementwise kernel as arguments, in argument order."""
+        """The literals passed as arguments, in argument order, to every kernel of the segment.
+
+        Every reduction pass and the elementwise pass take all of them (as they take all
+        of the segment's `tables`), whichever each one reads.
+        """
         return self._shape[1]
 
     @property
