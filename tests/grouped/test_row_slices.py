@@ -47,9 +47,8 @@ def _reductions(m: Any) -> list[dict[str, Any]]:
     """Each method, with counts and offsets at their edges, under reductions that read rows
     differently (sums, ends, counts, extremes), in two queries.
 
-    Fixed numbers: a reduction's numbers are written into its kernel, so drawing them
-    per example would compile kernels per example. Two queries: one holding all of them
-    nests deep enough for the planner to raise the recursion limit inside an example.
+    Two queries: one holding all of them nests deep enough for the planner to raise the
+    recursion limit inside an example.
     """
     x, i = m.col("x"), m.col("i")
     return [{
