@@ -796,8 +796,8 @@ def _run_filter(
         stats.compiled += 1
     stats.sources.append(kernel.source.source)
     assert segment.mask is not None
-    outputs = tuple(node for _, node in segment.outputs)
-    src = kernel.source.for_roots((*outputs, *(Column(c) for c in carried), segment.mask))
+    computed = tuple(node for _, node in segment.outputs)
+    src = kernel.source.for_roots((*computed, *(Column(c) for c in carried), segment.mask))
     common = _bind_operands(n, src, segment, inputs, filter_nulls, scalar_values,
                             grouped_values)  # fmt: skip
     common += segment.param_values

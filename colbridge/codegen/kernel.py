@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -52,6 +52,8 @@ __all__ = [
     "table_key",
     "table_params",
 ]
+
+_N = TypeVar("_N", bound=Node)
 
 # Failure kinds a kernel can count; the runtime turns counts into errors.
 ERR_STRICT_CAST = 0
@@ -197,12 +199,16 @@ class KernelSource:
             seen.add((id(old), id(new)))
             renamed[old] = new
             pairs += zip(children(old), children(new), strict=True)
+
+        def now(node: _N) -> _N:
+            return renamed.get(node, node)  # type: ignore[return-value]  # of the same kind
+
         return replace(
             self,
             roots=tuple(roots),
-            slots=[replace(s, agg=renamed.get(s.agg, s.agg)) for s in self.slots],
-            scalars=[replace(s, agg=renamed.get(s.agg, s.agg)) for s in self.scalars],
-            groups=[replace(g, node=renamed.get(g.node, g.node)) for g in self.groups],
+            slots=[replace(s, agg=now(s.agg)) for s in self.slots],
+            scalars=[replace(s, agg=now(s.agg)) for s in self.scalars],
+            groups=[replace(g, node=now(g.node)) for g in self.groups],
         )
 
 
