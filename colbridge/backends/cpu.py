@@ -576,8 +576,7 @@ def _reduce_level(
     args += [*segment.param_values, pf, pi, pu, err]
     _call(kernel, args, key, make_reduce)
     raise_kernel_errors(src, err)
-    # (the kernel may have been made for other literals: its reductions are written anew)
-    stats.kernels.append(f"reduce[{', '.join(repr(a) for a in aggs)}] ({kernel.tier})")
+    stats.kernels.append(f"reduce[{segment.reductions_text(aggs)}] ({kernel.tier})")
     return src, pf, pi, pu
 
 
@@ -711,7 +710,7 @@ class _Run:
         _call(kernel, args, key, make)
         raise_kernel_errors(src, err)
         self.stats.kernels.append(
-            f"grouped reduce[{', '.join(repr(a) for a in aggs)}] into {ids.count} group(s), "
+            f"grouped reduce[{segment.reductions_text(aggs)}] into {ids.count} group(s), "
             f"{chunks} chunk(s) ({kernel.tier})"
         )
         for slot in src.slots:

@@ -1178,7 +1178,7 @@ class _SegmentRun:
             scalar_values.update(finalize_slots(compiled.source.slots, pf, pi, pu,
                                                 self.num_rows))  # fmt: skip
             self.stats.kernels.append(
-                f"cuda reduce[{', '.join(repr(a) for a in level)}] in {len(chunks)} chunk(s), "
+                f"cuda reduce[{self.segment.reductions_text(level)}] in {len(chunks)} chunk(s), "
                 f"placement={self.s.placement}"
             )
         if self.segment.outputs_are_reductions:
@@ -1228,7 +1228,7 @@ class _SegmentRun:
             self.scalar_values.update(finalize_slots(compiled.source.slots, pf, pi, pu,
                                                      self.num_rows))  # fmt: skip
             self.stats.kernels.append(
-                f"cuda reduce[{', '.join(repr(a) for a in aggs)}] in {len(chunks)} chunk(s), "
+                f"cuda reduce[{self.segment.reductions_text(aggs)}] in {len(chunks)} chunk(s), "
                 f"placement={self.s.placement}"
             )
         if segment.group_by is not None:
@@ -1332,7 +1332,7 @@ class _SegmentRun:
         out = {kind: host_bytes(stages[kind], host[kind].nbytes).view(dtype)
                .reshape(host[kind].shape).copy() for kind, dtype in _TABLE_KINDS}  # fmt: skip
         self.stats.kernels.append(
-            f"cuda grouped reduce[{', '.join(repr(a) for a in aggs)}] into {ids.count} "
+            f"cuda grouped reduce[{self.segment.reductions_text(aggs)}] into {ids.count} "
             f"group(s), {tables} table(s), {len(chunks)} chunk(s)"
         )
         for agg_slot in src.slots:

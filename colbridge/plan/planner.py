@@ -147,6 +147,20 @@ class Segment:
     #: others): kept while the typed plan lives, so that a recurring compute chooses none
     chosen_passes: dict[Any, Any] = field(default_factory=dict, init=False, compare=False,
                                           repr=False)
+    _texts: dict[tuple[Node, ...], str] = field(default_factory=dict, init=False,
+                                                compare=False, repr=False)
+
+    def reductions_text(self, reductions: Sequence[Node]) -> str:
+        """The reductions of a pass as reports list them, written once per typed plan.
+
+        Writing them (``repr``) took longer than a small compute's kernel; kernels are
+        shared by plans of other numbers, so the text belongs to the plan, not to them.
+        """
+        key = tuple(reductions)
+        text = self._texts.get(key)
+        if text is None:
+            text = self._texts[key] = ", ".join(repr(r) for r in reductions)
+        return text
 
     @property
     def outputs_are_reductions(self) -> bool:
