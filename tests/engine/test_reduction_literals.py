@@ -205,3 +205,17 @@ def test_float_numbers_and_clip_bounds_of_each_type() -> None:
                            check_exact=False, rel_tol=1e-12)  # fmt: skip
         compiled.append(q.last_report.stats.compiled)  # type: ignore[union-attr]
     assert compiled[1:] == [0, 0]
+
+
+def test_an_empty_frame_checks_its_one_value_outputs_with_a_shared_kernel() -> None:
+    # with no rows, one-value outputs are evaluated once (a strict cast there raises as
+    # in polars); the plans differ only in the table `find` reads and in a number
+    empty = pl.DataFrame({"s": pl.Series([], dtype=pl.String), "x": pl.Series([], dtype=pl.Int64)})
+    for pattern, t in [("a", 1), ("b", 2), ("c", 3)]:
+        def steps(m: Any, q: Any, pattern: str = pattern, t: int = t) -> Any:
+            s, x = m.col("s"), m.col("x")
+            return q.select(s.str.find(pattern), x + t, f=s.str.find(pattern).is_null().sum(),
+                            g=x.filter(x > t).sum() * t)  # fmt: skip
+
+        got = steps(cb, cb.lazy(empty)).compute()
+        assert_frame_equal(got, steps(pl, empty.lazy()).collect())
