@@ -834,7 +834,7 @@ def generate_reduce(
     params: dict[Node, int] = {lit: k for k, lit in enumerate(literals)}
     shared = _CpuRows()
 
-    def lane(k: int) -> tuple[Lowering, ReductionLowering]:
+    def lower_lane(k: int) -> tuple[Lowering, ReductionLowering]:
         rows = _CpuRows(f"i{k}", f"q{k}", f"_{k}", shared)
         lw = Lowering(_dialect(roots), rows, types, input_index, inputs, scalar_index, scalars,
                       params, suffix=f"_{k}", grouped=group_index, grouped_specs=groups,
@@ -844,14 +844,14 @@ def generate_reduce(
             red.add(agg)
         return lw, red
 
-    lanes = [lane(0)]
+    lanes = [lower_lane(0)]
     # no row reads a validity bit (or a lagged row) and no moment takes a word's two
     # passes: one flat loop over the block's rows, one lane, whose adds and max/min of
     # keys the compiler vectorises itself (1.4-2x the four lanes' word loops, measured
     # on a sum and a max); otherwise the rows go word by word, LANES at a time
     flat = not (shared.word_sets or shared.lags
                 or any(st.moment_of is not None for st in lanes[0][1].states))  # fmt: skip
-    lanes += [] if flat else [lane(k) for k in range(1, LANES)]
+    lanes += [] if flat else [lower_lane(k) for k in range(1, LANES)]
     d = lanes[0][0].d
     red0 = lanes[0][1]
 
