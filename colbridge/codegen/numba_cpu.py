@@ -847,8 +847,9 @@ def generate_reduce(
     lanes = [lower_lane(0)]
     # no row reads a validity bit (or a lagged row) and no moment takes a word's two
     # passes: one flat loop over the block's rows, one lane, whose adds and max/min of
-    # keys the compiler vectorises itself (1.4-2x the four lanes' word loops, measured
-    # on a sum and a max); otherwise the rows go word by word, LANES at a time
+    # keys the compiler vectorises itself (benchmarks/results/fused_cpu_flat_reductions_
+    # intel*.md: `sum & max`, before and after); otherwise the rows go word by word,
+    # LANES at a time
     flat = not (shared.word_sets or shared.lags
                 or any(st.moment_of is not None for st in lanes[0][1].states))  # fmt: skip
     lanes += [] if flat else [lower_lane(k) for k in range(1, LANES)]
