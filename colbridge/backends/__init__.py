@@ -64,11 +64,15 @@ class Backend(Protocol):
         ...
 
 _BACKENDS = {"cpu": "colbridge.backends.cpu", "cuda": "colbridge.backends.cuda"}
+#: backends whose import has finished, by target
+_LOADED: dict[str, Any] = {}
 
 
 def get_backend(target: str) -> Backend:
     """The backend module for ``target`` (``"cpu"`` or ``"cuda"``), imported on first use."""
-    # import_module, not a look in sys.modules first: while one thread imports the
-    # module, it is in sys.modules half made, and import_module waits for it
-    module: Any = importlib.import_module(_BACKENDS[target])
+    module = _LOADED.get(target)
+    if module is None:
+        # import_module, not a look in sys.modules first: while one thread imports the
+        # module, it is in sys.modules half made, and import_module waits for it
+        module = _LOADED[target] = importlib.import_module(_BACKENDS[target])
     return cast(Backend, module)

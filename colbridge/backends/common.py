@@ -205,6 +205,11 @@ def fold_partials(
     that saw a value, means and squared deviations combine by Chan et al.'s formula.
     Folding folded rows again gives the same row, so pieces can be folded as they come.
     """
+    if len(pf) == len(pi) == len(pu) == 1:
+        # one part (rows within one block) is folded already; a part's row keeps what it
+        # holds where it saw no row (a min's start value), which folding and finishing
+        # ignore by its count of 0
+        return pf, pi, pu
     with np.errstate(all="ignore"):  # inf - inf and the like are values here (NaN)
         # every column adds up first (one call per array, not one per column: a warm
         # compute of a few reductions spent 50 us here); the roles that do not add are

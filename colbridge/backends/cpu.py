@@ -368,11 +368,12 @@ def run_segment(
             return SegmentResult(opaque)
     if not segment.outputs and segment.mask is None:
         return SegmentResult({})
-    nulls, extra = run.variant()
     if num_rows == 0 and not segment.one_row and segment.group_by is None:
-        check_scalar_outputs(segment, nulls, run.scalar_values, stats, run.grouped_values)
+        check_scalar_outputs(segment, run.variant()[0], run.scalar_values, stats,
+                             run.grouped_values)  # fmt: skip
     if segment.outputs_are_reductions:
         return SegmentResult(reduction_outputs(segment, run.scalar_values))
+    nulls, extra = run.variant()
     compact = segment.filters_first or (segment.mask is not None and not segment.can_fail)
     if compact and carry is not None and not segment.one_row:
         # compacted: the outputs are computed on the rows the filter keeps only

@@ -7,6 +7,7 @@ the failure kinds it counts and the per-block partials its reductions leave.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
@@ -183,9 +184,7 @@ class KernelSource:
         it was made for, and the runtime files results under those nodes: they are
         renamed to the running plan's (walking both trees side by side).
         """
-        if len(roots) == len(self.roots) and all(
-            new is old for new, old in zip(roots, self.roots, strict=True)
-        ):
+        if len(roots) == len(self.roots) and all(map(operator.is_, roots, self.roots)):
             return self
         if not (self.slots or self.scalars or self.groups):
             return self  # nothing in it names a node

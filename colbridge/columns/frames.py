@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from colbridge.columns.ingest import column_to_arrow, ingest_column
+from colbridge.columns.ingest import ingest_column, polars_to_arrow
 from colbridge.errors import ColumnNotFoundError, UnsupportedTypeError
 
 __all__ = ["FrameAdapter", "adapt_frame", "is_stream_input", "missing_column_error"]
@@ -226,7 +226,7 @@ class PolarsFrameAdapter(FrameAdapter):
 
     def column(self, name: str) -> pa.ChunkedArray:
         self._check(name)
-        return column_to_arrow(self.frame.get_column(name), name)
+        return polars_to_arrow(self.frame.get_column(name), name)
 
     def build(
         self,
@@ -278,8 +278,11 @@ class PolarsFrameAdapter(FrameAdapter):
         """
         import polars as pl
 
-        want = self._input_enums.get(series.name)
-        if want is None or series.dtype == want:
+        if series.name not in self.name_set:
+            return series
+        # the one input column's type: the frame's whole schema costs more than a compute
+        want = self.frame.get_column(series.name).dtype
+        if not isinstance(want, pl.Enum) or series.dtype == want:
             return series
         lost = len(series) == 0 or series.null_count() == len(series)
         if lost and isinstance(series.dtype, pl.Enum | pl.Categorical | pl.Null):

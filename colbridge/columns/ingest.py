@@ -77,14 +77,18 @@ def ingest_column(
         return obj, []
     if isinstance(obj, pa.Array):
         return pa.chunked_array([obj], type=obj.type), []
+    label = f"column `{name}`" if name is not None else "the column"
+    # the two kinds of Series first: a compute ingests each column it reads, every time
     pl = sys.modules.get("polars")
     if pl is not None and isinstance(obj, pl.Series):
-        return _polars_to_arrow(obj, name), []
+        return polars_to_arrow(obj, name), []
+    pd = sys.modules.get("pandas")
+    if pd is not None and isinstance(obj, pd.Series):
+        return _pandas_to_arrow(obj, label, category_values)
     _refuse_frame(obj)
-    label = f"column `{name}`" if name is not None else "the column"
     kind = source_kind(obj)
     if kind == "polars":
-        return _polars_to_arrow(obj, name), []
+        return polars_to_arrow(obj, name), []
     if kind == "numpy":
         return _numpy_to_arrow(obj, label)
     if kind == "pandas":
@@ -188,11 +192,19 @@ def copy_reason(result: pa.Array, source: np.ndarray) -> list[str]:
     return [f"{why} (a copy)"]
 
 
-def _polars_to_arrow(series: Any, name: str | None) -> pa.ChunkedArray:
+def polars_to_arrow(series: Any, name: str | None) -> pa.ChunkedArray:
     """The polars Series' own chunks, through the C stream interface (no copy).
 
     A Categorical's export renumbers its codes into a new buffer; its physical
     codes (indices into its categories) are read instead, with no copy.
+    (`column_to_arrow` of a Series, without its checks of what the object is.)
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> s = pl.Series("x", [1.5, None])
+    >>> polars_to_arrow(s, "x").to_pylist()
+    [1.5, None]
     """
     pl = sys.modules["polars"]
     if isinstance(series.dtype, pl.Categorical):
@@ -288,6 +300,7 @@ def _masked_to_arrow(array: np.ma.MaskedArray, label: str) -> tuple[pa.ChunkedAr
 def _pandas_to_arrow(
     series: Any, label: str, category_values: bool = False
 ) -> tuple[pa.ChunkedArray, list[str]]:
+    dtype = series.dtype
     if series.dtype == object:
         msg = (
             f"{label} has pandas dtype `object` (Python objects, no typed buffer); "
@@ -295,6 +308,8 @@ def _pandas_to_arrow(
             "`s.astype(pd.ArrowDtype(pa.float64()))`"
         )
         raise UnsupportedTypeError(msg)
+    if isinstance(dtype, np.dtype):
+        return _pandas_numpy_to_arrow(series, label)
     values = series.array
     pd = sys.modules["pandas"]
     if isinstance(values, pd.Categorical):
@@ -329,16 +344,7 @@ def _pandas_to_arrow(
         result = pa.array(series)
         return pa.chunked_array([result]), copy_reason(result, values.asi8)
     if arrow_array is None:
-        # NumPy-backed: NaN stays a value in the Arrow form (from_pandas=False); the
-        # lazy engine reads it as null in place, `as_tensor`/`to_tensor` apply
-        # `pandas_nan_is_null` themselves
-        source = series.to_numpy(copy=False)
-        refuse_numpy_dtype(source.dtype, label)
-        if not source.dtype.isnative:  # Arrow has no other-endian types: swap (a copy)
-            swapped = source.astype(source.dtype.newbyteorder("="))
-            return pa.chunked_array([pa.array(swapped)]), [BYTE_SWAPPED]
-        result = pa.array(source)
-        return pa.chunked_array([result]), copy_reason(result, source)
+        return _pandas_numpy_to_arrow(series, label)
     # ArrowDtype and masked extension arrays know their own Arrow form
     converted = arrow_array()
     chunked = (
@@ -347,6 +353,19 @@ def _pandas_to_arrow(
         else converted
     )
     return chunked, _extension_copy_reason(values, chunked)
+
+
+def _pandas_numpy_to_arrow(series: Any, label: str) -> tuple[pa.ChunkedArray, list[str]]:
+    """A NumPy-backed pandas Series (`_pandas_to_arrow`): its own buffer where it can."""
+    # NaN stays a value in the Arrow form (from_pandas=False); the lazy engine reads it
+    # as null in place, `as_tensor`/`to_tensor` apply `pandas_nan_is_null` themselves
+    source = series.to_numpy(copy=False)
+    refuse_numpy_dtype(source.dtype, label)
+    if not source.dtype.isnative:  # Arrow has no other-endian types: swap (a copy)
+        swapped = source.astype(source.dtype.newbyteorder("="))
+        return pa.chunked_array([pa.array(swapped)]), [BYTE_SWAPPED]
+    result = pa.array(source)
+    return pa.chunked_array([result]), copy_reason(result, source)
 
 
 def _categorical_to_arrow(values: Any) -> pa.DictionaryArray:

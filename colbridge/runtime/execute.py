@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from colbridge.backends import get_backend
+from colbridge.backends import cpu, get_backend
 from colbridge.backends.common import (
     RunStats,
     SegmentResult,
@@ -166,13 +166,13 @@ class Columns:
         nulls, which are moved into the codes (a copy, reported).
         """
         array = self.get(name)
+        logical = logical_from_arrow(array.type)
+        if logical is None or not logical.is_string:
+            return array
         key = "\0codes:" + name
         hit = self._arrays.get(key)
         if hit is not None:
             return hit
-        logical = logical_from_arrow(array.type)
-        if logical is None or not logical.is_string:
-            return array
         if pa.types.is_dictionary(array.type):
             if array.dictionary.null_count == 0:
                 return array
@@ -964,8 +964,6 @@ def _run_recurring(segment: Segment, adapter: FrameAdapter, columns: Columns,
     if not segment.elementwise_only or segment.output_dicts \
             or any(n != s for n, s in segment.passthrough.items()):  # fmt: skip
         return None
-    from colbridge.backends import cpu
-
     arrays = {name: columns.kernel_array(name) for name in segment.inputs}
     ran = cpu.run_recurring(segment, arrays, adapter.num_rows, report.stats,
                             columns.nan_null(segment.inputs))  # fmt: skip
@@ -1272,6 +1270,8 @@ def on_device(
     report = ComputeReport(device=resolve_device(device, fallback))
     choice = report.device
     assert choice is not None
+    if choice.target == "cpu":
+        return work("cpu", report), report  # nothing to bind, nothing to fall back from
     try:
         with device_context(choice):
             return work(choice.target, report), report

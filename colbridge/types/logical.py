@@ -158,8 +158,13 @@ def _check_tz(tz: str | None) -> str | None:
 
 
 @functools.lru_cache(maxsize=512)  # asked per column per compute: 10 us a warm compute
+@functools.lru_cache(maxsize=1024)
 def logical_from_arrow(arrow_type: pa.DataType) -> Logical | None:
-    """The logical type of an Arrow column type, or None for primitives and unsupported types."""
+    """The logical type of an Arrow column type, or None for primitives and unsupported types.
+
+    Cached by type: every compute asks it of each column it reads, and the answer
+    takes up to ten type tests (a type whose zone is refused raises each time).
+    """
     if pa.types.is_date32(arrow_type):
         return DATE
     if pa.types.is_timestamp(arrow_type):
