@@ -18,7 +18,8 @@ after installing):
 3. The warm compute at 1,000 rows on a polars and on a pandas frame, timed
    interleaved with the other contenders of ``fused_cpu.py``'s "1 output"
    workload (polars, pandas, NumPy, ...), and back to back (the same handle
-   alone, over and over).
+   alone, over and over); then against the small-compute roofline, a minimal
+   round trip through each frame (`fused_cpu.frame_round_trips`).
 4. ``colbridge run`` on a flights-like Parquet file of 336,776 rows (int and
    float columns with nulls, three string columns): 8 derived features and a
    filter, against the same work as a polars script run with ``python -c``;
@@ -86,7 +87,15 @@ workload = fused_cpu.WORKLOADS[name](1000)
 interleaved = fused_cpu.time_all(workload.contenders, repeats, fused_cpu.checker(name, workload))
 alone = {k: fused_cpu.time_all({k: workload.contenders[k]}, repeats)[k]
          for k in ("colbridge (polars)", "colbridge (pandas)")}
-print(json.dumps({"interleaved": interleaved, "alone": alone}))
+trips = fused_cpu.frame_round_trips(1000)
+for kind in ("polars", "pandas"):
+    ours = workload.contenders[f"colbridge ({kind})"]().get_column("z") if kind == "polars" \
+        else workload.contenders[f"colbridge ({kind})"]()["z"]
+    theirs = trips[f"frame round trip ({kind})"]()
+    theirs = theirs.get_column("z") if kind == "polars" else theirs["z"]
+    assert list(ours) == list(theirs), kind
+floor = {k: fused_cpu.time_all({k: f}, repeats)[k] for k, f in trips.items()}
+print(json.dumps({"interleaved": interleaved, "alone": alone, "floor": floor}))
 """
 
 #: The 8 derived features and the filter, as `colbridge run` arguments ...
@@ -389,6 +398,23 @@ def markdown(res: Mapping[str, Any], meta: Mapping[str, str], repeats: int) -> s
     for name, t in inter.items():
         back = _us(alone[name]) if name in alone else ""
         lines.append(f"| {name} | {_us(t)} | {back} | {goals.get(name, '')} |")
+    floor = warm.get("floor")
+    if floor:
+        lines += [
+            "",
+            "The small-compute roofline (`fused_cpu.frame_round_trips`): the same `z` by a "
+            "minimal round trip through the frame, back to back: the three columns' "
+            "buffers read in place, the hand kernel on one thread, `z` added to a new frame "
+            "of the input's kind (polars `hstack`; pandas `copy(deep=False)` and "
+            "`insert`), with no plan, type check or null handling. Its answers equal "
+            "colbridge's.",
+            "",
+            "| frame | round trip, back to back | colbridge back to back | ÷ round trip |",
+            "|---|---:|---:|---:|",
+        ]
+        for kind in ("polars", "pandas"):
+            trip, ours = floor[f"frame round trip ({kind})"], alone[f"colbridge ({kind})"]
+            lines.append(f"| {kind} | {_us(trip)} | {_us(ours)} | {ours / trip:.2f} |")
 
     run = res["cli"]
     polars_s = _median(run["times"]["polars script"])

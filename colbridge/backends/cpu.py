@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -345,9 +346,11 @@ def run_segment(
             run.per_group(each, groups.of(keys.ids_column))
         if not aggs:
             continue
-        src, pf, pi, pu = _reduce_level(segment, index, aggs, run.columns, num_rows, stats,
-                                        nulls, extra, run.scalar_values, run.grouped_values)
+        reduce = _ReducePass.choose(segment, index, aggs, nulls, extra, num_rows, stats)
+        src, pf, pi, pu = reduce.run(segment, run.columns, num_rows, stats, run.scalar_values,
+                                     run.grouped_values)  # fmt: skip
         run.scalar_values.update(finalize_slots(src.slots, pf, pi, pu, num_rows))
+        run.reduces.append(reduce)
 
     opaque: dict[str, pa.Array] = {}
     n = 1 if segment.one_row else num_rows
@@ -372,6 +375,9 @@ def run_segment(
         check_scalar_outputs(segment, run.variant()[0], run.scalar_values, stats,
                              run.grouped_values)  # fmt: skip
     if segment.outputs_are_reductions:
+        if prior is None and segment.plain_passes:
+            _remember(segment, _ChosenPasses(run.reduces, None),
+                      _recurring_key(segment, columns, run.nan_null, num_rows))  # fmt: skip
         return SegmentResult(reduction_outputs(segment, run.scalar_values))
     nulls, extra = run.variant()
     compact = segment.filters_first or (segment.mask is not None and not segment.can_fail)
@@ -385,8 +391,9 @@ def run_segment(
     chosen = _ElementwisePass.choose(segment, nulls, extra, n, stats)
     results, mask = chosen.run(segment, columns, n, stats, run.scalar_values,
                                run.grouped_values)  # fmt: skip
-    if not opaque and prior is None and segment.elementwise_only:
-        _remember(segment, chosen, _recurring_key(segment, columns, run.nan_null, n))
+    if not opaque and prior is None and segment.plain_passes:
+        _remember(segment, _ChosenPasses(run.reduces, chosen),
+                  _recurring_key(segment, columns, run.nan_null, num_rows))  # fmt: skip
     results.update(opaque)
     return SegmentResult(results, mask)
 
@@ -396,8 +403,8 @@ class _ElementwisePass:
     """A segment's fused elementwise pass for one variant (nullability, input types).
 
     `choose` picks its kernel (tier, cache, compile); `run` binds the columns and calls
-    it. A segment with an elementwise pass only keeps the pass it chose once its kernel
-    is settled (`_remember`), and a compute of it again runs that pass directly
+    it. A segment of plain passes keeps the passes it chose once their kernels are
+    settled (`_remember`), and a compute of it again runs those passes directly
     (`run_recurring`): at 1,000 rows, choosing took as long as the rest of a compute.
     """
 
@@ -424,15 +431,6 @@ class _ElementwisePass:
 
         generation = kernel_cache.generation
         return cls(nulls, key, make, _kernel(key, make, stats, n), generation)
-
-    @property
-    def settled(self) -> bool:
-        """Whether every later compute of this variant would choose this kernel again."""
-        tier = cpu_tier()
-        kernel = self.kernel
-        if tier == "auto":
-            return kernel.tier == "compiled" and kernel.warmed
-        return kernel.tier == tier and (kernel.warmed or tier == "numpy")
 
     def run(
         self,
@@ -483,8 +481,36 @@ def _recurring_key(segment: Segment, columns: Mapping[str, pa.Array],
     return cpu_tier(), n >= PARALLEL_MIN_ROWS, types, nullable, nan_null
 
 
-def _remember(segment: Segment, chosen: _ElementwisePass, key: tuple[Any, ...]) -> None:
-    if chosen.settled:
+def _settled(kernel: _Kernel) -> bool:
+    """Whether every later compute of the same variant would choose ``kernel`` again."""
+    tier = cpu_tier()
+    if tier == "auto":
+        return kernel.tier == "compiled" and kernel.warmed
+    return kernel.tier == tier and (kernel.warmed or tier == "numpy")
+
+
+@dataclass
+class _ChosenPasses:
+    """The passes a segment of plain passes ran, in order, to run again as they are."""
+
+    #: its whole-column reduction passes, one per level
+    reduces: list[_ReducePass]
+    #: its elementwise pass (None where its outputs are its reductions)
+    elementwise: _ElementwisePass | None
+
+    @property
+    def passes(self) -> list[_ReducePass | _ElementwisePass]:
+        return [*self.reduces, *([self.elementwise] if self.elementwise else [])]
+
+    @functools.cached_property
+    def generation(self) -> int:
+        """The kernel cache's generation its passes were chosen in (-1: chosen in several)."""
+        found = {p.generation for p in self.passes}
+        return found.pop() if len(found) == 1 else -1
+
+
+def _remember(segment: Segment, chosen: _ChosenPasses, key: tuple[Any, ...]) -> None:
+    if all(_settled(p.kernel) for p in chosen.passes):
         # one dict store (atomic): no lock, which a background compile may hold for seconds
         segment.chosen_passes[key] = chosen
 
@@ -496,22 +522,32 @@ def run_recurring(
     stats: RunStats,
     nan_null: frozenset[str] = frozenset(),
 ) -> SegmentResult | None:
-    """`run_segment` of an elementwise-only segment by the pass an earlier compute chose.
+    """`run_segment` of a segment of plain passes by the passes an earlier compute chose.
 
-    None where there is none for these columns' variant (the first compute of it, a
-    kernel not yet compiled under ``auto``, a cleared kernel cache): run `run_segment`.
+    None where there are none for these columns' variant (the first compute of it, a
+    kernel not yet compiled under ``auto``, a cleared kernel cache), or where the
+    segment's reductions have no rows (whose checks `run_segment` makes): run
+    `run_segment`.
     """
-    if not segment.elementwise_only:
+    if not segment.plain_passes or (num_rows == 0 and segment.agg_levels):
         return None
     nan_null = nan_null & frozenset(segment.inputs)
     key = _recurring_key(segment, columns, nan_null, num_rows)
     chosen = segment.chosen_passes.get(key)
     if chosen is None or chosen.generation != kernel_cache.generation:
         return None
-    kernel_cache.count_hit()
-    stats.cache_hits += 1
-    stats.sources.append(chosen.kernel.source.source)
-    results, mask = chosen.run(segment, columns, num_rows, stats, {}, {})
+    for each in chosen.passes:
+        kernel_cache.count_hit()
+        stats.cache_hits += 1
+        stats.sources.append(each.kernel.source.source)
+    scalar_values: dict[Agg, tuple[Any, bool]] = {}
+    for reduce in chosen.reduces:
+        src, pf, pi, pu = reduce.run(segment, columns, num_rows, stats, scalar_values, {})
+        scalar_values.update(finalize_slots(src.slots, pf, pi, pu, num_rows))
+    if chosen.elementwise is None:
+        return SegmentResult(reduction_outputs(segment, scalar_values))
+    n = 1 if segment.one_row else num_rows
+    results, mask = chosen.elementwise.run(segment, columns, n, stats, scalar_values, {})
     return SegmentResult(results, mask)
 
 
@@ -534,51 +570,78 @@ def reduce_partials(
     for index, level in enumerate(segment.agg_levels):
         aggs, _ = split_level(level)
         nulls, extra = run.variant()
-        src, pf, pi, pu = _reduce_level(segment, index, aggs, columns, num_rows, stats, nulls,
-                                        extra, run.scalar_values, run.grouped_values)
+        reduce = _ReducePass.choose(segment, index, aggs, nulls, extra, num_rows, stats)
+        src, pf, pi, pu = reduce.run(segment, columns, num_rows, stats, run.scalar_values,
+                                     run.grouped_values)  # fmt: skip
         if index < last:
             run.scalar_values.update(finalize_slots(src.slots, pf, pi, pu, num_rows))
     return (src.slots, *fold_partials(src.slots, pf, pi, pu))
 
 
-def _reduce_level(
-    segment: Segment,
-    index: int,
-    aggs: list[Agg],
-    columns: Mapping[str, pa.Array],
-    num_rows: int,
-    stats: RunStats,
-    nulls: Nullability,
-    variant: tuple[Any, ...],
-    scalar_values: Mapping[Agg, tuple[Any, bool]],
-    grouped_values: Mapping[GroupAgg, GroupedValues],
-) -> tuple[KernelSource, np.ndarray, np.ndarray, np.ndarray]:
-    """Run the whole-column reductions ``aggs`` of pass ``index``: its source, partial rows."""
-    parallel = num_rows >= PARALLEL_MIN_ROWS
-    key = ("reduce", parallel, segment.signature, index, *variant)
+@dataclass
+class _ReducePass:
+    """A segment's whole-column reduction pass ``index`` for one variant (`_ElementwisePass`)."""
 
-    def make_reduce(gen: ModuleType) -> KernelSource:
-        src: KernelSource = gen.generate_reduce(
-            aggs, segment.types, nulls, parallel=parallel, plan_text=segment.kernel_text,
-            tables=segment.tables, literals=segment.params,
-        )
-        return src
+    #: the pass's reductions, in this segment
+    aggs: list[Agg]
+    nulls: Nullability
+    key: tuple[Any, ...]
+    make: Callable[[ModuleType], KernelSource]
+    kernel: _Kernel
+    #: the kernel's source, its slots naming this segment's reductions
+    source: KernelSource
+    #: the kernel cache's `generation` it was chosen in
+    generation: int
 
-    kernel = _kernel(key, make_reduce, stats, num_rows)
-    src = kernel.source.for_roots(aggs)
-    nblocks = 1 if kernel.tier == "numpy" else (num_rows + BLOCK - 1) // BLOCK
-    pf = np.zeros((nblocks, max(src.n_f, 1)), dtype=np.float64)
-    pi = np.zeros((nblocks, max(src.n_i, 1)), dtype=np.int64)
-    pu = np.zeros((nblocks, max(src.n_u, 1)), dtype=np.uint64)
-    err = np.zeros((N_HOST_ERR_KINDS, max(nblocks, 1)), dtype=np.int64) if src.uses_err \
-        else _NO_ERRORS  # fmt: skip
-    args = _bind_operands(num_rows, src, segment, columns, nulls, scalar_values,
-                          grouped_values)  # fmt: skip
-    args += [*segment.param_values, pf, pi, pu, err]
-    _call(kernel, args, key, make_reduce)
-    raise_kernel_errors(src, err)
-    stats.kernels.append(f"reduce[{segment.reductions_text(aggs)}] ({kernel.tier})")
-    return src, pf, pi, pu
+    @classmethod
+    def choose(
+        cls,
+        segment: Segment,
+        index: int,
+        aggs: list[Agg],
+        nulls: Nullability,
+        variant: tuple[Any, ...],
+        num_rows: int,
+        stats: RunStats,
+    ) -> _ReducePass:
+        parallel = num_rows >= PARALLEL_MIN_ROWS
+        key = ("reduce", parallel, segment.signature, index, *variant)
+
+        def make(gen: ModuleType) -> KernelSource:
+            src: KernelSource = gen.generate_reduce(
+                aggs, segment.types, nulls, parallel=parallel, plan_text=segment.kernel_text,
+                tables=segment.tables, literals=segment.params,
+            )
+            return src
+
+        generation = kernel_cache.generation
+        kernel = _kernel(key, make, stats, num_rows)
+        return cls(aggs, nulls, key, make, kernel, kernel.source.for_roots(aggs), generation)
+
+    def run(
+        self,
+        segment: Segment,
+        columns: Mapping[str, pa.Array],
+        num_rows: int,
+        stats: RunStats,
+        scalar_values: Mapping[Agg, tuple[Any, bool]],
+        grouped_values: Mapping[GroupAgg, GroupedValues],
+    ) -> tuple[KernelSource, np.ndarray, np.ndarray, np.ndarray]:
+        """The pass over ``num_rows`` rows: its source and partial rows (one per block)."""
+        kernel, src = self.kernel, self.source
+        nblocks = 1 if kernel.tier == "numpy" else (num_rows + BLOCK - 1) // BLOCK
+        pf = np.zeros((nblocks, max(src.n_f, 1)), dtype=np.float64)
+        pi = np.zeros((nblocks, max(src.n_i, 1)), dtype=np.int64)
+        pu = np.zeros((nblocks, max(src.n_u, 1)), dtype=np.uint64)
+        err = np.zeros((N_HOST_ERR_KINDS, max(nblocks, 1)), dtype=np.int64) if src.uses_err \
+            else _NO_ERRORS  # fmt: skip
+        args = _bind_operands(num_rows, src, segment, columns, self.nulls, scalar_values,
+                              grouped_values)  # fmt: skip
+        args += [*segment.param_values, pf, pi, pu, err]
+        _call(kernel, args, self.key, self.make)
+        raise_kernel_errors(src, err)
+        stats.kernels.append(f"reduce[{segment.reductions_text(self.aggs)}] ({kernel.tier})")
+        return src, pf, pi, pu
 
 
 def _bind_operands(
@@ -656,6 +719,8 @@ class _Run:
         self.lagged = groups.lagged if groups is not None else {}
         self.scalar_values: dict[Agg, tuple[Any, bool]] = dict(prior[0]) if prior else {}
         self.grouped_values: dict[GroupAgg, GroupedValues] = dict(prior[1]) if prior else {}
+        #: the whole-column reduction passes run so far
+        self.reduces: list[_ReducePass] = []
         if groups is not None:
             # the group ids are kernel inputs like any column; host-made results are operands
             columns = {**columns, **{name: ids.ids_array() for name, ids in groups.ids.items()}}

@@ -175,16 +175,18 @@ class Segment:
                 and all(isinstance(node, Agg) for _, node in self.outputs))  # fmt: skip
 
     @functools.cached_property
-    def elementwise_only(self) -> bool:
-        """Whether the segment is one elementwise pass over frame columns and nothing else.
+    def plain_passes(self) -> bool:
+        """Whether the segment is whole-column reduction passes and an elementwise pass only.
 
-        No reductions, groups, scans, filter, lookup tables or one-row result: what its
-        pass reads is its input columns (and literals), so a pass a backend chose for
-        the same variant runs it again as it is (`colbridge.backends.cpu.run_recurring`).
+        No groups, scans, filter or lookup tables: its passes read its input columns,
+        literals and the values of its own reductions, so the passes a backend chose
+        for the same variant run it again as they are
+        (`colbridge.backends.cpu.run_recurring`). ``x - x.mean()``, ``select(a.sum(),
+        b.max())`` and ``a * 2`` are; ``x.filter(y > 0)``, ``x.over("k")`` are not.
         """
-        return not (self.agg_levels or self.key_sets or self.host_aggs or self.scans
-                    or self.group_by is not None or self.mask is not None or self.one_row
-                    or self.tables or self.opaque)  # fmt: skip
+        return not (self.key_sets or self.host_aggs or self.scans or self.group_by is not None
+                    or self.mask is not None or self.tables or self.opaque) \
+            and all(isinstance(r, Agg) for level in self.agg_levels for r in level)  # fmt: skip
 
     @functools.cached_property
     def lagged(self) -> dict[str, LaggedRead]:

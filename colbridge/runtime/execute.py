@@ -955,13 +955,14 @@ def execute(
 
 def _run_recurring(segment: Segment, adapter: FrameAdapter, columns: Columns,
                    report: ComputeReport) -> Any | None:  # fmt: skip
-    """`_run` of a one-segment elementwise plan on the CPU, by the pass chosen before.
+    """`_run` of a one-segment plan of plain passes on the CPU, by the passes chosen before.
 
-    What `_run` does for such a plan, less what it has nothing to do for (groups,
-    scans, tables, a filter, renamed columns); None where the CPU backend has no pass
-    chosen for these columns yet (`colbridge.backends.cpu.run_recurring`).
+    What `_run` does for such a plan (`Segment.plain_passes`), less what it has nothing
+    to do for (groups, scans, tables, a filter, renamed columns); None where the CPU
+    backend has no passes chosen for these columns yet
+    (`colbridge.backends.cpu.run_recurring`).
     """
-    if not segment.elementwise_only or segment.output_dicts \
+    if not segment.plain_passes or segment.output_dicts \
             or any(n != s for n, s in segment.passthrough.items()):  # fmt: skip
         return None
     arrays = {name: columns.kernel_array(name) for name in segment.inputs}
@@ -969,7 +970,8 @@ def _run_recurring(segment: Segment, adapter: FrameAdapter, columns: Columns,
                             columns.nan_null(segment.inputs))  # fmt: skip
     if ran is None:
         return None
-    return adapter.build(segment.order, _finished(segment, ran.columns, arrays))
+    return adapter.build(segment.order, _finished(segment, ran.columns, arrays),
+                         one_row=segment.one_row)  # fmt: skip
 
 
 def _run(

@@ -1,8 +1,9 @@
-"""A recurring compute runs the elementwise pass chosen before, and answers as the first did.
+"""A recurring compute runs the passes chosen before, and answers as the first did.
 
-A plan of one elementwise segment keeps the pass (kernel) its compute chose once
-that kernel is settled; a compute of the same plan again binds its columns and
-calls it (`colbridge.backends.cpu.run_recurring`). Whatever picks a pass must pick
+A plan of one segment of plain passes (whole-column reductions and an elementwise
+pass: `Segment.plain_passes`) keeps the passes (kernels) its compute chose once
+they are settled; a compute of the same plan again binds its columns and calls them
+(`colbridge.backends.cpu.run_recurring`). Whatever picks a pass must pick
 another here too: inputs that now hold nulls, NaN that means null (pandas), the
 tier asked for, threads above `PARALLEL_MIN_ROWS`, a cleared kernel cache. Each
 answer is compared with polars' (the oracle), and each report with the first.
@@ -195,3 +196,97 @@ def test_the_same_steps_on_frames_whose_columns_change_type(steps: Any) -> None:
         assert_frame_equal(steps(cb, df.gpu).compute(), want, check_row_order="g" not in want)
         got = pl.from_arrow(steps(cb, cb.lazy(df.to_arrow())).compute())
         assert_frame_equal(got, want, check_row_order="g" not in want)
+
+
+# -- plain passes: whole-column reductions, then (or instead of) an elementwise pass ----
+_PLAIN = {
+    "reductions-as-outputs": lambda m, q: q.select(
+        s=m.col("a").sum(), mx=m.col("b").max(), n=m.col("c").null_count(), mu=m.col("a").mean()
+    ),
+    "z-score": lambda m, q: q.with_columns(
+        z=(m.col("a") - m.col("a").mean()) / m.col("a").std()
+    ),
+    "one-row-arithmetic": lambda m, q: q.select(r=(m.col("a") * 2).sum() + m.col("b").min()),
+    "two-levels": lambda m, q: q.with_columns(
+        d=m.col("a") - (m.col("a") - m.col("a").mean()).abs().mean()
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", list(_PLAIN))
+def test_reduction_passes_recur_as_they_were_chosen(
+    shape: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    steps = _PLAIN[shape]
+    df = _frame(1_000, seed=30, nulls=0.1)
+    q = steps(cb, df.gpu)
+    first = _settled(q)
+    assert q.last_report is not None
+    kernels = list(q.last_report.stats.kernels)
+    assert all(k.endswith("(compiled)") for k in kernels), kernels
+
+    def chosen_again(*args: object, **kwargs: object) -> None:
+        msg = "the passes were chosen again, not run as they were kept"
+        raise AssertionError(msg)
+
+    monkeypatch.setattr(cpu, "run_segment", chosen_again)
+    hits = cb.cache_info().hits
+    again = q.compute(device="cpu")
+    assert q.last_report is not None
+    assert q.last_report.stats.kernels == kernels
+    assert q.last_report.stats.compiled == 0
+    assert q.last_report.stats.cache_hits == len(kernels)
+    assert cb.cache_info().hits == hits + len(kernels)
+    assert_frame_equal(again, first)
+    assert_frame_equal(again, steps(pl, df.lazy()).collect())
+
+
+@pytest.mark.parametrize("shape", list(_PLAIN))
+def test_reduction_passes_of_another_variant_are_chosen_anew(shape: str) -> None:
+    steps = _PLAIN[shape]
+    _settled(steps(cb, _frame(1_000, seed=31, nulls=0.0).gpu))
+    frames = [_frame(1_000, seed=32, nulls=0.2), _frame(1_000, seed=33, nulls=1.0),
+              _frame(3_000, seed=34, nulls=0.3)[37:2_037],
+              _frame(cpu.PARALLEL_MIN_ROWS + 10, seed=35, nulls=0.0)]  # fmt: skip
+    for df in frames:
+        assert_frame_equal(steps(cb, df.gpu).compute(device="cpu"), steps(pl, df.lazy()).collect())
+    numpy_backed = _frame(500, seed=36, nulls=0.0).to_pandas()
+    numpy_backed.loc[::7, "a"] = np.nan  # NaN in a NumPy float column: missing
+    got = pl.from_pandas(steps(cb, numpy_backed.gpu).compute(device="cpu"))
+    assert_frame_equal(got, steps(pl, pl.from_pandas(numpy_backed).lazy()).collect())
+
+
+def test_an_empty_frame_still_checks_its_one_value_outputs() -> None:
+    # polars (eager, as `check_scalar_outputs` follows it) evaluates `count - 1` once even
+    # over no rows: 0 - 1 wraps and the cast fails
+    def steps(m: Any, q: Any) -> Any:
+        return q.with_columns(z=(m.col("a").count() - 1).cast(pl.UInt8), m=m.col("b").mean())
+
+    _settled(steps(cb, _frame(200, seed=37, nulls=0.0).gpu))
+    empty = _frame(0, seed=38, nulls=0.0)
+    with pytest.raises(pl.exceptions.InvalidOperationError):
+        steps(pl, empty)
+    with pytest.raises(cb.InvalidOperationError, match="strict cast to uint8"):
+        steps(cb, empty.gpu).compute(device="cpu")
+    for shape in _PLAIN.values():
+        assert_frame_equal(shape(cb, empty.gpu).compute(device="cpu"),
+                           shape(pl, empty.lazy()).collect())  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        lambda m, q: q.filter(m.col("a") > 0).with_columns(z=m.col("a") * 2,
+                                                           s=m.col("b").sum()),
+        # a strict cast can fail on rows the filter drops: the pass runs over every row
+        # and gives its mask to the segment loop
+        lambda m, q: q.with_columns(k=(m.col("a") * 10).cast(pl.Int32)).filter(m.col("b") > 0),
+    ],
+    ids=["filter-first", "filter-after-a-cast"],
+)  # fmt: skip
+def test_a_filtered_segment_is_chosen_anew_every_time(steps: Any) -> None:
+    # a filter's mask is applied by the segment loop, which a recurring compute skips
+    df = _frame(2_000, seed=39, nulls=0.1)
+    q = steps(cb, df.gpu)
+    _settled(q)
+    assert_frame_equal(q.compute(device="cpu"), steps(pl, df.lazy()).collect())
