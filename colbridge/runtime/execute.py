@@ -99,6 +99,7 @@ from colbridge.runtime.tables import (
     segment_tables,
 )
 from colbridge.types import dtype_from_arrow
+from colbridge.types.dtypes import type_key
 from colbridge.types.logical import NULL, Logical, logical_from_arrow
 
 __all__ = [
@@ -293,7 +294,7 @@ class PreparedPlan:
         or its one problem's error as it is.
         """
         try:
-            schema_key = tuple(columns.get(n).type for n in self.typed_inputs)
+            schema_key = tuple(type_key(columns.get(n).type) for n in self.typed_inputs)
         except ColbridgeError as exc:  # a column no kernel can read (a pandas object column)
             found = self._located(exc, columns)
             if found is exc:

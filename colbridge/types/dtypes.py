@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
@@ -84,8 +85,35 @@ _ARROW_TO_DTYPE: dict[pa.DataType, DType] = {t: d for d, t in _ARROW.items()}
 
 
 def dtype_from_arrow(arrow_type: pa.DataType) -> DType | None:
-    """The primitive `DType` of an Arrow type, or None when it is not primitive."""
+    """The primitive `DType` of an Arrow type, or None when it is not primitive.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> dtype_from_arrow(pa.int32()), dtype_from_arrow(pa.string())
+    (<DType.INT32: 'int32'>, None)
+    """
+    if isinstance(arrow_type, pa.BaseExtensionType):
+        return None  # not primitive; and a user's extension type need not be hashable
     return _ARROW_TO_DTYPE.get(arrow_type)
+
+
+def type_key(arrow_type: pa.DataType) -> Hashable:
+    """An Arrow type as a dictionary key: itself, or what names an extension type.
+
+    A user's extension type (a subclass of `pyarrow.ExtensionType`) need not be
+    hashable; it is keyed by its name, storage type and serialized parameters.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> type_key(pa.int64()) == pa.int64()
+    True
+    """
+    if isinstance(arrow_type, pa.BaseExtensionType):
+        return ("extension", arrow_type.extension_name, str(arrow_type.storage_type),
+                arrow_type.__arrow_ext_serialize__())  # fmt: skip
+    return arrow_type
 
 
 def parse_dtype(spec: Any) -> DType:

@@ -157,14 +157,24 @@ def _check_tz(tz: str | None) -> str | None:
     return check_zone(tz)
 
 
-@functools.lru_cache(maxsize=512)  # asked per column per compute: 10 us a warm compute
-@functools.lru_cache(maxsize=1024)
 def logical_from_arrow(arrow_type: pa.DataType) -> Logical | None:
     """The logical type of an Arrow column type, or None for primitives and unsupported types.
 
-    Cached by type: every compute asks it of each column it reads, and the answer
-    takes up to ten type tests (a type whose zone is refused raises each time).
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> logical_from_arrow(pa.timestamp("us", tz="UTC")).kind
+    'datetime'
+    >>> logical_from_arrow(pa.float64()) is None
+    True
     """
+    if isinstance(arrow_type, pa.BaseExtensionType):
+        return None  # none of them; and a user's extension type need not be hashable
+    return _logical_of(arrow_type)
+
+
+@functools.lru_cache(maxsize=512)  # asked per column per compute: 10 us a warm compute
+def _logical_of(arrow_type: pa.DataType) -> Logical | None:
     if pa.types.is_date32(arrow_type):
         return DATE
     if pa.types.is_timestamp(arrow_type):

@@ -134,3 +134,37 @@ def test_integer_division_by_zero_is_null_like_polars() -> None:
     out = df.gpu.with_columns(q=cb.col("a") // cb.col("b"), r=cb.col("a") % cb.col("b")).compute()
     assert out["q"].to_list() == [None, -4, -5]
     assert out["r"].to_list() == [None, 1, 0]
+
+
+class _Point(pa.ExtensionType):
+    """A user's extension type: pyarrow gives its subclasses no hash."""
+
+    def __init__(self) -> None:
+        super().__init__(pa.int64(), "colbridge.test.point")
+
+    def __arrow_ext_serialize__(self) -> bytes:
+        return b""
+
+    @classmethod
+    def __arrow_ext_deserialize__(cls, storage_type: pa.DataType, serialized: bytes) -> _Point:
+        return cls()
+
+
+def test_a_column_of_a_users_extension_type_is_kept_and_refused_by_name() -> None:
+    points = pa.ExtensionArray.from_storage(_Point(), pa.array([1, 2, 3]))
+    table = pa.table({"p": points, "y": [1.0, 2.0, 3.0]})
+    with pytest.raises(TypeError):
+        hash(points.type)  # what the engine must not need
+    # untouched, it is carried through every kind of plan as it is
+    out = cb.lazy(table).with_columns(z=cb.col("y") * 2).compute()
+    assert out.column("p").type == points.type
+    assert out.column("p").chunk(0).storage.to_pylist() == [1, 2, 3]
+    assert out.column("z").to_pylist() == [2.0, 4.0, 6.0]
+    kept = cb.lazy(table).filter(cb.col("y") > 1).compute()
+    assert kept.column("p").chunk(0).storage.to_pylist() == [2, 3]
+    # read by an expression or as a key, it is refused by name
+    for query in (lambda q: q.with_columns(z=cb.col("p") + 1),
+                  lambda q: q.select(cb.col("p").max()),
+                  lambda q: q.group_by("p").agg(cb.col("y").sum())):  # fmt: skip
+        with pytest.raises(cb.UnsupportedTypeError, match=r"column `p` has type extension<"):
+            query(cb.lazy(table)).compute()
