@@ -111,8 +111,8 @@ def type_key(arrow_type: pa.DataType) -> Hashable:
     True
     """
     if isinstance(arrow_type, pa.BaseExtensionType):
-        return ("extension", arrow_type.extension_name, str(arrow_type.storage_type),
-                arrow_type.__arrow_ext_serialize__())  # fmt: skip
+        parameters: bytes = arrow_type.__arrow_ext_serialize__()
+        return ("extension", arrow_type.extension_name, str(arrow_type.storage_type), parameters)
     return arrow_type
 
 
