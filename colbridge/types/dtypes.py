@@ -107,13 +107,14 @@ def type_key(arrow_type: pa.DataType) -> Hashable:
     Examples
     --------
     >>> import pyarrow as pa
-    >>> type_key(pa.int64()) == pa.int64()
-    True
+    >>> type_key(pa.int64()) == pa.int64(), type_key(pa.uuid()) == pa.uuid()
+    (True, True)
     """
-    if isinstance(arrow_type, pa.BaseExtensionType):
+    if isinstance(arrow_type, pa.ExtensionType):
         parameters: bytes = arrow_type.__arrow_ext_serialize__()
         return ("extension", arrow_type.extension_name, str(arrow_type.storage_type), parameters)
-    return arrow_type
+    key: Hashable = arrow_type
+    return key
 
 
 def parse_dtype(spec: Any) -> DType:
