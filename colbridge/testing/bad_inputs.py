@@ -126,6 +126,32 @@ def _frame(_: Path) -> pl.DataFrame:
     )
 
 
+class PointType(pa.ExtensionType):
+    """A user's extension type (int64 storage): pyarrow gives subclasses of it no hash.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> pa.ExtensionArray.from_storage(PointType(), pa.array([1])).type
+    PointType(extension<colbridge.bad_inputs.point>)
+    """
+
+    def __init__(self) -> None:
+        super().__init__(pa.int64(), "colbridge.bad_inputs.point")
+
+    def __arrow_ext_serialize__(self) -> bytes:
+        return b""
+
+    @classmethod
+    def __arrow_ext_deserialize__(cls, storage_type: pa.DataType, serialized: bytes) -> PointType:
+        return cls()
+
+
+def _points(_: Path) -> pa.Table:
+    points = pa.ExtensionArray.from_storage(PointType(), pa.array([1, 2]))
+    return pa.table({"p": points, "y": [1.0, 2.0]})
+
+
 def _many_strings(_: Path) -> pl.DataFrame:
     return pl.DataFrame({name: [f"{name}{k}" for k in range(60_000)] for name in "abcd"})
 
@@ -396,6 +422,11 @@ CASES: list[BadInput] = [
     BadInput("polars-lazyframe", "types", "`to_tensor` of a polars LazyFrame (no data yet)",
              lambda _: pl.LazyFrame({"a": [1]}), lambda d: cb.to_tensor(d, ["a"]),
              E.UnsupportedTypeError, r"LazyFrame has no data yet", r"collect"),
+    BadInput("users-extension-type", "types",
+             "a column of a user's `pyarrow.ExtensionType` (which has no hash) in an expression",
+             _points, lambda t: cb.lazy(t).with_columns(z=cb.col("p") + 1).compute(),
+             E.UnsupportedTypeError, r"column `p` has type extension<",
+             r"cast it in the source frame, or leave it out"),
     # -- several problems in one plan --------------------------------------------------
     BadInput("several-problems", "plans",
              "three problems in two steps (a number added to a string, `&` of a float, a misspelt "

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 import colbridge as cb
+from colbridge.testing.bad_inputs import PointType
 
 
 def _fingerprint(frame: pl.DataFrame | pd.DataFrame | pa.Table) -> str:
@@ -136,22 +137,8 @@ def test_integer_division_by_zero_is_null_like_polars() -> None:
     assert out["r"].to_list() == [None, 1, 0]
 
 
-class _Point(pa.ExtensionType):
-    """A user's extension type: pyarrow gives its subclasses no hash."""
-
-    def __init__(self) -> None:
-        super().__init__(pa.int64(), "colbridge.test.point")
-
-    def __arrow_ext_serialize__(self) -> bytes:
-        return b""
-
-    @classmethod
-    def __arrow_ext_deserialize__(cls, storage_type: pa.DataType, serialized: bytes) -> _Point:
-        return cls()
-
-
 def test_a_column_of_a_users_extension_type_is_kept_and_refused_by_name() -> None:
-    points = pa.ExtensionArray.from_storage(_Point(), pa.array([1, 2, 3]))
+    points = pa.ExtensionArray.from_storage(PointType(), pa.array([1, 2, 3]))
     table = pa.table({"p": points, "y": [1.0, 2.0, 3.0]})
     with pytest.raises(TypeError):
         hash(points.type)  # what the engine must not need
