@@ -126,7 +126,7 @@ def _frame(_: Path) -> pl.DataFrame:
     )
 
 
-class PointType(pa.ExtensionType):
+class PointType(pa.ExtensionType):  # type: ignore[misc]  # pyarrow has no type stubs
     """A user's extension type (int64 storage): pyarrow gives subclasses of it no hash.
 
     Examples
