@@ -837,32 +837,16 @@ def _run_filter(
                 segment, columns, carry, n, RunStats(), nulls, variant, scalars, grouped,
                 compile_now=True))  # fmt: skip
         return None
-    types: dict[Node, DType] = dict(segment.types)
-    for name, array in carried.items():
-        dtype = dtype_from_arrow(array.type)
-        assert dtype is not None
-        types[Column(name)] = dtype
-    nullable = nulls.nullable_columns | {name for name, a in carried.items() if a.null_count}
-    filter_nulls = Nullability(types, frozenset(nullable), nulls.nan_null_columns,
-                               nulls.valid_groups, nulls.lagged)  # fmt: skip
-    inputs = {**columns, **carried}
-
-    def make(gen: ModuleType) -> KernelSource:
-        src: KernelSource = gen.generate_filter(
-            segment.outputs, list(carried), segment.mask, types, filter_nulls, parallel=parallel,
-            plan_text=segment.kernel_text, literals=segment.params, tables=segment.tables,
-        )  # fmt: skip
-        return src
-
-    kernel, hit = kernel_cache.get_or_build(("compiled", *key), _build("compiled", make))
-    if hit:
+    chosen = segment.chosen_passes.get(key)
+    if chosen is not None and chosen.generation == kernel_cache.generation:
+        # the kernels, renamed source and nullability this segment's filter took before
+        kernel, src, filter_nulls = chosen.kernel, chosen.source, chosen.nulls
+        kernel_cache.count_hit()
         stats.cache_hits += 1
+        stats.sources.append(kernel.source.source)
     else:
-        stats.compiled += 1
-    stats.sources.append(kernel.source.source)
-    assert segment.mask is not None
-    computed = tuple(node for _, node in segment.outputs)
-    src = kernel.source.for_roots((*computed, *(Column(c) for c in carried), segment.mask))
+        kernel, src, filter_nulls = _choose_filter(segment, carried, nulls, key, stats)
+    inputs = {**columns, **carried}
     common = _bind_operands(n, src, segment, inputs, filter_nulls, scalar_values,
                             grouped_values)  # fmt: skip
     common += segment.param_values
@@ -909,7 +893,63 @@ def _run_filter(
     )
     # every function the module runs for these types has compiled (`_choose` reads it)
     kernel.warmed = True
+    if chosen is None:
+        # one dict store (atomic), as `_remember`
+        segment.chosen_passes[key] = _FilterPass(kernel, src, filter_nulls,
+                                                 kernel_cache.generation)  # fmt: skip
     return SegmentResult(results, mask, compacted=True, kept=total)
+
+
+@dataclass
+class _FilterPass:
+    """What a segment's compacting filter chose for one variant, to take again as it is.
+
+    Choosing it builds the types and nullability of the carried columns and renames the
+    kernel's source to the segment's nodes: at 1,000 rows, as long as running it.
+    """
+
+    kernel: _Kernel
+    source: KernelSource
+    nulls: Nullability
+    #: the kernel cache's `generation` it was chosen in
+    generation: int
+
+
+def _choose_filter(
+    segment: Segment,
+    carried: Mapping[str, pa.Array],
+    nulls: Nullability,
+    key: tuple[Any, ...],
+    stats: RunStats,
+) -> tuple[_Kernel, KernelSource, Nullability]:
+    """The compiled filter kernels for ``key``, their source renamed, and their nullability."""
+    parallel = key[1]
+    types: dict[Node, DType] = dict(segment.types)
+    for name, array in carried.items():
+        dtype = dtype_from_arrow(array.type)
+        assert dtype is not None
+        types[Column(name)] = dtype
+    nullable = nulls.nullable_columns | {name for name, a in carried.items() if a.null_count}
+    filter_nulls = Nullability(types, frozenset(nullable), nulls.nan_null_columns,
+                               nulls.valid_groups, nulls.lagged)  # fmt: skip
+
+    def make(gen: ModuleType) -> KernelSource:
+        src: KernelSource = gen.generate_filter(
+            segment.outputs, list(carried), segment.mask, types, filter_nulls, parallel=parallel,
+            plan_text=segment.kernel_text, literals=segment.params, tables=segment.tables,
+        )  # fmt: skip
+        return src
+
+    kernel, hit = kernel_cache.get_or_build(("compiled", *key), _build("compiled", make))
+    if hit:
+        stats.cache_hits += 1
+    else:
+        stats.compiled += 1
+    stats.sources.append(kernel.source.source)
+    assert segment.mask is not None
+    computed = tuple(node for _, node in segment.outputs)
+    src = kernel.source.for_roots((*computed, *(Column(c) for c in carried), segment.mask))
+    return kernel, src, filter_nulls
 
 
 def _carriable(array: pa.Array) -> bool:

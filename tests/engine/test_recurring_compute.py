@@ -284,9 +284,23 @@ def test_an_empty_frame_still_checks_its_one_value_outputs() -> None:
     ],
     ids=["filter-first", "filter-after-a-cast"],
 )  # fmt: skip
-def test_a_filtered_segment_is_chosen_anew_every_time(steps: Any) -> None:
-    # a filter's mask is applied by the segment loop, which a recurring compute skips
+def test_a_filtered_segment_computed_again_answers_as_polars(
+    steps: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a filter's mask is applied by the segment loop, which the plain passes' recurring
+    # compute skips; the compacting filter keeps what it chose by its own key (the
+    # carried columns' types and nulls in it)
     df = _frame(2_000, seed=39, nulls=0.1)
     q = steps(cb, df.gpu)
     _settled(q)
     assert_frame_equal(q.compute(device="cpu"), steps(pl, df.lazy()).collect())
+    for other in (_frame(2_000, seed=40, nulls=0.0), _frame(2_000, seed=41, nulls=0.6),
+                  _frame(3_000, seed=42, nulls=0.2)[11:2_011]):  # fmt: skip
+        assert_frame_equal(steps(cb, other.gpu).compute(device="cpu"),
+                           steps(pl, other.lazy()).collect())  # fmt: skip
+    # (compiled: `auto` would evaluate with NumPy again after the clearing, filter or not)
+    monkeypatch.setenv("COLBRIDGE_CPU_TIER", "compiled")
+    assert_frame_equal(q.compute(device="cpu"), steps(pl, df.lazy()).collect())
+    cb.clear_cache()
+    assert_frame_equal(q.compute(device="cpu"), steps(pl, df.lazy()).collect())
+    assert cb.cache_info().hits == 0
