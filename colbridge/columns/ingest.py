@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Any
 
@@ -156,24 +157,37 @@ def _within(address: int, size: int, start: int, nbytes: int) -> bool:
     return start <= address and address + size <= start + nbytes
 
 
+def _address(array: np.ndarray) -> int:
+    """The address of ``array``'s first byte.
+
+    pyarrow reads it from a contiguous array in a fifth of the time NumPy's
+    ``__array_interface__`` takes (a pandas compute asks it of every column it reads).
+    """
+    if array.flags.c_contiguous or array.flags.f_contiguous:
+        with contextlib.suppress(TypeError, ValueError, BufferError):  # a dtype it cannot view
+            return int(pa.py_buffer(array).address)
+    return int(array.__array_interface__["data"][0])
+
+
 def _ndarray_span(array: np.ndarray) -> tuple[int, int]:
     """The address and size of the whole memory block ``array`` views (its base's)."""
     base = array
     while isinstance(base.base, np.ndarray):
         base = base.base
-    return int(base.__array_interface__["data"][0]), int(base.nbytes)
+    return _address(base), int(base.nbytes)
 
 
 def _values_shared(result: pa.Array, source: np.ndarray) -> bool:
     """True when ``result``'s values buffer lies in ``source``'s memory (no copy)."""
     if len(result) == 0:
         return True
-    data = result.buffers()[1] if len(result.buffers()) > 1 else None
+    buffers = result.buffers()
+    data = buffers[1] if len(buffers) > 1 else None
     if data is None:
         return False
     start, nbytes = _ndarray_span(source)
     return _within(int(data.address), int(data.size), start, nbytes) or (
-        int(data.address) == int(source.__array_interface__["data"][0])
+        int(data.address) == _address(source)
     )
 
 
