@@ -376,8 +376,7 @@ def run_segment(
                              run.grouped_values)  # fmt: skip
     if segment.outputs_are_reductions:
         if prior is None and segment.plain_passes:
-            _remember(segment, _ChosenPasses(run.reduces, None),
-                      _recurring_key(segment, columns, run.nan_null, num_rows))  # fmt: skip
+            _remember(segment, _ChosenPasses(run.reduces, None), run.passes_key())
         return SegmentResult(reduction_outputs(segment, run.scalar_values))
     nulls, extra = run.variant()
     compact = segment.filters_first or (segment.mask is not None and not segment.can_fail)
@@ -392,8 +391,7 @@ def run_segment(
     results, mask = chosen.run(segment, columns, n, stats, run.scalar_values,
                                run.grouped_values)  # fmt: skip
     if not opaque and prior is None and segment.plain_passes:
-        _remember(segment, _ChosenPasses(run.reduces, chosen),
-                  _recurring_key(segment, columns, run.nan_null, num_rows))  # fmt: skip
+        _remember(segment, _ChosenPasses(run.reduces, chosen), run.passes_key())
     results.update(opaque)
     return SegmentResult(results, mask)
 
@@ -475,9 +473,23 @@ class _ElementwisePass:
 
 def _recurring_key(segment: Segment, columns: Mapping[str, pa.Array],
                    nan_null: frozenset[str], n: int) -> tuple[Any, ...]:  # fmt: skip
-    """What picks a segment's kept pass: tier, threading, input types and nullability."""
-    types = tuple(columns[c].type for c in segment.inputs)
-    nullable = input_nullability(segment, columns, (nan_null, types))
+    """What picks a segment's kept passes for the columns of a compute (`_passes_key`)."""
+    input_types = tuple((c, columns[c].type) for c in segment.inputs)
+    nullable = input_nullability(segment, columns, (nan_null, input_types))
+    return _passes_key(input_types, nullable, nan_null, n)
+
+
+def _passes_key(input_types: tuple[Any, ...], nullable: frozenset[str],
+                nan_null: frozenset[str], n: int) -> tuple[Any, ...]:  # fmt: skip
+    """What picks a segment's kept passes: tier, threading, input types and nullability.
+
+    Passes are kept under the nullability they were made for (`_Run.nullable`), not one
+    asked again after they ran: inside a job an input another piece saw nulls in turns
+    nullable (`input_nullability`), and Dask runs pieces on threads, so it can widen
+    while a piece runs; kept under the wider key, passes that read no validity would
+    serve the next piece with nulls.
+    """
+    types = input_types
     return cpu_tier(), n >= PARALLEL_MIN_ROWS, types, nullable, nan_null
 
 
@@ -728,6 +740,10 @@ class _Run:
                 if node in segment.types:
                     self.grouped_values[node] = grouped_operand(array, segment.types[node])
         self.columns = columns
+
+    def passes_key(self) -> tuple[Any, ...]:
+        """The key its passes are kept under (`_passes_key`), from the nullability they read."""
+        return _passes_key(self.input_types, self.nullable, self.nan_null, self.num_rows)
 
     def variant(self) -> tuple[Nullability, tuple[Any, ...]]:
         """The nullability kernels are generated for now, and its part of their cache key."""

@@ -132,8 +132,8 @@ class PointType(pa.ExtensionType):  # type: ignore[misc]  # pyarrow has no type 
     Examples
     --------
     >>> import pyarrow as pa
-    >>> pa.ExtensionArray.from_storage(PointType(), pa.array([1])).type
-    PointType(extension<colbridge.bad_inputs.point>)
+    >>> pa.ExtensionArray.from_storage(PointType(), pa.array([1])).type.extension_name
+    'colbridge.bad_inputs.point'
     """
 
     def __init__(self) -> None:

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import colbridge as cb
-from colbridge.backends import cpu
+from colbridge.backends import common, cpu
 
 
 def _steps(ns: Any, q: Any) -> Any:
@@ -304,3 +304,36 @@ def test_a_filtered_segment_computed_again_answers_as_polars(
     cb.clear_cache()
     assert_frame_equal(q.compute(device="cpu"), steps(pl, df.lazy()).collect())
     assert cb.cache_info().hits == 0
+
+
+def test_passes_kept_in_a_job_are_keyed_by_the_nullability_they_were_made_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Inside a job, an input another piece saw nulls in stays nullable for the job's later
+    # pieces (`input_nullability`); Dask runs pieces on threads, so another piece can
+    # compute while one runs. Made certain here: right after the first piece's run took
+    # its nullability, the other piece (with nulls) computes, whole, on the same thread.
+    original = cpu._Run.__init__
+    interleaved: list[pl.DataFrame] = []
+    started: list[bool] = []
+
+    def steps(m: Any, q: Any) -> Any:
+        return q.with_columns(z=m.col("a") - m.col("a").mean(), w=m.col("a") * 2)
+
+    clean = pl.DataFrame({"a": [1.0, 2.0, 3.0, 4.0]})
+    holey = pl.DataFrame({"a": [1.0, None, 5.0, None]})
+
+    def another_piece_meanwhile(run: Any, *args: Any) -> None:
+        original(run, *args)
+        if not started:
+            started.append(True)
+            interleaved.append(steps(cb, holey.gpu).compute(device="cpu"))
+
+    monkeypatch.setattr(cpu._Run, "__init__", another_piece_meanwhile)
+    monkeypatch.setenv("COLBRIDGE_CPU_TIER", "compiled")  # passes are kept once compiled
+    with common.piece_of_job():
+        first = steps(cb, clean.gpu).compute(device="cpu")
+        again = steps(cb, holey.gpu).compute(device="cpu")  # the plan (and segment) is shared
+    assert_frame_equal(first, steps(pl, clean.lazy()).collect())
+    assert_frame_equal(interleaved[0], steps(pl, holey.lazy()).collect())
+    assert_frame_equal(again, steps(pl, holey.lazy()).collect())
