@@ -479,7 +479,7 @@ def _recurring_key(segment: Segment, columns: Mapping[str, pa.Array],
     return _passes_key(input_types, nullable, nan_null, n)
 
 
-def _passes_key(input_types: tuple[Any, ...], nullable: frozenset[str],
+def _passes_key(types: tuple[Any, ...], nullable: frozenset[str],
                 nan_null: frozenset[str], n: int) -> tuple[Any, ...]:  # fmt: skip
     """What picks a segment's kept passes: tier, threading, input types and nullability.
 
@@ -487,9 +487,8 @@ def _passes_key(input_types: tuple[Any, ...], nullable: frozenset[str],
     asked again after they ran: inside a job an input another piece saw nulls in turns
     nullable (`input_nullability`), and Dask runs pieces on threads, so it can widen
     while a piece runs; kept under the wider key, passes that read no validity would
-    serve the next piece with nulls.
+    serve the next piece with nulls. ``types``: the inputs' names and Arrow types.
     """
-    types = input_types
     return cpu_tier(), n >= PARALLEL_MIN_ROWS, types, nullable, nan_null
 
 
@@ -512,6 +511,7 @@ class _ChosenPasses:
 
     @property
     def passes(self) -> list[_ReducePass | _ElementwisePass]:
+        """Every pass, in the order they run."""
         return [*self.reduces, *([self.elementwise] if self.elementwise else [])]
 
     @functools.cached_property
@@ -854,13 +854,15 @@ def _run_filter(
                 compile_now=True))  # fmt: skip
         return None
     chosen = segment.chosen_passes.get(key)
-    if chosen is not None and chosen.generation == kernel_cache.generation:
+    generation = kernel_cache.generation
+    if chosen is not None and chosen.generation == generation:
         # the kernels, renamed source and nullability this segment's filter took before
         kernel, src, filter_nulls = chosen.kernel, chosen.source, chosen.nulls
         kernel_cache.count_hit()
         stats.cache_hits += 1
         stats.sources.append(kernel.source.source)
     else:
+        chosen = None  # none yet, or chosen before `cb.clear_cache()`
         kernel, src, filter_nulls = _choose_filter(segment, carried, nulls, key, stats)
     inputs = {**columns, **carried}
     common = _bind_operands(n, src, segment, inputs, filter_nulls, scalar_values,
@@ -911,8 +913,7 @@ def _run_filter(
     kernel.warmed = True
     if chosen is None:
         # one dict store (atomic), as `_remember`
-        segment.chosen_passes[key] = _FilterPass(kernel, src, filter_nulls,
-                                                 kernel_cache.generation)  # fmt: skip
+        segment.chosen_passes[key] = _FilterPass(kernel, src, filter_nulls, generation)
     return SegmentResult(results, mask, compacted=True, kept=total)
 
 
