@@ -95,7 +95,18 @@ for kind in ("polars", "pandas"):
     theirs = theirs.get_column("z") if kind == "polars" else theirs["z"]
     assert list(ours) == list(theirs), kind
 floor = {k: fused_cpu.time_all({k: f}, repeats)[k] for k, f in trips.items()}
-print(json.dumps({"interleaved": interleaved, "alone": alone, "floor": floor}))
+# Python function calls per compute (cProfile's count, libraries' own included): what the
+# timings above spend, counted exactly, whatever the machine's noise
+import cProfile, pstats
+calls = {}
+for k, f in {**{k: workload.contenders[k] for k in alone}, **trips}.items():
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(100):
+        f()
+    profile.disable()
+    calls[k] = pstats.Stats(profile).total_calls / 100
+print(json.dumps({"interleaved": interleaved, "alone": alone, "floor": floor, "calls": calls}))
 """
 
 #: The 8 derived features and the filter, as `colbridge run` arguments ...
@@ -409,12 +420,20 @@ def markdown(res: Mapping[str, Any], meta: Mapping[str, str], repeats: int) -> s
             "`insert`), with no plan, type check or null handling. Its answers equal "
             "colbridge's.",
             "",
-            "| frame | round trip, back to back | colbridge back to back | ÷ round trip |",
-            "|---|---:|---:|---:|",
+            "Python calls: function calls per compute as cProfile counts them (the "
+            "frame libraries' own included), exact where the times are noisy.",
+            "",
+            "| frame | round trip, back to back | colbridge back to back | ÷ round trip "
+            "| Python calls: round trip / colbridge |",
+            "|---|---:|---:|---:|---:|",
         ]
+        calls = warm.get("calls", {})
         for kind in ("polars", "pandas"):
-            trip, ours = floor[f"frame round trip ({kind})"], alone[f"colbridge ({kind})"]
-            lines.append(f"| {kind} | {_us(trip)} | {_us(ours)} | {ours / trip:.2f} |")
+            trip_name, ours_name = f"frame round trip ({kind})", f"colbridge ({kind})"
+            trip, ours = floor[trip_name], alone[ours_name]
+            counted = (f"{calls[trip_name]:.0f} / {calls[ours_name]:.0f}"
+                       if trip_name in calls else "")  # fmt: skip
+            lines.append(f"| {kind} | {_us(trip)} | {_us(ours)} | {ours / trip:.2f} | {counted} |")
 
     run = res["cli"]
     polars_s = _median(run["times"]["polars script"])
