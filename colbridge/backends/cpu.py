@@ -922,7 +922,8 @@ class _FilterPass:
     """What a segment's compacting filter chose for one variant, to take again as it is.
 
     Choosing it builds the types and nullability of the carried columns and renames the
-    kernel's source to the segment's nodes: at 1,000 rows, as long as running it.
+    kernel's source to the segment's nodes: work a small compute would otherwise repeat
+    every time.
     """
 
     kernel: _Kernel

@@ -250,7 +250,7 @@ class PolarsFrameAdapter(FrameAdapter):
         ]  # fmt: skip
         if not columns:
             return pl.DataFrame()
-        # hstack checks lengths and names as the DataFrame constructor does, in half its time
+        # hstack checks lengths and names as the DataFrame constructor does, with less work
         return columns[0].to_frame().hstack(columns[1:])
 
     def filter(self, frame: Any, keep: pa.BooleanArray) -> Any:
@@ -283,7 +283,7 @@ class PolarsFrameAdapter(FrameAdapter):
 
         if series.name not in self.name_set:
             return series
-        # the one input column's type: the frame's whole schema costs more than a compute
+        # the one input column's type, not the frame's whole schema (built column by column)
         want = self.frame.get_column(series.name).dtype
         if not isinstance(want, pl.Enum) or series.dtype == want:
             return series

@@ -160,8 +160,8 @@ def _within(address: int, size: int, start: int, nbytes: int) -> bool:
 def _address(array: np.ndarray) -> int:
     """The address of ``array``'s first byte.
 
-    pyarrow reads it from a contiguous array in a fifth of the time NumPy's
-    ``__array_interface__`` takes (a pandas compute asks it of every column it reads).
+    pyarrow reads it from a contiguous array without the dictionary NumPy's
+    ``__array_interface__`` builds (a pandas compute asks it of every column it reads).
     """
     if array.flags.c_contiguous or array.flags.f_contiguous:
         with contextlib.suppress(TypeError, ValueError, BufferError):  # a dtype it cannot view
