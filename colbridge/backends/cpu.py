@@ -397,7 +397,22 @@ def run_segment(
 
 
 @dataclass
-class _ElementwisePass:
+class _Pass:
+    """A pass a segment chose for one variant: its kernel, renamed source and nullability."""
+
+    nulls: Nullability
+    #: the kernel's cache key, and how to make the kernel (`_call` compiles behind with them)
+    key: tuple[Any, ...]
+    make: Callable[[ModuleType], KernelSource]
+    kernel: _Kernel
+    #: the kernel's source, its specs and slots naming this segment's nodes
+    source: KernelSource
+    #: the kernel cache's `generation` it was chosen in (`cb.clear_cache()` starts another)
+    generation: int
+
+
+@dataclass
+class _ElementwisePass(_Pass):
     """A segment's fused elementwise pass for one variant (nullability, input types).
 
     `choose` picks its kernel (tier, cache, compile); `run` binds the columns and calls
@@ -405,13 +420,6 @@ class _ElementwisePass:
     settled (`_remember`), and a compute of it again runs those passes directly
     (`run_recurring`): at 1,000 rows, choosing took as long as the rest of a compute.
     """
-
-    nulls: Nullability
-    key: tuple[Any, ...]
-    make: Callable[[ModuleType], KernelSource]
-    kernel: _Kernel
-    #: the kernel cache's `generation` it was chosen in (`cb.clear_cache()` starts another)
-    generation: int
 
     @classmethod
     def choose(cls, segment: Segment, nulls: Nullability, extra: tuple[Any, ...], n: int,
@@ -428,7 +436,9 @@ class _ElementwisePass:
             return src
 
         generation = kernel_cache.generation
-        return cls(nulls, key, make, _kernel(key, make, stats, n), generation)
+        kernel = _kernel(key, make, stats, n)
+        return cls(nulls, key, make, kernel, kernel.source.for_roots(segment.row_roots),
+                   generation)  # fmt: skip
 
     def run(
         self,
@@ -440,9 +450,7 @@ class _ElementwisePass:
         grouped_values: Mapping[GroupAgg, GroupedValues],
     ) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
         """The pass over ``n`` rows: its outputs as Arrow arrays, and the filter mask."""
-        kernel = self.kernel
-        src = kernel.source.for_roots(segment.row_roots)
-        nulls = self.nulls
+        kernel, src, nulls = self.kernel, self.source, self.nulls
         args = _bind_operands(n, src, segment, columns, nulls, scalar_values, grouped_values)
         args += segment.param_values
         out_buffers: list[tuple[pa.Buffer, pa.Buffer | None]] = []
@@ -509,8 +517,8 @@ class _ChosenPasses:
     #: its elementwise pass (None where its outputs are its reductions)
     elementwise: _ElementwisePass | None
 
-    @property
-    def passes(self) -> list[_ReducePass | _ElementwisePass]:
+    @functools.cached_property
+    def passes(self) -> list[_Pass]:
         """Every pass, in the order they run."""
         return [*self.reduces, *([self.elementwise] if self.elementwise else [])]
 
@@ -591,19 +599,11 @@ def reduce_partials(
 
 
 @dataclass
-class _ReducePass:
+class _ReducePass(_Pass):
     """A segment's whole-column reduction pass ``index`` for one variant (`_ElementwisePass`)."""
 
     #: the pass's reductions, in this segment
     aggs: list[Agg]
-    nulls: Nullability
-    key: tuple[Any, ...]
-    make: Callable[[ModuleType], KernelSource]
-    kernel: _Kernel
-    #: the kernel's source, its slots naming this segment's reductions
-    source: KernelSource
-    #: the kernel cache's `generation` it was chosen in
-    generation: int
 
     @classmethod
     def choose(
@@ -628,7 +628,7 @@ class _ReducePass:
 
         generation = kernel_cache.generation
         kernel = _kernel(key, make, stats, num_rows)
-        return cls(aggs, nulls, key, make, kernel, kernel.source.for_roots(aggs), generation)
+        return cls(nulls, key, make, kernel, kernel.source.for_roots(aggs), generation, aggs)
 
     def run(
         self,

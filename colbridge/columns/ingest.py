@@ -78,11 +78,11 @@ def ingest_column(
         return obj, []
     if isinstance(obj, pa.Array):
         return pa.chunked_array([obj], type=obj.type), []
-    label = f"column `{name}`" if name is not None else "the column"
     # the two kinds of Series first: a compute ingests each column it reads, every time
     pl = sys.modules.get("polars")
     if pl is not None and isinstance(obj, pl.Series):
         return polars_to_arrow(obj, name), []
+    label = f"column `{name}`" if name is not None else "the column"
     pd = sys.modules.get("pandas")
     if pd is not None and isinstance(obj, pd.Series):
         return _pandas_to_arrow(obj, label, category_values)
