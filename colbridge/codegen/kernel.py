@@ -7,6 +7,7 @@ the failure kinds it counts and the per-block partials its reductions leave.
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -363,13 +364,20 @@ def table_params(tables: Sequence[TableRef]) -> list[tuple[str, TableRef, str]]:
     return out
 
 
+@functools.lru_cache(maxsize=4096)
 def table_key(table: TableRef) -> str:
-    """The name under which the runtime hands a table's values to a backend.
+    r"""The name under which the runtime hands a table's values to a backend.
 
     Column names are what users chose; this one starts with a NUL byte, which no
-    frame library lets a column name begin with in practice.
+    frame library lets a column name begin with in practice. It spells out the
+    whole table, so two tables never share one (their hashes may: ``hash(-1)`` is
+    ``hash(-2)`` in CPython).
+
+    >>> from colbridge.types import DType
+    >>> table_key(TableRef(("col", "s"), ("get", -1), DType.BOOL))
+    "\x00table(('col', 's'), ('get', -1), <DType.BOOL: 'bool'>, False)"
     """
-    return f"\0table{hash(table)}"
+    return "\0table" + repr((table.source, table.recipe, table.dtype, table.nullable))
 
 
 def table_args(table: TableRef, values: Any) -> list[Any]:
