@@ -2302,6 +2302,16 @@ class Expr:
         """Functions of a categorical's or enum's labels (polars' ``.cat``)."""
         return CategoricalNamespace(self)
 
+    @property
+    def list(self) -> ListNamespace:
+        """One value of each row's parts of a ``str.split`` (polars' ``.list``)."""
+        return ListNamespace(self)
+
+    @property
+    def struct(self) -> StructNamespace:
+        """A field of a ``str.split_exact`` or ``str.splitn`` (polars' ``.struct``)."""
+        return StructNamespace(self)
+
 
 def _key_nodes(keys: tuple[Any, ...], where: str) -> tuple[Node, ...]:
     """Key expressions from names, expressions or lists of them (polars' ``*keys``)."""
@@ -3836,9 +3846,33 @@ class StringNamespace(_TextFunctions):
         """
         return self._f("contains", pattern, bool(literal), bool(strict))
 
-    def to_integer(self, *, base: int = 10, strict: bool = True) -> Expr:
-        """Parse as Int64 (``+``/``-`` and digits); ``strict=False`` gives null for the rest."""
-        return self._f("to_integer", base, strict)
+    def to_integer(self, *, base: int = 10, dtype: Any = DType.INT64, strict: bool = True) -> Expr:
+        """Parse as an integer of ``dtype`` (Int64) in ``base`` (2 to 36).
+
+        As Rust's ``from_str_radix``, which polars calls: a sign (``-`` for signed
+        types only) and digits (letters for digits past 9, either case), nothing
+        else; a value outside ``dtype`` fails too. Failures raise, or with
+        ``strict=False`` are null.
+
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"h": ["ff", "-1A", "0x10"]})
+        >>> out = df.gpu.select(cb.col("h").str.to_integer(base=16, strict=False)).compute()
+        >>> out["h"].to_list()
+        [255, -26, None]
+        """
+        if isinstance(base, Expr):
+            msg = "`str.to_integer(base=...)`: colbridge takes one whole number as the base"
+            raise UnsupportedOperationError(msg)
+        base = _count_param(base, "str.to_integer", "base")
+        if not 2 <= base <= 36:
+            msg = f"`str.to_integer(base={base})`: the base is a whole number from 2 to 36"
+            raise SchemaError(msg)
+        target = parse_dtype(polars_type_name(dtype) if isinstance(dtype, str) else dtype)
+        if not target.is_integer:
+            msg = f"`str.to_integer(dtype={dtype})`: the type is an integer type (Int8 to UInt64)"
+            raise SchemaError(msg)
+        return self._f("to_integer", base, _flag(strict, "str.to_integer", "strict"), target)
 
     def to_datetime(self, format: str | None = None, *, time_unit: str | None = None,
                     time_zone: str | None = None, strict: bool = True) -> Expr:  # fmt: skip
@@ -4027,6 +4061,168 @@ class StringNamespace(_TextFunctions):
             raise UnsupportedOperationError(msg)
         return self._f("extract", _text_param(pattern, "str.extract", "pattern"), group_index)
 
+    def contains_any(self, patterns: Sequence[str], *,
+                     ascii_case_insensitive: bool = False) -> Expr:  # fmt: skip
+        """True where any of the plain texts ``patterns`` occurs (polars' Aho-Corasick).
+
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"s": ["a red car", "Blue sky", None]})
+        >>> hit = cb.col("s").str.contains_any(["red", "blue"], ascii_case_insensitive=True)
+        >>> df.gpu.select(hit).compute()["s"].to_list()
+        [True, True, None]
+        """
+        texts = _pattern_texts(patterns, "str.contains_any")
+        return self._f("contains_any", texts,
+                       _flag(ascii_case_insensitive, "str.contains_any",
+                             "ascii_case_insensitive"))  # fmt: skip
+
+    def replace_many(self, patterns: Sequence[str] | Mapping[str, str],
+                     replace_with: Sequence[str] | None = None, *,
+                     ascii_case_insensitive: bool = False,
+                     leftmost: bool = False) -> Expr:  # fmt: skip
+        """Each of the plain texts ``patterns`` replaced by its ``replace_with``, in one pass.
+
+        ``patterns`` is a list (``replace_with`` a list of one text for all, or of one
+        each; a bare text is refused, as in polars 2) or a mapping of texts to their
+        replacements. Matches do not overlap and are found as polars' Aho-Corasick
+        automaton finds them: the match that ends first (of
+        those the longest), or with ``leftmost=True`` the one that starts first (of
+        those the pattern given first).
+
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"s": ["St. Main Rd.", None]})
+        >>> e = cb.col("s").str.replace_many({"St.": "Street", "Rd.": "Road"})
+        >>> df.gpu.select(e).compute()["s"].to_list()
+        ['Street Main Road', None]
+        """
+        if isinstance(patterns, Mapping):
+            if replace_with is not None:
+                msg = ("`str.replace_many(mapping, replace_with)`: give the replacements in "
+                       "one place")  # fmt: skip
+                raise SchemaError(msg)
+            replace_with = list(patterns.values())
+            patterns = list(patterns)
+        olds = _pattern_texts(patterns, "str.replace_many")
+        if not isinstance(replace_with, (list, tuple)) \
+                or not all(isinstance(v, str) for v in replace_with):  # fmt: skip
+            msg = (f"`str.replace_many(replace_with={replace_with!r})`: give a list of "
+                   "texts, one for all patterns or one each (polars 2 refuses a bare text "
+                   "too)")  # fmt: skip
+            raise SchemaError(msg)
+        news = tuple(replace_with) * (builtins.len(olds) if builtins.len(replace_with) == 1 else 1)
+        if builtins.len(news) != builtins.len(olds):
+            msg = (f"`str.replace_many`: {builtins.len(olds)} patterns and "
+                   f"{builtins.len(news)} replacements; give one text for all, or one per "
+                   "pattern")  # fmt: skip
+            raise SchemaError(msg)
+        return self._f("replace_many", olds, news,
+                       _flag(ascii_case_insensitive, "str.replace_many", "ascii_case_insensitive"),
+                       _flag(leftmost, "str.replace_many", "leftmost"))  # fmt: skip
+
+    def extract_all(self, pattern: str) -> Expr:
+        r"""Every match of the regex ``pattern``, not overlapping (a list of strings).
+
+        As a ``str.split``, taken to one value per row with the ``list`` functions
+        (``.list.len()``, ``.list.get(0)``, ``.list.join(",")``, ...). RE2 finds the
+        matches (not a pattern that can match the empty string).
+
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"s": ["a1b22", "x", None]})
+        >>> n = cb.col("s").str.extract_all(r"\d+")
+        >>> df.gpu.select(n.list.len(), last=n.list.last()).compute().rows()
+        [(2, '22'), (0, None), (None, None)]
+        """
+        return self._f("extract_all", _text_param(pattern, "str.extract_all", "pattern"))
+
+    def extract_many(self, patterns: Sequence[str], *, ascii_case_insensitive: bool = False,
+                     overlapping: bool = False, leftmost: bool = False) -> Expr:  # fmt: skip
+        """The matches of the plain texts ``patterns`` (a list of strings).
+
+        Found as `replace_many` finds them, and taken to one value per row with the
+        ``list`` functions; ``overlapping=True`` is refused.
+
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"s": ["red and blue", "green"]})
+        >>> found = cb.col("s").str.extract_many(["red", "blue", "green"])
+        >>> df.gpu.select(found.list.join("+")).compute()["s"].to_list()
+        ['red+blue', 'green']
+        """
+        if _flag(overlapping, "str.extract_many", "overlapping"):
+            msg = ("`str.extract_many(overlapping=True)`: colbridge finds matches that do not "
+                   "overlap only; compute overlapping ones in polars")  # fmt: skip
+            raise UnsupportedOperationError(msg)
+        return self._f("extract_many", _pattern_texts(patterns, "str.extract_many"),
+                       _flag(ascii_case_insensitive, "str.extract_many",
+                             "ascii_case_insensitive"),
+                       _flag(leftmost, "str.extract_many", "leftmost"))  # fmt: skip
+
+    def split(self, by: str, *, inclusive: bool = False, literal: bool = True,
+              strict: bool = True) -> Expr:  # fmt: skip
+        """The parts of each string between the matches of ``by`` (a list of strings).
+
+        colbridge has no list columns: take one value of each row's parts with the
+        ``list`` functions (``get``, ``first``, ``last``, ``len``, ``join``,
+        ``contains``, ``count_matches``, ``n_unique``, ``min``, ``max``, ``arg_min``,
+        ``arg_max``), after list-to-list steps if any (``slice``, ``head``, ``tail``,
+        ``reverse``, ``sort``, ``unique``); each distinct string is split once.
+        As polars: an empty ``by`` splits into characters; ``inclusive`` keeps
+        each separator at the end of its part; ``literal=False`` reads ``by`` as a
+        regex (not one that can match the empty string).
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"route": ["JFK-LAX", "SFO-ORD-JFK", None]})
+        >>> parts = cb.col("route").str.split("-")
+        >>> out = df.gpu.select(first=parts.list.first(), stops=parts.list.len()).compute()
+        >>> out.to_dict(as_series=False)
+        {'first': ['JFK', 'SFO', None], 'stops': [2, 3, None]}
+        """
+        return self._f("split", _text_param(by, "str.split", "by"),
+                       _flag(inclusive, "str.split", "inclusive"),
+                       _flag(literal, "str.split", "literal"),
+                       _flag(strict, "str.split", "strict"))  # fmt: skip
+
+    def split_exact(self, by: str, n: int, *, inclusive: bool = False) -> Expr:
+        """The first ``n + 1`` parts between the matches of ``by``, as a struct.
+
+        Its fields ``field_0`` to ``field_n`` are read with ``struct.field``; a
+        string with fewer parts has nulls in the rest (polars').
+
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"kv": ["a=1", "b", None]})
+        >>> v = cb.col("kv").str.split_exact("=", 1).struct.field("field_1")
+        >>> df.gpu.select(v).compute()["field_1"].to_list()
+        ['1', None, None]
+        """
+        return self._f("split_exact", _text_param(by, "str.split_exact", "by"),
+                       _count_param(n, "str.split_exact", "n"),
+                       _flag(inclusive, "str.split_exact", "inclusive"))  # fmt: skip
+
+    def splitn(self, by: str, n: int) -> Expr:
+        """At most ``n`` parts, the last holding the rest of the string, as a struct.
+
+        Its fields ``field_0`` to ``field_{n-1}`` are read with ``struct.field``.
+
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"path": ["usr/local/bin", "tmp"]})
+        >>> rest = cb.col("path").str.splitn("/", 2).struct.field("field_1")
+        >>> df.gpu.select(rest).compute()["field_1"].to_list()
+        ['local/bin', None]
+        """
+        n = _count_param(n, "str.splitn", "n")
+        if n == 0:
+            msg = "`str.splitn(n=0)` makes a struct without fields; `n` must be >= 1"
+            raise SchemaError(msg)
+        return self._f("splitn", _text_param(by, "str.splitn", "by"), n)
+
     def zfill(self, length: int) -> Expr:
         """Zeros at the start to ``length`` characters, after a leading ``+`` or ``-``."""
         return self._f("zfill", _count_param(length, "str.zfill", "length"))
@@ -4050,6 +4246,175 @@ class StringNamespace(_TextFunctions):
     def escape_regex(self) -> Expr:
         """Regex metacharacters escaped with a backslash, as polars (Rust's ``regex::escape``)."""
         return self._f("escape_regex")
+
+
+def _pattern_texts(patterns: Any, func: str) -> tuple[str, ...]:
+    """The plain texts of ``contains_any``/``replace_many``: a list of non-empty strings."""
+    if isinstance(patterns, Expr):
+        msg = f"`{func}(patterns)`: colbridge takes a list of texts, not an expression"
+        raise UnsupportedOperationError(msg)
+    if isinstance(patterns, str) or not isinstance(patterns, (list, tuple)) \
+            or not all(isinstance(p, str) for p in patterns):  # fmt: skip
+        msg = f"`{func}(patterns={patterns!r})`: give a list of texts"
+        raise SchemaError(msg)
+    if not patterns or "" in patterns:
+        msg = (f"`{func}(patterns={list(patterns)!r})`: give at least one pattern, none of them "
+               "empty (an empty text matches everywhere)")  # fmt: skip
+        raise SchemaError(msg)
+    return tuple(patterns)
+
+
+class ListNamespace:
+    """``expr.list``: one value of each row's parts of a ``str.split``.
+
+    colbridge has no list columns: a list exists only between ``str.split`` and the
+    value taken of it, computed once per distinct string (`colbridge.types.string_lists`).
+    List-to-list steps (``slice``, ``head``, ``tail``, ``reverse``, ``sort``,
+    ``unique``) chain before the value taken. Values are polars': a null string
+    gives null; ``get`` past a list's end is an error unless ``null_on_oob=True``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import colbridge as cb
+    >>> df = pl.DataFrame({"tags": ["b,a,c", "a", ""]})
+    >>> t = cb.col("tags").str.split(",")
+    >>> df.gpu.select(t.list.sort().list.join("|"), has_a=t.list.contains("a")).compute().rows()
+    [('a|b|c', True), ('a', True), ('', False)]
+    """
+
+    __slots__ = ("_expr",)
+
+    def __init__(self, expr: Expr) -> None:
+        self._expr = expr
+
+    def _f(self, name: str, *params: Any) -> Expr:
+        return _function("list." + name, self._expr, *params)
+
+    def __getattr__(self, name: str) -> Any:
+        raise _missing_method(self, "list", name)
+
+    # -- the value taken -----------------------------------------------------------------
+    def get(self, index: int, *, null_on_oob: bool = False) -> Expr:
+        """The part at ``index`` (negative: from the end); past the end an error, or null."""
+        if isinstance(index, Expr):
+            msg = ("`list.get(index)`: colbridge takes a whole number as the index, not an "
+                   "expression")  # fmt: skip
+            raise UnsupportedOperationError(msg)
+        return self._f("get", _count_param(index, "list.get", "index", signed=True),
+                       _flag(null_on_oob, "list.get", "null_on_oob"))  # fmt: skip
+
+    def first(self) -> Expr:
+        """The first part; null for an empty list."""
+        return self.get(0, null_on_oob=True)
+
+    def last(self) -> Expr:
+        """The last part; null for an empty list."""
+        return self.get(-1, null_on_oob=True)
+
+    def len(self) -> Expr:
+        """The number of parts (UInt32)."""
+        return self._f("len")
+
+    def join(self, separator: str, *, ignore_nulls: bool = True) -> Expr:
+        """The parts joined by ``separator`` (a split's parts are never null)."""
+        _flag(ignore_nulls, "list.join", "ignore_nulls")
+        return self._f("join", _text_param(separator, "list.join", "separator"))
+
+    def contains(self, item: str, *, nulls_equal: bool = True) -> Expr:
+        """True where a part equals ``item``."""
+        _flag(nulls_equal, "list.contains", "nulls_equal")
+        return self._f("contains", _text_param(item, "list.contains", "item"))
+
+    def count_matches(self, element: str) -> Expr:
+        """How many parts equal ``element`` (UInt32)."""
+        return self._f("count_matches", _text_param(element, "list.count_matches", "element"))
+
+    def n_unique(self) -> Expr:
+        """The number of distinct parts (UInt32)."""
+        return self._f("n_unique")
+
+    def min(self) -> Expr:
+        """The least part (by code point); null for an empty list."""
+        return self._f("min")
+
+    def max(self) -> Expr:
+        """The greatest part (by code point); null for an empty list."""
+        return self._f("max")
+
+    def arg_min(self) -> Expr:
+        """The index of the first least part (UInt32); null for an empty list."""
+        return self._f("arg_min")
+
+    def arg_max(self) -> Expr:
+        """The index of the last greatest part (UInt32), as polars; null for an empty list."""
+        return self._f("arg_max")
+
+    # -- lists of lists --------------------------------------------------------------------
+    def slice(self, offset: int, length: int | None = None) -> Expr:
+        """``length`` parts from ``offset`` (negative: from the end), as polars slices."""
+        return self._f("slice", _count_param(offset, "list.slice", "offset", signed=True),
+                       _count_param(length, "list.slice", "length", signed=True,
+                                    allow_none=True))  # fmt: skip
+
+    def head(self, n: int = 5) -> Expr:
+        """The first ``n`` parts."""
+        return self._f("head", _count_param(n, "list.head", "n", signed=True))
+
+    def tail(self, n: int = 5) -> Expr:
+        """The last ``n`` parts."""
+        return self._f("tail", _count_param(n, "list.tail", "n", signed=True))
+
+    def reverse(self) -> Expr:
+        """The parts in reverse order."""
+        return self._f("reverse")
+
+    def sort(self, *, descending: bool = False, nulls_last: bool = False) -> Expr:
+        """The parts in code point order (a split's parts are never null)."""
+        _flag(nulls_last, "list.sort", "nulls_last")
+        return self._f("sort", _flag(descending, "list.sort", "descending"))
+
+    def unique(self, *, maintain_order: bool = False) -> Expr:
+        """The distinct parts, in the order they first appear.
+
+        That is one of the orders polars allows without ``maintain_order``.
+        """
+        _flag(maintain_order, "list.unique", "maintain_order")
+        return self._f("unique")
+
+
+class StructNamespace:
+    """``expr.struct``: a field of a ``str.split_exact`` or ``str.splitn``.
+
+    colbridge has no struct columns: a struct exists only as the parts a field is
+    taken of.
+
+    >>> import polars as pl
+    >>> import colbridge as cb
+    >>> df = pl.DataFrame({"name": ["Ada Lovelace", "Plato"]})
+    >>> last = cb.col("name").str.split_exact(" ", 1).struct.field("field_1").alias("last")
+    >>> df.gpu.select(last).compute()["last"].to_list()
+    ['Lovelace', None]
+    """
+
+    __slots__ = ("_expr",)
+
+    def __init__(self, expr: Expr) -> None:
+        self._expr = expr
+
+    def __getattr__(self, name: str) -> Any:
+        raise _missing_method(self, "struct", name)
+
+    def field(self, name: str) -> Expr:
+        """The field ``name`` (``field_0``, ``field_1``, ...), under that name, as polars."""
+        out = _function("struct.field", self._expr, _text_param(name, "struct.field", "name"))
+        return out.alias(name)
+
+    def __getitem__(self, item: int | str) -> Expr:
+        """A field by its position or its name."""
+        if isinstance(item, str):
+            return self.field(item)
+        return self.field(f"field_{_count_param(item, 'struct', 'index')}")
 
 
 def _text_param(value: Any, func: str, name: str, *, allow_none: bool = False) -> Any:

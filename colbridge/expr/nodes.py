@@ -1262,6 +1262,12 @@ def _format_function(node: Function) -> str:
         if node.options[0] != "raise":
             given.append(f"ambiguous={node.options[0]!r}")
         return f"{args[0]}.dt.replace({', '.join(given)})"
+    if node.name in _KEYWORD_OPTIONS:  # as written: the first positionally, then keywords
+        first, keywords = _KEYWORD_OPTIONS[node.name]
+        written = [_format_param(v) for v in node.options[:first]]
+        named = zip(keywords, node.options[first:], strict=True)
+        written += [f"{name}={_format_param(v)}" for (name, default), v in named if v != default]
+        return f"{args[0]}.{node.name}({', '.join(written)})"
     if "." in node.name or node.name in ("cast", "to_physical"):
         params = ", ".join(_format_param(p) for p in node.options)
         inner = ", ".join(x for x in (", ".join(args[1:]), params) if x)
@@ -1331,10 +1337,21 @@ def _format_rolling_by(node: Scan) -> str:
     return f"{node.arg!r}.{node.func}({', '.join(text)}){window}"
 
 
+#: functions whose options read best as polars' keywords: (how many are positional,
+#: then each keyword's name and default, left out where the option is the default)
+_KEYWORD_OPTIONS: dict[str, tuple[int, tuple[tuple[str, Any], ...]]] = {
+    "str.split": (1, (("inclusive", False), ("literal", True), ("strict", True))),
+    "str.split_exact": (2, (("inclusive", False),)),
+    "list.get": (1, (("null_on_oob", False),)),
+    "list.sort": (0, (("descending", False),)),
+    "str.to_integer": (0, (("base", 10), ("strict", True), ("dtype", "int64"))),
+}
+
+
 def _format_param(value: Any) -> str:
     if isinstance(value, tuple):
         return "[" + ", ".join(_format_param(v) for v in value) + "]"
-    return str(value) if type(value).__name__ == "Logical" else repr(value)
+    return str(value) if type(value).__name__ in ("Logical", "DType") else repr(value)
 
 
 def _format_table(table: TableRef) -> str:

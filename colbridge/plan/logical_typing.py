@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from colbridge.errors import (
+    ColumnNotFoundError,
     ComputeError,
     InvalidOperationError,
     SchemaError,
@@ -169,6 +170,38 @@ def _joinable(side: Node, logical: Logical | None) -> bool:
     text = isinstance(side, Constant) and isinstance(side.value, str)
     null = isinstance(side, Literal) and side.value is None
     return text or null or (logical is not None and logical.is_string)
+
+
+#: list-to-list functions between a `str.split` and the value taken of its parts
+_LIST_STEPS = frozenset({"list.slice", "list.head", "list.tail", "list.reverse", "list.sort",
+                         "list.unique"})  # fmt: skip
+#: the list functions whose value is a number or a flag: (type, whether it can be null)
+_LIST_NUMBERS: dict[str, tuple[DType, bool]] = {
+    "len": (U32, False), "n_unique": (U32, False), "count_matches": (U32, False),
+    "arg_min": (U32, True), "arg_max": (U32, True), "contains": (BOOL, False),
+}  # fmt: skip
+
+
+def _not_a_column(node: Node, *, listed: bool) -> UnsupportedOperationError:
+    """The error for a list (``listed``) or a struct where a column is wanted."""
+    what = "a List(String)" if listed else "a Struct"
+    takes = ("`.list.get(i)`, `.list.len()`, `.list.join(sep)`, ..." if listed
+             else "`.struct.field(\"field_0\")`")  # fmt: skip
+    return UnsupportedOperationError(
+        f"`{node!r}` is {what}, and colbridge has no list or struct columns: take one value "
+        f"of each row's parts ({takes}), or compute it in polars"
+    )
+
+
+def _field_index(node: Function, split: Function) -> int:
+    """The part ``struct.field(name)`` names: polars calls them ``field_0``, ``field_1``, ..."""
+    fields = split.options[1] + 1 if split.name == "str.split_exact" else split.options[1]
+    names = [f"field_{k}" for k in range(fields)]
+    name = node.options[0]
+    if name not in names:
+        msg = f"`{node!r}`: the struct has no field {name!r}; its fields are {names}"
+        raise ColumnNotFoundError(msg)
+    return names.index(name)
 
 
 class LogicalTyping:
@@ -624,6 +657,8 @@ class LogicalTyping:
         name = node.name
         if name == "is_in":
             return self.is_in(node)
+        if name.startswith(("list.", "struct.")):  # before the list itself is typed
+            return self.list_function(node)
         args = [self.tc.check_child(a) for a in node.args]
         if name == "cast":
             return self.cast(args[0], node.options[0], bool(node.options[1]), node)
@@ -1377,6 +1412,8 @@ class LogicalTyping:
             # not strict: an invalid regex gives a table of nulls
             nullable = not (strict or literal)
             return self.mark(self.table(arg, recipe, BOOL, nullable=nullable), None)
+        if op == "contains_any":  # polars' Aho-Corasick, each distinct string once
+            return self.mark(self.table(arg, ("contains_any", *params), BOOL), None)
         if op == "count_matches":
             pattern, literal = _text(params[0], node), bool(params[1])
             return self.mark(self.table(arg, ("count_matches", pattern, literal), U32), None)
@@ -1384,11 +1421,10 @@ class LogicalTyping:
             recipe = ("find", _text(params[0], node), bool(params[1]), bool(params[2]))
             return self.mark(self.table(arg, recipe, U32, nullable=True), None)
         if op == "to_integer":
-            base, strict = int(params[0]), bool(params[1])
-            if base != 10:
-                msg = f"`{node!r}`: colbridge parses base-10 integers only"
-                raise UnsupportedOperationError(msg)
-            return self.parse(arg, ("cast", "int64"), I64, None, strict, node)
+            base, strict, target = int(params[0]), bool(params[1]), params[2]
+            if base == 10 and target == I64:  # pyarrow's parse of each distinct string
+                return self.parse(arg, ("cast", "int64"), I64, None, strict, node)
+            return self.parse(arg, ("to_integer", base, target.value), target, None, strict, node)
         if op in ("to_datetime", "to_date", "to_time"):
             fmt = params[0]
             if op in ("to_date", "to_time"):
@@ -1434,11 +1470,69 @@ class LogicalTyping:
             texts = self.mark(arg, STRING, spec)
             nothing = self.tc.typed(Literal(None, t))
             return self.mark(self.rec(When(found, texts, nothing), t), STRING, spec)
+        if op in ("split", "split_exact", "splitn", "extract_all", "extract_many"):
+            raise _not_a_column(node, listed=op not in ("split_exact", "splitn"))
         if op in STRING_FUNCTIONS:
             # a new dictionary (the function of each distinct string); the codes stay
             return self.mark(arg, STRING, ("map", op, self.tc.dicts[arg], *params))
         msg = f"`str.{op}` is not supported by colbridge expressions (in `{node!r}`)"
         raise UnsupportedOperationError(msg)
+
+    def list_function(self, node: Function) -> Node:
+        """One value per row taken of a string's parts (`colbridge.types.string_lists`).
+
+        ``node`` is a ``list.*`` function of a ``str.split`` (through list-to-list
+        steps such as ``list.slice``), or ``struct.field`` of a ``str.split_exact`` /
+        ``str.splitn``: a recipe computed once per distinct string, into a table (a
+        number, a flag) or a new dictionary (a text: the rows keep their codes),
+        gated by a table of which strings give one.
+        """
+        op = node.name.partition(".")[2]
+        if node.name in _LIST_STEPS:  # a list still: an output, or the input of another function
+            raise _not_a_column(node, listed=True)
+        terminal: tuple[Any, ...] = (op, *node.options)
+        steps: list[tuple[Any, ...]] = []
+        inner = node.args[0]
+        while isinstance(inner, Function) and inner.name in _LIST_STEPS:
+            steps.append((inner.name[5:], *inner.options))
+            inner = inner.args[0]
+        split = inner.name[4:] if isinstance(inner, Function) else ""
+        wanted = (("split_exact", "splitn") if node.name == "struct.field"
+                  else ("split", "extract_all", "extract_many"))  # fmt: skip
+        if split not in wanted:
+            made = " or ".join(f"`str.{w}`" for w in wanted)
+            msg = (
+                f"`{node!r}`: colbridge has no {node.name.partition('.')[0]} columns; it "
+                f"takes `{node.name}` only of the parts of a {made} of a String "
+                "(compute other lists and structs in polars)"
+            )
+            raise UnsupportedOperationError(msg)
+        assert isinstance(inner, Function)
+        arg = self.tc.check_child(inner.args[0])
+        self._need_string(arg, inner)
+        if node.name == "struct.field":
+            terminal = ("field", _field_index(node, inner))
+        recipe = ((split, *inner.options), tuple(reversed(steps)), terminal)
+        # a regex polars cannot compile, not strict: a null list for every string
+        null_lists = split == "split" and not (recipe[0][3] or recipe[0][4])
+        if op in _LIST_NUMBERS:
+            dtype, nullable = _LIST_NUMBERS[op]
+            nullable = nullable or null_lists
+            return self.mark(self.table(arg, ("list_value", recipe), dtype, nullable=nullable),
+                             None)  # fmt: skip
+        spec = ("map", "list_text", self.tc.dicts[arg], recipe)
+        texts = self.mark(arg, STRING, spec)
+        if op == "join" and not null_lists:  # a text for every list
+            return texts
+        error = ""
+        if op == "get" and not node.options[1]:
+            error = (
+                f"`{node!r}`: index {node.options[0]} is out of bounds of some lists; pass "
+                "`null_on_oob=True` to get nulls there"
+            )
+        found = self.table(arg, ("list_found", recipe), BOOL, nullable=bool(error), error=error)
+        nothing = self.tc.typed(Literal(None, self.tc.types[arg]))
+        return self.mark(self.rec(When(found, texts, nothing), self.tc.types[arg]), STRING, spec)
 
     def replace_strings(self, arg: Node, olds: tuple[str, ...], news: tuple[str, ...]) -> Node:
         """``replace`` of a string or categorical column: its dictionary's strings mapped.

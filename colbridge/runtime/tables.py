@@ -25,6 +25,7 @@ from colbridge.expr.nodes import Gather, GroupAgg, Scan, TableRef, walk
 from colbridge.plan.logical_typing import ENUM_CAST_FAILED
 from colbridge.plan.planner import Segment
 from colbridge.plan.typecheck import sig_figs_table
+from colbridge.types import DType
 from colbridge.types.business_days import busday_table
 from colbridge.types.chrono import (
     TIME_PATTERNS,
@@ -37,12 +38,17 @@ from colbridge.types.formatting import concat_radix
 from colbridge.types.logical import Logical, parse_logical
 from colbridge.types.promotion import int_range
 from colbridge.types.regex import InvalidRegexError, has_word_boundary, re2_pattern
-from colbridge.types.string_maps import apply_string_map, extract_regex
+from colbridge.types.string_lists import OUT_OF_BOUNDS, Recipe, list_values, lists_of
+from colbridge.types.string_maps import (
+    absent_character,
+    apply_string_map,
+    extract_regex,
+    many_matches,
+)
 from colbridge.types.timezones import daylight, zone_table
 
 __all__ = ["TableBuilder", "enum_failures_named", "finish_output", "segment_tables"]
 
-_INTEGER = re.compile(r"^[+-]?[0-9]+$")
 _FLOAT = re.compile(r"^[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|inf|infinity|nan)$",
                     re.IGNORECASE)  # fmt: skip
 _STR = pa.large_string()
@@ -58,6 +64,7 @@ class TableBuilder:
         self.arrays = arrays
         self._dicts: dict[tuple[Any, ...], pa.Array] = {}
         self._extracts: dict[tuple[Any, ...], tuple[pa.Array, pa.Array]] = {}
+        self._lists: dict[tuple[Any, ...], list[list[str] | None]] = {}
 
     # -- dictionaries ---------------------------------------------------------------------
     def dictionary(self, spec: tuple[Any, ...]) -> pa.Array:
@@ -75,6 +82,18 @@ class TableBuilder:
         if hit is None:
             hit = self._extracts[key] = extract_regex(self.dictionary(source), pattern, group)
         return hit
+
+    def _list_values(self, source: tuple[Any, ...], recipe: Recipe) -> list[Any]:
+        """What ``recipe`` takes of each string's parts (`colbridge.types.string_lists`).
+
+        Each dictionary's strings are split once per compute, whatever the recipes
+        that read the parts.
+        """
+        key = (source, recipe[0])
+        lists = self._lists.get(key)
+        if lists is None:
+            lists = self._lists[key] = lists_of(self.dictionary(source), recipe[0])
+        return list_values(lists, recipe)
 
     def _dictionary(self, spec: tuple[Any, ...]) -> pa.Array:
         import pyarrow.compute as pc  # on first use: its import is slow
@@ -98,6 +117,9 @@ class TableBuilder:
             return first
         if kind == "map" and spec[1] == "extract":  # texts; which strings have one: a table
             return self._extracted(spec[2], *spec[3:])[0]
+        if kind == "map" and spec[1] == "list_text":  # parts taken; "" where none (a table)
+            texts = self._list_values(spec[2], spec[3])
+            return pa.array([t if isinstance(t, str) else "" for t in texts], type=_STR)
         if kind == "map":  # a string function of each value (`colbridge.types.string_maps`)
             return apply_string_map(spec[1], spec[3:], self.dictionary(spec[2]))
         msg = f"unknown dictionary spec {spec!r}"
@@ -187,6 +209,17 @@ class TableBuilder:
             return pc.match_substring_regex(d, pattern=regex)
         if op == "extract_found":  # which strings have the group's text
             return self._extracted(ref.source, ref.recipe[1], ref.recipe[2])[1]
+        if op == "contains_any":
+            patterns, insensitive = ref.recipe[1], ref.recipe[2]
+            return pa.array([bool(many_matches(s, patterns, insensitive, False))
+                             for s in d.to_pylist()], pa.bool_())  # fmt: skip
+        if op == "list_value":  # a number or flag taken of each string's parts
+            values = self._list_values(ref.source, ref.recipe[1])
+            return pa.array([None if v is OUT_OF_BOUNDS else v for v in values], ref.dtype.arrow)
+        if op == "list_found":  # which strings' parts give a text (null: an error if read)
+            values = self._list_values(ref.source, ref.recipe[1])
+            return pa.array([None if v is OUT_OF_BOUNDS else v is not None for v in values],
+                            pa.bool_())  # fmt: skip
         if op == "count_matches":
             return _count_matches(d, ref.recipe[1], ref.recipe[2])
         if op == "find":
@@ -211,6 +244,9 @@ class TableBuilder:
             return pc.index_in(d, value_set=self.dictionary(ref.recipe[1])).cast(pa.int32())
         if op == "cast":
             return _parse(d, ref.recipe[1], ref.dtype.arrow)
+        if op == "to_integer":  # `str.to_integer(base=..., dtype=...)`
+            return pa.array(_parse_integers(d.to_pylist(), ref.recipe[1], ref.dtype),
+                            ref.dtype.arrow)  # fmt: skip
         if op == "strptime":
             fmt, target = ref.recipe[1], ref.recipe[2]
             strict = ref.recipe[3] if len(ref.recipe) > 3 else True
@@ -243,7 +279,7 @@ def _count_matches(values: pa.Array, pattern: str, literal: bool) -> pa.Array:
         return pc.count_substring_regex(values, pattern=regex).cast(pa.uint32())
     # Arrow's count starts each search anew, where `^` matches again; RE2's global
     # replace does not: a mark after each match, counted
-    mark = _absent_character(values)
+    mark = absent_character(values)
     marked = pc.replace_substring_regex(values, pattern=regex, replacement="\\0" + mark)
     return pc.count_substring(marked, pattern=mark).cast(pa.uint32())
 
@@ -270,23 +306,36 @@ def _find(values: pa.Array, pattern: str, literal: bool, strict: bool) -> pa.Arr
     return pc.if_else(pc.less(found, 0), pa.scalar(None, pa.int64()), found).cast(pa.uint32())
 
 
-def _absent_character(values: pa.Array) -> str:
-    """A character none of ``values`` holds (from the private use area, then beyond)."""
-    import pyarrow.compute as pc
-
-    for point in range(0xE000, 0x110000):  # above the surrogates
-        char = chr(point)
-        if not pc.any(pc.match_substring(values, char)).as_py():
-            return char
-    msg = "no character is absent from the strings"  # pragma: no cover - 1.1M distinct
-    raise AssertionError(msg)
-
-
 _EMPTY_MATCHES = (
     "`str.count_matches({pattern!r})`: a pattern that can match the empty string (or a "
     "word boundary) is counted differently by polars' engine and colbridge's RE2; make "
     "the pattern match at least one character (`a+` rather than `a*`)"
 )
+
+
+_DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def _parse_integers(texts: list[str | None], base: int, dtype: DType) -> list[int | None]:
+    """Each text as an integer of ``dtype`` in ``base``, as Rust's ``from_str_radix``; else None.
+
+    A ``+`` or (signed types only: not even ``-0`` is unsigned) ``-``, then one or more
+    digits below the base, letters in either case; no spaces, ``_`` or ``0x``.
+    """
+    lo, hi = int_range(dtype)
+    allowed = frozenset(_DIGITS[:base] + _DIGITS[:base].upper())
+    out: list[int | None] = []
+    for s in texts:
+        if s is None:
+            out.append(None)
+            continue
+        body = s[1:] if s[:1] in ("+", "-") else s
+        if not body or not allowed.issuperset(body) or (lo == 0 and s.startswith("-")):
+            out.append(None)
+            continue
+        v = int(s, base)
+        out.append(v if lo <= v <= hi else None)
+    return out
 
 
 def _parse(values: pa.Array, target: str, arrow_type: pa.DataType) -> pa.Array:
@@ -302,14 +351,7 @@ def _parse(values: pa.Array, target: str, arrow_type: pa.DataType) -> pa.Array:
 
         dtype = dtype_from_arrow(arrow_type)
         assert dtype is not None
-        lo, hi = int_range(dtype)
-        for s in texts:
-            # a sign of "-" is not an unsigned integer, not even "-0" (polars' parser)
-            if s is None or not _INTEGER.match(s) or (lo == 0 and s.startswith("-")):
-                out.append(None)
-                continue
-            v = int(s)
-            out.append(v if lo <= v <= hi else None)
+        out = _parse_integers(texts, 10, dtype)
     elif pa.types.is_floating(arrow_type):
         for s in texts:
             out.append(float(s) if s is not None and _FLOAT.match(s) else None)

@@ -23,7 +23,15 @@ import pyarrow as pa
 
 from colbridge.errors import UnsupportedOperationError
 
-__all__ = ["STRING_FUNCTIONS", "STRING_MAPS", "all_ascii", "apply_string_map", "extract_regex"]
+__all__ = [
+    "STRING_FUNCTIONS",
+    "STRING_MAPS",
+    "absent_character",
+    "all_ascii",
+    "apply_string_map",
+    "extract_regex",
+    "many_matches",
+]
 
 #: Unicode's White_Space characters (what Rust's `char::is_whitespace` accepts)
 WHITESPACE = (
@@ -80,6 +88,65 @@ def _normalize(form: Literal["NFC", "NFKC", "NFD", "NFKD"]) -> Callable[[str], s
     return lambda s: unicodedata.normalize(form, s)
 
 
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def many_matches(s: str, patterns: tuple[str, ...], insensitive: bool,
+                 leftmost: bool) -> list[tuple[int, int, int]]:  # fmt: skip
+    """The matches ``(start, end, pattern)`` polars' Aho-Corasick automaton finds in ``s``.
+
+    Not overlapping, each search going on from the end of the last match. Standard
+    semantics (``leftmost=False``): the match that ends first, of those the
+    longest (the automaton's state holds its own pattern before the shorter ones
+    its failure links add); ``leftmost=True`` (LeftmostFirst): the match that starts
+    first, of those the pattern given first. ``insensitive``: ASCII letters fold to
+    one case. Patterns are not empty (`colbridge.expr.api` refuses an empty one).
+
+    >>> many_matches("abcd", ("bcd", "c"), False, False)
+    [(2, 3, 1)]
+    >>> many_matches("abcd", ("bcd", "c"), False, True)
+    [(1, 4, 0)]
+    """
+    if insensitive:
+        s = s.translate(_ASCII_LOWER)
+        patterns = tuple(p.translate(_ASCII_LOWER) for p in patterns)
+    out: list[tuple[int, int, int]] = []
+    pos = 0
+    while pos < len(s):
+        found = None
+        if leftmost:
+            for start in range(pos, len(s)):
+                k = next((k for k, p in enumerate(patterns) if s.startswith(p, start)), None)
+                if k is not None:
+                    found = (start, start + len(patterns[k]), k)
+                    break
+        else:
+            for end in range(pos + 1, len(s) + 1):
+                ending = [(end - len(p), k) for k, p in enumerate(patterns)
+                          if end - len(p) >= pos and s.startswith(p, end - len(p))]  # fmt: skip
+                if ending:
+                    start, k = min(ending)  # the longest; of equal patterns the first
+                    found = (start, end, k)
+                    break
+        if found is None:
+            break
+        out.append(found)
+        pos = found[1]
+    return out
+
+
+def _replace_many(patterns: tuple[str, ...], news: tuple[str, ...], insensitive: bool,
+                  leftmost: bool) -> Callable[[str], str]:  # fmt: skip
+    def replaced(s: str) -> str:
+        parts, pos = [], 0
+        for start, end, k in many_matches(s, patterns, insensitive, leftmost):
+            parts += [s[pos:start], news[k]]
+            pos = end
+        return "".join(parts) + s[pos:]
+
+    return replaced
+
+
 def _lookup(table: dict[str, str]) -> Callable[[str], str]:
     # strings not among the table's keys stay as they are
     return lambda s: table.get(s, s)
@@ -111,6 +178,8 @@ STRING_MAPS: dict[str, Callable[..., Callable[[str], str]]] = {
     "escape_regex": lambda: _escape_regex,
     # `replace(old, new)` of whole values: each string of `olds` by its `news`
     "replace_values": lambda olds, news: _lookup(dict(zip(olds, news, strict=True))),
+    # `str.replace_many`: several plain texts at once, matched as polars' Aho-Corasick does
+    "replace_many": _replace_many,
 }
 
 
@@ -142,6 +211,22 @@ def all_ascii(values: pa.Array) -> bool:
     import pyarrow.compute as pc
 
     return pc.all(pc.string_is_ascii(values)).as_py() is not False
+
+
+def absent_character(values: pa.Array) -> str:
+    """A character none of ``values`` holds (from the private use area, then beyond).
+
+    >>> absent_character(pa.array(["a", "\ue000"]))
+    '\ue001'
+    """
+    import pyarrow.compute as pc
+
+    for point in range(0xE000, 0x110000):  # above the surrogates
+        char = chr(point)
+        if not pc.any(pc.match_substring(values, char)).as_py():
+            return char
+    msg = "no character is absent from the strings"  # pragma: no cover - 1.1M distinct
+    raise AssertionError(msg)
 
 
 def extract_regex(values: pa.Array, pattern: str, group: int) -> tuple[pa.Array, pa.Array]:

@@ -326,3 +326,40 @@ def test_pandas_object_columns_take_the_types_polars_gives_them(values: list[Any
     q.compute()
     assert any("pandas `object` values converted to Arrow" in c
                for c in q.last_report.copies)  # type: ignore[union-attr]
+
+
+BASES = [2, 8, 10, 16, 36]
+INTEGER_TYPES = [pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32,
+                 pl.UInt64]  # fmt: skip
+DIGITS = "0123456789abcfxzAFZ+-_ "
+
+
+@SETTINGS
+@given(values=st.lists(st.one_of(st.none(), st.text(DIGITS, max_size=21)), max_size=20),
+       base=st.sampled_from(BASES), dtype=st.sampled_from(INTEGER_TYPES))  # fmt: skip
+def test_to_integer_in_every_base_and_type(values: list[str | None], base: int,
+                                           dtype: Any) -> None:  # fmt: skip
+    # signs, letters of either case past the base, `0x`, `_`, spaces, values past the type
+    edges = ["-0", "+", "-", "0x1f", "1_0", " 1", "18446744073709551615", "-9223372036854775808",
+             "9223372036854775808", "zz", "FF", "-80", "255", "256", "١٢"]  # fmt: skip
+    table = pa.table({"s": pa.array(values + edges, pa.string())})
+    assert_same_as_polars(table, lambda m, q: q.select(
+        s=m.col("s").str.to_integer(base=base, dtype=dtype, strict=False),
+        ok=m.col("s").str.to_integer(base=base, dtype=dtype, strict=False).is_not_null()))
+    # strict: polars raises where any present value fails, as colbridge must
+    assert_same_as_polars(table.slice(0, len(values)), lambda m, q: q.select(
+        m.col("s").str.to_integer(base=base, dtype=dtype)))  # fmt: skip
+
+
+def test_to_integer_arguments_are_checked_where_written() -> None:
+    with pytest.raises(cb.SchemaError, match=r"base is a whole number from 2 to 36"):
+        cb.col("s").str.to_integer(base=37)
+    with pytest.raises(cb.SchemaError, match=r"an integer type"):
+        cb.col("s").str.to_integer(dtype=pl.Float64)
+    with pytest.raises(cb.UnsupportedOperationError, match=r"one whole number as the base"):
+        cb.col("s").str.to_integer(base=cb.col("b"))  # type: ignore[arg-type]
+    frame = pl.DataFrame({"s": ["ff", "-1", None]})
+    got = frame.gpu.select(cb.col("s").str.to_integer(base=16, dtype=pl.UInt8, strict=False))
+    assert got.compute()["s"].to_list() == [255, None, None]
+    assert frame.gpu.eval("h = s.str.to_integer(base=16, strict=False)")["h"].to_list() == [
+        255, -1, None]

@@ -1,0 +1,251 @@
+"""Lists of strings made of strings (``str.split``, ``str.extract_all``) and what ``list`` takes.
+
+Stage: types. colbridge has no list or struct columns: a list exists here only as
+the parts (or matches) of a distinct string, on the way to one value per string
+that a table or a new dictionary holds (`colbridge.runtime.tables`):
+``s.str.split(",")`` followed by ``list.get(0)``, ``list.len()``,
+``list.join("-")``, ...; a ``str.split_exact``/``str.splitn`` struct followed by
+``struct.field("field_1")``. The rows keep their codes, so each distinct string is
+split once, whatever the row count.
+
+A recipe is ``(source, steps, terminal)``, hashable:
+
+- ``source``: ``("split", by, inclusive, literal, strict)``,
+  ``("split_exact", by, n, inclusive)``, ``("splitn", by, n)``,
+  ``("extract_all", pattern)`` (a regex's matches) or
+  ``("extract_many", patterns, ascii_case_insensitive, leftmost)`` (plain texts' matches);
+- ``steps``: list-to-list functions in order, ``("slice", offset, length)``,
+  ``("head", n)``, ``("tail", n)``, ``("reverse",)``, ``("sort", descending)``,
+  ``("unique",)``;
+- ``terminal``: the one value taken, ``("get", index, null_on_oob)``, ``("len",)``,
+  ``("join", separator)``, ``("contains", item)``, ``("count_matches", item)``,
+  ``("n_unique",)``, ``("min",)``, ``("max",)``, ``("arg_min",)``, ``("arg_max",)``,
+  ``("field", k)``.
+
+Every function is polars' (2.1): literal splits as Rust's ``str::split`` and
+``str::split_inclusive`` (an empty separator splits into characters), regex splits
+with RE2 where it finds the matches Rust's ``regex`` does (`lists_of`),
+indices and slices as polars' ``slice_offsets``, strings ordered by code point.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from colbridge.errors import UnsupportedOperationError
+
+__all__ = ["OUT_OF_BOUNDS", "Recipe", "list_values", "lists_of"]
+
+#: ``(split, steps, terminal)``: see the module's docstring
+Recipe = tuple[tuple[Any, ...], tuple[tuple[Any, ...], ...], tuple[Any, ...]]
+
+
+class _OutOfBounds:
+    """``list.get(i)`` past a list's end without ``null_on_oob``: an error where a row reads it."""
+
+    def __repr__(self) -> str:
+        return "OUT_OF_BOUNDS"
+
+
+OUT_OF_BOUNDS = _OutOfBounds()
+
+
+def _characters(s: str, most: int | None, keep_remainder: bool) -> list[str]:
+    # polars' `SplitNChars`: single characters, the last part the rest of the string
+    # when `keep_remainder` (splitn), nothing at all for an empty string
+    if most is None:
+        return list(s)
+    if not keep_remainder:
+        return list(s[:most])
+    if most <= 0 or not s:
+        return []
+    head = list(s[: most - 1])
+    rest = s[most - 1 :]
+    return [*head, rest] if rest else head
+
+
+def _inclusive(s: str, by: str) -> list[str]:
+    # Rust's `split_inclusive`: each part keeps the separator that ends it; no empty
+    # last part (and none at all for an empty string)
+    parts = s.split(by)
+    return [p + by for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def _literal_parts(s: str, split: tuple[Any, ...]) -> list[str]:
+    kind, by = split[0], split[1]
+    if kind == "split":
+        if not by:
+            return _characters(s, None, False)
+        return _inclusive(s, by) if split[2] else s.split(by)
+    if kind == "split_exact":
+        n, inclusive = split[2], split[3]
+        if not by:
+            return _characters(s, n + 1, False)
+        return (_inclusive(s, by) if inclusive else s.split(by))[: n + 1]
+    n = split[2]  # splitn
+    if not by:
+        return _characters(s, n, True)
+    return s.split(by, n - 1)
+
+
+def lists_of(values: pa.Array, source: tuple[Any, ...]) -> list[list[str] | None]:
+    r"""The list ``source`` makes of each of ``values`` (strings without nulls); None: null.
+
+    Regexes (a split with ``literal=False``, ``extract_all``) run RE2 over all the
+    strings at once: each match is marked with characters none of them holds, then
+    the strings are cut at the marks. A pattern that can match the empty string is
+    refused (Rust's ``regex`` and RE2 place empty matches differently), as a word
+    boundary over non-ASCII text is (`colbridge.types.regex.re2_pattern`); an
+    invalid pattern is an error, or for a split with ``strict=False`` a null list on
+    every row, as in polars. ``extract_many`` finds its texts as polars' Aho-Corasick
+    automaton does (`colbridge.types.string_maps.many_matches`).
+
+    >>> lists_of(pa.array(["a1b22", "x"]), ("extract_all", r"\d+"))
+    [['1', '22'], []]
+    """
+    import pyarrow.compute as pc
+
+    from colbridge.types.string_maps import absent_character, many_matches
+
+    texts: list[str] = values.to_pylist()
+    kind = source[0]
+    if kind == "extract_many":
+        patterns, insensitive, leftmost = source[1:]
+        return [[s[a:b] for a, b, _ in many_matches(s, patterns, insensitive, leftmost)]
+                for s in texts]  # fmt: skip
+    if kind == "split" and not source[3] and source[1]:  # a regex split
+        by, inclusive = source[1], bool(source[2])
+        regex = _regex(values, by, f"str.split({by!r}, literal=False)", bool(source[4]))
+        if regex is None:
+            return [None] * len(texts)
+        cut = absent_character(values)  # after each match, the match dropped or kept
+        replacement = ("\\0" + cut) if inclusive else cut
+        marked = pc.replace_substring_regex(values, pattern=regex, replacement=replacement)
+        out: list[list[str] | None] = []
+        for text, m in zip(texts, marked.to_pylist(), strict=True):
+            parts = m.split(cut)
+            if inclusive and len(parts) > 1 and not parts[-1]:
+                parts.pop()  # a match at the very end: no empty part after it
+            out.append(parts if text or not inclusive else [""])
+        return out
+    if kind == "extract_all":
+        regex = _regex(values, source[1], "str.extract_all", True)
+        assert regex is not None
+        if not texts:
+            return []
+        # text, cut, start, match, cut, text, ...: the pieces that begin with `start`
+        cut = absent_character(values)
+        start = absent_character(pa.array([*texts, cut]))
+        marked = pc.replace_substring_regex(values, pattern=regex,
+                                            replacement=f"{cut}{start}\\0{cut}")  # fmt: skip
+        return [[p[1:] for p in m.split(cut) if p.startswith(start)]
+                for m in marked.to_pylist()]  # fmt: skip
+    return [_literal_parts(s, source) for s in texts]  # literal splits, or characters
+
+
+def _regex(values: pa.Array, pattern: str, what: str, strict: bool) -> str | None:
+    """``pattern`` as RE2 reads it over ``values``, checked; None: invalid, not ``strict``."""
+    import pyarrow.compute as pc
+
+    from colbridge.types.regex import InvalidRegexError, has_word_boundary, re2_pattern
+
+    try:
+        regex = re2_pattern(pattern, values)
+    except InvalidRegexError as exc:
+        if strict or not exc.invalid_in_polars:
+            raise
+        return None
+    empty = pc.match_substring_regex(pa.array([""], pa.large_string()), pattern=regex)
+    if empty[0].as_py() or has_word_boundary(pattern):
+        msg = (
+            f"`{what}`: a pattern that can match the empty string (or a word boundary) "
+            "matches differently in polars' engine and colbridge's RE2; make the pattern "
+            "match at least one character (`,+` rather than `,*`)"
+        )
+        raise UnsupportedOperationError(msg)
+    return regex
+
+
+def _slice_offsets(offset: int, length: int | None, size: int) -> tuple[int, int]:
+    # polars' `slice_offsets`: a negative offset counts from the end, the length from
+    # there; both ends clamped to the list
+    start = offset + size if offset < 0 else offset
+    stop = size if length is None else start + max(length, 0)
+    return min(max(start, 0), size), min(max(stop, 0), size)
+
+
+def _step(parts: list[str], step: tuple[Any, ...]) -> list[str]:
+    op = step[0]
+    if op == "slice":
+        lo, hi = _slice_offsets(step[1], step[2], len(parts))
+        return parts[lo:hi]
+    if op == "head":  # `slice(0, n)`; a negative n keeps every part, as polars
+        return parts if step[1] < 0 else parts[: step[1]]
+    if op == "tail":  # `slice(-n)`: a negative n drops the first -n parts, as polars
+        return parts[-step[1] :] if step[1] else []
+    if op == "reverse":
+        return parts[::-1]
+    if op == "sort":
+        return sorted(parts, reverse=bool(step[1]))
+    if op == "unique":  # first-seen order (polars' order without `maintain_order` is unset)
+        return list(dict.fromkeys(parts))
+    msg = f"unknown list step {step!r}"
+    raise AssertionError(msg)
+
+
+def _terminal(parts: list[str | None], terminal: tuple[Any, ...]) -> Any:
+    op = terminal[0]
+    if op in ("get", "field"):
+        index = terminal[1]
+        at = index + len(parts) if index < 0 else index
+        if 0 <= at < len(parts):
+            return parts[at]
+        return None if op == "field" or terminal[2] else OUT_OF_BOUNDS
+    if op == "len":
+        return len(parts)
+    if op == "join":
+        return str(terminal[1]).join(p for p in parts if p is not None)
+    if op == "contains":
+        return terminal[1] in parts
+    if op == "count_matches":
+        return sum(p == terminal[1] for p in parts)
+    if op == "n_unique":
+        return len(set(parts))
+    if not parts:  # min, max, arg_min, arg_max of an empty list
+        return None
+    if op in ("min", "max"):
+        return min(parts) if op == "min" else max(parts)  # type: ignore[type-var]
+    if op == "arg_min":  # the first place of the least part
+        return parts.index(min(parts))  # type: ignore[type-var]
+    if op == "arg_max":  # the last place of the greatest: Rust's `max_by`, polars' for strings
+        return len(parts) - 1 - parts[::-1].index(max(parts))  # type: ignore[type-var]
+    msg = f"unknown list function {terminal!r}"
+    raise AssertionError(msg)
+
+
+def list_values(lists: list[list[str] | None], recipe: Recipe) -> list[Any]:
+    """The terminal of ``recipe`` of each list (`lists_of`' lists): None where null.
+
+    `OUT_OF_BOUNDS` where ``list.get`` without ``null_on_oob`` reads past a list.
+
+    >>> lists = lists_of(pa.array(["a,b", "c"]), ("split", ",", False, True, True))
+    >>> split = ("split", ",", False, True, True)
+    >>> list_values(lists, (split, (), ("len",)))
+    [2, 1]
+    >>> list_values(lists, (split, (("reverse",),), ("get", 0, True)))
+    ['b', 'c']
+    >>> list_values(lists, (split, (), ("get", 1, False)))
+    ['b', OUT_OF_BOUNDS]
+    """
+    _, steps, terminal = recipe
+    out: list[Any] = []
+    for parts in lists:
+        if parts is None:
+            out.append(None)
+            continue
+        for step in steps:
+            parts = _step(parts, step)
+        out.append(_terminal(list(parts), terminal))
+    return out
