@@ -376,11 +376,18 @@ class Segment:
     def kernel_text(self) -> str:
         """`text` for kernel headers, in the parameterised form.
 
-        The source (and its on-disk cache file) is then the same whatever the literals.
+        The source (and its on-disk cache file) is then the same whatever the literals
+        and whatever the lookup tables hold: ``s == "UA"`` compiled in one process is
+        found on disk for ``s == "AA"`` in the next.
         """
-        if not self.params:
+        if not self.params and not self.tables:
             return self.text
-        return f"{self.signature}\nliterals are the arguments p0..p{len(self.params) - 1}"
+        given = []
+        if self.params:
+            given.append(f"literals are the arguments p0..p{len(self.params) - 1}")
+        if self.tables:
+            given.append(f"lookup tables $t0..$t{len(self.tables) - 1} are arguments")
+        return "\n".join([self.signature, *given])
 
     @functools.cached_property
     def param_values(self) -> tuple[Any, ...]:

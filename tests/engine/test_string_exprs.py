@@ -222,6 +222,22 @@ def test_plans_differing_in_strings_share_a_kernel() -> None:
     assert outs[1].column("x").to_pylist()[:4] == [False, False, None, True]
 
 
+def test_plans_differing_in_strings_write_one_kernel_text() -> None:
+    # the text names the kernel's file on disk: one text, so a later process that
+    # computes `s == "DL"` loads what `s == "UA"` compiled
+    t = pa.table({"s": ["UA", "AA", None, "DL"] * 5, "x": [1.5, None, 2.0, 3.0] * 5})
+
+    def kernels(v: str, pattern: str) -> str:
+        q = cb.lazy(t).with_columns(a=cb.col("s") == v, c=cb.col("s").str.contains(pattern),
+                                    z=cb.col("x").filter(cb.col("s") != v).sum())  # fmt: skip
+        text = q.explain(source=True, device="cpu")
+        return text[text.index("kernel source"):text.index("\ncopies:")]
+
+    first = kernels("UA", "U.")
+    assert "'UA'" not in first and "U." not in first
+    assert kernels("DL", "^D") == first
+
+
 def test_numpy_tier_agrees_with_compiled_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
     table = pa.table({
         "s": ["UA", None, "é", "AA", "", "UA", "12"] * 3,
