@@ -7,6 +7,7 @@ no backend.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import datetime as _dt
 import difflib
 import itertools
@@ -2212,6 +2213,61 @@ class Expr:
         """The non-null values: ``filter(is_not_null())``; only as the input of a reduction."""
         return self.filter(self.is_not_null())
 
+    def unique(self, *, maintain_order: builtins.bool = False) -> Expr:
+        """Each distinct value once; only as the input of a reduction (``x.unique().sum()``).
+
+        Per group in ``agg`` and ``over``, in the order values first appear. Values
+        are distinct as polars tells them apart: one null, one NaN, ``-0.0`` equal to
+        ``0.0`` (see `is_first_distinct`). The order is the one ``maintain_order=True``
+        gives, which polars allows without it too.
+
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"g": [1, 1, 1, 2], "x": [5, 5, 7, 5]})
+        >>> out = df.gpu.group_by("g").agg(cb.col("x").unique().sum()).compute().sort("g")
+        >>> out["x"].to_list()
+        [12, 5]
+        """
+        _flag(maintain_order, "unique", "maintain_order")
+        return Expr(Filtered(self.node, self.is_first_distinct().node, "unique()"))
+
+    def top_k(self, k: int = 5) -> Expr:
+        """The ``k`` largest values; only as the input of a reduction (``x.top_k(3).mean()``).
+
+        Per group in ``agg`` and ``over``; nulls only after every value, NaN the
+        largest. polars gives them in no set order; here largest first.
+
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"x": [3, None, 9, 1, 7]})
+        >>> df.gpu.select(cb.col("x").top_k(2).sum()).compute().item()
+        16
+        """
+        return self._extremes("top_k", k, descending=True)
+
+    def bottom_k(self, k: int = 5) -> Expr:
+        """The ``k`` smallest values; only as the input of a reduction (``x.bottom_k(3).sum()``).
+
+        Per group in ``agg`` and ``over``; nulls only after every value.
+
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"x": [3, None, 9, 1, 7]})
+        >>> df.gpu.select(cb.col("x").bottom_k(2).sum()).compute().item()
+        4
+        """
+        return self._extremes("bottom_k", k, descending=False)
+
+    def _extremes(self, method: builtins.str, k: int, *, descending: builtins.bool) -> Expr:
+        if isinstance(k, Expr):
+            msg = f"`{method}(k)`: colbridge takes a whole number as `k`, not an expression"
+            raise UnsupportedOperationError(msg)
+        k = _count_param(k, method, "k")
+        ordered = self.sort(descending=descending, nulls_last=True)
+        head = ordered._rows("head", (k,), 0, k).node
+        assert isinstance(head, Filtered)
+        return Expr(dataclasses.replace(head, shown=f"{method}({k})"))
+
     def drop_nans(self) -> Expr:
         """The values but NaN (nulls kept); only as the input of a reduction, as `filter`.
 
@@ -4205,6 +4261,21 @@ class StringNamespace(_TextFunctions):
                        _count_param(n, "str.split_exact", "n"),
                        _flag(inclusive, "str.split_exact", "inclusive"))  # fmt: skip
 
+    def extract_groups(self, pattern: str) -> Expr:
+        r"""The capture groups of the regex ``pattern``'s first match, as a struct.
+
+        A field is read with ``struct.field(name)``: a named group by its name, another
+        by its number (``"1"``); it is ``str.extract(pattern, number)``.
+
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"d": ["2024-03", "n/a"]})
+        >>> g = cb.col("d").str.extract_groups(r"(?<y>\d{4})-(\d{2})")
+        >>> df.gpu.select(g.struct.field("y"), g.struct.field("2")).compute().rows()
+        [('2024', '03'), (None, None)]
+        """
+        return self._f("extract_groups", _text_param(pattern, "str.extract_groups", "pattern"))
+
     def splitn(self, by: str, n: int) -> Expr:
         """At most ``n`` parts, the last holding the rest of the string, as a struct.
 
@@ -4308,6 +4379,10 @@ class ListNamespace:
         """The first part; null for an empty list."""
         return self.get(0, null_on_oob=True)
 
+    def item(self, *, allow_empty: bool = False) -> Expr:
+        """The part of a list of one; another is an error (empty: null with ``allow_empty``)."""
+        return self._f("item", _flag(allow_empty, "list.item", "allow_empty"))
+
     def last(self) -> Expr:
         """The last part; null for an empty list."""
         return self.get(-1, null_on_oob=True)
@@ -4369,6 +4444,18 @@ class ListNamespace:
         """The parts in reverse order."""
         return self._f("reverse")
 
+    def gather_every(self, n: int, offset: int = 0) -> Expr:
+        """Every ``n``-th part from ``offset`` on."""
+        n = _count_param(n, "list.gather_every", "n")
+        if n == 0:
+            msg = "`list.gather_every(n=0)`: `n` must be >= 1"
+            raise SchemaError(msg)
+        return self._f("gather_every", n, _count_param(offset, "list.gather_every", "offset"))
+
+    def drop_nulls(self) -> Expr:
+        """The parts that are not null: all of a string's parts."""
+        return self._f("drop_nulls")
+
     def sort(self, *, descending: bool = False, nulls_last: bool = False) -> Expr:
         """The parts in code point order (a split's parts are never null)."""
         _flag(nulls_last, "list.sort", "nulls_last")
@@ -4414,7 +4501,14 @@ class StructNamespace:
         """A field by its position or its name."""
         if isinstance(item, str):
             return self.field(item)
-        return self.field(f"field_{_count_param(item, 'struct', 'index')}")
+        k = _count_param(item, "struct", "index")
+        node = self._expr.node
+        if isinstance(node, Function) and node.name == "str.extract_groups":
+            from colbridge.types.regex import group_fields
+
+            names = list(group_fields(node.options[0]))
+            return self.field(names[k] if k < builtins.len(names) else f"{k}")
+        return self.field(f"field_{k}")
 
 
 def _text_param(value: Any, func: str, name: str, *, allow_none: bool = False) -> Any:

@@ -405,8 +405,9 @@ class NameOp(Node):
     """``expr.name.<op>(value)``: the output's name changed, its values not.
 
     ``op`` is ``suffix``, ``prefix``, ``keep`` (the root column's name), ``map`` (a
-    function of the name), ``to_lowercase`` or ``to_uppercase``; `output_name` applies
-    it, and a step drops the node before planning.
+    function of the name), ``to_lowercase``, ``to_uppercase``, ``strip_prefix``,
+    ``strip_suffix`` or ``replace`` (``value``: pattern, replacement, literal);
+    `output_name` applies it, and a step drops the node before planning.
     """
 
     arg: Node
@@ -1048,6 +1049,20 @@ def output_name(node: Node) -> str:
             return name.lower()
         if node.op == "to_uppercase":
             return name.upper()
+        if node.op == "strip_prefix":
+            return name[len(node.value) :] if name.startswith(node.value) else name
+        if node.op == "strip_suffix":
+            return name[: len(name) - len(node.value)] if node.value and \
+                name.endswith(node.value) else name  # fmt: skip
+        if node.op == "replace":  # every match, as `str.replace_all` (a regex unless literal)
+            import pyarrow as pa
+
+            from colbridge.types.string_maps import apply_string_map
+
+            pattern, value, literal = node.value
+            function, params = ("replace_all", (pattern, value)) if literal \
+                else ("replace_regex", (pattern, value, None))  # fmt: skip
+            return str(apply_string_map(function, params, pa.array([name], pa.large_string()))[0])
         renamed = node.value(name)  # "map"
         if not isinstance(renamed, str):
             msg = f"`name.map` must return a string, got {type(renamed).__name__} for `{name}`"
@@ -1203,6 +1218,8 @@ def _format(node: Node) -> str:
         return text
     if isinstance(node, NameOp):
         value = "" if node.value is None else getattr(node.value, "__name__", repr(node.value))
+        if isinstance(node.value, tuple):  # `replace`'s pattern, value and literal
+            value = ", ".join(repr(v) for v in node.value)
         return f"{node.arg!r}.name.{node.op}({value})"
     if isinstance(node, Over):
         return f"{node.arg!r}.over({node.key_set!r})"

@@ -564,12 +564,13 @@ _NAMESPACE_METHODS: dict[str, frozenset[str]] = {
                       "strip_chars_start", "strip_chars_end", "strip_prefix", "strip_suffix",
                       "pad_start", "pad_end", "zfill", "replace", "replace_all", "count_matches",
                       "find", "normalize", "extract", "split", "split_exact", "splitn",
-                      "contains_any", "replace_many", "extract_all", "extract_many"}),
+                      "contains_any", "replace_many", "extract_all", "extract_many",
+                      "extract_groups"}),
     "cat": frozenset({"len_bytes", "len_chars", "starts_with", "ends_with", "slice"}),
     # one value of a `str.split`'s parts (or a field of `str.split_exact`/`splitn`)
     "list": frozenset({"get", "first", "last", "len", "join", "contains", "count_matches",
                        "n_unique", "min", "max", "arg_min", "arg_max", "slice", "head", "tail",
-                       "reverse", "sort", "unique"}),
+                       "reverse", "sort", "unique", "item", "gather_every", "drop_nulls"}),
     "struct": frozenset({"field"}),
 }  # fmt: skip
 #: Their parameters that take an expression per row, as in the Python API (the rest

@@ -369,6 +369,31 @@ class NameNamespace:
         """The output's name in uppercase."""
         return self._op("to_uppercase")
 
+    def strip_prefix(self, prefix: str) -> Expr:
+        """The output's name without ``prefix`` at its start (unchanged where absent)."""
+        return self._op("strip_prefix", _text(prefix, "name.strip_prefix"))
+
+    def strip_suffix(self, suffix: str) -> Expr:
+        """The output's name without ``suffix`` at its end (unchanged where absent)."""
+        return self._op("strip_suffix", _text(suffix, "name.strip_suffix"))
+
+    def replace(self, pattern: str, value: str, *, literal: bool = False) -> Expr:
+        """Every match of ``pattern`` in the output's name replaced by ``value``.
+
+        A regex (polars' syntax, ``$1`` for a group) unless ``literal=True``.
+
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"dep_delay": [1], "arr_delay": [2]})
+        >>> df.gpu.select(cb.all().name.replace("_delay$", "_late")).compute().columns
+        ['dep_late', 'arr_late']
+        """
+        if not isinstance(literal, bool):
+            msg = f"`name.replace(literal={literal!r})`: expected True or False"
+            raise SchemaError(msg)
+        return self._op("replace", (_text(pattern, "name.replace"), _text(value, "name.replace"),
+                                    literal))  # fmt: skip
+
 
 def _text(value: Any, where: str) -> str:
     if not isinstance(value, str):

@@ -174,7 +174,7 @@ def _joinable(side: Node, logical: Logical | None) -> bool:
 
 #: list-to-list functions between a `str.split` and the value taken of its parts
 _LIST_STEPS = frozenset({"list.slice", "list.head", "list.tail", "list.reverse", "list.sort",
-                         "list.unique"})  # fmt: skip
+                         "list.unique", "list.gather_every", "list.drop_nulls"})  # fmt: skip
 #: the list functions whose value is a number or a flag: (type, whether it can be null)
 _LIST_NUMBERS: dict[str, tuple[DType, bool]] = {
     "len": (U32, False), "n_unique": (U32, False), "count_matches": (U32, False),
@@ -191,6 +191,21 @@ def _not_a_column(node: Node, *, listed: bool) -> UnsupportedOperationError:
         f"`{node!r}` is {what}, and colbridge has no list or struct columns: take one value "
         f"of each row's parts ({takes}), or compute it in polars"
     )
+
+
+def _group_number(node: Function, pattern: str) -> int:
+    """The group ``struct.field(name)`` of ``str.extract_groups(pattern)`` names.
+
+    polars names a field after its group's name, else its number (``"1"``).
+    """
+    from colbridge.types.regex import group_fields
+
+    fields = group_fields(pattern)
+    if node.options[0] not in fields:
+        msg = (f"`{node!r}`: the struct has no field {node.options[0]!r}; its fields are "
+               f"{list(fields)}")  # fmt: skip
+        raise ColumnNotFoundError(msg)
+    return fields[node.options[0]]
 
 
 def _field_index(node: Function, split: Function) -> int:
@@ -1470,8 +1485,9 @@ class LogicalTyping:
             texts = self.mark(arg, STRING, spec)
             nothing = self.tc.typed(Literal(None, t))
             return self.mark(self.rec(When(found, texts, nothing), t), STRING, spec)
-        if op in ("split", "split_exact", "splitn", "extract_all", "extract_many"):
-            raise _not_a_column(node, listed=op not in ("split_exact", "splitn"))
+        if op in ("split", "split_exact", "splitn", "extract_all", "extract_many",
+                  "extract_groups"):  # fmt: skip
+            raise _not_a_column(node, listed=op not in ("split_exact", "splitn", "extract_groups"))
         if op in STRING_FUNCTIONS:
             # a new dictionary (the function of each distinct string); the codes stay
             return self.mark(arg, STRING, ("map", op, self.tc.dicts[arg], *params))
@@ -1497,7 +1513,7 @@ class LogicalTyping:
             steps.append((inner.name[5:], *inner.options))
             inner = inner.args[0]
         split = inner.name[4:] if isinstance(inner, Function) else ""
-        wanted = (("split_exact", "splitn") if node.name == "struct.field"
+        wanted = (("split_exact", "splitn", "extract_groups") if node.name == "struct.field"
                   else ("split", "extract_all", "extract_many"))  # fmt: skip
         if split not in wanted:
             made = " or ".join(f"`str.{w}`" for w in wanted)
@@ -1508,6 +1524,9 @@ class LogicalTyping:
             )
             raise UnsupportedOperationError(msg)
         assert isinstance(inner, Function)
+        if split == "extract_groups":  # a field is one group's `str.extract`
+            group = _group_number(node, inner.options[0])
+            return self.tc.typed(Function("str.extract", inner.args, (inner.options[0], group)))
         arg = self.tc.check_child(inner.args[0])
         self._need_string(arg, inner)
         if node.name == "struct.field":
@@ -1529,6 +1548,12 @@ class LogicalTyping:
             error = (
                 f"`{node!r}`: index {node.options[0]} is out of bounds of some lists; pass "
                 "`null_on_oob=True` to get nulls there"
+            )
+        if op == "item":
+            error = (
+                f"`{node!r}`: some lists hold more than one part"
+                + ("" if node.options[0] else " or none (`allow_empty=True`: null for none)")
+                + "; take one with `.list.get(i)`"
             )
         found = self.table(arg, ("list_found", recipe), BOOL, nullable=bool(error), error=error)
         nothing = self.tc.typed(Literal(None, self.tc.types[arg]))

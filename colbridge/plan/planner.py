@@ -926,7 +926,9 @@ def _scans_as_columns(
         if kids:
             out = reconstruct(node, tuple(_scans_as_columns(k, types, scans, memo, keep)
                                           for k in kids))  # fmt: skip
-            if out is not node:
+            # a value read from the Arrow column itself (a string's `count` per group)
+            # has no kernel type
+            if out is not node and node in types:
                 types[out] = types[node]
     memo[node] = out
     return out

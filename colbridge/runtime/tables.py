@@ -38,7 +38,7 @@ from colbridge.types.formatting import concat_radix
 from colbridge.types.logical import Logical, parse_logical
 from colbridge.types.promotion import int_range
 from colbridge.types.regex import InvalidRegexError, has_word_boundary, re2_pattern
-from colbridge.types.string_lists import OUT_OF_BOUNDS, Recipe, list_values, lists_of
+from colbridge.types.string_lists import REFUSED, Recipe, list_values, lists_of
 from colbridge.types.string_maps import (
     absent_character,
     apply_string_map,
@@ -215,10 +215,10 @@ class TableBuilder:
                              for s in d.to_pylist()], pa.bool_())  # fmt: skip
         if op == "list_value":  # a number or flag taken of each string's parts
             values = self._list_values(ref.source, ref.recipe[1])
-            return pa.array([None if v is OUT_OF_BOUNDS else v for v in values], ref.dtype.arrow)
+            return pa.array([None if v is REFUSED else v for v in values], ref.dtype.arrow)
         if op == "list_found":  # which strings' parts give a text (null: an error if read)
             values = self._list_values(ref.source, ref.recipe[1])
-            return pa.array([None if v is OUT_OF_BOUNDS else v is not None for v in values],
+            return pa.array([None if v is REFUSED else v is not None for v in values],
                             pa.bool_())  # fmt: skip
         if op == "count_matches":
             return _count_matches(d, ref.recipe[1], ref.recipe[2])

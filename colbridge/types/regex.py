@@ -184,6 +184,19 @@ def _class_items(pattern: str, i: int) -> tuple[str, list[str], int, bool, str |
     raise _Unclosed
 
 
+def group_fields(pattern: str) -> dict[str, int]:
+    r"""The fields of polars' ``str.extract_groups(pattern)`` in order, each its group's number.
+
+    A named group's field is its name, another's its number (``"1"``).
+
+    >>> group_fields(r"(?<y>\d{4})-(\d{2})")
+    {'y': 1, '2': 2}
+    """
+    groups = capture_groups(pattern)
+    named = {number: name for name, number in groups.items() if not name.isdigit()}
+    return {named.get(n, str(n)): n for n in sorted(set(groups.values())) if n}
+
+
 def capture_groups(pattern: str) -> dict[str, int]:
     """The capture groups of ``pattern``: each group's number by its name (``"1"``: the first).
 

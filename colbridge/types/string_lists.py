@@ -16,8 +16,9 @@ A recipe is ``(source, steps, terminal)``, hashable:
   ``("extract_many", patterns, ascii_case_insensitive, leftmost)`` (plain texts' matches);
 - ``steps``: list-to-list functions in order, ``("slice", offset, length)``,
   ``("head", n)``, ``("tail", n)``, ``("reverse",)``, ``("sort", descending)``,
-  ``("unique",)``;
-- ``terminal``: the one value taken, ``("get", index, null_on_oob)``, ``("len",)``,
+  ``("unique",)``, ``("gather_every", n, offset)``, ``("drop_nulls",)``;
+- ``terminal``: the one value taken, ``("get", index, null_on_oob)``,
+  ``("item", allow_empty)``, ``("len",)``,
   ``("join", separator)``, ``("contains", item)``, ``("count_matches", item)``,
   ``("n_unique",)``, ``("min",)``, ``("max",)``, ``("arg_min",)``, ``("arg_max",)``,
   ``("field", k)``.
@@ -36,20 +37,24 @@ import pyarrow as pa
 
 from colbridge.errors import UnsupportedOperationError
 
-__all__ = ["OUT_OF_BOUNDS", "Recipe", "list_values", "lists_of"]
+__all__ = ["REFUSED", "Recipe", "list_values", "lists_of"]
 
 #: ``(split, steps, terminal)``: see the module's docstring
 Recipe = tuple[tuple[Any, ...], tuple[tuple[Any, ...], ...], tuple[Any, ...]]
 
 
-class _OutOfBounds:
-    """``list.get(i)`` past a list's end without ``null_on_oob``: an error where a row reads it."""
+class _Refused:
+    """A value polars refuses to take: an error where a row reads it.
+
+    ``list.get(i)`` past a list's end without ``null_on_oob``; ``list.item()`` of a
+    list not of one part (of none, unless ``allow_empty``).
+    """
 
     def __repr__(self) -> str:
-        return "OUT_OF_BOUNDS"
+        return "REFUSED"
 
 
-OUT_OF_BOUNDS = _OutOfBounds()
+REFUSED = _Refused()
 
 
 def _characters(s: str, most: int | None, keep_remainder: bool) -> list[str]:
@@ -191,6 +196,10 @@ def _step(parts: list[str], step: tuple[Any, ...]) -> list[str]:
         return sorted(parts, reverse=bool(step[1]))
     if op == "unique":  # first-seen order (polars' order without `maintain_order` is unset)
         return list(dict.fromkeys(parts))
+    if op == "gather_every":
+        return parts[step[2] :: step[1]]
+    if op == "drop_nulls":  # a string's parts are never null
+        return parts
     msg = f"unknown list step {step!r}"
     raise AssertionError(msg)
 
@@ -202,7 +211,11 @@ def _terminal(parts: list[str | None], terminal: tuple[Any, ...]) -> Any:
         at = index + len(parts) if index < 0 else index
         if 0 <= at < len(parts):
             return parts[at]
-        return None if op == "field" or terminal[2] else OUT_OF_BOUNDS
+        return None if op == "field" or terminal[2] else REFUSED
+    if op == "item":  # the one part; an empty list is null with `allow_empty`
+        if len(parts) == 1:
+            return parts[0]
+        return None if not parts and terminal[1] else REFUSED
     if op == "len":
         return len(parts)
     if op == "join":
@@ -228,7 +241,8 @@ def _terminal(parts: list[str | None], terminal: tuple[Any, ...]) -> Any:
 def list_values(lists: list[list[str] | None], recipe: Recipe) -> list[Any]:
     """The terminal of ``recipe`` of each list (`lists_of`' lists): None where null.
 
-    `OUT_OF_BOUNDS` where ``list.get`` without ``null_on_oob`` reads past a list.
+    `REFUSED` where polars raises (``list.get`` past a list without ``null_on_oob``,
+    ``list.item`` of a list not of one part).
 
     >>> lists = lists_of(pa.array(["a,b", "c"]), ("split", ",", False, True, True))
     >>> split = ("split", ",", False, True, True)
@@ -237,7 +251,7 @@ def list_values(lists: list[list[str] | None], recipe: Recipe) -> list[Any]:
     >>> list_values(lists, (split, (("reverse",),), ("get", 0, True)))
     ['b', 'c']
     >>> list_values(lists, (split, (), ("get", 1, False)))
-    ['b', OUT_OF_BOUNDS]
+    ['b', REFUSED]
     """
     _, steps, terminal = recipe
     out: list[Any] = []

@@ -42,6 +42,13 @@ CASES: dict[str, Case] = {
     "a name inside arithmetic": lambda m, df: df.with_columns(m.col("a").name.suffix("_s") * 2),
     "map": lambda m, df: df.select(m.all().name.map(lambda s: s.upper() + "!")),
     "to_uppercase": lambda m, df: df.select(m.col("a", "b").name.to_uppercase()),
+    "strip_prefix": lambda m, df: df.select(m.all().name.strip_prefix("x_")),
+    "strip_suffix": lambda m, df: df.select(m.all().name.strip_suffix("_1").name.strip_suffix("")),
+    "replace a regex": lambda m, df: df.select(m.all().name.replace(r"^x_(\d)$", "v$1")),
+    "replace every match": lambda m, df: df.select(m.col("x_1", "x_2").name.replace("_|x", "-")),
+    "replace literally": lambda m, df: df.select(m.all().name.replace("x_.", "_", literal=True),
+                                                  m.col("a").alias("x_.").name.replace(
+                                                      "x_.", "y", literal=True)),
     "side by side": lambda m, df: df.select(m.col("a", "b") + m.col("x_1", "x_2")),
     "one with many": lambda m, df: df.select(m.col("a", "b") + m.col("x_1")),
     "a pattern": lambda m, df: df.select(m.col("^x_.*$")),

@@ -32,6 +32,7 @@ from colbridge.errors import (
 )
 from colbridge.testing.asserts import assert_same_as_polars, assert_stream_and_dask_as_polars
 from colbridge.testing.cuda_host import KERNEL_TIERS, compute_on_tier
+from colbridge.types.regex import group_fields
 from tests.ordered.ordered_data import cut_table
 
 ALPHABET = "ab,,-é ü"
@@ -55,6 +56,9 @@ STEPS: list[tuple[tuple[str, tuple[Any, ...], dict[str, Any]], ...]] = [
     (("unique", (), {"maintain_order": True}),),
     (("sort", (), {}), ("head", (3,), {}), ("reverse", (), {})),
     (("slice", (1, 3), {}), ("unique", (), {"maintain_order": True})),
+    (("gather_every", (2,), {}),),
+    (("gather_every", (2, 1), {}), ("drop_nulls", (), {})),
+    (("drop_nulls", (), {}), ("tail", (3,), {}), ("gather_every", (1, 2), {})),
 ]
 
 
@@ -125,6 +129,39 @@ def test_get_past_the_end_raises_as_polars(values: list[str | None], index: int,
     table = _table(values, 0, 1)
     assert_same_as_polars(table, lambda m, f: f.select(
         m.col("s").str.split(by).list.get(index)))  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(values=st.lists(st.one_of(st.none(), st.text(ALPHABET, max_size=6)), max_size=25),
+       by=st.sampled_from(SEPARATORS), allow_empty=st.booleans())  # fmt: skip
+def test_item_of_lists_not_of_one_part_raises_as_polars(values: list[str | None], by: str,
+                                                        allow_empty: bool) -> None:  # fmt: skip
+    # polars raises where a row's list holds more than one part (or none, unless
+    # `allow_empty`), and only there
+    table = _table(values, 0, 1)
+    assert_same_as_polars(table, lambda m, f: f.select(
+        m.col("s").str.split(by).list.item(allow_empty=allow_empty)))  # fmt: skip
+
+
+GROUP_PATTERNS = [r"(\d+)-(?<b>\w)?", r"(?P<k>[a-z]+)=(?P<v>\d*)", r"(a)|(b)", r"x(y)?", r"(é+)"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(values=st.lists(st.one_of(st.none(), st.text("ab12-=xyé", max_size=8)), max_size=25),
+       pattern=st.sampled_from(GROUP_PATTERNS), offset=st.integers(0, 2))  # fmt: skip
+def test_extract_groups_fields_equal_polars(values: list[str | None], pattern: str,
+                                            offset: int) -> None:  # fmt: skip
+    table = _table(values, offset, 2)
+
+    names = list(group_fields(pattern))  # how many: their names and values are polars'
+
+    def fields(m: Any, f: Any) -> Any:
+        g = m.col("s").str.extract_groups(pattern)
+        return f.select(*[g.struct[k] for k in range(len(names))],
+                        *[g.struct[k].str.len_chars().alias(f"n{k}") for k in range(len(names))],
+                        g.struct.field(names[-1]).alias("by_name"))  # fmt: skip
+
+    assert_same_as_polars(table, fields)
 
 
 REGEXES = [r",+", r"[,-]", r"\s", r"é|ü", r"(a)b", r"[^a-z]", r"b{2}", r"(?i)A"]
@@ -240,6 +277,10 @@ def test_refusals_name_the_expression_and_the_way_out() -> None:
         frame.gpu.select(cb.col("s").list.len()).compute()
     with pytest.raises(UnsupportedOperationError, match=r"no struct columns.*split_exact"):
         frame.gpu.select(cb.col("s").str.split(",").struct.field("field_0")).compute()
+    with pytest.raises(UnsupportedOperationError, match=r"is a Struct.*struct\.field"):
+        frame.gpu.select(cb.col("s").str.extract_groups(r"(a)")).compute()
+    with pytest.raises(ColumnNotFoundError, match=r"no field 'x'.*\['k', '2'\]"):
+        frame.gpu.select(cb.col("s").str.extract_groups(r"(?<k>a)(b)").struct.field("x")).compute()
     with pytest.raises(ColumnNotFoundError, match=r"no field 'b'.*\['field_0', 'field_1'\]"):
         frame.gpu.select(cb.col("s").str.split_exact(",", 1).struct.field("b")).compute()
     # splitting needs a String, as in polars

@@ -1,0 +1,89 @@
+"""``unique``, ``top_k`` and ``bottom_k`` as the inputs of reductions, against polars.
+
+Each changes the number of rows, so (as ``filter`` and ``head``) it is taken only as
+the input of a reduction, whole-column, per group in ``group_by(...).agg`` and per
+window in ``over``. polars gives these values in no set order, so only reductions
+that do not depend on it are compared. Generated floats with nulls, NaN and both
+zeros (one value to ``unique``), integers, strings; ``k`` from 0 to past the rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import colbridge as cb
+from colbridge.errors import SchemaError, UnsupportedOperationError
+from colbridge.testing.asserts import assert_same_as_polars
+
+FLOATS = st.one_of(st.none(), st.sampled_from([1.0, 2.0, -0.0, 0.0, float("nan"), 3.5, -1.0]))
+
+
+def _table(xs: list[float | None], ints: list[int | None], keys: list[str]) -> pa.Table:
+    n = min(len(xs), len(ints), len(keys))
+    return pa.table({"x": pa.array(xs[:n], pa.float64()), "i": pa.array(ints[:n], pa.int64()),
+                     "s": pa.array([None if v is None else f"s{v}" for v in ints[:n]],
+                                   pa.string()),
+                     "g": pa.array(keys[:n], pa.string())})  # fmt: skip
+
+
+def _reduced(m: Any, column: str, k: int) -> list[Any]:
+    x = m.col(column)
+    out = [x.unique().count().alias("uc"), x.unique().len().alias("ul"),
+           x.unique().n_unique().alias("un"), x.unique().max().alias("umax"),
+           x.top_k(k).count().alias("tc"), x.top_k(k).min().alias("tmin"),
+           x.top_k(k).null_count().alias("tn"), x.bottom_k(k).max().alias("bmax"),
+           x.bottom_k(k).len().alias("bl")]  # fmt: skip
+    if column != "s":
+        out += [x.unique().sum().alias("us"), x.top_k(k).sum().alias("ts"),
+                x.bottom_k(k).mean().alias("bm")]  # fmt: skip
+    return out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(xs=st.lists(FLOATS, max_size=25),
+       ints=st.lists(st.one_of(st.none(), st.integers(-3, 3)), min_size=25, max_size=25),
+       keys=st.lists(st.sampled_from(["a", "b", "c"]), min_size=25, max_size=25),
+       column=st.sampled_from(["x", "i", "s"]), k=st.integers(0, 30),
+       context=st.sampled_from(["select", "agg", "over"]))  # fmt: skip
+def test_equal_polars(xs: list[float | None], ints: list[int | None], keys: list[str],
+                      column: str, k: int, context: str) -> None:  # fmt: skip
+    table = _table(xs, ints, keys)
+
+    def steps(m: Any, f: Any) -> Any:
+        reduced = _reduced(m, column, k)
+        if context == "select":
+            return f.select(reduced)
+        if context == "agg":
+            return f.group_by("g", maintain_order=True).agg(reduced)
+        return f.select([e.over("g") for e in reduced])
+
+    assert_same_as_polars(table, steps)
+
+
+def test_refusals_name_the_method() -> None:
+    frame = pl.DataFrame({"x": [3, None, 1]})
+    with pytest.raises(SchemaError, match=r"`unique\(\)` inside an expression would change"):
+        frame.gpu.select(cb.col("x").unique()).compute()
+    with pytest.raises(SchemaError, match=r"`top_k\(2\)` inside an expression would change"):
+        frame.gpu.select(cb.col("x").top_k(2)).compute()
+    with pytest.raises(UnsupportedOperationError, match=r"whole number as `k`"):
+        cb.col("x").top_k(cb.col("x"))  # type: ignore[arg-type]
+    with pytest.raises(SchemaError, match=r"`bottom_k\(k=-1\)`"):
+        cb.col("x").bottom_k(-1)
+
+
+def test_a_string_counted_per_group_under_a_running_predicate() -> None:
+    # `count` of a string is read from the Arrow column itself: it has no kernel type,
+    # which the planner looked up when a scan in the predicate became a column
+    table = pa.table({"s": pa.array(["a", None, "a", "b", None], pa.string()),
+                      "g": pa.array(["x", "x", "y", "x", "y"], pa.string())})  # fmt: skip
+    assert_same_as_polars(table, lambda m, f: f.group_by("g", maintain_order=True).agg(
+        m.col("s").filter(m.col("s").is_first_distinct()).count(),
+        n=m.col("s").filter(m.col("s").is_first_distinct()).null_count(),
+        u=m.col("s").unique().count()))  # fmt: skip
