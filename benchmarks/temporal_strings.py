@@ -3,6 +3,7 @@
 Run: python benchmarks/temporal_strings.py [--size 1e7] [--repeats 5] [--json out.json]
      python benchmarks/temporal_strings.py --to-string [--size 1e6]
      python benchmarks/temporal_strings.py --business-days [--size 1e7]
+     python benchmarks/temporal_strings.py --text-parts [--size 1e6]
 
 The query, flights-style: keep rows whose carrier is "UA" and whose origin is JFK
 or LGA, and give them the hour and weekday of ``time_hour``. Contenders, in one run:
@@ -29,6 +30,14 @@ colbridge's closed form in its kernel against polars (a day-by-day loop per row)
 NumPy's ``busday_offset``/``is_busday`` (the algorithm polars ported; no nulls, so
 run on the column's values as they are) and a hand-written numba kernel of the same
 closed form over the same buffers (the roofline).
+
+``--text-parts`` times what is taken of strings' parts and matches
+(``str.split(...).list.first()``/``len()``, ``str.split_exact(...).struct.field``,
+``str.extract_all(...).list.len()``, ``str.replace_many``, ``str.contains_any``):
+colbridge works once per distinct string on the host, polars and pandas once per
+row. Two columns: 1,000 distinct routes, and e-mail addresses all distinct (the
+worst case for colbridge: its per-string work runs in Python there). Each answer is
+checked against polars' first.
 
 Ratios are contender time / colbridge time (> 1: colbridge is faster). Numbers
 from a shared or small machine are indications, not measurements to quote.
@@ -225,6 +234,48 @@ def run_to_string(n: int, repeats: int) -> dict[str, dict[str, float]]:
     return out
 
 
+def run_text_parts(n: int, repeats: int) -> dict[str, dict[str, float]]:
+    """Values taken of strings' parts and matches, over few and over all-distinct strings."""
+    rng = np.random.default_rng(0)
+    airports = np.array(["JFK", "LGA", "EWR", "LAX", "SFO", "ORD", "ATL", "SEA", "BOS", "DEN"])
+    routes = np.array(["-".join(rng.choice(airports, size=2 + k % 3)) for k in range(1_000)])
+    frame = pl.DataFrame({
+        "route": routes[rng.integers(0, 1_000, n)],
+        "email": [f"user{k}@host{k % 50}.org" for k in range(n)],
+    })  # fmt: skip
+    pdf = frame.to_pandas(use_pyarrow_extension_array=True)
+    cases: dict[str, tuple[Callable[[object], object], Callable[[], object] | None]] = {
+        "route.str.split('-'): first, len (1,000 distinct)": (
+            lambda m: [m.col("route").str.split("-").list.first().alias("a"),  # type: ignore[attr-defined]
+                       m.col("route").str.split("-").list.len().alias("n")],  # type: ignore[attr-defined]
+            lambda: (pdf["route"].str.split("-").list[0], pdf["route"].str.split("-").list.len())),
+        "route.str.split_exact('-', 1).struct.field('field_1') (1,000 distinct)": (
+            lambda m: [m.col("route").str.split_exact("-", 1).struct.field("field_1")],  # type: ignore[attr-defined]
+            lambda: pdf["route"].str.split("-").list[1]),
+        "route.str.replace_many + contains_any (1,000 distinct)": (
+            lambda m: [m.col("route").str.replace_many(["JFK", "LGA", "EWR"], ["NYC"]),  # type: ignore[attr-defined]
+                       m.col("route").str.contains_any(["SFO", "LAX"]).alias("west")],  # type: ignore[attr-defined]
+            None),
+        "email.str.split('@').list.get(1) (all distinct)": (
+            lambda m: [m.col("email").str.split("@").list.get(1)],  # type: ignore[attr-defined]
+            lambda: pdf["email"].str.split("@").list[1]),
+        "email.str.extract_all(r'\\d+').list.len() (all distinct)": (
+            lambda m: [m.col("email").str.extract_all(r"\d+").list.len()],  # type: ignore[attr-defined]
+            lambda: pdf["email"].str.findall(r"\d+").list.len()),
+    }
+    out: dict[str, dict[str, float]] = {}
+    for case, (exprs, pandas_query) in cases.items():
+        handle = frame.gpu.select(exprs(cb))
+        lazy = frame.lazy().select(exprs(pl))
+        assert handle.compute(device="cpu").equals(lazy.collect()), case
+        contenders: dict[str, Callable[[], object]] = {
+            "colbridge": lambda h=handle: h.compute(device="cpu"), "polars": lazy.collect}
+        if pandas_query is not None:
+            contenders["pandas (Arrow strings)"] = pandas_query
+        out[case] = _time_all(contenders, repeats)
+    return out
+
+
 @numba.njit(parallel=True, cache=True, nogil=True)
 def _busday_roofline(days, steps, before, nth, on_mask, holidays, shifted, per_week, out,  # type: ignore[no-untyped-def]
                      flag):  # fmt: skip
@@ -300,13 +351,14 @@ def dt_date(day: int) -> object:
     return datetime.date(1970, 1, 1) + datetime.timedelta(days=day)
 
 
-def _print_to_string(n: int, times: dict[str, dict[str, float]]) -> None:
-    print(f"cast(pl.String), {n:,} rows; {platform.processor() or platform.machine()}, "
+def _print_to_string(n: int, times: dict[str, dict[str, float]], title: str) -> None:
+    print(f"{title}, {n:,} rows; {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores; numba threads {numba.get_num_threads()}")  # fmt: skip
-    print(f"{'column':<50}{'contender':<26}{'median ms':>11}{'vs colbridge':>14}")
+    width = max(50, *(len(case) + 2 for case in times))
+    print(f"{'column':<{width}}{'contender':<26}{'median ms':>11}{'vs colbridge':>14}")
     for case, row in times.items():
         for name, seconds in row.items():
-            print(f"{case:<50}{name:<26}{seconds * 1e3:>11.2f}"
+            print(f"{case:<{width}}{name:<26}{seconds * 1e3:>11.2f}"
                   f"{seconds / row['colbridge']:>13.2f}x")  # fmt: skip
 
 
@@ -319,6 +371,8 @@ def main() -> None:
                         help="time cast(pl.String) of numbers and dates instead")
     parser.add_argument("--business-days", action="store_true",
                         help="time add_business_days and is_business_day instead")
+    parser.add_argument("--text-parts", action="store_true",
+                        help="time str.split/extract_all/replace_many and what lists give")
     args = parser.parse_args()
     n = int(args.size)
     machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
@@ -331,8 +385,12 @@ def main() -> None:
         times = dict(days)
     elif args.to_string:
         written = run_to_string(n, args.repeats)
-        _print_to_string(n, written)
+        _print_to_string(n, written, "cast(pl.String)")
         times = dict(written)
+    elif args.text_parts:
+        parts = run_text_parts(n, args.repeats)
+        _print_to_string(n, parts, "values of strings' parts")
+        times = dict(parts)
     else:
         query = run(n, args.repeats)
         _print_times(f"{n:,} rows; {machine}", query, "colbridge (String)", milliseconds=False)

@@ -4261,6 +4261,20 @@ class StringNamespace(_TextFunctions):
                        _count_param(n, "str.split_exact", "n"),
                        _flag(inclusive, "str.split_exact", "inclusive"))  # fmt: skip
 
+    def encode(self, encoding: str) -> Expr:
+        """The UTF-8 bytes of each string written as ``"hex"`` (lowercase) or ``"base64"``.
+
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"s": ["abc", "é", None]})
+        >>> df.gpu.select(cb.col("s").str.encode("base64")).compute()["s"].to_list()
+        ['YWJj', 'w6k=', None]
+        """
+        if encoding not in ("hex", "base64"):
+            msg = f"`str.encode({encoding!r})`: the encoding is 'hex' or 'base64'"
+            raise SchemaError(msg)
+        return self._f("encode", encoding)
+
     def extract_groups(self, pattern: str) -> Expr:
         r"""The capture groups of the regex ``pattern``'s first match, as a struct.
 

@@ -110,29 +110,23 @@ def many_matches(s: str, patterns: tuple[str, ...], insensitive: bool,
     if insensitive:
         s = s.translate(_ASCII_LOWER)
         patterns = tuple(p.translate(_ASCII_LOWER) for p in patterns)
+    # each pattern's next occurrence from the search position (`str.find`, in C); a
+    # pattern's first occurrence is also its earliest-ending one
+    following = [s.find(p) for p in patterns]  # -1: none left
     out: list[tuple[int, int, int]] = []
-    pos = 0
-    while pos < len(s):
-        found = None
+    while True:
+        found = [(start, start + len(patterns[k]), k) for k, start in enumerate(following)
+                 if start >= 0]  # fmt: skip
+        if not found:
+            return out
         if leftmost:
-            for start in range(pos, len(s)):
-                k = next((k for k, p in enumerate(patterns) if s.startswith(p, start)), None)
-                if k is not None:
-                    found = (start, start + len(patterns[k]), k)
-                    break
-        else:
-            for end in range(pos + 1, len(s) + 1):
-                ending = [(end - len(p), k) for k, p in enumerate(patterns)
-                          if end - len(p) >= pos and s.startswith(p, end - len(p))]  # fmt: skip
-                if ending:
-                    start, k = min(ending)  # the longest; of equal patterns the first
-                    found = (start, end, k)
-                    break
-        if found is None:
-            break
-        out.append(found)
-        pos = found[1]
-    return out
+            match = min(found, key=lambda m: (m[0], m[2]))  # the first start, then pattern
+        else:  # the first end; of those the longest, then the pattern given first
+            match = min(found, key=lambda m: (m[1], m[0], m[2]))
+        out.append(match)
+        end = match[1]
+        following = [s.find(p, end) if 0 <= start < end else start
+                     for start, p in zip(following, patterns, strict=True)]  # fmt: skip
 
 
 def _replace_many(patterns: tuple[str, ...], news: tuple[str, ...], insensitive: bool,
@@ -145,6 +139,16 @@ def _replace_many(patterns: tuple[str, ...], news: tuple[str, ...], insensitive:
         return "".join(parts) + s[pos:]
 
     return replaced
+
+
+def _encode_hex(s: str) -> str:
+    return s.encode().hex()
+
+
+def _encode_base64(s: str) -> str:
+    import base64
+
+    return base64.b64encode(s.encode()).decode("ascii")
 
 
 def _lookup(table: dict[str, str]) -> Callable[[str], str]:
@@ -180,6 +184,8 @@ STRING_MAPS: dict[str, Callable[..., Callable[[str], str]]] = {
     "replace_values": lambda olds, news: _lookup(dict(zip(olds, news, strict=True))),
     # `str.replace_many`: several plain texts at once, matched as polars' Aho-Corasick does
     "replace_many": _replace_many,
+    # `str.encode`: the UTF-8 bytes as lowercase hex, or as base64 with padding
+    "encode": lambda encoding: _encode_hex if encoding == "hex" else _encode_base64,
 }
 
 

@@ -68,6 +68,8 @@ def test_each_function_equals_polars(table: pa.Table, offset: int, length: int |
             rep_all=s.str.replace_all(chars or "a", fill + "$1", literal=True),
             plain=s.str.replace_all("é", "e"), dash=s.str.replace("-", ""),
             spaces=s.str.replace_all(" a", "#&~"),
+            hex=s.str.encode("hex"), b64=s.str.encode("base64"),
+            b64_len=s.str.encode("base64").str.len_bytes(),
         )
 
     assert_same_as_polars(table, steps)
@@ -126,6 +128,7 @@ def test_the_string_language_reads_them() -> None:
         (lambda s: s.str.strip_prefix(cb.col("t")), cb.SchemaError, "takes a string"),
         (lambda s: s.str.strip_chars(3), cb.SchemaError, "takes a string, got 3"),
         (lambda s: s.str.replace("a", "b", n=1.0), cb.SchemaError, "takes an integer, got 1.0"),
+        (lambda s: s.str.encode("utf16"), cb.SchemaError, "'hex' or 'base64'"),
     ],
 )
 def test_bad_arguments_are_refused_when_written(build: Any, error: type, words: str) -> None:
