@@ -38,7 +38,7 @@ from colbridge.types.formatting import concat_radix
 from colbridge.types.logical import Logical, parse_logical
 from colbridge.types.promotion import int_range
 from colbridge.types.regex import InvalidRegexError, has_word_boundary, re2_pattern
-from colbridge.types.string_lists import REFUSED, Recipe, list_values, lists_of
+from colbridge.types.string_lists import Recipe, taken_values
 from colbridge.types.string_maps import (
     absent_character,
     apply_string_map,
@@ -64,7 +64,7 @@ class TableBuilder:
         self.arrays = arrays
         self._dicts: dict[tuple[Any, ...], pa.Array] = {}
         self._extracts: dict[tuple[Any, ...], tuple[pa.Array, pa.Array]] = {}
-        self._lists: dict[tuple[Any, ...], list[list[str] | None]] = {}
+        self._lists: dict[tuple[Any, ...], tuple[pa.Array, np.ndarray[Any, Any]]] = {}
 
     # -- dictionaries ---------------------------------------------------------------------
     def dictionary(self, spec: tuple[Any, ...]) -> pa.Array:
@@ -83,17 +83,18 @@ class TableBuilder:
             hit = self._extracts[key] = extract_regex(self.dictionary(source), pattern, group)
         return hit
 
-    def _list_values(self, source: tuple[Any, ...], recipe: Recipe) -> list[Any]:
-        """What ``recipe`` takes of each string's parts (`colbridge.types.string_lists`).
+    def _list_values(self, source: tuple[Any, ...], recipe: Recipe
+                     ) -> tuple[pa.Array, np.ndarray[Any, Any]]:  # fmt: skip
+        """What ``recipe`` takes of each string's parts, and where polars refuses it.
 
-        Each dictionary's strings are split once per compute, whatever the recipes
-        that read the parts.
+        Once per compute: a text's dictionary and the table of which strings give one
+        read the same (`colbridge.types.string_lists.taken_values`).
         """
-        key = (source, recipe[0])
-        lists = self._lists.get(key)
-        if lists is None:
-            lists = self._lists[key] = lists_of(self.dictionary(source), recipe[0])
-        return list_values(lists, recipe)
+        key = (source, recipe)
+        hit = self._lists.get(key)
+        if hit is None:
+            hit = self._lists[key] = taken_values(self.dictionary(source), recipe)
+        return hit
 
     def _dictionary(self, spec: tuple[Any, ...]) -> pa.Array:
         import pyarrow.compute as pc  # on first use: its import is slow
@@ -118,8 +119,8 @@ class TableBuilder:
         if kind == "map" and spec[1] == "extract":  # texts; which strings have one: a table
             return self._extracted(spec[2], *spec[3:])[0]
         if kind == "map" and spec[1] == "list_text":  # parts taken; "" where none (a table)
-            texts = self._list_values(spec[2], spec[3])
-            return pa.array([t if isinstance(t, str) else "" for t in texts], type=_STR)
+            texts = self._list_values(spec[2], spec[3])[0]
+            return pc.fill_null(texts.cast(_STR), pa.scalar("", _STR))
         if kind == "map":  # a string function of each value (`colbridge.types.string_maps`)
             return apply_string_map(spec[1], spec[3:], self.dictionary(spec[2]))
         msg = f"unknown dictionary spec {spec!r}"
@@ -214,12 +215,11 @@ class TableBuilder:
             return pa.array([bool(many_matches(s, patterns, insensitive, False))
                              for s in d.to_pylist()], pa.bool_())  # fmt: skip
         if op == "list_value":  # a number or flag taken of each string's parts
-            values = self._list_values(ref.source, ref.recipe[1])
-            return pa.array([None if v is REFUSED else v for v in values], ref.dtype.arrow)
+            return self._list_values(ref.source, ref.recipe[1])[0].cast(ref.dtype.arrow)
         if op == "list_found":  # which strings' parts give a text (null: an error if read)
-            values = self._list_values(ref.source, ref.recipe[1])
-            return pa.array([None if v is REFUSED else v is not None for v in values],
-                            pa.bool_())  # fmt: skip
+            taken, refused = self._list_values(ref.source, ref.recipe[1])
+            return pc.if_else(pa.array(refused), pa.scalar(None, pa.bool_()),
+                              pc.is_valid(taken))  # fmt: skip
         if op == "count_matches":
             return _count_matches(d, ref.recipe[1], ref.recipe[2])
         if op == "find":

@@ -33,11 +33,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from colbridge.errors import UnsupportedOperationError
 
-__all__ = ["REFUSED", "Recipe", "list_values", "lists_of"]
+__all__ = ["REFUSED", "Recipe", "list_values", "lists_of", "taken_values"]
 
 #: ``(split, steps, terminal)``: see the module's docstring
 Recipe = tuple[tuple[Any, ...], tuple[tuple[Any, ...], ...], tuple[Any, ...]]
@@ -263,3 +264,165 @@ def list_values(lists: list[list[str] | None], recipe: Recipe) -> list[Any]:
             parts = _step(parts, step)
         out.append(_terminal(list(parts), terminal))
     return out
+
+
+def taken_values(values: pa.Array, recipe: Recipe) -> tuple[pa.Array, np.ndarray[Any, Any]]:
+    """What ``recipe`` takes of each of ``values`` (strings without nulls), as Arrow.
+
+    Returns the values (null where none) and where polars refuses one (`REFUSED`: an
+    error if a row reads it). Literal and regex splits, and ``splitn`` and
+    ``split_exact`` by a separator, run in Arrow's kernels (``split_pattern``),
+    then ``slice``/``head``/``tail`` steps and the positional and counting values
+    are taken over the flat parts with NumPy: no Python per string, so a column
+    of a million distinct strings splits in Arrow's time. The rest (other sources
+    and steps, ``sort``, ``unique``, ``min``, ``max``, ``n_unique``) goes through
+    `lists_of` and `list_values`.
+
+    >>> taken, refused = taken_values(pa.array(["a,b", "c"]),
+    ...                               (("split", ",", False, True, True), (), ("get", 1, False)))
+    >>> taken.to_pylist(), refused.tolist()
+    (['b', None], [False, True])
+    """
+    flat = _flat_parts(values, recipe)
+    if flat is None:
+        out = list_values(lists_of(values, recipe[0]), recipe)
+        refused = np.array([v is REFUSED for v in out], dtype=bool)
+        return pa.array([None if v is REFUSED else v for v in out]), refused
+    offsets, parts, valid = flat
+    for step in recipe[1]:
+        offsets, parts = _sliced(offsets, parts, step)
+    return _taken(offsets, parts, valid, recipe[2])
+
+
+#: steps and values `_flat_parts` takes over the flat parts
+_FLAT_STEPS = frozenset({"slice", "head", "tail"})
+_FLAT_TERMINALS = frozenset({"get", "field", "item", "len", "join", "contains", "count_matches"})
+
+
+_Flat = tuple[np.ndarray[Any, Any], pa.Array, np.ndarray[Any, Any] | None]
+
+
+def _flat_parts(values: pa.Array, recipe: Recipe) -> _Flat | None:
+    """Each string's parts as flat Arrow strings and offsets (None: not done this way)."""
+    import pyarrow.compute as pc
+
+    source, steps, terminal = recipe
+    if terminal[0] not in _FLAT_TERMINALS or any(s[0] not in _FLAT_STEPS for s in steps):
+        return None
+    kind, by = source[0], source[1]
+    if kind == "extract_all":
+        return _flat_matches(values, by)
+    if not by or (kind in ("split", "split_exact") and source[-1 if kind == "split_exact" else 2]):
+        return None  # characters, or separators kept (Rust's `split_inclusive`)
+    if kind not in ("split", "split_exact", "splitn"):
+        return None
+    cut, valid = by, None
+    if kind == "split" and not source[3]:  # a regex: its matches marked, then cut there
+        regex = _regex(values, by, f"str.split({by!r}, literal=False)", bool(source[4]))
+        if regex is None:
+            return np.zeros(len(values) + 1, dtype=np.int64), pa.array([], _STR), \
+                np.zeros(len(values), dtype=bool)  # fmt: skip
+        from colbridge.types.string_maps import absent_character
+
+        cut = absent_character(values) if len(values) else "\x00"
+        values = pc.replace_substring_regex(values, pattern=regex, replacement=cut)
+    most = source[2] - 1 if kind == "splitn" else None
+    lists = pc.split_pattern(values.cast(_STR), pattern=cut, max_splits=most)
+    offsets = np.asarray(lists.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
+    return offsets - offsets[0], lists.flatten(), valid
+
+
+_STR = pa.large_string()
+
+
+def _flat_matches(values: pa.Array, pattern: str) -> _Flat:
+    """Every match of the regex ``pattern`` in each string, as flat parts (`extract_all`)."""
+    import pyarrow.compute as pc
+
+    from colbridge.types.string_maps import absent_character
+
+    regex = _regex(values, pattern, "str.extract_all", True)
+    assert regex is not None  # strict: an invalid pattern raised
+    n = len(values)
+    if not n:
+        return np.zeros(1, dtype=np.int64), pa.array([], _STR), None
+    # text, cut, start, match, cut, text, ...: the pieces that begin with `start`
+    cut = absent_character(values)
+    start = absent_character(pa.concat_arrays([values.cast(_STR), pa.array([cut], _STR)]))
+    marked = pc.replace_substring_regex(values.cast(_STR), pattern=regex,
+                                        replacement=f"{cut}{start}\\0{cut}")  # fmt: skip
+    pieces = pc.split_pattern(marked, pattern=cut)
+    bounds = np.asarray(pieces.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
+    sizes: np.ndarray[Any, Any] = bounds[1:] - bounds[:-1]
+    flat = pieces.flatten()
+    keep = np.asarray(pc.starts_with(flat, pattern=start).to_numpy(zero_copy_only=False),
+                      dtype=bool)  # fmt: skip
+    owner = np.repeat(np.arange(n), sizes)[keep]
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owner, minlength=n), out=offsets[1:])
+    matches = pc.replace_substring(flat.filter(pa.array(keep)), pattern=start, replacement="",
+                                   max_replacements=1)  # fmt: skip
+    return offsets, matches, None
+
+
+def _sliced(offsets: np.ndarray[Any, Any], parts: pa.Array,
+            step: tuple[Any, ...]) -> tuple[np.ndarray[Any, Any], pa.Array]:  # fmt: skip
+    """A ``slice``/``head``/``tail`` step over flat parts: new offsets, the kept parts."""
+    sizes = np.diff(offsets)
+    if step[0] == "slice":
+        offset, length = step[1], step[2]
+    elif step[0] == "head":  # a negative n keeps every part, as polars
+        offset, length = 0, (None if step[1] < 0 else step[1])
+    else:  # tail: `slice(-n)`; a negative n drops the first -n parts
+        offset, length = (-step[1], None) if step[1] else (0, 0)
+    start = sizes + offset if offset < 0 else np.full_like(sizes, offset)
+    stop = sizes if length is None else start + max(length, 0)
+    lo, hi = np.clip(start, 0, sizes), np.clip(stop, 0, sizes)
+    lengths = hi - lo
+    new = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=new[1:])
+    # the kept parts' places in the old flat array, list by list
+    within = np.arange(new[-1], dtype=np.int64) - np.repeat(new[:-1], lengths)
+    return new, parts.take(pa.array(np.repeat(offsets[:-1] + lo, lengths) + within))
+
+
+def _taken(offsets: np.ndarray[Any, Any], parts: pa.Array, valid: np.ndarray[Any, Any] | None,
+           terminal: tuple[Any, ...]) -> tuple[pa.Array, np.ndarray[Any, Any]]:  # fmt: skip
+    """The terminal of each list of flat parts, and where polars refuses it."""
+    import pyarrow.compute as pc
+
+    sizes = np.diff(offsets)
+    refused = np.zeros(len(sizes), dtype=bool)
+    mask = None if valid is None else ~valid  # a null list: a null value
+    op = terminal[0]
+    if op in ("get", "field", "item"):
+        index = 0 if op == "item" else terminal[1]
+        at = sizes + index if index < 0 else np.full_like(sizes, index)
+        found = (at >= 0) & (at < sizes)
+        if op == "item":
+            found = sizes == 1
+            refused = ~found & ((sizes > 1) | (not terminal[1]))
+        elif op == "get" and not terminal[2]:
+            refused = ~found  # past the end without `null_on_oob`
+        if valid is not None:
+            refused &= valid
+            found &= valid
+        where = np.where(found, offsets[:-1] + at, 0)
+        taken = parts.take(pa.array(where)) if len(parts) else pa.nulls(len(sizes), _STR)
+        return pc.if_else(pa.array(found), taken, pa.scalar(None, _STR)), refused
+    if op == "len":
+        return pa.array(sizes.astype(np.uint32), mask=mask), refused
+    if op == "join":
+        lists = pa.LargeListArray.from_arrays(pa.array(offsets), parts.cast(_STR))
+        joined = pc.binary_join(lists, pa.scalar(str(terminal[1]), _STR))
+        if mask is not None:
+            joined = pc.if_else(pa.array(mask), pa.scalar(None, _STR), joined)
+        return joined, refused
+    # contains, count_matches: the parts equal to the item, counted per list
+    equal = np.asarray(pc.equal(parts, pa.scalar(terminal[1], _STR)).to_numpy(
+        zero_copy_only=False), dtype=bool)  # fmt: skip
+    owner = np.repeat(np.arange(len(sizes)), sizes)
+    counts = np.bincount(owner[equal], minlength=len(sizes))
+    if op == "contains":
+        return pa.array(counts > 0, mask=mask), refused
+    return pa.array(counts.astype(np.uint32), mask=mask), refused

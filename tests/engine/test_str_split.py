@@ -101,6 +101,25 @@ def test_list_values_equal_polars(values: list[str | None], by: str, inclusive: 
     assert_same_as_polars(table, lambda m, f: f.select(**_taken(m, by, inclusive, steps)))
 
 
+#: strings of 0 to 6 parts (by "," and by "-"), empty parts, a null
+FIXED = ["", "a", "a,b", ",", "a,,b", "b,a,c,a", "x,y,z,w,v,u", "-", "a-b,c", None, "é,ü,"]
+
+
+@pytest.mark.parametrize("steps", STEPS, ids=[str(s) for s in STEPS])
+@pytest.mark.parametrize(("by", "literal"), [(",", True), ("[,-]", False), ("", True)])
+def test_each_step_equals_polars(steps: Any, by: str, literal: bool) -> None:
+    # every step over strings of every part count: Arrow's flat parts (a separator, a
+    # regex) and the per-string path (characters) alike
+    table = _table(FIXED, 1, 2)
+
+    def taken(m: Any, f: Any) -> Any:
+        p = _stepped(m.col("s").str.split(by, literal=literal), steps)
+        return f.select(j=p.list.join("|"), n=p.list.len(), g1=p.list.get(1, null_on_oob=True),
+                        last=p.list.last(), c=p.list.count_matches("a"))  # fmt: skip
+
+    assert_same_as_polars(table, taken)
+
+
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(values=st.lists(st.one_of(st.none(), st.text(ALPHABET, max_size=9)), max_size=25),
        by=st.sampled_from(SEPARATORS), n=st.integers(0, 4), inclusive=st.booleans(),
