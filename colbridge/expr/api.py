@@ -3460,7 +3460,27 @@ def _missing_method(namespace: object, prefix: str, name: str) -> AttributeError
     )
 
 
-class DateTimeNamespace:
+class _Namespace:
+    """A namespace of expression methods (``expr.dt``, ``expr.str``, ``expr.list``, ...).
+
+    Each method builds a `Function` named ``<_prefix>.<method>`` of the expression; a
+    method the namespace lacks is refused by name (`_missing_method`).
+    """
+
+    __slots__ = ("_expr",)
+    _prefix: ClassVar[str]
+
+    def __init__(self, expr: Expr) -> None:
+        self._expr = expr
+
+    def _f(self, name: str, *params: Any) -> Expr:
+        return _function(f"{self._prefix}.{name}", self._expr, *params)
+
+    def __getattr__(self, name: str) -> Any:
+        raise _missing_method(self, self._prefix, name)
+
+
+class DateTimeNamespace(_Namespace):
     """``expr.dt``: fields and arithmetic of dates, datetimes, durations and times.
 
     Fields are integer arithmetic in the kernel (the same on every device); a
@@ -3478,16 +3498,8 @@ class DateTimeNamespace:
     (0, 7)
     """
 
-    __slots__ = ("_expr",)
-
-    def __init__(self, expr: Expr) -> None:
-        self._expr = expr
-
-    def _f(self, name: str, *params: Any) -> Expr:
-        return _function("dt." + name, self._expr, *params)
-
-    def __getattr__(self, name: str) -> Any:
-        raise _missing_method(self, "dt", name)
+    __slots__ = ()
+    _prefix = "dt"
 
     def year(self) -> Expr:
         """The year (Int32)."""
@@ -3809,24 +3821,14 @@ class DateTimeNamespace:
         return self._f("total_nanoseconds", fractional)
 
 
-class _TextFunctions:
+class _TextFunctions(_Namespace):
     """The functions of text that ``str`` and ``cat`` share, named under ``_prefix``.
 
     A string's own text, or a categorical's or enum's label: typing reads either
     (`colbridge.plan.logical_typing`) and refuses the other kind of column.
     """
 
-    __slots__ = ("_expr",)
-    _prefix: ClassVar[str]
-
-    def __init__(self, expr: Expr) -> None:
-        self._expr = expr
-
-    def _f(self, name: str, *params: Any) -> Expr:
-        return _function(f"{self._prefix}.{name}", self._expr, *params)
-
-    def __getattr__(self, name: str) -> Any:
-        raise _missing_method(self, self._prefix, name)
+    __slots__ = ()
 
     def len_chars(self) -> Expr:
         """Length in characters (UInt32)."""
@@ -4349,7 +4351,7 @@ def _pattern_texts(patterns: Any, func: str) -> tuple[str, ...]:
     return tuple(patterns)
 
 
-class ListNamespace:
+class ListNamespace(_Namespace):
     """``expr.list``: one value of each row's parts of a ``str.split``.
 
     colbridge has no list columns: a list exists only between ``str.split`` and the
@@ -4368,16 +4370,8 @@ class ListNamespace:
     [('a|b|c', True), ('a', True), ('', False)]
     """
 
-    __slots__ = ("_expr",)
-
-    def __init__(self, expr: Expr) -> None:
-        self._expr = expr
-
-    def _f(self, name: str, *params: Any) -> Expr:
-        return _function("list." + name, self._expr, *params)
-
-    def __getattr__(self, name: str) -> Any:
-        raise _missing_method(self, "list", name)
+    __slots__ = ()
+    _prefix = "list"
 
     # -- the value taken -----------------------------------------------------------------
     def get(self, index: int, *, null_on_oob: bool = False) -> Expr:
@@ -4484,7 +4478,7 @@ class ListNamespace:
         return self._f("unique")
 
 
-class StructNamespace:
+class StructNamespace(_Namespace):
     """``expr.struct``: a field of a ``str.split_exact`` or ``str.splitn``.
 
     colbridge has no struct columns: a struct exists only as the parts a field is
@@ -4498,13 +4492,8 @@ class StructNamespace:
     ['Lovelace', None]
     """
 
-    __slots__ = ("_expr",)
-
-    def __init__(self, expr: Expr) -> None:
-        self._expr = expr
-
-    def __getattr__(self, name: str) -> Any:
-        raise _missing_method(self, "struct", name)
+    __slots__ = ()
+    _prefix = "struct"
 
     def field(self, name: str) -> Expr:
         """The field ``name`` (``field_0``, ``field_1``, ...), under that name, as polars."""

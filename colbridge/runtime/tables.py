@@ -40,10 +40,10 @@ from colbridge.types.promotion import int_range
 from colbridge.types.regex import InvalidRegexError, has_word_boundary, re2_pattern
 from colbridge.types.string_lists import Recipe, taken_values
 from colbridge.types.string_maps import (
+    ASCII_LOWER,
     absent_character,
     apply_string_map,
     extract_regex,
-    many_matches,
 )
 from colbridge.types.timezones import daylight, zone_table
 
@@ -210,10 +210,14 @@ class TableBuilder:
             return pc.match_substring_regex(d, pattern=regex)
         if op == "extract_found":  # which strings have the group's text
             return self._extracted(ref.source, ref.recipe[1], ref.recipe[2])[1]
-        if op == "contains_any":
+        if op == "contains_any":  # any pattern in the text (ASCII letters folded if asked)
             patterns, insensitive = ref.recipe[1], ref.recipe[2]
-            return pa.array([bool(many_matches(s, patterns, insensitive, False))
-                             for s in d.to_pylist()], pa.bool_())  # fmt: skip
+            texts = pc.ascii_lower(d) if insensitive else d
+            hit = pa.array(np.zeros(len(d), dtype=bool))
+            for p in patterns:
+                p = p.translate(ASCII_LOWER) if insensitive else p
+                hit = pc.or_(hit, pc.match_substring(texts, pattern=p))
+            return hit
         if op == "list_value":  # a number or flag taken of each string's parts
             return self._list_values(ref.source, ref.recipe[1])[0].cast(ref.dtype.arrow)
         if op == "list_found":  # which strings' parts give a text (null: an error if read)

@@ -24,6 +24,7 @@ import pyarrow as pa
 from colbridge.errors import UnsupportedOperationError
 
 __all__ = [
+    "ASCII_LOWER",
     "STRING_FUNCTIONS",
     "STRING_MAPS",
     "absent_character",
@@ -88,7 +89,8 @@ def _normalize(form: Literal["NFC", "NFKC", "NFD", "NFKD"]) -> Callable[[str], s
     return lambda s: unicodedata.normalize(form, s)
 
 
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+#: ASCII's capital letters to small ones (`str.translate`), nothing else
+ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def many_matches(s: str, patterns: tuple[str, ...], insensitive: bool,
@@ -108,8 +110,8 @@ def many_matches(s: str, patterns: tuple[str, ...], insensitive: bool,
     [(1, 4, 0)]
     """
     if insensitive:
-        s = s.translate(_ASCII_LOWER)
-        patterns = tuple(p.translate(_ASCII_LOWER) for p in patterns)
+        s = s.translate(ASCII_LOWER)
+        patterns = tuple(p.translate(ASCII_LOWER) for p in patterns)
     # each pattern's next occurrence from the search position (`str.find`, in C); a
     # pattern's first occurrence is also its earliest-ending one
     following = [s.find(p) for p in patterns]  # -1: none left
@@ -208,8 +210,31 @@ def apply_string_map(name: str, params: tuple[Any, ...], values: pa.Array) -> pa
                         type=values.type)  # fmt: skip
     if name == "replace_regex":
         return _replace_regex(values, *params)
+    window = _code_point_window(name, params)
+    if window is not None:  # Arrow's slice by code points: no Python per string
+        return pc.utf8_slice_codeunits(values, window[0], window[1]).cast(values.type)
     fn = STRING_MAPS[name](*params)
     return pa.array([fn(s) for s in values.to_pylist()], type=values.type)
+
+
+def _code_point_window(name: str, params: tuple[Any, ...]) -> tuple[int, int | None] | None:
+    """``(start, stop)`` of Arrow's ``utf8_slice_codeunits`` that gives ``name``, if one does.
+
+    Arrow counts code points (as polars does) and reads a negative bound from the
+    end, clamped to the string. A negative ``slice`` offset with a length ends at a
+    place that depends on each string's length: None (Python's `_slice`).
+    """
+    if name == "slice":
+        offset, length = params
+        if length is None:
+            return offset, None
+        return (offset, offset + length) if offset >= 0 else None
+    if name == "head":  # negative: all but the last -n
+        return 0, params[0]
+    if name == "tail":  # negative: all but the first -n; 0: nothing
+        n = params[0]
+        return (-n, None) if n else (0, 0)
+    return None
 
 
 def all_ascii(values: pa.Array) -> bool:
