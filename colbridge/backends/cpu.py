@@ -31,7 +31,7 @@ import dataclasses
 import functools
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -410,6 +410,19 @@ class _Pass:
     #: the kernel cache's `generation` it was chosen in (`cb.clear_cache()` starts another)
     generation: int
 
+    @classmethod
+    def _made(cls, nulls: Nullability, key: tuple[Any, ...],
+              make: Callable[[ModuleType], KernelSource], stats: RunStats, n: int,
+              roots: Sequence[Node], *more: Any) -> Any:  # fmt: skip
+        """The pass of the kernel under ``key`` (``make`` makes it), its source renamed.
+
+        ``roots``: the segment's nodes the source is renamed to; ``more``: the fields a
+        kind of pass adds.
+        """
+        generation = kernel_cache.generation  # before: a clear during the compile is seen
+        kernel = _kernel(key, make, stats, n)
+        return cls(nulls, key, make, kernel, kernel.source.for_roots(roots), generation, *more)
+
 
 @dataclass
 class _ElementwisePass(_Pass):
@@ -435,10 +448,8 @@ class _ElementwisePass(_Pass):
             )  # fmt: skip
             return src
 
-        generation = kernel_cache.generation
-        kernel = _kernel(key, make, stats, n)
-        return cls(nulls, key, make, kernel, kernel.source.for_roots(segment.row_roots),
-                   generation)  # fmt: skip
+        chosen: _ElementwisePass = cls._made(nulls, key, make, stats, n, segment.row_roots)
+        return chosen
 
     def run(
         self,
@@ -626,9 +637,8 @@ class _ReducePass(_Pass):
             )
             return src
 
-        generation = kernel_cache.generation
-        kernel = _kernel(key, make, stats, num_rows)
-        return cls(nulls, key, make, kernel, kernel.source.for_roots(aggs), generation, aggs)
+        chosen: _ReducePass = cls._made(nulls, key, make, stats, num_rows, aggs, aggs)
+        return chosen
 
     def run(
         self,
