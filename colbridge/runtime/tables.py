@@ -37,7 +37,7 @@ from colbridge.types.chrono import (
 from colbridge.types.formatting import concat_radix
 from colbridge.types.logical import Logical, parse_logical
 from colbridge.types.promotion import int_range
-from colbridge.types.regex import InvalidRegexError, has_word_boundary, re2_pattern
+from colbridge.types.regex import matches_empty, re2_pattern, re2_pattern_or_none
 from colbridge.types.string_lists import Recipe, taken_values
 from colbridge.types.string_maps import (
     ASCII_LOWER,
@@ -201,12 +201,9 @@ class TableBuilder:
             pattern, literal, strict = ref.recipe[1:]
             if literal:
                 return pc.match_substring(d, pattern=pattern)
-            try:
-                regex = re2_pattern(pattern, d)
-            except InvalidRegexError as exc:
-                if strict or not exc.invalid_in_polars:
-                    raise
-                return pa.nulls(len(d), pa.bool_())  # as polars: an invalid pattern, null
+            regex = re2_pattern_or_none(pattern, d, strict)
+            if regex is None:  # as polars: an invalid pattern, null
+                return pa.nulls(len(d), pa.bool_())
             return pc.match_substring_regex(d, pattern=regex)
         if op == "extract_found":  # which strings have the group's text
             return self._extracted(ref.source, ref.recipe[1], ref.recipe[2])[1]
@@ -276,8 +273,7 @@ def _count_matches(values: pa.Array, pattern: str, literal: bool) -> pa.Array:
             raise UnsupportedOperationError(_EMPTY_MATCHES.format(pattern=pattern))
         return pc.count_substring(values, pattern=pattern).cast(pa.uint32())
     regex = re2_pattern(pattern, values)
-    empty = pc.match_substring_regex(pa.array([""], _STR), pattern=regex)[0].as_py()
-    if empty or has_word_boundary(pattern):  # a boundary's empty matches count differently
+    if matches_empty(regex, pattern):
         raise UnsupportedOperationError(_EMPTY_MATCHES.format(pattern=pattern))
     if "^" not in pattern and "\\A" not in pattern:
         return pc.count_substring_regex(values, pattern=regex).cast(pa.uint32())
@@ -299,11 +295,8 @@ def _find(values: pa.Array, pattern: str, literal: bool, strict: bool) -> pa.Arr
     if literal:
         found = pc.find_substring(values, pattern=pattern)
     else:
-        try:
-            regex = re2_pattern(pattern, values)
-        except InvalidRegexError as exc:
-            if strict or not exc.invalid_in_polars:
-                raise
+        regex = re2_pattern_or_none(pattern, values, strict)
+        if regex is None:
             return pa.nulls(len(values), pa.uint32())
         found = pc.find_substring_regex(values, pattern=regex)
     found = found.cast(pa.int64())

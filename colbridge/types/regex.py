@@ -19,8 +19,11 @@ __all__ = [
     "capture_groups",
     "check_compiles",
     "group_body",
+    "group_fields",
     "has_word_boundary",
+    "matches_empty",
     "re2_pattern",
+    "re2_pattern_or_none",
     "re2_replacement",
     "translate",
     "unicode_classes",
@@ -349,6 +352,39 @@ def re2_pattern(pattern: str, values: pa.Array) -> str:
         raise UnsupportedOperationError(msg)
     check_compiles(pattern, regex)
     return regex
+
+
+def re2_pattern_or_none(pattern: str, values: pa.Array, strict: bool) -> str | None:
+    """`re2_pattern`, or None for a pattern polars refuses too when not ``strict``.
+
+    polars gives null on every row there (``str.contains``, ``str.find``,
+    ``str.split``); a pattern only RE2 cannot read is an error either way.
+
+    >>> re2_pattern_or_none("a(b", pa.array(["ab"]), strict=False) is None
+    True
+    """
+    try:
+        return re2_pattern(pattern, values)
+    except InvalidRegexError as exc:
+        if strict or not exc.invalid_in_polars:
+            raise
+        return None
+
+
+def matches_empty(regex: str, pattern: str) -> bool:
+    """Whether ``pattern`` (``regex`` as RE2 reads it) can match the empty string, or a boundary.
+
+    Rust's ``regex`` (polars) and RE2 place empty matches differently (one per
+    character or per byte, and after a match or not): what counts, cuts or lists
+    matches refuses such a pattern.
+
+    >>> matches_empty("a*", "a*"), matches_empty("a+", "a+")
+    (True, False)
+    """
+    import pyarrow.compute as pc
+
+    empty = pc.match_substring_regex(pa.array([""], pa.large_string()), pattern=regex)
+    return bool(empty[0].as_py()) or has_word_boundary(pattern)
 
 
 #: RE2's errors for patterns that Rust's ``regex`` (polars) refuses too: the rest may be

@@ -153,18 +153,10 @@ def lists_of(values: pa.Array, source: tuple[Any, ...]) -> list[list[str] | None
 
 def _regex(values: pa.Array, pattern: str, what: str, strict: bool) -> str | None:
     """``pattern`` as RE2 reads it over ``values``, checked; None: invalid, not ``strict``."""
-    import pyarrow.compute as pc
+    from colbridge.types.regex import matches_empty, re2_pattern_or_none
 
-    from colbridge.types.regex import InvalidRegexError, has_word_boundary, re2_pattern
-
-    try:
-        regex = re2_pattern(pattern, values)
-    except InvalidRegexError as exc:
-        if strict or not exc.invalid_in_polars:
-            raise
-        return None
-    empty = pc.match_substring_regex(pa.array([""], pa.large_string()), pattern=regex)
-    if empty[0].as_py() or has_word_boundary(pattern):
+    regex = re2_pattern_or_none(pattern, values, strict)
+    if regex is not None and matches_empty(regex, pattern):
         msg = (
             f"`{what}`: a pattern that can match the empty string (or a word boundary) "
             "matches differently in polars' engine and colbridge's RE2; make the pattern "
