@@ -109,7 +109,7 @@ _UNARY = (
     "is_null", "is_not_null", "is_nan", "is_not_nan", "is_finite", "is_infinite", "sum", "mean",
     "min", "max", "count", "null_count", "first", "last", "n_unique", "median", "neg", "not_",
     "product", "arg_min", "arg_max", "has_nulls", "is_empty", "nan_max", "nan_min",
-    "drop_nulls", "drop_nans",
+    "drop_nulls", "drop_nans", "unique",
     "is_duplicated", "is_unique", "is_first_distinct", "is_last_distinct", "rle_id",
 )  # fmt: skip
 _OPERATORS = (
@@ -458,6 +458,10 @@ FUNCTIONS: dict[str, _Function] = {
                       example="mean(head(a, 5))"),
     "tail": _Function((_x(), _Param("n", "int", 10)), lambda x, n: x.tail(n),
                       example="a.tail(3).sum()"),
+    "top_k": _Function((_x(), _Param("k", "int", 5)), lambda x, k: x.top_k(k),
+                       example="a.top_k(3).mean()"),
+    "bottom_k": _Function((_x(), _Param("k", "int", 5)), lambda x, k: x.bottom_k(k),
+                          example="a.bottom_k(3).sum()"),
     "slice": _Function((_x(), _Param("offset", "int"), _Param("length", "int", None)),
                        lambda x, offset, length: x.slice(offset, length),
                        example="a.slice(-5, 2).max()"),

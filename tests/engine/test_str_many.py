@@ -18,10 +18,12 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
 import colbridge as cb
 from colbridge.errors import SchemaError, UnsupportedOperationError
 from colbridge.testing.asserts import assert_same_as_polars, assert_stream_and_dask_as_polars
+from colbridge.testing.cuda_host import KERNEL_TIERS, compute_on_tier
 from tests.ordered.ordered_data import cut_table
 
 ALPHABET = "abAB-é"
@@ -78,6 +80,20 @@ def test_a_stream_and_dask(tmp_path: Any) -> None:
         "r": m.col("s").str.replace_many(["ab", "ba", "-"], ["1", "2", "+"],
                                          ascii_case_insensitive=True),
         "c": m.col("s").str.contains_any(["BA"])}, tmp_path)  # fmt: skip
+
+
+@pytest.mark.parametrize("tier", KERNEL_TIERS)
+def test_every_kernel_tier(tier: str) -> None:
+    frame = pl.DataFrame({"s": [f"{'ab' * (k % 4)}-{'BA' * (k % 3)}" if k % 7 else None
+                                for k in range(3_000)]})  # fmt: skip
+
+    def found(m: Any) -> dict[str, Any]:
+        s = m.col("s").str
+        return {"r": s.replace_many(["ab", "-"], ["1", "+"], ascii_case_insensitive=True),
+                "c": s.contains_any(["BA", "x"]), "n": s.extract_many(["a", "B"]).list.len()}
+
+    got = compute_on_tier(cb.lazy(frame).select(**found(cb)), tier)
+    assert_frame_equal(got, frame.select(**found(pl)))
 
 
 def test_the_string_language() -> None:

@@ -16,10 +16,12 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
 import colbridge as cb
 from colbridge.errors import SchemaError, UnsupportedOperationError
 from colbridge.testing.asserts import assert_same_as_polars
+from colbridge.testing.cuda_host import KERNEL_TIERS, compute_on_tier
 
 FLOATS = st.one_of(st.none(), st.sampled_from([1.0, 2.0, -0.0, 0.0, float("nan"), 3.5, -1.0]))
 
@@ -87,3 +89,24 @@ def test_a_string_counted_per_group_under_a_running_predicate() -> None:
         m.col("s").filter(m.col("s").is_first_distinct()).count(),
         n=m.col("s").filter(m.col("s").is_first_distinct()).null_count(),
         u=m.col("s").unique().count()))  # fmt: skip
+
+
+@pytest.mark.parametrize("tier", KERNEL_TIERS)
+def test_every_kernel_tier_and_the_string_language(tier: str) -> None:
+    frame = pl.DataFrame({"x": [3.0, None, 1.0, 3.0, 7.0, float("nan"), -0.0, 0.0] * 400,
+                          "g": [1, 1, 2, 2, 2, 3, 3, 3] * 400})  # fmt: skip
+
+    def reduced(m: Any) -> list[Any]:
+        x = m.col("x")
+        return [x.unique().count().alias("u"), x.top_k(3).sum().alias("t"),
+                x.bottom_k(2).max().alias("b")]  # fmt: skip
+
+    want = frame.group_by("g", maintain_order=True).agg(reduced(pl))
+    got = compute_on_tier(cb.lazy(frame).group_by("g", maintain_order=True).agg(reduced(cb)),
+                          tier)  # fmt: skip
+    assert_frame_equal(got, want)
+    written = frame.gpu.eval(
+        "u = x.unique().count(); t = sum(top_k(x, 3)); b = x.bottom_k(2).max()")
+    assert_frame_equal(written.select("u", "t", "b").head(1), frame.select(
+        u=pl.col("x").unique().count(), t=pl.col("x").top_k(3).sum(),
+        b=pl.col("x").bottom_k(2).max()))  # fmt: skip
