@@ -36,8 +36,10 @@ closed form over the same buffers (the roofline).
 ``str.extract_all(...).list.len()``, ``str.replace_many``, ``str.contains_any``):
 colbridge works once per distinct string on the host, polars and pandas once per
 row. Two columns: 1,000 distinct routes, and e-mail addresses all distinct (the
-worst case for colbridge: its per-string work runs in Python there). Each answer is
-checked against polars' first.
+worst case for colbridge, whose work is per distinct string). For the two splits,
+the roofline is a hand-written numba kernel that finds each row's part in the
+string bytes in place and writes it (no dictionary). Each answer is checked against
+polars' first.
 
 Ratios are contender time / colbridge time (> 1: colbridge is faster). Numbers
 from a shared or small machine are indications, not measurements to quote.
@@ -234,6 +236,54 @@ def run_to_string(n: int, repeats: int) -> dict[str, dict[str, float]]:
     return out
 
 
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _part_bounds(offsets, data, sep, index, starts, stops, counts):  # type: ignore[no-untyped-def]
+    # per row: where part `index` of the row split at byte `sep` starts and stops (-1:
+    # no such part), and how many parts the row has
+    for i in numba.prange(offsets.shape[0] - 1):
+        part, start = 0, offsets[i]
+        starts[i] = -1
+        for j in range(offsets[i], offsets[i + 1]):
+            if data[j] == sep:
+                if part == index:
+                    starts[i], stops[i] = start, j
+                part += 1
+                start = j + 1
+        if part == index:
+            starts[i], stops[i] = start, offsets[i + 1]
+        counts[i] = part + 1
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _gather_bytes(data, starts, stops, out_offsets, out):  # type: ignore[no-untyped-def]
+    for i in numba.prange(starts.shape[0]):
+        if starts[i] >= 0:
+            out[out_offsets[i] : out_offsets[i + 1]] = data[starts[i] : stops[i]]
+
+
+def _hand_part(column: pa.Array, sep: str, index: int) -> tuple[pa.Array, np.ndarray]:
+    """Part ``index`` of each row split at the one-byte ``sep``, and each row's part count.
+
+    The hand-written roofline: two parallel passes over the string bytes in place (the
+    part's bounds, then its bytes), the result a new string column, no dictionary.
+    """
+    offsets = np.frombuffer(column.buffers()[1], dtype=np.int64)[: len(column) + 1]
+    data = np.frombuffer(column.buffers()[2], dtype=np.uint8)
+    n = len(column)
+    starts, stops = np.empty(n, np.int64), np.empty(n, np.int64)
+    counts = np.empty(n, np.uint32)
+    _part_bounds(offsets, data, np.uint8(ord(sep)), index, starts, stops, counts)
+    lengths = np.where(starts >= 0, stops - starts, 0)
+    out_offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths, out=out_offsets[1:])
+    out = np.empty(out_offsets[-1], np.uint8)
+    _gather_bytes(data, starts, stops, out_offsets, out)
+    valid = pa.array(starts >= 0).buffers()[1]
+    parts = pa.LargeStringArray.from_buffers(n, pa.py_buffer(out_offsets), pa.py_buffer(out),
+                                             valid)  # fmt: skip
+    return parts, counts
+
+
 def run_text_parts(n: int, repeats: int) -> dict[str, dict[str, float]]:
     """Values taken of strings' parts and matches, over few and over all-distinct strings."""
     rng = np.random.default_rng(0)
@@ -244,6 +294,25 @@ def run_text_parts(n: int, repeats: int) -> dict[str, dict[str, float]]:
         "email": [f"user{k}@host{k % 50}.org" for k in range(n)],
     })  # fmt: skip
     pdf = frame.to_pandas(use_pyarrow_extension_array=True)
+    # the roofline reads large strings in place (polars' string views converted once,
+    # outside the timing)
+    plain = {c: frame[c].to_arrow().cast(pa.large_string()) for c in frame.columns}
+    rooflines: dict[str, Callable[[], object]] = {
+        "route.str.split('-'): first, len (1,000 distinct)":
+            lambda: _hand_part(plain["route"], "-", 0),
+        "email.str.split('@').list.get(1) (all distinct)":
+            lambda: _hand_part(plain["email"], "@", 1)[0],
+    }  # fmt: skip
+    checks = {
+        "route.str.split('-'): first, len (1,000 distinct)": ("route", "-", 0),
+        "email.str.split('@').list.get(1) (all distinct)": ("email", "@", 1),
+    }
+    for case, (column, sep, index) in checks.items():  # the hand kernel answers as polars
+        parts, counts = _hand_part(plain[column], sep, index)
+        want = frame.select(a=pl.col(column).str.split(sep).list.get(index, null_on_oob=True),
+                            n=pl.col(column).str.split(sep).list.len())  # fmt: skip
+        assert parts.to_pylist() == want["a"].to_list(), case
+        assert counts.tolist() == want["n"].to_list(), case
     cases: dict[str, tuple[Callable[[object], object], Callable[[], object] | None]] = {
         "route.str.split('-'): first, len (1,000 distinct)": (
             lambda m: [m.col("route").str.split("-").list.first().alias("a"),  # type: ignore[attr-defined]
@@ -272,6 +341,8 @@ def run_text_parts(n: int, repeats: int) -> dict[str, dict[str, float]]:
             "colbridge": lambda h=handle: h.compute(device="cpu"), "polars": lazy.collect}
         if pandas_query is not None:
             contenders["pandas (Arrow strings)"] = pandas_query
+        if case in rooflines:
+            contenders["hand kernel (roofline)"] = rooflines[case]
         out[case] = _time_all(contenders, repeats)
     return out
 
