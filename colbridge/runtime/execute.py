@@ -563,13 +563,17 @@ class _WithFrame(Mapping[str, pa.Array]):
 
 
 def _finished(
-    segment: Segment, results: Mapping[str, pa.Array], arrays: Mapping[str, pa.Array]
+    segment: Segment, results: Mapping[str, pa.Array], builder: TableBuilder
 ) -> dict[str, pa.Array]:
-    """Kernel results as columns of their logical types (dates, strings from their codes)."""
+    """Kernel results as columns of their logical types (dates, strings from their codes).
+
+    ``builder`` is the one that made the segment's tables (`_frame_inputs`).
+    """
     out = dict(results)
     for name, logical in segment.output_logical.items():
         if name in out:
-            out[name] = finish_output(out[name], logical, segment.output_dicts.get(name), arrays)
+            out[name] = finish_output(out[name], logical, segment.output_dicts.get(name),
+                                      builder)  # fmt: skip
     return out
 
 
@@ -609,11 +613,12 @@ def grouping(
     computed: dict[str, pa.Array] = {}
     raw: dict[str, pa.Array] = {}  # as kernels made them (a string as its codes)
     moved: dict[str, pa.Array] = {}  # results of the scans of `pre` that moved strings
-    made = _WithFrame({}, columns)  # where the dictionaries of scan arguments are built
+    # where the dictionaries of scan arguments are built: the pre segment's builder
+    builder = TableBuilder(_WithFrame({}, columns))
     if segment.pre is not None:
         pre = segment.pre
         pre_groups = grouping(pre, columns, num_rows, backend, report, cache, streams, target)
-        inputs = _frame_inputs(pre, columns, pre_groups)
+        inputs, builder = _frame_inputs(pre, columns, pre_groups)
         if pre_groups is not None:
             moved = dict(pre_groups.moved)
         ran = _run_segment(
@@ -621,8 +626,7 @@ def grouping(
             report.stats, _nan_null(pre, columns, pre_groups), groups=pre_groups,
         )  # fmt: skip
         raw = dict(ran.columns)
-        made = _WithFrame(inputs, columns, moved)
-        computed = _finished(pre, raw, made)
+        computed = _finished(pre, raw, builder)
 
     # shifts the kernels read in place; a stream's batches scan them (their carry)
     lagged = dict(segment.lagged) if streams is None and in_place else {}
@@ -688,7 +692,7 @@ def grouping(
                                    [whole(k) for k in scan.keys.order_by])  # fmt: skip
             else:
                 scanned = host_scan(scan.func, scan.options, order.taken(arg) if order else arg,
-                                    keyed, TableBuilder(made).dictionary)  # fmt: skip
+                                    keyed, builder.dictionary)  # fmt: skip
             out.scanned[name] = order.restored(scanned) if order else scanned
             if pa.types.is_dictionary(scanned.type):  # strings it wrote: its own dictionary
                 out.moved[name] = scanned
@@ -698,7 +702,7 @@ def grouping(
         # a scan that moves strings: its result is their codes with a dictionary of its
         # own, made from the argument's (`ScanStreams` puts carried strings first)
         spec = segment.scan_dicts.get(name)
-        dictionary = None if spec is None else TableBuilder(made).dictionary(spec)
+        dictionary = None if spec is None else builder.dictionary(spec)
         if not (pa.types.is_integer(arg.type) or pa.types.is_floating(arg.type)
                 or pa.types.is_boolean(arg.type) or pa.types.is_temporal(arg.type)):
             arg = whole(scan.arg, as_made=True)  # strings and categories: their codes
@@ -878,11 +882,12 @@ def _nan_null(segment: Segment, columns: Columns, groups: Grouping | None) -> fr
 
 
 def _frame_inputs(segment: Segment, columns: Columns,
-                  groups: Grouping | None) -> dict[str, pa.Array]:  # fmt: skip
+                  groups: Grouping | None) -> tuple[dict[str, pa.Array], TableBuilder]:  # fmt: skip
     """The segment's inputs: frame columns, results of its scans, and its lookup tables.
 
     The scans' results are in ``groups`` (`grouping` makes them first: a table may
-    read the strings a scan moved).
+    read the strings a scan moved). With them, the builder that made the tables: the
+    segment's outputs take their dictionaries from it (`_finished`), each made once.
     """
     arrays = {name: columns.kernel_array(name) for name in segment.frame_inputs}
     moved: Mapping[str, pa.Array] = {}
@@ -892,8 +897,9 @@ def _frame_inputs(segment: Segment, columns: Columns,
         arrays.update({name: columns.kernel_array(read.source)
                        for name, read in groups.lagged.items()})  # fmt: skip
         moved = groups.moved
-    arrays.update(segment_tables(segment, _WithFrame(arrays, columns, moved)))
-    return arrays
+    builder = TableBuilder(_WithFrame(arrays, columns, moved))
+    arrays.update(segment_tables(segment, builder))
+    return arrays, builder
 
 
 def _group_keys(segment: Segment, columns: Columns, groups: Grouping) -> dict[str, pa.Array]:
@@ -971,7 +977,7 @@ def _run_recurring(segment: Segment, adapter: FrameAdapter, columns: Columns,
                             columns.nan_null(segment.inputs))  # fmt: skip
     if ran is None:
         return None
-    return adapter.build(segment.order, _finished(segment, ran.columns, arrays),
+    return adapter.build(segment.order, _finished(segment, ran.columns, TableBuilder(arrays)),
                          one_row=segment.one_row)  # fmt: skip
 
 
@@ -1003,7 +1009,7 @@ def _run(
         groups = grouping(segment, columns, adapter.num_rows, device_backend, report,
                           cache if adapter is original else None, streams, target,
                           in_place=not (partials and index == last))  # fmt: skip
-        arrays = _frame_inputs(segment, columns, groups)  # reductions read scans' results too
+        arrays, builder = _frame_inputs(segment, columns, groups)  # reductions read scans' too
         nan_null = _nan_null(segment, columns, groups)
         backend = _backend_for(segment, device_backend, target, report.stats)
         on = "cpu" if backend is not device_backend else target
@@ -1015,9 +1021,8 @@ def _run(
                               nan_null, carry=_carry(segment, adapter, columns, on),
                               groups=groups)  # fmt: skip
         mask = result.mask
-        moved = groups.moved if groups is not None else {}
         new: dict[str, pa.Array | pa.ChunkedArray] = dict(_finished(
-            segment, result.columns, _WithFrame(arrays, columns, moved)))  # fmt: skip
+            segment, result.columns, builder))  # fmt: skip
         if segment.group_by is not None:
             # the groups are the rows from here on: a table of their keys and results
             assert groups is not None

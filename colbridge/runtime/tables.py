@@ -450,12 +450,15 @@ def _times_inferred(texts: list[str | None], in_rows: list[str | None], rows_kno
     return pa.array(parse_times(texts, fmt), pa.int64())
 
 
-def segment_tables(segment: Segment, arrays: Mapping[str, pa.Array]) -> dict[str, pa.Array]:
-    """Every lookup table a segment's kernels read (`Segment.tables`), by `table_key`."""
+def segment_tables(segment: Segment, builder: TableBuilder) -> dict[str, pa.Array]:
+    """Every lookup table a segment's kernels read (`Segment.tables`), by `table_key`.
+
+    ``builder`` is the segment run's: its outputs' dictionaries (`finish_output`) reuse
+    what the tables took of the same strings (a split's parts, an extract's texts).
+    """
     _refuse_inference_on_other_rows(segment)
     if not segment.tables:
         return {}
-    builder = TableBuilder(arrays)
     return {table_key(ref): builder.table(ref) for ref in segment.tables}
 
 
@@ -538,7 +541,7 @@ def _few(values: list[Any], most: int = 10) -> str:
 
 
 def finish_output(array: pa.Array, logical: Logical, spec: tuple[Any, ...] | None,
-                  arrays: Mapping[str, pa.Array]) -> pa.Array:  # fmt: skip
+                  builder: TableBuilder) -> pa.Array:  # fmt: skip
     """A kernel result as a column of its logical type.
 
     Temporal values are the same buffers viewed with their Arrow type (no copy);
@@ -550,7 +553,7 @@ def finish_output(array: pa.Array, logical: Logical, spec: tuple[Any, ...] | Non
     if logical.kind == "null":
         return pa.nulls(len(array))
     assert spec is not None
-    dictionary = TableBuilder(arrays).dictionary(spec)
+    dictionary = builder.dictionary(spec)
     if logical.kind == "string":
         import pyarrow.compute as pc  # on first use: its import is slow
 
