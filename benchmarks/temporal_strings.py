@@ -33,13 +33,16 @@ closed form over the same buffers (the roofline).
 
 ``--text-parts`` times what is taken of strings' parts and matches
 (``str.split(...).list.first()``/``len()``, ``str.split_exact(...).struct.field``,
-``str.extract_all(...).list.len()``, ``str.replace_many``, ``str.contains_any``):
+``str.extract_all(...).list.len()``, ``str.replace_many``, ``str.contains_any``)
+and string maps of all-distinct strings (a literal ``str.replace``,
+``strip_suffix`` then ``pad_start``):
 colbridge works once per distinct string on the host, polars and pandas once per
 row. Two columns: 1,000 distinct routes, and e-mail addresses all distinct (the
 worst case for colbridge, whose work is per distinct string). For the two splits,
 the roofline is a hand-written numba kernel that finds each row's part in the
-string bytes in place and writes it (no dictionary). Each answer is checked against
-polars' first.
+string bytes in place and writes it (no dictionary); for the literal replace, one
+that finds each row's byte and writes the row with it replaced. Each answer is
+checked against polars' first. ``--only TEXT`` runs the cases whose name holds TEXT.
 
 Ratios are contender time / colbridge time (> 1: colbridge is faster). Numbers
 from a shared or small machine are indications, not measurements to quote.
@@ -284,8 +287,51 @@ def _hand_part(column: pa.Array, sep: str, index: int) -> tuple[pa.Array, np.nda
     return parts, counts
 
 
-def run_text_parts(n: int, repeats: int) -> dict[str, dict[str, float]]:
-    """Values taken of strings' parts and matches, over few and over all-distinct strings."""
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _first_byte(offsets, data, byte, at):  # type: ignore[no-untyped-def]
+    # per row: where its first `byte` is (-1: none)
+    for i in numba.prange(offsets.shape[0] - 1):
+        at[i] = -1
+        for j in range(offsets[i], offsets[i + 1]):
+            if data[j] == byte:
+                at[i] = j
+                break
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _replaced_bytes(offsets, data, at, new, out_offsets, out):  # type: ignore[no-untyped-def]
+    for i in numba.prange(at.shape[0]):
+        o = out_offsets[i]
+        if at[i] < 0:
+            out[o : out_offsets[i + 1]] = data[offsets[i] : offsets[i + 1]]
+            continue
+        head = at[i] - offsets[i]
+        out[o : o + head] = data[offsets[i] : at[i]]
+        out[o + head : o + head + new.shape[0]] = new
+        out[o + head + new.shape[0] : out_offsets[i + 1]] = data[at[i] + 1 : offsets[i + 1]]
+
+
+def _hand_replace_first(column: pa.Array, byte: str, new: str) -> pa.Array:
+    """Each row with its first one-byte ``byte`` replaced by ``new``: the roofline of a
+    literal `str.replace` over distinct strings (two parallel passes over the bytes in
+    place: where the byte is, then the new bytes; no dictionary, no nulls)."""
+    offsets = np.frombuffer(column.buffers()[1], dtype=np.int64)[: len(column) + 1]
+    data = np.frombuffer(column.buffers()[2], dtype=np.uint8)
+    at = np.empty(len(column), np.int64)
+    _first_byte(offsets, data, np.uint8(ord(byte)), at)
+    replacement = np.frombuffer(new.encode(), dtype=np.uint8)
+    lengths = np.diff(offsets) + np.where(at >= 0, len(replacement) - 1, 0)
+    out_offsets = np.zeros(len(column) + 1, np.int64)
+    np.cumsum(lengths, out=out_offsets[1:])
+    out = np.empty(out_offsets[-1], np.uint8)
+    _replaced_bytes(offsets, data, at, replacement, out_offsets, out)
+    return pa.LargeStringArray.from_buffers(len(column), pa.py_buffer(out_offsets),
+                                            pa.py_buffer(out))  # fmt: skip
+
+
+def run_text_parts(n: int, repeats: int, only: str = "") -> dict[str, dict[str, float]]:
+    """Values taken of strings' parts and matches, over few and over all-distinct strings
+    (the cases whose name holds ``only``)."""
     rng = np.random.default_rng(0)
     airports = np.array(["JFK", "LGA", "EWR", "LAX", "SFO", "ORD", "ATL", "SEA", "BOS", "DEN"])
     routes = np.array(["-".join(rng.choice(airports, size=2 + k % 3)) for k in range(1_000)])
@@ -302,7 +348,11 @@ def run_text_parts(n: int, repeats: int) -> dict[str, dict[str, float]]:
             lambda: _hand_part(plain["route"], "-", 0),
         "email.str.split('@').list.get(1) (all distinct)":
             lambda: _hand_part(plain["email"], "@", 1)[0],
+        "email.str.replace('@', ' at ', literal=True) (all distinct)":
+            lambda: _hand_replace_first(plain["email"], "@", " at "),
     }  # fmt: skip
+    replaced = frame.select(pl.col("email").str.replace("@", " at ", literal=True))["email"]
+    assert _hand_replace_first(plain["email"], "@", " at ").to_pylist() == replaced.to_list()
     checks = {
         "route.str.split('-'): first, len (1,000 distinct)": ("route", "-", 0),
         "email.str.split('@').list.get(1) (all distinct)": ("email", "@", 1),
@@ -328,12 +378,20 @@ def run_text_parts(n: int, repeats: int) -> dict[str, dict[str, float]]:
         "email.str.split('@').list.get(1) (all distinct)": (
             lambda m: [m.col("email").str.split("@").list.get(1)],  # type: ignore[attr-defined]
             lambda: pdf["email"].str.split("@").list[1]),
+        "email.str.replace('@', ' at ', literal=True) (all distinct)": (
+            lambda m: [m.col("email").str.replace("@", " at ", literal=True)],  # type: ignore[attr-defined]
+            lambda: pdf["email"].str.replace("@", " at ", n=1, regex=False)),
+        "email.str.strip_suffix('.org').str.pad_start(20, '*') (all distinct)": (
+            lambda m: [m.col("email").str.strip_suffix(".org").str.pad_start(20, "*")],  # type: ignore[attr-defined]
+            lambda: pdf["email"].str.removesuffix(".org").str.pad(20, side="left", fillchar="*")),
         "email.str.extract_all(r'\\d+').list.len() (all distinct)": (
             lambda m: [m.col("email").str.extract_all(r"\d+").list.len()],  # type: ignore[attr-defined]
             lambda: pdf["email"].str.findall(r"\d+").list.len()),
     }
     out: dict[str, dict[str, float]] = {}
     for case, (exprs, pandas_query) in cases.items():
+        if only not in case:
+            continue
         handle = frame.gpu.select(exprs(cb))
         lazy = frame.lazy().select(exprs(pl))
         assert handle.compute(device="cpu").equals(lazy.collect()), case
@@ -444,6 +502,8 @@ def main() -> None:
                         help="time add_business_days and is_business_day instead")
     parser.add_argument("--text-parts", action="store_true",
                         help="time str.split/extract_all/replace_many and what lists give")
+    parser.add_argument("--only", type=str, default="",
+                        help="with --text-parts: the cases whose name holds this text")
     args = parser.parse_args()
     n = int(args.size)
     machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
@@ -459,7 +519,7 @@ def main() -> None:
         _print_to_string(n, written, "cast(pl.String)")
         times = dict(written)
     elif args.text_parts:
-        parts = run_text_parts(n, args.repeats)
+        parts = run_text_parts(n, args.repeats, args.only)
         _print_to_string(n, parts, "values of strings' parts")
         times = dict(parts)
     else:

@@ -201,20 +201,110 @@ def apply_string_map(name: str, params: tuple[Any, ...], values: pa.Array) -> pa
     import pyarrow.compute as pc  # on first use: its import is slow
 
     if name in ("to_lowercase", "to_uppercase"):
-        if all_ascii(values):
-            return pc.utf8_lower(values) if name == "to_lowercase" else pc.utf8_upper(values)
         # Arrow maps each character to one ("ß" to "ẞ", no final sigma); polars maps as
-        # Rust and Python do ("ß" to "SS", "ΟΔΟΣ" to "οδος"): Python's then, per string
+        # Rust and Python do ("ß" to "SS", "ΟΔΟΣ" to "οδος"): Python's, for those strings
         lower = name == "to_lowercase"
-        return pa.array([s.lower() if lower else s.upper() for s in values.to_pylist()],
-                        type=values.type)  # fmt: skip
+        return _ascii_in_arrow(values, pc.utf8_lower if lower else pc.utf8_upper,
+                               str.lower if lower else str.upper)  # fmt: skip
     if name == "replace_regex":
         return _replace_regex(values, *params)
     window = _code_point_window(name, params)
     if window is not None:  # Arrow's slice by code points: no Python per string
         return pc.utf8_slice_codeunits(values, window[0], window[1]).cast(values.type)
+    mapped = _arrow_map(name, params, values)
+    if mapped is not None:
+        return mapped.cast(values.type)
     fn = STRING_MAPS[name](*params)
     return pa.array([fn(s) for s in values.to_pylist()], type=values.type)
+
+
+def _arrow_map(name: str, params: tuple[Any, ...], values: pa.Array) -> pa.Array | None:
+    """`STRING_MAPS`' function ``name(*params)`` of ``values`` in Arrow's kernels.
+
+    None where Arrow's kernels do not give its answers (for these parameters). A
+    column of mostly distinct strings then maps in Arrow's time, not Python's per
+    string. Arrow counts code points where Python does (padding, slicing), trims the
+    characters it is given (Rust's whitespace, spelled out, where none are), and
+    replaces plain text leftmost first, without overlaps, as Python and Rust do; an
+    empty pattern (a match between every two characters) stays with Python.
+
+    >>> _arrow_map("zfill", (4,), pa.array(["-7", "+", "12345", ""])).to_pylist()
+    ['-007', '+000', '12345', '0000']
+    >>> _arrow_map("strip_suffix", ("é",), pa.array(["café", "é", "cafe"])).to_pylist()
+    ['caf', '', 'cafe']
+    """
+    import pyarrow.compute as pc
+
+    if name in ("strip_chars", "strip_chars_start", "strip_chars_end"):
+        chars = WHITESPACE if params[0] is None else params[0]
+        trim = {"strip_chars": pc.utf8_trim, "strip_chars_start": pc.utf8_ltrim,
+                "strip_chars_end": pc.utf8_rtrim}[name]  # fmt: skip
+        return trim(values, characters=chars) if chars else values
+    if name in ("pad_start", "pad_end") and params[0] >= 0 and len(params[1]) == 1:
+        pad = pc.utf8_lpad if name == "pad_start" else pc.utf8_rpad
+        return pad(values, width=params[0], padding=params[1])
+    if name == "zfill" and params[0] >= 0:  # zeros after a sign, as Python's `str.zfill`
+        width = params[0]
+        signed = pc.or_(pc.starts_with(values, pattern="-"), pc.starts_with(values, pattern="+"))
+        after_sign = pc.utf8_lpad(pc.utf8_slice_codeunits(values, 1), width=max(width - 1, 0),
+                                  padding="0")  # fmt: skip
+        sign = pc.utf8_slice_codeunits(values, 0, 1)
+        return pc.if_else(signed, pc.binary_join_element_wise(sign, after_sign,
+                                                         pa.scalar("", values.type)),
+                          pc.utf8_lpad(values, width=width, padding="0"))  # fmt: skip
+    if name in ("replace", "replace_all") and params[0]:
+        most = params[2] if name == "replace" else -1
+        if most == 0:
+            return values
+        return pc.replace_substring(values, pattern=params[0], replacement=params[1],
+                                    max_replacements=None if most < 0 else most)  # fmt: skip
+    if name == "strip_prefix":
+        prefix = params[0]
+        return pc.if_else(pc.starts_with(values, pattern=prefix),
+                          pc.utf8_slice_codeunits(values, len(prefix)), values)  # fmt: skip
+    if name == "strip_suffix":
+        suffix = params[0]
+        if not suffix:
+            return values
+        return pc.if_else(pc.ends_with(values, pattern=suffix),
+                          pc.utf8_slice_codeunits(values, 0, -len(suffix)), values)  # fmt: skip
+    if name == "affix":
+        prefix, suffix = (pa.scalar(p, values.type) for p in params)
+        return pc.binary_join_element_wise(prefix, values, suffix, pa.scalar("", values.type))
+    if name == "replace_values":
+        table = dict(zip(*params, strict=True))  # of a repeated string, its last new value
+        if any(new is None for new in table.values()):
+            return None
+        found = pc.index_in(values, value_set=pa.array(list(table), values.type))
+        news = pa.array(list(table.values()), values.type)
+        return pc.if_else(pc.is_null(found), values, pc.take(news, found))
+    if name in ("to_titlecase", "normalize"):
+        # ASCII: Arrow's title case is Python's; every normal form of ASCII is itself
+        arrow = pc.utf8_title if name == "to_titlecase" else (lambda v: v)
+        return _ascii_in_arrow(values, arrow, STRING_MAPS[name](*params))
+    return None
+
+
+def _ascii_in_arrow(values: pa.Array, arrow: Callable[[pa.Array], pa.Array],
+                    python: Callable[[str], str]) -> pa.Array:  # fmt: skip
+    """``arrow`` of the ASCII strings of ``values``, ``python`` of each of the others.
+
+    For functions whose Arrow kernel gives Python's answers on ASCII only (case
+    mappings, which Arrow makes one character to one): a column of mostly ASCII
+    strings runs Python for its few others.
+
+    >>> import pyarrow.compute as pc
+    >>> _ascii_in_arrow(pa.array(["straße", "ab"]), pc.utf8_upper, str.upper).to_pylist()
+    ['STRASSE', 'AB']
+    """
+    import pyarrow.compute as pc
+
+    mapped = arrow(values)
+    other = pc.invert(pc.string_is_ascii(values))
+    if not pc.any(other).as_py():
+        return mapped
+    rest = [python(s) for s in values.filter(other).to_pylist()]
+    return pc.replace_with_mask(mapped.cast(values.type), other, pa.array(rest, values.type))
 
 
 def _code_point_window(name: str, params: tuple[Any, ...]) -> tuple[int, int | None] | None:

@@ -22,7 +22,7 @@ from polars.testing import assert_frame_equal
 
 import colbridge as cb
 from colbridge.testing.asserts import assert_same_as_polars
-from colbridge.types.string_maps import WHITESPACE
+from colbridge.types.string_maps import STRING_MAPS, WHITESPACE, _arrow_map, apply_string_map
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -208,3 +208,74 @@ def test_case_mappings_are_polars_full_mappings(values: list[str | None],
     assert_frame_equal(steps(cb, df.gpu).compute(), steps(pl, df))
     assert steps(cb, pl.DataFrame({"s": ["Straße", "ΟΔΟΣ"]}).gpu).compute().rows() == [
         ("STRASSE", "straße", 7), ("ΟΔΟΣ", "οδος", 4)]  # fmt: skip
+
+
+#: each map Arrow's kernels take, and a strategy of its parameters
+ARROW_MAPS = {
+    "strip_chars": st.tuples(CHARS),
+    "strip_chars_start": st.tuples(CHARS),
+    "strip_chars_end": st.tuples(CHARS),
+    "pad_start": st.tuples(LENGTH, st.sampled_from([" ", "*", "é", "0", "日"])),
+    "pad_end": st.tuples(LENGTH, st.sampled_from([" ", "*", "é", "0", "日"])),
+    "zfill": st.tuples(LENGTH),
+    "replace": st.tuples(TEXT, TEXT, st.integers(-1, 3)),
+    "replace_all": st.tuples(TEXT, TEXT),
+    "strip_prefix": st.tuples(TEXT),
+    "strip_suffix": st.tuples(TEXT),
+    "affix": st.tuples(TEXT, TEXT),
+    "replace_values": st.integers(0, 4).flatmap(
+        lambda k: st.tuples(st.tuples(*[TEXT] * k), st.tuples(*[TEXT] * k))),
+    "to_titlecase": st.just(()),  # Arrow's of ASCII strings, Python's of the others
+    "normalize": st.tuples(st.sampled_from(["NFC", "NFKC", "NFD", "NFKD"])),
+}
+ASCII_TEXT = st.text(alphabet=" \t'-.,+0129aAbBxyzZ_", max_size=9)
+
+
+@SETTINGS
+@given(name=st.sampled_from(sorted(ARROW_MAPS)), data=st.data(),
+       values=st.lists(st.one_of(TEXT, ASCII_TEXT), max_size=30))  # fmt: skip
+def test_arrow_maps_give_the_python_functions_answers(name: str, data: st.DataObject,
+                                                      values: list[str]) -> None:  # fmt: skip
+    """A map run by Arrow's kernels equals its Python function (`STRING_MAPS`), string by
+    string, and Arrow runs it wherever ``_arrow_map`` says it can."""
+    params = data.draw(ARROW_MAPS[name])
+    fn = STRING_MAPS[name](*params)
+    for kind in (pa.string(), pa.large_string()):
+        array = pa.array(values, kind)
+        got = apply_string_map(name, params, array)
+        assert got.type == kind
+        assert got.to_pylist() == [fn(s) for s in values], (name, params)
+    arrow = _arrow_map(name, params, pa.array(values, pa.large_string()))
+    empty_pattern = name in ("replace", "replace_all") and not params[0]
+    assert (arrow is None) == empty_pattern, (name, params)
+
+
+def test_arrow_maps_at_their_edges() -> None:
+    """Signs alone, widths below the strings, Rust's whitespace, repeated old values."""
+    values = pa.array(["-", "+", "", "-12", "+x", "1-2", "\u3000a\x85", "\u200ba", "ab"],
+                      pa.large_string())  # fmt: skip
+    assert apply_string_map("zfill", (3,), values).to_pylist() == [
+        "-00", "+00", "000", "-12", "+0x", "1-2", "\u3000a\x85", "0\u200ba", "0ab"]  # fmt: skip
+    assert apply_string_map("zfill", (0,), values).to_pylist() == values.to_pylist()
+    # U+200B is not White_Space (Rust keeps it); U+3000 and U+0085 are
+    assert apply_string_map("strip_chars", (None,), values).to_pylist()[6:8] == ["a", "\u200ba"]
+    replaced = apply_string_map("replace_values", (("ab", "", "ab"), ("1", "E", "2")), values)
+    assert replaced.to_pylist()[2:] == ["E", "-12", "+x", "1-2", "\u3000a\x85", "\u200ba", "2"]
+    assert apply_string_map("replace", ("-", "=", 1),
+                            pa.array(["--a-", "a"], pa.large_string())).to_pylist() == [
+        "=-a-", "a"]  # fmt: skip
+    assert apply_string_map("replace", ("-", "=", 0),
+                            pa.array(["--a-"], pa.large_string())).to_pylist() == ["--a-"]
+    empty = pa.array([], pa.large_string())
+    assert all(len(apply_string_map(n, p, empty)) == 0 for n, p in [
+        ("zfill", (3,)), ("strip_prefix", ("a",)), ("affix", ("a", "b")), ("pad_end", (2, "x"))])
+
+
+@SETTINGS
+@given(values=st.lists(st.one_of(CASED, ASCII_TEXT, TEXT), max_size=30))
+def test_case_mappings_of_ascii_in_arrow_and_the_others_in_python(values: list[str]) -> None:
+    """Arrow maps the ASCII strings, Python each other one; together, Python's answers."""
+    array = pa.array(values, pa.large_string())
+    for name, fn in [("to_lowercase", str.lower), ("to_uppercase", str.upper),
+                     ("to_titlecase", str.title)]:  # fmt: skip
+        assert apply_string_map(name, (), array).to_pylist() == [fn(s) for s in values], name
