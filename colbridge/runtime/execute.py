@@ -156,6 +156,10 @@ class Columns:
                     f"column `{name}`: {chunked.num_chunks} chunks combined into one (a copy)"
                 )
                 array = chunked.combine_chunks()
+            if pa.types.is_dictionary(array.type) and pa.types.is_null(array.type.value_type):
+                # a dictionary of no values (pyarrow's encoding of nulls only): every row
+                # null, the Null column polars reads it as
+                array = pa.nulls(len(array))
             self._arrays[name] = array
         return array
 

@@ -224,3 +224,20 @@ def test_every_kernel_tier_streams_and_dask(tmp_path: Any) -> None:
     assert got["r"].isna().tolist() == [True, True] + [False] * (len(pdf) - 2)
     assert got["r"].iloc[2:].tolist() == [3] * (len(pdf) - 2)
     assert got["k"].tolist() == [len(pdf)] * len(pdf)
+
+
+@pytest.mark.parametrize("rows", [0, 1, 4])
+def test_a_dictionary_of_no_values_is_a_null_column(rows: int) -> None:
+    """pyarrow dictionary-encodes nulls alone as ``dictionary<values=null>``; polars reads
+    that as its Null type, so colbridge does (it refused the column before)."""
+    table = pa.table({"h": pa.nulls(rows).dictionary_encode(), "x": pa.array(range(rows))})
+    assert table.schema.field("h").type.value_type == pa.null()
+
+    def steps(m: Any, q: Any) -> Any:
+        h = m.col("h")
+        return q.select(h.is_first_distinct().alias("first"), h.is_null().alias("null"),
+                        h.count().alias("count"), (m.col("x") + h).alias("sum"),
+                        h.cast(_cast(m, "String")).alias("text"),
+                        m.col("x").sum().over("h").alias("over"))  # fmt: skip
+
+    assert_same_as_polars(table, steps, kinds=("pyarrow", "polars"))
