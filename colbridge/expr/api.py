@@ -2128,7 +2128,11 @@ class Expr:
         return Expr(Agg("quantile", self.node, options=(value, interpolation)))
 
     def filter(self, predicate: Any) -> Expr:
-        """The values on rows where ``predicate`` is true; only as the input of a reduction.
+        """The values on rows where ``predicate`` is true: a reduction's input or `select`'s output.
+
+        Elsewhere it is refused (it changes the number of rows). As outputs of one
+        ``select``, those of one predicate go together, with single values beside them
+        (docs/semantics.md, "Outputs with fewer rows").
 
         Examples
         --------
@@ -2139,7 +2143,7 @@ class Expr:
         return Expr(Filtered(self.node, as_expr(predicate).node))
 
     def head(self, n: int = 10) -> Expr:
-        """The first ``n`` values; only as the input of a reduction (``x.head(5).mean()``).
+        """The first ``n`` values: a reduction's input (``x.head(5).mean()``) or `select`'s output.
 
         Per group inside ``group_by(...).agg`` and ``.over(keys)``, in frame order.
 
@@ -2152,7 +2156,7 @@ class Expr:
         return self._rows("head", (n,), 0, _count_param(n, "head", "n"))
 
     def tail(self, n: int = 10) -> Expr:
-        """The last ``n`` values; only as the input of a reduction (``x.tail(5).mean()``).
+        """The last ``n`` values: a reduction's input (``x.tail(5).mean()``) or `select`'s output.
 
         >>> import colbridge as cb
         >>> cb.col("x").tail(3).sum()
@@ -2178,7 +2182,7 @@ class Expr:
         return self._rows("slice", (offset, length), int(offset), length)
 
     def gather_every(self, n: int, offset: int = 0) -> Expr:
-        """Every ``n``-th value from position ``offset``; only as the input of a reduction.
+        """Every ``n``-th value from position ``offset``: a reduction's input, `select`'s output.
 
         >>> import colbridge as cb
         >>> cb.col("x").gather_every(2).sum()
@@ -2210,11 +2214,11 @@ class Expr:
         return Expr(Filtered(self.node, keep.node, f"{method}({text})"))
 
     def drop_nulls(self) -> Expr:
-        """The non-null values: ``filter(is_not_null())``; only as the input of a reduction."""
+        """The non-null values, ``filter(is_not_null())``: a reduction's input, `select` output."""
         return self.filter(self.is_not_null())
 
     def unique(self, *, maintain_order: builtins.bool = False) -> Expr:
-        """Each distinct value once; only as the input of a reduction (``x.unique().sum()``).
+        """Each distinct value once: a reduction's input (``x.unique().sum()``), `select`'s output.
 
         Per group in ``agg`` and ``over``, in the order values first appear. Values
         are distinct as polars tells them apart: one null, one NaN, ``-0.0`` equal to
@@ -2232,7 +2236,7 @@ class Expr:
         return Expr(Filtered(self.node, self.is_first_distinct().node, "unique()"))
 
     def top_k(self, k: int = 5) -> Expr:
-        """The ``k`` largest values; only as the input of a reduction (``x.top_k(3).mean()``).
+        """The ``k`` largest values: a reduction's input (``x.top_k(3).mean()``), `select`'s output.
 
         Per group in ``agg`` and ``over``; nulls only after every value, NaN the
         largest. polars gives them in no set order; here largest first.
@@ -2246,7 +2250,7 @@ class Expr:
         return self._extremes("top_k", k, descending=True)
 
     def bottom_k(self, k: int = 5) -> Expr:
-        """The ``k`` smallest values; only as the input of a reduction (``x.bottom_k(3).sum()``).
+        """The ``k`` smallest values: a reduction's input (``x.bottom_k(3).sum()``), an output.
 
         Per group in ``agg`` and ``over``; nulls only after every value.
 

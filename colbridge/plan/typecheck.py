@@ -416,7 +416,8 @@ class TypeChecker:
             method = node.shown or "filter(...)"
             msg = (
                 f"`{node!r}`: `{method}` inside an expression would change the number of "
-                f"rows; use it as the input of a reduction (`x.{method}.sum()`) or "
+                f"rows; use it as an output of `select` (outputs of one filter together), "
+                f"as the input of a reduction (`x.{method}.sum()`), or "
                 + ("filter the frame with `.filter(...)`" if not node.shown else
                    f"take the frame's rows with `.{method}` on it (polars' `DataFrame` has it)")
             )

@@ -91,6 +91,7 @@ from colbridge.plan.planner import (
     type_segment,
     unknown_column,
 )
+from colbridge.plan.row_changing import filter_changing_rows
 from colbridge.plan.typecheck import ColumnType
 from colbridge.runtime.tables import (
     TableBuilder,
@@ -464,9 +465,10 @@ def prepare(steps: tuple[Step, ...], names: Iterable[str]) -> PreparedPlan:
         if hit is not None:
             _PREPARED.move_to_end(key)
             return hit
-    _room_to_nest(steps)
-    specs = plan_segments(steps, names)
-    prepared = PreparedPlan(steps, names, specs, _typed_inputs(specs, names))
+    planned = filter_changing_rows(steps, names)  # `select(x.head(3))`: a filter of the frame
+    _room_to_nest(planned)
+    specs = plan_segments(planned, names)
+    prepared = PreparedPlan(planned, names, specs, _typed_inputs(specs, names))
     with _LOCK:
         _PREPARED[key] = prepared
         while len(_PREPARED) > _CACHE_MAX:

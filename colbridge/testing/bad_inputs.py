@@ -616,7 +616,12 @@ CASES: list[BadInput] = [
     BadInput("head-outside-a-reduction", "shapes", "`qty.head(3)` as a column (not reduced)",
              F, _m(lambda q: q.with_columns(h=cb.col("qty").head(3))), E.SchemaError,
              r"`head\(3\)` inside an expression would change the number of rows",
-             r"use it as the input of a reduction \(`x\.head\(3\)\.sum\(\)`\)"),
+             r"as the input of a reduction \(`x\.head\(3\)\.sum\(\)`\)"),
+    BadInput("select-two-filters", "shapes", "`select(qty.drop_nulls(), price.drop_nulls())`: "
+             "outputs of two filters", F,
+             _m(lambda q: q.select(cb.col("qty").drop_nulls(), cb.col("price").drop_nulls())),
+             E.ShapeError, r"`select` outputs filtered by different predicates",
+             r"filter the frame with `\.filter\(\.\.\.\)` first"),
     BadInput("sort-by-flags", "ordered", "`sort_by('qty', 'price', descending=[True])`: one "
              "flag for two keys", F,
              _m(lambda q: q.with_columns(s=cb.col("name").sort_by("qty", "price",

@@ -127,7 +127,8 @@ def test_every_frame_kind_the_string_language_and_the_cuda_code_path() -> None:
 @pytest.mark.parametrize(("build", "error", "match"), [
     (lambda: cb.col("x").head(3), SchemaError,
      r'`col\("x"\)\.head\(3\)`: `head\(3\)` inside' r" an expression would change the number of "
-     r"rows; use it as the input of a reduction \(`x\.head\(3\)\.sum\(\)`\)"),
+     r"rows; use it as an output of `select` \(outputs of one filter together\), as the "
+     r"input of a reduction \(`x\.head\(3\)\.sum\(\)`\)"),
     (lambda: cb.col("x").slice(-2) * 2, SchemaError, r"`slice\(-2, None\)` inside an expression"),
     (lambda: cb.col("x").head(-2).sum(), SchemaError, r"`head\(n=-2\)`: `n` must be >= 0"),
     (lambda: cb.col("x").gather_every(0).sum(), InvalidOperationError, r"`n` is at least 1"),
@@ -135,5 +136,5 @@ def test_every_frame_kind_the_string_language_and_the_cuda_code_path() -> None:
 ])  # fmt: skip
 def test_refusals_name_the_method(build: Any, error: type, match: str) -> None:
     frame = pl.DataFrame({"x": [1.0, 2.0, 3.0]})
-    with pytest.raises(error, match=match):
-        frame.gpu.select(build()).compute()
+    with pytest.raises(error, match=match):  # a column of the frame's rows: refused
+        frame.gpu.with_columns(y=build()).compute()
