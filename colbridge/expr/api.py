@@ -2032,6 +2032,36 @@ class Expr:
         """The last value (null when it is null or there are no rows)."""
         return self._agg("last")
 
+    def get(self, index: int, *, null_on_oob: builtins.bool = False) -> Expr:
+        """The value at position ``index`` (negative: from the end), nulls counted: one value.
+
+        Of the whole column, of each group in ``group_by(...).agg`` and of each window of
+        ``over``. A position past either end is an error naming the expression, as in
+        polars, unless ``null_on_oob`` (then null). ``index`` is a whole number, not an
+        expression.
+
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"g": [1, 1, 2], "x": [None, 2.0, 3.0]})
+        >>> df.gpu.group_by("g").agg(cb.col("x").get(-1)).compute()["x"].to_list()
+        [2.0, 3.0]
+        """
+        if isinstance(index, Expr):
+            msg = ("`get(index)`: colbridge takes a whole number as `index`, not an "
+                   "expression; compute `x.gather(...)` in polars")  # fmt: skip
+            raise UnsupportedOperationError(msg)
+        position = _count_param(index, "get", "index", signed=True)
+        _flag(null_on_oob, "get", "null_on_oob")
+        value = self._rows("get", (position,), position, 1).first()
+        if null_on_oob:
+            return value
+        count = self.len()
+        inside = count > position if position >= 0 else count >= -position
+        message = (f"`{self.node!r}.get({position})`: the index is out of bounds (a column or "
+                   "group with fewer rows); pass `null_on_oob=True` for a null there")  # fmt: skip
+        checked = Expr(Function("in_bounds", (inside.node,), (message,)))
+        return when(checked).then(value).otherwise(None)
+
     def n_unique(self) -> Expr:
         """Number of distinct values; null counts as one value, as in polars."""
         return self._agg("n_unique")

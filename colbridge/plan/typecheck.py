@@ -1143,6 +1143,9 @@ class TypeChecker:
             if dtype == DType.INT64:
                 return first
             return self._record(Cast(first, dtype, strict=True), dtype)  # as polars: strictly
+        if node.name == "in_bounds":  # `get`'s position within the rows, or an error
+            inside = self._check(node.args[0])
+            return self._record(Check(inside, inside, node.options[0]), DType.BOOL)
         if node.name == "clip":
             return self._clip_expr(node)
         if node.name == "is_in":
