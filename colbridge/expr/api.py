@@ -2265,6 +2265,25 @@ class Expr:
         _flag(maintain_order, "unique", "maintain_order")
         return Expr(Filtered(self.node, self.is_first_distinct().node, "unique()"))
 
+    def mode(self, *, maintain_order: builtins.bool = False) -> Expr:
+        """The most frequent values (a null counts as one): a reduction's input, `select` output.
+
+        Per group in ``agg`` and ``over``. Values are told apart as in `unique`, and
+        come in the order they first appear (the order ``maintain_order=True`` gives;
+        without it polars allows any). ``x.mode().first()`` depends on that order where
+        several values are as frequent; ``x.mode().min()`` does not.
+
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"x": [3, 1, 1, 3, 2, None]})
+        >>> df.gpu.select(cb.col("x").mode()).compute()["x"].to_list()
+        [3, 1]
+        """
+        _flag(maintain_order, "mode", "maintain_order")
+        count = len().over(self)  # the rows of each row's value
+        keep = self.is_first_distinct() & (count == count.max())
+        return Expr(Filtered(self.node, keep.node, "mode()"))
+
     def top_k(self, k: int = 5) -> Expr:
         """The ``k`` largest values: a reduction's input (``x.top_k(3).mean()``), `select`'s output.
 

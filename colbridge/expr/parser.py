@@ -109,7 +109,7 @@ _UNARY = (
     "is_null", "is_not_null", "is_nan", "is_not_nan", "is_finite", "is_infinite", "sum", "mean",
     "min", "max", "count", "null_count", "first", "last", "n_unique", "median", "neg", "not_",
     "product", "arg_min", "arg_max", "has_nulls", "is_empty", "nan_max", "nan_min",
-    "drop_nulls", "drop_nans", "unique",
+    "drop_nulls", "drop_nans", "unique", "mode",
     "is_duplicated", "is_unique", "is_first_distinct", "is_last_distinct", "rle_id",
 )  # fmt: skip
 _OPERATORS = (

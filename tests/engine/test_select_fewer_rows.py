@@ -1,7 +1,7 @@
 """``select`` outputs with fewer rows than the frame, against polars.
 
 ``x.filter(p)``, ``head``, ``tail``, ``slice``, ``gather_every``, ``drop_nulls``,
-``unique``, ``top_k``, ``bottom_k`` as outputs of ``select``, with expressions of
+``unique``, ``mode``, ``top_k``, ``bottom_k`` as outputs of ``select``, with expressions of
 them (arithmetic, ordered operations over the kept rows) and one-value outputs
 broadcast beside them (reductions of the whole frame, literals). Planned as a filter
 of the frame (`colbridge.plan.row_changing`). Generated frames with nulls, NaN,
@@ -64,6 +64,9 @@ CASES: dict[str, Any] = {
     "drop_nulls": lambda m, k, j: [m.col("i").drop_nulls(), m.col("i").drop_nulls().alias("y")],
     "unique": lambda m, k, j: [m.col("i").unique(maintain_order=True)],
     "unique strings": lambda m, k, j: [m.col("s").unique(maintain_order=True)],
+    "mode": lambda m, k, j: [m.col("x").mode(maintain_order=True)],
+    "mode of strings": lambda m, k, j: [m.col("s").mode(maintain_order=True),
+                                       m.col("i").n_unique().alias("n")],
     "arithmetic": lambda m, k, j: [(m.col("x").head(k) * 2 + m.col("i").head(k)).alias("y"),
                                   m.col("x").head(k).is_nan().alias("nan")],
     "with reductions": lambda m, k, j: [

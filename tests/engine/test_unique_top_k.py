@@ -1,4 +1,4 @@
-"""``unique``, ``top_k`` and ``bottom_k`` as the inputs of reductions, against polars.
+"""``unique``, ``mode``, ``top_k`` and ``bottom_k`` as the inputs of reductions, against polars.
 
 Each changes the number of rows, so (as ``filter`` and ``head``) it is taken as the
 input of a reduction, whole-column, per group in ``group_by(...).agg`` and per window
@@ -60,6 +60,34 @@ def test_equal_polars(xs: list[float | None], ints: list[int | None], keys: list
 
     def steps(m: Any, f: Any) -> Any:
         reduced = _reduced(m, column, k)
+        if context == "select":
+            return f.select(reduced)
+        if context == "agg":
+            return f.group_by("g", maintain_order=True).agg(reduced)
+        return f.select([e.over("g") for e in reduced])
+
+    assert_same_as_polars(table, steps)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(xs=st.lists(FLOATS, max_size=25),
+       ints=st.lists(st.one_of(st.none(), st.integers(-3, 3)), min_size=25, max_size=25),
+       keys=st.lists(st.sampled_from(["a", "b", "c"]), min_size=25, max_size=25),
+       column=st.sampled_from(["x", "i", "s"]),
+       context=st.sampled_from(["select", "agg", "over", "values"]))  # fmt: skip
+def test_mode_equal_polars(xs: list[float | None], ints: list[int | None], keys: list[str],
+                           column: str, context: str) -> None:  # fmt: skip
+    """The most frequent values (a null one of them): reduced, per group, and as values in
+    the order they first appear (polars' ``maintain_order=True``). A query of its own: with
+    the others it nests deep enough for the planner to raise the recursion limit."""
+    table = _table(xs, ints, keys)
+
+    def steps(m: Any, f: Any) -> Any:
+        x = m.col(column)
+        if context == "values":
+            return f.select(x.mode(maintain_order=True))
+        reduced = [x.mode().min().alias("mmin"), x.mode().max().alias("mmax"),
+                   x.mode().len().alias("ml"), x.mode().null_count().alias("mn")]  # fmt: skip
         if context == "select":
             return f.select(reduced)
         if context == "agg":
