@@ -96,10 +96,16 @@ def test_a_nan_wins_and_keeps_its_type() -> None:
     assert got["m"].to_list() == [1.0, 5.0]  # `max` leaves the NaN out
 
 
-def test_a_drop_changes_the_length_only_inside_a_reduction() -> None:
-    table = pa.table({"x": [1.0, None, 3.0]})
+def test_a_drop_changes_the_length_in_select_and_is_refused_as_a_column() -> None:
+    table = pa.table({"x": [1.0, None, math.nan, 3.0]})
+    got = cb.lazy(table).select(a=cb.col("x").drop_nulls(), n=cb.col("x").len()).compute()
+    assert got.column("a").to_pylist()[::2] == [1.0, 3.0]
+    assert math.isnan(got["a"][1].as_py())
+    assert got.column("n").to_pylist() == [4, 4, 4]
+    assert cb.lazy(table).select(cb.col("x").drop_nans()).compute().column("x").to_pylist() \
+        == [1.0, None, 3.0]  # fmt: skip
     with pytest.raises(SchemaError, match=r"filter"):
-        cb.lazy(table).select(cb.col("x").drop_nulls()).compute()
+        cb.lazy(table).with_columns(y=cb.col("x").drop_nulls()).compute()
 
 
 def test_the_string_language() -> None:
