@@ -20,6 +20,7 @@ import pyarrow as pa
 from colbridge.columns.frames import FrameAdapter, adapt_frame
 from colbridge.errors import (
     ColbridgeError,
+    ColumnNotFoundError,
     DuplicateColumnError,
     InvalidOperationError,
     SchemaError,
@@ -215,6 +216,152 @@ class LazyFrame:
         for p in flat[1:]:
             node = Binary("and", node, expand_one(as_expr(p).node, self._names, "filter"))
         return self._then(Step("filter", (("", node),)))
+
+    # -- the frame's rows and columns (polars' LazyFrame methods) ---------------
+    # each is written with the steps above: rows by position are `select` outputs with
+    # fewer rows (one filter of the frame, `colbridge.plan.row_changing`)
+
+    def head(self, n: int = 5) -> LazyFrame:
+        """The first ``n`` rows (polars' ``head``; ``limit`` is the same).
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "z"]})
+        >>> df.gpu.with_columns(c=cb.col("a") * 2).head(2).compute().rows()
+        [(1, 'x', 2), (2, 'y', 4)]
+        """
+        return self._each_column(lambda c: c.head(n))
+
+    def limit(self, n: int = 5) -> LazyFrame:
+        """The first ``n`` rows: `head`."""
+        return self.head(n)
+
+    def tail(self, n: int = 5) -> LazyFrame:
+        """The last ``n`` rows (polars' ``tail``)."""
+        return self._each_column(lambda c: c.tail(n))
+
+    def slice(self, offset: int, length: int | None = None) -> LazyFrame:
+        """``length`` rows from ``offset`` (negative: from the end; None: to the end)."""
+        return self._each_column(lambda c: c.slice(offset, length))
+
+    def gather_every(self, n: int, offset: int = 0) -> LazyFrame:
+        """Every ``n``-th row from position ``offset`` (polars' ``gather_every``)."""
+        return self._each_column(lambda c: c.gather_every(n, offset))
+
+    def _each_column(self, rows: Callable[[Expr], Expr]) -> LazyFrame:
+        return self.select(*[rows(col(name)) for name in self._names()])
+
+    def drop_nulls(self, subset: str | Sequence[str] | None = None) -> LazyFrame:
+        """The rows with no null in ``subset`` (every column when None), as polars.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"a": [1, None, 3], "b": [None, 2.0, 3.0]})
+        >>> df.gpu.lazy().drop_nulls("a").compute()["a"].to_list()
+        [1, 3]
+        """
+        names = self._subset(subset, "drop_nulls")
+        if not names:
+            return self
+        return self.filter(*[col(name).is_not_null() for name in names])
+
+    def unique(self, subset: str | Sequence[str] | None = None, *, keep: str = "any",
+               maintain_order: bool = False) -> LazyFrame:  # fmt: skip
+        """One row per distinct value of ``subset`` (every column when None), as polars.
+
+        ``keep``: ``"first"`` or ``"any"`` (the first row of each), ``"last"``, or
+        ``"none"`` (only values held by one row). Rows come in frame order, which
+        ``maintain_order=True`` asks for and polars allows without it. Values are told
+        apart as in `group_by` (a null one value, NaN one value).
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"a": [1, 1, 2], "b": [5, 6, 7]})
+        >>> df.gpu.lazy().unique("a", keep="last").compute().rows()
+        [(1, 6), (2, 7)]
+        """
+        if keep not in ("first", "last", "any", "none"):
+            msg = (f"`unique(keep={keep!r})`: `keep` is 'first', 'last', 'any' or 'none', "
+                   "as in polars")  # fmt: skip
+            raise InvalidOperationError(msg)
+        if not isinstance(maintain_order, bool):
+            msg = f"`unique(maintain_order={maintain_order!r})`: a bool"
+            raise SchemaError(msg)
+        keys = self._subset(subset, "unique")
+        if not keys:
+            return self
+        count = rows_of_frame().over(*keys)
+        if keep == "none":
+            return self.filter(count == 1)
+        position = int_range(rows_of_frame()).over(*keys)  # the row's place among its own
+        return self.filter(position == (count - 1 if keep == "last" else 0))
+
+    def sort(self, by: Any, *more_by: Any, descending: bool | Sequence[bool] = False,
+             nulls_last: bool | Sequence[bool] = False, maintain_order: bool = False,
+             multithreaded: bool = True) -> LazyFrame:  # fmt: skip
+        """The rows sorted by ``by`` (names or expressions), as polars' ``sort``.
+
+        ``descending`` and ``nulls_last``: one flag, or one per key. Rows of equal
+        keys keep their frame order (what ``maintain_order=True`` asks for).
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"a": [2, None, 1], "b": ["x", "y", "z"]})
+        >>> df.gpu.lazy().sort("a", nulls_last=True).compute()["b"].to_list()
+        ['z', 'x', 'y']
+        """
+        keys = [*(by if isinstance(by, (list, tuple)) else [by]), *more_by]
+        return self._each_column(lambda c: c.sort_by(
+            *keys, descending=descending, nulls_last=nulls_last,
+            maintain_order=maintain_order, multithreaded=multithreaded))  # fmt: skip
+
+    def drop(self, *columns: str | Sequence[str], strict: bool = True) -> LazyFrame:
+        """The frame without ``columns`` (one not there is an error when ``strict``)."""
+        names = self._names()
+        dropped = [c for group in columns for c in ([group] if isinstance(group, str) else group)]
+        if strict:
+            self._subset(dropped, "drop")
+        return self.select(*[name for name in names if name not in set(dropped)])
+
+    def rename(self, mapping: Mapping[str, str] | Callable[[str], str], *,
+               strict: bool = True) -> LazyFrame:  # fmt: skip
+        """Columns renamed by ``mapping`` (old name to new, or a function of the name).
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"a": [1], "b": [2]})
+        >>> df.gpu.lazy().rename({"a": "x"}).compute().columns
+        ['x', 'b']
+        """
+        names = self._names()
+        if callable(mapping):
+            new = {name: mapping(name) for name in names}
+        else:
+            if strict:
+                self._subset(list(mapping), "rename")
+            new = {name: mapping.get(name, name) for name in names}
+        return self.select(*[col(name).alias(new[name]) for name in names])
+
+    def _subset(self, subset: str | Sequence[str] | None, method: str) -> list[str]:
+        """The columns ``subset`` names (all when None), each checked to be in the frame."""
+        names = self._names()
+        if subset is None:
+            return names
+        wanted = [subset] if isinstance(subset, str) else list(subset)
+        for name in wanted:
+            if not isinstance(name, str):
+                msg = f"`{method}`: columns are named by strings, got {name!r}"
+                raise SchemaError(msg)
+            if name not in names:
+                msg = f"`{method}`: {ColumnNotFoundError.from_missing(name, names)}"
+                raise ColumnNotFoundError(msg)
+        return wanted
 
     def group_by(self, *keys: Any, maintain_order: bool = True, **named_keys: Any) -> GroupBy:
         """Group the rows by ``keys``; `GroupBy.agg` gives one row per group.

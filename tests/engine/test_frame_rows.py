@@ -1,0 +1,121 @@
+"""The frame's rows and columns as polars' LazyFrame takes them, against polars.
+
+``head``, ``limit``, ``tail``, ``slice``, ``gather_every``, ``drop_nulls``, ``unique``
+(every ``keep``), ``sort`` (flags per key), ``drop`` and ``rename``, after other steps
+and before them; generated frames with nulls, NaN and both zeros, strings, sliced and
+chunked columns, every frame kind, empty frames; names that are not there refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import colbridge as cb
+from colbridge.errors import ColumnNotFoundError, InvalidOperationError
+from colbridge.testing.asserts import assert_same_as_polars
+
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def tables(draw: st.DrawFn) -> pa.Table:
+    n = draw(st.integers(0, 25))
+    offset = draw(st.sampled_from([0, 3]))
+    size = n + offset
+    floats = st.one_of(st.none(), st.sampled_from([1.0, -0.0, 0.0, float("nan"), 2.5]))
+    table = pa.table({
+        "x": pa.array(draw(st.lists(floats, min_size=size, max_size=size)), pa.float64()),
+        "i": pa.array(draw(st.lists(st.one_of(st.none(), st.integers(0, 3)), min_size=size,
+                                    max_size=size)), pa.int64()),
+        "s": pa.array(draw(st.lists(st.one_of(st.none(), st.sampled_from(["a", "b"])),
+                                    min_size=size, max_size=size)), pa.string()),
+    }).slice(offset, n)  # fmt: skip
+    if n > 2 and draw(st.booleans()):
+        cut = draw(st.integers(1, n - 1))
+        table = pa.concat_tables([table.slice(0, cut), table.slice(cut)])
+    return table
+
+
+#: each: the method applied to a LazyFrame of either library (``k``, ``j``: drawn numbers)
+CASES: dict[str, Any] = {
+    "head": lambda q, k, j: q.head(k),
+    "limit": lambda q, k, j: q.limit(k),
+    "tail": lambda q, k, j: q.tail(k),
+    "slice": lambda q, k, j: q.slice(j, k),
+    "slice to the end": lambda q, k, j: q.slice(j),
+    "gather_every": lambda q, k, j: q.gather_every(k + 1, abs(j)),
+    "drop_nulls": lambda q, k, j: q.drop_nulls(),
+    "drop_nulls of one": lambda q, k, j: q.drop_nulls(["i"]),
+    "unique": lambda q, k, j: q.unique(maintain_order=True),
+    "unique first": lambda q, k, j: q.unique(["i", "s"], keep="first", maintain_order=True),
+    "unique last": lambda q, k, j: q.unique("x", keep="last", maintain_order=True),
+    "unique none": lambda q, k, j: q.unique("i", keep="none", maintain_order=True),
+    "sort": lambda q, k, j: q.sort("i", maintain_order=True),
+    "sort by two": lambda q, k, j: q.sort(["s", "x"], descending=[True, False],
+                                          nulls_last=[False, True], maintain_order=True),
+    "sort descending, nulls last": lambda q, k, j: q.sort("x", descending=True,
+                                                          nulls_last=True, maintain_order=True),
+    "drop": lambda q, k, j: q.drop("x"),
+    "rename": lambda q, k, j: q.rename({"x": "y", "s": "t"}),
+    "rename by a function": lambda q, k, j: q.rename(str.upper),
+}
+
+
+@SETTINGS
+@given(table=tables(), case=st.sampled_from(sorted(CASES)), k=st.integers(0, 8),
+       j=st.integers(-5, 5), after=st.booleans())  # fmt: skip
+def test_equal_polars(table: pa.Table, case: str, k: int, j: int, after: bool) -> None:
+    """``after``: the method follows a step of new columns (and a filter) of both libraries."""
+
+    def steps(m: Any, q: Any) -> Any:
+        if after:
+            q = q.with_columns(z=m.col("i") * 2).filter(m.col("i") != 1)
+        return CASES[case](q, k, j)
+
+    assert_same_as_polars(table, steps)
+
+
+FIXED = pa.concat_tables([
+    pa.table({"x": [1.0, None, -0.0, float("nan"), 0.0, 2.5, None],
+              "i": [3, 1, None, 3, 0, None, 1], "s": ["b", None, "a", "b", "a", None, "a"]}),
+    pa.table({"x": pa.array([float("nan"), 1.0], pa.float64()), "i": [2, 3],
+              "s": ["a", "b"]}),
+])  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_method_on_a_frame_of_two_chunks(case: str) -> None:
+    """Every method once, whatever the drawn examples reach: nulls, NaN, both zeros."""
+    assert_same_as_polars(FIXED, lambda m, q: CASES[case](q, 3, -4))
+
+
+def test_then_more_steps() -> None:
+    """Steps after a head see its rows only (a reduction over them too)."""
+    df = pl.DataFrame({"a": [4, 1, 3, 2, 5], "g": ["x", "y", "x", "y", "x"]})
+
+    def steps(m: Any, q: Any) -> Any:
+        return (q.sort("a").head(4).with_columns(total=m.col("a").sum())
+                .unique("g", keep="last", maintain_order=True))  # fmt: skip
+
+    assert steps(cb, df.gpu.lazy()).compute().equals(steps(pl, df.lazy()).collect())
+
+
+def test_bad_names_and_options_are_refused() -> None:
+    q = pl.DataFrame({"a": [1], "b": [2]}).gpu.lazy()
+    with pytest.raises(ColumnNotFoundError, match=r"`drop`: column `c` not found"):
+        q.drop("c")
+    assert q.drop("c", strict=False).compute().columns == ["a", "b"]
+    with pytest.raises(ColumnNotFoundError, match=r"`rename`: column `c` not found"):
+        q.rename({"c": "d"})
+    with pytest.raises(ColumnNotFoundError, match=r"`unique`"):
+        q.unique("c")
+    with pytest.raises(InvalidOperationError, match=r"'first', 'last', 'any' or 'none'"):
+        q.unique(keep="middle")
+    with pytest.raises(cb.DuplicateColumnError):
+        q.rename({"a": "b"}).compute()
