@@ -322,11 +322,11 @@ class LazyFrame:
 
     def drop(self, *columns: str | Sequence[str], strict: bool = True) -> LazyFrame:
         """The frame without ``columns`` (one not there is an error when ``strict``)."""
-        names = self._names()
         dropped = [c for group in columns for c in ([group] if isinstance(group, str) else group)]
         if strict:
             self._subset(dropped, "drop")
-        return self.select(*[name for name in names if name not in set(dropped)])
+        gone = set(dropped)
+        return self.select(*[name for name in self._names() if name not in gone])
 
     def rename(self, mapping: Mapping[str, str] | Callable[[str], str], *,
                strict: bool = True) -> LazyFrame:  # fmt: skip

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NoReturn
 
 from colbridge.errors import ShapeError, UnsupportedOperationError
 from colbridge.expr.nodes import (
@@ -55,13 +56,14 @@ from colbridge.expr.nodes import (
     children,
     reconstruct,
     transform,
+    walk,
 )
 from colbridge.plan.logical import Step, names_after
 
 __all__ = ["filter_changing_rows"]
 
-#: nodes whose value on a row is a function of their arguments' values on that row (of
-#: single values only, a single value)
+#: nodes whose value on a row is a function of their arguments' values on that row: of
+#: single values only, a single value
 _ROW_WISE = (Alias, Binary, Unary, Cast, When, Coalesce, FillNan, Clip, Round, Function, Call)
 #: functions that are not: the frame's rows, a set of values, neighbours
 _NOT_ROW_WISE = frozenset({"is_in", "int_range", "entropy_values", "peak_values",
@@ -93,13 +95,12 @@ def filter_changing_rows(steps: tuple[Step, ...], names: Sequence[str]) -> tuple
     """
     out: list[Step] = []
     for index, step in enumerate(steps):
-        if step.kind != "select":
-            out.append(step)
-            continue
-        rewritten = _as_filter(step, names_after(steps[:index], names))
+        filtered = step.kind == "select" and any(
+            isinstance(n, Filtered) for _, node in step.items for n in walk(node))  # fmt: skip
+        rewritten = _as_filter(step, names_after(steps[:index], names)) if filtered else None
         out.extend(rewritten if rewritten is not None else (step,))
-    return tuple(out) if len(out) != len(steps) or any(
-        a is not b for a, b in zip(out, steps, strict=True)) else steps  # fmt: skip
+    changed = len(out) != len(steps) or any(a is not b for a, b in zip(out, steps, strict=True))
+    return tuple(out) if changed else steps
 
 
 def _as_filter(step: Step, names: list[str]) -> tuple[Step, Step, Step] | None:
@@ -213,7 +214,7 @@ def _rows_of(node: Node, memo: dict[Node, str | _Kept]) -> str | _Kept:
     return kept[0]
 
 
-def _refuse(node: Node, what: str) -> None:
+def _refuse(node: Node, what: str) -> NoReturn:
     msg = (f"`{node!r}`: {what} as an output of `select` is not supported; filter the "
            "frame with `.filter(...)` first, or use it as the input of a reduction")  # fmt: skip
     raise UnsupportedOperationError(msg)

@@ -465,8 +465,8 @@ def prepare(steps: tuple[Step, ...], names: Iterable[str]) -> PreparedPlan:
         if hit is not None:
             _PREPARED.move_to_end(key)
             return hit
+    _room_to_nest(steps)
     planned = filter_changing_rows(steps, names)  # `select(x.head(3))`: a filter of the frame
-    _room_to_nest(planned)
     specs = plan_segments(planned, names)
     prepared = PreparedPlan(planned, names, specs, _typed_inputs(specs, names))
     with _LOCK:
