@@ -618,6 +618,64 @@ class GroupBy:
         items = _named(exprs, named, available, self._frame._names)
         return self._frame._then(Step("group_by", items, self._keys))
 
+    # -- polars' shorthands: one reduction of every column but the keys -------------
+
+    def len(self, name: str | None = None) -> LazyFrame:
+        """Each group's rows, in a column ``name`` (``"len"`` when None), as polars.
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"g": ["a", "b", "a"], "x": [1, 2, 3]})
+        >>> df.gpu.group_by("g").len().compute().rows()
+        [('a', 2), ('b', 1)]
+        """
+        from colbridge.expr.api import len as rows
+
+        return self.agg(rows().alias("len" if name is None else name))
+
+    def sum(self) -> LazyFrame:
+        """Every other column's sum per group: ``agg(cb.all().sum())``."""
+        return self._each("sum")
+
+    def mean(self) -> LazyFrame:
+        """Every other column's mean per group."""
+        return self._each("mean")
+
+    def median(self) -> LazyFrame:
+        """Every other column's median per group."""
+        return self._each("median")
+
+    def min(self) -> LazyFrame:
+        """Every other column's smallest value per group."""
+        return self._each("min")
+
+    def max(self) -> LazyFrame:
+        """Every other column's largest value per group."""
+        return self._each("max")
+
+    def n_unique(self) -> LazyFrame:
+        """Every other column's count of distinct values per group (a null is one)."""
+        return self._each("n_unique")
+
+    def first(self, *, ignore_nulls: bool = False) -> LazyFrame:
+        """Every other column's first value per group (non-null with ``ignore_nulls``)."""
+        return self._each("first", ignore_nulls=ignore_nulls)
+
+    def last(self, *, ignore_nulls: bool = False) -> LazyFrame:
+        """Every other column's last value per group (non-null with ``ignore_nulls``)."""
+        return self._each("last", ignore_nulls=ignore_nulls)
+
+    def quantile(self, quantile: float, interpolation: str = "nearest") -> LazyFrame:
+        """Every other column's quantile per group (see `Expr.quantile`)."""
+        from colbridge.expr.selectors import all as every
+
+        return self.agg(every().quantile(quantile, interpolation))
+
+    def _each(self, method: str, *, ignore_nulls: bool = False) -> LazyFrame:
+        from colbridge.expr.selectors import all as every
+
+        columns = every().drop_nulls() if ignore_nulls else every()
+        return self.agg(getattr(columns, method)())
+
     def __repr__(self) -> str:
         keys = ", ".join(f"{node!r}" for _, node in self._keys)
         return f"<colbridge.GroupBy by {keys} over {self._frame!r}>"
