@@ -417,10 +417,12 @@ class TypeChecker:
             msg = (
                 f"`{node!r}`: `{method}` inside an expression would change the number of "
                 f"rows; use it as an output of `select` (outputs of one filter together), "
-                f"as the input of a reduction (`x.{method}.sum()`), or "
-                + ("filter the frame with `.filter(...)`" if not node.shown else
-                   f"take the frame's rows with `.{method}` on it (polars' `DataFrame` has it)")
+                f"as the input of a reduction (`x.{method}.sum()`)"
             )
+            if not node.shown:
+                msg += ", or filter the frame with `.filter(...)`"
+            elif method.split("(")[0] in ("head", "tail", "slice", "gather_every", "unique"):
+                msg += f", or take the frame's rows with `.{method}` on the lazy frame"
             raise SchemaError(msg)
         if isinstance(node, Constant):
             return self._lt.constant(node)
