@@ -235,19 +235,40 @@ class LazyFrame:
         return self._each_column(lambda c: c.head(n))
 
     def limit(self, n: int = 5) -> LazyFrame:
-        """The first ``n`` rows: `head`."""
+        """The first ``n`` rows: `head`.
+
+        >>> import polars as pl
+        >>> pl.DataFrame({"a": [1, 2, 3]}).gpu.lazy().limit(1).compute()["a"].to_list()
+        [1]
+        """
         return self.head(n)
 
     def tail(self, n: int = 5) -> LazyFrame:
-        """The last ``n`` rows (polars' ``tail``)."""
+        """The last ``n`` rows (polars' ``tail``).
+
+        >>> import polars as pl
+        >>> pl.DataFrame({"a": [1, 2, 3]}).gpu.lazy().tail(2).compute()["a"].to_list()
+        [2, 3]
+        """
         return self._each_column(lambda c: c.tail(n))
 
     def slice(self, offset: int, length: int | None = None) -> LazyFrame:
-        """``length`` rows from ``offset`` (negative: from the end; None: to the end)."""
+        """``length`` rows from ``offset`` (negative: from the end; None: to the end).
+
+        >>> import polars as pl
+        >>> pl.DataFrame({"a": [1, 2, 3, 4]}).gpu.lazy().slice(-3, 2).compute()["a"].to_list()
+        [2, 3]
+        """
         return self._each_column(lambda c: c.slice(offset, length))
 
     def gather_every(self, n: int, offset: int = 0) -> LazyFrame:
-        """Every ``n``-th row from position ``offset`` (polars' ``gather_every``)."""
+        """Every ``n``-th row from position ``offset`` (polars' ``gather_every``).
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"a": [1, 2, 3, 4, 5]})
+        >>> df.gpu.lazy().gather_every(2, 1).compute()["a"].to_list()
+        [2, 4]
+        """
         return self._each_column(lambda c: c.gather_every(n, offset))
 
     def _each_column(self, rows: Callable[[Expr], Expr]) -> LazyFrame:
@@ -321,7 +342,12 @@ class LazyFrame:
             maintain_order=maintain_order, multithreaded=multithreaded))  # fmt: skip
 
     def drop(self, *columns: str | Sequence[str], strict: bool = True) -> LazyFrame:
-        """The frame without ``columns`` (one not there is an error when ``strict``)."""
+        """The frame without ``columns`` (one not there is an error when ``strict``).
+
+        >>> import polars as pl
+        >>> pl.DataFrame({"a": [1], "b": [2]}).gpu.lazy().drop("a").compute().columns
+        ['b']
+        """
         dropped = [c for group in columns for c in ([group] if isinstance(group, str) else group)]
         if strict:
             self._subset(dropped, "drop")
@@ -633,39 +659,93 @@ class GroupBy:
         return self.agg(rows().alias("len" if name is None else name))
 
     def sum(self) -> LazyFrame:
-        """Every other column's sum per group: ``agg(cb.all().sum())``."""
+        """Every other column's sum per group: ``agg(cb.all().sum())``.
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"g": [1, 2, 1], "x": [1, 5, 3]})
+        >>> df.gpu.group_by("g").sum().compute().rows()
+        [(1, 4), (2, 5)]
+        """
         return self._each("sum")
 
     def mean(self) -> LazyFrame:
-        """Every other column's mean per group."""
+        """Every other column's mean per group.
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"g": [1, 2, 1], "x": [1, 5, 3]})
+        >>> df.gpu.group_by("g").mean().compute().rows()
+        [(1, 2.0), (2, 5.0)]
+        """
         return self._each("mean")
 
     def median(self) -> LazyFrame:
-        """Every other column's median per group."""
+        """Every other column's median per group.
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"g": [1, 2, 1], "x": [1, 5, 3]})
+        >>> df.gpu.group_by("g").median().compute().rows()
+        [(1, 2.0), (2, 5.0)]
+        """
         return self._each("median")
 
     def min(self) -> LazyFrame:
-        """Every other column's smallest value per group."""
+        """Every other column's smallest value per group.
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"g": [1, 2, 1], "x": [1, 5, 3]})
+        >>> df.gpu.group_by("g").min().compute().rows()
+        [(1, 1), (2, 5)]
+        """
         return self._each("min")
 
     def max(self) -> LazyFrame:
-        """Every other column's largest value per group."""
+        """Every other column's largest value per group.
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"g": [1, 2, 1], "x": [1, 5, 3]})
+        >>> df.gpu.group_by("g").max().compute().rows()
+        [(1, 3), (2, 5)]
+        """
         return self._each("max")
 
     def n_unique(self) -> LazyFrame:
-        """Every other column's count of distinct values per group (a null is one)."""
+        """Every other column's count of distinct values per group (a null is one).
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"g": [1, 2, 1], "x": [1, 5, 3]})
+        >>> df.gpu.group_by("g").n_unique().compute().rows()
+        [(1, 2), (2, 1)]
+        """
         return self._each("n_unique")
 
     def first(self, *, ignore_nulls: bool = False) -> LazyFrame:
-        """Every other column's first value per group (non-null with ``ignore_nulls``)."""
+        """Every other column's first value per group (non-null with ``ignore_nulls``).
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"g": [1, 2, 1], "x": [1, 5, 3]})
+        >>> df.gpu.group_by("g").first().compute().rows()
+        [(1, 1), (2, 5)]
+        """
         return self._each("first", ignore_nulls=ignore_nulls)
 
     def last(self, *, ignore_nulls: bool = False) -> LazyFrame:
-        """Every other column's last value per group (non-null with ``ignore_nulls``)."""
+        """Every other column's last value per group (non-null with ``ignore_nulls``).
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"g": [1, 2, 1], "x": [1, 5, 3]})
+        >>> df.gpu.group_by("g").last().compute().rows()
+        [(1, 3), (2, 5)]
+        """
         return self._each("last", ignore_nulls=ignore_nulls)
 
     def quantile(self, quantile: float, interpolation: str = "nearest") -> LazyFrame:
-        """Every other column's quantile per group (see `Expr.quantile`)."""
+        """Every other column's quantile per group (see `Expr.quantile`).
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"g": [1, 2, 1], "x": [1.0, 5.0, 3.0]})
+        >>> df.gpu.group_by("g").quantile(0.5, "linear").compute().rows()
+        [(1, 2.0), (2, 5.0)]
+        """
         from colbridge.expr.selectors import all as every
 
         return self.agg(every().quantile(quantile, interpolation))
