@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 import colbridge as cb
 from colbridge.errors import ColumnNotFoundError, InvalidOperationError
 from colbridge.testing.asserts import assert_same_as_polars
+from tests.ordered.ordered_data import cut_table
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -35,11 +36,8 @@ def tables(draw: st.DrawFn) -> pa.Table:
                                     max_size=size)), pa.int64()),
         "s": pa.array(draw(st.lists(st.one_of(st.none(), st.sampled_from(["a", "b"])),
                                     min_size=size, max_size=size)), pa.string()),
-    }).slice(offset, n)  # fmt: skip
-    if n > 2 and draw(st.booleans()):
-        cut = draw(st.integers(1, n - 1))
-        table = pa.concat_tables([table.slice(0, cut), table.slice(cut)])
-    return table
+    })  # fmt: skip
+    return cut_table(table, offset, n, draw(st.sampled_from([1, 2, 3])))
 
 
 #: each: the method applied to a LazyFrame of either library (``k``, ``j``: drawn numbers)

@@ -27,6 +27,7 @@ from colbridge.errors import JobSpecError, ShapeError, UnsupportedOperationError
 from colbridge.plan.logical import Step
 from colbridge.plan.row_changing import filter_changing_rows
 from colbridge.testing.asserts import as_polars, assert_same_as_polars
+from tests.ordered.ordered_data import cut_table
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -44,11 +45,8 @@ def tables(draw: st.DrawFn) -> pa.Table:
     table = pa.table({
         "x": pa.array(xs, pa.float64()), "i": pa.array(ints, pa.int64()),
         "s": pa.array([None if v is None else f"s{v % 3}" for v in ints], pa.string()),
-    }).slice(offset, n)  # fmt: skip
-    if n > 2 and draw(st.booleans()):
-        cut = draw(st.integers(1, n - 1))
-        table = pa.concat_tables([table.slice(0, cut), table.slice(cut)])
-    return table
+    })  # fmt: skip
+    return cut_table(table, offset, n, draw(st.sampled_from([1, 2, 3])))
 
 
 #: outputs of one select, each a function of the library (polars or colbridge) and

@@ -48,12 +48,17 @@ def _reduced(m: Any, column: str, k: int) -> list[Any]:
     return out
 
 
+#: the drawn columns of `_table`, and which one is reduced
+COLUMNS = {
+    "xs": st.lists(FLOATS, max_size=25),
+    "ints": st.lists(st.one_of(st.none(), st.integers(-3, 3)), min_size=25, max_size=25),
+    "keys": st.lists(st.sampled_from(["a", "b", "c"]), min_size=25, max_size=25),
+    "column": st.sampled_from(["x", "i", "s"]),
+}
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(xs=st.lists(FLOATS, max_size=25),
-       ints=st.lists(st.one_of(st.none(), st.integers(-3, 3)), min_size=25, max_size=25),
-       keys=st.lists(st.sampled_from(["a", "b", "c"]), min_size=25, max_size=25),
-       column=st.sampled_from(["x", "i", "s"]), k=st.integers(0, 30),
-       context=st.sampled_from(["select", "agg", "over"]))  # fmt: skip
+@given(**COLUMNS, k=st.integers(0, 30), context=st.sampled_from(["select", "agg", "over"]))
 def test_equal_polars(xs: list[float | None], ints: list[int | None], keys: list[str],
                       column: str, k: int, context: str) -> None:  # fmt: skip
     table = _table(xs, ints, keys)
@@ -70,11 +75,7 @@ def test_equal_polars(xs: list[float | None], ints: list[int | None], keys: list
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(xs=st.lists(FLOATS, max_size=25),
-       ints=st.lists(st.one_of(st.none(), st.integers(-3, 3)), min_size=25, max_size=25),
-       keys=st.lists(st.sampled_from(["a", "b", "c"]), min_size=25, max_size=25),
-       column=st.sampled_from(["x", "i", "s"]),
-       context=st.sampled_from(["select", "agg", "over", "values"]))  # fmt: skip
+@given(**COLUMNS, context=st.sampled_from(["select", "agg", "over", "values"]))
 def test_mode_equal_polars(xs: list[float | None], ints: list[int | None], keys: list[str],
                            column: str, context: str) -> None:  # fmt: skip
     """The most frequent values (a null one of them): reduced, per group, and as values in
