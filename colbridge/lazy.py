@@ -374,6 +374,28 @@ class LazyFrame:
             new = {name: mapping.get(name, name) for name in names}
         return self.select(*[col(name).alias(new[name]) for name in names])
 
+    def cast(self, dtypes: Mapping[str, Any] | Any, *, strict: bool = True) -> LazyFrame:
+        """Columns cast to new types: ``{name: type}``, or one type for every column.
+
+        As polars' ``LazyFrame.cast`` (``strict``: a value that does not fit is an
+        error, else null). Types are keyed by column name; polars' keys by type
+        (``{pl.Int64: pl.Float64}``) are refused, as colbridge selects columns by name.
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"a": [1, 2], "b": [0.5, 1.5]})
+        >>> df.gpu.lazy().cast({"a": pl.Float32}).compute().schema["a"]
+        Float32
+        """
+        if not isinstance(dtypes, Mapping):
+            return self.with_columns(*[col(n).cast(dtypes, strict=strict) for n in self._names()])
+        if any(not isinstance(name, str) for name in dtypes):
+            msg = ("`cast`: colbridge takes columns by name (`{'a': pl.Float64}`), not by type "
+                   f"(got {list(dtypes)!r}); name the columns to cast")  # fmt: skip
+            raise SchemaError(msg)
+        self._subset(list(dtypes), "cast")
+        return self.with_columns(*[col(name).cast(dtype, strict=strict)
+                                   for name, dtype in dtypes.items()])  # fmt: skip
+
     def _subset(self, subset: str | Sequence[str] | None, method: str) -> list[str]:
         """The columns ``subset`` names (all when None), each checked to be in the frame."""
         names = self._names()

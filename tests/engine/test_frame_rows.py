@@ -1,7 +1,7 @@
 """The frame's rows and columns as polars' LazyFrame takes them, against polars.
 
 ``head``, ``limit``, ``tail``, ``slice``, ``gather_every``, ``drop_nulls``, ``unique``
-(every ``keep``), ``sort`` (flags per key), ``drop`` and ``rename``, after other steps
+(every ``keep``), ``sort`` (flags per key), ``drop``, ``rename`` and ``cast``, after other steps
 and before them; generated frames with nulls, NaN and both zeros, strings, sliced and
 chunked columns, every frame kind, empty frames; names that are not there refused.
 """
@@ -62,6 +62,9 @@ CASES: dict[str, Any] = {
     "drop": lambda q, k, j: q.drop("x"),
     "rename": lambda q, k, j: q.rename({"x": "y", "s": "t"}),
     "rename by a function": lambda q, k, j: q.rename(str.upper),
+    "cast": lambda q, k, j: q.cast({"i": pl.Float32, "s": pl.Categorical}),
+    "cast, not strict": lambda q, k, j: q.cast({"x": pl.Int8}, strict=False),
+    "cast every column": lambda q, k, j: q.cast(pl.String),
 }
 
 
@@ -117,6 +120,10 @@ def test_bad_names_and_options_are_refused() -> None:
         q.unique(keep="middle")
     with pytest.raises(cb.DuplicateColumnError):
         q.rename({"a": "b"}).compute()
+    with pytest.raises(ColumnNotFoundError, match=r"`cast`: column `c` not found"):
+        q.cast({"c": pl.Int8})
+    with pytest.raises(cb.SchemaError, match="by name"):
+        q.cast({pl.Int64: pl.Float64})
 
 
 #: polars' `GroupBy` shorthands, each a reduction of every column but the keys
