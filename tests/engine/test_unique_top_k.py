@@ -140,3 +140,22 @@ def test_every_kernel_tier_and_the_string_language(tier: str) -> None:
     assert_frame_equal(written.select("u", "t", "b").head(1), frame.select(
         u=pl.col("x").unique().count(), t=pl.col("x").top_k(3).sum(),
         b=pl.col("x").bottom_k(2).max()))  # fmt: skip
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**COLUMNS, context=st.sampled_from(["select", "agg", "over"]))
+def test_approx_n_unique_of_few_values(xs: list[float | None], ints: list[int | None],
+                                       keys: list[str], column: str, context: str) -> None:
+    """polars' sketch is exact for a few distinct values (it errs past a few dozen, where
+    colbridge still counts exactly): here it is the oracle, and equals `n_unique`."""
+    table = _table(xs, ints, keys)
+
+    def steps(m: Any, f: Any) -> Any:
+        counted = [m.col(column).approx_n_unique().alias("a"), m.col(column).n_unique().alias("n")]
+        if context == "agg":
+            return f.group_by("g", maintain_order=True).agg(counted)
+        if context == "over":
+            return f.select([e.over("g") for e in counted])
+        return f.select(counted)
+
+    assert_same_as_polars(table, steps)
