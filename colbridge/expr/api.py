@@ -4401,6 +4401,17 @@ class StringNamespace(_TextFunctions):
         """Regex metacharacters escaped with a backslash, as polars (Rust's ``regex::escape``)."""
         return self._f("escape_regex")
 
+    def reverse(self) -> Expr:
+        """The string backwards by grapheme clusters, as polars: a letter keeps its accents.
+
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"s": ["abc", "e\u0301a", None]})
+        >>> df.gpu.select(cb.col("s").str.reverse()).compute()["s"].to_list()
+        ['cba', 'ae\u0301', None]
+        """
+        return self._f("reverse")
+
 
 def _pattern_texts(patterns: Any, func: str) -> tuple[str, ...]:
     """The plain texts of ``contains_any``/``replace_many``: a list of non-empty strings."""

@@ -153,6 +153,15 @@ def _encode_base64(s: str) -> str:
     return base64.b64encode(s.encode()).decode("ascii")
 
 
+def _reverse_graphemes(s: str) -> str:
+    # polars reverses extended grapheme clusters (Rust's `unicode-segmentation`): a
+    # letter and its combining marks, an emoji sequence, "\r\n" stay in their order;
+    # the `regex` module's `\X` matches one cluster
+    import regex
+
+    return "".join(reversed(regex.findall(r"\X", s)))
+
+
 def _lookup(table: dict[str, str]) -> Callable[[str], str]:
     # strings not among the table's keys stay as they are
     return lambda s: table.get(s, s)
@@ -188,6 +197,7 @@ STRING_MAPS: dict[str, Callable[..., Callable[[str], str]]] = {
     "replace_many": _replace_many,
     # `str.encode`: the UTF-8 bytes as lowercase hex, or as base64 with padding
     "encode": lambda encoding: _encode_hex if encoding == "hex" else _encode_base64,
+    "reverse": lambda: _reverse_graphemes,
 }
 
 
@@ -282,16 +292,20 @@ def _arrow_map(name: str, params: tuple[Any, ...], values: pa.Array) -> pa.Array
         # ASCII: Arrow's title case is Python's; every normal form of ASCII is itself
         arrow = pc.utf8_title if name == "to_titlecase" else (lambda v: v)
         return _ascii_in_arrow(values, arrow, STRING_MAPS[name](*params))
+    if name == "reverse":  # ASCII's grapheme clusters are its characters, but "\r\n"
+        crlf = pc.match_substring(values, pattern="\r\n")
+        return _ascii_in_arrow(values, pc.utf8_reverse, _reverse_graphemes, also=crlf)
     return None
 
 
 def _ascii_in_arrow(values: pa.Array, arrow: Callable[[pa.Array], pa.Array],
-                    python: Callable[[str], str]) -> pa.Array:  # fmt: skip
+                    python: Callable[[str], str],
+                    also: pa.Array | None = None) -> pa.Array:  # fmt: skip
     """``arrow`` of the ASCII strings of ``values``, ``python`` of each of the others.
 
     For functions whose Arrow kernel gives Python's answers on ASCII only (case
     mappings, which Arrow makes one character to one): a column of mostly ASCII
-    strings runs Python for its few others.
+    strings runs Python for its few others. ``also`` marks more strings for Python.
 
     >>> import pyarrow.compute as pc
     >>> _ascii_in_arrow(pa.array(["straße", "ab"]), pc.utf8_upper, str.upper).to_pylist()
@@ -301,6 +315,8 @@ def _ascii_in_arrow(values: pa.Array, arrow: Callable[[pa.Array], pa.Array],
 
     mapped = arrow(values)
     other = pc.invert(pc.string_is_ascii(values))
+    if also is not None:
+        other = pc.or_(other, also)
     if not pc.any(other).as_py():
         return mapped
     rest = [python(s) for s in values.filter(other).to_pylist()]

@@ -69,7 +69,7 @@ def test_each_function_equals_polars(table: pa.Table, offset: int, length: int |
             plain=s.str.replace_all("é", "e"), dash=s.str.replace("-", ""),
             spaces=s.str.replace_all(" a", "#&~"),
             hex=s.str.encode("hex"), b64=s.str.encode("base64"),
-            b64_len=s.str.encode("base64").str.len_bytes(),
+            b64_len=s.str.encode("base64").str.len_bytes(), rev=s.str.reverse(),
         )
 
     assert_same_as_polars(table, steps)
@@ -226,6 +226,7 @@ ARROW_MAPS = {
     "replace_values": st.integers(0, 4).flatmap(
         lambda k: st.tuples(st.tuples(*[TEXT] * k), st.tuples(*[TEXT] * k))),
     "to_titlecase": st.just(()),  # Arrow's of ASCII strings, Python's of the others
+    "reverse": st.just(()),  # Arrow's of ASCII strings without "\r\n", Python's of the others
     "normalize": st.tuples(st.sampled_from(["NFC", "NFKC", "NFD", "NFKD"])),
 }
 ASCII_TEXT = st.text(alphabet=" \t'-.,+0129aAbBxyzZ_", max_size=9)
@@ -279,3 +280,11 @@ def test_case_mappings_of_ascii_in_arrow_and_the_others_in_python(values: list[s
     for name, fn in [("to_lowercase", str.lower), ("to_uppercase", str.upper),
                      ("to_titlecase", str.title)]:  # fmt: skip
         assert apply_string_map(name, (), array).to_pylist() == [fn(s) for s in values], name
+
+
+def test_reverse_keeps_grapheme_clusters_as_polars() -> None:
+    """Accents, emoji sequences, flags, Hangul, Indic conjuncts and "\r\n" stay whole."""
+    texts = ["abc", "a\r\nb", "🇫🇷🇩🇪", "👨\u200d👩\u200d👧x", "e\u0301a", "각나",
+             "\u0915\u094d\u0937a", None, ""]  # fmt: skip
+    assert_same_as_polars(pa.table({"s": pa.array(texts, pa.string())}),
+                          lambda m, q: q.select(m.col("s").str.reverse()))  # fmt: skip
