@@ -271,6 +271,75 @@ class LazyFrame:
         """
         return self._each_column(lambda c: c.gather_every(n, offset))
 
+    def reverse(self) -> LazyFrame:
+        """The rows in reverse order (polars' ``reverse``).
+
+        >>> import polars as pl
+        >>> pl.DataFrame({"a": [1, 2, 3]}).gpu.lazy().reverse().compute()["a"].to_list()
+        [3, 2, 1]
+        """
+        return self._each_column(lambda c: c.reverse())
+
+    def null_count(self) -> LazyFrame:
+        """One row: each column's count of nulls (polars' ``null_count``).
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"a": [1, None], "b": ["x", "y"]})
+        >>> df.gpu.lazy().null_count().compute().rows()
+        [(1, 0)]
+        """
+        return self._each_column(lambda c: c.null_count())
+
+    def count(self) -> LazyFrame:
+        """One row: each column's count of non-null values (polars' ``count``).
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"a": [2, None, 1], "s": ["b", "c", "a"]})
+        >>> df.gpu.lazy().count().compute().rows()
+        [(2, 3)]
+        """
+        return self._each_column(lambda c: c.count())
+
+    def first(self) -> LazyFrame:
+        """The first row (polars' ``first``: ``head(1)``; no row of an empty frame).
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"a": [2, None, 1], "s": ["b", "c", "a"]})
+        >>> df.gpu.lazy().first().compute().rows()
+        [(2, 'b')]
+        """
+        return self.head(1)
+
+    def last(self) -> LazyFrame:
+        """The last row (polars' ``last``: ``tail(1)``; no row of an empty frame).
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"a": [2, None, 1], "s": ["b", "c", "a"]})
+        >>> df.gpu.lazy().last().compute().rows()
+        [(1, 'a')]
+        """
+        return self.tail(1)
+
+    def min(self) -> LazyFrame:
+        """One row: each column's smallest value (strings by their bytes, as polars).
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"a": [2, None, 1], "s": ["b", "c", "a"]})
+        >>> df.gpu.lazy().min().compute().rows()
+        [(1, 'a')]
+        """
+        return self._each_column(lambda c: c.min())
+
+    def max(self) -> LazyFrame:
+        """One row: each column's largest value (strings by their bytes, as polars).
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"a": [2, None, 1], "s": ["b", "c", "a"]})
+        >>> df.gpu.lazy().max().compute().rows()
+        [(2, 'c')]
+        """
+        return self._each_column(lambda c: c.max())
+
     def _each_column(self, rows: Callable[[Expr], Expr]) -> LazyFrame:
         return self.select(*[rows(col(name)) for name in self._names()])
 

@@ -1,7 +1,9 @@
 """The frame's rows and columns as polars' LazyFrame takes them, against polars.
 
 ``head``, ``limit``, ``tail``, ``slice``, ``gather_every``, ``drop_nulls``, ``unique``
-(every ``keep``), ``sort`` (flags per key), ``drop``, ``rename`` and ``cast``, after other steps
+(every ``keep``), ``sort`` (flags per key), ``drop``, ``rename``, ``cast``, ``reverse``,
+``first`` and ``last`` (a row; none of an empty frame), and the one-row ``null_count``,
+``count``, ``min``, ``max``, after other steps
 and before them; generated frames with nulls, NaN and both zeros, strings, sliced and
 chunked columns, every frame kind, empty frames; names that are not there refused.
 """
@@ -65,6 +67,13 @@ CASES: dict[str, Any] = {
     "cast": lambda q, k, j: q.cast({"i": pl.Float32, "s": pl.Categorical}),
     "cast, not strict": lambda q, k, j: q.cast({"x": pl.Int8}, strict=False),
     "cast every column": lambda q, k, j: q.cast(pl.String),
+    "reverse": lambda q, k, j: q.reverse(),
+    "null_count": lambda q, k, j: q.null_count(),
+    "count": lambda q, k, j: q.count(),
+    "first": lambda q, k, j: q.first(),
+    "last": lambda q, k, j: q.last(),
+    "min": lambda q, k, j: q.min(),
+    "max": lambda q, k, j: q.max(),
 }
 
 
