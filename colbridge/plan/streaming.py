@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 from colbridge.expr.nodes import (
+    DISTINCT_FLAGS,
     FOLDED_HOST_AGGS,
     GROUPED_ONLY_FUNCS,
     HOST_SCANS,
@@ -142,14 +143,21 @@ def refuse_ordered(steps: Iterable[Step], where: str, *, look_ahead_only: bool =
         # a rank or an interpolation reads rows both ways: reversing the data does not help
         reverse = "" if any(n.func in HOST_SCANS for n in found) \
             else ", or reverse the data and use the forward form"  # fmt: skip
+        if all(n.func in DISTINCT_FLAGS for n in found):  # the values seen, not rows ahead
+            msg = (
+                f"{listed}: the distinct flags (`is_first_distinct`, `is_duplicated`..., which "
+                f"`unique` and `mode` are made of) compare each row's value with the column's "
+                f"other rows: they are not supported in {where}, which does not carry the "
+                "values it has seen from batch to batch; compute them in memory (`cb.lazy(frame)` "
+                "over the whole table, e.g. `pl.read_parquet(...)`)"
+            )
+            raise JobSpecError(msg)
         msg = (
             f"{listed}: ordered operations that read the rows after each row (reverse=True, "
             f"backward fills, negative shifts, centred windows; time-based `rolling_*_by` "
             f"windows, rolling quantiles, ranks, skews and kurtoses, computed from a whole "
             f"column; "
-            f"rank, interpolate) or the values of every row before it (the distinct flags "
-            f"`is_first_distinct`, `is_duplicated`..., which `unique` and `mode` are made of) "
-            f"are not supported in {where}, which carries them from batch to "
+            f"rank, interpolate) are not supported in {where}, which carries them from batch to "
             "batch in order; compute them in memory (`cb.lazy(frame)` over the whole table, "
             "e.g. `pl.read_parquet(...)`)"
             f"{reverse}"
