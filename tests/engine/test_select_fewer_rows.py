@@ -27,6 +27,7 @@ from colbridge.errors import JobSpecError, ShapeError, UnsupportedOperationError
 from colbridge.plan.logical import Step
 from colbridge.plan.row_changing import filter_changing_rows
 from colbridge.testing.asserts import as_polars, assert_same_as_polars
+from colbridge.testing.cuda_host import KERNEL_TIERS, compute_on_tier
 from tests.ordered.ordered_data import cut_table
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -170,3 +171,21 @@ def test_the_plan_is_a_filter_of_the_frame() -> None:
     assert [name for name, _ in out.items] == ["a", "m", "c"]
     plain = (Step("select", (("a", a.node),)),)
     assert filter_changing_rows(plain, ["a"]) is plain
+
+
+@pytest.mark.parametrize("tier", KERNEL_TIERS)
+def test_every_kernel_tier(tier: str) -> None:
+    """The filter and what is written after it, on the NumPy, compiled and CUDA (run on
+    the host) kernels: rows by position, drops, ordered work over the kept rows, modes."""
+    frame = pl.DataFrame({"x": [3.0, None, 1.0, 3.0, 7.0, float("nan"), -0.0, 2.0] * 300,
+                          "s": ["a", "b", None, "a", "c", "b", "a", "d"] * 300})  # fmt: skip
+
+    def outputs(m: Any) -> list[Any]:
+        x = m.col("x")
+        return [x.slice(5, 900).alias("a"), (x.slice(5, 900) * 2).alias("b"),
+                m.col("s").slice(5, 900).alias("c"), x.sum().alias("total")]  # fmt: skip
+
+    for select in (outputs, lambda m: [m.col("x").drop_nulls().cum_sum()],
+                   lambda m: [m.col("s").mode(maintain_order=True)]):  # fmt: skip
+        got = compute_on_tier(cb.lazy(frame).select(select(cb)), tier)
+        assert_frame_equal(got, frame.select(select(pl)))

@@ -155,7 +155,8 @@ def test_the_cuda_kernels_read_the_mapped_dictionary() -> None:
         s = m.col("s")
         return q.with_columns(k=s.str.strip_chars().str.head(2) == "UA",
                               t=s.str.slice(-2).str.pad_start(4, "*"),
-                              u=s.str.zfill(5).shift(1).over("g"))  # fmt: skip
+                              u=s.str.zfill(5).shift(1).over("g"),
+                              r=s.str.reverse().str.to_uppercase() == "LAU")  # fmt: skip
 
     q = steps(cb, cb.lazy(table))
     got = compute_on_host(q)
@@ -167,7 +168,7 @@ def test_the_cuda_kernels_read_the_mapped_dictionary() -> None:
     assert len(kernels) == 2
     assert kernels[0].startswith('scan [col("s").shift(1, None).over(col("g"))]')
     assert "generated CUDA scan on the device" in kernels[0]
-    assert kernels[1].startswith("cuda elementwise[k, t, u] over 2 input(s)")
+    assert kernels[1].startswith("cuda elementwise[k, t, u, r] over 2 input(s)")
 
 
 def test_two_functions_of_one_column_are_two_strings() -> None:

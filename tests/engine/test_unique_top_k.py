@@ -57,21 +57,22 @@ COLUMNS = {
 }
 
 
+def _in(context: str, frame: Any, reduced: list[Any]) -> Any:
+    """``reduced`` over the whole column, per group of ``g`` (``agg``), or per window."""
+    if context == "select":
+        return frame.select(reduced)
+    if context == "agg":
+        return frame.group_by("g", maintain_order=True).agg(reduced)
+    return frame.select([e.over("g") for e in reduced])
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(**COLUMNS, k=st.integers(0, 30), context=st.sampled_from(["select", "agg", "over"]))
 def test_equal_polars(xs: list[float | None], ints: list[int | None], keys: list[str],
                       column: str, k: int, context: str) -> None:  # fmt: skip
     table = _table(xs, ints, keys)
 
-    def steps(m: Any, f: Any) -> Any:
-        reduced = _reduced(m, column, k)
-        if context == "select":
-            return f.select(reduced)
-        if context == "agg":
-            return f.group_by("g", maintain_order=True).agg(reduced)
-        return f.select([e.over("g") for e in reduced])
-
-    assert_same_as_polars(table, steps)
+    assert_same_as_polars(table, lambda m, f: _in(context, f, _reduced(m, column, k)))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -87,13 +88,8 @@ def test_mode_equal_polars(xs: list[float | None], ints: list[int | None], keys:
         x = m.col(column)
         if context == "values":
             return f.select(x.mode(maintain_order=True))
-        reduced = [x.mode().min().alias("mmin"), x.mode().max().alias("mmax"),
-                   x.mode().len().alias("ml"), x.mode().null_count().alias("mn")]  # fmt: skip
-        if context == "select":
-            return f.select(reduced)
-        if context == "agg":
-            return f.group_by("g", maintain_order=True).agg(reduced)
-        return f.select([e.over("g") for e in reduced])
+        return _in(context, f, [x.mode().min().alias("mmin"), x.mode().max().alias("mmax"),
+                                x.mode().len().alias("ml"), x.mode().null_count().alias("mn")])
 
     assert_same_as_polars(table, steps)
 
@@ -129,7 +125,8 @@ def test_every_kernel_tier_and_the_string_language(tier: str) -> None:
     def reduced(m: Any) -> list[Any]:
         x = m.col("x")
         return [x.unique().count().alias("u"), x.top_k(3).sum().alias("t"),
-                x.bottom_k(2).max().alias("b")]  # fmt: skip
+                x.bottom_k(2).max().alias("b"), x.mode().min().alias("m"),
+                x.approx_n_unique().alias("a")]  # fmt: skip
 
     want = frame.group_by("g", maintain_order=True).agg(reduced(pl))
     got = compute_on_tier(cb.lazy(frame).group_by("g", maintain_order=True).agg(reduced(cb)),
@@ -150,12 +147,5 @@ def test_approx_n_unique_of_few_values(xs: list[float | None], ints: list[int | 
     colbridge still counts exactly): here it is the oracle, and equals `n_unique`."""
     table = _table(xs, ints, keys)
 
-    def steps(m: Any, f: Any) -> Any:
-        counted = [m.col(column).approx_n_unique().alias("a"), m.col(column).n_unique().alias("n")]
-        if context == "agg":
-            return f.group_by("g", maintain_order=True).agg(counted)
-        if context == "over":
-            return f.select([e.over("g") for e in counted])
-        return f.select(counted)
-
-    assert_same_as_polars(table, steps)
+    assert_same_as_polars(table, lambda m, f: _in(context, f, [
+        m.col(column).approx_n_unique().alias("a"), m.col(column).n_unique().alias("n")]))

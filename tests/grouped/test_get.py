@@ -17,10 +17,12 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
 import colbridge as cb
 from colbridge.errors import InvalidOperationError, UnsupportedOperationError
 from colbridge.testing.asserts import assert_same_as_polars
+from colbridge.testing.cuda_host import KERNEL_TIERS, compute_on_tier
 from tests.ordered.ordered_data import cut_table
 
 
@@ -77,3 +79,24 @@ def test_the_string_language() -> None:
     got = cb.lazy(df).eval("y = x.get(-1); z = get(x, 1, null_on_oob=True).over(g)").compute()
     assert got["y"].to_list() == [3.0, 3.0, 3.0]
     assert got["z"].to_list() == [2.0, 2.0, None]
+
+
+@pytest.mark.parametrize("tier", KERNEL_TIERS)
+def test_every_kernel_tier(tier: str) -> None:
+    """The position's value and its bounds check (a kernel check) on the NumPy, compiled
+    and CUDA (run on the host) kernels."""
+    frame = pl.DataFrame({"g": [1, 2, 1, 3, 3, 3] * 500,
+                          "x": [None, 2.0, 3.0, 4.0, 5.0, 6.0] * 500})
+
+    def outputs(m: Any) -> list[Any]:
+        x = m.col("x")
+        return [x.get(-1).alias("a"), x.get(2, null_on_oob=True).alias("b")]
+
+    q = cb.lazy(frame).group_by("g", maintain_order=True).agg(outputs(cb))
+    want = frame.group_by("g", maintain_order=True).agg(outputs(pl))
+    assert_frame_equal(compute_on_tier(q, tier), want)
+    assert_frame_equal(compute_on_tier(cb.lazy(frame).select(outputs(cb)), tier),
+                       frame.select(outputs(pl)))  # fmt: skip
+    too_far = cb.lazy(frame).select(cb.col("x").get(700).over("g"))  # group 2 has 500 rows
+    with pytest.raises(InvalidOperationError, match=r"get\(700\)`: the index is out"):
+        compute_on_tier(too_far, tier)
