@@ -41,7 +41,8 @@ row. Two columns: 1,000 distinct routes, and e-mail addresses all distinct (the
 worst case for colbridge, whose work is per distinct string). For the two splits,
 the roofline is a hand-written numba kernel that finds each row's part in the
 string bytes in place and writes it (no dictionary); for the literal replace, one
-that finds each row's byte and writes the row with it replaced. Each answer is
+that finds each row's byte and writes the row with it replaced; for ``strip_suffix``
+then ``pad_start``, one that writes each row's kept bytes after its padding. Each answer is
 checked against polars' first. ``--only TEXT`` runs the cases whose name holds TEXT.
 
 Ratios are contender time / colbridge time (> 1: colbridge is faster). Numbers
@@ -329,6 +330,45 @@ def _hand_replace_first(column: pa.Array, byte: str, new: str) -> pa.Array:
                                             pa.py_buffer(out))  # fmt: skip
 
 
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _kept_lengths(offsets, data, suffix, kept):  # type: ignore[no-untyped-def]
+    # per row: its byte length, less the suffix where it ends with it
+    k = suffix.shape[0]
+    for i in numba.prange(offsets.shape[0] - 1):
+        n = offsets[i + 1] - offsets[i]
+        ends = n >= k
+        for j in range(k):
+            if ends and data[offsets[i + 1] - k + j] != suffix[j]:
+                ends = False
+        kept[i] = n - k if ends else n
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _padded_bytes(offsets, data, kept, fill, out_offsets, out):  # type: ignore[no-untyped-def]
+    for i in numba.prange(kept.shape[0]):
+        o = out_offsets[i]
+        pad = out_offsets[i + 1] - o - kept[i]
+        out[o : o + pad] = fill
+        out[o + pad : out_offsets[i + 1]] = data[offsets[i] : offsets[i] + kept[i]]
+
+
+def _hand_strip_pad(column: pa.Array, suffix: str, width: int, fill: str) -> pa.Array:
+    """Each ASCII row without ``suffix``, padded on the left with ``fill`` to ``width``:
+    the roofline of ``strip_suffix`` then ``pad_start`` (two parallel passes over the
+    bytes in place: the kept lengths, then the padded bytes; ASCII, so bytes are
+    characters; no dictionary, no nulls)."""
+    offsets = np.frombuffer(column.buffers()[1], dtype=np.int64)[: len(column) + 1]
+    data = np.frombuffer(column.buffers()[2], dtype=np.uint8)
+    kept = np.empty(len(column), np.int64)
+    _kept_lengths(offsets, data, np.frombuffer(suffix.encode(), dtype=np.uint8), kept)
+    out_offsets = np.zeros(len(column) + 1, np.int64)
+    np.cumsum(np.maximum(kept, width), out=out_offsets[1:])
+    out = np.empty(out_offsets[-1], np.uint8)
+    _padded_bytes(offsets, data, kept, np.uint8(ord(fill)), out_offsets, out)
+    return pa.LargeStringArray.from_buffers(len(column), pa.py_buffer(out_offsets),
+                                            pa.py_buffer(out))  # fmt: skip
+
+
 def run_text_parts(n: int, repeats: int, only: str = "") -> dict[str, dict[str, float]]:
     """Values taken of strings' parts and matches, over few and over all-distinct strings
     (the cases whose name holds ``only``)."""
@@ -350,7 +390,12 @@ def run_text_parts(n: int, repeats: int, only: str = "") -> dict[str, dict[str, 
             lambda: _hand_part(plain["email"], "@", 1)[0],
         "email.str.replace('@', ' at ', literal=True) (all distinct)":
             lambda: _hand_replace_first(plain["email"], "@", " at "),
+        "email.str.strip_suffix('.org').str.pad_start(20, '*') (all distinct)":
+            lambda: _hand_strip_pad(plain["email"], ".org", 20, "*"),
     }  # fmt: skip
+    padded = frame.select(pl.col("email").str.strip_suffix(".org").str.pad_start(20, "*"))
+    assert _hand_strip_pad(plain["email"], ".org", 20, "*").to_pylist() == \
+        padded["email"].to_list()  # fmt: skip
     replaced = frame.select(pl.col("email").str.replace("@", " at ", literal=True))["email"]
     assert _hand_replace_first(plain["email"], "@", " at ").to_pylist() == replaced.to_list()
     checks = {
