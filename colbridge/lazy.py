@@ -441,6 +441,10 @@ class LazyFrame:
             if strict:
                 self._subset(list(mapping), "rename")
             new = {name: mapping.get(name, name) for name in names}
+        for old, name in new.items():
+            if not isinstance(name, str):
+                msg = f"`rename`: column `{old}`'s new name is {name!r}; names are strings"
+                raise SchemaError(msg)
         return self.select(*[col(name).alias(new[name]) for name in names])
 
     def cast(self, dtypes: Mapping[str, Any] | Any, *, strict: bool = True) -> LazyFrame:
@@ -470,6 +474,9 @@ class LazyFrame:
         names = self._names()
         if subset is None:
             return names
+        if not isinstance(subset, (str, list, tuple)):
+            msg = f"`{method}`: columns are named by a string or a list of strings, got {subset!r}"
+            raise SchemaError(msg)
         wanted = [subset] if isinstance(subset, str) else list(subset)
         for name in wanted:
             if not isinstance(name, str):

@@ -125,6 +125,10 @@ def test_bad_names_and_options_are_refused() -> None:
         q.rename({"c": "d"})
     with pytest.raises(ColumnNotFoundError, match=r"`unique`"):
         q.unique("c")
+    with pytest.raises(cb.SchemaError, match=r"`drop_nulls`: columns are named by a string"):
+        q.drop_nulls(3)  # type: ignore[arg-type]
+    with pytest.raises(cb.SchemaError, match=r"`rename`: column `a`'s new name is 3"):
+        q.rename({"a": 3})  # type: ignore[dict-item]
     with pytest.raises(InvalidOperationError, match=r"'first', 'last', 'any' or 'none'"):
         q.unique(keep="middle")
     with pytest.raises(cb.DuplicateColumnError):
