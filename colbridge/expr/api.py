@@ -2294,9 +2294,7 @@ class Expr:
         [3, 1]
         """
         _flag(maintain_order, "mode", "maintain_order")
-        count = len().over(self)  # the rows of each row's value
-        keep = self.is_first_distinct() & (count == count.max())
-        return Expr(Filtered(self.node, keep.node, "mode()"))
+        return Expr(Filtered(self.node, mode_predicate(self.node), "mode()"))
 
     def top_k(self, k: int = 5) -> Expr:
         """The ``k`` largest values: a reduction's input (``x.top_k(3).mean()``), `select`'s output.
@@ -3469,6 +3467,29 @@ def int_range(start: Any = 0, end: Any = None, step: int = 1, *, dtype: Any = "i
     # so `over` counts within each group and a stream goes on from the batch before
     counted = Scan("cum_count", EveryRow(Literal(True)), (False,))
     return Expr(Function("int_range", (counted,), (wanted,)))
+
+
+def mode_predicate(
+    values: Node, kept: Node | None = None, groups: tuple[Node, ...] = ()
+) -> Node:
+    """True on the first row of each of the most frequent ``values`` (of the rows ``kept``).
+
+    `Expr.mode` filters by it; with ``kept`` (``x.filter(p).mode()``), values are
+    counted among the rows the predicate keeps: in groups of value and predicate, and
+    of ``groups`` (the keys of the ``group_by`` or ``over`` the mode is taken in).
+
+    >>> mode_predicate(col("a").node)
+    (col("a").is_first_distinct() & (len().over(col("a")) == len().over(col("a")).max()))
+    """
+    x = Expr(values)
+    if kept is None:
+        count = len().over(x)  # the rows of each row's value
+        return (x.is_first_distinct() & (count == count.max())).node
+    rows, keys = Expr(kept), [Expr(k) for k in groups]
+    count = len().over(*keys, x, rows)
+    first = x.is_first_distinct().over(*keys, rows)
+    most = count.filter(rows).max()
+    return (first & (count == (most.over(*keys) if keys else most))).node
 
 
 def len() -> Expr:  # polars' name: the builtin is `builtins.len` in this module

@@ -1016,9 +1016,25 @@ def _per_group(node: Node, types: dict[Node, DType], memo: dict[Node, Node]) -> 
 def _agg_levels(roots: Sequence[Node], types: Mapping[Node, DType]) -> list[list[Reduction]]:
     """Reductions computed by kernels, by pass: a reduction runs after those inside it.
 
-    Host reductions (`is_host_reduction`) are ready before the first pass.
+    Host reductions (`is_host_reduction`) are ready before the first pass, and what
+    their arguments hold is computed with them (by the ``pre`` segment, which
+    computes their argument whole): ``(x - y.filter(p).max()).first()``'s ``max`` is
+    not a pass of this segment, whose scans are not its columns.
     """
     level_of: dict[Reduction, int] = {}
+
+    def kernel_nodes(root: Node) -> list[Node]:
+        out, seen, stack = [], set(), [root]
+        while stack:
+            n = stack.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            if isinstance(n, GroupAgg) and is_host_reduction(n, types):
+                continue
+            out.append(n)
+            stack.extend(reversed(children(n)))
+        return out
 
     def kernel_work(n: Node) -> bool:
         if isinstance(n, GroupAgg):
@@ -1039,7 +1055,7 @@ def _agg_levels(roots: Sequence[Node], types: Mapping[Node, DType]) -> list[list
         return level_of[agg]
 
     for root in roots:
-        for n in walk(root):
+        for n in kernel_nodes(root):
             if kernel_work(n):
                 assert isinstance(n, (Agg, GroupAgg))
                 agg_level(n)

@@ -26,7 +26,7 @@ write them as one filter.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -46,6 +46,7 @@ from colbridge.expr.nodes import (
     Filtered,
     Function,
     GroupAgg,
+    KeySet,
     Literal,
     Node,
     Over,
@@ -60,13 +61,13 @@ from colbridge.expr.nodes import (
 )
 from colbridge.plan.logical import Step, names_after
 
-__all__ = ["filter_changing_rows"]
+__all__ = ["filter_changing_rows", "filters_outermost"]
 
 #: nodes whose value on a row is a function of their arguments' values on that row: of
 #: single values only, a single value
 _ROW_WISE = (Alias, Binary, Unary, Cast, When, Coalesce, FillNan, Clip, Round, Function, Call)
 #: functions that are not: the frame's rows, a set of values, neighbours
-_NOT_ROW_WISE = frozenset({"is_in", "int_range", "entropy_values", "peak_values",
+_NOT_ROW_WISE = frozenset({"is_in", "int_range", "peak_values",
                            "interpolate_by_values", "interpolate_by_key"})  # fmt: skip
 
 #: a value the length of the frame, and one value broadcast to any length
@@ -214,6 +215,118 @@ def _rows_of(node: Node, memo: dict[Node, str | _Kept]) -> str | _Kept:
     return kept[0]
 
 
+def filters_outermost(arg: Node, keys: KeySet | None = None) -> Node:
+    """A reduction's input with its filters taken outermost, where they can be.
+
+    A reduction reads the values one filter keeps (``Filtered``); polars also reduces
+    expressions written over filtered values, which are then over the kept rows only::
+
+        (a.filter(p) * 2 - a.mean()).sum()  ==  (a * 2 - a.mean()).filter(p).sum()
+        a.filter(p).filter(a.filter(p) > 0)  ==  a.filter(p).filter(a > 0)
+        a.filter(p).cum_sum()                ==  a.cum_sum().over(p).filter(p)
+
+    A row-wise node of filtered values of one row set (`_same_rows`) and of single
+    values (literals, reductions) is computed on every row, then filtered: its values
+    on the kept rows are the same. With values of every row, or of another filter, it
+    is refused (`ShapeError`: polars raises unless the lengths happen to agree). Where
+    it may fail on a value (a strict cast, a function) or reads more than its own row
+    (a format inferred from the first value), its filtered inputs are null on the rows
+    the filter drops, so that rows polars never computes cannot raise or count. An
+    ordered operation over filtered values runs per group of the predicate (the kept
+    rows are one group, in order); ``mode`` counts values in groups of value and
+    predicate. Anything else is left as written, for typing to refuse by name.
+    ``keys``: the groups the reduction is taken in (``group_by``, ``over``), whose
+    reductions inside it (``x.max().over(keys)``) are single values too.
+
+    >>> from colbridge.expr.api import col
+    >>> filters_outermost(((col("a").filter(col("b") > 0)) * 2).node)
+    (col("a") * lit(2)).filter((col("b") > lit(0)))
+    """
+    memo: dict[Node, Node] = {}
+
+    def outer(node: Node) -> Node:
+        hit = memo.get(node)
+        if hit is None:
+            hit = memo[node] = _outermost(node, outer, keys)
+        return hit
+
+    return outer(arg)
+
+
+def _outermost(node: Node, outer: Callable[[Node], Node], keys: KeySet | None) -> Node:
+    if isinstance(node, (Agg, GroupAgg, Over, Column, Literal, Constant, EveryRow)):
+        return node  # a reduction's own filters are taken when it is typed
+    if isinstance(node, Filtered) and node.shown == "mode()":
+        arg = outer(node.arg)
+        if not isinstance(arg, Filtered):
+            return node
+        from colbridge.expr.api import mode_predicate  # (the expression layer builds it)
+
+        # the most frequent of the kept values: counted in groups of value and predicate
+        groups = () if keys is None else keys.exprs
+        return Filtered(arg, mode_predicate(arg.arg, arg.predicate, groups), node.shown)
+    if isinstance(node, Filtered):
+        arg, pred = outer(node.arg), outer(node.predicate)
+        if isinstance(pred, Filtered):  # a predicate over kept values: of the same rows
+            if isinstance(arg, Filtered) and _same_rows(arg.predicate) == _same_rows(
+                pred.predicate
+            ):
+                return Filtered(arg, pred.arg, node.shown)  # the rows where both hold
+            return node
+        return reconstruct(node, (arg, pred))
+    if isinstance(node, Scan):
+        arg = outer(node.arg)
+        if not isinstance(arg, Filtered):
+            return reconstruct(node, (arg, *children(node)[1:]))
+        if node.func.endswith("_by") and node.keys.order_by:
+            return node  # refused by name when typed (its `by` keeps every row)
+        keys = KeySet((*node.keys.exprs, arg.predicate)).ordered_like(node.keys)
+        return Filtered(Scan(node.func, arg.arg, node.options, keys), arg.predicate, arg.shown)
+    if not isinstance(node, _ROW_WISE) or (
+        isinstance(node, Function) and node.name in _NOT_ROW_WISE
+    ):
+        return node
+    parts = tuple(outer(c) for c in children(node))
+    kept = [p for p in parts if isinstance(p, Filtered)]
+    if not kept:
+        return reconstruct(node, parts)
+    rows = _same_rows(kept[0].predicate)
+    for k in kept[1:]:
+        if _same_rows(k.predicate) != rows:
+            msg = (f"`{node!r}` combines values filtered by different predicates "
+                   f"(`{kept[0]!r}`, `{k!r}`; polars raises unless their lengths happen to "
+                   "agree); give them one predicate")  # fmt: skip
+            raise ShapeError(msg)
+    for p in parts:
+        if not (isinstance(p, Filtered) or _one_value(p, keys)):
+            msg = (f"`{node!r}` combines `{kept[0]!r}`, the rows a filter keeps, with "
+                   f"`{p!r}`, values on every row (polars raises unless the filter keeps "
+                   "every row); filter both (`.filter(...)` on each), or reduce the "
+                   "second")  # fmt: skip
+            raise ShapeError(msg)
+    predicate = kept[0].predicate
+    may_fail = isinstance(node, (Function, Call)) or (isinstance(node, Cast) and node.strict)
+
+    def value(p: Node) -> Node:
+        if not isinstance(p, Filtered):
+            return p
+        return When(predicate, p.arg, Literal(None)) if may_fail else p.arg
+
+    return Filtered(reconstruct(node, tuple(value(p) for p in parts)), predicate, kept[0].shown)
+
+
+def _one_value(node: Node, keys: KeySet | None) -> bool:
+    """Whether ``node`` is one value (per group of ``keys``): a literal, a reduction of them."""
+    if isinstance(node, (Agg, Literal, Constant)):
+        return True
+    if isinstance(node, GroupAgg):  # a reduction in the groups of the one that reads it
+        return keys is not None and node.keys == keys
+    parts = children(node)
+    return bool(parts) and isinstance(node, _ROW_WISE) and not (
+        isinstance(node, Function) and node.name in _NOT_ROW_WISE
+    ) and all(_one_value(p, keys) for p in parts)
+
+
 def _refuse(node: Node, what: str) -> NoReturn:
     msg = (f"`{node!r}`: {what} as an output of `select` is not supported; filter the "
            "frame with `.filter(...)` first, or use it as the input of a reduction")  # fmt: skip
@@ -227,12 +340,12 @@ def _same_rows(predicate: Node) -> Node:
     """``predicate`` with each row's position written without the column it counts.
 
     ``head``, ``tail``, ``slice`` and ``gather_every`` keep rows by position, counted as
-    ``x.is_null().cum_count()`` (every row, whatever ``x``): ``a.head(3)`` and
-    ``b.head(3)`` keep the same rows.
+    ``x.is_null().cum_count()`` (every row, whatever ``x``; per group in ``agg`` and
+    ``over``): ``a.head(3)`` and ``b.head(3)`` keep the same rows.
     """
 
     def fn(node: Node) -> Node:
-        if isinstance(node, Scan) and node.func == "cum_count" and not node.keys.inputs \
+        if isinstance(node, Scan) and node.func == "cum_count" \
                 and isinstance(node.arg, Unary) and node.arg.op == "is_null":  # fmt: skip
             return reconstruct(node, (Unary("is_null", _ANY_COLUMN),))
         return node

@@ -76,6 +76,7 @@ from colbridge.expr.nodes import (
     push_window,
     walk,
 )
+from colbridge.plan.row_changing import filters_outermost
 from colbridge.types import DType
 from colbridge.types.logical import Logical
 from colbridge.types.promotion import (
@@ -2123,7 +2124,8 @@ class TypeChecker:
         return self._record(When(none_left, self._typed_literal(None, res), mean), res)
 
     def _agg(self, node: Agg) -> Node:
-        node = Agg(node.func, _scan_of_kept_rows(node.arg), node.ddof, node.options)
+        node = Agg(node.func, _scan_of_kept_rows(filters_outermost(node.arg)), node.ddof,
+                   node.options)  # fmt: skip
         if node.func in MOMENT_FUNCS:  # sums over the empty key set: whole-column reductions
             return self._group_agg(GroupAgg(node.func, node.arg, KeySet(), node.ddof, node.options))
         if node.func in GROUPED_ONLY_FUNCS or node.func == "len" or (
@@ -2132,7 +2134,7 @@ class TypeChecker:
             # computed from the rows' positions or a factorization: one group
             return self._group_agg(GroupAgg(node.func, node.arg, KeySet(), node.ddof, node.options))
         if isinstance(node.arg, Filtered) and node.func in NULL_KEEPING_AGGS \
-                and is_null_literal(self._check(node.arg.arg)):  # fmt: skip
+                and is_null_literal(self._check(_unfiltered(node.arg))):  # fmt: skip
             return Literal(None)  # polars: the Null type's reductions are null
         if isinstance(node.arg, Filtered):
             arg, pred = self._filtered(node.arg, node)
@@ -2231,7 +2233,8 @@ class TypeChecker:
         return self._record(Filtered(arg, pred), self.types[arg]), pred
 
     def _group_agg(self, node: GroupAgg) -> Node:
-        node = dataclasses.replace(node, arg=_scan_of_kept_rows(node.arg))
+        kept_first = filters_outermost(node.arg, node.keys)
+        node = dataclasses.replace(node, arg=_scan_of_kept_rows(kept_first))
         keys = self.key_set(node.keys)
         func = node.func
         inner, pred = node.arg, None
@@ -2710,6 +2713,13 @@ def _check_key_type(name: str, info: ColumnType) -> None:
         "group by numbers, booleans, strings, categoricals, dates or times"
     )
     raise UnsupportedTypeError(msg)
+
+
+def _unfiltered(node: Node) -> Node:
+    """The values under ``node``'s filters (``x`` of ``x.filter(p).filter(q)``)."""
+    while isinstance(node, Filtered):
+        node = node.arg
+    return node
 
 
 def _scan_of_kept_rows(arg: Node) -> Node:
