@@ -162,6 +162,28 @@ def _reverse_graphemes(s: str) -> str:
     return "".join(reversed(regex.findall(r"\X", s)))
 
 
+def _title_case(s: str) -> str:
+    # polars' rule (Rust's): a character after an alphabetic one in lower case, any
+    # other in title case ("ǆ" to "ǅ", "ß" to "Ss", "they're" to "They'Re"). Python's
+    # `str.title` asks whether the one before is *cased*: the two differ after a letter
+    # without case ("a日z": polars "A日z", Python "A日Z"). The lower case of the whole
+    # string gives each character's own in its context (a final "Σ" is "ς")
+    if s.isascii():  # ASCII letters are all cased
+        return s.title()
+    import regex
+
+    alphabetic = regex.compile(r"\p{Alphabetic}")
+    lowered = s.lower()
+    out: list[str] = []
+    at, after_letter = 0, False
+    for c in s:
+        size = len(c.lower())
+        out.append(lowered[at : at + size] if after_letter else c.title())
+        at += size
+        after_letter = alphabetic.match(c) is not None
+    return "".join(out)
+
+
 def _lookup(table: dict[str, str]) -> Callable[[str], str]:
     # strings not among the table's keys stay as they are
     return lambda s: table.get(s, s)
@@ -184,9 +206,8 @@ STRING_MAPS: dict[str, Callable[..., Callable[[str], str]]] = {
     # every two characters, as in Rust)
     "replace": lambda pattern, value, n: lambda s: s.replace(pattern, value, n),
     "replace_all": lambda pattern, value: lambda s: s.replace(pattern, value),
-    # each word's first cased character in title case, the others lower case (Unicode's
-    # rules, as Rust's and Python's: "ǆ" titles to "ǅ", "ß" to "Ss", "they're" to "They'Re")
-    "to_titlecase": lambda: str.title,
+    # each word's first character in title case, the others lower case (`_title_case`)
+    "to_titlecase": lambda: _title_case,
     # `s + suffix`, `prefix + s`: polars joins the strings
     "affix": lambda prefix, suffix: lambda s: prefix + s + suffix,
     "normalize": _normalize,  # NFC, NFKC, NFD or NFKD

@@ -2,9 +2,10 @@
 
 Each maps a dictionary's distinct strings (`colbridge.types.string_maps`). Generated
 text mixes Latin, Greek and Cyrillic letters of every case, ``ß``, ``ǆ``, ligatures
-(``ﬁ``), combining accents, digits, apostrophes, regex metacharacters and whitespace;
-characters are drawn from blocks older than Python's and Rust's Unicode tables both,
-so the two Unicode versions agree on them.
+(``ﬁ``), letters without case (``日``, ``א``: polars lowers the letter after them,
+where Python's ``str.title`` starts a word), combining accents, digits, apostrophes,
+regex metacharacters and whitespace; characters are drawn from blocks older than
+Python's and Rust's Unicode tables both, so the two Unicode versions agree on them.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from colbridge.errors import SchemaError
 from colbridge.testing.asserts import assert_same_as_polars
 
 _ALPHABET = (
-    "abcXYZ ßǆǅǄﬁﬂŉİıΣσςΟΔΑάΐДжЖё0179'’-_.+*?()|[]{}^$#&~\\ \t\u0301\u0308\u00e9①Ⅻ"
+    "abcXYZ ßǆǅǄﬁﬂŉİıΣσςΟΔΑάΐДжЖё0179'’-_.+*?()|[]{}^$#&~\\ \t\u0301\u0308\u00e9①Ⅻ日אͅª"
 )  # fmt: skip
 
 
@@ -106,3 +107,11 @@ def test_two_string_columns_are_joined_as_concat_str() -> None:
     got = cb.lazy(table).eval('u = s + "-"\nv = "<" + t').compute()
     assert got["u"].to_pylist() == ["a-", "b-"]
     assert got["v"].to_pylist() == ["<x", None]
+
+
+def test_title_case_after_a_letter_without_case() -> None:
+    # polars (Rust) starts a word after a character that is not alphabetic; Python's
+    # `str.title` after one that is not cased: they differ after 日 or א, not after "9"
+    texts = ["a日z", "aאbc", "x9y", "ΑΣ ΑΣ", "aİz", "éz", "ǆa ßb", None]
+    assert_same_as_polars(pa.table({"s": pa.array(texts, pa.string())}),
+                          lambda m, q: q.select(m.col("s").str.to_titlecase()))  # fmt: skip
