@@ -50,6 +50,7 @@ from colbridge.expr.nodes import (
     Selector,
     Unary,
     When,
+    output_name,
     walk,
 )
 from colbridge.expr.selectors import NameNamespace, expand_arguments, is_pattern, names_of
@@ -71,16 +72,21 @@ __all__ = [
     "all_horizontal",
     "any_horizontal",
     "arctan2",
+    "arg_sort_by",
+    "arg_where",
     "coalesce",
     "col",
     "concat_str",
     "corr",
     "cov",
+    "format",
+    "from_epoch",
     "len",
     "lit",
     "max_horizontal",
     "mean_horizontal",
     "min_horizontal",
+    "row_index",
     "sum_horizontal",
     "to_node",
     "when",
@@ -2208,6 +2214,15 @@ class Expr:
         """
         return self._rows("tail", (n,), -_count_param(n, "tail", "n"), n)
 
+    def limit(self, n: int = 10) -> Expr:
+        """The first ``n`` values: `head` (polars' other name for it).
+
+        >>> import colbridge as cb
+        >>> cb.col("x").limit(3).sum()
+        <Expr col("x").head(3).sum()>
+        """
+        return self.head(n)
+
     def slice(self, offset: int, length: int | None = None) -> Expr:
         """``length`` values from ``offset`` (negative: from the end; None: to the end).
 
@@ -2295,6 +2310,102 @@ class Expr:
         """
         _flag(maintain_order, "mode", "maintain_order")
         return Expr(Filtered(self.node, mode_predicate(self.node), "mode()"))
+
+    def arg_true(self) -> Expr:
+        """The positions (UInt32) of the true values (null is not true): fewer rows, as `filter`.
+
+        A `select` output or a reduction's input; per group, positions within the group.
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"b": [True, None, False, True]})
+        >>> df.gpu.select(cb.col("b").arg_true()).compute()["b"].to_list()
+        [0, 3]
+        """
+        return Expr(Filtered(_positions().node, self.node, "arg_true()"))
+
+    def arg_unique(self) -> Expr:
+        """The position (UInt32) of each distinct value's first row (see `unique`).
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"x": [3, 1, 3, None, 1]})
+        >>> df.gpu.select(cb.col("x").arg_unique()).compute()["x"].to_list()
+        [0, 1, 3]
+        """
+        return Expr(Filtered(_positions().node, self.is_first_distinct().node, "arg_unique()"))
+
+    def unique_counts(self) -> Expr:
+        """How many rows hold each distinct value (UInt32), in the order values first appear.
+
+        A null counts as a value, as in `unique`.
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"x": ["a", "b", "a", None]})
+        >>> df.gpu.select(cb.col("x").unique_counts()).compute()["x"].to_list()
+        [2, 1, 1]
+        """
+        count = len().over(self)
+        return Expr(Filtered(count.node, self.is_first_distinct().node, "unique_counts()"))
+
+    def item(self, *, allow_empty: builtins.bool = False) -> Expr:
+        """The one value: a reduction, an error naming the expression for more (or no) values.
+
+        ``allow_empty``: no value gives null. Per group in ``agg`` and ``over``.
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"x": [1, 2, 2]})
+        >>> df.gpu.select(cb.col("x").filter(cb.col("x") < 2).item()).compute().item()
+        1
+        """
+        _flag(allow_empty, "item", "allow_empty")
+        count = self.len()
+        one = count <= 1 if allow_empty else count == 1
+        message = (f"`{self.node!r}.item()`: expected a single value (per group in `agg` and "
+                   "`over`); take one with `.first()`, `.get(i)` or a filter"
+                   + ("" if allow_empty else ", or pass `allow_empty=True` for null where "
+                      "there is none"))  # fmt: skip
+        checked = Expr(Function("in_bounds", (one.node,), (message,)))
+        return when(checked).then(self.first()).otherwise(None)
+
+    def top_k_by(self, by: Any, k: int = 5, *,
+                 reverse: builtins.bool | Sequence[builtins.bool] = False) -> Expr:  # fmt: skip
+        """The values of the ``k`` rows of the largest ``by`` (nulls last), polars' ``top_k_by``.
+
+        ``by``: one key or a list; ``reverse`` (one flag, or one per key) takes the
+        smallest of that key instead. Of rows with equal keys the first in frame order;
+        a reduction's input or a `select` output, as `top_k`.
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"name": ["a", "b", "c"], "score": [2, 9, 5]})
+        >>> df.gpu.select(cb.col("name").top_k_by("score", 2)).compute()["name"].to_list()
+        ['b', 'c']
+        """
+        return self._extremes_by("top_k_by", by, k, reverse, descending=True)
+
+    def bottom_k_by(self, by: Any, k: int = 5, *,
+                    reverse: builtins.bool | Sequence[builtins.bool] = False) -> Expr:  # fmt: skip
+        """The values of the ``k`` rows with the smallest ``by`` (nulls last), as polars.
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"name": ["a", "b", "c"], "score": [2, 9, 5]})
+        >>> df.gpu.select(cb.col("name").bottom_k_by("score", 2)).compute()["name"].to_list()
+        ['a', 'c']
+        """
+        return self._extremes_by("bottom_k_by", by, k, reverse, descending=False)
+
+    def _extremes_by(self, method: builtins.str, by: Any, k: int,
+                     reverse: builtins.bool | Sequence[builtins.bool], *,
+                     descending: builtins.bool) -> Expr:  # fmt: skip
+        if isinstance(k, Expr):
+            msg = f"`{method}(k)`: colbridge takes a whole number as `k`, not an expression"
+            raise UnsupportedOperationError(msg)
+        k = _count_param(k, method, "k")
+        keys = list(by) if isinstance(by, (list, tuple)) else [by]
+        flips = _flags(reverse, builtins.len(keys), "reverse", method)
+        order = [descending != flip for flip in flips]
+        ordered = self.sort_by(keys, descending=order, nulls_last=True)
+        head = ordered._rows("head", (k,), 0, k).node
+        assert isinstance(head, Filtered)
+        return Expr(dataclasses.replace(head, shown=f"{method}({k})"))
 
     def top_k(self, k: int = 5) -> Expr:
         """The ``k`` largest values: a reduction's input (``x.top_k(3).mean()``), `select`'s output.
@@ -3082,15 +3193,15 @@ def _flag(value: Any, function: str, name: str = "ignore_nulls") -> bool:
     return bool(value)
 
 
-def _flags(value: Any, count: int, name: str) -> tuple[bool, ...]:
-    """``sort_by``'s ``name`` flag for each of its ``count`` keys: one for all, or one each."""
+def _flags(value: Any, count: int, name: str, method: str = "sort_by") -> tuple[bool, ...]:
+    """``method``'s ``name`` flag for each of its ``count`` keys: one for all, or one each."""
     if isinstance(value, (list, tuple)):
         if builtins.len(value) != count:
-            msg = (f"`sort_by({name}={list(value)!r})`: {builtins.len(value)} flag(s) for {count} "
-                   "key(s); give one flag, or one per key")  # fmt: skip
+            msg = (f"`{method}({name}={list(value)!r})`: {builtins.len(value)} flag(s) for "
+                   f"{count} key(s); give one flag, or one per key")  # fmt: skip
             raise SchemaError(msg)
-        return tuple(_flag(v, "sort_by", name) for v in value)
-    return (_flag(value, "sort_by", name),) * count
+        return tuple(_flag(v, method, name) for v in value)
+    return (_flag(value, method, name),) * count
 
 
 def _number_of(value: Any) -> Any:
@@ -3467,6 +3578,108 @@ def int_range(start: Any = 0, end: Any = None, step: int = 1, *, dtype: Any = "i
     # so `over` counts within each group and a stream goes on from the batch before
     counted = Scan("cum_count", EveryRow(Literal(True)), (False,))
     return Expr(Function("int_range", (counted,), (wanted,)))
+
+
+def _positions() -> Expr:
+    """Each row's position (UInt32): 0, 1, 2, ... (per group in ``agg`` and ``over``)."""
+    return int_range(len(), dtype="uint32")
+
+
+def arg_where(condition: Any) -> Expr:
+    """The positions (UInt32) where ``condition`` is true: ``condition.arg_true()``.
+
+    >>> import polars as pl, colbridge as cb
+    >>> df = pl.DataFrame({"x": [5, 1, 7]})
+    >>> df.gpu.select(cb.arg_where(cb.col("x") > 2)).compute()["x"].to_list()
+    [0, 2]
+    """
+    return Expr(_arg_node(condition)).arg_true()
+
+
+def arg_sort_by(exprs: Any, *more_exprs: Any, descending: bool | Sequence[bool] = False,
+                nulls_last: bool | Sequence[bool] = False, multithreaded: bool = True,
+                maintain_order: bool = False) -> Expr:  # fmt: skip
+    """The row positions (UInt32) in the order of the keys, as polars' ``arg_sort_by``.
+
+    Keys and flags as `Expr.sort_by`'s (stable: rows of equal keys in frame order);
+    per group with ``over``, positions within the group.
+
+    >>> import polars as pl, colbridge as cb
+    >>> df = pl.DataFrame({"x": [5, 1, 7]})
+    >>> df.gpu.select(cb.arg_sort_by("x")).compute()["x"].to_list()
+    [1, 0, 2]
+    """
+    keys = [*(exprs if isinstance(exprs, (list, tuple)) else [exprs]), *more_exprs]
+    positions = _positions().sort_by(*keys, descending=descending, nulls_last=nulls_last,
+                                     multithreaded=multithreaded,
+                                     maintain_order=maintain_order)  # fmt: skip
+    return positions.alias(output_name(_arg_node(keys[0])))  # named as polars: the first key
+
+
+def format(f_string: str, *args: Any) -> Expr:  # polars' name (the builtin is not used here)
+    """``f_string`` with each ``{}`` replaced by the next argument's text, as polars' ``format``.
+
+    Strings name columns; a null argument makes the row null (`concat_str`'s rule).
+
+    >>> import polars as pl, colbridge as cb
+    >>> df = pl.DataFrame({"a": ["x", None], "n": [1, 2]})
+    >>> df.gpu.select(cb.format("{} = {}", "a", "n")).compute()["a"].to_list()
+    ['x = 1', None]
+    """
+    if not isinstance(f_string, builtins.str):
+        msg = f"`format({f_string!r}, ...)`: the format is a string with a `{{}}` per argument"
+        raise SchemaError(msg)
+    parts = f_string.split("{}")
+    if builtins.len(parts) - 1 != builtins.len(args):
+        msg = (f"`format({f_string!r}, ...)`: {builtins.len(parts) - 1} placeholder(s) "
+               f"`{{}}` for {builtins.len(args)} argument(s); give one argument per "
+               "placeholder")  # fmt: skip
+        raise SchemaError(msg)
+    pieces: list[Any] = []
+    for text, arg in zip(parts, [*args, None], strict=True):
+        if text:
+            pieces.append(lit(text))
+        if arg is not None:
+            pieces.append(Expr(_arg_node(arg)))
+    if not args:
+        return lit(f_string)
+    # named after the first argument, as polars names it (whatever text comes first)
+    return concat_str(*pieces).alias(output_name(_arg_node(args[0])))
+
+
+def row_index(name: str = "index") -> Expr:
+    """Each row's position (UInt32), named ``name``: polars' ``row_index``.
+
+    >>> import polars as pl, colbridge as cb
+    >>> df = pl.DataFrame({"x": ["a", "b"]})
+    >>> df.gpu.with_columns(cb.row_index()).compute()["index"].to_list()
+    [0, 1]
+    """
+    return _positions().alias(name)
+
+
+def from_epoch(column: Any, time_unit: str = "s") -> Expr:
+    """Integers since 1970-01-01 as dates or datetimes, as polars' ``from_epoch``.
+
+    ``time_unit``: ``"d"`` (days: a Date), ``"s"`` (seconds: a Datetime in
+    microseconds), ``"ms"`` (milliseconds: in microseconds), ``"us"``, ``"ns"``.
+
+    >>> import polars as pl, colbridge as cb
+    >>> df = pl.DataFrame({"t": [0, 86400]})
+    >>> df.gpu.select(cb.from_epoch("t")).compute()["t"].to_list()[1]
+    datetime.datetime(1970, 1, 2, 0, 0)
+    """
+    x = Expr(_arg_node(column))
+    if time_unit == "d":
+        return x.cast("date")
+    scale = {"s": 1_000_000, "ms": 1_000}.get(time_unit)
+    if scale is not None:  # as polars: times an Int64 literal (floats stay floats)
+        return (x * lit(scale, "int64")).cast("datetime[us]")
+    if time_unit in ("us", "ns"):
+        return x.cast(f"datetime[{time_unit}]")
+    msg = (f"`from_epoch(time_unit={time_unit!r})`: the unit is one of 'd', 's', 'ms', 'us', "
+           "'ns'")  # fmt: skip
+    raise SchemaError(msg)
 
 
 def mode_predicate(

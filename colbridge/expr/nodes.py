@@ -1033,6 +1033,11 @@ def one_value_per_group(node: Node, keys: KeySet) -> bool:
     return all(one_value_per_group(c, keys) for c in children(node))
 
 
+#: `Filtered` values named after their predicate's column, as polars names them: the
+#: positions or counts of ``x.arg_true()``, ``x.arg_unique()``, ``x.unique_counts()``
+NAMED_BY_PREDICATE = frozenset({"arg_true()", "arg_unique()", "unique_counts()"})
+
+
 def output_name(node: Node) -> str:
     """The name polars would give the expression's output: the alias, else the first column."""
     if isinstance(node, Alias):
@@ -1076,6 +1081,8 @@ def output_name(node: Node) -> str:
         return "literal"
     if isinstance(node, When):  # polars names a `when` by its first `then`
         return output_name(node.then)
+    if isinstance(node, Filtered) and node.shown in NAMED_BY_PREDICATE:
+        return output_name(node.predicate)  # positions or counts of the column filtered by
     for child in children(node):
         return output_name(child)
     return "literal"

@@ -19,10 +19,12 @@ from colbridge.expr.selectors import names_of, nth
 
 __all__ = [
     "any",
+    "approx_n_unique",
     "count",
     "cum_count",
     "cum_sum",
     "first",
+    "head",
     "last",
     "max",
     "mean",
@@ -32,6 +34,7 @@ __all__ = [
     "quantile",
     "std",
     "sum",
+    "tail",
     "var",
 ]
 
@@ -260,3 +263,35 @@ def last(*columns: str | Sequence[str]) -> Expr:
     if not columns:
         return nth(-1)
     return _columns("last", columns).last()
+
+
+def head(column: str, n: int = 10) -> Expr:
+    """The first ``n`` values of a column (``pl.head``): ``col(column).head(n)``.
+
+    >>> import colbridge as cb
+    >>> cb.head("x", 2).sum()
+    <Expr col("x").head(2).sum()>
+    """
+    return col(column).head(n)
+
+
+def tail(column: str, n: int = 10) -> Expr:
+    """The last ``n`` values of a column (``pl.tail``): ``col(column).tail(n)``.
+
+    >>> import colbridge as cb
+    >>> cb.tail("x", 2).sum()
+    <Expr col("x").tail(2).sum()>
+    """
+    return col(column).tail(n)
+
+
+def approx_n_unique(*columns: str | Sequence[str]) -> Expr:
+    """The number of distinct values of each named column (``pl.approx_n_unique``; exact).
+
+    >>> import polars as pl
+    >>> import colbridge as cb
+    >>> df = pl.DataFrame({"a": [1, 1, 2]})
+    >>> df.gpu.select(cb.approx_n_unique("a")).compute().item()
+    2
+    """
+    return _columns("approx_n_unique", columns).approx_n_unique()

@@ -153,7 +153,7 @@ _NULL_RESULTS = {"sqrt": DType.FLOAT64, "cbrt": DType.FLOAT64, "is_nan": DType.B
                   "is_infinite": DType.BOOL}  # fmt: skip
 # ordered operations likewise (a null-typed column shifted or filled is null-typed still)
 NULL_KEEPING_SCANS = frozenset({"shift", "diff", "forward_fill", "backward_fill",
-                                "interpolate", "sort", "reverse"})  # fmt: skip
+                                "interpolate", "sort", "sort_by", "reverse"})  # fmt: skip
 # ordered operations polars computes in Float64 for a null-typed input (all null), and rank
 NULL_AS_FLOAT_SCANS = frozenset({"rolling_mean", "rolling_std", "rolling_var",
                                  "rolling_quantile", "ewm_mean", "ewm_std", "ewm_var",
