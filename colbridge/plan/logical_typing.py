@@ -746,12 +746,8 @@ class LogicalTyping:
         if op == "convert_time_zone":
             logical = self._need(arg, node, ("datetime",), "a Datetime")
             tz = check_zone(str(node.options[0]))
-            if logical.tz is None:
-                msg = (
-                    f"`{node!r}`: cannot convert a datetime without a time zone; give it one "
-                    "first with `.dt.replace_time_zone(...)`"
-                )
-                raise SchemaError(msg)
+            # the instant is stored as UTC; a datetime without a zone is read as UTC, as
+            # polars reads it
             return self.mark(arg, Logical("datetime", logical.unit, tz))
         if op == "replace_time_zone":
             logical = self._need(arg, node, ("datetime",), "a Datetime")
@@ -1024,10 +1020,13 @@ class LogicalTyping:
             raise InvalidOperationError(msg)
         kind = kinds.pop()
         if kind == "fixed":
-            if is_date:
-                msg = f"`{node!r}`: a Date truncates to days, weeks, months or years only"
-                raise InvalidOperationError(msg)
             total_ns = sum(int(n) * _EVERY_UNITS[u] for n, u in parts)
+            if is_date:
+                if total_ns > 0 and (24 * 3600 * 10**9) % total_ns == 0:
+                    return arg  # a date's midnight is a multiple of a day's divisors: itself
+                msg = (f"`{node!r}`: a Date truncates to days, weeks, months or years, or to "
+                       f"an interval a day divides into ('1h', '15m'), not {every!r}")  # fmt: skip
+                raise InvalidOperationError(msg)
             # the interval in the column's unit, truncated toward zero as polars converts
             # it (1500us is 1ms of a ms column); below one unit it leaves the values as
             # they are, as in polars

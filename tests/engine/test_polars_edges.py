@@ -204,10 +204,16 @@ def test_truncate_by_an_interval_in_the_columns_unit(tier: str, unit: str, every
         _same(frame, lambda m, c=column: m.col(c).dt.truncate(every))
 
 
-def test_a_date_is_still_refused_a_sub_daily_truncation() -> None:
-    frame = pl.DataFrame({"d": [dt.date(2020, 1, 1)]})
-    with pytest.raises(ColbridgeError, match="a Date truncates to days"):
-        frame.gpu.select(r=cb.col("d").dt.truncate("25h")).compute()
+def test_a_date_by_an_interval_a_day_divides_into_is_itself() -> None:
+    # midnight is a multiple of any interval a day divides into (polars: the same date);
+    # other sub-daily intervals (25h, 7h) give polars' own arithmetic, refused by name
+    frame = pl.DataFrame({"d": [dt.date(2020, 1, 1), dt.date(1969, 12, 31), None]})
+    for every in ("3h", "90m", "1h30m", "12h", "24h", "2500us"):
+        _same(frame, lambda m, e=every: m.col("d").dt.truncate(e))
+        _same(frame, lambda m, e=every: m.col("d").dt.round(e))
+    for every in ("25h", "7h"):
+        with pytest.raises(ColbridgeError, match="a Date truncates to days"):
+            frame.gpu.select(r=cb.col("d").dt.truncate(every)).compute()
 
 
 # -- the mean of times -------------------------------------------------------------------------
@@ -249,3 +255,13 @@ def test_a_condition_of_literals_computes_only_its_branch(condition: Callable[[A
             frame.gpu.with_columns(z=build(cb)).compute()
         return
     assert_frame_equal(frame.gpu.with_columns(z=build(cb)).compute(), want, check_exact=True)
+
+
+def test_converting_a_datetime_without_a_zone_reads_it_as_utc() -> None:
+    # polars reads the stored instant as UTC (it refused this once; colbridge did still)
+    t = pl.Series("t", [dt.datetime(2020, 3, 1, 12, 30), None, dt.datetime(1969, 12, 31, 23, 59)],
+                  dtype=pl.Datetime("ns"))  # fmt: skip
+    frame = pl.DataFrame({"t": t})
+    for zone in ("Asia/Tokyo", "UTC", "America/New_York"):
+        _same(frame, lambda m, z=zone: m.col("t").dt.convert_time_zone(z))
+        _same(frame, lambda m, z=zone: m.col("t").dt.convert_time_zone(z).dt.hour())
