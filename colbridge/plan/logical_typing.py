@@ -1069,12 +1069,8 @@ class LogicalTyping:
         months = sign * duration.months
         days = sign * (7 * duration.weeks + duration.days)
         if logical.tz not in (None, "UTC") and (months or days):
-            msg = (
-                f"`{node!r}`: calendar offsets (d, w, mo, q, y) of a datetime in time zone "
-                f"{logical.tz} are not supported (they move the local wall clock); offset "
-                "fixed lengths ('24h'), or the naive local time (`dt.replace_time_zone(None)`)"
-            )
-            raise UnsupportedOperationError(msg)
+            return self._zoned_offset_by(arg, logical, node, months, sign * duration.weeks,
+                                         sign * duration.days, sign * duration.nsecs)  # fmt: skip
         is_date = logical.kind == "date"
         per_day = 1 if is_date else _per_day(logical.unit)
         # the fixed part in the unit, truncated toward zero as polars converts it
@@ -1104,6 +1100,79 @@ class LogicalTyping:
         if not shift and not months:
             return arg
         return self.mark(self.add(value, shift) if shift else value, logical)
+
+    def _moved_months(self, value: Node, months: int, per_day: int) -> Node:
+        """A wall-clock value ``months`` calendar months on (day clamped, time of day kept)."""
+        cal = self.civil(self.fdiv(value, per_day))
+        total = self.add(self.add(self.mul(cal["year"], 12), self.sub(cal["month"], 1)), months)
+        year = self.fdiv(total, 12)
+        month = self.add(self.sub(total, self.mul(year, 12)), 1)
+        length = self.days_in_month(year, month)
+        day = self.select(self.op("lt", cal["day"], length), cal["day"], length)
+        moved = self.add(self.days_from_civil(year, month, 1), self.sub(day, 1))
+        return self.add(self.mul(moved, per_day), self.fmod(value, per_day))
+
+    def _zoned_offset_by(self, arg: Node, logical: Logical, node: Function, months: int,
+                         weeks: int, days: int, nsecs: int) -> Node:  # fmt: skip
+        """``dt.offset_by`` of a datetime in a time zone: its calendar parts on the wall clock.
+
+        As polars: the months, then the weeks, then the days each move the local time
+        and are placed back in the zone as RFC 5545 says (`_localize_like`); the fixed
+        part is added to the instant last.
+        """
+        tz, unit = logical.tz, logical.unit
+        assert tz is not None
+        per_day = _per_day(unit)
+        value = arg
+        for step, size in ((months, 0), (weeks, 7 * per_day), (days, per_day)):
+            if not step:
+                continue
+            local = self.local(value, logical)
+            moved = self._moved_months(local, step, per_day) if size == 0 \
+                else self.add(local, step * size)  # fmt: skip
+            value = self._localize_like(moved, value, tz, unit, node)
+        fixed = nsecs // _ns_per_unit(unit)
+        return self.mark(self.add(value, fixed) if fixed else value, logical)
+
+    def _localize_like(self, local: Node, original: Node, tz: str, unit: str,
+                       node: Node) -> Node:  # fmt: skip
+        """The instant of wall-clock time ``local`` in ``tz``, resolved as RFC 5545 (polars).
+
+        An ambiguous time takes the interpretation with the daylight saving part the
+        ``original`` instant had (an error if neither has it); a time in a gap is moved
+        on by that part, or, where the original had none, back by the part the zone has
+        an hour later, then placed (an error if it still falls in a gap).
+        """
+        day, hour = _per_day(unit), 3_600 * UNIT_PER_SECOND[unit]
+        before = self.offset_at(self.sub(local, day), tz, unit)
+        after = self.offset_at(self.add(local, day), tz, unit)
+        early, late = self.sub(local, before), self.sub(local, after)
+        ok_early = self.op("eq", self.offset_at(early, tz, unit), before)
+        ok_late = self.op("eq", self.offset_at(late, tz, unit), after)
+        both = self.both("and", self.both("and", ok_early, ok_late), self.op("ne", early, late))
+        saving = self.offset_at(original, tz, unit, "saving")
+        early_saves = self.op("eq", self.offset_at(early, tz, unit, "saving"), saving)
+        late_saves = self.op("eq", self.offset_at(late, tz, unit, "saving"), saving)
+        value = self.select(both, self.select(early_saves, early, late),
+                            self.select(ok_early, early, late))  # fmt: skip
+        unmatched = self.both("and", both, self.rec(Unary("not", self.both(
+            "or", early_saves, late_saves)), BOOL))  # fmt: skip
+        missing = self.rec(Unary("not", self.both("or", ok_early, ok_late)), BOOL)
+        # in a gap: the would-be result an hour later, read with the offset after the gap
+        later = self.sub(self.add(local, hour), after)
+        later_ok = self.op("eq", self.offset_at(later, tz, unit), after)
+        later_saving = self.offset_at(later, tz, unit, "saving")
+        had_saving = self.op("ne", saving, 0)
+        shift = self.select(had_saving, saving, self.sub(0, later_saving))
+        shifted = self.select(missing, self.add(local, shift), local)
+        placed = self.localize(shifted, tz, unit, node, ambiguous="earliest")
+        value = self.select(missing, placed, value)
+        no_saving = self.rec(Unary("not", had_saving), BOOL)
+        no_later = self.rec(Unary("not", later_ok), BOOL)
+        lost = self.both("and", missing, self.both("and", no_saving, no_later))
+        bad = self.both("or", unmatched, lost)
+        msg = f"`{node!r}`: could not place the local time in time zone {tz!r}"
+        return self.rec(Check(value, self.rec(Unary("not", bad), BOOL), msg), I64)
 
     def round_to(self, arg: Node, node: Function) -> Node:
         """``dt.round(every)``: `calendar`'s ``truncate`` of the value plus half ``every``.
