@@ -670,6 +670,8 @@ def host_reduction(
         return take(arg, rows)
     if func in ("arg_min", "arg_max"):
         return arg_extremes(func, groups, arg, keep, ordered=ordered)
+    if func == "str_join":
+        return joined_strings(groups, arg, keep, *options)
     if func == "n_unique":
         value_codes = codes_of(arg)
         codes = value_codes.array()
@@ -684,6 +686,45 @@ def host_reduction(
         return pa.array(distinct.astype(np.uint32))
     msg = f"reduction `{func}` is not computed from the groups"
     raise AssertionError(msg)
+
+
+def joined_strings(
+    groups: GroupIds,
+    arg: pa.Array,
+    keep: np.ndarray[Any, Any] | None,
+    delimiter: str,
+    ignore_nulls: bool,
+) -> pa.Array:
+    """Each group's strings (where ``keep`` holds) joined with ``delimiter``, in row order.
+
+    As polars' ``str.join``: nulls left out (``ignore_nulls``), or the group's result
+    null where it has one; a group without strings gives ``""``. The rows are put in
+    group order (a stable sort of the ids) and cut into one list per group, which
+    Arrow's ``binary_join`` joins.
+    """
+    import pyarrow.compute as pc  # on first use: its import is slow
+
+    data = one_array(arg)
+    if pa.types.is_dictionary(data.type):
+        data = data.dictionary_decode()
+    if pa.types.is_null(data.type):
+        data = pa.nulls(len(data), pa.large_string())
+    data = data.cast(pa.large_string())
+    ids = groups.ids if groups.ids is not None else np.zeros(len(data), dtype=np.int32)
+    rows = np.arange(len(data)) if keep is None else np.flatnonzero(keep)
+    valid = np.asarray(data.is_valid().to_numpy(zero_copy_only=False), dtype=np.bool_)
+    has_null = np.zeros(groups.count, dtype=np.bool_)
+    if not ignore_nulls:
+        has_null[ids[rows[~valid[rows]]]] = True
+    rows = rows[valid[rows]]
+    rows = rows[np.argsort(ids[rows], kind="stable")]
+    counts = np.bincount(ids[rows], minlength=groups.count)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    lists = pa.LargeListArray.from_arrays(pa.array(offsets), data.take(pa.array(rows)))
+    joined = pc.binary_join(lists, pa.scalar(delimiter, pa.large_string()))
+    if has_null.any():
+        joined = pc.if_else(pa.array(has_null), pa.nulls(len(joined), joined.type), joined)
+    return joined
 
 
 def arg_extremes(

@@ -41,6 +41,7 @@ from colbridge.expr.nodes import (
     Over,
     Scan,
     deep_walk,
+    method_name,
 )
 from colbridge.io.grouped import (
     UNMERGEABLE_PER_GROUP,
@@ -346,10 +347,10 @@ def _refuse_unmergeable(steps: Sequence[Step]) -> None:
             for n in nodes:
                 if isinstance(n, Agg) and n.func in UNMERGEABLE_PER_GROUP:
                     msg = (
-                        f"`{n!r}`: `{n.func}` per group cannot be merged from the partitions "
-                        f"of a Dask DataFrame ({unmergeable_reason(n.func)}). Shuffle the "
-                        "frame by the key first (`ddf.shuffle(key)`, each group's rows then "
-                        "in one partition) and compute each partition with `cb.lazy` "
+                        f"`{n!r}`: `{method_name(n)}` per group cannot be merged from the "
+                        f"partitions of a Dask DataFrame ({unmergeable_reason(n.func)}). "
+                        "Shuffle the frame by the key first (`ddf.shuffle(key)`, each group's "
+                        "rows then in one partition) and compute each partition with `cb.lazy` "
                         "(`ddf.map_partitions`), or compute it in memory "
                         "(`cb.lazy(ddf.compute())`)"
                     )

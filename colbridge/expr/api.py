@@ -4196,6 +4196,25 @@ class StringNamespace(_TextFunctions):
     __slots__ = ()
     _prefix = "str"
 
+    def join(self, delimiter: builtins.str = "", *, ignore_nulls: builtins.bool = True) -> Expr:
+        """The values joined into one string with ``delimiter``: a reduction, as polars'.
+
+        Of the whole column, per group in ``agg`` and ``over``, in frame order; nulls are
+        left out, or make the result null with ``ignore_nulls=False``; no value gives
+        ``""``. Other types are written as ``cast(pl.String)`` writes them.
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"g": [1, 1, 2], "s": ["a", "b", None]})
+        >>> out = df.gpu.group_by("g", maintain_order=True).agg(cb.col("s").str.join("-"))
+        >>> out.compute()["s"].to_list()
+        ['a-b', '']
+        """
+        if not isinstance(delimiter, builtins.str):
+            msg = f"`str.join({delimiter!r})`: the delimiter is a string, e.g. `str.join(',')`"
+            raise SchemaError(msg)
+        flag = _flag(ignore_nulls, "str.join", "ignore_nulls")
+        return Expr(Agg("str_join", self._expr.node, options=(delimiter, flag)))
+
     def contains(self, pattern: str, *, literal: bool = False, strict: bool = True) -> Expr:
         """True where ``pattern`` occurs: a plain substring with ``literal=True``, else a regex.
 

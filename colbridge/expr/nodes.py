@@ -156,7 +156,8 @@ MOMENT_FUNCS = frozenset({"skew", "kurtosis"})
 # Reductions computed from a factorization (one group for a whole column), not by a fold:
 # a whole-column one is a `GroupAgg` over the empty key set.
 GROUPED_ONLY_FUNCS = frozenset({"first", "last", "n_unique", "median", "quantile", "any",
-                                "all", "product", "arg_min", "arg_max"}) | BITWISE_AGGS  # fmt: skip
+                                "all", "product", "arg_min", "arg_max",
+                                "str_join"}) | BITWISE_AGGS  # fmt: skip
 # How `quantile` picks between the two values around its position (polars' names).
 QUANTILE_METHODS = ("nearest", "higher", "lower", "midpoint", "linear", "equiprobable")
 
@@ -1108,8 +1109,16 @@ def root_name(node: Node) -> str:
     return output_name(node)
 
 
+def method_name(node: Agg | GroupAgg) -> str:
+    """A reduction's method as written (``str.join`` is the reduction ``str_join``)."""
+    return "str.join" if node.func == "str_join" else node.func
+
+
 def _agg_arguments(node: Agg | GroupAgg) -> str:
     """A reduction's arguments as written: ``ddof`` where not 1, a quantile's two."""
+    if node.func == "str_join":
+        delimiter, ignore_nulls = node.options
+        return repr(delimiter) + ("" if ignore_nulls else ", ignore_nulls=False")
     if node.func == "quantile":
         quantile, interpolation = node.options
         return f"{quantile!r}, {interpolation!r}"
@@ -1213,7 +1222,7 @@ def _format(node: Node) -> str:
     if isinstance(node, Agg):
         if node.func == "len" and node.arg == ROWS:
             return "len()"
-        return f"{node.arg!r}.{node.func}({_agg_arguments(node)})"
+        return f"{node.arg!r}.{method_name(node)}({_agg_arguments(node)})"
     if isinstance(node, Alias):
         return f'{node.arg!r}.alias("{node.name}")'
     if isinstance(node, Selector):
@@ -1239,7 +1248,7 @@ def _format(node: Node) -> str:
             return f"len(){window}"
         if node.func == "each":
             return f"per_group[{node.keys!r}]({node.arg!r})"
-        return f"{node.arg!r}.{node.func}({extra}){window}"
+        return f"{node.arg!r}.{method_name(node)}({extra}){window}"
     if isinstance(node, Scan) and node.func in ROLLING_BY_FUNCS:
         return _format_rolling_by(node)
     if isinstance(node, Scan) and node.func == "ewm_mean_by":

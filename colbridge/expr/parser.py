@@ -603,7 +603,7 @@ _NAMESPACE_METHODS: dict[str, frozenset[str]] = {
                       "pad_start", "pad_end", "zfill", "replace", "replace_all", "count_matches",
                       "find", "normalize", "extract", "split", "split_exact", "splitn",
                       "contains_any", "replace_many", "extract_all", "extract_many",
-                      "extract_groups", "encode", "reverse"}),
+                      "extract_groups", "encode", "reverse", "join"}),
     "cat": frozenset({"len_bytes", "len_chars", "starts_with", "ends_with", "slice"}),
     # one value of a `str.split`'s parts (or a field of `str.split_exact`/`splitn`)
     "list": frozenset({"get", "first", "last", "len", "join", "contains", "count_matches",

@@ -51,6 +51,7 @@ from colbridge.expr.nodes import (
     Over,
     children,
     deep_walk,
+    method_name,
     push_window,
     reconstruct,
     transform,
@@ -78,7 +79,7 @@ __all__ = [
 
 #: reductions per group that no merge of pieces' group tables can make
 UNMERGEABLE_PER_GROUP = frozenset({"n_unique", "median", "quantile", "skew", "kurtosis",
-                                   "arg_min", "arg_max"})  # fmt: skip
+                                   "arg_min", "arg_max", "str_join"})  # fmt: skip
 
 
 def unmergeable_reason(func: str) -> str:
@@ -342,7 +343,7 @@ def _statistics(
     for j, agg in enumerate(aggs):
         if agg.func in UNMERGEABLE_PER_GROUP:
             msg = (
-                f"`{agg!r}`: `{agg.func}` per group cannot be merged from the pieces of a "
+                f"`{agg!r}`: `{method_name(agg)}` per group cannot be merged from the pieces of a "
                 f"streaming job ({unmergeable_reason(agg.func)}); compute it in memory "
                 "(`LazyFrame.compute`)"
             )

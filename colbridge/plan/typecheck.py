@@ -222,6 +222,7 @@ class TypeChecker:
         (``col("n").max()``, ``col("n").shift(1)``) have no type to compute in: the
         output is a column of the Null type, null in every row.
         """
+        _refuse_joined_strings_inside(node)
         if is_null_literal(self._check(node)):
             return None
         return self.check(node)
@@ -2265,6 +2266,8 @@ class TypeChecker:
             # the rows are counted, whatever their values: the argument is not evaluated
             rows: Node = ROWS if pred is None else Filtered(ROWS, pred)
             return self._record(GroupAgg("len", rows, keys), DType.UINT32)
+        if func == "str_join":
+            return self._str_join(node, inner, pred, keys)
         if isinstance(inner, Column) and self._opaque_column(inner) \
                 and func in ("count", "null_count", "first", "last", "n_unique", "arg_min",
                              "arg_max") \
@@ -2349,6 +2352,40 @@ class TypeChecker:
         if pred is None and is_scalar(typed):
             return self._scalar_agg(func, node.ddof, typed, result)
         return self._record(GroupAgg(func, filtered(typed), keys, node.ddof), result)
+
+    def _str_join(self, node: GroupAgg, inner: Node, pred: Node | None, keys: KeySet) -> Node:
+        """``str.join``: the strings of each group joined on the host, from the Arrow values.
+
+        A string column is read as it is; anything else as ``cast(pl.String)`` writes it
+        (polars' rule), computed by a segment first. The result is strings, which no
+        kernel computes on: an output of ``group_by(...).agg(...)``, as a string
+        column's ``first`` is there (later steps compute on it as on any string column).
+        """
+        import pyarrow as pa
+
+        info = self.schema.get(inner.name) if isinstance(inner, Column) else None
+        arrow_type = None if info is None else info.arrow_type
+        if isinstance(arrow_type, pa.DictionaryType):
+            arrow_type = arrow_type.value_type
+        text = isinstance(arrow_type, pa.DataType) and (
+            pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
+            or pa.types.is_string_view(arrow_type))  # fmt: skip
+        if not self.allow_opaque:
+            raise _str_join_refused(node)
+        value = inner
+        if not text:
+            from colbridge.types.logical import STRING
+
+            cast = Function("cast", (inner,), (STRING, True))
+            opaque, self.allow_opaque = self.allow_opaque, False
+            try:
+                value = self.rows_of(cast, self.check(cast))
+            finally:
+                self.allow_opaque = opaque
+        out = GroupAgg("str_join", value if pred is None else Filtered(value, pred), keys,
+                       options=node.options)  # fmt: skip
+        self.opaque[out] = pa.large_string()
+        return out
 
     def _reduces_to_itself(self, func: str, typed: Node) -> bool:
         """Whether ``func`` of the scalar temporal ``typed`` is ``typed`` (``lit(1h).sum()``).
@@ -2713,6 +2750,23 @@ def _check_key_type(name: str, info: ColumnType) -> None:
         "group by numbers, booleans, strings, categoricals, dates or times"
     )
     raise UnsupportedTypeError(msg)
+
+
+def _refuse_joined_strings_inside(output: Node) -> None:
+    """Refuse ``str.join`` inside an expression (its strings are made on the host)."""
+    root = output
+    while isinstance(root, (Alias, Over)):
+        root = root.arg
+    for n in walk(output):
+        if isinstance(n, (Agg, GroupAgg)) and n.func == "str_join" and n is not root:
+            raise _str_join_refused(output)
+
+
+def _str_join_refused(node: Node) -> UnsupportedOperationError:
+    msg = (f"`{node!r}`: `str.join` is computed per group of `group_by(...).agg(...)` only "
+           "in colbridge (not in `select`, `with_columns` or `over`, nor inside an expression "
+           "there); for the whole column group by a constant, `group_by(cb.lit(0))`")  # fmt: skip
+    return UnsupportedOperationError(msg)
 
 
 def _unfiltered(node: Node) -> Node:

@@ -772,7 +772,7 @@ def grouping(
 
 
 #: host reductions that read their argument's values, not the codes a kernel made them as
-_BY_VALUE = frozenset({"n_unique", "arg_min", "arg_max"})
+_BY_VALUE = frozenset({"n_unique", "arg_min", "arg_max", "str_join"})
 
 
 @dataclass(frozen=True)
