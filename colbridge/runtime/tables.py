@@ -262,15 +262,16 @@ class TableBuilder:
 def _count_matches(values: pa.Array, pattern: str, literal: bool) -> pa.Array:
     """How many times ``pattern`` occurs in each string (UInt32), matches not overlapping.
 
-    A pattern that can match the empty string is refused: Rust's ``regex`` (polars)
-    counts an empty match per character and none right after a match, RE2 (pyarrow)
-    one per byte and one there too.
+    The empty pattern matches before each character and at the end, as in polars
+    (characters + 1). Another pattern that can match the empty string is refused:
+    Rust's ``regex`` (polars) counts an empty match per character and none right after
+    a match, RE2 (pyarrow) one per byte and one there too.
     """
     import pyarrow.compute as pc
 
+    if not pattern:
+        return pc.add(pc.utf8_length(values), 1).cast(pa.uint32())
     if literal:
-        if not pattern:
-            raise UnsupportedOperationError(_EMPTY_MATCHES.format(pattern=pattern))
         return pc.count_substring(values, pattern=pattern).cast(pa.uint32())
     regex = re2_pattern(pattern, values)
     if matches_empty(regex, pattern):

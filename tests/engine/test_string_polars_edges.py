@@ -60,6 +60,13 @@ def test_count_matches_with_anchors_as_polars(pattern: str) -> None:
     _same(["aaa", "ab", None, "a\na", "ab\nab", "b", ""], lambda s: s.str.count_matches(pattern))
 
 
+@pytest.mark.parametrize("literal", [False, True])
+def test_count_matches_of_the_empty_pattern(literal: bool) -> None:
+    # before each character and at the end: characters + 1 (not bytes + 1, as RE2 counts)
+    _same(["abc", "", None, "日本x", "e\u0301"],
+          lambda s: s.str.count_matches("", literal=literal))  # fmt: skip
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.one_of(st.none(), st.text("ab\n", max_size=6)), min_size=1, max_size=8),
        st.sampled_from(["^a", "(?m)^a", "a$", "(?m)^[ab]", "^a|a"]))  # fmt: skip
