@@ -369,6 +369,15 @@ def run_segment(
             segment = dataclasses.replace(segment, outputs=kept, agg_levels=[])
         if not segment.outputs:
             return SegmentResult(opaque)
+    elif segment.one_row and groups is not None:
+        # one row of whole-frame reductions, some made on the host as Arrow values
+        opaque = {name: groups.host[node] for name, node in segment.outputs
+                  if node in segment.opaque}  # fmt: skip
+        if opaque:
+            kept = [(name, node) for name, node in segment.outputs if name not in opaque]
+            segment = dataclasses.replace(segment, outputs=kept)
+            if not segment.outputs:
+                return SegmentResult(opaque)
     if not segment.outputs and segment.mask is None:
         return SegmentResult({})
     if num_rows == 0 and not segment.one_row and segment.group_by is None:
@@ -377,7 +386,7 @@ def run_segment(
     if segment.outputs_are_reductions:
         if prior is None and segment.plain_passes:
             _remember(segment, _ChosenPasses(run.reduces, None), run.passes_key())
-        return SegmentResult(reduction_outputs(segment, run.scalar_values))
+        return SegmentResult({**reduction_outputs(segment, run.scalar_values), **opaque})
     nulls, extra = run.variant()
     compact = segment.filters_first or (segment.mask is not None and not segment.can_fail)
     if compact and carry is not None and not segment.one_row:

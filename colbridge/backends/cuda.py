@@ -1159,6 +1159,18 @@ class _SegmentRun:
         self.nulls, self.variant = self._nullability()
 
     def run(self) -> tuple[dict[str, pa.Array], pa.BooleanArray | None]:
+        segment = self.segment
+        if segment.one_row and segment.group_by is None and self.groups is not None:
+            # one row of whole-frame reductions, some made on the host as Arrow values
+            opaque = {name: self.groups.host[node] for name, node in segment.outputs
+                      if node in segment.opaque}  # fmt: skip
+            if opaque:
+                kept = [(name, node) for name, node in segment.outputs if name not in opaque]
+                if not kept:
+                    return opaque, None
+                self.segment = replace(segment, outputs=kept)
+                results, mask = self.run()
+                return {**results, **opaque}, mask
         if self.segment.group_by is not None or any(
             isinstance(r, GroupAgg) for level in self.segment.agg_levels for r in level
         ):

@@ -721,6 +721,7 @@ def type_segment(spec: SegmentSpec, schema: Mapping[str, ColumnType]) -> Segment
     output_types: dict[str, DType] = {}
     arrow_types: dict[str, Any] = {}
     group: GroupBySpec | None = None
+    checker.one_row = spec.one_row
     if spec.group_by is not None:
         group = GroupBySpec(checker.key_set(spec.group_by.keys), spec.group_by.names)
         checker.allow_opaque = True  # `first` of a string column is an output here

@@ -201,6 +201,9 @@ class TypeChecker:
         self.opaque: dict[Node, object] = {}
         #: whether such results may be typed (they can only be outputs of `group_by`)
         self.allow_opaque = False
+        #: the segment computes one row of whole-frame reductions (`select(x.sum())`):
+        #: a reduction made on the host as Arrow values (`str.join`) is an output there
+        self.one_row = False
         #: typed nodes of a logical type (dates, datetimes, strings, ...) and, for strings,
         #: how the runtime builds their dictionary (`colbridge.plan.logical_typing`)
         self.logical: dict[Node, Logical] = {}
@@ -2370,7 +2373,7 @@ class TypeChecker:
         text = isinstance(arrow_type, pa.DataType) and (
             pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
             or pa.types.is_string_view(arrow_type))  # fmt: skip
-        if not self.allow_opaque:
+        if not (self.allow_opaque or (self.one_row and not keys.exprs)):
             raise _str_join_refused(node)
         value = inner
         if not text:
@@ -2763,9 +2766,10 @@ def _refuse_joined_strings_inside(output: Node) -> None:
 
 
 def _str_join_refused(node: Node) -> UnsupportedOperationError:
-    msg = (f"`{node!r}`: `str.join` is computed per group of `group_by(...).agg(...)` only "
-           "in colbridge (not in `select`, `with_columns` or `over`, nor inside an expression "
-           "there); for the whole column group by a constant, `group_by(cb.lit(0))`")  # fmt: skip
+    msg = (f"`{node!r}`: `str.join` is computed per group of `group_by(...).agg(...)` and "
+           "of the whole column as an output of `select` (of one row), not in "
+           "`with_columns` or `over`, nor inside an expression of a `select`; join in a "
+           "`group_by` (a constant key for the whole column, `group_by(cb.lit(0))`)")  # fmt: skip
     return UnsupportedOperationError(msg)
 
 

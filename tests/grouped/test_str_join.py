@@ -1,11 +1,12 @@
-"""``str.join`` per group of ``group_by(...).agg``, against polars.
+"""``str.join`` per group of ``group_by(...).agg`` and of a whole column, against polars.
 
 Strings with nulls (left out, or the group's result null with ``ignore_nulls=False``),
 numbers and computed strings (written as ``cast(pl.String)`` writes them), filtered,
 sorted and sliced values, empty groups and frames, null keys, sliced and chunked
 columns, the string language; the strings then computed on by a later expression of
-the same ``agg``. Where colbridge does not compute it (``select``, ``over``, a stream,
-Dask) it refuses by name.
+the same ``agg``; a one-row ``select`` beside other reductions, on the CPU and on the
+CUDA path run on the host. Where colbridge does not compute it (``with_columns``,
+``over``, inside an expression of a ``select``, a stream, Dask) it refuses by name.
 """
 
 from __future__ import annotations
@@ -44,9 +45,10 @@ def _table(n: int, seed: int, *, groups: int, offset: int, chunks: int) -> pa.Ta
 @given(n=st.sampled_from([0, 1, 3, 8, 40]), seed=st.integers(0, 2**31 - 1),
        groups=st.sampled_from([1, 3, 12]), offset=st.sampled_from([0, 3]),
        chunks=st.sampled_from([1, 2]), delimiter=st.sampled_from(["", ",", " | ", "ß"]),
-       ignore_nulls=st.booleans(), categorical=st.booleans())  # fmt: skip
+       ignore_nulls=st.booleans(), categorical=st.booleans(), whole=st.booleans())  # fmt: skip
 def test_equal_polars(n: int, seed: int, groups: int, offset: int, chunks: int,
-                      delimiter: str, ignore_nulls: bool, categorical: bool) -> None:  # fmt: skip
+                      delimiter: str, ignore_nulls: bool, categorical: bool,
+                      whole: bool) -> None:  # fmt: skip
     table = _table(n, seed, groups=groups, offset=offset, chunks=chunks)
     if categorical:
         table = table.set_column(1, "s", table.column("s").dictionary_encode())
@@ -55,14 +57,17 @@ def test_equal_polars(n: int, seed: int, groups: int, offset: int, chunks: int,
         def joined(e: Any) -> Any:
             return e.str.join(delimiter, ignore_nulls=ignore_nulls)
 
-        return q.group_by("g", maintain_order=True).agg(
+        outputs = [
             joined(m.col("s")).alias("s"), joined(m.col("i")).alias("i"),
             joined(m.col("s").cast(pl.String).str.to_uppercase()).alias("upper"),
             joined(m.col("s").filter(m.col("i") > 10)).alias("kept"),
             joined(m.col("s").sort_by("i", nulls_last=True)).alias("sorted"),
             joined(m.col("x").head(2)).alias("head"),
-            joined(m.col("s")).str.len_chars().alias("chars"),
-        )  # fmt: skip
+        ]  # fmt: skip
+        if whole:  # one row, beside another reduction
+            return q.select(*outputs, m.col("i").sum().alias("total"))
+        return q.group_by("g", maintain_order=True).agg(
+            *outputs, joined(m.col("s")).str.len_chars().alias("chars"))  # fmt: skip
 
     assert_same_as_polars(table, steps, kinds=("polars", "pyarrow", "pandas"))
 
@@ -74,8 +79,20 @@ def test_nulls_and_empty_groups() -> None:
         e=cb.col("s").filter(cb.col("s") == "zz").str.join(","),
     ).compute()  # fmt: skip
     assert got.rows() == [(1, "a", None, ""), (2, "b-c", "b-c", ""), (3, "", None, "")]
-    whole = df.gpu.group_by(cb.lit(0)).agg(cb.col("s").str.join(",")).compute()
-    assert whole["s"].to_list() == ["a,b,c"]
+    whole = df.gpu.select(cb.col("s").str.join(","), n=cb.len()).compute()
+    assert whole.rows() == [("a,b,c", 5)]
+    none = df.gpu.filter(cb.col("g") > 5).select(cb.col("s").str.join(",")).compute()
+    assert none.rows() == [("",)]  # polars: one row of "" for no rows
+
+
+def test_on_the_cuda_path_through_the_host_shim() -> None:
+    from colbridge.testing.cuda_host import compute_on_host
+
+    df = pl.DataFrame({"g": [1, 1, 2], "s": ["a", "b", None], "i": [1, 2, 3]})
+    for steps in (lambda m, q: q.select(m.col("s").str.join("-"), m.col("i").sum()),
+                  lambda m, q: q.group_by("g", maintain_order=True).agg(
+                      m.col("s").str.join("-"), m.col("i").str.join())):  # fmt: skip
+        assert_frame_equal(compute_on_host(steps(cb, df.gpu)), steps(pl, df.lazy()).collect())
 
 
 def test_the_string_language() -> None:
@@ -87,10 +104,10 @@ def test_the_string_language() -> None:
 
 def test_where_it_is_not_computed_it_is_refused_by_name(tmp_path: Any) -> None:
     df = pl.DataFrame({"g": [1, 1, 2], "s": ["a", "b", None]})
-    for build in (lambda: df.gpu.select(cb.col("s").str.join(",")),
+    for build in (lambda: df.gpu.with_columns(cb.col("s").str.join(",")),
                   lambda: df.gpu.select(cb.col("s").str.join(",").over("g")),
                   lambda: df.gpu.select(cb.col("s").str.join(",").str.len_chars())):  # fmt: skip
-        refusal = r"`str\.join` is computed per group of `group_by\(\.\.\.\)\.agg"
+        refusal = r"`str\.join` is computed per group of `group_by\(\.\.\.\)\.agg.*not in"
         with pytest.raises(UnsupportedOperationError, match=refusal):
             build().compute()
     path = os.path.join(str(tmp_path), "s.parquet")
