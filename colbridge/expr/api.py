@@ -51,6 +51,7 @@ from colbridge.expr.nodes import (
     Unary,
     When,
     output_name,
+    transform,
     walk,
 )
 from colbridge.expr.selectors import NameNamespace, expand_arguments, is_pattern, names_of
@@ -1601,6 +1602,77 @@ class Expr:
         (key,) = _key_nodes((by,), f"{func}(by=...)")
         options = (window_size, min_samples, closed, *extra)
         return Expr(Scan(func, self.node, options, KeySet((), (key,))))
+
+    def rolling(self, index_column: Any, *, period: Any, offset: Any = None,
+                closed: str = "right") -> Expr:  # fmt: skip
+        """Each row's reductions over the rows whose index lies in its window (polars' ``rolling``).
+
+        The window of a row is ``(t - period, t]`` of its ``index_column`` value ``t``
+        (``closed`` as `rolling_sum_by`'s). Each reduction written in the expression
+        (``sum``, ``mean``, ``min``, ``max``, ``std``, ``var``, ``median``, ``quantile``,
+        ``count``) is that time-based window (``x.sum().rolling("t", period="2d")`` is
+        ``x.rolling_sum_by("t", "2d")``), and the expression combines them row by row,
+        as polars evaluates it per window. The index must be sorted, as polars asks:
+        an error names the expression where it is not. ``offset`` other than
+        ``-period`` (the default), reductions of reductions, and other reductions
+        (``first``, ``len``...) are refused by name.
+
+        >>> import datetime as dt, polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"t": [dt.date(2024, 1, d) for d in (1, 2, 4)], "x": [1, 2, 3]})
+        >>> df.gpu.select(cb.col("x").sum().rolling("t", period="2d")).compute()["x"].to_list()
+        [1, 3, 3]
+        """
+        shown = f"rolling({index_column!r}, period={period!r})"
+        if offset is not None and not (isinstance(period, builtins.str)
+                                       and offset == f"-{period}"):  # fmt: skip
+            msg = (f"`{shown}`: an `offset` other than `-period` (the window ending at each "
+                   "row) is not supported; shift the index column instead")  # fmt: skip
+            raise UnsupportedOperationError(msg)
+        index = col(index_column) if isinstance(index_column, builtins.str) else index_column
+
+        for node in walk(self.node):  # checked as written, before any is replaced
+            if isinstance(node, (Over, Filtered)) or (
+                isinstance(node, Agg) and any(isinstance(n, (Agg, Filtered, Over))
+                                              for n in walk(node.arg))
+            ):
+                msg = (f"`{self.node!r}.{shown}`: only reductions of columns (or of "
+                       "expressions of them) are taken per window; not a filter, a window "
+                       "or a reduction of reductions")  # fmt: skip
+                raise UnsupportedOperationError(msg)
+
+        def windowed(node: Node) -> Node:
+            if not isinstance(node, Agg):
+                return node
+            x, func = Expr(node.arg), node.func
+            window: dict[builtins.str, Any] = {"closed": closed}
+            if func == "sum":
+                return x.rolling_sum_by(index, period, **window).node
+            if func == "count":
+                counted = x.is_not_null().cast("uint32")
+                return counted.rolling_sum_by(index, period, **window).node
+            if func in ("mean", "min", "max", "median"):
+                taken: Expr = getattr(x, f"rolling_{func}_by")(index, period, **window)
+                return taken.node
+            if func in ("std", "var"):
+                spread: Expr = getattr(x, f"rolling_{func}_by")(index, period, ddof=node.ddof,
+                                                                **window)  # fmt: skip
+                return spread.node
+            if func == "quantile":
+                quantile, interpolation = node.options
+                share = x.rolling_quantile_by(index, period, quantile=quantile,
+                                              interpolation=interpolation, **window)
+                return share.node
+            msg = (f"`{node!r}.{shown}`: `{func}` per window is not supported; the windows "
+                   "take sum, mean, min, max, std, var, median, quantile and count")
+            raise UnsupportedOperationError(msg)
+
+        value = Expr(transform(self.node, windowed))
+        # polars refuses an index that is not sorted (nulls aside)
+        ordered = (index >= index.shift(1)).all()
+        message = (f"`{self.node!r}.{shown}`: the index column is not sorted; sort the frame "
+                   "by it first")  # fmt: skip
+        checked = Expr(Function("in_bounds", (ordered.node,), (message,)))
+        return when(checked).then(value).otherwise(None)
 
     def rolling_sum_by(self, by: Any, window_size: Any, *, min_samples: int = 0,
                        closed: str = "right") -> Expr:  # fmt: skip

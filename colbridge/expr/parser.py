@@ -462,6 +462,11 @@ FUNCTIONS: dict[str, _Function] = {
     "get": _Function((_x(), _Param("index", "int"), _Param("null_on_oob", "bool", False)),
                      lambda x, index, null_on_oob: x.get(index, null_on_oob=null_on_oob),
                      example="a.get(0)"),
+    "rolling": _Function((_x(), _Param("index_column"), _Param("period", "str"),
+                          _Param("closed", "str", "right")),
+                         lambda x, index_column, period, closed: x.rolling(
+                             index_column, period=period, closed=closed),
+                         example="sum(a).rolling(time, period='2d')"),
     "limit": _Function((_x(), _Param("n", "int", 10)), lambda x, n: x.limit(n),
                        example="a.limit(3).sum()"),
     "item": _Function((_x(), _Param("allow_empty", "bool", False)),
