@@ -442,6 +442,23 @@ class LogicalTyping:
         whole = self.offset_at(arg, logical.tz, logical.unit, in_unit="ms")
         return self.mark(self.sub(whole, saving), duration)
 
+    def _placings(self, local: Node, tz: str, unit: str) -> tuple[Node, ...]:
+        """A wall-clock time's two candidate instants in ``tz`` and which of them hold.
+
+        The offsets a day before and after are the candidates (zones change offset
+        months apart); a candidate holds where the zone really has that offset at it.
+        Returns ``early``, ``late``, ``ok_early``, ``ok_late`` and ``both`` (two
+        different instants hold: the time is ambiguous).
+        """
+        day = _per_day(unit)
+        before = self.offset_at(self.sub(local, day), tz, unit)
+        after = self.offset_at(self.add(local, day), tz, unit)
+        early, late = self.sub(local, before), self.sub(local, after)
+        ok_early = self.op("eq", self.offset_at(early, tz, unit), before)
+        ok_late = self.op("eq", self.offset_at(late, tz, unit), after)
+        both = self.both("and", self.both("and", ok_early, ok_late), self.op("ne", early, late))
+        return early, late, ok_early, ok_late, both
+
     def localize(self, local: Node, tz: str, unit: str, node: Node, *, ambiguous: str = "raise",
                  non_existent: str = "raise", original: Node | None = None) -> Node:  # fmt: skip
         """The UTC instant of a wall-clock time in zone ``tz``, resolved as polars resolves it.
@@ -458,12 +475,7 @@ class LogicalTyping:
         if tz == "UTC":
             return local
         day = _per_day(unit)
-        before = self.offset_at(self.sub(local, day), tz, unit)
-        after = self.offset_at(self.add(local, day), tz, unit)
-        early, late = self.sub(local, before), self.sub(local, after)
-        ok_early = self.op("eq", self.offset_at(early, tz, unit), before)
-        ok_late = self.op("eq", self.offset_at(late, tz, unit), after)
-        both = self.both("and", self.both("and", ok_early, ok_late), self.op("ne", early, late))
+        early, late, ok_early, ok_late, both = self._placings(local, tz, unit)
         unique = self.select(ok_early, early, late)
         if original is not None:
             o_local = self.local(original, Logical("datetime", unit, tz))
@@ -1144,12 +1156,8 @@ class LogicalTyping:
         an hour later, then placed (an error if it still falls in a gap).
         """
         day, hour = _per_day(unit), 3_600 * UNIT_PER_SECOND[unit]
-        before = self.offset_at(self.sub(local, day), tz, unit)
+        early, late, ok_early, ok_late, both = self._placings(local, tz, unit)
         after = self.offset_at(self.add(local, day), tz, unit)
-        early, late = self.sub(local, before), self.sub(local, after)
-        ok_early = self.op("eq", self.offset_at(early, tz, unit), before)
-        ok_late = self.op("eq", self.offset_at(late, tz, unit), after)
-        both = self.both("and", self.both("and", ok_early, ok_late), self.op("ne", early, late))
         saving = self.offset_at(original, tz, unit, "saving")
         early_saves = self.op("eq", self.offset_at(early, tz, unit, "saving"), saving)
         late_saves = self.op("eq", self.offset_at(late, tz, unit, "saving"), saving)
