@@ -280,8 +280,9 @@ def _outermost(node: Node, outer: Callable[[Node], Node], keys: KeySet | None) -
             return reconstruct(node, (arg, *children(node)[1:]))
         if node.func.endswith("_by") and node.keys.order_by:
             return node  # refused by name when typed (its `by` keeps every row)
-        keys = KeySet((*node.keys.exprs, arg.predicate)).ordered_like(node.keys)
-        return Filtered(Scan(node.func, arg.arg, node.options, keys), arg.predicate, arg.shown)
+        kept_rows = KeySet((*node.keys.exprs, arg.predicate)).ordered_like(node.keys)
+        scan = Scan(node.func, arg.arg, node.options, kept_rows)
+        return Filtered(scan, arg.predicate, arg.shown)
     if not isinstance(node, _ROW_WISE) or (
         isinstance(node, Function) and node.name in _NOT_ROW_WISE
     ):
