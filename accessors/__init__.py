@@ -48,6 +48,12 @@ class GpuAccessor:
         """Queue a grouping; see `LazyFrame.group_by` (then ``.agg(...)``)."""
         return self.lazy().group_by(*keys, maintain_order=maintain_order, **named_keys)
 
+    def rolling(self, index_column: str, *, period: Any, offset: Any = None,
+                closed: str = "right", group_by: Any = None) -> Any:  # fmt: skip
+        """Queue windows over a sorted index; see `LazyFrame.rolling` (then ``.agg(...)``)."""
+        return self.lazy().rolling(index_column, period=period, offset=offset, closed=closed,
+                                   group_by=group_by)  # fmt: skip
+
     def eval(self, text: str, **compute_options: Any) -> Any:
         """Parse ``"name = expression"`` assignments and compute them right away."""
         return self.lazy().eval(text).compute(**compute_options)

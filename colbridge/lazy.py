@@ -24,6 +24,7 @@ from colbridge.errors import (
     DuplicateColumnError,
     InvalidOperationError,
     SchemaError,
+    UnsupportedOperationError,
 )
 from colbridge.expr.api import Expr, as_expr, col, int_range
 from colbridge.expr.api import len as rows_of_frame
@@ -487,6 +488,31 @@ class LazyFrame:
                 raise ColumnNotFoundError(msg)
         return wanted
 
+    def rolling(self, index_column: str, *, period: Any, offset: Any = None,
+                closed: str = "right", group_by: Any = None) -> Rolling:  # fmt: skip
+        """Windows of the rows whose ``index_column`` lies in ``(t - period, t]`` of each row.
+
+        polars' ``LazyFrame.rolling``: `Rolling.agg` gives one row per row, the index
+        column then each aggregation over the row's window (`colbridge.Expr.rolling`:
+        sum, mean, min, max, std, var, median, quantile and count, and expressions of
+        them). The index must be sorted. ``group_by`` is refused: write the windows per
+        group with ``.over(key)`` in ``with_columns``.
+
+        >>> import polars as pl, colbridge as cb
+        >>> df = pl.DataFrame({"t": [1, 2, 4], "x": [1, 2, 3]})
+        >>> df.gpu.rolling("t", period="2i").agg(cb.col("x").sum()).compute().rows()
+        [(1, 1), (2, 3), (4, 3)]
+        """
+        if group_by is not None:
+            msg = (f"`rolling({index_column!r}, group_by={group_by!r})`: windows per group "
+                   "of a `rolling` frame are not supported; compute them per group in "
+                   "`with_columns`: `cb.col('x').sum().rolling('t', period=...).over(key)`")
+            raise UnsupportedOperationError(msg)
+        if not isinstance(index_column, str):
+            msg = f"`rolling(index_column={index_column!r})`: the index is a column name"
+            raise SchemaError(msg)
+        return Rolling(self, index_column, (period, offset, closed))
+
     def group_by(self, *keys: Any, maintain_order: bool = True, **named_keys: Any) -> GroupBy:
         """Group the rows by ``keys``; `GroupBy.agg` gives one row per group.
 
@@ -706,6 +732,40 @@ class LazyFrame:
     def _repr_markdown_(self) -> str:
         """Markdown for notebooks: the plan report as a nested list."""
         return self._display_report().to_markdown()
+
+
+class Rolling:
+    """``frame.rolling(index_column, period=...)``: call `agg` for each row's window.
+
+    >>> import pyarrow as pa
+    >>> import colbridge as cb
+    >>> t = pa.table({"t": [1, 2, 3], "x": [1.0, 3.0, 5.0]})
+    >>> cb.lazy(t).rolling("t", period="2i").agg(m=cb.col("x").mean()).compute().to_pylist()
+    [{'t': 1, 'm': 1.0}, {'t': 2, 'm': 2.0}, {'t': 3, 'm': 4.0}]
+    """
+
+    def __init__(self, frame: LazyFrame, index: str, window: tuple[Any, Any, str]) -> None:
+        self._frame = frame
+        self._index = index
+        self._window = window
+
+    def agg(self, *exprs: Any, **named: Any) -> LazyFrame:
+        """The index column, then each expression over each row's window (see `LazyFrame.rolling`).
+
+        >>> import pyarrow as pa
+        >>> import colbridge as cb
+        >>> t = pa.table({"t": [1, 2, 3], "x": [1.0, 3.0, 5.0]})
+        >>> cb.lazy(t).rolling("t", period="2i").agg(cb.col("x").max()).compute()["x"].to_pylist()
+        [1.0, 3.0, 5.0]
+        """
+        period, offset, closed = self._window
+
+        def windowed(e: Any) -> Expr:
+            return as_expr(e).rolling(self._index, period=period, offset=offset, closed=closed)
+
+        outputs = [windowed(e) for e in exprs]
+        windows = {name: windowed(e) for name, e in named.items()}
+        return self._frame.select(self._index, *outputs, **windows)
 
 
 class GroupBy:

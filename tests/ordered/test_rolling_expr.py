@@ -108,3 +108,22 @@ def test_the_string_language() -> None:
     want = df.with_columns(s=x.sum().rolling("t", period="2i"),
                            m=x.mean().rolling("t", period="3i", closed="both"))
     assert_frame_equal(got, want)
+
+
+def test_a_rolling_frame() -> None:
+    df = pl.DataFrame({"t": [dt.date(2024, 1, d) for d in (1, 2, 2, 5, 6)],
+                       "x": [1.0, None, 3.0, 4.0, 8.0], "i": [1, 2, 3, 4, 5]})  # fmt: skip
+
+    def aggs(m: Any) -> list[Any]:
+        return [m.col("x").sum(), m.col("i").max().alias("top"),
+                (m.col("x").mean() * 2).alias("twice")]  # fmt: skip
+
+    got = df.gpu.rolling("t", period="2d").agg(*aggs(cb), n=cb.col("x").count()).compute()
+    want = df.rolling("t", period="2d").agg(*aggs(pl), n=pl.col("x").count())
+    assert_frame_equal(got, want)
+    closed = cb.lazy(df).rolling("t", period="3d", closed="both").agg(cb.col("x").sum())
+    want_closed = df.rolling("t", period="3d", closed="both").agg(pl.col("x").sum())
+    assert_frame_equal(closed.compute(), want_closed)
+    with pytest.raises(UnsupportedOperationError, match=r"windows per group of a `rolling` "
+                                                        r"frame are not supported"):  # fmt: skip
+        df.gpu.rolling("t", period="2d", group_by="i")
