@@ -1610,12 +1610,13 @@ class Expr:
         The window of a row is ``(t - period, t]`` of its ``index_column`` value ``t``
         (``closed`` as `rolling_sum_by`'s). Each reduction written in the expression
         (``sum``, ``mean``, ``min``, ``max``, ``std``, ``var``, ``median``, ``quantile``,
-        ``count``) is that time-based window (``x.sum().rolling("t", period="2d")`` is
+        ``count``, ``len``: ``cb.len().rolling(...)`` counts the window's rows) is that
+        time-based window (``x.sum().rolling("t", period="2d")`` is
         ``x.rolling_sum_by("t", "2d")``), and the expression combines them row by row,
         as polars evaluates it per window. The index must be sorted, as polars asks:
         an error names the expression where it is not. ``offset`` other than
         ``-period`` (the default), reductions of reductions, and other reductions
-        (``first``, ``len``...) are refused by name.
+        (``first``, ``n_unique``...) are refused by name.
 
         >>> import datetime as dt, polars as pl, colbridge as cb
         >>> df = pl.DataFrame({"t": [dt.date(2024, 1, d) for d in (1, 2, 4)], "x": [1, 2, 3]})
@@ -1647,8 +1648,10 @@ class Expr:
             window: dict[builtins.str, Any] = {"closed": closed}
             if func == "sum":
                 return x.rolling_sum_by(index, period, **window).node
-            if func == "count":
-                counted = x.is_not_null().cast("uint32")
+            if func in ("count", "len"):  # the window's non-null values, or its rows
+                rows = index if func == "len" and node.arg == ROWS else x
+                counted = (rows.is_not_null() if func == "count" else
+                           rows.is_null() | rows.is_not_null()).cast("uint32")  # fmt: skip
                 return counted.rolling_sum_by(index, period, **window).node
             if func in ("mean", "min", "max", "median"):
                 taken: Expr = getattr(x, f"rolling_{func}_by")(index, period, **window)
@@ -1663,7 +1666,7 @@ class Expr:
                                               interpolation=interpolation, **window)
                 return share.node
             msg = (f"`{node!r}.{shown}`: `{func}` per window is not supported; the windows "
-                   "take sum, mean, min, max, std, var, median, quantile and count")
+                   "take sum, mean, min, max, std, var, median, quantile, count and len")
             raise UnsupportedOperationError(msg)
 
         value = Expr(transform(self.node, windowed))

@@ -1,7 +1,7 @@
 """``expr.rolling(index_column, period=..., closed=...)``: reductions per time window, vs polars.
 
 Each reduction of the expression (``sum``, ``mean``, ``min``, ``max``, ``std``,
-``var``, ``median``, ``quantile``, ``count``) over the rows whose index lies in the
+``var``, ``median``, ``quantile``, ``count``, ``len``) over the rows whose index lies in the
 row's window, combined row by row; sorted integer and datetime indexes with repeated
 values, columns with nulls, every ``closed``, empty frames, several chunks; an index
 that is not sorted is an error naming the expression, as polars raises; what is not
@@ -56,7 +56,7 @@ def test_equal_polars(n: int, seed: int, offset: int, chunks: int, dates: bool, 
         x, i = m.col("x"), m.col("i")
         reductions = [x.sum(), x.mean(), i.min(), i.max(), x.std(), x.var(ddof=2), x.median(),
                       x.quantile(0.3, "linear"), x.count(), x.sum() / x.count(),
-                      i.sum() * 2 - x.max(), (x * 2 + i).mean()]  # fmt: skip
+                      i.sum() * 2 - x.max(), (x * 2 + i).mean(), m.len(), x.len()]  # fmt: skip
         return q.select(m.col("t"), *[e.rolling("t", period=period, closed=closed).alias(f"r{k}")
                                       for k, e in enumerate(reductions)])  # fmt: skip
 
