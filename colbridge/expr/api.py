@@ -50,6 +50,7 @@ from colbridge.expr.nodes import (
     Selector,
     Unary,
     When,
+    children,
     output_name,
     transform,
     walk,
@@ -1577,25 +1578,8 @@ class Expr:
     def _rolling_by(self, func: str, by: Any, window_size: Any, min_samples: Any, closed: Any,
                     extra: tuple[Any, ...] = ()) -> Expr:  # fmt: skip
         """A time-based window ``func`` (`rolling_by_params`): its arguments checked."""
-        if isinstance(window_size, _dt.timedelta):
-            window_size = timedelta_text(window_size)
-        if not isinstance(window_size, str):
-            msg = (
-                f"`{func}(window_size=...)` takes a duration string (\"2d\", \"1h30m\", "
-                f"\"3i\") or a timedelta, got {window_size!r}"
-            )
-            raise SchemaError(msg)
-        duration = parse_duration_in(window_size, f"{func}({window_size!r})")
-        if duration.is_zero or duration.negative:
-            msg = f"`{func}({window_size!r})`: `window_size` must be strictly positive"
-            raise InvalidOperationError(msg)
+        window_size = _time_window(func, "window_size", window_size, closed)
         min_samples = _count_param(min_samples, func, "min_samples")
-        if closed not in ROLLING_CLOSED:
-            msg = (
-                f"`{func}(closed={closed!r})`: use one of "
-                f"{', '.join(repr(c) for c in ROLLING_CLOSED)}"
-            )
-            raise SchemaError(msg)
         if not isinstance(by, (str, Expr)):
             msg = f"`{func}(by=...)` takes one column name or expression, got {by!r}"
             raise SchemaError(msg)
@@ -1613,7 +1597,8 @@ class Expr:
         ``count``, ``len``: ``cb.len().rolling(...)`` counts the window's rows) is that
         time-based window (``x.sum().rolling("t", period="2d")`` is
         ``x.rolling_sum_by("t", "2d")``), and the expression combines them row by row,
-        as polars evaluates it per window. The index must be sorted, as polars asks:
+        as polars evaluates it per window; a column outside any reduction (a list per
+        window in polars) is refused. The index must be sorted, as polars asks:
         an error names the expression where it is not. ``offset`` other than
         ``-period`` (the default), reductions of reductions, and other reductions
         (``first``, ``n_unique``...) are refused by name.
@@ -1624,13 +1609,18 @@ class Expr:
         [1, 3, 3]
         """
         shown = f"rolling({index_column!r}, period={period!r})"
-        if offset is not None and not (isinstance(period, builtins.str)
-                                       and offset == f"-{period}"):  # fmt: skip
+        period = _time_window("rolling", "period", period, closed)
+        if not isinstance(index_column, (builtins.str, Expr)):
+            msg = (f"`rolling(index_column=...)` takes one column name or expression, got "
+                   f"{index_column!r}")  # fmt: skip
+            raise SchemaError(msg)
+        if offset is not None and offset != f"-{period}":
             msg = (f"`{shown}`: an `offset` other than `-period` (the window ending at each "
                    "row) is not supported; shift the index column instead")  # fmt: skip
             raise UnsupportedOperationError(msg)
         index = col(index_column) if isinstance(index_column, builtins.str) else index_column
 
+        _refuse_values_outside_reductions(self.node, shown)
         for node in walk(self.node):  # checked as written, before any is replaced
             if isinstance(node, (Over, Filtered)) or (
                 isinstance(node, Agg) and any(isinstance(n, (Agg, Filtered, Over))
@@ -3655,6 +3645,49 @@ def int_range(start: Any = 0, end: Any = None, step: int = 1, *, dtype: Any = "i
     return Expr(Function("int_range", (counted,), (wanted,)))
 
 
+def _time_window(method: str, name: str, length: Any, closed: Any) -> str:
+    """A time-based window's length as a duration string, and its ``closed``, checked.
+
+    ``length``: a duration string (``"2d"``, ``"1h30m"``, ``"3i"``) or a timedelta,
+    strictly positive; ``closed`` one of `ROLLING_CLOSED`.
+    """
+    if isinstance(length, _dt.timedelta):
+        length = timedelta_text(length)
+    if not isinstance(length, builtins.str):
+        msg = (f"`{method}({name}=...)` takes a duration string (\"2d\", \"1h30m\", \"3i\") "
+               f"or a timedelta, got {length!r}")  # fmt: skip
+        raise SchemaError(msg)
+    duration = parse_duration_in(length, f"{method}({length!r})")
+    if duration.is_zero or duration.negative:
+        msg = f"`{method}({length!r})`: `{name}` must be strictly positive"
+        raise InvalidOperationError(msg)
+    if closed not in ROLLING_CLOSED:
+        msg = f"`{method}(closed={closed!r})`: use one of {', '.join(map(repr, ROLLING_CLOSED))}"
+        raise SchemaError(msg)
+    return length
+
+
+def _refuse_values_outside_reductions(node: Node, shown: str) -> None:
+    """Refuse a column (or ordered operation) of ``expr.rolling`` outside a reduction.
+
+    polars gives such a value a list per window (each row's window of values); here
+    every value is reduced per window.
+    """
+    seen: set[Node] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n in seen or isinstance(n, Agg):
+            continue
+        seen.add(n)
+        if isinstance(n, (Column, Selector, Scan, EveryRow)):
+            msg = (f"`{n!r}` in `.{shown}` is outside a reduction: polars gives each row a "
+                   "list of its window's values there, which colbridge does not hold; reduce "
+                   "it (`.sum()`, `.mean()`, `.max()`...)")  # fmt: skip
+            raise UnsupportedOperationError(msg)
+        stack.extend(children(n))
+
+
 def _positions() -> Expr:
     """Each row's position (UInt32): 0, 1, 2, ... (per group in ``agg`` and ``over``)."""
     return int_range(len(), dtype="uint32")
@@ -3685,6 +3718,9 @@ def arg_sort_by(exprs: Any, *more_exprs: Any, descending: bool | Sequence[bool] 
     [1, 0, 2]
     """
     keys = [*(exprs if isinstance(exprs, (list, tuple)) else [exprs]), *more_exprs]
+    if not keys:
+        msg = "`arg_sort_by([])`: give at least one key to sort by, e.g. `arg_sort_by('a')`"
+        raise SchemaError(msg)
     positions = _positions().sort_by(*keys, descending=descending, nulls_last=nulls_last,
                                      multithreaded=multithreaded,
                                      maintain_order=maintain_order)  # fmt: skip

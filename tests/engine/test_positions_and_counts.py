@@ -142,6 +142,11 @@ def test_top_k_by_keeps_nulls_last_and_names_the_values() -> None:
         cb.col("name").top_k_by("score", 2, reverse=[True, False])
 
 
+def test_arg_sort_by_needs_a_key() -> None:
+    with pytest.raises(SchemaError, match=r"`arg_sort_by\(\[\]\)`: give at least one key"):
+        cb.arg_sort_by([])
+
+
 def test_format_needs_one_argument_per_placeholder() -> None:
     with pytest.raises(SchemaError, match=r"2 placeholder\(s\) `\{\}` for 1 argument"):
         cb.format("{} and {}", "a")

@@ -100,6 +100,29 @@ def test_what_is_not_taken_per_window_is_refused(build: Any, match: str) -> None
         build(cb.col("x"))
 
 
+@pytest.mark.parametrize("build", [
+    lambda m: m.col("x").rolling("t", period="2i"),
+    lambda m: (m.col("x").sum() + m.col("x")).rolling("t", period="2i"),
+])  # fmt: skip
+def test_a_value_outside_a_reduction_is_refused(build: Any) -> None:
+    # polars gives each row the list of its window's values there (a list column)
+    df = pl.DataFrame({"t": [1, 2, 4], "x": [1.0, 2.0, 3.0]})
+    assert isinstance(df.select(build(pl)).dtypes[0], pl.List)
+    message = r'`col\("x"\)` in `\.rolling\(\'t\', period=\'2i\'\)` is outside a reduction'
+    with pytest.raises(UnsupportedOperationError, match=message):
+        build(cb)
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"period": 5}, r"`rolling\(period=\.\.\.\)` takes a duration string"),
+    ({"period": "-2i"}, r"`period` must be strictly positive"),
+    ({"period": "2i", "closed": "bad"}, r"`rolling\(closed='bad'\)`: use one of"),
+])  # fmt: skip
+def test_bad_windows_are_refused_naming_rolling(kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(cb.ColbridgeError, match=match):
+        cb.col("x").sum().rolling("t", **kwargs)
+
+
 def test_the_string_language() -> None:
     df = pl.DataFrame({"t": [1, 2, 4, 7], "x": [1, 2, 3, 4]})
     text = "s = sum(x).rolling(t, period='2i')\nm = x.mean().rolling(t, period='3i', closed='both')"
