@@ -24,6 +24,7 @@ from colbridge.errors import (
     UnsupportedOperationError,
 )
 from colbridge.expr.nodes import (
+    MODE_SHOWN,
     QUANTILE_METHODS,
     RANK_METHODS,
     ROLLING_CLOSED,
@@ -2374,7 +2375,7 @@ class Expr:
         [3, 1]
         """
         _flag(maintain_order, "mode", "maintain_order")
-        return Expr(Filtered(self.node, mode_predicate(self.node), "mode()"))
+        return Expr(Filtered(self.node, mode_predicate(self.node), MODE_SHOWN))
 
     def arg_true(self) -> Expr:
         """The positions (UInt32) of the true values (null is not true): fewer rows, as `filter`.

@@ -1034,6 +1034,11 @@ def one_value_per_group(node: Node, keys: KeySet) -> bool:
     return all(one_value_per_group(c, keys) for c in children(node))
 
 
+#: the `Filtered.shown` of ``x.mode()``: its predicate counts values (`mode_predicate`), so
+#: the mode of filtered values is rebuilt, counting the kept rows only
+#: (`colbridge.plan.row_changing.filters_outermost`)
+MODE_SHOWN = "mode()"
+
 #: `Filtered` values named after their predicate's column, as polars names them: the
 #: positions or counts of ``x.arg_true()``, ``x.arg_unique()``, ``x.unique_counts()``
 NAMED_BY_PREDICATE = frozenset({"arg_true()", "arg_unique()", "unique_counts()"})

@@ -32,6 +32,7 @@ from typing import NoReturn
 
 from colbridge.errors import ShapeError, UnsupportedOperationError
 from colbridge.expr.nodes import (
+    MODE_SHOWN,
     Agg,
     Alias,
     Binary,
@@ -256,7 +257,7 @@ def filters_outermost(arg: Node, keys: KeySet | None = None) -> Node:
 def _outermost(node: Node, outer: Callable[[Node], Node], keys: KeySet | None) -> Node:
     if isinstance(node, (Agg, GroupAgg, Over, Column, Literal, Constant, EveryRow)):
         return node  # a reduction's own filters are taken when it is typed
-    if isinstance(node, Filtered) and node.shown == "mode()":
+    if isinstance(node, Filtered) and node.shown == MODE_SHOWN:
         arg = outer(node.arg)
         if not isinstance(arg, Filtered):
             return node
