@@ -2465,7 +2465,7 @@ class Expr:
             msg = f"`{method}(k)`: colbridge takes a whole number as `k`, not an expression"
             raise UnsupportedOperationError(msg)
         k = _count_param(k, method, "k")
-        keys = list(by) if isinstance(by, (list, tuple)) else [by]
+        keys = [Expr(n) for n in _key_nodes((by,), method)]
         flips = _flags(reverse, builtins.len(keys), "reverse", method)
         order = [descending != flip for flip in flips]
         ordered = self.sort_by(keys, descending=order, nulls_last=True)
@@ -3718,14 +3718,11 @@ def arg_sort_by(exprs: Any, *more_exprs: Any, descending: bool | Sequence[bool] 
     >>> df.gpu.select(cb.arg_sort_by("x")).compute()["x"].to_list()
     [1, 0, 2]
     """
-    keys = [*(exprs if isinstance(exprs, (list, tuple)) else [exprs]), *more_exprs]
-    if not keys:
-        msg = "`arg_sort_by([])`: give at least one key to sort by, e.g. `arg_sort_by('a')`"
-        raise SchemaError(msg)
-    positions = _positions().sort_by(*keys, descending=descending, nulls_last=nulls_last,
-                                     multithreaded=multithreaded,
+    keys = _key_nodes((exprs, *more_exprs), "arg_sort_by")
+    positions = _positions().sort_by(*(Expr(k) for k in keys), descending=descending,
+                                     nulls_last=nulls_last, multithreaded=multithreaded,
                                      maintain_order=maintain_order)  # fmt: skip
-    return positions.alias(output_name(_arg_node(keys[0])))  # named as polars: the first key
+    return positions.alias(output_name(keys[0]))  # named as polars: after the first key
 
 
 def format(f_string: str, *args: Any) -> Expr:  # polars' name (the builtin is not used here)
@@ -3767,6 +3764,9 @@ def row_index(name: str = "index") -> Expr:
     >>> df.gpu.with_columns(cb.row_index()).compute()["index"].to_list()
     [0, 1]
     """
+    if not isinstance(name, builtins.str):
+        msg = f"`row_index({name!r})`: the name is a string, e.g. `row_index(\"index\")`"
+        raise SchemaError(msg)
     return _positions().alias(name)
 
 

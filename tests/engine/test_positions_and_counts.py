@@ -142,9 +142,13 @@ def test_top_k_by_keeps_nulls_last_and_names_the_values() -> None:
         cb.col("name").top_k_by("score", 2, reverse=[True, False])
 
 
-def test_arg_sort_by_needs_a_key() -> None:
-    with pytest.raises(SchemaError, match=r"`arg_sort_by\(\[\]\)`: give at least one key"):
+def test_bad_keys_and_names_are_refused_by_name() -> None:
+    with pytest.raises(SchemaError, match=r"`arg_sort_by` needs at least one key"):
         cb.arg_sort_by([])
+    with pytest.raises(SchemaError, match=r"`top_k_by` keys are column names or expressions"):
+        cb.col("x").top_k_by(5, 2)
+    with pytest.raises(SchemaError, match=r"`row_index\(5\)`: the name is a string"):
+        cb.row_index(5)  # type: ignore[arg-type]
 
 
 def test_format_needs_one_argument_per_placeholder() -> None:
