@@ -2265,6 +2265,17 @@ class TypeChecker:
             if typed not in self.logical or func in ("count", "null_count"):
                 return self._scalar_agg(func, node.ddof, typed,
                                         agg_result(func, self.types[typed]))  # fmt: skip
+        if pred is None and func in _ONE_VALUE_AGGS and not keys.exprs and not node.per_row \
+                and one_value_per_group(inner, node.keys):  # fmt: skip
+            # `lit(2).first()` of a whole column is 2 over an empty frame too: one value
+            # (a group's copies of it give the same answer, so only this case needs it)
+            typed = self._check(inner)
+            typed = typed if is_null_literal(typed) else self.check(inner)
+            t = self.types.get(typed)
+            if t is not None and typed not in self.logical and not is_null_literal(typed) \
+                    and not (func == "quantile" and t.is_bool):  # fmt: skip
+                return self._scalar_agg(func, node.ddof, typed, agg_result(func, t),
+                                        node.options)  # fmt: skip
         if func == "len":
             # the rows are counted, whatever their values: the argument is not evaluated
             rows: Node = ROWS if pred is None else Filtered(ROWS, pred)
@@ -2504,9 +2515,25 @@ class TypeChecker:
         enough = self._record(Binary("gt", n, lit(least)), DType.BOOL)
         return self._record(When(enough, value, self._typed_literal(None, f64)), f64)
 
-    def _scalar_agg(self, func: str, ddof: int, arg: Node, result: DType) -> Node:
+    def _scalar_agg(self, func: str, ddof: int, arg: Node, result: DType,
+                    options: tuple[Any, ...] = ()) -> Node:  # fmt: skip
+        """``func`` of one value (a literal, a reduction), as polars reduces it."""
         if func in BITWISE_AGGS and self.types[arg].is_float:
             raise _bad_type(Agg(func, arg), self.types[arg], _BITS_WANTED)
+        if func == "n_unique":  # a null is a value of its own
+            return self._typed_literal(1, DType.UINT32)
+        present = self._record(Unary("is_not_null", arg), DType.BOOL)
+        if func in ("arg_min", "arg_max"):
+            return self._record(When(present, self._typed_literal(0, DType.UINT32),
+                                     self._typed_literal(None, DType.UINT32)), DType.UINT32)
+        if func in ("any", "all"):
+            value = arg if self.types[arg].is_bool else self._record(
+                Cast(arg, DType.BOOL, strict=True), DType.BOOL)  # fmt: skip
+            ignore_nulls = not options or bool(options[0])
+            if not ignore_nulls:  # Kleene: a null alone decides nothing
+                return value
+            return self._record(Coalesce((value, self._typed_literal(func == "all", DType.BOOL))),
+                                DType.BOOL)  # fmt: skip
         if func in ("count", "null_count"):
             test = self._record(Unary("is_not_null" if func == "count" else "is_null", arg),
                                 DType.BOOL)  # fmt: skip
@@ -2514,7 +2541,6 @@ class TypeChecker:
         if func in ("std", "var"):
             if ddof >= 1:
                 return self._typed_literal(None, result)
-            present = self._record(Unary("is_not_null", arg), DType.BOOL)
             zero: Node = self._typed_literal(0.0, result)
             if self.types[arg].is_float:
                 # (x - mean)**2 of one value: NaN when it is NaN or infinite, as polars
@@ -2805,6 +2831,9 @@ def _scan_of_kept_rows(arg: Node) -> Node:
 # Reductions whose value over copies of one value is not that of the value alone.
 _COUNTING_AGGS = frozenset({"sum", "product", "count", "null_count", "std", "var", "len",
                             "bitwise_xor"})  # fmt: skip
+# reductions of one value that a whole column's copies of it answer too, but for no rows
+_ONE_VALUE_AGGS = frozenset({"first", "last", "n_unique", "median", "quantile", "any", "all",
+                             "arg_min", "arg_max", "bitwise_and", "bitwise_or"})  # fmt: skip
 
 
 def is_one_value(node: Node) -> bool:

@@ -420,6 +420,30 @@ def test_reductions_of_scalars_see_one_value() -> None:
     )
 
 
+@pytest.mark.parametrize("rows", [0, 3])
+def test_factorized_reductions_of_one_value_see_it_over_any_frame(rows: int) -> None:
+    # polars: `lit(2).first()` is 2 over an empty frame too (one value, not the rows'
+    # copies of it); the reductions computed from a factorization took the rows
+    table = pa.table({"a": pa.array([1.0, None, 3.0][:rows], pa.float64())})
+    assert_same_as_polars(
+        table,
+        lambda m, q: q.select(
+            f=m.lit(2).first(),
+            la=m.lit(2.5).last(),
+            n=m.lit(0).n_unique(),
+            md=m.lit(2).median(),
+            qf=m.lit(2.5, dtype=pl.Float32).quantile(0.3),
+            an=m.lit(0).any(),
+            al=m.lit(0).all(),
+            ak=m.col("a").max().any(ignore_nulls=False),
+            am=m.col("a").max().arg_min(),
+            ax=m.lit(True).arg_max(),
+            ba=m.lit(6).bitwise_and(),
+            bo=m.col("a").sum().cast(pl.Int8).bitwise_or(),
+        ),
+    )
+
+
 def test_equal_python_literals_of_different_types_stay_apart() -> None:
     # 3 == 3.0 == True in Python; as IR literals they must not be merged
     table = pa.table({"a": [1.0, 5.0], "b": pa.array([1, 2], pa.int32())})
