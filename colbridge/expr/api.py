@@ -3104,40 +3104,31 @@ def mean_horizontal(*exprs: Any, ignore_nulls: bool = True) -> Expr:
 def all_horizontal(*exprs: Any) -> Expr:
     """Kleene AND across the arguments, row by row (a string names a column).
 
+    Each argument is cast to Boolean first, as polars casts it (a non-zero number or
+    NaN is true), so integers are never combined bit by bit as ``&`` combines them.
+
     Examples
     --------
     >>> import colbridge as cb
     >>> cb.all_horizontal("a", cb.col("b") > 0)
-    <Expr (col("a") & (col("b") > lit(0)))>
+    <Expr all_horizontal(col("a"), (col("b") > lit(0)))>
     """
-    args = _arguments("all_horizontal", exprs)
-    if _selects(args):  # `all_horizontal(cb.all() > 0)`: one argument per selected column
-        return Expr(Function("all_horizontal", tuple(args)))
-    return Expr(args[0]).and_(*(Expr(a) for a in args[1:]))
+    # a selection (`all_horizontal(cb.all() > 0)`) is spread into one argument per column
+    return Expr(Function("all_horizontal", tuple(_arguments("all_horizontal", exprs))))
 
 
 def any_horizontal(*exprs: Any) -> Expr:
     """Kleene OR across the arguments, row by row (a string names a column).
 
+    Each argument is cast to Boolean first, as in `all_horizontal`.
+
     Examples
     --------
     >>> import colbridge as cb
     >>> cb.any_horizontal("a", "b", "c")
-    <Expr ((col("a") | col("b")) | col("c"))>
+    <Expr any_horizontal(col("a"), col("b"), col("c"))>
     """
-    args = _arguments("any_horizontal", exprs)
-    if _selects(args):
-        return Expr(Function("any_horizontal", tuple(args)))
-    return Expr(args[0]).or_(*(Expr(a) for a in args[1:]))
-
-
-def _selects(args: Sequence[Node]) -> bool:
-    """Whether an argument selects columns by pattern (``all()``, ``exclude``, ``^...$``).
-
-    Such an argument is spread into one argument per column when the plan's columns are
-    known (`colbridge.expr.selectors`), as polars spreads it in a horizontal function.
-    """
-    return any(isinstance(n, Selector) for a in args for n in walk(a))
+    return Expr(Function("any_horizontal", tuple(_arguments("any_horizontal", exprs))))
 
 
 def _count_param(value: Any, func: str, name: str, *, signed: bool = False,

@@ -302,6 +302,11 @@ class TypeChecker:
             value = _convert_scalar(value, dtype)
         return self._record(Literal(value, dtype), dtype)
 
+    def _is_boolean(self, node: Node) -> bool:
+        """Whether ``node`` is typed Boolean, or is a bare ``lit(None)`` (Kleene logic's null)."""
+        typed = self._check(node)
+        return is_null_literal(typed) or self.types.get(typed) is DType.BOOL
+
     def _cast(self, node: Node, dtype: DType) -> Node:
         src = self.types[node]
         if src == dtype:
@@ -729,8 +734,12 @@ class TypeChecker:
         kb, ke = self._dynamic_kind(base), self._dynamic_kind(exponent)
         if (kb is None) == (ke is None):
             return None
-        base_float = kb == "float" or (kb is None and self.types[base].is_float)
-        exponent_float = ke == "float" or (ke is None and self.types[exponent].is_float)
+        def typed_float(side: Node) -> bool:  # (a `lit(True)` is not typed yet)
+            t = self.types.get(side)
+            return t is not None and t.is_float
+
+        base_float = kb == "float" or (kb is None and typed_float(base))
+        exponent_float = ke == "float" or (ke is None and typed_float(exponent))
         side, kind = (exponent, ke) if exponent_float and not base_float else (base, kb)
         if kind is None:
             return None  # the typed side decides: an ordinary typed power
@@ -1174,11 +1183,12 @@ class TypeChecker:
         if node.name == "pair_result":
             return self._pair_result(node)
         if node.name in ("all_horizontal", "any_horizontal"):
-            # a selection spread into its columns (`all_horizontal(cb.all() > 0)`): Kleene
-            # AND (OR) of them, as written without one
+            # Kleene AND (OR) of the arguments, each cast to Boolean first as polars casts it
+            # (non-zero numbers and NaN true): never a bitwise AND (OR) of integers
             op = "and" if node.name == "all_horizontal" else "or"
-            out = node.args[0]
-            for arg in node.args[1:]:
+            args = [a if self._is_boolean(a) else Cast(a, DType.BOOL) for a in node.args]
+            out = args[0]
+            for arg in args[1:]:
                 out = Binary(op, out, arg)
             return self._check(out)
         if node.name in ("max_horizontal", "min_horizontal", "sum_horizontal") and all(
@@ -1420,6 +1430,8 @@ class TypeChecker:
         """
         x = node.args[0]
         arg = self._check(x)
+        if self._is_dynamic(arg):  # `lit(3).replace(1, 9)`: in the literal's own type
+            x = arg = self._materialize(arg)
         olds, news = node.options
         logical = self.logical.get(arg)
         if logical is not None and logical.is_string:
@@ -1466,6 +1478,8 @@ class TypeChecker:
         """
         x = node.args[0]
         arg = self._check(x)
+        if self._is_dynamic(arg):  # `lit(1).replace_strict(...)`: the literal's own type
+            x = arg = self._materialize(arg)
         olds, news, new_type, returned, given, single = node.options
         logical = self.logical.get(arg)
         if logical is not None and logical.kind == "enum":

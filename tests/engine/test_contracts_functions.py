@@ -246,6 +246,20 @@ def test_all_any_horizontal_and_and_or_of_several() -> None:
     })  # fmt: skip
 
 
+def test_all_any_horizontal_cast_numbers_to_boolean() -> None:
+    # polars casts each argument to Boolean (non-zero and NaN true); `&`/`|` of the
+    # integers bit by bit gave 3 | 300 = 303, an integer column
+    names = {"p": pa.bool_(), "i": pa.int16(), "u": pa.uint8(), "f": pa.float64()}
+    check(names, lambda m: {
+        "all": m.all_horizontal("i", "u"),
+        "any": m.any_horizontal("i", m.col("f")),
+        "mixed": m.all_horizontal("p", "f", m.col("u") - 1),
+        "one": m.any_horizontal("u"),
+        "lits": m.any_horizontal(m.lit(3), m.lit(300, dtype=pl.Int64)),
+        "null": m.all_horizontal(None, "i"),
+    })  # fmt: skip
+
+
 def test_clip_with_expression_bounds() -> None:
     names = {**pairs_frame(), "lo": pa.float64(), "hi": pa.float64()}
     check(names, lambda m: {

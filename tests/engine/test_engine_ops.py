@@ -444,6 +444,24 @@ def test_factorized_reductions_of_one_value_see_it_over_any_frame(rows: int) -> 
     )
 
 
+def test_a_literal_replaced_or_powered_is_typed_as_polars_types_it() -> None:
+    # `lit(3).replace(1, 9)`, `lit(1).replace_strict(...)` and `lit(True) ** 2` met an
+    # untyped Python number (a KeyError from inside); polars types the literal first
+    table = pa.table({"a": [1.0, None, 3.0]})
+    assert_same_as_polars(
+        table,
+        lambda m, q: q.with_columns(
+            kept=m.lit(3).replace(1, 9),
+            swapped=m.lit(1).replace([1, 2], [300, 4]),
+            floats=m.lit(1.5).replace(1.5, 2),
+            strict=m.lit(1).replace_strict({1: 10}),
+            default=m.lit(0.5).replace_strict({1: 10}, default=0),
+        ),
+    )
+    for bad in (lambda m: m.lit(True).pow(2), lambda m: m.lit(2) ** m.lit(True)):
+        assert_same_as_polars(table, lambda m, q, bad=bad: q.select(z=bad(m)))
+
+
 def test_equal_python_literals_of_different_types_stay_apart() -> None:
     # 3 == 3.0 == True in Python; as IR literals they must not be merged
     table = pa.table({"a": [1.0, 5.0], "b": pa.array([1, 2], pa.int32())})
