@@ -999,8 +999,25 @@ def push_window(arg: Node, keys: KeySet) -> Node:
 
 
 def holds_window(node: Node, windows: set[int]) -> bool:
-    """Whether ``node`` reads one of ``windows`` (reductions, by identity) on its rows."""
-    return any(isinstance(n, GroupAgg) and id(n) in windows for n in deep_walk(node))
+    """Whether ``node`` reads one of ``windows`` (reductions, by identity) on its rows.
+
+    Not through another reduction: ``x.max().over(b).sum()`` has one value per group,
+    so a reduction of it (``.product()``) sees that value once, not once per row.
+    """
+    seen: set[Node] = set()
+
+    def reads(n: Node) -> bool:
+        if n in seen:
+            return False
+        seen.add(n)
+        if isinstance(n, GroupAgg) and id(n) in windows:
+            return True
+        if isinstance(n, (Agg, GroupAgg)):
+            return False  # one value per group
+        kids = children(n) + (n.keys.inputs if isinstance(n, (GroupAgg, Scan)) else ())
+        return any(reads(k) for k in kids)
+
+    return reads(node)
 
 
 #: reductions whose value depends on the order of the rows (`KeySet.order_by`)

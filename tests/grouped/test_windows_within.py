@@ -56,6 +56,9 @@ INNER: dict[str, Any] = {
     "max_over_std": lambda m: m.col("i").max().over("g").std(),
     "max_sum": lambda m: m.col("i").max().sum(),  # no inner window: one value per group
     "cum_sum_of_window": lambda m: m.col("i").max().over("g").cum_sum().max(),
+    # a reduction between: one value per group, which `product` sees once (not per row)
+    "product_of_sum": lambda m: m.col("i").max().over("g").sum().product(),
+    "sum_of_count": lambda m: m.col("x").max().over("g").count().sum(),
 }
 
 #: windows of windows, as columns
@@ -73,6 +76,8 @@ NESTED: dict[str, Any] = {
     "cum_sum_of_max": lambda m: m.col("i").max().over("g").cum_sum().over("g"),
     "shift_of_max": lambda m: m.col("x").max().over("g").shift(1).over("h"),
     "rolling_of_min": lambda m: m.col("i").min().over("g").rolling_sum(2).over("g"),
+    "product_of_sum": lambda m: m.col("i").max().over("h").sum().product().over("g"),
+    "sum_of_count": lambda m: m.col("x").max().over("h").count().sum().over("g"),
 }
 
 #: reductions over no keys, in the order of `t`: a value on every row
