@@ -2096,12 +2096,36 @@ class Expr:
         """
         return (self * Expr(_arg_node(other))).sum()
 
-    def first(self) -> Expr:
-        """The first value (null when it is null or there are no rows)."""
+    def first(self, *, ignore_nulls: builtins.bool = False) -> Expr:
+        """The first value (null when it is null or there are no rows).
+
+        With ``ignore_nulls`` the first value that is not null (null when there is none).
+
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"g": [1, 1, 2], "x": [None, 2.0, 3.0]})
+        >>> out = df.gpu.group_by("g").agg(a=cb.col("x").first(),
+        ...                                b=cb.col("x").first(ignore_nulls=True)).compute()
+        >>> out.sort("g").rows()
+        [(1, None, 2.0), (2, 3.0, 3.0)]
+        """
+        if _flag(ignore_nulls, "first", "ignore_nulls"):
+            return self.drop_nulls()._agg("first")
         return self._agg("first")
 
-    def last(self) -> Expr:
-        """The last value (null when it is null or there are no rows)."""
+    def last(self, *, ignore_nulls: builtins.bool = False) -> Expr:
+        """The last value (null when it is null or there are no rows).
+
+        With ``ignore_nulls`` the last value that is not null (null when there is none).
+
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"x": [1.0, 2.0, None]})
+        >>> df.gpu.select(cb.col("x").last(ignore_nulls=True)).compute().item()
+        2.0
+        """
+        if _flag(ignore_nulls, "last", "ignore_nulls"):
+            return self.drop_nulls()._agg("last")
         return self._agg("last")
 
     def get(self, index: int, *, null_on_oob: builtins.bool = False) -> Expr:

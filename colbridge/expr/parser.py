@@ -107,7 +107,7 @@ _UNARY = (
     "bitwise_trailing_ones", "bitwise_trailing_zeros", "bitwise_and", "bitwise_or",
     "bitwise_xor", "peak_max", "peak_min",
     "is_null", "is_not_null", "is_nan", "is_not_nan", "is_finite", "is_infinite", "sum", "mean",
-    "min", "max", "count", "null_count", "first", "last", "n_unique", "approx_n_unique",
+    "min", "max", "count", "null_count", "n_unique", "approx_n_unique",
     "median", "neg", "not_",
     "product", "arg_min", "arg_max", "has_nulls", "is_empty", "nan_max", "nan_min",
     "drop_nulls", "drop_nans", "unique", "mode", "arg_true", "arg_unique", "unique_counts",
@@ -159,6 +159,10 @@ FUNCTIONS: dict[str, _Function] = {
                        (lambda f: lambda x, ignore: getattr(x, f)(ignore_nulls=ignore))(name),
                        example=f"{name}(x > 0)")
        for name in ("any", "all")},
+    **{name: _Function((_x(), _Param("ignore_nulls", "bool", False)),
+                       (lambda f: lambda x, ignore: getattr(x, f)(ignore_nulls=ignore))(name),
+                       example=f"{name}(x, ignore_nulls=True)")
+       for name in ("first", "last")},
     "skew": _Function((_x(), _Param("bias", "bool", True)), lambda x, bias: x.skew(bias=bias),
                       example="skew(x, bias=False)"),
     "kurtosis": _Function(

@@ -22,6 +22,7 @@ from polars.testing import assert_frame_equal
 
 import colbridge as cb
 from colbridge.errors import InvalidOperationError, SchemaError
+from colbridge.expr.parser import parse_expr
 from colbridge.testing.asserts import assert_same_as_polars
 from colbridge.testing.cuda_host import KERNEL_TIERS, compute_on_tier
 from tests.ordered.ordered_data import cut_table
@@ -75,6 +76,40 @@ def test_positions_and_counts_equal_polars(
         return q.select(reduced)
 
     assert_same_as_polars(table, steps, kinds=("polars", "pyarrow"))
+
+
+@_SETTINGS
+@given(**_FRAMES, column=st.sampled_from(["x", "i", "b", "s"]),
+       context=st.sampled_from(["agg", "over", "ordered", "select"]))  # fmt: skip
+def test_first_and_last_ignoring_nulls_equal_polars(
+    n: int, seed: int, groups: int, offset: int, chunks: int, column: str, context: str
+) -> None:
+    table = _table(n, seed, groups=groups, offset=offset, chunks=chunks)
+
+    def steps(m: Any, q: Any) -> Any:
+        x = m.col(column)
+        values = [x.first(ignore_nulls=True).alias("first"),
+                  x.last(ignore_nulls=True).alias("last"),
+                  x.first(ignore_nulls=False).alias("first_or_null")]  # fmt: skip
+        if context == "agg":
+            return q.group_by("g", maintain_order=True).agg(values)
+        if context == "over":
+            return q.select(m.col("g"), *[e.over("g") for e in values])
+        if context == "ordered":
+            return q.with_columns(*[e.over("g", order_by="r") for e in values])
+        return q.select(values)
+
+    assert_same_as_polars(table, steps, kinds=("polars", "pyarrow"))
+
+
+def test_first_and_last_ignoring_nulls_in_the_string_language() -> None:
+    df = pl.DataFrame({"x": [None, 1.0, None, 3.0, None]})
+    got = df.gpu.select(a=parse_expr("x.first(ignore_nulls=True)"),
+                        b=parse_expr("last(x, ignore_nulls=True)"),
+                        c=parse_expr("x.first()")).compute()  # fmt: skip
+    assert got.rows() == [(1.0, 3.0, None)]
+    with pytest.raises(SchemaError, match="ignore_nulls"):
+        cb.col("x").first(ignore_nulls=1)  # type: ignore[arg-type]
 
 
 @_SETTINGS
