@@ -142,6 +142,16 @@ def _literal_node(value: Any, dtype: Any = None) -> Node:
     if value is not None and not isinstance(value, (bool, int, float)):
         # Other scalars with `.item()` are fine; anything else is not a number we can
         # embed in a kernel.
+        shape = getattr(value, "shape", None)
+        if isinstance(value, (list, tuple)) or (shape is not None and shape not in ((), (1,))):
+            # (polars: a list is one List value, a Series a column of its own)
+            size = builtins.len(value) if shape is None else int(np.prod(shape))
+            msg = (
+                f"cannot use a {type(value).__name__} of {size} values as a literal: a "
+                "literal is one number, string, date or time; add the values to the frame "
+                "as a column first (`df.with_columns(name=values)`), then use `col(name)`"
+            )
+            raise SchemaError(msg)
         item = getattr(value, "item", None)
         if item is None:
             msg = (
@@ -154,6 +164,8 @@ def _literal_node(value: Any, dtype: Any = None) -> Node:
                     "yet: filter strings in the source frame first)"
                 )
             raise SchemaError(msg)
+        if shape == (1,) and dtype is None:  # one value of a Series keeps its type
+            dtype = getattr(value, "dtype", None)
         value = item()
         if not isinstance(value, (bool, int, float)):
             msg = f"cannot use {value!r} as a literal; literals are bool, int, float or None"

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import colbridge as cb
+from colbridge.errors import SchemaError
 from colbridge.testing.asserts import (
     LIBM_ULPS,
     SCALAR_DIVISION_ULPS,
@@ -460,6 +461,19 @@ def test_a_literal_replaced_or_powered_is_typed_as_polars_types_it() -> None:
     )
     for bad in (lambda m: m.lit(True).pow(2), lambda m: m.lit(2) ** m.lit(True)):
         assert_same_as_polars(table, lambda m, q, bad=bad: q.select(z=bad(m)))
+
+
+def test_a_literal_of_several_values_is_refused_by_name() -> None:
+    # a Series of many values was a ValueError from inside (`.item()`), a list a TypeError
+    for values in (pl.Series([1, 2, 3]), np.array([1.0, 2.0]), [1, 2], [3], (1,)):
+        with pytest.raises(SchemaError, match=r"values as a literal.*as a column first"):
+            cb.lit(values)
+    # one value of a Series keeps its type, as polars' `lit(Series)` of one value
+    table = pa.table({"a": pa.array([1, 2, None], pa.int8())})
+    for one in (pl.Series([5]), pl.Series([1], dtype=pl.UInt8), np.array([7])):
+        assert_same_as_polars(
+            table, lambda m, q, one=one: q.with_columns(z=m.col("a") + m.lit(one))
+        )
 
 
 def test_equal_python_literals_of_different_types_stay_apart() -> None:
