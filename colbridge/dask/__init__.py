@@ -31,15 +31,9 @@ import pyarrow as pa
 
 from colbridge.errors import JobSpecError
 from colbridge.expr.nodes import (
-    HOST_SCANS,
     Agg,
-    Binary,
-    Column,
-    Filtered,
-    Literal,
     Node,
     Over,
-    Scan,
     deep_walk,
     method_name,
 )
@@ -47,13 +41,12 @@ from colbridge.io.grouped import (
     UNMERGEABLE_PER_GROUP,
     Lookup,
     attach,
-    has_group_by,
-    has_windows,
     looked_up,
     resolve_group_by,
     resolve_windows,
     unmergeable_reason,
 )
+from colbridge.io.halos import HALO, halo_sizes, keep_halo, own_rows_only
 from colbridge.io.steps import is_aggregating, steps_of
 from colbridge.plan.logical import Step
 from colbridge.plan.planner import unknown_column
@@ -64,10 +57,8 @@ from colbridge.plan.streaming import (
     refuse_row_orders,
     resolve_aggregates,
 )
-from colbridge.plan.typecheck import is_one_value
 from colbridge.runtime.execute import Partials, prepare
 from colbridge.runtime.pieces import compute_piece, piece_partials
-from colbridge.types import DType
 
 __all__ = ["apply", "resolve"]
 
@@ -111,97 +102,9 @@ def _tables(pdf: pd.DataFrame, steps: tuple[Step, ...], device: str,
     return compute_piece(prepare(steps, table.column_names), table, device)
 
 
-# -- partition halos for ordered operations -------------------------------------------
+# -- partition halos for ordered operations (`colbridge.io.halos`) --------------------
 
-#: The column that tells a partition's own rows (1) from its halos (0 before, 2 after).
-HALO = "__colbridge_halo__"
-_OWN = Binary("eq", Column(HALO), Literal(1, DType.INT8))
-
-
-def _reach(scan: Scan) -> tuple[int, int] | None:
-    """Rows before and after a row that ``scan`` reads, or None when unbounded."""
-    func, options = scan.func, scan.options
-    if func in ("shift", "diff", "pct_change", "shift_in_range"):
-        n = int(options[0])
-        return (n, 0) if n >= 0 else (0, -n)
-    if func.startswith("rolling_") and not func.endswith("_by"):  # `_by`: no row bound
-        width = int(options[0]) - 1
-        return (width, width) if options[2] else (width, 0)  # centred: either side, at most
-    if func in ("forward_fill", "backward_fill") and options[0] is not None:
-        limit = int(options[0])
-        return (limit, 0) if func == "forward_fill" else (0, limit)
-    return None
-
-
-def halo_sizes(steps: Sequence[Step]) -> tuple[int, int]:
-    """Rows each partition needs from before and after it for the steps' ordered operations.
-
-    The reaches of all ordered operations add up (a scan of a scan reads further), which
-    can only over-count; an over-counted halo costs rows, never a wrong value.
-
-    Raises `JobSpecError` for what halos cannot do: unbounded operations (cumulative,
-    ``ewm_mean``, fills without a limit), operations per key (``over``), ordered
-    operations after a filter, and ordered work together with windows or ``group_by``.
-    """
-    scans = ordered_operations(steps)
-    if not scans:
-        return 0, 0
-    where = "a Dask plan (partitions are computed apart)"
-    over = [m for step in steps for _, e in step.items for n in deep_walk(e)
-            if isinstance(n, Over) for m in deep_walk(n.arg) if isinstance(m, Scan)]  # fmt: skip
-    keyed = [n for n in scans if n.keys.exprs or n in over]
-    unbounded = [n for n in scans if _reach(n) is None]
-    if keyed:
-        msg = (
-            f"{', '.join(f'`{n!r}`' for n in keyed)}: ordered operations per key are not "
-            f"supported in {where}: a group's rows may lie in several partitions. Repartition "
-            "by the key first (`ddf.shuffle(key)`, rows of a group then in one partition, in "
-            "order) and compute each partition with `cb.lazy`, or run the job as a stream "
-            "(`colbridge run`), which carries them across batches"
-        )
-        raise JobSpecError(msg)
-    if unbounded:
-        # a rank or an interpolation reads rows after each row: no stream carries it either
-        stream = "" if any(n.func in HOST_SCANS for n in unbounded) else \
-            "as a stream (`colbridge run`, which carries them across batches), or "  # fmt: skip
-        msg = (
-            f"{', '.join(f'`{n!r}`' for n in unbounded)}: ordered operations that read every "
-            f"row before (or after) a row (cumulative, ewm_mean/var/std, fills without a limit, "
-            f"rank, interpolate, time-based `rolling_*_by` windows) are not supported in "
-            f"{where}; partitions get bounded halos only. Run them {stream}in memory "
-            "(`cb.lazy(frame)`)"
-        )
-        raise JobSpecError(msg)
-    _refuse_filtered_scans(steps, where)
-    if has_windows(steps) or has_group_by(steps):
-        msg = (
-            f"ordered operations together with windows (`over`) or `group_by` are not "
-            f"supported in {where}; compute the ordered columns in one `apply` and the "
-            "grouped work in a second"
-        )
-        raise JobSpecError(msg)
-    reaches = [r for r in (_reach(n) for n in scans) if r is not None]
-    return sum(r[0] for r in reaches), sum(r[1] for r in reaches)
-
-
-def _refuse_filtered_scans(steps: Sequence[Step], where: str) -> None:
-    """Ordered operations over filtered rows would need halos of kept rows: refused."""
-    filtered = False
-    for step in steps:
-        exprs = [e for _, e in step.items]
-        nodes = [n for e in exprs for n in deep_walk(e)]
-        scans = [n for n in nodes if isinstance(n, Scan)]
-        inside = any(isinstance(m, Scan) for n in nodes if isinstance(n, Filtered)
-                     for m in deep_walk(n.arg))  # fmt: skip
-        under = any(isinstance(m, Filtered) for n in scans for m in deep_walk(n.arg))
-        if (scans and filtered) or inside or under:
-            msg = (
-                f"ordered operations over filtered rows are not supported in {where}: "
-                "a partition's halo would need rows the filter keeps. Filter after the "
-                "ordered operations, or run the job as a stream (`colbridge run`)"
-            )
-            raise JobSpecError(msg)
-        filtered = filtered or step.kind == "filter"
+_WHERE = "a Dask plan (partitions are computed apart)"
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -272,14 +175,6 @@ def with_halos(ddf: Any, before: int, after: int) -> Any:
     return dd.from_delayed(halo_parts, meta=meta, divisions=ddf.divisions)
 
 
-def _keep_halo(steps: tuple[Step, ...]) -> tuple[Step, ...]:
-    """The steps with the ``HALO`` column carried through every ``select``."""
-    return tuple(
-        Step(s.kind, (*s.items, (HALO, Column(HALO))), s.keys) if s.kind == "select" else s
-        for s in steps
-    )
-
-
 def _own_rows(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[np.asarray(frame[HALO] == 1)].drop(columns=[HALO])
 
@@ -310,9 +205,7 @@ def _resolve(
         # with halos, each reduction reads its partition's own rows only (its argument,
         # ordered operations included, is computed over the halos first)
         # (a reduction of one value, `lit(1).count()`, is that value's: not of its copies)
-        folded = [a if is_one_value(a.arg) else
-                  Agg(a.func, Filtered(a.arg, _OWN), a.ddof, a.options)
-                  for a in aggs] if halo else aggs  # fmt: skip
+        folded = own_rows_only(aggs) if halo else aggs
         reduced = ddf.reduction(
             chunk=_chunk,
             aggregate=_combine,
@@ -416,11 +309,11 @@ def apply(lazyframe_or_steps: Any, ddf: Any, *, device: str = "cpu") -> Any:
     """
     _check_dask_frame(ddf)
     steps = steps_of(lazyframe_or_steps)
-    refuse_row_orders(steps, "a Dask plan (partitions are computed apart)")
-    refuse_inferred_formats(steps, "a Dask plan (partitions are computed apart)")
+    refuse_row_orders(steps, _WHERE)
+    refuse_inferred_formats(steps, _WHERE)
     _refuse_unmergeable(steps)
     aggregating = is_aggregating(steps)
-    before, after = halo_sizes(steps)
+    before, after = halo_sizes(steps, _WHERE)
     ordered = bool(ordered_operations(steps))
     if ordered:
         # a missing column is named before the halo column joins the partitions, so the
@@ -430,7 +323,7 @@ def apply(lazyframe_or_steps: Any, ddf: Any, *, device: str = "cpu") -> Any:
             raise missing
         ddf = with_halos(ddf, before, after)
         if not aggregating:  # one row of values: no rows to tell apart
-            steps = _keep_halo(steps)
+            steps = keep_halo(steps)
     steps, lookups, groups = _resolve(steps, ddf, device)
     if aggregating and groups is None:
         # every reduction is a value now: one row, computed once (not once per partition)

@@ -32,6 +32,7 @@ from colbridge.io.grouped import (
     resolve_windows,
     window_passes,
 )
+from colbridge.io.halos import HALO, halo_sizes, keep_halo, own_rows, own_rows_only, with_halos
 from colbridge.io.progress import JobProgress
 from colbridge.io.sink import AtomicWriter
 from colbridge.io.source import (
@@ -45,6 +46,7 @@ from colbridge.io.streams import StreamSource, empty_table, open_input
 from colbridge.plan.logical import Step
 from colbridge.plan.streaming import (
     one_row_steps,
+    ordered_operations,
     reduction_passes,
     refuse_inferred_formats,
     refuse_ordered,
@@ -94,6 +96,9 @@ class _Job:
     #: the batch size was derived from a memory limit, which assumes the compiled
     #: kernels' working set (the NumPy tier holds a temporary per operation)
     bounded: bool = False
+    #: rows before and after each batch that it is computed with (`colbridge.io.halos`),
+    #: for ordered operations that read rows after each row; None: carried instead
+    halos: tuple[int, int] | None = None
 
 
 def _needed_columns(
@@ -162,6 +167,8 @@ def _prepare(
         built = (*built, *steps_of(steps))
     where = "a streamed job (`colbridge run`, `colbridge.io.pipeline`, a streamed input)"
     refuse_ordered(built, where, look_ahead_only=True)
+    halos = halo_sizes(built, where, stream=True) \
+        if any(n.looks_ahead for n in ordered_operations(built)) else None  # fmt: skip
     refuse_row_orders(built, where)
     refuse_inferred_formats(built, where)
     refuse_unmergeable(built, where)
@@ -173,7 +180,7 @@ def _prepare(
     if memory_limit is not None:
         rows = rows_for_memory(source, parse_memory(memory_limit), batch_rows)
     return _Job(source, built, rows or DEFAULT_BATCH_ROWS, device, fallback,
-                bounded=memory_limit is not None)
+                bounded=memory_limit is not None, halos=halos)  # fmt: skip
 
 
 def _check_output(job: _Job, output: PathLike) -> str:
@@ -392,6 +399,8 @@ def run_job(
                found: Sequence[Lookup]) -> dict[Agg, Node]:  # fmt: skip
         counters.passes += 1
         bar.start(f"pass {counters.passes}: statistics", total)
+        if job.halos is not None:  # the rows' marks go through every `select`
+            prefix = keep_halo(prefix)
         prefix = _reduction_prefix(prefix, aggs)  # read and compute only what they need
         reads = _needed_columns((*prefix, Step("select", tuple(
             (f"r{q}", a) for q, a in enumerate(aggs)))), source.schema, found)  # fmt: skip
@@ -402,6 +411,12 @@ def run_job(
                 bar.advance(batch.num_rows, batch.nbytes)
 
         empty_read = attach(empty if reads is None else empty.select(reads), found)
+        if job.halos is not None:  # each batch with its halos, reductions over its own rows
+            values = fold_reductions(prefix, own_rows_only(aggs), with_halos(
+                batches(), *job.halos), _marked_empty(empty_read), job.device, job.fallback,
+                tier_rows, carried=False)  # fmt: skip
+            return {agg: values[own] for agg, own in zip(aggs, own_rows_only(aggs),
+                                                           strict=True)}  # fmt: skip
         return fold_reductions(prefix, aggs, batches(), empty_read, job.device,
                                job.fallback, tier_rows)  # fmt: skip
 
@@ -429,6 +444,10 @@ def run_job(
         return
     counters.passes += 1
     bar.start("writing" if counters.passes > 1 else "running", total)
+    if job.halos is not None:
+        yield from _run_with_halos(job, resolved, source.batches(job.batch_rows, needed),
+                                   empty_in, bar, counters, reports, tier_rows)  # fmt: skip
+        return
     streams = ScanStreams()  # ordered operations go on from batch to batch
     for batch in source.batches(job.batch_rows, needed):
         piece = attach(batch, lookups)
@@ -442,6 +461,43 @@ def run_job(
         yield result
     if counters.batches == 0:
         yield compute_piece(plan, empty_in, "cpu", reports=reports)
+
+
+def _marked_empty(empty: pa.Table) -> pa.Table:
+    """A piece with no rows and the `HALO` column."""
+    return empty.append_column(HALO, pa.array([], pa.int8()))
+
+
+def _run_with_halos(job: _Job, steps: tuple[Step, ...], batches: Iterator[pa.Table],
+                    empty: pa.Table, bar: JobProgress, counters: Counters,
+                    reports: list[ComputeReport] | None,
+                    tier_rows: int | None) -> Iterator[pa.Table]:  # fmt: skip
+    """The last pass of a job computed with halos: each batch's own rows, in order.
+
+    Each batch is computed on its own together with the rows around it that its
+    ordered operations read (`colbridge.io.halos`); nothing is carried between
+    batches. (No windows and no ``group_by`` here: `halo_sizes` refuses them.)
+    """
+    assert job.halos is not None
+    kept = keep_halo(steps)
+    plan = prepare(kept, _marked_empty(empty).column_names)
+
+    def counted() -> Iterator[pa.Table]:
+        for batch in batches:
+            counters.rows += batch.num_rows
+            counters.bytes += batch.nbytes
+            counters.batches += 1
+            bar.advance(batch.num_rows, batch.nbytes)
+            yield batch
+
+    seen = False
+    for piece in with_halos(counted(), *job.halos):
+        result = compute_piece(plan, piece, job.device, job.fallback, None, reports,
+                               tier_rows)  # fmt: skip
+        yield own_rows(result)
+        seen = True
+    if not seen:
+        yield compute_piece(prepare(steps, empty.column_names), empty, "cpu", reports=reports)
 
 
 def explain_pipeline(

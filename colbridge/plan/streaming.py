@@ -45,6 +45,7 @@ __all__ = [
     "innermost_aggregates",
     "one_row_steps",
     "ordered_operations",
+    "reach",
     "reduction_passes",
     "refuse_inferred_formats",
     "refuse_ordered",
@@ -127,13 +128,31 @@ def refuse_row_orders(steps: Iterable[Step], where: str) -> None:
     raise JobSpecError(msg)
 
 
+def reach(scan: Scan) -> tuple[int, int] | None:
+    """Rows before and after a row that ``scan`` reads, or None when unbounded."""
+    func, options = scan.func, scan.options
+    if func in ("shift", "diff", "pct_change", "shift_in_range"):
+        n = int(options[0])
+        return (n, 0) if n >= 0 else (0, -n)
+    if func.startswith("rolling_") and not func.endswith("_by"):  # `_by`: no row bound
+        width = int(options[0]) - 1
+        return (width, width) if options[2] else (width, 0)  # centred: either side, at most
+    if func in ("forward_fill", "backward_fill") and options[0] is not None:
+        limit = int(options[0])
+        return (limit, 0) if func == "forward_fill" else (0, limit)
+    return None
+
+
 def refuse_ordered(steps: Iterable[Step], where: str, *, look_ahead_only: bool = False) -> None:
     """Raise `JobSpecError` naming the steps' ordered operations that ``where`` cannot run.
 
-    A stream carries an ordered operation from batch to batch, unless it looks ahead
-    (``look_ahead_only``: those are refused); partitions computed apart carry none.
+    A stream carries an ordered operation from batch to batch, and computes one that
+    reads a bounded number of rows after each row with halos (`colbridge.io.halos`);
+    with ``look_ahead_only`` the others that look ahead are refused. Partitions
+    computed apart carry none.
     """
-    found = [n for n in ordered_operations(steps) if n.looks_ahead or not look_ahead_only]
+    found = [n for n in ordered_operations(steps)
+             if (n.looks_ahead and reach(n) is None) or not look_ahead_only]  # fmt: skip
     if not found:
         return
     from colbridge.errors import JobSpecError
@@ -153,13 +172,13 @@ def refuse_ordered(steps: Iterable[Step], where: str, *, look_ahead_only: bool =
             )
             raise JobSpecError(msg)
         msg = (
-            f"{listed}: ordered operations that read the rows after each row (reverse=True, "
-            f"backward fills, negative shifts, centred windows; time-based `rolling_*_by` "
-            f"windows, rolling quantiles, ranks, skews and kurtoses, computed from a whole "
-            f"column; "
-            f"rank, interpolate) are not supported in {where}, which carries them from batch to "
-            "batch in order; compute them in memory (`cb.lazy(frame)` over the whole table, "
-            "e.g. `pl.read_parquet(...)`)"
+            f"{listed}: ordered operations that read every row after each row "
+            f"(reverse=True, backward fills without a limit; time-based `rolling_*_by` "
+            f"windows, rank, interpolate) are not "
+            f"supported in {where}, which carries ordered operations from batch to batch in "
+            "order and reads a bounded number of rows ahead (negative shifts, centred "
+            "windows, fills with a limit); compute them in memory (`cb.lazy(frame)` over "
+            "the whole table, e.g. `pl.read_parquet(...)`)"
             f"{reverse}"
         )
     else:

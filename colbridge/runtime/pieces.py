@@ -101,14 +101,17 @@ def fold_reductions(
     device: str = "auto",
     fallback: str = "cpu",
     total_rows: int | None = None,
+    *,
+    carried: bool = True,
 ) -> dict[Agg, Node]:
     """Values of ``aggs`` over all ``pieces`` (``empty``: a piece with no rows, same schema).
 
-    The pieces come in order: ordered operations in ``prefix`` go on from piece to piece.
-    ``total_rows`` as in `compute_piece`.
+    The pieces come in order: ordered operations in ``prefix`` go on from piece to piece,
+    unless not ``carried`` (pieces with halos: `colbridge.io.halos`). ``total_rows`` as in
+    `compute_piece`.
     """
     total: Partials | None = None
-    streams = ScanStreams()
+    streams = ScanStreams() if carried else None
     for piece in pieces:
         part = piece_partials(prefix, aggs, piece, device, fallback, streams, total_rows)
         total = part if total is None else total.fold(part)

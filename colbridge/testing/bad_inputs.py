@@ -636,13 +636,15 @@ CASES: list[BadInput] = [
              r"`col\(\"price\"\)\.sort_by\(col\(\"qty\"\)\)` inside `over\(\.\.\., order_by",
              r"sort the frame by that order first and drop `order_by`"),
     BadInput("cli-ordered-look-ahead", "cli",
-             "`colbridge run --with 'z = cum_sum(a, reverse=True)'` (reads later rows)",
-             *_cli_ordered, 2, r"read the rows after each row .* not supported in a streamed job",
-             r"in memory"),
+             "`colbridge run --with 'z = cum_sum(a, reverse=True)'` (reads every later row)",
+             *_cli_ordered, 2, r"read every row after each row .* not supported in a streamed "
+             r"job", r"in memory"),
     # -- streamed inputs ---------------------------------------------------------------
-    BadInput("stream-look-ahead", "streams", "`lf.gpu` with `shift(-1)` (reads later rows)",
-             _lazy_frame, lambda lf: lf.gpu.with_columns(n=cb.col("a").shift(-1)).compute(),
-             E.JobSpecError, r"read the rows after each row .* not supported in a streamed job",
+    BadInput("stream-look-ahead", "streams",
+             "`lf.gpu` with `shift(-1)` beside `cum_sum()` (a look-ahead beside an unbounded one)",
+             _lazy_frame, lambda lf: lf.gpu.with_columns(
+                 n=cb.col("a").shift(-1) + cb.col("a").cum_sum()).compute(),
+             E.JobSpecError, r"not supported in a streamed job .* together with .*shift\(-1",
              r"in memory"),
     BadInput("stream-first", "streams", "`lf.gpu.select(a.first())` (not foldable by batch)",
              _lazy_frame, lambda lf: lf.gpu.select(f=cb.col("a").first()).compute(),

@@ -28,6 +28,7 @@ from colbridge.backends.groups import factorize
 from colbridge.backends.scans import ScanStreams
 from colbridge.errors import JobSpecError
 from colbridge.io import pipeline
+from colbridge.testing.asserts import as_polars
 from colbridge.testing.bad_inputs import cb_cli_main
 from colbridge.types import DType
 
@@ -134,17 +135,102 @@ def test_reductions_and_windows_of_ordered_results_in_a_stream(
 
 
 @pytest.mark.parametrize("expr", [
-    cb.col("x").cum_sum(reverse=True), cb.col("x").shift(-1), cb.col("x").diff(-2),
-    cb.col("x").fill_null(strategy="backward"), cb.col("x").rolling_mean(3, center=True),
-], ids=["reverse", "shift-negative", "diff-negative", "backward", "centred"])  # fmt: skip
-def test_stream_refuses_what_reads_later_rows(
+    cb.col("x").cum_sum(reverse=True), cb.col("x").fill_null(strategy="backward"),
+], ids=["reverse", "backward"])  # fmt: skip
+def test_stream_refuses_what_reads_every_later_row(
     parquet: tuple[pa.Table, Path], tmp_path: Path, expr: cb.Expr
 ) -> None:
     table, path = parquet
     out = tmp_path / "out.parquet"
-    with pytest.raises(JobSpecError, match="read the rows after each row") as info:
+    with pytest.raises(JobSpecError, match="read every row after each row") as info:
         pipeline(path, out, steps=cb.lazy(table).with_columns(y=expr), batch_rows=100)
     assert "in memory" in str(info.value)
+    assert not out.exists()
+
+
+def _ahead(m: Any, q: Any) -> Any:
+    x, i = m.col("x"), m.col("i")
+    return q.with_columns(
+        lead=x.shift(-1),
+        lead_fill=i.shift(-3, fill_value=0),
+        d=i.diff(-2),
+        p=x.pct_change(-1),
+        c=x.rolling_mean(5, center=True, min_samples=1),
+        cs=i.rolling_sum(4, center=True),
+        b=x.fill_null(strategy="backward", limit=2),
+        both=(x - x.shift(-2)).rolling_max(3),
+        med=x.rolling_median(4),
+        q=i.rolling_quantile(0.3, window_size=5, center=True),
+        sk=x.rolling_skew(6),
+        lag=x.shift(2) - x.shift(-2),
+        centred=i - i.mean(),  # (x holds NaN: its mean is NaN however it is summed)
+    )
+
+
+@pytest.mark.parametrize("batch_rows", [1, 3, 37, 333, 10_000])
+def test_stream_reads_rows_ahead_from_the_next_batches(
+    parquet: tuple[pa.Table, Path], tmp_path: Path, batch_rows: int
+) -> None:
+    # negative shifts, centred windows, backward fills with a limit and windows computed
+    # from whole columns (rolling quantiles, skews) run over each batch with its halos:
+    # batches shorter than the halo (1, 3 rows) take it from several batches around them
+    table, path = parquet
+    if batch_rows < 10:
+        table = table.slice(0, 200)
+        path = tmp_path / "short.parquet"
+        pq.write_table(table, path, row_group_size=50)
+    out = tmp_path / "out.parquet"
+    result = pipeline(path, out, steps=_ahead(cb, cb.lazy(table)), batch_rows=batch_rows)
+    want = _ahead(pl, pl.from_arrow(table).lazy()).collect()
+    assert_frame_equal(pl.read_parquet(out), want, rel_tol=1e-9, abs_tol=1e-12)
+    assert result.rows_in == result.rows_out == table.num_rows
+    streamed = cb.lazy(pl.scan_parquet(path), batch_rows=batch_rows)
+    picked = ("lead", "c", "med")
+    got = _ahead(cb, streamed).select(*picked, m=cb.col("lead_fill").sum()).compute()
+    assert_frame_equal(as_polars(got), want.select(*picked, m=pl.col("lead_fill").sum()),
+                       rel_tol=1e-9)  # fmt: skip
+
+
+def test_stream_reads_rows_ahead_after_a_select_and_before_a_filter(
+    parquet: tuple[pa.Table, Path], tmp_path: Path
+) -> None:
+    table, path = parquet
+
+    def steps(m: Any, q: Any) -> Any:
+        x = m.col("x")
+        return q.select("i", lead=x.shift(-2), s=m.col("s")).filter(
+            m.col("lead") > 0).with_columns(total=m.col("lead").sum())  # fmt: skip
+
+    out = tmp_path / "out.parquet"
+    pipeline(path, out, steps=steps(cb, cb.lazy(table)), batch_rows=41)
+    want = steps(pl, pl.from_arrow(table).lazy()).collect()
+    assert_frame_equal(pl.read_parquet(out), want, rel_tol=1e-12)
+    one_row = tmp_path / "row.parquet"  # every output a reduction: one row
+    pipeline(path, one_row, steps=cb.lazy(table).select(
+        n=cb.col("x").shift(-1).count(), m=cb.col("x").rolling_max(3, center=True).max()),
+        batch_rows=41)  # fmt: skip
+    x = pl.col("x")
+    assert_frame_equal(pl.read_parquet(one_row), pl.from_arrow(table).select(
+        n=x.shift(-1).count(), m=x.rolling_max(3, center=True).max()))  # fmt: skip
+
+
+@pytest.mark.parametrize(("expr", "match"), [
+    (cb.col("x").shift(-1).over("s"), r'per key are not supported in a streamed job '
+     r'.* together with `col\("x"\)\.shift\(-1, None\)`'),
+    (cb.col("x").shift(-1) + cb.col("x").cum_sum(), r'`col\("x"\)\.cum_sum\(False\)`: '
+     r'ordered operations that read every row before .* bounded reach and no key'),
+    (cb.col("x").shift(-1) + cb.col("x").sum().over("s"), r"together with windows"),
+    (cb.col("x").filter(cb.col("i") > 0).shift(-1).sum(), r"over filtered rows"),
+], ids=["keyed", "unbounded", "window", "filtered"])  # fmt: skip
+def test_stream_refuses_what_halos_cannot_do_beside_rows_ahead(
+    parquet: tuple[pa.Table, Path], tmp_path: Path, expr: cb.Expr, match: str
+) -> None:
+    # a stream carries these from batch to batch, but not beside an operation that reads
+    # rows ahead, which runs over each batch with its halos
+    table, path = parquet
+    out = tmp_path / "out.parquet"
+    with pytest.raises(JobSpecError, match=match):
+        pipeline(path, out, steps=cb.lazy(table).with_columns(y=expr), batch_rows=100)
     assert not out.exists()
 
 

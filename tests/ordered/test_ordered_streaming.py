@@ -2,11 +2,13 @@
 
 A pipeline reads Parquet row groups in batches; a running scan (``cum_sum``,
 ``shift(1)``, a trailing window, ``ewm_mean``, forward fill, a shift of strings),
-per group or not, must carry its state from one batch to the next; scans that look ahead
-(reversed, negative shifts, centred windows, backward fill) need the rows after.
-Running scans must give what polars gives on the whole data, whatever the batch
-size; scans that look ahead must be refused up front with a `JobSpecError` that
-says so (never a silently different result).
+per group or not, must carry its state from one batch to the next; scans that look a
+bounded number of rows ahead (negative shifts, centred windows, backward fills with a
+limit) run over each batch with rows of the batches around it. Both must give what
+polars gives on the whole data, whatever the batch size; scans that read every row
+after each row (reversed, backward fill without a limit), and keyed ones beside a
+look-ahead, must be refused up front with a `JobSpecError` that says so (never a
+silently different result).
 """
 
 from __future__ import annotations
@@ -51,13 +53,20 @@ RUNNING = {
     "grm": (lambda m: m.col("float64").rolling_mean(3, min_samples=1).over("g"), True),
     "ge": (lambda m: m.col("float64").ewm_mean(span=5, adjust=False).over("g"), True),
 }
+#: read every row after each row, or per key: refused
 LOOK_AHEAD = {
     "csr": (lambda m: m.col("float64").cum_sum(reverse=True), True),
+    "bf": (lambda m: m.col("float64").fill_null(strategy="backward"), False),
+    "gsm": (lambda m: m.col("int32").shift(-2).over("g"), False),
+}
+
+#: read a bounded number of rows ahead: computed with halos
+BOUNDED_AHEAD = {
     "sm1": (lambda m: m.col("int32").shift(-1), False),
     "rc": (lambda m: m.col("float64").rolling_max(3, center=True), False),
-    "bf": (lambda m: m.col("float64").fill_null(strategy="backward"), False),
     "bwg": (lambda m: m.col("g").shift(-1).backward_fill(limit=2), False),
-    "gsm": (lambda m: m.col("int32").shift(-2).over("g"), False),
+    "rq": (lambda m: m.col("float64").rolling_quantile(0.7, window_size=4), False),
+    "lead": (lambda m: m.col("float64").shift(-2) - m.col("float64").shift(1), False),
 }
 
 
@@ -96,10 +105,19 @@ def test_look_ahead_scans_are_refused_before_reading(data: str, name: str,
                                                      tmp_path: Path) -> None:  # fmt: skip
     out = tmp_path / "out.parquet"
     build, _ = LOOK_AHEAD[name]
-    with pytest.raises(JobSpecError, match="read the rows after each row") as info:
+    with pytest.raises(JobSpecError, match=r"every row after each row|per key") as info:
         _run(data, out, {name: build(cb)}, 2_500)
     assert "in memory" in str(info.value)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("batch_rows", [999, 7_777])
+def test_bounded_look_ahead_scans_read_the_next_batches(data: str, batch_rows: int,
+                                                        tmp_path: Path) -> None:  # fmt: skip
+    out = tmp_path / "out.parquet"
+    _run(data, out, {k: f(cb) for k, (f, _) in BOUNDED_AHEAD.items()}, batch_rows)
+    want = pl.read_parquet(data).with_columns(**{k: f(pl) for k, (f, _) in BOUNDED_AHEAD.items()})
+    _compare(pl.read_parquet(out), want, BOUNDED_AHEAD)
 
 
 def test_eval_strings_in_a_pipeline(data: str, tmp_path: Path) -> None:

@@ -140,7 +140,7 @@ def test_streams_and_dask_refuse_it(tmp_path: Any) -> None:
     # no "reverse the data" at the end: that does not help a rank
     assert_streams_and_dask_refuse(
         tmp_path, lambda x: x.rank(),
-        r"`col\(\"x\"\).rank\(.*centred windows; .*; rank, interpolate\) are not "
+        r"`col\(\"x\"\).rank\(.*windows, rank, interpolate\) are not "
         r"supported in a streamed job.*`pl\.read_parquet\(\.\.\.\)`\)$")
 
 

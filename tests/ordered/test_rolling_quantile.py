@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import colbridge as cb
-from colbridge.errors import JobSpecError, SchemaError, UnsupportedTypeError
+from colbridge.errors import SchemaError, UnsupportedTypeError
 from colbridge.expr.nodes import QUANTILE_METHODS
-from colbridge.testing.asserts import assert_same_as_polars
+from colbridge.testing.asserts import as_polars, assert_same_as_polars
 from colbridge.testing.cuda_host import compute_on_host
 from tests.ordered.ordered_data import cut_table
 
@@ -239,17 +239,19 @@ def test_types_that_are_not_numbers_are_refused() -> None:
             cb.lazy(table).select(cb.col(column).rolling_median(2)).compute()
 
 
-def test_streams_refuse_it_and_dask_uses_halos(tmp_path: Any) -> None:
+def test_streams_and_dask_use_halos(tmp_path: Any) -> None:
     import dask.dataframe as dd
     import pandas as pd
     import pyarrow.parquet as pq
 
     path = tmp_path / "a.parquet"
-    pq.write_table(pa.table({"x": [1.0, None, 3.0]}), path)
-    with pytest.raises(JobSpecError, match=r"rolling quantiles, ranks, skews and kurtoses, "
-                       r"computed from a whole "
-                       r"column; rank, interpolate\) are not supported in a streamed job"):
-        pl.scan_parquet(path).gpu.with_columns(r=cb.col("x").rolling_median(2)).compute()
+    pq.write_table(pa.table({"x": [1.0, None, 3.0, 7.0, -1.0, 2.0, None, 5.0]}), path)
+    for center in (False, True):  # a stream: each batch of 3 rows with its halos
+        got = cb.lazy(pl.scan_parquet(path), batch_rows=3).with_columns(
+            r=cb.col("x").rolling_median(3, min_samples=1, center=center)).compute()
+        want = pl.read_parquet(path).with_columns(
+            r=pl.col("x").rolling_median(3, min_samples=1, center=center))
+        assert_frame_equal(as_polars(got), want)
     rng = np.random.default_rng(1)
     pdf = pd.DataFrame({"x": np.round(rng.normal(size=400), 1)})
     for center in (False, True):
