@@ -49,9 +49,11 @@ class StreamFrame(LazyFrame):
     Running reads the input in batches of at most ``batch_rows`` rows (default
     524,288): memory is bounded by the batch size, not the input's size.
 
-    Ordered operations that read later rows (``shift(-1)``, ``rolling_*(center=True)``,
-    ``reverse=True``, backward fills) are refused, as in `colbridge.io.pipeline`:
-    collect the input and use `colbridge.lazy` on the frame instead.
+    Ordered operations that read a bounded number of later rows (``shift(-1)``,
+    ``rolling_*(center=True)``, backward fills with a ``limit``) run over each batch
+    with rows of the batches around it; those that read every later row
+    (``reverse=True``, backward fills without a limit, ranks) are refused, as in
+    `colbridge.io.pipeline`: collect the input and use `colbridge.lazy` on the frame.
 
     Examples
     --------
