@@ -344,6 +344,268 @@ class LazyFrame:
     def _each_column(self, rows: Callable[[Expr], Expr]) -> LazyFrame:
         return self.select(*[rows(col(name)) for name in self._names()])
 
+    # -- whole-frame statistics and fills (polars' per-type rules) ------------------------
+    def collect_schema(self) -> Any:
+        """The result's column names and polars types, as polars' ``collect_schema``.
+
+        Found by running the steps over no rows of the input (nothing is read).
+
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"a": [1, 2], "s": ["x", "y"]})
+        >>> cb.lazy(df).with_columns(b=cb.col("a") / 2).collect_schema()
+        Schema([('a', Int64), ('s', String), ('b', Float64)])
+        """
+        import polars as pl
+
+        empty = LazyFrame(self._empty_input(), self._steps).compute(device="cpu")
+        assert isinstance(empty, pa.Table)
+        return pl.from_arrow(empty, rechunk=False).schema  # type: ignore[union-attr]
+
+    def _empty_input(self) -> pa.Table:
+        """The input with no rows: its columns' Arrow types, as the kernels read them."""
+        adapter = adapt_frame(self._frame)
+        return pa.table({name: adapter.column(name).slice(0, 0) for name in adapter.names})
+
+    def _per_type(self, applies: Callable[[Any], bool], rows: Callable[[Expr], Expr]) -> LazyFrame:
+        """One row: ``rows`` of each column whose polars type ``applies``; null of the rest.
+
+        polars' whole-frame statistics (``sum``, ``mean``...) give a column of another
+        type a null of its own type (a string column's sum is a null string).
+        """
+        schema = self.collect_schema()
+        return self.select(*[
+            rows(col(name)) if applies(dtype) else col(name).filter(False).first()
+            for name, dtype in schema.items()
+        ])  # fmt: skip
+
+    def sum(self) -> LazyFrame:
+        """One row: each column's sum, as polars.
+
+        Booleans count their trues; a column of another type than numbers, booleans and
+        durations gives a null of its type.
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"a": [1, 2], "b": [True, True], "s": ["x", "y"]})
+        >>> df.gpu.lazy().sum().compute().rows()
+        [(3, 2, None)]
+        """
+        import polars as pl
+
+        return self._per_type(lambda t: t.is_numeric() or t == pl.Boolean
+                              or isinstance(t, pl.Duration), Expr.sum)  # fmt: skip
+
+    def mean(self) -> LazyFrame:
+        """One row: each column's mean, as polars.
+
+        Of numbers, booleans and temporal columns; any other gives a null of its type.
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"a": [1, 2], "s": ["x", "y"]})
+        >>> df.gpu.lazy().mean().compute().rows()
+        [(1.5, None)]
+        """
+        import polars as pl
+
+        return self._per_type(lambda t: t.is_numeric() or t.is_temporal() or t == pl.Boolean,
+                              Expr.mean)  # fmt: skip
+
+    def median(self) -> LazyFrame:
+        """One row: each column's median, as polars.
+
+        Of numbers but decimals, booleans and temporal columns; any other gives a null
+        of its type.
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"a": [1, 2, 9], "s": ["x", "y", "z"]})
+        >>> df.gpu.lazy().median().compute().rows()
+        [(2.0, None)]
+        """
+        import polars as pl
+
+        return self._per_type(lambda t: (t.is_numeric() and not t.is_decimal())
+                              or t.is_temporal() or t == pl.Boolean, Expr.median)  # fmt: skip
+
+    def std(self, ddof: int = 1) -> LazyFrame:
+        """One row: each column's standard deviation, as polars.
+
+        Of numbers and booleans; any other column gives a null of its type.
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"a": [1.0, 3.0], "s": ["x", "y"]})
+        >>> df.gpu.lazy().std(ddof=0).compute().rows()
+        [(1.0, None)]
+        """
+        import polars as pl
+
+        return self._per_type(lambda t: t.is_numeric() or t == pl.Boolean,
+                              lambda c: c.std(ddof))  # fmt: skip
+
+    def var(self, ddof: int = 1) -> LazyFrame:
+        """One row: each column's variance, as polars.
+
+        Of numbers and booleans; any other column gives a null of its type.
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"a": [1.0, 3.0], "s": ["x", "y"]})
+        >>> df.gpu.lazy().var().compute().rows()
+        [(2.0, None)]
+        """
+        import polars as pl
+
+        return self._per_type(lambda t: t.is_numeric() or t == pl.Boolean,
+                              lambda c: c.var(ddof))  # fmt: skip
+
+    def quantile(self, quantile: float, interpolation: str = "nearest") -> LazyFrame:
+        """One row: each column's quantile (see `Expr.quantile`), as polars.
+
+        Of numbers and temporal columns; any other gives a null of its type.
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"a": [1.0, 2.0, 4.0], "b": [True, False, True]})
+        >>> df.gpu.lazy().quantile(0.5, "linear").compute().rows()
+        [(2.0, None)]
+        """
+        return self._per_type(lambda t: t.is_numeric() or t.is_temporal(),
+                              lambda c: c.quantile(quantile, interpolation))  # fmt: skip
+
+    def fill_null(self, value: Any = None, strategy: str | None = None, limit: int | None = None,
+                  *, matches_supertype: bool = True) -> LazyFrame:  # fmt: skip
+        """Fill nulls of every column with ``value`` or by ``strategy``, as polars.
+
+        A Python value fills the columns of its kind only, as polars picks them: a
+        number the numeric ones (with ``matches_supertype``; else those of its own
+        type, Int64 or Float64), a bool the Boolean ones, a string the String and
+        Categorical ones, a date, datetime, time or timedelta the columns of that
+        type (and columns of the Null type, always). An expression or a ``strategy``
+        fills every column.
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"a": [1, None], "f": [None, 2.5], "s": [None, "y"]})
+        >>> df.gpu.lazy().fill_null(0).compute().rows()
+        [(1, 0.0, None), (0, 2.5, 'y')]
+        """
+        import datetime as dt
+
+        import polars as pl
+
+        def kind(value: Any) -> Callable[[Any], bool] | None:
+            if isinstance(value, bool):
+                return lambda t: t == pl.Boolean
+            if isinstance(value, (int, float)):
+                if matches_supertype:
+                    return lambda t: t.is_numeric()
+                own = pl.Int64 if isinstance(value, int) else pl.Float64
+                return lambda t: t == own
+            if isinstance(value, dt.datetime):
+                return lambda t: isinstance(t, pl.Datetime)
+            if isinstance(value, dt.timedelta):
+                return lambda t: isinstance(t, pl.Duration)
+            if isinstance(value, dt.date):
+                return lambda t: t == pl.Date
+            if isinstance(value, dt.time):
+                return lambda t: t == pl.Time
+            if isinstance(value, str):
+                return lambda t: t in (pl.String, pl.Categorical)
+            return None  # an expression: every column
+
+        def filled(c: Expr) -> Expr:
+            return c.fill_null(value, strategy, limit)
+
+        picks = kind(value) if value is not None else None
+        if picks is None:
+            return self.select(*[filled(col(name)) for name in self._names()])
+        schema = self.collect_schema()
+        return self.with_columns(*[filled(col(name)) for name, dtype in schema.items()
+                                   if picks(dtype) or dtype == pl.Null])  # fmt: skip
+
+    def fill_nan(self, value: Any) -> LazyFrame:
+        """Fill the NaN of every float column with ``value``, as polars (None: null).
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"a": [1.0, float("nan")], "i": [1, 2]})
+        >>> df.gpu.lazy().fill_nan(0).compute().rows()
+        [(1.0, 1), (0.0, 2)]
+        """
+        floats = [name for name, dtype in self.collect_schema().items() if dtype.is_float()]
+        return self.with_columns(*[col(name).fill_nan(value) for name in floats])
+
+    def drop_nans(self, subset: str | Sequence[str] | None = None) -> LazyFrame:
+        """The rows with no NaN in the float columns of ``subset`` (all when None), as polars.
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"a": [1.0, float("nan"), None], "i": [1, 2, 3]})
+        >>> df.gpu.lazy().drop_nans().compute()["i"].to_list()
+        [1, 3]
+        """
+        names = set(self._subset(subset, "drop_nans"))
+        floats = [name for name, dtype in self.collect_schema().items()
+                  if dtype.is_float() and name in names]  # fmt: skip
+        if not floats:
+            return self
+        return self.filter(*[col(name).is_not_nan().fill_null(True) for name in floats])
+
+    def shift(self, n: int = 1, *, fill_value: Any = None) -> LazyFrame:
+        """Every column shifted by ``n`` rows (see `Expr.shift`), as polars.
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"a": [1, 2, 3], "s": ["x", "y", "z"]})
+        >>> df.gpu.lazy().shift(1).compute().rows()
+        [(None, None), (1, 'x'), (2, 'y')]
+        """
+        return self.select(*[col(name).shift(n, fill_value=fill_value)
+                             for name in self._names()])  # fmt: skip
+
+    def interpolate(self) -> LazyFrame:
+        """Every column's nulls filled by linear interpolation (see `Expr.interpolate`).
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"a": [1.0, None, 3.0]})
+        >>> df.gpu.lazy().interpolate().compute()["a"].to_list()
+        [1.0, 2.0, 3.0]
+        """
+        return self._each_column(Expr.interpolate)
+
+    def top_k(self, k: int, *, by: Any, reverse: bool | Sequence[bool] = False) -> LazyFrame:
+        """The ``k`` rows with the largest ``by`` values (nulls last), as polars' ``top_k``.
+
+        ``reverse``: the smallest instead (one flag, or one per key). polars gives
+        the rows in no set order; these come sorted.
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"a": [3, 1, None, 2]})
+        >>> df.gpu.lazy().top_k(2, by="a").compute()["a"].to_list()
+        [3, 2]
+        """
+        return self._extreme_rows("top_k", k, by, reverse, largest=True)
+
+    def bottom_k(self, k: int, *, by: Any, reverse: bool | Sequence[bool] = False) -> LazyFrame:
+        """The ``k`` rows with the smallest ``by`` values (nulls last), as polars' ``bottom_k``.
+
+        >>> import polars as pl
+        >>> df = pl.DataFrame({"a": [3, 1, None, 2]})
+        >>> df.gpu.lazy().bottom_k(2, by="a").compute()["a"].to_list()
+        [1, 2]
+        """
+        return self._extreme_rows("bottom_k", k, by, reverse, largest=False)
+
+    def _extreme_rows(self, method: str, k: int, by: Any, reverse: bool | Sequence[bool],
+                      largest: bool) -> LazyFrame:  # fmt: skip
+        keys = list(by) if isinstance(by, (list, tuple)) else [by]
+        if not keys:
+            msg = f"`{method}(by=[])`: give at least one key, e.g. `{method}(3, by='a')`"
+            raise SchemaError(msg)
+        flags = [reverse] * len(keys) if isinstance(reverse, bool) else list(reverse)
+        if len(flags) != len(keys) or not all(isinstance(f, bool) for f in flags):
+            msg = (f"`{method}(reverse={reverse!r})`: one bool, or one per key of `by` "
+                   f"({len(keys)})")  # fmt: skip
+            raise SchemaError(msg)
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            msg = f"`{method}(k={k!r})`: the number of rows, a whole number >= 0"
+            raise SchemaError(msg)
+        descending = [largest != f for f in flags]
+        return self.sort(*keys, descending=descending, nulls_last=True).head(k)
+
     def drop_nulls(self, subset: str | Sequence[str] | None = None) -> LazyFrame:
         """The rows with no null in ``subset`` (every column when None), as polars.
 

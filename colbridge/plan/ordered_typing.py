@@ -41,13 +41,14 @@ from colbridge.expr.nodes import (
     Node,
     Reinterpret,
     Scan,
+    When,
     one_value_per_group,
     rolling_by_params,
     rolling_weights,
 )
 from colbridge.types import DType
 from colbridge.types.durations import parse_duration
-from colbridge.types.logical import Logical
+from colbridge.types.logical import STRING, Logical
 
 if TYPE_CHECKING:
     from colbridge.plan.typecheck import TypeChecker
@@ -483,6 +484,8 @@ class OrderedTyping:
         # a running total of durations is a duration (polars adds them; dates do not add)
         adds_durations = func == "cum_sum" and logical.kind == "duration"
         if func == "shift" and node.options[1] is not None:
+            if logical.kind == "string":
+                return self._string_fill(node)
             self._check_physical_fill(node, arg, logical)
         elif func not in _KEEP_LOGICAL and not adds_durations:
             raise self._refuse(node, arg, f"{logical}; cast to an integer first "
@@ -509,6 +512,18 @@ class OrderedTyping:
             tc.dicts[scanned] = own  # the codes' own dictionary, for a scan of them
             spec = _replaced(spec, base, own)
         return tc.mark_logical(scanned, logical, spec)
+
+    def _string_fill(self, node: Scan) -> Node:
+        """A number or bool filling a shift of strings: its text, as polars casts it.
+
+        (``s.shift(1, fill_value=3)`` fills with ``"3"``, ``2.5`` with ``"2.5"``, ``True``
+        with ``"true"``): the rows shifted in take it, as they take a string fill.
+        """
+        n, fill = node.options
+        text = Function("cast", (Literal(fill),), (STRING, True))
+        inside = Scan("shift_in_range", node.arg, (n,), node.keys)
+        moved = Scan("shift", node.arg, (n, None), node.keys)
+        return self.tc.typed(When(inside, moved, Function("scalar_fill", (text,))))
 
     def _check_physical_fill(self, node: Scan, arg: Node, logical: Logical) -> None:
         """A number filling a shift of dates, datetimes, durations or times.
