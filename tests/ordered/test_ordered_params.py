@@ -217,7 +217,8 @@ def test_shift_string_column_with_a_fill_value(tier: str) -> None:
     # a number or a bool fills with its text, as polars casts it to the column's String
     assert_same_as_polars(STRINGS, lambda m, q: q.select(
         n=m.col("s").shift(-2, fill_value=3), f=m.col("s").shift(1, fill_value=2.5),
-        t=m.col("s").shift(1, fill_value=True), e=m.col("s").shift(3, fill_value=1e20)))  # fmt: skip
+        t=m.col("s").shift(1, fill_value=True),
+        e=m.col("s").shift(3, fill_value=1e20)))  # fmt: skip
 
 
 # -- windows --------------------------------------------------------------------------------
