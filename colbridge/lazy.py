@@ -26,7 +26,7 @@ from colbridge.errors import (
     SchemaError,
     UnsupportedOperationError,
 )
-from colbridge.expr.api import Expr, as_expr, col, int_range
+from colbridge.expr.api import Expr, as_expr, col, int_range, lit
 from colbridge.expr.api import len as rows_of_frame
 from colbridge.expr.nodes import Binary, Node, output_name
 from colbridge.expr.selectors import expand, expand_one
@@ -374,10 +374,8 @@ class LazyFrame:
         type a null of its own type (a string column's sum is a null string).
         """
         schema = self.collect_schema()
-        return self.select(*[
-            rows(col(name)) if applies(dtype) else col(name).filter(False).first()
-            for name, dtype in schema.items()
-        ])  # fmt: skip
+        return self.select(*[rows(col(name)) if applies(dtype) else _null_of(name, dtype)
+                             for name, dtype in schema.items()])  # fmt: skip
 
     def sum(self) -> LazyFrame:
         """One row: each column's sum, as polars.
@@ -1179,3 +1177,16 @@ class GroupBy:
     def __repr__(self) -> str:
         keys = ", ".join(f"{node!r}" for _, node in self._keys)
         return f"<colbridge.GroupBy by {keys} over {self._frame!r}>"
+
+
+def _null_of(name: str, dtype: Any) -> Expr:
+    """A null of polars type ``dtype``, named ``name`` (a statistic that type has none of)."""
+    import polars as pl
+
+    if dtype == pl.Null:
+        return lit(None).alias(name)
+    try:
+        return lit(None, dtype=dtype).alias(name)
+    except ColbridgeError:  # a type no literal takes (binary, decimal): none of its rows
+        return col(name).filter(False).first()
+

@@ -85,6 +85,9 @@ class StreamFrame(LazyFrame):
     def _input_names(self) -> list[str]:
         return list(self._source.schema.names)
 
+    def _empty_input(self) -> pa.Table:
+        return empty_table(self._source.schema)
+
     def _job(self, device: str, fallback: str) -> _Job:
         return _prepare(
             self._source, with_=None, filter=None, select=None, steps=self._steps,

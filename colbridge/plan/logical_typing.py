@@ -1215,7 +1215,8 @@ class LogicalTyping:
             if isinstance(arg, Literal) and arg.value is None:
                 if isinstance(target, Logical):
                     dtype = target.physical if target.is_temporal else U32
-                    return self.mark(tc.null_of(dtype), target, ("lit", ()))
+                    # an enum's null keeps its categories: they are its type
+                    return self.mark(tc.null_of(dtype), target, ("lit", target.categories))
                 return tc.null_of(target)
             arg = tc.materialize(arg)
         src = self.of(arg)
@@ -1261,9 +1262,16 @@ class LogicalTyping:
         if src.is_string:
             spec = tc.dicts[arg]
             if target.kind in ("string", "categorical"):
-                if target.kind == "categorical" and src.kind == "enum":
-                    return self.mark(arg, target, spec)
                 return self.mark(arg, target, spec)
+            if target.kind == "enum":
+                # each string's place among the categories; one that is not there is null,
+                # or an error on a row holding it when strict (polars' rule)
+                categories: DictSpec = ("lit", target.categories)
+                error = (f"strict conversion of {src.kind} to {target} failed in `{node!r}`: some "
+                         "values are not categories of the enum; pass `strict=False` to turn "
+                         "them into nulls") if strict else ""  # fmt: skip
+                codes = self.table(arg, ("remap", categories), I32, nullable=True, error=error)
+                return self.mark(codes, target, categories)
             if target.kind in ("date", "datetime", "time"):  # polars 2 removed these casts
                 fn = {"date": "to_date", "datetime": "to_datetime", "time": "to_time"}
                 msg = (f"`{node!r}`: casting from string to {target.kind} is not supported (as "
@@ -1468,6 +1476,12 @@ class LogicalTyping:
             return arg
         if logical.kind == "categorical":
             return self.tc.cast_plain(self.mark(arg, None), U32, strict=False)
+        if logical.kind == "enum" and logical.categories:
+            # polars stores an enum's codes in the smallest unsigned type that holds a
+            # null sentinel beside them: UInt8 below 256 categories, UInt16 below 65536
+            n = len(logical.categories)
+            stored = DType.UINT8 if n < 2**8 else DType.UINT16 if n < 2**16 else U32
+            return self.tc.cast_plain(self.mark(arg, None), stored, strict=False)
         return self.mark(arg, None)
 
     # -- strings ------------------------------------------------------------------------

@@ -8,6 +8,8 @@ categories, and ``when`` fails on one that is not while ``coalesce`` makes it
 null); Categorical with Enum, and Enums with different categories, are errors.
 Comparisons go by label, Enums by category order; an Enum with a String casts the
 strings to the enum (``<`` fails on a string that is not a category, ``==`` does not).
+A cast to an Enum takes each label's place among its categories (a label that is not
+one is null, or an error when strict); its codes are UInt8, UInt16 or UInt32 by size.
 
 Each case runs on polars and on colbridge (pyarrow, polars and pandas inputs;
 the NumPy and compiled CPU tiers; the CUDA kernel text run on the host) over
@@ -144,6 +146,16 @@ CASES: dict[str, tuple[Build, Any]] = {
     "lt_e_t_lower": (lambda m: m.col("e") < m.col("t").str.to_lowercase(), pl.Boolean),
     "ge_e_when_t": (lambda m: m.col("e") >= _when(m, m.col("t"), m.lit("b")), pl.Boolean),
     "ne_e_s": (lambda m: m.col("e") != m.col("s"), pl.Boolean),  # "z", "" are just unequal
+    # casts to an Enum: each label's place among the categories (not strict: null if none)
+    "cast_s_enum_lax": (lambda m: m.col("s").cast(pl.Enum(CATEGORIES), strict=False),
+                        pl.Enum(CATEGORIES)),
+    "cast_t_enum": (lambda m: m.col("t").cast(pl.Enum(CATEGORIES)), pl.Enum(CATEGORIES)),
+    "cast_c_enum_lax": (lambda m: m.col("c").cast(pl.Enum(CATEGORIES), strict=False),
+                        pl.Enum(CATEGORIES)),
+    "cast_e_other_lax": (lambda m: m.col("e").cast(pl.Enum(OTHER_CATEGORIES), strict=False),
+                         pl.Enum(OTHER_CATEGORIES)),
+    "null_enum": (lambda m: m.lit(None, dtype=pl.Enum(CATEGORIES)), pl.Enum(CATEGORIES)),
+    "enum_codes": (lambda m: m.col("t").cast(pl.Enum(CATEGORIES)).to_physical(), pl.UInt8),
 }
 
 ERROR_CASES: dict[str, Build] = {
@@ -161,6 +173,9 @@ ERROR_CASES: dict[str, Build] = {
     # "z" and "" are not categories of e, on rows where e is set: the cast fails
     "lt_e_s": lambda m: m.col("e") < m.col("s"),
     "ge_s_e2": lambda m: m.col("s") >= m.col("e2"),
+    # a strict cast to an Enum of labels that are not all its categories
+    "cast_s_enum": lambda m: m.col("s").cast(pl.Enum(CATEGORIES)),
+    "cast_e_other": lambda m: m.col("e").cast(pl.Enum(OTHER_CATEGORIES)),
 }
 
 KINDS = ("pyarrow", "polars", "pandas-nullable")
@@ -191,6 +206,8 @@ def _kind_of(arrow_type: pa.DataType, values: pa.ChunkedArray) -> Any:
         return pl.Boolean
     if arrow_type in (pa.string(), pa.large_string(), pa.string_view()):
         return pl.String
+    if pa.types.is_integer(arrow_type):  # an enum's codes
+        return pl.from_arrow(pa.array([], arrow_type)).dtype  # type: ignore[union-attr]
     return arrow_type
 
 

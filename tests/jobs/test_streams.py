@@ -297,6 +297,15 @@ def test_streams_refuse_what_reads_later_rows(files: dict[str, str]) -> None:
         cb.lazy(pa.table({"a": [1]}), batch_rows=10)
 
 
+def test_whole_frame_statistics_and_fills_of_a_stream(files: dict[str, str]) -> None:
+    # the types come from the stream's schema (no rows read); every batch folds into one row
+    for build in (lambda q: q.sum(), lambda q: q.mean(), lambda q: q.std(),
+                  lambda q: q.fill_null(0), lambda q: q.shift(-1), lambda q: q.fill_nan(0)):
+        got = build(scan("parquet", files).gpu.lazy()).compute()
+        want = build(scan("parquet", files)).collect()
+        assert frame_mismatch(as_polars(got), want, Tolerance(rtol=1e-12)) is None
+
+
 def test_pipeline_and_sink_take_streams(files: dict[str, str], tmp_path: Any) -> None:
     lf = scan("csv", files)
     expected = _zscore(pl, lf).collect()
