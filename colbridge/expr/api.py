@@ -948,6 +948,76 @@ class Expr:
             names = _bin_labels("cut", list(labels), builtins.len(points) + 1)
         return Expr(Function("bin_intervals", (self.node,), (points, names, not left_closed, True)))
 
+    def bin_quantiles(
+        self,
+        quantiles: Sequence[float] | int,
+        *,
+        labels: Sequence[str] | bool,
+        include_intervals: bool = False,
+        right_closed: bool = False,
+    ) -> Expr:
+        """The bin of each value between quantiles of the data, as polars' ``bin_quantiles``.
+
+        The breakpoint of quantile ``q`` is the sorted value at ``floor(q * (len - 1))``
+        of the non-null values (NaN the largest), in the column's own type; an integer
+        ``k`` gives ``k`` bins, the ``i``-th breakpoint at ``i * (len - 1) // k`` exactly.
+        Bins are left-closed ``[a, b)`` (``right_closed=True``: ``(a, b]``), the first
+        open below and the last open above; two equal breakpoints delimit an empty bin.
+        Per group in ``group_by`` and ``over``, as polars. ``labels=False`` gives the
+        bin's index (UInt32), a list of one label per bin an Enum of them.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"x": [1, 1, 2, 2]})
+        >>> b = cb.col("x").bin_quantiles([0.1, 0.25, 0.75], labels=["a", "b", "c", "d"])
+        >>> df.gpu.select(b).compute()["x"].to_list()
+        ['c', 'c', 'd', 'd']
+        """
+        if include_intervals:
+            msg = ("`bin_quantiles(include_intervals=True)` makes a struct column, which "
+                   "colbridge does not build; bin, then compute the breakpoints with "
+                   "`quantile(q, 'lower')`")  # fmt: skip
+            raise UnsupportedOperationError(msg)
+        _flag(right_closed, "bin_quantiles", "right_closed")
+        # the breakpoint at a position of the sorted non-null values (NaN the largest),
+        # taken as the value itself (exact, where `quantile` gives a Float64)
+        last = self.count().cast("int64") - 1
+        places: list[Expr]
+        if isinstance(quantiles, int) and not isinstance(quantiles, bool):
+            if quantiles < 1:
+                msg = f"`bin_quantiles({quantiles})`: binning needs at least one bin"
+                raise InvalidOperationError(msg)
+            places = [last * i // quantiles for i in range(1, quantiles)]  # exactly
+            fractions: list[Any] = list(range(1, quantiles))
+        else:
+            fractions = list(_breakpoints("bin_quantiles", quantiles))
+            if any(isinstance(q, bool) or not isinstance(q, (int, float)) for q in fractions):
+                msg = f"`bin_quantiles`: the quantiles {fractions} must be numbers in [0, 1]"
+                raise SchemaError(msg)
+            if any(not 0.0 <= q <= 1.0 for q in fractions):
+                msg = f"`bin_quantiles`: the quantiles {fractions} must be between 0.0 and 1.0"
+                raise InvalidOperationError(msg)
+            if any(b < a for a, b in itertools.pairwise(fractions)):
+                msg = f"`bin_quantiles`: the quantiles {fractions} must be non-decreasing"
+                raise InvalidOperationError(msg)
+            places = [(last * float(q)).floor() for q in fractions]  # as polars rounds
+        names = _bin_labels("bin_quantiles", labels, builtins.len(places) + 1)
+        order = self.rank("ordinal")  # 1, 2, ... in sorted order, NaN last, nulls none
+        index: Expr = lit(0, dtype="uint32")
+        for place in places:
+            point = self.filter(order == place + 1).first()
+            above = (self > point) if right_closed else (self >= point)
+            index = index + above.cast("uint32")
+        # a null value is in no bin; named after the column, as polars names it
+        index = when(self.is_not_null()).then(index).name.keep()
+        if names is None:
+            return index
+        # the index's bin among 0, 1, ...: one label each
+        steps = tuple(range(1, builtins.len(names)))
+        return Expr(Function("bin_intervals", (index.node,), (steps, names, False, False)))
+
     def is_between(self, lower_bound: Any, upper_bound: Any, closed: str = "both") -> Expr:
         """True where the value lies between the bounds (numbers or expressions).
 

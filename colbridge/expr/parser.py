@@ -382,6 +382,13 @@ FUNCTIONS: dict[str, _Function] = {
             breaks, labels=labels, right_closed=right_closed),
         example='bin_intervals(x, [0, 10], labels=["low", "mid", "high"])',
     ),
+    "bin_quantiles": _Function(
+        (_x(), _Param("quantiles", "values"), _Param("labels", "values"),
+         _Param("right_closed", "bool", False)),
+        lambda x, quantiles, labels, right_closed: x.bin_quantiles(
+            quantiles, labels=labels, right_closed=right_closed),
+        example='bin_quantiles(x, 4, labels=False)',
+    ),
     "cut": _Function(
         (_x(), _Param("breaks", "list"), _Param("labels", "values", None),
          _Param("left_closed", "bool", False)),

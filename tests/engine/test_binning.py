@@ -1,4 +1,5 @@
-"""Binning by breakpoints (``bin_intervals``, ``cut``) against polars."""
+"""Binning by breakpoints (``bin_intervals``, ``cut``) and by quantiles of the data
+(``bin_quantiles``) against polars."""
 
 from __future__ import annotations
 
@@ -92,6 +93,60 @@ def test_cut_of_numbers_as_polars(data: st.DataObject) -> None:
     df = pl.DataFrame({"x": pl.from_arrow(column)})
     with _numpy_tier():
         _same(df, lambda m: {"c": m.col("x").cut(breaks, left_closed=left_closed)})
+
+
+@settings(max_examples=50, deadline=None)
+@given(data=st.data())
+def test_bin_quantiles_as_polars(data: st.DataObject) -> None:
+    # breakpoints are the data's sorted values (NaN the largest) at floor(q * (len - 1)),
+    # per window with `over`; an integer k is k bins at i * (len - 1) // k exactly
+    arrow_type = data.draw(st.sampled_from(ENGINE_TYPES), label="type")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16), label="seed"))
+    n = data.draw(st.sampled_from([0, 1, 2, 9, 40]), label="rows")
+    column = make_column(rng, arrow_type, n, nulls=data.draw(st.sampled_from([0.0, 0.3])))
+    quantiles = data.draw(st.one_of(
+        st.integers(1, 12),
+        st.lists(st.sampled_from([0.0, 0.1, 0.25, 1 / 3, 0.5, 0.7, 1.0]), max_size=4).map(sorted),
+    ), label="quantiles")  # fmt: skip
+    bins = quantiles if isinstance(quantiles, int) else len(quantiles) + 1
+    right_closed = data.draw(st.booleans(), label="right_closed")
+    groups = pl.Series(rng.integers(0, 3, n), dtype=pl.Int64)
+    df = pl.DataFrame({"x": pl.from_arrow(column), "g": groups})
+
+    def build(m: Any) -> dict[str, Any]:
+        x = m.col("x")
+        return {
+            "i": x.bin_quantiles(quantiles, labels=False, right_closed=right_closed),
+            "e": x.bin_quantiles(quantiles, labels=[f"q{k}" for k in range(bins)],
+                                 right_closed=right_closed),
+            "w": x.bin_quantiles(quantiles, labels=False, right_closed=right_closed).over("g"),
+        }  # fmt: skip
+
+    with _numpy_tier():
+        _same(df, build)
+
+
+def test_bin_quantiles_refuses_as_polars_and_by_name() -> None:
+    df = pl.DataFrame({"x": [1.0, 2.0]})
+    for build, match in ((lambda m: m.col("x").bin_quantiles(0, labels=False), "bin"),
+                         (lambda m: m.col("x").bin_quantiles([0.5, 0.2], labels=False),
+                          "non-decreasing"),
+                         (lambda m: m.col("x").bin_quantiles([1.5], labels=False), "between"),
+                         (lambda m: m.col("x").bin_quantiles(2, labels=["a"]), "2 bins")):
+        with pytest.raises(pl.exceptions.PolarsError):
+            df.select(build(pl))
+        with pytest.raises(cb.ColbridgeError, match=match):
+            df.gpu.select(build(cb)).compute()
+    with pytest.raises(cb.UnsupportedOperationError, match="struct"):
+        cb.col("x").bin_quantiles(2, labels=False, include_intervals=True)
+    # per group of `group_by` too, named after the column
+    grouped = pl.DataFrame({"x": [1.0, 5.0, 2.0, None, 8.0, 3.0], "g": [1, 1, 1, 2, 2, 2]})
+    for build in (lambda m: m.col("x").bin_quantiles(2, labels=False).max(),
+                  lambda m: m.col("x").bin_quantiles([0.5], labels=["a", "b"]).min()):
+        assert_frame_equal(grouped.gpu.group_by("g").agg(build(cb)).compute().sort("g"),
+                           grouped.group_by("g").agg(build(pl)).sort("g"))  # fmt: skip
+    got = df.gpu.eval("q = bin_quantiles(x, 2, labels=['lo', 'hi'])")
+    assert_frame_equal(got, df.with_columns(q=pl.col("x").bin_quantiles(2, labels=["lo", "hi"])))
 
 
 def test_cut_names_bins_and_nulls_nan_as_polars(tier: str) -> None:
