@@ -990,26 +990,66 @@ class Expr:
                 msg = f"`bin_quantiles({quantiles})`: binning needs at least one bin"
                 raise InvalidOperationError(msg)
             places = [last * i // quantiles for i in range(1, quantiles)]  # exactly
-            fractions: list[Any] = list(range(1, quantiles))
         else:
-            fractions = list(_breakpoints("bin_quantiles", quantiles))
-            if any(isinstance(q, bool) or not isinstance(q, (int, float)) for q in fractions):
-                msg = f"`bin_quantiles`: the quantiles {fractions} must be numbers in [0, 1]"
-                raise SchemaError(msg)
-            if any(not 0.0 <= q <= 1.0 for q in fractions):
-                msg = f"`bin_quantiles`: the quantiles {fractions} must be between 0.0 and 1.0"
-                raise InvalidOperationError(msg)
-            if any(b < a for a, b in itertools.pairwise(fractions)):
-                msg = f"`bin_quantiles`: the quantiles {fractions} must be non-decreasing"
-                raise InvalidOperationError(msg)
+            fractions = _fractions("bin_quantiles", quantiles)
             places = [(last * float(q)).floor() for q in fractions]  # as polars rounds
         names = _bin_labels("bin_quantiles", labels, builtins.len(places) + 1)
         order = self.rank("ordinal")  # 1, 2, ... in sorted order, NaN last, nulls none
-        index: Expr = lit(0, dtype="uint32")
+        above: list[Expr] = []
         for place in places:
             point = self.filter(order == place + 1).first()
-            above = (self > point) if right_closed else (self >= point)
-            index = index + above.cast("uint32")
+            above.append((self > point) if right_closed else (self >= point))
+        return self._bin_of(above, names)
+
+    def bin_ranks(
+        self,
+        ranks: Sequence[float] | int,
+        *,
+        labels: Sequence[str] | bool,
+        include_intervals: bool = False,
+    ) -> Expr:
+        """The bin of each value by its position in sorted order, as polars' ``bin_ranks``.
+
+        Each non-null value's position among the ``len`` sorted ones (equal values in
+        frame order, NaN the largest) is compared with the cumulative bin sizes: for
+        fractions ``f``, ``floor(f * len + 0.5)``; for an integer ``k``, ``k`` bins of
+        ``len // k`` values, the first ``len % k`` one more. Equal values may be split
+        between two bins. Per group in ``group_by`` and ``over``. ``labels=False`` gives
+        the bin's index (UInt32), a list of one label per bin an Enum of them.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"x": [1, 1, 2, 2]})
+        >>> b = cb.col("x").bin_ranks([0.25, 0.75], labels=["a", "b", "c"])
+        >>> df.gpu.select(b).compute()["x"].to_list()
+        ['a', 'b', 'b', 'c']
+        """
+        if include_intervals:
+            msg = ("`bin_ranks(include_intervals=True)` makes a struct column, which "
+                   "colbridge does not build")  # fmt: skip
+            raise UnsupportedOperationError(msg)
+        size = self.count().cast("int64")
+        ends: list[Expr]  # the last position of each bin but the last
+        if isinstance(ranks, int) and not isinstance(ranks, bool):
+            if ranks < 1:
+                msg = f"`bin_ranks({ranks})`: binning needs at least one bin"
+                raise InvalidOperationError(msg)
+            each, extra = size // ranks, size % ranks  # the first `extra` bins one more
+            ends = [each * i + min_horizontal(extra, i) for i in range(1, ranks)]
+        else:
+            fractions = _fractions("bin_ranks", ranks)
+            ends = [(size.cast("float64") * float(f) + 0.5).floor() for f in fractions]
+        names = _bin_labels("bin_ranks", labels, builtins.len(ends) + 1)
+        position = self.rank("ordinal")  # 1, 2, ... in sorted order, ties in frame order
+        return self._bin_of([position > end for end in ends], names)
+
+    def _bin_of(self, above: list[Expr], names: tuple[str, ...] | None) -> Expr:
+        """The bin index, the number of ``above`` tests true (null for a null value)."""
+        index: Expr = lit(0, dtype="uint32")
+        for test in above:
+            index = index + test.cast("uint32")
         # a null value is in no bin; named after the column, as polars names it
         index = when(self.is_not_null()).then(index).name.keep()
         if names is None:
@@ -3493,6 +3533,21 @@ def _total_order_key(value: Any) -> Any:
     if isinstance(value, float):
         return (math.isnan(value), 0.0 if math.isnan(value) else value)
     return (False, value)
+
+
+def _fractions(method: str, values: Any) -> list[float]:
+    """``bin_quantiles``/``bin_ranks`` fractions: numbers in [0, 1], non-decreasing."""
+    fractions = list(_breakpoints(method, values))
+    if any(isinstance(q, bool) or not isinstance(q, (int, float)) for q in fractions):
+        msg = f"`{method}`: the fractions {fractions} must be numbers in [0, 1]"
+        raise SchemaError(msg)
+    if any(not 0.0 <= q <= 1.0 for q in fractions):
+        msg = f"`{method}`: the fractions {fractions} must be between 0.0 and 1.0"
+        raise InvalidOperationError(msg)
+    if any(b < a for a, b in itertools.pairwise(fractions)):
+        msg = f"`{method}`: the fractions {fractions} must be non-decreasing"
+        raise InvalidOperationError(msg)
+    return [float(q) for q in fractions]
 
 
 def _bin_labels(method: str, labels: Any, bins: int) -> tuple[str, ...] | None:

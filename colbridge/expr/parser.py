@@ -389,6 +389,11 @@ FUNCTIONS: dict[str, _Function] = {
             quantiles, labels=labels, right_closed=right_closed),
         example='bin_quantiles(x, 4, labels=False)',
     ),
+    "bin_ranks": _Function(
+        (_x(), _Param("ranks", "values"), _Param("labels", "values")),
+        lambda x, ranks, labels: x.bin_ranks(ranks, labels=labels),
+        example='bin_ranks(x, 4, labels=False)',
+    ),
     "cut": _Function(
         (_x(), _Param("breaks", "list"), _Param("labels", "values", None),
          _Param("left_closed", "bool", False)),

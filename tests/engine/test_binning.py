@@ -1,5 +1,5 @@
-"""Binning by breakpoints (``bin_intervals``, ``cut``) and by quantiles of the data
-(``bin_quantiles``) against polars."""
+"""Binning by breakpoints (``bin_intervals``, ``cut``), by quantiles of the data
+(``bin_quantiles``) and by position in sorted order (``bin_ranks``) against polars."""
 
 from __future__ import annotations
 
@@ -126,6 +126,37 @@ def test_bin_quantiles_as_polars(data: st.DataObject) -> None:
         _same(df, build)
 
 
+@settings(max_examples=50, deadline=None)
+@given(data=st.data())
+def test_bin_ranks_as_polars(data: st.DataObject) -> None:
+    # positions in sorted order (ties in frame order): cumulative sizes floor(f * len + 0.5),
+    # or k bins of len // k with the remainder to the first ones; per window with `over`
+    arrow_type = data.draw(st.sampled_from([*ENGINE_TYPES, pa.string()]), label="type")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16), label="seed"))
+    n = data.draw(st.sampled_from([0, 1, 2, 7, 40]), label="rows")
+    if pa.types.is_string(arrow_type):
+        column = pa.array([None if rng.random() < 0.2 else str(v) for v in rng.integers(0, 4, n)],
+                          pa.string())  # fmt: skip
+    else:
+        column = make_column(rng, arrow_type, n, nulls=data.draw(st.sampled_from([0.0, 0.3])))
+    ranks = data.draw(st.one_of(
+        st.integers(1, 12),
+        st.lists(st.sampled_from([0.0, 0.1, 0.25, 1 / 3, 0.5, 0.7, 1.0]), max_size=4).map(sorted),
+    ), label="ranks")  # fmt: skip
+    bins = ranks if isinstance(ranks, int) else len(ranks) + 1
+    df = pl.DataFrame({"x": pl.from_arrow(column),
+                       "g": pl.Series(rng.integers(0, 3, n), dtype=pl.Int64)})  # fmt: skip
+
+    def build(m: Any) -> dict[str, Any]:
+        x = m.col("x")
+        return {"i": x.bin_ranks(ranks, labels=False),
+                "e": x.bin_ranks(ranks, labels=[f"r{k}" for k in range(bins)]),
+                "w": x.bin_ranks(ranks, labels=False).over("g")}  # fmt: skip
+
+    with _numpy_tier():
+        _same(df, build)
+
+
 def test_bin_quantiles_refuses_as_polars_and_by_name() -> None:
     df = pl.DataFrame({"x": [1.0, 2.0]})
     for build, match in ((lambda m: m.col("x").bin_quantiles(0, labels=False), "bin"),
@@ -145,8 +176,16 @@ def test_bin_quantiles_refuses_as_polars_and_by_name() -> None:
                   lambda m: m.col("x").bin_quantiles([0.5], labels=["a", "b"]).min()):
         assert_frame_equal(grouped.gpu.group_by("g").agg(build(cb)).compute().sort("g"),
                            grouped.group_by("g").agg(build(pl)).sort("g"))  # fmt: skip
-    got = df.gpu.eval("q = bin_quantiles(x, 2, labels=['lo', 'hi'])")
-    assert_frame_equal(got, df.with_columns(q=pl.col("x").bin_quantiles(2, labels=["lo", "hi"])))
+    got = df.gpu.eval("q = bin_quantiles(x, 2, labels=['lo', 'hi']); r = bin_ranks(x, [0.5], "
+                      "labels=False)")  # fmt: skip
+    assert_frame_equal(got, df.with_columns(q=pl.col("x").bin_quantiles(2, labels=["lo", "hi"]),
+                                            r=pl.col("x").bin_ranks([0.5], labels=False)))
+    for build in (lambda m: m.col("x").bin_ranks(0, labels=False),
+                  lambda m: m.col("x").bin_ranks([0.9, 0.1], labels=False)):
+        with pytest.raises(pl.exceptions.PolarsError):
+            df.select(build(pl))
+        with pytest.raises(cb.ColbridgeError, match=r"bin|non-decreasing"):
+            df.gpu.select(build(cb)).compute()
 
 
 def test_cut_names_bins_and_nulls_nan_as_polars(tier: str) -> None:
