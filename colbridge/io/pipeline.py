@@ -412,11 +412,11 @@ def run_job(
 
         empty_read = attach(empty if reads is None else empty.select(reads), found)
         if job.halos is not None:  # each batch with its halos, reductions over its own rows
-            values = fold_reductions(prefix, own_rows_only(aggs), with_halos(
-                batches(), *job.halos), _marked_empty(empty_read), job.device, job.fallback,
-                tier_rows, carried=False)  # fmt: skip
-            return {agg: values[own] for agg, own in zip(aggs, own_rows_only(aggs),
-                                                           strict=True)}  # fmt: skip
+            own = own_rows_only(aggs)
+            values = fold_reductions(prefix, own, with_halos(batches(), *job.halos),
+                                     _marked_empty(empty_read), job.device, job.fallback,
+                                     tier_rows, carried=False)  # fmt: skip
+            return {agg: values[of_own] for agg, of_own in zip(aggs, own, strict=True)}
         return fold_reductions(prefix, aggs, batches(), empty_read, job.device,
                                job.fallback, tier_rows)  # fmt: skip
 

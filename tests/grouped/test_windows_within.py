@@ -126,6 +126,18 @@ def test_reductions_over_an_order_alone(n: int, seed: int, names: list[str],
     assert_same_as_polars(_table(n, seed), steps, kinds=("polars", "pandas"), tolerance=TOL)
 
 
+@pytest.mark.parametrize("seed", [3, 11])
+def test_a_reduction_of_a_reduction_of_a_window_sees_one_value_per_group(seed: int) -> None:
+    # the inner reduction (`.sum()` of a window's rows) is one value per group: a product
+    # (or a sum) of it reads it once, not once per row of the group
+    table = _table(40, seed)
+    names = ("product_of_sum", "sum_of_count")
+    assert_same_as_polars(table, lambda m, q: q.group_by("h", maintain_order=True).agg(
+        **{name: INNER[name](m) for name in names}), kinds=("polars",), tolerance=TOL)  # fmt: skip
+    assert_same_as_polars(table, lambda m, q: q.with_columns(
+        **{name: NESTED[name](m) for name in names}), kinds=("polars",), tolerance=TOL)  # fmt: skip
+
+
 def test_a_window_as_an_aggregation_is_refused() -> None:
     # polars gives each group a list (the window's value on each of its rows)
     q = cb.lazy(_table(9, 1)).group_by("h").agg(s=cb.col("x").sum().over("g"))
