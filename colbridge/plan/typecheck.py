@@ -955,6 +955,16 @@ class TypeChecker:
         arg = self._check(node.arg)
         self._numeric_only(node, arg)
         value = self._check(node.value)
+        logical = self.logical.get(value)
+        if logical is not None and logical.is_string:
+            # polars makes the column strings (the numbers' text, then the fill); a
+            # string's code would otherwise pass for a number here
+            msg = (
+                f"`{node!r}`: a {logical.kind} fill of a number column is not supported; "
+                "write it with the column cast to strings, e.g. `when(x.is_nan())"
+                ".then(lit('n/a')).otherwise(x.cast(pl.String))`"
+            )
+            raise SchemaError(msg)
         kinds = (self._dynamic_kind(arg), self._dynamic_kind(value))
         if self._keep_dynamic and None not in kinds:
             kind = "float" if "float" in kinds else "int"

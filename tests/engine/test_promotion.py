@@ -374,3 +374,14 @@ def test_fill_nan_types_and_refusals_as_polars(dtype: DType, values: list[int | 
         if len(frame) and fill != "True":
             with pytest.raises(pl.exceptions.InvalidOperationError, match="is_not_nan"):
                 frame.select(z=boolean(pl))
+
+
+@pytest.mark.parametrize("dtype", [DType.FLOAT64, DType.INT32])
+def test_fill_nan_with_a_string_is_refused_by_name(dtype: DType) -> None:
+    # polars makes the column strings; a string's code passed for the number 0.0 here
+    frame = _frame_of(dtype, [1, None, 0])
+    if dtype.is_float:
+        frame = frame.with_columns(pl.col("a") / pl.col("a"))  # 1.0, null, NaN
+    assert frame.select(pl.col("a").fill_nan("x")).dtypes == [pl.String]
+    with pytest.raises(cb.SchemaError, match=r"fill_nan\(lit\('x'\)\)`: a string fill of a num"):
+        frame.gpu.select(cb.col("a").fill_nan("x")).compute()
