@@ -1005,19 +1005,20 @@ def holds_window(node: Node, windows: set[int]) -> bool:
     so a reduction of it (``.product()``) sees that value once, not once per row.
     """
     seen: set[Node] = set()
-
-    def reads(n: Node) -> bool:
+    stack = [node]
+    while stack:  # (a walk that stops at reductions; trees may be deep)
+        n = stack.pop()
         if n in seen:
-            return False
+            continue
         seen.add(n)
         if isinstance(n, GroupAgg) and id(n) in windows:
             return True
         if isinstance(n, (Agg, GroupAgg)):
-            return False  # one value per group
-        kids = children(n) + (n.keys.inputs if isinstance(n, (GroupAgg, Scan)) else ())
-        return any(reads(k) for k in kids)
-
-    return reads(node)
+            continue  # one value per group
+        stack.extend(children(n))
+        if isinstance(n, Scan):
+            stack.extend(n.keys.inputs)
+    return False
 
 
 #: reductions whose value depends on the order of the rows (`KeySet.order_by`)
