@@ -53,6 +53,7 @@ from colbridge.expr.nodes import (
     When,
     children,
     output_name,
+    shift_with_fill,
     transform,
     walk,
 )
@@ -1234,10 +1235,7 @@ class Expr:
             return Expr(Scan("shift", self.node, (n, fill)))
         # a NumPy scalar keeps its type (`np.float64(0.1)` next to Float32 is Float64), as
         # in polars: a typed value, as an expression fill is
-        # rows shifted in from past the edge take the fill, any other row the shifted value
-        other = Function("scalar_fill", (to_node(fill),))  # one value, as polars requires
-        inside = Scan("shift_in_range", self.node, (n,))
-        return Expr(When(inside, Scan("shift", self.node, (n, None)), other))
+        return Expr(shift_with_fill(self.node, n, to_node(fill)))
 
     def diff(self, n: int = 1, null_behavior: str = "ignore") -> Expr:
         """``x - x.shift(n)``; unsigned integers are first widened to a signed type.

@@ -625,6 +625,17 @@ class Scan(Node):
         return looks_ahead(self.func, self.options)
 
 
+def shift_with_fill(arg: Node, n: int, fill: Node, keys: KeySet | None = None) -> Node:
+    """``arg.shift(n, fill_value=fill)`` for a fill the scan does not hold.
+
+    (An expression, a string, a date.) The rows shifted in from past the edge take
+    ``fill`` (one value, as polars requires), any other row the shifted value.
+    """
+    keys = keys if keys is not None else KeySet()
+    inside = Scan("shift_in_range", arg, (n,), keys)
+    return When(inside, Scan("shift", arg, (n, None), keys), Function("scalar_fill", (fill,)))
+
+
 #: ordered operations that compare values: over strings they run on each string's rank
 #: (polars compares strings by their UTF-8 bytes; categoricals it does not compare)
 STRING_COMPARISONS = frozenset({"cum_min", "cum_max"})

@@ -41,10 +41,10 @@ from colbridge.expr.nodes import (
     Node,
     Reinterpret,
     Scan,
-    When,
     one_value_per_group,
     rolling_by_params,
     rolling_weights,
+    shift_with_fill,
 )
 from colbridge.types import DType
 from colbridge.types.durations import parse_duration
@@ -521,9 +521,7 @@ class OrderedTyping:
         """
         n, fill = node.options
         text = Function("cast", (Literal(fill),), (STRING, True))
-        inside = Scan("shift_in_range", node.arg, (n,), node.keys)
-        moved = Scan("shift", node.arg, (n, None), node.keys)
-        return self.tc.typed(When(inside, moved, Function("scalar_fill", (text,))))
+        return self.tc.typed(shift_with_fill(node.arg, n, text, node.keys))
 
     def _check_physical_fill(self, node: Scan, arg: Node, logical: Logical) -> None:
         """A number filling a shift of dates, datetimes, durations or times.
