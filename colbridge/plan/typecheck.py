@@ -1439,9 +1439,7 @@ class TypeChecker:
         keeping their value.
         """
         x = node.args[0]
-        arg = self._check(x)
-        if self._is_dynamic(arg):  # `lit(3).replace(1, 9)`: in the literal's own type
-            x = arg = self._materialize(arg)
+        x = arg = self.check(x)  # `lit(3).replace(1, 9)`: in the literal's own type
         olds, news = node.options
         logical = self.logical.get(arg)
         if logical is not None and logical.is_string:
@@ -1487,9 +1485,7 @@ class TypeChecker:
         `Check` in the first condition counts the non-null rows matching none: an error.
         """
         x = node.args[0]
-        arg = self._check(x)
-        if self._is_dynamic(arg):  # `lit(1).replace_strict(...)`: the literal's own type
-            x = arg = self._materialize(arg)
+        x = arg = self.check(x)  # `lit(1).replace_strict(...)`: the literal's own type
         olds, news, new_type, returned, given, single = node.options
         logical = self.logical.get(arg)
         if logical is not None and logical.kind == "enum":
