@@ -57,6 +57,7 @@ def exact(q: Any) -> Any:
         sm=cb.sum_horizontal(i, u, b), sm_strict=cb.sum_horizontal(x, f, ignore_nulls=False),
         mean=cb.mean_horizontal(i, u, f), clip=x.clip(i, u), clip_lo=f.clip(i),
         all_=cb.all_horizontal(b, x > 0, i < 5), any_=b.or_(x > 0, i < 5),
+        any_num=cb.any_horizontal(i, u), all_num=cb.all_horizontal(x, f),  # cast to Boolean
         co=cb.coalesce("x", "i"), b_arith=f + 1e-30 * (f == 0), np_scalar=i * np.int64(3),
     )  # fmt: skip
 

@@ -95,6 +95,13 @@ def test_cut_of_numbers_as_polars(data: st.DataObject) -> None:
         _same(df, lambda m: {"c": m.col("x").cut(breaks, left_closed=left_closed)})
 
 
+#: a number of bins, or fractions in [0, 1] (ties and both ends included)
+_BINS = st.one_of(
+    st.integers(1, 12),
+    st.lists(st.sampled_from([0.0, 0.1, 0.25, 1 / 3, 0.5, 0.7, 1.0]), max_size=4).map(sorted),
+)
+
+
 @settings(max_examples=50, deadline=None)
 @given(data=st.data())
 def test_bin_quantiles_as_polars(data: st.DataObject) -> None:
@@ -326,7 +333,9 @@ def test_bins_on_every_kernel_target(tier: str) -> None:
     def build(m: Any) -> dict[str, Any]:
         return {"a": m.col("x").bin_intervals([1, 2], labels=False),
                 "b": m.col("x").cut([1, 2], labels=["lo", "mid", "hi"]),
-                "c": m.col("i").bin_intervals([-200, 1, 300], labels=False, right_closed=True)}
+                "c": m.col("i").bin_intervals([-200, 1, 300], labels=False, right_closed=True),
+                "q": m.col("x").bin_quantiles(3, labels=False, right_closed=True),
+                "r": m.col("i").bin_ranks([0.25, 0.5], labels=False)}
 
     result = compute_on_tier(cb.lazy(table).select(**build(cb)), tier)
     # Arrow has no Enum: the labels are an ordered dictionary, in the labels' order
