@@ -820,11 +820,11 @@ def _extreme_enter(values: Any, valid: Any, order: Any, pos: int, largest: bool,
         if v != v:
             nans += 1
         else:
-            # queued values the new one beats can never be the extreme again; an equal
-            # one stays ahead of it (of equal extremes the earliest, as polars)
+            # queued values the new one beats or equals can never be the extreme again
+            # (of equal extremes the latest, as polars: -0.0 after 0.0 wins)
             while size > 0:
                 w = values[_row(order, queue[(head + size - 1) & mask])]
-                if (w < v) if largest else (w > v):
+                if (w <= v) if largest else (w >= v):
                     size -= 1
                 else:
                     break
@@ -1556,7 +1556,7 @@ def rolling_extreme_by_key(values: Any, valid: Any, ids: Any, parts: int, larges
             nans = 0
             count = 0
             for j in range(filled):
-                # oldest first: of equal extremes (0.0 and -0.0) the earliest, as polars
+                # oldest first: of equal extremes (0.0 and -0.0) the latest, as polars
                 at = oldest + j
                 at = at - width if at >= width else at
                 if not ring_valid[g, at]:
@@ -1564,7 +1564,7 @@ def rolling_extreme_by_key(values: Any, valid: Any, ids: Any, parts: int, larges
                 v = ring[g, at]
                 if v != v:
                     nans += 1
-                elif count == nans or ((v > best) if largest else (v < best)):
+                elif count == nans or ((v >= best) if largest else (v <= best)):
                     best = v
                 count += 1
             if nans > 0:

@@ -803,9 +803,9 @@ def quantiles(
     """The ``quantile`` of each group's non-null values of ``arg`` (rows where ``keep`` holds).
 
     polars' arithmetic, step by step (``quantile_idx`` in polars-core): the values are
-    sorted (NaN above every number), a group of ``n`` values and ``nulls`` nulls
-    takes the position ``(n - 1) * quantile + nulls`` among its rows with the nulls
-    first, rounded as ``method`` says; ``midpoint`` and ``linear`` join that value and
+    sorted (NaN above every number), a group of ``n`` values takes the position
+    ``(n - 1) * quantile`` among them (its nulls left out, as polars 2.2; 2.1 counted
+    them), rounded as ``method`` says; ``midpoint`` and ``linear`` join that value and
     the next in float64 (the value itself where the two are equal). Integers and
     booleans give float64, floats keep their width; a group without values is null.
     """
@@ -818,22 +818,19 @@ def quantiles(
         valid = _valid(data)
         values = (raw if valid is None else raw[valid]).astype(np.float64, copy=False)
         counts = np.array([len(values)], dtype=np.int64)
-        nulls = np.array([len(data) - len(values)], dtype=np.int64)
     elif keep is None and not data.null_count and groups.ids is not None:  # no masks
         values, owners = raw.astype(np.float64, copy=False), groups.ids
         counts = np.bincount(owners, minlength=count).astype(np.int64)
-        nulls = np.zeros(count, dtype=np.int64)
     else:
         ids, present, rows = _rows_of(groups, data, keep)
         taken = present & rows
         values = raw[taken].astype(np.float64, copy=False)
         owners = ids[taken]
         counts = np.bincount(owners, minlength=count).astype(np.int64)
-        nulls = np.bincount(ids[rows & ~present], minlength=count).astype(np.int64)
     starts = np.cumsum(counts) - counts
     has = counts > 0
     c = np.where(has, counts, 1)  # groups without values give null; any position will do
-    position = (c - 1.0) * quantile + nulls
+    position = (c - 1.0) * quantile
     if method == "nearest":
         # half away from zero, as Rust's `round` (positions are >= 0; the fraction is exact)
         index = np.floor(position)
@@ -841,12 +838,10 @@ def quantiles(
     elif method == "higher":
         index = np.ceil(position)
     elif method == "equiprobable":
-        index = np.maximum(np.ceil(c * quantile) - 1.0, 0.0) + nulls
+        index = np.maximum(np.ceil(c * quantile) - 1.0, 0.0)
     else:  # lower, midpoint, linear: truncated
         index = np.floor(position)
-    if method in ("lower", "higher", "midpoint", "linear"):
-        index = np.clip(index, 0, c + nulls - 1)
-    at = np.clip(index.astype(np.int64) - nulls, 0, c - 1)  # among the group's values
+    at = np.clip(index.astype(np.int64), 0, c - 1)  # among the group's values
     joins = method in ("midpoint", "linear")
     between = has & (np.ceil(position) != index) if joins else np.zeros(count, dtype=np.bool_)
     # the values at ``at`` and, where ``between``, the next, values ordered with NaN last

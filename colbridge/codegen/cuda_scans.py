@@ -46,7 +46,7 @@ memory), so a row costs ``window`` reads: sums and means add the window afresh
 with a Kahan compensation (NaN and infinities counted, as the CPU's sliding sum
 does), variances sum it around its first value in float64 (as the CPU does; a
 window whose spread nears overflow runs polars' own updates, as the CPU's), min
-and max keep the earliest of equal extremes (as polars and the CPU's queue).
+and max keep the latest of equal extremes (as polars and the CPU's queue).
 
 With keys (``.over``) every kernel walks the rows sorted stably by group
 (`generate_scan`'s ``keyed``): running scans are segmented, windows and shifts
@@ -541,8 +541,8 @@ def _rolling(func: str, ct: str, head: list[str], inputs: list[tuple[str, str]],
         if (var < 0.0) var = 0.0;
         out[i] = ({ct})({root});
         ov[i] = count >= min_samples && count - ddof > 0;"""
-    else:  # min and max: the earliest of equal extremes, as polars (and the CPU's queue)
-        better = "v > best" if func == "rolling_max" else "v < best"
+    else:  # min and max: the latest of equal extremes, as polars (and the CPU's queue)
+        better = "v >= best" if func == "rolling_max" else "v <= best"
         nan = f"nans > 0 ? {_nan(ct)} : " if _float(ct) else ""
         inner = f"""{ct} best = 0;
         long long nans = 0;

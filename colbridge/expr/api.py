@@ -1594,7 +1594,7 @@ class Expr:
 
         As polars: the window's values sorted (NaN above every number), the position
         ``(count - 1) * quantile`` taken as ``interpolation`` says (`quantile`'s
-        methods; nulls are not counted in it, unlike the whole-column `quantile`);
+        methods; nulls are not counted in it, as in the whole-column `quantile`);
         integers and booleans give Float64, floats keep their type (a Float32 window
         interpolates in Float32). Windows, ``min_samples`` and ``center`` as
         `rolling_sum`; weights are not supported. Computed on the host from the whole
@@ -2093,10 +2093,11 @@ class Expr:
     def entropy(self, base: float = math.e, *, normalize: bool = True) -> Expr:
         """``-sum(p * log(p, base))`` of the values ``p``, as polars' ``entropy``.
 
-        With ``normalize`` each value is first divided by the sum. A zero or negative
-        value gives NaN (``0 * log 0``), as in polars; nulls are left out of the sum,
-        but a column (or group) of one row, null or not, has entropy 0.0. Numbers
-        only; integers as Float64, Float32 kept.
+        With ``normalize`` each value is first divided by the sum, and a column (or
+        group) without a value, or whose values sum to 0, has entropy NaN. A zero
+        adds nothing (``0 * log 0`` counts as 0) and a negative value gives NaN, as
+        in polars (2.2); nulls are left out. Numbers only; integers as Float64,
+        Float32 kept.
 
         Examples
         --------
@@ -2111,11 +2112,15 @@ class Expr:
             raise SchemaError(msg)
         flag = _flag(normalize, "entropy", "normalize")
         p = Expr(Function("entropy_values", (self.node,)))
-        if flag:  # (polars skips the division where the sum is 1: the same values)
-            p = p / p.sum()
-        value = -(p * p.log(float(base))).sum()
-        # polars answers 0.0 for one row (of any value), where the formula gives -0.0
-        return when(p.len() != 1).then(value).otherwise(0.0)
+        def information(q: Expr) -> Expr:  # 0 * log 0 is 0 (NaN before polars 2.2)
+            return -when(q == 0).then(0.0).otherwise(q * q.log(float(base))).sum()
+
+        if not flag:
+            return information(p)
+        # (polars skips the division where the sum is 1: the same values)
+        value = information(p / p.sum())
+        # no value to share: NaN, as polars (the formula's sum of nothing is -0.0)
+        return when(p.count() == 0).then(float("nan")).otherwise(value)
 
     def peak_max(self) -> Expr:
         """True where the value is above both its neighbours, as polars' ``peak_max``.
@@ -2373,7 +2378,7 @@ class Expr:
         ``interpolation`` takes the ``"nearest"`` (ties away from zero), the
         ``"lower"``, the ``"higher"``, their ``"midpoint"``, the ``"linear"``
         interpolation, or ``"equiprobable"`` (the value at ``ceil(quantile * count)``),
-        as polars does. Types as `median`, but booleans are refused, as in polars.
+        as polars (2.2) does. Types as `median` (booleans as their 0s and 1s).
         ``quantile`` is a number, not an expression.
 
         Examples
@@ -2657,10 +2662,10 @@ class Expr:
     def drop_nans(self) -> Expr:
         """The values but NaN (nulls kept); only as the input of a reduction, as `filter`.
 
-        An integer column holds no NaN: all its values. Booleans, dates, strings and
-        other non-numbers are refused (polars refuses them in `group_by` and `over`).
+        A column of another type than float holds no NaN: all its values (booleans,
+        dates and strings too, as polars 2.2).
         """
-        nan = Expr(Function("may_be_nan", (self.node,), ("drop_nans",)))
+        nan = Expr(Function("may_be_nan", (self.node,)))
         return self.filter(nan.not_().fill_null(True))
 
     def over(self, *keys: Any, order_by: Any = None, descending: builtins.bool = False,
@@ -2958,8 +2963,9 @@ def corr(
     """Correlation of ``a`` and ``b`` over the rows where both are non-null (``pl.corr``).
 
     ``method="pearson"``: ``sum(da * db) / sqrt(sum(da**2) * sum(db**2))`` of the
-    differences from the means, NaN where that root is not above 0 (fewer than two
-    rows, a column that does not vary); ``"spearman"``: Pearson's of the rows'
+    differences from the means, NaN where that root is not above 0 (one row, a
+    column that does not vary), null where no row has both sides (as polars 2.2);
+    ``"spearman"``: Pearson's of the rows'
     ``"average"`` ranks among those rows, NaN ranking above every number, or, with
     ``propagate_nans``, NaN where a value is NaN. Types and precision as `cov`.
 
@@ -2993,6 +2999,8 @@ def corr(
         nans = [Expr(Function("may_be_nan", (m.node,))) for m in masked]
         # the value first: the output keeps `a`'s name, as polars names it
         value = when(~(nans[0].any() | nans[1].any())).then(value).otherwise(float("nan"))
+    # no pair of values: null, not NaN
+    value = when(x.is_not_null().sum() > 0).then(value).otherwise(None)
     return _pair_result("corr", value, sides)
 
 
@@ -3053,7 +3061,12 @@ def _window(func: str, window_size: int, min_samples: int | None) -> tuple[int, 
 
 def _rolling_pair(func: str, a: Any, b: Any, window_size: int, min_samples: int | None,
                   ddof: int) -> Expr:  # fmt: skip
-    """`rolling_cov` (or `rolling_corr`) as polars composes it, step for step."""
+    """`rolling_cov` (or `rolling_corr`) as polars 2.1 composed it, NaN as 2.2 gives it.
+
+    polars 2.2 takes each window's co-moment with Welford states (more exact where
+    the values span many orders of magnitude); the composition of rolling means
+    agrees with it to the ordered operations' float tolerance on ordinary data.
+    """
     window_size, min_samples = _window(func, window_size, min_samples)  # named as the pair
     ddof = _ddof_param(ddof, func)
     sides = (_arg_node(a), _arg_node(b))
@@ -3069,13 +3082,21 @@ def _rolling_pair(func: str, a: Any, b: Any, window_size: int, min_samples: int 
 
     # the window's count of rows with both sides (polars: a rolling sum of that flag)
     count = like_x(x.is_not_null()).rolling_sum(window_size, min_samples=0)
-    shrink = count / (count - like_x(1 if func == "rolling_corr" else ddof))
+    least = like_x(1 if func == "rolling_corr" else ddof)
+    shrink = count / (count - least)
     numerator = (mean(x * y) - mean(x) * mean(y)) * shrink
     if func == "rolling_cov":
-        return numerator
-    spread = x.rolling_var(window_size, min_samples=min_samples) * y.rolling_var(
-        window_size, min_samples=min_samples)  # fmt: skip
-    return numerator / spread.pow(like_x(0.5))
+        value = numerator
+    else:
+        spread = x.rolling_var(window_size, min_samples=min_samples) * y.rolling_var(
+            window_size, min_samples=min_samples)  # fmt: skip
+        value = numerator / spread.pow(like_x(0.5))
+    # polars 2.2: NaN where the window holds an infinite or NaN value (of a pair), or
+    # no more pairs than `ddof` (the value first: it names the result)
+    unbounded = like_x((x.is_finite() & y.is_finite()).not_()).rolling_sum(
+        window_size, min_samples=0)  # fmt: skip
+    defined = (unbounded == 0) & (count > least)
+    return when(value.is_null() | defined).then(value).otherwise(like_x(float("nan")))
 
 
 def _pairs(func: str, a: Any, b: Any) -> tuple[Expr, Expr, tuple[Node, Node]]:
@@ -3211,8 +3232,9 @@ def sum_horizontal(*exprs: Any, ignore_nulls: bool = True) -> Expr:
     """The sum across the arguments, row by row, as polars computes it.
 
     With ``ignore_nulls=True`` (the default) a null counts as 0, so a row of nulls
-    sums to 0; with False a null anywhere gives null. Integers wrap on overflow in
-    their common type; booleans sum as uint32.
+    sums to 0; with False a null anywhere gives null. The sum is in the arguments'
+    common type widened as `sum` widens it (booleans to UInt32, 8- and 16-bit
+    integers to Int64); integers wrap on overflow in it.
 
     Examples
     --------
@@ -4664,11 +4686,11 @@ class StringNamespace(_TextFunctions):
         return self._f("replace_regex", *_texts("replace_all", pattern, value), None)
 
     def find(self, pattern: str, *, literal: bool = False, strict: bool = True) -> Expr:
-        """The byte offset (UInt32) of the first match of ``pattern``; null where none.
+        """The character offset (UInt32) of the first match of ``pattern``; null where none.
 
-        A regex, or plain text with ``literal=True``, as polars finds it (an offset in
-        bytes: ``"éa"`` finds ``"a"`` at 2). An invalid regex is an error, or with
-        ``strict=False`` null on every row.
+        A regex, or plain text with ``literal=True``, as polars (2.2) finds it (an
+        offset in characters: ``"éa"`` finds ``"a"`` at 1). An invalid regex is an
+        error, or with ``strict=False`` null on every row.
         """
         return self._f("find", _text_param(pattern, "str.find", "pattern"), bool(literal),
                        bool(strict))  # fmt: skip

@@ -12,9 +12,11 @@ keeps expressions built only from such numbers dynamic as well:
 sum of two numbers is folded first). The checker mirrors it: a dynamic
 expression stays untyped until its other operand is known; it is then computed
 in its own (materialised) type and cast, without strictness, to the type its
-*representative* number takes next to that operand (the left-most number, as
-polars' supertype of two dynamic integers keeps the left one). Alone, it is
-typed as polars materialises it: every number by itself, then the usual rules.
+*representative* takes next to that operand: for integers the range of every
+number in it (polars 2.2: ``when(c).then(1).otherwise(300) + int8`` is Int16;
+a power's exponent and a clip's bounds do not count), for floats a float
+number. Alone, it is typed as polars materialises it: every number by itself,
+then the usual rules.
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ from colbridge.types import DType
 from colbridge.types.logical import Logical
 from colbridge.types.promotion import (
     agg_result,
+    dynamic_int_type,
     float_result,
     int_range,
     literal_type,
@@ -160,29 +163,27 @@ NULL_AS_FLOAT_SCANS = frozenset({"rolling_mean", "rolling_std", "rolling_var",
                                  "ewm_sum", "pct_change", "rank"})  # fmt: skip
 
 Number = int | float
+#: what a dynamic expression is typed by: the range of its integers, or one of its floats
+Representative = tuple[int, int] | float | None
 
 
 def _fold_int(op: str, a: int, b: int) -> int | None:
-    """``a <op> b`` for two Python integers as polars folds them, or None if not folded."""
+    """``a <op> b`` for two Python integers as polars folds them, or None if not folded.
+
+    polars folds sums, differences, products, floor divisions and remainders (the
+    result decides the type); a truncated division, a power or a bitwise operation
+    stays a dynamic integer typed by its numbers (``lit(2) ** lit(10) + int8`` is
+    Int8: null where 1024 does not fit).
+    """
     if op == "add":
         return a + b
     if op == "sub":
         return a - b
     if op == "mul":
         return a * b
-    if op == "truncdiv":
-        return None  # not folded by polars: a dynamic integer, typed by its left number
-    if op in ("floordiv", "mod"):
-        if b == 0:
-            return None  # null in polars; left to the kernels
+    if op in ("floordiv", "mod") and b != 0:  # by 0: null in polars; left to the kernels
         return a // b if op == "floordiv" else a % b
-    if op == "pow":
-        return a**b if 0 <= b <= 128 else None  # negative powers raise in the kernels
-    if op == "and":
-        return a & b
-    if op == "or":
-        return a | b
-    return a ^ b
+    return None
 
 
 class TypeChecker:
@@ -193,7 +194,7 @@ class TypeChecker:
         self.available = available
         self.types: dict[Node, DType] = {}
         # untyped dynamic expressions (not bare numbers) -> (kind "int"/"float", representative)
-        self._dynamic: dict[Node, tuple[str, Number | None]] = {}
+        self._dynamic: dict[Node, tuple[str, Representative]] = {}
         self._keep_dynamic = True
         #: (node, keep dynamic, allow opaque) -> its typed form, for subtrees met again
         self._typed_memo: dict[tuple[Node, bool, bool], Node] = {}
@@ -265,13 +266,22 @@ class TypeChecker:
         info = self._dynamic.get(node)
         return info[0] if info is not None else None
 
-    def _representative(self, node: Node) -> Number | None:
+    def _representative(self, node: Node) -> Representative:
         if isinstance(node, Literal):
             value = node.value
-            return None if isinstance(value, bool) else value
+            if isinstance(value, bool) or value is None:
+                return None
+            return (value, value) if isinstance(value, int) else float(value)
         return self._dynamic[node][1]
 
-    def _dynamic_node(self, node: Node, kind: str, rep: Number | None) -> Node:
+    def _joined(self, *nodes: Node) -> Representative:
+        """The integer range of every dynamic integer among ``nodes`` (nulls left out)."""
+        ranges = [r for n in nodes if isinstance(r := self._representative(n), tuple)]
+        if not ranges:
+            return None
+        return min(lo for lo, _ in ranges), max(hi for _, hi in ranges)
+
+    def _dynamic_node(self, node: Node, kind: str, rep: Representative) -> Node:
         self._dynamic[node] = (kind, rep)
         return node
 
@@ -339,10 +349,16 @@ class TypeChecker:
         if isinstance(node, Literal) and node.value is None:
             return self._typed_literal(None, other)
         rep = self._representative(node)
-        dtype = other if rep is None else literal_type(rep, other)
+        if rep is None:
+            dtype: DType | None = other
+        elif isinstance(rep, tuple):
+            dtype = dynamic_int_type(*rep, other)
+        else:
+            dtype = literal_type(rep, other)
         if dtype is None:
+            shown = node.value if isinstance(node, Literal) else rep
             msg = (
-                f"literal {rep!r} in `{where!r}` needs a 128-bit integer next to {other}; "
+                f"literal {shown!r} in `{where!r}` needs a 128-bit integer next to {other}; "
                 "cast the column first, e.g. `.cast('float64')`"
             )
             raise SchemaError(msg)
@@ -721,7 +737,8 @@ class TypeChecker:
         if "float" in kinds:
             side = left if kinds[0] == "float" else right
             return self._dynamic_node(Binary(op, left, right), "float", self._representative(side))
-        rep = self._representative(left)
+        # polars 2.2 types it by every integer in it; a power by its base's alone
+        rep = self._representative(left) if op == "pow" else self._joined(left, right)
         return self._dynamic_node(Binary(op, left, right), "int", rep)
 
     def _dynamic_pow(self, base: Node, exponent: Node) -> Node | None:
@@ -750,13 +767,12 @@ class TypeChecker:
         kind = self._dynamic_kind(arg)
         if self._keep_dynamic and kind is not None and node.op in _DYNAMIC_UNARY:
             rep = self._representative(arg)
-            if kind == "int" and isinstance(rep, int):
-                if isinstance(arg, Literal) and node.op in ("round", "floor", "ceil"):
-                    return arg  # round/floor/ceil of a whole number is the number
-                if node.op == "sign":
-                    rep = (rep > 0) - (rep < 0)
-            # polars types `-lit(3)` and `lit(-3).abs()` by the number they apply to:
-            # `uint8 * -lit(3)` is UInt8 (null: -3 does not fit), `uint8 * lit(-3).abs()` Int16
+            if kind == "int" and isinstance(arg, Literal) and node.op in ("round", "floor",
+                                                                          "ceil"):  # fmt: skip
+                return arg  # round/floor/ceil of a whole number is the number
+            # polars types `-lit(3)`, `lit(-3).abs()` and `lit(300).sign()` by the number
+            # they apply to: `uint8 * -lit(3)` is UInt8 (null: -3 does not fit),
+            # `uint8 * lit(-3).abs()` Int16
             return self._dynamic_node(Unary(node.op, arg), kind, rep)
         if _is_dynamic_literal(arg) and node.op in ("neg", "abs"):
             lit = arg
@@ -919,8 +935,7 @@ class TypeChecker:
         if "float" in kinds:
             side = then if self._dynamic_kind(then) == "float" else other
             return self._dynamic_node(out, "float", self._representative(side))
-        rep = self._representative(other if is_null_literal(then) else then)
-        return self._dynamic_node(out, "int", rep)
+        return self._dynamic_node(out, "int", self._joined(then, other))
 
     def _coalesce(self, node: Coalesce) -> Node:
         args = [self._check(a) for a in node.args]
@@ -967,9 +982,10 @@ class TypeChecker:
             raise SchemaError(msg)
         kinds = (self._dynamic_kind(arg), self._dynamic_kind(value))
         if self._keep_dynamic and None not in kinds:
-            kind = "float" if "float" in kinds else "int"
-            side = value if kinds == ("int", "float") else arg
-            return self._dynamic_node(FillNan(arg, value), kind, self._representative(side))
+            if "float" in kinds:
+                side = value if kinds == ("int", "float") else arg
+                return self._dynamic_node(FillNan(arg, value), "float", self._representative(side))
+            return self._dynamic_node(FillNan(arg, value), "int", self._joined(arg, value))
         if self._dynamic_kind(arg) is not None and not self._is_dynamic(value):
             arg = self._type_dynamic_against(arg, self.types[value], node)
         elif self._is_dynamic(arg):
@@ -1054,7 +1070,8 @@ class TypeChecker:
         float64 lies in [-324, 308]: the three factors are tables over it
         (`sig_figs_table`), and a power of two multiplies exactly as ``scalbn`` scales
         (digits up to 700 keep both powers of two in range; from 700 on no value
-        changes, as in polars). Integers go through float64 and back, saturating.
+        changes, as in polars). Integers are rounded exactly, in integers
+        (`_int_sig_figs`).
         """
         (digits,) = node.options
         arg = self._typed(node.args[0])
@@ -1063,21 +1080,67 @@ class TypeChecker:
         t = self.types[arg]
         if t is DType.FLOAT16:
             raise _float16_error(_quote(node))
-        f64, bool_ = DType.FLOAT64, DType.BOOL
-        x = self._cast(arg, f64)
+        if not t.is_float:
+            return self._int_sig_figs(arg, t, digits)
+        x = self._cast(arg, DType.FLOAT64)
         out = x if digits >= SIG_FIGS_UNCHANGED else self._sig_figs_of(x, digits)
-        if t.is_float:
-            return self._cast(out, t)
+        return self._cast(out, t)
+
+    def _int_sig_figs(self, x: Node, t: DType, digits: int) -> Node:
+        """Integer ``x`` to ``digits`` figures exactly, half away from zero, as polars 2.2.
+
+        ``x`` is divided by ``f = 10**(n - digits)`` (``n`` its count of digits, ``f =
+        1`` where ``n <= digits``), the quotient rounded half away from zero and
+        multiplied back; a result past the type's range is null (``Int8`` 127 to two
+        figures, 130). Signed values are worked as their non-positive magnitude
+        (``-|x|``, which holds every Int64 value), unsigned 64-bit ones as they are.
+        """
+        bool_ = DType.BOOL
+        wide = DType.UINT64 if t is DType.UINT64 else DType.INT64
+        v = self._cast(x, wide)
+
+        def lit(value: int, dtype: DType = wide) -> Node:
+            return self._typed_literal(value, dtype)
+
+        def op(name: str, a: Node, b: Node, dtype: DType = wide) -> Node:
+            return self._record(Binary(name, a, b), dtype)
+
+        signed = wide is DType.INT64
+        negative = op("lt", v, lit(0), bool_)  # (never true unsigned)
+        # the magnitude: -|x| (<= 0) for signed values, x for unsigned 64-bit ones
+        m = self._record(When(negative, v, self._record(Unary("neg", v), wide)), wide) \
+            if signed else v  # fmt: skip
+        # f: 10**(n - digits) where x has n > digits digits, from the most digits down
+        most = len(str(int_range(wide)[1]))
+        f = lit(1)
+        for n in range(digits + 1, most + 1):
+            bound = 10 ** (n - 1)  # x has n digits or more
+            reached = op("le", m, lit(-bound), bool_) if signed else op("ge", m, lit(bound), bool_)
+            f = self._record(When(reached, lit(10 ** (n - digits)), f), wide)
+        q = op("truncdiv", m, f)
+        rest = op("sub", m, op("mul", q, f))  # in (-f, 0] (signed), [0, f) (unsigned)
+        if signed:
+            up = op("le", op("add", rest, rest), op("sub", lit(0), f), bool_)
+            q = self._record(When(up, op("sub", q, lit(1)), q), wide)
+            # q * f >= Int64's least value: q >= that value divided by f toward zero
+            fits = op("ge", q, op("truncdiv", lit(int_range(wide)[0]), f), bool_)
+            magnitude = op("mul", q, f)
+            out = self._record(When(negative, magnitude, self._record(
+                Unary("neg", magnitude), wide)), wide)  # fmt: skip
+            # -(least value) does not fit: a non-negative x must stay within the top
+            fits = op("and", fits, op("or", negative, op("gt", magnitude, lit(
+                int_range(wide)[0]), bool_), bool_), bool_)  # fmt: skip
+        else:
+            up = op("ge", rest, op("sub", f, rest), bool_)
+            q = self._record(When(up, op("add", q, lit(1)), q), wide)
+            fits = op("le", q, op("truncdiv", lit(int_range(wide)[1]), f), bool_)
+            out = op("mul", q, f)
         lo, hi = int_range(t)
-        top = self._typed_literal(float(hi), f64)
-        bottom = self._typed_literal(float(lo), f64)
-        # Rust's `as`: saturating (`float(hi)` of a 64-bit type is 2**63 or 2**64 itself);
-        # an integer past 2**53 changes on its way through float64, as in polars
-        over = self._record(Binary("ge", out, top), bool_)
-        under = self._record(Binary("le", out, bottom), bool_)
-        inside = self._record(Cast(out, t, strict=False), t)
-        return self._record(When(over, self._typed_literal(hi, t), self._record(
-            When(under, self._typed_literal(lo, t), inside), t)), t)  # fmt: skip
+        if t is not wide:
+            fits = op("and", fits, op("and", op("ge", out, lit(lo), bool_),
+                                      op("le", out, lit(hi), bool_), bool_), bool_)  # fmt: skip
+        # (the product is computed where it overflows too, and is not read there)
+        return self._record(When(fits, self._cast(out, t), self._typed_literal(None, t)), t)
 
     def _sig_figs_of(self, x: Node, digits: int) -> Node:
         """Float64 ``x`` to ``digits`` figures (`_round_sig_figs`), ``x`` where not finite."""
@@ -1292,23 +1355,13 @@ class TypeChecker:
 
         What ``nan_max``/``nan_min`` test (`colbridge.expr.api.Expr.nan_max`): polars
         gives a column of another type its ``max``/``min`` there, where ``is_nan``
-        refuses it. Null where the value is null for floats, as ``is_nan``. With the
-        option ``"drop_nans"`` (`Expr.drop_nans`) only numbers are taken.
+        refuses it, and ``drop_nans`` keeps all its values. Null where the value is
+        null for floats, as ``is_nan``.
         """
         (x,) = node.args
         arg = self._check(x)
         if arg not in self.logical and not self._is_dynamic(arg) and self.types[arg].is_float:
             return self._check(Unary("is_nan", x))
-        dtype = None if self._is_dynamic(arg) else self.types[arg]
-        if node.options == ("drop_nans",) and (arg in self.logical or dtype is DType.BOOL):
-            # polars refuses it per group (`group_by`, `over`), not on a whole column
-            kind = self.logical.get(arg) or dtype
-            msg = (
-                f"`{node.args[0]!r}.drop_nans()`: a column of {kind} holds no NaN (polars "
-                "refuses `drop_nans` of one in `group_by` and `over`); leave `drop_nans` "
-                "out, or use `drop_nulls`"
-            )
-            raise InvalidOperationError(msg)
         # false on each row (Kleene: false and anything), of the column's length
         return self._check(Binary("and", Unary("is_null", x), Literal(False)))
 
@@ -1929,22 +1982,30 @@ class TypeChecker:
         """The arguments cast to their common type, as polars coerces them first.
 
         Dynamic numbers follow the typed arguments (all dynamic: the first is
-        materialised and the others follow it). Floats join the common type first,
-        so ``f32, i8, u64`` is float64 rather than a type that needs int128.
+        materialised and the others follow it). The typed ones are joined from left
+        to right, as polars does (``i8, u16, f32`` is float64, ``f32, i8, u16``
+        float32); a pair that needs int128 (``i8, u64``) still gives float64 when a
+        float follows.
         """
         args = [self._check(a) for a in node.args] if args is None else args
-        typed = sorted(
-            (self.types[a] for a in args if not self._is_dynamic(a)), key=lambda t: not t.is_float
-        )
+        typed = [self.types[a] for a in args if not self._is_dynamic(a)]
         if not typed:
             first = next((a for a in args if not is_null_literal(a)), None)
             if first is None:
                 msg = f"`{node!r}` has only null literals; give one a dtype"
                 raise SchemaError(msg)
             typed = [self.types[self._materialize(first)]]
-        st = typed[0]
+        st: DType | None = typed[0]  # None: int128, which only a float leaves
         for t in typed[1:]:
-            st = self._super(st, t, node)
+            if st is None:
+                st = DType.FLOAT64 if t.is_float else None
+            else:
+                st = DType.FLOAT64 if (supertype(st, t) is None and t.is_float) else \
+                    supertype(st, t)  # fmt: skip
+        if st is None:
+            pair = next(t for t in typed if t.is_unsigned and t.bits == 64)
+            other = next(t for t in typed if t.is_integer and not t.is_unsigned)
+            st = self._super(other, pair, node)  # the error that names them
         out = []
         for a in args:
             if self._is_dynamic(a):
@@ -2055,7 +2116,8 @@ class TypeChecker:
         """Sums as polars adds them: all cast to the common type, then pairwise in halves.
 
         With ``ignore_nulls`` each argument's nulls become 0 first (a row of nulls
-        sums to 0); booleans alone sum as uint32; integers wrap in the common type.
+        sums to 0); the common type widened as a `sum`'s (booleans to UInt32, 8- and
+        16-bit integers to Int64, as polars 2.2); integers wrap in it.
         """
         if self._strings_horizontal(node, args):  # polars joins them, as `concat_str`
             coded = [lg for a in args if (lg := self.logical.get(a)) and lg.kind != "string"]
@@ -2076,11 +2138,11 @@ class TypeChecker:
             msg = f"`{node!r}` has only null literals; give one a dtype"
             raise SchemaError(msg)
         leaves, st = self._horizontal_args(node, present)
-        if st.is_bool:
-            st = DType.UINT32
-            leaves = [self._cast(a, st) for a in leaves]
         if st is DType.FLOAT16:
             raise _float16_error(_quote(node))
+        if agg_result("sum", st) is not st:  # polars 2.2 sums in `sum`'s type: Int64, UInt32
+            st = agg_result("sum", st)
+            leaves = [self._cast(a, st) for a in leaves]
         if len(present) < len(args) and not ignore_nulls:
             return self._typed_literal(None, st)  # a null argument: every row is null
         if ignore_nulls:
@@ -2088,35 +2150,12 @@ class TypeChecker:
             leaves = [self._record(Coalesce((a, zero)), st) for a in leaves]
         return _tree(leaves, lambda p, q: self._record(Binary("add", p, q), st))
 
-    def _pairwise_sum(self, node: Function, args: list[Node]) -> Node:
-        """The sum inside polars' `mean_horizontal`: no common type first, each pair in its own.
-
-        ``(i64 + f64) + (f32 + (u8 + i8))`` adds the last three in float32, as polars does.
-        """
-        ignore_nulls = node.options[0]
-        present = [a for a in args if not is_null_literal(a)]
-        if not present:
-            msg = f"`{node!r}` has only null literals; give one a dtype"
-            raise SchemaError(msg)
-        leaves = []
-        for a in present:
-            t = self.types[a]
-            if len(present) == 1 and t.is_bool:
-                a, t = self._cast(a, DType.UINT32), DType.UINT32
-            if ignore_nulls:
-                a = self._record(Coalesce((a, self._typed_literal(0, t))), t)
-            leaves.append(a)
-        total = _tree(leaves, lambda p, q: self._check(Binary("add", p, q)))
-        if len(present) < len(args) and not ignore_nulls:
-            return self._typed_literal(None, self.types[total])
-        return total
-
     def _mean_horizontal(self, node: Function) -> Node:
         """The mean as polars takes it: the horizontal sum over the count of non-null values.
 
-        The sum has the same null rule, adds each pair in its own type (integers
-        wrap there) and is divided in float32 (float16) when it is one, else in
-        float64. No value left gives null.
+        The sum is `sum_horizontal`'s (polars 2.2: in the arguments' common type
+        widened as a `sum`'s, integers wrapping there), divided in float32 when it is
+        one, else in float64. No value left gives null.
         """
         args = [self._typed(a) if not is_null_literal(self._check(a)) else self._check(a)
                 for a in node.args]  # fmt: skip
@@ -2126,7 +2165,7 @@ class TypeChecker:
             only = args[0]
             t = self.types[only]
             return self._cast(only, t if t in (DType.FLOAT32, DType.FLOAT16) else DType.FLOAT64)
-        total = self._pairwise_sum(node, args)
+        total = self._sum_of(node, args)
         st = self.types[total]
         res = st if st in (DType.FLOAT32, DType.FLOAT16) else DType.FLOAT64
         if res is DType.FLOAT16:
@@ -2372,13 +2411,7 @@ class TypeChecker:
                                                           DType.BOOL)  # fmt: skip
             return self._record(GroupAgg(func, filtered(value), keys, options=node.options),
                                 result)  # fmt: skip
-        if func in ("median", "quantile"):
-            if func == "quantile" and t.is_bool:
-                if keys.exprs:  # polars: per group (`group_by`, `over`) a null Boolean
-                    return self._typed_literal(None, DType.BOOL)
-                msg = (f"`{node!r}`: `quantile` of a boolean column is not supported (as in "
-                       "polars); cast it first, e.g. `.cast(pl.Float64)`")  # fmt: skip
-                raise UnsupportedTypeError(msg)
+        if func in ("median", "quantile"):  # booleans too: their 0s and 1s (polars 2.2)
             return self._record(GroupAgg(func, filtered(typed), keys, options=node.options),
                                 result)  # fmt: skip
         if func in ("std", "var"):

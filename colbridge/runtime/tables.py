@@ -286,10 +286,11 @@ def _count_matches(values: pa.Array, pattern: str, literal: bool) -> pa.Array:
 
 
 def _find(values: pa.Array, pattern: str, literal: bool, strict: bool) -> pa.Array:
-    """The byte offset of ``pattern``'s first match in each string (UInt32), null where none.
+    """The character offset of ``pattern``'s first match in each string (UInt32), null where none.
 
-    As polars' ``str.find``: bytes, not characters; an empty pattern is found at 0;
-    an invalid regex raises, or with ``strict=False`` gives null on every row.
+    As polars' ``str.find`` (2.2 on: characters, not bytes: ``"éa"`` finds ``"a"`` at
+    1); an empty pattern is found at 0; an invalid regex raises, or with
+    ``strict=False`` gives null on every row.
     """
     import pyarrow.compute as pc
 
@@ -300,8 +301,27 @@ def _find(values: pa.Array, pattern: str, literal: bool, strict: bool) -> pa.Arr
         if regex is None:
             return pa.nulls(len(values), pa.uint32())
         found = pc.find_substring_regex(values, pattern=regex)
-    found = found.cast(pa.int64())
-    return pc.if_else(pc.less(found, 0), pa.scalar(None, pa.int64()), found).cast(pa.uint32())
+    at = found.cast(pa.int64()).fill_null(-1).to_numpy()
+    chars = _characters_before(values, at)
+    return pa.array(chars, pa.uint32(), mask=at < 0)
+
+
+def _characters_before(values: pa.Array, at: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """How many characters of each string lie before its byte offset ``at`` (-1: none).
+
+    The bytes before it less the UTF-8 continuation bytes (``10xxxxxx``) among them,
+    counted once over the strings' data buffer.
+    """
+    texts = values.cast(pa.large_string())
+    _, offsets_buffer, data_buffer = texts.buffers()
+    offsets = np.frombuffer(offsets_buffer, np.int64)[texts.offset:texts.offset + len(texts) + 1]
+    data = np.frombuffer(data_buffer, np.uint8) if data_buffer is not None \
+        else np.zeros(0, np.uint8)  # fmt: skip
+    continuations = np.zeros(len(data) + 1, np.int64)
+    np.cumsum((data & 0xC0) == 0x80, out=continuations[1:])
+    starts = offsets[:-1]
+    end = starts + np.maximum(at, 0)
+    return np.where(at < 0, 0, at - (continuations[end] - continuations[starts]))
 
 
 _EMPTY_MATCHES = (

@@ -776,10 +776,6 @@ CASES: list[BadInput] = [
              _m(lambda q: q.with_columns(c=cb.col("price").is_close("qty", abs_tol=-1))),
              E.InvalidOperationError, r"`abs_tol` must be a non-negative number, got -1",
              r"give 0 or more"),
-    BadInput("drop-nans-of-strings", "types", "`name.drop_nans().len()`: NaN of strings",
-             F, _m(lambda q: q.with_columns(c=cb.col("name").drop_nans().len())),
-             E.InvalidOperationError, r'`col\("name"\)\.drop_nans\(\)`: a column of string '
-             r"holds no NaN", r"use `drop_nulls`"),
     BadInput("normalize-unknown-form", "operations", "`str.normalize('NFX')`", F,
              _m(lambda q: q.with_columns(c=cb.col("name").str.normalize("NFX"))),
              E.SchemaError, r"form 'NFX' is not a Unicode normal form",

@@ -39,6 +39,7 @@ from colbridge.types.dtypes import DType
 
 __all__ = [
     "agg_result",
+    "dynamic_int_type",
     "float_result",
     "literal_type",
     "pow_result",
@@ -133,14 +134,18 @@ def int_range(d: DType) -> tuple[int, int]:
     return -(1 << (d.bits - 1)), (1 << (d.bits - 1)) - 1
 
 
-def smallest_int_type(value: int, *, unsigned: bool) -> DType | None:
-    """The narrowest integer type holding ``value`` (unsigned ones first if asked)."""
+def smallest_int_type(value: int, *, unsigned: bool, high: int | None = None) -> DType | None:
+    """The narrowest integer type holding ``value`` (unsigned ones first if asked).
+
+    With ``high``, every integer from ``value`` to ``high``.
+    """
+    high = value if high is None else high
     candidates = (_UNSIGNED if unsigned and value >= 0 else []) + _SIGNED
     for d in candidates:
         lo, hi = int_range(d)
-        if lo <= value <= hi:
+        if lo <= value and high <= hi:
             return d
-    if value >= 0 and value <= int_range(DType.UINT64)[1]:
+    if value >= 0 and high <= int_range(DType.UINT64)[1]:
         return DType.UINT64
     return None
 
@@ -163,19 +168,32 @@ def literal_type(value: bool | int | float, other: DType) -> DType | None:
     if isinstance(value, bool):
         return DType.BOOL
     if isinstance(value, int):
-        if other.is_float:
-            return other
-        if other.is_bool:
-            return materialized_literal_type(value)
-        lo, hi = int_range(other)
-        if lo <= value <= hi:
-            return other
-        fit = smallest_int_type(value, unsigned=other.is_unsigned)
-        if fit is None:
-            return None
-        widest = supertype(other, fit)
-        if widest is None and other is DType.UINT64 and value < 0:
-            return DType.INT64  # polars stops at int64 for a negative literal next to uint64
-        return widest
+        return dynamic_int_type(value, value, other)
     # float
     return other if other.is_float else DType.FLOAT64
+
+
+def dynamic_int_type(low: int, high: int, other: DType) -> DType | None:
+    """The type Python integers from ``low`` to ``high`` take next to an operand of ``other``.
+
+    polars 2.2 types an expression of several Python integers (``when(c).then(1)
+    .otherwise(300)``) by all of them: ``other`` where each fits, else the common type
+    of ``other`` and the narrowest type holding them all.
+    """
+    if other.is_float:
+        return other
+    if other.is_bool:
+        low_type, high_type = materialized_literal_type(low), materialized_literal_type(high)
+        if low_type is None or high_type is None:
+            return None
+        return supertype(low_type, high_type)
+    lo, hi = int_range(other)
+    if lo <= low and high <= hi:
+        return other
+    fit = smallest_int_type(low, unsigned=other.is_unsigned, high=high)
+    if fit is None:
+        return None
+    widest = supertype(other, fit)
+    if widest is None and other is DType.UINT64 and low < 0:
+        return DType.INT64  # polars stops at int64 for a negative literal next to uint64
+    return widest

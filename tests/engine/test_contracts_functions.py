@@ -208,8 +208,11 @@ def test_is_in_refuses_like_polars() -> None:
         cb.col("i").is_in(list(range(65)))
 
 
+# the common type is joined from left to right, as polars does: ("i8", "u16", "f32") is
+# Float64, ("f32", "i8", "u16") Float32; ("i8", "u64", "f32") needs int128 on the way
 GROUPS = [("f32", "f64"), ("i8", "u8", "i16"), ("b", "i32"), ("f32", "i8", "u32"), ("b", "b"),
-          ("f64",), ("i64", "f64", "f32", "u8", "i8"), ("u64", "f64")]  # fmt: skip
+          ("f64",), ("i64", "f64", "f32", "u8", "i8"), ("u64", "f64"), ("i8", "u16", "f32"),
+          ("f32", "i8", "u16"), ("i8", "u64", "f32"), ("b", "i8", "u32")]  # fmt: skip
 
 
 def groups_frame() -> dict[str, pa.DataType]:

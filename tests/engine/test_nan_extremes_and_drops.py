@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import colbridge as cb
-from colbridge.errors import InvalidOperationError, SchemaError
+from colbridge.errors import SchemaError
 from colbridge.testing.asserts import assert_same_as_polars
 
 _TYPES = {"i16": pa.int16(), "u64": pa.uint64(), "f32": pa.float32(), "f64": pa.float64(),
@@ -67,22 +67,21 @@ def test_equal_polars(data: Any, n: int, kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", ["bool", "date", "str"])
-def test_drop_nans_takes_numbers(kind: str) -> None:
-    # polars refuses these per group and returns them whole on a whole column: refused
-    # everywhere, naming the type and what to use instead
+def test_drop_nans_keeps_every_value_of_other_types(kind: str) -> None:
+    # no NaN in a column of booleans, dates or strings: polars 2.2 keeps all its values
+    # (on a whole column, per group and per window; a refusal before)
     values = [None, *_POOLS[kind][:2]]
     column = pa.array(values, pa.int32()).cast(pa.date32()) if kind == "date" \
         else pa.array(values, _TYPES[kind])  # fmt: skip
     table = pa.table({"x": column, "g": [1, 1, 2]})
-    x = cb.col("x")
-    for q in (cb.lazy(table).select(n=x.drop_nans().len()),
-              cb.lazy(table).group_by("g").agg(n=x.drop_nans().len()),
-              cb.lazy(table).select(n=x.drop_nans().len().over("g"))):  # fmt: skip
-        with pytest.raises(InvalidOperationError, match=r"holds no NaN.*drop_nulls"):
-            q.compute()
-    refused = pl.from_arrow(table).lazy().group_by("g").agg(n=pl.col("x").drop_nans().len())
-    with pytest.raises(pl.exceptions.InvalidOperationError):
-        refused.collect()
+    assert_same_as_polars(table, lambda m, q: q.select(
+        n=m.col("x").drop_nans().len(), first=m.col("x").drop_nans().first()))  # fmt: skip
+    assert_same_as_polars(table, lambda m, q: q.group_by("g", maintain_order=True).agg(
+        n=m.col("x").drop_nans().len(), last=m.col("x").drop_nans().last()))  # fmt: skip
+    assert_same_as_polars(table, lambda m, q: q.select(
+        n=m.col("x").drop_nans().len().over("g")))  # fmt: skip
+    got = pl.from_arrow(cb.lazy(table).select(n=cb.col("x").drop_nans().len()).compute())
+    assert got["n"].to_list() == [3]
 
 
 def test_a_nan_wins_and_keeps_its_type() -> None:

@@ -2,7 +2,8 @@
 
 polars splits ``10**e`` into ``5**e`` (``f64::powi``) and ``2**e`` (``scalbn``):
 the values tested reach both ends of float64 (subnormals, 1.7e308), where a
-plain ``x * 10**e`` overflows; integers go through float64 and back saturating.
+plain ``x * 10**e`` overflows; integers are rounded exactly (polars 2.2), null past
+their type's range.
 Generated values of every numeric type with nulls, offsets and chunks; both CPU
 tiers and the CUDA code path on the host; the string language; refusals.
 """

@@ -296,7 +296,6 @@ def test_bad_arguments_are_refused_when_written(build: Any, error: type, pattern
 
 
 @pytest.mark.parametrize(("column", "expr", "pattern"), [
-    ("b", lambda c: c.quantile(0.5), r"`quantile` of a boolean .* cast it first"),
     ("s", lambda c: c.median(), r"column `s` has type string.*`median` of string"),
     ("c", lambda c: c.quantile(0.1), r"`quantile` of categorical"),
 ])  # fmt: skip
@@ -310,16 +309,17 @@ def test_types_without_an_order_of_numbers_are_refused(column: str, expr: Any,
         pl.from_arrow(table).select(y=expr(pl.col(column)))
 
 
-def test_a_booleans_quantile_per_group_is_null_as_in_polars() -> None:
-    # polars refuses a whole boolean column's quantile, yet gives null per group
-    df = pl.DataFrame({"g": [1, 1, 2, 3], "b": [True, False, None, True]})
-
-    def steps(m: Any, q: Any) -> Any:
-        return q.group_by("g").agg(m.col("b").quantile(0.5, "linear"), s=m.col("b").sum())
-
-    assert_frame_equal(steps(cb, df.gpu).compute(), steps(pl, df), check_row_order=False)
-    over = df.gpu.select(q=cb.col("b").quantile(0.9).over("g")).compute()
-    assert_frame_equal(over, df.select(q=pl.col("b").quantile(0.9).over("g")))
+@pytest.mark.parametrize("method", QUANTILE_METHODS)
+def test_a_booleans_quantile_is_of_its_zeros_and_ones(method: str) -> None:
+    # polars 2.2 takes a Boolean column's quantile as of 0 and 1 (Float64), per group
+    # too (2.1 refused a whole column and gave null per group)
+    df = pl.DataFrame({"g": [1, 1, 2, 3, 3, 3, 1], "b": [True, False, None, True, True, False,
+                                                      False]})  # fmt: skip
+    for quantile in (0.0, 0.3, 0.5, 0.9, 1.0):
+        assert_same_as_polars(df.to_arrow(), lambda m, q, qq=quantile: q.group_by(
+            "g", maintain_order=True).agg(m.col("b").quantile(qq, method), s=m.col("b").sum()))
+        assert_same_as_polars(df.to_arrow(), lambda m, q, qq=quantile: q.select(
+            w=m.col("b").quantile(qq, method), o=m.col("b").quantile(qq, method).over("g")))
 
 
 def test_streams_refuse_them_naming_the_way_out(tmp_path: Any) -> None:

@@ -58,8 +58,8 @@ EXTREMES: dict[str, Callable[[Any], Any]] = {
 
 @pytest.mark.parametrize("name", list(EXTREMES))
 def test_equal_extremes_are_polars_ones(tier: str, name: str) -> None:
-    # of equal values a rolling min/max gives the earliest in its window, a running one
-    # the latest: the sign of a zero shows which
+    # of equal values a rolling min/max gives the latest in its window, as a running one
+    # (polars 2.2; the earliest before): the sign of a zero shows which
     make = EXTREMES[name]
     for values in ZEROS:
         frame = pl.DataFrame({"x": pl.Series(values, dtype=pl.Float64),

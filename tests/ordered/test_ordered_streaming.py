@@ -182,9 +182,9 @@ def test_streamed_floats_equal_the_whole_compute_bit_for_bit(batch_rows: int) ->
 
 
 @pytest.mark.parametrize("batch_rows", [1, 3, 100])
-def test_streamed_extremes_keep_the_earliest_of_equal_zeros(batch_rows: int) -> None:
-    # 0.0 == -0.0: of equal extremes the earliest, as polars and one compute give it (a
-    # stream read its ring by slot, so a wrapped ring gave the later zero)
+def test_streamed_extremes_keep_the_latest_of_equal_zeros(batch_rows: int) -> None:
+    # 0.0 == -0.0: of equal extremes the latest, as polars (2.2) and one compute give it
+    # (a stream that read its ring by slot took the zero of the last slot, once wrapped)
     rng = np.random.default_rng(5)
     values = rng.choice([0.0, -0.0, 1.0, -1.0], 300)
     df = pl.DataFrame({"x": values, "g": rng.integers(0, 3, 300)})

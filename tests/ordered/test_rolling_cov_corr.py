@@ -1,9 +1,11 @@
 """``rolling_cov`` and ``rolling_corr`` against polars.
 
-polars composes them from rolling means, a rolling count and rolling variances over
-the rows where both sides are non-null; colbridge builds the same composition, so
-the two differ only where the rolling means' last bits do (compared within the
-ordered tests' float tolerance; Float32 pairs compute in Float32, as polars).
+polars 2.1 composed them from rolling means, a rolling count and rolling variances
+over the rows where both sides are non-null; colbridge builds that composition, with
+polars 2.2's NaN (a window holding an infinite or NaN value, or no more pairs than
+``ddof``). polars 2.2 takes each window's co-moment with Welford states: the two are
+compared within the ordered tests' float tolerance (Float32 pairs compute in
+Float32, as polars).
 Generated pairs of every numeric type with nulls, NaN and infinities, offsets and
 chunks; windows, ``min_samples`` and ``ddof`` edges; ``over``; every kernel tier.
 """
