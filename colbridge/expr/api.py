@@ -2090,6 +2090,35 @@ class Expr:
         key = Expr(_arg_node(by))
         return self.filter(key == key.min()).first()
 
+    def x_log_y(self, y: Any, base: float = math.e) -> Expr:
+        """``x * log(y, base)``, 0 where ``x`` is 0 (unless ``y`` is NaN), as polars 2.2.
+
+        So ``0 * log(0)`` is 0. In the float type of the two sides' common type
+        (Float32 stays, integers and booleans as Float64; a Python number takes the
+        other side's type); a null on either side is null. A string names a column.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"x": [0, 1, 2, 3], "y": [0, 2, 4, 8]})
+        >>> df.gpu.select(cb.col("x").x_log_y("y", base=2)).compute()["x"].to_list()
+        [0.0, 1.0, 4.0, 9.0]
+        """
+        if isinstance(base, bool) or not isinstance(base, (int, float)):
+            msg = f"`x_log_y(base={base!r})`: the base is a number, e.g. `x_log_y(y, base=2)`"
+            raise SchemaError(msg)
+        mine, other = (Expr(Function("numbers_of", (_arg_node(e),), ("x_log_y",)))
+                       for e in (self, y))  # fmt: skip
+        # both sides in the float type of their common one (`x + y` adapts a Python number)
+        common = (mine + other) * 1.0
+        x = Expr(Function("cast_like", (mine.node, common.node)))
+        logged = Expr(Function("cast_like", (other.node, common.node)))
+        value = x * logged.log(float(base))
+        # (the value first: it names the result; a null side keeps it null)
+        keep = ((x != 0) | logged.is_nan()).fill_null(True)
+        return when(keep).then(value).otherwise(0.0)
+
     def entropy(self, base: float = math.e, *, normalize: bool = True) -> Expr:
         """``-sum(p * log(p, base))`` of the values ``p``, as polars' ``entropy``.
 
@@ -2379,7 +2408,7 @@ class Expr:
         ``"lower"``, the ``"higher"``, their ``"midpoint"``, the ``"linear"``
         interpolation, or ``"equiprobable"`` (the value at ``ceil(quantile * count)``),
         as polars (2.2) does. Types as `median` (booleans as their 0s and 1s).
-        ``quantile`` is a number, not an expression.
+        ``quantile`` is a number, not an expression; ``None`` gives null.
 
         Examples
         --------
@@ -2389,6 +2418,8 @@ class Expr:
         >>> df.gpu.select(q=cb.col("x").quantile(0.5, "linear")).compute()["q"][0]
         2.5
         """
+        if quantile is None:  # no quantile: a null in the quantile's type (polars 2.2)
+            return when(lit(False)).then(self.quantile(0.5, interpolation))
         value = _quantile_param(quantile, interpolation, "quantile")
         return Expr(Agg("quantile", self.node, options=(value, interpolation)))
 

@@ -321,7 +321,7 @@ FUNCTIONS = frozenset(
         "replace", "replace_strict", "fill_zero_or_one", "bin_intervals", "all_horizontal",
         "any_horizontal", "is_close", "may_be_nan", "pair_float", "pair_result",
         "entropy_values", "peak_values", "interpolate_by_values", "interpolate_by_key",
-        "round_sig_figs", "int_range", "concat_str", "in_bounds",
+        "round_sig_figs", "int_range", "concat_str", "in_bounds", "numbers_of",
     }
 )  # fmt: skip
 

@@ -360,6 +360,8 @@ FUNCTIONS: dict[str, _Function] = {
         lambda x, base, normalize: x.entropy(base, normalize=normalize),
         example="entropy(p, base=2)",
     ),
+    "x_log_y": _Function((_x(), _Param("y"), _Param("base", "value", math.e)),
+                         lambda x, y, base: x.x_log_y(y, base), example="x_log_y(p, q, base=2)"),
     "fill_nan": _Function((_x(), _Param("value")), lambda x, v: x.fill_nan(v),
                           example="fill_nan(x, 0)"),
     "replace": _Function((_x(), _Param("old", "values"), _Param("new", "values")),

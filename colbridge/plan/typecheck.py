@@ -1275,6 +1275,8 @@ class TypeChecker:
             return self._mean_horizontal(node)
         if node.name == "cast_like":
             return self._cast_like(node)
+        if node.name == "numbers_of":
+            return self._numbers_of(node)
         if node.name == "duration_part":
             return self._duration_part(node)
         if node.name == "datetime_parts":
@@ -1364,6 +1366,24 @@ class TypeChecker:
             return self._check(Unary("is_nan", x))
         # false on each row (Kleene: false and anything), of the column's length
         return self._check(Binary("and", Unary("is_null", x), Literal(False)))
+
+    def _numbers_of(self, node: Function) -> Node:
+        """An operand that must be a number or a boolean, as it is (a Python number stays one).
+
+        ``options`` name the function it is an operand of (``x_log_y``), for the error.
+        """
+        (x,) = node.args
+        arg = self._check(x)
+        if self._is_dynamic(arg):
+            return arg
+        dtype = self.types[arg]
+        if arg in self.logical or not (dtype.is_float or dtype.is_integer or dtype.is_bool):
+            func = node.options[0]
+            kind = self.logical.get(arg) or dtype
+            msg = (f"`{func}` of `{x!r}`, which is {kind}: `{func}` takes numbers and "
+                   "booleans; cast it to a number first")  # fmt: skip
+            raise InvalidOperationError(msg)
+        return arg
 
     def _entropy_values(self, node: Function) -> Node:
         """``entropy``'s values: floats as they are, integers as Float64; others refused."""

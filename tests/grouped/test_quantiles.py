@@ -400,3 +400,17 @@ def test_dates_median_is_a_datetime_truncated_toward_zero() -> None:
     assert got.column("t").cast(pa.int64()).to_pylist() == [-2]  # -2.5 toward zero
     assert_same_as_polars(table, lambda m, q: q.select(m.col("d").median(),
                                                        m.col("t").median()))
+
+
+def test_no_quantile_is_null_in_the_quantiles_type() -> None:
+    # polars 2.2: `quantile(None)` is a null of the quantile's type (2.1 raised)
+    table = pa.table({"g": [1, 1, 2], "x": [1.0, 2.0, 3.0], "i": [1, 2, 3],
+                      "f": pa.array([1.0, None, 2.0], pa.float32()),
+                      "d": pa.array([1, 2, None], pa.int32()).cast(pa.date32())})  # fmt: skip
+    assert_same_as_polars(table, lambda m, q: q.select(
+        m.col("x").quantile(None), m.col("f").quantile(None), m.col("i").quantile(None, "linear"),
+        m.col("d").quantile(None)))  # fmt: skip
+    assert_same_as_polars(table, lambda m, q: q.group_by("g", maintain_order=True).agg(
+        m.col("x").quantile(None), m.col("d").quantile(None)))  # fmt: skip
+    assert_same_as_polars(table, lambda m, q: q.select(
+        m.col("f").quantile(None).over("g"), m.col("i").quantile(None).over("g")))  # fmt: skip
