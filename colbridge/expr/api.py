@@ -2142,7 +2142,7 @@ class Expr:
         flag = _flag(normalize, "entropy", "normalize")
         p = Expr(Function("entropy_values", (self.node,)))
         def information(q: Expr) -> Expr:  # 0 * log 0 is 0 (NaN before polars 2.2)
-            return -when(q == 0).then(0.0).otherwise(q * q.log(float(base))).sum()
+            return -q.x_log_y(q, float(base)).sum()
 
         if not flag:
             return information(p)
