@@ -594,3 +594,24 @@ def test_whole_column_extremes_of_both_zeros_on_the_host(monkeypatch: pytest.Mon
                 minus = zeros.any() if pick is np.min else zeros.all()
                 assert bool(np.signbit(g)) == bool(minus), (layout, pick.__name__, kept)
                 assert bool(np.signbit(g)) == bool(np.signbit(c))
+
+
+def test_rolling_extremes_keep_the_latest_of_equal_zeros_on_the_host() -> None:
+    # of 0.0 and -0.0 in one window the CUDA text keeps the latest, as polars 2.2 (and
+    # the CPU's queue): the sign of the zero shows which; per group too
+    rng = np.random.default_rng(9)
+    values = [None if v == 9 else float(v) for v in rng.choice([0.0, -0.0, 1.0, 9], 60)]
+    df = pl.DataFrame({"x": pl.Series(values, dtype=pl.Float64), "g": rng.integers(0, 2, 60)})
+
+    def build(m: Any) -> dict[str, Any]:
+        x = m.col("x")
+        return {"mx": x.rolling_max(3, min_samples=1), "mn": x.rolling_min(2, min_samples=1),
+                "c": x.rolling_min(4, min_samples=1, center=True),
+                "o": x.rolling_max(2, min_samples=1).over("g")}  # fmt: skip
+
+    got = compute_on_host(df.gpu.select(**build(cb)))
+    want = df.select(**build(pl))
+    assert_frame_equal(got, want)
+    for name in want.columns:
+        g, w = got[name].to_numpy(), want[name].to_numpy()
+        assert (np.signbit(g) == np.signbit(w)).all(), name
