@@ -12,6 +12,7 @@ import datetime as _dt
 import difflib
 import itertools
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, NoReturn
 
@@ -3941,6 +3942,12 @@ def format(f_string: str, *args: Any) -> Expr:  # polars' name (the builtin is n
     if not isinstance(f_string, builtins.str):
         msg = f"`format({f_string!r}, ...)`: the format is a string with a `{{}}` per argument"
         raise SchemaError(msg)
+    spec = re.search(r"\{:[^{}]*\}", f_string)
+    if spec is not None:  # polars 2.2 reads Rust-like specs (`{:.2f}`, `{:>5}`, `{:x}`)
+        msg = (f"`format({f_string!r}, ...)`: the format spec `{spec.group()}` is not "
+               "supported by colbridge; shape the argument first (`.round(2)`, "
+               "`.cast(pl.String).str.pad_start(5)`) and use a plain `{}`")  # fmt: skip
+        raise UnsupportedOperationError(msg)
     parts = f_string.split("{}")
     if builtins.len(parts) - 1 != builtins.len(args):
         msg = (f"`format({f_string!r}, ...)`: {builtins.len(parts) - 1} placeholder(s) "

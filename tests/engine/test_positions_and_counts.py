@@ -194,6 +194,18 @@ def test_format_needs_one_argument_per_placeholder() -> None:
     assert df.select(pl.format("none")).rows() == [("none",)]
 
 
+def test_format_specs_are_refused_by_name() -> None:
+    # polars 2.2 reads `{:.2f}`-like specs; colbridge names the spec and the way round it
+    # (it counted them as no placeholder at all before)
+    df = pl.DataFrame({"x": [1.23456, 2.0], "i": [5, 255]})
+    assert df.select(pl.format("{:.2f}", "x")).rows() == [("1.23",), ("2.00",)]
+    with pytest.raises(cb.UnsupportedOperationError, match=r"the format spec `\{:\.2f\}` is not "
+                       r"supported.*`\.round\(2\)`.*plain `\{\}`"):  # fmt: skip
+        cb.format("{:.2f} and {}", "x", "i")
+    got = df.gpu.select(cb.format("{} and {}", cb.col("x").round(2), "i")).compute()
+    assert got.rows() == [("1.23 and 5",), ("2.0 and 255",)]
+
+
 def test_the_string_language() -> None:
     df = pl.DataFrame({"t": [0, 86_400, None], "a": [3, 1, None], "b": [True, None, True],
                        "g": [1, 2, 1], "s": ["x", None, "y"]})  # fmt: skip
