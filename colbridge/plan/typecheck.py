@@ -1171,16 +1171,13 @@ class TypeChecker:
     def _clip(self, node: Clip) -> Node:
         arg = self._check(node.arg)
         self._numeric_only(node, arg)
-        if self._keep_dynamic and arg in self._dynamic:
-            # the representative stays unclipped, as in polars:
-            # when(c).then(300).otherwise(1).clip(0, 5) + int8 is Int16
-            kind, rep = self._dynamic[arg]
-            return self._dynamic_node(Clip(arg, node.lower, node.upper), kind, rep)
-        if self._is_dynamic(arg) and isinstance(arg, Literal):
-            lit = arg
-            if isinstance(lit.value, (int, float)) and not isinstance(lit.value, bool):
-                # a Python number clipped is still a Python number
-                return Literal(_clipped(lit.value, node.lower, node.upper))
+        kind = self._dynamic_kind(arg)
+        if self._keep_dynamic and kind is not None:
+            # the representative stays unclipped, as in polars: `lit(300).clip(0, 5) +
+            # int8` and `when(c).then(300).otherwise(1).clip(0, 5) + int8` are Int16
+            return self._dynamic_node(Clip(arg, node.lower, node.upper), kind,
+                                      self._representative(arg))  # fmt: skip
+        if self._is_dynamic(arg):  # alone: the number in its own type, then clipped
             arg = self._materialize(arg)
         t = self.types[arg]
         if not t.is_numeric:
@@ -2799,17 +2796,6 @@ def _kleene(op: str, a: object, b: object) -> bool | None:
 def is_null_literal(node: Node) -> bool:
     """True for a null without a type: a bare ``lit(None)`` or a null-typed column's value."""
     return isinstance(node, Literal) and node.dtype is None and node.value is None
-
-
-def _clipped(
-    value: Number, lower: bool | int | float | None, upper: bool | int | float | None
-) -> Number:
-    # polars' order: the lower bound first (it wins when the bounds are the wrong way round)
-    if lower is not None and value < lower:
-        return type(value)(lower)
-    if upper is not None and value > upper:
-        return type(value)(upper)
-    return value
 
 
 def is_host_reduction(node: GroupAgg, types: Mapping[Node, DType]) -> bool:

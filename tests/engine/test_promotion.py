@@ -231,6 +231,11 @@ DYNAMIC_CASES = {
     "(-3)**2+u8": lambda m: (num(m,-3)**num(m,2))+m.col("u"),
     "when_c(3,1)**300+i8": lambda m: (when_c(m,3,1)**300)+m.col("i"),
     "when_c(1,300).clip(0,5)+i8 keeps 300": lambda m: when_c(m,1,300).clip(0,5)+m.col("i"),
+    # a clipped number is typed by the number (it was folded to the bound)
+    "(-3).clip(0,5)+u8": lambda m: num(m,-3).clip(0,5)+m.col("u"),
+    "300.clip(0,5)+i8": lambda m: num(m,300).clip(0,5)+m.col("i"),
+    "2**40.clip(0,5)": lambda m: num(m,2**40).clip(0,5),
+    "3.clip(5,1)": lambda m: num(m,3).clip(5,1),
     # powers: the base's type decides unless the exponent is a float
     "2**i64": lambda m: num(m, 2) ** m.col("i64"),
     "300**u8": lambda m: num(m, 300) ** m.col("u"),
