@@ -2012,17 +2012,20 @@ class TypeChecker:
                 msg = f"`{node!r}` has only null literals; give one a dtype"
                 raise SchemaError(msg)
             typed = [self.types[self._materialize(first)]]
-        st: DType | None = typed[0]  # None: int128, which only a float leaves
+        st = typed[0]
+        int128: tuple[DType, DType] | None = None  # the pair that needed it, till a float
         for t in typed[1:]:
-            if st is None:
-                st = DType.FLOAT64 if t.is_float else None
+            if int128 is not None:
+                if t.is_float:
+                    st, int128 = DType.FLOAT64, None
+                continue
+            joined = supertype(st, t)  # (None only for two integers)
+            if joined is None:
+                int128 = (st, t)
             else:
-                st = DType.FLOAT64 if (supertype(st, t) is None and t.is_float) else \
-                    supertype(st, t)  # fmt: skip
-        if st is None:
-            pair = next(t for t in typed if t.is_unsigned and t.bits == 64)
-            other = next(t for t in typed if t.is_integer and not t.is_unsigned)
-            st = self._super(other, pair, node)  # the error that names them
+                st = joined
+        if int128 is not None:
+            self._super(*int128, node)  # the error that names the pair
         out = []
         for a in args:
             if self._is_dynamic(a):
