@@ -111,10 +111,7 @@ def test_bin_quantiles_as_polars(data: st.DataObject) -> None:
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16), label="seed"))
     n = data.draw(st.sampled_from([0, 1, 2, 9, 40]), label="rows")
     column = make_column(rng, arrow_type, n, nulls=data.draw(st.sampled_from([0.0, 0.3])))
-    quantiles = data.draw(st.one_of(
-        st.integers(1, 12),
-        st.lists(st.sampled_from([0.0, 0.1, 0.25, 1 / 3, 0.5, 0.7, 1.0]), max_size=4).map(sorted),
-    ), label="quantiles")  # fmt: skip
+    quantiles = data.draw(_BINS, label="quantiles")  # fmt: skip
     bins = quantiles if isinstance(quantiles, int) else len(quantiles) + 1
     right_closed = data.draw(st.booleans(), label="right_closed")
     groups = pl.Series(rng.integers(0, 3, n), dtype=pl.Int64)
@@ -146,10 +143,7 @@ def test_bin_ranks_as_polars(data: st.DataObject) -> None:
                           pa.string())  # fmt: skip
     else:
         column = make_column(rng, arrow_type, n, nulls=data.draw(st.sampled_from([0.0, 0.3])))
-    ranks = data.draw(st.one_of(
-        st.integers(1, 12),
-        st.lists(st.sampled_from([0.0, 0.1, 0.25, 1 / 3, 0.5, 0.7, 1.0]), max_size=4).map(sorted),
-    ), label="ranks")  # fmt: skip
+    ranks = data.draw(_BINS, label="ranks")  # fmt: skip
     bins = ranks if isinstance(ranks, int) else len(ranks) + 1
     df = pl.DataFrame({"x": pl.from_arrow(column),
                        "g": pl.Series(rng.integers(0, 3, n), dtype=pl.Int64)})  # fmt: skip
