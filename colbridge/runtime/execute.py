@@ -428,10 +428,13 @@ def _room_to_nest(steps: tuple[Step, ...]) -> None:
 
     Statements that build on each other (``x = sqrt(x) * 2`` a hundred times) nest
     as deep as all of them together once substituted, which the planner's recursive
-    passes follow; the sum of the steps' depths bounds that. The limit is only ever
-    raised (never lowered again), so a plan on another thread is not cut short.
+    passes follow; the sum over the steps of each step's deepest expression bounds that
+    (the expressions of one step read the step before, never each other, so a step of
+    many columns nests no deeper than its deepest one). The limit is only ever raised
+    (never lowered again), so a plan on another thread is not cut short.
     """
-    depth = sum(_depth(node) for step in steps for _, node in (*step.keys, *step.items))
+    depth = sum(max((_depth(node) for _, node in (*step.keys, *step.items)), default=0)
+                for step in steps)  # fmt: skip
     want = min(_MOST_FRAMES, 1_000 + _FRAMES_PER_LEVEL * depth)
     if want > sys.getrecursionlimit():
         sys.setrecursionlimit(want)
