@@ -84,6 +84,7 @@ __all__ = [
     "concat_str",
     "corr",
     "cov",
+    "date_diff",
     "format",
     "from_epoch",
     "len",
@@ -4004,6 +4005,40 @@ def from_epoch(column: Any, time_unit: str = "s") -> Expr:
     raise SchemaError(msg)
 
 
+#: ``date_diff``'s units, as polars spells them
+DATE_DIFF_UNITS = ("year", "quarter", "month", "week", "day", "hour", "minute", "second",
+                   "millisecond", "microsecond", "nanosecond")  # fmt: skip
+
+
+def date_diff(start: Any, end: Any, unit: str) -> Expr:
+    """How many ``unit`` boundaries lie between ``start`` and ``end`` (``pl.date_diff``).
+
+    The count of times the calendar or the clock moves into a new ``unit`` on the way
+    (negative when ``end`` is before ``start``): 2024-01-31 to 2024-02-01 is one month,
+    10:59 to 11:01 one hour. Weeks start on Monday; a zoned datetime counts on its
+    local wall clock, where the hour a daylight saving change skips or repeats is
+    counted once. Dates, Datetimes (a Date beside one is its midnight, UTC midnight
+    for a zoned one; two take the finer unit and must share a zone) or Times (units
+    of an hour or finer). Int64, named after ``start``; a string names a column.
+
+    Examples
+    --------
+    >>> import datetime as dt
+    >>> import polars as pl
+    >>> import colbridge as cb
+    >>> df = pl.DataFrame({"a": [dt.date(2024, 1, 31), dt.date(2024, 3, 10)],
+    ...                    "b": [dt.date(2024, 2, 1), dt.date(2024, 3, 4)]})
+    >>> out = df.gpu.select(cb.date_diff("a", "b", "month"), days=cb.date_diff("a", "b", "day"))
+    >>> out.compute().rows()
+    [(1, 1), (0, -6)]
+    """
+    if unit not in DATE_DIFF_UNITS:
+        units = ", ".join(map(repr, DATE_DIFF_UNITS))
+        msg = f"`date_diff(unit={unit!r})`: the unit is one of {units}"
+        raise InvalidOperationError(msg)
+    return Expr(Function("dt.date_diff", (_arg_node(start), _arg_node(end)), (unit,)))
+
+
 def mode_predicate(
     values: Node, kept: Node | None = None, groups: tuple[Node, ...] = ()
 ) -> Node:
@@ -4517,6 +4552,23 @@ class StringNamespace(_TextFunctions):
 
     __slots__ = ()
     _prefix = "str"
+
+    def from_code_point(self) -> Expr:
+        """Each integer as the one character of that Unicode code point (a String).
+
+        As polars' ``str.from_code_point``: nulls stay null; a negative value, a UTF-16
+        surrogate (55296 to 57343) or one past 1114111 (0x10FFFF) fails the compute,
+        naming it; other types are refused. Each distinct value is written once.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"code": [65, 233, 8364, None]})
+        >>> df.gpu.select(cb.col("code").str.from_code_point()).compute()["code"].to_list()
+        ['A', 'é', '€', None]
+        """
+        return self._f("from_code_point")
 
     def join(self, delimiter: builtins.str = "", *, ignore_nulls: builtins.bool = True) -> Expr:
         """The values joined into one string with ``delimiter``: a reduction, as polars'.

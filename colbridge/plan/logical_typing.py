@@ -78,7 +78,12 @@ from colbridge.types.chrono import (
     zone_specifier,
 )
 from colbridge.types.durations import parse_duration_in
-from colbridge.types.formatting import format_as_strings, format_needs, parse_chrono_format
+from colbridge.types.formatting import (
+    CODE_POINT,
+    format_as_strings,
+    format_needs,
+    parse_chrono_format,
+)
 from colbridge.types.logical import (
     DATE,
     STRING,
@@ -141,6 +146,16 @@ def _is_shift_fill(node: Node) -> bool:
     """True for the ``when`` that `Expr.shift` writes for a fill that is not a number."""
     return isinstance(node, When) and isinstance(node.condition, Scan) \
         and node.condition.func == "shift_in_range"  # fmt: skip
+
+
+#: the rule `str.from_code_point` states where a value breaks it
+_NOT_A_CODE_POINT = ("invalid Unicode code point (0 to 1114111 (0x10FFFF), not the surrogates "
+                     "55296 to 57343); null such values first, e.g. with `when(...).then(...)`")
+#: `date_diff`'s units of the calendar (counted on local dates) ...
+_CALENDAR_UNITS = frozenset({"year", "quarter", "month", "week", "day"})
+#: ... and of the clock, in nanoseconds
+_DIFF_UNIT_NS = {"hour": 3_600 * 10**9, "minute": 60 * 10**9, "second": 10**9,
+                 "millisecond": 10**6, "microsecond": 10**3, "nanosecond": 1}  # fmt: skip
 
 
 def _ns_per_unit(unit: str) -> int:
@@ -627,6 +642,111 @@ class LogicalTyping:
             out = Function("dt.replace_time_zone", (out,), (logical.tz, "raise", "raise"))
         return self.tc.typed(out)
 
+    def date_diff(self, start: Node, end: Node, node: Function) -> Node:
+        """``pl.date_diff(start, end, unit)``: the ``unit`` boundaries crossed, as polars counts.
+
+        Both sides are taken in their common type: two Dates stay Dates; a Date beside
+        a Datetime is its midnight (UTC midnight for a zoned one) in the Datetime's unit;
+        two Datetimes take the finer unit (not polars' usual supertype) and must share a
+        zone; Times only beside Times. A calendar unit (day and up) is the difference of
+        the local dates' days, Monday weeks, months, quarters or years. A clock unit is
+        the difference of the local values' floors, less the change of UTC offset in
+        whole units (toward zero), which is how polars counts a daylight saving change:
+        the hour a clock skips is not a boundary crossed. A unit finer than the values'
+        is their difference scaled, an overflow of int64 failing the compute.
+        """
+        unit = node.options[0]
+        if any(self.tc.is_dynamic(side) and isinstance(side, Literal) and side.value is None
+               for side in (start, end)):  # a null side: a null count
+            return self.tc.null_of(I64)
+        common, (s, e) = self._date_diff_sides(start, end, unit, node)
+        if common.kind == "datetime":
+            tick = _ns_per_unit(common.unit)
+        else:
+            tick = _NS_PER_DAY if common.kind == "date" else 1
+        if unit in _CALENDAR_UNITS:
+            def index(value: Node) -> Node:
+                days = value if common.kind == "date" else self.fdiv(
+                    self.local(value, common), _per_day(common.unit))  # fmt: skip
+                if unit == "day":
+                    return days
+                if unit == "week":  # weeks from Monday 1969-12-29 (day -3)
+                    return self.fdiv(self.add(days, 3), 7)
+                cal = self.civil(days)
+                if unit == "year":
+                    return cal["year"]
+                if unit == "quarter":
+                    quarter = self.fdiv(self.sub(cal["month"], 1), 3)
+                    return self.add(self.mul(cal["year"], 4), quarter)
+                return self.add(self.mul(cal["year"], 12), cal["month"])
+
+            return self.mark(self.sub(index(e), index(s)), None)
+        size = _DIFF_UNIT_NS[unit]
+        if size <= tick:  # every value is on a boundary: the difference, scaled
+            return self.mark(self._checked_scaled_difference(s, e, tick // size, node), None)
+        per = size // tick
+        if common.kind != "datetime" or common.tz in (None, "UTC"):
+            return self.mark(self.sub(self.fdiv(e, per), self.fdiv(s, per)), None)
+        from colbridge.types.timezones import transitions
+
+        if len(set(transitions(common.tz)[1])) == 1:  # one offset: nothing changes
+            local_s, local_e = self.local(s, common), self.local(e, common)
+            return self.mark(self.sub(self.fdiv(local_e, per), self.fdiv(local_s, per)), None)
+        offset_s, offset_e = (self.offset_at(v, common.tz, common.unit) for v in (s, e))
+        crossed = self.sub(self.fdiv(self.add(e, offset_e), per),
+                           self.fdiv(self.add(s, offset_s), per))  # fmt: skip
+        return self.mark(self.sub(crossed, self.tdiv(self.sub(offset_e, offset_s), per)), None)
+
+    def _date_diff_sides(self, start: Node, end: Node, unit: str,
+                         node: Function) -> tuple[Logical, tuple[Node, Node]]:  # fmt: skip
+        """`date_diff`'s common type and its two sides in it (int64), refused as polars refuses."""
+        sides = (start, end)
+        logicals: list[Logical] = []
+        for side in sides:
+            logical = self.of(side)
+            if logical is None or logical.kind not in ("date", "datetime", "time"):
+                got = logical if logical is not None else self.tc.types.get(side, "a number")
+                msg = (f"`{node!r}` needs Date, Datetime or Time inputs, got {got}; a string "
+                       "names a column, or parse text first with `.str.to_date()` / "
+                       "`.str.to_datetime()`")  # fmt: skip
+                raise InvalidOperationError(msg)
+            logicals.append(logical)
+        first, second = logicals
+        kinds = {first.kind, second.kind}
+        zones_differ = first.kind == second.kind == "datetime" and first.tz != second.tz
+        if ("time" in kinds and kinds != {"time"}) or zones_differ:
+            msg = (f"`{node!r}`: no common type of {first} and {second}; give both sides the "
+                   "same kind (and the same time zone)")  # fmt: skip
+            raise SchemaError(msg)
+        if kinds == {"time"} and unit in _CALENDAR_UNITS:
+            msg = (f"`{node!r}`: unit {unit!r} is not supported for Time; count hours or "
+                   "finer units between times")  # fmt: skip
+            raise InvalidOperationError(msg)
+        if "datetime" not in kinds:
+            return first, (self.i64(start), self.i64(end))
+        # the finer unit (not polars' usual supertype), the zone of the datetime side(s)
+        units = [lg.unit for lg in logicals if lg.kind == "datetime"]
+        zone = next(lg.tz for lg in logicals if lg.kind == "datetime")
+        common = Logical("datetime", min(units, key=TIME_UNITS.index), zone)
+        s, e = (self.i64(side if lg == common else self.cast(side, common, True, node))
+                for side, lg in zip(sides, logicals, strict=True))  # fmt: skip
+        return common, (s, e)
+
+    def _checked_scaled_difference(self, s: Node, e: Node, scale: int, node: Node) -> Node:
+        """``(e - s) * scale`` in int64, an overflow failing the compute as polars fails it."""
+        difference = self.sub(e, s)
+        # a difference wraps only where the sides' signs differ and its sign is not `e`'s
+        e_sign = self.op("ge", e, 0)
+        ok = self.both("or", self.op("eq", e_sign, self.op("ge", s, 0)),
+                       self.op("eq", self.op("ge", difference, 0), e_sign))  # fmt: skip
+        if scale > 1:
+            hi = (2**63 - 1) // scale
+            ok = self.both("and", ok, self.both("and", self.op("ge", difference, -hi),
+                                                self.op("le", difference, hi)))  # fmt: skip
+        msg = (f"overflow in `{node!r}`: the count does not fit in int64; count a coarser "
+               "unit")  # fmt: skip
+        return self.rec(Check(self.mul(difference, scale), ok, msg), I64)
+
     def replace_parts(self, arg: Node, node: Function) -> Node:
         """``dt.replace(...)``: each part given (cast strictly) or the value's own.
 
@@ -697,6 +817,10 @@ class LogicalTyping:
             return self.replace_parts(args[0], node)
         if name == "dt.combine":  # the date and the time
             return self.combine(args[0], args[1], node)
+        if name == "dt.date_diff":  # the start and the end
+            return self.date_diff(args[0], args[1], node)
+        if name == "str.from_code_point":  # of integers, not strings
+            return self.from_code_point(args[0], node)
         if name.startswith("dt."):
             return self.dt(name[3:], args[0], node)
         if name.startswith("str."):
@@ -1307,6 +1431,40 @@ class LogicalTyping:
             return tc.typed(Constant(written.dictionary[0].as_py()))
         scan = Scan("to_string", arg, () if fmt is None else (fmt,))
         return self.mark(self.rec(scan, I32), STRING, ("scan", scan_column(scan)))
+
+    def from_code_point(self, arg: Node, node: Function) -> Node:
+        """``str.from_code_point()``: integers written as characters by `to_string`'s host step.
+
+        `colbridge.types.formatting.CODE_POINT`: each distinct value's character once;
+        a value that is no code point is null there, and the kernel fails the compute
+        where such a row reaches the result (a literal's fails at once).
+        """
+        tc = self.tc
+        if isinstance(arg, Literal) and arg.value is None:
+            return self.mark(tc.null_of(I32), STRING, ("lit", ()))
+        if tc.is_dynamic(arg):
+            arg = tc.materialize(arg)
+        dtype = tc.types[arg]
+        if self.of(arg) is not None or not dtype.is_integer:
+            got = self.of(arg) or dtype
+            msg = (f"`{node!r}` expects an integer code point, got {got}; cast to an integer "
+                   "first (e.g. `.cast(pl.Int64)`)")  # fmt: skip
+            raise InvalidOperationError(msg)
+        if isinstance(arg, Literal):
+            assert isinstance(arg.value, int)  # an integer type: typing made it one
+            code = arg.value
+            if code < 0 or code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+                msg = f"`{node!r}`: {_NOT_A_CODE_POINT}: {code}"
+                raise ComputeError(msg)
+            return self.tc.typed(Constant(chr(code)))
+        scan = Scan("to_string", arg, (CODE_POINT,))
+        codes = self.rec(scan, I32)  # null where the value is no code point
+        bad = self.both("and", self.rec(Unary("is_not_null", arg), BOOL),
+                        self.rec(Unary("is_null", codes), BOOL))  # fmt: skip
+        msg = f"`{node!r}`: {_NOT_A_CODE_POINT}"
+        checked = self.rec(Check(bad, self.rec(Unary("not", bad), BOOL), msg), BOOL)
+        value = self.rec(When(self.rec(Unary("not", checked), BOOL), codes, tc.null_of(I32)), I32)
+        return self.mark(value, STRING, ("scan", scan_column(scan)))
 
     def concat_str(self, node: Function) -> Node:
         """``concat_str(args, separator, ignore_nulls)``: the arguments' texts joined by row.

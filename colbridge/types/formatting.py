@@ -40,7 +40,12 @@ import pyarrow as pa
 from colbridge.types.chrono import DAY_NAMES, MONTH_NAMES
 from colbridge.types.timezones import LAST_RULE_YEAR, transitions
 
-__all__ = ["float_text", "format_as_strings", "format_needs", "parse_chrono_format"]
+__all__ = ["CODE_POINT", "float_text", "format_as_strings", "format_needs",
+           "parse_chrono_format"]
+
+#: `format_as_strings`'s format for integers written as the character of their code
+#: point (``str.from_code_point``), not as digits
+CODE_POINT = "code point"
 
 #: the decimal exponents written positionally, by float width (bits): zmij's choice
 _POSITIONAL = {64: (-5, 15), 32: (-6, 12)}
@@ -179,6 +184,24 @@ def _datetime_texts(values: pa.Array, unit: str, tz: str | None) -> pa.Array:
     return pc.binary_join_element_wise(texts, _zone_texts(":z", offsets, None), "")
 
 
+def _characters(codes: pa.Array, code_points: pa.Array) -> pa.DictionaryArray:
+    """Codes into distinct integers as codes into the characters of those code points.
+
+    A negative value, a surrogate (0xD800 to 0xDFFF) or one past 0x10FFFF is no
+    character: its rows are null here, and the kernel reading them fails the compute
+    where such a row reaches the result (`LogicalTyping.from_code_point`), so a row a
+    filter or a ``when`` removed first fails nothing, as in polars.
+    """
+    values = code_points.to_numpy(zero_copy_only=False)  # a dictionary: no nulls
+    bad = (values < 0) | (values > 0x10FFFF) | ((values >= 0xD800) & (values <= 0xDFFF))
+    characters = pa.array([chr(v) for v in values[~bad].tolist()], pa.string())
+    if not bad.any():
+        return pa.DictionaryArray.from_arrays(codes, characters)
+    renumbered = np.cumsum(~bad, dtype=np.int32) - 1  # each valid value's new code
+    new_codes = pa.array(renumbered, mask=bad).take(codes)
+    return pa.DictionaryArray.from_arrays(new_codes, characters)
+
+
 def _texts(values: pa.Array) -> pa.Array:
     """Distinct non-null values (a dictionary) written as polars writes them."""
     import pyarrow.compute as pc  # on first use: its import is slow
@@ -224,6 +247,8 @@ def format_as_strings(array: pa.Array | pa.ChunkedArray,
     codes = encoded.indices.cast(pa.int32())
     if fmt is None:  # distinct values write distinct texts
         return pa.DictionaryArray.from_arrays(codes, _texts(encoded.dictionary))
+    if fmt == CODE_POINT:  # distinct code points are distinct characters
+        return _characters(codes, encoded.dictionary)
     if pa.types.is_duration(array.type):  # one form or the other: distinct texts too
         return pa.DictionaryArray.from_arrays(codes, _duration_texts(encoded.dictionary, fmt))
     written = pc.dictionary_encode(_strftime(encoded.dictionary, parse_chrono_format(fmt)))
