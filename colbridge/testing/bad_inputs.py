@@ -608,6 +608,24 @@ CASES: list[BadInput] = [
              _m(lambda q: q.with_columns(o=cb.lit(dt.date(2024, 7, 1)).dt.dst_offset())),
              E.InvalidOperationError, r"`lit\(datetime\.date\(2024, 7, 1\)\)\.dt\."
              r"dst_offset\(\)` needs a time-zone-aware Datetime, got date", r"replace_time_zone"),
+    BadInput("date-diff-days-of-times", "types", "`date_diff(t1, t2, 'day')` of two Times",
+             F, _m(lambda q: q.with_columns(d=cb.date_diff(cb.lit(dt.time(1)), cb.lit(dt.time(2)),
+                                                           "day"))),
+             E.InvalidOperationError, r"unit 'day' is not supported for Time",
+             r"count hours or finer units"),
+    BadInput("date-diff-unknown-unit", "types", "`date_diff(a, b, 'days')`: a unit polars "
+             "does not name", F, _m(lambda q: q.with_columns(d=cb.date_diff("a", "b", "days"))),
+             E.InvalidOperationError, r"`date_diff\(unit='days'\)`",
+             r"the unit is one of 'year', 'quarter', 'month'"),
+    BadInput("from-code-point-of-floats", "types", "`price.str.from_code_point()` of floats", F,
+             _m(lambda q: q.with_columns(c=cb.col("price").str.from_code_point())),
+             E.InvalidOperationError, r"expects an integer code point, got float64",
+             r"cast to an integer first"),
+    BadInput("from-code-point-negative", "strings", "`(qty - 5).str.from_code_point()`: "
+             "negative code points", F,
+             _m(lambda q: q.with_columns(c=(cb.col("qty") - 5).str.from_code_point())),
+             E.InvalidOperationError, r"invalid Unicode code point \(0 to 1114111",
+             r"null such values first"),
     BadInput("time-format-without-minutes", "strings", "`str.to_time('%H')`: a format "
              "without minutes", _times, _m(lambda q: q.with_columns(t=cb.col("s").str.to_time(
                  "%H"))), E.InvalidOperationError,

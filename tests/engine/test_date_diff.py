@@ -8,7 +8,7 @@ scaled. Generated pairs straddle the zones' offset changes from 1996 (where the 
 files and polars' zone data agree) in zones with whole-hour, half-hour and midnight
 changes, every time unit and mixes of them, Dates beside Datetimes, nulls and chunked
 columns; refusals and the overflow error as polars'; literals, the string language,
-``group_by`` and the CUDA code path.
+``group_by``, and every kernel tier (the CUDA code path on the host).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import colbridge as cb
 from colbridge.errors import ColbridgeError
 from colbridge.expr.api import DATE_DIFF_UNITS
 from colbridge.testing.asserts import assert_same_as_polars
-from colbridge.testing.cuda_host import compute_on_host
+from colbridge.testing.cuda_host import KERNEL_TIERS, compute_on_tier
 from colbridge.types.timezones import offset_parts
 
 #: whole-hour changes both hemispheres, Lord Howe's half hour, St John's changes at
@@ -103,14 +103,20 @@ def _diffs(m: Any, unit: str) -> list[Any]:
     seed=st.integers(0, 2**31 - 1),
     zone=st.sampled_from(ZONES),
     units=st.tuples(st.sampled_from(["ns", "us", "ms"]), st.sampled_from(["ns", "us", "ms"])),
+    counted=st.lists(st.sampled_from(DATE_DIFF_UNITS), min_size=3, max_size=3, unique=True),
 )
-def test_date_diff_as_polars(n: int, seed: int, zone: str, units: tuple[str, str]) -> None:
+def test_date_diff_as_polars(n: int, seed: int, zone: str, units: tuple[str, str],
+                             counted: list[str]) -> None:  # fmt: skip
     table = _table(n, seed, zone, *units)
 
     def steps(m: Any, q: Any) -> Any:
-        return q.select(*(d for unit in DATE_DIFF_UNITS for d in _diffs(m, unit)))
+        return q.select(*(d for unit in counted for d in _diffs(m, unit)))
 
-    assert_same_as_polars(table, steps, kinds=("polars",))
+    # the NumPy tier: the same statements as the compiled kernels
+    # (`test_every_kernel_tier`), with no compile per example
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("COLBRIDGE_CPU_TIER", "numpy")
+        assert_same_as_polars(table, steps, kinds=("polars",))
 
 
 @pytest.mark.parametrize("zone", ZONES)
@@ -205,10 +211,10 @@ def test_an_unknown_unit_is_named() -> None:
         cb.date_diff("a", "b", "days")
 
 
-def test_the_cuda_code_path() -> None:
+@pytest.mark.parametrize("tier", KERNEL_TIERS)
+def test_every_kernel_tier(tier: str) -> None:
     table = _table(60, 7, "America/New_York", "us", "ms")
-    for unit in ("month", "week", "hour", "nanosecond"):
-        q = cb.lazy(table).select(_diffs(cb, unit))
-        on_host = compute_on_host(q)
-        assert on_host.equals(q.compute(device="cpu"))
-        assert pl.from_arrow(on_host).equals(pl.from_arrow(table).select(_diffs(pl, unit)))
+    pairs = [d for unit in DATE_DIFF_UNITS for d in _diffs(cb, unit)[:2]]
+    got = compute_on_tier(cb.lazy(table).select(pairs), tier)
+    want = pl.from_arrow(table).select(d for unit in DATE_DIFF_UNITS for d in _diffs(pl, unit)[:2])
+    assert pl.from_arrow(got).equals(want)
