@@ -774,6 +774,29 @@ class Expr:
         """True where the value is +inf or -inf."""
         return self._unary("is_infinite")
 
+    def reinterpret(self, *, signed: bool | None = None, dtype: Any = None) -> Expr:
+        """The bits of each integer read as the integer type of the same width (``pl.reinterpret``).
+
+        ``signed=True`` reads them as the signed type, ``False`` as the unsigned one
+        (-1 as Int64 is 18446744073709551615 as UInt64); ``dtype`` names an integer
+        type of the same width instead (exactly one of the two). A float is left as it
+        is, as polars leaves it; other types, widths that differ and float bits read as
+        integers (or back) are refused.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import colbridge as cb
+        >>> df = pl.DataFrame({"a": [-1, 2]}, schema={"a": pl.Int8})
+        >>> df.gpu.select(cb.col("a").reinterpret(signed=False)).compute()["a"].to_list()
+        [255, 2]
+        """
+        if (signed is None) == (dtype is None):
+            msg = "`reinterpret` takes exactly one of `signed` and `dtype`, e.g. `signed=False`"
+            raise InvalidOperationError(msg)
+        target = bool(signed) if dtype is None else parse_dtype(dtype)
+        return Expr(Function("reinterpret", (self.node,), (target,)))
+
     def bitwise_count_ones(self) -> Expr:
         """The number of set bits of each integer (or boolean), as UInt32.
 

@@ -1329,6 +1329,12 @@ def _format_function(node: Function) -> str:
         if node.options[0] != "raise":
             given.append(f"ambiguous={node.options[0]!r}")
         return f"{args[0]}.dt.replace({', '.join(given)})"
+    if node.name == "dt.date_diff":  # a function of two, not a method
+        return f"date_diff({args[0]}, {args[1]}, {node.options[0]!r})"
+    if node.name == "reinterpret":  # `signed=` (a flag) or `dtype=`
+        (target,) = node.options
+        keyword = "signed" if isinstance(target, bool) else "dtype"
+        return f"{args[0]}.reinterpret({keyword}={target})"
     if node.name in _KEYWORD_OPTIONS:  # as written: the first positionally, then keywords
         first, keywords = _KEYWORD_OPTIONS[node.name]
         written = [_format_param(v) for v in node.options[:first]]

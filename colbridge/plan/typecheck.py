@@ -1215,6 +1215,8 @@ class TypeChecker:
             return self._replace_strict(node)
         if node.name == "is_in" and self._check(node.args[0]) in self.logical:
             return self._lt.is_in(node)  # strings, categories, dates, ...
+        if node.name == "reinterpret":
+            return self._reinterpret(node)
         if node.name == "log":
             return self._log(node)
         if node.name in ("degrees", "radians", "cot"):
@@ -1662,6 +1664,40 @@ class TypeChecker:
             checked = self._record(Check(present, ok, message), DType.BOOL)
             found = Binary("or", found, Binary("and", checked, found))
         return self._check(When(found, mapped, otherwise))
+
+    def _reinterpret(self, node: Function) -> Node:
+        """``reinterpret(signed=...)`` / ``(dtype=...)``: an integer's bits as its twin type.
+
+        A conversion between integers of one width keeps the bits (two's complement), so
+        it is a `Narrow` (a wrapping conversion on every target). Floats stay as they
+        are (polars' ``signed=`` leaves them); a Python number alone is refused, as
+        polars refuses it.
+        """
+        (target,) = node.options
+        arg = self._check(node.args[0])
+        if self._is_dynamic(arg) or arg in self.logical or not self.types[arg].is_numeric:
+            got = self.logical.get(arg) or ("a Python number" if self._is_dynamic(arg)
+                                            else self.types[arg])  # fmt: skip
+            msg = (f"{_quote(node)}: cannot reinterpret {got}; reinterpret an integer or a "
+                   "float column, or cast instead")  # fmt: skip
+            raise InvalidOperationError(msg)
+        t = self.types[arg]
+        if isinstance(target, bool):  # signed=...
+            if t.is_float:
+                return arg
+            twin = {8: (DType.INT8, DType.UINT8), 16: (DType.INT16, DType.UINT16),
+                    32: (DType.INT32, DType.UINT32), 64: (DType.INT64, DType.UINT64)}
+            target = twin[t.bits][0 if target else 1]
+        if not (t.is_integer and target.is_integer and t.bits == target.bits):
+            if t == target:
+                return arg
+            msg = (f"{_quote(node)}: cannot reinterpret {t} as {target}: colbridge reads "
+                   "the bits of an integer as the other integer type of its width only; "
+                   "cast instead, or reinterpret float bits in polars")  # fmt: skip
+            raise InvalidOperationError(msg)
+        if t == target:
+            return arg
+        return self._record(Narrow(arg, target), target)
 
     def _typed(self, node: Node) -> Node:
         """``node`` checked, a dynamic result materialised (it stands on its own)."""
