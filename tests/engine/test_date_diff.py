@@ -81,7 +81,7 @@ def _table(n: int, seed: int, zone: str, unit: str, other_unit: str) -> pa.Table
     return pa.table({
         "s": col(start, unit, zone), "e": col(end, unit, zone),
         "e2": col(end, other_unit, zone),  # another unit of the same zone
-        "ns": col(start, unit, None), "ne": col(end, other_unit, None),  # naive
+        "naive_s": col(start, unit, None), "naive_e": col(end, other_unit, None),
         "ds": _chunked(days(start)), "de": _chunked(days(end)),
         "ts": pa.array(nanos[0], pa.time64("ns")),
         "te": pa.array(nanos[1], pa.time64("ns"), mask=rng.random(n) < 0.1),
@@ -90,8 +90,8 @@ def _table(n: int, seed: int, zone: str, unit: str, other_unit: str) -> pa.Table
 
 def _diffs(m: Any, unit: str) -> list[Any]:
     """Every pairing of the table's columns that polars counts in ``unit``."""
-    pairs = {"zoned": ("s", "e"), "zoned_units": ("e2", "s"), "naive": ("ns", "ne"),
-             "dates": ("ds", "de"), "date_zoned": ("ds", "e"), "naive_date": ("ne", "ds")}
+    pairs = {"zoned": ("s", "e"), "zoned_units": ("e2", "s"), "naive": ("naive_s", "naive_e"),
+             "dates": ("ds", "de"), "date_zoned": ("ds", "e"), "naive_date": ("naive_e", "ds")}
     if unit in CLOCK_UNITS:
         pairs["times"] = ("ts", "te")
     return [m.date_diff(*pair, unit).alias(f"{name}_{unit}") for name, pair in pairs.items()]
