@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 import colbridge as cb
 from colbridge.errors import ColbridgeError
 from colbridge.testing.asserts import assert_same_as_polars
+from colbridge.testing.cuda_host import KERNEL_TIERS, compute_on_tier
 
 _CODE_POINTS = st.one_of(
     st.integers(0, 0x7F), st.integers(0x80, 0xD7FF), st.integers(0xE000, 0x10FFFF),
@@ -90,3 +91,16 @@ def test_other_types_are_refused(values: list[Any]) -> None:
         df.select(pl.col("c").str.from_code_point())
     with pytest.raises(ColbridgeError, match="expects an integer code point"):
         df.gpu.select(cb.col("c").str.from_code_point()).compute()
+
+
+@pytest.mark.parametrize("tier", KERNEL_TIERS)
+def test_every_kernel_tier(tier: str) -> None:
+    # the check of an invalid code point runs in the kernel: on every target, after the filter
+    table = pa.table({"c": pa.array([65, -1, 0x1F600, None, 0xD800, 233], pa.int64())})
+    q = cb.lazy(table).filter(cb.col("c").is_between(0, 0xD7FF) | cb.col("c").is_null())
+    got = compute_on_tier(q.select(cb.col("c").str.from_code_point()), tier)
+    want = pl.from_arrow(table).filter(pl.col("c").is_between(0, 0xD7FF) | pl.col("c").is_null())
+    assert pa.table(got).column("c").to_pylist() == want.select(
+        pl.col("c").str.from_code_point())["c"].to_list() == ["A", None, "é"]  # fmt: skip
+    with pytest.raises(ColbridgeError, match="invalid Unicode code point"):
+        compute_on_tier(cb.lazy(table).select(cb.col("c").str.from_code_point()), tier)
