@@ -685,13 +685,13 @@ class LogicalTyping:
         if size <= tick:  # every value is on a boundary: the difference, scaled
             return self.mark(self._checked_scaled_difference(s, e, tick // size, node), None)
         per = size // tick
-        if common.kind != "datetime" or common.tz in (None, "UTC"):
-            return self.mark(self.sub(self.fdiv(e, per), self.fdiv(s, per)), None)
         from colbridge.types.timezones import transitions
 
-        if len(set(transitions(common.tz)[1])) == 1:  # one offset: nothing changes
-            local_s, local_e = self.local(s, common), self.local(e, common)
-            return self.mark(self.sub(self.fdiv(local_e, per), self.fdiv(local_s, per)), None)
+        if common.kind != "datetime" or common.tz in (None, "UTC") or len(
+                set(transitions(common.tz)[1])) == 1:  # one offset: no change to take off
+            if common.kind == "datetime":  # (`local` leaves a naive or UTC value as it is)
+                s, e = self.local(s, common), self.local(e, common)
+            return self.mark(self.sub(self.fdiv(e, per), self.fdiv(s, per)), None)
         offset_s, offset_e = (self.offset_at(v, common.tz, common.unit) for v in (s, e))
         crossed = self.sub(self.fdiv(self.add(e, offset_e), per),
                            self.fdiv(self.add(s, offset_s), per))  # fmt: skip
